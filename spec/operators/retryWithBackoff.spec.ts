@@ -1,0 +1,481 @@
+import { expect } from 'chai';
+import { defer, of, Subject, throwError, type Observable } from 'rxjs';
+import { HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
+import { retryWithBackoff, type RetryInfo } from '../../src/operators/retryWithBackoff.js';
+import { testScheduler } from '../support/marbles.js';
+
+const e503 = new HttpError(503);
+const e400 = new HttpError(400);
+
+/** Subscribes the n-th time to the n-th observable (the last one repeats). */
+function attempts<T>(...list: Observable<T>[]): { source: Observable<T>; count: () => number } {
+  let n = 0;
+  return { source: defer(() => list[Math.min(n++, list.length - 1)]!), count: () => n };
+}
+
+describe('retryWithBackoff', () => {
+  describe('backoff timing (reference: 500 → 1 000 → 2 000 ms, capped at 30 000 ms)', () => {
+    it('waits 500, 1000, 2000 ms between attempts, then errors with RetriesExhaustedError', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('--#', undefined, e503);
+        const result = source.pipe(retryWithBackoff({ jitter: 'none' }));
+        const exhausted = new RetriesExhaustedError(4, [e503, e503, e503, e503]);
+        expectObservable(result).toBe('3508ms #', undefined, exhausted);
+        expectSubscriptions(source.subscriptions).toBe([
+          '^-!',
+          '502ms ^-!',
+          '1504ms ^-!',
+          '3506ms ^-!',
+        ]);
+      });
+    });
+
+    it('caps each delay at maxBackoffMs (30 000 by default)', () => {
+      const delays: number[] = [];
+      testScheduler().run(({ expectObservable }) => {
+        const result = throwError(() => e503).pipe(
+          retryWithBackoff({ jitter: 'none', maxRetries: 9, onRetry: (i) => delays.push(i.delayMs) }),
+        );
+        // 500+1000+2000+4000+8000+16000+30000+30000+30000 = 121 500
+        expectObservable(result).toBe('121500ms #', undefined, new RetriesExhaustedError(10, Array(10).fill(e503)));
+      });
+      expect(delays).to.deep.equal([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    });
+
+    it('follows initialBackoffMs, backoffMultiplier and maxBackoffMs', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('#', undefined, e503);
+        const result = source.pipe(
+          retryWithBackoff({ jitter: 'none', maxRetries: 4, initialBackoffMs: 10, backoffMultiplier: 3, maxBackoffMs: 50 }),
+        );
+        expectObservable(result).toBe('140ms #', undefined, new RetriesExhaustedError(5, Array(5).fill(e503)));
+        // waits: 10, 30, 50 (capped 90), 50 (capped 270)
+        expectSubscriptions(source.subscriptions).toBe(['(^!)', '10ms (^!)', '40ms (^!)', '90ms (^!)', '140ms (^!)']);
+      });
+    });
+
+    it('retries a synchronous failure after the wait, never recursively', () => {
+      testScheduler().run(({ expectObservable }) => {
+        const result = throwError(() => e503).pipe(retryWithBackoff({ jitter: 'none', maxRetries: 2 }));
+        expectObservable(result).toBe('1500ms #', undefined, new RetriesExhaustedError(3, [e503, e503, e503]));
+      });
+    });
+
+    it('succeeds when a retry succeeds, passing its values through', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold('-#', undefined, e503), cold('-#', undefined, e503), cold('-a-b|'));
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none' }))).toBe('1503ms a-b|');
+      });
+    });
+
+    it('maxRetries: 0 gives up after the first failure with RetriesExhaustedError, never silently', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('-#', undefined, e503);
+        expectObservable(source.pipe(retryWithBackoff({ maxRetries: 0 }))).toBe('-#', undefined, new RetriesExhaustedError(1, [e503]));
+      });
+    });
+  });
+
+  describe('jitter', () => {
+    const run = (jitter: 'full' | 'equal' | 'decorrelated', randoms: number[]): number[] => {
+      const delays: number[] = [];
+      let i = 0;
+      testScheduler().run(({ flush }) => {
+        throwError(() => e503)
+          .pipe(retryWithBackoff({ jitter, maxRetries: randoms.length, random: () => randoms[i++] ?? 0, onRetry: (r) => delays.push(r.delayMs) }))
+          .subscribe({ error: () => undefined });
+        flush();
+      });
+      return delays;
+    };
+
+    it("'full' draws from [0, base)", () => {
+      expect(run('full', [0.5, 0.25, 0, 0.999])).to.deep.equal([250, 250, 0, 3996]);
+    });
+
+    it("'equal' (the default) never waits less than half the base delay", () => {
+      expect(run('equal', [0, 0.5, 0.999])).to.deep.equal([250, 750, 1999]);
+      const delays: number[] = [];
+      testScheduler().run(({ flush }) => {
+        throwError(() => e503)
+          .pipe(retryWithBackoff({ random: () => 0, onRetry: (r) => delays.push(r.delayMs) }))
+          .subscribe({ error: () => undefined });
+        flush();
+      });
+      expect(delays).to.deep.equal([250, 500, 1000]);
+    });
+
+    it("'decorrelated' draws from [initial, 3 × previous), capped", () => {
+      // previous starts at 500: [500, 1500) → 1000; then [500, 3000) → 500; then [500, 1500) → 1500 - ε
+      expect(run('decorrelated', [0.5, 0, 0.999])).to.deep.equal([1000, 500, 1499]);
+    });
+
+    it('clamps a random() outside [0, 1) instead of producing negative or oversized waits', () => {
+      expect(run('full', [-3, 7])).to.deep.equal([0, 999]);
+    });
+  });
+
+  describe('which errors are retried', () => {
+    it('passes an error shouldRetry rejects through unchanged, at once (default: the classifier)', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('--#', undefined, e400);
+        expectObservable(source.pipe(retryWithBackoff())).toBe('--#', undefined, e400);
+        expectSubscriptions(source.subscriptions).toBe('^-!');
+      });
+      let seen: unknown;
+      of(1)
+        .pipe(
+          () => throwError(() => e400),
+          retryWithBackoff(),
+        )
+        .subscribe({ error: (e: unknown) => (seen = e) });
+      expect(seen).to.equal(e400);
+    });
+
+    it('does not retry programming errors or cancellation', () => {
+      for (const error of [new TypeError('x is not a function'), Object.assign(new Error('aborted'), { name: 'AbortError' })]) {
+        testScheduler().run(({ cold, expectObservable }) => {
+          expectObservable(cold('-#', undefined, error).pipe(retryWithBackoff())).toBe('-#', undefined, error);
+        });
+      }
+    });
+
+    it('asks shouldRetry with the 1-based number of the retry that would follow', () => {
+      const calls: [unknown, number][] = [];
+      testScheduler().run(({ cold, expectObservable }) => {
+        const boom = new Error('boom');
+        const source = cold('-#', undefined, boom);
+        const result = source.pipe(
+          retryWithBackoff({ jitter: 'none', initialBackoffMs: 10, shouldRetry: (e, n) => (calls.push([e, n]), n < 3) }),
+        );
+        // fails at 1, 12, 33 (waits 10 and 20); the 3rd retry is refused: boom passes through unchanged
+        expectObservable(result).toBe('33ms #', undefined, boom);
+      });
+      expect(calls.map(([, n]) => n)).to.deep.equal([1, 2, 3]);
+    });
+
+    it('errors with what shouldRetry throws', () => {
+      const bug = new Error('predicate bug');
+      testScheduler().run(({ cold, expectObservable }) => {
+        const result = cold('-#', undefined, e503).pipe(
+          retryWithBackoff({
+            shouldRetry: () => {
+              throw bug;
+            },
+          }),
+        );
+        expectObservable(result).toBe('-#', undefined, bug);
+      });
+    });
+  });
+
+  describe('retry-after', () => {
+    it('waits the server-requested time when it is longer than the backoff', () => {
+      const e429 = new HttpError(429, { 'Retry-After': '2' });
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold('#', undefined, e429), cold('(a|)'));
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none' }))).toBe('2000ms (a|)');
+      });
+      testScheduler().run(({ cold, expectSubscriptions, expectObservable }) => {
+        const src = cold('#', undefined, e429);
+        expectObservable(src.pipe(retryWithBackoff({ jitter: 'none', maxRetries: 1 }))).toBe('2000ms #', undefined, new RetriesExhaustedError(2, [e429, e429]));
+        expectSubscriptions(src.subscriptions).toBe(['(^!)', '2000ms (^!)']);
+      });
+    });
+
+    it('keeps the backoff when retry-after is shorter', () => {
+      const e429 = new HttpError(429, { 'retry-after-ms': '100' });
+      testScheduler().run(({ cold, expectSubscriptions, flush }) => {
+        const src = cold('#', undefined, e429);
+        src.pipe(retryWithBackoff({ jitter: 'none', maxRetries: 1 })).subscribe({ error: () => undefined });
+        flush();
+        expectSubscriptions(src.subscriptions).toBe(['(^!)', '500ms (^!)']);
+      });
+    });
+
+    it('reads an HTTP-date retry-after against scheduler time', () => {
+      // virtual time starts at 0 = the epoch, so this date is 3 s into virtual time
+      const e503Date = new HttpError(503, new Headers({ 'retry-after': new Date(3000).toUTCString() }));
+      testScheduler().run(({ cold, expectSubscriptions, flush }) => {
+        const src = cold('#', undefined, e503Date);
+        src.pipe(retryWithBackoff({ jitter: 'none', maxRetries: 1 })).subscribe({ error: () => undefined });
+        flush();
+        expectSubscriptions(src.subscriptions).toBe(['(^!)', '3000ms (^!)']);
+      });
+    });
+
+    it('gives up at once when retry-after exceeds maxRetryAfterMs (60 000 by default)', () => {
+      const e429 = new HttpError(429, { 'retry-after': String(16 * 24 * 3600) }); // 16 days
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-#', undefined, e429);
+        const expected = new RetriesExhaustedError(1, [e429], 'retry_after_too_long');
+        expectObservable(src.pipe(retryWithBackoff())).toBe('-#', undefined, expected);
+        expectSubscriptions(src.subscriptions).toBe('^!');
+      });
+      let error: unknown;
+      throwError(() => new HttpError(429, { 'retry-after': '5' }))
+        .pipe(retryWithBackoff({ maxRetryAfterMs: 4000 }))
+        .subscribe({ error: (e: unknown) => (error = e) });
+      expect(error).to.be.instanceOf(RetriesExhaustedError);
+      expect((error as RetriesExhaustedError).reason).to.equal('retry_after_too_long');
+      expect((error as RetriesExhaustedError).attempts).to.equal(1);
+    });
+  });
+
+  describe('RetriesExhaustedError', () => {
+    it('carries attempts, every error in order, and the last one as cause', () => {
+      const errors = [new HttpError(503), new HttpError(502), new HttpError(500)];
+      let caught: unknown;
+      testScheduler().run(({ flush }) => {
+        let n = 0;
+        defer(() => throwError(() => errors[n++]))
+          .pipe(retryWithBackoff({ maxRetries: 2 }))
+          .subscribe({ error: (e: unknown) => (caught = e) });
+        flush();
+      });
+      expect(caught).to.be.instanceOf(RetriesExhaustedError);
+      const ex = caught as RetriesExhaustedError;
+      expect(ex.name).to.equal('RetriesExhaustedError');
+      expect(ex.attempts).to.equal(3);
+      expect(ex.errors).to.deep.equal(errors);
+      expect(ex.errors[1]).to.equal(errors[1]);
+      expect(ex.cause).to.equal(errors[2]);
+      expect(ex.reason).to.equal('max_retries');
+    });
+  });
+
+  describe('totalTimeoutMs', () => {
+    it('cancels the attempt in flight when the budget runs out', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const slow = cold('-----------a|');
+        const { source } = attempts(cold('-#', undefined, e503), slow);
+        const result = source.pipe(retryWithBackoff({ jitter: 'none', initialBackoffMs: 5, totalTimeoutMs: 10 }));
+        expectObservable(result).toBe('10ms #', undefined, new TotalTimeoutError(10, 10, { cause: e503 }));
+        // attempt 2 starts after the 5 ms wait, at 6, and is cancelled by the deadline at 10
+        expectSubscriptions(slow.subscriptions).toBe('6ms ^---!');
+      });
+    });
+
+    it('fails at once, without waiting, when the next wait would end past the budget', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-#', undefined, e503);
+        // attempt 1 fails at 1, waits 500 → attempt 2 fails at 502; a 1000 ms wait would end at 1502 > 1000
+        const result = src.pipe(retryWithBackoff({ jitter: 'none', totalTimeoutMs: 1000 }));
+        expectObservable(result).toBe('502ms #', undefined, new TotalTimeoutError(1000, 502, { cause: e503 }));
+        expectSubscriptions(src.subscriptions).toBe(['^!', '501ms ^!']);
+      });
+    });
+
+    it('carries the budget, the elapsed time and the last error', () => {
+      let caught: unknown;
+      testScheduler().run(({ cold, flush }) => {
+        cold('-#', undefined, e503)
+          .pipe(retryWithBackoff({ jitter: 'none', totalTimeoutMs: 1000 }))
+          .subscribe({ error: (e: unknown) => (caught = e) });
+        flush();
+      });
+      expect(caught).to.be.instanceOf(TotalTimeoutError);
+      const t = caught as TotalTimeoutError;
+      expect([t.timeoutMs, t.elapsedMs, t.cause]).to.deep.equal([1000, 502, e503]);
+    });
+
+    it('does not affect a source that finishes in time, and leaves no timer behind', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        expectObservable(cold('-a|').pipe(retryWithBackoff({ totalTimeoutMs: 100 }))).toBe('-a|');
+      });
+      expect(ts.actions).to.have.length(0);
+    });
+  });
+
+  describe('cancellation', () => {
+    it('unsubscribing during a wait cancels it: the source is not subscribed again', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-#', undefined, e503);
+        expectObservable(src.pipe(retryWithBackoff({ jitter: 'none' })), '^ 300ms !').toBe('');
+        expectSubscriptions(src.subscriptions).toBe('^!');
+      });
+    });
+
+    it('unsubscribing during an attempt unsubscribes the source', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-#', undefined, e503);
+        const slow = cold('----------a|');
+        const { source } = attempts(src, slow);
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none' })), '^ 504ms !').toBe('');
+        expectSubscriptions(slow.subscriptions).toBe('501ms ^---!');
+      });
+    });
+  });
+
+  describe('streams are not requests (afterEmit)', () => {
+    it("'error' (default): an attempt that emitted is not retried; its error passes on unchanged", () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-a-b-#', undefined, e503);
+        expectObservable(src.pipe(retryWithBackoff())).toBe('-a-b-#', undefined, e503);
+        expectSubscriptions(src.subscriptions).toBe('^----!');
+      });
+    });
+
+    it("'error' still retries attempts that failed before emitting", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold('-#', undefined, e503), cold('-a-#', undefined, e503));
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none' }))).toBe('502ms a-#', undefined, e503);
+      });
+    });
+
+    it("'restart': emits onRestart(info) first, then retries", () => {
+      const infos: RetryInfo[] = [];
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold<string>('-a-b-#', undefined, e503), cold<string>('-a-b-c|'));
+        const result = source.pipe(
+          retryWithBackoff<string>({
+            jitter: 'none',
+            afterEmit: 'restart',
+            onRestart: (info) => (infos.push(info), 'R'),
+          }),
+        );
+        expectObservable(result).toBe('-a-b-R 499ms -a-b-c|');
+      });
+      expect(infos).to.have.length(1);
+      expect(infos[0]).to.include({ attempt: 1, maxRetries: 3, delayMs: 500, emitted: true, error: e503 });
+      expect(infos[0]!.classification.category).to.equal('service_unavailable');
+    });
+
+    it("'restart' does not emit a restart marker for an attempt that emitted nothing", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold<string>('-#', undefined, e503), cold<string>('-a|'));
+        const result = source.pipe(retryWithBackoff<string>({ jitter: 'none', afterEmit: 'restart', onRestart: () => 'R' }));
+        expectObservable(result).toBe('502ms a|');
+      });
+    });
+
+    it("'resubscribe': plain RxJS behaviour, values of both attempts pass", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const { source } = attempts(cold('-a-#', undefined, e503), cold('-b|'));
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none', afterEmit: 'resubscribe' }))).toBe('-a 501ms -b|');
+      });
+    });
+
+    it('resetOnSuccess restarts the count and the backoff after a value', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const src = cold('-a#', undefined, e503);
+        const result = src.pipe(retryWithBackoff({ jitter: 'none', afterEmit: 'resubscribe', resetOnSuccess: true, maxRetries: 1 }));
+        // every attempt emits, so the count never passes 1 and every wait is 500 ms
+        expectObservable(result, '^ 1600ms !').toBe('-a 500ms -a 500ms -a 500ms -a');
+      });
+      testScheduler().run(({ cold, expectObservable }) => {
+        const src = cold('-a#', undefined, e503);
+        const result = src.pipe(retryWithBackoff({ jitter: 'none', afterEmit: 'resubscribe', maxRetries: 1 }));
+        expectObservable(result).toBe('-a 500ms -a#', undefined, new RetriesExhaustedError(2, [e503, e503]));
+      });
+    });
+  });
+
+  describe('onRetry', () => {
+    it('reports each retry before its wait', () => {
+      const seen: Pick<RetryInfo, 'attempt' | 'delayMs' | 'emitted'>[] = [];
+      testScheduler().run(({ cold, flush }) => {
+        cold('-#', undefined, e503)
+          .pipe(retryWithBackoff({ jitter: 'none', maxRetries: 2, onRetry: ({ attempt, delayMs, emitted }) => seen.push({ attempt, delayMs, emitted }) }))
+          .subscribe({ error: () => undefined });
+        flush();
+      });
+      expect(seen).to.deep.equal([
+        { attempt: 1, delayMs: 500, emitted: false },
+        { attempt: 2, delayMs: 1000, emitted: false },
+      ]);
+    });
+
+    it('errors with what onRetry throws, and makes no further attempt', () => {
+      const bug = new Error('callback bug');
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+        const src = cold('-#', undefined, e503);
+        const result = src.pipe(
+          retryWithBackoff({
+            onRetry: () => {
+              throw bug;
+            },
+          }),
+        );
+        expectObservable(result).toBe('-#', undefined, bug);
+        expectSubscriptions(src.subscriptions).toBe('^!');
+      });
+    });
+  });
+
+  it('keeps each subscription independent', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const src = cold('-#', undefined, e503);
+      const op = src.pipe(retryWithBackoff({ jitter: 'none', maxRetries: 1 }));
+      expectObservable(op).toBe('502ms #', undefined, new RetriesExhaustedError(2, [e503, e503]));
+      expectObservable(op, '100ms ^').toBe('602ms #', undefined, new RetriesExhaustedError(2, [e503, e503]));
+    });
+  });
+
+  describe('option validation (at construction)', () => {
+    const bad: [string, unknown, string][] = [
+      ['maxRetries', -1, '-1'],
+      ['maxRetries', 1.5, '1.5'],
+      ['initialBackoffMs', -5, '-5'],
+      ['initialBackoffMs', NaN, 'NaN'],
+      ['backoffMultiplier', 0.5, '0.5'],
+      ['maxBackoffMs', Infinity, 'Infinity'],
+      ['jitter', 'random', '"random"'],
+      ['random', 42, '42'],
+      ['shouldRetry', 'yes', '"yes"'],
+      ['maxRetryAfterMs', -1, '-1'],
+      ['totalTimeoutMs', 0, '0'],
+      ['resetOnSuccess', 'true', '"true"'],
+      ['afterEmit', 'concat', '"concat"'],
+      ['onRetry', {}, '{}'],
+      ['scheduler', {}, '{}'],
+    ];
+    for (const [option, value, shown] of bad) {
+      it(`rejects ${option}: ${shown}`, () => {
+        let caught: unknown;
+        try {
+          retryWithBackoff({ [option]: value } as never);
+        } catch (e) {
+          caught = e;
+        }
+        expect(caught).to.be.instanceOf(InvalidOptionError);
+        const err = caught as InvalidOptionError;
+        expect(err.option).to.equal(option);
+        expect(err.target).to.equal('retryWithBackoff');
+        expect(err.message).to.contain(`"${option}"`).and.to.contain(`got ${shown}`);
+        if (typeof value === 'number' && Number.isNaN(value)) expect(err.value).to.be.NaN;
+        else expect(err.value).to.equal(value);
+      });
+    }
+
+    it('rejects an unknown option, listing the known ones', () => {
+      expect(() => retryWithBackoff({ maxRetry: 3 } as never)).to.throw(InvalidOptionError, /"maxRetry".*maxRetries/);
+    });
+
+    it("requires onRestart with afterEmit: 'restart', and only then", () => {
+      expect(() => retryWithBackoff({ afterEmit: 'restart' } as never)).to.throw(InvalidOptionError, /"onRestart" must be a function when afterEmit is 'restart'/);
+      expect(() => retryWithBackoff({ onRestart: () => 1 } as never)).to.throw(InvalidOptionError, /"afterEmit"/);
+    });
+
+    it('rejects a non-object', () => {
+      expect(() => retryWithBackoff(3 as never)).to.throw(InvalidOptionError, /"options" must be a plain object, got 3/);
+    });
+
+    it('treats undefined values as defaults and accepts Infinity where documented', () => {
+      expect(() => retryWithBackoff({ maxRetries: undefined, maxRetryAfterMs: Infinity })).not.to.throw();
+      expect(() => retryWithBackoff({ maxRetries: Infinity, totalTimeoutMs: 5000 })).not.to.throw();
+    });
+  });
+
+  it('works with a Subject source and a real error path (no TestScheduler)', () => {
+    const subject = new Subject<number>();
+    const values: number[] = [];
+    let error: unknown;
+    subject.pipe(retryWithBackoff()).subscribe({ next: (v) => values.push(v), error: (e: unknown) => (error = e) });
+    subject.next(1);
+    subject.error(e400);
+    expect(values).to.deep.equal([1]);
+    expect(error).to.equal(e400);
+  });
+});

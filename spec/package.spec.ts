@@ -1,0 +1,29 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+
+describe('the published package', () => {
+  it('is ESM, side-effect free, with types and an exports map', () => {
+    expect(pkg['name']).to.equal('rxheal');
+    expect(pkg['type']).to.equal('module');
+    expect(pkg['sideEffects']).to.equal(false);
+    expect(pkg['exports']).to.deep.include({ '.': { types: './dist/index.d.ts', import: './dist/index.js' } });
+  });
+
+  it('takes rxjs as a peer (one copy, so TestScheduler virtualises our timers)', () => {
+    expect(pkg['peerDependencies']).to.deep.equal({ rxjs: '^7.8.0' });
+    expect(pkg['dependencies']).not.to.have.property('rxjs');
+  });
+
+  it('resolves "rxheal" through its exports map to the built ESM, with the same API as src', async () => {
+    const built = (await import('rxheal')) as Record<string, unknown>;
+    const source = (await import('../src/index.js')) as Record<string, unknown>;
+    expect(Object.keys(built).sort()).to.deep.equal(Object.keys(source).sort());
+    for (const name of ['retryWithBackoff', 'circuitBreak', 'classifyError', 'createClassifier', 'CircuitBreaker', 'CircuitBreakerRegistry']) {
+      expect(built[name], name).to.be.a('function');
+    }
+    const types = readFileSync(new URL('../dist/index.d.ts', import.meta.url), 'utf8');
+    expect(types).to.contain('retryWithBackoff').and.to.contain('CircuitBreaker');
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * The error classes every rxheal operator throws. Each sets `name` (so it survives
+ * serialisation and cross-realm checks) and uses the standard ES2022 `cause`.
+ *
+ * @module
+ */
+
+/** Headers as they arrive from `fetch` (`Headers`) or from an SDK (a plain record, any case). */
+export type HeadersLike =
+  | { get(name: string): string | null }
+  | Readonly<Record<string, string | readonly string[] | number | undefined>>;
+
+/**
+ * A call was rejected because its circuit breaker is open (or half-open with every probe slot
+ * taken, or isolated by hand). The source was never subscribed.
+ *
+ * @example
+ * ```ts
+ * breakerCall$.subscribe({
+ *   error: (e) => {
+ *     if (e instanceof CircuitOpenError) console.log(`${e.breaker} open, probe in ${e.retryAfterMs} ms`);
+ *   },
+ * });
+ * ```
+ */
+export class CircuitOpenError extends Error {
+  override readonly name = 'CircuitOpenError';
+  /** Name of the breaker that rejected the call. */
+  readonly breaker: string;
+  /**
+   * Milliseconds until the breaker admits a probe: 0 when it is half-open with every probe slot
+   * busy, `Infinity` while it is isolated by hand.
+   */
+  readonly retryAfterMs: number;
+
+  constructor(breaker: string, retryAfterMs: number, options?: { cause?: unknown }) {
+    super(
+      `Circuit '${breaker}' is open` +
+        (Number.isFinite(retryAfterMs) ? `; next probe in ${retryAfterMs} ms` : ' (isolated)'),
+      options,
+    );
+    this.breaker = breaker;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** Why `retryWithBackoff` gave up. */
+export type GiveUpReason =
+  /** `maxRetries` retries were made and the last one failed too. */
+  | 'max_retries'
+  /** The error asked for a wait (`retry-after`) longer than `maxRetryAfterMs`. */
+  | 'retry_after_too_long';
+
+/**
+ * `retryWithBackoff` gave up: every attempt failed, or the error asked for a wait longer than
+ * `maxRetryAfterMs`. `cause` is the last error; `errors` lists every attempt's error in order.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof RetriesExhaustedError) console.log(e.attempts, e.errors.length, e.cause);
+ * ```
+ */
+export class RetriesExhaustedError extends Error {
+  override readonly name = 'RetriesExhaustedError';
+  /** Subscriptions made to the source, the first one included. */
+  readonly attempts: number;
+  /** Each attempt's error, oldest first. */
+  readonly errors: readonly unknown[];
+  /** Why the operator stopped retrying. */
+  readonly reason: GiveUpReason;
+
+  constructor(attempts: number, errors: readonly unknown[], reason: GiveUpReason = 'max_retries') {
+    const last = errors[errors.length - 1];
+    super(
+      reason === 'max_retries'
+        ? `Gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(last)}`
+        : `Gave up after ${attempts} attempt${attempts === 1 ? '' : 's'}: retry-after exceeds maxRetryAfterMs: ${describe(last)}`,
+      { cause: last },
+    );
+    this.attempts = attempts;
+    this.errors = errors;
+    this.reason = reason;
+  }
+}
+
+/**
+ * Every alternative of a fallback chain failed. `errors` holds each alternative's error in the
+ * order they were tried; `cause` is the last one.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof AllFallbacksFailedError) e.errors.forEach((x, i) => console.log(i, x));
+ * ```
+ */
+export class AllFallbacksFailedError extends Error {
+  override readonly name = 'AllFallbacksFailedError';
+  /** Each alternative's error, in the order tried. */
+  readonly errors: readonly unknown[];
+
+  constructor(errors: readonly unknown[]) {
+    super(
+      `All ${errors.length} alternative${errors.length === 1 ? '' : 's'} failed: ${describe(errors[errors.length - 1])}`,
+      { cause: errors[errors.length - 1] },
+    );
+    this.errors = errors;
+  }
+}
+
+/**
+ * An operation crossed its total time budget (`totalTimeoutMs`), waits between retries included.
+ * `cause` is the last attempt's error, when there was one.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof TotalTimeoutError) console.log(`gave up after ${e.elapsedMs} of ${e.timeoutMs} ms`);
+ * ```
+ */
+export class TotalTimeoutError extends Error {
+  override readonly name = 'TotalTimeoutError';
+  /** The budget, in milliseconds. */
+  readonly timeoutMs: number;
+  /** Milliseconds elapsed (scheduler time) when the operator gave up. */
+  readonly elapsedMs: number;
+
+  constructor(timeoutMs: number, elapsedMs: number, options?: { cause?: unknown }) {
+    super(`Total timeout of ${timeoutMs} ms exceeded after ${elapsedMs} ms`, options);
+    this.timeoutMs = timeoutMs;
+    this.elapsedMs = elapsedMs;
+  }
+}
+
+/**
+ * A run spent more than its budget (tokens, cost, calls or steps). Never retried and never
+ * handed to a fallback: another provider would spend more.
+ *
+ * @example
+ * ```ts
+ * throw new BudgetExceededError('tokens', 10_000, 10_412);
+ * ```
+ */
+export class BudgetExceededError extends Error {
+  override readonly name = 'BudgetExceededError';
+  /** What was counted, e.g. `'tokens'`, `'usd'`, `'steps'`. */
+  readonly resource: string;
+  /** The allowed amount. */
+  readonly limit: number;
+  /** The amount used when the budget was found exceeded. */
+  readonly used: number;
+
+  constructor(resource: string, limit: number, used: number, options?: { cause?: unknown }) {
+    super(`Budget exceeded: ${used} ${resource} used, limit ${limit}`, options);
+    this.resource = resource;
+    this.limit = limit;
+    this.used = used;
+  }
+}
+
+/**
+ * An HTTP response with a failure status. The classifier reads `status` and `headers`
+ * (`retry-after`, `retry-after-ms`, `x-should-retry`).
+ *
+ * @example
+ * ```ts
+ * const res = await fetch(url, { signal });
+ * if (!res.ok) throw new HttpError(res.status, res.headers, await res.text());
+ * ```
+ */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  /** The HTTP status code. */
+  readonly status: number;
+  /** Response headers, a `Headers` object or a plain record. */
+  readonly headers: HeadersLike;
+  /** The response body, when it was read. */
+  readonly body?: unknown;
+
+  constructor(
+    status: number,
+    headers: HeadersLike = {},
+    body?: unknown,
+    options?: { message?: string; cause?: unknown },
+  ) {
+    super(options?.message ?? `HTTP ${status}${bodySnippet(body)}`, { cause: options?.cause });
+    this.status = status;
+    this.headers = headers;
+    if (body !== undefined) this.body = body;
+  }
+}
+
+/**
+ * A public option had a bad value. Thrown synchronously when an operator or breaker is created,
+ * never at subscription time. Extends `TypeError`: it is a programming error, so the classifier
+ * never retries it or falls back from it.
+ *
+ * @example
+ * ```ts
+ * try { retryWithBackoff({ maxRetries: -1 }); } catch (e) {
+ *   // e.message: 'retryWithBackoff: option "maxRetries" must be a non-negative integer, got -1'
+ * }
+ * ```
+ */
+export class InvalidOptionError extends TypeError {
+  override readonly name = 'InvalidOptionError';
+  /** What was being configured, e.g. `'retryWithBackoff'`. */
+  readonly target: string;
+  /** Dotted path of the bad option, e.g. `'window.minimumCalls'`. */
+  readonly option: string;
+  /** The value that was given. */
+  readonly value: unknown;
+
+  constructor(target: string, option: string, value: unknown, expected: string) {
+    super(`${target}: option "${option}" must be ${expected}, got ${showValue(value)}`);
+    this.target = target;
+    this.option = option;
+    this.value = value;
+  }
+}
+
+/** A short, never-throwing rendering of a value for error messages. */
+export function showValue(value: unknown): string {
+  try {
+    if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+    if (typeof value === 'string') return JSON.stringify(value.length > 80 ? value.slice(0, 80) + '…' : value);
+    if (typeof value === 'bigint') return `${value}n`;
+    if (typeof value === 'symbol') return value.toString();
+    if (value === undefined) return 'undefined';
+    if (typeof value === 'number') return String(value);
+    const json = JSON.stringify(value);
+    if (json === undefined) return String(value);
+    return json.length > 80 ? json.slice(0, 80) + '…' : json;
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[unprintable value]';
+    }
+  }
+}
+
+function describe(error: unknown): string {
+  try {
+    if (error instanceof Error) return `${error.name}: ${error.message}`;
+    return showValue(error);
+  } catch {
+    return 'unknown error';
+  }
+}
+
+function bodySnippet(body: unknown): string {
+  if (body === undefined || body === null || body === '') return '';
+  const text = typeof body === 'string' ? body : showValue(body);
+  return `: ${text.length > 200 ? text.slice(0, 200) + '…' : text}`;
+}

@@ -1,0 +1,68 @@
+import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
+
+/**
+ * Guards a source with a circuit breaker. Each subscription is one call: it is admitted or
+ * rejected when it subscribes, and its outcome is reported when it ends.
+ *
+ * - Admitted: the source is subscribed. Completion, or unsubscribing after at least one value,
+ *   is a success; an error the breaker's `isFailure` accepts is a failure (recorded before the
+ *   error reaches downstream, so a retry downstream sees the new state); other errors are
+ *   ignored; unsubscribing before any value is not counted and frees a half-open slot.
+ * - Rejected (open, or half-open with every probe slot taken): the subscription errors
+ *   synchronously with {@link CircuitOpenError} and the source is never subscribed.
+ *
+ * ```
+ * source (5 × 503):   -#  -#  -#  -#  -#
+ * result:             -#  -#  -#  -#  -#  #  #  (CircuitOpenError, at once)
+ * after 60 000 ms:    one probe passes; success closes, failure re-opens
+ * ```
+ *
+ * Pass a {@link CircuitBreaker} to share it (across pipelines, or from a registry), or options
+ * to create one that every subscription to the resulting observable shares.
+ *
+ * @example
+ * ```ts
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 5, resetTimeoutMs: 60_000 });
+ * const weather$ = defer(() => getWeather(city)).pipe(
+ *   retryWithBackoff({ maxRetries: 2 }),
+ *   circuitBreak(breakers.get('tool:get_weather')),
+ * );
+ * ```
+ * @throws {InvalidOptionError} at once, for invalid breaker options.
+ */
+export function circuitBreak<T>(breakerOrOptions: CircuitBreaker | CircuitBreakerOptions = {}): MonoTypeOperatorFunction<T> {
+  const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      const permit = breaker.acquire();
+      if (permit instanceof Error) {
+        subscriber.error(permit);
+        return;
+      }
+      let emitted = false;
+      let settled = false;
+      const subscription = source.subscribe({
+        next: (value) => {
+          emitted = true;
+          subscriber.next(value);
+        },
+        error: (error: unknown) => {
+          settled = true;
+          permit.failure(error);
+          subscriber.error(error);
+        },
+        complete: () => {
+          settled = true;
+          permit.success();
+          subscriber.complete();
+        },
+      });
+      return () => {
+        subscription.unsubscribe();
+        if (settled) return;
+        if (emitted) permit.success();
+        else permit.release();
+      };
+    });
+}
