@@ -248,7 +248,8 @@ export class CircuitBreaker {
   private generation = 0;
   private consecutive = 0;
   private openUntil = 0;
-  private probesInFlight = 0;
+  /** Probes admitted in the current half-open period and not yet settled. */
+  private readonly probes = new Set<Permit>();
   private probeSuccesses = 0;
   private window: RateWindow | undefined;
   private wakeup: Subscription | undefined;
@@ -316,9 +317,9 @@ export class CircuitBreaker {
           this.isolatedByHand ? Infinity : Math.max(0, this.openUntil - this.scheduler.now()),
         );
       case 'half-open': {
-        if (this.probesInFlight >= this.halfOpenMaxCalls) return new CircuitOpenError(this.name, 0);
-        this.probesInFlight++;
+        if (this.probes.size >= this.halfOpenMaxCalls) return new CircuitOpenError(this.name, 0);
         const permit = new Permit(this, this.generation, true);
+        this.probes.add(permit);
         if (Number.isFinite(this.halfOpenTimeoutMs)) {
           permit.deadline = this.scheduler.schedule(() => {
             if (permit.done || permit.generation !== this.generation) return;
@@ -379,7 +380,8 @@ export class CircuitBreaker {
     this.consecutive = s.consecutiveFailures;
     if (s.isolated) this.openUntil = Infinity;
     else if (s.state === 'open') this.armWakeup(s.openUntil ?? this.scheduler.now());
-    if (this.window && s.window && s.window.calls.length === BUCKETS && s.window.failures.length === BUCKETS) {
+    if (this.rate && s.window && s.window.calls.length === BUCKETS && s.window.failures.length === BUCKETS) {
+      this.window ??= new RateWindow(this.rate.windowMs);
       this.window.latest = s.window.latest ?? -Infinity;
       this.window.calls = [...s.window.calls];
       this.window.failures = [...s.window.failures];
@@ -399,7 +401,7 @@ export class CircuitBreaker {
     permit.deadline?.unsubscribe();
     // An outcome from an earlier state (a call admitted before the last transition) changes nothing.
     if (permit.generation !== this.generation) return;
-    if (permit.probe) this.probesInFlight--;
+    if (permit.probe) this.probes.delete(permit);
     const failed = outcome === 'failure' && this.isFailureSafe(error);
     if (outcome === 'release' || (outcome === 'failure' && !failed)) return;
     if (this.current === 'half-open') {
@@ -449,7 +451,9 @@ export class CircuitBreaker {
     this.current = to;
     this.generation++;
     this.consecutive = 0;
-    this.probesInFlight = 0;
+    // probes of the period that ends: their deadlines go with it (no timer survives a transition)
+    for (const probe of this.probes) probe.deadline?.unsubscribe();
+    this.probes.clear();
     this.probeSuccesses = 0;
     this.window?.clear();
     // the half-open notice belongs to one open period; open() and restore() arm a fresh one
