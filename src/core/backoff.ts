@@ -28,7 +28,14 @@ export interface BackoffPolicy {
   readonly random: () => number;
 }
 
-/** The un-jittered delay for retry `n` (0-based): `min(initial · multiplierⁿ, max)`. */
+/**
+ * The un-jittered delay for retry `n` (0-based): `min(initial · multiplierⁿ, max)`.
+ *
+ * @example
+ * ```ts
+ * baseDelay(3, { initialBackoffMs: 500, backoffMultiplier: 2, maxBackoffMs: 30_000 }); // 4000
+ * ```
+ */
 export function baseDelay(n: number, policy: Pick<BackoffPolicy, 'initialBackoffMs' | 'backoffMultiplier' | 'maxBackoffMs'>): number {
   const raw = policy.initialBackoffMs * Math.pow(policy.backoffMultiplier, n);
   // pow overflows to Infinity for large n: the cap still applies.

@@ -191,7 +191,15 @@ function readStatus(error: unknown): number | undefined {
   return undefined;
 }
 
-/** Reads one header, case-insensitively, from a `Headers` object or a plain record. */
+/**
+ * Reads one header, case-insensitively, from a `Headers` object or a plain record. Never throws.
+ *
+ * @example
+ * ```ts
+ * readHeader({ 'Retry-After': '2' }, 'retry-after'); // '2'
+ * readHeader(new Headers({ 'x-should-retry': 'false' }), 'X-Should-Retry'); // 'false'
+ * ```
+ */
 export function readHeader(headers: unknown, name: string): string | undefined {
   if (headers === null || typeof headers !== 'object') return undefined;
   try {
@@ -216,7 +224,14 @@ export function readHeader(headers: unknown, name: string): string | undefined {
 
 /**
  * Parses `retry-after-ms` (milliseconds) or `retry-after` (seconds, or an HTTP date) into a
- * non-negative delay in ms.
+ * non-negative delay in ms; `retry-after-ms` wins. `now` turns an HTTP date into a delay.
+ *
+ * @example
+ * ```ts
+ * parseRetryAfter({ 'retry-after': '1.5' }, 0); // 1500
+ * parseRetryAfter({ 'retry-after': 'Thu, 01 Jan 1970 00:00:03 GMT' }, 1000); // 2000
+ * parseRetryAfter({}, 0); // undefined
+ * ```
  */
 export function parseRetryAfter(headers: unknown, now: number): number | undefined {
   const ms = readHeader(headers, 'retry-after-ms');
