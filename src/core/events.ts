@@ -1,0 +1,261 @@
+/**
+ * The event model: conversation messages, what a model stream emits, and what the agent loop
+ * emits to its consumer. Each type has an io-ts codec (`…Codec`) to validate data crossing a
+ * boundary (a provider, a server, a test fixture). Names follow the Vercel AI SDK's style.
+ *
+ * @module
+ */
+import * as t from 'io-ts';
+
+// ---------------------------------------------------------------------------------------------
+// messages
+// ---------------------------------------------------------------------------------------------
+
+/** A tool call requested by the model. `args` is whatever the model produced, not yet decoded. */
+export const ToolCallCodec = t.type({ id: t.string, name: t.string, args: t.unknown }, 'ToolCall');
+/** @see ToolCallCodec */
+export type ToolCall = t.TypeOf<typeof ToolCallCodec>;
+
+export const SystemMessageCodec = t.type({ role: t.literal('system'), content: t.string }, 'SystemMessage');
+export const UserMessageCodec = t.type({ role: t.literal('user'), content: t.string }, 'UserMessage');
+export const AssistantMessageCodec = t.intersection(
+  [
+    t.type({ role: t.literal('assistant'), content: t.string }),
+    t.partial({ toolCalls: t.array(ToolCallCodec), model: t.string, validated: t.boolean }),
+  ],
+  'AssistantMessage',
+);
+export const ToolMessageCodec = t.intersection(
+  [
+    t.type({ role: t.literal('tool'), toolCallId: t.string, toolName: t.string, content: t.string }),
+    t.partial({ isError: t.boolean }),
+  ],
+  'ToolMessage',
+);
+/** Any conversation message. */
+export const MessageCodec = t.union([SystemMessageCodec, UserMessageCodec, AssistantMessageCodec, ToolMessageCodec], 'Message');
+
+/** `{ role: 'system', content }`. */
+export type SystemMessage = t.TypeOf<typeof SystemMessageCodec>;
+/** `{ role: 'user', content }`. */
+export type UserMessage = t.TypeOf<typeof UserMessageCodec>;
+/** `{ role: 'assistant', content, toolCalls?, model?, validated? }`. */
+export type AssistantMessage = t.TypeOf<typeof AssistantMessageCodec>;
+/** `{ role: 'tool', toolCallId, toolName, content, isError? }`: a tool's result or error. */
+export type ToolMessage = t.TypeOf<typeof ToolMessageCodec>;
+/**
+ * A conversation message.
+ *
+ * @example
+ * ```ts
+ * const messages: Message[] = [{ role: 'user', content: "What's the weather in NYC?" }];
+ * ```
+ */
+export type Message = t.TypeOf<typeof MessageCodec>;
+
+// ---------------------------------------------------------------------------------------------
+// model events
+// ---------------------------------------------------------------------------------------------
+
+export const UsageCodec = t.type({ inputTokens: t.number, outputTokens: t.number }, 'Usage');
+/** Token counts of one model call. */
+export type Usage = t.TypeOf<typeof UsageCodec>;
+
+export const FinishReasonCodec = t.keyof(
+  { stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null },
+  'FinishReason',
+);
+/** Why a model turn ended. */
+export type FinishReason = t.TypeOf<typeof FinishReasonCodec>;
+
+export const TextDeltaCodec = t.type({ type: t.literal('text-delta'), text: t.string }, 'TextDelta');
+export const ToolCallEventCodec = t.type(
+  { type: t.literal('tool-call'), id: t.string, name: t.string, args: t.unknown },
+  'ToolCallEvent',
+);
+export const FinishCodec = t.intersection(
+  [t.type({ type: t.literal('finish'), reason: FinishReasonCodec }), t.partial({ usage: UsageCodec })],
+  'Finish',
+);
+/** What a model stream emits. */
+export const ModelEventCodec = t.union([TextDeltaCodec, ToolCallEventCodec, FinishCodec], 'ModelEvent');
+
+/** A piece of assistant text. */
+export type TextDelta = t.TypeOf<typeof TextDeltaCodec>;
+/** A complete tool call (arguments assembled). */
+export type ToolCallEvent = t.TypeOf<typeof ToolCallEventCodec>;
+/** The end of a model turn. */
+export type Finish = t.TypeOf<typeof FinishCodec>;
+/**
+ * What a model stream emits: `text-delta`, `tool-call`, then one `finish`.
+ *
+ * @example
+ * ```ts
+ * const turn: ModelEvent[] = [
+ *   { type: 'text-delta', text: 'Hello' },
+ *   { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 1 } },
+ * ];
+ * ```
+ */
+export type ModelEvent = t.TypeOf<typeof ModelEventCodec>;
+
+// ---------------------------------------------------------------------------------------------
+// agent events
+// ---------------------------------------------------------------------------------------------
+
+export const ToolResultEventCodec = t.type(
+  { type: t.literal('tool-result'), id: t.string, name: t.string, result: t.unknown },
+  'ToolResultEvent',
+);
+export const ToolErrorEventCodec = t.type(
+  { type: t.literal('tool-error'), id: t.string, name: t.string, error: t.string, category: t.string },
+  'ToolErrorEvent',
+);
+export const ReflectionEventCodec = t.type(
+  {
+    type: t.literal('reflection'),
+    tool: t.string,
+    callId: t.string,
+    attempt: t.number,
+    max: t.number,
+    exhausted: t.boolean,
+    prompt: t.string,
+  },
+  'ReflectionEvent',
+);
+export const RetryEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('retry'), target: t.string, attempt: t.number, max: t.number, delayMs: t.number, category: t.string }),
+    t.partial({ error: t.string }),
+  ],
+  'RetryEvent',
+);
+export const CircuitStateCodec = t.keyof({ closed: null, open: null, 'half-open': null }, 'CircuitState');
+export const CircuitEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('circuit'), breaker: t.string }),
+    t.union([
+      t.type({ kind: t.literal('transition'), from: CircuitStateCodec, to: CircuitStateCodec, reason: t.string, failures: t.number }),
+      t.type({ kind: t.literal('rejected'), retryAfterMs: t.number }),
+    ]),
+  ],
+  'CircuitAgentEvent',
+);
+export const FallbackEventCodec = t.type(
+  { type: t.literal('fallback'), from: t.string, to: t.string, reason: t.string, midStream: t.boolean },
+  'FallbackEvent',
+);
+export const ResetEventCodec = t.type(
+  { type: t.literal('reset'), reason: t.keyof({ retry: null, fallback: null, correction: null }), target: t.string },
+  'ResetEvent',
+);
+export const DegradedEventCodec = t.type(
+  { type: t.literal('degraded'), capability: t.string, reason: t.string },
+  'DegradedEvent',
+);
+export const RestoredEventCodec = t.type({ type: t.literal('restored'), capability: t.string }, 'RestoredEvent');
+export const BudgetEventCodec = t.type(
+  { type: t.literal('budget-exceeded'), resource: t.string, limit: t.number, used: t.number },
+  'BudgetEvent',
+);
+export const ValidationEventCodec = t.type(
+  { type: t.literal('validation'), valid: t.boolean, attempt: t.number, problems: t.array(t.string) },
+  'ValidationEvent',
+);
+export const MessageEventCodec = t.type({ type: t.literal('message'), message: MessageCodec }, 'MessageEvent');
+
+/** Resilience events: what the healing did. Also what the events hub carries. */
+export const HealEventCodec = t.union(
+  [
+    RetryEventCodec,
+    CircuitEventCodec,
+    FallbackEventCodec,
+    ReflectionEventCodec,
+    DegradedEventCodec,
+    RestoredEventCodec,
+    BudgetEventCodec,
+    ResetEventCodec,
+  ],
+  'HealEvent',
+);
+
+/** What a model turn emits once operators are applied: model events, and `reset` when a retry or
+ * fallback starts the turn over. */
+export const TurnEventCodec = t.union([TextDeltaCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec], 'TurnEvent');
+
+/** Everything `runAgent` emits. */
+export const AgentEventCodec = t.union(
+  [
+    TextDeltaCodec,
+    ToolCallEventCodec,
+    FinishCodec,
+    ToolResultEventCodec,
+    ToolErrorEventCodec,
+    ValidationEventCodec,
+    MessageEventCodec,
+    HealEventCodec,
+  ],
+  'AgentEvent',
+);
+
+/**
+ * What a model turn emits once operators are applied: {@link ModelEvent}s, plus `reset` when a
+ * retry or fallback starts the turn over (the consumer discards the partial output).
+ *
+ * @example
+ * ```ts
+ * const restarted: TurnEvent[] = [
+ *   { type: 'text-delta', text: 'The weath' },
+ *   { type: 'reset', reason: 'fallback', target: 'model:secondary' },
+ *   { type: 'text-delta', text: 'The weather is sunny.' },
+ *   { type: 'finish', reason: 'stop' },
+ * ];
+ * ```
+ */
+export type TurnEvent = t.TypeOf<typeof TurnEventCodec>;
+/** A tool's result reached the model. */
+export type ToolResultEvent = t.TypeOf<typeof ToolResultEventCodec>;
+/** A tool failed; `error` is the sanitised message the model saw, `category` the classifier's. */
+export type ToolErrorEvent = t.TypeOf<typeof ToolErrorEventCodec>;
+/** A reflection prompt replaced a tool's error (`exhausted`: the give-up instruction). */
+export type ReflectionEvent = t.TypeOf<typeof ReflectionEventCodec>;
+/** A retry was scheduled (`target`: e.g. `tool:get_weather`, `model:gpt-4o`). */
+export type RetryEvent = t.TypeOf<typeof RetryEventCodec>;
+/** A breaker changed state, or rejected a call. */
+export type CircuitAgentEvent = t.TypeOf<typeof CircuitEventCodec>;
+/** A fallback took over from `from` to `to`. */
+export type FallbackEvent = t.TypeOf<typeof FallbackEventCodec>;
+/** Discard the partial assistant output shown so far: a retry or fallback starts over. */
+export type ResetEvent = t.TypeOf<typeof ResetEventCodec>;
+/** A capability became unavailable. */
+export type DegradedEvent = t.TypeOf<typeof DegradedEventCodec>;
+/** A capability is available again. */
+export type RestoredEvent = t.TypeOf<typeof RestoredEventCodec>;
+/** A budget ran out (the run errors with `BudgetExceededError` right after). */
+export type BudgetEvent = t.TypeOf<typeof BudgetEventCodec>;
+/** Output validation: an answer's problems, or that it passed. */
+export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
+/** A completed message (assistant or tool). */
+export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
+/**
+ * What the healing did: retries, circuit changes, fallbacks, reflections, degradations,
+ * resets, budget.
+ *
+ * @example
+ * ```ts
+ * const e: HealEvent = { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' };
+ * ```
+ */
+export type HealEvent = t.TypeOf<typeof HealEventCodec>;
+/**
+ * Everything `runAgent` emits to its consumer.
+ *
+ * @example
+ * ```ts
+ * runAgent(config).subscribe((e: AgentEvent) => {
+ *   if (e.type === 'text-delta') ui.append(e.text);
+ *   if (e.type === 'reset') ui.discardPartial();
+ * });
+ * ```
+ */
+export type AgentEvent = t.TypeOf<typeof AgentEventCodec>;
