@@ -23,6 +23,8 @@ describe('the published package', () => {
     for (const name of ['retryWithBackoff', 'circuitBreak', 'classifyError', 'createClassifier', 'CircuitBreaker', 'CircuitBreakerRegistry']) {
       expect(built[name], name).to.be.a('function');
     }
+    const testing = (await import('rxheal/testing')) as Record<string, unknown>;
+    for (const name of ['scriptedModel', 'scriptedTool', 'fromMarbles', 'describeEvent', 'record']) expect(testing[name], name).to.be.a('function');
     const types = readFileSync(new URL('../dist/index.d.ts', import.meta.url), 'utf8');
     expect(types).to.contain('retryWithBackoff').and.to.contain('CircuitBreaker');
   });

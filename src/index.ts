@@ -33,3 +33,22 @@ export {
   TotalTimeoutError,
 } from './core/errors.js';
 export type { GiveUpReason, HeadersLike } from './core/errors.js';
+export { ToolError } from './core/errors.js';
+export type { ToolPhase } from './core/errors.js';
+export { HealHub } from './core/hub.js';
+export { sanitizeText, errorText } from './core/sanitize.js';
+export * from './core/events.js';
+export { reflectOnError, shouldReflectByDefault, Reflection, DEFAULT_REFLECTION_TEMPLATE, DEFAULT_EXHAUSTED_TEMPLATE } from './operators/reflectOnError.js';
+export type { ReflectOnErrorOptions } from './operators/reflectOnError.js';
+export { validateOutput } from './operators/validateOutput.js';
+export type { OutputCheck, OutputValidator, ValidateOutputOptions } from './operators/validateOutput.js';
+export type { CircuitBreakOptions } from './operators/circuitBreak.js';
+export { abortable } from './sources/abortable.js';
+export type { AbortContext } from './sources/abortable.js';
+export { streamModel, fromAsyncIterable, eachValueFrom } from './sources/model.js';
+export type { Model, ModelRequest, ToolSpec } from './sources/model.js';
+export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
+export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
+export { runAgent } from './sources/runAgent.js';
+export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
+export { RunScope } from './sources/runScope.js';

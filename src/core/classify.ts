@@ -10,6 +10,7 @@ import {
   BudgetExceededError,
   CircuitOpenError,
   RetriesExhaustedError,
+  ToolError,
   TotalTimeoutError,
 } from './errors.js';
 
@@ -362,6 +363,13 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       // A give-up is final for retrying; a fallback may still help unless the cause rules it out.
       return verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
     }
+    if (isInstance(error, ToolError) || errorName(error) === 'ToolError') {
+      if (get(error, 'phase') === 'validate') return verdict('validation_error', false, false, 'fail_fast');
+      const inner = nested(get(error, 'cause'), now, depth, seen);
+      if (get(error, 'idempotent') === true) return inner;
+      // the tool ran: a side effect may have happened, so never run it again automatically
+      return verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
+    }
     if (isFetchNetworkError(error, errorName(error))) {
       // fetch's network TypeError: its cause (ECONNRESET, UND_ERR_*, a timeout) says more, if any.
       const inner = nested(get(error, 'cause'), now, depth, seen);
@@ -436,7 +444,9 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * `SyntaxError`) → no retry, no fallback; `CircuitOpenError` → fallback only; HTTP status
  * (from `status`, `statusCode` or `response.status`; `x-should-retry` overrides;
  * `retry-after(-ms)` read); timeouts; network error codes; message patterns; the `cause` of
- * wrappers; otherwise `unknown` (no retry, fallback allowed). Our give-up errors
+ * wrappers; otherwise `unknown` (no retry, fallback allowed). A `ToolError` is judged by its
+ * cause, except that bad arguments are a `validation_error` and a non-idempotent tool that ran is
+ * never retryable. Our give-up errors
  * (`RetriesExhaustedError`, `TotalTimeoutError`, `AllFallbacksFailedError`) are never
  * retryable again.
  *

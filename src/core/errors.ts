@@ -187,6 +187,50 @@ export class HttpError extends Error {
   }
 }
 
+/** Where a tool call failed: decoding its arguments, or running it. */
+export type ToolPhase = 'validate' | 'execute';
+
+/**
+ * A tool call failed. `phase: 'validate'` means the model's arguments did not decode (the tool
+ * never ran; `message` names each bad field); `'execute'` means the tool ran and failed (`cause`
+ * is what it threw). An execute-phase error of a non-idempotent tool is never retryable: a side
+ * effect may have happened.
+ *
+ * @example
+ * ```ts
+ * callTool(getWeather, { id: 'c1', name: 'get_weather', args: { city: 'nyc', units: 'kelvin' } }).subscribe({
+ *   error: (e: ToolError) => console.log(e.phase, e.message), // validate units: expected "celsius" | "fahrenheit", got "kelvin"
+ * });
+ * ```
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+  readonly toolName: string;
+  readonly callId: string;
+  /** The arguments as the model sent them. */
+  readonly args: unknown;
+  readonly phase: ToolPhase;
+  /** Whether the tool is safe to run twice. */
+  readonly idempotent: boolean;
+
+  constructor(fields: {
+    toolName: string;
+    callId: string;
+    args: unknown;
+    phase: ToolPhase;
+    idempotent: boolean;
+    message: string;
+    cause?: unknown;
+  }) {
+    super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    this.toolName = fields.toolName;
+    this.callId = fields.callId;
+    this.args = fields.args;
+    this.phase = fields.phase;
+    this.idempotent = fields.idempotent;
+  }
+}
+
 /**
  * A public option had a bad value. Thrown synchronously when an operator or breaker is created,
  * never at subscription time. Extends `TypeError`: it is a programming error, so the classifier

@@ -8,7 +8,7 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import type { SchedulerLike } from 'rxjs';
-import { InvalidOptionError } from './errors.js';
+import { InvalidOptionError, showValue } from './errors.js';
 
 /** A codec from a predicate; `expected` reads as the end of "must be …". */
 export function check<A>(expected: string, is: (u: unknown) => u is A): t.Type<A, A, unknown> {
@@ -50,6 +50,13 @@ export const Scheduler = check(
     typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function' && typeof (u as SchedulerLike).schedule === 'function',
 );
 
+/** A {@link HealHub} (duck-typed: `report()` and `events$`). */
+export const Hub = check(
+  'a HealHub',
+  (u): u is { report: (e: unknown) => void } =>
+    typeof u === 'object' && u !== null && typeof (u as { report?: unknown }).report === 'function' && 'events$' in u,
+);
+
 /** One of the given string literals. */
 export function oneOf<const L extends readonly string[]>(...values: L): t.Type<L[number], L[number], unknown> {
   return check(values.map((v) => JSON.stringify(v)).join(' | '), (u): u is L[number] => typeof u === 'string' && values.includes(u));
@@ -61,8 +68,15 @@ function isPlainObject(u: unknown): u is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/** One decode problem: where (dotted path; '' for the value itself), what was expected, what came. */
+export interface ValidationProblem {
+  readonly path: string;
+  readonly expected: string;
+  readonly value: unknown;
+}
+
 /** Pick the context entry that names the failure: the outermost union, else the innermost entry. */
-function describeFailure(error: t.ValidationError): { path: string; expected: string; value: unknown } {
+function describeFailure(error: t.ValidationError): ValidationProblem {
   const entries = error.context.slice(1);
   const keys: string[] = [];
   for (const entry of entries) {
@@ -71,7 +85,33 @@ function describeFailure(error: t.ValidationError): { path: string; expected: st
       return { path: keys.join('.'), expected: entry.type.name, value: entry.actual };
     }
   }
-  return { path: 'options', expected: error.context[0]?.type.name ?? 'valid', value: error.value };
+  return { path: '', expected: error.context[0]?.type.name ?? 'valid', value: error.value };
+}
+
+/**
+ * io-ts decode errors as readable problems, one per path (a union reports once, by its name).
+ *
+ * @example
+ * ```ts
+ * const r = t.type({ units: t.keyof({ celsius: null, fahrenheit: null }) }).decode({ units: 'kelvin' });
+ * if (isLeft(r)) describeProblems(r.left).map(formatProblem); // ['units: expected "celsius" | "fahrenheit", got "kelvin"']
+ * ```
+ */
+export function describeProblems(errors: readonly t.ValidationError[]): ValidationProblem[] {
+  const seen = new Set<string>();
+  const out: ValidationProblem[] = [];
+  for (const error of errors) {
+    const problem = describeFailure(error);
+    if (seen.has(problem.path)) continue;
+    seen.add(problem.path);
+    out.push(problem);
+  }
+  return out;
+}
+
+/** `path: expected X, got Y` (or `expected X, got Y` for the value itself). */
+export function formatProblem(problem: ValidationProblem): string {
+  return `${problem.path ? `${problem.path}: ` : ''}expected ${problem.expected}, got ${showValue(problem.value)}`;
 }
 
 /**
@@ -91,7 +131,7 @@ export function validateOptions<P extends t.Props>(target: string, props: P, opt
     const first = result.left[0];
     if (first === undefined) throw new InvalidOptionError(target, 'options', options, 'valid options');
     const { path, expected, value } = describeFailure(first);
-    throw new InvalidOptionError(target, path, value, expected);
+    throw new InvalidOptionError(target, path || 'options', value, expected);
   }
   return options as Partial<t.TypeOf<t.TypeC<P>>>;
 }

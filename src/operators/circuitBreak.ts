@@ -1,5 +1,13 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
+import type { HealHub } from '../core/hub.js';
+import { Hub, validateOptions } from '../core/options.js';
+
+/** Options of {@link circuitBreak} beyond the breaker's own. */
+export interface CircuitBreakOptions {
+  /** Reports the breaker's transitions and each rejected call as `circuit` events. */
+  readonly hub?: HealHub;
+}
 
 /**
  * Guards a source with a circuit breaker. Each subscription is one call: it is admitted or
@@ -29,14 +37,21 @@ import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreak
  *   circuitBreak(breakers.get('tool:get_weather')),
  * );
  * ```
+ * @param options `hub`: report transitions and rejections as `circuit` events.
  * @throws {InvalidOptionError} at once, for invalid breaker options.
  */
-export function circuitBreak<T>(breakerOrOptions: CircuitBreaker | CircuitBreakerOptions = {}): MonoTypeOperatorFunction<T> {
+export function circuitBreak<T>(
+  breakerOrOptions: CircuitBreaker | CircuitBreakerOptions = {},
+  options?: CircuitBreakOptions,
+): MonoTypeOperatorFunction<T> {
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
+  const hub = validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined;
+  hub?.watch(breaker);
   return (source) =>
     new Observable<T>((subscriber) => {
       const permit = breaker.acquire();
       if (permit instanceof Error) {
+        hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
         subscriber.error(permit);
         return;
       }

@@ -2,10 +2,14 @@ import { asyncScheduler, Observable, timer, type MonoTypeOperatorFunction, type 
 import { backoffDelay, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
+import type { HealHub } from '../core/hub.js';
+import { errorText } from '../core/sanitize.js';
 import {
   AtLeastOne,
   Bool,
   Func,
+  Hub,
+  NonEmptyString,
   NonNegativeIntegerOrInfinity,
   NonNegativeNumber,
   NonNegativeOrInfinity,
@@ -71,6 +75,10 @@ export interface RetryWithBackoffBaseOptions {
   readonly onRetry?: (info: RetryInfo) => void;
   /** Where waits are scheduled and time is read. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /** Reports a `retry` event for each retry (e.g. the run's hub in `runAgent`'s pipelines). */
+  readonly hub?: HealHub;
+  /** What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to `'source'`. */
+  readonly target?: string;
 }
 
 /**
@@ -108,6 +116,8 @@ const props = {
   onRestart: Func,
   onRetry: Func,
   scheduler: Scheduler,
+  hub: Hub,
+  target: NonEmptyString,
 };
 
 /**
@@ -165,6 +175,8 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
   const resetOnSuccess = o.resetOnSuccess ?? false;
   const onRetry = o.onRetry as ((info: RetryInfo) => void) | undefined;
   const scheduler = o.scheduler ?? asyncScheduler;
+  const hub = o.hub as HealHub | undefined;
+  const target = o.target ?? 'source';
 
   return (source) =>
     new Observable<T>((subscriber) => {
@@ -210,6 +222,7 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
         }
         retries = next;
         const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
+        hub?.report({ type: 'retry', target, attempt: next, max: maxRetries, delayMs, category: classification.category, error: errorText(error, 200) });
         try {
           onRetry?.(info);
           if (emitted && onRestart) subscriber.next(onRestart(info));

@@ -1,0 +1,522 @@
+import { expect } from 'chai';
+import * as t from 'io-ts';
+import { map, NEVER, Observable, Subject } from 'rxjs';
+import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
+import type { AgentEvent, DegradedEvent, RestoredEvent, ToolMessage, TurnEvent } from '../../src/core/events.js';
+import { HealHub } from '../../src/core/hub.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { DEFAULT_REFLECTION_TEMPLATE, reflectOnError } from '../../src/operators/reflectOnError.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { validateOutput } from '../../src/operators/validateOutput.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
+import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import { testScheduler } from '../support/marbles.js';
+
+const weatherArgs = t.type({ city: t.string, units: t.string });
+
+/** The reference's weather tool: rejects units other than celsius and fahrenheit. */
+function weatherTool() {
+  const executions: unknown[] = [];
+  const tool = defineTool({
+    name: 'get_weather',
+    description: 'Current weather for a city',
+    args: weatherArgs,
+    idempotent: true,
+    execute: (args) => {
+      executions.push(args);
+      if (args.units !== 'celsius' && args.units !== 'fahrenheit') throw new Error('Invalid units. Supported: celsius, fahrenheit');
+      return [{ temperature: 22, condition: 'sunny' }];
+    },
+  });
+  return { tool, executions };
+}
+
+/** Runs to the end in virtual time; returns the events, the error and whether it completed. */
+function run(events$: Observable<AgentEvent>) {
+  let result!: ReturnType<typeof record<AgentEvent>>;
+  testScheduler().run(({ flush }) => {
+    result = record(events$);
+    flush();
+  });
+  return { ...result, labels: result.events.map(([, e]) => describeEvent(e)) };
+}
+
+const lastMessage = (request: { messages: readonly unknown[] } | undefined) => request?.messages[request.messages.length - 1];
+
+describe('runAgent', () => {
+  describe('the reference weather transcript (reflection)', () => {
+    it('reflects on the bad call, the model corrects its arguments, and answers', () => {
+      const { tool, executions } = weatherTool();
+      const model = scriptedModel('fake', [
+        [toolCall('call_1', 'get_weather', { city: 'nyc', units: 'kelvin' }), finish('tool-calls')],
+        [toolCall('call_2', 'get_weather', { city: 'NYC', units: 'celsius' }), finish('tool-calls')],
+        [...textDeltas('It is 22 °C and sunny in NYC.'), finish('stop')],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          tools: [tool],
+          instruction: 'You are a helpful assistant with access to external APIs.',
+          messages: [{ role: 'user', content: "What's the weather in NYC?" }],
+          toolPipeline: (_call, call$) => call$.pipe(reflectOnError()),
+        }),
+      );
+      expect(result.error()).to.equal(undefined);
+      expect(result.completed()).to.equal(true);
+      expect(result.labels).to.deep.equal([
+        'tool-call:get_weather',
+        'finish:tool-calls',
+        'message:assistant',
+        'tool-error:get_weather',
+        'reflection:get_weather#1/3',
+        'message:tool',
+        'tool-call:get_weather',
+        'finish:tool-calls',
+        'message:assistant',
+        'tool-result:get_weather',
+        'message:tool',
+        'text:It',
+        'text: is',
+        'text: 22',
+        'text: °C',
+        'text: and',
+        'text: sunny',
+        'text: in',
+        'text: NYC.',
+        'finish:stop',
+        'message:assistant',
+      ]);
+      const prompt =
+        "The tool 'get_weather' failed with: \"Invalid units. Supported: celsius, fahrenheit\". Analyze what went wrong and provide corrected arguments.";
+      const reflection = result.events.map(([, e]) => e).find((e) => e.type === 'reflection');
+      expect(reflection).to.deep.equal({ type: 'reflection', tool: 'get_weather', callId: 'call_1', attempt: 1, max: 3, exhausted: false, prompt });
+      // what the model received
+      expect(model.requests).to.have.length(3);
+      expect(model.requests[0]!.messages).to.deep.equal([
+        { role: 'system', content: 'You are a helpful assistant with access to external APIs.' },
+        { role: 'user', content: "What's the weather in NYC?" },
+      ]);
+      expect(model.requests[0]!.tools.map((s) => s.name)).to.deep.equal(['get_weather']);
+      expect(model.requests[1]!.messages.slice(2)).to.deep.equal([
+        { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', args: { city: 'nyc', units: 'kelvin' } }] },
+        { role: 'tool', toolCallId: 'call_1', toolName: 'get_weather', content: prompt, isError: true },
+      ]);
+      expect(lastMessage(model.requests[2])).to.deep.equal({
+        role: 'tool',
+        toolCallId: 'call_2',
+        toolName: 'get_weather',
+        content: '{"temperature":22,"condition":"sunny"}',
+      });
+      expect(executions).to.deep.equal([
+        { city: 'nyc', units: 'kelvin' },
+        { city: 'NYC', units: 'celsius' },
+      ]);
+      const final = result.events.map(([, e]) => e).at(-1);
+      expect(final).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'It is 22 °C and sunny in NYC.' } });
+    });
+
+    it('uses the exact default template of the reference', () => {
+      expect(DEFAULT_REFLECTION_TEMPLATE).to.equal(
+        "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.",
+      );
+    });
+
+    it('sends a decode failure to the model without executing the tool, naming each bad field', () => {
+      const tool = scriptedTool('get_weather', [{ result: 'never' }], {
+        args: t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) }),
+      });
+      const model = scriptedModel('fake', [
+        [toolCall('c1', 'get_weather', { units: 'kelvin' }), finish('tool-calls')],
+        [...textDeltas('Sorry.'), finish()],
+      ]);
+      run(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'weather?' }], toolPipeline: (_c, call$) => call$.pipe(reflectOnError()) }));
+      expect(tool.executions).to.deep.equal([]);
+      const content = (lastMessage(model.requests[1]) as ToolMessage).content;
+      expect(content).to.contain('city: expected string, got undefined');
+      expect(content).to.contain('units: expected \\"celsius\\" | \\"fahrenheit\\", got \\"kelvin\\"');
+    });
+
+    it('without reflectOnError, the sanitised error goes back to the model as the tool message', () => {
+      const tool = scriptedTool('lookup', [{ error: new Error('denied for api_key=abc123def') }]);
+      const model = scriptedModel('fake', [
+        [toolCall('c1', 'lookup', {}), finish('tool-calls')],
+        [...textDeltas('I could not look it up.'), finish()],
+      ]);
+      const result = run(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }));
+      expect(lastMessage(model.requests[1])).to.deep.equal({
+        role: 'tool',
+        toolCallId: 'c1',
+        toolName: 'lookup',
+        content: 'Error: denied for api_key=[REDACTED]',
+        isError: true,
+      });
+      expect(result.events.map(([, e]) => e).find((e) => e.type === 'tool-error')).to.deep.equal({
+        type: 'tool-error',
+        id: 'c1',
+        name: 'lookup',
+        error: 'denied for api_key=[REDACTED]',
+        category: 'unknown',
+      });
+    });
+
+    it('an unknown tool name is reported to the model (and reflected on)', () => {
+      const model = scriptedModel('fake', [
+        [toolCall('c1', 'get_wether', {}), finish('tool-calls')],
+        [...textDeltas('ok'), finish()],
+      ]);
+      const { tool } = weatherTool();
+      run(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }], toolPipeline: (_c, call$) => call$.pipe(reflectOnError()) }));
+      expect((lastMessage(model.requests[1]) as ToolMessage).content).to.contain("unknown tool 'get_wether'; available: 'get_weather'");
+    });
+  });
+
+  describe('a tool that keeps failing (reflection limit, then its breaker)', () => {
+    const script = (n: number) => [
+      ...Array.from({ length: n }, (_, i) => [toolCall(`c${i + 1}`, 'broken_api', { q: i }), finish('tool-calls')]),
+      [...textDeltas('The API is down, sorry.'), finish()],
+    ];
+
+    it('reflects up to maxReflections, then tells the model to stop; the 5th failure opens the breaker and later calls fail fast', () => {
+      const broken = scriptedTool('broken_api', [{ error: new Error('upstream returned garbage') }]);
+      const breakers = new CircuitBreakerRegistry({ failureThreshold: 5 });
+      const model = scriptedModel('fake', script(7));
+      const result = run(
+        runAgent({
+          model,
+          tools: [broken],
+          messages: [{ role: 'user', content: 'call it' }],
+          toolPipeline: (call, call$, { hub }) => call$.pipe(circuitBreak(breakers.get(`tool:${call.name}`), { hub }), reflectOnError()),
+        }),
+      );
+      expect(result.completed()).to.equal(true);
+      expect(broken.executions).to.have.length(5);
+      const healing = result.labels.filter((l) => /^(reflection|circuit|tool-error)/.test(l));
+      expect(healing).to.deep.equal([
+        'tool-error:broken_api',
+        'reflection:broken_api#1/3',
+        'tool-error:broken_api',
+        'reflection:broken_api#2/3',
+        'tool-error:broken_api',
+        'reflection:broken_api#3/3',
+        'tool-error:broken_api',
+        'reflection:broken_api#exhausted',
+        'circuit:tool:broken_api:closed>open',
+        'tool-error:broken_api',
+        'reflection:broken_api#exhausted',
+        'circuit:tool:broken_api:rejected',
+        'tool-error:broken_api',
+        'circuit:tool:broken_api:rejected',
+        'tool-error:broken_api',
+      ]);
+      const toolMessages = model.requests.slice(1).map((r) => lastMessage(r) as ToolMessage);
+      expect(toolMessages[3]!.content).to.equal(
+        "The tool 'broken_api' has failed 4 times in a row (last error: \"upstream returned garbage\"). Do not call it again. Tell the user it is unavailable right now and continue without it.",
+      );
+      expect(toolMessages[5]!.content).to.match(/^Error: Circuit 'tool:broken_api' is open; next probe in \d+ ms$/);
+      expect(toolMessages[5]!.isError).to.equal(true);
+    });
+
+    it("onExhausted: 'error' ends the run with the tool's error", () => {
+      const boom = new Error('upstream returned garbage');
+      const broken = scriptedTool('broken_api', [{ error: boom }]);
+      const result = run(
+        runAgent({
+          model: scriptedModel('fake', script(5)),
+          tools: [broken],
+          messages: [{ role: 'user', content: 'call it' }],
+          toolPipeline: (_call, call$) => call$.pipe(reflectOnError({ maxReflections: 2, onExhausted: 'error' })),
+        }),
+      );
+      expect(broken.executions).to.have.length(3);
+      const error = result.error();
+      expect(error).to.be.instanceOf(ToolError);
+      expect((error as ToolError).toolName).to.equal('broken_api');
+      expect((error as ToolError).cause).to.equal(boom);
+    });
+
+    it('a success of the tool resets its count', () => {
+      const flaky = scriptedTool('flaky', [{ error: new Error('bad input') }, { error: new Error('bad input') }, { result: 'ok' }, { error: new Error('bad input') }]);
+      const model = scriptedModel('fake', [
+        ...Array.from({ length: 4 }, (_, i) => [toolCall(`c${i}`, 'flaky', {}), finish('tool-calls')]),
+        [...textDeltas('done'), finish()],
+      ]);
+      const result = run(runAgent({ model, tools: [flaky], messages: [{ role: 'user', content: 'x' }], toolPipeline: (_c, call$) => call$.pipe(reflectOnError()) }));
+      expect(result.labels.filter((l) => l.startsWith('reflection'))).to.deep.equal([
+        'reflection:flaky#1/3',
+        'reflection:flaky#2/3',
+        'reflection:flaky#1/3',
+      ]);
+    });
+
+    it('counts per run by default, across runs with countAcrossRuns', () => {
+      for (const [countAcrossRuns, second] of [
+        [false, 'reflection:broken_api#1/3'],
+        [true, 'reflection:broken_api#2/3'],
+      ] as const) {
+        const broken = scriptedTool('broken_api', [{ error: new Error('bad') }]);
+        const reflect = reflectOnError({ countAcrossRuns });
+        const once = () =>
+          run(
+            runAgent({
+              model: scriptedModel('m', script(1)),
+              tools: [broken],
+              messages: [{ role: 'user', content: 'x' }],
+              toolPipeline: (_c, call$) => call$.pipe(reflect),
+            }),
+          );
+        expect(once().labels).to.include('reflection:broken_api#1/3');
+        expect(once().labels).to.include(second);
+      }
+    });
+  });
+
+  describe('a non-idempotent tool is never re-executed', () => {
+    it('inside retryWithBackoff, a send_email that failed after starting runs once', () => {
+      const send = scriptedTool('send_email', [{ error: new HttpError(503) }, { result: 'sent' }], { idempotent: false });
+      const model = scriptedModel('fake', [
+        [toolCall('c1', 'send_email', { to: 'a@b.c' }), finish('tool-calls')],
+        [...textDeltas('It failed.'), finish()],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          tools: [send],
+          messages: [{ role: 'user', content: 'mail' }],
+          toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` })),
+        }),
+      );
+      expect(send.executions).to.have.length(1);
+      expect(result.labels).not.to.include('retry:tool:send_email#1');
+      expect(result.labels).to.include('tool-error:send_email');
+    });
+
+    it('while an idempotent tool with the same failure is retried and succeeds', () => {
+      const read = scriptedTool('read_inbox', [{ error: new HttpError(503) }, { result: 'mail' }], { idempotent: true });
+      const model = scriptedModel('fake', [
+        [toolCall('c1', 'read_inbox', {}), finish('tool-calls')],
+        [...textDeltas('You have mail.'), finish()],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          tools: [read],
+          messages: [{ role: 'user', content: 'mail?' }],
+          toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, jitter: 'none' })),
+        }),
+      );
+      expect(read.executions).to.have.length(2);
+      expect(result.labels).to.include('retry:tool:read_inbox#1');
+      expect(result.labels).to.include('tool-result:read_inbox');
+      const retry = result.events.find(([, e]) => e.type === 'retry');
+      expect(retry?.[0]).to.equal(0);
+      expect(retry?.[1]).to.deep.equal({ type: 'retry', target: 'tool:read_inbox', attempt: 1, max: 3, delayMs: 500, category: 'service_unavailable', error: 'HTTP 503' });
+      const result$ = result.events.find(([, e]) => e.type === 'tool-result');
+      expect(result$?.[0]).to.equal(500);
+    });
+  });
+
+  describe('tool calls in parallel', () => {
+    it('runs a turn’s calls concurrently and sends their messages in call order', () => {
+      const slow = scriptedTool('slow', [{ marbles: '300ms (r|)', values: { r: 'slow result' } }]);
+      const fast = scriptedTool('fast', [{ marbles: '100ms (r|)', values: { r: 'fast result' } }]);
+      const model = scriptedModel('fake', [
+        [toolCall('a', 'slow', {}), toolCall('b', 'fast', {}), finish('tool-calls')],
+        [...textDeltas('both done'), finish()],
+      ]);
+      const result = run(runAgent({ model, tools: [slow, fast], messages: [{ role: 'user', content: 'x' }] }));
+      const times = Object.fromEntries(result.events.filter(([, e]) => e.type === 'tool-result').map(([time, e]) => [(e as { name: string }).name, time]));
+      expect(times).to.deep.equal({ fast: 100, slow: 300 });
+      expect(model.requests[1]!.messages.slice(-2).map((m) => (m as ToolMessage).toolCallId)).to.deep.equal(['a', 'b']);
+    });
+  });
+
+  describe('budget', () => {
+    it('maxToolCalls counts every retry and ends the run with BudgetExceededError', () => {
+      const read = scriptedTool('read', [{ error: new HttpError(503) }], { idempotent: true });
+      const model = scriptedModel('fake', [[toolCall('c1', 'read', {}), finish('tool-calls')]]);
+      const result = run(
+        runAgent({
+          model,
+          tools: [read],
+          messages: [{ role: 'user', content: 'x' }],
+          budget: { maxToolCalls: 2 },
+          toolPipeline: (_c, call$) => call$.pipe(retryWithBackoff({ jitter: 'none' })),
+        }),
+      );
+      expect(read.executions).to.have.length(2);
+      const error = result.error() as BudgetExceededError;
+      expect(error).to.be.instanceOf(BudgetExceededError);
+      expect([error.resource, error.limit, error.used]).to.deep.equal(['toolCalls', 2, 3]);
+      expect(result.labels).to.include('budget-exceeded:toolCalls');
+    });
+
+    it('maxModelCalls counts retries of the model stream', () => {
+      const model = scriptedModel('fake', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+        [...textDeltas('hi'), finish()],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          messages: [{ role: 'user', content: 'x' }],
+          budget: { maxModelCalls: 2 },
+          modelPipeline: (_r, turn$) => turn$.pipe(retryWithBackoff({ jitter: 'none' })),
+        }),
+      );
+      expect(model.calls).to.equal(2);
+      expect((result.error() as BudgetExceededError).resource).to.equal('modelCalls');
+    });
+
+    it('maxTokens reads each finish usage', () => {
+      const model = scriptedModel('fake', [
+        [toolCall('c', 'read', {}), finish('tool-calls', { inputTokens: 60, outputTokens: 10 })],
+        [...textDeltas('hi'), finish('stop', { inputTokens: 80, outputTokens: 5 })],
+      ]);
+      const read = scriptedTool('read', [{ result: 1 }]);
+      const result = run(runAgent({ model, tools: [read], messages: [{ role: 'user', content: 'x' }], budget: { maxTokens: 100 } }));
+      const error = result.error() as BudgetExceededError;
+      expect([error.resource, error.limit, error.used]).to.deep.equal(['tokens', 100, 155]);
+    });
+
+    it('maxSteps: a model that never stops gives up with BudgetExceededError (steps), never silently', () => {
+      const read = scriptedTool('read', [{ result: 1 }]);
+      const model = scriptedModel('loop', Array.from({ length: 5 }, (_, i) => [toolCall(`c${i}`, 'read', {}), finish('tool-calls')]));
+      const result = run(runAgent({ model, tools: [read], messages: [{ role: 'user', content: 'x' }], maxSteps: 3 }));
+      expect(model.calls).to.equal(3);
+      const error = result.error() as BudgetExceededError;
+      expect([error.resource, error.limit, error.used]).to.deep.equal(['steps', 3, 4]);
+      expect(result.completed()).to.equal(false);
+    });
+  });
+
+  describe('output self-correction', () => {
+    const answer = t.type({ city: t.string, celsius: t.number });
+
+    it('re-asks with the problems, tells the consumer to discard the bad answer, and accepts the corrected one', () => {
+      const model = scriptedModel('fake', [
+        [...textDeltas('{"city":"NYC","celsius":"22"}'), finish()],
+        [...textDeltas('{"city":"NYC","celsius":22}'), finish()],
+      ]);
+      const result = run(runAgent({ model, messages: [{ role: 'user', content: 'x' }], output: validateOutput(answer) }));
+      expect(result.labels.filter((l) => /^(validation|reset|message)/.test(l))).to.deep.equal([
+        'validation:invalid',
+        'message:assistant',
+        'message:user',
+        'reset:correction',
+        'validation:valid',
+        'message:assistant',
+      ]);
+      expect((lastMessage(model.requests[1]) as { content: string }).content).to.equal(
+        'Your previous answer has a problem:\n- celsius: expected number, got "22"\nReply again with a corrected answer, and only the answer.',
+      );
+      const final = result.events.at(-1)?.[1];
+      expect(final).to.deep.equal({ type: 'message', message: { role: 'assistant', content: '{"city":"NYC","celsius":22}', validated: true } });
+    });
+
+    it('after maxCorrections it returns the last answer marked unvalidated', () => {
+      const bad = () => [...textDeltas('not json'), finish()];
+      const model = scriptedModel('fake', [bad(), bad()]);
+      const result = run(runAgent({ model, messages: [{ role: 'user', content: 'x' }], output: validateOutput(answer, { maxCorrections: 1 }) }));
+      expect(model.calls).to.equal(2);
+      expect(result.completed()).to.equal(true);
+      const final = result.events.at(-1)?.[1];
+      expect(final).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'not json', validated: false } });
+    });
+  });
+
+  describe('streams, resets and cancellation', () => {
+    it('a reset from the model pipeline discards the partial turn', () => {
+      const model = scriptedModel('fake', [
+        { marbles: '-a-#', values: { a: { type: 'text-delta', text: 'The wea' } }, error: new HttpError(503) },
+        [...textDeltas('The weather is fine.'), finish()],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          messages: [{ role: 'user', content: 'x' }],
+          modelPipeline: (_r, turn$) =>
+            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:fake' }) })),
+        }),
+      );
+      expect(result.labels.slice(0, 3)).to.deep.equal(['text:The wea', 'reset:retry', 'text:The']);
+      expect(result.events.at(-1)?.[1]).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'The weather is fine.' } });
+    });
+
+    it('a stream that ends without finish errors the run (never a silent short answer)', () => {
+      const result = run(runAgent({ model: scriptedModel('m', [textDeltas('half an ans')]), messages: [{ role: 'user', content: 'x' }] }));
+      expect((result.error() as Error).message).to.equal("The stream of model 'm' ended without a finish event");
+    });
+
+    it('unsubscribing cancels the model stream and aborts tools in flight', () => {
+      const aborted: unknown[] = [];
+      const tool = defineTool({
+        name: 'wait',
+        description: 'waits forever',
+        args: t.unknown,
+        execute: (_a, { signal }) => {
+          signal.addEventListener('abort', () => aborted.push(signal.reason));
+          return NEVER;
+        },
+      });
+      testScheduler().run(({ expectObservable }) => {
+        const model = scriptedModel('m', [[toolCall('c', 'wait', {}), finish('tool-calls')]]);
+        const events$ = runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent));
+        expectObservable(events$, '^ 50ms !').toBe('(abc)', { a: 'tool-call:wait', b: 'finish:tool-calls', c: 'message:assistant' });
+      });
+      expect(aborted).to.have.length(1);
+      expect((aborted[0] as DOMException).name).to.equal('AbortError');
+
+      let model!: ReturnType<typeof scriptedModel>;
+      testScheduler().run(({ expectObservable }) => {
+        model = scriptedModel('m', [{ marbles: '-a 100ms b', values: { a: { type: 'text-delta', text: 'x' }, b: { type: 'text-delta', text: 'y' } } }]);
+        expectObservable(runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent)), '^ 10ms !').toBe('-a', { a: 'text:x' });
+      });
+      expect(model.cancelled).to.equal(1);
+    });
+  });
+
+  describe('capabilities', () => {
+    it('appends the suffix to the instruction while degraded and surfaces degraded/restored events', () => {
+      const events = new Subject<DegradedEvent | RestoredEvent>();
+      let suffix = 'Unavailable right now: knowledge search (slow). Tell the user.';
+      const capabilities = { systemPromptSuffix: () => suffix, events$: events.asObservable() };
+      const model = scriptedModel('m', [[...textDeltas('hi'), finish()]]);
+      const result = run(runAgent({ model, instruction: 'Be helpful.', messages: [{ role: 'user', content: 'x' }], capabilities }));
+      expect(model.requests[0]!.messages[0]).to.deep.equal({ role: 'system', content: `Be helpful.\n\n${suffix}` });
+      expect(result.completed()).to.equal(true);
+      suffix = '';
+    });
+
+    it('surfaces hub events once even when the same event also arrives from the capabilities', () => {
+      const hub = new HealHub();
+      const events = new Subject<DegradedEvent | RestoredEvent>();
+      const model = scriptedModel('m', [
+        (req) =>
+          new Observable((s) => {
+            const e: DegradedEvent = { type: 'degraded', capability: 'search', reason: 'slow' };
+            hub.report(e);
+            events.next(e);
+            void req;
+            s.next(finish());
+            s.complete();
+          }),
+      ]);
+      const result = run(runAgent({ model, hub, messages: [{ role: 'user', content: 'x' }], capabilities: { systemPromptSuffix: () => '', events$: events } }));
+      expect(result.labels.filter((l) => l.startsWith('degraded'))).to.deep.equal(['degraded:search']);
+    });
+  });
+
+  describe('validation', () => {
+    it('rejects bad config at once, naming the option', () => {
+      const model = scriptedModel('m', []);
+      expect(() => runAgent({ model, messages: [], maxSteps: 0 })).to.throw(InvalidOptionError, /"maxSteps"/);
+      expect(() => runAgent({ model: {} as never, messages: [] })).to.throw(InvalidOptionError, /"model" must be a Model/);
+      expect(() => runAgent({ model } as never)).to.throw(InvalidOptionError, /"messages"/);
+      expect(() => runAgent({ model, messages: [], budget: { maxTokens: -1 } })).to.throw(InvalidOptionError, /"budget"/);
+      expect(() => runAgent({ model, messages: [], tool: [] } as never)).to.throw(InvalidOptionError, /"tool"/);
+    });
+  });
+});

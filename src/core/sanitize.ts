@@ -1,0 +1,56 @@
+/**
+ * Error text is untrusted input on its way into a prompt or a log: bound its length and redact
+ * secrets. One place, used by the agent loop and reflectOnError.
+ *
+ * @module
+ */
+import { showValue } from './errors.js';
+
+const SECRETS: readonly (readonly [RegExp, string])[] = [
+  [/(authorization\s*[:=]\s*)("?)[^\r\n"]+/gi, '$1$2[REDACTED]'],
+  [/(x-api-key\s*[:=]\s*)("?)[^\s"]+/gi, '$1$2[REDACTED]'],
+  [/\bBearer\s+[A-Za-z0-9._~+/=-]+/g, 'Bearer [REDACTED]'],
+  [/\bsk-[A-Za-z0-9_-]{6,}/g, 'sk-[REDACTED]'],
+  [/\b((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|token|secret|password|passwd)\s*[=:]\s*)("?)[^&\s"',;]+/gi, '$1$2[REDACTED]'],
+];
+
+/** Default cap on error text placed in a prompt. */
+export const DEFAULT_MAX_ERROR_CHARS = 2000;
+
+/**
+ * Redacts secrets (`Bearer …`, `sk-…`, `api_key=…`, `Authorization:` / `x-api-key:` values,
+ * `token=`, `password=`) and caps the length, marking what was cut.
+ *
+ * @example
+ * ```ts
+ * sanitizeText('401 for https://x.io/v1?api_key=abc123 (Authorization: Bearer eyJhbGci)');
+ * // '401 for https://x.io/v1?api_key=[REDACTED] (Authorization: [REDACTED]'
+ * ```
+ */
+export function sanitizeText(text: string, maxChars: number = DEFAULT_MAX_ERROR_CHARS): string {
+  let out = text;
+  for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement);
+  if (out.length > maxChars) out = `${out.slice(0, maxChars)}… [${out.length - maxChars} more characters cut]`;
+  return out;
+}
+
+/**
+ * The readable text of any thrown value (an `Error`'s message, a string, else a short JSON
+ * rendering), sanitised with {@link sanitizeText}. Never throws.
+ *
+ * @example
+ * ```ts
+ * errorText(new Error('Invalid units. Supported: celsius, fahrenheit')); // 'Invalid units. Supported: celsius, fahrenheit'
+ * ```
+ */
+export function errorText(error: unknown, maxChars: number = DEFAULT_MAX_ERROR_CHARS): string {
+  let text: string;
+  try {
+    if (typeof error === 'string') text = error;
+    else if (error instanceof Error) text = error.message || error.name;
+    else text = showValue(error);
+  } catch {
+    text = 'unknown error';
+  }
+  return sanitizeText(text, maxChars);
+}

@@ -1,0 +1,181 @@
+import * as t from 'io-ts';
+import { isLeft } from 'fp-ts/lib/Either.js';
+import { defer, Observable, type ObservableInput } from 'rxjs';
+import { InvalidOptionError, ToolError } from '../core/errors.js';
+import type { ToolCall } from '../core/events.js';
+import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, validateOptions } from '../core/options.js';
+import { errorText } from '../core/sanitize.js';
+import { abortable, type AbortContext } from './abortable.js';
+import type { ToolSpec } from './model.js';
+import { bindToRun, type RunScope } from './runScope.js';
+
+/** What {@link defineTool} takes. */
+export interface ToolDefinition<A, R> {
+  /** The name the model calls it by. */
+  readonly name: string;
+  /** What it does, for the model. */
+  readonly description: string;
+  /** An io-ts codec for the arguments: they are decoded before `execute` ever sees them. */
+  readonly args: t.Type<A, unknown, unknown>;
+  /** Safe to run twice (a read). Defaults to false: a failed run is never retried automatically. */
+  readonly idempotent?: boolean;
+  /** Runs the tool. `signal` is aborted when the consumer unsubscribes. */
+  readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
+}
+
+/** A tool, ready for {@link callTool} and `runAgent`. */
+export interface Tool<A = unknown, R = unknown> extends ToolSpec {
+  readonly args: t.Type<A, unknown, unknown>;
+  readonly idempotent: boolean;
+  readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
+  /** A JSON-schema rendering of `args`, for providers' tool definitions. */
+  readonly parameters: JsonSchema;
+}
+
+const Codec = check('an io-ts codec', (u): u is t.Type<unknown, unknown, unknown> => u instanceof t.Type);
+
+const definitionProps = {
+  name: NonEmptyString,
+  description: check('a string', (u): u is string => typeof u === 'string'),
+  args: Codec,
+  idempotent: Bool,
+  execute: Func,
+};
+
+/**
+ * Defines a tool whose arguments are decoded with an io-ts codec before it runs.
+ *
+ * @example
+ * ```ts
+ * const getWeather = defineTool({
+ *   name: 'get_weather',
+ *   description: 'Current weather for a city',
+ *   args: t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) }),
+ *   idempotent: true,
+ *   execute: ({ city, units }, { signal }) => fetch(`https://wx.example/${city}?units=${units}`, { signal }).then((r) => r.json()),
+ * });
+ * ```
+ * @throws {InvalidOptionError} for a malformed definition.
+ */
+export function defineTool<A, R>(definition: ToolDefinition<A, R>): Tool<A, R> {
+  validateOptions('defineTool', definitionProps, definition);
+  for (const key of ['name', 'description', 'args', 'execute'] as const) {
+    if (definition[key] === undefined) throw new InvalidOptionError('defineTool', key, undefined, definitionProps[key].name);
+  }
+  return {
+    name: definition.name,
+    description: definition.description,
+    args: definition.args,
+    idempotent: definition.idempotent ?? false,
+    execute: definition.execute,
+    parameters: toJsonSchema(definition.args),
+  };
+}
+
+/** Options of {@link callTool}. */
+export interface CallToolOptions {
+  /** The run this call belongs to (set by `runAgent`; errors are bound to it). */
+  readonly scope?: RunScope;
+}
+
+/**
+ * A cold observable of one tool call: decodes `call.args`, then runs the tool. Unsubscribing
+ * aborts its signal. Every failure is a {@link ToolError}: `phase: 'validate'` (the tool never
+ * ran) or `'execute'` (`cause` is what it threw or emitted).
+ *
+ * @example
+ * ```ts
+ * callTool(getWeather, { id: 'call_1', name: 'get_weather', args: { city: 'NYC', units: 'celsius' } })
+ *   .subscribe((weather) => console.log(weather));
+ * ```
+ */
+export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallToolOptions = {}): Observable<R> {
+  const fail = (phase: 'validate' | 'execute', message: string, cause?: unknown): ToolError => {
+    const error = new ToolError({ toolName: tool.name, callId: call.id, args: call.args, phase, idempotent: tool.idempotent, message, cause });
+    bindToRun(error, options.scope);
+    return error;
+  };
+  return defer(() => {
+    const decoded = tool.args.decode(call.args);
+    if (isLeft(decoded)) {
+      const problems = describeProblems(decoded.left).map(formatProblem).join('; ');
+      return new Observable<R>((subscriber) => subscriber.error(fail('validate', problems)));
+    }
+    const args = decoded.right;
+    return new Observable<R>((subscriber) =>
+      abortable((context) => tool.execute(args, context)).subscribe({
+        next: (value) => subscriber.next(value),
+        error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, Infinity), cause)),
+        complete: () => subscriber.complete(),
+      }),
+    );
+  });
+}
+
+/**
+ * A {@link ToolError} for a call naming a tool that does not exist (a model mistake the model
+ * can correct).
+ */
+export function unknownToolError(call: ToolCall, available: readonly string[], scope?: RunScope): ToolError {
+  const error = new ToolError({
+    toolName: call.name,
+    callId: call.id,
+    args: call.args,
+    phase: 'validate',
+    idempotent: true,
+    message: `unknown tool '${call.name}'; available: ${available.map((n) => `'${n}'`).join(', ') || 'none'}`,
+  });
+  bindToRun(error, scope);
+  return error;
+}
+
+/** A JSON Schema (the subset providers' tool definitions use). */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/**
+ * Renders an io-ts codec as JSON Schema for providers' tool definitions: objects (required and
+ * optional fields), strings, numbers, booleans, literals, `keyof` enums, arrays, unions,
+ * intersections; refinements and brands by their base type. Anything else: `{}` (any).
+ *
+ * @example
+ * ```ts
+ * toJsonSchema(t.type({ city: t.string })); // { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }
+ * ```
+ */
+export function toJsonSchema(codec: t.Mixed | t.Type<unknown, unknown, unknown>): JsonSchema {
+  const c = codec as t.Mixed;
+  if (c instanceof t.StringType) return { type: 'string' };
+  if (c instanceof t.NumberType) return { type: 'number' };
+  if (c instanceof t.BooleanType) return { type: 'boolean' };
+  if (c instanceof t.NullType) return { type: 'null' };
+  if (c instanceof t.LiteralType) return { const: c.value as unknown, type: typeof c.value };
+  if (c instanceof t.KeyofType) return { type: 'string', enum: Object.keys(c.keys as object) };
+  if (c instanceof t.ArrayType || c instanceof t.ReadonlyArrayType) return { type: 'array', items: toJsonSchema((c as t.ArrayType<t.Mixed>).type) };
+  if (c instanceof t.InterfaceType || c instanceof t.StrictType) return objectSchema(c.props as t.Props, true);
+  if (c instanceof t.PartialType) return objectSchema(c.props as t.Props, false);
+  if (c instanceof t.ExactType || c instanceof t.RefinementType || c instanceof t.ReadonlyType) return toJsonSchema((c as t.ExactType<t.Mixed>).type);
+  if (c instanceof t.UnionType) {
+    const members = (c.types as t.Mixed[]).map(toJsonSchema);
+    const literals = members.every((m) => 'const' in m && m['type'] === 'string');
+    return literals ? { type: 'string', enum: members.map((m) => m['const']) } : { anyOf: members };
+  }
+  if (c instanceof t.IntersectionType) {
+    const parts = (c.types as t.Mixed[]).map(toJsonSchema);
+    if (parts.every((p) => p['type'] === 'object')) {
+      return {
+        type: 'object',
+        properties: Object.assign({}, ...parts.map((p) => p['properties'])) as JsonSchema,
+        required: parts.flatMap((p) => (p['required'] as string[] | undefined) ?? []),
+        additionalProperties: false,
+      };
+    }
+    return { allOf: parts };
+  }
+  return {};
+}
+
+function objectSchema(props: t.Props, required: boolean): JsonSchema {
+  const properties: Record<string, JsonSchema> = {};
+  for (const [key, value] of Object.entries(props)) properties[key] = toJsonSchema(value);
+  return { type: 'object', properties, required: required ? Object.keys(props) : [], additionalProperties: false };
+}
