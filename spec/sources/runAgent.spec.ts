@@ -509,6 +509,12 @@ describe('runAgent', () => {
     });
   });
 
+  it('passes on a model event object emitted twice (the same constant), not deduplicating it', () => {
+    const delta: TurnEvent = { type: 'text-delta', text: 'la' };
+    const result = run(runAgent({ model: scriptedModel('m', [[delta, delta, finish()]]), messages: [{ role: 'user', content: 'sing' }] }));
+    expect(result.labels).to.deep.equal(['text:la', 'text:la', 'finish:stop', 'message:assistant']);
+  });
+
   describe('validation', () => {
     it('rejects bad config at once, naming the option', () => {
       const model = scriptedModel('m', []);

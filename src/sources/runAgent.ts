@@ -204,8 +204,9 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
     let step = 0;
     let corrections = 0;
 
-    /** Emits once per event object, even if it reaches us both from the hub and from capabilities. */
-    const emit = (event: AgentEvent): void => {
+    const emit = (event: AgentEvent): void => subscriber.next(event);
+    /** Hub and capability events: once per event object, even if it reaches us from both. */
+    const emitOnce = (event: AgentEvent): void => {
       if (seen.has(event)) return;
       seen.add(event);
       subscriber.next(event);
@@ -216,8 +217,8 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       emit({ type: 'message', message });
     };
 
-    work.add(hub.events$.subscribe(emit));
-    if (capabilities) work.add(capabilities.events$.subscribe(emit));
+    work.add(hub.events$.subscribe(emitOnce));
+    if (capabilities) work.add(capabilities.events$.subscribe(emitOnce));
 
     const request = (): ModelRequest => {
       const suffix = capabilities?.systemPromptSuffix() ?? '';
