@@ -79,8 +79,11 @@ export interface ValidationProblem {
 function describeFailure(error: t.ValidationError): ValidationProblem {
   const entries = error.context.slice(1);
   const keys: string[] = [];
+  let parent = error.context[0]?.type;
   for (const entry of entries) {
-    keys.push(entry.key);
+    // an intersection's member index ('0', '1') is not part of the field's path
+    if (!(parent instanceof t.IntersectionType)) keys.push(entry.key);
+    parent = entry.type;
     if (entry.type instanceof t.UnionType || entry === entries[entries.length - 1]) {
       return { path: keys.join('.'), expected: entry.type.name, value: entry.actual };
     }

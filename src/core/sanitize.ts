@@ -6,12 +6,21 @@
  */
 import { showValue } from './errors.js';
 
-const SECRETS: readonly (readonly [RegExp, string])[] = [
+const keepQuotes = (_m: string, key: string, value: string): string =>
+  `${key}${value.startsWith('"') ? '"[REDACTED]"' : value.startsWith("'") ? "'[REDACTED]'" : '[REDACTED]'}`;
+
+type Replacer = (substring: string, key: string, value: string) => string;
+
+const SECRETS: readonly (readonly [RegExp, string | Replacer])[] = [
   [/(authorization\s*[:=]\s*)("?)[^\r\n"]+/gi, '$1$2[REDACTED]'],
   [/(x-api-key\s*[:=]\s*)("?)[^\s"]+/gi, '$1$2[REDACTED]'],
   [/\bBearer\s+[A-Za-z0-9._~+/=-]+/g, 'Bearer [REDACTED]'],
   [/\bsk-[A-Za-z0-9_-]{6,}/g, 'sk-[REDACTED]'],
-  [/\b((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|token|secret|password|passwd)\s*[=:]\s*)("?)[^&\s"',;]+/gi, '$1$2[REDACTED]'],
+  // key=value, key: value, "key": "value", 'key'='value' (query strings, headers, JSON bodies, arguments)
+  [
+    /\b((?:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|token|secret|password|passwd)["']?\s*[=:]\s*)("[^"]*"|'[^']*'|[^&\s"',;}]+)/gi,
+    keepQuotes,
+  ],
 ];
 
 /** Default cap on error text placed in a prompt. */
@@ -29,7 +38,9 @@ export const DEFAULT_MAX_ERROR_CHARS = 2000;
  */
 export function sanitizeText(text: string, maxChars: number = DEFAULT_MAX_ERROR_CHARS): string {
   let out = text;
-  for (const [pattern, replacement] of SECRETS) out = out.replace(pattern, replacement);
+  for (const [pattern, replacement] of SECRETS) {
+    out = typeof replacement === 'string' ? out.replace(pattern, replacement) : out.replace(pattern, replacement);
+  }
   if (out.length > maxChars) out = `${out.slice(0, maxChars)}… [${out.length - maxChars} more characters cut]`;
   return out;
 }

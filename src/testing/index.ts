@@ -31,7 +31,15 @@ export interface MarbleScript<T> {
  * ```
  */
 export function fromMarbles<T>(script: MarbleScript<T>, scheduler: SchedulerLike = asyncScheduler): Observable<T> {
-  const messages = TestScheduler.parseMarbles(script.marbles, script.values as Record<string, T> | undefined, script.error, false, true);
+  // one frame = 1 ms everywhere, as inside TestScheduler.run (outside it the static factor is 10)
+  const factor = TestScheduler.frameTimeFactor;
+  TestScheduler.frameTimeFactor = 1;
+  let messages: ReturnType<typeof TestScheduler.parseMarbles>;
+  try {
+    messages = TestScheduler.parseMarbles(script.marbles, script.values as Record<string, T> | undefined, script.error, false, true);
+  } finally {
+    TestScheduler.frameTimeFactor = factor;
+  }
   return new Observable<T>((subscriber) => {
     const subscription = from(messages)
       .pipe(mergeMap(({ frame, notification }) => timer(frame, scheduler).pipe(mergeMap(() => [notification]))))
