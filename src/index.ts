@@ -52,3 +52,11 @@ export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './source
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
 export { RunScope } from './sources/runScope.js';
+export { fallbackTo } from './operators/fallbackTo.js';
+export type { FallbackAlternative, FallbackFactory, FallbackInfo, FallbackToBaseOptions, FallbackToOptions, NamedFallback } from './operators/fallbackTo.js';
+export { fallbackModel, DEFAULT_CONTINUE_INSTRUCTION } from './sources/fallbackModel.js';
+export type { FallbackModelOptions } from './sources/fallbackModel.js';
+export { degradeAfter } from './operators/degradeAfter.js';
+export type { DegradeAfterOptions, DegradeDeadline, DegradeReason, Degraded } from './operators/degradeAfter.js';
+export { CapabilityRegistry } from './core/CapabilityRegistry.js';
+export type { CapabilityEvent, CapabilityRegistryOptions } from './core/CapabilityRegistry.js';

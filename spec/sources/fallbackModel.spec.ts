@@ -1,0 +1,506 @@
+import { expect } from 'chai';
+import { concatMap, catchError, NEVER, of, type Observable } from 'rxjs';
+import type { TestScheduler } from 'rxjs/testing';
+import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
+import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
+import { HealHub } from '../../src/core/hub.js';
+import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/sources/model.js';
+import { testScheduler } from '../support/marbles.js';
+
+const e503 = new HttpError(503);
+const e502 = new HttpError(502);
+const e500 = new HttpError(500);
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------------------
+
+interface Scripted extends Model {
+  /** Every request the model received, in order (one per call). */
+  readonly requests: ModelRequest[];
+  /** Every call's abort signal. */
+  readonly signals: AbortSignal[];
+}
+
+/** A scripted model: the n-th call streams the n-th observable (the last one repeats). */
+function scripted(id: string, ...turns: Observable<TurnEvent>[]): Scripted {
+  const requests: ModelRequest[] = [];
+  const signals: AbortSignal[] = [];
+  return {
+    id,
+    requests,
+    signals,
+    stream: (request, { signal }) => {
+      requests.push(request);
+      signals.push(signal);
+      return turns[Math.min(requests.length - 1, turns.length - 1)]!;
+    },
+  };
+}
+
+const delta = (text: string): TurnEvent => ({ type: 'text-delta', text });
+const stop: TurnEvent = { type: 'finish', reason: 'stop' };
+const reset = (id: string): TurnEvent => ({ type: 'reset', reason: 'fallback', target: `model:${id}` });
+
+/** The answer text a consumer would show: deltas appended, `reset` clears. */
+function shown(events: readonly TurnEvent[]): string {
+  let text = '';
+  for (const e of events) {
+    if (e.type === 'reset') text = '';
+    if (e.type === 'text-delta') text += e.text;
+  }
+  return text;
+}
+
+function collect(ts: TestScheduler, source: Observable<TurnEvent>): { events: TurnEvent[]; error: () => unknown } {
+  const events: TurnEvent[] = [];
+  let error: unknown;
+  source.subscribe({ next: (e) => events.push(e), error: (e: unknown) => (error = e) });
+  ts.flush();
+  return { events, error: () => error };
+}
+
+function recordHub(hub: HealHub): HealEvent[] {
+  const log: HealEvent[] = [];
+  hub.events$.subscribe((e) => log.push(e));
+  return log;
+}
+
+const request: ModelRequest = {
+  messages: [
+    { role: 'system', content: 'You are a weather assistant.' },
+    { role: 'user', content: "What's the weather in NYC?" },
+  ],
+  tools: [{ name: 'get_weather', description: 'Current weather for a city' }],
+};
+
+/** The primary of definition of done 4: three text deltas, then a 503. */
+const partialValues = { a: delta('The wea'), b: delta('ther in NYC'), c: delta(' is') };
+const PARTIAL = 'The weather in NYC is';
+
+function continueRequest(partial: string): ModelRequest {
+  const messages: Message[] = [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }];
+  return { messages, tools: request.tools };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('fallbackModel', () => {
+  describe('per request, models in order', () => {
+    it('uses the primary when it answers; the others are never called', () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const primary = scripted('primary', cold('-a(f|)', { a: delta('Sunny.'), f: stop }));
+        const secondary = scripted('secondary', cold('-x|'));
+        expectObservable(streamModel(fallbackModel([primary, secondary]), request)).toBe('-a(f|)', { a: delta('Sunny.'), f: stop });
+        flush();
+        expect(primary.requests).to.deep.equal([request]);
+        expect(secondary.requests).to.have.length(0);
+      });
+    });
+
+    it('a failure before any output hands the same request to the next model, with no reset (nothing to discard)', () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const primary = scripted('primary', cold('--#', undefined, e503));
+        const secondary = scripted('secondary', cold('-x(f|)', { x: delta('Sunny.'), f: stop }));
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'restart' }), request)).toBe('---x(f|)', {
+          x: delta('Sunny.'),
+          f: stop,
+        });
+        flush();
+        expect(secondary.requests).to.deep.equal([request]);
+      });
+    });
+
+    it('errors not worth a fallback pass through unchanged, at once; the next model is not called', () => {
+      const abort = Object.assign(new Error('aborted'), { name: 'AbortError' });
+      for (const error of [new TypeError('bad adapter'), abort]) {
+        testScheduler().run(({ cold, expectObservable, flush }) => {
+          const secondary = scripted('secondary', cold('-x|'));
+          expectObservable(streamModel(fallbackModel([scripted('primary', cold('-#', undefined, error)), secondary]), request)).toBe('-#', undefined, error);
+          flush();
+          expect(secondary.requests).to.have.length(0);
+        });
+      }
+    });
+
+    it('shouldFallback decides instead of the classifier', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const e400 = new HttpError(400);
+        const model = fallbackModel([scripted('primary', cold('-#', undefined, e400)), scripted('secondary', cold('-x|'))], {
+          shouldFallback: (e) => e instanceof HttpError && e.status >= 500,
+        });
+        expectObservable(streamModel(model, request)).toBe('-#', undefined, e400);
+      });
+    });
+
+    it('all failing: AllFallbacksFailedError listing each model’s error in order', () => {
+      const ts = testScheduler();
+      ts.run(({ cold }) => {
+        const model = fallbackModel([
+          scripted('primary', cold('-#', undefined, e503)),
+          scripted('secondary', cold('-#', undefined, e502)),
+          scripted('tertiary', cold('-#', undefined, e500)),
+        ]);
+        const { error } = collect(ts, streamModel(model, request));
+        expect(error()).to.be.instanceOf(AllFallbacksFailedError);
+        const all = error() as AllFallbacksFailedError;
+        expect(all.errors).to.have.length(3);
+        expect(all.errors[0]).to.equal(e503);
+        expect(all.errors[1]).to.equal(e502);
+        expect(all.errors[2]).to.equal(e500);
+      });
+    });
+  });
+
+  describe('issue 3, definition of done 3: primary → secondary → tertiary, a breaker each', () => {
+    it('the primary 503s until its breaker opens; later requests skip it without a call; after the reset timeout it is probed again', () => {
+      const hub = new HealHub();
+      const log = recordHub(hub);
+      const ts = testScheduler();
+      ts.run(({ cold, hot, expectObservable, expectSubscriptions, flush }) => {
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
+        const failing = cold<TurnEvent>('-#', undefined, e503);
+        const healed = cold<TurnEvent>('-(p|)', { p: delta('primary answer') });
+        const answer = cold<TurnEvent>('-(s|)', { s: delta('secondary answer') });
+        const primary = scripted('primary', failing, failing, failing, healed);
+        const secondary = scripted('secondary', answer);
+        const tertiary = scripted('tertiary', cold('-(t|)', { t: delta('tertiary answer') }));
+        const model = fallbackModel([primary, secondary, tertiary], { breakers, hub });
+        // five requests, one after the other
+        const requests = hot('r 99ms r 99ms r 99ms r 59999ms r');
+        const answers = requests.pipe(concatMap(() => streamModel(model, request)));
+        expectObservable(answers).toBe('--s 99ms s 99ms s 98ms s 59999ms p', {
+          s: delta('secondary answer'),
+          p: delta('primary answer'),
+        });
+        // requests 1–3 call the primary (3 failures open its breaker at 201); request 4 skips it
+        expectSubscriptions(failing.subscriptions).toBe(['^!', '100ms ^!', '200ms ^!']);
+        expectSubscriptions(answer.subscriptions).toBe(['-^!', '101ms ^!', '201ms ^!', '300ms ^!']);
+        // request 5, after the reset timeout, starts from the primary again: its probe succeeds
+        expectSubscriptions(healed.subscriptions).toBe('60300ms ^!');
+        flush();
+        expect(primary.requests).to.have.length(4);
+        expect(secondary.requests).to.have.length(4);
+        expect(tertiary.requests).to.have.length(0);
+        expect(breakers.get('model:primary').state).to.equal('closed');
+      });
+      const fallbacks = log.filter((e) => e.type === 'fallback' || e.type === 'circuit');
+      expect(fallbacks).to.deep.equal([
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 3 },
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
+        { type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 59_901 },
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'circuit_open', midStream: false },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 },
+      ]);
+    });
+
+    it('all three failing: AllFallbacksFailedError listing three errors (CircuitOpenError for a skipped model)', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, hot, expectObservable }) => {
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+        const primary = scripted('primary', cold('-#', undefined, e503));
+        const secondary = scripted('secondary', cold('-#', undefined, e502));
+        const tertiary = scripted('tertiary', cold('-#', undefined, e500));
+        const model = fallbackModel([primary, secondary, tertiary], { breakers });
+        const errors: unknown[] = [];
+        const answers = hot('r 9ms r').pipe(
+          concatMap(() =>
+            streamModel(model, request).pipe(
+              catchError((e: unknown) => {
+                errors.push(e);
+                return of('failed');
+              }),
+            ),
+          ),
+        );
+        // request 1 tries all three (each breaker opens); request 2 calls none of them
+        expectObservable(answers).toBe('---x 6ms x', { x: 'failed' });
+        ts.flush();
+        expect(primary.requests.length + secondary.requests.length + tertiary.requests.length).to.equal(3);
+        expect(errors).to.have.length(2);
+        const [first, second] = errors as AllFallbacksFailedError[];
+        expect(first).to.be.instanceOf(AllFallbacksFailedError);
+        expect(first!.errors).to.deep.equal([e503, e502, e500]);
+        expect(first!.errors[0]).to.equal(e503);
+        expect(second!.errors).to.have.length(3);
+        for (const [i, id] of ['primary', 'secondary', 'tertiary'].entries()) {
+          expect(second!.errors[i]).to.be.instanceOf(CircuitOpenError);
+          expect((second!.errors[i] as CircuitOpenError).breaker).to.equal(`model:${id}`);
+        }
+      });
+    });
+  });
+
+  describe('issue 3, definition of done 4: the primary dies after 3 text deltas', () => {
+    it("'restart' (default): the consumer sees reset, then the secondary's full answer", () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const full = { A: delta('The weather in NYC'), B: delta(' is sunny, 22°C.'), f: stop };
+        const secondary = scripted('secondary', cold('-A-B-(f|)', full));
+        expectObservable(streamModel(fallbackModel([primary, secondary]), request)).toBe('-a-b-c-RA-B-(f|)', {
+          ...partialValues,
+          ...full,
+          R: reset('secondary'),
+        });
+        flush();
+        expect(secondary.requests).to.deep.equal([request]);
+      });
+    });
+
+    it("'restart' names the model actually called: an open one on the way is skipped without a call", () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const breakers = new CircuitBreakerRegistry();
+        breakers.get('model:secondary').isolate();
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const secondary = scripted('secondary', cold('-x|'));
+        const tertiary = scripted('tertiary', cold('-t-(f|)', { t: delta('Sunny.'), f: stop }));
+        expectObservable(streamModel(fallbackModel([primary, secondary, tertiary], { breakers }), request)).toBe('-a-b-c-Rt-(f|)', {
+          ...partialValues,
+          R: reset('tertiary'),
+          t: delta('Sunny.'),
+          f: stop,
+        });
+        flush();
+        expect(secondary.requests).to.have.length(0);
+        expect(tertiary.requests).to.deep.equal([request]);
+      });
+    });
+
+    it("'continue': the secondary receives the request plus the partial text and the instruction; the consumer sees only the continuation", () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable, flush }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const rest = { s: delta(' sunny, 22°C.'), f: stop };
+        const secondary = scripted('secondary', cold('-s-(f|)', rest));
+        const model = fallbackModel([primary, secondary], { midStream: 'continue' });
+        // a continuation that repeats nothing is passed on at once, not held back
+        expectObservable(streamModel(model, request)).toBe('-a-b-c--s-(f|)', { ...partialValues, ...rest });
+        flush();
+        expect(secondary.requests).to.deep.equal([continueRequest(PARTIAL)]);
+        const { events } = collect(ts, streamModel(model, request));
+        expect(shown(events)).to.equal('The weather in NYC is sunny, 22°C.');
+      });
+    });
+
+    it("'continue' with a secondary that repeats the tail: it is held back until known, then trimmed — no repeated text", () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const secondary = scripted('secondary', cold('-n-s-(f|)', { n: delta('NYC is'), s: delta(' sunny, 22°C.'), f: stop }));
+        const model = fallbackModel([primary, secondary], { midStream: 'continue' });
+        expectObservable(streamModel(model, request)).toBe('-a-b-c----s-(f|)', { ...partialValues, s: delta(' sunny, 22°C.'), f: stop });
+      });
+    });
+
+    it("'continue' trims a repeat of the whole partial text, a restarted word, and repeated whole words", () => {
+      const cases: [partial: string[], continuation: string[], expected: string][] = [
+        [['The wea', 'ther in NYC', ' is'], ['The weather in NYC is sunny.'], 'The weather in NYC is sunny.'],
+        [['The wea'], ['weather is sunny.'], 'The weather is sunny.'],
+        [['The weather in NYC is'], [' is', ' sunny.'], 'The weather in NYC is sunny.'],
+        [['The weather in NYC is'], ['in NYC is sunny.'], 'The weather in NYC is sunny.'],
+        // a long repeat is trimmed even when it starts mid-word
+        [['Temperatures: 22°C in NYC, 18°C in Boston'], ['C in NYC, 18°C in Boston, 25°C in Miami.'], 'Temperatures: 22°C in NYC, 18°C in Boston, 25°C in Miami.'],
+      ];
+      for (const [partial, continuation, expected] of cases) {
+        const ts = testScheduler();
+        ts.run(({ cold }) => {
+          const p = Object.fromEntries(partial.map((t, i) => [String.fromCharCode(97 + i), delta(t)]));
+          const c = Object.fromEntries([...continuation.map((t, i) => [String.fromCharCode(65 + i), delta(t)]), ['f', stop]]);
+          const primary = scripted('primary', cold(`-${Object.keys(p).join('-')}-#`, p, e503));
+          const secondary = scripted('secondary', cold(`-${continuation.map((_, i) => String.fromCharCode(65 + i)).join('-')}-(f|)`, c));
+          const { events } = collect(ts, streamModel(fallbackModel([primary, secondary], { midStream: 'continue' }), request));
+          expect(shown(events), continuation.join('|')).to.equal(expected);
+          expect(events.at(-1)).to.deep.equal(stop);
+        });
+      }
+    });
+
+    it("'continue' keeps a coincidence that is not a repeat: 'at the' then ' theatre'", () => {
+      const ts = testScheduler();
+      ts.run(({ cold }) => {
+        const primary = scripted('primary', cold('-a-#', { a: delta('We met at the') }, e503));
+        const secondary = scripted('secondary', cold('-b-(f|)', { b: delta(' theatre.'), f: stop }));
+        const { events } = collect(ts, streamModel(fallbackModel([primary, secondary], { midStream: 'continue' }), request));
+        expect(shown(events)).to.equal('We met at the theatre.');
+      });
+    });
+
+    it("'continue' holds back at most maxOverlap characters; maxOverlap: 0 turns trimming off", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const repeat = { n: delta('NYC is'), s: delta(' sunny.'), f: stop };
+        const secondary = scripted('secondary', cold('-n-s-(f|)', repeat));
+        // the repeat (6 characters) is longer than maxOverlap: passed on at once, untrimmed
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 5 }), request)).toBe(
+          '-a-b-c--n-s-(f|)',
+          { ...partialValues, ...repeat },
+        );
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 0 }), request)).toBe(
+          '-a-b-c--n-s-(f|)',
+          { ...partialValues, ...repeat },
+        );
+      });
+    });
+
+    it("'continue' decides on what it holds when the continuation ends its text (tool call, finish)", () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const secondary = scripted('secondary', cold('-n-(f|)', { n: delta('NYC is'), f: stop }));
+        // 'NYC is' is all repeat: nothing new is shown, then the finish
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue' }), request)).toBe('-a-b-c----(f|)', {
+          ...partialValues,
+          f: stop,
+        });
+      });
+    });
+
+    it("'continue' chains: a continuation that fails too is continued by the next model from everything shown", () => {
+      const ts = testScheduler();
+      ts.run(({ cold, flush }) => {
+        const primary = scripted('primary', cold('-a-#', { a: delta('The wea') }, e503));
+        // repeats the tail ('The wea' is held), continues, then dies: held-back text was never shown
+        const secondary = scripted('secondary', cold('-r-s-#', { r: delta('wea'), s: delta('ther in') }, e502));
+        const tertiary = scripted('tertiary', cold('-t-(f|)', { t: delta(' NYC is sunny.'), f: stop }));
+        const { events } = collect(ts, streamModel(fallbackModel([primary, secondary, tertiary], { midStream: 'continue' }), request));
+        flush();
+        expect(secondary.requests).to.deep.equal([continueRequest('The wea')]);
+        expect(tertiary.requests).to.deep.equal([continueRequest('The weather in')]);
+        expect(shown(events)).to.equal('The weather in NYC is sunny.');
+        expect(events.some((e) => e.type === 'reset')).to.equal(false);
+      });
+    });
+
+    it("'continue' after a tool call: the turn cannot be continued, so it restarts (reset, then the whole answer)", () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const call: TurnEvent = { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'NYC' } };
+        const primary = scripted('primary', cold('-a-t-#', { a: delta('Let me check.'), t: call }, e503));
+        const secondary = scripted('secondary', cold('-x-(f|)', { x: delta('Checking.'), f: stop }));
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue' }), request)).toBe('-a-t-Rx-(f|)', {
+          a: delta('Let me check.'),
+          t: call,
+          R: reset('secondary'),
+          x: delta('Checking.'),
+          f: stop,
+        });
+        flush();
+        expect(secondary.requests).to.deep.equal([request]);
+      });
+    });
+
+    it("'error': no fallback after the first event; the error passes on unchanged", () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const secondary = scripted('secondary', cold('-x|'));
+        const model = fallbackModel([scripted('primary', cold('-a-#', partialValues, e503)), secondary], { midStream: 'error' });
+        expectObservable(streamModel(model, request)).toBe('-a-#', partialValues, e503);
+        flush();
+        expect(secondary.requests).to.have.length(0);
+      });
+    });
+
+    it('reports mid-stream switches to the hub with midStream: true', () => {
+      const hub = new HealHub();
+      const log = recordHub(hub);
+      const ts = testScheduler();
+      ts.run(({ cold }) => {
+        const primary = scripted('primary', cold('-a-#', partialValues, e503));
+        collect(ts, streamModel(fallbackModel([primary, scripted('secondary', cold('-x|'))], { hub, midStream: 'continue' }), request));
+      });
+      expect(log).to.deep.equal([{ type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: true }]);
+    });
+  });
+
+  describe('adapt', () => {
+    it('adapts the request per model; the model receives the adapted request', () => {
+      const seen: [ModelRequest, string][] = [];
+      const ts = testScheduler();
+      ts.run(({ cold, flush }) => {
+        const primary = scripted('primary', cold('-a-#', partialValues, e503));
+        const local = scripted('local', cold('-s|', { s: delta(' sunny.') }));
+        const adapt: FallbackModelOptions['adapt'] = (req, model) => {
+          seen.push([req, model.id]);
+          return model.id === 'local' ? { ...req, tools: [] } : req;
+        };
+        collect(ts, streamModel(fallbackModel([primary, local], { adapt, midStream: 'continue' }), request));
+        flush();
+        expect(seen.map(([, id]) => id)).to.deep.equal(['primary', 'local']);
+        expect(seen[0]![0]).to.equal(request);
+        // adapt sees the request as it will be sent: with the continuation messages
+        expect(seen[1]![0]).to.deep.equal(continueRequest('The wea'));
+        expect(local.requests).to.deep.equal([{ ...continueRequest('The wea'), tools: [] }]);
+      });
+    });
+
+    it('errors with what adapt throws, at once', () => {
+      const bug = new Error('adapter bug');
+      testScheduler().run(({ cold, expectObservable }) => {
+        const adapt = (): ModelRequest => {
+          throw bug;
+        };
+        expectObservable(streamModel(fallbackModel([scripted('primary', cold('-a|'))], { adapt }), request)).toBe('#', undefined, bug);
+      });
+    });
+  });
+
+  describe('cancellation', () => {
+    it('unsubscribing aborts the model in flight (through streamModel)', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+        const slow = cold<TurnEvent>('-----x|');
+        const primary = scripted('primary', cold('-#', undefined, e503));
+        const secondary = scripted('secondary', slow);
+        expectObservable(streamModel(fallbackModel([primary, secondary]), request), '^ 3ms !').toBe('');
+        expectSubscriptions(slow.subscriptions).toBe('-^--!');
+        flush();
+        expect(secondary.signals[0]!.aborted).to.equal(true);
+        expect(primary.signals[0]!.aborted).to.equal(false);
+      });
+    });
+
+    it('a model that never answers is cancelled with the turn', () => {
+      const model = scripted('primary', NEVER);
+      const sub = streamModel(fallbackModel([model]), request).subscribe();
+      sub.unsubscribe();
+      expect(model.signals[0]!.aborted).to.equal(true);
+    });
+  });
+
+  describe('the composite model', () => {
+    it("is a Model with id 'fallback(<ids>)' unless given one", () => {
+      const a: Model = { id: 'a', stream: () => [] };
+      const b: Model = { id: 'b', stream: () => [] };
+      expect(fallbackModel([a, b]).id).to.equal('fallback(a, b)');
+      expect(fallbackModel([a, b], { id: 'chat' }).id).to.equal('chat');
+    });
+  });
+
+  describe('validation (at construction)', () => {
+    const a: Model = { id: 'a', stream: () => [] };
+    it('rejects no models, non-models and duplicate ids', () => {
+      expect(() => fallbackModel([])).to.throw(InvalidOptionError, /"models" must be a non-empty array of models/);
+      expect(() => fallbackModel(a as never)).to.throw(InvalidOptionError, /"models"/);
+      expect(() => fallbackModel([a, { id: 'b' } as never])).to.throw(InvalidOptionError, /"models\[1\]" must be a Model/);
+      expect(() => fallbackModel([a, { id: '', stream: () => [] }])).to.throw(InvalidOptionError, /"models\[1\]"/);
+      expect(() => fallbackModel([a, { ...a }])).to.throw(InvalidOptionError, /"models\[1\].id" must be unique/);
+    });
+
+    it('rejects bad options, naming them', () => {
+      const cases: [object, RegExp][] = [
+        [{ midStream: 'resume' }, /"midStream" must be "restart" \| "continue" \| "error", got "resume"/],
+        [{ breakers: {} }, /"breakers" must be a CircuitBreakerRegistry/],
+        [{ adapt: 1 }, /"adapt" must be a function/],
+        [{ hub: {} }, /"hub" must be a HealHub/],
+        [{ maxOverlap: -1 }, /"maxOverlap" must be a non-negative integer/],
+        [{ longOverlap: 0 }, /"longOverlap" must be a positive integer/],
+        [{ continueInstruction: '' }, /"continueInstruction" must be a non-empty string/],
+        [{ id: 3 }, /"id"/],
+        [{ breaker: 1 }, /"breaker"/],
+      ];
+      for (const [options, message] of cases) expect(() => fallbackModel([a], options as never)).to.throw(InvalidOptionError, message);
+    });
+  });
+});
