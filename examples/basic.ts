@@ -68,7 +68,13 @@ async function main(): Promise<void> {
   log(`  breaker state now: ${breaker.state}`);
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exitCode = 1;
-});
+main()
+  .then(async () => {
+    console.log('\n— runAgent: a whole agent run healing itself (reflection, degradation, mid-stream fallback)');
+    const { runAgentExample } = await import('./agent.js');
+    await runAgentExample();
+  })
+  .catch((e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  });
