@@ -65,6 +65,13 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' },
     { type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'server_error', error: 'HTTP 500' },
   ],
+  'retry-succeeded': [{ type: 'retry-succeeded', target: 'tool:get_weather', attempt: 2 }],
+  'call-start': [{ type: 'call-start', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 0 }],
+  'call-end': [
+    { type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 120, durationMs: 120, outcome: 'success', usage: { inputTokens: 10, outputTokens: 5 } },
+    { type: 'call-end', kind: 'tool', name: 'get_weather', id: 'c1', step: 1, at: 3, durationMs: 3, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' },
+    { type: 'call-end', kind: 'tool', name: 'search', id: 'c2', step: 2, at: 9, durationMs: 4, outcome: 'cancelled' },
+  ],
   circuit: [
     { type: 'circuit', breaker: 'tool:x', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 5 },
     { type: 'circuit', breaker: 'tool:x', kind: 'transition', from: 'open', to: 'half-open', reason: 'timeout', failures: 0 },

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { defer, of, Subject, throwError, type Observable } from 'rxjs';
+import { asyncScheduler, defer, of, Subject, throwError, type Observable } from 'rxjs';
+import type { HealEvent } from '../../src/core/events.js';
+import { HealHub } from '../../src/core/hub.js';
 import { HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
 import { retryWithBackoff, type RetryInfo } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';
@@ -369,6 +371,31 @@ describe('retryWithBackoff', () => {
         const result = src.pipe(retryWithBackoff({ jitter: 'none', afterEmit: 'resubscribe', maxRetries: 1 }));
         expectObservable(result).toBe('-a 500ms -a#', undefined, new RetriesExhaustedError(2, [e503, e503]));
       });
+    });
+  });
+
+  describe('hub events', () => {
+    it("reports 'retry' before each wait and one 'retry-succeeded' when a retried attempt succeeds", () => {
+      const hub = new HealHub();
+      const seen: [number, HealEvent][] = [];
+      testScheduler().run(({ cold, expectObservable }) => {
+        hub.events$.subscribe((e) => seen.push([asyncScheduler.now(), e]));
+        const { source } = attempts(cold('-#', undefined, e503), cold('-#', undefined, e503), cold('-a-b|'));
+        expectObservable(source.pipe(retryWithBackoff({ jitter: 'none', hub, target: 'tool:get_weather' }))).toBe('1503ms a-b|');
+      });
+      expect(seen).to.deep.equal([
+        [1, { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'service_unavailable', error: 'HTTP 503' }],
+        [502, { type: 'retry', target: 'tool:get_weather', attempt: 2, max: 3, delayMs: 1000, category: 'service_unavailable', error: 'HTTP 503' }],
+        [1503, { type: 'retry-succeeded', target: 'tool:get_weather', attempt: 3 }],
+      ]);
+    });
+
+    it("reports no 'retry-succeeded' when the first attempt succeeds", () => {
+      const hub = new HealHub();
+      const seen: HealEvent[] = [];
+      hub.events$.subscribe((e) => seen.push(e));
+      of(1).pipe(retryWithBackoff({ hub })).subscribe();
+      expect(seen).to.deep.equal([]);
     });
   });
 

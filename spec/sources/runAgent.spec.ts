@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { map, NEVER, Observable, Subject } from 'rxjs';
+import { filter, map, NEVER, Observable, Subject } from 'rxjs';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
 import type { AgentEvent, DegradedEvent, RestoredEvent, ToolMessage, TurnEvent } from '../../src/core/events.js';
@@ -40,7 +40,9 @@ function run(events$: Observable<AgentEvent>) {
     result = record(events$);
     flush();
   });
-  return { ...result, labels: result.events.map(([, e]) => describeEvent(e)) };
+  const all = result.events.map(([, e]) => describeEvent(e));
+  // call-start / call-end (one pair per model call and tool execution) have their own spec below
+  return { ...result, all, labels: all.filter((l) => !l.startsWith('call-')) };
 }
 
 const lastMessage = (request: { messages: readonly unknown[] } | undefined) => request?.messages[request.messages.length - 1];
@@ -463,7 +465,7 @@ describe('runAgent', () => {
       });
       testScheduler().run(({ expectObservable }) => {
         const model = scriptedModel('m', [[toolCall('c', 'wait', {}), finish('tool-calls')]]);
-        const events$ = runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent));
+        const events$ = runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent), filter((l) => !l.startsWith('call-')));
         expectObservable(events$, '^ 50ms !').toBe('(abc)', { a: 'tool-call:wait', b: 'finish:tool-calls', c: 'message:assistant' });
       });
       expect(aborted).to.have.length(1);
@@ -472,7 +474,7 @@ describe('runAgent', () => {
       let model!: ReturnType<typeof scriptedModel>;
       testScheduler().run(({ expectObservable }) => {
         model = scriptedModel('m', [{ marbles: '-a 100ms b', values: { a: { type: 'text-delta', text: 'x' }, b: { type: 'text-delta', text: 'y' } } }]);
-        expectObservable(runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent)), '^ 10ms !').toBe('-a', { a: 'text:x' });
+        expectObservable(runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent), filter((l) => !l.startsWith('call-'))), '^ 10ms !').toBe('-a', { a: 'text:x' });
       });
       expect(model.cancelled).to.equal(1);
     });
@@ -513,6 +515,49 @@ describe('runAgent', () => {
     const delta: TurnEvent = { type: 'text-delta', text: 'la' };
     const result = run(runAgent({ model: scriptedModel('m', [[delta, delta, finish()]]), messages: [{ role: 'user', content: 'sing' }] }));
     expect(result.labels).to.deep.equal(['text:la', 'text:la', 'finish:stop', 'message:assistant']);
+  });
+
+  describe('call lifecycle events (for tracing)', () => {
+    it('reports call-start / call-end for every model call and tool execution, retries included, with durations and usage', () => {
+      const read = scriptedTool('read', [{ error: new HttpError(503) }, { marbles: '20ms (r|)', values: { r: 'ok' } }], { idempotent: true });
+      const model = scriptedModel('m', [
+        { marbles: '5ms (ab|)', values: { a: toolCall('c1', 'read', {}), b: finish('tool-calls', { inputTokens: 7, outputTokens: 3 }) } },
+        { marbles: '10ms (ab|)', values: { a: { type: 'text-delta', text: 'ok' }, b: finish() } },
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          tools: [read],
+          messages: [{ role: 'user', content: 'x' }],
+          toolPipeline: (_c, call$) => call$.pipe(retryWithBackoff({ jitter: 'none', initialBackoffMs: 100 })),
+        }),
+      );
+      const calls = result.events.filter(([, e]) => e.type === 'call-start' || e.type === 'call-end').map(([time, e]) => [time, e]);
+      expect(calls).to.deep.equal([
+        [0, { type: 'call-start', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 0 }],
+        [5, { type: 'call-end', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 5, durationMs: 5, outcome: 'success', usage: { inputTokens: 7, outputTokens: 3 } }],
+        [5, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5 }],
+        [5, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' }],
+        [105, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 105 }],
+        [125, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 125, durationMs: 20, outcome: 'success' }],
+        [125, { type: 'call-start', kind: 'model', name: 'm', id: 'step-2.1', step: 2, at: 125 }],
+        [135, { type: 'call-end', kind: 'model', name: 'm', id: 'step-2.1', step: 2, at: 135, durationMs: 10, outcome: 'success' }],
+      ]);
+    });
+
+    it("reports a call cancelled by the consumer as outcome 'cancelled'", () => {
+      let ends: unknown[] = [];
+      testScheduler().run(({ expectObservable }) => {
+        const model = scriptedModel('m', [{ marbles: '-a 100ms b', values: { a: { type: 'text-delta', text: 'x' }, b: finish() } }]);
+        const hub = new HealHub();
+        hub.events$.pipe(filter((e) => e.type === 'call-end')).subscribe((e) => (ends = [...ends, e]));
+        expectObservable(runAgent({ model, hub, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent)), '^ 10ms !').toBe('ab', {
+          a: 'call-start:model:m',
+          b: 'text:x',
+        });
+      });
+      expect(ends).to.deep.equal([{ type: 'call-end', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 11, durationMs: 11, outcome: 'cancelled' }]);
+    });
   });
 
   describe('validation', () => {

@@ -130,6 +130,31 @@ export const RetryEventCodec = t.intersection(
   ],
   'RetryEvent',
 );
+export const RetrySucceededEventCodec = t.type(
+  { type: t.literal('retry-succeeded'), target: t.string, attempt: t.number },
+  'RetrySucceededEvent',
+);
+export const CallKindCodec = t.keyof({ model: null, tool: null }, 'CallKind');
+export const CallStartEventCodec = t.type(
+  { type: t.literal('call-start'), kind: CallKindCodec, name: t.string, id: t.string, step: t.number, at: t.number },
+  'CallStartEvent',
+);
+export const CallEndEventCodec = t.intersection(
+  [
+    t.type({
+      type: t.literal('call-end'),
+      kind: CallKindCodec,
+      name: t.string,
+      id: t.string,
+      step: t.number,
+      at: t.number,
+      durationMs: t.number,
+      outcome: t.keyof({ success: null, error: null, cancelled: null }),
+    }),
+    t.partial({ error: t.string, category: t.string, usage: UsageCodec }),
+  ],
+  'CallEndEvent',
+);
 export const CircuitStateCodec = t.keyof({ closed: null, open: null, 'half-open': null }, 'CircuitState');
 export const CircuitEventCodec = t.intersection(
   [
@@ -168,6 +193,9 @@ export const MessageEventCodec = t.type({ type: t.literal('message'), message: M
 export const HealEventCodec = t.union(
   [
     RetryEventCodec,
+    RetrySucceededEventCodec,
+    CallStartEventCodec,
+    CallEndEventCodec,
     CircuitEventCodec,
     FallbackEventCodec,
     ReflectionEventCodec,
@@ -221,6 +249,12 @@ export type ToolErrorEvent = t.TypeOf<typeof ToolErrorEventCodec>;
 export type ReflectionEvent = t.TypeOf<typeof ReflectionEventCodec>;
 /** A retry was scheduled (`target`: e.g. `tool:get_weather`, `model:gpt-4o`). */
 export type RetryEvent = t.TypeOf<typeof RetryEventCodec>;
+/** An attempt after one or more retries succeeded (its first value, or completion). */
+export type RetrySucceededEvent = t.TypeOf<typeof RetrySucceededEventCodec>;
+/** A model call (one subscription to `model.stream`, retries included) or a tool execution started. */
+export type CallStartEvent = t.TypeOf<typeof CallStartEventCodec>;
+/** …and ended: with its duration (scheduler time), outcome, error category and token usage. */
+export type CallEndEvent = t.TypeOf<typeof CallEndEventCodec>;
 /** A breaker changed state, or rejected a call. */
 export type CircuitAgentEvent = t.TypeOf<typeof CircuitEventCodec>;
 /** A fallback took over from `from` to `to`. */

@@ -75,7 +75,10 @@ export interface RetryWithBackoffBaseOptions {
   readonly onRetry?: (info: RetryInfo) => void;
   /** Where waits are scheduled and time is read. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
-  /** Reports a `retry` event for each retry (e.g. the run's hub in `runAgent`'s pipelines). */
+  /**
+   * Reports a `retry` event for each retry and one `retry-succeeded` when an attempt after a retry
+   * succeeds (its first value, or completion) — e.g. the run's hub in `runAgent`'s pipelines.
+   */
   readonly hub?: HealHub;
   /** What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to `'source'`. */
   readonly target?: string;
@@ -235,10 +238,18 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
         });
       };
 
+      let succeeded = false;
+      const reportSuccess = (): void => {
+        if (succeeded || retries === 0) return;
+        succeeded = true;
+        hub?.report({ type: 'retry-succeeded', target, attempt: retries + 1 });
+      };
+
       const subscribeToSource = (): void => {
         emitted = false;
         attempt = source.subscribe({
           next: (value) => {
+            if (hub && !emitted) reportSuccess();
             emitted = true;
             if (resetOnSuccess && retries > 0) {
               retries = 0;
@@ -248,7 +259,10 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
             subscriber.next(value);
           },
           error: onError,
-          complete: () => subscriber.complete(),
+          complete: () => {
+            if (hub) reportSuccess();
+            subscriber.complete();
+          },
         });
       };
 

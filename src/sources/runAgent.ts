@@ -1,4 +1,4 @@
-import { defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, catchError } from 'rxjs';
+import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type SchedulerLike } from 'rxjs';
 import { classifyError } from '../core/classify.js';
 import { BudgetExceededError, InvalidOptionError } from '../core/errors.js';
 import type {
@@ -14,7 +14,7 @@ import type {
   Usage,
 } from '../core/events.js';
 import { HealHub } from '../core/hub.js';
-import { Func, NonEmptyString, PositiveInteger, check, validateOptions } from '../core/options.js';
+import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
@@ -82,6 +82,8 @@ export interface AgentConfig {
   readonly hub?: HealHub;
   /** Output self-correction, from `validateOutput`. */
   readonly output?: OutputValidator;
+  /** Where call durations are read (`call-start` / `call-end` events). Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
 }
 
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
@@ -103,6 +105,7 @@ const props = {
   budget: budgetCodec,
   hub: check('a HealHub', (u): u is HealHub => u instanceof HealHub),
   output: Obj,
+  scheduler: Scheduler,
 };
 
 /** Counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
@@ -155,6 +158,56 @@ function resultText(result: unknown): string {
   }
 }
 
+/**
+ * Reports one call's lifetime to the hub: `call-start` on subscribe, `call-end` with duration,
+ * outcome, error category and (for models) token usage.
+ */
+function traced<T>(
+  hub: HealHub,
+  scheduler: SchedulerLike,
+  call: { kind: 'model' | 'tool'; name: string; id: string; step: number },
+  source: Observable<T>,
+): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const started = scheduler.now();
+    let usage: Usage | undefined;
+    let done = false;
+    const end = (outcome: 'success' | 'error' | 'cancelled', error?: unknown): void => {
+      done = true;
+      const at = scheduler.now();
+      hub.report({
+        type: 'call-end',
+        ...call,
+        at,
+        durationMs: at - started,
+        outcome,
+        ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
+        ...(usage ? { usage } : {}),
+      });
+    };
+    hub.report({ type: 'call-start', ...call, at: started });
+    const subscription = source.subscribe({
+      next: (value) => {
+        const event = value as { type?: unknown; usage?: Usage };
+        if (call.kind === 'model' && event.type === 'finish' && event.usage) usage = event.usage;
+        subscriber.next(value);
+      },
+      error: (error: unknown) => {
+        end('error', error);
+        subscriber.error(error);
+      },
+      complete: () => {
+        end('success');
+        subscriber.complete();
+      },
+    });
+    return () => {
+      subscription.unsubscribe();
+      if (!done) end('cancelled');
+    };
+  });
+}
+
 interface ToolOutcome {
   readonly events: readonly AgentEvent[];
   readonly message: ToolMessage;
@@ -193,6 +246,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
   const tools = new Map((config.tools ?? []).map((tool) => [tool.name, tool]));
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
   const maxSteps = config.maxSteps ?? 10;
+  const scheduler = config.scheduler ?? asyncScheduler;
 
   return new Observable<AgentEvent>((subscriber) => {
     const hub = config.hub ?? new HealHub();
@@ -239,9 +293,11 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       step++;
       const req = request();
       const context: PipelineContext = { hub, step, scope };
+      let modelCalls = 0;
       const turn$ = defer(() => {
         budget.modelCall();
-        return streamModel(model, req);
+        const id = `step-${step}.${++modelCalls}`;
+        return traced(hub, scheduler, { kind: 'model', name: model.id, id, step: context.step }, streamModel(model, req));
       });
       const piped = modelPipeline ? modelPipeline(req, turn$, context) : turn$;
       let text = '';
@@ -309,7 +365,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       const call$ = defer(() => {
         if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], scope));
         budget.toolCall();
-        return callTool(tool, call, { scope });
+        return traced(hub, scheduler, { kind: 'tool', name: call.name, id: call.id, step: context.step }, callTool(tool, call, { scope }));
       });
       const piped = toolPipeline ? toolPipeline(call, call$, context) : call$;
       return piped.pipe(

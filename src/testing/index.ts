@@ -210,6 +210,12 @@ export function describeEvent(event: AgentEvent): string {
       return `reflection:${event.tool}#${event.exhausted ? 'exhausted' : `${event.attempt}/${event.max}`}`;
     case 'retry':
       return `retry:${event.target}#${event.attempt}`;
+    case 'retry-succeeded':
+      return `retry-succeeded:${event.target}#${event.attempt}`;
+    case 'call-start':
+      return `call-start:${event.kind}:${event.name}`;
+    case 'call-end':
+      return `call-end:${event.kind}:${event.name}:${event.outcome}`;
     case 'circuit':
       return event.kind === 'transition' ? `circuit:${event.breaker}:${event.from}>${event.to}` : `circuit:${event.breaker}:rejected`;
     case 'fallback':
