@@ -39,10 +39,9 @@ const base: Record<string, unknown> = {
 function evaluate(expression: string, scope: Record<string, unknown>, where: string): unknown {
   const names = Object.keys(scope).filter((n) => /^[A-Za-z_$][\w$]*$/.test(n));
   try {
-    // eslint-disable-next-line @typescript-eslint/no-implied-eval
     return new Function(...names, `"use strict"; return (${expression});`)(...names.map((n) => scope[n]));
   } catch (e) {
-    throw new Error(`${where}: cannot evaluate ${JSON.stringify(expression)}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new Error(`${where}: cannot evaluate ${JSON.stringify(expression)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
 }
 
