@@ -365,7 +365,7 @@ export class CircuitBreaker {
   }
 
   /**
-   * Takes the state from a {@link snapshot}. Times are scheduler times, so a snapshot taken with
+   * Takes the state from a {@link CircuitBreaker.snapshot | snapshot}. Times are scheduler times, so a snapshot taken with
    * `asyncScheduler` (epoch ms) stays valid across processes. Throws {@link InvalidOptionError}
    * for malformed input.
    */
