@@ -4,7 +4,7 @@
  * `npm run docs` (which renders them to SVG with swirly).
  *
  * A block is `key: value` lines; a line starting with spaces continues the previous key; `//`
- * starts a comment. Keys:
+ * starts a comment. Values are JavaScript expressions or marbles; a key cannot contain `:`. Keys:
  *
  * - `let NAME: expr` — a variable for later expressions (evaluated in order, inside run()).
  * - `operator: expr` — the operator under test (an OperatorFunction).
@@ -13,12 +13,20 @@
  * - `calls: marble` — each letter subscribes the named source through `operator`, at that time;
  *   errors become `label(error)` values.
  * - `values: expr` — values for letters in sources (default: the letters themselves).
- * - `error: expr` — the error of `#` in sources (default `e503`).
- * - `subs: marble…` — the source's expected subscriptions (one per line).
+ * - `error: expr` — the error of `#` in sources (default `e503`); `error X: expr` — the error of
+ *   `#` in source `X` only (with `calls`).
+ * - `subs: marble…` — the source's expected subscriptions (one per line); `subs X: marble…` —
+ *   those of source `X`, or of a `let X` made with `cold()` or `hot()` (`(none)`: never subscribed).
  * - `unsubscribe: marble` — when the result is unsubscribed.
  * - `result: marble` — the expected output; `result-values: expr`; `result-error: expr`.
- * - `expect EXPR: marble` — any other observable expression's expected output (uses
- *   `result-values`).
+ * - `expect EXPR: marble` — any other observable expression's expected output, subscribed at 0
+ *   (uses `result-values` and `result-error`).
+ *
+ * Besides the doc spec's scope (rxjs, rxheal, rxheal/testing, …), expressions can use the run's
+ * `cold(marbles, values?, error?)` and `hot(…)`, and `pendingAt(ms)`: an observable that emits, at
+ * `ms`, how many actions are scheduled on the virtual clock (0: no timer left behind). Errors are
+ * compared by name, message and own fields (so `new AllFallbacksFailedError([e503, e502])` checks
+ * its list). Every block must assert something: a `result`, `subs` or `expect` line.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
