@@ -9,7 +9,7 @@
  *   the secondary (the UI is told to discard the partial text).
  */
 import * as t from 'io-ts';
-import { asyncScheduler } from 'rxjs';
+import { asyncScheduler, Subject } from 'rxjs';
 import {
   CapabilityRegistry,
   CircuitBreakerRegistry,
@@ -20,7 +20,9 @@ import {
   reflectOnError,
   retryWithBackoff,
   runAgent,
+  summarize,
   type AgentEvent,
+  type ResilienceSummary,
   type TurnEvent,
 } from '../src/index.js';
 import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from '../src/testing/index.js';
@@ -92,8 +94,25 @@ const print = (e: AgentEvent): void => {
   }
 };
 
+/** The article's resilience metrics for the run, from `summarize`. */
+const printSummary = (s: ResilienceSummary): void => {
+  const pct = (rate: number | null): string => (rate === null ? '–' : `${Math.round(rate * 100)} %`);
+  console.log('\nresilience summary');
+  for (const [target, t] of Object.entries(s.targets)) {
+    if (t.retries > 0) console.log(`  retries   ${target}: ${t.retries} in ${t.calls} executions (${pct(t.retryRate)}), ${JSON.stringify(t.retriesByCategory)}`);
+  }
+  for (const [name, b] of Object.entries(s.circuits)) console.log(`  breaker   ${name}: opened ${b.opened}×, open ${b.openMs} ms`);
+  console.log(`  fallbacks ${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)} of model calls) ${JSON.stringify(s.fallbacks.byRoute)}`);
+  console.log(`  self-correction ${s.reflections.corrected}/${s.reflections.total - s.reflections.exhausted} reflections (${pct(s.reflections.successRate)})`);
+  for (const [name, c] of Object.entries(s.capabilities)) console.log(`  degraded  ${name}: ${c.degraded}×, ${c.degradedMs} ms${c.degradedSince === undefined ? '' : ' (still)'}`);
+};
+
 export function runAgentExample(): Promise<void> {
   return new Promise((resolve, reject) => {
+    // one stream of the run's events, for the printout and the summary
+    const events = new Subject<AgentEvent>();
+    summarize(events, { emit: 'final' }).subscribe(printSummary);
+    events.subscribe({ next: print, error: reject, complete: () => resolve() });
     runAgent({
       model: fallbackModel([primary, secondary], { breakers, hub, midStream: 'restart' }),
       tools: [getWeather, search],
@@ -107,6 +126,6 @@ export function runAgentExample(): Promise<void> {
           ? healed.pipe(degradeAfter(800, 'Knowledge search is unavailable right now.', { capability: 'knowledge-search', capabilities }))
           : healed;
       },
-    }).subscribe({ next: print, error: reject, complete: () => resolve() });
+    }).subscribe(events);
   });
 }

@@ -28,6 +28,8 @@ describe('the published package', () => {
     }
     const testing = (await import('rxheal/testing')) as Record<string, unknown>;
     for (const name of ['scriptedModel', 'scriptedTool', 'fromMarbles', 'describeEvent', 'record']) expect(testing[name], name).to.be.a('function');
+    const otel = (await import('rxheal/otel')) as Record<string, unknown>;
+    expect(otel['instrument']).to.be.a('function');
     const types = readFileSync(new URL('../dist/index.d.ts', import.meta.url), 'utf8');
     expect(types).to.contain('retryWithBackoff').and.to.contain('CircuitBreaker');
   });

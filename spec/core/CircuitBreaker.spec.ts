@@ -296,6 +296,19 @@ describe('CircuitBreaker', () => {
   });
 
   describe('state, state$ and events$', () => {
+    it('a subscriber reading state while handling a transition sees the new state whole (no early half-open)', () => {
+      virtual(({ at }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
+        const seen: string[] = [];
+        // e.g. a UI redrawing on each event: reading state and snapshot() inside the handler
+        breaker.events$.subscribe((e) => seen.push(`${e.from}>${e.to}:${breaker.state}:${breaker.snapshot().openUntil}`));
+        at(5, () => fail(breaker, 1));
+        at(50, () => expect(breaker.state).to.equal('open'));
+        at(105, () => expect(breaker.state).to.equal('half-open'));
+        at(106, () => expect(seen).to.deep.equal(['closed>open:open:105', 'open>half-open:half-open:null']));
+      });
+    });
+
     it("state reads 'half-open' at exactly resetTimeoutMs after opening, with no call made", () => {
       virtual(({ at }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000 });
@@ -330,7 +343,7 @@ describe('CircuitBreaker', () => {
       });
     });
 
-    it('events$ carries breaker, from, to, at, reason and failures for each transition', () => {
+    it('events$ carries breaker, from, to, at, reason and failures for each transition (and retryAfterMs on opening)', () => {
       virtual(({ at }) => {
         const breaker = new CircuitBreaker({ name: 'weather-api', failureThreshold: 3, resetTimeoutMs: 100 });
         const events: CircuitEvent[] = [];
@@ -345,9 +358,9 @@ describe('CircuitBreaker', () => {
         at(260, () => breaker.reset());
         at(300, () => {
           expect(events).to.deep.equal([
-            { breaker: 'weather-api', from: 'closed', to: 'open', at: 5, reason: 'failure_threshold', failures: 3 },
+            { breaker: 'weather-api', from: 'closed', to: 'open', at: 5, reason: 'failure_threshold', failures: 3, retryAfterMs: 100 },
             { breaker: 'weather-api', from: 'open', to: 'half-open', at: 105, reason: 'reset_timeout', failures: 0 },
-            { breaker: 'weather-api', from: 'half-open', to: 'open', at: 120, reason: 'probe_failure', failures: 0 },
+            { breaker: 'weather-api', from: 'half-open', to: 'open', at: 120, reason: 'probe_failure', failures: 0, retryAfterMs: 100 },
             { breaker: 'weather-api', from: 'open', to: 'half-open', at: 220, reason: 'reset_timeout', failures: 0 },
             { breaker: 'weather-api', from: 'half-open', to: 'closed', at: 240, reason: 'probe_success', failures: 0 },
             { breaker: 'weather-api', from: 'closed', to: 'open', at: 250, reason: 'isolated', failures: 0 },

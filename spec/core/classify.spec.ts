@@ -256,7 +256,7 @@ describe('classifyError', () => {
       expectVerdict(classifyError(new APIError(529, {})), {
         retryable: true,
         fallback: true,
-        category: 'server_error',
+        category: 'service_unavailable',
         strategy: 'exponential_backoff',
       });
       expectVerdict(classifyError(new APIError(401, {})), {

@@ -375,6 +375,8 @@ describe('fallbackTo', () => {
         to: 'open',
         reason: 'failure_threshold',
         failures: 1,
+        at: 2,
+        retryAfterMs: 60_000,
       });
     });
   });

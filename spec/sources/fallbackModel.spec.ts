@@ -190,12 +190,12 @@ describe('fallbackModel', () => {
       expect(fallbacks).to.deep.equal([
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
-        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 3 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 3, at: 201, retryAfterMs: 60_000 },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
         { type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 59_901 },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'circuit_open', midStream: false },
-        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0 },
-        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0, at: 60_201 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0, at: 60_301 },
       ]);
     });
 

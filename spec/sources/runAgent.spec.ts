@@ -119,6 +119,20 @@ describe('runAgent', () => {
       expect(final).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'It is 22 °C and sunny in NYC.' } });
     });
 
+    it('reports the reflection to the hub (events$), and the run surfaces it once', () => {
+      const { tool } = weatherTool();
+      const hub = new HealHub();
+      const fromHub: string[] = [];
+      hub.events$.subscribe((e) => fromHub.push(describeEvent(e)));
+      const model = scriptedModel('fake', [
+        [toolCall('call_1', 'get_weather', { city: 'nyc', units: 'kelvin' }), finish('tool-calls')],
+        [...textDeltas('Sorry.'), finish('stop')],
+      ]);
+      const result = run(runAgent({ model, tools: [tool], hub, messages: [{ role: 'user', content: 'weather?' }], toolPipeline: (_call, call$) => call$.pipe(reflectOnError()) }));
+      expect(fromHub.filter((l) => l.startsWith('reflection:'))).to.deep.equal(['reflection:get_weather#1/3']);
+      expect(result.labels.filter((l) => l.startsWith('reflection:') || l.startsWith('tool-error:'))).to.deep.equal(['tool-error:get_weather', 'reflection:get_weather#1/3']);
+    });
+
     it('uses the exact default template of the reference', () => {
       expect(DEFAULT_REFLECTION_TEMPLATE).to.equal(
         "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.",

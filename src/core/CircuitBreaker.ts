@@ -6,7 +6,6 @@
  * @module
  */
 import * as t from 'io-ts';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
@@ -20,6 +19,7 @@ import {
   Ratio,
   Scheduler,
   check,
+  isLeft,
   oneOf,
   validateOptions,
 } from './options.js';
@@ -87,6 +87,8 @@ export interface CircuitEvent {
   readonly reason: TransitionReason;
   /** Failures counted when the breaker opened (consecutive, or in the window); else 0. */
   readonly failures: number;
+  /** On opening (not by `isolate()` or `restore()`): ms until it admits a probe, i.e. `resetTimeoutMs`. */
+  readonly retryAfterMs?: number;
 }
 
 /** A breaker's state as plain JSON, for {@link CircuitBreaker.snapshot} / `restore`. */
@@ -337,8 +339,7 @@ export class CircuitBreaker {
     this.refresh();
     const from = this.current;
     this.isolatedByHand = true;
-    this.enter('open', 'isolated', 0, from);
-    this.openUntil = Infinity;
+    this.enter('open', 'isolated', 0, from, { openUntil: Infinity });
   }
 
   /** Closes the breaker and forgets every count (and any isolation). */
@@ -376,10 +377,8 @@ export class CircuitBreaker {
     this.refresh();
     const from = this.current;
     this.isolatedByHand = s.isolated;
-    this.enter(s.isolated ? 'open' : s.state, 'restored', 0, from);
-    this.consecutive = s.consecutiveFailures;
-    if (s.isolated) this.openUntil = Infinity;
-    else if (s.state === 'open') this.armWakeup(s.openUntil ?? this.scheduler.now());
+    const openUntil = s.isolated ? Infinity : s.state === 'open' ? (s.openUntil ?? this.scheduler.now()) : undefined;
+    this.enter(s.isolated ? 'open' : s.state, 'restored', 0, from, { openUntil, consecutive: s.consecutiveFailures });
     if (this.rate && s.window && s.window.calls.length === BUCKETS && s.window.failures.length === BUCKETS) {
       this.window ??= new RateWindow(this.rate.windowMs);
       this.window.latest = s.window.latest ?? -Infinity;
@@ -433,34 +432,49 @@ export class CircuitBreaker {
   }
 
   private open(reason: TransitionReason, failures: number): void {
-    this.enter('open', reason, failures, this.current);
-    this.armWakeup(this.scheduler.now() + this.resetTimeoutMs);
+    this.enter('open', reason, failures, this.current, {
+      openUntil: this.scheduler.now() + this.resetTimeoutMs,
+      retryAfterMs: this.resetTimeoutMs,
+    });
   }
 
-  private armWakeup(until: number): void {
-    this.openUntil = until;
-    this.wakeup?.unsubscribe();
-    this.wakeup = this.scheduler.schedule(() => {
-      this.wakeup = undefined;
-      this.refresh();
-    }, Math.max(0, until - this.scheduler.now()));
-  }
-
-  /** The one place state changes: bumps the generation, clears counters, emits the event. */
-  private enter(to: CircuitState, reason: TransitionReason, failures: number, from: CircuitState): void {
+  /**
+   * The one place state changes: bumps the generation, clears counters, sets the open period
+   * (and its half-open notice), and only then emits the event — a subscriber that reads `state`
+   * while handling it sees the new state whole.
+   */
+  private enter(
+    to: CircuitState,
+    reason: TransitionReason,
+    failures: number,
+    from: CircuitState,
+    extra: { openUntil?: number | undefined; retryAfterMs?: number; consecutive?: number } = {},
+  ): void {
     this.current = to;
     this.generation++;
-    this.consecutive = 0;
+    this.consecutive = extra.consecutive ?? 0;
     // probes of the period that ends: their deadlines go with it (no timer survives a transition)
     for (const probe of this.probes) probe.deadline?.unsubscribe();
     this.probes.clear();
     this.probeSuccesses = 0;
     this.window?.clear();
-    // the half-open notice belongs to one open period; open() and restore() arm a fresh one
+    // the half-open notice belongs to one open period: a fresh one for a new period, none for isolation
     this.wakeup?.unsubscribe();
     this.wakeup = undefined;
+    if (to === 'open' && extra.openUntil !== undefined) {
+      const until = extra.openUntil;
+      this.openUntil = until;
+      if (Number.isFinite(until)) {
+        this.wakeup = this.scheduler.schedule(() => {
+          this.wakeup = undefined;
+          this.refresh();
+        }, Math.max(0, until - this.scheduler.now()));
+      }
+    }
     if (from !== to) {
-      this.subject?.next({ breaker: this.name, from, to, at: this.scheduler.now(), reason, failures });
+      const at = this.scheduler.now();
+      const { retryAfterMs } = extra;
+      this.subject?.next(retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs });
     }
   }
 }

@@ -107,6 +107,8 @@ const HTTP_CATEGORIES: Readonly<Record<number, ErrorCategory>> = {
   502: 'bad_gateway',
   503: 'service_unavailable',
   504: 'gateway_timeout',
+  // Anthropic's "overloaded" status
+  529: 'service_unavailable',
 };
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

@@ -160,7 +160,11 @@ export const CircuitEventCodec = t.intersection(
   [
     t.type({ type: t.literal('circuit'), breaker: t.string }),
     t.union([
-      t.type({ kind: t.literal('transition'), from: CircuitStateCodec, to: CircuitStateCodec, reason: t.string, failures: t.number }),
+      t.intersection([
+        t.type({ kind: t.literal('transition'), from: CircuitStateCodec, to: CircuitStateCodec, reason: t.string, failures: t.number }),
+        // at: the breaker's scheduler time; retryAfterMs (on opening): ms until it admits a probe
+        t.partial({ at: t.number, retryAfterMs: t.number }),
+      ]),
       t.type({ kind: t.literal('rejected'), retryAfterMs: t.number }),
     ]),
   ],

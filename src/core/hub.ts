@@ -35,8 +35,8 @@ export class HealHub {
   watch(breaker: CircuitBreaker): void {
     if (this.watched.has(breaker)) return;
     this.watched.add(breaker);
-    breaker.events$.subscribe((e) =>
-      this.report({ type: 'circuit', breaker: e.breaker, kind: 'transition', from: e.from, to: e.to, reason: e.reason, failures: e.failures }),
+    breaker.events$.subscribe(({ breaker: name, from, to, at, reason, failures, retryAfterMs }) =>
+      this.report({ type: 'circuit', breaker: name, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
     );
   }
 }

@@ -1,5 +1,5 @@
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitPermit } from '../core/CircuitBreaker.js';
 import type { HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 
@@ -55,29 +55,50 @@ export function circuitBreak<T>(
         subscriber.error(permit);
         return;
       }
-      let emitted = false;
-      let settled = false;
-      const subscription = source.subscribe({
-        next: (value) => {
-          emitted = true;
-          subscriber.next(value);
-        },
-        error: (error: unknown) => {
-          settled = true;
-          permit.failure(error);
-          subscriber.error(error);
-        },
-        complete: () => {
-          settled = true;
-          permit.success();
-          subscriber.complete();
-        },
-      });
-      return () => {
-        subscription.unsubscribe();
-        if (settled) return;
-        if (emitted) permit.success();
-        else permit.release();
-      };
+      // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
+      source.subscribe(new PermitSubscriber(subscriber, permit));
     });
+}
+
+/**
+ * One admitted call: forwards to downstream and settles the permit exactly as the rules say.
+ * A `Subscriber` subclass rather than an observer object: the happy path allocates nothing else.
+ */
+class PermitSubscriber<T> extends Subscriber<T> {
+  private emitted = false;
+  private settled = false;
+
+  constructor(
+    destination: Subscriber<T>,
+    private readonly permit: CircuitPermit,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(value: T): void {
+    this.emitted = true;
+    this.destination.next(value);
+  }
+
+  protected override _error(error: unknown): void {
+    this.settled = true;
+    // recorded before the error reaches downstream, so a retry downstream sees the new state
+    this.permit.failure(error);
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.settled = true;
+    this.permit.success();
+    super._complete();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    if (this.settled) return;
+    this.settled = true;
+    if (this.emitted) this.permit.success();
+    else this.permit.release();
+  }
 }

@@ -257,7 +257,9 @@ export function degradeAfter<T, D>(
       upstream = source.subscribe({
         next: (value) => {
           if (finished) return;
-          last = scheduler.now();
+          // without an idle deadline only the first item's time matters (and not even that):
+          // no clock read per item
+          if (idleMs !== Infinity || !seen) last = scheduler.now();
           if (!seen) {
             seen = true;
             // the first item switches from the first deadline to the idle one, which may be sooner

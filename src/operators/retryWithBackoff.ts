@@ -1,5 +1,5 @@
-import { asyncScheduler, Observable, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { backoffDelay, type Jitter } from '../core/backoff.js';
+import { asyncScheduler, Observable, Subscriber, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
 import type { HealHub } from '../core/hub.js';
@@ -163,115 +163,184 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
   if (afterEmit !== 'restart' && onRestart) {
     throw new InvalidOptionError('retryWithBackoff', 'afterEmit', o.afterEmit, "'restart' when onRestart is given");
   }
-  const maxRetries = o.maxRetries ?? 3;
-  const policy = {
-    initialBackoffMs: o.initialBackoffMs ?? 500,
-    backoffMultiplier: o.backoffMultiplier ?? 2,
-    maxBackoffMs: o.maxBackoffMs ?? 30_000,
-    jitter: o.jitter ?? 'equal',
-    random: (o.random as (() => number) | undefined) ?? Math.random,
+  const config: RetryConfig<T> = {
+    maxRetries: o.maxRetries ?? 3,
+    policy: {
+      initialBackoffMs: o.initialBackoffMs ?? 500,
+      backoffMultiplier: o.backoffMultiplier ?? 2,
+      maxBackoffMs: o.maxBackoffMs ?? 30_000,
+      jitter: o.jitter ?? 'equal',
+      random: (o.random as (() => number) | undefined) ?? Math.random,
+    },
+    shouldRetry: o.shouldRetry as ((error: unknown, attempt: number) => boolean) | undefined,
+    classifier: (o.classifier as ErrorClassifier | undefined) ?? classifyError,
+    maxRetryAfterMs: o.maxRetryAfterMs ?? 60_000,
+    totalTimeoutMs: o.totalTimeoutMs,
+    resetOnSuccess: o.resetOnSuccess ?? false,
+    afterEmit,
+    onRestart,
+    onRetry: o.onRetry as ((info: RetryInfo) => void) | undefined,
+    scheduler: o.scheduler ?? asyncScheduler,
+    hub: o.hub as HealHub | undefined,
+    target: o.target ?? 'source',
   };
-  const shouldRetry = o.shouldRetry as ((error: unknown, attempt: number) => boolean) | undefined;
-  const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
-  const maxRetryAfterMs = o.maxRetryAfterMs ?? 60_000;
-  const totalTimeoutMs = o.totalTimeoutMs;
-  const resetOnSuccess = o.resetOnSuccess ?? false;
-  const onRetry = o.onRetry as ((info: RetryInfo) => void) | undefined;
-  const scheduler = o.scheduler ?? asyncScheduler;
-  const hub = o.hub as HealHub | undefined;
-  const target = o.target ?? 'source';
 
   return (source) =>
     new Observable<T>((subscriber) => {
-      let retries = 0;
-      let previousDelay = policy.initialBackoffMs;
-      let errors: unknown[] | undefined;
-      let emitted = false;
-      let attempt: Subscription | undefined;
-      let wait: Subscription | undefined;
-      let deadline: Subscription | undefined;
-      const start = totalTimeoutMs === undefined ? 0 : scheduler.now();
-
-      const giveUpOnTime = (): void => {
-        attempt?.unsubscribe();
-        wait?.unsubscribe();
-        const last = errors?.[errors.length - 1];
-        subscriber.error(new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - start, errors ? { cause: last } : undefined));
-      };
-
-      const onError = (error: unknown): void => {
-        (errors ??= []).push(error);
-        const next = retries + 1;
-        if (emitted && afterEmit === 'error') return subscriber.error(error);
-        const classification = classifier(error, { now: scheduler.now() });
-        let retry: boolean;
-        try {
-          retry = shouldRetry ? shouldRetry(error, next) : classification.retryable;
-        } catch (predicateError) {
-          return subscriber.error(predicateError);
-        }
-        if (!retry) return subscriber.error(error);
-        if (retries >= maxRetries) return subscriber.error(new RetriesExhaustedError(retries + 1, errors, 'max_retries'));
-        const retryAfter = classification.retryAfterMs;
-        if (retryAfter !== undefined && retryAfter > maxRetryAfterMs) {
-          return subscriber.error(new RetriesExhaustedError(retries + 1, errors, 'retry_after_too_long'));
-        }
-        let delayMs = backoffDelay(retries, previousDelay, policy);
-        previousDelay = delayMs;
-        if (retryAfter !== undefined && retryAfter > delayMs) delayMs = retryAfter;
-        if (totalTimeoutMs !== undefined && scheduler.now() + delayMs - start > totalTimeoutMs) {
-          // the wait alone would overrun the budget: fail now, so a fallback starts sooner
-          return subscriber.error(new TotalTimeoutError(totalTimeoutMs, scheduler.now() - start, { cause: error }));
-        }
-        retries = next;
-        const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
-        hub?.report({ type: 'retry', target, attempt: next, max: maxRetries, delayMs, category: classification.category, error: errorText(error, 200) });
-        try {
-          onRetry?.(info);
-          if (emitted && onRestart) subscriber.next(onRestart(info));
-        } catch (callbackError) {
-          return subscriber.error(callbackError);
-        }
-        wait = timer(delayMs, scheduler).subscribe(() => {
-          wait = undefined;
-          subscribeToSource();
-        });
-      };
-
-      let succeeded = false;
-      const reportSuccess = (): void => {
-        if (succeeded || retries === 0) return;
-        succeeded = true;
-        hub?.report({ type: 'retry-succeeded', target, attempt: retries + 1 });
-      };
-
-      const subscribeToSource = (): void => {
-        emitted = false;
-        attempt = source.subscribe({
-          next: (value) => {
-            if (hub && !emitted) reportSuccess();
-            emitted = true;
-            if (resetOnSuccess && retries > 0) {
-              retries = 0;
-              previousDelay = policy.initialBackoffMs;
-              errors = undefined;
-            }
-            subscriber.next(value);
-          },
-          error: onError,
-          complete: () => {
-            if (hub) reportSuccess();
-            subscriber.complete();
-          },
-        });
-      };
-
-      if (totalTimeoutMs !== undefined) deadline = scheduler.schedule(giveUpOnTime, totalTimeoutMs);
-      subscribeToSource();
-      return () => {
-        attempt?.unsubscribe();
-        wait?.unsubscribe();
-        deadline?.unsubscribe();
-      };
+      // the retry bookkeeping is made at the first error (or now, for the total budget): a
+      // subscription that never fails costs one subscriber
+      const run = config.totalTimeoutMs === undefined ? undefined : new RetryRun(source, subscriber, config);
+      run?.startBudget();
+      source.subscribe(new AttemptSubscriber(subscriber, source, config, run));
     });
+}
+
+/** The options, resolved once per operator. */
+interface RetryConfig<T> {
+  readonly maxRetries: number;
+  readonly policy: BackoffPolicy;
+  readonly shouldRetry: ((error: unknown, attempt: number) => boolean) | undefined;
+  readonly classifier: ErrorClassifier;
+  readonly maxRetryAfterMs: number;
+  readonly totalTimeoutMs: number | undefined;
+  readonly resetOnSuccess: boolean;
+  readonly afterEmit: 'error' | 'restart' | 'resubscribe';
+  readonly onRestart: ((info: RetryInfo) => T) | undefined;
+  readonly onRetry: ((info: RetryInfo) => void) | undefined;
+  readonly scheduler: SchedulerLike;
+  readonly hub: HealHub | undefined;
+  readonly target: string;
+}
+
+/** One subscription's retry state: counts, errors, the wait and the total budget. */
+class RetryRun<T> {
+  retries = 0;
+  previousDelay: number;
+  errors: unknown[] | undefined = undefined;
+  succeeded = false;
+  attempt: AttemptSubscriber<T> | undefined = undefined;
+  wait: Subscription | undefined = undefined;
+  private readonly start: number;
+
+  constructor(
+    private readonly source: Observable<T>,
+    private readonly subscriber: Subscriber<T>,
+    private readonly config: RetryConfig<T>,
+  ) {
+    this.previousDelay = config.policy.initialBackoffMs;
+    this.start = config.totalTimeoutMs === undefined ? 0 : config.scheduler.now();
+  }
+
+  /** Arms the total budget (only with `totalTimeoutMs`); unsubscribing downstream cancels it. */
+  startBudget(): void {
+    const { scheduler, totalTimeoutMs } = this.config;
+    this.subscriber.add(scheduler.schedule(() => this.giveUpOnTime(), totalTimeoutMs));
+  }
+
+  private giveUpOnTime(): void {
+    const { scheduler, totalTimeoutMs } = this.config;
+    this.attempt?.unsubscribe();
+    this.wait?.unsubscribe();
+    const errors = this.errors;
+    const last = errors?.[errors.length - 1];
+    this.subscriber.error(new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined));
+  }
+
+  /** The source's first value (or completion) after a retry: report the retry succeeded, once. */
+  reportSuccess(): void {
+    if (this.succeeded || this.retries === 0) return;
+    this.succeeded = true;
+    this.config.hub?.report({ type: 'retry-succeeded', target: this.config.target, attempt: this.retries + 1 });
+  }
+
+  onError(error: unknown, emitted: boolean): void {
+    const { subscriber, config } = this;
+    const { scheduler, totalTimeoutMs, maxRetries, hub } = config;
+    (this.errors ??= []).push(error);
+    const errors = this.errors;
+    const next = this.retries + 1;
+    if (emitted && config.afterEmit === 'error') return subscriber.error(error);
+    const classification = config.classifier(error, { now: scheduler.now() });
+    let retry: boolean;
+    try {
+      retry = config.shouldRetry ? config.shouldRetry(error, next) : classification.retryable;
+    } catch (predicateError) {
+      return subscriber.error(predicateError);
+    }
+    if (!retry) return subscriber.error(error);
+    if (this.retries >= maxRetries) return subscriber.error(new RetriesExhaustedError(this.retries + 1, errors, 'max_retries'));
+    const retryAfter = classification.retryAfterMs;
+    if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
+      return subscriber.error(new RetriesExhaustedError(this.retries + 1, errors, 'retry_after_too_long'));
+    }
+    let delayMs = backoffDelay(this.retries, this.previousDelay, config.policy);
+    this.previousDelay = delayMs;
+    if (retryAfter !== undefined && retryAfter > delayMs) delayMs = retryAfter;
+    if (totalTimeoutMs !== undefined && scheduler.now() + delayMs - this.start > totalTimeoutMs) {
+      // the wait alone would overrun the budget: fail now, so a fallback starts sooner
+      return subscriber.error(new TotalTimeoutError(totalTimeoutMs, scheduler.now() - this.start, { cause: error }));
+    }
+    this.retries = next;
+    const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
+    hub?.report({ type: 'retry', target: config.target, attempt: next, max: maxRetries, delayMs, category: classification.category, error: errorText(error, 200) });
+    try {
+      config.onRetry?.(info);
+      if (emitted && config.onRestart) subscriber.next(config.onRestart(info));
+    } catch (callbackError) {
+      return subscriber.error(callbackError);
+    }
+    const wait = timer(delayMs, scheduler).subscribe(() => {
+      this.wait = undefined;
+      this.source.subscribe(new AttemptSubscriber(subscriber, this.source, config, this));
+    });
+    this.wait = wait;
+    subscriber.add(wait);
+  }
+}
+
+/**
+ * One subscription to the source. Linked to the downstream subscriber, so unsubscribing it
+ * cancels the attempt; errors go to the {@link RetryRun} (made at the first one) instead of
+ * downstream.
+ */
+class AttemptSubscriber<T> extends Subscriber<T> {
+  private emitted = false;
+
+  constructor(
+    destination: Subscriber<T>,
+    private readonly source: Observable<T>,
+    private readonly config: RetryConfig<T>,
+    private run: RetryRun<T> | undefined,
+  ) {
+    super(destination);
+    if (run) run.attempt = this;
+  }
+
+  protected override _next(value: T): void {
+    const run = this.run;
+    if (run !== undefined) {
+      if (this.config.hub && !this.emitted) run.reportSuccess();
+      if (this.config.resetOnSuccess && run.retries > 0) {
+        run.retries = 0;
+        run.previousDelay = this.config.policy.initialBackoffMs;
+        run.errors = undefined;
+      }
+    }
+    this.emitted = true;
+    this.destination.next(value);
+  }
+
+  protected override _error(error: unknown): void {
+    const destination = this.destination as Subscriber<T>;
+    try {
+      (this.run ??= new RetryRun(this.source, destination, this.config)).onError(error, this.emitted);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  protected override _complete(): void {
+    if (this.config.hub) this.run?.reportSuccess();
+    super._complete();
+  }
 }

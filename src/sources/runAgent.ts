@@ -403,7 +403,8 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       work.add(
         merge(...calls.map((call, i) => toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)))).subscribe({
           next: ([i, outcome]) => {
-            outcome.events.forEach(emit);
+            // a reflection is a resilience event: it goes to the hub, which surfaces it here once
+            outcome.events.forEach((event) => (event.type === 'reflection' ? hub.report(event) : emit(event)));
             messages[i] = outcome.message;
           },
           error: fail,

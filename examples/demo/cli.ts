@@ -1,0 +1,104 @@
+/**
+ * `npm run demo:cli`: the demo's scenario in the terminal, as a timeline of events — the same
+ * agent and local providers as the chat page, with faults set from here.
+ */
+import type { AgentEvent, Message } from '../../src/index.js';
+import { startLocalProvider, type Fault, type LocalProvider } from '../../src/server/index.js';
+import { createDemoAgent, type DemoAgent } from './agent.js';
+
+const start = Date.now();
+const stamp = (): string => `${String(Date.now() - start).padStart(6)} ms`;
+
+function print(e: AgentEvent): void {
+  switch (e.type) {
+    case 'text-delta':
+      return void process.stdout.write(e.text);
+    case 'reset':
+      return void process.stdout.write(`  ⟲ [discard the partial answer: ${e.reason} → ${e.target}]\n         `);
+    case 'retry':
+      return console.log(`\n${stamp()}  retry     ${e.target} ${e.attempt}/${e.max} in ${e.delayMs} ms (${e.category})`);
+    case 'retry-succeeded':
+      return console.log(`\n${stamp()}  healed    ${e.target} on attempt ${e.attempt}`);
+    case 'circuit':
+      return console.log(`\n${stamp()}  circuit   ${e.breaker} ${e.kind === 'transition' ? `${e.from} → ${e.to} (${e.reason})` : 'rejected a call (open)'}`);
+    case 'fallback':
+      return console.log(`\n${stamp()}  fallback  ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+    case 'tool-call':
+      return console.log(`\n${stamp()}  tool      ${e.name}(${JSON.stringify(e.args)})`);
+    case 'tool-error':
+      return console.log(`${stamp()}  failed    ${e.name}: ${e.error}`);
+    case 'reflection':
+      return console.log(`${stamp()}  reflect   ${e.prompt}`);
+    case 'tool-result':
+      return console.log(`${stamp()}  result    ${JSON.stringify(e.result)}`);
+    case 'degraded':
+      return console.log(`\n${stamp()}  degraded  ${e.capability}: ${e.reason}`);
+    case 'restored':
+      return console.log(`\n${stamp()}  restored  ${e.capability}`);
+    case 'finish':
+      if (e.reason === 'stop') process.stdout.write('\n');
+      return;
+    default:
+      return;
+  }
+}
+
+async function ask(agent: DemoAgent, history: Message[], question: string): Promise<void> {
+  console.log(`\n${stamp()}  user      ${question}`);
+  process.stdout.write(`${stamp()}  answer    `);
+  history.push({ role: 'user', content: question });
+  await new Promise<void>((resolve) =>
+    agent.ask(history).subscribe({
+      next: (e) => {
+        if (e.type === 'message') history.push(e.message);
+        print(e);
+      },
+      error: (error: unknown) => {
+        console.log(`\n${stamp()}  error     ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        resolve();
+      },
+      complete: resolve,
+    }),
+  );
+}
+
+async function scene(title: string, providers: LocalProvider[], faults: (Fault | undefined)[], run: () => Promise<void>): Promise<void> {
+  console.log(`\n── ${title} ${'─'.repeat(Math.max(0, 80 - title.length))}`);
+  providers.forEach((p, i) => p.faults.set(faults[i] ? [faults[i]] : []));
+  await run();
+}
+
+const [primary, secondary] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 25 }), startLocalProvider({ name: 'secondary', tokenDelayMs: 25 })]);
+const providers = [primary, secondary];
+const agent = createDemoAgent([
+  { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
+  { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
+]);
+agent.hub.events$.subscribe((e) => (e.type === 'circuit' && e.kind === 'transition' && e.to === 'half-open' ? print({ ...e }) : undefined));
+const history: Message[] = [];
+try {
+  await scene('the primary answers 429 once (retry-after 1 s): retried after the wait', providers, [{ kind: 'status', status: 429, retryAfter: 1, times: 1 }], () =>
+    ask(agent, history, "What's the weather in Paris?"),
+  );
+  await scene('the model sends bad tool arguments: reflection, then corrected arguments', providers, [{ kind: 'bad-tool-args', times: 1 }], () =>
+    ask(agent, history, "What's the weather in Oslo?"),
+  );
+  await scene('the primary is off: retries, its breaker opens, the secondary answers', providers, [{ kind: 'down' }], () =>
+    ask(agent, history, 'And the weather in Rome?'),
+  );
+  await scene('the primary is still off: its open breaker is skipped without a call', providers, [{ kind: 'down' }], () =>
+    ask(agent, history, "What's the weather in Lisbon?"),
+  );
+  agent.slowSearch = true;
+  await scene('the knowledge search is slow: degraded after 3 s, the run goes on', providers, [], () => ask(agent, history, 'What is the refund policy?'));
+  agent.slowSearch = false;
+  agent.breakers.get('model:primary').reset();
+  agent.midStream = 'continue';
+  await scene("the primary dies mid-answer ('continue'): the secondary continues, nothing repeated", providers, [{ kind: 'reset', afterChunks: 4, times: 1 }], () =>
+    ask(agent, history, 'Tell me something nice about rivers'),
+  );
+} finally {
+  await Promise.all(providers.map((p) => p.close()));
+}
+// open breakers keep a half-open notice scheduled; the demo is over
+process.exit(0);

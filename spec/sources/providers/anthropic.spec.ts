@@ -1,0 +1,367 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { firstValueFrom, lastValueFrom, mergeMap, type Observable } from 'rxjs';
+import { classifyError } from '../../../src/core/classify.js';
+import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
+import type { Message, TurnEvent } from '../../../src/core/events.js';
+import type { ModelRequest } from '../../../src/sources/model.js';
+import { streamModel } from '../../../src/sources/model.js';
+import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../../src/sources/providers/anthropic.js';
+import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
+import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
+
+const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
+
+/** A fake `fetch` answering `text` in odd-sized byte chunks (one per pull); records requests and cancellation. */
+function fixtureFetch(text: string, options: { sizes?: readonly number[]; status?: number; headers?: Record<string, string>; hang?: boolean } = {}) {
+  const bytes = new TextEncoder().encode(text);
+  const sizes = options.sizes ?? [5, 1, 11, 2, 64];
+  const calls: { url: string; init: RequestInit; body: unknown }[] = [];
+  const state = { cancelled: false };
+  const fetch = ((url: string, init: RequestInit) => {
+    calls.push({ url, init, body: JSON.parse(String(init.body)) as unknown });
+    let offset = 0;
+    let n = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= bytes.length) {
+          if (options.hang) return new Promise<void>(() => undefined);
+          return controller.close();
+        }
+        const size = sizes[n++ % sizes.length] ?? 1;
+        controller.enqueue(bytes.slice(offset, offset + size));
+        offset += size;
+      },
+      cancel() {
+        state.cancelled = true;
+      },
+    });
+    return Promise.resolve(new Response(stream, { status: options.status ?? 200, headers: { 'content-type': 'text/event-stream', ...options.headers } }));
+  }) as unknown as typeof globalThis.fetch;
+  return { fetch, calls, state };
+}
+
+async function collect(events$: Observable<TurnEvent>): Promise<{ events: TurnEvent[]; error: unknown }> {
+  const events: TurnEvent[] = [];
+  return new Promise((resolve) =>
+    events$.subscribe({ next: (e) => events.push(e), error: (error: unknown) => resolve({ events, error }), complete: () => resolve({ events, error: undefined }) }),
+  );
+}
+
+const text = (events: readonly TurnEvent[]): string => events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('');
+const ask = (content: string, tools: ModelRequest['tools'] = []): ModelRequest => ({ messages: [{ role: 'user', content }], tools });
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'units'] },
+};
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const fromFixture = (name: string, options: Parameters<typeof fixtureFetch>[1] = {}) => {
+  const fake = fixtureFetch(fixture(name), options);
+  return { ...fake, model: anthropicModel({ model: 'claude-test', fetch: fake.fetch }) };
+};
+const fromText = (body: string, options: Parameters<typeof fixtureFetch>[1] = {}) => anthropicModel({ model: 'claude-test', fetch: fixtureFetch(body, options).fetch });
+const sseOf = (...events: unknown[]): string => events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+
+describe('anthropicModel', () => {
+  describe('options', () => {
+    it('validates at construction: model is required; baseURL absolute; maxTokens a positive integer', () => {
+      expect(() => anthropicModel({ model: 'claude' })).not.to.throw();
+      expect(() => anthropicModel({} as never)).to.throw(InvalidOptionError, 'anthropicModel: option "model"');
+      expect(() => anthropicModel({ model: 'c', baseURL: 'api.anthropic.com' })).to.throw(InvalidOptionError, 'baseURL');
+      expect(() => anthropicModel({ model: 'c', maxTokens: 0 })).to.throw(InvalidOptionError, 'maxTokens');
+      expect(() => anthropicModel({ model: 'c', fetch: 'no' } as never)).to.throw(InvalidOptionError, 'fetch');
+    });
+
+    it('is named anthropic:<model> unless given an id', () => {
+      expect(anthropicModel({ model: 'claude' }).id).to.equal('anthropic:claude');
+      expect(anthropicModel({ model: 'claude', id: 'secondary' }).id).to.equal('secondary');
+    });
+  });
+
+  describe('the request', () => {
+    it('POSTs to <baseURL>/v1/messages (default api.anthropic.com) with x-api-key and anthropic-version', async () => {
+      const { fetch, calls } = fixtureFetch(fixture('anthropic-text.sse'));
+      await lastValueFrom(streamModel(anthropicModel({ model: 'claude-test', apiKey: 'sk-ant-test', fetch, headers: { 'anthropic-beta': 'x' } }), ask('Hi')));
+      expect(calls[0]?.url).to.equal('https://api.anthropic.com/v1/messages');
+      expect(calls[0]?.init.headers).to.deep.include({ 'x-api-key': 'sk-ant-test', 'anthropic-version': ANTHROPIC_VERSION, 'anthropic-beta': 'x', 'content-type': 'application/json' });
+      expect(ANTHROPIC_VERSION).to.equal('2023-06-01');
+      expect(calls[0]?.body).to.deep.equal({ model: 'claude-test', max_tokens: 4096, stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+      const local = fixtureFetch(fixture('anthropic-text.sse'));
+      await lastValueFrom(streamModel(anthropicModel({ model: 'm', baseURL: 'http://127.0.0.1:9/', maxTokens: 100, body: { temperature: 0 }, fetch: local.fetch }), ask('Hi')));
+      expect(local.calls[0]?.url).to.equal('http://127.0.0.1:9/v1/messages');
+      expect(local.calls[0]?.init.headers).not.to.have.property('x-api-key');
+      expect(local.calls[0]?.body).to.deep.include({ max_tokens: 100, temperature: 0 });
+    });
+
+    it('system messages → top-level system; tool calls → tool_use blocks; tool results → user tool_result blocks, merged so roles alternate', () => {
+      const messages: Message[] = [
+        { role: 'system', content: 'You are helpful.' },
+        { role: 'user', content: "What's the weather in NYC and in Paris?" },
+        {
+          role: 'assistant',
+          content: 'Let me check.',
+          toolCalls: [
+            { id: 'toolu_1', name: 'get_weather', args: { city: 'NYC', units: 'kelvin' } },
+            { id: 'toolu_2', name: 'get_weather', args: '{"city":"Paris"}' },
+            { id: 'toolu_3', name: 'get_weather', args: '{"city": "Par' },
+          ],
+        },
+        { role: 'tool', toolCallId: 'toolu_1', toolName: 'get_weather', content: 'Invalid units', isError: true },
+        { role: 'tool', toolCallId: 'toolu_2', toolName: 'get_weather', content: '{"temperature":18}' },
+        { role: 'tool', toolCallId: 'toolu_3', toolName: 'get_weather', content: 'bad JSON', isError: true },
+        { role: 'system', content: 'knowledge_search is unavailable.' },
+        { role: 'user', content: 'Thanks' },
+        { role: 'assistant', content: '' },
+      ];
+      expect(anthropicRequestBody('claude', 1024, { messages, tools: [weatherTool, { name: 'now', description: 'The time' }] })).to.deep.equal({
+        model: 'claude',
+        max_tokens: 1024,
+        stream: true,
+        system: 'You are helpful.\n\nknowledge_search is unavailable.',
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: "What's the weather in NYC and in Paris?" }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'Let me check.' },
+              { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'NYC', units: 'kelvin' } },
+              { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { city: 'Paris' } },
+              { type: 'tool_use', id: 'toolu_3', name: 'get_weather', input: {} },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 'toolu_1', content: 'Invalid units', is_error: true },
+              { type: 'tool_result', tool_use_id: 'toolu_2', content: '{"temperature":18}' },
+              { type: 'tool_result', tool_use_id: 'toolu_3', content: 'bad JSON', is_error: true },
+              { type: 'text', text: 'Thanks' },
+            ],
+          },
+        ],
+        tools: [
+          { name: 'get_weather', description: 'Current weather for a city', input_schema: weatherTool.parameters },
+          { name: 'now', description: 'The time', input_schema: { type: 'object', properties: {} } },
+        ],
+      });
+    });
+  });
+
+  describe('recorded streams (fixtures, served in odd-sized chunks)', () => {
+    for (const sizes of [[1], [5, 1, 11], [100_000]]) {
+      it(`a text answer: deltas, then one finish with input (cache included) and output usage (chunks of ${sizes.join(', ')} bytes)`, async () => {
+        const { events, error } = await collect(streamModel(fromFixture('anthropic-text.sse', { sizes }).model, ask('x')));
+        expect(error).to.equal(undefined);
+        expect(events).to.deep.equal([
+          { type: 'text-delta', text: 'It' },
+          { type: 'text-delta', text: ' is 22 °C' },
+          { type: 'text-delta', text: ' and sunny — in NYC 🌞.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 480, outputTokens: 15 } },
+        ]);
+      });
+    }
+
+    it('the same stream with CRLF line endings', async () => {
+      const { events } = await collect(streamModel(fromText(fixture('anthropic-text.sse').replace(/\n/g, '\r\n'), { sizes: [3] }), ask('x')));
+      expect(text(events)).to.equal('It is 22 °C and sunny — in NYC 🌞.');
+    });
+
+    it('tool_use blocks with partial JSON → one tool-call at each content_block_stop; thinking skipped; input {} when no deltas', async () => {
+      const { events, error } = await collect(streamModel(fromFixture('anthropic-tool-use.sse').model, ask('x')));
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'Let me check.' },
+        { type: 'tool-call', id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', args: { city: 'New York', units: 'celsius' } },
+        { type: 'tool-call', id: 'toolu_01Ab2CdEfGhIjKlMnOpQrStU', name: 'list_cities', args: {} },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 480, outputTokens: 89 } },
+      ]);
+    });
+
+    it('tool input that is not valid JSON → the raw text as args', async () => {
+      const body = sseOf(
+        { type: 'message_start', message: { usage: { input_tokens: 5, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't1', name: 'get_weather', input: {} } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city": "NY' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'max_tokens' }, usage: { output_tokens: 4 } },
+        { type: 'message_stop' },
+      );
+      const { events } = await collect(streamModel(fromText(body), ask('x')));
+      expect(events).to.deep.equal([
+        { type: 'tool-call', id: 't1', name: 'get_weather', args: '{"city": "NY' },
+        { type: 'finish', reason: 'length', usage: { inputTokens: 5, outputTokens: 4 } },
+      ]);
+    });
+
+    it('maps every stop reason', async () => {
+      const reasons = { end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool-calls', max_tokens: 'length', refusal: 'content-filter', pause_turn: 'other' };
+      for (const [stop, reason] of Object.entries(reasons)) {
+        const { events } = await collect(streamModel(fromText(sseOf({ type: 'message_delta', delta: { stop_reason: stop } }, { type: 'message_stop' })), ask('x')));
+        expect(events, stop).to.deep.equal([{ type: 'finish', reason }]);
+      }
+    });
+
+    it('an error event mid-stream (overloaded_error) → HttpError 529: service_unavailable, retryable, fallback-able', async () => {
+      const { events, error } = await collect(streamModel(fromFixture('anthropic-error.sse').model, ask('x')));
+      expect(text(events)).to.equal('It is');
+      expect(error).to.be.instanceOf(HttpError);
+      expect((error as HttpError).status).to.equal(529);
+      expect((error as HttpError).message).to.equal("'anthropic:claude-test' sent an error mid-stream: overloaded_error: Overloaded");
+      expect((error as HttpError).body).to.deep.equal({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+      expect(classifyError(error)).to.deep.equal({ retryable: true, fallback: true, category: 'service_unavailable', strategy: 'exponential_backoff' });
+    });
+
+    it('error types get the status the API gives them', () => {
+      expect(anthropicErrorStatus('rate_limit_error')).to.equal(429);
+      expect(anthropicErrorStatus('invalid_request_error')).to.equal(400);
+      expect(anthropicErrorStatus('api_error')).to.equal(500);
+      expect(anthropicErrorStatus('something_new')).to.equal(500);
+      expect(anthropicErrorStatus(undefined)).to.equal(500);
+    });
+
+    it('an invalid_request_error event is not retryable', async () => {
+      const { error } = await collect(streamModel(fromText(sseOf({ type: 'error', error: { type: 'invalid_request_error', message: 'bad' } })), ask('x')));
+      expect(classifyError(error)).to.include({ retryable: false, category: 'bad_request' });
+    });
+
+    it('a stream without message_stop → the deltas so far, then a retryable IncompleteStreamError, never a finish', async () => {
+      const { events, error } = await collect(streamModel(fromFixture('anthropic-truncated.sse').model, ask('x')));
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'It' },
+        { type: 'text-delta', text: ' is' },
+      ]);
+      expect(error).to.be.instanceOf(IncompleteStreamError);
+      expect((error as Error).message).to.contain('no message_stop');
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'connection' });
+    });
+
+    it('a malformed event → MalformedStreamError, and the body is cancelled', async () => {
+      const { model, state } = fromFixture('anthropic-malformed.sse', { hang: true });
+      const { events, error } = await collect(streamModel(model, ask('x')));
+      expect(text(events)).to.equal('It');
+      expect(error).to.be.instanceOf(MalformedStreamError);
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'bad_gateway' });
+      await tick();
+      expect(state.cancelled).to.equal(true);
+    });
+
+    it('events of the wrong shape are malformed; unknown event types are skipped', async () => {
+      for (const bad of [
+        { type: 'message_start' },
+        { type: 'content_block_start', index: 0 },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta' } },
+        { type: 'content_block_delta', index: 3, delta: { type: 'input_json_delta', partial_json: '{' } },
+        { type: 'content_block_stop' },
+      ]) {
+        const { error } = await collect(streamModel(fromText(sseOf(bad, { type: 'message_stop' })), ask('x')));
+        expect(error, JSON.stringify(bad)).to.be.instanceOf(MalformedStreamError);
+      }
+      const { events, error } = await collect(streamModel(fromText(sseOf({ type: 'brand_new_event', x: 1 }, { type: 'ping' }, { type: 'message_stop' })), ask('x')));
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([{ type: 'finish', reason: 'other' }]);
+    });
+
+    it('HTTP errors → HttpError: 429 + retry-after → rate_limit with retryAfterMs; 529 → service_unavailable', async () => {
+      const body = '{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}';
+      const { error } = await collect(streamModel(fromText(body, { status: 429, headers: { 'retry-after': '7' } }), ask('x')));
+      expect((error as HttpError).status).to.equal(429);
+      expect((error as HttpError).message).to.contain('per-minute rate limit');
+      expect(classifyError(error, { now: 0 })).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 7000 });
+      const overloaded = await collect(streamModel(fromText('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', { status: 529 }), ask('x')));
+      expect(classifyError(overloaded.error)).to.include({ category: 'service_unavailable', retryable: true });
+    });
+
+    it('unsubscribing aborts the fetch and cancels the body reader at once', async () => {
+      const { model, calls, state } = fromFixture('anthropic-truncated.sse', { hang: true, sizes: [100_000] });
+      const seen: TurnEvent[] = [];
+      const subscription = streamModel(model, ask('x')).subscribe((e) => seen.push(e));
+      for (let i = 0; i < 10 && seen.length < 2; i++) await tick();
+      expect(seen).to.have.length(2);
+      subscription.unsubscribe();
+      expect((calls[0]?.init.signal as AbortSignal).aborted).to.equal(true);
+      await tick();
+      expect(state.cancelled).to.equal(true);
+    });
+  });
+
+  describe('against the local provider (real HTTP on 127.0.0.1)', () => {
+    let server: LocalProvider;
+    let model: ReturnType<typeof anthropicModel>;
+    before(async () => {
+      server = await startLocalProvider({ name: 'anthropic-spec', tokenDelayMs: 1 });
+      model = anthropicModel({ baseURL: server.anthropicBaseURL, model: 'local', apiKey: 'unused', id: 'local-anthropic' });
+    });
+    afterEach(() => server.faults.clear());
+    after(() => server.close());
+
+    it('streams a text answer token by token, with usage', async () => {
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(error).to.equal(undefined);
+      expect(text(events)).to.match(/^I am the local rxheal assistant\./);
+      expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' });
+    });
+
+    it('calls knowledge_search for a policy question, then answers from the result', async () => {
+      const tool = { name: 'knowledge_search', description: 'Search the docs' };
+      const first = await collect(streamModel(model, ask('What is the refund policy?', [tool])));
+      const call = first.events[0];
+      expect(call).to.deep.include({ type: 'tool-call', name: 'knowledge_search', args: { query: 'What is the refund policy?' } });
+      const id = call?.type === 'tool-call' ? call.id : '';
+      expect(id).to.match(/^toolu_/);
+      const second = await collect(
+        streamModel(model, {
+          messages: [
+            { role: 'user', content: 'What is the refund policy?' },
+            { role: 'assistant', content: '', toolCalls: [{ id, name: 'knowledge_search', args: { query: 'refund' } }] },
+            { role: 'tool', toolCallId: id, toolName: 'knowledge_search', content: '"Refunds within 30 days."' },
+          ],
+          tools: [tool],
+        }),
+      );
+      expect(text(second.events)).to.equal('According to the knowledge base: Refunds within 30 days.');
+    });
+
+    it('429 + retry-after → rate_limit with retryAfterMs', async () => {
+      server.faults.set({ kind: 'status', status: 429, retryAfter: 1, times: 1 });
+      const { error } = await collect(streamModel(model, ask('Hi')));
+      expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryAfterMs: 1000 });
+      expect((error as HttpError).body).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: "HTTP 429 from 'anthropic-spec' (local fault)" } });
+    });
+
+    it('reset after 2 chunks → 2 deltas, then a retryable IncompleteStreamError', async () => {
+      server.faults.set({ kind: 'reset', afterChunks: 2, times: 1 });
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(events.map((e) => e.type)).to.deep.equal(['text-delta', 'text-delta']);
+      expect(classifyError(error)).to.include({ retryable: true, category: 'connection' });
+    });
+
+    it('stall → no events; unsubscribing aborts and the server sees the connection close', async () => {
+      server.faults.set({ kind: 'stall', times: 1 });
+      const seen: unknown[] = [];
+      const started = firstValueFrom(server.activity$.pipe(mergeMap((a) => (a.type === 'request-start' ? [a.request] : []))));
+      const subscription = streamModel(model, ask('Hello')).subscribe({ next: (e) => seen.push(e), error: (e: unknown) => seen.push(e) });
+      const { id } = await started;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(seen).to.deep.equal([]);
+      subscription.unsubscribe();
+      expect(await server.waitForRequest((r) => r.id === id)).to.deep.include({ end: 'client-closed', chunks: 0 });
+    });
+
+    it('an overloaded_error event mid-stream → HttpError 529', async () => {
+      server.faults.set({ kind: 'stream-error', afterChunks: 2, times: 1 });
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(events).to.have.length(2);
+      expect((error as HttpError).status).to.equal(529);
+    });
+
+    it('malformed event → MalformedStreamError; bad tool args → kelvin', async () => {
+      server.faults.set([{ kind: 'malformed', times: 1 }, { kind: 'bad-tool-args', times: 1 }]);
+      const first = await collect(streamModel(model, ask('Hello')));
+      expect(first.events).to.deep.equal([]);
+      expect(first.error).to.be.instanceOf(MalformedStreamError);
+      const second = await collect(streamModel(model, ask('Weather in Oslo?', [weatherTool])));
+      expect(second.events[0]).to.deep.include({ type: 'tool-call', name: 'get_weather', args: { city: 'Oslo', units: 'kelvin' } });
+    });
+  });
+});

@@ -1,0 +1,412 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { firstValueFrom, from, lastValueFrom, mergeMap, type Observable } from 'rxjs';
+import { classifyError } from '../../../src/core/classify.js';
+import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
+import type { Message, TurnEvent } from '../../../src/core/events.js';
+import type { ModelRequest } from '../../../src/sources/model.js';
+import { streamModel } from '../../../src/sources/model.js';
+import { openAICompatibleModel, openAIRequestBody } from '../../../src/sources/providers/openai.js';
+import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
+import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
+
+const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
+
+/**
+ * A fake `fetch` that answers with `text` as a stream of odd-sized byte chunks (sizes cycle
+ * through `sizes`), one per pull. Records requests and whether the body was cancelled.
+ */
+function fixtureFetch(text: string, options: { sizes?: readonly number[]; status?: number; headers?: Record<string, string>; hang?: boolean } = {}) {
+  const bytes = new TextEncoder().encode(text);
+  const sizes = options.sizes ?? [1, 3, 7, 13, 64];
+  const calls: { url: string; init: RequestInit; body: unknown }[] = [];
+  const state = { cancelled: false };
+  const fetch = ((url: string, init: RequestInit) => {
+    calls.push({ url, init, body: JSON.parse(String(init.body)) as unknown });
+    let offset = 0;
+    let n = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= bytes.length) {
+          if (options.hang) return new Promise<void>(() => undefined);
+          return controller.close();
+        }
+        const size = sizes[n++ % sizes.length] ?? 1;
+        controller.enqueue(bytes.slice(offset, offset + size));
+        offset += size;
+      },
+      cancel() {
+        state.cancelled = true;
+      },
+    });
+    return Promise.resolve(new Response(stream, { status: options.status ?? 200, headers: { 'content-type': 'text/event-stream', ...options.headers } }));
+  }) as unknown as typeof globalThis.fetch;
+  return { fetch, calls, state };
+}
+
+/** Every event, and the error if the stream failed. */
+async function collect(events$: Observable<TurnEvent>): Promise<{ events: TurnEvent[]; error: unknown }> {
+  const events: TurnEvent[] = [];
+  return new Promise((resolve) =>
+    events$.subscribe({ next: (e) => events.push(e), error: (error: unknown) => resolve({ events, error }), complete: () => resolve({ events, error: undefined }) }),
+  );
+}
+
+const text = (events: readonly TurnEvent[]): string => events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('');
+const ask = (content: string, tools: ModelRequest['tools'] = []): ModelRequest => ({ messages: [{ role: 'user', content }], tools });
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'units'] },
+};
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('openAICompatibleModel', () => {
+  describe('options', () => {
+    it('validates at construction: baseURL and model are required, URLs absolute, no unknown keys', () => {
+      expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm' })).not.to.throw();
+      expect(() => openAICompatibleModel({ model: 'm' } as never)).to.throw(InvalidOptionError, 'openAICompatibleModel: option "baseURL"');
+      expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1' } as never)).to.throw(InvalidOptionError, 'option "model"');
+      expect(() => openAICompatibleModel({ baseURL: '/v1', model: 'm' })).to.throw(InvalidOptionError, 'an absolute http(s) URL');
+      expect(() => openAICompatibleModel({ baseURL: 'http://x.test', model: 'm', headers: { a: 1 } } as never)).to.throw(InvalidOptionError, 'headers');
+      expect(() => openAICompatibleModel({ baseURL: 'http://x.test', model: 'm', apikey: 'k' } as never)).to.throw(InvalidOptionError, 'apikey');
+    });
+
+    it('is named openai:<model> unless given an id', () => {
+      expect(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'gpt-4o' }).id).to.equal('openai:gpt-4o');
+      expect(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'gpt-4o', id: 'primary' }).id).to.equal('primary');
+    });
+  });
+
+  describe('the request', () => {
+    it('POSTs to <baseURL>/chat/completions with bearer auth, custom headers and extra body fields', async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      const model = openAICompatibleModel({ baseURL: 'https://api.example.test/v1/', apiKey: 'sk-test', model: 'gpt-4o-mini', headers: { 'OpenAI-Organization': 'org-1' }, body: { temperature: 0, model: 'ignored' }, fetch });
+      await lastValueFrom(streamModel(model, ask('Hi')));
+      expect(calls[0]?.url).to.equal('https://api.example.test/v1/chat/completions');
+      expect(calls[0]?.init.headers).to.deep.include({ authorization: 'Bearer sk-test', 'OpenAI-Organization': 'org-1', 'content-type': 'application/json', accept: 'text/event-stream' });
+      expect(calls[0]?.body).to.deep.equal({
+        temperature: 0,
+        model: 'gpt-4o-mini',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
+    });
+
+    it('sends no authorization header without an API key', async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      await lastValueFrom(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch }), ask('Hi')));
+      expect(calls[0]?.init.headers).not.to.have.property('authorization');
+    });
+
+    it('maps every message role, tool calls (args as JSON text; raw text as is) and tool results', () => {
+      const messages: Message[] = [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: "What's the weather in NYC?" },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_weather', args: { city: 'NYC', units: 'kelvin' } }, { id: 'c2', name: 'get_weather', args: '{"city": "NY' }] },
+        { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: 'Invalid units', isError: true },
+        { role: 'tool', toolCallId: 'c2', toolName: 'get_weather', content: 'bad JSON' },
+        { role: 'assistant', content: 'It is sunny.' },
+      ];
+      expect(openAIRequestBody('gpt', { messages, tools: [weatherTool, { name: 'now', description: 'The time' }] })).to.deep.equal({
+        model: 'gpt',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: "What's the weather in NYC?" },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"NYC","units":"kelvin"}' } },
+              { id: 'c2', type: 'function', function: { name: 'get_weather', arguments: '{"city": "NY' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'Invalid units' },
+          { role: 'tool', tool_call_id: 'c2', content: 'bad JSON' },
+          { role: 'assistant', content: 'It is sunny.' },
+        ],
+        tools: [
+          { type: 'function', function: { name: 'get_weather', description: 'Current weather for a city', parameters: weatherTool.parameters } },
+          { type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {} } } },
+        ],
+      });
+    });
+  });
+
+  describe('recorded streams (fixtures, served in odd-sized chunks)', () => {
+    const model = (name: string, options: Parameters<typeof fixtureFetch>[1] = {}) => {
+      const fake = fixtureFetch(fixture(name), options);
+      return { ...fake, model: openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'gpt-4o-mini', fetch: fake.fetch }) };
+    };
+
+    for (const sizes of [[1], [3, 7], [13, 64, 5], [100_000]]) {
+      it(`a text answer: deltas, then one finish with the usage of the last chunk (chunks of ${sizes.join(', ')} bytes)`, async () => {
+        const { events, error } = await collect(streamModel(model('openai-text.sse', { sizes }).model, ask('Weather?')));
+        expect(error).to.equal(undefined);
+        expect(events).to.deep.equal([
+          { type: 'text-delta', text: 'It' },
+          { type: 'text-delta', text: ' is' },
+          { type: 'text-delta', text: ' 22 °C' },
+          { type: 'text-delta', text: ' and sunny — in NYC 🌞.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 31, outputTokens: 9 } },
+        ]);
+      });
+    }
+
+    it('the same stream with CRLF line endings', async () => {
+      const fake = fixtureFetch(fixture('openai-text.sse').replace(/\n/g, '\r\n'), { sizes: [2, 5] });
+      const { events } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(text(events)).to.equal('It is 22 °C and sunny — in NYC 🌞.');
+      expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 31, outputTokens: 9 } });
+    });
+
+    it('tool calls whose arguments arrive in pieces, interleaved by index → one tool-call each when the choice finishes', async () => {
+      const { events, error } = await collect(streamModel(model('openai-tool-calls.sse').model, ask('x')));
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([
+        { type: 'tool-call', id: 'call_7xQyJ2dRz9', name: 'get_weather', args: { city: 'New York', units: 'celsius' } },
+        { type: 'tool-call', id: 'call_P4kL0sVb1e', name: 'knowledge_search', args: { query: 'umbrella "policy"' } },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 112, outputTokens: 41 } },
+      ]);
+    });
+
+    it('arguments that are not valid JSON: the tool-call carries the raw text (the codec rejects it later); finish length, no usage', async () => {
+      const { events } = await collect(streamModel(model('openai-bad-args.sse').model, ask('x')));
+      expect(events).to.deep.equal([
+        { type: 'tool-call', id: 'call_bad1', name: 'get_weather', args: '{"city": "NY' },
+        { type: 'finish', reason: 'length' },
+      ]);
+    });
+
+    it('a stream cut short (no finish_reason, no [DONE]) → the deltas so far, then a retryable IncompleteStreamError', async () => {
+      const { events, error } = await collect(streamModel(model('openai-truncated.sse').model, ask('x')));
+      expect(text(events)).to.equal('It is');
+      expect(events.some((e) => e.type === 'finish')).to.equal(false);
+      expect(error).to.be.instanceOf(IncompleteStreamError);
+      expect((error as Error).message).to.contain('no finish_reason and no [DONE]');
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'connection' });
+    });
+
+    it('a finish_reason but no [DONE] is still incomplete (the usage may be missing)', async () => {
+      const cut = fixture('openai-text.sse').split('data: [DONE]')[0] ?? '';
+      const fake = fixtureFetch(cut);
+      const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(events.some((e) => e.type === 'finish')).to.equal(false);
+      expect((error as Error).message).to.contain('no [DONE] after the finish_reason');
+    });
+
+    it('[DONE] without a finish_reason is incomplete too', async () => {
+      const fake = fixtureFetch('data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n');
+      const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(events).to.deep.equal([{ type: 'text-delta', text: 'Hi' }]);
+      expect(error).to.be.instanceOf(IncompleteStreamError);
+    });
+
+    it('a malformed chunk → MalformedStreamError (bad_gateway: retryable, fallback-able), and the rest of the body is cancelled', async () => {
+      const { model: m, state } = model('openai-malformed.sse', { hang: true });
+      const { events, error } = await collect(streamModel(m, ask('x')));
+      expect(events).to.deep.equal([{ type: 'text-delta', text: 'It' }]);
+      expect(error).to.be.instanceOf(MalformedStreamError);
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'bad_gateway' });
+      await tick();
+      expect(state.cancelled).to.equal(true);
+    });
+
+    it('chunks of the wrong shape are malformed too', async () => {
+      for (const data of ['{"choices":{}}', '{"choices":[1]}', '{"choices":[{"index":0,"delta":{"tool_calls":[7]}}]}', '{"usage":{"prompt_tokens":"many"}}', '"text"']) {
+        const fake = fixtureFetch(`data: ${data}\n\n`);
+        const { error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+        expect(error, data).to.be.instanceOf(MalformedStreamError);
+      }
+    });
+
+    it('an error chunk mid-stream → HttpError 500 (server_error: retryable); a rate-limit error chunk → 429', async () => {
+      const { events, error } = await collect(streamModel(model('openai-error.sse').model, ask('x')));
+      expect(text(events)).to.equal('It');
+      expect(error).to.be.instanceOf(HttpError);
+      expect((error as HttpError).status).to.equal(500);
+      expect((error as HttpError).message).to.contain('The server had an error');
+      expect(classifyError(error)).to.include({ retryable: true, category: 'server_error' });
+      const limited = fixtureFetch('data: {"error":{"message":"slow down","type":"rate_limit_exceeded"}}\n\n');
+      const second = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: limited.fetch }), ask('x')));
+      expect((second.error as HttpError).status).to.equal(429);
+    });
+
+    it('tool-call pieces without an index: a new id starts a call, the rest continue it', async () => {
+      const fake = fixtureFetch(
+        [
+          '{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{\\"n\\":"}}]}}]}',
+          '{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}',
+          '{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":""}}]},"finish_reason":"tool_calls"}]}',
+          '[DONE]',
+        ]
+          .map((d) => `data: ${d}\n\n`)
+          .join(''),
+      );
+      const { events } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(events).to.deep.equal([
+        { type: 'tool-call', id: 'a', name: 'x', args: { n: 1 } },
+        { type: 'tool-call', id: 'b', name: 'y', args: {} },
+        { type: 'finish', reason: 'tool-calls' },
+      ]);
+    });
+
+    it('ignores other choices, empty content, and events after [DONE]', async () => {
+      const fake = fixtureFetch(
+        [
+          '{"choices":[{"index":1,"delta":{"content":"other"}}]}',
+          '{"choices":[{"index":0,"delta":{"content":""}}]}',
+          '{"choices":[{"index":0,"delta":{"refusal":"I cannot."},"finish_reason":"content_filter"}]}',
+          '[DONE]',
+          '{"choices":[{"index":0,"delta":{"content":"late"}}]}',
+        ]
+          .map((d) => `data: ${d}\n\n`)
+          .join(''),
+      );
+      const { events } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'I cannot.' },
+        { type: 'finish', reason: 'content-filter' },
+      ]);
+    });
+
+    it('HTTP errors → HttpError with status, headers and the parsed body: 429 + retry-after → rate_limit with retryAfterMs', async () => {
+      const body = '{"error":{"message":"Rate limit reached for gpt-4o-mini","type":"requests","param":null,"code":"rate_limit_exceeded"}}';
+      const fake = fixtureFetch(body, { status: 429, headers: { 'retry-after': '3', 'content-type': 'application/json' } });
+      const { error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(error).to.be.instanceOf(HttpError);
+      expect((error as HttpError).status).to.equal(429);
+      expect((error as HttpError).body).to.deep.equal(JSON.parse(body));
+      expect(classifyError(error, { now: 0 })).to.deep.equal({ retryable: true, fallback: true, category: 'rate_limit', strategy: 'exponential_backoff', retryAfterMs: 3000 });
+    });
+
+    it('x-should-retry: false makes a 500 not retryable', async () => {
+      const fake = fixtureFetch('{"error":{"message":"no"}}', { status: 500, headers: { 'x-should-retry': 'false' } });
+      const { error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(classifyError(error)).to.include({ retryable: false, category: 'server_error' });
+    });
+
+    it('unsubscribing aborts the fetch and cancels the body reader at once', async () => {
+      const { model: m, calls, state } = model('openai-truncated.sse', { hang: true, sizes: [100_000] });
+      const seen: TurnEvent[] = [];
+      const subscription = streamModel(m, ask('x')).subscribe((e) => seen.push(e));
+      for (let i = 0; i < 10 && seen.length < 2; i++) await tick();
+      expect(text(seen)).to.equal('It is');
+      subscription.unsubscribe();
+      expect((calls[0]?.init.signal as AbortSignal).aborted).to.equal(true);
+      await tick();
+      expect(state.cancelled).to.equal(true);
+    });
+
+    it('aborting the context signal given to stream() aborts the request', async () => {
+      const { model: m, calls } = model('openai-truncated.sse', { hang: true });
+      const controller = new AbortController();
+      const result = collect(from(m.stream(ask('x'), { signal: controller.signal })));
+      await tick();
+      controller.abort(new DOMException('stop', 'AbortError'));
+      const { error } = await result;
+      expect((calls[0]?.init.signal as AbortSignal).aborted).to.equal(true);
+      expect(classifyError(error).category).to.equal('cancelled');
+    });
+  });
+
+  describe('against the local provider (real HTTP on 127.0.0.1)', () => {
+    let server: LocalProvider;
+    let model: ReturnType<typeof openAICompatibleModel>;
+    before(async () => {
+      server = await startLocalProvider({ name: 'openai-spec', tokenDelayMs: 1 });
+      model = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', id: 'local-openai' });
+    });
+    afterEach(() => server.faults.clear());
+    after(() => server.close());
+
+    it('streams a text answer token by token, with usage', async () => {
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(error).to.equal(undefined);
+      expect(text(events)).to.match(/^I am the local rxheal assistant\. You said: "Hello there"\./);
+      expect(events.filter((e) => e.type === 'text-delta').length).to.be.greaterThan(10);
+      const finish = events.at(-1);
+      expect(finish).to.deep.include({ type: 'finish', reason: 'stop' });
+      expect(finish?.type === 'finish' && finish.usage?.outputTokens).to.be.greaterThan(10);
+    });
+
+    it('calls get_weather, then answers from the tool result', async () => {
+      const first = await collect(streamModel(model, ask("What's the weather in Paris?", [weatherTool])));
+      const call = first.events[0];
+      expect(call).to.deep.include({ type: 'tool-call', name: 'get_weather', args: { city: 'Paris', units: 'celsius' } });
+      expect(first.events[1]).to.deep.include({ type: 'finish', reason: 'tool-calls' });
+      const id = call?.type === 'tool-call' ? call.id : '';
+      const second = await collect(
+        streamModel(model, {
+          messages: [
+            { role: 'user', content: "What's the weather in Paris?" },
+            { role: 'assistant', content: '', toolCalls: [{ id, name: 'get_weather', args: { city: 'Paris', units: 'celsius' } }] },
+            { role: 'tool', toolCallId: id, toolName: 'get_weather', content: '{"temperature":18,"condition":"cloudy"}' },
+          ],
+          tools: [weatherTool],
+        }),
+      );
+      expect(text(second.events)).to.equal('It is 18 °C and cloudy in Paris.');
+    });
+
+    it('429 + retry-after → HttpError that classifies as rate_limit with retryAfterMs', async () => {
+      server.faults.set({ kind: 'status', status: 429, retryAfter: 2, times: 1 });
+      const { error } = await collect(streamModel(model, ask('Hi')));
+      expect(error).to.be.instanceOf(HttpError);
+      expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 2000 });
+      expect((error as HttpError).body).to.deep.include({ error: { message: "HTTP 429 from 'openai-spec' (local fault)", type: 'rate_limit_exceeded', param: null, code: 'rate_limit_exceeded' } });
+    });
+
+    it('reset after 3 chunks → exactly 3 deltas, then a retryable IncompleteStreamError', async () => {
+      server.faults.set({ kind: 'reset', afterChunks: 3, times: 1 });
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(events.map((e) => e.type)).to.deep.equal(['text-delta', 'text-delta', 'text-delta']);
+      expect(error).to.be.instanceOf(IncompleteStreamError);
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'connection' });
+    });
+
+    it('stall → no events; unsubscribing aborts and the server sees the connection close', async () => {
+      server.faults.set({ kind: 'stall', times: 1 });
+      const seen: TurnEvent[] = [];
+      const started = firstValueFrom(server.activity$.pipe(mergeMap((a) => (a.type === 'request-start' ? [a.request] : []))));
+      const subscription = streamModel(model, ask('Hello there')).subscribe({ next: (e) => seen.push(e), error: (e: unknown) => seen.push(e as TurnEvent) });
+      const { id } = await started;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(seen).to.deep.equal([]);
+      subscription.unsubscribe();
+      const ended = await server.waitForRequest((r) => r.id === id);
+      expect(ended).to.deep.include({ end: 'client-closed', status: 200, chunks: 0, faults: ['stall'] });
+    });
+
+    it('malformed chunk → MalformedStreamError', async () => {
+      server.faults.set({ kind: 'malformed', afterChunks: 2, times: 1 });
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(events).to.have.length(2);
+      expect(error).to.be.instanceOf(MalformedStreamError);
+    });
+
+    it('bad tool arguments from the model → a tool-call with units kelvin', async () => {
+      server.faults.set({ kind: 'bad-tool-args', times: 1 });
+      const { events } = await collect(streamModel(model, ask("What's the weather in NYC?", [weatherTool])));
+      expect(events[0]).to.deep.include({ type: 'tool-call', name: 'get_weather', args: { city: 'NYC', units: 'kelvin' } });
+    });
+
+    it('an error event mid-stream → HttpError', async () => {
+      server.faults.set({ kind: 'stream-error', afterChunks: 1, times: 1 });
+      const { events, error } = await collect(streamModel(model, ask('Hello there')));
+      expect(events).to.have.length(1);
+      expect(error).to.be.instanceOf(HttpError);
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true });
+    });
+
+    it('down → fetch fails: a connection error, retryable and fallback-able', async () => {
+      server.faults.set({ kind: 'down', times: 1 });
+      const { error } = await collect(streamModel(model, ask('Hello there')));
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'connection' });
+    });
+  });
+});
+

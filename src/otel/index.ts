@@ -1,0 +1,318 @@
+/**
+ * `rxheal/otel`: OpenTelemetry traces and metrics from the resilience events. Needs
+ * `@opentelemetry/api` (an optional peer of rxheal) and an SDK you set up; without an SDK the API
+ * is a no-op. Nothing is recorded unless you call {@link instrument}.
+ *
+ * @module
+ */
+import {
+  metrics,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Counter,
+  type Histogram,
+  type HrTime,
+  type Meter,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import { asyncScheduler, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events.js';
+import { check, Scheduler, validateOptions } from '../core/options.js';
+
+/**
+ * Options of {@link instrument}.
+ *
+ * @example
+ * ```ts
+ * const options: InstrumentOptions = { tracer: provider.getTracer('my-agent'), meter: meterProvider.getMeter('my-agent') };
+ * instrument(hub.events$, options);
+ * ```
+ */
+export interface InstrumentOptions {
+  /** Where spans go. Defaults to `trace.getTracer('rxheal')` (the global tracer provider). */
+  readonly tracer?: Tracer;
+  /** Where metrics go. Defaults to `metrics.getMeter('rxheal')` (the global meter provider). */
+  readonly meter?: Meter;
+  /**
+   * The clock of events without an `at` (retries, fallbacks, …), and of the end-of-instant
+   * action that ends spans. Use the scheduler given to `runAgent`. Defaults to `asyncScheduler`.
+   */
+  readonly scheduler?: SchedulerLike;
+}
+
+const props = {
+  tracer: check('an OpenTelemetry Tracer (startSpan())', (u): u is Tracer => typeof u === 'object' && u !== null && typeof (u as Tracer).startSpan === 'function'),
+  meter: check('an OpenTelemetry Meter (createCounter(), createHistogram())', (u): u is Meter =>
+    typeof u === 'object' && u !== null && typeof (u as Meter).createCounter === 'function' && typeof (u as Meter).createHistogram === 'function'),
+  scheduler: Scheduler,
+};
+
+/**
+ * Bucket boundaries of `rxheal.retry.backoff`, in ms (advice to the SDK; a View can override them).
+ *
+ * @example
+ * ```ts
+ * new MeterProvider({ views: [{ instrumentName: 'rxheal.retry.backoff', aggregation: { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM, options: { boundaries: [...BACKOFF_BUCKETS_MS, 120_000] } } }] });
+ * ```
+ */
+export const BACKOFF_BUCKETS_MS: readonly number[] = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
+
+/** Scheduler milliseconds as HrTime, so the SDK never reads a small (virtual) time as performance-relative. */
+function hrTime(ms: number): HrTime {
+  const seconds = Math.floor(ms / 1000);
+  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
+}
+
+interface Call {
+  readonly span: Span;
+  readonly kind: 'model' | 'tool';
+  /** `tool:<name>` / `model:<name>`: what retries, breakers and fallbacks name. */
+  readonly target: string;
+  readonly id: string;
+  readonly start: number;
+}
+
+interface Instruments {
+  readonly retries: Counter;
+  readonly backoff: Histogram;
+  readonly transitions: Counter;
+  readonly rejections: Counter;
+  readonly fallbacks: Counter;
+  readonly reflections: Counter;
+  readonly degradations: Counter;
+  readonly budgets: Counter;
+}
+
+function instrumentsOf(meter: Meter): Instruments {
+  return {
+    retries: meter.createCounter('rxheal.retries', { description: 'Retries scheduled, by target and error category', unit: '{retry}' }),
+    backoff: meter.createHistogram('rxheal.retry.backoff', {
+      description: 'Wait before each retry',
+      unit: 'ms',
+      advice: { explicitBucketBoundaries: [...BACKOFF_BUCKETS_MS] },
+    }),
+    transitions: meter.createCounter('rxheal.circuit.transitions', { description: 'Circuit breaker state changes', unit: '{transition}' }),
+    rejections: meter.createCounter('rxheal.circuit.rejections', { description: 'Calls rejected by an open circuit', unit: '{call}' }),
+    fallbacks: meter.createCounter('rxheal.fallbacks', { description: 'Fallbacks activated', unit: '{fallback}' }),
+    reflections: meter.createCounter('rxheal.reflections', { description: 'Reflection prompts injected after a tool error', unit: '{reflection}' }),
+    degradations: meter.createCounter('rxheal.degradations', { description: 'Capabilities degraded', unit: '{degradation}' }),
+    budgets: meter.createCounter('rxheal.budget.exceeded', { description: 'Runs stopped by a budget', unit: '{run}' }),
+  };
+}
+
+/**
+ * Records the resilience events of a stream — a hub's `events$`, or a run's events (other
+ * events are skipped) — as OpenTelemetry spans and metrics, until you unsubscribe or the stream
+ * ends.
+ *
+ * **Spans**, one per model call and per tool execution, from `call-start` / `call-end` (matched
+ * by kind, id and start time; times are the events' scheduler times):
+ * - `chat <model>` (kind CLIENT): `gen_ai.operation.name: 'chat'`, `gen_ai.request.model`,
+ *   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`;
+ * - `execute_tool <tool>` (kind INTERNAL): `gen_ai.operation.name: 'execute_tool'`,
+ *   `gen_ai.tool.name`, `gen_ai.tool.call.id`;
+ * - both: `rxheal.call.id`, `rxheal.step`, `rxheal.call.outcome` (`success`, `error`,
+ *   `cancelled`); on error `error.type` (the error category) and status ERROR with the error text.
+ *
+ * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.reflection`,
+ * `rxheal.fallback`, `rxheal.circuit.transition`, `rxheal.circuit.rejected`, `rxheal.degraded`,
+ * `rxheal.restored` — go on the span of the call they are about:
+ * 1. the call named by the event — retries and breakers by target (`tool:<name>`,
+ *    `model:<name>`), fallbacks by `from`, reflections by tool call id — open, or the one that
+ *    just ended;
+ * 2. otherwise, for model targets, the one open model call (a `fallbackModel` switching
+ *    providers inside it), or the model call that just ended;
+ * 3. `degraded` / `restored`: the call that just ended (`degradeAfter` ends the call, then reports).
+ *
+ * Otherwise the event is only counted. "Just ended": operators report right after the call they
+ * heal ends, in the same instant; so a span is ended (at its `call-end` time) when the next call
+ * starts or ends, at the end of the instant (a 0 ms action on `scheduler`), or when this
+ * subscription ends. A retry is therefore recorded on the failed attempt it retries.
+ *
+ * **Metrics** (attributes in brackets): counters `rxheal.retries` [`rxheal.target`,
+ * `error.type`], `rxheal.circuit.transitions` [`rxheal.breaker`, `rxheal.circuit.from`,
+ * `rxheal.circuit.to`], `rxheal.circuit.rejections` [`rxheal.breaker`], `rxheal.fallbacks`
+ * [`rxheal.fallback.from`, `rxheal.fallback.to`, `rxheal.fallback.reason`],
+ * `rxheal.reflections` [`gen_ai.tool.name`, `rxheal.reflection.exhausted`],
+ * `rxheal.degradations` [`rxheal.capability`], `rxheal.budget.exceeded`
+ * [`rxheal.budget.resource`]; histogram `rxheal.retry.backoff` (ms) [`rxheal.target`,
+ * `error.type`].
+ *
+ * Pass a hot stream: a cold one (`runAgent(…)`) would be started by this subscription.
+ *
+ * @example
+ * ```ts
+ * import { instrument } from 'rxheal/otel';
+ * const hub = new HealHub();
+ * const telemetry = instrument(hub.events$); // global tracer and meter
+ * runAgent({ model, tools, messages, hub, toolPipeline }).subscribe(render);
+ * // at shutdown: telemetry.unsubscribe();
+ * ```
+ * @throws {InvalidOptionError} at once, for an invalid option.
+ */
+export function instrument(events$: Observable<AgentEvent>, options?: InstrumentOptions): Subscription {
+  const o = validateOptions('instrument', props, options);
+  const tracer = o.tracer ?? trace.getTracer('rxheal');
+  const meter = o.meter ?? metrics.getMeter('rxheal');
+  const scheduler = o.scheduler ?? asyncScheduler;
+  const m = instrumentsOf(meter);
+
+  /** Calls in flight, oldest first. */
+  const open: Call[] = [];
+  /** The call that ended last, its span not yet ended; `end` is its call-end time. */
+  let ended: { call: Call; end: number } | undefined;
+  let endOfInstant: Subscription | undefined;
+
+  const endPending = (): void => {
+    endOfInstant?.unsubscribe();
+    endOfInstant = undefined;
+    if (!ended) return;
+    ended.call.span.end(hrTime(ended.end));
+    ended = undefined;
+  };
+
+  const startSpan = (e: CallStartEvent | CallEndEvent, start: number): Call => {
+    const attributes: Attributes =
+      e.kind === 'model'
+        ? { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': e.name, 'rxheal.call.id': e.id, 'rxheal.step': e.step }
+        : { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': e.name, 'gen_ai.tool.call.id': e.id, 'rxheal.call.id': e.id, 'rxheal.step': e.step };
+    const span = tracer.startSpan(`${e.kind === 'model' ? 'chat' : 'execute_tool'} ${e.name}`, {
+      kind: e.kind === 'model' ? SpanKind.CLIENT : SpanKind.INTERNAL,
+      startTime: hrTime(start),
+      attributes,
+    });
+    return { span, kind: e.kind, target: `${e.kind}:${e.name}`, id: e.id, start };
+  };
+
+  const onCallEnd = (e: CallEndEvent): void => {
+    const start = e.at - e.durationMs;
+    let i = open.findIndex((c) => c.kind === e.kind && c.id === e.id && c.start === start);
+    if (i < 0) i = open.findIndex((c) => c.kind === e.kind && c.id === e.id);
+    // a call that started before we subscribed gets its span now
+    const call = i < 0 ? startSpan(e, start) : open.splice(i, 1)[0]!;
+    const span = call.span;
+    span.setAttribute('rxheal.call.outcome', e.outcome);
+    if (e.usage) {
+      span.setAttribute('gen_ai.usage.input_tokens', e.usage.inputTokens);
+      span.setAttribute('gen_ai.usage.output_tokens', e.usage.outputTokens);
+    }
+    if (e.outcome === 'error') {
+      span.setAttribute('error.type', e.category ?? '_OTHER');
+      span.setStatus({ code: SpanStatusCode.ERROR, ...(e.error !== undefined ? { message: e.error } : {}) });
+    }
+    ended = { call, end: e.at };
+    endOfInstant = scheduler.schedule(endPending, 0);
+  };
+
+  const latestOpen = (match: (call: Call) => boolean): Call | undefined => {
+    for (let i = open.length - 1; i >= 0; i--) if (match(open[i]!)) return open[i];
+    return undefined;
+  };
+  /** Rule 1: the call named `target` (the one just ended, or open, latest first). */
+  const byTarget = (target: string): Span | undefined =>
+    ended?.call.target === target ? ended.call.span : latestOpen((c) => c.target === target)?.span;
+  /** Rules 1 and 2 for a target. */
+  const spanFor = (target: string): Span | undefined => {
+    const own = byTarget(target);
+    if (own || !target.startsWith('model:')) return own;
+    const models = open.filter((c) => c.kind === 'model');
+    if (models.length === 1) return models[0]!.span;
+    return models.length === 0 && ended?.call.kind === 'model' ? ended.call.span : undefined;
+  };
+
+  const onHeal = (e: HealEvent): void => {
+    const now = (): HrTime => hrTime(scheduler.now());
+    switch (e.type) {
+      case 'call-start':
+        endPending();
+        open.push(startSpan(e, e.at));
+        return;
+      case 'call-end':
+        endPending();
+        return onCallEnd(e);
+      case 'retry': {
+        const attributes = { 'rxheal.target': e.target, 'error.type': e.category };
+        m.retries.add(1, attributes);
+        m.backoff.record(e.delayMs, attributes);
+        spanFor(e.target)?.addEvent(
+          'rxheal.retry',
+          {
+            'rxheal.retry.attempt': e.attempt,
+            'rxheal.retry.max': e.max,
+            'rxheal.retry.delay_ms': e.delayMs,
+            'error.type': e.category,
+            ...(e.error !== undefined ? { 'rxheal.error': e.error } : {}),
+          },
+          now(),
+        );
+        return;
+      }
+      case 'retry-succeeded':
+        spanFor(e.target)?.addEvent('rxheal.retry.succeeded', { 'rxheal.retry.attempt': e.attempt }, now());
+        return;
+      case 'circuit':
+        if (e.kind === 'transition') {
+          m.transitions.add(1, { 'rxheal.breaker': e.breaker, 'rxheal.circuit.from': e.from, 'rxheal.circuit.to': e.to });
+          spanFor(e.breaker)?.addEvent(
+            'rxheal.circuit.transition',
+            { 'rxheal.breaker': e.breaker, 'rxheal.circuit.from': e.from, 'rxheal.circuit.to': e.to, 'rxheal.circuit.reason': e.reason, 'rxheal.circuit.failures': e.failures },
+            now(),
+          );
+        } else {
+          m.rejections.add(1, { 'rxheal.breaker': e.breaker });
+          spanFor(e.breaker)?.addEvent('rxheal.circuit.rejected', { 'rxheal.breaker': e.breaker, 'rxheal.circuit.retry_after_ms': e.retryAfterMs }, now());
+        }
+        return;
+      case 'fallback':
+        m.fallbacks.add(1, { 'rxheal.fallback.from': e.from, 'rxheal.fallback.to': e.to, 'rxheal.fallback.reason': e.reason });
+        spanFor(e.from)?.addEvent(
+          'rxheal.fallback',
+          { 'rxheal.fallback.from': e.from, 'rxheal.fallback.to': e.to, 'rxheal.fallback.reason': e.reason, 'rxheal.fallback.mid_stream': e.midStream },
+          now(),
+        );
+        return;
+      case 'reflection': {
+        m.reflections.add(1, { 'gen_ai.tool.name': e.tool, 'rxheal.reflection.exhausted': e.exhausted });
+        const call = ended?.call.kind === 'tool' && ended.call.id === e.callId ? ended.call : latestOpen((c) => c.kind === 'tool' && c.id === e.callId);
+        call?.span.addEvent(
+          'rxheal.reflection',
+          { 'gen_ai.tool.name': e.tool, 'rxheal.reflection.attempt': e.attempt, 'rxheal.reflection.max': e.max, 'rxheal.reflection.exhausted': e.exhausted },
+          now(),
+        );
+        return;
+      }
+      case 'degraded':
+        m.degradations.add(1, { 'rxheal.capability': e.capability });
+        ended?.call.span.addEvent('rxheal.degraded', { 'rxheal.capability': e.capability, 'rxheal.degraded.reason': e.reason }, now());
+        return;
+      case 'restored':
+        ended?.call.span.addEvent('rxheal.restored', { 'rxheal.capability': e.capability }, now());
+        return;
+      case 'budget-exceeded':
+        m.budgets.add(1, { 'rxheal.budget.resource': e.resource });
+        return;
+      case 'reset':
+        return;
+    }
+  };
+
+  const closeAll = (): void => {
+    endPending();
+    const at = hrTime(scheduler.now());
+    for (const call of open.splice(0)) {
+      call.span.setAttribute('rxheal.call.outcome', 'unfinished');
+      call.span.end(at);
+    }
+  };
+
+  const subscription = events$.subscribe({
+    next: (event) => onHeal(event as HealEvent),
+    error: closeAll,
+    complete: closeAll,
+  });
+  subscription.add(closeAll);
+  return subscription;
+}

@@ -1,0 +1,34 @@
+/**
+ * `rxheal/server`: a local LLM provider for demos and integration tests (Node only). See
+ * docs/local-provider.md.
+ *
+ * @example
+ * ```ts
+ * import { startLocalProvider } from 'rxheal/server';
+ * const server = await startLocalProvider({ name: 'primary', faults: [{ kind: 'status', status: 429, retryAfter: 1, times: 1 }] });
+ * ```
+ *
+ * @module
+ */
+export { startLocalProvider, FaultController, validateFault } from './localProvider.js';
+export type {
+  ActiveFault,
+  BadToolArgsFault,
+  DownFault,
+  Fault,
+  FaultBase,
+  FaultKind,
+  LocalProvider,
+  LocalProviderOptions,
+  MalformedFault,
+  ProviderActivity,
+  Protocol,
+  RecordedRequest,
+  ResetFault,
+  SlowFirstByteFault,
+  StallFault,
+  StatusFault,
+  StreamErrorFault,
+} from './localProvider.js';
+export { scriptedAssistant, tokenize, cityOf } from './assistant.js';
+export type { Assistant, AssistantRequest, AssistantTool, AssistantToolCall, AssistantTurn } from './assistant.js';

@@ -1,0 +1,383 @@
+/**
+ * Anthropic's Messages API over Server-Sent Events, spoken with `fetch` (Node 20 and browsers;
+ * no SDK).
+ *
+ * @module
+ */
+import { HttpError } from '../../core/errors.js';
+import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
+import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
+import type { Model, ModelRequest } from '../model.js';
+import {
+  AnyString,
+  HttpUrl,
+  IncompleteStreamError,
+  MalformedStreamError,
+  PlainObject,
+  StringRecord,
+  checkProviderOptions,
+  decodeSse,
+  parseEventJson,
+  parseToolArguments,
+  type SseEvent,
+} from './sse.js';
+
+/**
+ * Options of {@link anthropicModel}.
+ *
+ * @example
+ * ```ts
+ * const options: AnthropicModelOptions = { apiKey: process.env.ANTHROPIC_API_KEY, model: 'claude-sonnet-4-5', maxTokens: 2048 };
+ * ```
+ */
+export interface AnthropicModelOptions {
+  /** The API's origin. Requests go to `<baseURL>/v1/messages`. Defaults to `https://api.anthropic.com`. */
+  readonly baseURL?: string;
+  /** Sent as `x-api-key`. None by default (local servers need none). */
+  readonly apiKey?: string;
+  /** The model name sent in each request, e.g. `'claude-sonnet-4-5'`. */
+  readonly model: string;
+  /** `max_tokens` of each request (required by the API). Defaults to 4096. */
+  readonly maxTokens?: number;
+  /**
+   * Extra request headers; they win over the defaults. From a browser, Anthropic's API also
+   * wants `'anthropic-dangerous-direct-browser-access': 'true'`.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Extra fields merged into every request body (e.g. `{ temperature: 0 }`); the adapter's own fields win. */
+  readonly body?: Readonly<Record<string, unknown>>;
+  /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
+  readonly fetch?: typeof fetch;
+  /** The `Model.id` (breakers are named `model:<id>`). Defaults to `anthropic:<model>`. */
+  readonly id?: string;
+}
+
+const props = {
+  baseURL: HttpUrl,
+  apiKey: AnyString,
+  model: NonEmptyString,
+  maxTokens: PositiveInteger,
+  headers: StringRecord,
+  body: PlainObject,
+  fetch: Func,
+  id: NonEmptyString,
+};
+
+/**
+ * The API version this adapter speaks, sent as `anthropic-version`.
+ *
+ * @example
+ * ```ts
+ * fetch(url, { headers: { 'anthropic-version': ANTHROPIC_VERSION } });
+ * ```
+ */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+// ---------------------------------------------------------------------------------------------
+// request
+// ---------------------------------------------------------------------------------------------
+
+type Block = Record<string, unknown>;
+interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: Block[];
+}
+
+/** A tool call's arguments as the object `tool_use.input` must be. */
+function inputOf(args: unknown): Record<string, unknown> {
+  if (typeof args === 'object' && args !== null && !Array.isArray(args)) return args as Record<string, unknown>;
+  if (typeof args === 'string') {
+    const parsed = parseToolArguments(args);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  }
+  // not an object (e.g. raw text that was not JSON): the tool result that follows says what was wrong
+  return {};
+}
+
+function blocksOf(message: Exclude<Message, { role: 'system' }>): AnthropicMessage {
+  switch (message.role) {
+    case 'user':
+      return { role: 'user', content: message.content === '' ? [] : [{ type: 'text', text: message.content }] };
+    case 'assistant': {
+      const content: Block[] = message.content === '' ? [] : [{ type: 'text', text: message.content }];
+      for (const call of message.toolCalls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: inputOf(call.args) });
+      return { role: 'assistant', content };
+    }
+    case 'tool': {
+      const block: Block = { type: 'tool_result', tool_use_id: message.toolCallId, content: message.content };
+      if (message.isError) block['is_error'] = true;
+      return { role: 'user', content: [block] };
+    }
+  }
+}
+
+/**
+ * The Messages API request body for a model request (streaming): system messages joined into
+ * `system`, tool results as user `tool_result` blocks, tool calls as assistant `tool_use`
+ * blocks, consecutive messages of one role merged (the API wants roles to alternate), empty text
+ * left out.
+ *
+ * @example
+ * ```ts
+ * anthropicRequestBody('claude-sonnet-4-5', 1024, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], tools: [] });
+ * // { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, system: 'Be brief.', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] }
+ * ```
+ */
+export function anthropicRequestBody(
+  model: string,
+  maxTokens: number,
+  request: ModelRequest,
+  extra: Readonly<Record<string, unknown>> = {},
+): Record<string, unknown> {
+  const system: string[] = [];
+  const messages: AnthropicMessage[] = [];
+  for (const message of request.messages) {
+    if (message.role === 'system') {
+      system.push(message.content);
+      continue;
+    }
+    const next = blocksOf(message);
+    if (next.content.length === 0) continue;
+    const last = messages[messages.length - 1];
+    if (last !== undefined && last.role === next.role) {
+      // tool results go first in a user turn, as the API asks
+      last.content = next.content.some((b) => b['type'] === 'tool_result') ? [...last.content, ...next.content].sort(toolResultsFirst) : [...last.content, ...next.content];
+    } else {
+      messages.push(next);
+    }
+  }
+  const body: Record<string, unknown> = { ...extra, model, max_tokens: maxTokens, stream: true };
+  if (system.length > 0) body['system'] = system.join('\n\n');
+  body['messages'] = messages;
+  if (request.tools.length > 0) {
+    body['tools'] = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.parameters ?? { type: 'object', properties: {} },
+    }));
+  }
+  return body;
+}
+
+const toolResultsFirst = (a: Block, b: Block): number => Number(b['type'] === 'tool_result') - Number(a['type'] === 'tool_result');
+
+// ---------------------------------------------------------------------------------------------
+// response
+// ---------------------------------------------------------------------------------------------
+
+const STOP_REASONS: Readonly<Record<string, FinishReason>> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  tool_use: 'tool-calls',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  refusal: 'content-filter',
+};
+
+/** HTTP statuses of the API's error types, for `error` events that arrive mid-stream. */
+const ERROR_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+/**
+ * The HTTP status the Messages API gives an error type (`overloaded_error` → 529,
+ * `rate_limit_error` → 429, …; unknown types → 500).
+ *
+ * @example
+ * ```ts
+ * anthropicErrorStatus('overloaded_error'); // 529
+ * ```
+ */
+export function anthropicErrorStatus(type: unknown): number {
+  return (typeof type === 'string' ? ERROR_STATUS[type] : undefined) ?? 500;
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
+const tokens = (u: unknown): number => (typeof u === 'number' && Number.isFinite(u) ? u : 0);
+
+interface OpenBlock {
+  readonly type: string;
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+  json: string;
+}
+
+/** Reads one stream's events into model events; `done` once `message_stop` arrived. */
+class EventDecoder {
+  done = false;
+  private events = 0;
+  private stopReason: FinishReason | undefined;
+  private inputTokens: number | undefined;
+  private outputTokens = 0;
+  private readonly blocks = new Map<number, OpenBlock>();
+
+  constructor(private readonly model: string) {}
+
+  push(sse: SseEvent): TurnEvent[] {
+    this.events++;
+    if (this.done) return [];
+    const data = parseEventJson(this.model, sse.data);
+    // the data's `type` is authoritative; the `event:` field repeats it
+    const type = typeof data['type'] === 'string' ? data['type'] : sse.event;
+    switch (type) {
+      case 'message_start': {
+        const message = data['message'];
+        if (!isObject(message)) throw this.malformed('message_start without a message', sse);
+        const usage = message['usage'];
+        if (isObject(usage)) {
+          this.inputTokens = tokens(usage['input_tokens']) + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
+          this.outputTokens = tokens(usage['output_tokens']);
+        }
+        return [];
+      }
+      case 'content_block_start': {
+        const block = data['content_block'];
+        const index = data['index'];
+        if (!isObject(block) || typeof index !== 'number') throw this.malformed('content_block_start without index or content_block', sse);
+        const open: OpenBlock = {
+          type: String(block['type']),
+          id: typeof block['id'] === 'string' ? block['id'] : `toolu_${index}`,
+          name: typeof block['name'] === 'string' ? block['name'] : '',
+          input: block['input'],
+          json: '',
+        };
+        this.blocks.set(index, open);
+        const text = block['type'] === 'text' ? block['text'] : undefined;
+        return typeof text === 'string' && text !== '' ? [{ type: 'text-delta', text }] : [];
+      }
+      case 'content_block_delta': {
+        const delta = data['delta'];
+        const index = data['index'];
+        if (!isObject(delta) || typeof index !== 'number') throw this.malformed('content_block_delta without index or delta', sse);
+        if (delta['type'] === 'text_delta') {
+          const text = delta['text'];
+          if (typeof text !== 'string') throw this.malformed('text_delta without text', sse);
+          return text === '' ? [] : [{ type: 'text-delta', text }];
+        }
+        if (delta['type'] === 'input_json_delta') {
+          const piece = delta['partial_json'];
+          const block = this.blocks.get(index);
+          if (typeof piece !== 'string' || block === undefined) throw this.malformed('input_json_delta without partial_json or an open block', sse);
+          block.json += piece;
+        }
+        // thinking, signatures, citations…: not part of the answer
+        return [];
+      }
+      case 'content_block_stop': {
+        const index = data['index'];
+        if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
+        const block = this.blocks.get(index);
+        this.blocks.delete(index);
+        if (block === undefined || block.type !== 'tool_use') return [];
+        const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
+        return [{ type: 'tool-call', id: block.id, name: block.name, args }];
+      }
+      case 'message_delta': {
+        const delta = data['delta'];
+        if (isObject(delta) && typeof delta['stop_reason'] === 'string') this.stopReason = STOP_REASONS[delta['stop_reason']] ?? 'other';
+        const usage = data['usage'];
+        if (isObject(usage)) {
+          if (typeof usage['output_tokens'] === 'number') this.outputTokens = usage['output_tokens'];
+          if (typeof usage['input_tokens'] === 'number') {
+            this.inputTokens = usage['input_tokens'] + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
+          }
+        }
+        return [];
+      }
+      case 'message_stop': {
+        this.done = true;
+        const usage: Usage | undefined = this.inputTokens === undefined ? undefined : { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+        const reason = this.stopReason ?? 'other';
+        return [usage ? { type: 'finish', reason, usage } : { type: 'finish', reason }];
+      }
+      case 'error': {
+        const error = isObject(data['error']) ? data['error'] : {};
+        const status = anthropicErrorStatus(error['type']);
+        const message = typeof error['message'] === 'string' ? error['message'] : 'error event';
+        throw new HttpError(status, {}, data, { message: `'${this.model}' sent an error mid-stream: ${String(error['type'] ?? 'error')}: ${message}` });
+      }
+      default:
+        // ping, and event types added to the API later
+        return [];
+    }
+  }
+
+  /** The stream's body ended: fine only after `message_stop`. */
+  end(): void {
+    if (!this.done) throw new IncompleteStreamError(this.model, 'no message_stop', this.events);
+  }
+
+  private malformed(detail: string, sse: SseEvent): MalformedStreamError {
+    return new MalformedStreamError(this.model, detail, sse.data);
+  }
+}
+
+/**
+ * A {@link Model} speaking Anthropic's Messages API with `stream: true`, over `fetch`.
+ *
+ * Requests: system messages become the top-level `system`; tool results become user
+ * `tool_result` blocks (`is_error` kept), assistant tool calls `tool_use` blocks (arguments that
+ * are not an object are sent as `{}`), tools `{ name, description, input_schema }`; headers
+ * `x-api-key` and `anthropic-version: 2023-06-01`.
+ *
+ * Events: `text_delta` → `text-delta`; a `tool_use` block (id and name from
+ * `content_block_start`, its `input_json_delta` pieces joined) → one `tool-call` at its
+ * `content_block_stop`, arguments parsed (the raw text when not valid JSON, as with
+ * {@link openAICompatibleModel}); `message_stop` → one `finish` (`end_turn` / `stop_sequence` →
+ * `stop`, `tool_use` → `tool-calls`, `max_tokens` → `length`, `refusal` → `content-filter`,
+ * others `other`) with `usage`: input tokens from `message_start` (cache tokens included), output
+ * tokens from the last `message_delta`. `ping`, thinking blocks and unknown event types are
+ * skipped.
+ *
+ * Errors (each one `classifyError` understands):
+ * - a non-2xx response → `HttpError` with status, headers and body;
+ * - an `error` event mid-stream → `HttpError` with the status the API gives that error type:
+ *   `overloaded_error` → 529 (`server_error`: retryable, fallback-able), `rate_limit_error` →
+ *   429, `api_error` → 500, `invalid_request_error` → 400 (not retryable)…;
+ * - the body ends before `message_stop`, or the connection drops → `IncompleteStreamError`
+ *   (`connection`: retryable, fallback-able) — never a short answer;
+ * - an unreadable event → `MalformedStreamError` (`bad_gateway`: retryable, fallback-able).
+ *
+ * Unsubscribing aborts the request and cancels the body reader at once; so does aborting the
+ * context signal given to `stream`.
+ *
+ * @example
+ * ```ts
+ * const claude = anthropicModel({ apiKey: process.env.ANTHROPIC_API_KEY, model: 'claude-sonnet-4-5' });
+ * const local = anthropicModel({ baseURL: server.url, model: 'local', id: 'secondary' });
+ * runAgent({ model: fallbackModel([claude, local]), tools: [getWeather], messages }).subscribe(render);
+ * ```
+ * @throws {InvalidOptionError} at once, for a missing or invalid option.
+ */
+export function anthropicModel(options: AnthropicModelOptions): Model {
+  checkProviderOptions('anthropicModel', props, options, ['model']);
+  const { apiKey, model, maxTokens = 4096, headers = {}, body = {} } = options;
+  const id = options.id ?? `anthropic:${model}`;
+  const url = `${(options.baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '')}/v1/messages`;
+  const defaults: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) };
+  return {
+    id,
+    stream: (request, context) =>
+      decodeSse(
+        {
+          model: id,
+          url,
+          headers: { ...defaults, ...headers },
+          body: anthropicRequestBody(model, maxTokens, request, body),
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          signal: context.signal,
+        },
+        () => new EventDecoder(id),
+      ),
+  };
+}
