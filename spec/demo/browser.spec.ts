@@ -103,6 +103,9 @@ describe('the demo page in Chromium', function () {
     await page.check('[data-toggle="primary:reset"]');
     await page.waitForSelector('.note.toggle');
     const answer = await ask('Tell me something nice about rivers');
+    expect(answer).to.equal(
+      'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
+    );
     expect(repeatedFragment(answer)).to.equal(undefined);
     expect(await page.$$('.bubble.assistant del.discarded')).to.have.length(0);
     const continued = demo.secondary.requests.at(-1)?.body as { messages?: { role: string }[] } | undefined;

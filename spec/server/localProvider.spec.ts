@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { DEFAULT_CONTINUE_INSTRUCTION } from '../../src/sources/fallbackModel.js';
 import * as t from 'io-ts';
 import { filter, firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
@@ -117,6 +118,18 @@ describe('local provider', () => {
       expect(cityOf('weather for new york today')).to.equal('new york');
       expect(cityOf('Is it raining in São Paulo')).to.equal('São Paulo');
       expect(cityOf("What's the weather?")).to.equal('NYC');
+    });
+
+    it("asked to continue a cut-off answer (fallbackModel's instruction) → only the rest of it", () => {
+      const full = scriptedAssistant(ask('Tell me about rivers'));
+      expect(full.text).to.be.a('string');
+      const partial = full.text!.slice(0, 14);
+      const request = ask('Tell me about rivers');
+      const continued = scriptedAssistant({
+        ...request,
+        messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }],
+      });
+      expect(partial + continued.text).to.equal(full.text);
     });
 
     it('a weather question → get_weather (celsius, or fahrenheit when asked)', () => {

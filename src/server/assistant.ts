@@ -90,6 +90,7 @@ export function tokenize(text: string): string[] {
   return text.match(/\s*\S+|\s+$/g) ?? [];
 }
 
+const CONTINUE = /\b(continue it exactly where it stopped|was cut off|continue where you (left off|stopped))\b/i;
 const WEATHER = /\b(weather|temperature|forecast|rain(ing|y)?|sunny|snow(ing)?|hot|cold|degrees?)\b/i;
 const KNOWLEDGE = /\b(polic(y|ies)|refunds?|returns?|docs?|documentation|manual|knowledge|guide|faq|how (do|can|to) )/i;
 /** Times a tool may fail in a row (since the question) before the assistant gives up on it. */
@@ -191,6 +192,9 @@ function knowledgeAnswer(content: string): string {
  *   tool is not working;
  * - a tool the system prompt lists as unavailable (a degraded capability) is not called: it says
  *   so instead;
+ * - asked to continue a cut-off answer (an assistant message with the partial text, then a user
+ *   message such as fallbackModel's continue instruction) → the rest of the answer it would have
+ *   given, after the partial text;
  * - anything else → a canned answer that quotes the question.
  *
  * @example
@@ -201,6 +205,15 @@ function knowledgeAnswer(content: string): string {
  */
 export const scriptedAssistant: Assistant = (request) => {
   const { messages } = request;
+  // asked to continue a cut-off answer (fallbackModel's 'continue'): answer the conversation
+  // before it, and send only what comes after the partial text
+  const last = messages[messages.length - 1];
+  const partial = messages[messages.length - 2];
+  if (last?.role === 'user' && CONTINUE.test(last.content) && partial?.role === 'assistant' && !partial.toolCalls?.length) {
+    const whole = scriptedAssistant({ ...request, messages: messages.slice(0, -2) });
+    if (whole.text !== undefined && whole.text.startsWith(partial.content)) return { text: whole.text.slice(partial.content.length) };
+    return whole;
+  }
   let questionAt = -1;
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i]?.role === 'user') {
