@@ -47,7 +47,7 @@ function parse(marbles: string): Line {
  * Dash-only marbles for swirly: frames are mapped to columns with long gaps compressed (a 60 s
  * wait is a few dashes), the same mapping for every line of a diagram so they stay aligned.
  */
-function layout(lines: Line[]): string[] {
+function layout(lines: Line[], minWidth = 0): string[] {
   const frames = [...new Set(lines.flatMap((l) => l.messages.map((m) => m.frame)))].sort((a, b) => a - b);
   const column = new Map<number, number>();
   let col = 1;
@@ -58,7 +58,10 @@ function layout(lines: Line[]): string[] {
     column.set(frame, col);
     previous = frame;
   }
-  const width = col + 2;
+  // swirly sizes the operator box by the streams: widen short diagrams so the title fits
+  const lead = Math.max(0, minWidth - (col + 2));
+  for (const [frame, c] of column) column.set(frame, c + lead);
+  const width = col + 2 + lead;
   return lines.map((line) => {
     const cells: string[] = Array.from({ length: width }, () => '-');
     const byColumn = new Map<number, string[]>();
@@ -78,7 +81,7 @@ function layout(lines: Line[]): string[] {
 
 function title(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > 70 ? `${flat.slice(0, 67)}…` : flat;
+  return flat.length > 60 ? `${flat.slice(0, 57)}…` : flat;
 }
 
 /** The swirly text of one block: inputs, the operator, outputs. */
@@ -91,12 +94,22 @@ function swirly(block: MarbleBlock): string | undefined {
     if (source !== undefined) inputs.push(source);
     inputs.push(...all(block, 'attempt'));
   }
-  const outputs = [one(block, 'result'), ...named(block, 'expect').map(([, m]) => m)].filter((m): m is string => m !== undefined);
+  // the diagram shows the main output: `result`, else the first `expect` (later ones assert side data)
+  const expects = named(block, 'expect');
+  const main = one(block, 'result') ?? expects[0]?.[1];
+  const outputs = main === undefined ? [] : [main];
   if (inputs.length === 0 && outputs.length === 0) return undefined;
-  const lines = layout([...inputs, ...outputs].map(parse));
-  const operator = one(block, 'operator') ?? named(block, 'expect')[0]?.[0] ?? block.title;
-  const heading = calls !== undefined ? `each call through ${operator}` : operator;
-  return [...lines.slice(0, inputs.length), `> ${title(heading)}`, ...lines.slice(inputs.length)].join('\n\n');
+  const heading = headingOf(block, expects);
+  const lines = layout([...inputs, ...outputs].map(parse), Math.ceil(heading.length * 0.5) + 2);
+  return [...lines.slice(0, inputs.length), `> ${heading}`, ...lines.slice(inputs.length)].join('\n\n');
+}
+
+/** The operator box's text: the operator, or what the first `expect` observes (a `let`'s expression). */
+function headingOf(block: MarbleBlock, expects: [string, string][]): string {
+  const subject = expects[0]?.[0];
+  const defined = subject === undefined ? undefined : named(block, 'let').find(([name]) => name === subject)?.[1];
+  const operator = one(block, 'operator') ?? defined ?? subject ?? block.title;
+  return title(one(block, 'calls') !== undefined ? `each call through ${operator}` : operator);
 }
 
 function render(): number {

@@ -63,7 +63,7 @@ export type { CapabilityEvent, CapabilityRegistryOptions } from './core/Capabili
 export { formatLogLine, logEvents, logRecord, tapLogs } from './observe/logger.js';
 export type { LogEventsOptions, LoggerLike, LogLevel, LogRecord, LogValue } from './observe/logger.js';
 export { summarize, summarizeEvents } from './observe/summarize.js';
-export type { CapabilitySummary, CircuitSummary, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
+export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
 export { openAICompatibleModel, openAIRequestBody } from './sources/providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './sources/providers/openai.js';
 export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, ANTHROPIC_VERSION } from './sources/providers/anthropic.js';

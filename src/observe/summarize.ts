@@ -10,7 +10,8 @@ import type { AgentEvent, HealEvent } from '../core/events.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { check, oneOf, Scheduler, validateOptions } from '../core/options.js';
 
-type Counts = Readonly<Record<string, number>>;
+/** Counts by key (a target, an error category, a resource). */
+export type Counts = Readonly<Record<string, number>>;
 
 /**
  * What happened to one target: a tool (`tool:<name>`) or a model / provider (`model:<id>`).
