@@ -15,7 +15,7 @@ const timingRule = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'marble-docs/**/*.svg'] },
+  { ignores: ['dist/**', 'node_modules/**', 'docs/api/**', 'test-artifacts/**', 'marble-docs/**/*.svg'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

@@ -509,6 +509,9 @@ export class CircuitBreakerRegistry {
    * `overrides` are applied only when the breaker is created.
    */
   get(name: string, overrides: Omit<CircuitBreakerOptions, 'name'> = {}): CircuitBreaker {
+    if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
+      throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
+    }
     let breaker = this.breakers.get(name);
     if (!breaker) {
       breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });

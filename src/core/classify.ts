@@ -13,6 +13,7 @@ import {
   ToolError,
   TotalTimeoutError,
 } from './errors.js';
+import { check, validateOptions } from './options.js';
 
 /** What kind of failure an error is. */
 export type ErrorCategory =
@@ -93,6 +94,14 @@ export interface ClassifierOptions {
 }
 
 const MAX_CAUSE_DEPTH = 8;
+
+const classifierProps = {
+  rules: check('an array of functions', (u): u is readonly ClassificationRule[] => Array.isArray(u) && u.every((r) => typeof r === 'function')),
+  retryablePatterns: check(
+    'an array of strings and RegExps',
+    (u): u is readonly (string | RegExp)[] => Array.isArray(u) && u.every((p) => typeof p === 'string' || p instanceof RegExp),
+  ),
+};
 
 const HTTP_CATEGORIES: Readonly<Record<number, ErrorCategory>> = {
   400: 'bad_request',
@@ -237,15 +246,17 @@ export function readHeader(headers: unknown, name: string): string | undefined {
  * ```
  */
 export function parseRetryAfter(headers: unknown, now: number): number | undefined {
+  // always finite: "1e308" seconds is a (very) long wait, not Infinity
+  const finite = (ms: number): number => Math.min(Math.ceil(ms), Number.MAX_SAFE_INTEGER);
   const ms = readHeader(headers, 'retry-after-ms');
   if (ms !== undefined && ms.trim() !== '') {
     const n = Number(ms);
-    if (Number.isFinite(n) && n >= 0) return Math.ceil(n);
+    if (Number.isFinite(n) && n >= 0) return finite(n);
   }
   const ra = readHeader(headers, 'retry-after');
   if (ra === undefined || ra.trim() === '') return undefined;
   const seconds = Number(ra);
-  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.ceil(seconds * 1000) : undefined;
+  if (Number.isFinite(seconds)) return seconds >= 0 ? finite(seconds * 1000) : undefined;
   const date = Date.parse(ra);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
@@ -320,6 +331,7 @@ function isGiveUp(error: unknown, name: string | undefined): boolean {
  * ```
  */
 export function createClassifier(options: ClassifierOptions = {}): ErrorClassifier {
+  validateOptions('createClassifier', classifierProps, options);
   const rules = options.rules ?? [];
   const extra = (options.retryablePatterns ?? []).map((p) =>
     typeof p === 'string' ? new RegExp(p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i') : p,

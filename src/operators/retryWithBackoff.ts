@@ -163,6 +163,9 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
   if (afterEmit !== 'restart' && onRestart) {
     throw new InvalidOptionError('retryWithBackoff', 'afterEmit', o.afterEmit, "'restart' when onRestart is given");
   }
+  if ((o.initialBackoffMs ?? 500) > (o.maxBackoffMs ?? 30_000)) {
+    throw new InvalidOptionError('retryWithBackoff', 'maxBackoffMs', o.maxBackoffMs ?? 30_000, `>= initialBackoffMs (${o.initialBackoffMs ?? 500})`);
+  }
   const config: RetryConfig<T> = {
     maxRetries: o.maxRetries ?? 3,
     policy: {
@@ -276,7 +279,8 @@ class RetryRun<T> {
     let delayMs = backoffDelay(this.retries, this.previousDelay, config.policy);
     this.previousDelay = delayMs;
     if (retryAfter !== undefined && retryAfter > delayMs) delayMs = retryAfter;
-    if (totalTimeoutMs !== undefined && scheduler.now() + delayMs - this.start > totalTimeoutMs) {
+    // a wait ending at (or past) the deadline could not retry: the budget runs out first
+    if (totalTimeoutMs !== undefined && scheduler.now() + delayMs - this.start >= totalTimeoutMs) {
       // the wait alone would overrun the budget: fail now, so a fallback starts sooner
       return subscriber.error(new TotalTimeoutError(totalTimeoutMs, scheduler.now() - this.start, { cause: error }));
     }

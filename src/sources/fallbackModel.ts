@@ -205,7 +205,7 @@ function isModel(u: unknown): u is Model {
 export function fallbackModel(models: readonly Model[], options?: FallbackModelOptions): Model {
   if (!Array.isArray(models) || models.length === 0) throw new InvalidOptionError('fallbackModel', 'models', models, 'a non-empty array of models');
   const seen = new Set<string>();
-  models.forEach((m: unknown, i) => {
+  Array.from(models, (m: unknown, i) => {
     if (!isModel(m)) throw new InvalidOptionError('fallbackModel', `models[${i}]`, m, 'a Model ({ id: non-empty string, stream(request, context) })');
     if (seen.has(m.id)) throw new InvalidOptionError('fallbackModel', `models[${i}].id`, m.id, 'unique (breakers and events are named model:<id>)');
     seen.add(m.id);

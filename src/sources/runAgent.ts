@@ -13,6 +13,7 @@ import type {
   TurnEvent,
   Usage,
 } from '../core/events.js';
+import { MessageCodec } from '../core/events.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -242,6 +243,13 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
   validateOptions('runAgent', props, config);
   if (config === undefined || config.model === undefined) throw new InvalidOptionError('runAgent', 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError('runAgent', 'messages', undefined, props.messages.name);
+  config.messages.forEach((message, i) => {
+    if (!MessageCodec.is(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
+  });
+  (config.tools ?? []).forEach((tool, i) => {
+    const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
+    if (!ok) throw new InvalidOptionError('runAgent', `tools[${i}]`, tool, 'a Tool (from defineTool)');
+  });
   const { model, instruction, toolPipeline, modelPipeline, capabilities, output } = config;
   const tools = new Map((config.tools ?? []).map((tool) => [tool.name, tool]));
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));

@@ -58,6 +58,7 @@ const definitionProps = {
  * @throws {InvalidOptionError} for a malformed definition.
  */
 export function defineTool<A, R>(definition: ToolDefinition<A, R>): Tool<A, R> {
+  if (definition === undefined) throw new InvalidOptionError('defineTool', 'definition', definition, 'an object { name, description, args, execute }');
   validateOptions('defineTool', definitionProps, definition);
   for (const key of ['name', 'description', 'args', 'execute'] as const) {
     if (definition[key] === undefined) throw new InvalidOptionError('defineTool', key, undefined, definitionProps[key].name);

@@ -1,0 +1,71 @@
+/**
+ * Before/after comparison of a src change. Each build runs in its own processes (a class new to
+ * RxJS's shared code changes the speed of every RxJS pipeline measured after it, so two builds
+ * must not share a process); processes alternate before, after, before, after…, and each reports
+ * its figures as ratios to yardsticks measured in that same process (cockatiel for the guarded
+ * call, the RxJS pipeline for 1e6 values), so drifting machine load cancels out.
+ *
+ *   git archive HEAD src | tar -x -C /tmp/before     # any other checkout's src/
+ *   npx tsx bench/ab.ts /tmp/before [/tmp/after]     # after defaults to this checkout
+ *   AB_ROUNDS=4 npx tsx bench/ab.ts /tmp/before
+ */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { stats } from './lib/harness.js';
+
+interface ChildResult {
+  /** ns/call of the guarded call, and of cockatiel, medians in that process. */
+  readonly a: { readonly rxheal: number; readonly cockatiel: number; readonly ratio: number };
+  /** ns/value of the five operators, and of the RxJS pipeline. */
+  readonly b: { readonly rxheal: number; readonly rxjs: number; readonly ratio: number };
+}
+
+const self = fileURLToPath(import.meta.url);
+
+if (process.argv[2] === '--child') {
+  // one build, its yardsticks, in this process
+  process.env['BENCH_LIB_ROOT'] = process.argv[3]!;
+  const { guardedCall } = await import('./figures/guardedCall.js');
+  const { throughput } = await import('./figures/throughput.js');
+  const reps = Number(process.env['AB_REPS'] ?? 9);
+  const a = await guardedCall({ n: 20_000, reps, warmup: 2, mainOnly: true });
+  const b = await throughput({ n: 1_000_000, reps: Math.max(5, reps >> 1), warmup: 2 });
+  const row = (rows: typeof a.rows, name: string) => rows.find((r) => r.name === name)!;
+  const ar = row(a.rows, 'rxheal retryWithBackoff+circuitBreak');
+  const br = row(b.rows, 'rxheal five operators');
+  const out: ChildResult = {
+    a: { rxheal: ar.value, cockatiel: row(a.rows, 'cockatiel wrap(retry, breaker)').value, ratio: ar.ratio!.median },
+    b: { rxheal: br.value, rxjs: row(b.rows, 'RxJS retry+catchError+timeout+map').value, ratio: br.ratio!.median },
+  };
+  console.log(JSON.stringify(out));
+} else {
+  const [beforeRoot, afterRoot = fileURLToPath(new URL('../', import.meta.url))] = process.argv.slice(2);
+  if (!beforeRoot) {
+    console.error('usage: tsx bench/ab.ts <before-root> [after-root]');
+    process.exit(2);
+  }
+  const rounds = Number(process.env['AB_ROUNDS'] ?? 3);
+  const results: Record<'before' | 'after', ChildResult[]> = { before: [], after: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const [label, root] of [['before', beforeRoot], ['after', afterRoot]] as const) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', root], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      results[label].push(JSON.parse(out.trim().split('\n').pop()!) as ChildResult);
+      process.stderr.write(`${label} ${r + 1}/${rounds}\n`);
+    }
+  }
+  const med = (xs: number[]): string => {
+    const s = stats(xs);
+    return `${s.median.toFixed(s.median < 10 ? 2 : 1)} (${s.min.toFixed(s.min < 10 ? 2 : 1)}–${s.max.toFixed(s.max < 10 ? 2 : 1)})`;
+  };
+  for (const [fig, unit, peer] of [['a', 'ns/call', 'cockatiel'], ['b', 'ns/value', 'rxjs']] as const) {
+    console.log(`${fig === 'a' ? 'a. guarded call' : 'b. 1e6 values through the five operators'} (${rounds} processes each)`);
+    for (const label of ['before', 'after'] as const) {
+      const xs = results[label].map((x) => x[fig]);
+      const peerValues = xs.map((x) => (x as unknown as Record<string, number>)[peer]!);
+      console.log(`  ${label.padEnd(6)} rxheal ${med(xs.map((x) => x.rxheal))} ${unit}; ${peer} ${med(peerValues)}; ratio ${med(xs.map((x) => x.ratio))}×`);
+    }
+    const rb = stats(results.before.map((x) => x[fig].ratio)).median;
+    const ra = stats(results.after.map((x) => x[fig].ratio)).median;
+    console.log(`  after/before (ratio of ratios) ${(ra / rb).toFixed(2)}`);
+  }
+}

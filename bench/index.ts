@@ -1,0 +1,129 @@
+/**
+ * `npm run bench`: rxheal against its peers, in one process. Each timing figure runs its cases
+ * interleaved (every repetition runs every case once, after a warm-up), reports medians with
+ * min–max, and ratios paired within a repetition (this machine is shared and noisy). Prints a
+ * table and writes `bench/results.json` with the machine it ran on.
+ *
+ *   npx tsx bench/index.ts            # full run (about a minute)
+ *   BENCH_QUICK=1 npx tsx bench/index.ts
+ *
+ * The library is built from `src/` by esbuild for the run (see `lib/rxheal.ts`).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Row, Verdict } from './lib/harness.js';
+import { guardedCall } from './figures/guardedCall.js';
+import { throughput } from './figures/throughput.js';
+import { heap } from './figures/heap.js';
+import { bundles } from './figures/bundle.js';
+import { outage, RXHEAL } from './figures/outage.js';
+import { marbleWallTime } from './figures/marble.js';
+
+const quick = process.env['BENCH_QUICK'] === '1';
+const version = (pkg: string): string =>
+  (JSON.parse(readFileSync(fileURLToPath(new URL(`../node_modules/${pkg}/package.json`, import.meta.url)), 'utf8')) as { version: string }).version;
+
+const machine = {
+  cpu: cpus()[0]?.model ?? 'unknown',
+  cores: cpus().length,
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  platform: `${platform()} ${release()}`,
+  node: process.version,
+  versions: { rxjs: version('rxjs'), cockatiel: version('cockatiel'), opossum: version('opossum'), 'backoff-rxjs': version('backoff-rxjs') },
+  loadAverageAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
+  date: new Date().toISOString(),
+};
+
+const log = (s: string): void => void process.stderr.write(`${s}\n`);
+const rows: Row[] = [];
+const verdicts: Verdict[] = [];
+const t0 = process.hrtime.bigint();
+
+log('a. guarded call …');
+const a = await guardedCall(quick ? { n: 5_000, reps: 5, warmup: 1 } : { n: 20_000, reps: 21, warmup: 3 });
+rows.push(...a.rows);
+const aRow = a.rows.find((r) => r.name === 'rxheal retryWithBackoff+circuitBreak')!;
+verdicts.push({ figure: 'a', target: '≤ 1.0× cockatiel', measured: `${aRow.ratio!.median.toFixed(2)}× (${aRow.ratio!.min.toFixed(2)}–${aRow.ratio!.max.toFixed(2)})`, met: aRow.ratio!.median <= 1 });
+
+log('b. 1e6 synchronous values …');
+const b = await throughput(quick ? { n: 200_000, reps: 3, warmup: 1 } : { n: 1_000_000, reps: 11, warmup: 2 });
+rows.push(...b.rows);
+const bRow = b.rows.find((r) => r.name === 'rxheal five operators')!;
+verdicts.push({ figure: 'b', target: '≤ 1.0× RxJS retry+catchError+timeout+map', measured: `${bRow.ratio!.median.toFixed(2)}× (${bRow.ratio!.min.toFixed(2)}–${bRow.ratio!.max.toFixed(2)})`, met: bRow.ratio!.median <= 1 });
+
+log('c. heap and timers …');
+const c = await heap(quick ? { n: 2_000, reps: 3 } : { n: 10_000, reps: 7 });
+rows.push(...c);
+const cv = (prefix: string): number => c.find((r) => r.name.startsWith(prefix))!.value;
+const live = cv('per live subscription: rxheal');
+const timeoutLive = cv('per live subscription: RxJS timeout');
+verdicts.push({ figure: 'c', target: 'live guarded subscription ≤ RxJS timeout pending', measured: `${live.toFixed(0)} B vs ${timeoutLive.toFixed(0)} B`, met: live <= timeoutLive });
+const idle = cv('per idle breaker: rxheal');
+const cockatielIdle = cv('per idle breaker: cockatiel');
+verdicts.push({ figure: 'c', target: 'idle breaker ≤ cockatiel breaker', measured: `${idle.toFixed(0)} B vs ${cockatielIdle.toFixed(0)} B`, met: idle <= cockatielIdle });
+const timers = c.find((r) => r.name === 'timers per idle breaker: rxheal')!;
+verdicts.push({ figure: 'c', target: '0 timers per idle breaker', measured: `${timers.value} (${timers.note})`, met: timers.value === 0 && /^0 actions/.test(timers.note ?? '') });
+
+log('d. bundle sizes …');
+const d = await bundles();
+rows.push(...d.rows);
+verdicts.push({ figure: 'd', target: '≤ 3 000 B min+gz', measured: `${d.rxheal.gz} B (own code alone ${d.own.gz} B)`, met: d.rxheal.gz <= 3000 });
+
+log('e. dead provider …');
+const e = await outage();
+rows.push(...e.rows);
+for (const r of RXHEAL) {
+  const seq = e.counts[r.name]!['sequential'];
+  verdicts.push({ figure: 'e', target: `${r.name}, sequential: ≤ ${r.bound} (${r.note})`, measured: `${seq.reached} of ${seq.calls}`, met: seq.reached <= r.bound });
+  const bursts = e.counts[r.name]!['bursts every 10 s'];
+  const burstBound = 100 + Math.ceil(600_000 / 60_000);
+  verdicts.push({
+    figure: 'e',
+    target: `${r.name}, bursts every 10 s: after the first burst only probes pass (≤ 100 + 1 per 60 s = ${burstBound})`,
+    measured: `${bursts.reached} of ${bursts.calls}`,
+    met: bursts.reached <= burstBound,
+  });
+}
+if (e.mismatches.length) verdicts.push({ figure: 'e', target: 'TestScheduler and fake clock agree', measured: e.mismatches.join('; '), met: false });
+
+log('f. marble test …');
+const f = marbleWallTime(quick ? 3 : 10);
+rows.push(...f.rows);
+let coldFresh: number | undefined;
+try {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./marble-cold.ts', import.meta.url))], { encoding: 'utf8' });
+  coldFresh = Number(out.trim().split('\n').pop());
+  rows.push({ figure: 'f. 1 h outage marble test', name: 'first run in a fresh process', unit: 'ms', value: coldFresh, note: 'nothing JIT-compiled yet; a test suite runs it warmer' });
+} catch (error) {
+  log(`fresh-process run failed: ${String(error)}`);
+}
+verdicts.push({ figure: 'f', target: '< 100 ms', measured: `${f.cold.toFixed(1)} ms first run in this process, ${f.warm.median.toFixed(1)} ms warm median${coldFresh === undefined ? '' : `, ${coldFresh.toFixed(0)} ms in a fresh process`}`, met: f.cold < 100 && f.warm.median < 100 });
+
+const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
+
+// ---- the table
+const num = (x: number): string => (Number.isInteger(x) ? String(x) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
+const lines: string[] = [];
+lines.push(`rxheal bench — ${machine.date} — ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load ${machine.loadAverageAtStart.join('/')} → ${endLoad.join('/')}${quick ? ' — QUICK' : ''}`);
+lines.push('');
+lines.push('| figure | case | median | min–max | ratio (paired, median, min–max) | note |');
+lines.push('|---|---|---:|---:|---|---|');
+for (const r of rows) {
+  const range = r.min !== undefined && r.max !== undefined ? `${num(r.min)}–${num(r.max)}` : '';
+  const ratio = r.ratio ? `${r.ratio.median.toFixed(2)}× ${r.ratio.to} (${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)})` : '';
+  lines.push(`| ${r.figure} | ${r.name} | ${num(r.value)} ${r.unit} | ${range} | ${ratio} | ${r.note ?? ''} |`);
+}
+lines.push('');
+lines.push('| figure | target | measured | met |');
+lines.push('|---|---|---|---|');
+for (const v of verdicts) lines.push(`| ${v.figure} | ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`);
+lines.push('');
+lines.push(`${seconds.toFixed(1)} s`);
+console.log(lines.join('\n'));
+
+const results = { machine: { ...machine, loadAverageAtEnd: endLoad, seconds: Math.round(seconds * 10) / 10, quick }, rows, verdicts };
+writeFileSync(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+log('wrote bench/results.json');

@@ -1,0 +1,68 @@
+/**
+ * The library under test, built from `src/` with esbuild (no minification, no `keepNames`):
+ * what `tsc` emits for users, without the per-closure `__name()` calls that `tsx` adds when it
+ * runs TypeScript directly (a `defineProperty` per closure created, which would bias every
+ * per-subscription figure). Always fresh, whatever state `dist/` is in; packages (rxjs, io-ts,
+ * fp-ts) stay external, so there is one copy of rxjs and `TestScheduler` virtualises it.
+ */
+import { build } from 'esbuild';
+import { mkdirSync, rmSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type * as Lib from '../../src/index.js';
+
+/** What the benchmarks use (and the pass-through floor operator, compiled the same way). */
+export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pick<
+  typeof Lib,
+  | 'retryWithBackoff'
+  | 'circuitBreak'
+  | 'reflectOnError'
+  | 'fallbackTo'
+  | 'degradeAfter'
+  | 'CircuitBreaker'
+  | 'classifyError'
+  | 'HttpError'
+  | 'RetriesExhaustedError'
+  | 'CircuitOpenError'
+>;
+
+/** Only what the benchmarks use, from the modules that define it (not the whole index). */
+const entry = `
+export { retryWithBackoff } from './src/operators/retryWithBackoff.ts';
+export { circuitBreak } from './src/operators/circuitBreak.ts';
+export { reflectOnError } from './src/operators/reflectOnError.ts';
+export { fallbackTo } from './src/operators/fallbackTo.ts';
+export { degradeAfter } from './src/operators/degradeAfter.ts';
+export { CircuitBreaker } from './src/core/CircuitBreaker.ts';
+export { classifyError } from './src/core/classify.ts';
+export { HttpError, RetriesExhaustedError, CircuitOpenError } from './src/core/errors.ts';
+export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts', import.meta.url)))};
+`;
+
+/** The repository root. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Builds the library from `root`'s `src/` and imports it. */
+export async function loadLib(root: string, tag: string): Promise<Api> {
+  // under node_modules/.cache: rxjs resolves from there, and linters and git ignore it
+  const dir = fileURLToPath(new URL('../../node_modules/.cache/rxheal-bench/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const out = `${dir}rxheal-${tag}-${process.pid}.mjs`;
+  await build({
+    stdin: { contents: entry, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
+    bundle: true,
+    packages: 'external',
+    format: 'esm',
+    platform: 'node',
+    target: 'es2022',
+    outfile: out,
+    logLevel: 'error',
+  });
+  try {
+    return (await import(pathToFileURL(out).href)) as Api;
+  } finally {
+    rmSync(out, { force: true });
+  }
+}
+
+/** The library as it is in this checkout (`BENCH_LIB_ROOT` points at another checkout instead). */
+export const lib = await loadLib(process.env['BENCH_LIB_ROOT'] ?? ROOT, 'current');
