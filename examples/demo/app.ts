@@ -4,7 +4,7 @@
  * fallbacks, reflections, degraded capabilities — plus a toggle for every fault of the local
  * providers. Runs in the browser; bundled by the demo server with esbuild.
  */
-import type { AgentEvent, CircuitBreaker, Message } from '../../src/index.js';
+import { summarize, type AgentEvent, type CircuitBreaker, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, type ProviderConfig } from './agent.js';
 
 interface PageConfig {
@@ -127,6 +127,28 @@ async function main(): Promise<void> {
     }
     draw();
   });
+
+  // ---- the summary: what the healing did so far (summarize over the hub) ----------------------
+  const summary = $('#summary');
+  const pct = (x: number | null): string => (x === null ? '—' : `${Math.round(x * 100)} %`);
+  const render = (s: ResilienceSummary): void => {
+    const rows: [string, string][] = [
+      ['model calls / tool calls', `${s.calls.model} / ${s.calls.tool}`],
+      ['retries (succeeded)', `${s.retries.total} (${s.retries.succeeded})`],
+      ['fallbacks per model call', `${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)})`],
+      ['reflections', String(s.reflections.total)],
+      ...Object.entries(s.circuits)
+        .filter(([, c]) => c.opened > 0)
+        .map(([name, c]): [string, string] => [`${name} opened`, `${c.opened}× · open ${(c.openMs / 1000).toFixed(1)} s · ${c.rejected} rejected`]),
+      ...Object.entries(s.capabilities).map(([name, c]): [string, string] => [`${name} degraded`, `${c.degraded}× · ${(c.degradedMs / 1000).toFixed(1)} s`]),
+    ];
+    summary.replaceChildren(...rows.map(([k, v]) => {
+      const row = el('tr');
+      row.append(el('th', '', k), el('td', '', v));
+      return row;
+    }));
+  };
+  summarize(agent.hub.events$).subscribe(render);
 
   // ---- fault toggles, per local provider ------------------------------------------------------
   const faults = $('#faults');

@@ -82,6 +82,10 @@ describe('the demo page in Chromium', function () {
     // the secondary answered: its server saw the completed requests, the primary none
     expect(demo.secondary.requests.filter((r) => r.end === 'completed').length).to.be.greaterThan(0);
     expect(demo.primary.requests.filter((r) => r.end === 'completed')).to.have.length(0);
+    // the summary (summarize over the hub) counts the breaker opening and the fallbacks
+    const summary = await page.$$eval('#summary tr', (rows) => rows.map((r) => r.textContent ?? ''));
+    expect(summary.some((r) => /^model:primary opened1×/.test(r))).to.equal(true);
+    expect(summary.some((r) => /^retries \(succeeded\)2 \(0\)$/.test(r))).to.equal(true);
     await page.screenshot({ path: `${ARTIFACTS}demo-primary-off.png` });
   });
 
