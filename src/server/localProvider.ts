@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as t from 'io-ts';
-import { Observable, Subject } from 'rxjs';
+import { asyncScheduler, Observable, Subject } from 'rxjs';
 import { InvalidOptionError, showValue } from '../core/errors.js';
 import type { Message } from '../core/events.js';
 import { Bool, Func, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions } from '../core/options.js';
@@ -380,7 +380,7 @@ const OPENAI_FINISH = { stop: 'stop', 'tool-calls': 'tool_calls', length: 'lengt
 const ANTHROPIC_STOP = { stop: 'end_turn', 'tool-calls': 'tool_use', length: 'max_tokens' } as const;
 
 function openAIFrames(answer: Answer, includeUsage: boolean): Frame[] {
-  const created = Math.floor(Date.now() / 1000);
+  const created = Math.floor(asyncScheduler.now() / 1000);
   const chunk = (choices: unknown[], usage?: unknown): string =>
     sse({ id: answer.id, object: 'chat.completion.chunk', created, model: answer.model, choices, ...(usage === undefined ? {} : { usage }) });
   const delta = (d: unknown, finish: string | null = null): string => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
@@ -454,7 +454,7 @@ function openAIJson(answer: Answer): unknown {
   return {
     id: answer.id,
     object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
+    created: Math.floor(asyncScheduler.now() / 1000),
     model: answer.model,
     choices: [
       {
@@ -778,7 +778,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   const finish = (record: MutableRequest, end: NonNullable<RecordedRequest['end']>): void => {
     if (record.end !== undefined) return;
     record.end = end;
-    record.endedAt = Date.now();
+    record.endedAt = asyncScheduler.now();
     const done = snapshot(record);
     activity.next({ type: 'request-end', request: done });
     for (const waiter of waiters) {
@@ -894,7 +894,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     }
     const body = raw;
     const stream = body['stream'] === true;
-    const record: MutableRequest = { id: `req_${++seq}`, protocol, path, stream, body, startedAt: Date.now(), faults: [], chunks: 0 };
+    const record: MutableRequest = { id: `req_${++seq}`, protocol, path, stream, body, startedAt: asyncScheduler.now(), faults: [], chunks: 0 };
     requests.push(record);
     if (requests.length > MAX_RECORDED) requests.shift();
     activity.next({ type: 'request-start', request: snapshot(record) });
