@@ -1,21 +1,36 @@
 /**
- * `npm run soak`: the property and model-based tests at full size (the spec suite runs them at a
- * few hundred runs). Exits non-zero, printing the seed and the shrunk counterexample, on the first
- * failure.
+ * `npm run soak`: the property and model-based tests and the agent fault soaks at full size (the
+ * spec suite runs them at a few hundred runs, a few dozen on loopback). Exits non-zero, printing
+ * the seed and the shrunk counterexample (properties) or each problem with the batch and run that
+ * reproduce it (soaks), on failure.
  *
- *   npx tsx bench/soak.ts                  # 10 000 runs each
+ *   npx tsx bench/soak.ts                  # 10 000 runs each; 10 000 agent runs; 300 loopback runs
  *   npx tsx bench/soak.ts --runs 50000 --seed 42
+ *   npx tsx bench/soak.ts --only agent --agent-runs 100000
+ *   npx tsx bench/soak.ts --only loopback --loopback-runs 500   # starts no run after 50 s
+ *
+ * The agent soak (virtual time): seeded agent runs through fallbackModel, per-model deadlines and
+ * retries, tools with retries, breakers, reflection and a degradable search, with random faults
+ * per model call and tool execution; every run must end with one attempt's whole answer or an
+ * allowed terminal error, nothing may hang, double, re-run a side effect or stay scheduled. The
+ * loopback soak: the same against two local HTTP providers with random faults, plus no socket or
+ * handle left behind. See spec/soak/agentSoak.ts.
  */
 import fc from 'fast-check';
 import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
+import { formatReport, runAgentSoak, runLoopbackSoak, type SoakReport } from '../spec/soak/agentSoak.js';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : undefined;
 };
 const numRuns = Number(arg('runs') ?? 10_000);
+const agentRuns = Number(arg('agent-runs') ?? 10_000);
+const loopbackRuns = Number(arg('loopback-runs') ?? 300);
+const only = arg('only');
 const seed = arg('seed') === undefined ? Date.now() ^ (process.pid << 8) : Number(arg('seed'));
+const wanted = (part: 'properties' | 'agent' | 'loopback'): boolean => only === undefined || only === part;
 
 const properties: [string, fc.IProperty<never>][] = [
   ['CircuitBreaker (through circuitBreak) vs the reference model', breakerMatchesModel as unknown as fc.IProperty<never>],
@@ -23,16 +38,27 @@ const properties: [string, fc.IProperty<never>][] = [
 ];
 
 let failed = false;
-for (const [name, property] of properties) {
-  const t0 = process.hrtime.bigint();
-  const details = fc.check(property, { numRuns, seed });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (details.failed) {
-    failed = true;
-    console.log(`FAIL  ${name} after ${details.numRuns} runs (${seconds.toFixed(1)} s), seed ${seed}`);
-    console.log(fc.defaultReportMessage(details));
-  } else {
-    console.log(`ok    ${name}: ${details.numRuns} runs in ${seconds.toFixed(1)} s (seed ${seed})`);
+if (wanted('properties')) {
+  for (const [name, property] of properties) {
+    const t0 = process.hrtime.bigint();
+    const details = fc.check(property, { numRuns, seed });
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (details.failed) {
+      failed = true;
+      console.log(`FAIL  ${name} after ${details.numRuns} runs (${seconds.toFixed(1)} s), seed ${seed}`);
+      console.log(fc.defaultReportMessage(details));
+    } else {
+      console.log(`ok    ${name}: ${details.numRuns} runs in ${seconds.toFixed(1)} s (seed ${seed})`);
+    }
   }
 }
+
+/** Prints a soak's report; a breaker observer left by finished runs is a failure too (a leak). */
+function judge(report: SoakReport): void {
+  console.log(formatReport(report));
+  if (report.problems.length > 0 || report.leaks.breakerObserversMax > 1) failed = true;
+}
+
+if (wanted('agent')) judge(runAgentSoak({ runs: agentRuns, seed }));
+if (wanted('loopback')) judge(await runLoopbackSoak({ runs: loopbackRuns, seed, budgetMs: 50_000 }));
 process.exit(failed ? 1 : 0);

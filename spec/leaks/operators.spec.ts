@@ -186,11 +186,15 @@ describe('leaks: nothing is left after a subscription ends', () => {
       const breaker = new CircuitBreaker({ scheduler: ts });
       const source = new Subject<number>();
       const op = circuitBreak<number>(breaker, { hub });
+      // a hub follows its breakers only while someone listens to it
+      const listening = hub.events$.subscribe();
       const inner = (breaker as unknown as { subject: Subject<unknown> }).subject;
       const watchers = (inner as unknown as { observers: unknown[] }).observers.length;
       for (let i = 0; i < 10; i++) source.pipe(op).subscribe().unsubscribe();
       expect((inner as unknown as { observers: unknown[] }).observers.length).to.equal(watchers);
       expect(watchers).to.equal(1);
+      listening.unsubscribe();
+      expect((inner as unknown as { observers: unknown[] }).observers.length, 'nobody listens: the hub lets go').to.equal(0);
     });
 
     it('a registry forwards each breaker’s events through one subscription, made once', () => {

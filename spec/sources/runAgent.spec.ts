@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import * as t from 'io-ts';
 import { filter, map, NEVER, Observable, Subject } from 'rxjs';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
 import type { AgentEvent, DegradedEvent, RestoredEvent, ToolMessage, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
@@ -463,7 +464,11 @@ describe('runAgent', () => {
 
     it('a stream that ends without finish errors the run (never a silent short answer)', () => {
       const result = run(runAgent({ model: scriptedModel('m', [textDeltas('half an ans')]), messages: [{ role: 'user', content: 'x' }] }));
-      expect((result.error() as Error).message).to.equal("The stream of model 'm' ended without a finish event");
+      // streamModel turns it into an IncompleteStreamError: a dropped connection, retryable and fallback-able
+      const error = result.error() as Error & { model?: string };
+      expect(error.name).to.equal('IncompleteStreamError');
+      expect(error.model).to.equal('m');
+      expect(classifyError(error)).to.include({ category: 'connection', retryable: true, fallback: true });
     });
 
     it('unsubscribing cancels the model stream and aborts tools in flight', () => {

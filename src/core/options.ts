@@ -9,6 +9,7 @@ import * as t from 'io-ts';
 import type { Either, Left } from 'fp-ts/lib/Either.js';
 import type { SchedulerLike } from 'rxjs';
 import { InvalidOptionError, showValue } from './errors.js';
+import { isSecretName } from './sanitize.js';
 
 /**
  * `fp-ts`'s `isLeft`, here so that a bundle does not carry fp-ts's CommonJS `Either` module next
@@ -122,7 +123,10 @@ export function describeProblems(errors: readonly t.ValidationError[]): Validati
 
 /** `path: expected X, got Y` (or `expected X, got Y` for the value itself). */
 export function formatProblem(problem: ValidationProblem): string {
-  return `${problem.path ? `${problem.path}: ` : ''}expected ${problem.expected}, got ${showValue(problem.value)}`;
+  const field = problem.path.split('.').pop() ?? '';
+  // a secret in a field of the wrong type is not echoed back (into a prompt, a log)
+  const got = field !== '' && isSecretName(field) ? '[REDACTED]' : showValue(problem.value);
+  return `${problem.path ? `${problem.path}: ` : ''}expected ${problem.expected}, got ${got}`;
 }
 
 /**

@@ -164,7 +164,10 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     throw new InvalidOptionError('retryWithBackoff', 'afterEmit', o.afterEmit, "'restart' when onRestart is given");
   }
   if ((o.initialBackoffMs ?? 500) > (o.maxBackoffMs ?? 30_000)) {
-    throw new InvalidOptionError('retryWithBackoff', 'maxBackoffMs', o.maxBackoffMs ?? 30_000, `>= initialBackoffMs (${o.initialBackoffMs ?? 500})`);
+    // name the option the caller set: maxBackoffMs when given, else initialBackoffMs (vs the default cap)
+    throw o.maxBackoffMs === undefined
+      ? new InvalidOptionError('retryWithBackoff', 'initialBackoffMs', o.initialBackoffMs, '<= maxBackoffMs (default 30000)')
+      : new InvalidOptionError('retryWithBackoff', 'maxBackoffMs', o.maxBackoffMs, `>= initialBackoffMs (${o.initialBackoffMs ?? 500})`);
   }
   const config: RetryConfig<T> = {
     maxRetries: o.maxRetries ?? 3,

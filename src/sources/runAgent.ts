@@ -20,6 +20,7 @@ import { errorText } from '../core/sanitize.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import { streamModel, type Model, type ModelRequest } from './model.js';
+import { IncompleteStreamError } from './providers/sse.js';
 import { isFatal, RunScope } from './runScope.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
@@ -311,9 +312,11 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       let text = '';
       let calls: ToolCall[] = [];
       let finish: Finish | undefined;
+      let received = 0;
       work.add(
         piped.subscribe({
           next: (event) => {
+            received++;
             switch (event.type) {
               case 'text-delta':
                 text += event.text;
@@ -340,14 +343,15 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
             }
           },
           error: fail,
-          complete: () => afterTurn(text, calls, finish),
+          complete: () => afterTurn(text, calls, finish, received),
         }),
       );
     };
 
-    const afterTurn = (text: string, calls: ToolCall[], finish: Finish | undefined): void => {
+    const afterTurn = (text: string, calls: ToolCall[], finish: Finish | undefined, received: number): void => {
       if (subscriber.closed) return;
-      if (!finish) return fail(new Error(`The stream of model '${model.id}' ended without a finish event`));
+      // a turn cut short without `finish`: a dropped connection (classified), never a short answer
+      if (!finish) return fail(new IncompleteStreamError(model.id, 'no finish event', received));
       if (calls.length > 0) {
         addMessage({ role: 'assistant', content: text, toolCalls: calls });
         return runTools(calls, { hub, step, scope });
