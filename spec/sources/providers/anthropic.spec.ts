@@ -1,61 +1,18 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
-import { firstValueFrom, lastValueFrom, mergeMap, type Observable } from 'rxjs';
+import { firstValueFrom, lastValueFrom, mergeMap } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
-import type { ModelRequest } from '../../../src/sources/model.js';
 import { streamModel } from '../../../src/sources/model.js';
 import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../../src/sources/providers/anthropic.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
 
-const fixture = (name: string): string => readFileSync(new URL(`../../fixtures/${name}`, import.meta.url), 'utf8');
+import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool } from '../../support/providerFakes.js';
 
-/** A fake `fetch` answering `text` in odd-sized byte chunks (one per pull); records requests and cancellation. */
-function fixtureFetch(text: string, options: { sizes?: readonly number[]; status?: number; headers?: Record<string, string>; hang?: boolean } = {}) {
-  const bytes = new TextEncoder().encode(text);
-  const sizes = options.sizes ?? [5, 1, 11, 2, 64];
-  const calls: { url: string; init: RequestInit; body: unknown }[] = [];
-  const state = { cancelled: false };
-  const fetch = ((url: string, init: RequestInit) => {
-    calls.push({ url, init, body: JSON.parse(String(init.body)) as unknown });
-    let offset = 0;
-    let n = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (offset >= bytes.length) {
-          if (options.hang) return new Promise<void>(() => undefined);
-          return controller.close();
-        }
-        const size = sizes[n++ % sizes.length] ?? 1;
-        controller.enqueue(bytes.slice(offset, offset + size));
-        offset += size;
-      },
-      cancel() {
-        state.cancelled = true;
-      },
-    });
-    return Promise.resolve(new Response(stream, { status: options.status ?? 200, headers: { 'content-type': 'text/event-stream', ...options.headers } }));
-  }) as unknown as typeof globalThis.fetch;
-  return { fetch, calls, state };
-}
+/** The shared fake fetch, with this spec's chunk sizes. */
+const fixtureFetch = (body: string, options: Parameters<typeof chunkedFetch>[1] = {}) => chunkedFetch(body, { sizes: [5, 1, 11, 2, 64], ...options });
 
-async function collect(events$: Observable<TurnEvent>): Promise<{ events: TurnEvent[]; error: unknown }> {
-  const events: TurnEvent[] = [];
-  return new Promise((resolve) =>
-    events$.subscribe({ next: (e) => events.push(e), error: (error: unknown) => resolve({ events, error }), complete: () => resolve({ events, error: undefined }) }),
-  );
-}
-
-const text = (events: readonly TurnEvent[]): string => events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('');
-const ask = (content: string, tools: ModelRequest['tools'] = []): ModelRequest => ({ messages: [{ role: 'user', content }], tools });
-const weatherTool = {
-  name: 'get_weather',
-  description: 'Current weather for a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'units'] },
-};
-const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const fromFixture = (name: string, options: Parameters<typeof fixtureFetch>[1] = {}) => {
   const fake = fixtureFetch(fixture(name), options);
   return { ...fake, model: anthropicModel({ model: 'claude-test', fetch: fake.fetch }) };
