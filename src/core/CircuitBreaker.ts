@@ -6,7 +6,7 @@
  * @module
  */
 import * as t from 'io-ts';
-import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import {
@@ -115,6 +115,22 @@ export interface CircuitPermit {
   failure(error: unknown): void;
   /** Give the admission back uncounted (cancelled before any value). Frees a half-open slot. */
   release(): void;
+}
+
+/**
+ * Internal protocol between operators: an observable carrying this key can run one subscription
+ * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
+ * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s
+ * own subscriber would. `retryWithBackoff` implements it, so `retryWithBackoff()` followed by
+ * `circuitBreak()` costs one subscriber per call instead of two.
+ *
+ * @internal
+ */
+export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
+
+/** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
+export interface RunsUnderPermit<T> {
+  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
 }
 
 const BUCKETS = 10;

@@ -1,5 +1,5 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
-import { CircuitBreaker, type CircuitBreakerOptions, type CircuitPermit } from '../core/CircuitBreaker.js';
+import { CircuitBreaker, RUN_UNDER_PERMIT, type CircuitBreakerOptions, type CircuitPermit, type RunsUnderPermit } from '../core/CircuitBreaker.js';
 import type { HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 
@@ -47,17 +47,22 @@ export function circuitBreak<T>(
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
   const hub = validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined;
   hub?.watch(breaker);
-  return (source) =>
-    new Observable<T>((subscriber) => {
+  return (source) => {
+    // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
+    // the same rules, so a call costs one subscriber instead of two
+    const underPermit = RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
+    return new Observable<T>((subscriber) => {
       const permit = breaker.acquire();
       if (permit instanceof Error) {
         hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
         subscriber.error(permit);
         return;
       }
+      if (underPermit) underPermit[RUN_UNDER_PERMIT](subscriber, permit);
       // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
-      source.subscribe(new PermitSubscriber(subscriber, permit));
+      else source.subscribe(new PermitSubscriber(subscriber, permit));
     });
+  };
 }
 
 /**

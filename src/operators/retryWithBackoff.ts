@@ -1,4 +1,5 @@
 import { asyncScheduler, Observable, Subscriber, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { type CircuitPermit, RUN_UNDER_PERMIT, type RunsUnderPermit } from '../core/CircuitBreaker.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
@@ -191,14 +192,34 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     target: o.target ?? 'source',
   };
 
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      // the retry bookkeeping is made at the first error (or now, for the total budget): a
-      // subscription that never fails costs one subscriber
-      const run = config.totalTimeoutMs === undefined ? undefined : new RetryRun(source, subscriber, config);
-      run?.startBudget();
-      source.subscribe(new AttemptSubscriber(subscriber, source, config, run));
-    });
+  return (source) => new RetryObservable(source, config);
+}
+
+/**
+ * What `retryWithBackoff` returns: an `Observable` that also implements the internal
+ * {@link RUN_UNDER_PERMIT} protocol, so a `circuitBreak` piped right after it runs the retry loop
+ * under its permit without a subscriber of its own (one subscriber per call, not two).
+ */
+class RetryObservable<T> extends Observable<T> implements RunsUnderPermit<T> {
+  constructor(
+    private readonly upstream: Observable<T>,
+    private readonly config: RetryConfig<T>,
+  ) {
+    super((subscriber) => start(upstream, subscriber, config, undefined));
+  }
+
+  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void {
+    start(this.upstream, subscriber, this.config, permit);
+  }
+}
+
+/** Starts one subscription's first attempt (and its total budget, when there is one). */
+function start<T>(source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>, permit: CircuitPermit | undefined): void {
+  // the retry bookkeeping is made at the first error (or now, for the total budget): a
+  // subscription that never fails costs one subscriber
+  const run = config.totalTimeoutMs === undefined ? undefined : new RetryRun(source, subscriber, config, permit);
+  run?.startBudget();
+  source.subscribe(new AttemptSubscriber(subscriber, source, config, run, permit));
 }
 
 /** The options, resolved once per operator. */
@@ -218,12 +239,19 @@ interface RetryConfig<T> {
   readonly target: string;
 }
 
-/** One subscription's retry state: counts, errors, the wait and the total budget. */
+/**
+ * One subscription's retry state: counts, errors, the wait and the total budget. Under a permit
+ * (a `circuitBreak` fused after the retry), it settles the permit on every way the call ends
+ * while no attempt is live: a terminal error (failure, before the error goes downstream) or
+ * unsubscribing during a wait (success if anything was emitted, else release).
+ */
 class RetryRun<T> {
   retries = 0;
   previousDelay: number;
   errors: unknown[] | undefined = undefined;
   succeeded = false;
+  /** Whether any attempt emitted (so a value went downstream; `onRestart` only follows one that did). */
+  emitted = false;
   attempt: AttemptSubscriber<T> | undefined = undefined;
   wait: Subscription | undefined = undefined;
   private readonly start: number;
@@ -232,6 +260,7 @@ class RetryRun<T> {
     private readonly source: Observable<T>,
     private readonly subscriber: Subscriber<T>,
     private readonly config: RetryConfig<T>,
+    readonly permit: CircuitPermit | undefined,
   ) {
     this.previousDelay = config.policy.initialBackoffMs;
     this.start = config.totalTimeoutMs === undefined ? 0 : config.scheduler.now();
@@ -245,11 +274,20 @@ class RetryRun<T> {
 
   private giveUpOnTime(): void {
     const { scheduler, totalTimeoutMs } = this.config;
-    this.attempt?.unsubscribe();
-    this.wait?.unsubscribe();
     const errors = this.errors;
     const last = errors?.[errors.length - 1];
-    this.subscriber.error(new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined));
+    const error = new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined);
+    // settled first: cancelling the attempt below must not release the permit
+    this.permit?.failure(error);
+    this.attempt?.unsubscribe();
+    this.wait?.unsubscribe();
+    this.subscriber.error(error);
+  }
+
+  /** Gives up: the permit (if any) records the failure before the error goes downstream. */
+  private fail(error: unknown): void {
+    this.permit?.failure(error);
+    this.subscriber.error(error);
   }
 
   /** The source's first value (or completion) after a retry: report the retry succeeded, once. */
@@ -263,21 +301,22 @@ class RetryRun<T> {
     const { subscriber, config } = this;
     const { scheduler, totalTimeoutMs, maxRetries, hub } = config;
     (this.errors ??= []).push(error);
+    if (emitted) this.emitted = true;
     const errors = this.errors;
     const next = this.retries + 1;
-    if (emitted && config.afterEmit === 'error') return subscriber.error(error);
+    if (emitted && config.afterEmit === 'error') return this.fail(error);
     const classification = config.classifier(error, { now: scheduler.now() });
     let retry: boolean;
     try {
       retry = config.shouldRetry ? config.shouldRetry(error, next) : classification.retryable;
     } catch (predicateError) {
-      return subscriber.error(predicateError);
+      return this.fail(predicateError);
     }
-    if (!retry) return subscriber.error(error);
-    if (this.retries >= maxRetries) return subscriber.error(new RetriesExhaustedError(this.retries + 1, errors, 'max_retries'));
+    if (!retry) return this.fail(error);
+    if (this.retries >= maxRetries) return this.fail(new RetriesExhaustedError(this.retries + 1, errors, 'max_retries'));
     const retryAfter = classification.retryAfterMs;
     if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
-      return subscriber.error(new RetriesExhaustedError(this.retries + 1, errors, 'retry_after_too_long'));
+      return this.fail(new RetriesExhaustedError(this.retries + 1, errors, 'retry_after_too_long'));
     }
     let delayMs = backoffDelay(this.retries, this.previousDelay, config.policy);
     this.previousDelay = delayMs;
@@ -285,7 +324,7 @@ class RetryRun<T> {
     // a wait ending at (or past) the deadline could not retry: the budget runs out first
     if (totalTimeoutMs !== undefined && scheduler.now() + delayMs - this.start >= totalTimeoutMs) {
       // the wait alone would overrun the budget: fail now, so a fallback starts sooner
-      return subscriber.error(new TotalTimeoutError(totalTimeoutMs, scheduler.now() - this.start, { cause: error }));
+      return this.fail(new TotalTimeoutError(totalTimeoutMs, scheduler.now() - this.start, { cause: error }));
     }
     this.retries = next;
     const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
@@ -294,30 +333,41 @@ class RetryRun<T> {
       config.onRetry?.(info);
       if (emitted && config.onRestart) subscriber.next(config.onRestart(info));
     } catch (callbackError) {
-      return subscriber.error(callbackError);
+      return this.fail(callbackError);
     }
     const wait = timer(delayMs, scheduler).subscribe(() => {
       this.wait = undefined;
-      this.source.subscribe(new AttemptSubscriber(subscriber, this.source, config, this));
+      this.source.subscribe(new AttemptSubscriber(subscriber, this.source, config, this, this.permit));
     });
     this.wait = wait;
     subscriber.add(wait);
+    // unsubscribed while waiting: the call ends here (a wait that fires has cleared `this.wait`)
+    if (this.permit) wait.add(() => this.wait === wait && settleCancelled(this.permit!, this.emitted));
   }
+}
+
+/** A call under a permit ended by unsubscribing: a success if it had produced a value. */
+function settleCancelled(permit: CircuitPermit, emitted: boolean): void {
+  if (emitted) permit.success();
+  else permit.release();
 }
 
 /**
  * One subscription to the source. Linked to the downstream subscriber, so unsubscribing it
  * cancels the attempt; errors go to the {@link RetryRun} (made at the first one) instead of
- * downstream.
+ * downstream. Under a permit, completion settles it as a success (before downstream hears), and
+ * unsubscribing settles it unless the run has taken the call over after an error.
  */
 class AttemptSubscriber<T> extends Subscriber<T> {
   private emitted = false;
+  private handedOver = false;
 
   constructor(
     destination: Subscriber<T>,
     private readonly source: Observable<T>,
     private readonly config: RetryConfig<T>,
     private run: RetryRun<T> | undefined,
+    private readonly permit: CircuitPermit | undefined,
   ) {
     super(destination);
     if (run) run.attempt = this;
@@ -339,8 +389,9 @@ class AttemptSubscriber<T> extends Subscriber<T> {
 
   protected override _error(error: unknown): void {
     const destination = this.destination as Subscriber<T>;
+    this.handedOver = true;
     try {
-      (this.run ??= new RetryRun(this.source, destination, this.config)).onError(error, this.emitted);
+      (this.run ??= new RetryRun(this.source, destination, this.config, this.permit)).onError(error, this.emitted);
     } finally {
       this.unsubscribe();
     }
@@ -348,6 +399,14 @@ class AttemptSubscriber<T> extends Subscriber<T> {
 
   protected override _complete(): void {
     if (this.config.hub) this.run?.reportSuccess();
+    this.permit?.success();
     super._complete();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    // settling twice is harmless (a permit ignores later settlements); completion settled already
+    if (this.permit !== undefined && !this.handedOver) settleCancelled(this.permit, this.emitted || this.run?.emitted === true);
   }
 }
