@@ -3,8 +3,9 @@ import { catchError, defer, mergeMap, NEVER, of, retry, take, throwError, type O
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import type { CircuitEvent } from '../../src/core/CircuitBreaker.js';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError } from '../../src/core/errors.js';
+import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -687,6 +688,76 @@ describe('circuitBreak', () => {
             .subscribe({ complete: () => (seen = breaker.state) }),
         );
         at(12, () => expect(seen).to.equal('closed'));
+      });
+    });
+  });
+
+  describe('after retryWithBackoff (the two run fused: one permit for the whole retried call)', () => {
+    const retries = { maxRetries: 2, initialBackoffMs: 100, jitter: 'none' } as const;
+
+    it('a call that fails, retries and succeeds takes one permit and counts one success', () => {
+      virtual(({ cold, expectObservable, expectSubscriptions, at }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 2 });
+        const source = cold<string>('-#', undefined, e503);
+        const ok = cold<string>('-a|');
+        let n = 0;
+        const flaky = defer(() => (n++ === 0 ? source : ok));
+        // one earlier failure: a second failed call would open it
+        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        expectObservable(flaky.pipe(retryWithBackoff(retries), circuitBreak(breaker))).toBe('- 100ms -a|');
+        expectSubscriptions(source.subscriptions).toBe('^!');
+        expectSubscriptions(ok.subscriptions).toBe('- 100ms ^-!');
+        at(104, () => expect(breaker.snapshot().consecutiveFailures).to.equal(0));
+      });
+    });
+
+    it('a call that exhausts its retries counts one failure (RetriesExhaustedError), recorded before it reaches downstream', () => {
+      virtual(({ cold, expectObservable, expectSubscriptions, at }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, name: 'svc' });
+        const source = cold<string>('-#', undefined, e503);
+        const states: string[] = [];
+        const guarded = source.pipe(retryWithBackoff(retries), circuitBreak(breaker));
+        guarded.subscribe({ error: () => states.push(breaker.state) });
+        // three attempts, then one failure opens it; the next call is rejected without subscribing
+        expectSubscriptions(source.subscriptions).toBe(['^!', '- 100ms ^!', '- 100ms - 200ms ^!']);
+        expectObservable(guarded, '400ms ^').toBe('400ms #', undefined, new CircuitOpenError('svc', 59_903));
+        at(304, () => expect(states).to.deep.equal(['open']));
+      });
+    });
+
+    it('unsubscribing during a backoff wait frees the half-open probe slot (not counted)', () => {
+      virtual(({ cold, expectObservable, expectSubscriptions, at }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
+        const events = recordEvents(breaker);
+        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        const probe = cold<string>('-#', undefined, e503);
+        const next = cold<string>('-b|');
+        // the probe fails at 101, waits 100 ms to retry, and is unsubscribed at 150, mid-wait
+        expectObservable(probe.pipe(retryWithBackoff(retries), circuitBreak(breaker)), '100ms ^ 49ms !').toBe('');
+        expectSubscriptions(probe.subscriptions).toBe('100ms ^!');
+        at(150, () => expect(breaker.state).to.equal('half-open'));
+        expectObservable(next.pipe(retryWithBackoff(retries), circuitBreak(breaker)), '151ms ^').toBe('151ms -b|');
+        at(160, () =>
+          expect(events).to.deep.equal([
+            [0, 'closed', 'open', 'failure_threshold', 1],
+            [100, 'open', 'half-open', 'reset_timeout', 0],
+            [153, 'half-open', 'closed', 'probe_success', 0],
+          ]),
+        );
+      });
+    });
+
+    it('totalTimeoutMs running out counts one failure (TotalTimeoutError) and cancels the attempt', () => {
+      virtual(({ cold, expectObservable, expectSubscriptions, at }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1 });
+        const slow = cold<string>('-----');
+        expectObservable(slow.pipe(retryWithBackoff({ ...retries, totalTimeoutMs: 3 }), circuitBreak(breaker))).toBe(
+          '---#',
+          undefined,
+          new TotalTimeoutError(3, 3),
+        );
+        expectSubscriptions(slow.subscriptions).toBe('^--!');
+        at(4, () => expect(breaker.state).to.equal('open'));
       });
     });
   });

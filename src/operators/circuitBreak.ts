@@ -29,6 +29,10 @@ export interface CircuitBreakOptions {
  * Pass a {@link CircuitBreaker} to share it (across pipelines, or from a registry), or options
  * to create one that every subscription to the resulting observable shares.
  *
+ * Piped right after `retryWithBackoff`, the whole retried call holds one permit (the retries'
+ * waits included) and its final outcome is what counts; the two operators then run as one
+ * subscriber per call, with exactly the behaviour they have apart.
+ *
  * @example
  * ```ts
  * const breakers = new CircuitBreakerRegistry({ failureThreshold: 5, resetTimeoutMs: 60_000 });

@@ -360,6 +360,7 @@ function settleCancelled(permit: CircuitPermit, emitted: boolean): void {
  */
 class AttemptSubscriber<T> extends Subscriber<T> {
   private emitted = false;
+  /** The permit is no longer this attempt's to settle: it completed, or the run took the call over. */
   private handedOver = false;
 
   constructor(
@@ -399,6 +400,7 @@ class AttemptSubscriber<T> extends Subscriber<T> {
 
   protected override _complete(): void {
     if (this.config.hub) this.run?.reportSuccess();
+    this.handedOver = true;
     this.permit?.success();
     super._complete();
   }
@@ -406,7 +408,6 @@ class AttemptSubscriber<T> extends Subscriber<T> {
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
-    // settling twice is harmless (a permit ignores later settlements); completion settled already
     if (this.permit !== undefined && !this.handedOver) settleCancelled(this.permit, this.emitted || this.run?.emitted === true);
   }
 }
