@@ -6,8 +6,9 @@
  * @module
  */
 import * as t from 'io-ts';
-import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
+import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import {
   Func,
@@ -104,34 +105,7 @@ export interface CircuitSnapshot {
   readonly window: { readonly latest: number; readonly calls: readonly number[]; readonly failures: readonly number[] } | null;
 }
 
-/**
- * Admission to one call. Obtained from {@link CircuitBreaker.acquire}; settle it exactly once
- * with `success`, `failure` or `release`. Later settlements are ignored.
- */
-export interface CircuitPermit {
-  /** Report that the call succeeded (completed, or was cancelled after it produced a value). */
-  success(): void;
-  /** Report that the call failed; counted only if the breaker's `isFailure` accepts `error`. */
-  failure(error: unknown): void;
-  /** Give the admission back uncounted (cancelled before any value). Frees a half-open slot. */
-  release(): void;
-}
-
-/**
- * Internal protocol between operators: an observable carrying this key can run one subscription
- * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
- * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s
- * own subscriber would. `retryWithBackoff` implements it, so `retryWithBackoff()` followed by
- * `circuitBreak()` costs one subscriber per call instead of two.
- *
- * @internal
- */
-export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
-
-/** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
-export interface RunsUnderPermit<T> {
-  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
-}
+export type { CircuitPermit } from './permit.js';
 
 const BUCKETS = 10;
 

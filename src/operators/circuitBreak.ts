@@ -1,5 +1,6 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
-import { CircuitBreaker, RUN_UNDER_PERMIT, type CircuitBreakerOptions, type CircuitPermit, type RunsUnderPermit } from '../core/CircuitBreaker.js';
+import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
+import { RUN_UNDER_PERMIT, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
 import type { HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 

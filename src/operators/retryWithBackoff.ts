@@ -1,5 +1,5 @@
 import { asyncScheduler, Observable, Subscriber, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { type CircuitPermit, RUN_UNDER_PERMIT, type RunsUnderPermit } from '../core/CircuitBreaker.js';
+import { type CircuitPermit, RUN_UNDER_PERMIT, type RunsUnderPermit } from '../core/permit.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';

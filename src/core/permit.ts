@@ -1,0 +1,37 @@
+/**
+ * A circuit breaker's admission to one call, and the internal protocol that lets an operator run
+ * a call under a permit acquired by a `circuitBreak` piped right after it. Kept apart from the
+ * breaker so that `retryWithBackoff` can implement the protocol without bundling the breaker.
+ *
+ * @module
+ */
+import type { Subscriber } from 'rxjs';
+
+/**
+ * Admission to one call. Obtained from `CircuitBreaker.acquire()`; settle it exactly once
+ * with `success`, `failure` or `release`. Later settlements are ignored.
+ */
+export interface CircuitPermit {
+  /** Report that the call succeeded (completed, or was cancelled after it produced a value). */
+  success(): void;
+  /** Report that the call failed; counted only if the breaker's `isFailure` accepts `error`. */
+  failure(error: unknown): void;
+  /** Give the admission back uncounted (cancelled before any value). Frees a half-open slot. */
+  release(): void;
+}
+
+/**
+ * Internal protocol between operators: an observable carrying this key can run one subscription
+ * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
+ * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s
+ * own subscriber would. `retryWithBackoff` implements it, so `retryWithBackoff()` followed by
+ * `circuitBreak()` costs one subscriber per call instead of two.
+ *
+ * @internal
+ */
+export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
+
+/** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
+export interface RunsUnderPermit<T> {
+  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
+}
