@@ -113,6 +113,27 @@ describe('fallbackModel', () => {
       });
     });
 
+    it('a model whose stream ends without finish was cut short: the next model answers (after a reset), and its breaker counts a failure', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable, flush }) => {
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+        const transitions: string[] = [];
+        breakers.get('model:primary').events$.subscribe((e) => transitions.push(`${e.at} ${e.from}->${e.to} ${e.reason}`));
+        const primary = scripted('primary', cold('-a-b|', { a: delta('The wea'), b: delta('ther') }));
+        const secondary = scripted('secondary', cold('-x(f|)', { x: delta('Sunny.'), f: stop }));
+        expectObservable(streamModel(fallbackModel([primary, secondary], { breakers }), request)).toBe('-a-brx(f|)', {
+          a: delta('The wea'),
+          b: delta('ther'),
+          r: reset('secondary'),
+          x: delta('Sunny.'),
+          f: stop,
+        });
+        flush();
+        expect(secondary.requests).to.deep.equal([request]);
+        expect(transitions[0]).to.equal('4 closed->open failure_threshold');
+      });
+    });
+
     it('errors not worth a fallback pass through unchanged, at once; the next model is not called', () => {
       const abort = Object.assign(new Error('aborted'), { name: 'AbortError' });
       for (const error of [new TypeError('bad adapter'), abort]) {
@@ -162,18 +183,19 @@ describe('fallbackModel', () => {
       ts.run(({ cold, hot, expectObservable, expectSubscriptions, flush }) => {
         const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
         const failing = cold<TurnEvent>('-#', undefined, e503);
-        const healed = cold<TurnEvent>('-(p|)', { p: delta('primary answer') });
-        const answer = cold<TurnEvent>('-(s|)', { s: delta('secondary answer') });
+        const healed = cold<TurnEvent>('-(pf|)', { p: delta('primary answer'), f: stop });
+        const answer = cold<TurnEvent>('-(sf|)', { s: delta('secondary answer'), f: stop });
         const primary = scripted('primary', failing, failing, failing, healed);
         const secondary = scripted('secondary', answer);
-        const tertiary = scripted('tertiary', cold('-(t|)', { t: delta('tertiary answer') }));
+        const tertiary = scripted('tertiary', cold('-(tf|)', { t: delta('tertiary answer'), f: stop }));
         const model = fallbackModel([primary, secondary, tertiary], { breakers, hub });
         // five requests, one after the other
         const requests = hot('r 99ms r 99ms r 99ms r 59999ms r');
         const answers = requests.pipe(concatMap(() => streamModel(model, request)));
-        expectObservable(answers).toBe('--s 99ms s 99ms s 98ms s 59999ms p', {
+        expectObservable(answers).toBe('--(sf) 96ms (sf) 96ms (sf) 95ms (sf) 59996ms (pf)', {
           s: delta('secondary answer'),
           p: delta('primary answer'),
+          f: stop,
         });
         // requests 1–3 call the primary (3 failures open its breaker at 201); request 4 skips it
         expectSubscriptions(failing.subscriptions).toBe(['^!', '100ms ^!', '200ms ^!']);

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { from, map, NEVER, of } from 'rxjs';
+import { classifyError } from '../../src/core/classify.js';
+import { IncompleteStreamError } from '../../src/core/errors.js';
 import type { TurnEvent } from '../../src/core/events.js';
 import type { AbortContext } from '../../src/sources/abortable.js';
 import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest } from '../../src/sources/model.js';
@@ -71,6 +73,33 @@ describe('streamModel', () => {
     const model: Model = { id: 'quick', stream: (_req, { signal: s }) => ((signal = s), of<TurnEvent>({ type: 'finish', reason: 'stop' })) };
     streamModel(model, request).subscribe().unsubscribe();
     expect(signal?.aborted).to.equal(false);
+  });
+
+  it('a stream that completes without finish errors with IncompleteStreamError (classified connection: retryable, fallback-able)', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const values: Record<string, TurnEvent> = { a: { type: 'text-delta', text: 'Hel' }, b: { type: 'text-delta', text: 'lo' } };
+      const model: Model = { id: 'cut', stream: () => cold('-a-b|', values) };
+      const error = new IncompleteStreamError('cut', 'no finish event', 2);
+      expectObservable(streamModel(model, request)).toBe('-a-b#', values, error);
+      expect(error.message).to.equal("Connection closed before the stream of 'cut' finished (no finish event) after 2 events");
+      expect(classifyError(error)).to.include({ category: 'connection', retryable: true, fallback: true });
+    });
+  });
+
+  it('an empty stream is cut short too; a finish before a reset does not count for the answer after it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const empty: Model = { id: 'empty', stream: () => cold('--|') };
+      expectObservable(streamModel(empty, request)).toBe('--#', undefined, new IncompleteStreamError('empty', 'no finish event', 0));
+      const values: Record<string, TurnEvent> = {
+        f: { type: 'finish', reason: 'stop' },
+        r: { type: 'reset', reason: 'fallback', target: 'model:b' },
+        x: { type: 'text-delta', text: 'x' },
+      };
+      const wrapped: Model = { id: 'wrapped', stream: () => cold('-f-r-x|', values) };
+      expectObservable(streamModel(wrapped, request)).toBe('-f-r-x#', values, new IncompleteStreamError('wrapped', 'no finish event', 3));
+      const whole: Model = { id: 'whole', stream: () => cold('-r-x-(f|)', values) };
+      expectObservable(streamModel(whole, request)).toBe('-r-x-(f|)', values);
+    });
   });
 
   it('keeps the model’s timing in virtual time', () => {
@@ -168,15 +197,21 @@ describe('fromAsyncIterable', () => {
   it('works as a model stream', async () => {
     const model: Model = {
       id: 'sdk',
-      stream: () => fromAsyncIterable(() => generate('Hel', 'lo')).pipe(map((text): TurnEvent => ({ type: 'text-delta', text }))),
+      stream: () =>
+        fromAsyncIterable(() => generate('Hel', 'lo', '')).pipe(
+          map((text): TurnEvent => (text === '' ? { type: 'finish', reason: 'stop' } : { type: 'text-delta', text })),
+        ),
     };
     const events: TurnEvent[] = [];
-    streamModel(model, request).subscribe((e) => events.push(e));
+    let completed = false;
+    streamModel(model, request).subscribe({ next: (e) => events.push(e), complete: () => (completed = true) });
     await settle();
     expect(events).to.deep.equal([
       { type: 'text-delta', text: 'Hel' },
       { type: 'text-delta', text: 'lo' },
+      { type: 'finish', reason: 'stop' },
     ]);
+    expect(completed).to.equal(true);
   });
 });
 

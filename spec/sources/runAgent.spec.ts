@@ -471,6 +471,21 @@ describe('runAgent', () => {
       expect(classifyError(error)).to.include({ category: 'connection', retryable: true, fallback: true });
     });
 
+    it('a stream that ends without finish is healed by the model pipeline’s retry, like a dropped connection', () => {
+      const model = scriptedModel('m', [textDeltas('half an ans'), [...textDeltas('A whole answer.'), finish('stop')]]);
+      const result = run(
+        runAgent({
+          model,
+          messages: [{ role: 'user', content: 'x' }],
+          modelPipeline: (_r, turn$) =>
+            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) })),
+        }),
+      );
+      expect(result.error()).to.equal(undefined);
+      expect(result.labels).to.include('reset:retry');
+      expect(result.events.at(-1)?.[1]).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'A whole answer.' } });
+    });
+
     it('unsubscribing cancels the model stream and aborts tools in flight', () => {
       const aborted: unknown[] = [];
       const tool = defineTool({

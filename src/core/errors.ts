@@ -295,3 +295,33 @@ function bodySnippet(body: unknown): string {
   const text = typeof body === 'string' ? body : showValue(body);
   return `: ${text.length > 200 ? text.slice(0, 200) + '…' : text}`;
 }
+
+/**
+ * A model's stream ended before its final event — a provider's (`data: [DONE]` for Chat
+ * Completions, `message_stop` for Messages) or any model's `finish` event (`streamModel` checks) —
+ * or reading it failed mid-way (the connection dropped): the answer is cut short, never to be
+ * taken as complete. `code` is `'ECONNRESET'`, so `classifyError` says
+ * `connection`: retryable, fallback-able, and counted by breakers. `cause` is the read error, if
+ * any.
+ *
+ * @example
+ * ```ts
+ * classifyError(new IncompleteStreamError('openai:gpt-4o', 'no [DONE]', 3));
+ * // { retryable: true, fallback: true, category: 'connection', strategy: 'exponential_backoff' }
+ * ```
+ */
+export class IncompleteStreamError extends Error {
+  override readonly name = 'IncompleteStreamError';
+  /** `'ECONNRESET'`: what the classifier reads as a dropped connection. */
+  readonly code = 'ECONNRESET';
+  /** Which model's stream (`Model.id`). */
+  readonly model: string;
+  /** Events the stream had delivered before it ended. */
+  readonly eventsReceived: number;
+
+  constructor(model: string, detail: string, eventsReceived: number, options?: { cause?: unknown }) {
+    super(`Connection closed before the stream of '${model}' finished (${detail}) after ${eventsReceived} event${eventsReceived === 1 ? '' : 's'}`, options);
+    this.model = model;
+    this.eventsReceived = eventsReceived;
+  }
+}

@@ -177,8 +177,9 @@ function isModel(u: unknown): u is Model {
  * order ({@link CircuitOpenError} for skipped ones). Errors not worth a fallback pass through
  * unchanged. Each request starts from the first model unless its breaker is open.
  *
- * A failure after the consumer saw part of the answer follows `midStream` (`'restart'` by
- * default): a `reset` event then the next model's whole answer, or — `'continue'` — the next
+ * A model whose stream ends without a `finish` event failed too (`streamModel` errors with
+ * `IncompleteStreamError`, counted by its breaker). A failure after the consumer saw part of the
+ * answer follows `midStream` (`'restart'` by default): a `reset` event then the next model's whole answer, or — `'continue'` — the next
  * model continues the partial text and only the new text is emitted, never repeated. Calls go
  * through `streamModel`, so unsubscribing aborts the model in flight.
  *

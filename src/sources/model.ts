@@ -1,4 +1,5 @@
 import { Observable, type ObservableInput } from 'rxjs';
+import { IncompleteStreamError } from '../core/errors.js';
 import type { Message, TurnEvent } from '../core/events.js';
 import { abortable, type AbortContext } from './abortable.js';
 
@@ -43,13 +44,33 @@ export interface Model {
 /**
  * A cold observable of one model call: subscribing calls `model.stream`, unsubscribing aborts it.
  *
+ * A turn ends with a `finish` event. A stream that completes without one (since its last
+ * `reset`) was cut short, whatever the model says: it errors with {@link IncompleteStreamError}
+ * (classified `connection`: retryable, fallback-able, counted by breakers), so the retries,
+ * fallbacks and breakers around the call heal it like a dropped connection — it is never taken
+ * for a short answer.
+ *
  * @example
  * ```ts
  * streamModel(model, { messages, tools: [] }).subscribe((e) => e.type === 'text-delta' && process.stdout.write(e.text));
  * ```
  */
 export function streamModel(model: Model, request: ModelRequest): Observable<TurnEvent> {
-  return abortable((context) => model.stream(request, context));
+  const events = abortable<TurnEvent>((context) => model.stream(request, context));
+  return new Observable<TurnEvent>((subscriber) => {
+    let finished = false;
+    let received = 0;
+    return events.subscribe({
+      next: (event) => {
+        received++;
+        if (event.type === 'finish') finished = true;
+        else if (event.type === 'reset') finished = false;
+        subscriber.next(event);
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => (finished ? subscriber.complete() : subscriber.error(new IncompleteStreamError(model.id, 'no finish event', received))),
+    });
+  });
 }
 
 /**

@@ -20,7 +20,7 @@ import { errorText } from '../core/sanitize.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import { streamModel, type Model, type ModelRequest } from './model.js';
-import { IncompleteStreamError } from './providers/sse.js';
+import { IncompleteStreamError } from '../core/errors.js';
 import { isFatal, RunScope } from './runScope.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
@@ -350,7 +350,9 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
 
     const afterTurn = (text: string, calls: ToolCall[], finish: Finish | undefined, received: number): void => {
       if (subscriber.closed) return;
-      // a turn cut short without `finish`: a dropped connection (classified), never a short answer
+      // a turn cut short without `finish`: a dropped connection (classified), never a short answer.
+      // streamModel already errors for a model's stream without one, inside the healing pipeline;
+      // this catches a modelPipeline that ends a turn early (take, catchError to EMPTY…)
       if (!finish) return fail(new IncompleteStreamError(model.id, 'no finish event', received));
       if (calls.length > 0) {
         addMessage({ role: 'assistant', content: text, toolCalls: calls });

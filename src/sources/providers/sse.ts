@@ -8,7 +8,7 @@
  */
 import { Observable } from 'rxjs';
 import type * as t from 'io-ts';
-import { HttpError, InvalidOptionError } from '../../core/errors.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../core/errors.js';
 import { check, validateOptions } from '../../core/options.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -181,34 +181,7 @@ export function parseSse(input: string | Iterable<Uint8Array | string>): SseEven
 // errors
 // ---------------------------------------------------------------------------------------------
 
-/**
- * A provider's stream ended before its final event (`data: [DONE]` for Chat Completions,
- * `message_stop` for Messages), or reading it failed mid-way (the connection dropped): the answer
- * is cut short, never to be taken as complete. `code` is `'ECONNRESET'`, so `classifyError` says
- * `connection`: retryable, fallback-able, and counted by breakers. `cause` is the read error, if
- * any.
- *
- * @example
- * ```ts
- * classifyError(new IncompleteStreamError('openai:gpt-4o', 'no [DONE]', 3));
- * // { retryable: true, fallback: true, category: 'connection', strategy: 'exponential_backoff' }
- * ```
- */
-export class IncompleteStreamError extends Error {
-  override readonly name = 'IncompleteStreamError';
-  /** `'ECONNRESET'`: what the classifier reads as a dropped connection. */
-  readonly code = 'ECONNRESET';
-  /** Which model's stream (`Model.id`). */
-  readonly model: string;
-  /** Events the stream had delivered before it ended. */
-  readonly eventsReceived: number;
-
-  constructor(model: string, detail: string, eventsReceived: number, options?: { cause?: unknown }) {
-    super(`Connection closed before the stream of '${model}' finished (${detail}) after ${eventsReceived} event${eventsReceived === 1 ? '' : 's'}`, options);
-    this.model = model;
-    this.eventsReceived = eventsReceived;
-  }
-}
+export { IncompleteStreamError } from '../../core/errors.js';
 
 /**
  * A provider sent an event that cannot be read (bad JSON, an unexpected shape). `status` is 502
