@@ -11,51 +11,79 @@ import { HttpError, RetriesExhaustedError, TotalTimeoutError } from '../../src/c
 import { retryWithBackoff, type RetryInfo, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
 
 /** One scripted subscription to the source: after `latency` ms, `values`, then how it ends. */
-interface Attempt {
+export interface Attempt {
   readonly latency: number;
   readonly values: number;
   readonly end: 'complete' | '503' | '400' | '429' | 'never';
   readonly retryAfterS: number;
 }
 
-const attemptArb = (allowNever: boolean): fc.Arbitrary<Attempt> =>
+/** Random attempts; `'never'` only when allowed (a budget or the end of the run will cut it). */
+export const attemptArb = (allowNever: boolean, maxRetryAfterS = 90): fc.Arbitrary<Attempt> =>
   fc.record({
     latency: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 500 })),
     values: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) }),
     end: fc.constantFrom<Attempt['end']>(...(['complete', '503', '503', '503', '400', '429'] as const), ...(allowNever ? (['never'] as const) : [])),
-    retryAfterS: fc.integer({ min: 0, max: 90 }),
+    retryAfterS: fc.integer({ min: 0, max: maxRetryAfterS }),
   });
 
+/** The error an attempt ends with, if it ends with one. */
+export function attemptError(a: Attempt): HttpError | undefined {
+  return a.end === '503' ? new HttpError(503) : a.end === '400' ? new HttpError(400) : a.end === '429' ? new HttpError(429, { 'retry-after': String(a.retryAfterS) }) : undefined;
+}
+
+/** An attempt as an observable (virtual time): `value(i)` for its i-th value, then its end. */
+export function attemptObservable<V>(a: Attempt, value: (i: number) => V, error = attemptError(a)): Observable<V> {
+  const end: Observable<never> = error ? throwError(() => error) : a.end === 'never' ? NEVER : EMPTY;
+  const body = concat(of(...Array.from({ length: a.values }, (_, i) => value(i))), end);
+  return a.latency === 0 ? body : timer(a.latency).pipe(mergeMap(() => body));
+}
+
+/** Drawn retryWithBackoff options (`onRestart` and `random` are added by {@link retryOptions}). */
+export interface RetryDraw {
+  maxRetries: number;
+  initialBackoffMs: number;
+  backoffMultiplier?: number;
+  maxBackoffMs: number;
+  jitter: 'none' | 'full' | 'equal' | 'decorrelated';
+  maxRetryAfterMs?: number;
+  totalTimeoutMs?: number;
+  resetOnSuccess: boolean;
+  afterEmit: 'error' | 'resubscribe' | 'restart';
+}
+
+/** The options for a draw: jitter from `randoms` (cycled), `onRestart` giving `marker`. */
+export function retryOptions<T>(draw: RetryDraw, randoms: readonly number[], marker: T, extra: { onRetry?: (i: RetryInfo) => void } = {}): RetryWithBackoffOptions<T> {
+  let r = 0;
+  const { afterEmit, ...rest } = draw;
+  const common = { ...rest, ...extra, random: () => randoms[r++ % randoms.length]! };
+  return (afterEmit === 'restart' ? { ...common, afterEmit, onRestart: () => marker } : { ...common, afterEmit }) as RetryWithBackoffOptions<T>;
+}
+
 interface Scenario {
-  readonly options: {
-    maxRetries: number;
-    initialBackoffMs: number;
-    backoffMultiplier: number;
-    maxBackoffMs: number;
-    jitter: 'none' | 'full' | 'equal' | 'decorrelated';
-    maxRetryAfterMs?: number;
-    totalTimeoutMs?: number;
-    resetOnSuccess: boolean;
-    afterEmit: 'error' | 'resubscribe' | 'restart';
-  };
+  readonly options: RetryDraw & { backoffMultiplier: number };
   readonly randoms: readonly number[];
   readonly script: readonly Attempt[];
 }
 
-export const scenarioArb: fc.Arbitrary<Scenario> = fc
-  .record({
-    maxRetries: fc.integer({ min: 0, max: 6 }),
-    initialBackoffMs: fc.integer({ min: 0, max: 2_000 }),
-    backoffMultiplier: fc.double({ min: 1, max: 3, noNaN: true }),
-    maxBackoffMs: fc.integer({ min: 0, max: 10_000 }),
-    jitter: fc.constantFrom('none' as const, 'full' as const, 'equal' as const, 'decorrelated' as const),
-    maxRetryAfterMs: fc.option(fc.integer({ min: 0, max: 120_000 }), { nil: undefined }),
-    totalTimeoutMs: fc.option(fc.integer({ min: 1, max: 60_000 }), { nil: undefined }),
-    resetOnSuccess: fc.boolean(),
-    afterEmit: fc.constantFrom('error' as const, 'resubscribe' as const, 'restart' as const),
-  })
-  // maxBackoffMs >= initialBackoffMs (the operator rejects the opposite at construction)
-  .map((options) => ({ ...options, maxBackoffMs: Math.max(options.maxBackoffMs, options.initialBackoffMs) }))
+/** Random retry options within the given maxima (every option the operator has but callbacks). */
+export const retryDrawArb = (max: { retries: number; initial: number; cap: number; retryAfter: number; total: number }): fc.Arbitrary<RetryDraw & { backoffMultiplier: number }> =>
+  fc
+    .record({
+      maxRetries: fc.integer({ min: 0, max: max.retries }),
+      initialBackoffMs: fc.integer({ min: 0, max: max.initial }),
+      backoffMultiplier: fc.double({ min: 1, max: 3, noNaN: true }),
+      maxBackoffMs: fc.integer({ min: 0, max: max.cap }),
+      jitter: fc.constantFrom('none' as const, 'full' as const, 'equal' as const, 'decorrelated' as const),
+      maxRetryAfterMs: fc.option(fc.integer({ min: 0, max: max.retryAfter }), { nil: undefined }),
+      totalTimeoutMs: fc.option(fc.integer({ min: 1, max: max.total }), { nil: undefined }),
+      resetOnSuccess: fc.boolean(),
+      afterEmit: fc.constantFrom('error' as const, 'resubscribe' as const, 'restart' as const),
+    })
+    // maxBackoffMs >= initialBackoffMs (the operator rejects the opposite at construction)
+    .map((options) => ({ ...options, maxBackoffMs: Math.max(options.maxBackoffMs, options.initialBackoffMs) }));
+
+export const scenarioArb: fc.Arbitrary<Scenario> = retryDrawArb({ retries: 6, initial: 2_000, cap: 10_000, retryAfter: 120_000, total: 60_000 })
   .chain((options) =>
     fc.record({
       options: fc.constant(options),
@@ -84,7 +112,6 @@ const RESET = { reset: true };
 
 function run(s: Scenario): Outcome {
   const out: Outcome = { subscriptions: 0, values: [], completed: false, retries: [], attemptErrors: [], attemptLatencies: [], lastAttemptEnd: undefined };
-  let r = 0;
   const ts = new TestScheduler((a, b) => {
     expect(a).to.deep.equal(b);
   });
@@ -96,16 +123,11 @@ function run(s: Scenario): Outcome {
       out.subscriptions++;
       out.attemptLatencies.push(a.end === 'never' ? Infinity : a.latency);
       out.lastAttemptEnd = a.end;
-      const error =
-        a.end === '503' ? new HttpError(503) : a.end === '400' ? new HttpError(400) : a.end === '429' ? new HttpError(429, { 'retry-after': String(a.retryAfterS) }) : undefined;
+      const error = attemptError(a);
       if (error) out.attemptErrors.push(error);
-      const end: Observable<never> = error ? throwError(() => error) : a.end === 'never' ? NEVER : EMPTY;
-      const body = concat(of(...Array.from({ length: a.values }, (_, i) => i)), end);
-      return a.latency === 0 ? body : timer(a.latency).pipe(mergeMap(() => body));
+      return attemptObservable(a, (i) => i, error);
     });
-    const { afterEmit, ...rest } = s.options;
-    const common = { ...rest, random: () => s.randoms[r++ % s.randoms.length]!, onRetry: (i: RetryInfo) => void out.retries.push(i) };
-    const options = (afterEmit === 'restart' ? { ...common, afterEmit, onRestart: () => RESET } : { ...common, afterEmit }) as RetryWithBackoffOptions<unknown>;
+    const options = retryOptions<unknown>(s.options, s.randoms, RESET, { onRetry: (i) => void out.retries.push(i) });
     const started = asyncScheduler.now();
     source.pipe(retryWithBackoff(options)).subscribe({
       next: (v) => void out.values.push(v),

@@ -9,21 +9,13 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { concat, defer, EMPTY, mergeMap, NEVER, Observable, of, throwError, timer, type MonoTypeOperatorFunction } from 'rxjs';
+import { defer, Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
 import { RUN_UNDER_PERMIT } from '../../src/core/permit.js';
-import { HttpError } from '../../src/core/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
-import { retryWithBackoff, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
-
-/** One scripted subscription to the source: after `latency` ms, `values`, then how it ends. */
-interface Attempt {
-  readonly latency: number;
-  readonly values: number;
-  readonly end: 'complete' | '503' | '400' | '429' | 'never';
-  readonly retryAfterS: number;
-}
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { attemptArb, attemptObservable, retryDrawArb, retryOptions, type Attempt, type RetryDraw } from './retryProperty.js';
 
 /** One call: subscribed at `at`, unsubscribed `cancelAfter` ms later (or never). */
 interface Call {
@@ -32,43 +24,16 @@ interface Call {
 }
 
 interface Scenario {
-  readonly retry: {
-    maxRetries: number;
-    initialBackoffMs: number;
-    maxBackoffMs: number;
-    jitter: 'none' | 'full' | 'equal' | 'decorrelated';
-    totalTimeoutMs?: number;
-    maxRetryAfterMs?: number;
-    resetOnSuccess: boolean;
-    afterEmit: 'error' | 'resubscribe' | 'restart';
-  };
+  readonly retry: RetryDraw;
   readonly breaker: CircuitBreakerOptions;
   readonly randoms: readonly number[];
   readonly script: readonly Attempt[];
   readonly calls: readonly Call[];
 }
 
-const attemptArb: fc.Arbitrary<Attempt> = fc.record({
-  latency: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 400 })),
-  values: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 2 }) }),
-  end: fc.constantFrom<Attempt['end']>('complete', 'complete', '503', '503', '503', '400', '429', 'never'),
-  retryAfterS: fc.integer({ min: 0, max: 5 }),
-});
-
 export const scenarioArb: fc.Arbitrary<Scenario> = fc
   .record({
-  retry: fc
-    .record({
-      maxRetries: fc.integer({ min: 0, max: 4 }),
-      initialBackoffMs: fc.integer({ min: 0, max: 1_000 }),
-      maxBackoffMs: fc.integer({ min: 0, max: 4_000 }),
-      jitter: fc.constantFrom('none' as const, 'full' as const, 'equal' as const, 'decorrelated' as const),
-      totalTimeoutMs: fc.option(fc.integer({ min: 1, max: 8_000 }), { nil: undefined }),
-      maxRetryAfterMs: fc.option(fc.integer({ min: 0, max: 6_000 }), { nil: undefined }),
-      resetOnSuccess: fc.boolean(),
-      afterEmit: fc.constantFrom('error' as const, 'resubscribe' as const, 'restart' as const),
-    })
-    .map((r) => ({ ...r, maxBackoffMs: Math.max(r.maxBackoffMs, r.initialBackoffMs) })),
+  retry: retryDrawArb({ retries: 4, initial: 1_000, cap: 4_000, retryAfter: 6_000, total: 8_000 }),
   breaker: fc.oneof(
     fc.record({
       failureThreshold: fc.integer({ min: 1, max: 3 }),
@@ -86,7 +51,7 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc
     }),
   ),
   randoms: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 6 }),
-  script: fc.array(attemptArb, { minLength: 1, maxLength: 10 }),
+  script: fc.array(attemptArb(true, 5), { minLength: 1, maxLength: 10 }),
   calls: fc.array(
     fc.record({ at: fc.integer({ min: 0, max: 20_000 }), cancelAfter: fc.option(fc.integer({ min: 0, max: 6_000 }), { nil: undefined }) }),
     { minLength: 1, maxLength: 8 },
@@ -112,22 +77,15 @@ export function runCalls(s: Scenario, fused: boolean): { log: string[]; fusedPat
   ts.run(({ flush }) => {
     ts.maxFrames = 10 * 86_400_000;
     let subscriptions = 0;
-    let r = 0;
     const breaker = new CircuitBreaker({ ...s.breaker, name: 'b' });
     breaker.events$.subscribe((e) => log.push(`${ts.now()} breaker ${e.from}->${e.to} ${e.reason}`));
     const source = defer(() => {
       const a = s.script[subscriptions % s.script.length]!;
       const n = subscriptions++;
       log.push(`${ts.now()} subscribe #${n}`);
-      const error = a.end === '503' ? new HttpError(503) : a.end === '400' ? new HttpError(400) : a.end === '429' ? new HttpError(429, { 'retry-after': String(a.retryAfterS) }) : undefined;
-      const end: Observable<never> = error ? throwError(() => error) : a.end === 'never' ? NEVER : EMPTY;
-      const body = concat(of(...Array.from({ length: a.values }, (_, i) => `#${n}.${i}`)), end);
-      return a.latency === 0 ? body : timer(a.latency).pipe(mergeMap(() => body));
+      return attemptObservable(a, (i) => `#${n}.${i}`);
     });
-    const { afterEmit, ...rest } = s.retry;
-    const common = { ...rest, random: () => s.randoms[r++ % s.randoms.length]! };
-    const options = (afterEmit === 'restart' ? { ...common, afterEmit, onRestart: () => 'RESET' } : { ...common, afterEmit }) as RetryWithBackoffOptions<string>;
-    const retried = source.pipe(retryWithBackoff(options));
+    const retried = source.pipe(retryWithBackoff(retryOptions(s.retry, s.randoms, 'RESET')));
     fusedPath = RUN_UNDER_PERMIT in retried;
     const guarded = fused ? retried.pipe(circuitBreak(breaker)) : retried.pipe(opaque(), circuitBreak(breaker));
     s.calls.forEach((call, i) => {
