@@ -435,6 +435,27 @@ describe('fallbackModel', () => {
       });
       expect(log).to.deep.equal([{ type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: true }]);
     });
+
+    it('midStream is per hand-over: true only when the model left had emitted (a hop past a skipped model, or from a silent continuation, is false)', () => {
+      const hub = new HealHub();
+      const log = recordHub(hub);
+      const ts = testScheduler();
+      ts.run(({ cold }) => {
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+        breakers.get('model:secondary').isolate();
+        const primary = scripted('primary', cold('-a-#', partialValues, e503));
+        const tertiary = scripted('tertiary', cold('-#', undefined, e502));
+        const last = scripted('last', cold('-x(f|)', { x: delta(' sunny.'), f: stop }));
+        const model = fallbackModel([primary, scripted('secondary', cold('-x|')), tertiary, last], { hub, breakers, midStream: 'continue' });
+        const { events } = collect(ts, streamModel(model, request));
+        expect(shown(events)).to.equal('The wea sunny.');
+      });
+      expect(log.filter((e) => e.type === 'fallback')).to.deep.equal([
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: true },
+        { type: 'fallback', from: 'model:secondary', to: 'model:tertiary', reason: 'circuit_open', midStream: false },
+        { type: 'fallback', from: 'model:tertiary', to: 'model:last', reason: 'bad_gateway', midStream: false },
+      ]);
+    });
   });
 
   describe('adapt', () => {

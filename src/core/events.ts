@@ -170,6 +170,11 @@ export const CircuitEventCodec = t.intersection(
   ],
   'CircuitAgentEvent',
 );
+/**
+ * A hand-over to the next alternative. `reason`: the failed one's error category, or
+ * `'circuit_open'` past an alternative its breaker rejected. `midStream`: the alternative left had
+ * emitted before it failed (a hop past a skipped one never has).
+ */
 export const FallbackEventCodec = t.type(
   { type: t.literal('fallback'), from: t.string, to: t.string, reason: t.string, midStream: t.boolean },
   'FallbackEvent',

@@ -1,7 +1,8 @@
-import { defer, isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscription } from 'rxjs';
+import { isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscription } from 'rxjs';
 import { CircuitBreaker } from '../core/CircuitBreaker.js';
-import { classifyError, type ErrorCategory, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
-import { AllFallbacksFailedError, CircuitOpenError, InvalidOptionError } from '../core/errors.js';
+import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
+import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
+import { fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink, type FallbackVerdict } from '../core/fallbackChain.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
@@ -263,6 +264,7 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
   const primaryName = o.name ?? 'primary';
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
   const guards = candidates.map((c) => (c.breaker ? circuitBreak<T>(c.breaker, { hub }) : undefined));
+  const links: ChainLink[] = candidates;
 
   return (source) =>
     new Observable<T>((subscriber) => {
@@ -288,62 +290,31 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
       };
 
       const onError = (index: number, error: unknown, emitted: boolean, called: boolean): void => {
-        (errors ??= []).push(error);
+        const list = (errors ??= []);
+        list.push(error);
         if (emitted && !restart) return subscriber.error(error);
-        const skipped = !called && error instanceof CircuitOpenError;
-        let classification: ErrorClassification;
+        let verdict: FallbackVerdict | undefined;
         try {
-          classification = classifier(error);
-          // skipped: rejected by its breaker (half-open, every probe slot taken) without a call
-          if (!skipped && !(shouldFallback ? shouldFallback(error) : classification.fallback)) {
-            return subscriber.error(error);
-          }
+          verdict = fallbackVerdict(error, called, classifier, shouldFallback);
         } catch (predicateError) {
           return subscriber.error(predicateError);
         }
-        moveOn(index, error, skipped ? 'circuit_open' : classification.category, classification, emitted);
-      };
-
-      const moveOn = (index: number, error: unknown, category: ErrorCategory, classification: ErrorClassification, emitted: boolean): void => {
-        const list = errors ?? [];
-        let from = index === 0 ? primaryName : candidates[index - 1]!.name;
-        let reason: string = category;
-        let midStream = emitted;
-        for (let next = index + 1; ; next++) {
-          const candidate = candidates[next - 1];
-          if (!candidate) return subscriber.error(new AllFallbacksFailedError(list));
-          hub?.report({ type: 'fallback', from, to: candidate.name, reason, midStream });
-          const breaker = candidate.breaker;
-          if (breaker && breaker.state === 'open') {
-            const rejection = breaker.acquire();
-            if (rejection instanceof CircuitOpenError) {
-              list.push(rejection);
-              hub?.report({ type: 'circuit', breaker: breaker.name, kind: 'rejected', retryAfterMs: rejection.retryAfterMs });
-              from = candidate.name;
-              reason = 'circuit_open';
-              midStream = false;
-              continue;
-            }
-            rejection.release();
+        if (!verdict) return subscriber.error(error);
+        const from = index === 0 ? primaryName : candidates[index - 1]!.name;
+        const next = nextAlternative(links, index, { from, reason: verdict.reason, midStream: emitted }, list, hub);
+        if (next < 0) return subscriber.error(new AllFallbacksFailedError(list));
+        const candidate = candidates[next]!;
+        // the marker goes right before the alternative that is actually called
+        if (emitted && onRestart) {
+          try {
+            subscriber.next(onRestart({ from, to: candidate.name, index: next + 1, error, classification: verdict.classification, errors: [...list] }));
+          } catch (callbackError) {
+            return subscriber.error(callbackError);
           }
-          // the marker goes right before the alternative that is actually called
-          if (emitted && onRestart) {
-            try {
-              subscriber.next(onRestart({ from: index === 0 ? primaryName : candidates[index - 1]!.name, to: candidate.name, index: next, error, classification, errors: [...list] }));
-            } catch (callbackError) {
-              return subscriber.error(callbackError);
-            }
-            if (subscriber.closed) return;
-          }
-          let called = false;
-          let input = defer(() => {
-            called = true;
-            return candidate.start(error);
-          });
-          const guard = guards[next - 1];
-          if (guard) input = input.pipe(guard);
-          return attempt(next, input, () => called);
+          if (subscriber.closed) return;
         }
+        const { input, called: wasCalled } = guardedAttempt(() => candidate.start(error), guards[next]);
+        attempt(next + 1, input, wasCalled);
       };
 
       attempt(0, source, () => true);

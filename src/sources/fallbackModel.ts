@@ -1,7 +1,8 @@
-import { defer, Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
+import { Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, CircuitOpenError, InvalidOptionError } from '../core/errors.js';
+import { fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink, type FallbackVerdict, type Hop } from '../core/fallbackChain.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
@@ -218,6 +219,7 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const hub = o.hub as HealHub | undefined;
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
   const guards: (MonoTypeOperatorFunction<TurnEvent> | undefined)[] = breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub }) : undefined));
+  const links: ChainLink[] = names.map((name, i) => ({ name, breaker: breakers[i] }));
   const adapt = o.adapt as ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
   const midStream = o.midStream ?? 'restart';
   const instruction = o.continueInstruction ?? DEFAULT_CONTINUE_INSTRUCTION;
@@ -272,34 +274,34 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
             return subscriber.error(adaptError);
           }
         }
-        let called = false;
         const sent = req;
-        let input: Observable<TurnEvent> = defer(() => {
-          called = true;
-          return streamModel(model, sent);
-        });
-        const guard = guards[j];
-        if (guard) input = input.pipe(guard);
+        const { input, called } = guardedAttempt(() => streamModel(model, sent), guards[j]);
         const trimmer = partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
         const flush = (): void => {
           const rest = trimmer!.end();
           if (rest !== '') emit({ type: 'text-delta', text: rest });
         };
         const id = ++generation;
+        /** Whether this model's output reached the consumer (held-back text did not). */
+        let emitted = false;
         const sub = input.subscribe({
           next: (event) => {
             if (trimmer && !trimmer.decided) {
               if (event.type === 'text-delta') {
                 const shown = trimmer.push(event.text);
-                if (shown !== '') emit({ type: 'text-delta', text: shown });
+                if (shown !== '') {
+                  emitted = true;
+                  emit({ type: 'text-delta', text: shown });
+                }
                 return;
               }
               flush();
             }
+            emitted = true;
             emit(event);
           },
           // held-back text was never shown: a further fallback continues from what was
-          error: (error: unknown) => onError(j, error, called),
+          error: (error: unknown) => onError(j, error, called(), emitted),
           complete: () => {
             if (trimmer && !trimmer.decided) flush();
             subscriber.complete();
@@ -309,50 +311,28 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
         else if (id === generation) inner = sub;
       };
 
-      const onError = (j: number, error: unknown, called: boolean): void => {
+      const onError = (j: number, error: unknown, called: boolean, emitted: boolean): void => {
         errors.push(error);
         const skipped = !called && error instanceof CircuitOpenError;
         if (!skipped && visible && midStream === 'error') return subscriber.error(error);
-        let reason: string;
+        let verdict: FallbackVerdict | undefined;
         try {
-          const classification = classifier(error);
-          // skipped: rejected by its breaker (half-open, every probe slot taken) without a call
-          if (skipped) {
-            reason = 'circuit_open';
-          } else if (!(shouldFallback ? shouldFallback(error) : classification.fallback)) {
-            return subscriber.error(error);
-          } else {
-            reason = classification.category;
-          }
+          verdict = fallbackVerdict(error, called, classifier, shouldFallback);
         } catch (predicateError) {
           return subscriber.error(predicateError);
         }
-        advance(j + 1, names[j], reason);
+        if (!verdict) return subscriber.error(error);
+        advance(j + 1, { from: names[j], reason: verdict.reason, midStream: emitted });
       };
 
       /** Starts the first model from `j` whose breaker is not open. */
-      const advance = (j: number, from: string | undefined, reason: string): void => {
-        for (; ; j++) {
-          if (j >= list.length) return subscriber.error(new AllFallbacksFailedError([...errors]));
-          const to = names[j]!;
-          if (from !== undefined) hub?.report({ type: 'fallback', from, to, reason, midStream: visible });
-          const breaker = breakers[j];
-          if (breaker && breaker.state === 'open') {
-            const rejection = breaker.acquire();
-            if (rejection instanceof CircuitOpenError) {
-              errors.push(rejection);
-              hub?.report({ type: 'circuit', breaker: breaker.name, kind: 'rejected', retryAfterMs: rejection.retryAfterMs });
-              from = to;
-              reason = 'circuit_open';
-              continue;
-            }
-            rejection.release();
-          }
-          return start(j);
-        }
+      const advance = (j: number, hop: Hop): void => {
+        const next = nextAlternative(links, j, hop, errors, hub);
+        if (next < 0) return subscriber.error(new AllFallbacksFailedError([...errors]));
+        start(next);
       };
 
-      advance(0, undefined, '');
+      advance(0, { from: undefined, reason: '', midStream: false });
       return () => inner?.unsubscribe();
     });
 
