@@ -54,6 +54,13 @@ const RIGS: Record<string, () => Rig> = {
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     return { ts, source: new Subject(), others: [], op: circuitBreak(breaker), allowed: () => (breaker.state === 'open' ? 1 : 0) };
   },
+  'retryWithBackoff → circuitBreak (fused; totalTimeoutMs, restart)': () => {
+    const ts = scheduler();
+    const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
+    const retry = retryWithBackoff<unknown>({ scheduler: ts, jitter: 'none', maxRetries: 2, totalTimeoutMs: 60_000, afterEmit: 'restart', onRestart: () => 'reset' });
+    const op: MonoTypeOperatorFunction<unknown> = (s) => s.pipe(retry, circuitBreak(breaker));
+    return { ts, source: new Subject(), others: [], op, allowed: () => (breaker.state === 'open' ? 1 : 0) };
+  },
   'reflectOnError': () => ({ ts: scheduler(), source: new Subject(), others: [], op: reflectOnError() }),
   'fallbackTo': () => {
     const alternative = new Subject<unknown>();
