@@ -73,6 +73,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
   );
 
+  // minified, with a linked source map (devtools fetch /app.js.map only when open)
   const bundle = await build({
     entryPoints: [`${HERE}app.ts`],
     bundle: true,
@@ -80,13 +81,16 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     platform: 'browser',
     target: 'es2022',
     write: false,
-    sourcemap: 'inline',
+    minify: true,
+    sourcemap: 'linked',
+    outfile: 'app.js',
   });
-  const app = bundle.outputFiles[0]!.text;
+  const output = (suffix: string): string => bundle.outputFiles.find((f) => f.path.endsWith(suffix))!.text;
   const files: Record<string, [string, string]> = {
     '/': ['text/html; charset=utf-8', readFileSync(`${HERE}index.html`, 'utf8')],
     '/styles.css': ['text/css; charset=utf-8', readFileSync(`${HERE}styles.css`, 'utf8')],
-    '/app.js': ['text/javascript; charset=utf-8', app],
+    '/app.js': ['text/javascript; charset=utf-8', output('app.js')],
+    '/app.js.map': ['application/json', output('app.js.map')],
   };
 
   const server: Server = createServer((req, res) => {

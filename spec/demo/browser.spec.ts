@@ -124,4 +124,12 @@ describe('the demo page in Chromium', function () {
     const log = await page.$$eval('#log li', (items) => items.map((i) => i.textContent ?? ''));
     expect(log.some((l) => l.includes('reflection on get_weather (1/3)'))).to.equal(true);
   });
+
+  it('serves the page script minified with a linked source map (not inlined)', async () => {
+    const app = await (await fetch(`${demo.url}/app.js`)).text();
+    expect(app).to.match(/\/\/# sourceMappingURL=app\.js\.map\s*$/);
+    expect(app.length).to.be.below(300_000);
+    const map = (await (await fetch(`${demo.url}/app.js.map`)).json()) as { sources: string[] };
+    expect(map.sources.some((f) => f.endsWith('operators/retryWithBackoff.ts'))).to.equal(true);
+  });
 });
