@@ -1,0 +1,291 @@
+/**
+ * The two wire protocols the local provider speaks: OpenAI Chat Completions and Anthropic
+ * Messages, streaming (SSE frames) and not (JSON); requests in, as rxheal messages; answers,
+ * errors and faulty frames out.
+ *
+ * @module
+ */
+import { asyncScheduler } from 'rxjs';
+import { showValue } from '../core/errors.js';
+import type { Message } from '../core/events.js';
+import { parseToolArguments } from '../sources/providers/sse.js';
+import type { StreamErrorFault } from './faults.js';
+import type { AssistantTool } from './assistant.js';
+
+/**
+ * Which protocol a request spoke: `'openai'` (`/v1/chat/completions`) or `'anthropic'` (`/v1/messages`).
+ *
+ * @example
+ * ```ts
+ * const anthropicCalls = server.requests.filter((r) => r.protocol === 'anthropic').length;
+ * ```
+ */
+export type Protocol = 'openai' | 'anthropic';
+
+export interface ToolCallOut {
+  readonly id: string;
+  readonly name: string;
+  readonly args: unknown;
+}
+
+/** One model turn, ready to encode. */
+export interface Answer {
+  readonly id: string;
+  readonly model: string;
+  readonly text: string;
+  readonly tokens: readonly string[];
+  readonly toolCalls: readonly ToolCallOut[];
+  readonly finishReason: 'stop' | 'tool-calls' | 'length';
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** An SSE frame: `content` frames carry a token or a tool-argument piece; `closing` frames end the stream. */
+export interface Frame {
+  readonly text: string;
+  readonly part: 'preamble' | 'content' | 'closing';
+}
+
+export const sse = (data: unknown, event?: string): string => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+/** A tool call's JSON arguments cut into pieces, as providers stream them. */
+export function argumentPieces(args: unknown): string[] {
+  const json = typeof args === 'string' ? args : JSON.stringify(args ?? {});
+  const pieces: string[] = [];
+  for (let i = 0; i < json.length; i += 7) pieces.push(json.slice(i, i + 7));
+  return pieces.length > 0 ? pieces : [''];
+}
+
+const OPENAI_FINISH = { stop: 'stop', 'tool-calls': 'tool_calls', length: 'length' } as const;
+const ANTHROPIC_STOP = { stop: 'end_turn', 'tool-calls': 'tool_use', length: 'max_tokens' } as const;
+
+export function openAIFrames(answer: Answer, includeUsage: boolean): Frame[] {
+  const created = Math.floor(asyncScheduler.now() / 1000);
+  const chunk = (choices: unknown[], usage?: unknown): string =>
+    sse({ id: answer.id, object: 'chat.completion.chunk', created, model: answer.model, choices, ...(usage === undefined ? {} : { usage }) });
+  const delta = (d: unknown, finish: string | null = null): string => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+  const frames: Frame[] = [{ part: 'preamble', text: delta({ role: 'assistant', content: '' }) }];
+  for (const token of answer.tokens) frames.push({ part: 'content', text: delta({ content: token }) });
+  answer.toolCalls.forEach((call, index) => {
+    frames.push({ part: 'preamble', text: delta({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }) });
+    for (const piece of argumentPieces(call.args)) frames.push({ part: 'content', text: delta({ tool_calls: [{ index, function: { arguments: piece } }] }) });
+  });
+  frames.push({ part: 'closing', text: delta({}, OPENAI_FINISH[answer.finishReason]) });
+  if (includeUsage) {
+    const usage = { prompt_tokens: answer.inputTokens, completion_tokens: answer.outputTokens, total_tokens: answer.inputTokens + answer.outputTokens };
+    frames.push({ part: 'closing', text: chunk([], usage) });
+  }
+  frames.push({ part: 'closing', text: sse('[DONE]') });
+  return frames;
+}
+
+export function anthropicFrames(answer: Answer): Frame[] {
+  const frames: Frame[] = [
+    {
+      part: 'preamble',
+      text: sse(
+        {
+          type: 'message_start',
+          message: {
+            id: answer.id,
+            type: 'message',
+            role: 'assistant',
+            model: answer.model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: answer.inputTokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
+    },
+  ];
+  let index = 0;
+  if (answer.tokens.length > 0) {
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, 'content_block_start') });
+    frames.push({ part: 'preamble', text: sse({ type: 'ping' }, 'ping') });
+    for (const token of answer.tokens) {
+      frames.push({ part: 'content', text: sse({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: token } }, 'content_block_delta') });
+    }
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
+    index++;
+  }
+  for (const call of answer.toolCalls) {
+    frames.push({
+      part: 'preamble',
+      text: sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }, 'content_block_start'),
+    });
+    for (const piece of argumentPieces(call.args)) {
+      frames.push({ part: 'content', text: sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta') });
+    }
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
+    index++;
+  }
+  frames.push({
+    part: 'closing',
+    text: sse({ type: 'message_delta', delta: { stop_reason: ANTHROPIC_STOP[answer.finishReason], stop_sequence: null }, usage: { output_tokens: answer.outputTokens } }, 'message_delta'),
+  });
+  frames.push({ part: 'closing', text: sse({ type: 'message_stop' }, 'message_stop') });
+  return frames;
+}
+
+export function openAIJson(answer: Answer): unknown {
+  return {
+    id: answer.id,
+    object: 'chat.completion',
+    created: Math.floor(asyncScheduler.now() / 1000),
+    model: answer.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: answer.text === '' && answer.toolCalls.length > 0 ? null : answer.text,
+          ...(answer.toolCalls.length > 0
+            ? { tool_calls: answer.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) } })) }
+            : {}),
+        },
+        finish_reason: OPENAI_FINISH[answer.finishReason],
+      },
+    ],
+    usage: { prompt_tokens: answer.inputTokens, completion_tokens: answer.outputTokens, total_tokens: answer.inputTokens + answer.outputTokens },
+  };
+}
+
+export function anthropicJson(answer: Answer): unknown {
+  return {
+    id: answer.id,
+    type: 'message',
+    role: 'assistant',
+    model: answer.model,
+    content: [
+      ...(answer.text === '' ? [] : [{ type: 'text', text: answer.text }]),
+      ...answer.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })),
+    ],
+    stop_reason: ANTHROPIC_STOP[answer.finishReason],
+    stop_sequence: null,
+    usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
+  };
+}
+
+const ANTHROPIC_ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  503: 'overloaded_error',
+  529: 'overloaded_error',
+};
+
+/** An error body in the protocol's format. */
+export function errorBody(protocol: Protocol, status: number, message: string): unknown {
+  if (protocol === 'anthropic') {
+    return { type: 'error', error: { type: ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message } };
+  }
+  const type = status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { error: { message, type, param: null, code: status === 429 ? 'rate_limit_exceeded' : null } };
+}
+
+export function malformedFrame(protocol: Protocol, answer: Answer): string {
+  return protocol === 'anthropic'
+    ? `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel\n\n`
+    : `data: {"id":"${answer.id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hel\n\n`;
+}
+
+export function streamErrorFrame(protocol: Protocol, fault: StreamErrorFault): string {
+  const type = fault.errorType ?? 'overloaded_error';
+  const message = fault.message ?? (type === 'overloaded_error' ? 'Overloaded' : `${type} (local fault)`);
+  if (protocol === 'anthropic') return sse({ type: 'error', error: { type, message } }, 'error');
+  return sse({ error: { message, type: type === 'rate_limit_error' ? 'rate_limit_exceeded' : 'server_error', param: null, code: null } });
+}
+
+// ---- requests in: both protocols → rxheal messages ----------------------------------------
+
+export const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
+
+/** Text of a content field: a string, or text parts/blocks joined. */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (typeof part === 'string' ? part : isRecord(part) && typeof part['text'] === 'string' ? part['text'] : ''))
+      .join('');
+  }
+  return content === undefined || content === null ? '' : JSON.stringify(content);
+}
+
+export class BadRequest extends Error {}
+
+export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
+  const raw = body['messages'];
+  if (!Array.isArray(raw)) throw new BadRequest('"messages" must be an array');
+  const names = new Map<string, string>();
+  const messages: Message[] = [];
+  for (const m of raw as unknown[]) {
+    if (!isRecord(m)) throw new BadRequest('each message must be an object');
+    const role = m['role'];
+    const content = textOf(m['content']);
+    if (role === 'system' || role === 'developer') messages.push({ role: 'system', content });
+    else if (role === 'user') messages.push({ role: 'user', content });
+    else if (role === 'assistant') {
+      const calls = Array.isArray(m['tool_calls']) ? (m['tool_calls'] as unknown[]).filter(isRecord) : [];
+      const toolCalls = calls.map((c) => {
+        const fn = isRecord(c['function']) ? c['function'] : {};
+        const call = { id: String(c['id'] ?? ''), name: String(fn['name'] ?? ''), args: parseToolArguments(typeof fn['arguments'] === 'string' ? fn['arguments'] : '') };
+        names.set(call.id, call.name);
+        return call;
+      });
+      messages.push(toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content });
+    } else if (role === 'tool') {
+      const id = String(m['tool_call_id'] ?? '');
+      messages.push({ role: 'tool', toolCallId: id, toolName: names.get(id) ?? '', content });
+    } else throw new BadRequest(`unknown message role ${showValue(role)}`);
+  }
+  const tools = Array.isArray(body['tools'])
+    ? (body['tools'] as unknown[]).filter(isRecord).map((tool): AssistantTool => {
+        const fn = isRecord(tool['function']) ? tool['function'] : tool;
+        return { name: String(fn['name'] ?? ''), description: String(fn['description'] ?? ''), parameters: fn['parameters'] };
+      })
+    : [];
+  return { messages, tools };
+}
+
+export function fromAnthropic(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
+  const raw = body['messages'];
+  if (!Array.isArray(raw)) throw new BadRequest('messages: Field required');
+  const messages: Message[] = [];
+  const system = textOf(body['system']);
+  if (system !== '') messages.push({ role: 'system', content: system });
+  const names = new Map<string, string>();
+  for (const m of raw as unknown[]) {
+    if (!isRecord(m)) throw new BadRequest('each message must be an object');
+    const role = m['role'];
+    if (role !== 'user' && role !== 'assistant') throw new BadRequest(`unknown message role ${showValue(role)}`);
+    const blocks: unknown[] = typeof m['content'] === 'string' ? [{ type: 'text', text: m['content'] }] : Array.isArray(m['content']) ? m['content'] : [];
+    let text = '';
+    const toolCalls: { id: string; name: string; args: unknown }[] = [];
+    for (const block of blocks) {
+      if (!isRecord(block)) continue;
+      if (block['type'] === 'text' && typeof block['text'] === 'string') text += block['text'];
+      else if (block['type'] === 'tool_use') {
+        const call = { id: String(block['id'] ?? ''), name: String(block['name'] ?? ''), args: block['input'] ?? {} };
+        names.set(call.id, call.name);
+        toolCalls.push(call);
+      } else if (block['type'] === 'tool_result') {
+        const id = String(block['tool_use_id'] ?? '');
+        const result: Message = { role: 'tool', toolCallId: id, toolName: names.get(id) ?? '', content: textOf(block['content']) };
+        messages.push(block['is_error'] === true ? { ...result, isError: true } : result);
+      }
+    }
+    if (role === 'assistant') messages.push(toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text });
+    else if (text !== '') messages.push({ role: 'user', content: text });
+  }
+  const tools = Array.isArray(body['tools'])
+    ? (body['tools'] as unknown[]).filter(isRecord).map((tool): AssistantTool => ({ name: String(tool['name'] ?? ''), description: String(tool['description'] ?? ''), parameters: tool['input_schema'] }))
+    : [];
+  return { messages, tools };
+}
