@@ -39,6 +39,13 @@ export async function guardedCall(options: { n: number; reps: number; warmup: nu
       name: 'rxheal, pipeline built per call',
       run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(defer(fn).pipe(retryWithBackoff(), circuitBreak(perCallBreaker))); },
     },
+    {
+      // the documented shape, `defer(() => call(args)).pipe(retryWithBackoff({…}), circuitBreak(breaker))`
+      name: 'rxheal, pipeline built per call with options',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(defer(fn).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 100, jitter: 'full' }), circuitBreak(perCallBreaker)));
+      },
+    },
     { name: 'cockatiel wrap(retry, breaker)', run: async (n) => { for (let i = 0; i < n; i++) await cockatiel.execute(fn); } },
     { name: 'opossum fire() (timeout off)', run: async (n) => { for (let i = 0; i < n; i++) await opossumNoTimeout.fire(); } },
     { name: 'opossum fire() (default 10 s timeout)', run: async (n) => { for (let i = 0; i < n; i++) await opossumDefault.fire(); } },
