@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { catchError, defer, mergeMap, NEVER, of, retry, take, throwError, type Observable } from 'rxjs';
+import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, type Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import type { CircuitEvent } from '../../src/core/CircuitBreaker.js';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
@@ -745,6 +745,36 @@ describe('circuitBreak', () => {
           ]),
         );
       });
+    });
+
+    it('in real time, around a promise-returning function: two 503s, then success; one success counted', async () => {
+      const breaker = new CircuitBreaker({ failureThreshold: 1 });
+      let calls = 0;
+      const flaky = async (): Promise<string> => {
+        calls++;
+        if (calls < 3) throw new HttpError(503);
+        return 'ok';
+      };
+      const value = await lastValueFrom(defer(flaky).pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 1, jitter: 'none' }), circuitBreak(breaker)));
+      expect(value).to.equal('ok');
+      expect(calls).to.equal(3);
+      expect(breaker.state).to.equal('closed');
+      expect(breaker.snapshot().consecutiveFailures).to.equal(0);
+    });
+
+    it('in real time: unsubscribing during the backoff wait frees the half-open slot', async () => {
+      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1 });
+      await lastValueFrom(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker))).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(breaker.state).to.equal('half-open');
+      const probe = defer(async () => Promise.reject(new HttpError(503))).pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 10_000, jitter: 'none' }), circuitBreak(breaker));
+      const sub = probe.subscribe({ error: () => undefined });
+      await new Promise((resolve) => setTimeout(resolve, 5)); // the attempt has failed; the retry waits 10 s
+      sub.unsubscribe();
+      expect(breaker.state).to.equal('half-open');
+      // the slot is free: the next call is admitted as the probe, and its success closes the breaker
+      expect(await lastValueFrom(of('fine').pipe(retryWithBackoff(), circuitBreak(breaker)))).to.equal('fine');
+      expect(breaker.state).to.equal('closed');
     });
 
     it('totalTimeoutMs running out counts one failure (TotalTimeoutError) and cancels the attempt', () => {
