@@ -9,34 +9,53 @@ import { createDemoAgent, type DemoAgent } from './agent.js';
 const start = Date.now();
 const stamp = (): string => `${String(Date.now() - start).padStart(6)} ms`;
 
+/** Whether the cursor is at the end of an answer line (text is streaming). */
+let answering = false;
+/** Whether the next answer text continues one cut short (a fallback continuing it). */
+let continuing = false;
+
+/** One timeline line; an answer being streamed is ended first, and resumed on its own line later. */
+function line(text: string): void {
+  if (answering) process.stdout.write('\n');
+  answering = false;
+  console.log(`${stamp()}  ${text}`);
+}
+
 function print(e: AgentEvent): void {
   switch (e.type) {
     case 'text-delta':
+      if (!answering) process.stdout.write(`${stamp()}  answer    ${continuing ? '…' : ''}`);
+      answering = true;
+      continuing = false;
       return void process.stdout.write(e.text);
     case 'reset':
-      return void process.stdout.write(`  ⟲ [discard the partial answer: ${e.reason} → ${e.target}]\n         `);
+      continuing = false;
+      return line(`reset     discard the partial answer (${e.reason} → ${e.target})`);
     case 'retry':
-      return console.log(`\n${stamp()}  retry     ${e.target} ${e.attempt}/${e.max} in ${e.delayMs} ms (${e.category})`);
+      return line(`retry     ${e.target} ${e.attempt}/${e.max} in ${e.delayMs} ms (${e.category})`);
     case 'retry-succeeded':
-      return console.log(`\n${stamp()}  healed    ${e.target} on attempt ${e.attempt}`);
+      return line(`healed    ${e.target} on attempt ${e.attempt}`);
     case 'circuit':
-      return console.log(`\n${stamp()}  circuit   ${e.breaker} ${e.kind === 'transition' ? `${e.from} → ${e.to} (${e.reason})` : 'rejected a call (open)'}`);
+      return line(`circuit   ${e.breaker} ${e.kind === 'transition' ? `${e.from} → ${e.to} (${e.reason})` : 'rejected a call (open)'}`);
     case 'fallback':
-      return console.log(`\n${stamp()}  fallback  ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+      // mid-answer, the fallback continues the text shown (or a reset comes first to discard it)
+      if (e.midStream) continuing = true;
+      return line(`fallback  ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
     case 'tool-call':
-      return console.log(`\n${stamp()}  tool      ${e.name}(${JSON.stringify(e.args)})`);
+      return line(`tool      ${e.name}(${JSON.stringify(e.args)})`);
     case 'tool-error':
-      return console.log(`${stamp()}  failed    ${e.name}: ${e.error}`);
+      return line(`failed    ${e.name}: ${e.error}`);
     case 'reflection':
-      return console.log(`${stamp()}  reflect   ${e.prompt}`);
+      return line(`reflect   ${e.prompt}`);
     case 'tool-result':
-      return console.log(`${stamp()}  result    ${JSON.stringify(e.result)}`);
+      return line(`result    ${JSON.stringify(e.result)}`);
     case 'degraded':
-      return console.log(`\n${stamp()}  degraded  ${e.capability}: ${e.reason}`);
+      return line(`degraded  ${e.capability}: ${e.reason}`);
     case 'restored':
-      return console.log(`\n${stamp()}  restored  ${e.capability}`);
+      return line(`restored  ${e.capability}`);
     case 'finish':
-      if (e.reason === 'stop') process.stdout.write('\n');
+      if (answering) process.stdout.write('\n');
+      answering = false;
       return;
     default:
       return;
@@ -44,8 +63,8 @@ function print(e: AgentEvent): void {
 }
 
 async function ask(agent: DemoAgent, history: Message[], question: string): Promise<void> {
-  console.log(`\n${stamp()}  user      ${question}`);
-  process.stdout.write(`${stamp()}  answer    `);
+  console.log('');
+  line(`user      ${question}`);
   history.push({ role: 'user', content: question });
   await new Promise<void>((resolve) =>
     agent.ask(history).subscribe({
@@ -54,7 +73,7 @@ async function ask(agent: DemoAgent, history: Message[], question: string): Prom
         print(e);
       },
       error: (error: unknown) => {
-        console.log(`\n${stamp()}  error     ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+        line(`error     ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
         resolve();
       },
       complete: resolve,

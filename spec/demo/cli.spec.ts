@@ -1,0 +1,47 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../examples/demo/cli.ts', import.meta.url));
+
+/** The timeline's lines without their time stamps. */
+function timeline(stdout: string): string[] {
+  return stdout
+    .split('\n')
+    .map((l) => l.replace(/^\s*\d+ ms {2}/, ''))
+    .filter((l) => l.trim() !== '');
+}
+
+describe('npm run demo:cli (the scenario in the terminal, two real local providers)', function () {
+  this.timeout(60_000);
+  let lines: string[] = [];
+
+  before(async () => {
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out) => (error ? reject(error) : resolve(out))),
+    );
+    lines = timeline(stdout);
+  });
+
+  it('every question gets its answer on one line, and nothing errors', () => {
+    expect(lines.filter((l) => l.startsWith('error'))).to.deep.equal([]);
+    expect(lines.filter((l) => l.startsWith('answer'))).to.deep.equal([
+      'answer    It is 22 °C and sunny in Paris.',
+      'answer    It is 22 °C and sunny in Oslo.',
+      'answer    It is 22 °C and sunny in Rome.',
+      'answer    It is 22 °C and sunny in Lisbon.',
+      "answer    I couldn't search the knowledge base right now, so I can't look that up. Please try again later.",
+      'answer    I am the local',
+      'answer    … rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
+    ]);
+  });
+
+  it('shows the healing: the retry after retry-after, the reflection, the breaker opening and being skipped, the degradation, the mid-answer fallback', () => {
+    expect(lines).to.include('retry     model:primary 1/2 in 1000 ms (rate_limit)');
+    expect(lines.some((l) => l.startsWith('reflect   The tool \'get_weather\' failed'))).to.equal(true);
+    expect(lines).to.include('circuit   model:primary closed → open (failure_threshold)');
+    expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
+    expect(lines).to.include('degraded  knowledge-search: no result within 3000 ms');
+    expect(lines).to.include('fallback  model:primary → model:secondary (connection, mid-answer)');
+  });
+});
