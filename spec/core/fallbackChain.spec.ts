@@ -4,7 +4,7 @@ import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import { classifyError } from '../../src/core/classify.js';
 import { CircuitOpenError, HttpError } from '../../src/core/errors.js';
 import type { HealEvent } from '../../src/core/events.js';
-import { fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink } from '../../src/core/fallbackChain.js';
+import { decideFallback, fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink } from '../../src/core/fallbackChain.js';
 import { HealHub } from '../../src/core/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { testScheduler } from '../support/marbles.js';
@@ -44,6 +44,19 @@ describe('fallbackChain (the rules fallbackTo and fallbackModel share)', () => {
           throw boom;
         }),
       ).to.throw(boom);
+    });
+  });
+
+  describe('decideFallback', () => {
+    it('the verdict, or what to fail with: the error itself when not worth a fallback, or what the predicate threw', () => {
+      expect(decideFallback(new HttpError(503), true, classifyError, undefined)).to.include({ reason: 'service_unavailable' });
+      const bug = new TypeError('bug');
+      expect(decideFallback(bug, true, classifyError, undefined)).to.deep.equal({ fail: bug });
+      const boom = new Error('predicate broke');
+      const decision = decideFallback(new HttpError(503), true, classifyError, () => {
+        throw boom;
+      });
+      expect(decision).to.have.property('fail', boom);
     });
   });
 

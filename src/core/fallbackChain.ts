@@ -51,6 +51,29 @@ export function fallbackVerdict(
   return moveOn ? { classification, reason: classification.category } : undefined;
 }
 
+/**
+ * {@link fallbackVerdict}, total: the verdict, or the error to fail with instead — the error
+ * itself when it is not worth a fallback, or what the classifier or predicate threw.
+ *
+ * @example
+ * ```ts
+ * const decision = decideFallback(error, called, classifyError, undefined);
+ * if ('fail' in decision) return subscriber.error(decision.fail);
+ * ```
+ */
+export function decideFallback(
+  error: unknown,
+  called: boolean,
+  classifier: ErrorClassifier,
+  shouldFallback: ((error: unknown) => boolean) | undefined,
+): FallbackVerdict | { readonly fail: unknown } {
+  try {
+    return fallbackVerdict(error, called, classifier, shouldFallback) ?? { fail: error };
+  } catch (predicateError) {
+    return { fail: predicateError };
+  }
+}
+
 /** One hand-over: from where (`undefined` for the chain's start: nothing to report), why, and whether `from` had emitted. */
 export interface Hop {
   readonly from: string | undefined;

@@ -21,6 +21,20 @@ export interface CircuitPermit {
 }
 
 /**
+ * A call ended by unsubscribing (not by completing or failing): a success if it had produced a
+ * value, else its admission is given back uncounted (freeing a half-open slot).
+ *
+ * @example
+ * ```ts
+ * settleUnsubscribed(permit, emitted);
+ * ```
+ */
+export function settleUnsubscribed(permit: CircuitPermit, emitted: boolean): void {
+  if (emitted) permit.success();
+  else permit.release();
+}
+
+/**
  * Internal protocol between operators: an observable carrying this key can run one subscription
  * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
  * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s

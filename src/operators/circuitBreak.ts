@@ -1,6 +1,6 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
-import { RUN_UNDER_PERMIT, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
+import { RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
 import type { HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 
@@ -108,7 +108,6 @@ class PermitSubscriber<T> extends Subscriber<T> {
     super.unsubscribe();
     if (this.settled) return;
     this.settled = true;
-    if (this.emitted) this.permit.success();
-    else this.permit.release();
+    settleUnsubscribed(this.permit, this.emitted);
   }
 }

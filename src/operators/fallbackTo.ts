@@ -2,7 +2,7 @@ import { isObservable, Observable, type MonoTypeOperatorFunction, type Observabl
 import { CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
-import { fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink, type FallbackVerdict } from '../core/fallbackChain.js';
+import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallbackChain.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
@@ -264,7 +264,6 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
   const primaryName = o.name ?? 'primary';
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
   const guards = candidates.map((c) => (c.breaker ? circuitBreak<T>(c.breaker, { hub }) : undefined));
-  const links: ChainLink[] = candidates;
 
   return (source) =>
     new Observable<T>((subscriber) => {
@@ -293,15 +292,10 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
         const list = (errors ??= []);
         list.push(error);
         if (emitted && !restart) return subscriber.error(error);
-        let verdict: FallbackVerdict | undefined;
-        try {
-          verdict = fallbackVerdict(error, called, classifier, shouldFallback);
-        } catch (predicateError) {
-          return subscriber.error(predicateError);
-        }
-        if (!verdict) return subscriber.error(error);
+        const verdict = decideFallback(error, called, classifier, shouldFallback);
+        if ('fail' in verdict) return subscriber.error(verdict.fail);
         const from = index === 0 ? primaryName : candidates[index - 1]!.name;
-        const next = nextAlternative(links, index, { from, reason: verdict.reason, midStream: emitted }, list, hub);
+        const next = nextAlternative(candidates, index, { from, reason: verdict.reason, midStream: emitted }, list, hub);
         if (next < 0) return subscriber.error(new AllFallbacksFailedError(list));
         const candidate = candidates[next]!;
         // the marker goes right before the alternative that is actually called

@@ -1,5 +1,5 @@
 import { asyncScheduler, Observable, Subscriber, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { type CircuitPermit, RUN_UNDER_PERMIT, type RunsUnderPermit } from '../core/permit.js';
+import { type CircuitPermit, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
@@ -342,14 +342,8 @@ class RetryRun<T> {
     this.wait = wait;
     subscriber.add(wait);
     // unsubscribed while waiting: the call ends here (a wait that fires has cleared `this.wait`)
-    if (this.permit) wait.add(() => this.wait === wait && settleCancelled(this.permit!, this.emitted));
+    if (this.permit) wait.add(() => this.wait === wait && settleUnsubscribed(this.permit!, this.emitted));
   }
-}
-
-/** A call under a permit ended by unsubscribing: a success if it had produced a value. */
-function settleCancelled(permit: CircuitPermit, emitted: boolean): void {
-  if (emitted) permit.success();
-  else permit.release();
 }
 
 /**
@@ -408,6 +402,6 @@ class AttemptSubscriber<T> extends Subscriber<T> {
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
-    if (this.permit !== undefined && !this.handedOver) settleCancelled(this.permit, this.emitted || this.run?.emitted === true);
+    if (this.permit !== undefined && !this.handedOver) settleUnsubscribed(this.permit, this.emitted || this.run?.emitted === true);
   }
 }

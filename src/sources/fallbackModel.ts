@@ -1,8 +1,8 @@
 import { Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
-import { AllFallbacksFailedError, CircuitOpenError, InvalidOptionError } from '../core/errors.js';
-import { fallbackVerdict, guardedAttempt, nextAlternative, type ChainLink, type FallbackVerdict, type Hop } from '../core/fallbackChain.js';
+import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
+import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
@@ -313,15 +313,11 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
 
       const onError = (j: number, error: unknown, called: boolean, emitted: boolean): void => {
         errors.push(error);
-        const skipped = !called && error instanceof CircuitOpenError;
-        if (!skipped && visible && midStream === 'error') return subscriber.error(error);
-        let verdict: FallbackVerdict | undefined;
-        try {
-          verdict = fallbackVerdict(error, called, classifier, shouldFallback);
-        } catch (predicateError) {
-          return subscriber.error(predicateError);
-        }
-        if (!verdict) return subscriber.error(error);
+        // the consumer holds this answer's output: 'error' hands over no further (a model skipped
+        // by its breaker never follows visible output here, so it needs no exception)
+        if (visible && midStream === 'error') return subscriber.error(error);
+        const verdict = decideFallback(error, called, classifier, shouldFallback);
+        if ('fail' in verdict) return subscriber.error(verdict.fail);
         advance(j + 1, { from: names[j], reason: verdict.reason, midStream: emitted });
       };
 
