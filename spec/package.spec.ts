@@ -28,6 +28,10 @@ describe('the published package', () => {
     }
     const testing = (await import('rxheal/testing')) as Record<string, unknown>;
     for (const name of ['scriptedModel', 'scriptedTool', 'fromMarbles', 'describeEvent', 'record']) expect(testing[name], name).to.be.a('function');
+    const providers = (await import('rxheal/providers')) as Record<string, unknown>;
+    for (const name of ['SseParser', 'parseSse', 'fetchSse', 'decodeSse', 'openAICompatibleModel', 'anthropicModel']) expect(providers[name], name).to.be.a('function');
+    const events = (await import('rxheal/events')) as Record<string, unknown>;
+    for (const name of ['TextDeltaCodec', 'ToolResultEventCodec', 'AgentEventCodec']) expect(events[name], name).to.have.property('decode');
     const otel = (await import('rxheal/otel')) as Record<string, unknown>;
     expect(otel['instrument']).to.be.a('function');
     const types = readFileSync(new URL('../dist/index.d.ts', import.meta.url), 'utf8');

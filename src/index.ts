@@ -28,7 +28,9 @@ export {
   BudgetExceededError,
   CircuitOpenError,
   HttpError,
+  IncompleteStreamError,
   InvalidOptionError,
+  MalformedStreamError,
   RetriesExhaustedError,
   TotalTimeoutError,
 } from './core/errors.js';
@@ -37,21 +39,23 @@ export { ToolError } from './core/errors.js';
 export type { ToolPhase } from './core/errors.js';
 export { HealHub } from './core/hub.js';
 export { sanitizeText, errorText } from './core/sanitize.js';
-export * from './core/events.js';
+export type * from './core/events.js';
+// the union codecs; each event's and message's own codec is in rxheal/events
+export { AgentEventCodec, HealEventCodec, MessageCodec, ModelEventCodec, ToolCallCodec, TurnEventCodec, UsageCodec } from './core/events.js';
 export { reflectOnError, shouldReflectByDefault, Reflection, DEFAULT_REFLECTION_TEMPLATE, DEFAULT_EXHAUSTED_TEMPLATE } from './operators/reflectOnError.js';
 export type { ReflectOnErrorOptions } from './operators/reflectOnError.js';
 export { validateOutput } from './operators/validateOutput.js';
 export type { OutputCheck, OutputValidator, ValidateOutputOptions } from './operators/validateOutput.js';
 export type { CircuitBreakOptions } from './operators/circuitBreak.js';
-export { abortable } from './sources/abortable.js';
-export type { AbortContext } from './sources/abortable.js';
-export { streamModel, fromAsyncIterable, eachValueFrom } from './sources/model.js';
-export type { Model, ModelRequest, ToolSpec } from './sources/model.js';
+export { abortable } from './core/abortable.js';
+export type { AbortContext } from './core/abortable.js';
+export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model.js';
+export type { Model, ModelRequest, ToolSpec } from './core/model.js';
 export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
 export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
-export { RunScope } from './sources/runScope.js';
+export { RunScope } from './core/runScope.js';
 export { fallbackTo } from './operators/fallbackTo.js';
 export type { FallbackAlternative, FallbackFactory, FallbackInfo, FallbackToBaseOptions, FallbackToOptions, NamedFallback } from './operators/fallbackTo.js';
 export { fallbackModel, DEFAULT_CONTINUE_INSTRUCTION } from './sources/fallbackModel.js';
@@ -64,9 +68,8 @@ export { formatLogLine, logEvents, logRecord, tapLogs } from './observe/logger.j
 export type { LogEventsOptions, LoggerLike, LogLevel, LogRecord, LogValue } from './observe/logger.js';
 export { summarize, summarizeEvents } from './observe/summarize.js';
 export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
-export { openAICompatibleModel, openAIRequestBody } from './sources/providers/openai.js';
+export { openAICompatibleModel } from './sources/providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './sources/providers/openai.js';
-export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, ANTHROPIC_VERSION } from './sources/providers/anthropic.js';
+export { anthropicModel } from './sources/providers/anthropic.js';
 export type { AnthropicModelOptions } from './sources/providers/anthropic.js';
-export { SseParser, parseSse, fetchSse, decodeSse, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sources/providers/sse.js';
-export type { SseEvent, SseRequest, StreamDecoder } from './sources/providers/sse.js';
+// the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers

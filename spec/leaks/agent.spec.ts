@@ -8,7 +8,7 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
-import { abortable } from '../../src/sources/abortable.js';
+import { abortable } from '../../src/core/abortable.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
 import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';

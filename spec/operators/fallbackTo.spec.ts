@@ -5,7 +5,7 @@ import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpErr
 import type { HealEvent, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { fallbackTo, type FallbackInfo } from '../../src/operators/fallbackTo.js';
-import type { Model, ModelRequest } from '../../src/sources/model.js';
+import type { Model, ModelRequest } from '../../src/core/model.js';
 import { testScheduler } from '../support/marbles.js';
 
 const e503 = new HttpError(503);

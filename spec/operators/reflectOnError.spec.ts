@@ -10,7 +10,7 @@ import {
   shouldReflectByDefault,
   type ReflectOnErrorOptions,
 } from '../../src/operators/reflectOnError.js';
-import { bindToRun, isFatal, RunScope } from '../../src/sources/runScope.js';
+import { bindToRun, isFatal, RunScope } from '../../src/core/runScope.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
 import { testScheduler } from '../support/marbles.js';
 

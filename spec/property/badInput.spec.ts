@@ -14,7 +14,7 @@ import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { validateOutput } from '../../src/operators/validateOutput.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
-import type { Model } from '../../src/sources/model.js';
+import type { Model } from '../../src/core/model.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 

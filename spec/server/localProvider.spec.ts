@@ -10,7 +10,7 @@ import { HealHub } from '../../src/core/hub.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
-import { streamModel } from '../../src/sources/model.js';
+import { streamModel } from '../../src/core/model.js';
 import { anthropicModel } from '../../src/sources/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import { parseSse } from '../../src/sources/providers/sse.js';

@@ -53,7 +53,7 @@ import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
-import { streamModel, type Model, type ModelRequest } from '../../src/sources/model.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { anthropicModel } from '../../src/sources/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../src/sources/providers/sse.js';

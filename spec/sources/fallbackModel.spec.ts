@@ -6,7 +6,7 @@ import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionErro
 import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
-import { streamModel, type Model, type ModelRequest } from '../../src/sources/model.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { testScheduler } from '../support/marbles.js';
 
 const e503 = new HttpError(503);

@@ -4,8 +4,8 @@ import { NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
 import { HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
 import type { ToolCall } from '../../src/core/events.js';
-import type { AbortContext } from '../../src/sources/abortable.js';
-import { RunScope, runOf } from '../../src/sources/runScope.js';
+import type { AbortContext } from '../../src/core/abortable.js';
+import { RunScope, runOf } from '../../src/core/runScope.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
 import { testScheduler } from '../support/marbles.js';
 

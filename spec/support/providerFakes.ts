@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Observable } from 'rxjs';
 import type { TurnEvent } from '../../src/core/events.js';
-import type { ModelRequest } from '../../src/sources/model.js';
+import type { ModelRequest } from '../../src/core/model.js';
 
 export const fixture = (name: string): string => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 

@@ -3,7 +3,7 @@ import * as t from 'io-ts';
 import { NEVER, of, timer, type Observable } from 'rxjs';
 import { HttpError, ToolError } from '../../src/core/errors.js';
 import type { AgentEvent, ModelEvent, TurnEvent } from '../../src/core/events.js';
-import { streamModel, type ModelRequest } from '../../src/sources/model.js';
+import { streamModel, type ModelRequest } from '../../src/core/model.js';
 import { callTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, fromMarbles, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';

@@ -325,3 +325,31 @@ export class IncompleteStreamError extends Error {
     this.eventsReceived = eventsReceived;
   }
 }
+
+/**
+ * A provider sent an event that cannot be read (bad JSON, an unexpected shape). `status` is 502
+ * (what a gateway answers for an invalid upstream response), so `classifyError` says
+ * `bad_gateway`: retryable, fallback-able, counted by breakers. `data` is the offending event's
+ * data (at most 500 characters); `cause` is the parse error, if any.
+ *
+ * @example
+ * ```ts
+ * classifyError(new MalformedStreamError('anthropic:claude', 'bad JSON', '{"type":"content_blo'));
+ * // { retryable: true, fallback: true, category: 'bad_gateway', strategy: 'exponential_backoff' }
+ * ```
+ */
+export class MalformedStreamError extends Error {
+  override readonly name = 'MalformedStreamError';
+  /** 502: read by the classifier as `bad_gateway`. */
+  readonly status = 502;
+  /** Which model's stream (`Model.id`). */
+  readonly model: string;
+  /** The event data that could not be read, truncated to 500 characters. */
+  readonly data: string;
+
+  constructor(model: string, detail: string, data: string, options?: { cause?: unknown }) {
+    super(`Malformed event in the stream of '${model}': ${detail}`, options);
+    this.model = model;
+    this.data = data.length > 500 ? data.slice(0, 500) + '…' : data;
+  }
+}

@@ -3,6 +3,15 @@
  * emits to its consumer. Each type has an io-ts codec (`…Codec`) to validate data crossing a
  * boundary (a provider, a server, a test fixture). Names follow the Vercel AI SDK's style.
  *
+ * The root entry exports every type and the union codecs (`MessageCodec`, `TurnEventCodec`,
+ * `AgentEventCodec`, …); `rxheal/events` has each event's and message's own codec as well.
+ *
+ * @example
+ * ```ts
+ * import { ToolResultEventCodec } from 'rxheal/events';
+ * ToolResultEventCodec.is({ type: 'tool-result', toolCallId: '1', toolName: 'x', result: 1 }); // true
+ * ```
+ *
  * @module
  */
 import * as t from 'io-ts';

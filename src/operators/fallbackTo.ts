@@ -6,7 +6,7 @@ import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallbac
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
-import { streamModel, type Model, type ModelRequest } from '../sources/model.js';
+import { streamModel, type Model, type ModelRequest } from '../core/model.js';
 import { circuitBreak } from './circuitBreak.js';
 
 /**

@@ -3,7 +3,7 @@ import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, ToolError } from '../core/errors.js';
 import { Bool, Func, NonNegativeInteger, PositiveInteger, check, oneOf, validateOptions } from '../core/options.js';
 import { DEFAULT_MAX_ERROR_CHARS, errorText, sanitizeText } from '../core/sanitize.js';
-import { markFatal, runOf, type RunScope } from '../sources/runScope.js';
+import { markFatal, runOf, type RunScope } from '../core/runScope.js';
 
 /** The reference's reflection prompt. */
 export const DEFAULT_REFLECTION_TEMPLATE =

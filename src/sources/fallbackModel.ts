@@ -7,7 +7,7 @@ import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
-import { streamModel, type Model, type ModelRequest } from './model.js';
+import { streamModel, type Model, type ModelRequest } from '../core/model.js';
 
 /**
  * The user message that asks a fallback model to continue a cut-off answer (`midStream:

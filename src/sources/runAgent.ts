@@ -19,9 +19,9 @@ import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOption
 import { errorText } from '../core/sanitize.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type Model, type ModelRequest } from './model.js';
+import { streamModel, type Model, type ModelRequest } from '../core/model.js';
 import { IncompleteStreamError } from '../core/errors.js';
-import { isFatal, RunScope } from './runScope.js';
+import { isFatal, RunScope } from '../core/runScope.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
 /** Limits on one run, counted across retries, reflections and fallbacks. */

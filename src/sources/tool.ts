@@ -5,9 +5,9 @@ import { InvalidOptionError, ToolError } from '../core/errors.js';
 import type { ToolCall } from '../core/events.js';
 import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
-import { abortable, type AbortContext } from './abortable.js';
-import type { ToolSpec } from './model.js';
-import { bindToRun, type RunScope } from './runScope.js';
+import { abortable, type AbortContext } from '../core/abortable.js';
+import type { ToolSpec } from '../core/model.js';
+import { bindToRun, type RunScope } from '../core/runScope.js';
 
 /** What {@link defineTool} takes. */
 export interface ToolDefinition<A, R> {

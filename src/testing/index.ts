@@ -9,8 +9,8 @@ import { asyncScheduler, from, mergeMap, Observable, throwError, timer, type Obs
 import { TestScheduler } from 'rxjs/testing';
 import * as t from 'io-ts';
 import type { AgentEvent, Finish, FinishReason, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
-import type { AbortContext } from '../sources/abortable.js';
-import type { Model, ModelRequest } from '../sources/model.js';
+import type { AbortContext } from '../core/abortable.js';
+import type { Model, ModelRequest } from '../core/model.js';
 import { defineTool, type Tool } from '../sources/tool.js';
 
 /** A timed script: marble string (one frame = 1 ms), its values, and the error for `#`. */

@@ -3,7 +3,7 @@ import { firstValueFrom, lastValueFrom, mergeMap } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
-import { streamModel } from '../../../src/sources/model.js';
+import { streamModel } from '../../../src/core/model.js';
 import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../../src/sources/providers/anthropic.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';

@@ -7,7 +7,7 @@
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
-import type { Model, ModelRequest } from '../model.js';
+import type { Model, ModelRequest } from '../../core/model.js';
 import {
   AnyString,
   HttpUrl,

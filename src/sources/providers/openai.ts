@@ -7,7 +7,7 @@
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString } from '../../core/options.js';
-import type { Model, ModelRequest, ToolSpec } from '../model.js';
+import type { Model, ModelRequest, ToolSpec } from '../../core/model.js';
 import {
   AnyString,
   HttpUrl,

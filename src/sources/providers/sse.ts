@@ -8,7 +8,7 @@
  */
 import { Observable } from 'rxjs';
 import type * as t from 'io-ts';
-import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../core/errors.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../core/errors.js';
 import { check, validateOptions } from '../../core/options.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -181,35 +181,7 @@ export function parseSse(input: string | Iterable<Uint8Array | string>): SseEven
 // errors
 // ---------------------------------------------------------------------------------------------
 
-export { IncompleteStreamError } from '../../core/errors.js';
-
-/**
- * A provider sent an event that cannot be read (bad JSON, an unexpected shape). `status` is 502
- * (what a gateway answers for an invalid upstream response), so `classifyError` says
- * `bad_gateway`: retryable, fallback-able, counted by breakers. `data` is the offending event's
- * data (at most 500 characters); `cause` is the parse error, if any.
- *
- * @example
- * ```ts
- * classifyError(new MalformedStreamError('anthropic:claude', 'bad JSON', '{"type":"content_blo'));
- * // { retryable: true, fallback: true, category: 'bad_gateway', strategy: 'exponential_backoff' }
- * ```
- */
-export class MalformedStreamError extends Error {
-  override readonly name = 'MalformedStreamError';
-  /** 502: read by the classifier as `bad_gateway`. */
-  readonly status = 502;
-  /** Which model's stream (`Model.id`). */
-  readonly model: string;
-  /** The event data that could not be read, truncated to 500 characters. */
-  readonly data: string;
-
-  constructor(model: string, detail: string, data: string, options?: { cause?: unknown }) {
-    super(`Malformed event in the stream of '${model}': ${detail}`, options);
-    this.model = model;
-    this.data = data.length > 500 ? data.slice(0, 500) + '…' : data;
-  }
-}
+export { IncompleteStreamError, MalformedStreamError } from '../../core/errors.js';
 
 /**
  * Parses one event's JSON data; bad JSON or a non-object becomes a {@link MalformedStreamError}.

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { NEVER, Observable, Subject } from 'rxjs';
-import { abortable, type AbortContext } from '../../src/sources/abortable.js';
+import { abortable, type AbortContext } from '../../src/core/abortable.js';
 import { testScheduler } from '../support/marbles.js';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

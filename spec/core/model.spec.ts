@@ -3,8 +3,8 @@ import { from, map, NEVER, of } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
 import { IncompleteStreamError } from '../../src/core/errors.js';
 import type { TurnEvent } from '../../src/core/events.js';
-import type { AbortContext } from '../../src/sources/abortable.js';
-import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest } from '../../src/sources/model.js';
+import type { AbortContext } from '../../src/core/abortable.js';
+import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import * as root from '../../src/index.js';
 import { testScheduler } from '../support/marbles.js';
 

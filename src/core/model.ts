@@ -1,6 +1,6 @@
 import { Observable, type ObservableInput } from 'rxjs';
-import { IncompleteStreamError } from '../core/errors.js';
-import type { Message, TurnEvent } from '../core/events.js';
+import { IncompleteStreamError } from './errors.js';
+import type { Message, TurnEvent } from './events.js';
 import { abortable, type AbortContext } from './abortable.js';
 
 /** What a tool looks like to a model: its name and what it is for. */

@@ -1,0 +1,18 @@
+/**
+ * `rxheal/providers`: the protocol layer under {@link openAICompatibleModel} and
+ * {@link anthropicModel} — SSE parsing, stream decoders, request bodies. Reach for it to speak a
+ * protocol of your own or to test one; the two models themselves are also exported from the root.
+ *
+ * @example
+ * ```ts
+ * import { fetchSse, decodeSse } from 'rxheal/providers';
+ * ```
+ *
+ * @module
+ */
+export { openAICompatibleModel, openAIRequestBody } from './openai.js';
+export type { OpenAICompatibleModelOptions } from './openai.js';
+export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, ANTHROPIC_VERSION } from './anthropic.js';
+export type { AnthropicModelOptions } from './anthropic.js';
+export { SseParser, parseSse, fetchSse, decodeSse, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
+export type { SseEvent, SseRequest, StreamDecoder } from './sse.js';
