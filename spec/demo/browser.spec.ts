@@ -3,9 +3,10 @@
  * heals itself in the browser, against the two local providers.
  */
 import { expect } from 'chai';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startDemo, type Demo } from '../../examples/demo/serve.js';
+import { requireProgram } from '../support/systemPackage.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const ARTIFACTS = new URL('../../test-artifacts/', import.meta.url).pathname;
@@ -29,12 +30,12 @@ describe('the demo page in Chromium', function () {
   let page: Page;
   let pageErrors: string[];
 
-  before(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium (.ci/run does), or set CHROMIUM_PATH`);
+  before(async function () {
+    const executablePath = requireProgram(this, { name: 'Chromium', path: CHROMIUM, install: 'apt-get install chromium (.ci/run does), or set CHROMIUM_PATH' });
     mkdirSync(ARTIFACTS, { recursive: true });
     demo = await startDemo({ port: 0, tokenDelayMs: 10, env: {} });
     browser = await chromium.launch({
-      executablePath: CHROMIUM,
+      executablePath,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
     });
   });
