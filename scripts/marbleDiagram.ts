@@ -69,7 +69,7 @@ function truncate(text: string, max: number): string {
 /** A text in quotes, spaces kept (a text delta's leading space matters), cut to `max` characters. */
 function quote(text: string, max = 48): string {
   const flat = text.replace(/\n/g, '⏎');
-  return JSON.stringify(flat.length > max ? `${flat.slice(0, max - 1)}…` : flat);
+  return `“${flat.length > max ? `${flat.slice(0, max - 1)}…` : flat}”`;
 }
 
 /** The name of an error as a diagram shows it after the ✕ (or in the legend). */
@@ -103,7 +103,7 @@ function isEvent(value: unknown): value is AgentEvent {
 
 /** A value in words, for the legend. */
 export function describeValue(value: unknown): string {
-  if (typeof value === 'string') return /^\s|\s$/.test(value) || value === '' ? JSON.stringify(value) : truncate(value, 96);
+  if (typeof value === 'string') return /^\s|\s$/.test(value) || value === '' ? quote(value) : truncate(value, 96);
   if (typeof value !== 'object' || value === null) return String(value);
   if (value instanceof Error) return errorText(value);
   if (value instanceof Reflection) {
@@ -255,14 +255,15 @@ function heading(trace: Trace): string {
 
 const at = (frame: number): string => (frame === 0 ? 'at once' : `after ${ms(frame)} ms`);
 
-/** What a call's source does, in words (`fails with 503 after 1 ms`). */
+/** What a call's source does, in words (`fails with 503 after 1 ms`, `emits a and completes after 2 ms`). */
 function describeSource(notes: readonly Note[]): string {
   if (notes.length === 0) return 'never emits';
-  return notes
-    .map((n) =>
-      n.kind === 'N' ? `emits ${describeValue(n.value)} ${at(n.frame)}` : n.kind === 'E' ? `fails with ${errorText(n.value)} ${at(n.frame)}` : `completes ${at(n.frame)}`,
-    )
-    .join(', ');
+  const byFrame = new Map<number, string[]>();
+  for (const n of notes) {
+    const what = n.kind === 'N' ? `emits ${describeValue(n.value)}` : n.kind === 'E' ? `fails with ${errorText(n.value)}` : 'completes';
+    byFrame.set(n.frame, [...(byFrame.get(n.frame) ?? []), what]);
+  }
+  return [...byFrame].map(([frame, whats]) => `${whats.join(' and ')} ${at(frame)}`).join(', ');
 }
 
 interface Row {
