@@ -1,6 +1,7 @@
 /**
- * `npm start` (second part): a whole agent run healing itself, in real time (about 2 s), with
- * scripted models and tools from `rxheal/testing` — no API key, no network.
+ * `npm run example` (second part, after basic.ts): a whole agent run healing itself, in real
+ * time (about 2 s), with scripted models and tools from `rxheal/testing` — no API key, no
+ * network.
  *
  * - The model calls get_weather with bad units; the tool fails; reflectOnError turns the error
  *   into a reflection; the model corrects its arguments.

@@ -1,6 +1,7 @@
 /**
- * `npm start`: a runnable pipeline that shows rxheal healing two flaky tools, in real time
- * (about three seconds), printing what happens.
+ * `npm run example` (first part): a runnable pipeline that shows rxheal healing two flaky
+ * tools, in real time (about three seconds), printing what happens. The chat demo is `npm start`
+ * (examples/demo/).
  *
  * - get_weather fails twice with 503 and a 429 asking for 600 ms, then answers:
  *   retryWithBackoff waits out each failure and the call succeeds.

@@ -21,6 +21,10 @@
  * - `result: marble` — the expected output; `result-values: expr`; `result-error: expr`.
  * - `expect EXPR: marble` — any other observable expression's expected output, subscribed at 0
  *   (uses `result-values` and `result-error`).
+ * - `box: text` — the drawn diagram's operator box (default: the `operator` expression). The run
+ *   ignores it.
+ * - `legend X: text` — a line of the drawn diagram's legend, for `X` (a letter, or a call's source
+ *   name); it replaces what the renderer would say about `X`. The run ignores it.
  *
  * Besides the doc spec's scope (rxjs, rxheal, rxheal/testing, …), expressions can use the run's
  * `cold(marbles, values?, error?)` and `hot(…)`, and `pendingAt(ms)`: an observable that emits, at

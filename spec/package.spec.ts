@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
+import { entryPoints, packageJson, subpathTable } from './package/npmPack.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 
@@ -8,7 +9,39 @@ describe('the published package', () => {
     expect(pkg['name']).to.equal('rxheal');
     expect(pkg['type']).to.equal('module');
     expect(pkg['sideEffects']).to.equal(false);
-    expect(pkg['exports']).to.deep.include({ '.': { types: './dist/index.d.ts', import: './dist/index.js' } });
+    expect(pkg['exports']).to.deep.include({ '.': { types: './dist/index.d.ts', import: './dist/index.js', default: './dist/index.js' } });
+  });
+
+  it('gives every entry point types first, then import, and a default for require(esm) (Node ≥ 20.19), all to the same file', () => {
+    for (const { specifier, conditions } of entryPoints()) {
+      expect(Object.keys(conditions), specifier).to.deep.equal(['types', 'import', 'default']);
+      expect(conditions['default'], specifier).to.equal(conditions['import']);
+      expect(conditions['types'], specifier).to.equal(conditions['import']!.replace(/\.js$/, '.d.ts'));
+    }
+    expect((pkg['engines'] as Record<string, string>)['node']).to.equal('>=20.19.0');
+  });
+
+  it('has an MIT LICENSE file, as package.json says', () => {
+    expect(pkg['license']).to.equal('MIT');
+    expect(readFileSync(new URL('../LICENSE', import.meta.url), 'utf8')).to.match(/^MIT License\n/).and.to.contain('THE SOFTWARE IS PROVIDED "AS IS"');
+  });
+
+  it("the README's entry-point table has one row per entry point, naming exactly its optional peers and how to install them", () => {
+    const rows = subpathTable();
+    const json = packageJson();
+    expect(rows.map((r) => r.specifier).sort(), 'rows of the table vs entry points of the exports map').to.deep.equal(entryPoints(json).map((e) => e.specifier).sort());
+    const optional = Object.keys(json.peerDependenciesMeta ?? {}).filter((p) => json.peerDependenciesMeta![p]!.optional);
+    for (const row of rows) {
+      for (const peer of row.peers) {
+        expect(optional, `README.md:${row.line}: ${peer} is an optional peer in package.json`).to.include(peer);
+        expect(json.devDependencies, `README.md:${row.line}: ${peer} is a devDependency (the tests use it)`).to.have.property(peer);
+        expect(row.install, `README.md:${row.line}: the install line names ${peer}`).to.contain(`npm install ${peer}`);
+      }
+      if (row.peers.length === 0) expect(row.install, `README.md:${row.line}: no peer, nothing to install`).to.equal('—');
+    }
+    // every optional peer belongs to some entry point, and the root entry needs none
+    expect([...new Set(rows.flatMap((r) => r.peers))].sort()).to.deep.equal([...optional].sort());
+    expect(rows[0]).to.include({ specifier: 'rxheal' }).and.to.have.property('peers').that.deep.equals([]);
   });
 
   it('takes rxjs as a peer (one copy, so TestScheduler virtualises our timers)', () => {

@@ -1,0 +1,93 @@
+/**
+ * The published package as npm sees it: `npm pack` (the tarball, or only its file list), the
+ * exports map's entry points, and the README's table of subpaths and their optional peers.
+ * Used by spec/package.spec.ts, spec/package/pack.spec.ts and spec/docs/links.spec.ts.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const ROOT = new URL('../../', import.meta.url).pathname;
+
+export interface PackageJson {
+  readonly name: string;
+  readonly exports: Record<string, string | Record<string, string>>;
+  readonly peerDependencies?: Record<string, string>;
+  readonly peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  readonly devDependencies?: Record<string, string>;
+  readonly [key: string]: unknown;
+}
+
+export function packageJson(): PackageJson {
+  return JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+}
+
+/** The environment for a child `npm`: without the `npm_*` variables of an enclosing `npm test`. */
+export function npmEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')));
+}
+
+interface PackResult {
+  readonly filename: string;
+  readonly files: readonly { readonly path: string }[];
+}
+
+/**
+ * `npm pack` of the working tree, without running `prepare` (`npm test` has just built dist/):
+ * the tarball written to `destination`, or with `destination` undefined only the file list.
+ */
+export function npmPack(destination?: string): { tarball?: string; files: Set<string> } {
+  const args = ['pack', '--ignore-scripts', '--json', ...(destination === undefined ? ['--dry-run'] : ['--pack-destination', destination])];
+  const out = execFileSync('npm', args, { cwd: ROOT, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const [result] = JSON.parse(out) as PackResult[];
+  if (!result) throw new Error(`npm pack printed no result: ${out}`);
+  return {
+    ...(destination === undefined ? {} : { tarball: join(destination, result.filename) }),
+    files: new Set(result.files.map((f) => f.path)),
+  };
+}
+
+/** One code entry point of the exports map: its specifier (`rxheal/otel`) and its built files. */
+export interface EntryPoint {
+  readonly specifier: string;
+  readonly conditions: Record<string, string>;
+}
+
+/** Every entry point of the exports map that is code (not `./package.json`), in map order. */
+export function entryPoints(pkg: PackageJson = packageJson()): EntryPoint[] {
+  return Object.entries(pkg.exports)
+    .filter(([, target]) => typeof target !== 'string' || target.endsWith('.js'))
+    .map(([key, target]) => ({
+      specifier: key === '.' ? pkg.name : `${pkg.name}/${key.slice(2)}`,
+      conditions: typeof target === 'string' ? { default: target } : target,
+    }));
+}
+
+/** One row of the README's "Entry points" table. */
+export interface SubpathRow {
+  readonly specifier: string;
+  /** The optional peers it needs (`[]`: none). */
+  readonly peers: string[];
+  /** The install cell, as written. */
+  readonly install: string;
+  readonly line: number;
+}
+
+/**
+ * The README's table of entry points: rows whose first cell is a code span naming the package or
+ * one of its subpaths (`| \`rxheal/otel\` | … | \`@opentelemetry/api\` | \`npm install …\` |`);
+ * the third cell names the optional peers (`—` for none), the fourth how to install them.
+ */
+export function subpathTable(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8'), name = packageJson().name): SubpathRow[] {
+  const rows: SubpathRow[] = [];
+  readme.split('\n').forEach((line, i) => {
+    const cells = line.split('|').map((c) => c.trim());
+    // '', first, second, third, fourth, ''
+    if (cells.length < 6 || cells[0] !== '') return;
+    const specifier = /^`([^`]+)`$/.exec(cells[1]!)?.[1];
+    if (specifier === undefined || (specifier !== name && !specifier.startsWith(`${name}/`))) return;
+    const peers = [...cells[3]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    rows.push({ specifier, peers, install: cells[4]!, line: i + 1 });
+  });
+  return rows;
+}
