@@ -20,6 +20,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  withoutTrailingSlashes,
 } from './sse.js';
 
 /**
@@ -363,7 +364,7 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
   checkProviderOptions('anthropicModel', props, options, ['model']);
   const { apiKey, model, maxTokens = 4096, headers = {}, body = {} } = options;
   const id = options.id ?? `anthropic:${model}`;
-  const url = `${(options.baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '')}/v1/messages`;
+  const url = `${withoutTrailingSlashes(options.baseURL ?? 'https://api.anthropic.com')}/v1/messages`;
   const defaults: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) };
   return {
     id,

@@ -20,6 +20,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  withoutTrailingSlashes,
 } from './sse.js';
 
 /**
@@ -276,7 +277,7 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
   checkProviderOptions('openAICompatibleModel', props, options, ['baseURL', 'model']);
   const { apiKey, model, headers = {}, body = {} } = options;
   const id = options.id ?? `openai:${model}`;
-  const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  const url = `${withoutTrailingSlashes(options.baseURL)}/chat/completions`;
   const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
   return {
     id,

@@ -457,6 +457,21 @@ export const HttpUrl = check('an absolute http(s) URL', (u): u is string => {
   }
 });
 /**
+ * A base URL without its trailing slashes (`http://x/v1//` → `http://x/v1`), in linear time
+ * (`/\/+$/` rescans a run of slashes from each of its positions).
+ *
+ * @example
+ * ```ts
+ * withoutTrailingSlashes('https://api.example.test/v1/'); // 'https://api.example.test/v1'
+ * ```
+ */
+export function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url.charCodeAt(end - 1) === 47 /* '/' */) end--;
+  return url.slice(0, end);
+}
+
+/**
  * Option codec: any string (an empty API key is allowed: "none").
  *
  * @example
