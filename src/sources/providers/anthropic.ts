@@ -49,6 +49,12 @@ export interface AnthropicModelOptions {
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
+  /**
+   * The largest Server-Sent Event accepted, in characters: a larger one ends the stream with a
+   * `MalformedStreamError` (a provider fault: retryable, fallback-able) instead of growing memory
+   * without bound. Defaults to `DEFAULT_MAX_EVENT_SIZE` (16 MiB).
+   */
+  readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `anthropic:<model>`. */
   readonly id?: string;
 }
@@ -62,6 +68,7 @@ const props = {
   body: PlainObject,
   fetch: Func,
   id: NonEmptyString,
+  maxEventSize: PositiveInteger,
 };
 
 /**
@@ -376,6 +383,7 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
           headers: { ...defaults, ...headers },
           body: anthropicRequestBody(model, maxTokens, request, body),
           ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new EventDecoder(id),

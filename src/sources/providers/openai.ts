@@ -6,7 +6,7 @@
  */
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
-import { Func, NonEmptyString } from '../../core/options.js';
+import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
 import type { Model, ModelRequest, ToolSpec } from '../../core/model.js';
 import {
   AnyString,
@@ -44,11 +44,17 @@ export interface OpenAICompatibleModelOptions {
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
+  /**
+   * The largest Server-Sent Event accepted, in characters: a larger one ends the stream with a
+   * `MalformedStreamError` (a provider fault: retryable, fallback-able) instead of growing memory
+   * without bound. Defaults to `DEFAULT_MAX_EVENT_SIZE` (16 MiB).
+   */
+  readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai:<model>`. */
   readonly id?: string;
 }
 
-const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString };
+const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
 
 // ---------------------------------------------------------------------------------------------
 // request
@@ -289,6 +295,7 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
           headers: { ...auth, ...headers },
           body: openAIRequestBody(model, request, body),
           ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new ChunkDecoder(id),
