@@ -210,7 +210,6 @@ export function anthropicErrorStatus(type: unknown): number {
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
-const tokens = (u: unknown): number => (typeof u === 'number' && Number.isFinite(u) ? u : 0);
 
 interface OpenBlock {
   readonly type: string;
@@ -220,13 +219,29 @@ interface OpenBlock {
   json: string;
 }
 
-/** Reads one stream's events into model events; `done` once `message_stop` arrived. */
+/** Delta types that carry nothing of the answer, by block type (anything else in a text or tool_use block is an error). */
+const SKIPPED_DELTAS = new Set(['thinking_delta', 'signature_delta', 'citations_delta']);
+
+/**
+ * Reads one stream's events into model events; `done` once `message_stop` arrived.
+ *
+ * A state machine: before `message_start` (tolerated: some servers omit it), a message open (its
+ * id known), blocks open by index, done. What would lose text or a tool call is a
+ * {@link MalformedStreamError}: a second `message_start` with another id (a spliced stream), a
+ * block started at an index already open, an `input_json_delta` or unknown delta in the wrong
+ * block, a `tool_use` block still open at `message_stop`. Usage: input = `input_tokens` +
+ * `cache_creation_input_tokens` + `cache_read_input_tokens`, each field from the last event that
+ * carried it (`message_start` or `message_delta`). See the state table in
+ * spec/sources/providers/anthropic.spec.ts.
+ */
 class EventDecoder {
   done = false;
   private events = 0;
   private stopReason: FinishReason | undefined;
-  private inputTokens: number | undefined;
-  private outputTokens = 0;
+  /** Whether a `message_start` arrived, and its message id. */
+  private started = false;
+  private messageId: unknown;
+  private readonly usage: { input?: number; cacheCreation?: number; cacheRead?: number; output?: number } = {};
   private readonly blocks = new Map<number, OpenBlock>();
 
   constructor(private readonly model: string) {}
@@ -241,17 +256,23 @@ class EventDecoder {
       case 'message_start': {
         const message = data['message'];
         if (!isObject(message)) throw this.malformed('message_start without a message', sse);
-        const usage = message['usage'];
-        if (isObject(usage)) {
-          this.inputTokens = tokens(usage['input_tokens']) + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
-          this.outputTokens = tokens(usage['output_tokens']);
+        if (this.started) {
+          // the same message announced again is harmless; another one is a spliced stream
+          if (message['id'] === this.messageId) return [];
+          throw this.malformed(`a second message_start (id ${String(message['id'])}) while message ${String(this.messageId)} is open: two streams spliced`, sse);
         }
+        this.started = true;
+        this.messageId = message['id'];
+        const content = message['content'];
+        if (Array.isArray(content) && content.length > 0) throw this.malformed('message_start with content (it would be lost: content arrives in blocks)', sse);
+        this.readUsage(message['usage']);
         return [];
       }
       case 'content_block_start': {
         const block = data['content_block'];
         const index = data['index'];
         if (!isObject(block) || typeof index !== 'number') throw this.malformed('content_block_start without index or content_block', sse);
+        if (this.blocks.has(index)) throw this.malformed(`content_block_start for block ${index}, which is still open`, sse);
         const open: OpenBlock = {
           type: String(block['type']),
           id: typeof block['id'] === 'string' ? block['id'] : `toolu_${index}`,
@@ -267,18 +288,26 @@ class EventDecoder {
         const delta = data['delta'];
         const index = data['index'];
         if (!isObject(delta) || typeof index !== 'number') throw this.malformed('content_block_delta without index or delta', sse);
+        const block = this.blocks.get(index);
         if (delta['type'] === 'text_delta') {
           const text = delta['text'];
           if (typeof text !== 'string') throw this.malformed('text_delta without text', sse);
+          if (block?.type === 'tool_use') throw this.malformed(`text_delta in tool_use block ${index}`, sse);
+          // a text delta without its block start loses nothing: it is shown
           return text === '' ? [] : [{ type: 'text-delta', text }];
         }
         if (delta['type'] === 'input_json_delta') {
           const piece = delta['partial_json'];
-          const block = this.blocks.get(index);
           if (typeof piece !== 'string' || block === undefined) throw this.malformed('input_json_delta without partial_json or an open block', sse);
+          if (block.type === 'text' || block.type === 'thinking') throw this.malformed(`input_json_delta in ${block.type} block ${index}`, sse);
           block.json += piece;
+          return [];
         }
-        // thinking, signatures, citations…: not part of the answer
+        // thinking, signatures, citations: not part of the answer; anything else in a text or
+        // tool_use block might be, and would be lost
+        if ((block?.type === 'text' || block?.type === 'tool_use') && !SKIPPED_DELTAS.has(String(delta['type']))) {
+          throw this.malformed(`a ${String(delta['type'])} delta in ${block.type} block ${index} (it would be lost)`, sse);
+        }
         return [];
       }
       case 'content_block_stop': {
@@ -286,6 +315,7 @@ class EventDecoder {
         if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
         const block = this.blocks.get(index);
         this.blocks.delete(index);
+        // a stop for a block never started loses nothing
         if (block === undefined || block.type !== 'tool_use') return [];
         const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
         return [{ type: 'tool-call', id: block.id, name: block.name, args }];
@@ -293,18 +323,18 @@ class EventDecoder {
       case 'message_delta': {
         const delta = data['delta'];
         if (isObject(delta) && typeof delta['stop_reason'] === 'string') this.stopReason = STOP_REASONS[delta['stop_reason']] ?? 'other';
-        const usage = data['usage'];
-        if (isObject(usage)) {
-          if (typeof usage['output_tokens'] === 'number') this.outputTokens = usage['output_tokens'];
-          if (typeof usage['input_tokens'] === 'number') {
-            this.inputTokens = usage['input_tokens'] + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
-          }
-        }
+        this.readUsage(data['usage']);
         return [];
       }
       case 'message_stop': {
+        for (const [index, block] of this.blocks) {
+          // its tool call is emitted at its stop: finishing now would drop it
+          if (block.type === 'tool_use') throw this.malformed(`message_stop with tool_use block ${index} (${block.name}) still open`, sse);
+        }
         this.done = true;
-        const usage: Usage | undefined = this.inputTokens === undefined ? undefined : { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+        const { input, cacheCreation, cacheRead, output } = this.usage;
+        const usage: Usage | undefined =
+          input === undefined && cacheCreation === undefined && cacheRead === undefined ? undefined : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
         const reason = this.stopReason ?? 'other';
         return [usage ? { type: 'finish', reason, usage } : { type: 'finish', reason }];
       }
@@ -318,6 +348,16 @@ class EventDecoder {
         // ping, and event types added to the API later
         return [];
     }
+  }
+
+  /** Each usage field a `message_start` or `message_delta` carries replaces the one before. */
+  private readUsage(usage: unknown): void {
+    if (!isObject(usage)) return;
+    const read = (key: string): number | undefined => (typeof usage[key] === 'number' && Number.isFinite(usage[key]) ? usage[key] : undefined);
+    this.usage.input = read('input_tokens') ?? this.usage.input;
+    this.usage.cacheCreation = read('cache_creation_input_tokens') ?? this.usage.cacheCreation;
+    this.usage.cacheRead = read('cache_read_input_tokens') ?? this.usage.cacheRead;
+    this.usage.output = read('output_tokens') ?? this.usage.output;
   }
 
   /** The stream's body ended: fine only after `message_stop`. */
@@ -343,9 +383,10 @@ class EventDecoder {
  * `content_block_stop`, arguments parsed (the raw text when not valid JSON, as with
  * {@link openAICompatibleModel}); `message_stop` → one `finish` (`end_turn` / `stop_sequence` →
  * `stop`, `tool_use` → `tool-calls`, `max_tokens` → `length`, `refusal` → `content-filter`,
- * others `other`) with `usage`: input tokens from `message_start` (cache tokens included), output
- * tokens from the last `message_delta`. `ping`, thinking blocks and unknown event types are
- * skipped.
+ * others `other`) with `usage`: input = `input_tokens` + `cache_creation_input_tokens` +
+ * `cache_read_input_tokens` and output = `output_tokens`, each from the last `message_start` or
+ * `message_delta` that carried it. `ping`, thinking blocks, server tool blocks and unknown event
+ * types are skipped.
  *
  * Errors (each one `classifyError` understands):
  * - a non-2xx response → `HttpError` with status, headers and body;
@@ -354,7 +395,10 @@ class EventDecoder {
  *   429, `api_error` → 500, `invalid_request_error` → 400 (not retryable)…;
  * - the body ends before `message_stop`, or the connection drops → `IncompleteStreamError`
  *   (`connection`: retryable, fallback-able) — never a short answer;
- * - an unreadable event → `MalformedStreamError` (`bad_gateway`: retryable, fallback-able).
+ * - an unreadable event, or one that would lose text or a tool call (a second `message_start`
+ *   with another id — a spliced stream —, a block started twice, a delta in the wrong block, a
+ *   `tool_use` block still open at `message_stop`) → `MalformedStreamError` (`bad_gateway`:
+ *   retryable, fallback-able); so is an event larger than `maxEventSize`.
  *
  * Unsubscribing aborts the request and cancels the body reader at once; so does aborting the
  * context signal given to `stream`.
