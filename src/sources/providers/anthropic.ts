@@ -20,6 +20,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
   withoutTrailingSlashes,
 } from './sse.js';
 
@@ -368,6 +369,22 @@ class EventDecoder {
   private malformed(detail: string, sse: SseEvent): MalformedStreamError {
     return new MalformedStreamError(this.model, detail, sse.data);
   }
+}
+
+/**
+ * A fresh decoder of one stream's Messages API events into model events (what the model uses per request):
+ * feed it parsed Server-Sent Events; `done` at the protocol's final event; `end` throws when the
+ * body ended before it. For replaying recorded streams and for protocols built on this one.
+ *
+ * @example
+ * ```ts
+ * const decoder = anthropicStreamDecoder('recorded');
+ * const events = parseSse(recorded).flatMap((e) => decoder.push(e));
+ * decoder.end(); // throws IncompleteStreamError if the recording was cut short
+ * ```
+ */
+export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
+  return new EventDecoder(modelId);
 }
 
 /**

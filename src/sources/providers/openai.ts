@@ -20,6 +20,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
   withoutTrailingSlashes,
 } from './sse.js';
 
@@ -298,6 +299,22 @@ class ChunkDecoder {
     const message = typeof info['message'] === 'string' ? info['message'] : 'error event';
     return new HttpError(status, {}, chunk, { message: `'${this.model}' sent an error mid-stream: ${message}` });
   }
+}
+
+/**
+ * A fresh decoder of one stream's Chat Completions chunks into model events (what the model uses per request):
+ * feed it parsed Server-Sent Events; `done` at the protocol's final event; `end` throws when the
+ * body ended before it. For replaying recorded streams and for protocols built on this one.
+ *
+ * @example
+ * ```ts
+ * const decoder = openAIStreamDecoder('recorded');
+ * const events = parseSse(recorded).flatMap((e) => decoder.push(e));
+ * decoder.end(); // throws IncompleteStreamError if the recording was cut short
+ * ```
+ */
+export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
+  return new ChunkDecoder(modelId);
 }
 
 /**
