@@ -8,7 +8,7 @@ import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicReque
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
 
-import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool } from '../../support/providerFakes.js';
+import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
 /** The shared fake fetch, with this spec's chunk sizes. */
 const fixtureFetch = (body: string, options: Parameters<typeof chunkedFetch>[1] = {}) => chunkedFetch(body, { sizes: [5, 1, 11, 2, 64], ...options });
@@ -335,7 +335,6 @@ describe('anthropicModel', () => {
   describe('the decoder as a state machine: every state × event', () => {
     // Each cell: the stream of the state, the event, then the body ends. `emits` is what the event
     // adds; `ends` how the stream ends ('complete', or the error's class).
-    type Ends = 'complete' | 'IncompleteStreamError' | 'MalformedStreamError' | 'HttpError';
     const usage0 = { input_tokens: 10, cache_creation_input_tokens: 2, cache_read_input_tokens: 3, output_tokens: 1 };
     const ms = (id: string) => ({ type: 'message_start', message: { id, content: [], usage: usage0 } });
     const states: Record<string, unknown[]> = {
@@ -402,27 +401,7 @@ describe('anthropicModel', () => {
       done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),
     };
     const body = (list: unknown[]): string => list.map((e) => (typeof e === 'string' ? `data: ${e}\n\n` : sseOf(e))).join('');
-    const outcome = async (list: unknown[]) => {
-      const { events: seen, error } = await collect(streamModel(fromText(body(list)), ask('x')));
-      return { seen, ends: error === undefined ? 'complete' : (error as Error).name };
-    };
-
-    it('the table covers every state × event', () => {
-      for (const state of Object.keys(states)) expect(Object.keys(table[state]!).sort(), state).to.deep.equal(Object.keys(events).sort());
-    });
-
-    for (const [state, prefix] of Object.entries(states)) {
-      it(`in state "${state}"`, async () => {
-        const before = (await outcome(prefix)).seen;
-        for (const [name, event] of Object.entries(events)) {
-          const [emits, ends] = table[state]![name]!;
-          const after = await outcome([...prefix, event]);
-          expect(after.seen.slice(0, before.length), `${state} × ${name}: the state's own events`).to.deep.equal(before);
-          expect(after.seen.slice(before.length), `${state} × ${name}: emits`).to.deep.equal(emits);
-          expect(after.ends, `${state} × ${name}: ends`).to.equal(ends);
-        }
-      });
-    }
+    specStateTable(states, events, table, (list) => fromText(body(list)));
   });
 
   describe('against the local provider (real HTTP on 127.0.0.1)', () => {

@@ -8,7 +8,7 @@ import { openAICompatibleModel, openAIRequestBody } from '../../../src/sources/p
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
 
-import { ask, collect, fixture, fixtureFetch, text, tick, weatherTool } from '../../support/providerFakes.js';
+import { ask, collect, fixture, fixtureFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
 describe('openAICompatibleModel', () => {
   describe('options', () => {
@@ -346,7 +346,6 @@ describe('openAICompatibleModel', () => {
   describe('the decoder as a state machine: every state × event', () => {
     // Each cell: the stream of the state, the event, then the body ends. `emits` is what the event
     // adds; `ends` how the stream ends ('complete', or the error's class).
-    type Ends = 'complete' | 'IncompleteStreamError' | 'MalformedStreamError' | 'HttpError';
     const choice = (index: number, delta: unknown, finish: string | null = null) => JSON.stringify({ choices: [{ index, delta, finish_reason: finish }] });
     const states: Record<string, string[]> = {
       'nothing read': [],
@@ -392,28 +391,7 @@ describe('openAICompatibleModel', () => {
       // after [DONE] the stream is complete and the rest of the body is never read
       done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),
     };
-    const outcome = async (list: string[]) => {
-      const fake = fixtureFetch(list.map((d) => `data: ${d}\n\n`).join(''));
-      const { events: seen, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
-      return { seen, ends: error === undefined ? 'complete' : (error as Error).name };
-    };
-
-    it('the table covers every state × event', () => {
-      for (const state of Object.keys(states)) expect(Object.keys(table[state]!).sort(), state).to.deep.equal(Object.keys(events).sort());
-    });
-
-    for (const [state, prefix] of Object.entries(states)) {
-      it(`in state "${state}"`, async () => {
-        const before = (await outcome(prefix)).seen;
-        for (const [name, event] of Object.entries(events)) {
-          const [emits, ends] = table[state]![name]!;
-          const after = await outcome([...prefix, event]);
-          expect(after.seen.slice(0, before.length), `${state} × ${name}: the state's own events`).to.deep.equal(before);
-          expect(after.seen.slice(before.length), `${state} × ${name}: emits`).to.deep.equal(emits);
-          expect(after.ends, `${state} × ${name}: ends`).to.equal(ends);
-        }
-      });
-    }
+    specStateTable(states, events, table, (list) => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(list.map((d) => `data: ${d}\n\n`).join('')).fetch }));
   });
 
   describe('against the local provider (real HTTP on 127.0.0.1)', () => {
