@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import regexp from 'eslint-plugin-regexp';
 
 const timingRule = {
   'no-restricted-properties': [
@@ -26,4 +27,10 @@ export default tseslint.config(
   },
   { files: ['src/core/**/*.ts', 'src/operators/**/*.ts'], rules: timingRule },
   { files: ['spec/**/*.ts'], rules: { '@typescript-eslint/no-unused-expressions': 'off' } },
+  // linear time on untrusted text: no regex in src/ may backtrack or rescan super-linearly
+  {
+    files: ['src/**/*.ts'],
+    plugins: { regexp },
+    rules: { 'regexp/no-super-linear-backtracking': 'error', 'regexp/no-super-linear-move': 'error' },
+  },
 );

@@ -21,6 +21,7 @@ import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
 import { retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
 import { formatReport, runAgentSoak, runLoopbackSoak, type SoakReport } from '../spec/soak/agentSoak.js';
+import { formatStreamReport, runStreamSoak } from '../spec/soak/streamSoak.js';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -63,4 +64,10 @@ function judge(report: SoakReport): void {
 
 if (wanted('agent')) judge(runAgentSoak({ runs: agentRuns, seed }));
 if (wanted('loopback')) judge(await runLoopbackSoak({ runs: loopbackRuns, seed, budgetMs: 50_000 }));
+// the stream soak: recorded streams split at random bytes, long lines (--only streams, --stream-runs N)
+if (only === undefined || only === 'streams') {
+  const streams = runStreamSoak({ runs: Number(arg('stream-runs') ?? 10_000), seed });
+  console.log(formatStreamReport(streams, seed));
+  if (streams.problems.length > 0) failed = true;
+}
 process.exit(failed ? 1 : 0);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { DEFAULT_MAX_ERROR_CHARS, errorText, sanitizeText } from '../../src/core/sanitize.js';
+import fc from 'fast-check';
+import { DEFAULT_MAX_ERROR_CHARS, errorText, isSecretName, sanitizeText } from '../../src/core/sanitize.js';
 
 describe('sanitizeText', () => {
   describe('redacts secrets', () => {
@@ -79,6 +80,83 @@ describe('sanitizeText', () => {
       const long = 'y'.repeat(10_000);
       expect(sanitizeText(long, Infinity)).to.equal(long);
     });
+  });
+});
+
+/** Characters of the secrets below: none of them occurs in the surrounding text nor in '[REDACTED]'. */
+const SECRET_CHARS = 'FGHJKMNPQUVWXYZ0123456789';
+const pem = (kind: string, p: string, nl = '\n') => `-----BEGIN ${kind}PRIVATE KEY-----${nl}${Array.from({ length: 30 }, () => p.repeat(4).slice(0, 64)).join(nl)}${nl}-----END ${kind}PRIVATE KEY-----`;
+
+/** Each format: how a secret `p` appears, and (for `p = SECRET`) what is left of it. */
+const FORMATS: readonly (readonly [string, (p: string) => string, string])[] = [
+  ['URL credentials (postgres)', (p) => `postgres://admin:${p}@db.internal:5432/app`, 'postgres://admin:[REDACTED]@db.internal:5432/app'],
+  ['URL credentials (any scheme)', (p) => `redis://:${p}@cache:6379`, 'redis://:[REDACTED]@cache:6379'],
+  ['?key=AIza… in a URL', (p) => `https://maps.example.test/api?key=AIza${p}${p}&q=1`, 'https://maps.example.test/api?key=[REDACTED]&q=1'],
+  ['a bare AIza… key', (p) => `key AIza${p}${p} rejected`, 'key AIza[REDACTED] rejected'],
+  ['api_key= in a URL', (p) => `https://x.io/v1?api_key=${p}&city=nyc`, 'https://x.io/v1?api_key=[REDACTED]&city=nyc'],
+  ['token= in a URL', (p) => `https://x.io/cb?state=1&token=${p}`, 'https://x.io/cb?state=1&token=[REDACTED]'],
+  ['a signed URL (X-Amz-Signature)', (p) => `https://b.s3.test/o?X-Amz-Signature=${p}&X-Amz-Date=1`, 'https://b.s3.test/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1'],
+  ['AWS_SECRET_ACCESS_KEY=', (p) => `AWS_SECRET_ACCESS_KEY=${p}`, 'AWS_SECRET_ACCESS_KEY=[REDACTED]'],
+  ['aws_session_token:', (p) => `aws_session_token: ${p}`, 'aws_session_token: [REDACTED]'],
+  ['a PEM private key block', (p) => pem('RSA ', p), '-----BEGIN RSA PRIVATE KEY-----[REDACTED]'],
+  ['an OpenSSH private key block', (p) => pem('OPENSSH ', p), '-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]'],
+  ['"private_key" in JSON (a service account)', (p) => `{"type":"service_account","private_key":"${pem('', p, '\\n')}\\n","x":1}`, '{"type":"service_account","private_key":"[REDACTED]","x":1}'],
+  ['a Cookie: header', (p) => `Cookie: session=${p}; theme=dark\nnext`, 'Cookie: [REDACTED]\nnext'],
+  ['a Set-Cookie: header', (p) => `set-cookie: sid=${p}; Path=/; HttpOnly`, 'set-cookie: [REDACTED]'],
+  ['a GitHub token (ghp_)', (p) => `token ghp_${p}${p} expired`, 'token ghp_[REDACTED] expired'],
+  ['a GitHub fine-grained token (github_pat_)', (p) => `github_pat_${p}_${p}`, 'github_pat_[REDACTED]'],
+  ['a Slack token (xoxb-)', (p) => `xoxb-${p}-${p}`, 'xoxb-[REDACTED]'],
+  ['an Anthropic key (sk-ant-)', (p) => `sk-ant-api03-${p}AA`, 'sk-[REDACTED]'],
+  ['an OpenAI key (sk-proj-)', (p) => `sk-proj-${p}`, 'sk-[REDACTED]'],
+  ['a JWT', (p) => `session eyJhbGciOiJIUzI1NiJ9.eyJ${p}.${p}`, 'session [REDACTED JWT]'],
+  ['a Bearer token', (p) => `Bearer ${p}`, 'Bearer [REDACTED]'],
+  ['an Authorization header', (p) => `Authorization: Basic ${p}`, 'Authorization: [REDACTED]'],
+  ['an x-api-key header', (p) => `x-api-key: ${p}`, 'x-api-key: [REDACTED]'],
+  ['a JSON password', (p) => `{"password": "${p}"}`, '{"password": "[REDACTED]"}'],
+  ['a long JSON secret (longer than the redaction margin)', (p) => `{"client_secret":"${p.repeat(40)}"}`, '{"client_secret":"[REDACTED]"}'],
+  ['password=', (p) => `login password=${p} failed`, 'login password=[REDACTED] failed'],
+];
+
+describe('sanitizeText: the table of secret formats', () => {
+  const SECRET = 'FGH7JKM2NPQ9UVWX4YZ58';
+  for (const [name, render, expected] of FORMATS) {
+    it(name, () => {
+      expect(sanitizeText(render(SECRET), Infinity)).to.equal(expected);
+    });
+  }
+
+  it('no secret of the table survives, whatever surrounds it and wherever the window cuts (property)', () => {
+    const filler = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz .,:;\n'), maxLength: 3000 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...FORMATS),
+        fc.string({ unit: fc.constantFrom(...SECRET_CHARS), minLength: 16, maxLength: 40 }),
+        filler,
+        filler,
+        fc.nat(),
+        ([, render], p, before, after, cutSeed) => {
+          const text = `${before} ${render(p)} ${after}`;
+          const maxChars = cutSeed % (text.length + 20);
+          const out = sanitizeText(text, maxChars);
+          for (let i = 0; i + 6 <= p.length; i++) expect(out, `${JSON.stringify(p.slice(i, i + 6))} in ${out}`).not.to.contain(p.slice(i, i + 6));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('a secret straddling the redaction window is never half-kept (a quoted value, a PEM block)', () => {
+    const p = 'FGH7JKM2NPQ9UVWX4YZ5';
+    for (const text of [`${'x'.repeat(1990)} {"password": "${p.repeat(40)}"}`, `${'x'.repeat(1990)} ${pem('', p)}`]) {
+      const out = sanitizeText(text);
+      expect(out).not.to.contain(p.slice(0, 6));
+      expect(out).to.match(/… \[\d+ more characters cut\]$/);
+    }
+  });
+
+  it('isSecretName: names ending in a secret word', () => {
+    for (const name of ['password', 'db_password', 'client_secret', 'openai_api_key', 'AWS_SECRET_ACCESS_KEY', 'private_key', 'apiKey', 'refreshToken']) expect(isSecretName(name), name).to.equal(true);
+    for (const name of ['max_tokens', 'model', 'tokenizer', 'secret value', '']) expect(isSecretName(name), name).to.equal(false);
   });
 });
 

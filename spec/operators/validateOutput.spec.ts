@@ -33,6 +33,20 @@ describe('validateOutput', () => {
       expect(validator.check('```\n{"city":"NYC","celsius":22}\n```')).to.deep.equal([]);
     });
 
+    it('strips a fence exactly as before: ```json / ``` at the start, ``` at the end, whitespace around', () => {
+      for (const answer of ['```json{"city":"NYC","celsius":22}```', '```json  \n {"city":"NYC","celsius":22} \n\t```  ', ' ```{"city":"NYC","celsius":22}']) {
+        expect(validator.check(answer), answer).to.deep.equal([]);
+      }
+      expect(validator.check('```JSON\n{"city":"NYC","celsius":22}```'), 'the language tag is lower-case json only').to.have.length(1);
+      expect(validator.check('``````')[0]).to.match(/^the answer is not valid JSON/);
+    });
+
+    it('strips fences in linear time: 250 000 spaces between two words are checked at once (the old regex took minutes)', () => {
+      const problems = validator.check(`{ ${' '.repeat(250_000)} x`);
+      expect(problems).to.have.length(1);
+      expect(problems[0]).to.match(/^the answer is not valid JSON/);
+    });
+
     it('an answer that is not JSON: one problem saying so', () => {
       const problems = validator.check('It is 22 °C in NYC.');
       expect(problems).to.have.length(1);

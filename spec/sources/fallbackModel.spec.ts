@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { concatMap, catchError, NEVER, of, type Observable } from 'rxjs';
+import { concat, concatMap, catchError, from, NEVER, of, throwError, type Observable } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
@@ -350,6 +350,20 @@ describe('fallbackModel', () => {
         const { events } = collect(ts, streamModel(fallbackModel([primary, secondary], { midStream: 'continue' }), request));
         expect(shown(events)).to.equal('We met at the theatre.');
       });
+    });
+
+    it("'continue' trims in time linear in the overlap window: a repetitive 3 000-character tail, a continuation one character a delta (it took over 30 s)", () => {
+      const tail = 'ab'.repeat(1500);
+      const primary = scripted('primary', concat(of(delta(tail)), throwError(() => e503)));
+      const secondary = scripted('secondary', concat(from([...tail.slice(0, 2000)].map(delta)), of(delta('!'), stop)));
+      let shownText = '';
+      let error: unknown;
+      streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 3000 }), request).subscribe({
+        next: (e) => (shownText += e.type === 'text-delta' ? e.text : ''),
+        error: (e: unknown) => (error = e),
+      });
+      expect(error).to.equal(undefined);
+      expect(shownText).to.equal(tail + '!');
     });
 
     it("'continue' holds back at most maxOverlap characters; maxOverlap: 0 turns trimming off", () => {

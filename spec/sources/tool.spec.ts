@@ -263,6 +263,23 @@ describe('callTool', () => {
       expect(error.idempotent).to.equal(false);
     });
 
+    it('a huge error message is capped early: the ToolError keeps its first 16 000 characters, redacted, and says how many were cut (it sanitised all 32 MiB)', () => {
+      const huge = `denied, password=hunter2 ${'x'.repeat(32 * 1024 * 1024)}`;
+      const tool = defineTool({
+        name: 'dump',
+        description: '',
+        args: t.unknown,
+        execute: () => {
+          throw new Error(huge);
+        },
+      });
+      const error = collect(callTool(tool, call({}))).error() as ToolError;
+      expect(error.message.startsWith('denied, password=[REDACTED] xxx')).to.equal(true);
+      expect(error.message).to.have.length.below(16_100);
+      expect(error.message).to.match(/… \[\d+ more characters cut\]$/);
+      expect((error.cause as Error).message).to.equal(huge);
+    });
+
     it('values emitted before an error still pass through', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const boom = new Error('mid-way');

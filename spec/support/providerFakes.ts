@@ -2,10 +2,11 @@
  * Fakes shared by the provider adapter specs: recorded SSE fixtures served by a fake `fetch` in
  * odd-sized chunks, and small collectors.
  */
+import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { Observable } from 'rxjs';
 import type { TurnEvent } from '../../src/core/events.js';
-import type { ModelRequest } from '../../src/core/model.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 
 export const fixture = (name: string): string => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 
@@ -57,3 +58,38 @@ export const weatherTool = {
   parameters: { type: 'object', properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'units'] },
 };
 export const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** How a decoder's state table cell ends: `'complete'`, or the error's class name. */
+export type Ends = 'complete' | 'IncompleteStreamError' | 'MalformedStreamError' | 'HttpError';
+
+/**
+ * Declares a decoder's state × event table as specs: for each state (the events that reach it)
+ * and each event, what the event emits and how the stream then ends (the body ends after it).
+ * `model` builds the model answering with a body of those events.
+ */
+export function specStateTable<E>(
+  states: Record<string, E[]>,
+  events: Record<string, E>,
+  table: Record<string, Record<string, [TurnEvent[], Ends]>>,
+  model: (events: E[]) => Model,
+): void {
+  const outcome = async (list: E[]) => {
+    const { events: seen, error } = await collect(streamModel(model(list), ask('x')));
+    return { seen, ends: error === undefined ? 'complete' : (error as Error).name };
+  };
+  it('the table covers every state × event', () => {
+    for (const state of Object.keys(states)) expect(Object.keys(table[state]!).sort(), state).to.deep.equal(Object.keys(events).sort());
+  });
+  for (const [state, prefix] of Object.entries(states)) {
+    it(`in state "${state}"`, async () => {
+      const before = (await outcome(prefix)).seen;
+      for (const [name, event] of Object.entries(events)) {
+        const [emits, ends] = table[state]![name]!;
+        const after = await outcome([...prefix, event]);
+        expect(after.seen.slice(0, before.length), `${state} × ${name}: the state's own events`).to.deep.equal(before);
+        expect(after.seen.slice(before.length), `${state} × ${name}: emits`).to.deep.equal(emits);
+        expect(after.ends, `${state} × ${name}: ends`).to.equal(ends);
+      }
+    });
+  }
+}

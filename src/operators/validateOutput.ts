@@ -67,11 +67,23 @@ export function validateOutput(
   };
 }
 
+/**
+ * The answer without a Markdown fence: a leading ```` ```json ```` or ```` ``` ```` and a trailing
+ * ```` ``` ````, with the whitespace around them. Linear: no regex (`/\s*```$/g` rescans every
+ * run of whitespace from each of its positions).
+ */
+function stripFence(answer: string): string {
+  let text = answer.trim();
+  if (text.startsWith('```')) text = text.slice(text.startsWith('json', 3) ? 7 : 3).trimStart();
+  if (text.endsWith('```')) text = text.slice(0, -3).trimEnd();
+  return text;
+}
+
 function codecCheck(codec: t.Mixed): OutputCheck {
   return (answer) => {
     let value: unknown;
     try {
-      value = JSON.parse(answer.trim().replace(/^```(?:json)?\s*|\s*```$/g, ''));
+      value = JSON.parse(stripFence(answer));
     } catch (e) {
       return `the answer is not valid JSON (${e instanceof Error ? e.message : String(e)})`;
     }

@@ -87,6 +87,8 @@ export type Assistant = (request: AssistantRequest) => AssistantTurn;
  * ```
  */
 export function tokenize(text: string): string[] {
+  // linear, though the linter cannot tell: where `\s*\S+` fails only whitespace is left, and `\s+$` takes it at once
+  // eslint-disable-next-line regexp/no-super-linear-move
   return text.match(/\s*\S+|\s+$/g) ?? [];
 }
 
@@ -106,10 +108,66 @@ const MAX_ATTEMPTS = 3;
  * ```
  */
 export function cityOf(question: string): string {
-  const match = /\b(?:in|for|at)\s+([\p{L}][\p{L} .'-]*?)\s*(?:[?!.,;]|\btoday\b|\btomorrow\b|\bnow\b|$)/iu.exec(question);
+  const city = cityPhrase(question);
+  if (city === undefined) return 'NYC';
   // "in Austin in Fahrenheit", "for Oslo right now": the city ends where another phrase starts
-  const city = match?.[1]?.split(/\s+(?:in|for|at|on|right|today|tomorrow|now|please|fahrenheit|celsius)\b/i)[0]?.trim();
-  return city !== undefined && city !== '' ? city : 'NYC';
+  let end = city.length;
+  for (let k = 0; k < city.length; k++) {
+    if (!isSpace(city, k)) continue;
+    let m = k;
+    while (m < city.length && isSpace(city, m)) m++;
+    if (PHRASE_STARTS.some((w) => wordAt(city, m, w, false))) {
+      end = k;
+      break;
+    }
+    k = m - 1;
+  }
+  const trimmed = city.slice(0, end).trim();
+  return trimmed !== '' ? trimmed : 'NYC';
+}
+
+// cityOf scans by hand, once: the regex it replaces (`\b(?:in|for|at)\s+([\p{L}][\p{L} .'-]*?)\s*(?:[?!.,;]|…|$)`)
+// backtracked quadratically on long runs of spaces in a question.
+const LEADS = ['in', 'for', 'at'];
+const ENDS = ['today', 'tomorrow', 'now'];
+const PHRASE_STARTS = ['in', 'for', 'at', 'on', 'right', 'today', 'tomorrow', 'now', 'please', 'fahrenheit', 'celsius'];
+const SPACE_CHAR = /\s/;
+const LETTER = /\p{L}/u;
+const CITY_CHAR = /[\p{L} .'-]/u;
+const ASCII_WORD = /[A-Za-z0-9_]/;
+const isSpace = (text: string, i: number): boolean => i < text.length && SPACE_CHAR.test(text.charAt(i));
+const isWordChar = (text: string, i: number): boolean => i >= 0 && i < text.length && ASCII_WORD.test(text.charAt(i));
+/** `word` (any case) at `i`, not followed by a word character, and (with `before`) not preceded by one. */
+const wordAt = (text: string, i: number, word: string, before: boolean): boolean =>
+  text.slice(i, i + word.length).toLowerCase() === word && !isWordChar(text, i + word.length) && !(before && isWordChar(text, i - 1));
+
+/** The first "in|for|at <letters…>" phrase, up to a punctuation mark, today/tomorrow/now or the end: linear. */
+function cityPhrase(q: string): string | undefined {
+  const n = q.length;
+  // the index after the run of whitespace starting at i (what `\s*` would take)
+  const skip = new Int32Array(n + 1);
+  skip[n] = n;
+  for (let i = n - 1; i >= 0; i--) skip[i] = isSpace(q, i) ? skip[i + 1]! : i;
+  const endsAt = (k: number): boolean => k === n || '?!.,;'.includes(q.charAt(k)) || ENDS.some((w) => wordAt(q, k, w, true));
+  let i = 0;
+  while (i < n) {
+    const lead = isWordChar(q, i - 1) ? undefined : LEADS.find((w) => q.slice(i, i + w.length).toLowerCase() === w);
+    const spaced = lead !== undefined && isSpace(q, i + lead.length);
+    const s = spaced ? skip[i + lead.length]! : n;
+    if (s >= n || !LETTER.test(q.charAt(s))) {
+      i++;
+      continue;
+    }
+    let j = s + 1;
+    while (!endsAt(skip[j]!) && j < n && CITY_CHAR.test(q.charAt(j))) j++;
+    if (endsAt(skip[j]!)) return q.slice(s, j);
+    // every later start before j walks into the same character and fails there too, but for a
+    // lead right before the whitespace that ends at j (its \s+ may reach past j): start again there
+    let r = j;
+    while (r > i && isSpace(q, r - 1)) r--;
+    i = Math.max(i + 1, r - 3);
+  }
+  return undefined;
 }
 
 /** Tools the system prompt says are unavailable (`CapabilityRegistry.systemPromptSuffix`'s list). */

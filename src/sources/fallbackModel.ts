@@ -8,6 +8,7 @@ import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
 import { streamModel, type Model, type ModelRequest } from '../core/model.js';
+import { OverlapTrimmer } from '../core/overlap.js';
 
 /**
  * The user message that asks a fallback model to continue a cut-off answer (`midStream:
@@ -97,75 +98,6 @@ const props = {
   shouldFallback: Func,
   classifier: Func,
 };
-
-const WORD_CHAR = /[\p{L}\p{N}]/u;
-const SPACE = /\s/;
-
-/**
- * Holds back the start of a continuation until it is known whether it repeats the tail of the
- * partial text, then lets through what is new.
- */
-class OverlapTrimmer {
-  decided = false;
-  private buffer = '';
-  /** Overlap lengths still consistent with the buffered text. */
-  private candidates: number[] | undefined;
-
-  constructor(
-    private readonly partial: string,
-    private readonly maxOverlap: number,
-    private readonly longOverlap: number,
-  ) {}
-
-  /** One delta's text in; what may be shown now out (`''` while undecided). */
-  push(text: string): string {
-    if (this.decided) return text;
-    this.buffer += text;
-    const buf = this.buffer;
-    if (buf === '') return '';
-    const p = this.partial;
-    const len = p.length;
-    if (this.candidates === undefined) {
-      const first = buf.charCodeAt(0);
-      this.candidates = [];
-      for (let k = 1, max = Math.min(len, this.maxOverlap); k <= max; k++) if (p.charCodeAt(len - k) === first) this.candidates.push(k);
-    }
-    this.candidates = this.candidates.filter((k) => p.startsWith(buf.slice(0, Math.min(k, buf.length)), len - k));
-    // a candidate not yet followed by a character could still turn out to be the repeat
-    if (this.candidates.some((k) => buf.length <= k)) return '';
-    return this.decide(false);
-  }
-
-  /** The continuation's text ended (another event came, or completion): decide now. */
-  end(): string {
-    return this.decided ? '' : this.decide(true);
-  }
-
-  private decide(ended: boolean): string {
-    this.decided = true;
-    let best = 0;
-    for (const k of this.candidates ?? []) if (k > best && k <= this.buffer.length && this.acceptable(k, ended)) best = k;
-    const out = this.buffer.slice(best);
-    this.buffer = '';
-    this.candidates = undefined;
-    return out;
-  }
-
-  private acceptable(k: number, ended: boolean): boolean {
-    if (k >= this.longOverlap) return true;
-    const p = this.partial;
-    const overlap = p.slice(p.length - k);
-    if (overlap.replace(/\s+/g, '').length < 2) return false;
-    if (!SPACE.test(overlap.charAt(0))) {
-      // restarts the partial text's last word(s): the overlap begins where a word begins
-      const before = p.charAt(p.length - k - 1);
-      return before === '' || !WORD_CHAR.test(before);
-    }
-    // repeats whole words: what follows the overlap starts a new word (or nothing follows)
-    const after = this.buffer.charAt(k);
-    return after === '' ? ended : !WORD_CHAR.test(after);
-  }
-}
 
 function isModel(u: unknown): u is Model {
   return typeof u === 'object' && u !== null && typeof (u as Model).id === 'string' && (u as Model).id !== '' && typeof (u as Model).stream === 'function';

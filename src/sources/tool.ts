@@ -73,6 +73,12 @@ export function defineTool<A, R>(definition: ToolDefinition<A, R>): Tool<A, R> {
   };
 }
 
+/**
+ * A tool's error message is kept to this many characters (redacted first): the message is read
+ * once, not sanitised whole (a 32 MiB message took seconds). The error itself stays the `cause`.
+ */
+const MAX_TOOL_ERROR_CHARS = 16_000;
+
 /** Options of {@link callTool}. */
 export interface CallToolOptions {
   /** The run this call belongs to (set by `runAgent`; errors are bound to it). */
@@ -106,7 +112,7 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
     return new Observable<R>((subscriber) =>
       abortable((context) => tool.execute(args, context)).subscribe({
         next: (value) => subscriber.next(value),
-        error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, Infinity), cause)),
+        error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, MAX_TOOL_ERROR_CHARS), cause)),
         complete: () => subscriber.complete(),
       }),
     );

@@ -8,7 +8,7 @@ import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicReque
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
 
-import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool } from '../../support/providerFakes.js';
+import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
 /** The shared fake fetch, with this spec's chunk sizes. */
 const fixtureFetch = (body: string, options: Parameters<typeof chunkedFetch>[1] = {}) => chunkedFetch(body, { sizes: [5, 1, 11, 2, 64], ...options });
@@ -151,6 +151,96 @@ describe('anthropicModel', () => {
       ]);
     });
 
+    it('input usage = input + cache creation + cache read, wherever they appear (message_delta carrying cache tokens alone: 32, not 17)', async () => {
+      const body = sseOf(
+        { type: 'message_start', message: { id: 'msg_1', content: [], usage: { input_tokens: 17, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4, cache_creation_input_tokens: 10, cache_read_input_tokens: 5 } },
+        { type: 'message_stop' },
+      );
+      const { events } = await collect(streamModel(fromText(body), ask('x')));
+      expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 4 } });
+      const onlyDelta = sseOf({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 3, cache_read_input_tokens: 7, output_tokens: 2 } }, { type: 'message_stop' });
+      expect((await collect(streamModel(fromText(onlyDelta), ask('x')))).events).to.deep.equal([{ type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } }]);
+    });
+
+    it('a spliced stream (a message_start with another id while a message is open) → MalformedStreamError, its tool call never emitted; the same id again is harmless', async () => {
+      const start = (id: string) => ({ type: 'message_start', message: { id, content: [], usage: { input_tokens: 5, output_tokens: 1 } } });
+      const tool = [
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't2', name: 'get_weather', input: {} } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 9 } },
+        { type: 'message_stop' },
+      ];
+      const text0 = [
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Let me' } },
+        { type: 'content_block_stop', index: 0 },
+      ];
+      const spliced = await collect(streamModel(fromText(sseOf(start('msg_A'), ...text0, start('msg_B'), ...tool)), ask('x')));
+      expect(spliced.events).to.deep.equal([{ type: 'text-delta', text: 'Let me' }]);
+      expect(spliced.error).to.be.instanceOf(MalformedStreamError);
+      expect((spliced.error as Error).message).to.contain('a second message_start (id msg_B) while message msg_A is open');
+      const repeated = await collect(streamModel(fromText(sseOf(start('msg_A'), ...text0, start('msg_A'), ...tool)), ask('x')));
+      expect(repeated.error).to.equal(undefined);
+      expect(repeated.events.map((e) => e.type)).to.deep.equal(['text-delta', 'tool-call', 'finish']);
+    });
+
+    it('a tool_use block still open at message_stop → MalformedStreamError, never a silent finish without the call', async () => {
+      const body = sseOf(
+        { type: 'message_start', message: { id: 'msg_1', content: [], usage: { input_tokens: 5, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't1', name: 'get_weather', input: {} } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city":' } },
+        { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 9 } },
+        { type: 'message_stop' },
+      );
+      const { events, error } = await collect(streamModel(fromText(body), ask('x')));
+      expect(events).to.deep.equal([]);
+      expect(error).to.be.instanceOf(MalformedStreamError);
+      expect((error as Error).message).to.contain('message_stop with tool_use block 0 (get_weather) still open');
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'bad_gateway' });
+    });
+
+    it('what would be lost is a MalformedStreamError: a block started twice, JSON in a text block, text in a tool_use block, an unknown delta in either, content in message_start', async () => {
+      const ms = { type: 'message_start', message: { id: 'm', content: [], usage: {} } };
+      const textBlock = { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } };
+      const toolBlock = { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't', name: 'f', input: {} } };
+      for (const events of [
+        [ms, toolBlock, toolBlock],
+        [ms, textBlock, { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{}' } }],
+        [ms, toolBlock, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'x' } }],
+        [ms, textBlock, { type: 'content_block_delta', index: 0, delta: { type: 'text_v2_delta', text: 'x' } }],
+        [ms, toolBlock, { type: 'content_block_delta', index: 0, delta: { type: 'input_delta', input: {} } }],
+        [{ type: 'message_start', message: { id: 'm', content: [{ type: 'text', text: 'Hi' }] } }],
+      ]) {
+        const { error } = await collect(streamModel(fromText(sseOf(...events, { type: 'message_stop' })), ask('x')));
+        expect(error, JSON.stringify(events.slice(1))).to.be.instanceOf(MalformedStreamError);
+      }
+      // thinking, signatures and citations carry nothing of the answer: skipped
+      const skipped = await collect(
+        streamModel(
+          fromText(
+            sseOf(
+              ms,
+              textBlock,
+              { type: 'content_block_delta', index: 0, delta: { type: 'citations_delta', citation: { cited_text: 'x' } } },
+              { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } },
+              { type: 'content_block_stop', index: 0 },
+              { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'abc' } },
+              { type: 'content_block_stop', index: 1 },
+              { type: 'message_stop' },
+            ),
+          ),
+          ask('x'),
+        ),
+      );
+      expect(skipped.error).to.equal(undefined);
+      expect(text(skipped.events)).to.equal('ok');
+    });
+
     it('maps every stop reason', async () => {
       const reasons = { end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool-calls', max_tokens: 'length', refusal: 'content-filter', pause_turn: 'other' };
       for (const [stop, reason] of Object.entries(reasons)) {
@@ -240,6 +330,78 @@ describe('anthropicModel', () => {
       await tick();
       expect(state.cancelled).to.equal(true);
     });
+  });
+
+  describe('the decoder as a state machine: every state × event', () => {
+    // Each cell: the stream of the state, the event, then the body ends. `emits` is what the event
+    // adds; `ends` how the stream ends ('complete', or the error's class).
+    const usage0 = { input_tokens: 10, cache_creation_input_tokens: 2, cache_read_input_tokens: 3, output_tokens: 1 };
+    const ms = (id: string) => ({ type: 'message_start', message: { id, content: [], usage: usage0 } });
+    const states: Record<string, unknown[]> = {
+      'before message_start': [],
+      'message open': [ms('m1')],
+      'text block 0 open': [ms('m1'), { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+      'tool_use block 0 open': [
+        ms('m1'),
+        { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't1', name: 'f', input: {} } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"a":1}' } },
+      ],
+      'message_delta seen': [ms('m1'), { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5 } }],
+      done: [ms('m1'), { type: 'message_stop' }],
+    };
+    const events: Record<string, unknown> = {
+      'message_start, same id': ms('m1'),
+      'message_start, other id': ms('m2'),
+      'content_block_start text 1': { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+      'content_block_start tool_use 0': { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 't9', name: 'g', input: {} } },
+      'text_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'b' } },
+      'input_json_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } },
+      'thinking_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } },
+      'content_block_stop 0': { type: 'content_block_stop', index: 0 },
+      message_delta: { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 7 } },
+      message_stop: { type: 'message_stop' },
+      ping: { type: 'ping' },
+      error: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+      'malformed JSON': '{"type":',
+    };
+    const fin = (reason: string, input?: number, output?: number): TurnEvent =>
+      (input === undefined ? { type: 'finish', reason } : { type: 'finish', reason, usage: { inputTokens: input, outputTokens: output } }) as TurnEvent;
+    const I = 'IncompleteStreamError';
+    const M = 'MalformedStreamError';
+    const b: TurnEvent = { type: 'text-delta', text: 'b' };
+    const call: TurnEvent = { type: 'tool-call', id: 't1', name: 'f', args: { a: 1 } };
+    // prettier-ignore
+    const table: Record<string, Record<string, [TurnEvent[], Ends]>> = {
+      'before message_start': {
+        'message_start, same id': [[], I], 'message_start, other id': [[], I], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        message_delta: [[], I], message_stop: [[fin('other')], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      'message open': {
+        'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        message_delta: [[], I], message_stop: [[fin('other', 15, 1)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      'text block 0 open': {
+        'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], M],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        message_delta: [[], I], message_stop: [[fin('other', 15, 1)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      'tool_use block 0 open': {
+        'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], M],
+        'text_delta 0': [[], M], 'input_json_delta 0': [[], I], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[call], I],
+        message_delta: [[], I], message_stop: [[], M], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      'message_delta seen': {
+        'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        message_delta: [[], I], message_stop: [[fin('stop', 15, 5)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      // after message_stop the stream is complete and the rest of the body is never read
+      done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),
+    };
+    const body = (list: unknown[]): string => list.map((e) => (typeof e === 'string' ? `data: ${e}\n\n` : sseOf(e))).join('');
+    specStateTable(states, events, table, (list) => fromText(body(list)));
   });
 
   describe('against the local provider (real HTTP on 127.0.0.1)', () => {

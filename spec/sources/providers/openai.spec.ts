@@ -8,7 +8,7 @@ import { openAICompatibleModel, openAIRequestBody } from '../../../src/sources/p
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
 
-import { ask, collect, fixture, fixtureFetch, text, tick, weatherTool } from '../../support/providerFakes.js';
+import { ask, collect, fixture, fixtureFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
 describe('openAICompatibleModel', () => {
   describe('options', () => {
@@ -203,23 +203,104 @@ describe('openAICompatibleModel', () => {
       ]);
     });
 
-    it('ignores other choices, empty content, and events after [DONE]', async () => {
-      const fake = fixtureFetch(
-        [
-          '{"choices":[{"index":1,"delta":{"content":"other"}}]}',
-          '{"choices":[{"index":0,"delta":{"content":""}}]}',
-          '{"choices":[{"index":0,"delta":{"refusal":"I cannot."},"finish_reason":"content_filter"}]}',
-          '[DONE]',
-          '{"choices":[{"index":0,"delta":{"content":"late"}}]}',
-        ]
-          .map((d) => `data: ${d}\n\n`)
-          .join(''),
+    const run = async (...data: string[]) => {
+      const fake = fixtureFetch(data.map((d) => `data: ${d}\n\n`).join(''));
+      return collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+    };
+
+    it('a one-choice stream is read whatever its index (index 1, as gateways and reasoning models send it)', async () => {
+      const { events, error } = await run(
+        '{"choices":[{"index":1,"delta":{"role":"assistant","content":""}}]}',
+        '{"choices":[{"index":1,"delta":{"content":"Hello"}}]}',
+        '{"choices":[{"index":1,"delta":{"content":" there"},"finish_reason":"stop"}]}',
+        '{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}',
+        '[DONE]',
       );
-      const { events } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'Hello' },
+        { type: 'text-delta', text: ' there' },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 5, outputTokens: 2 } },
+      ]);
+    });
+
+    it('the answer is the first choice that carries something: a role-only chunk of index 0 does not decide', async () => {
+      const { events, error } = await run('{"choices":[{"index":0,"delta":{"role":"assistant"}}]}', '{"choices":[{"index":1,"delta":{"content":"Hi"},"finish_reason":"stop"}]}', '[DONE]');
+      expect(error).to.equal(undefined);
+      expect(text(events)).to.equal('Hi');
+    });
+
+    it('text or tool calls in a second choice → MalformedStreamError (never dropped); an empty second choice is harmless', async () => {
+      for (const second of [
+        '{"choices":[{"index":1,"delta":{"content":"other"}}]}',
+        '{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}',
+        '{"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}',
+      ]) {
+        const { events, error } = await run('{"choices":[{"index":0,"delta":{"content":"mine"}}]}', second, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+        expect(text(events), second).to.equal('mine');
+        expect(error, second).to.be.instanceOf(MalformedStreamError);
+        expect((error as Error).message).to.contain('a second choice (index 1) while reading index 0');
+      }
+      const harmless = await run('{"choices":[{"index":0,"delta":{"content":"mine"}}]}', '{"choices":[{"index":1,"delta":{"role":"assistant","content":""}}]}', '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+      expect(harmless.error).to.equal(undefined);
+      expect(text(harmless.events)).to.equal('mine');
+    });
+
+    it('ignores empty content and events after [DONE]; a refusal is text', async () => {
+      const { events } = await run(
+        '{"choices":[{"index":0,"delta":{"content":""}}]}',
+        '{"choices":[{"index":0,"delta":{"refusal":"I cannot."},"finish_reason":"content_filter"}]}',
+        '[DONE]',
+        '{"choices":[{"index":0,"delta":{"content":"late"}}]}',
+      );
       expect(events).to.deep.equal([
         { type: 'text-delta', text: 'I cannot.' },
         { type: 'finish', reason: 'content-filter' },
       ]);
+    });
+
+    it('reads every shape an answer arrives in: content parts, the legacy function_call, parsed arguments, a one-chunk message; reasoning is not the answer', async () => {
+      const parts = await run('{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"A"},{"type":"text","text":"B"}]},"finish_reason":"stop"}]}', '[DONE]');
+      expect(text(parts.events)).to.equal('AB');
+      const legacy = await run(
+        '{"choices":[{"index":0,"delta":{"function_call":{"name":"get_weather","arguments":"{\\"city\\":"}}}]}',
+        '{"choices":[{"index":0,"delta":{"function_call":{"arguments":"\\"NYC\\"}"}},"finish_reason":"function_call"}]}',
+        '[DONE]',
+      );
+      expect(legacy.events).to.deep.equal([
+        { type: 'tool-call', id: 'call_0', name: 'get_weather', args: { city: 'NYC' } },
+        { type: 'finish', reason: 'tool-calls' },
+      ]);
+      const parsed = await run('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":{"n":1}}}]},"finish_reason":"tool_calls"}]}', '[DONE]');
+      expect(parsed.events[0]).to.deep.equal({ type: 'tool-call', id: 'c1', name: 'f', args: { n: 1 } });
+      const message = await run('{"choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}', '[DONE]');
+      expect(text(message.events)).to.equal('All at once.');
+      const reasoning = await run('{"choices":[{"index":0,"delta":{"reasoning_content":"Let me think."}}]}', '{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}', '[DONE]');
+      expect(reasoning.events).to.deep.equal([{ type: 'text-delta', text: '42' }, { type: 'finish', reason: 'stop' }]);
+    });
+
+    it('what it cannot read is a MalformedStreamError, never dropped: odd content, refusal, tool_calls, function or arguments; tool call pieces after the finish_reason', async () => {
+      for (const data of [
+        '{"choices":[{"index":0,"delta":{"content":7}}]}',
+        '{"choices":[{"index":0,"delta":{"content":[{"type":"image_url"}]}}]}',
+        '{"choices":[{"index":0,"delta":{"refusal":{"text":"no"}}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":{"index":0}}}]}',
+        '{"choices":[{"index":0,"delta":{"function_call":"f"}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":"f"}]}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":7}}]}}]}',
+        '{"choices":[{"index":0,"delta":"text"}]}',
+        '{"choices":[{"index":"0","delta":{"content":"x"}}]}',
+      ]) {
+        const { error } = await run(data, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+        expect(error, data).to.be.instanceOf(MalformedStreamError);
+      }
+      const late = await run(
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}',
+        '[DONE]',
+      );
+      expect(late.events).to.deep.equal([{ type: 'tool-call', id: 'a', name: 'f', args: {} }]);
+      expect(late.error).to.be.instanceOf(MalformedStreamError);
     });
 
     it('HTTP errors → HttpError with status, headers and the parsed body: 429 + retry-after → rate_limit with retryAfterMs', async () => {
@@ -260,6 +341,57 @@ describe('openAICompatibleModel', () => {
       expect((calls[0]?.init.signal as AbortSignal).aborted).to.equal(true);
       expect(classifyError(error).category).to.equal('cancelled');
     });
+  });
+
+  describe('the decoder as a state machine: every state × event', () => {
+    // Each cell: the stream of the state, the event, then the body ends. `emits` is what the event
+    // adds; `ends` how the stream ends ('complete', or the error's class).
+    const choice = (index: number, delta: unknown, finish: string | null = null) => JSON.stringify({ choices: [{ index, delta, finish_reason: finish }] });
+    const states: Record<string, string[]> = {
+      'nothing read': [],
+      'reading index 0': [choice(0, { content: 'a' })],
+      'reading index 1': [choice(1, { content: 'a' })],
+      'finish_reason seen': [choice(0, { content: 'a' }), choice(0, {}, 'stop')],
+      done: [choice(0, { content: 'a' }), choice(0, {}, 'stop'), '[DONE]'],
+    };
+    const events: Record<string, string> = {
+      'role only, index 0': choice(0, { role: 'assistant', content: '' }),
+      'text, index 0': choice(0, { content: 'b' }),
+      'text, index 1': choice(1, { content: 'b' }),
+      'reasoning, index 0': choice(0, { reasoning_content: 'hm' }),
+      'tool call piece, index 0': choice(0, { tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }),
+      'finish_reason, index 0': choice(0, {}, 'stop'),
+      'usage, no choices': JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 2 } }),
+      'error chunk': JSON.stringify({ error: { message: 'boom', type: 'server_error' } }),
+      '[DONE]': '[DONE]',
+      'malformed JSON': '{"choices":',
+    };
+    const I = 'IncompleteStreamError';
+    const M = 'MalformedStreamError';
+    const b: TurnEvent = { type: 'text-delta', text: 'b' };
+    // prettier-ignore
+    const table: Record<string, Record<string, [TurnEvent[], Ends]>> = {
+      'nothing read': {
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
+        'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+      },
+      'reading index 0': {
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
+        'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+      },
+      'reading index 1': {
+        'role only, index 0': [[], I], 'text, index 0': [[], M], 'text, index 1': [[b], I], 'reasoning, index 0': [[], M], 'tool call piece, index 0': [[], M],
+        'finish_reason, index 0': [[], M], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+      },
+      'finish_reason seen': {
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], M],
+        'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'],
+        '[DONE]': [[{ type: 'finish', reason: 'stop' }], 'complete'], 'malformed JSON': [[], M],
+      },
+      // after [DONE] the stream is complete and the rest of the body is never read
+      done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),
+    };
+    specStateTable(states, events, table, (list) => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(list.map((d) => `data: ${d}\n\n`).join('')).fetch }));
   });
 
   describe('against the local provider (real HTTP on 127.0.0.1)', () => {

@@ -4,6 +4,7 @@ import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import { NonEmptyString } from '../../../src/core/options.js';
 import {
+  DEFAULT_MAX_EVENT_SIZE,
   IncompleteStreamError,
   MalformedStreamError,
   SseParser,
@@ -31,6 +32,16 @@ function parseCut(text: string | Uint8Array, cuts: readonly number[]): SseEvent[
   }
   events.push(...parser.end().events);
   return events;
+}
+
+function parseSseCapped(text: string, maxEventSize: number): SseEvent[] {
+  const parser = new SseParser({ maxEventSize });
+  return [...parser.push(text), ...parser.end().events];
+}
+
+function parseCutCapped(text: string, cut: number, maxEventSize: number): SseEvent[] {
+  const parser = new SseParser({ maxEventSize });
+  return [...parser.push(text.slice(0, cut)), ...parser.push(text.slice(cut)), ...parser.end().events];
 }
 
 /** A body that yields `chunks`, then stays open (or ends, with `end`); records cancellation. */
@@ -148,6 +159,59 @@ describe('SSE', () => {
     });
   });
 
+  describe('SseParser on long lines and large events', () => {
+    it('is linear on long lines: an 8 MiB line in 16 KiB chunks is scanned once (it took 144 s)', () => {
+      const parser = new SseParser();
+      const chunk = encoder.encode('x'.repeat(16 * 1024));
+      expect(parser.push('data: ')).to.deep.equal([]);
+      for (let i = 0; i < 512; i++) expect(parser.push(chunk)).to.deep.equal([]);
+      const [event] = parser.push('\n\n');
+      expect(event?.data.length).to.equal(8 * 1024 * 1024);
+    });
+
+    it('caps an event at 16 MiB by default (DEFAULT_MAX_EVENT_SIZE): past it, a MalformedStreamError naming maxEventSize (a provider fault: bad_gateway)', () => {
+      expect(DEFAULT_MAX_EVENT_SIZE).to.equal(16 * 1024 * 1024);
+      const parser = new SseParser({ model: 'openai:gpt' });
+      const mib = 'y'.repeat(1024 * 1024);
+      parser.push('data: ');
+      for (let i = 0; i < 15; i++) parser.push(mib);
+      let error: unknown;
+      try {
+        parser.push(mib);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(MalformedStreamError);
+      expect((error as MalformedStreamError).model).to.equal('openai:gpt');
+      expect((error as Error).message).to.contain(`larger than maxEventSize (${16 * 1024 * 1024} characters)`);
+      expect((error as MalformedStreamError).data).to.have.length.at.most(501);
+      expect(classifyError(error)).to.deep.equal({ retryable: true, fallback: true, category: 'bad_gateway', strategy: 'exponential_backoff' });
+    });
+
+    it('counts the whole event: data lines, the event type and the line being read, whether chunks cut it or not', () => {
+      expect(parseSseCapped('data: 12345\n\n', 6)).to.deep.equal([{ event: 'message', data: '12345' }]);
+      expect(() => parseSseCapped('data: 123456\n\n', 6)).to.throw(MalformedStreamError, 'maxEventSize (6 characters)');
+      expect(() => parseSseCapped('data: 12\ndata: 34\ndata: 5\n\n', 6)).to.throw(MalformedStreamError);
+      expect(() => parseSseCapped('event: 1234567\ndata: x\n\n', 6)).to.throw(MalformedStreamError);
+      for (let cut = 0; cut < 14; cut++) expect(() => parseCutCapped('data: 1234567\n\n', cut, 6), `cut at ${cut}`).to.throw(MalformedStreamError);
+      // each event is counted on its own
+      expect(parseSseCapped('data: 123\n\ndata: 456\n\n', 6)).to.have.length(2);
+      // the events completed before an oversized one are returned; the next call throws
+      const parser = new SseParser({ maxEventSize: 6 });
+      expect(parser.push('data: a\n\ndata: 1234567')).to.deep.equal([{ event: 'message', data: 'a' }]);
+      expect(() => parser.push('')).to.throw(MalformedStreamError);
+      expect(() => parser.end()).to.throw(MalformedStreamError);
+      // comments are not kept: they do not count
+      expect(parseSseCapped(': a long comment\ndata: 1\n\n', 6)).to.deep.equal([{ event: 'message', data: '1' }]);
+    });
+
+    it('validates its options', () => {
+      expect(() => new SseParser({ maxEventSize: 0 })).to.throw(InvalidOptionError, 'maxEventSize');
+      expect(() => new SseParser({ maxEventSize: 1.5 })).to.throw(InvalidOptionError, 'maxEventSize');
+      expect(() => new SseParser({ maxSize: 1 } as never)).to.throw(InvalidOptionError, 'maxSize');
+    });
+  });
+
   describe('helpers', () => {
     it('parseEventJson: an object, or a MalformedStreamError', () => {
       expect(parseEventJson('m', '{"a":1}')).to.deep.equal({ a: 1 });
@@ -250,6 +314,18 @@ describe('SSE', () => {
       expect(error).to.be.instanceOf(IncompleteStreamError);
       expect((error as IncompleteStreamError).cause).to.equal(cause);
       expect((error as IncompleteStreamError).eventsReceived).to.equal(1);
+    });
+
+    it('an event larger than maxEventSize → MalformedStreamError naming the model, and the body is cancelled', async () => {
+      const { stream, state } = body(['data: a\n\ndata: 0123', '456789', 'abc'], { end: false });
+      const { fetch } = fakeFetch(() => new Response(stream));
+      const seen: string[] = [];
+      const error = await new Promise((resolve) => fetchSse({ ...request, fetch, maxEventSize: 8 }).subscribe({ next: (e) => seen.push(e.data), error: resolve }));
+      expect(seen).to.deep.equal(['a']);
+      expect(error).to.be.instanceOf(MalformedStreamError);
+      expect((error as Error).message).to.equal("Malformed event in the stream of 'test-model': an event is larger than maxEventSize (8 characters); if the provider really sends events this large, raise maxEventSize");
+      await tick();
+      expect(state.cancelled).to.equal(true);
     });
 
     it('completes when the body ends, even mid-event (the protocol decides whether that is complete)', async () => {

@@ -20,6 +20,8 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
+  withoutTrailingSlashes,
 } from './sse.js';
 
 /**
@@ -48,6 +50,12 @@ export interface AnthropicModelOptions {
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
+  /**
+   * The largest Server-Sent Event accepted, in characters: a larger one ends the stream with a
+   * `MalformedStreamError` (a provider fault: retryable, fallback-able) instead of growing memory
+   * without bound. Defaults to `DEFAULT_MAX_EVENT_SIZE` (16 MiB).
+   */
+  readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `anthropic:<model>`. */
   readonly id?: string;
 }
@@ -61,6 +69,7 @@ const props = {
   body: PlainObject,
   fetch: Func,
   id: NonEmptyString,
+  maxEventSize: PositiveInteger,
 };
 
 /**
@@ -202,7 +211,6 @@ export function anthropicErrorStatus(type: unknown): number {
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
-const tokens = (u: unknown): number => (typeof u === 'number' && Number.isFinite(u) ? u : 0);
 
 interface OpenBlock {
   readonly type: string;
@@ -212,13 +220,29 @@ interface OpenBlock {
   json: string;
 }
 
-/** Reads one stream's events into model events; `done` once `message_stop` arrived. */
+/** Delta types that carry nothing of the answer, by block type (anything else in a text or tool_use block is an error). */
+const SKIPPED_DELTAS = new Set(['thinking_delta', 'signature_delta', 'citations_delta']);
+
+/**
+ * Reads one stream's events into model events; `done` once `message_stop` arrived.
+ *
+ * A state machine: before `message_start` (tolerated: some servers omit it), a message open (its
+ * id known), blocks open by index, done. What would lose text or a tool call is a
+ * {@link MalformedStreamError}: a second `message_start` with another id (a spliced stream), a
+ * block started at an index already open, an `input_json_delta` or unknown delta in the wrong
+ * block, a `tool_use` block still open at `message_stop`. Usage: input = `input_tokens` +
+ * `cache_creation_input_tokens` + `cache_read_input_tokens`, each field from the last event that
+ * carried it (`message_start` or `message_delta`). See the state table in
+ * spec/sources/providers/anthropic.spec.ts.
+ */
 class EventDecoder {
   done = false;
   private events = 0;
   private stopReason: FinishReason | undefined;
-  private inputTokens: number | undefined;
-  private outputTokens = 0;
+  /** Whether a `message_start` arrived, and its message id. */
+  private started = false;
+  private messageId: unknown;
+  private readonly usage: { input?: number; cacheCreation?: number; cacheRead?: number; output?: number } = {};
   private readonly blocks = new Map<number, OpenBlock>();
 
   constructor(private readonly model: string) {}
@@ -233,17 +257,23 @@ class EventDecoder {
       case 'message_start': {
         const message = data['message'];
         if (!isObject(message)) throw this.malformed('message_start without a message', sse);
-        const usage = message['usage'];
-        if (isObject(usage)) {
-          this.inputTokens = tokens(usage['input_tokens']) + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
-          this.outputTokens = tokens(usage['output_tokens']);
+        if (this.started) {
+          // the same message announced again is harmless; another one is a spliced stream
+          if (message['id'] === this.messageId) return [];
+          throw this.malformed(`a second message_start (id ${String(message['id'])}) while message ${String(this.messageId)} is open: two streams spliced`, sse);
         }
+        this.started = true;
+        this.messageId = message['id'];
+        const content = message['content'];
+        if (Array.isArray(content) && content.length > 0) throw this.malformed('message_start with content (it would be lost: content arrives in blocks)', sse);
+        this.readUsage(message['usage']);
         return [];
       }
       case 'content_block_start': {
         const block = data['content_block'];
         const index = data['index'];
         if (!isObject(block) || typeof index !== 'number') throw this.malformed('content_block_start without index or content_block', sse);
+        if (this.blocks.has(index)) throw this.malformed(`content_block_start for block ${index}, which is still open`, sse);
         const open: OpenBlock = {
           type: String(block['type']),
           id: typeof block['id'] === 'string' ? block['id'] : `toolu_${index}`,
@@ -259,18 +289,26 @@ class EventDecoder {
         const delta = data['delta'];
         const index = data['index'];
         if (!isObject(delta) || typeof index !== 'number') throw this.malformed('content_block_delta without index or delta', sse);
+        const block = this.blocks.get(index);
         if (delta['type'] === 'text_delta') {
           const text = delta['text'];
           if (typeof text !== 'string') throw this.malformed('text_delta without text', sse);
+          if (block?.type === 'tool_use') throw this.malformed(`text_delta in tool_use block ${index}`, sse);
+          // a text delta without its block start loses nothing: it is shown
           return text === '' ? [] : [{ type: 'text-delta', text }];
         }
         if (delta['type'] === 'input_json_delta') {
           const piece = delta['partial_json'];
-          const block = this.blocks.get(index);
           if (typeof piece !== 'string' || block === undefined) throw this.malformed('input_json_delta without partial_json or an open block', sse);
+          if (block.type === 'text' || block.type === 'thinking') throw this.malformed(`input_json_delta in ${block.type} block ${index}`, sse);
           block.json += piece;
+          return [];
         }
-        // thinking, signatures, citations…: not part of the answer
+        // thinking, signatures, citations: not part of the answer; anything else in a text or
+        // tool_use block might be, and would be lost
+        if ((block?.type === 'text' || block?.type === 'tool_use') && !SKIPPED_DELTAS.has(String(delta['type']))) {
+          throw this.malformed(`a ${String(delta['type'])} delta in ${block.type} block ${index} (it would be lost)`, sse);
+        }
         return [];
       }
       case 'content_block_stop': {
@@ -278,6 +316,7 @@ class EventDecoder {
         if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
         const block = this.blocks.get(index);
         this.blocks.delete(index);
+        // a stop for a block never started loses nothing
         if (block === undefined || block.type !== 'tool_use') return [];
         const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
         return [{ type: 'tool-call', id: block.id, name: block.name, args }];
@@ -285,18 +324,18 @@ class EventDecoder {
       case 'message_delta': {
         const delta = data['delta'];
         if (isObject(delta) && typeof delta['stop_reason'] === 'string') this.stopReason = STOP_REASONS[delta['stop_reason']] ?? 'other';
-        const usage = data['usage'];
-        if (isObject(usage)) {
-          if (typeof usage['output_tokens'] === 'number') this.outputTokens = usage['output_tokens'];
-          if (typeof usage['input_tokens'] === 'number') {
-            this.inputTokens = usage['input_tokens'] + tokens(usage['cache_creation_input_tokens']) + tokens(usage['cache_read_input_tokens']);
-          }
-        }
+        this.readUsage(data['usage']);
         return [];
       }
       case 'message_stop': {
+        for (const [index, block] of this.blocks) {
+          // its tool call is emitted at its stop: finishing now would drop it
+          if (block.type === 'tool_use') throw this.malformed(`message_stop with tool_use block ${index} (${block.name}) still open`, sse);
+        }
         this.done = true;
-        const usage: Usage | undefined = this.inputTokens === undefined ? undefined : { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+        const { input, cacheCreation, cacheRead, output } = this.usage;
+        const usage: Usage | undefined =
+          input === undefined && cacheCreation === undefined && cacheRead === undefined ? undefined : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
         const reason = this.stopReason ?? 'other';
         return [usage ? { type: 'finish', reason, usage } : { type: 'finish', reason }];
       }
@@ -312,6 +351,16 @@ class EventDecoder {
     }
   }
 
+  /** Each usage field a `message_start` or `message_delta` carries replaces the one before. */
+  private readUsage(usage: unknown): void {
+    if (!isObject(usage)) return;
+    const read = (key: string): number | undefined => (typeof usage[key] === 'number' && Number.isFinite(usage[key]) ? usage[key] : undefined);
+    this.usage.input = read('input_tokens') ?? this.usage.input;
+    this.usage.cacheCreation = read('cache_creation_input_tokens') ?? this.usage.cacheCreation;
+    this.usage.cacheRead = read('cache_read_input_tokens') ?? this.usage.cacheRead;
+    this.usage.output = read('output_tokens') ?? this.usage.output;
+  }
+
   /** The stream's body ended: fine only after `message_stop`. */
   end(): void {
     if (!this.done) throw new IncompleteStreamError(this.model, 'no message_stop', this.events);
@@ -320,6 +369,22 @@ class EventDecoder {
   private malformed(detail: string, sse: SseEvent): MalformedStreamError {
     return new MalformedStreamError(this.model, detail, sse.data);
   }
+}
+
+/**
+ * A fresh decoder of one stream's Messages API events into model events (what the model uses per request):
+ * feed it parsed Server-Sent Events; `done` at the protocol's final event; `end` throws when the
+ * body ended before it. For replaying recorded streams and for protocols built on this one.
+ *
+ * @example
+ * ```ts
+ * const decoder = anthropicStreamDecoder('recorded');
+ * const events = parseSse(recorded).flatMap((e) => decoder.push(e));
+ * decoder.end(); // throws IncompleteStreamError if the recording was cut short
+ * ```
+ */
+export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
+  return new EventDecoder(modelId);
 }
 
 /**
@@ -335,9 +400,10 @@ class EventDecoder {
  * `content_block_stop`, arguments parsed (the raw text when not valid JSON, as with
  * {@link openAICompatibleModel}); `message_stop` → one `finish` (`end_turn` / `stop_sequence` →
  * `stop`, `tool_use` → `tool-calls`, `max_tokens` → `length`, `refusal` → `content-filter`,
- * others `other`) with `usage`: input tokens from `message_start` (cache tokens included), output
- * tokens from the last `message_delta`. `ping`, thinking blocks and unknown event types are
- * skipped.
+ * others `other`) with `usage`: input = `input_tokens` + `cache_creation_input_tokens` +
+ * `cache_read_input_tokens` and output = `output_tokens`, each from the last `message_start` or
+ * `message_delta` that carried it. `ping`, thinking blocks, server tool blocks and unknown event
+ * types are skipped.
  *
  * Errors (each one `classifyError` understands):
  * - a non-2xx response → `HttpError` with status, headers and body;
@@ -346,7 +412,10 @@ class EventDecoder {
  *   429, `api_error` → 500, `invalid_request_error` → 400 (not retryable)…;
  * - the body ends before `message_stop`, or the connection drops → `IncompleteStreamError`
  *   (`connection`: retryable, fallback-able) — never a short answer;
- * - an unreadable event → `MalformedStreamError` (`bad_gateway`: retryable, fallback-able).
+ * - an unreadable event, or one that would lose text or a tool call (a second `message_start`
+ *   with another id — a spliced stream —, a block started twice, a delta in the wrong block, a
+ *   `tool_use` block still open at `message_stop`) → `MalformedStreamError` (`bad_gateway`:
+ *   retryable, fallback-able); so is an event larger than `maxEventSize`.
  *
  * Unsubscribing aborts the request and cancels the body reader at once; so does aborting the
  * context signal given to `stream`.
@@ -363,7 +432,7 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
   checkProviderOptions('anthropicModel', props, options, ['model']);
   const { apiKey, model, maxTokens = 4096, headers = {}, body = {} } = options;
   const id = options.id ?? `anthropic:${model}`;
-  const url = `${(options.baseURL ?? 'https://api.anthropic.com').replace(/\/+$/, '')}/v1/messages`;
+  const url = `${withoutTrailingSlashes(options.baseURL ?? 'https://api.anthropic.com')}/v1/messages`;
   const defaults: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) };
   return {
     id,
@@ -375,6 +444,7 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
           headers: { ...defaults, ...headers },
           body: anthropicRequestBody(model, maxTokens, request, body),
           ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new EventDecoder(id),

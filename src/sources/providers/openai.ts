@@ -6,7 +6,7 @@
  */
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
-import { Func, NonEmptyString } from '../../core/options.js';
+import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
 import type { Model, ModelRequest, ToolSpec } from '../../core/model.js';
 import {
   AnyString,
@@ -20,6 +20,8 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
+  withoutTrailingSlashes,
 } from './sse.js';
 
 /**
@@ -43,11 +45,17 @@ export interface OpenAICompatibleModelOptions {
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
+  /**
+   * The largest Server-Sent Event accepted, in characters: a larger one ends the stream with a
+   * `MalformedStreamError` (a provider fault: retryable, fallback-able) instead of growing memory
+   * without bound. Defaults to `DEFAULT_MAX_EVENT_SIZE` (16 MiB).
+   */
+  readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai:<model>`. */
   readonly id?: string;
 }
 
-const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString };
+const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
 
 // ---------------------------------------------------------------------------------------------
 // request
@@ -133,7 +141,21 @@ interface PendingCall {
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
-/** Reads one stream's chunks into model events; `done` once `[DONE]` arrived. */
+/** Whether a delta carries anything of an answer: text, refusal, reasoning or tool calls. */
+function carriesContent(delta: Record<string, unknown>): boolean {
+  const nonEmpty = (u: unknown): boolean => u !== undefined && u !== null && u !== '' && !(Array.isArray(u) && u.length === 0);
+  return ['content', 'refusal', 'tool_calls', 'function_call', 'reasoning_content', 'reasoning'].some((field) => nonEmpty(delta[field]));
+}
+
+/**
+ * Reads one stream's chunks into model events; `done` once `[DONE]` arrived.
+ *
+ * One answer is read: the choice that first carries something (text, refusal, reasoning, tool
+ * calls or a finish reason), whatever its `index` (gateways and reasoning models send `index: 1`
+ * for a one-answer stream). Anything of an answer in another choice, or in a field of the wrong
+ * type, is a {@link MalformedStreamError}: never dropped. See the state table in
+ * spec/sources/providers/openai.spec.ts.
+ */
 class ChunkDecoder {
   done = false;
   private events = 0;
@@ -141,6 +163,8 @@ class ChunkDecoder {
   private usage: Usage | undefined;
   private readonly calls = new Map<number, PendingCall>();
   private callsEmitted = false;
+  /** The `index` of the choice being read, once one carried something. */
+  private choice: unknown;
 
   constructor(private readonly model: string) {}
 
@@ -160,23 +184,58 @@ class ChunkDecoder {
     if (!Array.isArray(choices)) throw new MalformedStreamError(this.model, '"choices" is not an array', sse.data);
     for (const choice of choices as unknown[]) {
       if (!isObject(choice)) throw new MalformedStreamError(this.model, 'a choice is not an object', sse.data);
-      if ((choice['index'] ?? 0) !== 0) continue; // one answer: the first choice
-      const delta = choice['delta'];
-      if (isObject(delta)) {
-        for (const field of ['content', 'refusal'] as const) {
-          const text = delta[field];
-          if (typeof text === 'string' && text !== '') out.push({ type: 'text-delta', text });
-        }
-        const toolCalls = delta['tool_calls'];
-        if (Array.isArray(toolCalls)) for (const piece of toolCalls as unknown[]) this.addPiece(piece, sse.data);
-      }
+      const index = choice['index'] ?? 0;
+      if (typeof index !== 'number') throw new MalformedStreamError(this.model, 'a choice\'s "index" is not a number', sse.data);
+      // a gateway answering in one chunk may send `message` instead of `delta`
+      const delta = choice['delta'] !== undefined ? (choice['delta'] ?? {}) : (choice['message'] ?? {});
+      if (!isObject(delta)) throw new MalformedStreamError(this.model, 'a choice\'s "delta" is not an object', sse.data);
       const reason = choice['finish_reason'];
-      if (typeof reason === 'string' && reason !== '') {
+      const finishes = typeof reason === 'string' && reason !== '';
+      if (this.choice === undefined) {
+        if (!carriesContent(delta) && !finishes) continue; // a role-only or empty first chunk
+        this.choice = index;
+      } else if (index !== this.choice) {
+        if (!carriesContent(delta) && !finishes) continue;
+        throw new MalformedStreamError(this.model, `a second choice (index ${index}) while reading index ${String(this.choice)}: rxheal reads one answer (do not ask for n > 1)`, sse.data);
+      }
+      this.readDelta(delta, sse.data, out);
+      if (finishes) {
         this.finishReason = FINISH_REASONS[reason] ?? 'other';
         out.push(...this.emitCalls());
       }
     }
     return out;
+  }
+
+  /** Text (`content` as a string or text parts, `refusal`) and tool-call pieces; reasoning is not the answer. */
+  private readDelta(delta: Record<string, unknown>, data: string, out: TurnEvent[]): void {
+    const content = delta['content'];
+    if (typeof content === 'string') {
+      if (content !== '') out.push({ type: 'text-delta', text: content });
+    } else if (Array.isArray(content)) {
+      for (const part of content as unknown[]) {
+        if (isObject(part) && part['type'] === 'text' && typeof part['text'] === 'string') {
+          if (part['text'] !== '') out.push({ type: 'text-delta', text: part['text'] });
+        } else if (!(isObject(part) && (part['type'] === 'thinking' || part['type'] === 'reasoning'))) {
+          throw new MalformedStreamError(this.model, 'a content part that is neither text nor reasoning', data);
+        }
+      }
+    } else if (content !== undefined && content !== null) {
+      throw new MalformedStreamError(this.model, '"content" is neither text nor a list of parts', data);
+    }
+    const refusal = delta['refusal'];
+    if (typeof refusal === 'string') {
+      if (refusal !== '') out.push({ type: 'text-delta', text: refusal });
+    } else if (refusal !== undefined && refusal !== null) {
+      throw new MalformedStreamError(this.model, '"refusal" is not text', data);
+    }
+    const toolCalls = delta['tool_calls'];
+    if (Array.isArray(toolCalls)) for (const piece of toolCalls as unknown[]) this.addPiece(piece, data);
+    else if (toolCalls !== undefined && toolCalls !== null) throw new MalformedStreamError(this.model, '"tool_calls" is not an array', data);
+    // the legacy single call (`functions` / `function_call`)
+    const functionCall = delta['function_call'];
+    if (isObject(functionCall)) this.addPiece({ index: 0, function: functionCall }, data);
+    else if (functionCall !== undefined && functionCall !== null) throw new MalformedStreamError(this.model, '"function_call" is not an object', data);
   }
 
   /** The stream's body ended: fine only after `[DONE]`. */
@@ -194,11 +253,14 @@ class ChunkDecoder {
 
   private addPiece(piece: unknown, data: string): void {
     if (!isObject(piece)) throw new MalformedStreamError(this.model, 'a tool_calls entry is not an object', data);
+    if (this.callsEmitted) throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
     // servers that omit `index`: a piece with a new id starts a call, others continue the last one
     const last = this.calls.size - 1;
     const index =
       typeof piece['index'] === 'number' ? piece['index'] : last >= 0 && (typeof piece['id'] !== 'string' || piece['id'] === this.calls.get(last)?.id) ? last : this.calls.size;
-    const fn = isObject(piece['function']) ? piece['function'] : {};
+    const fnField = piece['function'];
+    if (fnField !== undefined && fnField !== null && !isObject(fnField)) throw new MalformedStreamError(this.model, 'a tool call\'s "function" is not an object', data);
+    const fn = isObject(fnField) ? fnField : {};
     let call = this.calls.get(index);
     if (call === undefined) {
       call = { id: '', name: '', args: '' };
@@ -206,7 +268,10 @@ class ChunkDecoder {
     }
     if (typeof piece['id'] === 'string' && piece['id'] !== '') call.id = piece['id'];
     if (typeof fn['name'] === 'string' && fn['name'] !== '' && call.name === '') call.name = fn['name'];
-    if (typeof fn['arguments'] === 'string') call.args += fn['arguments'];
+    const args = fn['arguments'];
+    if (typeof args === 'string') call.args += args;
+    else if (isObject(args)) call.args += JSON.stringify(args); // servers that send the arguments parsed
+    else if (args !== undefined && args !== null) throw new MalformedStreamError(this.model, 'tool call arguments are neither text nor an object', data);
   }
 
   private emitCalls(): TurnEvent[] {
@@ -237,6 +302,22 @@ class ChunkDecoder {
 }
 
 /**
+ * A fresh decoder of one stream's Chat Completions chunks into model events (what the model uses per request):
+ * feed it parsed Server-Sent Events; `done` at the protocol's final event; `end` throws when the
+ * body ended before it. For replaying recorded streams and for protocols built on this one.
+ *
+ * @example
+ * ```ts
+ * const decoder = openAIStreamDecoder('recorded');
+ * const events = parseSse(recorded).flatMap((e) => decoder.push(e));
+ * decoder.end(); // throws IncompleteStreamError if the recording was cut short
+ * ```
+ */
+export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
+  return new ChunkDecoder(modelId);
+}
+
+/**
  * A {@link Model} speaking OpenAI's Chat Completions protocol with `stream: true` (and
  * `stream_options.include_usage`), over `fetch`: OpenAI itself, or any compatible server (vLLM,
  * Ollama, LiteLLM, OpenRouter, the local provider of `rxheal/server`…).
@@ -245,7 +326,9 @@ class ChunkDecoder {
  * (with `tool_call_id`) messages, tools to `function` definitions (`ToolSpec.parameters` as the
  * JSON schema).
  *
- * Events: `choices[0].delta.content` (and `refusal`) → `text-delta`; tool calls, whose JSON
+ * Events: the answer's `delta.content` (a string, or text parts) and `refusal` → `text-delta`
+ * (the answer is the one choice that carries something, whatever its `index`; reasoning fields
+ * are not part of it); tool calls (and the legacy `function_call`), whose JSON
  * arguments arrive in pieces by `index`, → one `tool-call` each when the choice's
  * `finish_reason` arrives, with the arguments parsed — or, when they are not valid JSON, the raw
  * text as `args` (the tool's codec rejects it; reflection lets the model correct it); then one
@@ -259,7 +342,10 @@ class ChunkDecoder {
  * - `data: {"error": …}` mid-stream → `HttpError` (status from the error's code, else 500);
  * - the body ends before `[DONE]`, `[DONE]` without a finish reason, or the connection drops →
  *   `IncompleteStreamError` (`connection`: retryable, fallback-able) — never a short answer;
- * - an unreadable chunk → `MalformedStreamError` (`bad_gateway`: retryable, fallback-able).
+ * - an unreadable chunk, or one the decoder would have to drop (text or tool calls in a second
+ *   choice, in a field of the wrong type, or after the finish reason's calls) →
+ *   `MalformedStreamError` (`bad_gateway`: retryable, fallback-able); so is an event larger than
+ *   `maxEventSize`.
  *
  * Unsubscribing aborts the request and cancels the body reader at once; so does aborting the
  * context signal given to `stream`.
@@ -276,7 +362,7 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
   checkProviderOptions('openAICompatibleModel', props, options, ['baseURL', 'model']);
   const { apiKey, model, headers = {}, body = {} } = options;
   const id = options.id ?? `openai:${model}`;
-  const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  const url = `${withoutTrailingSlashes(options.baseURL)}/chat/completions`;
   const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
   return {
     id,
@@ -288,6 +374,7 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
           headers: { ...auth, ...headers },
           body: openAIRequestBody(model, request, body),
           ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new ChunkDecoder(id),

@@ -9,7 +9,7 @@
 import { Observable } from 'rxjs';
 import type * as t from 'io-ts';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../core/errors.js';
-import { check, validateOptions } from '../../core/options.js';
+import { check, NonEmptyString, PositiveInteger, validateOptions } from '../../core/options.js';
 
 // ---------------------------------------------------------------------------------------------
 // parser
@@ -35,11 +35,49 @@ export interface SseEvent {
 }
 
 /**
+ * The default cap on one Server-Sent Event's size (16 MiB, in characters): an event (its `data:`
+ * lines, or any one line) larger than this ends the stream with a {@link MalformedStreamError}
+ * instead of growing memory without bound.
+ *
+ * @example
+ * ```ts
+ * new SseParser({ maxEventSize: 4 * DEFAULT_MAX_EVENT_SIZE }); // a provider known to send huge events
+ * ```
+ */
+export const DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024;
+
+/**
+ * Options of {@link SseParser}.
+ *
+ * @example
+ * ```ts
+ * const options: SseParserOptions = { maxEventSize: 1024 * 1024, model: 'openai:gpt-4o' };
+ * ```
+ */
+export interface SseParserOptions {
+  /**
+   * Largest event accepted, in characters (UTF-16 code units; for the ASCII JSON providers send,
+   * bytes): the event's `data:` and `event:` values plus the line being read. Past it, `push`
+   * throws a {@link MalformedStreamError} (a provider fault: `bad_gateway`, retryable and
+   * fallback-able). Defaults to {@link DEFAULT_MAX_EVENT_SIZE} (16 MiB).
+   */
+  readonly maxEventSize?: number;
+  /** Whose stream this is, for errors (`MalformedStreamError.model`). Defaults to `'sse'`. */
+  readonly model?: string;
+}
+
+const parserProps = { maxEventSize: PositiveInteger, model: NonEmptyString };
+
+/**
  * An incremental Server-Sent Events parser, as the WHATWG HTML spec reads `text/event-stream`:
  * UTF-8 (split code points across chunks are fine), lines ending in LF, CR or CRLF (a CRLF may be
  * split across chunks), `field: value` with one optional space after the colon, `:` comments
  * ignored, several `data:` lines joined with `\n`, a blank line dispatches, an event without data
  * is dropped, a leading BOM skipped. Chunk boundaries may fall anywhere.
+ *
+ * Linear time: each chunk's characters are scanned once, however long a line grows across chunks
+ * (an 8 MiB line in 16 KiB chunks costs what one 8 MiB chunk does). An event larger than
+ * `maxEventSize` (default 16 MiB) throws a {@link MalformedStreamError}.
  *
  * At the end of the stream an unterminated last event is discarded (as the spec says);
  * {@link SseParser.end} reports whether that happened (`pending`), so a caller can tell a
@@ -52,22 +90,53 @@ export interface SseEvent {
  * parser.push(':"ping"}\r\n\r\n');              // [{ event: 'ping', data: '{"type":"ping"}' }]
  * parser.end();                                 // { events: [], pending: false }
  * ```
+ * @throws {InvalidOptionError} at construction, for a bad option.
  */
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
-  private buffer = '';
+  private readonly maxEventSize: number;
+  private readonly model: string;
+  /** The line being read: its pieces so far (joined once, when the line ends). */
+  private pending: string[] = [];
+  private pendingSize = 0;
   private started = false;
   /** The previous chunk ended with CR: a LF starting the next one belongs to that line break. */
   private skipLF = false;
   private eventType = '';
   private data: string[] | undefined;
+  /** Characters the current event holds (data and event values). */
+  private eventSize = 0;
   private lastId: string | undefined;
   private retry: number | undefined;
   /** Fields seen since the last dispatch (an event in progress). */
   private partial = false;
+  /** An oversized event found after some events of the same chunk: thrown by the next call. */
+  private failure: MalformedStreamError | undefined;
 
-  /** Parses one chunk (bytes or text); returns the events it completed, in order. */
+  constructor(options?: SseParserOptions) {
+    const o = validateOptions('SseParser', parserProps, options);
+    this.maxEventSize = o.maxEventSize ?? DEFAULT_MAX_EVENT_SIZE;
+    this.model = o.model ?? 'sse';
+  }
+
+  /**
+   * Parses one chunk (bytes or text); returns the events it completed, in order. An event past
+   * `maxEventSize` throws — after the events completed before it: those are returned, and the
+   * error is thrown by the next `push` (even of `''`) or `end`.
+   */
   push(chunk: Uint8Array | string): SseEvent[] {
+    if (this.failure !== undefined) throw this.failure;
+    const out: SseEvent[] = [];
+    try {
+      this.parse(chunk, out);
+    } catch (error) {
+      if (out.length === 0 || !(error instanceof MalformedStreamError)) throw error;
+      this.failure = error;
+    }
+    return out;
+  }
+
+  private parse(chunk: Uint8Array | string, out: SseEvent[]): void {
     let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
     if (!this.started && text !== '') {
       this.started = true;
@@ -78,25 +147,35 @@ export class SseParser {
       if (text.charCodeAt(0) === 10) text = text.slice(1);
       this.skipLF = false;
     }
-    const out: SseEvent[] = [];
-    const buffer = this.buffer + text;
     let start = 0;
-    const length = buffer.length;
-    for (let i = start; i < length; i++) {
-      const c = buffer.charCodeAt(i);
+    const length = text.length;
+    // only the new text is scanned: the line's earlier pieces are never looked at again
+    for (let i = 0; i < length; i++) {
+      const c = text.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      this.line(buffer.slice(start, i), out);
+      let line = text.slice(start, i);
+      if (this.pending.length > 0) {
+        this.pending.push(line);
+        line = this.pending.join('');
+        this.pending = [];
+        this.pendingSize = 0;
+      }
+      this.line(line, out);
       if (c === 13) {
         if (i + 1 < length) {
-          if (buffer.charCodeAt(i + 1) === 10) i++;
+          if (text.charCodeAt(i + 1) === 10) i++;
         } else {
           this.skipLF = true;
         }
       }
       start = i + 1;
     }
-    this.buffer = start === 0 ? buffer : buffer.slice(start);
-    return out;
+    if (start < length) {
+      const rest = start === 0 ? text : text.slice(start);
+      this.pending.push(rest);
+      this.pendingSize += rest.length;
+      this.checkSize();
+    }
   }
 
   /**
@@ -105,10 +184,22 @@ export class SseParser {
    */
   end(): { events: SseEvent[]; pending: boolean } {
     const events = this.push(this.decoder.decode());
-    const pending = this.partial || this.buffer !== '';
-    this.buffer = '';
+    const pending = this.partial || this.pendingSize > 0;
+    this.pending = [];
+    this.pendingSize = 0;
     this.reset();
     return { events, pending };
+  }
+
+  /** Throws once the event being read (and its unfinished line) outgrows `maxEventSize`. */
+  private checkSize(): void {
+    if (this.eventSize + this.pendingSize <= this.maxEventSize) return;
+    const head = this.data?.[0] ?? this.pending[0] ?? '';
+    throw new MalformedStreamError(
+      this.model,
+      `an event is larger than maxEventSize (${this.maxEventSize} characters); if the provider really sends events this large, raise maxEventSize`,
+      head.slice(0, 500),
+    );
   }
 
   private line(line: string, out: SseEvent[]): void {
@@ -124,10 +215,14 @@ export class SseParser {
     if (value.charCodeAt(0) === 32) value = value.slice(1);
     switch (field) {
       case 'event':
+        this.eventSize += value.length - this.eventType.length;
         this.eventType = value;
+        this.checkSize();
         break;
       case 'data':
         (this.data ??= []).push(value);
+        this.eventSize += value.length + 1;
+        this.checkSize();
         break;
       case 'id':
         if (!value.includes('\0')) this.lastId = value;
@@ -156,6 +251,7 @@ export class SseParser {
   private reset(): void {
     this.eventType = '';
     this.data = undefined;
+    this.eventSize = 0;
     this.retry = undefined;
     this.partial = false;
   }
@@ -228,6 +324,8 @@ export interface SseRequest {
   readonly fetch?: typeof fetch;
   /** An outside signal that also aborts the request (e.g. `Model.stream`'s context signal). */
   readonly signal?: AbortSignal;
+  /** The largest event accepted, in characters (see {@link SseParserOptions}). Defaults to {@link DEFAULT_MAX_EVENT_SIZE} (16 MiB). */
+  readonly maxEventSize?: number;
 }
 
 /** An HTTP failure as an {@link HttpError}: status, headers, and the body (parsed when JSON). */
@@ -261,7 +359,8 @@ async function httpError(model: string, response: Response): Promise<HttpError> 
  * Errors: a non-2xx response → {@link HttpError} (status, headers, body parsed when JSON, so
  * `retry-after` and `x-should-retry` reach the classifier); a network failure before the
  * response → `fetch`'s own error, as is; a failure while reading the body →
- * {@link IncompleteStreamError} (cause: the read error); an abort → the `AbortError`. The
+ * {@link IncompleteStreamError} (cause: the read error); an event larger than `maxEventSize`
+ * (default 16 MiB) → {@link MalformedStreamError}; an abort → the `AbortError`. The
  * observable completes when the body ends, even if the last event was unterminated: the
  * protocol decides whether the stream was complete (`pending` is not surfaced here).
  *
@@ -300,7 +399,7 @@ export function fetchSse(request: SseRequest): Observable<SseEvent> {
         reader.cancel().catch(() => undefined);
         throw controller.signal.reason;
       }
-      const parser = new SseParser();
+      const parser = new SseParser({ model: request.model, maxEventSize: request.maxEventSize });
       for (;;) {
         let chunk: ReadableStreamReadResult<Uint8Array>;
         try {
@@ -317,6 +416,8 @@ export function fetchSse(request: SseRequest): Observable<SseEvent> {
           received++;
           subscriber.next(event);
         }
+        // an oversized event after those: the parser throws it now
+        if (!chunk.done) parser.push('');
         if (chunk.done) {
           subscriber.complete();
           return;
@@ -456,6 +557,21 @@ export const HttpUrl = check('an absolute http(s) URL', (u): u is string => {
     return false;
   }
 });
+/**
+ * A base URL without its trailing slashes (`http://x/v1//` → `http://x/v1`), in linear time
+ * (`/\/+$/` rescans a run of slashes from each of its positions).
+ *
+ * @example
+ * ```ts
+ * withoutTrailingSlashes('https://api.example.test/v1/'); // 'https://api.example.test/v1'
+ * ```
+ */
+export function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url.charCodeAt(end - 1) === 47 /* '/' */) end--;
+  return url.slice(0, end);
+}
+
 /**
  * Option codec: any string (an empty API key is allowed: "none").
  *
