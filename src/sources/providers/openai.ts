@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorTypeStatus } from '../../core/classify.js';
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString } from '../../core/options.js';
@@ -230,7 +231,7 @@ class ChunkDecoder {
     const info = isObject(error) ? error : { message: String(error) };
     const code = info['code'] ?? info['status'];
     const numeric = typeof code === 'number' ? code : typeof code === 'string' && /^\d{3}$/.test(code) ? Number(code) : undefined;
-    const status = numeric !== undefined && numeric >= 400 && numeric <= 599 ? numeric : info['type'] === 'rate_limit_exceeded' || code === 'rate_limit_exceeded' ? 429 : 500;
+    const status = numeric !== undefined && numeric >= 400 && numeric <= 599 ? numeric : (errorTypeStatus(info['type']) ?? errorTypeStatus(code) ?? 500);
     const message = typeof info['message'] === 'string' ? info['message'] : 'error event';
     return new HttpError(status, {}, chunk, { message: `'${this.model}' sent an error mid-stream: ${message}` });
   }
