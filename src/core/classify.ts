@@ -321,8 +321,14 @@ export function errorTypeStatus(type: unknown): number | undefined {
  * {@link errorTypeStatus} knows: `type` (OpenAI's `APIError`, Anthropic's `APIError`, a raw
  * error object), `error.type` (OpenAI's body), `error.error.type` (Anthropic's body), then the
  * same `code` fields (OpenAI puts `rate_limit_exceeded` there when the type is `tokens`).
+ *
+ * @example
+ * ```ts
+ * apiErrorType({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }); // 'overloaded_error'
+ * apiErrorType(new Error('boom')); // undefined
+ * ```
  */
-function errorType(error: unknown): string | undefined {
+export function apiErrorType(error: unknown): string | undefined {
   const body = get(error, 'error');
   const inner = get(body, 'error');
   for (const field of ['type', 'code']) {
@@ -334,7 +340,7 @@ function errorType(error: unknown): string | undefined {
   return undefined;
 }
 
-function classifyHttp(error: unknown, status: number, now: number, type: string | undefined = errorType(error)): ErrorClassification {
+function classifyHttp(error: unknown, status: number, now: number, type: string | undefined = apiErrorType(error)): ErrorClassification {
   const category = HTTP_CATEGORIES[status] ?? (status >= 500 ? 'server_error' : 'client_error');
   const headers = headersOf(error);
   let retryable = status >= 500 || RETRYABLE_STATUS.has(status);
@@ -487,7 +493,7 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     const status = readStatus(error);
     if (status !== undefined) return classifyHttp(error, status, now);
     // no status (an error event mid-stream): the API error type says what it would have been
-    const type = errorType(error);
+    const type = apiErrorType(error);
     if (type !== undefined) return classifyHttp(error, errorTypeStatus(type)!, now, type);
     if (name === 'TimeoutError' || name === 'APIConnectionTimeoutError' || cls === 'APIConnectionTimeoutError' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') {
       return verdict('timeout', true, true, 'retry_with_longer_timeout');

@@ -21,6 +21,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
 } from './sse.js';
 
 /**
@@ -367,4 +368,19 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
         () => new EventDecoder(id),
       ),
   };
+}
+
+/**
+ * The decoder {@link anthropicModel} reads a Messages stream with, for events that arrive another
+ * way — e.g. the events the official `@anthropic-ai/sdk` parsed (`rxheal/anthropic`), each as
+ * `{ event: e.type, data: JSON.stringify(e) }`.
+ *
+ * @example
+ * ```ts
+ * const decoder = anthropicStreamDecoder('anthropic:claude-sonnet-4-5');
+ * decoder.push({ event: 'message_stop', data: '{"type":"message_stop"}' }); // [{ type: 'finish', reason: 'other' }]
+ * ```
+ */
+export function anthropicStreamDecoder(model: string): StreamDecoder<TurnEvent> {
+  return new EventDecoder(model);
 }

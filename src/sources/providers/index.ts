@@ -10,9 +10,9 @@
  *
  * @module
  */
-export { openAICompatibleModel, openAIRequestBody } from './openai.js';
+export { openAICompatibleModel, openAIRequestBody, openAIStreamDecoder } from './openai.js';
 export type { OpenAICompatibleModelOptions } from './openai.js';
-export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, ANTHROPIC_VERSION } from './anthropic.js';
+export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, ANTHROPIC_VERSION } from './anthropic.js';
 export type { AnthropicModelOptions } from './anthropic.js';
-export { SseParser, parseSse, fetchSse, decodeSse, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
+export { SseParser, parseSse, fetchSse, decodeSse, decodeEvents, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
 export type { SseEvent, SseRequest, StreamDecoder } from './sse.js';

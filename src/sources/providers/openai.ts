@@ -21,6 +21,7 @@ import {
   parseEventJson,
   parseToolArguments,
   type SseEvent,
+  type StreamDecoder,
 } from './sse.js';
 
 /**
@@ -294,4 +295,19 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
         () => new ChunkDecoder(id),
       ),
   };
+}
+
+/**
+ * The decoder {@link openAICompatibleModel} reads a Chat Completions stream with, for events
+ * that arrive another way — e.g. the chunks the official `openai` SDK parsed (`rxheal/openai`),
+ * each as `{ event: 'message', data: JSON.stringify(chunk) }`, then `data: [DONE]`.
+ *
+ * @example
+ * ```ts
+ * const decoder = openAIStreamDecoder('openai:gpt-4o');
+ * decoder.push({ event: 'message', data: '{"choices":[{"index":0,"delta":{"content":"Hi"}}]}' }); // [{ type: 'text-delta', text: 'Hi' }]
+ * ```
+ */
+export function openAIStreamDecoder(model: string): StreamDecoder<TurnEvent> {
+  return new ChunkDecoder(model);
 }

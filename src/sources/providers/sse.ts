@@ -387,9 +387,24 @@ export interface StreamDecoder<T> {
  * ```
  */
 export function decodeSse<T>(request: SseRequest, decoder: () => StreamDecoder<T>): Observable<T> {
+  return decodeEvents(fetchSse(request), decoder);
+}
+
+/**
+ * Any stream of events decoded by a fresh {@link StreamDecoder} per subscription — the events of
+ * {@link fetchSse}, or those an SDK parsed itself (`rxheal/openai`, `rxheal/anthropic`): completes
+ * at the decoder's final event (unsubscribing from the rest), errors with what `push` or `end`
+ * throws.
+ *
+ * @example
+ * ```ts
+ * const turn$ = decodeEvents(sdkChunks$.pipe(map((c) => ({ event: 'message', data: JSON.stringify(c) }))), () => openAIStreamDecoder('sdk'));
+ * ```
+ */
+export function decodeEvents<T>(events: Observable<SseEvent>, decoder: () => StreamDecoder<T>): Observable<T> {
   return new Observable<T>((subscriber) => {
     const state = decoder();
-    return fetchSse(request).subscribe({
+    return events.subscribe({
       next: (event) => {
         let out: readonly T[];
         try {
