@@ -26,8 +26,8 @@ import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
-import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
-import { afterWeather, ask, cancelAfterFirstDelta, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import type { LocalProvider } from '../../src/server/index.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 
 const usage = (input: number, output: number): LanguageModelV3Usage => ({
   inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
@@ -90,22 +90,11 @@ const scripted = (id: string, events: () => Observable<TurnEvent> | TurnEvent[])
 
 describe('rxheal/ai-sdk', function () {
   this.timeout(20_000);
+  const providers = localProviders();
   let server: LocalProvider;
   let backup: LocalProvider;
   let slow: LocalProvider;
-
-  before(async () => {
-    [server, backup, slow] = await Promise.all([
-      startLocalProvider({ name: 'primary', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'backup', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'slow', tokenDelayMs: 30 }),
-    ]);
-  });
-  after(() => Promise.all([server.close(), backup.close(), slow.close()]));
-  afterEach(() => {
-    server.faults.clear();
-    backup.faults.clear();
-  });
+  before(() => ({ server, backup, slow } = providers));
 
   const compat = (s: LocalProvider, name = 'local') => createOpenAICompatible({ name, baseURL: s.openAIBaseURL, includeUsage: true })('local');
   const claude = (s: LocalProvider) => createAnthropic({ baseURL: `${s.anthropicBaseURL}/v1`, apiKey: 'test' })('local');
@@ -462,6 +451,18 @@ describe('rxheal/ai-sdk', function () {
       expect(await result.text).to.equal('The river flows to the sea.');
       expect(parts.filter((p) => p.type === 'error')).to.deep.equal([]);
       expect(await result.finishReason).to.equal('stop');
+    });
+
+    it('healing under streamText with real providers: a dead primary → the backup answers; a reset mid-answer → continued, nothing lost or doubled', async () => {
+      const model = toAiSdk(fallbackModel([fromAiSdk(compat(server), { id: 'primary' }), fromAiSdk(claude(backup), { id: 'backup' })], { midStream: 'continue' }));
+      server.faults.set({ kind: 'down', times: 1 });
+      expect(await streamText({ model, prompt: RIVERS, maxRetries: 0 }).text).to.equal(RIVERS_ANSWER);
+      server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+      const result = streamText({ model, prompt: RIVERS, maxRetries: 0 });
+      const parts = await fullStream(result);
+      expect(await result.text).to.equal(RIVERS_ANSWER);
+      expect(parts.filter((p) => p.type === 'error')).to.deep.equal([]);
+      expect(JSON.stringify(backup.requests.at(-1)?.body)).to.contain('was cut off');
     });
 
     it("streamText's own retry never re-runs the chain: doStream doesn't reject, a failing model is called once", async () => {

@@ -22,8 +22,8 @@ import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
-import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
-import { afterWeather, ask, cancelAfterFirstDelta, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import type { LocalProvider } from '../../src/server/index.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 
 /** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
 class ScriptedChatModel extends FakeStreamingChatModel {
@@ -60,22 +60,11 @@ async function collect(stream: AsyncIterable<AIMessageChunk>): Promise<AIMessage
 
 describe('rxheal/langchain', function () {
   this.timeout(20_000);
+  const providers = localProviders();
   let server: LocalProvider;
   let backup: LocalProvider;
   let slow: LocalProvider;
-
-  before(async () => {
-    [server, backup, slow] = await Promise.all([
-      startLocalProvider({ name: 'primary', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'backup', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'slow', tokenDelayMs: 30 }),
-    ]);
-  });
-  after(() => Promise.all([server.close(), backup.close(), slow.close()]));
-  afterEach(() => {
-    server.faults.clear();
-    backup.faults.clear();
-  });
+  before(() => ({ server, backup, slow } = providers));
 
   const chatOpenAI = (s: LocalProvider, model = 'local') => new ChatOpenAI({ model, apiKey: 'test', configuration: { baseURL: s.openAIBaseURL }, maxRetries: 0, streamUsage: true });
 

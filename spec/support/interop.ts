@@ -6,7 +6,7 @@
 import { lastValueFrom, Observable, toArray } from 'rxjs';
 import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../../src/core/model.js';
-import type { LocalProvider, RecordedRequest } from '../../src/server/index.js';
+import { startLocalProvider, type LocalProvider, type RecordedRequest } from '../../src/server/index.js';
 
 /** The weather tool the scripted assistant calls. */
 export const WEATHER_TOOL: ToolSpec = {
@@ -67,4 +67,32 @@ export function cancelAfterFirstDelta(events$: Observable<TurnEvent>, server: Lo
       complete: () => reject(new Error('completed before it could be cancelled')),
     });
   }).then(() => server.waitForRequest((r) => Number(r.id.slice(4)) > before));
+}
+
+/** The three local providers an adapter spec uses: a primary and a backup (no token delay), and a slow one to cancel in. */
+export interface Providers {
+  readonly server: LocalProvider;
+  readonly backup: LocalProvider;
+  readonly slow: LocalProvider;
+}
+
+/**
+ * Starts {@link Providers} before the suite's tests and closes them after; clears the primary's
+ * and the backup's faults after each test. Read the fields inside tests (they are set in `before`).
+ */
+export function localProviders(): Providers {
+  const providers = {} as { server: LocalProvider; backup: LocalProvider; slow: LocalProvider };
+  before(async () => {
+    [providers.server, providers.backup, providers.slow] = await Promise.all([
+      startLocalProvider({ name: 'primary', tokenDelayMs: 0 }),
+      startLocalProvider({ name: 'backup', tokenDelayMs: 0 }),
+      startLocalProvider({ name: 'slow', tokenDelayMs: 30 }),
+    ]);
+  });
+  after(() => Promise.all([providers.server.close(), providers.backup.close(), providers.slow.close()]));
+  afterEach(() => {
+    providers.server.faults.clear();
+    providers.backup.faults.clear();
+  });
+  return providers;
 }

@@ -10,7 +10,7 @@ import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
-import { afterWeather, ask, cancelAfterFirstDelta, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from './interop.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from './interop.js';
 
 export interface SdkAdapterCase {
   /** The adapter over the SDK client pointed at `server`. */
@@ -31,22 +31,11 @@ export interface SdkAdapterCase {
 const withoutIds = (events: readonly TurnEvent[]): unknown[] => events.map((e) => (e.type === 'tool-call' ? { ...e, id: '<id>' } : e));
 
 export function sdkAdapterSuite(c: SdkAdapterCase): void {
+  const providers = localProviders();
   let server: LocalProvider;
   let backup: LocalProvider;
   let slow: LocalProvider;
-
-  before(async () => {
-    [server, backup, slow] = await Promise.all([
-      startLocalProvider({ name: 'primary', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'backup', tokenDelayMs: 0 }),
-      startLocalProvider({ name: 'slow', tokenDelayMs: 30 }),
-    ]);
-  });
-  after(() => Promise.all([server.close(), backup.close(), slow.close()]));
-  afterEach(() => {
-    server.faults.clear();
-    backup.faults.clear();
-  });
+  before(() => ({ server, backup, slow } = providers));
 
   describe('text, tool calls, usage, finish reasons: the events of rxheal’s own provider', () => {
     it('text: the same events (deltas, then finish stop with usage) as the fetch provider', async () => {

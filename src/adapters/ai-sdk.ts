@@ -41,6 +41,7 @@ import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from 
 import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
 import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { NonEmptyString, validateOptions } from '../core/options.js';
+import { argumentsText } from '../sources/providers/openai.js';
 import { parseToolArguments, PlainObject } from '../sources/providers/sse.js';
 import { providerStreamError, StreamRestartError } from './common.js';
 
@@ -299,40 +300,50 @@ function usageOf(u: unknown): Usage | undefined {
   return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
 }
 
-/** The parts of one `doStream` call; unsubscribing cancels the stream (the signal aborts the request). */
-function streamParts(open: () => PromiseLike<{ readonly stream: ReadableStream<unknown> }>): Observable<unknown> {
-  return new Observable<unknown>((subscriber) => {
+/**
+ * One `doStream` call's parts, decoded: completes at the finish (cancelling the rest), errors
+ * with what the call, the stream or the decoder throws; unsubscribing cancels the stream (the
+ * signal in the call aborts the request). One read loop, its handlers made once per call.
+ */
+function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<unknown> }>, decoder: PartDecoder): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
     let reader: ReadableStreamDefaultReader<unknown> | undefined;
-    let closed = false;
-    const pump = (): void => {
-      reader!.read().then(
-        ({ done, value }) => {
-          if (closed) return;
-          if (done) return subscriber.complete();
-          subscriber.next(value);
-          if (!closed) pump();
-        },
-        (error: unknown) => {
-          if (!closed) subscriber.error(error);
-        },
-      );
+    /** The stream was read to its end (nothing to cancel). */
+    let ended = false;
+    const fail = (error: unknown): void => {
+      if (!subscriber.closed) subscriber.error(error);
     };
-    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then(
-      ({ stream }) => {
-        if (closed) {
-          stream.cancel().catch(() => undefined);
-          return;
+    const onRead = (result: ReadableStreamReadResult<unknown>): void => {
+      if (subscriber.closed) return;
+      if (result.done) {
+        ended = true;
+        try {
+          decoder.end();
+        } catch (error) {
+          return fail(error);
         }
-        reader = stream.getReader();
-        pump();
-      },
-      (error: unknown) => {
-        if (!closed) subscriber.error(error);
-      },
-    );
+        return subscriber.complete();
+      }
+      let events: TurnEvent[];
+      try {
+        events = decoder.push(result.value);
+      } catch (error) {
+        return fail(error);
+      }
+      for (const event of events) subscriber.next(event);
+      if (decoder.done) subscriber.complete();
+      else if (!subscriber.closed) reader!.read().then(onRead, fail);
+    };
+    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then(({ stream }) => {
+      if (subscriber.closed) {
+        stream.cancel().catch(() => undefined);
+        return;
+      }
+      reader = stream.getReader();
+      reader.read().then(onRead, fail);
+    }, fail);
     return () => {
-      closed = true;
-      reader?.cancel().catch(() => undefined);
+      if (!ended) reader?.cancel().catch(() => undefined);
     };
   });
 }
@@ -401,41 +412,16 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
   return {
     id,
-    stream: (request, context) =>
-      new Observable<TurnEvent>((subscriber) => {
-        const decoder = new PartDecoder(id);
-        const call: LanguageModelV3CallOptions = {
-          ...settings,
-          ...(request as RequestWithSettings)[CALL_SETTINGS],
-          prompt: toPrompt(request.messages),
-          ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
-          abortSignal: context.signal,
-        };
-        const parts = streamParts(() => doStream(call)).subscribe({
-          next: (part) => {
-            let events: TurnEvent[];
-            try {
-              events = decoder.push(part);
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            for (const event of events) subscriber.next(event);
-            if (decoder.done) subscriber.complete();
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            try {
-              decoder.end();
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            subscriber.complete();
-          },
-        });
-        return parts;
-      }),
+    stream: (request, context) => {
+      const call: LanguageModelV3CallOptions = {
+        ...settings,
+        ...(request as RequestWithSettings)[CALL_SETTINGS],
+        prompt: toPrompt(request.messages),
+        ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
+        abortSignal: context.signal,
+      };
+      return decodeParts(() => doStream(call), new PartDecoder(id));
+    },
   };
 }
 
@@ -533,15 +519,6 @@ const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => ({
 
 const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
 
-const toolInput = (args: unknown): string => {
-  if (typeof args === 'string') return args;
-  try {
-    return JSON.stringify(args ?? {});
-  } catch {
-    return '{}';
-  }
-};
-
 /** Calls `onAbort` when `signal` aborts (at once if it has); returns the teardown. */
 function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void {
   if (signal === undefined) return () => undefined;
@@ -613,14 +590,9 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
     modelId: o.modelId ?? model.id,
     supportedUrls: {},
 
-    doStream(options) {
-      let converted: ReturnType<typeof toRequest>;
-      try {
-        converted = toRequest(options);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      const { request, warnings } = converted;
+    // async: a prompt rxheal can't take rejects, it doesn't throw
+    async doStream(options) {
+      const { request, warnings } = toRequest(options);
       const subscription = new Subscription();
       const stream = new ReadableStream<LanguageModelV3StreamPart>({
         start(controller) {
@@ -665,7 +637,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
                     return;
                   case 'tool-call':
                     closeText();
-                    controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: toolInput(event.args) });
+                    controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
                     delivered = true;
                     return;
                   case 'finish':
@@ -686,17 +658,11 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
           subscription.unsubscribe();
         },
       });
-      return Promise.resolve({ stream, request: { body: { messages: request.messages, tools: request.tools } } });
+      return { stream, request: { body: { messages: request.messages, tools: request.tools } } };
     },
 
-    doGenerate(options) {
-      let converted: ReturnType<typeof toRequest>;
-      try {
-        converted = toRequest(options);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      const { request, warnings } = converted;
+    async doGenerate(options) {
+      const { request, warnings } = toRequest(options);
       return new Promise<LanguageModelV3GenerateResult>((resolve, reject) => {
         let content: LanguageModelV3Content[] = [];
         const subscription = new Subscription();
@@ -721,7 +687,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
                   return;
                 }
                 case 'tool-call':
-                  content.push({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: toolInput(event.args) });
+                  content.push({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
                   return;
                 case 'finish':
                   subscription.unsubscribe();

@@ -18,6 +18,8 @@ import type { Model } from '../core/model.js';
 import { anthropicRequestBody, anthropicStreamDecoder } from '../sources/providers/anthropic.js';
 import { sdkModel, sdkOptions, type SdkModelOptions } from './common.js';
 
+export type { SdkModelOptions } from './common.js';
+
 /**
  * What {@link fromAnthropic} needs of a client: `messages.create` with `stream: true`. An
  * `Anthropic` instance (or `AnthropicBedrock` / `AnthropicVertex`, which share it).

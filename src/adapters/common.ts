@@ -55,6 +55,12 @@ function apiMessage(error: unknown): string {
  * - any other value that is not an `Error` (a raw error object) → an `Error` saying so;
  * - any other `Error` (an abort, a connection error, an `APICallError`) unchanged.
  * What the provider sent stays reachable as `cause`.
+ *
+ * @example
+ * ```ts
+ * providerStreamError('openai:gpt-4o', { message: 'The server had an error', type: 'server_error' }); // HttpError 500
+ * providerStreamError('openai:gpt-4o', new SyntaxError('Unterminated string in JSON at position 9')); // MalformedStreamError
+ * ```
  */
 export function providerStreamError(model: string, error: unknown): unknown {
   if (error instanceof SyntaxError || (isObject(error) && error['name'] === 'SyntaxError')) {
@@ -84,7 +90,14 @@ async function* iterate(model: string, open: () => PromiseLike<AsyncIterable<unk
   }
 }
 
-/** How one SDK's stream becomes a model. */
+/**
+ * How one SDK's stream becomes a model (see {@link sdkModel}).
+ *
+ * @example
+ * ```ts
+ * const spec: SdkStreamSpec = { id: 'sdk', open: (req, signal) => client.stream(req, { signal }), toEvent: (c) => ({ event: 'message', data: JSON.stringify(c) }), decoder: openAIStreamDecoder };
+ * ```
+ */
 export interface SdkStreamSpec {
   readonly id: string;
   /** Starts the request for a model request (with the signal and `maxRetries`). */
@@ -99,6 +112,11 @@ export interface SdkStreamSpec {
 /**
  * A {@link Model} over an SDK's stream: the request is made with the context's signal (so
  * unsubscribing aborts it) and the chunks go through the protocol's decoder.
+ *
+ * @example
+ * ```ts
+ * const model = sdkModel({ id: 'anthropic:claude', open: (req, signal) => client.messages.create(body(req), { signal, maxRetries: 0 }), toEvent: (e) => ({ event: e.type, data: JSON.stringify(e) }), decoder: anthropicStreamDecoder });
+ * ```
  */
 export function sdkModel(spec: SdkStreamSpec): Model {
   const { id, open, toEvent, final, decoder } = spec;
@@ -113,7 +131,15 @@ export function sdkModel(spec: SdkStreamSpec): Model {
 
 const optionProps = { id: NonEmptyString, maxRetries: NonNegativeInteger };
 
-/** Checks the common options, naming the adapter; returns `maxRetries` (default 0). */
+/**
+ * Checks the common options, naming the adapter; returns the id (if given) and `maxRetries`
+ * (default 0).
+ *
+ * @example
+ * ```ts
+ * sdkOptions('fromOpenAI', { id: 'primary' }); // { id: 'primary', maxRetries: 0 }
+ * ```
+ */
 export function sdkOptions(adapter: string, options: SdkModelOptions | undefined): { id?: string; maxRetries: number } {
   const o = validateOptions(adapter, optionProps, options);
   return { ...(o.id === undefined ? {} : { id: o.id }), maxRetries: o.maxRetries ?? 0 };

@@ -24,12 +24,13 @@ import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, ty
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import type { Runnable } from '@langchain/core/runnables';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
-import { Observable, Subscription } from 'rxjs';
+import { endWith, Observable, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError } from '../core/errors.js';
 import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
 import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/options.js';
-import { parseToolArguments } from '../sources/providers/sse.js';
+import { argumentsText } from '../sources/providers/openai.js';
+import { decodeEvents, parseToolArguments } from '../sources/providers/sse.js';
 import { StreamRestartError } from './common.js';
 
 export { StreamRestartError } from './common.js';
@@ -73,7 +74,7 @@ function toMessages(messages: readonly Message[]): BaseMessage[] {
         return new AIMessage({
           content: message.content,
           tool_calls: valid.map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
-          invalid_tool_calls: invalid.map((c) => ({ id: c.id, name: c.name, args: typeof c.args === 'string' ? c.args : JSON.stringify(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
+          invalid_tool_calls: invalid.map((c) => ({ id: c.id, name: c.name, args: argumentsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
         });
       }
       case 'tool':
@@ -160,8 +161,12 @@ interface PendingCall {
   parsed?: unknown;
 }
 
-/** Reads one `.stream()`'s chunks into model events; `end()` gives the tool calls and the finish. */
+/** Pushed after a `.stream()`'s last chunk: the stream ended. */
+const END: unique symbol = Symbol('end of stream');
+
+/** Reads one `.stream()`'s chunks into model events; at {@link END}, the tool calls and the finish. */
 class ChunkReader {
+  done = false;
   private chunks = 0;
   private readonly calls: PendingCall[] = [];
   private readonly byIndex = new Map<number, PendingCall>();
@@ -176,6 +181,7 @@ class ChunkReader {
   ) {}
 
   push(chunk: unknown): TurnEvent[] {
+    if (chunk === END) return this.finish();
     this.chunks++;
     if (!isObject(chunk)) return [];
     const out: TurnEvent[] = [];
@@ -202,8 +208,12 @@ class ChunkReader {
     return out;
   }
 
+  /** {@link END} always comes: nothing to check when the events end. */
+  end(): void {}
+
   /** The stream ended: its tool calls, then the finish. */
-  end(): TurnEvent[] {
+  private finish(): TurnEvent[] {
+    this.done = true;
     // OpenAI's chat models always end with a finish reason: without one the stream was cut
     const required = this.requireFinishReason ?? this.provider === 'openai';
     if (required && this.finishReason === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
@@ -242,7 +252,15 @@ class ChunkReader {
   }
 }
 
-/** A chat model as {@link fromLangChain} uses it: `.stream()`, and `bindTools` for tools. */
+/**
+ * A chat model as {@link fromLangChain} uses it: `.stream()`, and `bindTools` for tools — any
+ * `BaseChatModel`.
+ *
+ * @example
+ * ```ts
+ * const chat: LangChainChatModel = new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 });
+ * ```
+ */
 export type LangChainChatModel = Pick<BaseChatModel, 'stream' | '_llmType'> & {
   bindTools?(tools: BindToolsInput[], kwargs?: Record<string, unknown>): Pick<Runnable<BaseLanguageModelInput, AIMessageChunk>, 'stream'>;
 };
@@ -333,33 +351,7 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   return {
     id,
     stream: (request, context) =>
-      new Observable<TurnEvent>((subscriber) => {
-        const reader = new ChunkReader(id, o.requireFinishReason);
-        return fromAsyncIterable(() => chunksOf(() => open(request, context.signal))).subscribe({
-          next: (chunk) => {
-            let events: TurnEvent[];
-            try {
-              events = reader.push(chunk);
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            for (const event of events) subscriber.next(event);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            let events: TurnEvent[];
-            try {
-              events = reader.end();
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            for (const event of events) subscriber.next(event);
-            subscriber.complete();
-          },
-        });
-      }),
+      decodeEvents(fromAsyncIterable(() => chunksOf(() => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, o.requireFinishReason)),
   };
 }
 
@@ -407,15 +399,6 @@ const LANGCHAIN_FINISH: Readonly<Record<FinishReason, string>> = {
 };
 
 const usageMetadata = (usage: Usage) => ({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens });
-
-const argsText = (args: unknown): string => {
-  if (typeof args === 'string') return args;
-  try {
-    return JSON.stringify(args ?? {});
-  } catch {
-    return '{}';
-  }
-};
 
 /** An observable that errors with the signal's reason when it aborts (and unsubscribes the source). */
 function untilAborted<T>(source: Observable<T>, signal: AbortSignal | undefined): Observable<T> {
@@ -494,7 +477,7 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
         case 'tool-call':
           chunk = new ChatGenerationChunk({
             text: '',
-            message: new AIMessageChunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argsText(event.args), index: calls++ }] }),
+            message: new AIMessageChunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argumentsText(event.args), index: calls++ }] }),
           });
           break;
         case 'finish': {
@@ -537,7 +520,7 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
             tool_calls: calls.filter((c) => isObject(c.args) && !Array.isArray(c.args)).map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
             invalid_tool_calls: calls
               .filter((c) => !(isObject(c.args) && !Array.isArray(c.args)))
-              .map((c) => ({ id: c.id, name: c.name, args: argsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
+              .map((c) => ({ id: c.id, name: c.name, args: argumentsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
             response_metadata: { finish_reason },
             ...(event.usage ? { usage_metadata: usageMetadata(event.usage) } : {}),
           });

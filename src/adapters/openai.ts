@@ -17,6 +17,8 @@ import type { Model } from '../core/model.js';
 import { openAIRequestBody, openAIStreamDecoder } from '../sources/providers/openai.js';
 import { sdkModel, sdkOptions, type SdkModelOptions } from './common.js';
 
+export type { SdkModelOptions } from './common.js';
+
 /**
  * What {@link fromOpenAI} needs of a client: `chat.completions.create` with `stream: true`. An
  * `OpenAI` instance (or an `AzureOpenAI`, or any OpenAI-compatible client built on the SDK).

@@ -607,7 +607,8 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * `response.status`; the AI SDK's `isRetryable`, then `x-should-retry`, override;
  * `retry-after(-ms)` read from `headers`, `responseHeaders` or `response.headers`); without a
  * status, the API error type the SDKs carry (`type`, `error.type`, `error.error.type`, `code`:
- * see {@link errorTypeStatus}; `insufficient_quota` is never retried); timeouts (the SDKs'
+ * `server_error` → 500, `rate_limit_exceeded` → 429, `overloaded_error` → 529…;
+ * `insufficient_quota` is never retried); timeouts (the SDKs'
  * `APIConnectionTimeoutError` included); network error codes and the SDKs'
  * `APIConnectionError`; message patterns; the `cause` of wrappers; the AI SDK's `RetryError` by
  * its `lastError`; otherwise `transient` when an AI SDK error says `isRetryable: true`, else

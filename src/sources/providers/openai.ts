@@ -55,8 +55,17 @@ const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, head
 // request
 // ---------------------------------------------------------------------------------------------
 
-/** A tool call's arguments as the JSON string the protocol carries. */
-function argumentsText(args: unknown): string {
+/**
+ * A tool call's arguments as the JSON string a protocol carries: raw text as it is, anything else
+ * as JSON (`{}` when it can't be).
+ *
+ * @example
+ * ```ts
+ * argumentsText({ city: 'Paris' }); // '{"city":"Paris"}'
+ * argumentsText('{"city":"Par'); // '{"city":"Par'
+ * ```
+ */
+export function argumentsText(args: unknown): string {
   if (typeof args === 'string') return args; // raw text the model sent (not valid JSON): send it back as is
   try {
     return JSON.stringify(args ?? {});
