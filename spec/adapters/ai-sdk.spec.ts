@@ -174,6 +174,11 @@ describe('rxheal/ai-sdk', function () {
         });
       }
 
+      it('usage without totals: the sum of its parts (input: noCache + cacheRead + cacheWrite; output: text + reasoning)', async () => {
+        const parts: LanguageModelV3Usage = { inputTokens: { total: undefined, noCache: 5, cacheRead: 20, cacheWrite: 7 }, outputTokens: { total: undefined, text: 3, reasoning: 4 } };
+        expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', parts))), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 7 } });
+      });
+
       it('usage the provider did not report: a finish without usage', async () => {
         const none: LanguageModelV3Usage = { inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } };
         expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', none))), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });

@@ -290,12 +290,23 @@ class PartDecoder {
   }
 }
 
-/** Token counts of any spec's usage: v3/v4 `{ inputTokens: { total } }`, v2 numbers. */
+/** The sum of the counts given, `undefined` when none is. */
+function sum(counts: readonly unknown[]): number | undefined {
+  let total: number | undefined;
+  for (const c of counts) if (num(c) !== undefined) total = (total ?? 0) + (c as number);
+  return total;
+}
+
+/**
+ * Token counts of any spec's usage: v3/v4 `{ inputTokens: { total } }` (or, without a total, the
+ * sum of its parts: `noCache` + `cacheRead` + `cacheWrite`, `text` + `reasoning`), v2 numbers.
+ */
 function usageOf(u: unknown): Usage | undefined {
   if (!isObject(u)) return undefined;
-  const count = (v: unknown): number | undefined => num(v) ?? (isObject(v) ? num(v['total']) : undefined);
-  const input = count(u['inputTokens']);
-  const output = count(u['outputTokens']);
+  const count = (v: unknown, parts: readonly string[]): number | undefined =>
+    num(v) ?? (isObject(v) ? (num(v['total']) ?? sum(parts.map((p) => v[p]))) : undefined);
+  const input = count(u['inputTokens'], ['noCache', 'cacheRead', 'cacheWrite']);
+  const output = count(u['outputTokens'], ['text', 'reasoning']);
   if (input === undefined && output === undefined) return undefined;
   return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
 }
