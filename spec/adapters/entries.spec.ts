@@ -56,9 +56,9 @@ describe('the adapter subpaths', function () {
   this.timeout(120_000);
 
   for (const [subpath, { frameworks, exports }] of Object.entries(SUBPATHS)) {
-    it(`rxheal${subpath.slice(1)}: in the exports map (types + import), resolves to the built ESM with ${exports.join(', ')}`, async () => {
+    it(`rxheal${subpath.slice(1)}: in the exports map (types, import, default), resolves to the built ESM with ${exports.join(', ')}`, async () => {
       const name = subpath.slice(2);
-      expect(pkg.exports[subpath]).to.deep.equal({ types: `./dist/adapters/${name}.d.ts`, import: `./dist/adapters/${name}.js` });
+      expect(pkg.exports[subpath]).to.deep.equal({ types: `./dist/adapters/${name}.d.ts`, import: `./dist/adapters/${name}.js`, default: `./dist/adapters/${name}.js` });
       const built = (await import(`rxheal/${name}`)) as Record<string, unknown>;
       for (const e of exports) expect(built[e], e).to.be.a('function');
     });
