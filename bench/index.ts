@@ -20,6 +20,7 @@ import { heap } from './figures/heap.js';
 import { bundles } from './figures/bundle.js';
 import { outage, RXHEAL } from './figures/outage.js';
 import { marbleWallTime } from './figures/marble.js';
+import { aiSdkOverhead } from './figures/aiSdk.js';
 
 const quick = process.env['BENCH_QUICK'] === '1';
 const version = (pkg: string): string =>
@@ -100,6 +101,17 @@ try {
   log(`fresh-process run failed: ${String(error)}`);
 }
 verdicts.push({ figure: 'f', target: '< 100 ms', measured: `${f.cold.toFixed(1)} ms first run in this process, ${f.warm.median.toFixed(1)} ms warm median${coldFresh === undefined ? '' : `, ${coldFresh.toFixed(0)} ms in a fresh process`}`, met: f.cold < 100 && f.warm.median < 100 });
+
+log('g. AI SDK stream per text delta …');
+const g = await aiSdkOverhead(quick ? { n: 1_000, reps: 5, warmup: 1 } : { n: 5_000, reps: 21, warmup: 3 });
+rows.push(...g.rows);
+const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+verdicts.push({
+  figure: 'g',
+  target: "rxheal's healing ≤ 3 % of streamText's own cost per text delta (issue 12 measured ~1.5 %)",
+  measured: `${pct(g.overhead.median)} (${pct(g.overhead.min)}–${pct(g.overhead.max)}); end to end, paired: +${pct(g.endToEnd.median)} (${pct(g.endToEnd.min)}–${pct(g.endToEnd.max)})`,
+  met: g.overhead.median <= 0.03,
+});
 
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);

@@ -41,14 +41,14 @@ export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts',
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** Builds the library from `root`'s `src/` and imports it. */
-export async function loadLib(root: string, tag: string): Promise<Api> {
+/** Builds the library from `root`'s `src/` (the benchmarks' entry, or `contents`) and imports it. */
+export async function loadLib<T = Api>(root: string, tag: string, contents: string = entry): Promise<T> {
   // under node_modules/.cache: rxjs resolves from there, and linters and git ignore it
   const dir = fileURLToPath(new URL('../../node_modules/.cache/rxheal-bench/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const out = `${dir}rxheal-${tag}-${process.pid}.mjs`;
   await build({
-    stdin: { contents: entry, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
+    stdin: { contents, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
     bundle: true,
     packages: 'external',
     format: 'esm',
@@ -58,7 +58,7 @@ export async function loadLib(root: string, tag: string): Promise<Api> {
     logLevel: 'error',
   });
   try {
-    return (await import(pathToFileURL(out).href)) as Api;
+    return (await import(pathToFileURL(out).href)) as T;
   } finally {
     rmSync(out, { force: true });
   }

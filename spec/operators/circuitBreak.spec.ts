@@ -763,7 +763,8 @@ describe('circuitBreak', () => {
     });
 
     it('in real time: unsubscribing during the backoff wait frees the half-open slot', async () => {
-      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1 });
+      // a probe deadline far beyond the test, so a loaded machine can't time the probe out first
+      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1, halfOpenTimeoutMs: 60_000 });
       await lastValueFrom(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker))).catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 5));
       expect(breaker.state).to.equal('half-open');

@@ -199,7 +199,9 @@ export const names: string[] = Object.keys(rxheal);
     before(function () {
       const devDependencies = pkg.devDependencies ?? {};
       const wanted = optionalPeers.map((peer) => `${peer}@${devDependencies[peer] ?? pkg.peerDependencies?.[peer] ?? 'latest'}`);
-      if (wanted.length > 0) npm(consumer, ['install', ...wanted]);
+      // @ai-sdk/provider's own .d.ts import 'json-schema', whose types are only its devDependency
+      // (upstream): an AI SDK user typechecking with skipLibCheck off installs them too
+      if (wanted.length > 0) npm(consumer, ['install', ...wanted, '@types/json-schema@^7.0.15']);
     });
 
     it(`loads EVERY entry point of the exports map by import and by require (${entries.map((e) => e.specifier).join(', ')})`, () => {

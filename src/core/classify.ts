@@ -162,6 +162,8 @@ const verdict = (
     : { retryable, fallback, category, strategy, retryAfterMs };
 
 const UNKNOWN = verdict('unknown', false, true, 'fallback');
+/** A response that could not be read: as `MalformedStreamError` (502). */
+const MALFORMED = verdict('bad_gateway', true, true, 'exponential_backoff');
 
 /** Reads a property without ever throwing (throwing getters, revoked proxies). */
 function get(value: unknown, key: string): unknown {
@@ -193,6 +195,11 @@ function errorName(error: unknown): string | undefined {
 function message(error: unknown): string {
   if (typeof error === 'string') return error;
   return str(get(error, 'message')) ?? '';
+}
+
+/** The name of an error's class: the SDKs' errors (`openai`) keep `name` at `'Error'`. */
+function className(error: unknown): string | undefined {
+  return str(get(get(error, 'constructor'), 'name'));
 }
 
 function readStatus(error: unknown): number | undefined {
@@ -262,13 +269,85 @@ export function parseRetryAfter(headers: unknown, now: number): number | undefin
 }
 
 function headersOf(error: unknown): unknown {
-  return get(error, 'headers') ?? get(get(error, 'response'), 'headers');
+  // `responseHeaders`: the Vercel AI SDK's APICallError
+  return get(error, 'headers') ?? get(error, 'responseHeaders') ?? get(get(error, 'response'), 'headers');
 }
 
-function classifyHttp(error: unknown, status: number, now: number): ErrorClassification {
+/**
+ * The HTTP status each provider error type stands for: the `error.type` (or `code`) of OpenAI's
+ * and Anthropic's error bodies, which is all a mid-stream error event carries.
+ */
+const ERROR_TYPE_STATUS: Readonly<Record<string, number>> = {
+  invalid_request_error: 400,
+  context_length_exceeded: 400,
+  authentication_error: 401,
+  invalid_api_key: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  model_not_found: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  rate_limit_exceeded: 429,
+  insufficient_quota: 429,
+  api_error: 500,
+  server_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+/** Types that mean "your quota is spent": no retry helps, another provider may. */
+const QUOTA_TYPES = new Set(['insufficient_quota', 'billing_error']);
+
+/**
+ * The HTTP status an API error type implies — OpenAI's (`server_error`, `rate_limit_exceeded`,
+ * `insufficient_quota`, `invalid_request_error`…) and Anthropic's (`overloaded_error` → 529,
+ * `rate_limit_error` → 429, `api_error` → 500, `timeout_error` → 504…) — or `undefined` for a
+ * type it doesn't know.
+ *
+ * @example
+ * ```ts
+ * errorTypeStatus('overloaded_error'); // 529
+ * errorTypeStatus('server_error'); // 500
+ * errorTypeStatus('tokens'); // undefined
+ * ```
+ */
+export function errorTypeStatus(type: unknown): number | undefined {
+  return typeof type === 'string' && Object.hasOwn(ERROR_TYPE_STATUS, type) ? ERROR_TYPE_STATUS[type] : undefined;
+}
+
+/**
+ * The API error type an SDK error or an error body carries, among those
+ * {@link errorTypeStatus} knows: `type` (OpenAI's `APIError`, Anthropic's `APIError`, a raw
+ * error object), `error.type` (OpenAI's body), `error.error.type` (Anthropic's body), then the
+ * same `code` fields (OpenAI puts `rate_limit_exceeded` there when the type is `tokens`).
+ *
+ * @example
+ * ```ts
+ * apiErrorType({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }); // 'overloaded_error'
+ * apiErrorType(new Error('boom')); // undefined
+ * ```
+ */
+export function apiErrorType(error: unknown): string | undefined {
+  const body = get(error, 'error');
+  const inner = get(body, 'error');
+  for (const field of ['type', 'code']) {
+    for (const holder of [error, body, inner]) {
+      const value = get(holder, field);
+      if (errorTypeStatus(value) !== undefined) return value as string;
+    }
+  }
+  return undefined;
+}
+
+function classifyHttp(error: unknown, status: number, now: number, type: string | undefined = apiErrorType(error)): ErrorClassification {
   const category = HTTP_CATEGORIES[status] ?? (status >= 500 ? 'server_error' : 'client_error');
   const headers = headersOf(error);
   let retryable = status >= 500 || RETRYABLE_STATUS.has(status);
+  // the AI SDK's APICallError says itself whether a retry may help
+  const flag = get(error, 'isRetryable');
+  if (typeof flag === 'boolean') retryable = flag;
+  if (type !== undefined && QUOTA_TYPES.has(type)) retryable = false;
   const override = readHeader(headers, 'x-should-retry')?.trim().toLowerCase();
   if (override === 'true') retryable = true;
   else if (override === 'false') retryable = false;
@@ -295,6 +374,54 @@ function isFetchNetworkError(error: unknown, name: string | undefined): boolean 
 }
 
 const PROGRAMMING = new Set(['TypeError', 'RangeError', 'ReferenceError', 'SyntaxError']);
+
+/**
+ * The messages of `JSON.parse`'s `SyntaxError`: V8 (Node, Chrome, Deno: `… in JSON at position
+ * 12`, `Unexpected end of JSON input`, `"…" is not valid JSON`), SpiderMonkey (Firefox:
+ * `JSON.parse: …`) and JavaScriptCore (Safari, Bun: `JSON Parse error: …`).
+ */
+const JSON_PARSE_MESSAGE = /JSON at position \d|^Unexpected end of JSON input|is not valid JSON$|^JSON\.parse: |^JSON Parse error: /;
+
+/** A stack frame of `JSON.parse` itself: V8's `at JSON.parse (<anonymous>)`, Safari's `parse@[native code]`. */
+const JSON_PARSE_FRAME = /^at JSON\.parse \(|^(JSON\.)?parse@\[native code\]/;
+
+/** A stack frame in a dependency or in the runtime (undici's `Response.json()`), not in the app. */
+const DEPENDENCY_FRAME = /[\\/]node_modules[\\/]|\(node:|^at node:/;
+
+/**
+ * Whether a `SyntaxError` is a failure to parse JSON *data* that a dependency was reading — an
+ * SDK reading a provider's stream, `fetch`'s `Response.json()` — rather than an error of the
+ * app's own code. Both must hold:
+ * - it came from `JSON.parse`: its message is one of the JSON parser's, or its top frame is
+ *   `JSON.parse`;
+ * - the frame that called `JSON.parse` is a dependency's (a path through `node_modules/`) or the
+ *   runtime's (`node:`): the data came over the wire, not from the app's source.
+ *
+ * So the `SyntaxError` the `openai` and `@anthropic-ai/sdk` clients throw on a malformed chunk
+ * is a malformed response, while `JSON.parse` of a bad literal, `new Function`, `new RegExp` or
+ * `eval` in the app's own code stays a programming error. Bundled code has no `node_modules/`
+ * frames: there, rxheal's adapters (`rxheal/openai`, `rxheal/anthropic`) already turn what the
+ * SDK throws while reading its stream into a `MalformedStreamError`.
+ */
+function isResponseParseError(error: unknown, name: string | undefined): boolean {
+  if (name !== 'SyntaxError' && !isInstance(error, SyntaxError)) return false;
+  const stack = str(get(error, 'stack'));
+  if (stack === undefined) return false;
+  const text = message(error);
+  // the frames start after the message, which may span lines
+  const at = text === '' ? -1 : stack.indexOf(text);
+  let fromJsonParse = JSON_PARSE_MESSAGE.test(text);
+  for (const raw of (at >= 0 ? stack.slice(at + text.length) : stack).split('\n', 16)) {
+    const line = raw.trim();
+    if (line === '' || (!line.startsWith('at ') && !line.includes('@'))) continue;
+    if (JSON_PARSE_FRAME.test(line)) {
+      fromJsonParse = true;
+      continue;
+    }
+    return fromJsonParse && DEPENDENCY_FRAME.test(line);
+  }
+  return false;
+}
 
 function isProgramming(error: unknown, name: string | undefined): boolean {
   if (name !== undefined && PROGRAMMING.has(name)) return true;
@@ -350,8 +477,12 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
   /** The built-in rules on the error itself, or `undefined` when none matches. */
   const own = (error: unknown, now: number): ErrorClassification | undefined => {
     const name = errorName(error);
-    if (name === 'AbortError') return verdict('cancelled', false, false, 'abort');
+    const cls = className(error);
+    // APIUserAbortError: the openai and @anthropic-ai/sdk clients, aborted by their caller
+    if (name === 'AbortError' || name === 'APIUserAbortError' || cls === 'APIUserAbortError') return verdict('cancelled', false, false, 'abort');
     const code = codeOf(error);
+    // a response that could not be parsed: a provider fault (as MalformedStreamError), not a bug
+    if (name === 'AI_JSONParseError' || isResponseParseError(error, name)) return MALFORMED;
     if (isProgramming(error, name)) return verdict('programming', false, false, 'fail_fast');
     if (isInstance(error, CircuitOpenError) || name === 'CircuitOpenError') {
       return verdict('circuit_open', false, true, 'fallback');
@@ -361,7 +492,10 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     }
     const status = readStatus(error);
     if (status !== undefined) return classifyHttp(error, status, now);
-    if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') {
+    // no status (an error event mid-stream): the API error type says what it would have been
+    const type = apiErrorType(error);
+    if (type !== undefined) return classifyHttp(error, errorTypeStatus(type)!, now, type);
+    if (name === 'TimeoutError' || name === 'APIConnectionTimeoutError' || cls === 'APIConnectionTimeoutError' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') {
       return verdict('timeout', true, true, 'retry_with_longer_timeout');
     }
     if (isNetworkCode(code)) return verdict('connection', true, true, 'exponential_backoff');
@@ -384,16 +518,26 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       // the tool ran: a side effect may have happened, so never run it again automatically
       return verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
     }
-    if (isFetchNetworkError(error, errorName(error))) {
-      // fetch's network TypeError: its cause (ECONNRESET, UND_ERR_*, a timeout) says more, if any.
+    const name = errorName(error);
+    if (name === 'AI_RetryError') {
+      // the AI SDK gave up retrying: judged by its last attempt's error (it has no `cause`)
+      const errors = get(error, 'errors');
+      return nested(get(error, 'lastError') ?? (Array.isArray(errors) ? (errors as unknown[])[errors.length - 1] : undefined), now, depth, seen);
+    }
+    const cls = className(error);
+    if (isFetchNetworkError(error, name) || ((name === 'APIConnectionError' || cls === 'APIConnectionError') && readStatus(error) === undefined)) {
+      // fetch's network TypeError, an SDK's APIConnectionError: the cause (ECONNRESET, UND_ERR_*,
+      // a timeout) says more, if any.
       const inner = nested(get(error, 'cause'), now, depth, seen);
       return inner.category === 'unknown' ? verdict('connection', true, true, 'exponential_backoff') : inner;
     }
     const mine = own(error, now);
     if (mine !== undefined) return mine;
     const cause = get(error, 'cause');
-    if (cause !== undefined && cause !== null) return nested(cause, now, depth, seen);
-    return UNKNOWN;
+    const inner = cause !== undefined && cause !== null ? nested(cause, now, depth, seen) : UNKNOWN;
+    // the AI SDK's APICallError without a status (a network failure) says whether to retry
+    if (inner.category === 'unknown' && get(error, 'isRetryable') === true) return verdict('transient', true, true, 'exponential_backoff');
+    return inner;
   };
 
   const nested = (cause: unknown, now: number, depth: number, seen: Set<unknown>): ErrorClassification => {
@@ -453,12 +597,22 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
 /**
  * The default classifier. Never throws, whatever it is given.
  *
- * Rules, first match wins: cancellation (`AbortError`) → `cancelled`; programming errors
+ * Rules, first match wins: cancellation (`AbortError`, the SDKs' `APIUserAbortError`) →
+ * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError`, or a
+ * `SyntaxError` from `JSON.parse` called by a dependency — an SDK reading a provider's stream,
+ * `Response.json()`) → `bad_gateway`, like `MalformedStreamError`; programming errors
  * (`TypeError` other than fetch's network failure, `RangeError`, `ReferenceError`,
- * `SyntaxError`) → no retry, no fallback; `CircuitOpenError` → fallback only; HTTP status
- * (from `status`, `statusCode` or `response.status`; `x-should-retry` overrides;
- * `retry-after(-ms)` read); timeouts; network error codes; message patterns; the `cause` of
- * wrappers; otherwise `unknown` (no retry, fallback allowed). A `ToolError` is judged by its
+ * `SyntaxError` from the app's own code, `JSON.parse` of its own literals included) → no retry,
+ * no fallback; `CircuitOpenError` → fallback only; HTTP status (from `status`, `statusCode` or
+ * `response.status`; the AI SDK's `isRetryable`, then `x-should-retry`, override;
+ * `retry-after(-ms)` read from `headers`, `responseHeaders` or `response.headers`); without a
+ * status, the API error type the SDKs carry (`type`, `error.type`, `error.error.type`, `code`:
+ * `server_error` → 500, `rate_limit_exceeded` → 429, `overloaded_error` → 529…;
+ * `insufficient_quota` is never retried); timeouts (the SDKs'
+ * `APIConnectionTimeoutError` included); network error codes and the SDKs'
+ * `APIConnectionError`; message patterns; the `cause` of wrappers; the AI SDK's `RetryError` by
+ * its `lastError`; otherwise `transient` when an AI SDK error says `isRetryable: true`, else
+ * `unknown` (no retry, fallback allowed). A `ToolError` is judged by its
  * cause, except that bad arguments are a `validation_error` and a non-idempotent tool that ran is
  * never retryable. Our give-up errors
  * (`RetriesExhaustedError`, `TotalTimeoutError`, `AllFallbacksFailedError`) are never

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorTypeStatus } from '../../core/classify.js';
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
@@ -183,20 +184,6 @@ const STOP_REASONS: Readonly<Record<string, FinishReason>> = {
   refusal: 'content-filter',
 };
 
-/** HTTP statuses of the API's error types, for `error` events that arrive mid-stream. */
-const ERROR_STATUS: Readonly<Record<string, number>> = {
-  invalid_request_error: 400,
-  authentication_error: 401,
-  billing_error: 402,
-  permission_error: 403,
-  not_found_error: 404,
-  request_too_large: 413,
-  rate_limit_error: 429,
-  api_error: 500,
-  timeout_error: 504,
-  overloaded_error: 529,
-};
-
 /**
  * The HTTP status the Messages API gives an error type (`overloaded_error` → 529,
  * `rate_limit_error` → 429, …; unknown types → 500).
@@ -207,7 +194,7 @@ const ERROR_STATUS: Readonly<Record<string, number>> = {
  * ```
  */
 export function anthropicErrorStatus(type: unknown): number {
-  return (typeof type === 'string' ? ERROR_STATUS[type] : undefined) ?? 500;
+  return errorTypeStatus(type) ?? 500;
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);

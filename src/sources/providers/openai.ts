@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorTypeStatus } from '../../core/classify.js';
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
@@ -61,8 +62,17 @@ const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, head
 // request
 // ---------------------------------------------------------------------------------------------
 
-/** A tool call's arguments as the JSON string the protocol carries. */
-function argumentsText(args: unknown): string {
+/**
+ * A tool call's arguments as the JSON string a protocol carries: raw text as it is, anything else
+ * as JSON (`{}` when it can't be).
+ *
+ * @example
+ * ```ts
+ * argumentsText({ city: 'Paris' }); // '{"city":"Paris"}'
+ * argumentsText('{"city":"Par'); // '{"city":"Par'
+ * ```
+ */
+export function argumentsText(args: unknown): string {
   if (typeof args === 'string') return args; // raw text the model sent (not valid JSON): send it back as is
   try {
     return JSON.stringify(args ?? {});
@@ -295,7 +305,7 @@ class ChunkDecoder {
     const info = isObject(error) ? error : { message: String(error) };
     const code = info['code'] ?? info['status'];
     const numeric = typeof code === 'number' ? code : typeof code === 'string' && /^\d{3}$/.test(code) ? Number(code) : undefined;
-    const status = numeric !== undefined && numeric >= 400 && numeric <= 599 ? numeric : info['type'] === 'rate_limit_exceeded' || code === 'rate_limit_exceeded' ? 429 : 500;
+    const status = numeric !== undefined && numeric >= 400 && numeric <= 599 ? numeric : (errorTypeStatus(info['type']) ?? errorTypeStatus(code) ?? 500);
     const message = typeof info['message'] === 'string' ? info['message'] : 'error event';
     return new HttpError(status, {}, chunk, { message: `'${this.model}' sent an error mid-stream: ${message}` });
   }

@@ -488,9 +488,25 @@ export interface StreamDecoder<T> {
  * ```
  */
 export function decodeSse<T>(request: SseRequest, decoder: () => StreamDecoder<T>): Observable<T> {
+  return decodeEvents(fetchSse(request), decoder);
+}
+
+/**
+ * Any stream of events decoded by a fresh decoder per subscription — the events of
+ * {@link fetchSse}, those an SDK parsed itself (`rxheal/openai`, `rxheal/anthropic`), a chat
+ * model's chunks (`rxheal/langchain`): completes at the decoder's final event (unsubscribing from
+ * the rest), errors with what `push` or `end` throws. The decoder is a {@link StreamDecoder}, or
+ * the same shape over another kind of event.
+ *
+ * @example
+ * ```ts
+ * const turn$ = decodeEvents(sdkChunks$.pipe(map((c) => ({ event: 'message', data: JSON.stringify(c) }))), () => openAIStreamDecoder('sdk'));
+ * ```
+ */
+export function decodeEvents<T, E = SseEvent>(events: Observable<E>, decoder: () => { readonly done: boolean; push(event: E): readonly T[]; end(): void }): Observable<T> {
   return new Observable<T>((subscriber) => {
     const state = decoder();
-    return fetchSse(request).subscribe({
+    return events.subscribe({
       next: (event) => {
         let out: readonly T[];
         try {

@@ -1,0 +1,572 @@
+/**
+ * rxheal/ai-sdk both ways: fromAiSdk over AI SDK 6 models (`MockLanguageModelV3` from `ai/test`
+ * with null delays, hand-written v2 and v4 models, and the real `@ai-sdk/openai-compatible` and
+ * `@ai-sdk/anthropic` providers pointed at rxheal/server); toAiSdk under the real `streamText` /
+ * `generateText`.
+ */
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import {
+  APICallError,
+  type LanguageModelV2,
+  type LanguageModelV2StreamPart,
+  type LanguageModelV3,
+  type LanguageModelV3FinishReason,
+  type LanguageModelV3StreamPart,
+  type LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+import { generateText, jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
+import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
+import { expect } from 'chai';
+import { concat, from, Observable, throwError, timer } from 'rxjs';
+import { fromAiSdk, StreamRestartError, toAiSdk, type LanguageModelV4Like } from '../../src/adapters/ai-sdk.js';
+import { classifyError } from '../../src/core/classify.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors.js';
+import type { TurnEvent } from '../../src/core/events.js';
+import { streamModel, type Model } from '../../src/core/model.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
+import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import type { LocalProvider } from '../../src/server/index.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+
+const usage = (input: number, output: number): LanguageModelV3Usage => ({
+  inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: output, text: output, reasoning: 0 },
+});
+const reason = (unified: LanguageModelV3FinishReason['unified'], raw: string = unified): LanguageModelV3FinishReason => ({ unified, raw });
+const finish = (unified: LanguageModelV3FinishReason['unified'] = 'stop', u = usage(10, 3)): LanguageModelV3StreamPart => ({ type: 'finish', finishReason: reason(unified), usage: u });
+const text = (...deltas: string[]): LanguageModelV3StreamPart[] => [
+  { type: 'text-start', id: 't' },
+  ...deltas.map((delta): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 't', delta })),
+  { type: 'text-end', id: 't' },
+];
+
+/** A MockLanguageModelV3 streaming these parts (a fresh stream per call, no timers). */
+function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
+  return new MockLanguageModelV3({
+    doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...parts], initialDelayInMs: null, chunkDelayInMs: null }) }),
+  });
+}
+
+/** A v3 model whose stream sends `parts`, then hangs until cancelled; records the cancel. */
+function hanging(parts: LanguageModelV3StreamPart[]): { model: MockLanguageModelV3; state: { cancelled: boolean } } {
+  const state = { cancelled: false };
+  const model = new MockLanguageModelV3({
+    doStream: () =>
+      Promise.resolve({
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          start(controller) {
+            for (const part of parts) controller.enqueue(part);
+          },
+          pull: () => new Promise<void>(() => undefined),
+          cancel() {
+            state.cancelled = true;
+          },
+        }),
+      }),
+  });
+  return { model, state };
+}
+
+/** Every part of a streamText call's fullStream. */
+async function fullStream<T extends ToolSet>(result: { fullStream: AsyncIterable<TextStreamPart<T>> }): Promise<TextStreamPart<T>[]> {
+  const parts: TextStreamPart<T>[] = [];
+  for await (const part of result.fullStream) parts.push(part);
+  return parts;
+}
+
+/** A scripted rxheal model: the events, or an observable per call. */
+const scripted = (id: string, events: () => Observable<TurnEvent> | TurnEvent[]): Model & { calls: number } => {
+  const model = {
+    id,
+    calls: 0,
+    stream: () => {
+      model.calls++;
+      return events();
+    },
+  };
+  return model;
+};
+
+describe('rxheal/ai-sdk', function () {
+  this.timeout(20_000);
+  const providers = localProviders();
+  let server: LocalProvider;
+  let backup: LocalProvider;
+  let slow: LocalProvider;
+  before(() => ({ server, backup, slow } = providers));
+
+  const compat = (s: LocalProvider, name = 'local') => createOpenAICompatible({ name, baseURL: s.openAIBaseURL, includeUsage: true })('local');
+  const claude = (s: LocalProvider) => createAnthropic({ baseURL: `${s.anthropicBaseURL}/v1`, apiKey: 'test' })('local');
+
+  describe('fromAiSdk: AI SDK model → rxheal Model', () => {
+    describe('text, tool calls, usage, finish reasons', () => {
+      it('text deltas, then one finish with the unified reason and total usage', async () => {
+        const events = await turn(fromAiSdk(mock({ type: 'response-metadata', id: 'r' }, ...text('Hello', ' world'), finish())), ask('Hi'));
+        expect(events).to.deep.equal([
+          { type: 'text-delta', text: 'Hello' },
+          { type: 'text-delta', text: ' world' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it('a tool call assembled from tool-input-start/-delta/-end when no tool-call part follows, arguments parsed, before the finish', async () => {
+        const model = mock(
+          { type: 'tool-input-start', id: 'c1', toolName: 'get_weather' },
+          { type: 'tool-input-delta', id: 'c1', delta: '{"city":' },
+          { type: 'tool-input-delta', id: 'c1', delta: '"Paris"}' },
+          { type: 'tool-input-end', id: 'c1' },
+          finish('tool-calls'),
+        );
+        expect(await turn(fromAiSdk(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it('tool-input-* followed by the whole tool-call part: one tool call, not two; a whole tool-call part alone: one', async () => {
+        const model = mock(
+          { type: 'tool-input-start', id: 'c1', toolName: 'get_weather' },
+          { type: 'tool-input-delta', id: 'c1', delta: '{"city":"Paris"}' },
+          { type: 'tool-input-end', id: 'c1' },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: '{"city":"Paris"}' },
+          { type: 'tool-call', toolCallId: 'c2', toolName: 'get_weather', input: '{"city":"Oslo"}' },
+          finish('tool-calls'),
+        );
+        const events = await turn(fromAiSdk(model), ask('Weather?', [WEATHER_TOOL]));
+        expect(events.filter((e) => e.type === 'tool-call')).to.deep.equal([
+          { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'tool-call', id: 'c2', name: 'get_weather', args: { city: 'Oslo' } },
+        ]);
+      });
+
+      it('tool calls the provider runs itself (providerExecuted) are not ours to run: skipped, with their results', async () => {
+        const model = mock(
+          { type: 'tool-input-start', id: 's1', toolName: 'web_search', providerExecuted: true },
+          { type: 'tool-input-delta', id: 's1', delta: '{}' },
+          { type: 'tool-input-end', id: 's1' },
+          { type: 'tool-call', toolCallId: 's1', toolName: 'web_search', input: '{}', providerExecuted: true },
+          { type: 'tool-result', toolCallId: 's1', toolName: 'web_search', result: { hits: 1 } },
+          ...text('Found it.'),
+          finish(),
+        );
+        expect(await turn(fromAiSdk(model), ask('Search'))).to.deep.equal([
+          { type: 'text-delta', text: 'Found it.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it('arguments that are not valid JSON are kept as text (the tool’s codec rejects them, reflection can correct them)', async () => {
+        const model = mock({ type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: '{"city":"Par' }, finish('tool-calls'));
+        expect((await turn(fromAiSdk(model), ask('Weather?')))[0]).to.deep.equal({ type: 'tool-call', id: 'c1', name: 'get_weather', args: '{"city":"Par' });
+      });
+
+      for (const [unified, ours] of [
+        ['stop', 'stop'],
+        ['length', 'length'],
+        ['content-filter', 'content-filter'],
+        ['tool-calls', 'tool-calls'],
+        ['other', 'other'],
+      ] as const) {
+        it(`finish reason '${unified}' → '${ours}'`, async () => {
+          const events = await turn(fromAiSdk(mock(...text('x'), finish(unified))), ask('Hi'));
+          expect(events.at(-1)).to.deep.include({ type: 'finish', reason: ours });
+        });
+      }
+
+      it('usage without totals: the sum of its parts (input: noCache + cacheRead + cacheWrite; output: text + reasoning)', async () => {
+        const parts: LanguageModelV3Usage = { inputTokens: { total: undefined, noCache: 5, cacheRead: 20, cacheWrite: 7 }, outputTokens: { total: undefined, text: 3, reasoning: 4 } };
+        expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', parts))), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 7 } });
+      });
+
+      it('usage the provider did not report: a finish without usage', async () => {
+        const none: LanguageModelV3Usage = { inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } };
+        expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', none))), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+      });
+
+      it('reasoning, sources, files, metadata and raw parts are not part of a turn: skipped', async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'r' },
+          { type: 'reasoning-delta', id: 'r', delta: 'thinking…' },
+          { type: 'reasoning-end', id: 'r' },
+          { type: 'source', sourceType: 'url', id: 's', url: 'https://example.com' },
+          { type: 'raw', rawValue: { x: 1 } },
+          ...text('Answer'),
+          finish(),
+        );
+        expect(textOf(await turn(fromAiSdk(model), ask('Hi')))).to.equal('Answer');
+      });
+
+      it('a spec v2 model (AI SDK 5: string finish reason, flat usage), hand-written', async () => {
+        const parts: LanguageModelV2StreamPart[] = [
+          { type: 'stream-start', warnings: [] },
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: 'v2 says hi' },
+          { type: 'text-end', id: 't' },
+          { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
+        ];
+        const calls: unknown[] = [];
+        const v2: LanguageModelV2 = {
+          specificationVersion: 'v2',
+          provider: 'old',
+          modelId: 'm',
+          supportedUrls: {},
+          doGenerate: () => Promise.reject(new Error('not used')),
+          doStream: (options) => {
+            calls.push(options);
+            return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
+          },
+        };
+        const model = fromAiSdk(v2);
+        expect(model.id).to.equal('old:m');
+        expect(await turn(model, ask('Hi'))).to.deep.equal([
+          { type: 'text-delta', text: 'v2 says hi' },
+          { type: 'finish', reason: 'other', usage: { inputTokens: 4, outputTokens: 2 } },
+        ]);
+        expect(calls[0]).to.have.nested.property('prompt[0].role', 'user');
+      });
+
+      it('a spec v4 model (AI SDK 7), read by its shape', async () => {
+        const v4: LanguageModelV4Like = {
+          specificationVersion: 'v4',
+          provider: 'new',
+          modelId: 'm',
+          doStream: () => Promise.resolve({ stream: simulateReadableStream<unknown>({ chunks: [...text('v4'), finish()], initialDelayInMs: null, chunkDelayInMs: null }) }),
+        };
+        expect(textOf(await turn(fromAiSdk(v4), ask('Hi')))).to.equal('v4');
+      });
+    });
+
+    describe('requests', () => {
+      it('the conversation as an AI SDK prompt, tools as function tools, settings sent, the signal as abortSignal', async () => {
+        const model = mock(...text('ok'), finish());
+        await turn(fromAiSdk(model, { settings: { temperature: 0, maxOutputTokens: 100 } }), afterWeather('call_1'));
+        const call = model.doStreamCalls[0]!;
+        expect(call.prompt).to.deep.equal([
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: [{ type: 'text', text: "What's the weather in Paris?" }] },
+          { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_1', toolName: 'get_weather', input: { city: 'Paris', units: 'celsius' } }] },
+          { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'get_weather', output: { type: 'text', value: '{"temperature":22,"condition":"sunny","city":"Paris"}' } }] },
+        ]);
+        expect(call.tools).to.deep.equal([{ type: 'function', name: 'get_weather', description: WEATHER_TOOL.description, inputSchema: WEATHER_TOOL.parameters }]);
+        expect(call).to.include({ temperature: 0, maxOutputTokens: 100 });
+        expect(call.abortSignal).to.be.instanceOf(AbortSignal);
+      });
+
+      it("a failed tool's result goes as error-text", async () => {
+        const model = mock(...text('ok'), finish());
+        await turn(fromAiSdk(model), { messages: [{ role: 'tool', toolCallId: 'c', toolName: 't', content: 'boom', isError: true }], tools: [] });
+        expect(model.doStreamCalls[0]!.prompt[0]).to.deep.equal({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c', toolName: 't', output: { type: 'error-text', value: 'boom' } }] });
+      });
+
+      it('bad input at once: a model id string, a v1 model, a non-model, an unknown option', () => {
+        expect(() => fromAiSdk('openai/gpt-4o' as never)).to.throw(InvalidOptionError, /model object/);
+        expect(() => fromAiSdk({ specificationVersion: 'v1', provider: 'p', modelId: 'm', doStream: () => undefined } as never)).to.throw(InvalidOptionError, /specificationVersion/);
+        expect(() => fromAiSdk({} as never)).to.throw(InvalidOptionError);
+        expect(() => fromAiSdk(mock(), { retries: 2 } as never)).to.throw(InvalidOptionError, /retries/);
+      });
+    });
+
+    describe('errors mid-stream', () => {
+      it('an error part after text: the stream errors at once with that error (the AI SDK providers would stream on, silently short)', async () => {
+        const boom = new Error('boom');
+        const seen: TurnEvent[] = [];
+        const error = await new Promise<unknown>((resolve) =>
+          streamModel(fromAiSdk(mock(...text('Hel'), { type: 'error', error: boom }, ...text('lo'), finish())), ask('Hi')).subscribe({ next: (e) => seen.push(e), error: resolve }),
+        );
+        expect(error).to.equal(boom);
+        expect(seen).to.deep.equal([{ type: 'text-delta', text: 'Hel' }]);
+      });
+
+      it("a raw error object in an error part ({ type: 'server_error' }): an HttpError with the status its type implies", async () => {
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), { type: 'error', error: { message: 'The server had an error', type: 'server_error' } })), ask('Hi'));
+        expect(error).to.be.instanceOf(HttpError).and.have.property('status', 500);
+        expect(classifyError(error)).to.deep.include({ category: 'server_error', retryable: true });
+      });
+
+      it("a finish with reason 'error': an IncompleteStreamError (retryable), never a finish", async () => {
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), finish('error'))), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
+      it('a tool input still open at the finish: a MalformedStreamError', async () => {
+        const model = mock({ type: 'tool-input-start', id: 'c1', toolName: 'get_weather' }, { type: 'tool-input-delta', id: 'c1', delta: '{"ci' }, finish('tool-calls'));
+        expect(await turnError(fromAiSdk(model), ask('Hi'))).to.be.instanceOf(MalformedStreamError);
+      });
+
+      it('a stream that ends without a finish: an IncompleteStreamError', async () => {
+        expect(await turnError(fromAiSdk(mock(...text('Hel'))), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it('doStream rejecting (an APICallError) passes as is', async () => {
+        const apiError = new APICallError({ message: 'busy', url: 'u', requestBodyValues: {}, statusCode: 503, responseHeaders: { 'retry-after': '1' }, isRetryable: true });
+        const model = new MockLanguageModelV3({ doStream: () => Promise.reject(apiError) });
+        const error = await turnError(fromAiSdk(model), ask('Hi'));
+        expect(error).to.equal(apiError);
+        expect(classifyError(error)).to.deep.include({ category: 'service_unavailable', retryAfterMs: 1000 });
+      });
+    });
+
+    describe('real providers against rxheal/server', () => {
+      for (const [name, make] of [
+        ['@ai-sdk/openai-compatible', compat],
+        ['@ai-sdk/anthropic', claude],
+      ] as const) {
+        it(`${name}: text with usage, a tool call, an answer from a tool result`, async () => {
+          const events = await turn(fromAiSdk(make(server)), ask(RIVERS));
+          expect(textOf(events)).to.equal(RIVERS_ANSWER);
+          expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' }).and.have.nested.property('usage.outputTokens', events.length - 1);
+          const call = await turn(fromAiSdk(make(server)), ask("What's the weather in Paris?", [WEATHER_TOOL]));
+          expect(call.map((e) => e.type)).to.deep.equal(['tool-call', 'finish']);
+          expect(call[0]).to.deep.include({ name: 'get_weather', args: { city: 'Paris', units: 'celsius' } });
+          expect(call[1]).to.deep.include({ reason: 'tool-calls' });
+          expect(textOf(await turn(fromAiSdk(make(server)), afterWeather('call_1')))).to.equal('It is 22 °C and sunny in Paris.');
+        });
+
+        it(`${name}: a malformed chunk errors the turn (bad_gateway), where the provider alone would drop the chunk's text`, async () => {
+          server.faults.set({ kind: 'malformed', afterChunks: 2, times: 1 });
+          const error = await turnError(fromAiSdk(make(server)), ask(RIVERS));
+          expect(classifyError(error)).to.deep.include({ category: 'bad_gateway', retryable: true });
+        });
+
+        it(`${name}: an error event mid-stream errors the turn, retryable`, async () => {
+          server.faults.set({ kind: 'stream-error', afterChunks: 2, errorType: 'overloaded_error', times: 1 });
+          const error = await turnError(fromAiSdk(make(server)), ask(RIVERS));
+          expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+        });
+
+        it(`${name}: unsubscribing mid-answer aborts the request (the server sees the client close it)`, async () => {
+          const record = await cancelAfterFirstDelta(streamModel(fromAiSdk(make(slow)), ask(RIVERS)), slow);
+          expect(record.end).to.equal('client-closed');
+        });
+      }
+
+      it('unsubscribing cancels the stream and aborts the signal (a model that would hang)', async () => {
+        const { model, state } = hanging([{ type: 'stream-start', warnings: [] }, ...text('Hel').slice(0, 2)]);
+        await new Promise<void>((resolve) => {
+          const subscription = streamModel(fromAiSdk(model), ask('Hi')).subscribe(() => queueMicrotask(() => (subscription.unsubscribe(), resolve())));
+        });
+        await Promise.resolve();
+        expect(state.cancelled).to.equal(true);
+        expect(model.doStreamCalls[0]!.abortSignal!.aborted).to.equal(true);
+      });
+    });
+
+    describe('healing', () => {
+      it('a dead primary: fallbackModel hands the request to the backup, which answers in full', async () => {
+        server.faults.set({ kind: 'down' });
+        const events = await turn(fallbackModel([fromAiSdk(compat(server), { id: 'primary' }), fromAiSdk(claude(backup), { id: 'backup' })]), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+      });
+
+      it("a connection reset mid-answer with midStream 'continue': the backup continues it, nothing lost or doubled", async () => {
+        server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+        const events = await turn(fallbackModel([fromAiSdk(compat(server), { id: 'primary' }), fromAiSdk(claude(backup), { id: 'backup' })], { midStream: 'continue' }), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+        expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
+      });
+    });
+  });
+
+  describe('toAiSdk: rxheal Model → LanguageModelV3 under streamText / generateText', () => {
+    it('streamText: text, finish reason and usage', async () => {
+      const model = scripted('s', () => [
+        { type: 'text-delta', text: 'Hello' },
+        { type: 'text-delta', text: ' world' },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 7, outputTokens: 2 } },
+      ]);
+      const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+      expect(await result.text).to.equal('Hello world');
+      expect(await result.finishReason).to.equal('stop');
+      expect(await result.totalUsage).to.deep.include({ inputTokens: 7, outputTokens: 2, totalTokens: 9 });
+    });
+
+    it("a real rxheal model (openAICompatibleModel) with the AI SDK's tools: streamText calls the tool and answers from its result", async () => {
+      const getWeather = tool({
+        description: 'Current weather for a city',
+        inputSchema: jsonSchema<{ city: string; units?: string }>({ type: 'object', properties: { city: { type: 'string' }, units: { type: 'string' } }, required: ['city'] }),
+        execute: ({ city }) => Promise.resolve({ temperature: 22, condition: 'sunny', city }),
+      });
+      const result = streamText({
+        model: toAiSdk(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })),
+        tools: { get_weather: getWeather },
+        stopWhen: stepCountIs(3),
+        prompt: "What's the weather in Paris?",
+        maxRetries: 0,
+      });
+      expect(await result.text).to.equal('It is 22 °C and sunny in Paris.');
+      const steps = await result.steps;
+      expect(steps[0]!.toolCalls.map((c) => [c.toolName, c.input])).to.deep.equal([['get_weather', { city: 'Paris', units: 'celsius' }]]);
+      expect(steps[0]!.finishReason).to.equal('tool-calls');
+    });
+
+    for (const ours of ['length', 'content-filter', 'other'] as const) {
+      it(`finish reason '${ours}' reaches streamText`, async () => {
+        const result = streamText({ model: toAiSdk(scripted('s', () => [{ type: 'text-delta', text: 'x' }, { type: 'finish', reason: ours }])), prompt: 'Hi', maxRetries: 0 });
+        expect(await result.finishReason).to.equal(ours);
+      });
+    }
+
+    it("an error mid-stream: an error part with the model's error, then finishReason 'error' (as the AI SDK's providers do)", async () => {
+      const boom = new HttpError(503);
+      const model = scripted('s', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]), throwError(() => boom)));
+      const errors: unknown[] = [];
+      const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0, onError: ({ error }) => void errors.push(error) });
+      const parts = await fullStream(result);
+      expect(parts.filter((p) => p.type === 'error').map((p) => (p as { error: unknown }).error)).to.deep.equal([boom]);
+      expect(errors).to.deep.equal([boom]);
+      expect(await result.finishReason).to.equal('error');
+      expect(await result.text).to.equal('Hel');
+    });
+
+    it("a reset after text was delivered can't be expressed: an error part (StreamRestartError), finishReason 'error', and the restart is cancelled — never a splice", async () => {
+      let restartUnsubscribed = false;
+      const model = scripted('s', () =>
+        concat(
+          from<TurnEvent[]>([{ type: 'text-delta', text: 'First attempt' }, { type: 'reset', reason: 'fallback', target: 'model:b' }]),
+          new Observable<TurnEvent>((subscriber) => {
+            subscriber.next({ type: 'text-delta', text: 'Second attempt' });
+            return () => (restartUnsubscribed = true);
+          }),
+        ),
+      );
+      const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0, onError: () => undefined });
+      const parts = await fullStream(result);
+      const errors = parts.filter((p) => p.type === 'error').map((p) => (p as { error: unknown }).error);
+      expect(errors).to.have.length(1);
+      expect(errors[0]).to.be.instanceOf(StreamRestartError).and.include({ reason: 'fallback', target: 'model:b' });
+      expect(await result.text).to.equal('First attempt');
+      expect(await result.finishReason).to.equal('error');
+      expect(restartUnsubscribed).to.equal(true);
+    });
+
+    it('a reset before anything was delivered is invisible: the next attempt is the whole answer', async () => {
+      const model = scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, { type: 'text-delta', text: 'Whole' }, { type: 'finish', reason: 'stop' }]);
+      const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+      expect(await result.text).to.equal('Whole');
+      expect(await result.finishReason).to.equal('stop');
+    });
+
+    it("fallbackModel midStream 'continue': the continuation goes on in the same stream, nothing lost or doubled", async () => {
+      const a = scripted('a', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'The river ' }, { type: 'text-delta', text: 'flows' }]), throwError(() => new HttpError(503))));
+      const b = scripted('b', () => [{ type: 'text-delta', text: ' flows to the sea.' }, { type: 'finish', reason: 'stop' }]);
+      const result = streamText({ model: toAiSdk(fallbackModel([a, b], { midStream: 'continue' })), prompt: 'Tell me about rivers', maxRetries: 0 });
+      const parts = await fullStream(result);
+      expect(await result.text).to.equal('The river flows to the sea.');
+      expect(parts.filter((p) => p.type === 'error')).to.deep.equal([]);
+      expect(await result.finishReason).to.equal('stop');
+    });
+
+    it('healing under streamText with real providers: a dead primary → the backup answers; a reset mid-answer → continued, nothing lost or doubled', async () => {
+      const model = toAiSdk(fallbackModel([fromAiSdk(compat(server), { id: 'primary' }), fromAiSdk(claude(backup), { id: 'backup' })], { midStream: 'continue' }));
+      server.faults.set({ kind: 'down', times: 1 });
+      expect(await streamText({ model, prompt: RIVERS, maxRetries: 0 }).text).to.equal(RIVERS_ANSWER);
+      server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+      const result = streamText({ model, prompt: RIVERS, maxRetries: 0 });
+      const parts = await fullStream(result);
+      expect(await result.text).to.equal(RIVERS_ANSWER);
+      expect(parts.filter((p) => p.type === 'error')).to.deep.equal([]);
+      expect(JSON.stringify(backup.requests.at(-1)?.body)).to.contain('was cut off');
+    });
+
+    it("streamText's own retry never re-runs the chain: doStream doesn't reject, a failing model is called once", async () => {
+      const failing = scripted('f', () => throwError(() => new HttpError(503)));
+      const result = streamText({ model: toAiSdk(failing), prompt: 'Hi', onError: () => undefined }); // maxRetries: its default 2
+      await fullStream(result);
+      expect(await result.finishReason).to.equal('error');
+      expect(failing.calls).to.equal(1);
+    });
+
+    it("aborting streamText's abortSignal unsubscribes: the model's request is aborted (the server sees the client close it)", async () => {
+      const controller = new AbortController();
+      const before = slow.requests.length;
+      const result = streamText({ model: toAiSdk(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' })), prompt: RIVERS, maxRetries: 0, abortSignal: controller.signal, onError: () => undefined });
+      for await (const delta of result.textStream) {
+        if (delta !== '') break;
+      }
+      controller.abort();
+      const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+      expect(record.end).to.equal('client-closed');
+    });
+
+    it("the call's settings travel to the fromAiSdk models inside (streamText's win over the model's own)", async () => {
+      const inner = mock(...text('ok'), finish());
+      const model = toAiSdk(fallbackModel([fromAiSdk(inner, { settings: { temperature: 1, topP: 0.5 } })], { midStream: 'continue' }));
+      await streamText({ model, prompt: 'Hi', temperature: 0.2, maxOutputTokens: 50, maxRetries: 0 }).text;
+      expect(inner.doStreamCalls[0]).to.include({ temperature: 0.2, topP: 0.5, maxOutputTokens: 50 });
+    });
+
+    it('a prompt with a file part is refused clearly (rxheal models take text)', async () => {
+      const model = toAiSdk(scripted('s', () => []));
+      const error = await Promise.resolve(
+        model.doStream({ prompt: [{ role: 'user', content: [{ type: 'file', data: new Uint8Array([1]), mediaType: 'image/png' }] }] }),
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(InvalidOptionError).with.property('message').that.contains('image/png');
+    });
+
+    it('generateText: text, tool calls and usage; a reset there discards what was collected (nothing was delivered)', async () => {
+      const model = scripted('g', () => [
+        { type: 'text-delta', text: 'discarded' },
+        { type: 'reset', reason: 'retry', target: 'model:g' },
+        { type: 'text-delta', text: 'Calling' },
+        { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 3, outputTokens: 4 } },
+      ]);
+      const result = await generateText({ model: toAiSdk(model), prompt: 'Weather?', maxRetries: 0 });
+      expect(result.text).to.equal('Calling');
+      expect(result.toolCalls.map((c) => [c.toolCallId, c.toolName, c.input])).to.deep.equal([['c1', 'get_weather', { city: 'Oslo' }]]);
+      expect(result.finishReason).to.equal('tool-calls');
+      expect(result.usage).to.deep.include({ inputTokens: 3, outputTokens: 4 });
+    });
+
+    it("generateText rejects with the model's error", async () => {
+      const boom = new HttpError(400);
+      const error = await generateText({ model: toAiSdk(scripted('g', () => throwError(() => boom))), prompt: 'Hi', maxRetries: 0 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.equal(boom);
+    });
+
+    it('cancelling the stream (the consumer stops reading) unsubscribes the model', async () => {
+      let unsubscribed = false;
+      const model = scripted('s', () => new Observable<TurnEvent>((subscriber) => {
+        subscriber.next({ type: 'text-delta', text: 'Hel' });
+        const t = timer(60_000).subscribe();
+        return () => {
+          unsubscribed = true;
+          t.unsubscribe();
+        };
+      }));
+      const { stream } = await toAiSdk(model).doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+      const reader = stream.getReader();
+      await reader.read(); // stream-start
+      await reader.read(); // text-start
+      await reader.cancel();
+      expect(unsubscribed).to.equal(true);
+    });
+
+    it('round trip: streamText over toAiSdk(fromAiSdk(m)) gives what streamText over m gives', async () => {
+      const parts = [...text('Hello', ' there'), finish('stop', usage(5, 2))];
+      const direct = streamText({ model: mock(...parts), prompt: 'Hi', maxRetries: 0 });
+      const healed = streamText({ model: toAiSdk(fromAiSdk(mock(...parts))), prompt: 'Hi', maxRetries: 0 });
+      expect(await healed.text).to.equal(await direct.text);
+      expect(await healed.finishReason).to.equal(await direct.finishReason);
+      expect((await healed.totalUsage).totalTokens).to.equal((await direct.totalUsage).totalTokens);
+    });
+
+    it('bad input at once: not a model, an unknown option', () => {
+      expect(() => toAiSdk({} as Model)).to.throw(InvalidOptionError);
+      expect(() => toAiSdk(scripted('s', () => []), { name: 'x' } as never)).to.throw(InvalidOptionError, /name/);
+    });
+
+    it('reports itself as a v3 model of provider rxheal with the model id', () => {
+      const model: LanguageModelV3 = toAiSdk(scripted('chain', () => []));
+      expect(model).to.include({ specificationVersion: 'v3', provider: 'rxheal', modelId: 'chain' });
+    });
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * examples/ai-sdk.ts and examples/langchain.ts run as a user runs them (`npx tsx …`), each
+ * against its own two local providers: every answer whole, and the healing that made it so.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const RIVERS = 'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
+
+/** The example's printed lines, trimmed. */
+function runExample(name: string): Promise<string[]> {
+  const file = fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', file], { timeout: 50_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${name} failed: ${stderr}`)) : resolve(stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '')),
+    ),
+  );
+}
+
+const retryLine = /^retry {5}model:primary \d\/\d in \d+ ms \((\w+)\)$/;
+
+describe('the interop examples (run with tsx against the local provider)', function () {
+  this.timeout(60_000);
+
+  it('examples/ai-sdk.ts: streamText continues an answer cut mid-stream, waits out a 429, falls back past a dead primary and its open breaker', async () => {
+    const lines = await runExample('ai-sdk.ts');
+    expect(lines.filter((l) => l.startsWith('answer'))).to.deep.equal([
+      `answer    ${RIVERS} [stop]`,
+      'answer    It is 22 °C and sunny in Paris. [stop]',
+      'answer    It is 22 °C and sunny in Oslo. [stop]',
+      'answer    It is 22 °C and sunny in Rome. [stop]',
+    ]);
+    expect(lines).to.include('fallback  model:primary → model:backup (connection, mid-answer)');
+    expect(lines).to.include('retry     model:primary 1/2 in 1000 ms (rate_limit)');
+    expect(lines).to.include('circuit   model:primary closed → open');
+    expect(lines).to.include('fallback  model:primary → model:backup (circuit_open)');
+    expect(lines.filter((l) => retryLine.test(l)).map((l) => retryLine.exec(l)![1])).to.include('connection');
+  });
+
+  it('examples/langchain.ts: a chain continues an answer cut mid-stream; a tool loop retries and falls back past a 503', async () => {
+    const lines = await runExample('langchain.ts');
+    expect(lines.filter((l) => l.startsWith('answer'))).to.deep.equal([`answer    ${RIVERS}`, 'answer    It is 22 °C and sunny in Lisbon.']);
+    expect(lines).to.include('fallback  model:primary → model:backup (connection, mid-answer)');
+    expect(lines).to.include('tool      get_weather({"city":"Lisbon","units":"celsius"})');
+    expect(lines).to.include('fallback  model:primary → model:backup (service_unavailable)');
+    expect(lines.filter((l) => retryLine.test(l)).map((l) => retryLine.exec(l)![1])).to.include('service_unavailable');
+  });
+});

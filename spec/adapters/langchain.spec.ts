@@ -1,0 +1,335 @@
+/**
+ * rxheal/langchain both ways: fromLangChain over LangChain's fake chat models
+ * (`@langchain/core/utils/testing`) and the real `ChatOpenAI` (`@langchain/openai` 1.5, the last
+ * Node-20 line) pointed at rxheal/server; toLangChain under LangChain's own `.stream()`,
+ * `.invoke()`, `bindTools` and a prompt → model → parser chain.
+ */
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { StringOutputParser } from '@langchain/core/output_parsers';
+import { ChatGenerationChunk } from '@langchain/core/outputs';
+import { ChatPromptTemplate } from '@langchain/core/prompts';
+import { tool } from '@langchain/core/tools';
+import { FakeListChatModel, FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { ChatOpenAI } from '@langchain/openai';
+import { expect } from 'chai';
+import { concat, from, Observable, throwError } from 'rxjs';
+import { z } from 'zod';
+import { fromLangChain, RxhealChatModel, StreamRestartError, toLangChain } from '../../src/adapters/langchain.js';
+import { classifyError } from '../../src/core/classify.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../src/core/errors.js';
+import type { TurnEvent } from '../../src/core/events.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
+import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import type { LocalProvider } from '../../src/server/index.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+
+/** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
+class ScriptedChatModel extends FakeStreamingChatModel {
+  readonly seen: { messages: BaseMessage[]; tools: unknown }[] = [];
+  constructor(
+    private readonly script: AIMessageChunk[],
+    private readonly error?: Error,
+  ) {
+    super({});
+  }
+  override bindTools(tools: Parameters<FakeStreamingChatModel['bindTools']>[0]) {
+    return this.withConfig({ tools } as never) as ReturnType<FakeStreamingChatModel['bindTools']>;
+  }
+  override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions']): AsyncGenerator<ChatGenerationChunk> {
+    this.seen.push({ messages, tools: (options as { tools?: unknown }).tools });
+    for (const message of this.script) {
+      await Promise.resolve();
+      yield new ChatGenerationChunk({ text: typeof message.content === 'string' ? message.content : '', message });
+    }
+    if (this.error) throw this.error;
+  }
+}
+
+const chunk = (fields: ConstructorParameters<typeof AIMessageChunk>[0]): AIMessageChunk => new AIMessageChunk(fields);
+
+const scripted = (id: string, events: () => Observable<TurnEvent> | TurnEvent[]): Model => ({ id, stream: () => events() });
+
+/** The concatenation of a LangChain stream's chunks. */
+async function collect(stream: AsyncIterable<AIMessageChunk>): Promise<AIMessageChunk> {
+  let all: AIMessageChunk | undefined;
+  for await (const c of stream) all = all === undefined ? c : all.concat(c);
+  return all!;
+}
+
+describe('rxheal/langchain', function () {
+  this.timeout(20_000);
+  const providers = localProviders();
+  let server: LocalProvider;
+  let backup: LocalProvider;
+  let slow: LocalProvider;
+  before(() => ({ server, backup, slow } = providers));
+
+  const chatOpenAI = (s: LocalProvider, model = 'local') => new ChatOpenAI({ model, apiKey: 'test', configuration: { baseURL: s.openAIBaseURL }, maxRetries: 0, streamUsage: true });
+
+  describe('fromLangChain: chat model → rxheal Model', () => {
+    describe('LangChain fake chat models', () => {
+      it('FakeListChatModel: its text as deltas, then finish stop', async () => {
+        const events = await turn(fromLangChain(new FakeListChatModel({ responses: ['Hi there'] })), ask('Hello'));
+        expect(textOf(events)).to.equal('Hi there');
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+      });
+
+      it("the finish reason from response_metadata (FakeListChatModel's generationInfo: finish_reason 'length')", async () => {
+        const events = await turn(fromLangChain(new FakeListChatModel({ responses: ['Hi'], generationInfo: { finish_reason: 'length' } })), ask('Hello'));
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'length' });
+      });
+
+      it('FakeStreamingChatModel with whole tool_calls: one tool-call each, finish tool-calls', async () => {
+        const model = new FakeStreamingChatModel({ chunks: [chunk({ content: '', tool_calls: [{ id: 't1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }] })] });
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'tool-call', id: 't1', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it('tool_call_chunks joined by index, usage_metadata summed, stop_reason read', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: 'Let me check.', usage_metadata: { input_tokens: 12, output_tokens: 0, total_tokens: 12 } }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'a', name: 'get_weather', args: '{"city":' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 1, id: 'b', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '"Paris"}' }] }),
+          chunk({ content: '', response_metadata: { stop_reason: 'tool_use' }, usage_metadata: { input_tokens: 0, output_tokens: 9, total_tokens: 9 } }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'text-delta', text: 'Let me check.' },
+          { type: 'tool-call', id: 'a', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'tool-call', id: 'b', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 12, outputTokens: 9 } },
+        ]);
+      });
+
+      it('text content blocks (Anthropic style) are read; tool-use echoes and thinking are skipped', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ type: 'thinking', thinking: 'hmm' }] as never }),
+          chunk({ content: [{ type: 'text', text: 'Hello', index: 0 }] as never }),
+          chunk({ content: [{ type: 'text_delta', text: ' world', index: 0 }] as never }),
+        ]);
+        expect(textOf(await turn(fromLangChain(model), ask('Hi')))).to.equal('Hello world');
+      });
+
+      it('requests: our messages as LangChain messages, tools bound per request', async () => {
+        const model = new ScriptedChatModel([chunk({ content: 'ok' })]);
+        await turn(fromLangChain(model), afterWeather('call_1'));
+        const { messages, tools } = model.seen[0]!;
+        expect(messages.map((m) => m.getType())).to.deep.equal(['system', 'human', 'ai', 'tool']);
+        expect((messages[2] as AIMessage).tool_calls).to.deep.equal([{ id: 'call_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' }]);
+        expect(messages[3]).to.include({ tool_call_id: 'call_1', status: 'success' });
+        expect(tools).to.deep.equal([{ type: 'function', function: { name: 'get_weather', description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.parameters } }]);
+      });
+
+      it('an error thrown mid-stream errors the turn after the text it had given', async () => {
+        const boom = new HttpError(503);
+        const seen: TurnEvent[] = [];
+        const error = await new Promise<unknown>((resolve) =>
+          streamModel(fromLangChain(new ScriptedChatModel([chunk({ content: 'Hel' })], boom)), ask('Hi')).subscribe({ next: (e) => seen.push(e), error: resolve }),
+        );
+        expect(error).to.equal(boom);
+        expect(seen).to.deep.equal([{ type: 'text-delta', text: 'Hel' }]);
+      });
+
+      it('requireFinishReason: a stream without a finish reason is cut (IncompleteStreamError); by default only for OpenAI models', async () => {
+        const openaiLike = () => new ScriptedChatModel([chunk({ content: 'Hel', response_metadata: { model_provider: 'openai' } })]);
+        expect(await turnError(fromLangChain(openaiLike()), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+        expect((await turn(fromLangChain(openaiLike(), { requireFinishReason: false }), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+        expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it('a request with tools to a model without bindTools errors clearly', async () => {
+        const model = new FakeListChatModel({ responses: ['x'] });
+        const noTools = { stream: model.stream.bind(model), _llmType: () => 'bare' };
+        const error = await turnError(fromLangChain(noTools as never), ask('Hi', [WEATHER_TOOL]));
+        expect(error).to.be.instanceOf(InvalidOptionError).with.property('message').that.contains('bindTools');
+      });
+
+      it("the model's id: langchain:<model name> or <_llmType()>, or options.id; bad input at once", () => {
+        expect(fromLangChain(chatOpenAI(server, 'gpt-4o')).id).to.equal('langchain:gpt-4o');
+        expect(fromLangChain(new FakeListChatModel({ responses: [] })).id).to.equal('langchain:fake-list');
+        expect(fromLangChain(new FakeListChatModel({ responses: [] }), { id: 'x' }).id).to.equal('x');
+        expect(() => fromLangChain({} as never)).to.throw(InvalidOptionError);
+        expect(() => fromLangChain(new FakeListChatModel({ responses: [] }), { name: 'x' } as never)).to.throw(InvalidOptionError);
+      });
+    });
+
+    describe('ChatOpenAI (@langchain/openai) against rxheal/server', () => {
+      it('text with usage and finish stop; a tool call; an answer from a tool result', async () => {
+        const events = await turn(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+        expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' }).and.have.nested.property('usage.outputTokens', events.length - 1);
+        const call = await turn(fromLangChain(chatOpenAI(server)), ask("What's the weather in Paris?", [WEATHER_TOOL]));
+        expect(call).to.deep.equal([
+          { type: 'tool-call', id: (call[0] as { id: string }).id, name: 'get_weather', args: { city: 'Paris', units: 'celsius' } },
+          { type: 'finish', reason: 'tool-calls', usage: (call[1] as { usage: unknown }).usage },
+        ]);
+        expect(textOf(await turn(fromLangChain(chatOpenAI(server)), afterWeather('call_1')))).to.equal('It is 22 °C and sunny in Paris.');
+      });
+
+      it('an error event mid-stream: the SDK’s status-less APIError, classified by its type (server_error, retryable)', async () => {
+        server.faults.set({ kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: 'The server had an error processing your request.', times: 1 });
+        const error = await turnError(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(classifyError(error)).to.deep.include({ category: 'server_error', retryable: true });
+      });
+
+      it('a 429 with retry-after: classified rate_limit with the wait', async () => {
+        server.faults.set({ kind: 'status', status: 429, retryAfter: 2, times: 1 });
+        const error = await turnError(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryAfterMs: 2000 });
+      });
+
+      it('unsubscribing mid-answer aborts the request (the server sees the client close it)', async () => {
+        const record = await cancelAfterFirstDelta(streamModel(fromLangChain(chatOpenAI(slow)), ask(RIVERS)), slow);
+        expect(record.end).to.equal('client-closed');
+      });
+
+      it('healing: a dead primary → the backup answers in full', async () => {
+        server.faults.set({ kind: 'down' });
+        const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))]), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+      });
+
+      it("healing: a connection reset mid-answer with midStream 'continue' → continued, nothing lost or doubled", async () => {
+        server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+        const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+        expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
+      });
+    });
+  });
+
+  describe('toLangChain: rxheal Model → LangChain chat model', () => {
+    it('is a BaseChatModel of type rxheal', () => {
+      const chat = toLangChain(scripted('s', () => []));
+      expect(chat).to.be.instanceOf(BaseChatModel).and.instanceOf(RxhealChatModel);
+      expect(chat._llmType()).to.equal('rxheal');
+      expect(() => toLangChain({} as Model)).to.throw(InvalidOptionError);
+    });
+
+    it('.stream(): text chunks, then usage_metadata and finish_reason on the last', async () => {
+      const chat = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ' world' }, { type: 'finish', reason: 'length', usage: { inputTokens: 4, outputTokens: 2 } }]));
+      const all = await collect(await chat.stream('Hi'));
+      expect(all.content).to.equal('Hello world');
+      expect(all.usage_metadata).to.deep.include({ input_tokens: 4, output_tokens: 2, total_tokens: 6 });
+      expect(all.response_metadata).to.deep.include({ finish_reason: 'length' });
+    });
+
+    it('.invoke(): one AIMessage with text, tool calls and usage; the request has the messages and bound tools', async () => {
+      const requests: ModelRequest[] = [];
+      const model: Model = {
+        id: 's',
+        stream: (request) => {
+          requests.push(request);
+          return [
+            { type: 'text-delta', text: 'Checking.' },
+            { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+            { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 5, outputTokens: 3 } },
+          ];
+        },
+      };
+      const getWeather = tool(async ({ city }) => `sunny in ${city}`, { name: 'get_weather', description: 'Current weather for a city', schema: z.object({ city: z.string() }) });
+      const answer = await toLangChain(model).bindTools([getWeather]).invoke([new SystemMessage('Be brief.'), new HumanMessage('Weather in Oslo?')]);
+      expect(answer.content).to.equal('Checking.');
+      expect(answer.tool_calls).to.deep.equal([{ id: 'c1', name: 'get_weather', args: { city: 'Oslo' }, type: 'tool_call' }]);
+      expect(answer.usage_metadata).to.deep.include({ input_tokens: 5, output_tokens: 3 });
+      expect(requests[0]!.messages).to.deep.equal([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Weather in Oslo?' },
+      ]);
+      expect(requests[0]!.tools).to.have.length(1);
+      expect(requests[0]!.tools[0]).to.deep.include({ name: 'get_weather', description: 'Current weather for a city' });
+      expect(requests[0]!.tools[0]!.parameters).to.have.nested.property('properties.city.type', 'string');
+    });
+
+    it('a tool loop over a real rxheal model (openAICompatibleModel against rxheal/server): tool call, ToolMessage, answer', async () => {
+      const chat = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).bindTools([
+        { type: 'function', function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } },
+      ]);
+      const history: BaseMessage[] = [new HumanMessage("What's the weather in Paris?")];
+      const first = await chat.invoke(history);
+      expect(first.tool_calls?.map((c) => [c.name, c.args])).to.deep.equal([['get_weather', { city: 'Paris', units: 'celsius' }]]);
+      history.push(first, new ToolMessage({ tool_call_id: first.tool_calls![0]!.id!, content: '{"temperature":22,"condition":"sunny","city":"Paris"}' }));
+      const second = await chat.invoke(history);
+      expect(second.content).to.equal('It is 22 °C and sunny in Paris.');
+    });
+
+    it("a chain (prompt → model → parser) streams healed: a model dying mid-answer is continued ('continue'), nothing lost or doubled", async () => {
+      server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+      const chat = toLangChain(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }));
+      const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(chat).pipe(new StringOutputParser());
+      let text = '';
+      for await (const piece of await chain.stream({ question: RIVERS })) text += piece;
+      expect(text).to.equal(RIVERS_ANSWER);
+    });
+
+    it('an error mid-stream: the stream throws it after the chunks it had given', async () => {
+      const boom = new HttpError(500);
+      const chat = toLangChain(scripted('s', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]), throwError(() => boom))));
+      const got: string[] = [];
+      const error = await (async () => {
+        for await (const c of await chat.stream('Hi')) got.push(String(c.content));
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(got).to.deep.equal(['Hel']);
+      expect(error).to.equal(boom);
+    });
+
+    it('a reset after a chunk was yielded: StreamRestartError (a chain can’t take back what it got); before any, invisible', async () => {
+      const after = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'First' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]));
+      const error = await collect(await after.stream('Hi')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(StreamRestartError);
+      const before = toLangChain(scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, { type: 'text-delta', text: 'Whole' }, { type: 'finish', reason: 'stop' }]));
+      expect((await collect(await before.stream('Hi'))).content).to.equal('Whole');
+      // .invoke() collects: a reset just discards what was collected
+      expect((await after.invoke('Hi')).content).to.equal('Second');
+    });
+
+    it("aborting the call's signal aborts the model's request (the server sees the client close it)", async () => {
+      const controller = new AbortController();
+      const before = slow.requests.length;
+      const chat = toLangChain(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' }));
+      const error = await (async () => {
+        for await (const c of await chat.stream(RIVERS, { signal: controller.signal })) if (c.content !== '') controller.abort();
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(classifyError(error).category).to.equal('cancelled');
+      const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+      expect(record.end).to.equal('client-closed');
+    });
+
+    it('a consumer that stops reading unsubscribes: the request is aborted', async () => {
+      const before = slow.requests.length;
+      const chat = toLangChain(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' }));
+      for await (const c of await chat.stream(RIVERS)) if (c.content !== '') break;
+      const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+      expect(record.end).to.equal('client-closed');
+    });
+
+    it('messages with image content are refused clearly (rxheal models take text)', async () => {
+      const chat = toLangChain(scripted('s', () => []));
+      const error = await chat.invoke([new HumanMessage({ content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } }] })]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(InvalidOptionError);
+    });
+
+    it('round trip: toLangChain(fromLangChain(chat)) streams what chat streams', async () => {
+      const direct = await collect(await new FakeListChatModel({ responses: ['Round trip'] }).stream('Hi'));
+      const healed = await collect(await toLangChain(fromLangChain(new FakeListChatModel({ responses: ['Round trip'] }))).stream('Hi'));
+      expect(healed.content).to.equal(direct.content);
+    });
+  });
+});
+

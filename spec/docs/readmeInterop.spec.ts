@@ -1,0 +1,68 @@
+/**
+ * The README's interop sections ("## With …": the Vercel AI SDK, the official OpenAI and
+ * Anthropic SDKs, LangChain.js): every ```ts snippet, before and after, is complete — imports
+ * included — and compiles against the real framework packages and the built rxheal subpaths.
+ */
+import { expect } from 'chai';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SECTIONS = ['rxheal/ai-sdk', 'rxheal/openai', 'rxheal/anthropic', 'rxheal/langchain'];
+
+/** The ```ts blocks of each README section whose heading names one of the subpaths. */
+function snippets(): { section: string; code: string }[] {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const out: { section: string; code: string }[] = [];
+  for (const part of readme.split(/^## /m)) {
+    const heading = part.slice(0, part.indexOf('\n'));
+    const subpath = SECTIONS.find((s) => heading.includes(`\`${s}\``));
+    if (subpath === undefined) continue;
+    for (const m of part.matchAll(/^```ts\n([\s\S]*?)^```$/gm)) out.push({ section: subpath, code: m[1]! });
+  }
+  return out;
+}
+
+describe('README: the interop sections', function () {
+  this.timeout(60_000);
+
+  it('has a section per framework, each with a before and an after of at most ten lines', () => {
+    const all = snippets();
+    for (const subpath of SECTIONS) {
+      const mine = all.filter((s) => s.section === subpath);
+      expect(mine, subpath).to.have.length(2);
+      for (const { code } of mine) expect(code.trimEnd().split('\n').length, `${subpath}:\n${code}`).to.be.at.most(10);
+      expect(mine[1]!.code, subpath).to.contain(`from '${subpath}'`);
+    }
+  });
+
+  it('every snippet compiles as it is (imports included) against the frameworks and the built subpaths', () => {
+    // under node_modules/.cache: inside the package, so `rxheal/…` resolves through its own exports map
+    const dir = join(ROOT, 'node_modules/.cache/rxheal-readme');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    try {
+      const files = snippets().map(({ section, code }, i) => {
+        const file = join(dir, `${section.replace('rxheal/', '')}-${i}.ts`);
+        writeFileSync(file, code);
+        return file;
+      });
+      const program = ts.createProgram(files, {
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.NodeNext,
+        moduleResolution: ts.ModuleResolutionKind.NodeNext,
+        lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+        types: ['node'],
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+      });
+      const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+      expect(problems).to.deep.equal([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

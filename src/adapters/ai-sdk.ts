@@ -1,0 +1,723 @@
+/**
+ * `rxheal/ai-sdk`: the Vercel AI SDK both ways. {@link fromAiSdk} turns any AI SDK language
+ * model (spec v2, v3, v4) into an rxheal {@link Model}; {@link toAiSdk} turns an rxheal model —
+ * typically a `fallbackModel` of `fromAiSdk` models with breakers and retries — into a
+ * `LanguageModelV3` for `streamText` / `generateText`. The AI SDK (`ai` 6, `@ai-sdk/provider` 3)
+ * is an optional peer dependency: only this subpath needs it, and only its types.
+ *
+ * @example
+ * ```ts
+ * import { openai } from '@ai-sdk/openai';
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * import { streamText } from 'ai';
+ * import { CircuitBreakerRegistry, fallbackModel } from 'rxheal';
+ * import { fromAiSdk, toAiSdk } from 'rxheal/ai-sdk';
+ *
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3 });
+ * const model = toAiSdk(fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'))], { breakers, midStream: 'continue' }));
+ * const result = streamText({ model, prompt: 'Hello', maxRetries: 0 });
+ * ```
+ *
+ * @module
+ */
+import type {
+  JSONValue,
+  LanguageModelV2,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FinishReason,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3ToolResultOutput,
+  LanguageModelV3Usage,
+  SharedV3Warning,
+} from '@ai-sdk/provider';
+import { Observable, Subscription } from 'rxjs';
+import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
+import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
+import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
+import { NonEmptyString, validateOptions } from '../core/options.js';
+import { argumentsText } from '../sources/providers/openai.js';
+import { parseToolArguments, PlainObject } from '../sources/providers/sse.js';
+import { providerStreamError, StreamRestartError } from './common.js';
+
+export { StreamRestartError } from './common.js';
+
+// ---------------------------------------------------------------------------------------------
+// types
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * An AI SDK 7 model (spec v4), read by its shape: `doStream` and stream parts as in v3.
+ *
+ * @example
+ * ```ts
+ * const model: LanguageModelV4Like = openai('gpt-4o'); // with ai@7
+ * ```
+ */
+export interface LanguageModelV4Like {
+  readonly specificationVersion: 'v4';
+  readonly provider: string;
+  readonly modelId: string;
+  doStream(options: never): PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+}
+
+/**
+ * What {@link fromAiSdk} takes: a language model object of spec v2 (AI SDK 5), v3 (AI SDK 6) or
+ * v4 (AI SDK 7) — `openai('gpt-4o')`, `anthropic('claude-sonnet-4-5')`, a `wrapLanguageModel`
+ * result… (Model id strings resolved by the AI SDK's gateway are not: pass the model object.)
+ *
+ * @example
+ * ```ts
+ * const model: AiSdkLanguageModel = createOpenAICompatible({ name: 'local', baseURL: 'http://127.0.0.1:11434/v1' })('llama3.2');
+ * ```
+ */
+export type AiSdkLanguageModel = LanguageModelV3 | LanguageModelV2 | LanguageModelV4Like;
+
+/**
+ * Call settings of one AI SDK call: `temperature`, `maxOutputTokens`, `topP`, `stopSequences`,
+ * `seed`, `toolChoice`, `responseFormat`, `headers`, `providerOptions`…
+ *
+ * @example
+ * ```ts
+ * const settings: AiSdkCallSettings = { temperature: 0, maxOutputTokens: 1024 };
+ * ```
+ */
+export type AiSdkCallSettings = Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal' | 'includeRawChunks'>;
+
+/**
+ * Options of {@link fromAiSdk}.
+ *
+ * @example
+ * ```ts
+ * const options: FromAiSdkOptions = { id: 'gpt', settings: { temperature: 0 } };
+ * ```
+ */
+export interface FromAiSdkOptions {
+  /** The `Model.id` (breakers are named `model:<id>`). Defaults to `<provider>:<modelId>`. */
+  readonly id?: string;
+  /**
+   * Call settings sent with every request. The settings of the `streamText` / `generateText`
+   * call, when it reaches this model through {@link toAiSdk}, win over these.
+   */
+  readonly settings?: AiSdkCallSettings;
+}
+
+/**
+ * Options of {@link toAiSdk}.
+ *
+ * @example
+ * ```ts
+ * const options: ToAiSdkOptions = { provider: 'rxheal', modelId: 'chat' };
+ * ```
+ */
+export interface ToAiSdkOptions {
+  /** The `provider` the AI SDK reports (telemetry, `response`). Defaults to `'rxheal'`. */
+  readonly provider?: string;
+  /** The `modelId` the AI SDK reports. Defaults to the model's `id`. */
+  readonly modelId?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Where {@link toAiSdk} puts the AI SDK call's settings on the request it hands its rxheal
+ * model, for the {@link fromAiSdk} models inside to send. A symbol key: it travels through
+ * `{ ...request }` copies (fallbackModel's continuation, `adapt`), other models ignore it.
+ */
+const CALL_SETTINGS = Symbol.for('rxheal.ai-sdk.callSettings');
+type RequestWithSettings = ModelRequest & { readonly [CALL_SETTINGS]?: AiSdkCallSettings };
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
+const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isFinite(u) ? u : undefined);
+
+const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool-calls', 'length', 'content-filter', 'error', 'other']);
+
+// ---------------------------------------------------------------------------------------------
+// fromAiSdk: AI SDK model → rxheal Model
+// ---------------------------------------------------------------------------------------------
+
+function toolResultOutput(message: Extract<Message, { role: 'tool' }>): LanguageModelV3ToolResultOutput {
+  return message.isError ? { type: 'error-text', value: message.content } : { type: 'text', value: message.content };
+}
+
+/** Our conversation as an AI SDK prompt (the same in spec v2, v3 and v4 for text and tools). */
+function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Message[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        prompt.push({ role: 'system', content: message.content });
+        break;
+      case 'user':
+        prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+        break;
+      case 'assistant': {
+        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = message.content === '' ? [] : [{ type: 'text', text: message.content }];
+        for (const call of message.toolCalls ?? []) content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
+        prompt.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool': {
+        const part = { type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: message.toolName, output: toolResultOutput(message) };
+        const last = prompt[prompt.length - 1];
+        // consecutive tool results: one tool message, as the AI SDK builds them
+        if (last?.role === 'tool') last.content.push(part);
+        else prompt.push({ role: 'tool', content: [part] });
+        break;
+      }
+    }
+  }
+  return prompt;
+}
+
+function toTools(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
+  return tools.map((tool) => ({
+    type: 'function',
+    name: tool.name,
+    description: tool.description,
+    inputSchema: (tool.parameters ?? { type: 'object', properties: {} }) as LanguageModelV3FunctionTool['inputSchema'],
+  }));
+}
+
+interface PendingInput {
+  readonly name: string;
+  json: string;
+  ended: boolean;
+}
+
+/**
+ * Reads one `doStream`'s parts into model events: text deltas; tool calls from whole
+ * `tool-call` parts, or assembled from `tool-input-start/-delta/-end` when no `tool-call` part
+ * follows; one `finish`. An `error` part, an error finish, or a tool input still open at the
+ * finish is an error.
+ */
+class PartDecoder {
+  done = false;
+  private parts = 0;
+  private readonly inputs = new Map<string, PendingInput>();
+  private readonly called = new Set<string>();
+  /** Ids of tool calls the provider runs itself (its results come in the stream; not ours to run). */
+  private readonly providerExecuted = new Set<string>();
+
+  constructor(private readonly model: string) {}
+
+  push(part: unknown): TurnEvent[] {
+    this.parts++;
+    if (this.done || !isObject(part)) return [];
+    switch (part['type']) {
+      case 'text-delta': {
+        const text = part['delta'];
+        return typeof text === 'string' && text !== '' ? [{ type: 'text-delta', text }] : [];
+      }
+      case 'tool-input-start': {
+        const id = String(part['id']);
+        if (part['providerExecuted'] === true) this.providerExecuted.add(id);
+        else if (!this.called.has(id)) this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', ended: false });
+        return [];
+      }
+      case 'tool-input-delta': {
+        const id = String(part['id']);
+        const input = this.inputs.get(id);
+        if (input !== undefined) input.json += typeof part['delta'] === 'string' ? part['delta'] : '';
+        else if (!this.called.has(id) && !this.providerExecuted.has(id)) throw this.malformed(`tool-input-delta for a tool call never started (${id})`, part);
+        return [];
+      }
+      case 'tool-input-end': {
+        const input = this.inputs.get(String(part['id']));
+        if (input !== undefined) input.ended = true;
+        return [];
+      }
+      case 'tool-call': {
+        const id = String(part['toolCallId']);
+        if (part['providerExecuted'] === true || this.providerExecuted.has(id) || this.called.has(id)) return [];
+        this.called.add(id);
+        this.inputs.delete(id);
+        // `input`: the arguments as JSON text (an object from some hand-written models)
+        const input = part['input'];
+        return [{ type: 'tool-call', id, name: String(part['toolName'] ?? ''), args: typeof input === 'string' ? parseToolArguments(input) : (input ?? {}) }];
+      }
+      case 'finish':
+        return this.finish(part);
+      case 'error':
+        throw providerStreamError(this.model, part['error']);
+      default:
+        // stream-start, response-metadata, reasoning-*, text-start/-end, sources, files, raw,
+        // provider-executed tool results, approval requests: not part of an rxheal turn
+        return [];
+    }
+  }
+
+  /** The stream ended: fine only after `finish` (streamModel says so otherwise). */
+  end(): void {
+    if (!this.done) throw new IncompleteStreamError(this.model, 'no finish part', this.parts);
+  }
+
+  private finish(part: Record<string, unknown>): TurnEvent[] {
+    this.done = true;
+    const raw = part['finishReason'];
+    // v2: a string; v3, v4: { unified, raw }
+    const unified = isObject(raw) ? raw['unified'] : raw;
+    if (unified === 'error') {
+      throw new IncompleteStreamError(this.model, `finish reason 'error'${isObject(raw) && typeof raw['raw'] === 'string' ? ` (${raw['raw']})` : ''}`, this.parts);
+    }
+    const out: TurnEvent[] = [];
+    for (const [id, input] of this.inputs) {
+      if (!input.ended) throw this.malformed(`the input of tool call ${id} (${input.name}) was still open at the finish`, part);
+      out.push({ type: 'tool-call', id, name: input.name, args: parseToolArguments(input.json) });
+    }
+    this.inputs.clear();
+    const reason: FinishReason = typeof unified === 'string' && FINISH_REASONS.has(unified) ? (unified as FinishReason) : 'other';
+    const usage = usageOf(part['usage']);
+    out.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
+    return out;
+  }
+
+  private malformed(detail: string, part: Record<string, unknown>): MalformedStreamError {
+    let data = '';
+    try {
+      data = JSON.stringify(part) ?? '';
+    } catch {
+      // a part that can't be shown
+    }
+    return new MalformedStreamError(this.model, detail, data);
+  }
+}
+
+/** The sum of the counts given, `undefined` when none is. */
+function sum(counts: readonly unknown[]): number | undefined {
+  let total: number | undefined;
+  for (const c of counts) if (num(c) !== undefined) total = (total ?? 0) + (c as number);
+  return total;
+}
+
+/**
+ * Token counts of any spec's usage: v3/v4 `{ inputTokens: { total } }` (or, without a total, the
+ * sum of its parts: `noCache` + `cacheRead` + `cacheWrite`, `text` + `reasoning`), v2 numbers.
+ */
+function usageOf(u: unknown): Usage | undefined {
+  if (!isObject(u)) return undefined;
+  const count = (v: unknown, parts: readonly string[]): number | undefined =>
+    num(v) ?? (isObject(v) ? (num(v['total']) ?? sum(parts.map((p) => v[p]))) : undefined);
+  const input = count(u['inputTokens'], ['noCache', 'cacheRead', 'cacheWrite']);
+  const output = count(u['outputTokens'], ['text', 'reasoning']);
+  if (input === undefined && output === undefined) return undefined;
+  return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
+}
+
+/**
+ * One `doStream` call's parts, decoded: completes at the finish (cancelling the rest), errors
+ * with what the call, the stream or the decoder throws; unsubscribing cancels the stream (the
+ * signal in the call aborts the request). One read loop, its handlers made once per call.
+ */
+function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<unknown> }>, decoder: PartDecoder): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let reader: ReadableStreamDefaultReader<unknown> | undefined;
+    /** The stream was read to its end (nothing to cancel). */
+    let ended = false;
+    const fail = (error: unknown): void => {
+      if (!subscriber.closed) subscriber.error(error);
+    };
+    const onRead = (result: ReadableStreamReadResult<unknown>): void => {
+      if (subscriber.closed) return;
+      if (result.done) {
+        ended = true;
+        try {
+          decoder.end();
+        } catch (error) {
+          return fail(error);
+        }
+        return subscriber.complete();
+      }
+      let events: TurnEvent[];
+      try {
+        events = decoder.push(result.value);
+      } catch (error) {
+        return fail(error);
+      }
+      for (const event of events) subscriber.next(event);
+      if (decoder.done) subscriber.complete();
+      else if (!subscriber.closed) reader!.read().then(onRead, fail);
+    };
+    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then(({ stream }) => {
+      if (subscriber.closed) {
+        stream.cancel().catch(() => undefined);
+        return;
+      }
+      reader = stream.getReader();
+      reader.read().then(onRead, fail);
+    }, fail);
+    return () => {
+      if (!ended) reader?.cancel().catch(() => undefined);
+    };
+  });
+}
+
+const fromProps = { id: NonEmptyString, settings: PlainObject };
+
+/**
+ * An rxheal {@link Model} over any AI SDK language model — spec v2 (AI SDK 5), v3 (AI SDK 6) or
+ * v4 (AI SDK 7, read by shape) — so it can sit in a `fallbackModel` with breakers, under
+ * `retryWithBackoff`, in `runAgent`, or back in `streamText` through {@link toAiSdk}.
+ *
+ * Requests: our messages become the AI SDK prompt (system, user text, assistant text and
+ * `tool-call` parts, `tool-result` parts with `{ type: 'text' | 'error-text' }` output), tools
+ * `function` tools (`ToolSpec.parameters` as the input schema); `settings` (and the AI SDK call's
+ * own, through `toAiSdk`) are sent along; the context's signal is the `abortSignal`.
+ *
+ * Events: `text-delta` parts → `text-delta`; tool calls from whole `tool-call` parts (input
+ * parsed), or assembled from `tool-input-start/-delta/-end` when no `tool-call` part follows
+ * (provider-executed tools are skipped: they are not ours to run); `finish` → one `finish` with
+ * the reason (v2's string, v3's `unified`; `unknown` → `other`) and usage (`inputTokens.total` /
+ * `outputTokens.total`, or v2's numbers). Reasoning, sources, files and metadata parts are not
+ * part of an rxheal turn and are skipped.
+ *
+ * Errors (each one `classifyError` understands): `doStream` rejecting passes as is (the AI SDK's
+ * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
+ * ends the stream at once (the AI SDK providers keep streaming after a chunk they could not
+ * parse, which would silently drop text): an `Error` passes as is (`AI_JSONParseError` reads as
+ * a malformed response), a raw error object (`{ type: 'server_error' }`) becomes an `HttpError`
+ * with the status its type implies; a finish with reason `error`, a tool input still open at the
+ * finish, or a stream ending without a finish → an error too (`IncompleteStreamError`,
+ * `MalformedStreamError`) — never a short answer. Unsubscribing aborts the request and cancels
+ * the stream.
+ *
+ * The AI SDK's own retries live in `streamText` / `generateText` (`maxRetries`), not in the
+ * model: a model read through `fromAiSdk` is tried once per subscription — retry it with
+ * `retryWithBackoff`.
+ *
+ * @example
+ * ```ts
+ * import { openai } from '@ai-sdk/openai';
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * import { CircuitBreakerRegistry, fallbackModel, runAgent } from 'rxheal';
+ * import { fromAiSdk } from 'rxheal/ai-sdk';
+ *
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
+ * const model = fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'), { settings: { temperature: 0 } })], { breakers, midStream: 'continue' });
+ * runAgent({ model, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
+ * ```
+ * @throws {InvalidOptionError} at once, for something that is not an AI SDK model object (a
+ * model id string, a v1 model), or an invalid option.
+ */
+export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions): Model {
+  if (typeof model === 'string') {
+    throw new InvalidOptionError('fromAiSdk', 'model', model, "a language model object, e.g. openai('gpt-4o') (id strings need the AI SDK's gateway)");
+  }
+  if (!isObject(model) || typeof (model as { doStream?: unknown }).doStream !== 'function') {
+    throw new InvalidOptionError('fromAiSdk', 'model', model, 'an AI SDK language model (with doStream)');
+  }
+  const version = (model as { specificationVersion?: unknown }).specificationVersion;
+  if (version !== 'v2' && version !== 'v3' && version !== 'v4') {
+    throw new InvalidOptionError('fromAiSdk', 'model.specificationVersion', version, "'v2', 'v3' or 'v4' (AI SDK 5, 6 or 7)");
+  }
+  const o = validateOptions('fromAiSdk', fromProps, options);
+  const id = o.id ?? `${model.provider}:${model.modelId}`;
+  const settings = (o.settings ?? {}) as AiSdkCallSettings;
+  const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+  return {
+    id,
+    stream: (request, context) => {
+      const call: LanguageModelV3CallOptions = {
+        ...settings,
+        ...(request as RequestWithSettings)[CALL_SETTINGS],
+        prompt: toPrompt(request.messages),
+        ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
+        abortSignal: context.signal,
+      };
+      return decodeParts(() => doStream(call), new PartDecoder(id));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// toAiSdk: rxheal Model → LanguageModelV3
+// ---------------------------------------------------------------------------------------------
+
+function unsupported(at: string, what: string): never {
+  throw new InvalidOptionError('toAiSdk', at, what, 'text, tool calls and tool results (rxheal models take text)');
+}
+
+function toolResultText(output: LanguageModelV3ToolResultOutput): { content: string; isError: boolean } {
+  const json = (v: JSONValue | undefined): string => JSON.stringify(v ?? null);
+  switch (output.type) {
+    case 'text':
+      return { content: output.value, isError: false };
+    case 'json':
+      return { content: json(output.value), isError: false };
+    case 'error-text':
+      return { content: output.value, isError: true };
+    case 'error-json':
+      return { content: json(output.value), isError: true };
+    case 'execution-denied':
+      return { content: `The tool call was denied${output.reason ? `: ${output.reason}` : '.'}`, isError: true };
+    case 'content':
+      return { content: output.value.map((p) => (p.type === 'text' ? p.text : `[${p.type}]`)).join(''), isError: false };
+    default:
+      return { content: JSON.stringify(output), isError: false };
+  }
+}
+
+/** The AI SDK prompt as our conversation. */
+function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
+  const messages: Message[] = [];
+  prompt.forEach((message, i) => {
+    switch (message.role) {
+      case 'system':
+        messages.push({ role: 'system', content: message.content });
+        break;
+      case 'user': {
+        let text = '';
+        message.content.forEach((part, j) => {
+          if (part.type === 'text') text += part.text;
+          else unsupported(`prompt[${i}].content[${j}]`, `a ${part.type} part (${part.mediaType})`);
+        });
+        messages.push({ role: 'user', content: text });
+        break;
+      }
+      case 'assistant': {
+        let text = '';
+        const toolCalls: ToolCall[] = [];
+        message.content.forEach((part, j) => {
+          if (part.type === 'text') text += part.text;
+          else if (part.type === 'tool-call') {
+            if (part.providerExecuted !== true) toolCalls.push({ id: part.toolCallId, name: part.toolName, args: part.input });
+          } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType})`);
+          // reasoning and provider-executed tool results: not part of an rxheal conversation
+        });
+        messages.push(toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text });
+        break;
+      }
+      case 'tool':
+        for (const part of message.content) {
+          if (part.type !== 'tool-result') continue; // approval responses: the AI SDK resolves them
+          const { content, isError } = toolResultText(part.output);
+          messages.push(isError ? { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content, isError } : { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content });
+        }
+        break;
+    }
+  });
+  return messages;
+}
+
+/** The call as an rxheal request (with its settings for `fromAiSdk` models), and the warnings. */
+function toRequest(options: LanguageModelV3CallOptions): { request: RequestWithSettings; warnings: SharedV3Warning[] } {
+  const warnings: SharedV3Warning[] = [];
+  const tools: ToolSpec[] = [];
+  for (const tool of options.tools ?? []) {
+    if (tool.type === 'function') tools.push({ name: tool.name, description: tool.description ?? '', parameters: tool.inputSchema });
+    else warnings.push({ type: 'unsupported', feature: `provider tool ${tool.name}`, details: 'rxheal models take function tools' });
+  }
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- what is not a setting
+  const { prompt, tools: _tools, abortSignal: _signal, includeRawChunks: _raw, ...rest } = options;
+  // the AI SDK passes every setting, most as undefined: only those set travel
+  const settings: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) if (value !== undefined) settings[key] = value;
+  const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, [CALL_SETTINGS]: settings as AiSdkCallSettings };
+  return { request, warnings };
+}
+
+const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => ({
+  inputTokens: { total: usage?.inputTokens, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: usage?.outputTokens, text: undefined, reasoning: undefined },
+});
+
+const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
+
+/** Calls `onAbort` when `signal` aborts (at once if it has); returns the teardown. */
+function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void {
+  if (signal === undefined) return () => undefined;
+  if (signal.aborted) {
+    abort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', abort, { once: true });
+  return () => signal.removeEventListener('abort', abort);
+}
+
+const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
+
+/**
+ * An AI SDK `LanguageModelV3` over an rxheal {@link Model} — typically a `fallbackModel` of
+ * {@link fromAiSdk} models with breakers and per-model retries — for `streamText`,
+ * `generateText`, `streamObject`, agents…, which then get per-model retries, breakers shared
+ * across requests, fallback, and mid-stream continuation.
+ *
+ * The prompt becomes our conversation (text, tool calls, tool results; a file part is an
+ * `InvalidOptionError`: rxheal models take text), function tools our tools (provider tools are
+ * reported as `unsupported` warnings). The call's settings (`temperature`, `maxOutputTokens`,
+ * `providerOptions`, `headers`…) travel with the request to every `fromAiSdk` model inside.
+ *
+ * `doStream` streams the model through `streamModel` (the finish contract holds): text deltas as
+ * `text-start/-delta/-end`, tool calls as `tool-call` parts, the finish with its reason and
+ * usage. **An AI SDK stream can't take back what it delivered**, so:
+ * - with `fallbackModel`'s `midStream: 'continue'`, a model dying mid-answer is continued by the
+ *   next one *in the same stream*: the consumer sees one answer, nothing lost or doubled;
+ * - a `reset` before anything was delivered (a retry or fallback before the first part) is
+ *   invisible;
+ * - a `reset` after text or a tool call was delivered (`midStream: 'restart'`, a retry with
+ *   `afterEmit: 'restart'`) can't be expressed: the stream ends with an `error` part
+ *   ({@link StreamRestartError}) and `finishReason: 'error'`, and the restart is cancelled —
+ *   never a silent splice of two attempts;
+ * - an error (e.g. `AllFallbacksFailedError`) ends the stream with an `error` part and
+ *   `finishReason: 'error'`, as the AI SDK's own providers do.
+ *
+ * `doStream` itself never rejects for a model failure (errors arrive in the stream), so
+ * `streamText`'s own retry (`maxRetries`, default 2), which only re-runs a rejected `doStream`,
+ * never re-runs the chain; pass **`maxRetries: 0`** anyway, to say the retries are rxheal's.
+ * `doGenerate` collects the stream (a `reset` there just discards what was collected) and
+ * rejects with the model's error. Aborting the call's `abortSignal`, or cancelling the stream,
+ * unsubscribes: the model's requests are aborted.
+ *
+ * @example
+ * ```ts
+ * import { openai } from '@ai-sdk/openai';
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * import { streamText } from 'ai';
+ * import { CircuitBreakerRegistry, fallbackModel } from 'rxheal';
+ * import { fromAiSdk, toAiSdk } from 'rxheal/ai-sdk';
+ *
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
+ * const model = toAiSdk(fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'))], { breakers, midStream: 'continue' }));
+ * const result = streamText({ model, prompt: 'Write a haiku about rivers', maxRetries: 0 });
+ * for await (const text of result.textStream) process.stdout.write(text);
+ * ```
+ * @throws {InvalidOptionError} at once, for something that is not a Model, or an invalid option.
+ */
+export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3 {
+  if (!isObject(model) || typeof model.id !== 'string' || model.id === '' || typeof model.stream !== 'function') {
+    throw new InvalidOptionError('toAiSdk', 'model', model, 'a Model ({ id: non-empty string, stream(request, context) })');
+  }
+  const o = validateOptions('toAiSdk', toProps, options);
+  return {
+    specificationVersion: 'v3',
+    provider: o.provider ?? 'rxheal',
+    modelId: o.modelId ?? model.id,
+    supportedUrls: {},
+
+    // async: a prompt rxheal can't take rejects, it doesn't throw
+    async doStream(options) {
+      const { request, warnings } = toRequest(options);
+      const subscription = new Subscription();
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        start(controller) {
+          let delivered = false;
+          let textId: string | undefined;
+          let blocks = 0;
+          const closeText = (): void => {
+            if (textId !== undefined) controller.enqueue({ type: 'text-end', id: textId });
+            textId = undefined;
+          };
+          /** Ends the stream with a last part (finish, or error + error finish) and cancels the model. */
+          const end = (parts: LanguageModelV3StreamPart[]): void => {
+            if (subscription.closed) return;
+            closeText();
+            for (const part of parts) controller.enqueue(part);
+            controller.close();
+            subscription.unsubscribe();
+          };
+          const fail = (error: unknown): void => end([{ type: 'error', error }, { type: 'finish', finishReason: v3Reason('error'), usage: v3Usage(undefined) }]);
+          subscription.add(
+            onAbort(options.abortSignal, () => {
+              if (subscription.closed) return;
+              subscription.unsubscribe();
+              controller.error(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+            }),
+          );
+          if (subscription.closed) return;
+          controller.enqueue({ type: 'stream-start', warnings });
+          subscription.add(
+            streamModel(model, request).subscribe({
+              next: (event) => {
+                if (subscription.closed) return;
+                switch (event.type) {
+                  case 'text-delta':
+                    if (event.text === '') return;
+                    if (textId === undefined) {
+                      textId = `text-${blocks++}`;
+                      controller.enqueue({ type: 'text-start', id: textId });
+                    }
+                    controller.enqueue({ type: 'text-delta', id: textId, delta: event.text });
+                    delivered = true;
+                    return;
+                  case 'tool-call':
+                    closeText();
+                    controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
+                    delivered = true;
+                    return;
+                  case 'finish':
+                    return end([{ type: 'finish', finishReason: v3Reason(event.reason), usage: v3Usage(event.usage) }]);
+                  case 'reset':
+                    // nothing delivered yet: the next attempt's answer is the whole answer
+                    if (!delivered) return;
+                    return fail(new StreamRestartError(model.id, event, 'the AI SDK'));
+                }
+              },
+              error: fail,
+              // streamModel errors a stream that completes without a finish: never reached first
+              complete: () => end([]),
+            }),
+          );
+        },
+        cancel() {
+          subscription.unsubscribe();
+        },
+      });
+      return { stream, request: { body: { messages: request.messages, tools: request.tools } } };
+    },
+
+    async doGenerate(options) {
+      const { request, warnings } = toRequest(options);
+      return new Promise<LanguageModelV3GenerateResult>((resolve, reject) => {
+        let content: LanguageModelV3Content[] = [];
+        const subscription = new Subscription();
+        subscription.add(
+          onAbort(options.abortSignal, () => {
+            subscription.unsubscribe();
+            reject(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+          }),
+        );
+        if (subscription.closed) return;
+        subscription.add(
+          streamModel(model, request).subscribe({
+            next: (event) => {
+              switch (event.type) {
+                case 'reset':
+                  content = []; // nothing was delivered: the next attempt's answer replaces it
+                  return;
+                case 'text-delta': {
+                  const last = content[content.length - 1];
+                  if (last?.type === 'text') content[content.length - 1] = { type: 'text', text: last.text + event.text };
+                  else if (event.text !== '') content.push({ type: 'text', text: event.text });
+                  return;
+                }
+                case 'tool-call':
+                  content.push({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
+                  return;
+                case 'finish':
+                  subscription.unsubscribe();
+                  resolve({
+                    content,
+                    finishReason: v3Reason(event.reason),
+                    usage: v3Usage(event.usage),
+                    warnings,
+                    request: { body: { messages: request.messages, tools: request.tools } },
+                  });
+              }
+            },
+            error: (error: unknown) => {
+              subscription.unsubscribe();
+              reject(error);
+            },
+          }),
+        );
+      });
+    },
+  };
+}
