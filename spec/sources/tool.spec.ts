@@ -7,6 +7,7 @@ import type { ToolCall } from '../../src/core/events.js';
 import type { AbortContext } from '../../src/core/abortable.js';
 import { RunScope, runOf } from '../../src/core/runScope.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
+import { thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const weatherArgs = t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) });
@@ -519,4 +520,43 @@ describe('toJsonSchema', () => {
       additionalProperties: false,
     });
   });
+});
+
+describe('callTool: a signal read late (after an await in execute)', () => {
+  it('is aborted when the consumer left during the await', async () => {
+    let late: AbortSignal | undefined;
+    const tool = defineTool({
+      name: 'x',
+      description: '',
+      args: t.unknown,
+      execute: async (_a, context) => {
+        await settle();
+        late = context.signal;
+        return 'done';
+      },
+    });
+    callTool(tool, call({}, 'c', 'x')).subscribe().unsubscribe();
+    await settle();
+    await settle();
+    expect(late?.aborted).to.equal(true);
+  });
+});
+
+describe('callTool: a user callback that throws (the guard rule)', () => {
+  const boom = new Error('tool bug');
+  const cases: [string, ToolDefinition<unknown, unknown>, (error: unknown) => void][] = [
+    ['execute, synchronously', { name: 'x', description: '', args: t.unknown, execute: thrower(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
+    ['execute, later (a rejected promise)', { name: 'x', description: '', args: t.unknown, execute: () => Promise.reject(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
+    ['execute, returning no ObservableInput', { name: 'x', description: '', args: t.unknown, execute: () => undefined as never }, (e) => expect((e as ToolError).cause).to.be.instanceOf(TypeError)],
+    ['the args codec', { name: 'x', description: '', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(boom), t.identity), execute: () => ['ok'] }, (e) => expect(e).to.equal(boom)],
+  ];
+  for (const [part, definition, check] of cases) {
+    it(`${part} throws → the error downstream`, async () => {
+      const errors: unknown[] = [];
+      callTool(defineTool(definition), call({}, 'c', 'x')).subscribe({ error: (e: unknown) => errors.push(e) });
+      await settle();
+      expect(errors).to.have.length(1);
+      check(errors[0]);
+    });
+  }
 });
