@@ -700,6 +700,7 @@ describe('CircuitBreaker', () => {
             isolated: false,
             openUntil: 1_010,
             consecutiveFailures: 0,
+            halfOpenSuccesses: 0,
             window: null,
           });
           restored = new CircuitBreaker({ name: 'svc', resetTimeoutMs: 1_000, scheduler: ts });
@@ -1029,6 +1030,23 @@ describe('CircuitBreaker snapshots: window width and bucket data', () => {
     succeed(breaker, successes);
     return breaker;
   }
+
+  it('keeps the successes of a half-open period: one more probe closes the restored breaker, as it would the original', () => {
+    virtual(({ ts }) => {
+      const options = { failureThreshold: 1, resetTimeoutMs: 0, halfOpenMaxCalls: 2, scheduler: ts };
+      const original = new CircuitBreaker(options);
+      fail(original, 1);
+      expect(original.state).to.equal('half-open');
+      succeed(original, 1);
+      const snapshot = JSON.parse(JSON.stringify(original.snapshot())) as CircuitSnapshot;
+      expect(snapshot.halfOpenSuccesses).to.equal(1);
+      const restored = new CircuitBreaker(options);
+      restored.restore(snapshot);
+      succeed(restored, 1);
+      succeed(original, 1);
+      expect([restored.state, original.state]).to.deep.equal(['closed', 'closed']);
+    });
+  });
 
   it('records the bucket width (windowMs / 10) and is version 2', () => {
     virtual(({ ts, at }) => {

@@ -23,7 +23,9 @@ export class NodeTimerScheduler extends VirtualTimeScheduler {
   override schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
     if (!(delay <= NODE_TIMEOUT_MAX)) {
       this.warnings.push(delay);
-      if (this.warnings.length > this.maxWarnings) throw new Error(`${this.warnings.length} TimeoutOverflowWarnings (delays ${this.warnings.slice(0, 3).join(', ')}…): a timer re-armed itself every 1 ms`);
+      if (this.warnings.length > this.maxWarnings) {
+        throw new Error(`${this.warnings.length} TimeoutOverflowWarning(s) (delays ${this.warnings.slice(0, 3).join(', ')}…): more than ${this.maxWarnings} timers clamped to 1 ms`);
+      }
       delay = 1;
     }
     return super.schedule(work, delay, state);

@@ -111,6 +111,8 @@ export interface CircuitSnapshot {
   /** Scheduler time at which an open breaker admits a probe; `null` unless open. */
   readonly openUntil: number | null;
   readonly consecutiveFailures: number;
+  /** Probes of the current half-open period that succeeded (0 unless half-open); taken as 0 when absent. */
+  readonly halfOpenSuccesses?: number;
   /** Failure-rate window contents, when the breaker uses one. */
   readonly window: CircuitSnapshotWindow | null;
 }
@@ -262,6 +264,7 @@ function readSnapshot(u: unknown): CircuitSnapshot | CircuitSnapshotV1 {
   if (typeof s['isolated'] !== 'boolean') throw badSnapshot('snapshot.isolated', s['isolated'], 'a boolean');
   if (s['openUntil'] !== null && !Number.isFinite(s['openUntil'])) throw badSnapshot('snapshot.openUntil', s['openUntil'], 'a finite number (scheduler time) or null');
   if (!isCount(s['consecutiveFailures'])) throw badSnapshot('snapshot.consecutiveFailures', s['consecutiveFailures'], 'a non-negative integer');
+  if (s['halfOpenSuccesses'] !== undefined && !isCount(s['halfOpenSuccesses'])) throw badSnapshot('snapshot.halfOpenSuccesses', s['halfOpenSuccesses'], 'a non-negative integer');
   return u as CircuitSnapshot | CircuitSnapshotV1;
 }
 
@@ -434,6 +437,7 @@ export class CircuitBreaker {
       isolated: this.isolatedByHand,
       openUntil: this.current === 'open' && !this.isolatedByHand ? this.openUntil : null,
       consecutiveFailures: this.consecutive,
+      halfOpenSuccesses: this.current === 'half-open' ? this.probeSuccesses : 0,
       window: w ? { bucketMs: this.rate!.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
     };
   }
@@ -457,6 +461,7 @@ export class CircuitBreaker {
     this.isolatedByHand = s.isolated;
     const openUntil = s.isolated ? Infinity : s.state === 'open' ? (s.openUntil ?? this.scheduler.now()) : undefined;
     this.enter(s.isolated ? 'open' : s.state, 'restored', 0, from, { openUntil, consecutive: s.consecutiveFailures });
+    if (this.current === 'half-open') this.probeSuccesses = s.halfOpenSuccesses ?? 0;
     if (this.rate && restoredWindow) {
       this.window ??= new RateWindow(this.rate.windowMs);
       this.window.latest = restoredWindow.latest;
