@@ -13,7 +13,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { from, lastValueFrom, NEVER } from 'rxjs';
 import type { abortable as Abortable } from '../src/core/abortable.js';
-import { interleave, rowsOf, type Case } from './lib/harness.js';
+import { interleave, pairedRatio, rowsOf, type Case } from './lib/harness.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -40,7 +40,11 @@ for (const [tag, abortable] of builds) {
   const quiet$ = abortable(() => value);
   const reads$ = abortable(({ signal }) => (signal.aborted ? value : value));
   const hangs$ = abortable(() => NEVER);
+  const syncQuiet$ = abortable(() => [42]);
+  const syncReads$ = abortable(({ signal }) => (signal.aborted ? [0] : [42]));
   cases.push(
+    { name: `${tag}: sync work, signal never read`, run: (n) => { for (let k = 0; k < n; k++) syncQuiet$.subscribe(); } },
+    { name: `${tag}: sync work, signal read`, run: (n) => { for (let k = 0; k < n; k++) syncReads$.subscribe(); } },
     { name: `${tag}: signal never read`, run: async (n) => { for (let k = 0; k < n; k++) await lastValueFrom(quiet$); } },
     { name: `${tag}: signal read`, run: async (n) => { for (let k = 0; k < n; k++) await lastValueFrom(reads$); } },
     { name: `${tag}: cancelled before finishing (sync)`, run: (n) => { for (let k = 0; k < n; k++) hangs$.subscribe().unsubscribe(); } },
@@ -50,4 +54,11 @@ const samples = await interleave(cases, { n: Number(process.env['N'] ?? 50_000),
 for (const row of rowsOf('abortable', 'ns/call', samples, 'RxJS from(promise)')) {
   const ratio = row.ratio ? ` ${row.ratio.median.toFixed(2)}× (${row.ratio.min.toFixed(2)}–${row.ratio.max.toFixed(2)})` : '';
   console.log(`${row.name.padEnd(44)} ${row.value.toFixed(0).padStart(6)} ns/call (${row.min!.toFixed(0)}–${row.max!.toFixed(0)})${ratio}`);
+}
+if (beforeRoot) {
+  // after / before, paired within each repetition: the figure that says whether the change costs anything
+  for (const c of ['signal never read', 'signal read', 'sync work, signal never read', 'sync work, signal read', 'cancelled before finishing (sync)']) {
+    const r = pairedRatio(samples, `after: ${c}`, `before: ${c}`);
+    console.log(`after/before, ${c}: ${r.median.toFixed(2)} (${r.min.toFixed(2)}–${r.max.toFixed(2)})`);
+  }
 }

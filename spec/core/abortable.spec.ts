@@ -1,26 +1,11 @@
 import { expect } from 'chai';
 import { NEVER, Observable, Subject } from 'rxjs';
 import { abortable, type AbortContext } from '../../src/core/abortable.js';
+import { countControllers } from '../support/abortControllers.js';
 import { testScheduler } from '../support/marbles.js';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Temporarily counts AbortController constructions. */
-function countControllers<T>(body: () => T): { result: T; constructed: number } {
-  const Original = globalThis.AbortController;
-  let constructed = 0;
-  globalThis.AbortController = class extends Original {
-    constructor() {
-      super();
-      constructed++;
-    }
-  };
-  try {
-    return { result: body(), constructed };
-  } finally {
-    globalThis.AbortController = Original;
-  }
-}
 
 describe('abortable', () => {
   it('is cold: work runs once per subscription, never before', () => {

@@ -17,6 +17,7 @@ import { abortable, type AbortContext } from '../../src/core/abortable.js';
 import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel } from '../../src/core/model.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
+import { countControllers } from '../support/abortControllers.js';
 
 export interface LateScenario {
   /** Through which door the work gets its context. */
@@ -81,22 +82,12 @@ export function runLate(s: LateScenario): { reads: Read[]; controllers: number }
         ? callTool(defineTool({ name: 'x', description: '', args: t.unknown, execute: (_a, ctx) => work(ctx, 'done') }), { id: 'c', name: 'x', args: {} })
         : streamModel({ id: 'm', stream: (_r, ctx) => work(ctx, finish) }, { messages: [], tools: [] });
 
-  const Original = globalThis.AbortController;
-  let controllers = 0;
-  globalThis.AbortController = class extends Original {
-    constructor() {
-      super();
-      controllers++;
-    }
-  };
-  try {
+  const { constructed } = countControllers(() => {
     const subscription = call$.subscribe({ error: () => undefined });
     if (s.unsubscribeAt !== undefined) scheduler.schedule(() => subscription.unsubscribe(), s.unsubscribeAt);
     scheduler.flush();
-  } finally {
-    globalThis.AbortController = Original;
-  }
-  return { reads, controllers };
+  });
+  return { reads, controllers: constructed };
 }
 
 export function checkLate(s: LateScenario, r: { reads: Read[]; controllers: number }): void {

@@ -13,7 +13,7 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { config, defer, Observable, VirtualTimeScheduler, type OperatorFunction } from 'rxjs';
+import { defer, Observable, VirtualTimeScheduler, type OperatorFunction } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
 import { CircuitBreaker, CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { classifyError, isServiceFailure } from '../../src/core/classify.js';
@@ -26,7 +26,7 @@ import { fallbackTo } from '../../src/operators/fallbackTo.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
-import { Boom, carries } from '../support/guards.js';
+import { Boom, carries, watchRxjs } from '../support/guards.js';
 
 /** One subscription to a scripted source. */
 export interface Step {
@@ -229,18 +229,12 @@ export function runScenario(s: Scenario): Outcome {
     }
   }
 
-  const unhandled: unknown[] = [];
-  const stopped: string[] = [];
-  const saved = { onUnhandledError: config.onUnhandledError, onStoppedNotification: config.onStoppedNotification };
-  config.onUnhandledError = (e) => unhandled.push(e);
-  config.onStoppedNotification = (n) => stopped.push(n.kind);
   const out = { values: [] as unknown[], error: undefined as unknown, errored: false, completed: false, pendingAtTerminal: -1, noticesAtTerminal: 0 };
   const atTerminal = (): void => {
     out.pendingAtTerminal = scheduler.actions.length;
     out.noticesAtTerminal = breakers.filter((b) => b.state === 'open').length;
   };
-  let flushError: unknown;
-  try {
+  const { unhandled, stopped, thrown: flushError } = watchRxjs(() => {
     result.subscribe({
       next: (v) => out.values.push(v),
       error: (e: unknown) => {
@@ -254,12 +248,7 @@ export function runScenario(s: Scenario): Outcome {
       },
     });
     scheduler.flush();
-  } catch (e) {
-    flushError = e;
-  } finally {
-    config.onUnhandledError = saved.onUnhandledError;
-    config.onStoppedNotification = saved.onStoppedNotification;
-  }
+  });
   // a permit never settled keeps a half-open breaker's only probe slot (no probe deadline here)
   let leakedPermit = false;
   for (const b of breakers) {

@@ -12,6 +12,8 @@ import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { validateOutput } from '../../src/operators/validateOutput.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
 import type { Model } from '../../src/core/model.js';
+import { anthropicModel } from '../../src/sources/providers/anthropic.js';
+import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { Boom, expectThrowDownstream, KINDS, thrower, type SourceKind } from '../support/guards.js';
@@ -648,6 +650,18 @@ describe('runAgent: a user callback that throws (the guard rule)', () => {
         expect((hub as unknown as { listeners: number }).listeners).to.equal(0);
       });
     }
+  }
+
+  for (const provider of ['openAICompatibleModel', 'anthropicModel'] as const) {
+    it(`${provider}'s fetch option throws → the run errors with it`, async () => {
+      const boom = new Boom('fetch');
+      const options = { baseURL: 'http://127.0.0.1:9', model: 'x', fetch: thrower(boom) };
+      const model = provider === 'openAICompatibleModel' ? openAICompatibleModel(options) : anthropicModel(options);
+      const errors: unknown[] = [];
+      runAgent({ model, messages: [...user] }).subscribe({ error: (e: unknown) => errors.push(e) });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(errors).to.deep.equal([boom]);
+    });
   }
 
   for (const [part, tool] of [

@@ -7,6 +7,7 @@ import type { ToolCall } from '../../src/core/events.js';
 import type { AbortContext } from '../../src/core/abortable.js';
 import { RunScope, runOf } from '../../src/core/runScope.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
+import { countControllers } from '../support/abortControllers.js';
 import { thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
@@ -340,27 +341,16 @@ describe('callTool', () => {
 
     it('creates the AbortController lazily: a tool that never reads signal works and constructs none', () => {
       const Original = globalThis.AbortController;
-      let constructed = 0;
-      globalThis.AbortController = class extends Original {
-        constructor() {
-          super();
-          constructed++;
-        }
-      };
-      try {
-        const quiet = defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER });
-        callTool(quiet, call({}, 'c', 'quiet')).subscribe().unsubscribe();
+      const quiet = countControllers(() => {
+        callTool(defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER }), call({}, 'c', 'quiet')).subscribe().unsubscribe();
         const done = defineTool({ name: 'done', description: '', args: t.unknown, execute: () => ['ok'] });
-        expect(collect(callTool(done, call({}, 'c', 'done'))).values).to.deep.equal(['ok']);
-        expect(constructed).to.equal(0);
-        let signal: AbortSignal | undefined;
-        const reader = defineTool({ name: 'reader', description: '', args: t.unknown, execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER) });
-        callTool(reader, call({}, 'c', 'reader')).subscribe().unsubscribe();
-        expect(constructed).to.equal(1);
-        expect(signal?.aborted).to.equal(true);
-      } finally {
-        globalThis.AbortController = Original;
-      }
+        return collect(callTool(done, call({}, 'c', 'done'))).values;
+      });
+      expect(quiet).to.deep.equal({ result: ['ok'], constructed: 0 });
+      let signal: AbortSignal | undefined;
+      const reader = defineTool({ name: 'reader', description: '', args: t.unknown, execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER) });
+      expect(countControllers(() => callTool(reader, call({}, 'c', 'reader')).subscribe().unsubscribe()).constructed).to.equal(1);
+      expect(signal?.aborted).to.equal(true);
       expect(globalThis.AbortController).to.equal(Original);
     });
   });

@@ -75,6 +75,27 @@ export function carries(error: unknown, thrown: unknown, depth = 0): boolean {
   return Array.isArray(e.errors) && e.errors.some((x) => carries(x, thrown, depth + 1));
 }
 
+/**
+ * Runs `body` with RxJS's unhandled-error and stopped-notification hooks recording what they
+ * see (a callback's throw RxJS could not deliver, a notification dropped on a stopped
+ * subscriber); `thrown`: what `body` itself threw (e.g. out of a scheduler's `flush()`).
+ */
+export function watchRxjs(body: () => void): { unhandled: unknown[]; stopped: string[]; thrown: unknown } {
+  const out = { unhandled: [] as unknown[], stopped: [] as string[], thrown: undefined as unknown };
+  const saved = { onUnhandledError: config.onUnhandledError, onStoppedNotification: config.onStoppedNotification };
+  config.onUnhandledError = (e) => out.unhandled.push(e);
+  config.onStoppedNotification = (n) => out.stopped.push(n.kind === 'E' ? `E ${String(n.error)}` : n.kind);
+  try {
+    body();
+  } catch (e) {
+    out.thrown = e;
+  } finally {
+    config.onUnhandledError = saved.onUnhandledError;
+    config.onStoppedNotification = saved.onStoppedNotification;
+  }
+  return out;
+}
+
 /** What a run of a pipeline looked like. */
 export interface GuardedRun {
   readonly values: unknown[];
@@ -98,15 +119,10 @@ export function expectThrowDownstream(
   thrown: unknown,
   rig: { scheduler: VirtualTimeScheduler; live?: () => number; subscriptions?: () => number; breaker?: CircuitBreaker },
 ): GuardedRun {
-  const unhandled: unknown[] = [];
-  const stopped: string[] = [];
-  const saved = { onUnhandledError: config.onUnhandledError, onStoppedNotification: config.onStoppedNotification };
-  config.onUnhandledError = (e) => unhandled.push(e);
-  config.onStoppedNotification = (n) => stopped.push(n.kind === 'E' ? `E ${String(n.error)}` : n.kind);
   const run = { values: [] as unknown[], error: undefined as unknown, errored: false, completed: false, pendingAtError: -1 };
   let subscriptionsAtError = -1;
   let notice = 0;
-  try {
+  const { unhandled, stopped, thrown: escaped } = watchRxjs(() => {
     result.subscribe({
       next: (v) => run.values.push(v),
       error: (e: unknown) => {
@@ -119,10 +135,8 @@ export function expectThrowDownstream(
       complete: () => (run.completed = true),
     });
     rig.scheduler.flush();
-  } finally {
-    config.onUnhandledError = saved.onUnhandledError;
-    config.onStoppedNotification = saved.onStoppedNotification;
-  }
+  });
+  if (escaped !== undefined) throw escaped;
   expect(unhandled, 'no unhandled error').to.deep.equal([]);
   expect(stopped, 'no notification lost on a stopped subscriber').to.deep.equal([]);
   expect(run.completed, 'the result must not complete').to.equal(false);
