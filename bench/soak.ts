@@ -20,8 +20,10 @@ import fc from 'fast-check';
 import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
 import { retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
+import { hardeningProperties } from '../spec/property/hardening.js';
 import { formatReport, runAgentSoak, runLoopbackSoak, type SoakReport } from '../spec/soak/agentSoak.js';
 import { formatStreamReport, runStreamSoak } from '../spec/soak/streamSoak.js';
+import { runHardeningSoak } from '../spec/soak/hardeningSoak.js';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,6 +40,7 @@ const properties: [string, fc.IProperty<never>][] = [
   ['CircuitBreaker (through circuitBreak) vs the reference model', breakerMatchesModel as unknown as fc.IProperty<never>],
   ['retryWithBackoff: subscriptions, terminal errors, virtual time', retryProperty as unknown as fc.IProperty<never>],
   ['retryWithBackoff fused into circuitBreak = the two apart', retryUnderBreakerProperty as unknown as fc.IProperty<never>],
+  ...hardeningProperties,
 ];
 
 let failed = false;
@@ -63,6 +66,8 @@ function judge(report: SoakReport): void {
 }
 
 if (wanted('agent')) judge(runAgentSoak({ runs: agentRuns, seed }));
+// issue 10's classes (throwing callbacks, huge delays, late signals, odd snapshots): spec/soak/hardeningSoak.ts
+if (wanted('agent')) judge(runHardeningSoak({ runs: agentRuns, seed }));
 if (wanted('loopback')) judge(await runLoopbackSoak({ runs: loopbackRuns, seed, budgetMs: 50_000 }));
 // the stream soak: recorded streams split at random bytes, long lines (--only streams, --stream-runs N)
 if (only === undefined || only === 'streams') {

@@ -7,6 +7,8 @@ export type {
   CircuitEvent,
   CircuitPermit,
   CircuitSnapshot,
+  CircuitSnapshotV1,
+  CircuitSnapshotWindow,
   CircuitState,
   FailureRateWindow,
   TransitionReason,

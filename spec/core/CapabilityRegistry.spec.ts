@@ -3,6 +3,7 @@ import { CapabilityRegistry, type CapabilityEvent } from '../../src/core/Capabil
 import { InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
+import { Boom, reportedByRxjs, thrower } from '../support/guards.js';
 
 function record(registry: CapabilityRegistry): CapabilityEvent[] {
   const events: CapabilityEvent[] = [];
@@ -134,5 +135,29 @@ describe('CapabilityRegistry', () => {
       expect(() => registry.disable('a', 42 as never)).to.throw(InvalidOptionError, /"reason" must be a string, got 42/);
       expect(() => registry.enable(undefined as never)).to.throw(InvalidOptionError, /CapabilityRegistry.enable/);
     });
+  });
+});
+
+describe('CapabilityRegistry: a listener that throws (the guard rule)', () => {
+  it('disable() and enable() still change the state and return; other listeners and the hub still hear; RxJS reports the throw', async () => {
+    const hub = new HealHub();
+    const registry = new CapabilityRegistry({ hub });
+    const boom = new Boom('listener');
+    const heard = record(registry);
+    const hubHeard: HealEvent[] = [];
+    hub.events$.subscribe((e) => hubHeard.push(e));
+    let changed: boolean[] = [];
+    const reported = await reportedByRxjs(() => {
+      registry.events$.subscribe(thrower(boom));
+      registry.degraded$.subscribe(thrower(boom));
+      changed = [registry.disable('search', 'slow'), registry.enable('search')];
+    });
+    expect(changed).to.deep.equal([true, true]);
+    expect(registry.isAvailable('search')).to.equal(true);
+    expect(heard.map((e) => e.type)).to.deep.equal(['degraded', 'restored']);
+    expect(hubHeard.map((e) => e.type)).to.deep.equal(['degraded', 'restored']);
+    // degraded$ threw on its first snapshot too (at subscription), then on each change
+    expect(reported).to.have.length(5);
+    expect(reported.every((e) => e === boom)).to.equal(true);
   });
 });

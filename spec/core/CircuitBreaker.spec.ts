@@ -5,6 +5,7 @@ import type { CircuitBreakerOptions, CircuitEvent, CircuitPermit, CircuitSnapsho
 import { CircuitBreaker, CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError } from '../../src/core/errors.js';
 import { testScheduler } from '../support/marbles.js';
+import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -693,12 +694,13 @@ describe('CircuitBreaker', () => {
         at(400, () => {
           const snapshot = JSON.parse(JSON.stringify(original.snapshot())) as CircuitSnapshot;
           expect(snapshot).to.deep.equal({
-            version: 1,
+            version: 2,
             name: 'svc',
             state: 'open',
             isolated: false,
             openUntil: 1_010,
             consecutiveFailures: 0,
+            halfOpenSuccesses: 0,
             window: null,
           });
           restored = new CircuitBreaker({ name: 'svc', resetTimeoutMs: 1_000, scheduler: ts });
@@ -836,7 +838,7 @@ describe('CircuitBreaker', () => {
       ['null', null],
       ['a string', 'open'],
       ['an empty object', {}],
-      ['version 2', { ...valid, version: 2 }],
+      ['version 3', { ...valid, version: 3 }],
       ["state 'ajar'", { ...valid, state: 'ajar' }],
       ['consecutiveFailures -1', { ...valid, consecutiveFailures: -1 }],
       ['isolated "no"', { ...valid, isolated: 'no' }],
@@ -848,7 +850,7 @@ describe('CircuitBreaker', () => {
           fail(breaker, 4);
           const error = catchError(() => breaker.restore(input as CircuitSnapshot));
           expect(error).to.be.instanceOf(InvalidOptionError);
-          expect((error as InvalidOptionError).option).to.equal('snapshot');
+          expect((error as InvalidOptionError).option).to.match(/^snapshot\b/);
           expect(breaker.state).to.equal('closed');
           fail(breaker, 1);
           expect(breaker.state).to.equal('open');
@@ -957,5 +959,233 @@ describe('CircuitBreakerRegistry', () => {
     expect(override).to.be.instanceOf(InvalidOptionError);
     expect((override as InvalidOptionError).option).to.equal('resetTimeoutMs');
     expect(registry.has('a')).to.equal(false);
+  });
+});
+
+describe('CircuitBreaker: isFailure throws (the guard rule)', () => {
+  it('permit.failure(error) counts the call as failed and returns what isFailure threw, to fail the call with', () => {
+    virtual(({ ts }) => {
+      const broken = new Error('broken predicate');
+      const breaker = new CircuitBreaker({
+        failureThreshold: 1,
+        scheduler: ts,
+        isFailure: () => {
+          throw broken;
+        },
+      });
+      const error = e503();
+      expect(admit(breaker).failure(error)).to.equal(broken);
+      expect(breaker.state).to.equal('open');
+    });
+  });
+
+  it('permit.failure(error) returns error itself when isFailure answers', () => {
+    virtual(({ ts }) => {
+      const breaker = new CircuitBreaker({ scheduler: ts });
+      const error = e503();
+      expect(admit(breaker).failure(error)).to.equal(error);
+    });
+  });
+});
+
+describe('CircuitBreaker: delays above 2³¹−1 ms (Node clamps such a timer to 1 ms)', () => {
+  it('halfOpenTimeoutMs: 3e9 times a hung probe out at 3e9 ms, not at once', () => {
+    const ts = new NodeTimerScheduler();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, halfOpenTimeoutMs: 3e9, scheduler: ts });
+    const events = recordEvents(breaker);
+    fail(breaker, 1);
+    ts.advanceTo(1_000);
+    admit(breaker); // a probe that never ends
+    ts.advanceTo(1_000 + 3e9 - 1);
+    expect(breaker.state).to.equal('half-open');
+    ts.advanceTo(1_000 + 3e9);
+    expect(breaker.state).to.equal('open');
+    expect(events.map((e) => e[3])).to.deep.equal(['failure_threshold', 'reset_timeout', 'probe_timeout']);
+    expect(ts.warnings).to.deep.equal([]);
+  });
+
+  it('resetTimeoutMs: 3e9 announces half-open on state$ at 3e9 ms', () => {
+    const ts = new NodeTimerScheduler();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 3e9, scheduler: ts });
+    const seen: [number, string][] = [];
+    breaker.state$.subscribe((s) => seen.push([ts.now(), s]));
+    fail(breaker, 1);
+    ts.advanceTo(3e9 + 10);
+    expect(seen).to.deep.equal([
+      [0, 'closed'],
+      [0, 'open'],
+      [3e9, 'half-open'],
+    ]);
+    expect(ts.warnings).to.deep.equal([]);
+  });
+});
+
+describe('CircuitBreaker snapshots: window width and bucket data', () => {
+  const rate = { failureRateThreshold: 0.5, minimumCalls: 4, windowMs: 1_000 } as const;
+
+  /** A failure-rate breaker on `ts` with `calls` calls at `at`, the first `failures` of them failed. */
+  function withCalls(ts: TestScheduler, window: typeof rate | { failureRateThreshold: number; minimumCalls: number; windowMs: number }, failures: number, successes: number): CircuitBreaker {
+    const breaker = new CircuitBreaker({ window, scheduler: ts });
+    fail(breaker, failures);
+    succeed(breaker, successes);
+    return breaker;
+  }
+
+  it('keeps the successes of a half-open period: one more probe closes the restored breaker, as it would the original', () => {
+    virtual(({ ts }) => {
+      const options = { failureThreshold: 1, resetTimeoutMs: 0, halfOpenMaxCalls: 2, scheduler: ts };
+      const original = new CircuitBreaker(options);
+      fail(original, 1);
+      expect(original.state).to.equal('half-open');
+      succeed(original, 1);
+      const snapshot = JSON.parse(JSON.stringify(original.snapshot())) as CircuitSnapshot;
+      expect(snapshot.halfOpenSuccesses).to.equal(1);
+      const restored = new CircuitBreaker(options);
+      restored.restore(snapshot);
+      succeed(restored, 1);
+      succeed(original, 1);
+      expect([restored.state, original.state]).to.deep.equal(['closed', 'closed']);
+    });
+  });
+
+  it('records the bucket width (windowMs / 10) and is version 2', () => {
+    virtual(({ ts, at }) => {
+      at(5_050, () => {
+        const snapshot = withCalls(ts, rate, 1, 2).snapshot();
+        expect(snapshot.version).to.equal(2);
+        expect(snapshot.window).to.deep.equal({ bucketMs: 100, latest: 50, calls: [3, 0, 0, 0, 0, 0, 0, 0, 0, 0], failures: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0] });
+      });
+    });
+  });
+
+  it('refuses a window of another width, naming snapshot.window.bucketMs, and leaves the breaker as it was', () => {
+    virtual(({ ts, at }) => {
+      at(5_000, () => {
+        // 10 ms buckets: latest = 500; in a 10 s window (1 s buckets) that bucket is 8 minutes ahead,
+        // so the window would never slide again
+        const narrow = withCalls(ts, { ...rate, windowMs: 100 }, 1, 2).snapshot();
+        const wide = new CircuitBreaker({ window: { ...rate, windowMs: 10_000 }, scheduler: ts });
+        fail(wide, 1);
+        const error = catchError(() => wide.restore(narrow));
+        expect(error).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal('snapshot.window.bucketMs');
+        expect((error as InvalidOptionError).message).to.contain('1000');
+        succeed(wide, 1);
+        fail(wide, 2); // 3 of 4 failed, in its own window: opens as before
+        expect(wide.state).to.equal('open');
+      });
+    });
+  });
+
+  it('a restored window keeps sliding: old failures leave it and the breaker opens again on new ones', () => {
+    virtual(({ ts, at }) => {
+      const restored = new CircuitBreaker({ window: rate, scheduler: ts });
+      at(2_000, () => restored.restore(JSON.parse(JSON.stringify(withCalls(ts, rate, 3, 0).snapshot())) as CircuitSnapshot));
+      at(2_050, () => {
+        succeed(restored, 1); // 3 of 4 failed (restored + this one): opens
+        expect(restored.state).to.equal('open');
+      });
+    });
+    virtual(({ ts, at }) => {
+      const restored = new CircuitBreaker({ window: rate, scheduler: ts });
+      at(2_000, () => restored.restore(withCalls(ts, rate, 3, 0).snapshot()));
+      at(3_500, () => {
+        succeed(restored, 1); // the restored failures slid out
+        expect(restored.state).to.equal('closed');
+        fail(restored, 3); // 3 of 4 in the new window
+        expect(restored.state).to.equal('open');
+      });
+    });
+  });
+
+  const buckets = (n: number): number[] => Array<number>(10).fill(n);
+  const odd: [string, (w: Record<string, unknown>) => Record<string, unknown>, string][] = [
+    ['a negative count', (w) => ({ ...w, calls: [3, -1, 0, 0, 0, 0, 0, 0, 0, 0] }), 'snapshot.window.calls[1]'],
+    ['a fractional count', (w) => ({ ...w, calls: [3, 0.5, 0, 0, 0, 0, 0, 0, 0, 0] }), 'snapshot.window.calls[1]'],
+    ['a NaN count', (w) => ({ ...w, failures: [NaN, 0, 0, 0, 0, 0, 0, 0, 0, 0] }), 'snapshot.window.failures[0]'],
+    ['an Infinity count', (w) => ({ ...w, calls: [Infinity, 0, 0, 0, 0, 0, 0, 0, 0, 0] }), 'snapshot.window.calls[0]'],
+    ['more failures than calls', (w) => ({ ...w, failures: [4, 0, 0, 0, 0, 0, 0, 0, 0, 0] }), 'snapshot.window.failures[0]'],
+    ['9 buckets', (w) => ({ ...w, calls: buckets(0).slice(1) }), 'snapshot.window.calls'],
+    ['no failures array', (w) => ({ ...w, failures: undefined }), 'snapshot.window.failures'],
+    ['a fractional latest bucket', (w) => ({ ...w, latest: 20.5 }), 'snapshot.window.latest'],
+    ['a NaN latest bucket', (w) => ({ ...w, latest: NaN }), 'snapshot.window.latest'],
+    ['a latest bucket after now', (w) => ({ ...w, latest: 10_000 }), 'snapshot.window.latest'],
+    ['no bucketMs', (w) => ({ ...w, bucketMs: undefined }), 'snapshot.window.bucketMs'],
+    ['a window that is not an object', () => 'full' as never, 'snapshot.window'],
+  ];
+  for (const [title, mutate, field] of odd) {
+    it(`refuses ${title}, naming ${field}, and leaves the breaker as it was`, () => {
+      virtual(({ ts, at }) => {
+        at(2_000, () => {
+          const snapshot = withCalls(ts, rate, 1, 2).snapshot();
+          const bad = { ...snapshot, window: mutate(snapshot.window as unknown as Record<string, unknown>) };
+          const breaker = new CircuitBreaker({ window: rate, scheduler: ts });
+          fail(breaker, 3);
+          const error = catchError(() => breaker.restore(bad as unknown as CircuitSnapshot));
+          expect(error).to.be.instanceOf(InvalidOptionError);
+          expect((error as InvalidOptionError).option).to.equal(field);
+          expect((error as InvalidOptionError).target).to.equal('CircuitBreaker.restore');
+          fail(breaker, 1); // its own 4 failures: opens
+          expect(breaker.state).to.equal('open');
+        });
+      });
+    });
+  }
+
+  const fields: [string, Record<string, unknown>, string][] = [
+    ['a fractional consecutiveFailures', { consecutiveFailures: 1.5 }, 'snapshot.consecutiveFailures'],
+    ['an Infinity consecutiveFailures', { consecutiveFailures: Infinity }, 'snapshot.consecutiveFailures'],
+    ['a NaN openUntil', { state: 'open', openUntil: NaN }, 'snapshot.openUntil'],
+    ['an Infinity openUntil (not isolated)', { state: 'open', openUntil: Infinity }, 'snapshot.openUntil'],
+    ['a missing name', { name: undefined }, 'snapshot.name'],
+  ];
+  for (const [title, patch, field] of fields) {
+    it(`refuses ${title}, naming ${field}`, () => {
+      virtual(({ ts }) => {
+        const breaker = new CircuitBreaker({ scheduler: ts });
+        const error = catchError(() => breaker.restore({ ...breaker.snapshot(), ...patch } as unknown as CircuitSnapshot));
+        expect((error as InvalidOptionError).option).to.equal(field);
+      });
+    });
+  }
+
+  describe('version 1 (no bucket width): taken where unambiguous, else refused clearly', () => {
+    const v1 = { version: 1, name: 'svc', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 2, window: null } as const;
+
+    it('without a window', () => {
+      virtual(({ ts }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 3, scheduler: ts });
+        breaker.restore(v1);
+        fail(breaker, 1);
+        expect(breaker.state).to.equal('open');
+      });
+    });
+
+    it('with an empty window, into a failure-rate breaker', () => {
+      virtual(({ ts }) => {
+        const breaker = new CircuitBreaker({ window: rate, scheduler: ts });
+        breaker.restore({ ...v1, window: { latest: null, calls: buckets(0), failures: buckets(0) } });
+        fail(breaker, 4);
+        expect(breaker.state).to.equal('open');
+      });
+    });
+
+    it('with a window, into a consecutive breaker (which keeps no window)', () => {
+      virtual(({ ts }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 3, scheduler: ts });
+        breaker.restore({ ...v1, window: { latest: 3, calls: buckets(1), failures: buckets(1) } });
+        fail(breaker, 1);
+        expect(breaker.state).to.equal('open');
+      });
+    });
+
+    it('refuses counts into a failure-rate breaker, naming snapshot.window (their width is unknown)', () => {
+      virtual(({ ts }) => {
+        const breaker = new CircuitBreaker({ window: rate, scheduler: ts });
+        const error = catchError(() => breaker.restore({ ...v1, window: { latest: 3, calls: buckets(1), failures: buckets(0) } }));
+        expect((error as InvalidOptionError).option).to.equal('snapshot.window');
+        expect((error as InvalidOptionError).message).to.contain('bucketMs: 100');
+      });
+    });
   });
 });

@@ -1,26 +1,11 @@
 import { expect } from 'chai';
 import { NEVER, Observable, Subject } from 'rxjs';
 import { abortable, type AbortContext } from '../../src/core/abortable.js';
+import { countControllers } from '../support/abortControllers.js';
 import { testScheduler } from '../support/marbles.js';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Temporarily counts AbortController constructions. */
-function countControllers<T>(body: () => T): { result: T; constructed: number } {
-  const Original = globalThis.AbortController;
-  let constructed = 0;
-  globalThis.AbortController = class extends Original {
-    constructor() {
-      super();
-      constructed++;
-    }
-  };
-  try {
-    return { result: body(), constructed };
-  } finally {
-    globalThis.AbortController = Original;
-  }
-}
 
 describe('abortable', () => {
   it('is cold: work runs once per subscription, never before', () => {
@@ -119,5 +104,65 @@ describe('abortable', () => {
       abortable((c) => (void c.signal, void c.signal, NEVER)).subscribe().unsubscribe();
     });
     expect(reading.constructed).to.equal(1);
+  });
+});
+
+describe('abortable: a signal read late (after an await)', () => {
+  it('work that reads signal only after an await is aborted when the consumer left during the await', async () => {
+    let release!: () => void;
+    const auth = new Promise<void>((resolve) => (release = resolve));
+    let late: AbortSignal | undefined;
+    const subscription = abortable(async (ctx) => {
+      await auth;
+      late = ctx.signal;
+      return 'fetched';
+    }).subscribe();
+    subscription.unsubscribe();
+    release();
+    await settle();
+    expect(late?.aborted).to.equal(true);
+    expect((late?.reason as DOMException).name).to.equal('AbortError');
+  });
+
+  it('a read after teardown is already aborted, however many reads', () => {
+    let ctx: AbortContext | undefined;
+    const subscription = abortable((c) => ((ctx = c), NEVER)).subscribe();
+    subscription.unsubscribe();
+    expect(ctx!.signal.aborted).to.equal(true);
+    expect(ctx!.signal).to.equal(ctx!.signal);
+  });
+
+  it('a late read after the work completed or failed is not aborted (nothing to cancel)', () => {
+    let completed: AbortContext | undefined;
+    abortable((c) => ((completed = c), ['done'])).subscribe().unsubscribe();
+    expect(completed!.signal.aborted).to.equal(false);
+    let failed: AbortContext | undefined;
+    const failures = new Subject<never>();
+    const sub = abortable((c) => ((failed = c), failures)).subscribe({ error: () => undefined });
+    failures.error(new Error('boom'));
+    sub.unsubscribe();
+    expect(failed!.signal.aborted).to.equal(false);
+  });
+
+  it('an async generator that reads signal after its first await is aborted too', async () => {
+    const reads: boolean[] = [];
+    async function* tokens(ctx: AbortContext): AsyncGenerator<string> {
+      await settle();
+      reads.push(ctx.signal.aborted);
+      yield 'a';
+    }
+    const subscription = abortable((ctx) => tokens(ctx)).subscribe();
+    subscription.unsubscribe();
+    await settle();
+    await settle();
+    expect(reads).to.deep.equal([true]);
+  });
+
+  it('stays lazy: no AbortController when work never reads signal, on completion or unsubscription', () => {
+    const { constructed } = countControllers(() => {
+      abortable(() => ['x']).subscribe();
+      abortable(() => NEVER).subscribe().unsubscribe();
+    });
+    expect(constructed).to.equal(0);
   });
 });

@@ -241,3 +241,34 @@ async function* generateThenThrow(error: Error): AsyncGenerator<number> {
   yield 1;
   throw error;
 }
+
+describe('streamModel: a signal read late (after an await in stream)', () => {
+  it('an async-generator model that reads signal after its first await is aborted on unsubscribe', async () => {
+    const seen: boolean[] = [];
+    const model: Model = {
+      id: 'gen',
+      async *stream(_request, context) {
+        await settle();
+        seen.push(context.signal.aborted);
+        yield { type: 'finish', reason: 'stop' } satisfies TurnEvent;
+      },
+    };
+    streamModel(model, { messages: [], tools: [] }).subscribe().unsubscribe();
+    await settle();
+    await settle();
+    expect(seen).to.deep.equal([true]);
+  });
+
+  it('fromAsyncIterable hands the same late-aborted signal to its factory', async () => {
+    let ctx: AbortContext | undefined;
+    const sub = fromAsyncIterable((c) => {
+      ctx = c;
+      return (async function* () {
+        await settle();
+        yield 1;
+      })();
+    }).subscribe();
+    sub.unsubscribe();
+    expect(ctx!.signal.aborted).to.equal(true);
+  });
+});

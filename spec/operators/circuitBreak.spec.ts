@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, type Observable } from 'rxjs';
+import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import type { CircuitEvent } from '../../src/core/CircuitBreaker.js';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { Boom, expectThrowDownstream, failingSource, halfOpenBreaker, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -601,19 +602,20 @@ describe('circuitBreak', () => {
       });
     });
 
-    it('counts the call as a failure when isFailure throws, and still passes the error on', () => {
+    it('counts the call as a failure when isFailure throws, and fails it with what isFailure threw', () => {
       virtual(({ cold, expectObservable }) => {
+        const broken = new Error('broken predicate');
         const breaker = new CircuitBreaker({
           name: 'svc',
           failureThreshold: 1,
           resetTimeoutMs: 100,
           isFailure: () => {
-            throw new Error('broken predicate');
+            throw broken;
           },
         });
         const bad = new HttpError(400);
         const guarded = cold<string>('-#', undefined, bad).pipe(circuitBreak(breaker));
-        expectObservable(guarded).toBe('-#', undefined, bad);
+        expectObservable(guarded).toBe('-#', undefined, broken);
         expectObservable(guarded, '--^').toBe('--#', undefined, new CircuitOpenError('svc', 99));
       });
     });
@@ -830,4 +832,25 @@ describe('circuitBreak', () => {
       });
     });
   });
+});
+
+describe('circuitBreak: isFailure throws (the guard rule)', () => {
+  // the call counts as failed (the permit is settled, a half-open breaker re-opens) and fails
+  // downstream with what isFailure threw: alone, fused after retryWithBackoff, and when the
+  // retry's total budget runs out
+  for (const shape of ['alone', 'fused after retryWithBackoff'] as const) {
+    for (const kind of KINDS) {
+      it(`${shape}, ${kind} source: the throw goes downstream and the breaker re-opens`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom('isFailure');
+        const breaker = halfOpenBreaker(scheduler, { isFailure: thrower(boom) });
+        const { source, live, subscriptions } = failingSource(kind, scheduler, e503);
+        const result = shape === 'alone' ? source.pipe(circuitBreak(breaker)) : source.pipe(retryWithBackoff({ maxRetries: 0, scheduler }), circuitBreak(breaker));
+        const events: string[] = [];
+        breaker.events$.subscribe((e) => events.push(`${e.from}>${e.to}:${e.reason}`));
+        expectThrowDownstream(result, boom, { scheduler, live, subscriptions, breaker });
+        expect(events[0]).to.equal('half-open>open:probe_failure');
+      });
+    }
+  }
 });

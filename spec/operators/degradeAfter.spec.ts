@@ -1,12 +1,14 @@
 import { expect } from 'chai';
-import { defer, NEVER, of, throwError, type Observable } from 'rxjs';
+import { defer, NEVER, Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
 import { CapabilityRegistry, type CapabilityEvent } from '../../src/core/CapabilityRegistry.js';
 import { HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
-import { degradeAfter, type DegradeReason } from '../../src/operators/degradeAfter.js';
+import { degradeAfter, type DegradeAfterOptions, type DegradeReason } from '../../src/operators/degradeAfter.js';
+import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
+import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
 const e503 = new HttpError(503);
 
@@ -390,5 +392,78 @@ describe('degradeAfter', () => {
       expect(() => degradeAfter(100, 'd', { capabilities: new CapabilityRegistry() })).to.throw(InvalidOptionError, /"capability" must be a non-empty string when capabilities is given/);
       expect(() => degradeAfter(100, 'd', { hub: new HealHub() })).to.throw(InvalidOptionError, /"capability" must be a non-empty string when hub is given/);
     });
+  });
+});
+
+describe('degradeAfter: a user callback that throws (the guard rule)', () => {
+  /** A registry whose own methods throw (a subclass: what a custom registry might do). */
+  class ThrowingRegistry extends CapabilityRegistry {
+    constructor(private readonly boom: Boom, private readonly which: 'disable' | 'enable') {
+      super();
+    }
+    override disable(name: string, reason: string): boolean {
+      if (this.which === 'disable') throw this.boom;
+      return super.disable(name, reason);
+    }
+    override enable(name: string): boolean {
+      if (this.which === 'enable') throw this.boom;
+      return super.enable(name);
+    }
+  }
+  // `on`: what makes the operator call the callback — the source failing, or the deadline
+  const cases: [string, 'error' | 'deadline', (boom: Boom) => { degraded: unknown; options: DegradeAfterOptions }][] = [
+    ['onError (predicate)', 'error', (boom) => ({ degraded: 'd', options: { onError: thrower(boom) } })],
+    ['degraded (factory), on error', 'error', (boom) => ({ degraded: thrower(boom), options: { onError: true } })],
+    ['degraded (factory), on the deadline', 'deadline', (boom) => ({ degraded: thrower(boom), options: {} })],
+    ['describe, on error', 'error', (boom) => ({ degraded: 'd', options: { onError: true, capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } })],
+    ['describe, on the deadline', 'deadline', (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } })],
+    ['a registry whose disable() throws', 'deadline', (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new ThrowingRegistry(boom, 'disable') } })],
+  ];
+  for (const [callback, on, make] of cases) {
+    for (const kind of on === 'error' ? KINDS : (['async'] as const)) {
+      it(`${callback} throws → the error downstream (${kind} source)`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom(callback);
+        const { degraded, options } = make(boom);
+        const { source, live, subscriptions } =
+          on === 'error' ? failingSource(kind, scheduler, e503) : { source: new Observable<never>(() => () => undefined), live: () => 0, subscriptions: () => 1 };
+        expectThrowDownstream(source.pipe(degradeAfter(100, degraded, { ...options, scheduler })), boom, { scheduler, live, subscriptions });
+      });
+    }
+  }
+
+  it('a registry whose enable() throws (on completion within the deadline) → the error downstream', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const boom = new Boom('enable');
+    const result = of('r').pipe(degradeAfter(100, 'd', { capability: 'search', capabilities: new ThrowingRegistry(boom, 'enable'), scheduler }));
+    const run = expectThrowDownstream(result, boom, { scheduler });
+    expect(run.values).to.deep.equal(['r']);
+  });
+});
+
+describe('degradeAfter: deadlines above 2³¹−1 ms (Node clamps such a timer to 1 ms)', () => {
+  it('degradeAfter(3e9) degrades at 3e9 ms, arming one timer, with no TimeoutOverflowWarning', () => {
+    const scheduler = new NodeTimerScheduler();
+    const seen: [number, unknown][] = [];
+    NEVER.pipe(degradeAfter(3e9, 'd', { scheduler })).subscribe((v) => seen.push([scheduler.now(), v]));
+    scheduler.advanceTo(3e9 - 1);
+    expect(seen).to.deep.equal([]);
+    scheduler.advanceTo(3e9);
+    expect(seen).to.deep.equal([[3e9, 'd']]);
+    expect(scheduler.warnings).to.deep.equal([]);
+    expect(scheduler.actions.length).to.equal(0);
+  });
+
+  it('an idle deadline of 3e9 ms after the first item', () => {
+    const scheduler = new NodeTimerScheduler();
+    const seen: [number, unknown][] = [];
+    const source = new Observable<string>((s) => void scheduler.schedule(() => s.next('a'), 10));
+    source.pipe(degradeAfter({ firstMs: 100, idleMs: 3e9 }, 'd', { scheduler })).subscribe((v) => seen.push([scheduler.now(), v]));
+    scheduler.advanceTo(3e9 + 10);
+    expect(seen).to.deep.equal([
+      [10, 'a'],
+      [3e9 + 10, 'd'],
+    ]);
+    expect(scheduler.warnings).to.deep.equal([]);
   });
 });

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { of, throwError, type Observable } from 'rxjs';
+import { of, throwError, VirtualTimeScheduler, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { fallbackTo, type FallbackInfo } from '../../src/operators/fallbackTo.js';
 import type { Model, ModelRequest } from '../../src/core/model.js';
+import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const e503 = new HttpError(503);
@@ -482,4 +483,33 @@ describe('fallbackTo', () => {
       expect(() => fallbackTo(of(1), undefined as never)).not.to.throw();
     });
   });
+});
+
+describe('fallbackTo: a user callback that throws (the guard rule)', () => {
+  const request: ModelRequest = { messages: [{ role: 'user', content: 'hi' }], tools: [] };
+  // each row: the operator, given the thrown value (and the scheduler, for breakers)
+  const cases: [string, (boom: Boom, scheduler: VirtualTimeScheduler) => MonoTypeOperatorFunction<unknown>, readonly unknown[]][] = [
+    ['shouldFallback', (boom) => fallbackTo<unknown>(of('alt'), { shouldFallback: thrower(boom) }), []],
+    ['classifier', (boom) => fallbackTo<unknown>(of('alt'), { classifier: thrower(boom) }), []],
+    ['onRestart', (boom) => fallbackTo<unknown>(of('alt'), { midStream: 'restart', onRestart: thrower(boom) }), ['partial']],
+    ['a factory alternative', (boom) => fallbackTo<unknown>(thrower(boom)), []],
+    ['a named factory alternative with a breaker', (boom, scheduler) => fallbackTo<unknown>({ name: 'backup', source: thrower(boom), breaker: new CircuitBreaker({ scheduler }) }), []],
+    ['a Model alternative whose stream() throws', (boom) => fallbackTo<unknown>({ id: 'backup', stream: thrower(boom) } satisfies Model, { request }), []],
+    [
+      "an alternative's breaker whose isFailure throws",
+      (boom, scheduler) => fallbackTo<unknown>({ name: 'backup', source: throwError(() => e502), breaker: new CircuitBreaker({ scheduler, isFailure: thrower(boom) }) }),
+      [],
+    ],
+  ];
+  for (const [callback, make, values] of cases) {
+    for (const kind of KINDS) {
+      it(`${callback} throws → the error downstream (${kind} source)`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom(callback);
+        const { source, live, subscriptions } = failingSource(kind, scheduler, e503, values);
+        const run = expectThrowDownstream(source.pipe(make(boom, scheduler)), boom, { scheduler, live, subscriptions });
+        expect(run.values).to.deep.equal(values);
+      });
+    }
+  }
 });

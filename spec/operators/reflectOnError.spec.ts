@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { of, throwError, type Observable, type OperatorFunction } from 'rxjs';
+import { of, throwError, VirtualTimeScheduler, type Observable, type OperatorFunction } from 'rxjs';
 import { BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError, ToolError, type ToolPhase } from '../../src/core/errors.js';
 import {
   DEFAULT_EXHAUSTED_TEMPLATE,
@@ -12,6 +12,7 @@ import {
 } from '../../src/operators/reflectOnError.js';
 import { bindToRun, isFatal, RunScope } from '../../src/core/runScope.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
+import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 interface ToolErrorFields {
@@ -461,4 +462,27 @@ describe('reflectOnError', () => {
       expect(() => reflectOnError({ maxReflections: undefined, template: undefined })).not.to.throw();
     });
   });
+});
+
+describe('reflectOnError: a user callback that throws (the guard rule)', () => {
+  const failed = (args: unknown = { city: 'NYC' }): ToolError =>
+    new ToolError({ toolName: 'get_weather', callId: 'c1', args, phase: 'execute', idempotent: true, message: 'bad units', cause: new HttpError(400) });
+  /** Arguments whose every rendering throws: `toJSON`, `toString` and `Symbol.toPrimitive`. */
+  const hostileArgs = (boom: Boom): unknown => ({ toJSON: thrower(boom), toString: thrower(boom), [Symbol.toPrimitive]: thrower(boom) });
+  const cases: [string, (boom: Boom) => { options: ReflectOnErrorOptions; error: ToolError }][] = [
+    ['shouldReflect', (boom) => ({ options: { shouldReflect: thrower(boom) }, error: failed() })],
+    ['classifier (read by the default shouldReflect)', (boom) => ({ options: { classifier: thrower(boom) }, error: failed() })],
+    ['the template values: arguments that cannot be rendered', (boom) => ({ options: {}, error: failed(hostileArgs(boom)) })],
+  ];
+  for (const [callback, make] of cases) {
+    for (const kind of KINDS) {
+      it(`${callback} throws → the error downstream (${kind} source)`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom(callback);
+        const { options, error } = make(boom);
+        const { source, live, subscriptions } = failingSource(kind, scheduler, error);
+        expectThrowDownstream(source.pipe(reflectOnError(options)), boom, { scheduler, live, subscriptions });
+      });
+    }
+  }
 });

@@ -1,10 +1,13 @@
 import { expect } from 'chai';
-import { asyncScheduler, defer, of, Subject, throwError, type Observable } from 'rxjs';
+import { asyncScheduler, defer, Observable, of, Subject, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { HealEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
-import { retryWithBackoff, type RetryInfo } from '../../src/operators/retryWithBackoff.js';
+import { retryWithBackoff, type RetryInfo, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { Boom, expectThrowDownstream, failingSource, halfOpenBreaker, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
+import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
 const e503 = new HttpError(503);
 const e400 = new HttpError(400);
@@ -504,5 +507,86 @@ describe('retryWithBackoff', () => {
     subject.error(e400);
     expect(values).to.deep.equal([1]);
     expect(error).to.equal(e400);
+  });
+});
+
+describe('retryWithBackoff: a user callback that throws (the guard rule)', () => {
+  // each callback throws; the result errors with what it threw, alone and fused with
+  // circuitBreak (the permit is settled), with a source failing synchronously or later
+  const cases: [string, (boom: Boom) => RetryWithBackoffOptions<unknown>, readonly unknown[]][] = [
+    ['classifier', (boom) => ({ classifier: thrower(boom) }), []],
+    ['random', (boom) => ({ jitter: 'full', random: thrower(boom) }), []],
+    ['shouldRetry', (boom) => ({ shouldRetry: thrower(boom) }), []],
+    ['onRetry', (boom) => ({ onRetry: thrower(boom) }), []],
+    ['onRestart', (boom) => ({ afterEmit: 'restart', onRestart: thrower(boom) }), ['partial']],
+  ];
+  for (const [callback, options, values] of cases) {
+    for (const fused of [false, true]) {
+      for (const kind of KINDS) {
+        it(`${callback} throws → the error downstream (${fused ? 'fused with circuitBreak' : 'alone'}, ${kind} source)`, () => {
+          const scheduler = new VirtualTimeScheduler();
+          const boom = new Boom(callback);
+          const { source, live, subscriptions } = failingSource(kind, scheduler, e503, values);
+          const breaker = fused ? halfOpenBreaker(scheduler) : undefined;
+          const retry = retryWithBackoff<unknown>({ ...options(boom), scheduler } as RetryWithBackoffOptions<unknown>);
+          const result = breaker ? source.pipe(retry, circuitBreak(breaker)) : source.pipe(retry);
+          const run = expectThrowDownstream(result, boom, { scheduler, live, subscriptions, breaker });
+          expect(run.values).to.deep.equal(values);
+          expect(subscriptions()).to.equal(1);
+        });
+      }
+    }
+  }
+
+  it('a totalTimeoutMs budget running out under a breaker whose isFailure throws: that throw goes downstream', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const boom = new Boom('isFailure');
+    const breaker = halfOpenBreaker(scheduler, { isFailure: thrower(boom) });
+    const never = new Observable<unknown>(() => undefined);
+    const result = never.pipe(retryWithBackoff({ totalTimeoutMs: 1_000, scheduler }), circuitBreak(breaker));
+    expectThrowDownstream(result, boom, { scheduler, breaker });
+  });
+});
+
+describe('retryWithBackoff: delays above 2³¹−1 ms (Node clamps such a timer to 1 ms)', () => {
+  const DAY = 86_400_000;
+
+  it('a 30-day retry-after with maxRetryAfterMs: Infinity waits 30 days, not 1 ms', () => {
+    const scheduler = new NodeTimerScheduler();
+    const e429 = new HttpError(429, { 'retry-after': String(30 * 86_400) });
+    const { source, subscriptions } = failingSource('async', scheduler, e429);
+    const errors: unknown[] = [];
+    const sub = source.pipe(retryWithBackoff({ maxRetryAfterMs: Infinity, maxRetries: 1, scheduler })).subscribe({ error: (e: unknown) => errors.push(e) });
+    scheduler.advanceTo(30 * DAY);
+    expect(subscriptions()).to.equal(1);
+    scheduler.advanceTo(30 * DAY + 1);
+    expect(subscriptions()).to.equal(2);
+    expect(scheduler.warnings).to.deep.equal([]);
+    scheduler.flush();
+    expect(errors).to.have.length(1);
+    expect(errors[0]).to.be.instanceOf(RetriesExhaustedError);
+    sub.unsubscribe();
+  });
+
+  it('totalTimeoutMs: 3e9 gives up at 3e9 ms, not after 1 ms (alone and fused with circuitBreak)', () => {
+    for (const fused of [false, true]) {
+      const scheduler = new NodeTimerScheduler();
+      const never = new Observable<unknown>(() => undefined);
+      const retry = retryWithBackoff<unknown>({ totalTimeoutMs: 3e9, scheduler });
+      const result = fused ? never.pipe(retry, circuitBreak({ scheduler })) : never.pipe(retry);
+      const errors: unknown[] = [];
+      result.subscribe({ error: (e: unknown) => errors.push([scheduler.now(), e]) });
+      scheduler.advanceTo(3e9 - 1);
+      expect(errors).to.deep.equal([]);
+      scheduler.advanceTo(3e9);
+      expect(errors).to.have.length(1);
+      expect(scheduler.warnings).to.deep.equal([]);
+    }
+  });
+
+  it('in virtual time (TestScheduler) the same 3e9 budget is the same marble', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      expectObservable(cold('-').pipe(retryWithBackoff({ totalTimeoutMs: 3e9 }))).toBe('3000000000ms #', undefined, new TotalTimeoutError(3e9, 3e9));
+    });
   });
 });

@@ -25,7 +25,7 @@ describe('property: retryWithBackoff fused into circuitBreak', () => {
       '120 call 0 error RetriesExhaustedError: Gave up after 2 attempts: HttpError: HTTP 503',
       "500 call 1 error CircuitOpenError: Circuit 'b' is open; next probe in 620 ms",
       '1120 breaker open->half-open reset_timeout',
-      `86400000 end state half-open {"version":1,"name":"b","state":"half-open","isolated":false,"openUntil":null,"consecutiveFailures":0,"window":null}`,
+      `86400000 end state half-open {"version":2,"name":"b","state":"half-open","isolated":false,"openUntil":null,"consecutiveFailures":0,"halfOpenSuccesses":0,"window":null}`,
     ]);
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { concat, concatMap, catchError, from, NEVER, of, throwError, type Observable } from 'rxjs';
+import { concat, concatMap, catchError, from, NEVER, of, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
@@ -7,6 +7,7 @@ import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
 import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
+import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const e503 = new HttpError(503);
@@ -560,4 +561,29 @@ describe('fallbackModel', () => {
       for (const [options, message] of cases) expect(() => fallbackModel([a], options as never)).to.throw(InvalidOptionError, message);
     });
   });
+});
+
+describe('fallbackModel: a user callback that throws (the guard rule)', () => {
+  const request: ModelRequest = { messages: [{ role: 'user', content: 'hi' }], tools: [] };
+  const cases: [string, (boom: Boom, scheduler: VirtualTimeScheduler) => FallbackModelOptions, boolean][] = [
+    // [callback, options, whether the primary's stream() itself throws]
+    ['adapt', (boom) => ({ adapt: thrower(boom) }), false],
+    ['shouldFallback', (boom) => ({ shouldFallback: thrower(boom) }), false],
+    ['classifier', (boom) => ({ classifier: thrower(boom) }), false],
+    ["a breaker's isFailure (breakers registry)", (boom, scheduler) => ({ breakers: new CircuitBreakerRegistry({ scheduler, isFailure: thrower(boom) }) }), false],
+    ['the primary model\'s stream()', () => ({}), true],
+  ];
+  for (const [callback, options, streamThrows] of cases) {
+    for (const kind of KINDS) {
+      it(`${callback} throws → the error downstream (${kind} source)`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom(callback);
+        const { source, live, subscriptions } = failingSource<TurnEvent>(kind, scheduler, e503);
+        const primary: Model = { id: 'primary', stream: streamThrows ? thrower(boom) : () => source };
+        const backup: Model = { id: 'backup', stream: () => failingSource<TurnEvent>(kind, scheduler, e502).source };
+        const model = fallbackModel([primary, backup], options(boom, scheduler));
+        expectThrowDownstream(streamModel(model, request), boom, { scheduler, live, subscriptions: streamThrows ? undefined : subscriptions });
+      });
+    }
+  }
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { filter, map, NEVER, Observable, Subject } from 'rxjs';
+import { filter, map, NEVER, Observable, Subject, VirtualTimeScheduler } from 'rxjs';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
@@ -10,9 +10,13 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { DEFAULT_REFLECTION_TEMPLATE, reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { validateOutput } from '../../src/operators/validateOutput.js';
-import { runAgent } from '../../src/sources/runAgent.js';
+import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
+import type { Model } from '../../src/core/model.js';
+import { anthropicModel } from '../../src/sources/providers/anthropic.js';
+import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import { Boom, expectThrowDownstream, KINDS, thrower, type SourceKind } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const weatherArgs = t.type({ city: t.string, units: t.string });
@@ -604,4 +608,74 @@ describe('runAgent', () => {
       expect(() => runAgent({ model, messages: [], tool: [] } as never)).to.throw(InvalidOptionError, /"tool"/);
     });
   });
+});
+
+describe('runAgent: a user callback that throws (the guard rule)', () => {
+  const user = [{ role: 'user', content: 'x' }] as const;
+  /** A model whose turns are played in order, each synchronously or 1 ms after the call. */
+  const playing = (kind: SourceKind, scheduler: VirtualTimeScheduler, turns: readonly TurnEvent[][]): Model => {
+    let n = 0;
+    return {
+      id: 'm',
+      stream: () => {
+        const events = turns[Math.min(n++, turns.length - 1)]!;
+        return kind === 'sync' ? events : new Observable<TurnEvent>((s) => scheduler.schedule(() => (events.forEach((e) => s.next(e)), s.complete()), 1));
+      },
+    };
+  };
+  const callsTool = [toolCall('c1', 'echo', {}), finish('tool-calls')];
+  const answers = [...textDeltas('done'), finish()];
+  const echo = defineTool({ name: 'echo', description: 'echo', args: t.unknown, execute: () => ['ok'] });
+  const cases: [string, (boom: Boom) => Partial<AgentConfig>, readonly TurnEvent[][]][] = [
+    ['toolPipeline', (boom) => ({ tools: [echo], toolPipeline: thrower(boom) }), [callsTool, answers]],
+    ['modelPipeline', (boom) => ({ modelPipeline: thrower(boom) }), [answers]],
+    ['capabilities.systemPromptSuffix (a custom source)', (boom) => ({ capabilities: { systemPromptSuffix: thrower(boom), events$: NEVER } }), [answers]],
+    ['capabilities.systemPromptSuffix, on the second turn', (boom) => {
+      let calls = 0;
+      return { tools: [echo], capabilities: { systemPromptSuffix: () => (calls++ === 0 ? '' : thrower(boom)()), events$: NEVER } };
+    }, [callsTool, answers]],
+    ['a validateOutput check', (boom) => ({ output: validateOutput([thrower(boom)]) }), [answers]],
+    ['output.correction (a custom validator)', (boom) => ({ output: { maxCorrections: 1, check: () => ['too short'], correction: thrower(boom) } }), [answers]],
+    ["the model's stream()", (boom) => ({ model: { id: 'm', stream: thrower(boom) } }), [answers]],
+  ];
+  for (const [callback, config, turns] of cases) {
+    for (const kind of KINDS) {
+      it(`${callback} throws → the run errors with it (${kind} model)`, () => {
+        const scheduler = new VirtualTimeScheduler();
+        const boom = new Boom(callback);
+        const hub = new HealHub();
+        const result = runAgent({ model: playing(kind, scheduler, turns), messages: [...user], hub, scheduler, ...config(boom) });
+        expectThrowDownstream(result, boom, { scheduler });
+        // the run's subscription to its hub ended with it
+        expect((hub as unknown as { listeners: number }).listeners).to.equal(0);
+      });
+    }
+  }
+
+  for (const provider of ['openAICompatibleModel', 'anthropicModel'] as const) {
+    it(`${provider}'s fetch option throws → the run errors with it`, async () => {
+      const boom = new Boom('fetch');
+      const options = { baseURL: 'http://127.0.0.1:9', model: 'x', fetch: thrower(boom) };
+      const model = provider === 'openAICompatibleModel' ? openAICompatibleModel(options) : anthropicModel(options);
+      const errors: unknown[] = [];
+      runAgent({ model, messages: [...user] }).subscribe({ error: (e: unknown) => errors.push(e) });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(errors).to.deep.equal([boom]);
+    });
+  }
+
+  for (const [part, tool] of [
+    ['execute', defineTool({ name: 'echo', description: 'echo', args: t.unknown, execute: thrower(new Boom('execute')) })],
+    ['its args codec', defineTool({ name: 'echo', description: 'echo', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(new Boom('codec')), t.identity), execute: () => ['ok'] })],
+  ] as const) {
+    it(`a tool whose ${part} throws: the model is told (a tool-error), the run goes on`, () => {
+      const scheduler = new VirtualTimeScheduler();
+      const result = record(runAgent({ model: playing('sync', scheduler, [callsTool, answers]), tools: [tool], messages: [...user], scheduler }), scheduler);
+      scheduler.flush();
+      expect(result.error()).to.equal(undefined);
+      expect(result.completed()).to.equal(true);
+      const toolError = result.events.map(([, e]) => e).find((e) => e.type === 'tool-error');
+      expect(toolError && toolError.type === 'tool-error' ? toolError.error : undefined).to.contain('threw');
+    });
+  }
 });

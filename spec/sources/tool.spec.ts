@@ -7,6 +7,8 @@ import type { ToolCall } from '../../src/core/events.js';
 import type { AbortContext } from '../../src/core/abortable.js';
 import { RunScope, runOf } from '../../src/core/runScope.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
+import { countControllers } from '../support/abortControllers.js';
+import { thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const weatherArgs = t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) });
@@ -356,27 +358,16 @@ describe('callTool', () => {
 
     it('creates the AbortController lazily: a tool that never reads signal works and constructs none', () => {
       const Original = globalThis.AbortController;
-      let constructed = 0;
-      globalThis.AbortController = class extends Original {
-        constructor() {
-          super();
-          constructed++;
-        }
-      };
-      try {
-        const quiet = defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER });
-        callTool(quiet, call({}, 'c', 'quiet')).subscribe().unsubscribe();
+      const quiet = countControllers(() => {
+        callTool(defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER }), call({}, 'c', 'quiet')).subscribe().unsubscribe();
         const done = defineTool({ name: 'done', description: '', args: t.unknown, execute: () => ['ok'] });
-        expect(collect(callTool(done, call({}, 'c', 'done'))).values).to.deep.equal(['ok']);
-        expect(constructed).to.equal(0);
-        let signal: AbortSignal | undefined;
-        const reader = defineTool({ name: 'reader', description: '', args: t.unknown, execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER) });
-        callTool(reader, call({}, 'c', 'reader')).subscribe().unsubscribe();
-        expect(constructed).to.equal(1);
-        expect(signal?.aborted).to.equal(true);
-      } finally {
-        globalThis.AbortController = Original;
-      }
+        return collect(callTool(done, call({}, 'c', 'done'))).values;
+      });
+      expect(quiet).to.deep.equal({ result: ['ok'], constructed: 0 });
+      let signal: AbortSignal | undefined;
+      const reader = defineTool({ name: 'reader', description: '', args: t.unknown, execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER) });
+      expect(countControllers(() => callTool(reader, call({}, 'c', 'reader')).subscribe().unsubscribe()).constructed).to.equal(1);
+      expect(signal?.aborted).to.equal(true);
       expect(globalThis.AbortController).to.equal(Original);
     });
   });
@@ -536,4 +527,43 @@ describe('toJsonSchema', () => {
       additionalProperties: false,
     });
   });
+});
+
+describe('callTool: a signal read late (after an await in execute)', () => {
+  it('is aborted when the consumer left during the await', async () => {
+    let late: AbortSignal | undefined;
+    const tool = defineTool({
+      name: 'x',
+      description: '',
+      args: t.unknown,
+      execute: async (_a, context) => {
+        await settle();
+        late = context.signal;
+        return 'done';
+      },
+    });
+    callTool(tool, call({}, 'c', 'x')).subscribe().unsubscribe();
+    await settle();
+    await settle();
+    expect(late?.aborted).to.equal(true);
+  });
+});
+
+describe('callTool: a user callback that throws (the guard rule)', () => {
+  const boom = new Error('tool bug');
+  const cases: [string, ToolDefinition<unknown, unknown>, (error: unknown) => void][] = [
+    ['execute, synchronously', { name: 'x', description: '', args: t.unknown, execute: thrower(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
+    ['execute, later (a rejected promise)', { name: 'x', description: '', args: t.unknown, execute: () => Promise.reject(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
+    ['execute, returning no ObservableInput', { name: 'x', description: '', args: t.unknown, execute: () => undefined as never }, (e) => expect((e as ToolError).cause).to.be.instanceOf(TypeError)],
+    ['the args codec', { name: 'x', description: '', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(boom), t.identity), execute: () => ['ok'] }, (e) => expect(e).to.equal(boom)],
+  ];
+  for (const [part, definition, check] of cases) {
+    it(`${part} throws → the error downstream`, async () => {
+      const errors: unknown[] = [];
+      callTool(defineTool(definition), call({}, 'c', 'x')).subscribe({ error: (e: unknown) => errors.push(e) });
+      await settle();
+      expect(errors).to.have.length(1);
+      check(errors[0]);
+    });
+  }
 });

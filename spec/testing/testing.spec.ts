@@ -7,6 +7,7 @@ import { streamModel, type ModelRequest } from '../../src/core/model.js';
 import { callTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, fromMarbles, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
+import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
 const request = (content: string): ModelRequest => ({ messages: [{ role: 'user', content }], tools: [] });
 
@@ -392,5 +393,31 @@ describe('rxheal/testing', () => {
       ]);
       expect(log.completed()).to.equal(true);
     });
+  });
+});
+
+describe('rxheal/testing: huge delays and late signals', () => {
+  it('fromMarbles waits a 3e9 ms gap whole, even under Node\'s timer clamp', () => {
+    const scheduler = new NodeTimerScheduler();
+    const seen: [number, string][] = [];
+    fromMarbles<string>({ marbles: '3000000000ms a|', values: { a: 'a' } }, scheduler).subscribe((v) => seen.push([scheduler.now(), v]));
+    scheduler.advanceTo(3e9 + 5);
+    expect(seen).to.deep.equal([[3e9, 'a']]);
+    expect(scheduler.warnings).to.deep.equal([]);
+  });
+
+  it('a scriptedModel turn that reads signal after an await sees it aborted once the consumer left', async () => {
+    const seen: boolean[] = [];
+    const model = scriptedModel('m', [
+      async (_request, context) => {
+        await new Promise((resolve) => setImmediate(resolve));
+        seen.push(context.signal.aborted);
+        return finish();
+      },
+    ]);
+    streamModel(model, request('x')).subscribe().unsubscribe();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen).to.deep.equal([true]);
   });
 });

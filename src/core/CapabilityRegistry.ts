@@ -67,7 +67,9 @@ export class CapabilityRegistry {
 
   /**
    * Every change as it happens: `{ type: 'degraded', capability, reason }` and
-   * `{ type: 'restored', capability }`. Hot: subscribe before the work starts.
+   * `{ type: 'restored', capability }`. Hot: subscribe before the work starts. A listener that
+   * throws disturbs neither `disable`/`enable` nor the other listeners: RxJS reports the throw
+   * (`config.onUnhandledError`).
    */
   readonly events$: Observable<CapabilityEvent> = this.changes.asObservable();
 

@@ -10,17 +10,17 @@ import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscript
 import { classifyError, isServiceFailure } from './classify.js';
 import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
+import { guard, Thrown } from './guard.js';
+import { after } from './wait.js';
 import {
   Func,
   NonEmptyString,
   NonNegativeNumber,
-  NonNegativeOrInfinity,
   PositiveInteger,
   PositiveNumber,
   Ratio,
   Scheduler,
   check,
-  isLeft,
   oneOf,
   validateOptions,
 } from './options.js';
@@ -57,7 +57,8 @@ export interface CircuitBreakerOptions {
   /**
    * Which errors count as failures. Others are ignored: neither failure nor success. Defaults to
    * transient service failures per the classifier ({@link isServiceFailure}): not bad requests,
-   * validation or programming errors, nor cancellation.
+   * validation or programming errors, nor cancellation. If it throws, the call counts as a
+   * failure and fails downstream with what it threw (never a hang; the permit is settled).
    */
   readonly isFailure?: (error: unknown) => boolean;
   /** `'consecutive'` (default) or a {@link FailureRateWindow}. */
@@ -92,17 +93,59 @@ export interface CircuitEvent {
   readonly retryAfterMs?: number;
 }
 
-/** A breaker's state as plain JSON, for {@link CircuitBreaker.snapshot} / `restore`. */
+/**
+ * A breaker's state as plain JSON, for {@link CircuitBreaker.snapshot} / `restore`.
+ *
+ * @example
+ * ```ts
+ * const saved: CircuitSnapshot = breaker.snapshot();
+ * localStorage.setItem('breaker', JSON.stringify(saved));
+ * ```
+ */
 export interface CircuitSnapshot {
-  readonly version: 1;
+  /** 2 since the window records its bucket width (`restore` still takes 1 where unambiguous). */
+  readonly version: 2;
   readonly name: string;
   readonly state: CircuitState;
   readonly isolated: boolean;
   /** Scheduler time at which an open breaker admits a probe; `null` unless open. */
   readonly openUntil: number | null;
   readonly consecutiveFailures: number;
+  /** Probes of the current half-open period that succeeded (0 unless half-open); taken as 0 when absent. */
+  readonly halfOpenSuccesses?: number;
   /** Failure-rate window contents, when the breaker uses one. */
-  readonly window: { readonly latest: number; readonly calls: readonly number[]; readonly failures: readonly number[] } | null;
+  readonly window: CircuitSnapshotWindow | null;
+}
+
+/**
+ * A failure-rate window in a {@link CircuitSnapshot}: 10 buckets of `bucketMs` each (`windowMs /
+ * 10`), the newest numbered `latest` (scheduler time / `bucketMs`, rounded down; `null` before
+ * any call), and the calls and failures counted in each (bucket `b` at index `b mod 10`).
+ *
+ * @example
+ * ```ts
+ * const w: CircuitSnapshotWindow = { bucketMs: 1_000, latest: 1_700_000_000, calls: [0, 0, 0, 0, 0, 0, 0, 0, 0, 3], failures: [0, 0, 0, 0, 0, 0, 0, 0, 0, 1] };
+ * ```
+ */
+export interface CircuitSnapshotWindow {
+  readonly bucketMs: number;
+  readonly latest: number | null;
+  readonly calls: readonly number[];
+  readonly failures: readonly number[];
+}
+
+/**
+ * A version-1 snapshot (before the window recorded its bucket width). `restore` takes it when it
+ * is unambiguous: no window, an empty one, or a breaker without a failure-rate window.
+ *
+ * @example
+ * ```ts
+ * breaker.restore({ version: 1, name: 'svc', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 2, window: null });
+ * ```
+ */
+export interface CircuitSnapshotV1 extends Omit<CircuitSnapshot, 'version' | 'window'> {
+  readonly version: 1;
+  readonly window: Omit<CircuitSnapshotWindow, 'bucketMs'> | null;
 }
 
 export type { CircuitPermit } from './permit.js';
@@ -172,18 +215,58 @@ export const circuitBreakerOptionProps = {
   scheduler: Scheduler,
 };
 
-const snapshotCodec = t.type({
-  version: t.literal(1),
-  name: t.string,
-  state: oneOf('closed', 'open', 'half-open'),
-  isolated: t.boolean,
-  openUntil: t.union([t.number, t.null]),
-  consecutiveFailures: NonNegativeOrInfinity,
-  window: t.union([
-    t.null,
-    t.type({ latest: t.union([t.number, t.null]), calls: t.array(t.number), failures: t.array(t.number) }),
-  ]),
-});
+/** A snapshot field that cannot be restored, named by its path. */
+function badSnapshot(field: string, value: unknown, expected: string): InvalidOptionError {
+  return new InvalidOptionError('CircuitBreaker.restore', field, value, expected);
+}
+
+const isCount = (u: unknown): u is number => Number.isSafeInteger(u) && (u as number) >= 0;
+
+/** 10 bucket counts, each a non-negative integer (`failures` also at most the bucket's calls). */
+function readBuckets(field: string, u: unknown, calls?: readonly number[]): number[] {
+  if (!Array.isArray(u) || u.length !== BUCKETS) throw badSnapshot(field, u, `an array of ${BUCKETS} counts`);
+  u.forEach((n: unknown, i) => {
+    if (!isCount(n)) throw badSnapshot(`${field}[${i}]`, n, 'a non-negative integer');
+    if (calls && n > calls[i]!) throw badSnapshot(`${field}[${i}]`, n, `at most calls[${i}] (${calls[i]})`);
+  });
+  return [...(u as number[])];
+}
+
+/** A restorable window, or why not: `bucketMs` must be this breaker's, `latest` not past now's bucket. */
+function readWindow(u: unknown, version: 1 | 2, bucketMs: number, now: number): { latest: number; calls: number[]; failures: number[] } {
+  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot.window', u, 'null or { bucketMs, latest, calls, failures }');
+  const w = u as Record<string, unknown>;
+  const calls = readBuckets('snapshot.window.calls', w['calls']);
+  const failures = readBuckets('snapshot.window.failures', w['failures'], calls);
+  const empty = calls.every((n) => n === 0);
+  if (version === 1) {
+    // the width is unknown: bucket numbers could mean anything, unless there is nothing in them
+    if (!empty) throw badSnapshot('snapshot.window', u, `version 2 (bucketMs: ${bucketMs}) or empty: a version-1 window does not record its bucket width`);
+    return { latest: -Infinity, calls, failures };
+  }
+  if (w['bucketMs'] !== bucketMs) throw badSnapshot('snapshot.window.bucketMs', w['bucketMs'], `${bucketMs} (this breaker's windowMs / ${BUCKETS}): windows of other widths cannot be restored`);
+  const latest = w['latest'];
+  if (latest === null) return { latest: -Infinity, calls, failures };
+  const nowBucket = Math.floor(now / bucketMs);
+  if (!Number.isSafeInteger(latest) || (latest as number) > nowBucket) {
+    throw badSnapshot('snapshot.window.latest', latest, `null or an integer bucket number <= ${nowBucket} (now's bucket)`);
+  }
+  return { latest: latest as number, calls, failures };
+}
+
+/** A snapshot's fields checked one by one, naming the first that cannot be restored. */
+function readSnapshot(u: unknown): CircuitSnapshot | CircuitSnapshotV1 {
+  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot', u, 'a CircuitSnapshot (from snapshot())');
+  const s = u as Record<string, unknown>;
+  if (s['version'] !== 1 && s['version'] !== 2) throw badSnapshot('snapshot.version', s['version'], '2 (or 1)');
+  if (typeof s['name'] !== 'string') throw badSnapshot('snapshot.name', s['name'], 'a string');
+  if (s['state'] !== 'closed' && s['state'] !== 'open' && s['state'] !== 'half-open') throw badSnapshot('snapshot.state', s['state'], '"closed" | "open" | "half-open"');
+  if (typeof s['isolated'] !== 'boolean') throw badSnapshot('snapshot.isolated', s['isolated'], 'a boolean');
+  if (s['openUntil'] !== null && !Number.isFinite(s['openUntil'])) throw badSnapshot('snapshot.openUntil', s['openUntil'], 'a finite number (scheduler time) or null');
+  if (!isCount(s['consecutiveFailures'])) throw badSnapshot('snapshot.consecutiveFailures', s['consecutiveFailures'], 'a non-negative integer');
+  if (s['halfOpenSuccesses'] !== undefined && !isCount(s['halfOpenSuccesses'])) throw badSnapshot('snapshot.halfOpenSuccesses', s['halfOpenSuccesses'], 'a non-negative integer');
+  return u as CircuitSnapshot | CircuitSnapshotV1;
+}
 
 /** The default `isFailure`: transient service failures per the classifier. */
 const defaultIsFailure = (error: unknown): boolean => isServiceFailure(classifyError(error));
@@ -191,6 +274,8 @@ const defaultIsFailure = (error: unknown): boolean => isServiceFailure(classifyE
 class Permit implements CircuitPermit {
   done = false;
   deadline: Subscription | undefined = undefined;
+  /** What `isFailure` threw when asked about this call's error, if it threw. */
+  threw: Thrown | undefined = undefined;
   constructor(
     private readonly breaker: CircuitBreaker,
     readonly generation: number,
@@ -199,8 +284,9 @@ class Permit implements CircuitPermit {
   success(): void {
     this.breaker['settle'](this, 'success', undefined);
   }
-  failure(error: unknown): void {
+  failure(error: unknown): unknown {
     this.breaker['settle'](this, 'failure', error);
+    return this.threw ? this.threw.error : error;
   }
   release(): void {
     this.breaker['settle'](this, 'release', undefined);
@@ -313,11 +399,11 @@ export class CircuitBreaker {
         const permit = new Permit(this, this.generation, true);
         this.probes.add(permit);
         if (Number.isFinite(this.halfOpenTimeoutMs)) {
-          permit.deadline = this.scheduler.schedule(() => {
+          permit.deadline = after(this.halfOpenTimeoutMs, this.scheduler, () => {
             if (permit.done || permit.generation !== this.generation) return;
             permit.done = true;
             this.open('probe_timeout', 0);
-          }, this.halfOpenTimeoutMs);
+          });
         }
         return permit;
       }
@@ -345,35 +431,42 @@ export class CircuitBreaker {
     this.refresh();
     const w = this.window;
     return {
-      version: 1,
+      version: 2,
       name: this.name,
       state: this.current,
       isolated: this.isolatedByHand,
       openUntil: this.current === 'open' && !this.isolatedByHand ? this.openUntil : null,
       consecutiveFailures: this.consecutive,
-      window: w ? { latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } as CircuitSnapshot['window'] : null,
+      halfOpenSuccesses: this.current === 'half-open' ? this.probeSuccesses : 0,
+      window: w ? { bucketMs: this.rate!.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
     };
   }
 
   /**
    * Takes the state from a {@link CircuitBreaker.snapshot | snapshot}. Times are scheduler times, so a snapshot taken with
-   * `asyncScheduler` (epoch ms) stays valid across processes. Throws {@link InvalidOptionError}
-   * for malformed input.
+   * `asyncScheduler` (epoch ms) stays valid across processes. A failure-rate window is restored
+   * only into a breaker with the same bucket width (`windowMs / 10`); a window whose newest
+   * bucket is later than now's is refused (it would stop the window sliding). A version-1
+   * snapshot is taken when unambiguous (its window, which does not record the width, empty or
+   * unused).
+   *
+   * @throws {InvalidOptionError} naming the first field that cannot be restored (e.g.
+   * `snapshot.window.bucketMs`, `snapshot.window.calls[3]`); the breaker is left as it was.
    */
-  restore(snapshot: CircuitSnapshot): void {
-    const decoded = snapshotCodec.decode(snapshot);
-    if (isLeft(decoded)) throw new InvalidOptionError('CircuitBreaker.restore', 'snapshot', snapshot, 'a CircuitSnapshot (version 1)');
-    const s = decoded.right;
+  restore(snapshot: CircuitSnapshot | CircuitSnapshotV1): void {
+    const s = readSnapshot(snapshot);
+    const restoredWindow = this.rate && s.window ? readWindow(s.window, s.version, this.rate.windowMs / BUCKETS, this.scheduler.now()) : undefined;
     this.refresh();
     const from = this.current;
     this.isolatedByHand = s.isolated;
     const openUntil = s.isolated ? Infinity : s.state === 'open' ? (s.openUntil ?? this.scheduler.now()) : undefined;
     this.enter(s.isolated ? 'open' : s.state, 'restored', 0, from, { openUntil, consecutive: s.consecutiveFailures });
-    if (this.rate && s.window && s.window.calls.length === BUCKETS && s.window.failures.length === BUCKETS) {
+    if (this.current === 'half-open') this.probeSuccesses = s.halfOpenSuccesses ?? 0;
+    if (this.rate && restoredWindow) {
       this.window ??= new RateWindow(this.rate.windowMs);
-      this.window.latest = s.window.latest ?? -Infinity;
-      this.window.calls = [...s.window.calls];
-      this.window.failures = [...s.window.failures];
+      this.window.latest = restoredWindow.latest;
+      this.window.calls = restoredWindow.calls;
+      this.window.failures = restoredWindow.failures;
     }
   }
 
@@ -391,7 +484,7 @@ export class CircuitBreaker {
     // An outcome from an earlier state (a call admitted before the last transition) changes nothing.
     if (permit.generation !== this.generation) return;
     if (permit.probe) this.probes.delete(permit);
-    const failed = outcome === 'failure' && this.isFailureSafe(error);
+    const failed = outcome === 'failure' && this.isFailureSafe(error, permit);
     if (outcome === 'release' || (outcome === 'failure' && !failed)) return;
     if (this.current === 'half-open') {
       if (failed) this.open('probe_failure', 0);
@@ -412,13 +505,13 @@ export class CircuitBreaker {
     }
   }
 
-  private isFailureSafe(error: unknown): boolean {
-    try {
-      return this.isFailure(error);
-    } catch {
-      // a throwing predicate must not wedge the breaker; count the call as failed
-      return true;
-    }
+  private isFailureSafe(error: unknown, permit: Permit): boolean {
+    const verdict = guard(this.isFailure, error);
+    if (!(verdict instanceof Thrown)) return verdict;
+    // a throwing predicate must not wedge the breaker: the call counts as failed, and what it
+    // threw is the error the call fails with (Permit.failure returns it)
+    permit.threw = verdict;
+    return true;
   }
 
   private open(reason: TransitionReason, failures: number): void {
@@ -455,10 +548,10 @@ export class CircuitBreaker {
       const until = extra.openUntil;
       this.openUntil = until;
       if (Number.isFinite(until)) {
-        this.wakeup = this.scheduler.schedule(() => {
+        this.wakeup = after(Math.max(0, until - this.scheduler.now()), this.scheduler, () => {
           this.wakeup = undefined;
           this.refresh();
-        }, Math.max(0, until - this.scheduler.now()));
+        });
       }
     }
     if (from !== to) {
@@ -529,7 +622,7 @@ export class CircuitBreakerRegistry {
   }
 
   /** Restores each named breaker (creating it with the defaults if needed). */
-  restore(snapshots: Record<string, CircuitSnapshot>): void {
+  restore(snapshots: Record<string, CircuitSnapshot | CircuitSnapshotV1>): void {
     for (const [name, snap] of Object.entries(snapshots)) this.get(name).restore(snap);
   }
 }

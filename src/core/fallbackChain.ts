@@ -10,6 +10,7 @@ import { defer, type MonoTypeOperatorFunction, type Observable, type ObservableI
 import type { CircuitBreaker } from './CircuitBreaker.js';
 import type { ErrorClassification, ErrorClassifier } from './classify.js';
 import { CircuitOpenError } from './errors.js';
+import { guard, Thrown } from './guard.js';
 import type { HealHub } from './hub.js';
 
 /** One alternative of a chain, as the walker sees it. */
@@ -67,11 +68,8 @@ export function decideFallback(
   classifier: ErrorClassifier,
   shouldFallback: ((error: unknown) => boolean) | undefined,
 ): FallbackVerdict | { readonly fail: unknown } {
-  try {
-    return fallbackVerdict(error, called, classifier, shouldFallback) ?? { fail: error };
-  } catch (predicateError) {
-    return { fail: predicateError };
-  }
+  const verdict = guard(fallbackVerdict, error, called, classifier, shouldFallback);
+  return verdict instanceof Thrown ? { fail: verdict.error } : (verdict ?? { fail: error });
 }
 
 /** One hand-over: from where (`undefined` for the chain's start: nothing to report), why, and whether `from` had emitted. */

@@ -28,7 +28,9 @@ export class HealHub {
   /**
    * Every event reported, as it happens. Hot: subscribe before the work starts. Watched breakers
    * are followed only while someone subscribes, so a hub nobody listens to (a finished run's)
-   * holds no observer on a breaker that outlives it.
+   * holds no observer on a breaker that outlives it. A listener that throws disturbs neither the
+   * operators reporting nor the other listeners: RxJS reports the throw (`config.onUnhandledError`),
+   * as for any subscriber.
    */
   readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
     const inner = this.subject.subscribe(subscriber);

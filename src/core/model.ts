@@ -37,7 +37,11 @@ export interface ModelRequest {
 export interface Model {
   /** A stable name, used for breakers (`model:<id>`) and events. */
   readonly id: string;
-  /** The model's events for one request; `reset` only from a model that wraps others (fallbacks). */
+  /**
+   * The model's events for one request; `reset` only from a model that wraps others (fallbacks).
+   * If it throws, the call errors with what it threw. `context.signal` may be read at any time,
+   * also after an `await`: a signal read after the consumer left is already aborted.
+   */
   stream(request: ModelRequest, context: AbortContext): ObservableInput<TurnEvent>;
 }
 

@@ -14,8 +14,12 @@ import type { Subscriber } from 'rxjs';
 export interface CircuitPermit {
   /** Report that the call succeeded (completed, or was cancelled after it produced a value). */
   success(): void;
-  /** Report that the call failed; counted only if the breaker's `isFailure` accepts `error`. */
-  failure(error: unknown): void;
+  /**
+   * Report that the call failed; counted only if the breaker's `isFailure` accepts `error`.
+   * Returns the error to fail the call with: `error` itself, or — when `isFailure` threw — what
+   * it threw (the call then counts as failed). Callers pass the result downstream.
+   */
+  failure(error: unknown): unknown;
   /** Give the admission back uncounted (cancelled before any value). Frees a half-open slot. */
   release(): void;
 }

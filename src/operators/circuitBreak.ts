@@ -93,8 +93,7 @@ class PermitSubscriber<T> extends Subscriber<T> {
   protected override _error(error: unknown): void {
     this.settled = true;
     // recorded before the error reaches downstream, so a retry downstream sees the new state
-    this.permit.failure(error);
-    super._error(error);
+    super._error(this.permit.failure(error));
   }
 
   protected override _complete(): void {

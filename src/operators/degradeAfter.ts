@@ -4,6 +4,8 @@ import { classifyError } from '../core/classify.js';
 import { InvalidOptionError } from '../core/errors.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/options.js';
+import { guard, Thrown } from '../core/guard.js';
+import { after } from '../core/wait.js';
 
 /**
  * The deadlines of {@link degradeAfter}. Each is in ms; `Infinity` means "no deadline".
@@ -43,7 +45,7 @@ export interface DegradeReason {
 /**
  * What {@link degradeAfter} emits instead: a value, an observable (its values, then its
  * completion or error), or a factory given the {@link DegradeReason}. A function is always taken
- * as a factory.
+ * as a factory; if it throws, the operator errors with what it threw.
  *
  * @example
  * ```ts
@@ -64,7 +66,8 @@ export type Degraded<D> = D | Observable<D> | ((reason: DegradeReason) => D | Ob
 export interface DegradeAfterOptions {
   /**
    * Degrade instead of erroring when the source fails: `true` for every error, or a predicate.
-   * Errors it rejects pass through unchanged. Defaults to `false`.
+   * Errors it rejects pass through unchanged. Defaults to `false`. If the predicate throws, the
+   * operator errors with what it threw.
    */
   readonly onError?: boolean | ((error: unknown) => boolean);
   /** Name of what degrades (e.g. `'knowledge_search'`), for the registry and events. Required with `capabilities` or `hub`. */
@@ -84,7 +87,8 @@ export interface DegradeAfterOptions {
   /**
    * The reason text given to the registry and in events. Defaults to `no result within {firstMs}
    * ms`, `stalled: no data for {idleMs} ms`, or `failed ({classifier category})` — never the
-   * error's own message, which may carry secrets into a prompt.
+   * error's own message, which may carry secrets into a prompt. If it throws, the operator errors
+   * with what it threw instead of degrading.
    */
   readonly describe?: (reason: DegradeReason) => string;
   /** Where deadlines are scheduled and time is read. Defaults to `asyncScheduler`. */
@@ -192,6 +196,11 @@ export function degradeAfter<T, D>(
     if (!registry || capability === undefined) return;
     if (registry.enable(capability)) extraHub?.report({ type: 'restored', capability });
   };
+  /** What to emit instead, once the capability is marked degraded. */
+  const replacementFor = (reason: DegradeReason): D | Observable<D> => {
+    markDegraded(reason);
+    return typeof degraded === 'function' ? (degraded as (r: DegradeReason) => D | Observable<D>)(reason) : degraded;
+  };
 
   return (source) =>
     new Observable<T | D>((subscriber) => {
@@ -210,7 +219,7 @@ export function degradeAfter<T, D>(
 
       const arm = (at: number): void => {
         armedAt = at;
-        timer = at === Infinity ? undefined : scheduler.schedule(onTimer, Math.max(0, at - scheduler.now()));
+        timer = at === Infinity ? undefined : after(Math.max(0, at - scheduler.now()), scheduler, onTimer);
       };
 
       const disarm = (): void => {
@@ -233,14 +242,8 @@ export function degradeAfter<T, D>(
         finished = true;
         disarm();
         upstream?.unsubscribe();
-        let out: D | Observable<D>;
-        try {
-          markDegraded(reason);
-          out = typeof degraded === 'function' ? (degraded as (r: DegradeReason) => D | Observable<D>)(reason) : degraded;
-        } catch (callbackError) {
-          subscriber.error(callbackError);
-          return;
-        }
+        const out = guard(replacementFor, reason);
+        if (out instanceof Thrown) return subscriber.error(out.error);
         if (isObservable(out)) {
           replacement = out.subscribe({
             next: (value) => subscriber.next(value),
@@ -274,13 +277,11 @@ export function degradeAfter<T, D>(
         },
         error: (error: unknown) => {
           if (finished) return;
-          let degradeIt: boolean;
-          try {
-            degradeIt = typeof onError === 'function' ? onError(error) : onError;
-          } catch (predicateError) {
+          const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
+          if (degradeIt instanceof Thrown) {
             finished = true;
             disarm();
-            subscriber.error(predicateError);
+            subscriber.error(degradeIt.error);
             return;
           }
           if (degradeIt) return degrade({ kind: 'error', afterMs: scheduler.now() - start, error });
@@ -292,12 +293,8 @@ export function degradeAfter<T, D>(
           if (finished) return;
           finished = true;
           disarm();
-          try {
-            markRestored();
-          } catch (callbackError) {
-            subscriber.error(callbackError);
-            return;
-          }
+          const restored = guard(markRestored);
+          if (restored instanceof Thrown) return subscriber.error(restored.error);
           subscriber.complete();
         },
       });

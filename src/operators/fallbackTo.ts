@@ -3,6 +3,7 @@ import { CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallbackChain.js';
+import { guard, Thrown } from '../core/guard.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
@@ -11,7 +12,8 @@ import { circuitBreak } from './circuitBreak.js';
 
 /**
  * An alternative built when it is needed, given the error of the last attempt made (skipping an
- * alternative whose breaker is open is not an attempt).
+ * alternative whose breaker is open is not an attempt). If it throws, that alternative failed
+ * with what it threw, judged like any of its errors.
  *
  * @example
  * ```ts
@@ -89,10 +91,14 @@ export interface FallbackToBaseOptions {
   /**
    * Decides whether an error is worth trying the next alternative. Errors it rejects pass
    * through unchanged, at once. Defaults to the classifier's `fallback` (so programming errors,
-   * cancellation and budget errors are never handed on).
+   * cancellation and budget errors are never handed on). If it throws, the operator errors with
+   * what it threw.
    */
   readonly shouldFallback?: (error: unknown) => boolean;
-  /** Gives `fallback` and the category reported as `reason`. Defaults to {@link classifyError}. */
+  /**
+   * Gives `fallback` and the category reported as `reason`. Defaults to {@link classifyError}. If
+   * it throws, the operator errors with what it threw.
+   */
   readonly classifier?: ErrorClassifier;
   /**
    * Where each switch is reported as `{ type: 'fallback', from, to, reason, midStream }`, each
@@ -129,7 +135,7 @@ export type FallbackToOptions<T> = FallbackToBaseOptions &
     | { readonly midStream?: 'error'; readonly onRestart?: undefined }
     | {
         readonly midStream: 'restart';
-        /** The value to emit before the next alternative when the failed one had emitted. */
+        /** The value to emit before the next alternative when the failed one had emitted. If it throws, the operator errors with what it threw. */
         readonly onRestart: (info: FallbackInfo) => NoInfer<T>;
       }
   );
@@ -300,11 +306,9 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
         const candidate = candidates[next]!;
         // the marker goes right before the alternative that is actually called
         if (emitted && onRestart) {
-          try {
-            subscriber.next(onRestart({ from, to: candidate.name, index: next + 1, error, classification: verdict.classification, errors: [...list] }));
-          } catch (callbackError) {
-            return subscriber.error(callbackError);
-          }
+          const marker = guard(onRestart, { from, to: candidate.name, index: next + 1, error, classification: verdict.classification, errors: [...list] });
+          if (marker instanceof Thrown) return subscriber.error(marker.error);
+          subscriber.next(marker);
           if (subscriber.closed) return;
         }
         const { input, called: wasCalled } = guardedAttempt(() => candidate.start(error), guards[next]);

@@ -4,6 +4,7 @@ import { InvalidOptionError, ToolError } from '../core/errors.js';
 import { Bool, Func, NonNegativeInteger, PositiveInteger, check, oneOf, validateOptions } from '../core/options.js';
 import { DEFAULT_MAX_ERROR_CHARS, errorText, sanitizeText } from '../core/sanitize.js';
 import { markFatal, runOf, type RunScope } from '../core/runScope.js';
+import { guard, Thrown } from '../core/guard.js';
 
 /** The reference's reflection prompt. */
 export const DEFAULT_REFLECTION_TEMPLATE =
@@ -55,14 +56,15 @@ export interface ReflectOnErrorOptions {
   readonly excludeTools?: readonly string[];
   /**
    * Which tool errors to reflect on. Defaults to {@link shouldReflectByDefault}: bad arguments,
-   * bad requests and other non-transient failures; transient ones belong to retryWithBackoff.
+   * bad requests and other non-transient failures; transient ones belong to retryWithBackoff. If
+   * it throws, the operator errors with what it threw.
    */
   readonly shouldReflect?: (error: ToolError) => boolean;
   /** Cap on the error text (and the arguments) placed in the prompt. Defaults to 2 000. */
   readonly maxErrorChars?: number;
   /** Count failures across runs (this operator's lifetime) rather than per run. Defaults to false. */
   readonly countAcrossRuns?: boolean;
-  /** Classifier used by the default `shouldReflect`. Defaults to {@link classifyError}. */
+  /** Classifier used by the default `shouldReflect`. Defaults to {@link classifyError}. If it throws, the operator errors with what it threw. */
   readonly classifier?: ErrorClassifier;
 }
 
@@ -174,12 +176,8 @@ export function reflectOnError<T>(options?: ReflectOnErrorOptions): OperatorFunc
     if (!(error instanceof ToolError)) return throwError(() => error);
     const tool = error.toolName;
     if ((include && !include.has(tool)) || exclude.has(tool)) return throwError(() => error);
-    let reflect: boolean;
-    try {
-      reflect = shouldReflect(error);
-    } catch (predicateError) {
-      return throwError(() => predicateError);
-    }
+    const reflect = guard(shouldReflect, error);
+    if (reflect instanceof Thrown) return throwError(() => reflect.error);
     if (!reflect) return throwError(() => error);
     const counts = countsFor(error);
     const attempt = (counts.get(tool) ?? 0) + 1;

@@ -1,10 +1,12 @@
-import { asyncScheduler, Observable, Subscriber, timer, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import { type CircuitPermit, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
 import type { HealHub } from '../core/hub.js';
 import { errorText } from '../core/sanitize.js';
+import { guard, Thrown } from '../core/guard.js';
+import { after, wait as waitFor } from '../core/wait.js';
 import {
   AtLeastOne,
   Bool,
@@ -48,15 +50,22 @@ export interface RetryWithBackoffBaseOptions {
   readonly maxBackoffMs?: number;
   /** How delays are randomised; see {@link Jitter}. Defaults to `'equal'` (at least half the delay). */
   readonly jitter?: Jitter;
-  /** Source of numbers in `[0, 1)` for jitter. Defaults to `Math.random`; inject one in tests. */
+  /**
+   * Source of numbers in `[0, 1)` for jitter. Defaults to `Math.random`; inject one in tests. If
+   * it throws, the operator errors with what it threw (no retry).
+   */
   readonly random?: () => number;
   /**
    * Decides whether an error is worth a retry; `attempt` is the retry that would follow
    * (1-based). Errors it rejects pass through unchanged, at once. Defaults to the classifier's
-   * `retryable`.
+   * `retryable`. If it throws, the operator errors with what it threw.
    */
   readonly shouldRetry?: (error: unknown, attempt: number) => boolean;
-  /** The classifier that reads `retryable` and `retryAfterMs`. Defaults to {@link classifyError}. */
+  /**
+   * The classifier that reads `retryable` and `retryAfterMs`. Defaults to {@link classifyError}.
+   * If it throws, the operator errors with what it threw (under a fused `circuitBreak`, the
+   * permit is settled first).
+   */
   readonly classifier?: ErrorClassifier;
   /**
    * The longest server-requested wait (`retry-after`) to honour, in ms. A longer request makes
@@ -72,7 +81,7 @@ export interface RetryWithBackoffBaseOptions {
   readonly totalTimeoutMs?: number;
   /** Reset the retry count (and backoff) whenever the source emits a value. Defaults to false. */
   readonly resetOnSuccess?: boolean;
-  /** Called before each retry's wait starts. */
+  /** Called before each retry's wait starts. If it throws, the operator errors with what it threw (no retry). */
   readonly onRetry?: (info: RetryInfo) => void;
   /** Where waits are scheduled and time is read. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
@@ -99,7 +108,7 @@ export type RetryWithBackoffOptions<T> = RetryWithBackoffBaseOptions &
     | { readonly afterEmit?: 'error' | 'resubscribe'; readonly onRestart?: undefined }
     | {
         readonly afterEmit: 'restart';
-        /** The value to emit before retrying an attempt that had emitted. */
+        /** The value to emit before retrying an attempt that had emitted. If it throws, the operator errors with what it threw. */
         readonly onRestart: (info: RetryInfo) => T;
       }
   );
@@ -269,7 +278,7 @@ class RetryRun<T> {
   /** Arms the total budget (only with `totalTimeoutMs`); unsubscribing downstream cancels it. */
   startBudget(): void {
     const { scheduler, totalTimeoutMs } = this.config;
-    this.subscriber.add(scheduler.schedule(() => this.giveUpOnTime(), totalTimeoutMs));
+    this.subscriber.add(after(totalTimeoutMs ?? Infinity, scheduler, () => this.giveUpOnTime()));
   }
 
   private giveUpOnTime(): void {
@@ -278,16 +287,15 @@ class RetryRun<T> {
     const last = errors?.[errors.length - 1];
     const error = new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined);
     // settled first: cancelling the attempt below must not release the permit
-    this.permit?.failure(error);
+    const out = this.permit ? this.permit.failure(error) : error;
     this.attempt?.unsubscribe();
     this.wait?.unsubscribe();
-    this.subscriber.error(error);
+    this.subscriber.error(out);
   }
 
   /** Gives up: the permit (if any) records the failure before the error goes downstream. */
   private fail(error: unknown): void {
-    this.permit?.failure(error);
-    this.subscriber.error(error);
+    this.subscriber.error(this.permit ? this.permit.failure(error) : error);
   }
 
   /** The source's first value (or completion) after a retry: report the retry succeeded, once. */
@@ -305,20 +313,19 @@ class RetryRun<T> {
     const errors = this.errors;
     const next = this.retries + 1;
     if (emitted && config.afterEmit === 'error') return this.fail(error);
-    const classification = config.classifier(error, { now: scheduler.now() });
-    let retry: boolean;
-    try {
-      retry = config.shouldRetry ? config.shouldRetry(error, next) : classification.retryable;
-    } catch (predicateError) {
-      return this.fail(predicateError);
-    }
+    const classification = guard(config.classifier, error, { now: scheduler.now() });
+    if (classification instanceof Thrown) return this.fail(classification.error);
+    const retry = config.shouldRetry ? guard(config.shouldRetry, error, next) : classification.retryable;
+    if (retry instanceof Thrown) return this.fail(retry.error);
     if (!retry) return this.fail(error);
     if (this.retries >= maxRetries) return this.fail(new RetriesExhaustedError(this.retries + 1, errors, 'max_retries'));
     const retryAfter = classification.retryAfterMs;
     if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {
       return this.fail(new RetriesExhaustedError(this.retries + 1, errors, 'retry_after_too_long'));
     }
-    let delayMs = backoffDelay(this.retries, this.previousDelay, config.policy);
+    const backoff = guard(backoffDelay, this.retries, this.previousDelay, config.policy);
+    if (backoff instanceof Thrown) return this.fail(backoff.error);
+    let delayMs = backoff;
     this.previousDelay = delayMs;
     if (retryAfter !== undefined && retryAfter > delayMs) delayMs = retryAfter;
     // a wait ending at (or past) the deadline could not retry: the budget runs out first
@@ -329,13 +336,14 @@ class RetryRun<T> {
     this.retries = next;
     const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
     hub?.report({ type: 'retry', target: config.target, attempt: next, max: maxRetries, delayMs, category: classification.category, error: errorText(error, 200) });
-    try {
-      config.onRetry?.(info);
-      if (emitted && config.onRestart) subscriber.next(config.onRestart(info));
-    } catch (callbackError) {
-      return this.fail(callbackError);
+    const retrying = config.onRetry ? guard(config.onRetry, info) : undefined;
+    if (retrying instanceof Thrown) return this.fail(retrying.error);
+    if (emitted && config.onRestart) {
+      const marker = guard(config.onRestart, info);
+      if (marker instanceof Thrown) return this.fail(marker.error);
+      subscriber.next(marker);
     }
-    const wait = timer(delayMs, scheduler).subscribe(() => {
+    const wait = waitFor(delayMs, scheduler).subscribe(() => {
       this.wait = undefined;
       this.source.subscribe(new AttemptSubscriber(subscriber, this.source, config, this, this.permit));
     });

@@ -3,14 +3,18 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { NonNegativeInteger, describeProblems, formatProblem, validateOptions } from '../core/options.js';
 
-/** A check on a final answer: return the problems found (a string, a list, or nothing). */
+/**
+ * A check on a final answer: return the problems found (a string, a list, or nothing). If it
+ * throws, `check()` throws what it threw and `runAgent` ends the run with it (a broken check is
+ * a bug to surface, not a problem to send the model).
+ */
 export type OutputCheck = (answer: string) => string | readonly string[] | undefined | null;
 
 /** Built by {@link validateOutput}; give it to `runAgent` as `output`. */
 export interface OutputValidator {
   /** Re-asks allowed before the last answer is returned unvalidated. */
   readonly maxCorrections: number;
-  /** The problems with an answer; empty when it passes. Never throws. */
+  /** The problems with an answer; empty when it passes. Throws what a check throws. */
   check(answer: string): string[];
   /** The message that re-asks the model, listing the problems. */
   correction(problems: readonly string[]): string;
@@ -49,12 +53,7 @@ export function validateOutput(
     check: (answer) => {
       const problems: string[] = [];
       for (const check of checks) {
-        let found: ReturnType<OutputCheck>;
-        try {
-          found = check(answer);
-        } catch (e) {
-          found = `a check failed: ${e instanceof Error ? e.message : String(e)}`;
-        }
+        const found = check(answer);
         if (typeof found === 'string' && found !== '') problems.push(found);
         else if (Array.isArray(found)) problems.push(...(found as string[]).filter((p) => typeof p === 'string' && p !== ''));
       }

@@ -20,6 +20,7 @@ import {
 } from '@opentelemetry/api';
 import { asyncScheduler, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events.js';
+import { after } from '../core/wait.js';
 import { check, Scheduler, validateOptions } from '../core/options.js';
 
 /**
@@ -204,7 +205,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       span.setStatus({ code: SpanStatusCode.ERROR, ...(e.error !== undefined ? { message: e.error } : {}) });
     }
     ended = { call, end: e.at };
-    endOfInstant = scheduler.schedule(endPending, 0);
+    endOfInstant = after(0, scheduler, endPending);
   };
 
   const latestOpen = (match: (call: Call) => boolean): Call | undefined => {

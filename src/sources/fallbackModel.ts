@@ -3,6 +3,7 @@ import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBrea
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
+import { guard, Thrown } from '../core/guard.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
@@ -79,10 +80,14 @@ export interface FallbackModelOptions {
   readonly longOverlap?: number;
   /**
    * Decides whether an error is worth trying the next model. Errors it rejects pass through
-   * unchanged, at once. Defaults to the classifier's `fallback`.
+   * unchanged, at once. Defaults to the classifier's `fallback`. If it throws, the turn errors
+   * with what it threw.
    */
   readonly shouldFallback?: (error: unknown) => boolean;
-  /** Gives `fallback` and the category reported as `reason`. Defaults to {@link classifyError}. */
+  /**
+   * Gives `fallback` and the category reported as `reason`. Defaults to {@link classifyError}. If
+   * it throws, the turn errors with what it threw.
+   */
   readonly classifier?: ErrorClassifier;
 }
 
@@ -200,11 +205,9 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
           }
         }
         if (adapt) {
-          try {
-            req = adapt(req, model);
-          } catch (adaptError) {
-            return subscriber.error(adaptError);
-          }
+          const adapted = guard(adapt, req, model);
+          if (adapted instanceof Thrown) return subscriber.error(adapted.error);
+          req = adapted;
         }
         const sent = req;
         const { input, called } = guardedAttempt(() => streamModel(model, sent), guards[j]);

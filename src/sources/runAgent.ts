@@ -22,6 +22,7 @@ import type { OutputValidator } from '../operators/validateOutput.js';
 import { streamModel, type Model, type ModelRequest } from '../core/model.js';
 import { IncompleteStreamError } from '../core/errors.js';
 import { isFatal, RunScope } from '../core/runScope.js';
+import { guard, Thrown } from '../core/guard.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
 /** Limits on one run, counted across retries, reflections and fallbacks. */
@@ -71,18 +72,22 @@ export interface AgentConfig {
   /**
    * Composes operators around one tool call (per tool: `call.name`). `call$` decodes the
    * arguments, runs the tool, and counts towards the budget on every subscription. The last value
-   * is the result; a {@link Reflection} becomes the tool message. Defaults to `call$` as is.
+   * is the result; a {@link Reflection} becomes the tool message. Defaults to `call$` as is. If
+   * it throws, the run errors with what it threw.
    */
   readonly toolPipeline?: (call: ToolCall, call$: Observable<unknown>, context: PipelineContext) => Observable<unknown>;
-  /** Composes operators around one model turn. Defaults to `turn$` as is. */
+  /** Composes operators around one model turn. Defaults to `turn$` as is. If it throws, the run errors with what it threw. */
   readonly modelPipeline?: (request: ModelRequest, turn$: Observable<TurnEvent>, context: PipelineContext) => Observable<TurnEvent>;
-  /** Capabilities that may degrade; their events are surfaced and their suffix added to the instruction. */
+  /**
+   * Capabilities that may degrade; their events are surfaced and their suffix added to the
+   * instruction. If `systemPromptSuffix()` throws, the run errors with what it threw.
+   */
   readonly capabilities?: CapabilitySource;
   /** Limits on the run. */
   readonly budget?: Budget;
   /** The events hub (one per run is made if absent); its events are surfaced in the run's stream. */
   readonly hub?: HealHub;
-  /** Output self-correction, from `validateOutput`. */
+  /** Output self-correction, from `validateOutput`. If a check (or `correction`) throws, the run errors with what it threw. */
   readonly output?: OutputValidator;
   /** Where call durations are read (`call-start` / `call-end` events). Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
@@ -275,6 +280,14 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
       subscriber.next(event);
     };
     const fail = (error: unknown): void => subscriber.error(error);
+    /**
+     * Runs one step of the loop; a throw from the user code it calls (toolPipeline,
+     * modelPipeline, capabilities, output validator) ends the run with what was thrown.
+     */
+    const runStep = <A extends unknown[]>(stepFn: (...args: A) => void, ...args: A): void => {
+      const outcome = guard(stepFn, ...args);
+      if (outcome instanceof Thrown) fail(outcome.error);
+    };
     const addMessage = (message: Message): void => {
       history.push(message);
       emit({ type: 'message', message });
@@ -343,7 +356,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
             }
           },
           error: fail,
-          complete: () => afterTurn(text, calls, finish, received),
+          complete: () => runStep(afterTurn, text, calls, finish, received),
         }),
       );
     };
@@ -424,13 +437,13 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
           error: fail,
           complete: () => {
             for (const message of messages) if (message) addMessage(message);
-            nextTurn();
+            runStep(nextTurn);
           },
         }),
       );
     };
 
-    nextTurn();
+    runStep(nextTurn);
     return () => work.unsubscribe();
   });
 }

@@ -15,11 +15,18 @@ export interface ToolDefinition<A, R> {
   readonly name: string;
   /** What it does, for the model. */
   readonly description: string;
-  /** An io-ts codec for the arguments: they are decoded before `execute` ever sees them. */
+  /**
+   * An io-ts codec for the arguments: they are decoded before `execute` ever sees them. If its
+   * `decode` throws, the call errors with what it threw.
+   */
   readonly args: t.Type<A, unknown, unknown>;
   /** Safe to run twice (a read). Defaults to false: a failed run is never retried automatically. */
   readonly idempotent?: boolean;
-  /** Runs the tool. `signal` is aborted when the consumer unsubscribes. */
+  /**
+   * Runs the tool. `signal` is aborted when the consumer unsubscribes (read it before or after an
+   * `await`). If it throws, the call fails with a `ToolError` (`phase: 'execute'`) whose `cause`
+   * is what it threw.
+   */
   readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
 }
 

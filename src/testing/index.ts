@@ -5,11 +5,12 @@
  *
  * @module
  */
-import { asyncScheduler, from, mergeMap, Observable, throwError, timer, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, from, mergeMap, Observable, throwError, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import * as t from 'io-ts';
 import type { AgentEvent, Finish, FinishReason, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
 import type { AbortContext } from '../core/abortable.js';
+import { wait } from '../core/wait.js';
 import type { Model, ModelRequest } from '../core/model.js';
 import { defineTool, type Tool } from '../sources/tool.js';
 
@@ -42,7 +43,7 @@ export function fromMarbles<T>(script: MarbleScript<T>, scheduler: SchedulerLike
   }
   return new Observable<T>((subscriber) => {
     const subscription = from(messages)
-      .pipe(mergeMap(({ frame, notification }) => timer(frame, scheduler).pipe(mergeMap(() => [notification]))))
+      .pipe(mergeMap(({ frame, notification }) => wait(frame, scheduler).pipe(mergeMap(() => [notification]))))
       .subscribe((n) => {
         if (n.kind === 'N') subscriber.next(n.value as T);
         else if (n.kind === 'E') subscriber.error(n.error);

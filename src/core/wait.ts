@@ -1,0 +1,60 @@
+/**
+ * Every wait in rxheal, in one place: retries' backoff, total budgets, a breaker's half-open
+ * notice and probe deadline, `degradeAfter`'s deadlines, marble scripts. Time goes through the
+ * scheduler (virtual in `TestScheduler.run`), and a delay means what it says at any size: Node
+ * clamps a timer above 2³¹−1 ms (about 24.8 days) to 1 ms with a `TimeoutOverflowWarning`, so a
+ * longer wait is made of chunks of at most that long, and `Infinity` never fires.
+ *
+ * @module
+ */
+import { Observable, Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
+
+/** The longest delay one timer can hold (2³¹−1 ms); longer waits are chained chunks of it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Runs `work` once, `delayMs` after now on `scheduler`; unsubscribing the result cancels it.
+ * A delay above {@link MAX_TIMER_MS} waits in chunks (so it really waits that long, with no
+ * `TimeoutOverflowWarning`); `Infinity` never runs `work` and holds no timer; a negative or
+ * `NaN` delay runs it as soon as the scheduler can (`0`).
+ *
+ * @example
+ * ```ts
+ * const notice = after(30 * 86_400_000, asyncScheduler, () => console.log('30 days later'));
+ * notice.unsubscribe(); // cancelled
+ * ```
+ */
+export function after(delayMs: number, scheduler: SchedulerLike, work: () => void): Subscription {
+  // the common case: one timer, exactly as scheduler.schedule would make it
+  if (delayMs <= MAX_TIMER_MS) return scheduler.schedule(work, delayMs > 0 ? delayMs : 0);
+  if (Number.isNaN(delayMs)) return scheduler.schedule(work, 0);
+  if (delayMs === Infinity) return new Subscription();
+  // one action re-armed per chunk: its state is what is left after the chunk now running
+  return scheduler.schedule<number>(
+    function (this: SchedulerAction<number>, left?: number) {
+      if (left === undefined || left <= 0) return work();
+      const chunk = Math.min(left, MAX_TIMER_MS);
+      this.schedule(left - chunk, chunk);
+    },
+    MAX_TIMER_MS,
+    delayMs - MAX_TIMER_MS,
+  );
+}
+
+/**
+ * A cold observable that emits `0` and completes `delayMs` after subscription on `scheduler` —
+ * `timer(delayMs, scheduler)` with {@link after}'s rule for huge delays (`Infinity`: never).
+ *
+ * @example
+ * ```ts
+ * wait(retryAfterMs, scheduler).subscribe(() => retry());
+ * ```
+ */
+export function wait(delayMs: number, scheduler: SchedulerLike): Observable<0> {
+  return new Observable<0>((subscriber) =>
+    after(delayMs, scheduler, () => {
+      subscriber.next(0);
+      subscriber.complete();
+    }),
+  );
+}
