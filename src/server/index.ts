@@ -10,7 +10,7 @@
  *
  * @module
  */
-export { startLocalProvider, FaultController, validateFault } from './localProvider.js';
+export { startLocalProvider, FaultController, validateFault, DEFAULT_ALLOWED_ORIGINS } from './localProvider.js';
 export type {
   ActiveFault,
   BadToolArgsFault,
