@@ -19,6 +19,7 @@ import { defineTool } from '../../src/sources/tool.js';
 import {
   DEFAULT_ALLOWED_ORIGINS,
   FaultController,
+  RIVER_STORY,
   cityOf,
   scriptedAssistant,
   startLocalProvider,
@@ -103,6 +104,10 @@ describe('local provider', () => {
       expect(() => validateFault({ kind: 'down', mode: 'explode' })).to.throw(InvalidOptionError, 'mode');
       expect(() => validateFault({ kind: 'stall', afterChunk: 1 })).to.throw(InvalidOptionError, 'afterChunk');
       expect(() => validateFault({ kind: 'slow-first-byte', delayMs: 10, times: 0 })).to.throw(InvalidOptionError, 'times');
+      // Node fires a timer above 2³¹−1 ms at once: refused, not silently shortened
+      expect(() => validateFault({ kind: 'slow-first-byte', delayMs: 3e9 })).to.throw(InvalidOptionError, 'delayMs');
+      expect(() => validateFault({ kind: 'slow-first-byte', delayMs: Infinity })).to.throw(InvalidOptionError, 'delayMs');
+      expect(() => startLocalProvider({ tokenDelayMs: 2 ** 31 })).to.throw(InvalidOptionError, 'tokenDelayMs');
     });
 
     it('assigns ids, replaces by id, counts uses and drops a used-up fault, reports changes', () => {
@@ -176,6 +181,18 @@ describe('local provider', () => {
         ],
       };
       expect(scriptedAssistant(degraded).text).to.match(/can't search the knowledge base/);
+    });
+
+    it('asked for a story → a long plain answer (90 tokens, no tool), which continues exactly after a cut', () => {
+      for (const question of ['Tell me a story about a river', 'Describe a river at length', 'Explain rivers in detail', 'Give me a long answer']) {
+        expect(scriptedAssistant(ask(question, [weather, search])), question).to.deep.equal({ text: RIVER_STORY });
+      }
+      expect(tokenize(RIVER_STORY)).to.have.length(90);
+      const request = ask('Tell me a story about a river');
+      const partial = tokenize(RIVER_STORY).slice(0, 3).join('');
+      const rest = scriptedAssistant({ ...request, messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }] });
+      expect(partial + rest.text).to.equal(RIVER_STORY);
+      expect(scriptedAssistant(ask('Tell me something nice about rivers')).text, 'not a story request').to.match(/^I am the local rxheal assistant/);
     });
 
     it('anything else → a canned answer quoting the question', () => {

@@ -30,5 +30,5 @@ export type {
   StatusFault,
   StreamErrorFault,
 } from './localProvider.js';
-export { scriptedAssistant, tokenize, cityOf } from './assistant.js';
+export { scriptedAssistant, tokenize, cityOf, RIVER_STORY } from './assistant.js';
 export type { Assistant, AssistantRequest, AssistantTool, AssistantToolCall, AssistantTurn } from './assistant.js';

@@ -15,9 +15,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, Observable, Subject } from 'rxjs';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Message } from '../core/events.js';
-import { Bool, Func, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, validateOptions } from '../core/options.js';
+import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/options.js';
 import { scriptedAssistant, tokenize, type Assistant, type AssistantRequest, type AssistantTool, type AssistantTurn } from './assistant.js';
-import { FaultController, type ActiveFault, type Fault, type FaultKind } from './faults.js';
+import { FaultController, TimerDelayMs, type ActiveFault, type Fault, type FaultKind } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import {
   anthropicFrames,
@@ -187,7 +187,7 @@ const optionProps = {
   host: NonEmptyString,
   name: NonEmptyString,
   faults: check('a fault or an array of faults', (u): u is Fault | Fault[] => typeof u === 'object' && u !== null),
-  tokenDelayMs: NonNegativeNumber,
+  tokenDelayMs: TimerDelayMs,
   assistant: Func,
   allowedOrigins: check('an array of origins', (u): u is string[] => Array.isArray(u)),
   allowedHosts: check("an array of 'host:port' strings", (u): u is string[] => Array.isArray(u) && u.every((h) => typeof h === 'string' && h !== '')),
