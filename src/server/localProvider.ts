@@ -532,6 +532,9 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         if (f === undefined) return false;
         switch (f.kind) {
           case 'reset':
+            // when the next chunk would have come: a client reading chunk by chunk (Chromium) gets
+            // the last one before the error, not sometimes with it (and then loses it)
+            await wait(tokenDelayMs);
             destroy();
             return true;
           case 'stall':
