@@ -7,30 +7,15 @@
  */
 import { expect } from 'chai';
 import { execFile, spawn } from 'node:child_process';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { rawRequest } from '../support/rawHttp.js';
 import { DEFAULT_PORT, DemoPortError, listenLocal, startDemo, type Demo } from '../../examples/demo/serve.js';
 
 const SERVE = fileURLToPath(new URL('../../examples/demo/serve.ts', import.meta.url));
 
-/** A request with exactly these headers (`Host` included, which fetch won't set). */
-function send(port: number, init: { method: string; path: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const body = init.body;
-    const req = httpRequest(
-      { host: '127.0.0.1', port, method: init.method, path: init.path, headers: { host: `127.0.0.1:${port}`, ...init.headers, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }) } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const send = rawRequest;
 
 /** A stand-in for the real APIs: records every request that reaches it, with its headers. */
 async function fakeUpstream(): Promise<{ url: string; seen: { method: string; path: string; headers: IncomingHttpHeaders; body: string }[]; close(): Promise<void> }> {

@@ -30,7 +30,8 @@ import {
   type ProviderActivity,
 } from '../../src/server/index.js';
 import { describeEvent } from '../../src/testing/index.js';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { rawRequest } from '../support/rawHttp.js';
 
 const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', stream: true, messages: [{ role: 'user', content }], ...extra });
 const anthropicBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content }], ...extra });
@@ -39,28 +40,7 @@ const weatherSpec = { type: 'function', function: { name: 'get_weather', descrip
 const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
-/**
- * A request over real HTTP with exactly these headers (`Host` included, which fetch won't set);
- * the whole response read, or up to the first 64 KiB for a stream (then the connection is dropped).
- */
-function raw(port: number, init: { method: string; path: string; headers?: Record<string, string>; body?: unknown }): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const body = init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
-    const req = httpRequest({ host: '127.0.0.1', port, method: init.method, path: init.path, headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': Buffer.byteLength(body) }) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        text += chunk;
-        if (text.length > 65536 || (res.headers['content-type'] ?? '').startsWith('text/event-stream')) req.destroy();
-      });
-      const done = (): void => resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
-      res.on('end', done);
-      res.on('close', done);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const raw = rawRequest;
 
 /** The data of each SSE event of a response (JSON-parsed unless `[DONE]`), with its event name. */
 async function events(response: Response): Promise<{ event: string; data: Record<string, unknown> | '[DONE]' }[]> {
