@@ -61,7 +61,15 @@ export interface RequestGuardOptions {
 
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 
-/** `Host` lower-cased with its port made explicit (`localhost` → `localhost:80`). */
+/**
+ * `Host` lower-cased with its port made explicit.
+ *
+ * @example
+ * ```ts
+ * normaliseHost('LocalHost'); // 'localhost:80'
+ * normaliseHost('[::1]:5173'); // '[::1]:5173'
+ * ```
+ */
 export function normaliseHost(host: string): string {
   const h = host.trim().toLowerCase();
   const hasPort = h.startsWith('[') ? h.includes(']:') : h.includes(':');
