@@ -1,10 +1,12 @@
 /**
- * The chat page: streamed answers, and beside them what the healing does — per-provider and
- * per-tool circuits with the countdown to the next probe, retries with their backoff countdown,
- * fallbacks, reflections, degraded capabilities — plus a toggle for every fault of the local
- * providers. Runs in the browser; bundled by the demo server with esbuild.
+ * The chat page: streamed answers with what healed them marked in the conversation itself
+ * (retries, fallbacks, continuations, reflections, degraded capabilities — each marker linked to
+ * its line in the healing log), per-provider and per-tool circuits with the countdown to the
+ * next probe, a running summary, a toggle for every fault of the local providers (read back from
+ * them on load), and suggestion chips that each show one healing path. Runs in the browser;
+ * bundled by the demo server with esbuild.
  */
-import { summarize, type AgentEvent, type CircuitBreaker, type Message, type ResilienceSummary } from '../../src/index.js';
+import { summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, type ProviderConfig } from './agent.js';
 
 interface PageConfig {
@@ -32,19 +34,56 @@ function showPageError(message: string): void {
 window.addEventListener('error', (e) => showPageError(e.message));
 window.addEventListener('unhandledrejection', (e) => showPageError(String(e.reason)));
 
-/** Fault toggles offered per local provider: label → the fault posted to /admin/faults. */
-const TOGGLES: readonly { id: string; label: string; fault: Record<string, unknown> }[] = [
-  { id: 'off', label: 'off (connection refused)', fault: { kind: 'down' } },
-  { id: '429', label: '429 + retry-after 1 s', fault: { kind: 'status', status: 429, retryAfter: 1 } },
-  { id: '500', label: '500', fault: { kind: 'status', status: 500 } },
-  { id: '503', label: '503', fault: { kind: 'status', status: 503 } },
-  { id: 'no-retry', label: '503 + x-should-retry: false', fault: { kind: 'status', status: 503, shouldRetry: false } },
-  { id: 'reset', label: 'reset after 3 chunks', fault: { kind: 'reset', afterChunks: 3 } },
-  { id: 'stall', label: 'stall (headers, then silence)', fault: { kind: 'stall', afterChunks: 2 } },
-  { id: 'slow', label: 'slow first byte (3 s)', fault: { kind: 'slow-first-byte', delayMs: 3000 } },
-  { id: 'malformed', label: 'malformed chunk', fault: { kind: 'malformed', afterChunks: 2 } },
-  { id: 'bad-args', label: 'bad tool arguments (once)', fault: { kind: 'bad-tool-args', times: 1 } },
+/** A fault toggle per local provider: the pill's label, what it does, the fault posted to /admin/faults (id `toggle-<id>`). */
+interface Toggle {
+  readonly id: string;
+  readonly label: string;
+  readonly title: string;
+  readonly fault: Readonly<Record<string, unknown>>;
+}
+const TOGGLES: readonly Toggle[] = [
+  { id: 'off', label: 'off', title: 'refuses connections', fault: { kind: 'down' } },
+  { id: '429', label: '429 + retry-after 1 s', title: 'rate-limited: 429 asking for a 1 s wait', fault: { kind: 'status', status: 429, retryAfter: 1 } },
+  { id: '500', label: '500', title: 'HTTP 500', fault: { kind: 'status', status: 500 } },
+  { id: '503', label: '503', title: 'HTTP 503', fault: { kind: 'status', status: 503 } },
+  { id: 'no-retry', label: '503 no-retry', title: '503 with x-should-retry: false', fault: { kind: 'status', status: 503, shouldRetry: false } },
+  { id: 'reset', label: 'reset after 3 chunks', title: 'drops the connection after 3 chunks of the answer', fault: { kind: 'reset', afterChunks: 3 } },
+  { id: 'stall', label: 'stall', title: 'sends headers and 2 chunks, then silence', fault: { kind: 'stall', afterChunks: 2 } },
+  { id: 'slow', label: 'slow first byte', title: 'answers after 3 s', fault: { kind: 'slow-first-byte', delayMs: 3000 } },
+  { id: 'malformed', label: 'malformed chunk', title: 'sends one chunk of broken JSON', fault: { kind: 'malformed', afterChunks: 2 } },
+  { id: 'bad-args', label: 'bad tool args (once)', title: 'asks get_weather for units: "kelvin", once', fault: { kind: 'bad-tool-args', times: 1 } },
 ];
+
+/**
+ * Suggestion chips: each asks a question that shows one healing path, arming (for that one
+ * question) the fault that triggers it on the local provider that will answer.
+ */
+interface Chip {
+  readonly id: string;
+  readonly label: string;
+  readonly question: string;
+  /** A toggle to arm once (`times: 1`), or the slow knowledge search. */
+  readonly arm: { readonly toggle: string } | 'slow-search';
+}
+const CHIPS: readonly Chip[] = [
+  { id: 'long', label: 'Long answer · provider dies mid-answer', question: 'Tell me a story about a river', arm: { toggle: 'reset' } },
+  { id: 'weather', label: 'Weather · bad tool arguments', question: "What's the weather in Paris?", arm: { toggle: 'bad-args' } },
+  { id: 'refund', label: 'Refund policy · slow search', question: 'What is the refund policy?', arm: 'slow-search' },
+];
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+/** The error text of a reflection prompt (quoted as JSON by the default template), unescaped. */
+function errorOfPrompt(prompt: string): string {
+  const start = prompt.indexOf('failed with: "');
+  const end = prompt.lastIndexOf('". ');
+  if (start === -1 || end <= start) return prompt;
+  try {
+    return JSON.parse(prompt.slice(start + 'failed with: '.length, end + 1)) as string;
+  } catch {
+    return prompt;
+  }
+}
 
 async function main(): Promise<void> {
   const config = (await (await fetch('/config.json')).json()) as PageConfig;
@@ -53,12 +92,28 @@ async function main(): Promise<void> {
   const history: Message[] = [];
   const log = $('#log');
   const chat = $('#chat');
+  const locals = config.providers.filter((p) => p.admin !== undefined);
 
+  // ---- the healing log: every line has an id the conversation's markers link to ---------------
+  let lines = 0;
+  /** The log line of each hub event: the run passes most of the hub's own event objects on, others arrive as equal copies. */
+  const lineOf = new WeakMap<object, HTMLElement>();
+  const lineOfCopy = new Map<string, HTMLElement>();
+  const logLineOf = (event: object): HTMLElement | undefined => lineOf.get(event) ?? lineOfCopy.get(JSON.stringify(event));
+  /** Markers whose event reached the run before the hub (a capability's): linked once the line exists. */
+  const unlinked = new Map<string, (line: HTMLElement) => void>();
   const note = (kind: string, text: string): HTMLElement => {
     const line = el('li', `note ${kind}`);
-    line.append(el('time', '', new Date().toLocaleTimeString()), el('span', '', text));
+    line.id = `log-${++lines}`;
+    line.append(el('time', '', new Date().toLocaleTimeString()), el('span', 'text', text));
     log.prepend(line);
     return line;
+  };
+  const flash = (line: HTMLElement): void => {
+    line.scrollIntoView({ block: 'nearest' });
+    line.classList.remove('flash');
+    void line.offsetWidth; // restart the animation
+    line.classList.add('flash');
   };
 
   // ---- circuits: state and countdown, read from the breakers whenever drawn ----------------
@@ -72,6 +127,47 @@ async function main(): Promise<void> {
     circuits.append(row);
     rows.set(name, row);
   }
+
+  // ---- the summary (summarize over the hub); running periods keep counting between events -------
+  const summary = $('#summary');
+  let latest: ResilienceSummary | undefined;
+  const pct = (x: number | null): string => (x === null ? '—' : `${Math.round(x * 100)} %`);
+  const renderSummary = (): void => {
+    const s = latest;
+    if (s === undefined) return;
+    const running = Math.max(0, Date.now() - s.at);
+    const table: [string, string, string?][] = [
+      ['model calls / tool calls', `${s.calls.model} / ${s.calls.tool}`],
+      ['retries (succeeded)', `${s.retries.total} (${s.retries.succeeded})`],
+      ['fallbacks per model call', `${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)})`],
+      ['reflections', String(s.reflections.total)],
+      ...Object.entries(s.circuits)
+        .filter(([, c]) => c.opened > 0)
+        .map(([name, c]): [string, string, string] => [
+          `${name} opened`,
+          `${c.opened}× · open ${seconds(c.openMs + (c.openSince === undefined ? 0 : running))} · ${c.rejected} rejected`,
+          `circuit:${name}`,
+        ]),
+      ...Object.entries(s.capabilities).map(([name, c]): [string, string, string] => [
+        `${name} degraded`,
+        `${c.degraded}× · ${seconds(c.degradedMs + (c.degradedSince === undefined ? 0 : running))}`,
+        `capability:${name}`,
+      ]),
+    ];
+    summary.replaceChildren(
+      ...table.map(([k, v, key]) => {
+        const row = el('tr');
+        if (key !== undefined) row.dataset['summary'] = key;
+        row.append(el('th', '', k), el('td', '', v));
+        return row;
+      }),
+    );
+  };
+  summarize(agent.hub.events$).subscribe((s) => {
+    latest = s;
+    renderSummary();
+  });
+
   const draw = (): void => {
     for (const [name, row] of rows) {
       const breaker: CircuitBreaker = agent.breakers.get(name);
@@ -80,103 +176,157 @@ async function main(): Promise<void> {
       row.querySelector('.state')!.textContent = state;
       const snap = breaker.snapshot();
       const left = snap.openUntil === null ? 0 : Math.max(0, snap.openUntil - Date.now());
-      row.querySelector('.countdown')!.textContent = state === 'open' ? `probe in ${(left / 1000).toFixed(1)} s` : '';
+      row.querySelector('.countdown')!.textContent = state === 'open' ? `probe in ${seconds(left)}` : '';
     }
     const degraded = agent.capabilities.degraded();
     const banner = $('#degraded');
     banner.hidden = degraded.size === 0;
-    banner.textContent = [...degraded].map(([c, reason]) => `${c} unavailable: ${reason}`).join(' · ');
+    banner.textContent = [...degraded].map(([c, reason]) => `⚠ ${c} unavailable: ${reason} — the agent answers without it`).join(' · ');
     for (const retry of document.querySelectorAll<HTMLElement>('[data-retry-at]')) {
       const left = Number(retry.dataset['retryAt']) - Date.now();
-      retry.querySelector('.countdown')!.textContent = left > 0 ? ` — retrying in ${(left / 1000).toFixed(1)} s` : ' — retried';
+      retry.querySelector('.countdown')!.textContent = left > 0 ? ` — retrying in ${seconds(left)}` : ' — retried';
     }
+    renderSummary();
   };
   setInterval(draw, 200);
-  draw();
 
-  // ---- the healing log: everything the hub reports -------------------------------------------
+  /** The last error of each tool, as the model saw it (a reflection's log line quotes it readably). */
+  const toolErrors = new Map<string, string>();
+  const reflectionText = (e: Extract<HealEvent, { type: 'reflection' }>): string =>
+    `reflection on ${e.tool} (${e.attempt}/${e.max}): ${toolErrors.get(e.tool) ?? errorOfPrompt(e.prompt)}${e.exhausted ? ' — told to stop calling it' : ' — asked the model to correct its arguments'}`;
+
   agent.hub.events$.subscribe((e) => {
+    let line: HTMLElement | undefined;
     switch (e.type) {
       case 'retry': {
-        const line = note('retry', `${e.target}: ${e.category}, retry ${e.attempt}/${e.max} after ${e.delayMs} ms`);
+        line = note('retry', `${e.target}: ${e.category}, retry ${e.attempt}/${e.max} after ${e.delayMs} ms`);
         line.dataset['retryAt'] = String(Date.now() + e.delayMs);
         line.append(el('span', 'countdown'));
         break;
       }
       case 'retry-succeeded':
-        note('ok', `${e.target}: attempt ${e.attempt} succeeded`);
+        line = note('ok', `${e.target}: attempt ${e.attempt} succeeded`);
         break;
       case 'circuit':
-        if (e.kind === 'transition') note(`breaker-${e.to}`, `circuit ${e.breaker}: ${e.from} → ${e.to} (${e.reason})`);
-        else note('breaker-open', `circuit ${e.breaker} is open: call rejected without reaching it`);
+        line =
+          e.kind === 'transition'
+            ? note(`breaker-${e.to}`, `circuit ${e.breaker}: ${e.from} → ${e.to} (${e.reason})`)
+            : note('breaker-open', `circuit ${e.breaker} is open: call rejected without reaching it`);
         break;
       case 'fallback':
-        note('fallback', `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+        line = note('fallback', `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+        break;
+      case 'reflection':
+        line = note('reflection', reflectionText(e));
         break;
       case 'degraded':
-        note('degraded', `${e.capability} degraded: ${e.reason}`);
+        line = note('degradation', `${e.capability} degraded: ${e.reason}`);
         break;
       case 'restored':
-        note('ok', `${e.capability} restored`);
+        line = note('ok', `${e.capability} restored`);
         break;
       case 'budget-exceeded':
-        note('error', `budget exceeded: ${e.resource} ${e.used}/${e.limit}`);
+        line = note('error', `budget exceeded: ${e.resource} ${e.used}/${e.limit}`);
         break;
       default:
         break;
     }
+    if (line !== undefined) {
+      const key = JSON.stringify(e);
+      lineOf.set(e, line);
+      lineOfCopy.set(key, line);
+      if (lineOfCopy.size > 500) lineOfCopy.delete(lineOfCopy.keys().next().value!);
+      unlinked.get(key)?.(line);
+      unlinked.delete(key);
+    }
     draw();
   });
 
-  // ---- the summary: what the healing did so far (summarize over the hub) ----------------------
-  const summary = $('#summary');
-  const pct = (x: number | null): string => (x === null ? '—' : `${Math.round(x * 100)} %`);
-  const render = (s: ResilienceSummary): void => {
-    const rows: [string, string][] = [
-      ['model calls / tool calls', `${s.calls.model} / ${s.calls.tool}`],
-      ['retries (succeeded)', `${s.retries.total} (${s.retries.succeeded})`],
-      ['fallbacks per model call', `${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)})`],
-      ['reflections', String(s.reflections.total)],
-      ...Object.entries(s.circuits)
-        .filter(([, c]) => c.opened > 0)
-        .map(([name, c]): [string, string] => [`${name} opened`, `${c.opened}× · open ${(c.openMs / 1000).toFixed(1)} s · ${c.rejected} rejected`]),
-      ...Object.entries(s.capabilities).map(([name, c]): [string, string] => [`${name} degraded`, `${c.degraded}× · ${(c.degradedMs / 1000).toFixed(1)} s`]),
-    ];
-    summary.replaceChildren(...rows.map(([k, v]) => {
-      const row = el('tr');
-      row.append(el('th', '', k), el('td', '', v));
-      return row;
-    }));
-  };
-  summarize(agent.hub.events$).subscribe(render);
-
-  // ---- fault toggles, per local provider ------------------------------------------------------
+  // ---- fault toggles, per local provider: read back from the provider on load ------------------
   const faults = $('#faults');
-  for (const p of config.providers) {
-    if (!p.admin) continue;
-    const box = el('fieldset', 'provider');
-    box.dataset['provider'] = p.id;
-    box.append(el('legend', '', `${p.label} (${p.protocol})`));
+  const checkbox = (provider: string, toggle: string): HTMLInputElement | null => document.querySelector<HTMLInputElement>(`[data-toggle="${provider}:${toggle}"]`);
+  const adminFetch = (p: ProviderConfig, path: string, init?: RequestInit): Promise<Response> =>
+    fetch(`${p.admin}${path}`, init).then((response) => {
+      if (!response.ok) throw new Error(`${p.label}: HTTP ${response.status} from ${path}`);
+      return response;
+    });
+  /** Sets a toggle's fault on its provider (`once`: it removes itself after one use). */
+  const setFault = async (p: ProviderConfig, toggle: Toggle, on: boolean, once = false): Promise<void> => {
+    const id = `toggle-${toggle.id}`;
+    const input = checkbox(p.id, toggle.id);
+    if (input) input.checked = on;
+    showOn();
+    try {
+      if (on) {
+        const fault = { ...toggle.fault, id, ...(once ? { times: 1 } : {}) };
+        await adminFetch(p, '/admin/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+      } else {
+        await adminFetch(p, `/admin/faults/${id}`, { method: 'DELETE' }).catch(() => undefined); // already gone (used up)
+      }
+      note('toggle', `${p.label}: ${toggle.label} ${on ? (once ? 'on for one request' : 'on') : 'off'}`);
+    } catch (e) {
+      note('error', `could not change the fault: ${String(e)}`);
+    }
+  };
+  /** The fault bar's summary line: what is switched on. */
+  const showOn = (): void => {
+    const on = [...document.querySelectorAll<HTMLInputElement>('[data-toggle]:checked')].map((i) => {
+      const [provider, id] = (i.dataset['toggle'] ?? '').split(':');
+      return `${provider}: ${TOGGLES.find((t) => t.id === id)?.label ?? id}`;
+    });
+    $('#faults-on').textContent = on.length === 0 ? '— none on' : `— on: ${on.join(', ')}`;
+  };
+  /** Reads each local provider's faults and shows them on the toggles (after a reload, and after each answer). */
+  const syncFaults = async (): Promise<void> => {
+    await Promise.all(
+      locals.map(async (p) => {
+        try {
+          const { faults: active } = (await (await adminFetch(p, '/admin/faults')).json()) as { faults: { id: string }[] };
+          const ids = new Set(active.map((f) => f.id));
+          for (const toggle of TOGGLES) {
+            const input = checkbox(p.id, toggle.id);
+            if (input) input.checked = ids.has(`toggle-${toggle.id}`);
+          }
+          showOn();
+        } catch (e) {
+          note('error', `could not read the faults of ${p.label}: ${String(e)}`);
+        }
+      }),
+    );
+  };
+  // a table: a column per fault, a row per local provider
+  const head = el('tr');
+  head.append(el('th', 'provider-name', 'fault →'));
+  for (const toggle of TOGGLES) {
+    const th = el('th', '', toggle.label);
+    th.title = toggle.title;
+    head.append(th);
+  }
+  faults.append(head);
+  for (const p of locals) {
+    const row = el('tr', 'provider');
+    row.dataset['provider'] = p.id;
+    row.append(el('th', 'provider-name', `${p.label} (${p.protocol})`));
     for (const toggle of TOGGLES) {
+      const cell = el('td');
       const label = el('label');
+      label.title = `${p.label}: ${toggle.title}`;
       const input = document.createElement('input');
       input.type = 'checkbox';
       input.dataset['toggle'] = `${p.id}:${toggle.id}`;
-      input.addEventListener('change', () => {
-        const id = `toggle-${toggle.id}`;
-        const request = input.checked
-          ? fetch(`${p.admin}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...toggle.fault, id }) })
-          : fetch(`${p.admin}/admin/faults/${id}`, { method: 'DELETE' });
-        request.then(
-          () => note('toggle', `${p.label}: ${toggle.label} ${input.checked ? 'on' : 'off'}`),
-          (e: unknown) => note('error', `could not change the fault: ${String(e)}`),
-        );
-      });
-      label.append(input, document.createTextNode(` ${toggle.label}`));
-      box.append(label);
+      input.setAttribute('aria-label', `${p.label}: ${toggle.label}`);
+      input.addEventListener('change', () => void setFault(p, toggle, input.checked));
+      label.append(input);
+      cell.append(label);
+      row.append(cell);
     }
-    faults.append(box);
+    faults.append(row);
   }
+  // the fault bar folds away on a narrow window (its summary line says what is on)
+  const controls = $<HTMLDetailsElement>('#controls');
+  if (window.matchMedia('(max-width: 900px)').matches) controls.open = false;
+  await syncFaults();
+
   const slow = $<HTMLInputElement>('#slow-search');
   slow.addEventListener('change', () => (agent.slowSearch = slow.checked));
   const mode = $<HTMLSelectElement>('#mid-stream');
@@ -186,20 +336,60 @@ async function main(): Promise<void> {
   const form = $<HTMLFormElement>('#ask');
   const input = $<HTMLInputElement>('#question');
   const send = $<HTMLButtonElement>('#send');
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const question = input.value.trim();
-    if (!question || send.disabled) return;
-    input.value = '';
+  /** Runs after the current answer (a chip's one-question arrangement undone). */
+  let afterAnswer: (() => void) | undefined;
+
+  const ask = (question: string): void => {
     send.disabled = true;
+    for (const chip of document.querySelectorAll<HTMLButtonElement>('.chip')) chip.disabled = true;
     history.push({ role: 'user', content: question });
     chat.append(el('div', 'bubble user', question));
     const bubble = el('div', 'bubble assistant streaming');
+    const text = el('div', 'text');
     let live = el('span', 'live');
-    bubble.append(live);
-    chat.append(bubble);
+    text.append(live);
+    const markers = el('ul', 'markers');
+    markers.hidden = true;
     const status = el('div', 'status');
-    bubble.append(status);
+    bubble.append(text, markers, status);
+    chat.append(bubble);
+    bubble.scrollIntoView({ block: 'end' });
+    const midStream = agent.midStream;
+
+    /** A marker under the answer, linked to its log line; the same marker again counts up. */
+    const mark = (kind: string, label: string, event: object): void => {
+      const line = logLineOf(event);
+      const existing = [...markers.children].find((m) => (m as HTMLElement).dataset['label'] === label) as HTMLElement | undefined;
+      if (existing) {
+        const count = Number(existing.dataset['count'] ?? '1') + 1;
+        existing.dataset['count'] = String(count);
+        existing.querySelector('.count')!.textContent = ` ×${count}`;
+        if (line) existing.querySelector('a')!.href = `#${line.id}`;
+        return;
+      }
+      const item = el('li', `marker ${kind}`);
+      item.dataset['kind'] = kind;
+      item.dataset['label'] = label;
+      const link = el('a', '', label) as HTMLAnchorElement;
+      let target: HTMLElement | undefined;
+      const linkTo = (to: HTMLElement): void => {
+        target = to;
+        link.href = `#${to.id}`;
+        link.title = 'show it in the healing log';
+      };
+      link.addEventListener('click', (click) => {
+        click.preventDefault();
+        if (target) flash(target);
+      });
+      if (line) linkTo(line);
+      else unlinked.set(JSON.stringify(event), linkTo);
+      item.append(link, el('span', 'count'));
+      markers.append(item);
+      markers.hidden = false;
+    };
+
+    /** Tool calls in flight, and whether a degradation answered for them. */
+    const pending = new Map<string, { name: string; degraded?: string }>();
     const onEvent = (e: AgentEvent): void => {
       switch (e.type) {
         case 'text-delta':
@@ -214,16 +404,36 @@ async function main(): Promise<void> {
           discarded.after(live);
           break;
         }
-        case 'tool-call':
-          status.textContent = `calling ${e.name}(${JSON.stringify(e.args)})…`;
+        case 'retry':
+          mark('retry', `↻ ${e.target} retry ${e.attempt}/${e.max}: ${e.category}, waited ${e.delayMs} ms`, e);
+          break;
+        case 'fallback':
+          if (e.midStream && midStream === 'continue') mark('continuation', `⤳ continued on ${e.to}: ${e.from} died mid-answer (${e.reason})`, e);
+          else if (e.midStream) mark('fallback', `⤳ restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
+          else if (e.reason === 'circuit_open') mark('fallback', `⤳ ${e.from} skipped (circuit open) → ${e.to}`, e);
+          else mark('fallback', `⤳ fallback ${e.from} → ${e.to} (${e.reason})`, e);
           break;
         case 'reflection':
-          note('reflection', `reflection on ${e.tool} (${e.attempt}/${e.max}): ${e.prompt}`);
+          mark('reflection', `✎ ${reflectionText(e)}`, e);
+          status.textContent = `${e.tool} failed: asking the model to correct its call (${e.attempt}/${e.max})…`;
           break;
-        case 'tool-result':
-          status.textContent = `${e.name} answered`;
+        case 'degraded':
+          mark('degradation', `⚠ ${e.capability} degraded (${e.reason}): answered without it`, e);
+          for (const call of pending.values()) call.degraded = e.reason;
           break;
+        case 'tool-call':
+          pending.set(e.id, { name: e.name });
+          status.textContent = `calling ${e.name}(${JSON.stringify(e.args)})…`;
+          break;
+        case 'tool-result': {
+          const call = pending.get(e.id);
+          pending.delete(e.id);
+          status.textContent = call?.degraded === undefined ? `${e.name} answered` : `${e.name} degraded (${call.degraded}): answering without it`;
+          break;
+        }
         case 'tool-error':
+          pending.delete(e.id);
+          toolErrors.set(e.name, e.error);
           status.textContent = `${e.name} failed: ${e.error}`;
           break;
         case 'message':
@@ -239,6 +449,14 @@ async function main(): Promise<void> {
       }
       draw();
     };
+    const finished = (): void => {
+      send.disabled = false;
+      for (const chip of document.querySelectorAll<HTMLButtonElement>('.chip')) chip.disabled = false;
+      afterAnswer?.();
+      afterAnswer = undefined;
+      void syncFaults();
+      bubble.scrollIntoView({ block: 'end' });
+    };
     agent.ask(history).subscribe({
       next: onEvent,
       error: (error: unknown) => {
@@ -246,17 +464,60 @@ async function main(): Promise<void> {
         bubble.classList.add('failed');
         status.textContent = `Could not answer: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
         note('error', status.textContent);
-        send.disabled = false;
+        finished();
       },
       complete: () => {
-        send.disabled = false;
+        finished();
         input.focus();
       },
     });
+  };
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const question = input.value.trim();
+    if (!question || send.disabled) return;
+    input.value = '';
+    ask(question);
   });
+
+  // ---- suggestion chips: one healing path each ------------------------------------------------
+  /** The local provider that will answer next: the first whose circuit admits a call. */
+  const answering = (): ProviderConfig | undefined => locals.find((p) => agent.breakers.get(`model:${p.id}`).state !== 'open') ?? locals[0];
+  /** A provider dying mid-answer needs another one to go on: every local circuit closed, the first one armed. */
+  const freshStart = (): ProviderConfig | undefined => {
+    for (const p of locals) if (agent.breakers.get(`model:${p.id}`).state !== 'closed') agent.breakers.get(`model:${p.id}`).reset();
+    return locals[0];
+  };
+  const chips = $('#chips');
+  for (const chip of CHIPS) {
+    const button = el('button', 'chip', chip.label) as HTMLButtonElement;
+    button.type = 'button';
+    button.dataset['chip'] = chip.id;
+    button.title = chip.question;
+    button.addEventListener('click', () => {
+      if (send.disabled) return;
+      void (async () => {
+        if (chip.arm === 'slow-search') {
+          const was = slow.checked;
+          slow.checked = agent.slowSearch = true;
+          afterAnswer = () => (slow.checked = agent.slowSearch = was);
+        } else {
+          const toggle = TOGGLES.find((t) => t.id === (chip.arm as { toggle: string }).toggle)!;
+          const target = toggle.id === 'reset' ? freshStart() : answering();
+          if (target && !checkbox(target.id, toggle.id)?.checked) await setFault(target, toggle, true, true);
+        }
+        ask(chip.question);
+      })();
+    });
+    chips.append(button);
+  }
+
   $('#timings').textContent =
     `retries ${DEMO.retries} from ${DEMO.initialBackoffMs} ms · breaker opens after ${DEMO.failureThreshold} failed request, probes after ${DEMO.resetTimeoutMs / 1000} s · ` +
     `first chunk ${DEMO.firstChunkMs / 1000} s, idle ${DEMO.idleMs / 1000} s · search deadline ${DEMO.searchDeadlineMs / 1000} s`;
+  draw();
+  input.focus();
   document.body.dataset['ready'] = 'true';
 }
 

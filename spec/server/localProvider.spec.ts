@@ -17,7 +17,9 @@ import { parseSse } from '../../src/sources/providers/sse.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import {
+  DEFAULT_ALLOWED_ORIGINS,
   FaultController,
+  RIVER_STORY,
   cityOf,
   scriptedAssistant,
   startLocalProvider,
@@ -28,6 +30,8 @@ import {
   type ProviderActivity,
 } from '../../src/server/index.js';
 import { describeEvent } from '../../src/testing/index.js';
+import { request as httpRequest } from 'node:http';
+import { rawRequest } from '../support/rawHttp.js';
 
 const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', stream: true, messages: [{ role: 'user', content }], ...extra });
 const anthropicBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content }], ...extra });
@@ -35,6 +39,8 @@ const weatherSpec = { type: 'function', function: { name: 'get_weather', descrip
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+const raw = rawRequest;
 
 /** The data of each SSE event of a response (JSON-parsed unless `[DONE]`), with its event name. */
 async function events(response: Response): Promise<{ event: string; data: Record<string, unknown> | '[DONE]' }[]> {
@@ -78,6 +84,10 @@ describe('local provider', () => {
       expect(() => validateFault({ kind: 'down', mode: 'explode' })).to.throw(InvalidOptionError, 'mode');
       expect(() => validateFault({ kind: 'stall', afterChunk: 1 })).to.throw(InvalidOptionError, 'afterChunk');
       expect(() => validateFault({ kind: 'slow-first-byte', delayMs: 10, times: 0 })).to.throw(InvalidOptionError, 'times');
+      // Node fires a timer above 2³¹−1 ms at once: refused, not silently shortened
+      expect(() => validateFault({ kind: 'slow-first-byte', delayMs: 3e9 })).to.throw(InvalidOptionError, 'delayMs');
+      expect(() => validateFault({ kind: 'slow-first-byte', delayMs: Infinity })).to.throw(InvalidOptionError, 'delayMs');
+      expect(() => startLocalProvider({ tokenDelayMs: 2 ** 31 })).to.throw(InvalidOptionError, 'tokenDelayMs');
     });
 
     it('assigns ids, replaces by id, counts uses and drops a used-up fault, reports changes', () => {
@@ -151,6 +161,18 @@ describe('local provider', () => {
         ],
       };
       expect(scriptedAssistant(degraded).text).to.match(/can't search the knowledge base/);
+    });
+
+    it('asked for a story → a long plain answer (90 tokens, no tool), which continues exactly after a cut', () => {
+      for (const question of ['Tell me a story about a river', 'Describe a river at length', 'Explain rivers in detail', 'Give me a long answer']) {
+        expect(scriptedAssistant(ask(question, [weather, search])), question).to.deep.equal({ text: RIVER_STORY });
+      }
+      expect(tokenize(RIVER_STORY)).to.have.length(90);
+      const request = ask('Tell me a story about a river');
+      const partial = tokenize(RIVER_STORY).slice(0, 3).join('');
+      const rest = scriptedAssistant({ ...request, messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }] });
+      expect(partial + rest.text).to.equal(RIVER_STORY);
+      expect(scriptedAssistant(ask('Tell me something nice about rivers')).text, 'not a story request').to.match(/^I am the local rxheal assistant/);
     });
 
     it('anything else → a canned answer quoting the question', () => {
@@ -300,19 +322,140 @@ describe('local provider', () => {
       expect((await fetch(`${server.url}/v1/messages`)).status).to.equal(405);
     });
 
-    it('CORS: any origin; preflight echoes the asked headers; retry-after and x-should-retry are exposed', async () => {
-      const preflight = await fetch(`${server.url}/v1/messages`, {
-        method: 'OPTIONS',
-        headers: { origin: 'http://127.0.0.1:5173', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key,anthropic-version' },
-      });
-      expect(preflight.status).to.equal(204);
-      expect(preflight.headers.get('access-control-allow-origin')).to.equal('*');
-      expect(preflight.headers.get('access-control-allow-methods')).to.contain('POST');
-      expect(preflight.headers.get('access-control-allow-headers')).to.equal('content-type,x-api-key,anthropic-version');
+    it('CORS for an allowed origin (default: the demo page’s): echoed, never *; preflight echoes the asked headers; retry-after and x-should-retry are exposed', async () => {
+      for (const origin of DEFAULT_ALLOWED_ORIGINS) {
+        const preflight = await fetch(`${server.url}/v1/messages`, {
+          method: 'OPTIONS',
+          headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key,anthropic-version' },
+        });
+        expect(preflight.status).to.equal(204);
+        expect(preflight.headers.get('access-control-allow-origin')).to.equal(origin);
+        expect(preflight.headers.get('vary')).to.contain('origin');
+        expect(preflight.headers.get('access-control-allow-methods')).to.contain('POST');
+        expect(preflight.headers.get('access-control-allow-headers')).to.equal('content-type,x-api-key,anthropic-version');
+      }
+      expect(DEFAULT_ALLOWED_ORIGINS).to.deep.equal(['http://127.0.0.1:5173', 'http://localhost:5173']);
       server.faults.set({ kind: 'status', status: 429, retryAfter: 1, times: 1 });
       const limited = await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'), { origin: 'http://127.0.0.1:5173' });
-      expect(limited.headers.get('access-control-allow-origin')).to.equal('*');
+      expect(limited.status).to.equal(429);
+      expect(limited.headers.get('access-control-allow-origin')).to.equal('http://127.0.0.1:5173');
       expect(limited.headers.get('access-control-expose-headers')).to.contain('retry-after').and.to.contain('x-should-retry');
+      // no Origin (Node, curl, an SDK): served, without CORS headers
+      const plain = await post(`${server.url}/v1/chat/completions`, openAIBody('Hi', { stream: false }));
+      expect(plain.status).to.equal(200);
+      expect(plain.headers.get('access-control-allow-origin')).to.equal(null);
+    });
+
+    describe('guarded: Host and Origin on every route (DNS rebinding, foreign pages)', () => {
+      const host = () => `127.0.0.1:${server.port}`;
+      /** Routes that change state, reveal data or answer as the model, with a body where they take one. */
+      const routes = (): { method: string; path: string; body?: unknown }[] => [
+        { method: 'GET', path: '/admin/faults' },
+        { method: 'POST', path: '/admin/faults', body: { kind: 'down', id: 'intruder' } },
+        { method: 'PUT', path: '/admin/faults', body: { faults: [{ kind: 'down', id: 'intruder' }] } },
+        { method: 'DELETE', path: '/admin/faults' },
+        { method: 'DELETE', path: '/admin/faults/keep' },
+        { method: 'GET', path: '/admin/requests' },
+        { method: 'GET', path: '/admin/events' },
+        { method: 'GET', path: '/health' },
+        { method: 'POST', path: '/v1/chat/completions', body: openAIBody('Hi', { stream: false }) },
+        { method: 'POST', path: '/chat/completions', body: openAIBody('Hi', { stream: false }) },
+        { method: 'POST', path: '/v1/messages', body: anthropicBody('Hi', { stream: false }) },
+      ];
+      const refusedEverywhere = async (headers: Record<string, string>, contentType = 'application/json'): Promise<void> => {
+        server.faults.set({ kind: 'slow-first-byte', delayMs: 0, id: 'keep' });
+        const before = server.requests.length;
+        for (const route of routes()) {
+          const response = await raw(server.port, {
+            ...route,
+            headers: { host: host(), ...headers, ...(route.body === undefined ? {} : { 'content-type': contentType }) },
+          });
+          expect(response.status, `${route.method} ${route.path}`).to.equal(403);
+          expect(response.headers['access-control-allow-origin'], `${route.method} ${route.path}`).to.equal(undefined);
+          expect(response.text, `${route.method} ${route.path}: reveals nothing`).not.to.contain('req_');
+        }
+        expect(server.faults.list().map((f) => f.id), 'faults unchanged').to.deep.equal(['keep']);
+        expect(server.requests.length, 'nothing recorded').to.equal(before);
+      };
+
+      it('a foreign Origin is refused with 403 on every route, before anything changes (a cross-site text/plain POST included)', async () => {
+        await refusedEverywhere({ origin: 'https://evil.example' });
+        await refusedEverywhere({ origin: 'https://evil.example' }, 'text/plain');
+        await refusedEverywhere({ origin: 'null' });
+        await refusedEverywhere({ origin: 'http://127.0.0.1:5174' });
+        const refused = await raw(server.port, { method: 'POST', path: '/admin/faults', headers: { host: host(), origin: 'https://evil.example', 'content-type': 'text/plain' }, body: '{"kind":"down"}' });
+        expect(JSON.parse(refused.text)).to.deep.include({ error: { message: "rxheal local provider 'spec': Origin \"https://evil.example\" is not allowed (add it to allowedOrigins)", type: 'forbidden' } });
+      });
+
+      it('a preflight from a foreign origin is refused: no CORS grant, no Private Network Access grant', async () => {
+        const preflight = await raw(server.port, {
+          method: 'OPTIONS',
+          path: '/admin/faults',
+          headers: { host: host(), origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' },
+        });
+        expect(preflight.status).to.equal(403);
+        expect(preflight.headers['access-control-allow-origin']).to.equal(undefined);
+        expect(preflight.headers['access-control-allow-private-network']).to.equal(undefined);
+      });
+
+      it('a Host that is not this server’s loopback name is refused with 403 on every route, with or without an Origin (DNS rebinding)', async () => {
+        await refusedEverywhere({ host: `evil.example:${server.port}` });
+        await refusedEverywhere({ host: `evil.example:${server.port}`, origin: `http://evil.example:${server.port}` });
+        await refusedEverywhere({ host: `127.0.0.1.nip.io:${server.port}` });
+        await refusedEverywhere({ host: `127.0.0.1:${server.port + 1}` });
+        await refusedEverywhere({ host: 'localhost' });
+        const rebound = await raw(server.port, { method: 'GET', path: '/admin/requests', headers: { host: `evil.example:${server.port}` } });
+        expect(JSON.parse(rebound.text).error.message).to.contain(`Host "evil.example:${server.port}" is not allowed`).and.to.contain('allowedHosts');
+      });
+
+      it('a request without an Origin that the browser marks cross-site (an <img>, a no-cors fetch) is refused', async () => {
+        const response = await raw(server.port, { method: 'GET', path: '/admin/requests', headers: { host: host(), 'sec-fetch-site': 'cross-site' } });
+        expect(response.status).to.equal(403);
+      });
+
+      it('its own names pass: 127.0.0.1, localhost and [::1] with its port, its own origin, and allowedHosts', async () => {
+        for (const name of ['127.0.0.1', 'localhost', '[::1]', 'LOCALHOST']) {
+          const response = await raw(server.port, { method: 'GET', path: '/admin/faults', headers: { host: `${name}:${server.port}` } });
+          expect(response.status, name).to.equal(200);
+        }
+        const own = await raw(server.port, { method: 'GET', path: '/admin/faults', headers: { host: host(), origin: server.url } });
+        expect(own.status).to.equal(200);
+        expect(own.headers['access-control-allow-origin']).to.equal(server.url);
+        const named = await startLocalProvider({ tokenDelayMs: 1, allowedHosts: ['devbox.lan:9999'], allowedOrigins: ['http://devbox.lan:5173'] });
+        try {
+          expect((await raw(named.port, { method: 'GET', path: '/health', headers: { host: 'devbox.lan:9999' } })).status).to.equal(200);
+          const page = await raw(named.port, { method: 'GET', path: '/health', headers: { host: `127.0.0.1:${named.port}`, origin: 'http://devbox.lan:5173' } });
+          expect(page.status).to.equal(200);
+          expect(page.headers['access-control-allow-origin']).to.equal('http://devbox.lan:5173');
+          expect((await raw(named.port, { method: 'GET', path: '/health', headers: { host: `127.0.0.1:${named.port}`, origin: 'http://127.0.0.1:5173' } })).status, 'the default is replaced').to.equal(403);
+        } finally {
+          await named.close();
+        }
+      });
+
+      it('Private Network Access: granted only with allowPrivateNetwork, and only to an allowed origin', async () => {
+        const ask = (port: number, origin: string) =>
+          raw(port, { method: 'OPTIONS', path: '/v1/chat/completions', headers: { host: `127.0.0.1:${port}`, origin, 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' } });
+        const denied = await ask(server.port, 'http://127.0.0.1:5173');
+        expect(denied.status).to.equal(204);
+        expect(denied.headers['access-control-allow-private-network']).to.equal(undefined);
+        const pna = await startLocalProvider({ tokenDelayMs: 1, allowPrivateNetwork: true, allowedOrigins: ['https://app.example'] });
+        try {
+          expect((await ask(pna.port, 'https://app.example')).headers['access-control-allow-private-network']).to.equal('true');
+          expect((await ask(pna.port, 'https://evil.example')).status).to.equal(403);
+        } finally {
+          await pna.close();
+        }
+      });
+
+      it('validates allowedOrigins (origins only: no path, no wildcard), allowedHosts and allowPrivateNetwork', () => {
+        expect(() => startLocalProvider({ allowedOrigins: ['*'] })).to.throw(InvalidOptionError, 'allowedOrigins');
+        expect(() => startLocalProvider({ allowedOrigins: ['http://127.0.0.1:5173/page'] })).to.throw(InvalidOptionError, 'allowedOrigins');
+        expect(() => startLocalProvider({ allowedOrigins: ['file:///tmp'] })).to.throw(InvalidOptionError, 'allowedOrigins');
+        expect(() => startLocalProvider({ allowedOrigins: 'http://127.0.0.1:5173' as never })).to.throw(InvalidOptionError, 'allowedOrigins');
+        expect(() => startLocalProvider({ allowedHosts: [''] })).to.throw(InvalidOptionError, 'allowedHosts');
+        expect(() => startLocalProvider({ allowPrivateNetwork: 'yes' as never })).to.throw(InvalidOptionError, 'allowPrivateNetwork');
+      });
     });
 
     describe('faults', () => {
@@ -503,6 +646,104 @@ describe('local provider', () => {
         expect(names[0]).to.equal('faults');
         expect(names).to.include.members(['request-start', 'request-end']);
       });
+    });
+  });
+
+  describe('bounded memory', () => {
+    const padded = (bytes: number) => {
+      const body = { model: 'local', messages: [{ role: 'user', content: 'Hi' }], padding: '' };
+      body.padding = 'x'.repeat(bytes - JSON.stringify(body).length);
+      return body;
+    };
+
+    it('requests keeps at most maxRecordedRequests records and maxRecordedBytes of bodies, the oldest dropped first', async () => {
+      const server = await startLocalProvider({ tokenDelayMs: 0, maxRecordedRequests: 3, maxRecordedBytes: 3000 });
+      try {
+        for (let i = 0; i < 5; i++) expect((await post(`${server.url}/v1/chat/completions`, padded(500))).status).to.equal(200);
+        expect(server.requests.map((r) => r.id)).to.deep.equal(['req_3', 'req_4', 'req_5']);
+        expect(server.requests.map((r) => r.bodyBytes)).to.deep.equal([500, 500, 500]);
+        await post(`${server.url}/v1/chat/completions`, padded(2000)); // 500 + 500 + 2000 = 3000: fits
+        expect(server.requests.map((r) => r.id)).to.deep.equal(['req_4', 'req_5', 'req_6']);
+        await post(`${server.url}/v1/chat/completions`, padded(1000)); // 500 + 2000 + 1000 > 3000: req_5 goes too
+        expect(server.requests.map((r) => r.id)).to.deep.equal(['req_6', 'req_7']);
+        // a body larger than the whole budget: recorded without it
+        await post(`${server.url}/v1/chat/completions`, padded(5000));
+        expect(server.requests.map((r) => [r.id, r.bodyBytes, r.body === undefined])).to.deep.equal([
+          ['req_6', 2000, false],
+          ['req_7', 1000, false],
+          ['req_8', 5000, true],
+        ]);
+        const listed = (await (await fetch(`${server.url}/admin/requests`)).json()) as { requests: { id: string }[] };
+        expect(listed.requests.map((r) => r.id)).to.deep.equal(['req_6', 'req_7', 'req_8']);
+        expect(() => startLocalProvider({ maxRecordedRequests: -1 })).to.throw(InvalidOptionError, 'maxRecordedRequests');
+        expect(() => startLocalProvider({ maxRecordedBytes: 1.5 })).to.throw(InvalidOptionError, 'maxRecordedBytes');
+        expect(() => startLocalProvider({ eventsBufferBytes: -1 })).to.throw(InvalidOptionError, 'eventsBufferBytes');
+        expect(() => startLocalProvider({ maxBodyBytes: 0 })).to.throw(InvalidOptionError, 'maxBodyBytes');
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('by default: bodies up to 4 MiB (413 past it), 16 MiB of them kept', async function () {
+      this.timeout(30_000);
+      const server = await startLocalProvider({ tokenDelayMs: 0 });
+      try {
+        const tooLarge = await post(`${server.url}/v1/chat/completions`, padded(4 * 1024 * 1024 + 1));
+        expect(tooLarge.status).to.equal(413);
+        // 5 bodies of 4 000 000 bytes: 20 MB; the last 4 (16 MB) fit in 16 MiB
+        for (let i = 0; i < 5; i++) expect((await post(`${server.url}/v1/chat/completions`, padded(4_000_000))).status).to.equal(200);
+        expect(server.requests.map((r) => r.bodyBytes)).to.deep.equal([4_000_000, 4_000_000, 4_000_000, 4_000_000]);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('/admin/events: a reader that does not keep up gets events dropped, not buffered, then `dropped` with the count and the current faults', async function () {
+      this.timeout(30_000);
+      const server = await startLocalProvider({ tokenDelayMs: 0 }); // eventsBufferBytes: 1 MiB by default
+      try {
+        // a reader that reads nothing: the response is paused, so the client stops reading the socket
+        const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) =>
+          httpRequest({ host: '127.0.0.1', port: server.port, path: '/admin/events', headers: { host: `127.0.0.1:${server.port}` } }, resolve).on('error', reject).end(),
+        );
+        response.pause();
+        // 400 fault changes of ~64 KB each: ~26 MB of events, far more than the socket buffers hold
+        const message = 'm'.repeat(64 * 1024);
+        const changes = 400;
+        for (let i = 0; i < changes; i++) server.faults.set({ kind: 'status', status: 503, message, id: `f${i}` });
+        const produced = changes * message.length;
+        // now read it all: the marker comes once the buffer drains
+        let text = '';
+        response.setEncoding('utf8');
+        response.resume();
+        // until the list with the last change has arrived (delivered, or sent after the marker)
+        const lastId = `"id":"f${changes - 1}"`;
+        let scanned = 0;
+        let found = -1;
+        await new Promise<void>((resolve) =>
+          response.on('data', (chunk: string) => {
+            text += chunk;
+            if (found === -1) {
+              found = text.indexOf(lastId, Math.max(0, scanned - lastId.length));
+              scanned = text.length;
+            }
+            if (found !== -1 && text.indexOf('\n\n', found) !== -1) resolve();
+          }),
+        );
+        response.destroy();
+        expect(text.length, 'bytes received').to.be.below(produced / 2);
+        const events = parseSse(text);
+        const dropped = events.filter((e) => e.event === 'dropped').map((e) => JSON.parse(e.data) as { type: string; count: number });
+        expect(dropped).to.have.length(1);
+        expect(dropped[0]!.type).to.equal('dropped');
+        const faultEvents = events.filter((e) => e.event === 'faults');
+        // the first on connect, those written, the current list after the marker: every change is either delivered or counted
+        expect(faultEvents.length - 2 + dropped[0]!.count).to.equal(changes);
+        const last = JSON.parse(faultEvents.at(-1)!.data) as { faults: { id: string }[] };
+        expect(last.faults.map((f) => f.id)).to.deep.equal([`f${changes - 1}`]);
+      } finally {
+        await server.close();
+      }
     });
   });
 

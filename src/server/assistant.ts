@@ -94,6 +94,21 @@ export function tokenize(text: string): string[] {
 
 const CONTINUE = /\b(continue it exactly where it stopped|was cut off|continue where you (left off|stopped))\b/i;
 const WEATHER = /\b(weather|temperature|forecast|rain(ing|y)?|sunny|snow(ing)?|hot|cold|degrees?)\b/i;
+const STORY = /\b(story|stories|at length|in detail|long answer)\b/i;
+/**
+ * The scripted assistant's long plain answer (no tool call, 90 tokens) to a request for a story:
+ * long enough for a provider to die visibly mid-answer.
+ *
+ * @example
+ * ```ts
+ * scriptedAssistant({ protocol: 'openai', model: 'local', messages: [{ role: 'user', content: 'Tell me a story about a river' }], tools: [] }).text === RIVER_STORY; // true
+ * ```
+ */
+export const RIVER_STORY =
+  'Once upon a time, a small river began as snowmelt high in the mountains. It ran over stones and under old bridges, ' +
+  'past a mill that had stopped turning long ago, and through a town where children raced paper boats along its banks. ' +
+  'In summer it grew slow and warm; in spring it ran fast and loud with rain. Herons fished in its shallows at dawn, ' +
+  'and at night it carried the lights of the houses on its surface all the way down to the sea, where it finally rested.';
 const KNOWLEDGE = /\b(polic(y|ies)|refunds?|returns?|docs?|documentation|manual|knowledge|guide|faq|how (do|can|to) )/i;
 /** Times a tool may fail in a row (since the question) before the assistant gives up on it. */
 const MAX_ATTEMPTS = 3;
@@ -250,6 +265,8 @@ function knowledgeAnswer(content: string): string {
  *   tool is not working;
  * - a tool the system prompt lists as unavailable (a degraded capability) is not called: it says
  *   so instead;
+ * - asked for a story ("story", "at length", "in detail", "long answer") → a long plain answer
+ *   ({@link RIVER_STORY}, about 90 tokens, no tool): what a reset mid-answer visibly cuts;
  * - asked to continue a cut-off answer (an assistant message with the partial text, then a user
  *   message such as fallbackModel's continue instruction) → the rest of the answer it would have
  *   given, after the partial text;
@@ -317,6 +334,7 @@ export const scriptedAssistant: Assistant = (request) => {
     return { text: sentences.join(' ') };
   }
 
+  if (STORY.test(question)) return { text: RIVER_STORY };
   if (WEATHER.test(question)) {
     if (usable('get_weather')) return { toolCalls: [{ name: 'get_weather', args: weatherArgs(question) }] };
     const city = cityOf(question);

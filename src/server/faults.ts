@@ -185,6 +185,17 @@ export type ActiveFault = Fault & { readonly id: string; readonly remaining?: nu
 
 const FAULT_KINDS = ['status', 'down', 'reset', 'stall', 'slow-first-byte', 'malformed', 'stream-error', 'bad-tool-args'] as const;
 const HttpStatus = check('an integer from 400 to 599', (u): u is number => Number.isInteger(u) && (u as number) >= 400 && (u as number) <= 599);
+/**
+ * A wait the server takes (`delayMs`, `tokenDelayMs`): 0 to 2³¹−1 ms — Node fires a longer
+ * timer after 1 ms, so a longer one is refused rather than silently shortened.
+ *
+ * @example
+ * ```ts
+ * TimerDelayMs.is(3000); // true
+ * TimerDelayMs.is(3e9);  // false
+ * ```
+ */
+export const TimerDelayMs = check('a number of ms from 0 to 2147483647 (Node fires longer timers at once)', (u): u is number => typeof u === 'number' && u >= 0 && u <= 2147483647);
 const PlainObject = check('a plain object', (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u));
 const common = { kind: oneOf(...FAULT_KINDS), id: NonEmptyString, times: PositiveInteger };
 const FAULT_PROPS: Readonly<Record<FaultKind, t.Props>> = {
@@ -192,7 +203,7 @@ const FAULT_PROPS: Readonly<Record<FaultKind, t.Props>> = {
   down: { ...common, mode: oneOf('destroy', 'status') },
   reset: { ...common, afterChunks: NonNegativeInteger },
   stall: { ...common, afterChunks: NonNegativeInteger },
-  'slow-first-byte': { ...common, delayMs: NonNegativeNumber },
+  'slow-first-byte': { ...common, delayMs: TimerDelayMs },
   malformed: { ...common, afterChunks: NonNegativeInteger },
   'stream-error': { ...common, afterChunks: NonNegativeInteger, errorType: NonEmptyString, message: NonEmptyString },
   'bad-tool-args': { ...common, args: PlainObject },

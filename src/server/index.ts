@@ -10,7 +10,7 @@
  *
  * @module
  */
-export { startLocalProvider, FaultController, validateFault } from './localProvider.js';
+export { startLocalProvider, FaultController, validateFault, DEFAULT_ALLOWED_ORIGINS } from './localProvider.js';
 export type {
   ActiveFault,
   BadToolArgsFault,
@@ -30,5 +30,5 @@ export type {
   StatusFault,
   StreamErrorFault,
 } from './localProvider.js';
-export { scriptedAssistant, tokenize, cityOf } from './assistant.js';
+export { scriptedAssistant, tokenize, cityOf, RIVER_STORY } from './assistant.js';
 export type { Assistant, AssistantRequest, AssistantTool, AssistantToolCall, AssistantTurn } from './assistant.js';

@@ -15,9 +15,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, Observable, Subject } from 'rxjs';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Message } from '../core/events.js';
-import { Func, NonEmptyString, NonNegativeNumber, check, validateOptions } from '../core/options.js';
+import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/options.js';
 import { scriptedAssistant, tokenize, type Assistant, type AssistantRequest, type AssistantTool, type AssistantTurn } from './assistant.js';
-import { FaultController, type ActiveFault, type Fault, type FaultKind } from './faults.js';
+import { FaultController, TimerDelayMs, type ActiveFault, type Fault, type FaultKind } from './faults.js';
+import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import {
   anthropicFrames,
   anthropicJson,
@@ -62,6 +63,41 @@ export interface LocalProviderOptions {
   readonly tokenDelayMs?: number;
   /** What answers. Defaults to {@link scriptedAssistant}. */
   readonly assistant?: Assistant;
+  /**
+   * Browser origins allowed to call the server (CORS, and the `Origin` check on every route):
+   * exact origins such as `'http://127.0.0.1:5173'`. A request whose `Origin` is neither one of
+   * these nor the server's own is refused with 403; requests without an `Origin` (Node, curl, the
+   * SDKs) pass. Defaults to the demo page's: `['http://127.0.0.1:5173', 'http://localhost:5173']`.
+   */
+  readonly allowedOrigins?: readonly string[];
+  /**
+   * More `Host` values to answer to (`'name:port'`), besides `127.0.0.1:<port>`,
+   * `localhost:<port>`, `[::1]:<port>` and the bound address. Any other `Host` is refused with 403
+   * on every route (DNS rebinding). None by default.
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * Answer Chromium's Private Network Access preflight (`access-control-request-private-network`)
+   * with `access-control-allow-private-network: true`, for allowed origins only: needed only when
+   * a page on a public address calls this server. Defaults to false.
+   */
+  readonly allowPrivateNetwork?: boolean;
+  /** How many requests `requests` and `/admin/requests` keep (the oldest go first). Defaults to 1000. */
+  readonly maxRecordedRequests?: number;
+  /**
+   * How many bytes of request bodies (UTF-8, as received) `requests` keeps in all: past it the
+   * oldest records go first; a body larger than this on its own is not kept (`body` absent,
+   * `bodyBytes` says how large it was). Defaults to 16 MiB.
+   */
+  readonly maxRecordedBytes?: number;
+  /** Largest request body accepted, in bytes (a larger one gets 413). Defaults to 4 MiB. */
+  readonly maxBodyBytes?: number;
+  /**
+   * Per `/admin/events` client: bytes the server may hold for a reader slower than the events.
+   * Past it, events are dropped, and once the reader catches up it gets `event: dropped`
+   * (`{ type: 'dropped', count }`) followed by the current faults. Defaults to 1 MiB.
+   */
+  readonly eventsBufferBytes?: number;
 }
 
 /**
@@ -79,8 +115,10 @@ export interface RecordedRequest {
   readonly path: string;
   /** Whether the request asked for a stream. */
   readonly stream: boolean;
-  /** The parsed JSON body. */
+  /** The parsed JSON body; absent when the body alone was larger than `maxRecordedBytes`. */
   readonly body: unknown;
+  /** The body's size as received, in bytes. */
+  readonly bodyBytes: number;
   /** Epoch ms. */
   readonly startedAt: number;
   /** The HTTP status sent; absent while waiting or when the connection was destroyed first. */
@@ -134,7 +172,7 @@ export interface LocalProvider {
   readonly name: string;
   /** This instance's faults. */
   readonly faults: FaultController;
-  /** Requests received, oldest first (the last 1000). */
+  /** Requests received, oldest first (the last `maxRecordedRequests`, within `maxRecordedBytes`). */
   readonly requests: readonly RecordedRequest[];
   /** Requests starting and ending, and fault changes, as they happen (hot). */
   readonly activity$: Observable<ProviderActivity>;
@@ -149,12 +187,28 @@ const optionProps = {
   host: NonEmptyString,
   name: NonEmptyString,
   faults: check('a fault or an array of faults', (u): u is Fault | Fault[] => typeof u === 'object' && u !== null),
-  tokenDelayMs: NonNegativeNumber,
+  tokenDelayMs: TimerDelayMs,
   assistant: Func,
+  allowedOrigins: check('an array of origins', (u): u is string[] => Array.isArray(u)),
+  allowedHosts: check("an array of 'host:port' strings", (u): u is string[] => Array.isArray(u) && u.every((h) => typeof h === 'string' && h !== '')),
+  allowPrivateNetwork: Bool,
+  maxRecordedRequests: NonNegativeInteger,
+  maxRecordedBytes: NonNegativeInteger,
+  maxBodyBytes: PositiveInteger,
+  eventsBufferBytes: NonNegativeInteger,
 };
 
-const MAX_BODY = 4 * 1024 * 1024;
-const MAX_RECORDED = 1000;
+/**
+ * The demo page's origins (`npm start` on its default port): the default `allowedOrigins` of
+ * {@link startLocalProvider}.
+ *
+ * @example
+ * ```ts
+ * const server = await startLocalProvider({ allowedOrigins: [...DEFAULT_ALLOWED_ORIGINS, 'http://localhost:3000'] });
+ * ```
+ */
+export const DEFAULT_ALLOWED_ORIGINS: readonly string[] = ['http://127.0.0.1:5173', 'http://localhost:5173'];
+const MIB = 1024 * 1024;
 const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-id, x-provider-name';
 
 type MutableRequest = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] } & { faults: FaultKind[] };
@@ -171,8 +225,14 @@ type MutableRequest = { -readonly [K in keyof RecordedRequest]: RecordedRequest[
  * `POST /admin/faults` with `{ faults: [...] }` replaces them all, with one fault `{ kind, … }`
  * adds it (201); `DELETE /admin/faults` clears, `DELETE /admin/faults/<id>` removes one;
  * `GET /admin/requests` → `{ requests }`; `GET /admin/events` → an SSE stream of
- * {@link ProviderActivity}. Every response carries CORS headers (any origin; `retry-after`,
- * `x-should-retry`… exposed), so a page on another port can call it. See docs/local-provider.md.
+ * {@link ProviderActivity} (a slow reader gets `event: dropped` instead of unbounded buffering).
+ *
+ * Guarded, on every route: a `Host` other than this server's loopback names (`127.0.0.1:<port>`,
+ * `localhost:<port>`, `allowedHosts`) is refused with 403 (DNS rebinding), and so is an `Origin`
+ * other than `allowedOrigins` (default: the demo page's, `http://127.0.0.1:5173` and
+ * `http://localhost:5173`) or the server's own. An allowed origin gets CORS headers (echoed, with
+ * `retry-after`, `x-should-retry`… exposed); requests without an `Origin` (Node, curl, SDKs) pass.
+ * No Private Network Access grant unless `allowPrivateNetwork`. See docs/local-provider.md.
  *
  * @example
  * ```ts
@@ -189,10 +249,16 @@ type MutableRequest = { -readonly [K in keyof RecordedRequest]: RecordedRequest[
  */
 export function startLocalProvider(options: LocalProviderOptions = {}): Promise<LocalProvider> {
   validateOptions('startLocalProvider', optionProps, options);
-  const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant } = options;
+  const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant, allowPrivateNetwork = false } = options;
+  const { maxRecordedRequests = 1000, maxRecordedBytes = 16 * MIB, maxBodyBytes = 4 * MIB, eventsBufferBytes = MIB } = options;
+  const allowedOrigins = (options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS).map((o) => parseOrigin('startLocalProvider', 'allowedOrigins', o));
+  /** Set once listening (the port is known then); no request arrives before. */
+  let guard: RequestGuard | undefined;
   const faults = new FaultController(options.faults ?? []);
   const activity = new Subject<ProviderActivity>();
   const requests: MutableRequest[] = [];
+  /** Bytes of the bodies `requests` holds. */
+  let recordedBytes = 0;
   const waiters = new Set<{ predicate: (r: RecordedRequest) => boolean; resolve: (r: RecordedRequest) => void }>();
   /** Requests in progress, by the controller that stops their work. */
   const running = new Map<AbortController, MutableRequest>();
@@ -216,16 +282,33 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     }
   };
 
-  const cors = (req: IncomingMessage, res: ServerResponse): void => {
-    res.setHeader('access-control-allow-origin', '*');
-    res.setHeader('access-control-expose-headers', EXPOSED_HEADERS);
+  /** Bytes a record holds (a body too large to keep holds none). */
+  const held = (r: MutableRequest): number => (r.body === undefined ? 0 : r.bodyBytes);
+  /** Keeps a record, dropping the oldest past the count and byte bounds (and a body too large on its own). */
+  const keep = (record: MutableRequest): void => {
+    if (record.bodyBytes > maxRecordedBytes) record.body = undefined;
+    recordedBytes += held(record);
+    requests.push(record);
+    while (requests.length > maxRecordedRequests || recordedBytes > maxRecordedBytes) {
+      const oldest = requests.shift();
+      if (oldest === undefined) break;
+      recordedBytes -= held(oldest);
+    }
+  };
+
+  /** CORS for an allowed origin only (echoed, never `*`); the PNA grant only when asked for. */
+  const cors = (req: IncomingMessage, res: ServerResponse, origin: string | undefined): void => {
     res.setHeader('x-provider-name', name);
+    res.setHeader('vary', 'origin');
+    if (origin === undefined) return;
+    res.setHeader('access-control-allow-origin', origin);
+    res.setHeader('access-control-expose-headers', EXPOSED_HEADERS);
     if (req.method === 'OPTIONS') {
       res.setHeader('access-control-allow-methods', 'GET, POST, PUT, DELETE, OPTIONS');
       const asked = req.headers['access-control-request-headers'];
       res.setHeader('access-control-allow-headers', typeof asked === 'string' && asked !== '' ? asked : 'content-type, authorization, x-api-key, anthropic-version');
       res.setHeader('access-control-max-age', '600');
-      if (req.headers['access-control-request-private-network'] === 'true') res.setHeader('access-control-allow-private-network', 'true');
+      if (allowPrivateNetwork && req.headers['access-control-request-private-network'] === 'true') res.setHeader('access-control-allow-private-network', 'true');
     }
   };
 
@@ -235,28 +318,34 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     res.end(text);
   };
 
-  const readBody = (req: IncomingMessage): Promise<string> =>
+  const readBody = (req: IncomingMessage): Promise<Buffer> =>
     new Promise((resolve, reject) => {
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBodyBytes) {
+        reject(new BadRequest(`request body too large: ${declared} bytes, the limit is ${maxBodyBytes} (maxBodyBytes)`, 413));
+        return;
+      }
       const chunks: Buffer[] = [];
       let size = 0;
       req.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > MAX_BODY) {
-          reject(new BadRequest('request body too large'));
+        if (size > maxBodyBytes) {
+          reject(new BadRequest(`request body too large: the limit is ${maxBodyBytes} bytes (maxBodyBytes)`, 413));
           req.destroy();
           return;
         }
         chunks.push(chunk);
       });
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      req.on('end', () => resolve(Buffer.concat(chunks)));
       req.on('error', reject);
     });
 
-  const readJson = async (req: IncomingMessage): Promise<unknown> => {
-    const text = await readBody(req);
-    if (text.trim() === '') return undefined;
+  const readJson = async (req: IncomingMessage): Promise<{ value: unknown; bytes: number }> => {
+    const raw = await readBody(req);
+    const text = raw.toString('utf8');
+    if (text.trim() === '') return { value: undefined, bytes: raw.length };
     try {
-      return JSON.parse(text) as unknown;
+      return { value: JSON.parse(text) as unknown, bytes: raw.length };
     } catch {
       throw new BadRequest('the body is not valid JSON');
     }
@@ -271,10 +360,26 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     if (path === '/admin/events' && method === 'GET') {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
       res.write(`retry: 1000\n\n${sse({ type: 'faults', faults: faults.list() }, 'faults')}`);
+      // backpressure: past eventsBufferBytes waiting for a slow reader, events are dropped, not
+      // buffered; once it drains, the reader learns how many and gets the current faults
+      let dropped = 0;
+      const catchUp = (): void => {
+        if (dropped === 0) return;
+        res.write(sse({ type: 'dropped', count: dropped }, 'dropped') + sse({ type: 'faults', faults: faults.list() }, 'faults'));
+        dropped = 0;
+      };
       const subscription = activity.subscribe({
-        next: (a) => res.write(sse(a, a.type)),
+        next: (a) => {
+          if (res.writableLength > eventsBufferBytes) {
+            dropped++;
+            return;
+          }
+          catchUp();
+          res.write(sse(a, a.type));
+        },
         complete: () => res.end(),
       });
+      res.on('drain', catchUp);
       res.on('close', () => subscription.unsubscribe());
       return;
     }
@@ -285,7 +390,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         return json(res, 200, { faults: [] });
       }
       if (method === 'POST' || method === 'PUT') {
-        const body = await readJson(req);
+        const { value: body } = await readJson(req);
         try {
           if (isRecord(body) && Array.isArray(body['faults'])) return json(res, 200, { faults: faults.set(body['faults'] as Fault[]) });
           if (isRecord(body) && 'kind' in body) {
@@ -315,15 +420,15 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
       if (error instanceof BadRequest) return error;
       throw error;
     });
-    if (raw instanceof BadRequest || !isRecord(raw)) {
+    if (raw instanceof BadRequest || !isRecord(raw.value)) {
+      const status = raw instanceof BadRequest ? raw.status : 400;
       const message = raw instanceof BadRequest ? raw.message : 'the body must be a JSON object';
-      return json(res, 400, errorBody(protocol, 400, message));
+      return json(res, status, errorBody(protocol, status, message));
     }
-    const body = raw;
+    const body = raw.value;
     const stream = body['stream'] === true;
-    const record: MutableRequest = { id: `req_${++seq}`, protocol, path, stream, body, startedAt: asyncScheduler.now(), faults: [], chunks: 0 };
-    requests.push(record);
-    if (requests.length > MAX_RECORDED) requests.shift();
+    const record: MutableRequest = { id: `req_${++seq}`, protocol, path, stream, body, bodyBytes: raw.bytes, startedAt: asyncScheduler.now(), faults: [], chunks: 0 };
+    keep(record);
     activity.next({ type: 'request-start', request: snapshot(record) });
 
     const controller = new AbortController();
@@ -427,6 +532,9 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         if (f === undefined) return false;
         switch (f.kind) {
           case 'reset':
+            // when the next chunk would have come: a client reading chunk by chunk (Chromium) gets
+            // the last one before the error, not sometimes with it (and then loses it)
+            await wait(tokenDelayMs);
             destroy();
             return true;
           case 'stall':
@@ -473,7 +581,13 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    cors(req, res);
+    // every route changes state (faults, recorded requests) or reveals data: one guard for all
+    const refused = guard === undefined ? 'not listening yet' : guard.refusal(req.headers);
+    if (refused !== undefined) {
+      res.setHeader('vary', 'origin');
+      return json(res, 403, { error: { message: `rxheal local provider '${name}': ${refused}`, type: 'forbidden' } }, { connection: 'close' });
+    }
+    cors(req, res, guard?.allowedOrigin(req.headers));
     if (req.method === 'OPTIONS') {
       res.writeHead(204);
       res.end();
@@ -495,7 +609,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         res.destroy();
         return;
       }
-      const status = error instanceof BadRequest ? 400 : 500;
+      const status = error instanceof BadRequest ? error.status : 500;
       json(res, status, { error: { message: (error as Error | undefined)?.message ?? String(error) } });
     });
   });
@@ -507,6 +621,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
       server.off('error', reject);
       const address = server.address() as AddressInfo;
       const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+      guard = requestGuard({ port: address.port, bound: address.address, origins: allowedOrigins, ...(options.allowedHosts ? { hosts: options.allowedHosts } : {}) });
       let closed: Promise<void> | undefined;
       resolve({
         url,

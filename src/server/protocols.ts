@@ -218,7 +218,15 @@ export function textOf(content: unknown): string {
   return content === undefined || content === null ? '' : JSON.stringify(content);
 }
 
-export class BadRequest extends Error {}
+/** A request the server refuses, with its HTTP status (400 unless said). */
+export class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
 
 export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
   const raw = body['messages'];
