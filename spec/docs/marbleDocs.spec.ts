@@ -89,13 +89,7 @@ function runBlock(block: MarbleBlock): void {
   const ts = docScheduler();
   ts.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
     // the run's marble factories; pendingAt(ms) emits, at ms, how many actions wait on the virtual clock (0: no timer left behind)
-    const pendingAt = (ms: number): Observable<number> =>
-      new Observable<number>((subscriber) =>
-        ts.schedule(() => {
-          subscriber.next(ts.actions.length);
-          subscriber.complete();
-        }, ms),
-      );
+    const pendingAt = (ms: number): Observable<number> => testing.pendingAt(ts, ms);
     const scope: Record<string, unknown> = { ...base, cold, hot, pendingAt };
     const ev = (key: string): unknown => {
       const expr = one(block, key);

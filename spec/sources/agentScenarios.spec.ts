@@ -99,7 +99,14 @@ describe('agent scenarios (end to end through runAgent)', () => {
         flush();
         events = log.events.map(([, e]) => e);
       });
-      expect(events.map(describeEvent).filter((l) => !l.startsWith('call-')).slice(0, 5)).to.deep.equal(['text:The', 'text: weather', 'text: in', 'reset:fallback', 'text:The']);
+      expect(events.map(describeEvent).filter((l) => !l.startsWith('call-')).slice(0, 6)).to.deep.equal([
+        'text:The',
+        'text: weather',
+        'text: in',
+        'fallback:model:primary>model:secondary', // the run's hub hears the chain (issue "One run, one story")
+        'reset:fallback',
+        'text:The',
+      ]);
       expect(shownText(events)).to.equal('The weather in NYC is sunny.');
       expect(events.at(-1)).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'The weather in NYC is sunny.' } });
     });

@@ -17,18 +17,37 @@ import { MessageCodec } from '../core/events.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
+import { traced } from '../core/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
+import { streamModel, type BudgetMeter, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { IncompleteStreamError } from '../core/errors.js';
 import { isFatal, RunScope } from '../core/runScope.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
-/** Limits on one run, counted across retries, reflections and fallbacks. */
+/**
+ * Limits on one run, counted across retries, reflections and fallbacks. Crossing one ends the run
+ * with `BudgetExceededError` (its `resource` names the limit: `'modelCalls'`, `'tokens'`,
+ * `'toolCalls'`, or `'steps'` for `maxSteps`), after a `budget-exceeded` event.
+ *
+ * @example
+ * ```ts
+ * const budget: Budget = { maxModelCalls: 10, maxTokens: 20_000, maxToolCalls: 20 };
+ * ```
+ */
 export interface Budget {
-  /** Subscriptions to a model stream (every retry and fallback counts). */
+  /**
+   * Provider attempts: each subscription to a model's stream, wherever it happens — a turn, each
+   * retry of it, each model a `fallbackModel` tries (a wrapping model is not a call of its own:
+   * the models it calls are), each `fallbackTo` model alternative given the run's context. An
+   * attempt that would cross the limit is not made. A model skipped because its breaker is open
+   * is not called, so not counted.
+   */
   readonly maxModelCalls?: number;
-  /** Input + output tokens, from each turn's `finish.usage`. */
+  /**
+   * Input + output tokens, from each provider attempt's `finish.usage` (an attempt cut off before
+   * its `finish` reports none). The run errors after the `finish` that crosses it.
+   */
   readonly maxTokens?: number;
   /** Tool executions (every retry counts; calls rejected before running do not). */
   readonly maxToolCalls?: number;
@@ -42,7 +61,17 @@ export interface CapabilitySource {
   readonly events$: Observable<DegradedEvent | RestoredEvent>;
 }
 
-/** Handed to `toolPipeline` and `modelPipeline`. */
+/**
+ * Handed to `toolPipeline` and `modelPipeline`. It is also a `ModelCallContext`: give it to
+ * `fallbackTo`'s `context` option so that model alternatives count against the run's budget and
+ * report to its hub.
+ *
+ * @example
+ * ```ts
+ * const modelPipeline = (request: ModelRequest, turn$: Observable<TurnEvent>, context: PipelineContext) =>
+ *   turn$.pipe(fallbackTo(claude, { request, context }));
+ * ```
+ */
 export interface PipelineContext {
   /** The run's events hub: give it to operators (`hub` option) so their events reach the run. */
   readonly hub: HealHub;
@@ -50,6 +79,10 @@ export interface PipelineContext {
   readonly step: number;
   /** The run's shared state. */
   readonly scope: RunScope;
+  /** The run's budget, as model calls see it. */
+  readonly budget: BudgetMeter;
+  /** The run's scheduler (`scheduler` option, else `asyncScheduler`). */
+  readonly scheduler: SchedulerLike;
 }
 
 // Tools of any argument type: `Tool<A>` is invariant in A, so a list of different tools needs `any`.
@@ -110,8 +143,8 @@ const props = {
   scheduler: Scheduler,
 };
 
-/** Counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
-class BudgetTracker {
+/** The budget: counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
+class BudgetTracker implements BudgetMeter {
   private modelCalls = 0;
   private toolCalls = 0;
   private tokens = 0;
@@ -158,56 +191,6 @@ function resultText(result: unknown): string {
   } catch {
     return String(result);
   }
-}
-
-/**
- * Reports one call's lifetime to the hub: `call-start` on subscribe, `call-end` with duration,
- * outcome, error category and (for models) token usage.
- */
-function traced<T>(
-  hub: HealHub,
-  scheduler: SchedulerLike,
-  call: { kind: 'model' | 'tool'; name: string; id: string; step: number },
-  source: Observable<T>,
-): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const started = scheduler.now();
-    let usage: Usage | undefined;
-    let done = false;
-    const end = (outcome: 'success' | 'error' | 'cancelled', error?: unknown): void => {
-      done = true;
-      const at = scheduler.now();
-      hub.report({
-        type: 'call-end',
-        ...call,
-        at,
-        durationMs: at - started,
-        outcome,
-        ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
-        ...(usage ? { usage } : {}),
-      });
-    };
-    hub.report({ type: 'call-start', ...call, at: started });
-    const subscription = source.subscribe({
-      next: (value) => {
-        const event = value as { type?: unknown; usage?: Usage };
-        if (call.kind === 'model' && event.type === 'finish' && event.usage) usage = event.usage;
-        subscriber.next(value);
-      },
-      error: (error: unknown) => {
-        end('error', error);
-        subscriber.error(error);
-      },
-      complete: () => {
-        end('success');
-        subscriber.complete();
-      },
-    });
-    return () => {
-      subscription.unsubscribe();
-      if (!done) end('cancelled');
-    };
-  });
 }
 
 interface ToolOutcome {
@@ -378,22 +361,19 @@ class AgentRun {
     const req = this.request();
     const context = this.context();
     let modelCalls = 0;
-    const turn$ = defer(() => {
-      this.budget.modelCall();
-      const id = `step-${step}.${++modelCalls}`;
-      return traced(this.hub, scheduler, { kind: 'model', name: config.model.id, id, step }, streamModel(config.model, req));
-    });
+    // each subscription is one model call of the run (a retry: the next): counted, traced, and its
+    // context handed to the model, so a model that wraps others reports and counts into this run
+    const turn$ = defer(() =>
+      streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: `step-${step}.${++modelCalls}` }),
+    );
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     const output = new TurnOutput();
     this.work.add(
       piped.subscribe({
+        // tokens are counted where each provider attempt finishes (streamModel)
         next: (event) => {
           output.add(event);
           this.emit(event);
-          if (event.type === 'finish' && event.usage) {
-            const usage = event.usage;
-            this.guard(() => this.budget.usage(usage));
-          }
         },
         error: (error: unknown) => this.fail(error),
         complete: () => this.afterTurn(output),
@@ -497,7 +477,7 @@ class AgentRun {
 
   /** What the pipelines of the current step are handed. */
   private context(): PipelineContext {
-    return { hub: this.hub, step: this.step, scope: this.scope };
+    return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler };
   }
 
   /** Runs a budget check; a crossed limit ends the run. */
