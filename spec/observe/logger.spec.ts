@@ -121,6 +121,13 @@ describe('logEvents / tapLogs (structured logs)', () => {
       expect(calls[0]![1]).to.match(/^WARN rxheal: tool call failed, retrying tool_name=get_weather attempt=1 max=3 backoff_ms=500 error="Invalid units"/);
     });
 
+    it('a withheld retry is a warning naming the tool, the reason and the error', () => {
+      const withheld: HealEvent = { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' };
+      expect(formatLogLine(logRecord(withheld)!)).to.equal(
+        'WARN rxheal: retry withheld: tool not idempotent tool_name=send_email reason=not_idempotent category=service_unavailable error="HTTP 503"',
+      );
+    });
+
     it('reset_ms comes from the transition event, when it carries the reset timeout (retryAfterMs)', () => {
       const opened = { type: 'circuit', breaker: 'tool:broken_api', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 5, retryAfterMs: 60_000 } as HealEvent;
       expect(formatLogLine(logRecord(opened)!)).to.equal('WARN rxheal: circuit breaker opened tool_name=broken_api failures=5 reset_ms=60000 reason=failure_threshold');

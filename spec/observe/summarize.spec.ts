@@ -182,6 +182,19 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
     expect(s.budgetExceeded).to.deep.equal({ tokens: 1 });
   });
 
+  it('counts retries withheld for a non-idempotent tool, and provider attempts (parentId) under their own model only', () => {
+    const s = summarizeEvents([
+      { type: 'call-start', kind: 'model', name: 'fallback(gpt, claude)', id: 'step-1.1', step: 1, at: 0 },
+      { type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1/1', step: 1, at: 0, parentId: 'step-1.1' },
+      { type: 'call-start', kind: 'model', name: 'claude', id: 'step-1.1/2', step: 1, at: 5, parentId: 'step-1.1' },
+      { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' },
+    ]);
+    expect(s.calls).to.deep.equal({ model: 1, tool: 0 });
+    expect([s.targets['model:gpt']?.calls, s.targets['model:claude']?.calls]).to.deep.equal([1, 1]);
+    expect(s.retries).to.deep.equal({ total: 0, succeeded: 0, withheld: 1, byCategory: {} });
+    expect(s.events).to.equal(4);
+  });
+
   it('a capability degraded again with a new reason is one period; its reason is the latest', () => {
     const s = summarizeEvents(
       timed(

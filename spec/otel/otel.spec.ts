@@ -215,6 +215,23 @@ describe('rxheal/otel instrument()', () => {
     });
   });
 
+  describe('retries withheld for a tool that is not idempotent', () => {
+    it('a span event on the tool call that failed, and a counter', async () => {
+      const { exporter, options, collect } = sdk();
+      const events$ = new Subject<AgentEvent>();
+      testScheduler().run(({ flush }) => {
+        instrument(events$, options);
+        events$.next({ type: 'call-start', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0 });
+        events$.next({ type: 'call-end', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' });
+        events$.next({ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' });
+        flush();
+      });
+      const attributes = { 'rxheal.target': 'tool:send_email', 'error.type': 'service_unavailable', 'rxheal.retry.withheld_reason': 'not_idempotent' };
+      expect(exporter.getFinishedSpans().map(plain)[0]!.events).to.deep.equal([['rxheal.retry.withheld', 0, attributes]]);
+      expect((await collect())['rxheal.retries.withheld']).to.deep.equal([[attributes, 1]]);
+    });
+  });
+
   describe('which span an event goes on', () => {
     it('a model retried in the model pipeline: the retry goes on the failed call, retry-succeeded on the next', () => {
       const { exporter, options } = sdk();
