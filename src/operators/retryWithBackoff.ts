@@ -183,7 +183,7 @@ const props = {
  *   retryWithBackoff({ maxRetries: 3, initialBackoffMs: 500, jitter: 'equal' }),
  * );
  * ```
- * @example Coming from RxJS `retry(3)`: every error, with backoff
+ * @example Coming from RxJS retry(3): every error, with backoff
  * ```ts
  * const data$ = defer(() => fetchJson(url)).pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 3 }));
  * ```

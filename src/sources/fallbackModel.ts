@@ -211,7 +211,10 @@ function isModel(u: unknown): u is Model {
  * `IncompleteStreamError`, counted by its breaker). A failure after the consumer saw part of the
  * answer follows `midStream` (`'restart'` by default): a `reset` event then the next model's whole answer, or — `'continue'` — the next
  * model continues the partial text and only the new text is emitted, never repeated. Calls go
- * through `streamModel`, so unsubscribing aborts the model in flight.
+ * through `streamModel` with the context this model was handed (in `runAgent`, the run's), so
+ * unsubscribing aborts the model in flight, each model tried is one provider attempt of the run
+ * (counted against its budget, traced under its call), and the run's hub hears the fallbacks,
+ * circuits and `perModel` retries. `perModel` heals each model before the chain moves on.
  *
  * ```
  * primary:    -a-b-c-#            (3 text deltas, then a 503)
@@ -227,6 +230,7 @@ function isModel(u: unknown): u is Model {
  *   hub,
  *   midStream: 'continue',
  *   adapt: (req, m) => (m.id === 'local' ? { ...req, tools: [] } : req),
+ *   perModel: (id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 2 })),
  * });
  * streamModel(model, { messages, tools }).subscribe((e) => e.type === 'text-delta' && ui.append(e.text));
  * ```
