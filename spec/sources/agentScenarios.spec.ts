@@ -15,18 +15,10 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
+import { shownText } from '../support/shown.js';
 
 const ask = (content: string): Message[] => [{ role: 'user', content }];
 
-/** What a chat UI shows: deltas appended, `reset` clears. */
-function shownText(events: readonly AgentEvent[]): string {
-  let text = '';
-  for (const e of events) {
-    if (e.type === 'reset') text = '';
-    if (e.type === 'text-delta') text += e.text;
-  }
-  return text;
-}
 
 describe('agent scenarios (end to end through runAgent)', () => {
   describe('3. provider chain primary → secondary → tertiary, a breaker each', () => {

@@ -34,6 +34,7 @@ import {
   type SystemMessage,
   type TurnEvent,
 } from '../../src/index.js';
+import { shownText as shown } from '../support/shown.js';
 import { describeEvent, finish, pendingActions, record, scriptedModel, scriptedTool, textDeltas, toolCall, type Recording } from '../../src/testing/index.js';
 
 const ask = (content: string) => [{ role: 'user' as const, content }];
@@ -59,15 +60,6 @@ function story(run$: Observable<AgentEvent>) {
   return { log, all, labels: all.filter((l) => !l.startsWith('call-')), pending, events: log.events.map(([, e]) => e) };
 }
 
-/** What a chat UI shows: deltas appended, `reset` clears. */
-function shown(events: readonly AgentEvent[]): string {
-  let text = '';
-  for (const e of events) {
-    if (e.type === 'reset') text = '';
-    if (e.type === 'text-delta') text += e.text;
-  }
-  return text;
-}
 
 const THE_ANSWER = 'The weather in NYC is sunny.';
 const ANSWER_LABELS = ['text:The', 'text: weather', 'text: in', 'text: NYC', 'text: is', 'text: sunny.'];

@@ -9,6 +9,7 @@ import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions 
 import { streamModel, type BudgetMeter, type Model, type ModelContext, type ModelRequest } from '../../src/core/model.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';
+import { shownText as shown } from '../support/shown.js';
 
 const e503 = new HttpError(503);
 const e502 = new HttpError(502);
@@ -45,15 +46,6 @@ const delta = (text: string): TurnEvent => ({ type: 'text-delta', text });
 const stop: TurnEvent = { type: 'finish', reason: 'stop' };
 const reset = (id: string): TurnEvent => ({ type: 'reset', reason: 'fallback', target: `model:${id}` });
 
-/** The answer text a consumer would show: deltas appended, `reset` clears. */
-function shown(events: readonly TurnEvent[]): string {
-  let text = '';
-  for (const e of events) {
-    if (e.type === 'reset') text = '';
-    if (e.type === 'text-delta') text += e.text;
-  }
-  return text;
-}
 
 function collect(ts: TestScheduler, source: Observable<TurnEvent>): { events: TurnEvent[]; error: () => unknown } {
   const events: TurnEvent[] = [];
