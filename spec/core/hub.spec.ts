@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import type { HealEvent } from '../../src/core/events.js';
-import { HealHub, joinHubs } from '../../src/core/hub.js';
+import { HttpError } from '../../src/core/errors.js';
+import { defaultHub, HealHub, joinHubs, withDefaultHub } from '../../src/core/hub.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';
 
 const retry: HealEvent = { type: 'retry', target: 'model:gpt', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' };
@@ -73,5 +76,41 @@ describe('joinHubs', () => {
       permit.failure(new Error('503'));
       expect([fromOwn.length, fromRun.length]).to.deep.equal([1, 1]);
     });
+  });
+});
+
+describe('withDefaultHub / defaultHub (operators created in a callback report to the run)', () => {
+  it('is set while the callback runs, nested calls restore the outer one, and it is cleared after (also after a throw)', () => {
+    const run = new HealHub();
+    const inner = new HealHub();
+    const seen: unknown[] = [];
+    withDefaultHub({ hub: run, target: 'model:gpt' }, () => {
+      seen.push(defaultHub()?.target);
+      withDefaultHub({ hub: inner, target: 'model:claude' }, () => seen.push(defaultHub()?.target));
+      seen.push(defaultHub()?.hub === run);
+    });
+    expect(() => withDefaultHub({ hub: run, target: 'x' }, () => { throw new Error('bug'); })).to.throw('bug');
+    expect(seen).to.deep.equal(['model:gpt', 'model:claude', true]);
+    expect(defaultHub()).to.equal(undefined);
+  });
+
+  it('retryWithBackoff and circuitBreak created inside report to it; an explicit hub or target wins', () => {
+    const run = new HealHub();
+    const own = new HealHub();
+    const [fromRun, fromOwn] = [heard(run), heard(own)];
+    testScheduler().run(({ cold, flush }) => {
+      const breaker = new CircuitBreaker({ name: 'model:gpt', failureThreshold: 1 });
+      const source = cold('-#', undefined, new HttpError(503));
+      withDefaultHub({ hub: run, target: 'model:gpt' }, () => {
+        source.pipe(retryWithBackoff({ maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }), circuitBreak(breaker)).subscribe({ error: () => undefined });
+        source.pipe(retryWithBackoff({ hub: own, target: 'mine', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' })).subscribe({ error: () => undefined });
+      });
+      // created outside: no hub
+      source.pipe(retryWithBackoff({ maxRetries: 1 })).subscribe({ error: () => undefined });
+      flush();
+    });
+    const label = (e: HealEvent) => (e.type === 'retry' ? `retry:${e.target}` : e.type === 'circuit' && e.kind === 'transition' ? `circuit:${e.breaker}:${e.to}` : e.type);
+    expect(fromRun.map(label)).to.deep.equal(['retry:model:gpt', 'circuit:model:gpt:open', 'circuit:model:gpt:half-open']); // the flush runs the reset timer too
+    expect(fromOwn.map(label)).to.deep.equal(['retry:mine']);
   });
 });

@@ -66,6 +66,49 @@ export class HealHub {
   }
 }
 
+/** The hub (and target name) operators report to when created without a `hub` option; see {@link withDefaultHub}. */
+export interface DefaultHub {
+  readonly hub: HealHub;
+  /** What a `retryWithBackoff` created without a `target` names (e.g. `model:gpt`). */
+  readonly target: string;
+}
+
+let current: DefaultHub | undefined;
+
+/**
+ * Runs `build` — a user callback that composes operators, such as `fallbackModel`'s `perModel` —
+ * so that the operators it creates without a `hub` option report to `defaults.hub` (and a
+ * `retryWithBackoff` without a `target` names `defaults.target`). Only operators created while
+ * `build` runs, synchronously, are affected; an explicit `hub` or `target` always wins.
+ *
+ * @example
+ * ```ts
+ * const healed$ = withDefaultHub({ hub: runHub, target: 'model:gpt' }, () => perModel('gpt', stream$));
+ * ```
+ */
+export function withDefaultHub<T>(defaults: DefaultHub | undefined, build: () => T): T {
+  const previous = current;
+  current = defaults;
+  try {
+    return build();
+  } finally {
+    current = previous;
+  }
+}
+
+/**
+ * The default hub of the callback running now (see {@link withDefaultHub}), if any: what an
+ * operator reports to when created without a `hub` option.
+ *
+ * @example
+ * ```ts
+ * const hub = options.hub ?? defaultHub()?.hub;
+ * ```
+ */
+export function defaultHub(): DefaultHub | undefined {
+  return current;
+}
+
 /**
  * Several hubs as one (an operator's own `hub` and the run's): each event reported reaches each
  * hub once, and a watched breaker is watched by each. Its own `events$` has what was reported

@@ -3,7 +3,7 @@ import { type CircuitPermit, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnde
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
-import type { HealHub } from '../core/hub.js';
+import { defaultHub, type HealHub } from '../core/hub.js';
 import { errorText } from '../core/sanitize.js';
 import {
   AtLeastOne,
@@ -95,10 +95,14 @@ export interface RetryWithBackoffBaseOptions {
    * Reports a `retry` event for each retry and one `retry-succeeded` when an attempt after a retry
    * succeeds (its first value, or completion) — e.g. the run's hub in `runAgent`'s pipelines —
    * and a `retry-withheld` event when the default rules withhold a retry the error would be worth,
-   * because a tool that is not idempotent ran.
+   * because a tool that is not idempotent ran. Created inside `fallbackModel`'s `perModel` without
+   * one, the run's hub.
    */
   readonly hub?: HealHub;
-  /** What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to `'source'`. */
+  /**
+   * What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to
+   * `'source'` (inside `fallbackModel`'s `perModel`, to `'model:<id>'`).
+   */
   readonly target?: string;
 }
 
@@ -212,6 +216,8 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
       ? new InvalidOptionError('retryWithBackoff', 'initialBackoffMs', o.initialBackoffMs, '<= maxBackoffMs (default 30000)')
       : new InvalidOptionError('retryWithBackoff', 'maxBackoffMs', o.maxBackoffMs, `>= initialBackoffMs (${o.initialBackoffMs ?? 500})`);
   }
+  // created inside a callback with a default hub (fallbackModel's perModel): report there
+  const ambient = o.hub === undefined || o.target === undefined ? defaultHub() : undefined;
   const config: RetryConfig<T> = {
     maxRetries: o.maxRetries ?? 3,
     policy: {
@@ -231,8 +237,8 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     onRestart,
     onRetry: o.onRetry as ((info: RetryInfo) => void) | undefined,
     scheduler: o.scheduler ?? asyncScheduler,
-    hub: o.hub as HealHub | undefined,
-    target: o.target ?? 'source',
+    hub: (o.hub as HealHub | undefined) ?? ambient?.hub,
+    target: o.target ?? ambient?.target ?? 'source',
   };
 
   return (source) => new RetryObservable(source, config);

@@ -4,7 +4,7 @@ import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import type { TurnEvent } from '../core/events.js';
-import { joinHubs, type HealHub } from '../core/hub.js';
+import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
 import { streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
@@ -74,8 +74,11 @@ export interface FallbackModelOptions {
    * context) and a {@link PerModelContext} (`hub`: the run's hub joined with the `hub` option;
    * `target`: `model:<id>`). What it returns is the model's attempt: its retries happen before a
    * fallback, and with `breakers`, the model's breaker guards it whole (one permit per attempt,
-   * retries included — a `retryWithBackoff` at its end runs fused with that breaker). A throw,
-   * or a value that is not an Observable, errors the turn. None by default.
+   * retries included — a `retryWithBackoff` at its end runs fused with that breaker). Operators
+   * created in it without a `hub` report to that hub all the same (`retryWithBackoff`'s `target`
+   * defaults to `model:<id>`), so `(id, stream$) => stream$.pipe(retryWithBackoff(), circuitBreak(
+   * breakers.get(id)))` puts its retries and circuits in the run's stream. A throw, or a value that
+   * is not an Observable, errors the turn. None by default.
    */
   readonly perModel?: (id: string, stream$: Observable<TurnEvent>, context: PerModelContext) => Observable<TurnEvent>;
   /**
@@ -396,7 +399,8 @@ function heal(
   context: ModelContext,
 ): Observable<TurnEvent> {
   const { hub, budget, scheduler, callId, step } = context;
-  const healed: unknown = perModel(model.id, stream$, { hub, budget, scheduler, callId, step, target, model });
+  // operators created in perModel without a hub report to the run's (and ours)
+  const healed: unknown = withDefaultHub(hub && { hub, target }, () => perModel(model.id, stream$, { hub, budget, scheduler, callId, step, target, model }));
   if (!isObservable(healed)) throw new TypeError(`fallbackModel: perModel('${model.id}', …) must return an Observable of the model's events, got ${typeof healed}`);
   return healed as Observable<TurnEvent>;
 }
