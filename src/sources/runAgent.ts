@@ -356,7 +356,7 @@ class AgentRun {
   private turn(): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
-    if (this.step >= maxSteps) return this.guard(() => this.budget.steps(maxSteps, this.step + 1));
+    if (this.step >= maxSteps) return this.endOnBudget(() => this.budget.steps(maxSteps, this.step + 1));
     const step = ++this.step;
     const req = this.request();
     const context = this.context();
@@ -481,7 +481,7 @@ class AgentRun {
   }
 
   /** Runs a budget check; a crossed limit ends the run. */
-  private guard(check: () => void): void {
+  private endOnBudget(check: () => void): void {
     try {
       check();
     } catch (error) {
