@@ -200,13 +200,7 @@ export function runBlock(block: MarbleBlock, where: string): Trace {
       return observable;
     };
     // pendingAt(ms) emits, at ms, how many actions wait on the virtual clock (0: no timer left behind)
-    const pendingAt = (ms: number): Observable<number> =>
-      new Observable<number>((subscriber) =>
-        ts.schedule(() => {
-          subscriber.next(ts.actions.length);
-          subscriber.complete();
-        }, ms),
-      );
+    const pendingAt = (ms: number): Observable<number> => testing.pendingAt(ts, ms);
     // a scripted model's marble turns become the run's cold observables, so their subscriptions show
     const scriptedModel = (id: string, turns: readonly testing.ScriptedTurn[], options?: { scheduler?: rx.SchedulerLike }) =>
       testing.scriptedModel(

@@ -16,8 +16,8 @@ import {
   reflectOnError,
   retryWithBackoff,
   runAgent,
-  streamModel,
   type AgentEvent,
+  type FallbackModelOptions,
   type Message,
   type Model,
 } from '../../src/index.js';
@@ -68,17 +68,12 @@ function provider(config: ProviderConfig): Model {
     : anthropicModel({ id: config.id, baseURL: config.baseURL, model: config.model, maxTokens: 1024, ...(config.headers ? { headers: config.headers } : {}) });
 }
 
-/** A provider with its own retries and stream deadlines (first chunk, then idle between chunks). */
-function healed(model: Model, hub: HealHub): Model {
-  return {
-    id: model.id,
-    stream: (request) =>
-      streamModel(model, request).pipe(
-        timeout({ first: DEMO.firstChunkMs, each: DEMO.idleMs }),
-        retryWithBackoff({ hub, target: `model:${model.id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
-      ),
-  };
-}
+/** Each provider's own healing, before the chain moves on: stream deadlines (first chunk, then idle between chunks), then retries. */
+const perModel: NonNullable<FallbackModelOptions['perModel']> = (id, stream$, { hub }) =>
+  stream$.pipe(
+    timeout({ first: DEMO.firstChunkMs, each: DEMO.idleMs }),
+    retryWithBackoff({ hub, target: `model:${id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
+  );
 
 const weatherTool = defineTool({
   name: 'get_weather',
@@ -100,7 +95,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[]): DemoAgent
     slowSearch: false,
     midStream: 'restart',
     ask: (history) => {
-      const models = providers.map((p) => healed(provider(p), hub));
+      const models = providers.map(provider);
       const search = defineTool({
         name: 'knowledge_search',
         description: 'Searches the help-centre articles',
@@ -110,7 +105,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[]): DemoAgent
           timer(agent.slowSearch ? 6_000 : 300).pipe(map(() => `Article "${query}": refunds are accepted within 30 days with the receipt.`)),
       });
       return runAgent({
-        model: fallbackModel(models, { breakers, hub, midStream: agent.midStream }),
+        model: fallbackModel(models, { breakers, hub, midStream: agent.midStream, perModel }),
         tools: [weatherTool, search],
         hub,
         capabilities,

@@ -66,9 +66,17 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'server_error', error: 'HTTP 500' },
   ],
   'retry-succeeded': [{ type: 'retry-succeeded', target: 'tool:get_weather', attempt: 2 }],
-  'call-start': [{ type: 'call-start', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 0 }],
+  'retry-withheld': [
+    { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' },
+    { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'connection', error: 'ECONNRESET' },
+  ],
+  'call-start': [
+    { type: 'call-start', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 0 },
+    { type: 'call-start', kind: 'model', name: 'gpt-4o', id: 'step-1.1/1', step: 1, at: 0, parentId: 'step-1.1' },
+  ],
   'call-end': [
     { type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 120, durationMs: 120, outcome: 'success', usage: { inputTokens: 10, outputTokens: 5 } },
+    { type: 'call-end', kind: 'model', name: 'claude', id: 'step-1.1/2', step: 1, at: 120, durationMs: 60, outcome: 'success', parentId: 'step-1.1' },
     { type: 'call-end', kind: 'tool', name: 'get_weather', id: 'c1', step: 1, at: 3, durationMs: 3, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' },
     { type: 'call-end', kind: 'tool', name: 'search', id: 'c2', step: 2, at: 9, durationMs: 4, outcome: 'cancelled' },
   ],

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { from, map, NEVER, of } from 'rxjs';
+import { asyncScheduler, catchError, concat, filter, from, map, NEVER, of, throwError } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
-import { IncompleteStreamError } from '../../src/core/errors.js';
+import { BudgetExceededError, IncompleteStreamError } from '../../src/core/errors.js';
+import { HealHub } from '../../src/core/hub.js';
 import type { TurnEvent } from '../../src/core/events.js';
 import type { AbortContext } from '../../src/core/abortable.js';
-import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
+import { eachValueFrom, fromAsyncIterable, streamModel, type BudgetMeter, type Model, type ModelContext, type ModelRequest } from '../../src/core/model.js';
 import * as root from '../../src/index.js';
 import { testScheduler } from '../support/marbles.js';
 
@@ -108,6 +109,126 @@ describe('streamModel', () => {
       const model: Model = { id: 'timed', stream: () => cold('-a-b-(f|)', values) };
       expectObservable(streamModel(model, request)).toBe('-a-b-(f|)', values);
     });
+  });
+});
+
+describe('streamModel with a run context (the model contract)', () => {
+  const ok = (text = 'ok', usage?: { inputTokens: number; outputTokens: number }): TurnEvent[] => [
+    { type: 'text-delta', text },
+    usage ? { type: 'finish', reason: 'stop', usage } : { type: 'finish', reason: 'stop' },
+  ];
+  /** A meter that records what it was told, and throws past `maxCalls`. */
+  function meter(maxCalls = Infinity) {
+    const log: string[] = [];
+    let calls = 0;
+    const budget: BudgetMeter = {
+      modelCall: () => {
+        log.push('call');
+        if (++calls > maxCalls) throw new BudgetExceededError('modelCalls', maxCalls, calls);
+      },
+      usage: (u) => void log.push(`usage ${u.inputTokens}+${u.outputTokens}`),
+    };
+    return { budget, log };
+  }
+  /** Every hub event as `type:name:id(parent)`. */
+  function heard(hub: HealHub): string[] {
+    const log: string[] = [];
+    hub.events$.subscribe((e) => {
+      if (e.type === 'call-start' || e.type === 'call-end') log.push(`${e.type}:${e.name}:${e.id}${e.parentId ? `(${e.parentId})` : ''}`);
+    });
+    return log;
+  }
+
+  it('without a context, the model is handed the abort signal alone', () => {
+    let context: ModelContext | undefined;
+    streamModel({ id: 'm', stream: (_r, c) => ((context = c), ok()) }, request).subscribe();
+    expect(Object.keys(context!)).to.deep.equal(['signal']);
+  });
+
+  it("hands the model the run's hub, budget, scheduler, step and its own call id; the signal aborts on unsubscribe", () => {
+    const hub = new HealHub();
+    const { budget } = meter();
+    let context: ModelContext | undefined;
+    const sub = streamModel({ id: 'm', stream: (_r, c) => ((context = c), NEVER) }, request, { hub, budget, scheduler: asyncScheduler, callId: 'run-1', step: 3 }).subscribe();
+    expect([context!.hub, context!.budget, context!.scheduler, context!.callId, context!.step]).to.deep.equal([hub, budget, asyncScheduler, 'run-1', 3]);
+    const signal = context!.signal;
+    sub.unsubscribe();
+    expect(signal.aborted).to.equal(true);
+  });
+
+  it('counts each subscription as one call, before the model is called; past the limit the model is not called', () => {
+    const { budget, log } = meter(1);
+    let streams = 0;
+    const turn$ = streamModel({ id: 'm', stream: () => (streams++, ok()) }, request, { budget });
+    turn$.subscribe();
+    let error: unknown;
+    turn$.subscribe({ error: (e: unknown) => (error = e) });
+    expect(log).to.deep.equal(['call', 'call']);
+    expect(streams).to.equal(1);
+    expect((error as BudgetExceededError).resource).to.equal('modelCalls');
+  });
+
+  it("counts a finish's usage after passing the finish on; past the limit the turn errors right after it", () => {
+    const usageLimit: BudgetMeter = {
+      modelCall: () => undefined,
+      usage: (u) => {
+        throw new BudgetExceededError('tokens', 10, u.inputTokens + u.outputTokens);
+      },
+    };
+    const events: string[] = [];
+    streamModel({ id: 'm', stream: () => ok('hi', { inputTokens: 9, outputTokens: 3 }) }, request, { budget: usageLimit }).subscribe({
+      next: (e) => events.push(e.type),
+      error: (e: unknown) => events.push((e as BudgetExceededError).resource),
+    });
+    expect(events).to.deep.equal(['text-delta', 'finish', 'tokens']);
+  });
+
+  it('a model wrapping others: its first inner attempt is the call already counted; each further one counts; usage once, where it was produced', () => {
+    const { budget, log } = meter();
+    const inner: Model = { id: 'inner', stream: () => ok('x', { inputTokens: 2, outputTokens: 1 }) };
+    const failing: Model = { id: 'failing', stream: () => throwError(() => new Error('down')) };
+    const wrapper: Model = {
+      id: 'wrapper',
+      stream: (req, context) => streamModel(failing, req, context).pipe(catchError(() => streamModel(inner, req, context))),
+    };
+    streamModel(wrapper, request, { budget }).subscribe();
+    expect(log).to.deep.equal(['call', 'call', 'usage 2+1']);
+  });
+
+  it('traces with a hub and a call id: the call, and each call made inside it as <id>/<k> with parentId — also through a spread context', () => {
+    const hub = new HealHub();
+    const log = heard(hub);
+    const a: Model = { id: 'a', stream: () => ok() };
+    const b: Model = { id: 'b', stream: () => ok() };
+    const wrapper: Model = {
+      id: 'w',
+      stream: (req, context) => concat(streamModel(a, req, context).pipe(filter((e) => e.type !== 'finish')), streamModel(b, req, { ...context, step: 9 })),
+    };
+    streamModel(wrapper, request, { hub, callId: 'step-1.1', step: 1 }).subscribe();
+    expect(log).to.deep.equal([
+      'call-start:w:step-1.1',
+      'call-start:a:step-1.1/1(step-1.1)',
+      'call-end:a:step-1.1/1(step-1.1)',
+      'call-start:b:step-1.1/2(step-1.1)',
+      'call-end:b:step-1.1/2(step-1.1)',
+      'call-end:w:step-1.1',
+    ]);
+  });
+
+  it('without a call id nothing is traced (a hub alone still reaches the model)', () => {
+    const hub = new HealHub();
+    const log = heard(hub);
+    let given: HealHub | undefined;
+    streamModel({ id: 'm', stream: (_r, c) => ((given = c.hub), ok()) }, request, { hub }).subscribe();
+    expect(log).to.deep.equal([]);
+    expect(given).to.equal(hub);
+  });
+
+  it('is exported with its types from the package root', () => {
+    const context: root.ModelCallContext = { step: 1 };
+    const full: root.ModelContext = { signal: new AbortController().signal, ...context };
+    expect(root.streamModel).to.equal(streamModel);
+    expect(full.step).to.equal(1);
   });
 });
 

@@ -75,9 +75,13 @@ describe('logEvents / tapLogs (structured logs)', () => {
       const { logger, calls } = memoryLogger();
       runHealingRun((events$) => logEvents(events$, { logger, format: 'text', level: 'debug' }));
       const debug = calls.filter(([level]) => level === 'debug').map(([, line]) => line);
-      expect(debug).to.have.length(26); // 13 calls: 3 model calls, 10 tool executions
-      expect(debug.slice(0, 2)).to.deep.equal([
+      expect(debug).to.have.length(34); // 17 calls: 3 model calls of the run, 4 provider attempts inside them, 10 tool executions
+      expect(debug.slice(0, 6)).to.deep.equal([
         'DEBUG rxheal: model call started model="fallback(primary, secondary)" call_id=step-1.1 step=1',
+        'DEBUG rxheal: model call started model=primary call_id=step-1.1/1 parent_id=step-1.1 step=1',
+        'DEBUG rxheal: model call failed model=primary call_id=step-1.1/1 parent_id=step-1.1 step=1 duration_ms=10 error="HTTP 503: Service Unavailable" category=service_unavailable',
+        'DEBUG rxheal: model call started model=secondary call_id=step-1.1/2 parent_id=step-1.1 step=1',
+        'DEBUG rxheal: model call finished model=secondary call_id=step-1.1/2 parent_id=step-1.1 step=1 duration_ms=20 input_tokens=120 output_tokens=30',
         'DEBUG rxheal: model call finished model="fallback(primary, secondary)" call_id=step-1.1 step=1 duration_ms=30 input_tokens=120 output_tokens=30',
       ]);
       expect(debug).to.include(
@@ -115,6 +119,13 @@ describe('logEvents / tapLogs (structured logs)', () => {
       ]);
       // the reference's lines, with the error category (and the transition's reason) appended
       expect(calls[0]![1]).to.match(/^WARN rxheal: tool call failed, retrying tool_name=get_weather attempt=1 max=3 backoff_ms=500 error="Invalid units"/);
+    });
+
+    it('a withheld retry is a warning naming the tool, the reason and the error', () => {
+      const withheld: HealEvent = { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' };
+      expect(formatLogLine(logRecord(withheld)!)).to.equal(
+        'WARN rxheal: retry withheld: tool not idempotent tool_name=send_email reason=not_idempotent category=service_unavailable error="HTTP 503"',
+      );
     });
 
     it('reset_ms comes from the transition event, when it carries the reset timeout (retryAfterMs)', () => {

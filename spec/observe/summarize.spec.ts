@@ -7,13 +7,18 @@ import { record } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 import { runHealingRun } from './healingRun.js';
 
-/** The run's summary at its end (3550 ms): the breaker is still open, search was degraded 210 ms. */
+/**
+ * The run's summary at its end (3550 ms): the breaker is still open, search was degraded 210 ms.
+ * The run's 3 model calls made 4 provider attempts (primary failed in step 1, secondary answered).
+ */
 const RUN_SUMMARY: ResilienceSummary = {
   at: 3550,
-  events: 42,
+  events: 50,
   calls: { model: 3, tool: 10 },
   targets: {
     'model:fallback(primary, secondary)': { calls: 3, errors: {}, retries: 0, retriesByCategory: {}, retriesSucceeded: 0, retryRate: 0 },
+    'model:primary': { calls: 3, errors: { service_unavailable: 1 }, retries: 0, retriesByCategory: {}, retriesSucceeded: 0, retryRate: 0 },
+    'model:secondary': { calls: 1, errors: {}, retries: 0, retriesByCategory: {}, retriesSucceeded: 0, retryRate: 0 },
     'tool:get_weather': {
       calls: 3,
       errors: { validation_error: 1, service_unavailable: 1 },
@@ -26,7 +31,7 @@ const RUN_SUMMARY: ResilienceSummary = {
     'tool:broken_api': { calls: 5, errors: { service_unavailable: 5 }, retries: 5, retriesByCategory: { service_unavailable: 5 }, retriesSucceeded: 0, retryRate: 1 },
     'tool:knowledge_search': { calls: 2, errors: {}, retries: 0, retriesByCategory: {}, retriesSucceeded: 0, retryRate: 0 },
   },
-  retries: { total: 6, succeeded: 1, byCategory: { service_unavailable: 6 } },
+  retries: { total: 6, succeeded: 1, withheld: 0, byCategory: { service_unavailable: 6 } },
   circuits: {
     'tool:broken_api': { state: 'open', opened: 1, closed: 0, rejected: 1, openMs: 3120, longestOpenMs: 3120, meanOpenMs: 3120, openSince: 430 },
   },
@@ -172,9 +177,22 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
       retryRate: 0.5,
     });
     expect(s.targets['tool:search']).to.deep.equal({ calls: 0, errors: {}, retries: 1, retriesByCategory: { timeout: 1 }, retriesSucceeded: 0, retryRate: null });
-    expect(s.retries).to.deep.equal({ total: 3, succeeded: 1, byCategory: { rate_limit: 1, server_error: 1, timeout: 1 } });
+    expect(s.retries).to.deep.equal({ total: 3, succeeded: 1, withheld: 0, byCategory: { rate_limit: 1, server_error: 1, timeout: 1 } });
     expect(s.fallbacks).to.deep.equal({ total: 1, midStream: 1, byRoute: { 'model:gpt-4o > model:claude': 1 }, byReason: { rate_limit: 1 }, perModelCall: 0.25 });
     expect(s.budgetExceeded).to.deep.equal({ tokens: 1 });
+  });
+
+  it('counts retries withheld for a non-idempotent tool, and provider attempts (parentId) under their own model only', () => {
+    const s = summarizeEvents([
+      { type: 'call-start', kind: 'model', name: 'fallback(gpt, claude)', id: 'step-1.1', step: 1, at: 0 },
+      { type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1/1', step: 1, at: 0, parentId: 'step-1.1' },
+      { type: 'call-start', kind: 'model', name: 'claude', id: 'step-1.1/2', step: 1, at: 5, parentId: 'step-1.1' },
+      { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' },
+    ]);
+    expect(s.calls).to.deep.equal({ model: 1, tool: 0 });
+    expect([s.targets['model:gpt']?.calls, s.targets['model:claude']?.calls]).to.deep.equal([1, 1]);
+    expect(s.retries).to.deep.equal({ total: 0, succeeded: 0, withheld: 1, byCategory: {} });
+    expect(s.events).to.equal(4);
   });
 
   it('a capability degraded again with a new reason is one period; its reason is the latest', () => {
@@ -249,7 +267,7 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
       events: 0,
       calls: { model: 0, tool: 0 },
       targets: {},
-      retries: { total: 0, succeeded: 0, byCategory: {} },
+      retries: { total: 0, succeeded: 0, withheld: 0, byCategory: {} },
       circuits: {},
       fallbacks: { total: 0, midStream: 0, byRoute: {}, byReason: {}, perModelCall: null },
       reflections: { total: 0, exhausted: 0, corrected: 0, successRate: null },

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { of, throwError, VirtualTimeScheduler, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { type MonoTypeOperatorFunction, type Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
-import { fallbackTo, type FallbackInfo } from '../../src/operators/fallbackTo.js';
-import type { Model, ModelRequest } from '../../src/core/model.js';
+import { type FallbackInfo, fallbackTo } from '../../src/operators/fallbackTo.js';
+import { type BudgetMeter, type Model, type ModelRequest, streamModel } from '../../src/core/model.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
@@ -419,6 +419,32 @@ describe('fallbackTo', () => {
       expect(log).to.deep.equal([{ type: 'fallback', from: 'primary', to: 'model:backup', reason: 'service_unavailable', midStream: false }]);
     });
 
+    it("with the run's context: the alternative counts against its budget, is traced under its call, and the run's hub hears the fallback", () => {
+      const own = new HealHub();
+      const run = new HealHub();
+      const [fromOwn, fromRun] = [recordHub(own), recordHub(run)];
+      const counted: string[] = [];
+      const budget: BudgetMeter = { modelCall: () => void counted.push('call'), usage: (u) => void counted.push(`usage ${u.outputTokens}`) };
+      const request: ModelRequest = { messages: [{ role: 'user', content: 'hi' }], tools: [] };
+      const done: TurnEvent = { type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 4 } };
+      const backup = scripted('backup', of(done));
+      // a model that wraps another: the primary is its first attempt, the alternative the second
+      const wrapper: Model = {
+        id: 'wrapper',
+        stream: (req, context) => streamModel(scripted('primary', throwError(() => e503)), req, context).pipe(fallbackTo<TurnEvent>(backup, { request: req, context, hub: own })),
+      };
+      streamModel(wrapper, request, { hub: run, budget, callId: 'step-1.1', step: 1 }).subscribe();
+      expect(counted).to.deep.equal(['call', 'call', 'usage 4']);
+      const fallback = { type: 'fallback', from: 'primary', to: 'model:backup', reason: 'service_unavailable', midStream: false };
+      expect(fromOwn).to.deep.equal([fallback]);
+      expect(fromRun.filter((e) => e.type === 'fallback')).to.deep.equal([fallback]);
+      expect(fromRun.filter((e) => e.type === 'call-start').map((e) => [e.name, e.id])).to.deep.equal([
+        ['wrapper', 'step-1.1'],
+        ['primary', 'step-1.1/1'],
+        ['backup', 'step-1.1/2'],
+      ]);
+    });
+
     it('requires options.request for a Model', () => {
       const model: Model = { id: 'backup', stream: () => [] };
       expect(() => fallbackTo<TurnEvent>(model)).to.throw(InvalidOptionError, /"request" must be a ModelRequest when an alternative is a Model \(alternatives\[0\]: 'backup'\)/);
@@ -469,6 +495,7 @@ describe('fallbackTo', () => {
         [{ name: '' }, /"name" must be a non-empty string/],
         [{ midStream: 'continue' }, /"midStream" must be "error" \| "restart" \("continue" is fallbackModel's\), got "continue"/],
         [{ request: { messages: 'hi' } }, /"request" must be a ModelRequest/],
+        [{ context: 'run' }, /"context" must be a model context/],
         [{ midStrem: 'error' }, /"midStrem"/],
       ];
       for (const [options, message] of cases) expect(() => fallbackTo(of(1), options as never)).to.throw(InvalidOptionError, message);

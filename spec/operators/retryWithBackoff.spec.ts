@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { asyncScheduler, defer, Observable, of, Subject, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { HealEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
-import { HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
-import { retryWithBackoff, type RetryInfo, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
+import { BudgetExceededError, HttpError, InvalidOptionError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../../src/core/errors.js';
+import { type RetryInfo, retryWithBackoff, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { Boom, expectThrowDownstream, failingSource, halfOpenBreaker, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
@@ -170,6 +170,45 @@ describe('retryWithBackoff', () => {
           }),
         );
         expectObservable(result).toBe('-#', undefined, bug);
+      });
+    });
+  });
+
+  describe("retryOn: 'all' (every error, as RxJS retry)", () => {
+    it('retries a plain Error and a programming error that the default passes through', () => {
+      for (const error of [new Error('flaky'), new TypeError('x is not a function')]) {
+        testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+          const source = cold('-#', undefined, error);
+          expectObservable(source.pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }))).toBe('12ms #', undefined, new RetriesExhaustedError(2, [error, error]));
+          expectSubscriptions(source.subscriptions).toBe(['^!', '11ms ^!']);
+        });
+      }
+    });
+
+    it('never retries a cancellation, a crossed budget, or a non-idempotent tool that ran', () => {
+      const aborted = Object.assign(new Error('aborted'), { name: 'AbortError' });
+      const budget = new BudgetExceededError('modelCalls', 1, 2);
+      const sent = new ToolError({ toolName: 'send_email', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'HTTP 503', cause: e503 });
+      for (const error of [aborted, budget, sent]) {
+        testScheduler().run(({ cold, expectObservable }) => {
+          expectObservable(cold('-#', undefined, error).pipe(retryWithBackoff({ retryOn: 'all' }))).toBe('-#', undefined, error);
+        });
+      }
+    });
+
+    it("'retryable' is the default rule", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const boom = new Error('boom');
+        expectObservable(cold('-#', undefined, boom).pipe(retryWithBackoff({ retryOn: 'retryable' }))).toBe('-#', undefined, boom);
+      });
+    });
+
+    it('the exact port of retry(3): -a-a-a-a#, giving up with RetriesExhaustedError', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const boom = new Error('flaky');
+        const source = cold('-a#', undefined, boom);
+        const port = retryWithBackoff<string>({ retryOn: 'all', maxRetries: 3, initialBackoffMs: 0, jitter: 'none', afterEmit: 'resubscribe' });
+        expectObservable(source.pipe(port)).toBe('-a-a-a-a#', undefined, new RetriesExhaustedError(4, [boom, boom, boom, boom]));
       });
     });
   });
@@ -393,6 +432,30 @@ describe('retryWithBackoff', () => {
       ]);
     });
 
+    it("reports 'retry-withheld' when a non-idempotent tool failed with an error worth a retry, and passes the error on", () => {
+      const hub = new HealHub();
+      const seen: HealEvent[] = [];
+      hub.events$.subscribe((e) => seen.push(e));
+      const sent = new ToolError({ toolName: 'send_email', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'HTTP 503', cause: e503 });
+      testScheduler().run(({ cold, expectObservable }) => {
+        expectObservable(cold('-#', undefined, sent).pipe(retryWithBackoff({ hub, target: 'tool:send_email' }))).toBe('-#', undefined, sent);
+      });
+      expect(seen).to.deep.equal([{ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' }]);
+    });
+
+    it("reports no 'retry-withheld' for an error not worth a retry anyway, nor when shouldRetry decides", () => {
+      const hub = new HealHub();
+      const seen: HealEvent[] = [];
+      hub.events$.subscribe((e) => seen.push(e));
+      const rejected = new ToolError({ toolName: 'send_email', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'HTTP 400', cause: e400 });
+      const sent = new ToolError({ toolName: 'send_email', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'HTTP 503', cause: e503 });
+      testScheduler().run(({ cold, expectObservable }) => {
+        expectObservable(cold('-#', undefined, rejected).pipe(retryWithBackoff({ hub }))).toBe('-#', undefined, rejected);
+        expectObservable(cold('-#', undefined, sent).pipe(retryWithBackoff({ hub, shouldRetry: () => false }))).toBe('-#', undefined, sent);
+      });
+      expect(seen).to.deep.equal([]);
+    });
+
     it("reports no 'retry-succeeded' when the first attempt succeeds", () => {
       const hub = new HealHub();
       const seen: HealEvent[] = [];
@@ -454,6 +517,7 @@ describe('retryWithBackoff', () => {
       ['jitter', 'random', '"random"'],
       ['random', 42, '42'],
       ['shouldRetry', 'yes', '"yes"'],
+      ['retryOn', 'everything', '"everything"'],
       ['maxRetryAfterMs', -1, '-1'],
       ['totalTimeoutMs', 0, '0'],
       ['resetOnSuccess', 'true', '"true"'],
@@ -481,6 +545,10 @@ describe('retryWithBackoff', () => {
 
     it('rejects an unknown option, listing the known ones', () => {
       expect(() => retryWithBackoff({ maxRetry: 3 } as never)).to.throw(InvalidOptionError, /"maxRetry".*maxRetries/);
+    });
+
+    it('rejects retryOn together with shouldRetry (one rule decides)', () => {
+      expect(() => retryWithBackoff({ retryOn: 'all', shouldRetry: () => true })).to.throw(InvalidOptionError, /"retryOn".*absent when shouldRetry is given/);
     });
 
     it("requires onRestart with afterEmit: 'restart', and only then", () => {

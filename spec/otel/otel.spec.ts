@@ -77,6 +77,25 @@ const chat = (id: string, step: number, [start, end]: [number, number], usage: [
   events,
 });
 
+/** A provider attempt under a run's model call (a model fallbackModel tried): a child span. */
+const attempt = (model: string, id: string, parentId: string, step: number, [start, end]: [number, number], usage: [number, number] | undefined, events: unknown[] = [], error?: [string, string]) => ({
+  name: `chat ${model}`,
+  kind: SpanKind.CLIENT,
+  time: [start, end],
+  attributes: {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': model,
+    'rxheal.call.id': id,
+    'rxheal.step': step,
+    'rxheal.call.parent_id': parentId,
+    'rxheal.call.outcome': error ? 'error' : 'success',
+    ...(usage ? { 'gen_ai.usage.input_tokens': usage[0], 'gen_ai.usage.output_tokens': usage[1] } : {}),
+    ...(error ? { 'error.type': error[0] } : {}),
+  },
+  status: error ? { code: SpanStatusCode.ERROR, message: error[1] } : { code: SpanStatusCode.UNSET },
+  events,
+});
+
 const tool = (name: string, id: string, step: number, [start, end]: [number, number], outcome: string, events: unknown[] = [], error?: [string, string]) => ({
   name: `execute_tool ${name}`,
   kind: SpanKind.INTERNAL,
@@ -107,9 +126,12 @@ describe('rxheal/otel instrument()', () => {
       const { exporter, options } = sdk();
       runHealingRun((events$) => instrument(events$, options));
       expect(exporter.getFinishedSpans().map(plain)).to.deep.equal([
-        chat('step-1.1', 1, [0, 30], [120, 30], [
+        // one child span per provider attempt: the fallback goes on the primary's, which it is about
+        attempt('primary', 'step-1.1/1', 'step-1.1', 1, [0, 10], undefined, [
           ['rxheal.fallback', 10, { 'rxheal.fallback.from': 'model:primary', 'rxheal.fallback.to': 'model:secondary', 'rxheal.fallback.reason': 'service_unavailable', 'rxheal.fallback.mid_stream': false }],
-        ]),
+        ], HTTP_503),
+        attempt('secondary', 'step-1.1/2', 'step-1.1', 1, [10, 30], [120, 30]),
+        chat('step-1.1', 1, [0, 30], [120, 30]),
         tool('get_weather', 'c1', 1, [30, 30], 'error', [
           ['rxheal.reflection', 30, { 'gen_ai.tool.name': 'get_weather', 'rxheal.reflection.attempt': 1, 'rxheal.reflection.max': 3, 'rxheal.reflection.exhausted': false }],
         ], ['validation_error', 'units: expected "celsius" | "fahrenheit", got "kelvin"']),
@@ -125,12 +147,28 @@ describe('rxheal/otel instrument()', () => {
         tool('knowledge_search', 'c3', 1, [30, 3030], 'cancelled', [
           ['rxheal.degraded', 3030, { 'rxheal.capability': 'knowledge-search', 'rxheal.degraded.reason': 'no result within 3000 ms' }],
         ]),
+        attempt('primary', 'step-2.1/1', 'step-2.1', 2, [3030, 3040], [200, 25]),
         chat('step-2.1', 2, [3030, 3040], [200, 25]),
         tool('get_weather', 'c4', 2, [3040, 3040], 'error', [retryEvent(3040, 1, 3, 500)], HTTP_503),
         tool('knowledge_search', 'c5', 2, [3040, 3240], 'success', [['rxheal.restored', 3240, { 'rxheal.capability': 'knowledge-search' }]]),
         tool('get_weather', 'c4', 2, [3540, 3540], 'success', [['rxheal.retry.succeeded', 3540, { 'rxheal.retry.attempt': 2 }]]),
+        attempt('primary', 'step-3.1/1', 'step-3.1', 3, [3540, 3550], [300, 12]),
         chat('step-3.1', 3, [3540, 3550], [300, 12]),
       ]);
+    });
+
+    it("each provider attempt's span is a child of the run's model call span, in the same trace", () => {
+      const { exporter, options } = sdk();
+      runHealingRun((events$) => instrument(events$, options));
+      const spans = exporter.getFinishedSpans();
+      const byCallId = new Map(spans.map((span) => [span.attributes['rxheal.call.id'], span]));
+      const parentOf = (id: string) => byCallId.get(id)!.parentSpanContext?.spanId;
+      const run = byCallId.get('step-1.1')!.spanContext();
+      expect(parentOf('step-1.1/1')).to.equal(run.spanId);
+      expect(parentOf('step-1.1/2')).to.equal(run.spanId);
+      expect(byCallId.get('step-1.1/2')!.spanContext().traceId).to.equal(run.traceId);
+      expect(parentOf('step-1.1')).to.equal(undefined);
+      expect(parentOf('step-2.1/1')).to.equal(byCallId.get('step-2.1')!.spanContext().spanId);
     });
 
     it('metrics: retries, backoff histogram, circuit transitions and rejections, fallbacks, reflections, degradations', async () => {
@@ -161,7 +199,7 @@ describe('rxheal/otel instrument()', () => {
         [{ 'rxheal.breaker': 'tool:broken_api', 'rxheal.circuit.from': 'closed', 'rxheal.circuit.to': 'open' }, 1],
         [{ 'rxheal.breaker': 'tool:broken_api', 'rxheal.circuit.from': 'open', 'rxheal.circuit.to': 'half-open' }, 1],
       ]);
-      expect(exporter.getFinishedSpans()).to.have.length(13);
+      expect(exporter.getFinishedSpans()).to.have.length(17); // 3 model calls, 4 provider attempts, 10 tool executions
       expect(collected['rxheal.retries']).to.have.length(2);
     });
 
@@ -174,6 +212,23 @@ describe('rxheal/otel instrument()', () => {
       const point = backoff.dataPoints[0]!.value as { buckets: { boundaries: number[]; counts: number[] } };
       expect(point.buckets.boundaries).to.deep.equal([0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000]);
       expect(point.buckets.counts[2]).to.equal(5); // (50, 100]
+    });
+  });
+
+  describe('retries withheld for a tool that is not idempotent', () => {
+    it('a span event on the tool call that failed, and a counter', async () => {
+      const { exporter, options, collect } = sdk();
+      const events$ = new Subject<AgentEvent>();
+      testScheduler().run(({ flush }) => {
+        instrument(events$, options);
+        events$.next({ type: 'call-start', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0 });
+        events$.next({ type: 'call-end', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' });
+        events$.next({ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' });
+        flush();
+      });
+      const attributes = { 'rxheal.target': 'tool:send_email', 'error.type': 'service_unavailable', 'rxheal.retry.withheld_reason': 'not_idempotent' };
+      expect(exporter.getFinishedSpans().map(plain)[0]!.events).to.deep.equal([['rxheal.retry.withheld', 0, attributes]]);
+      expect((await collect())['rxheal.retries.withheld']).to.deep.equal([[attributes, 1]]);
     });
   });
 

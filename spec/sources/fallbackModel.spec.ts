@@ -1,14 +1,16 @@
 import { expect } from 'chai';
-import { concat, concatMap, catchError, from, NEVER, of, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
+import { asyncScheduler, catchError, concat, concatMap, from, NEVER, type Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
-import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
+import { type BudgetMeter, type Model, type ModelContext, type ModelRequest, streamModel } from '../../src/core/model.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';
+import { shownText as shown } from '../support/shown.js';
 
 const e503 = new HttpError(503);
 const e502 = new HttpError(502);
@@ -45,15 +47,6 @@ const delta = (text: string): TurnEvent => ({ type: 'text-delta', text });
 const stop: TurnEvent = { type: 'finish', reason: 'stop' };
 const reset = (id: string): TurnEvent => ({ type: 'reset', reason: 'fallback', target: `model:${id}` });
 
-/** The answer text a consumer would show: deltas appended, `reset` clears. */
-function shown(events: readonly TurnEvent[]): string {
-  let text = '';
-  for (const e of events) {
-    if (e.type === 'reset') text = '';
-    if (e.type === 'text-delta') text += e.text;
-  }
-  return text;
-}
 
 function collect(ts: TestScheduler, source: Observable<TurnEvent>): { events: TurnEvent[]; error: () => unknown } {
   const events: TurnEvent[] = [];
@@ -527,6 +520,94 @@ describe('fallbackModel', () => {
     });
   });
 
+  describe('perModel: healing each model before the chain moves on', () => {
+    it('retries the primary (10 ms), then falls back; the retried call holds one breaker permit and counts one failure', () => {
+      testScheduler().run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+        const first = cold<TurnEvent>('-#', undefined, e503);
+        const second = cold<TurnEvent>('-#', undefined, e503);
+        const backup = cold<TurnEvent>('-x-(s|)', { x: delta('Sunny.'), s: stop });
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 2 });
+        const hub = new HealHub();
+        const log = recordHub(hub);
+        const model = fallbackModel([scripted('primary', first, second), scripted('secondary', backup)], {
+          breakers,
+          hub,
+          perModel: (_id, stream$, context) => stream$.pipe(retryWithBackoff({ hub: context.hub, target: context.target, maxRetries: 1, initialBackoffMs: 10, jitter: 'none' })),
+        });
+        expectObservable(streamModel(model, request)).toBe('13ms x-(s|)', { x: delta('Sunny.'), s: stop });
+        expectSubscriptions(first.subscriptions).toBe('^!');
+        expectSubscriptions(second.subscriptions).toBe('11ms ^!');
+        expectSubscriptions(backup.subscriptions).toBe('12ms ^--!');
+        flush();
+        expect(breakers.get('model:primary').state).to.equal('closed'); // one failure of two
+        expect(log.map((e) => e.type)).to.deep.equal(['retry', 'fallback']);
+        expect(log[1]).to.deep.include({ from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable' });
+      });
+    });
+
+    it('is called per attempt at a model, with its id, its stream and the context (hub, target)', () => {
+      const hub = new HealHub();
+      const calls: [string, string, boolean][] = [];
+      const model = fallbackModel([scripted('primary', of(delta('a'), stop))], {
+        hub,
+        perModel: (id, stream$, context) => {
+          calls.push([id, context.target, context.hub === hub]);
+          return stream$;
+        },
+      });
+      streamModel(model, request).subscribe();
+      streamModel(model, request).subscribe();
+      expect(calls).to.deep.equal([
+        ['primary', 'model:primary', true],
+        ['primary', 'model:primary', true],
+      ]);
+    });
+
+    it('errors the turn at once with what perModel throws; the model is not called and no fallback is tried', () => {
+      const primary = scripted('primary', of(delta('a'), stop));
+      const secondary = scripted('secondary', of(delta('b'), stop));
+      const bug = new Error('perModel bug');
+      let error: unknown;
+      streamModel(fallbackModel([primary, secondary], { perModel: () => { throw bug; } }), request).subscribe({ error: (e: unknown) => (error = e) });
+      expect(error).to.equal(bug);
+      expect([primary.requests.length, secondary.requests.length]).to.deep.equal([0, 0]);
+    });
+  });
+
+  describe("the run's context (Model.stream's second argument)", () => {
+    it("passes it on to each model tried: the run's budget, scheduler and step, and a call id under the run's call", () => {
+      const seen: ModelContext[] = [];
+      const spy = (id: string, turn: Observable<TurnEvent>): Model => ({ id, stream: (_r, context) => (seen.push(context), turn) });
+      const budget: BudgetMeter = { modelCall: () => undefined, usage: () => undefined };
+      const run = new HealHub();
+      const model = fallbackModel([spy('a', throwError(() => e503)), spy('b', of(delta('b'), stop))]);
+      streamModel(model, request, { hub: run, budget, scheduler: asyncScheduler, callId: 'step-2.1', step: 2 }).subscribe();
+      expect(seen.map((c) => [c.hub === run, c.budget === budget, c.scheduler === asyncScheduler, c.callId, c.step])).to.deep.equal([
+        [true, true, true, 'step-2.1/1', 2],
+        [true, true, true, 'step-2.1/2', 2],
+      ]);
+    });
+
+    it("reports to the run's hub and to its own hub, each once; the breakers are watched by both", () => {
+      testScheduler().run(() => {
+        const own = new HealHub();
+        const run = new HealHub();
+        const [fromOwn, fromRun] = [recordHub(own), recordHub(run)];
+        const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+        const model = fallbackModel([scripted('a', throwError(() => e503)), scripted('b', of(delta('b'), stop))], { hub: own, breakers });
+        streamModel(model, request, { hub: run }).subscribe();
+        const story = (log: HealEvent[]) => log.map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `circuit:${e.breaker}:${e.to}` : e.type));
+        expect(story(fromOwn)).to.deep.equal(['circuit:model:a:open', 'fallback']);
+        expect(story(fromRun)).to.deep.equal(['circuit:model:a:open', 'fallback']);
+        // the same hub for both: once
+        const same = new HealHub();
+        const fromSame = recordHub(same);
+        streamModel(fallbackModel([scripted('c', throwError(() => e503)), scripted('d', of(stop))], { hub: same }), request, { hub: same }).subscribe();
+        expect(fromSame.map((e) => e.type)).to.deep.equal(['fallback']);
+      });
+    });
+  });
+
   describe('the composite model', () => {
     it("is a Model with id 'fallback(<ids>)' unless given one", () => {
       const a: Model = { id: 'a', stream: () => [] };
@@ -557,6 +638,7 @@ describe('fallbackModel', () => {
         [{ continueInstruction: '' }, /"continueInstruction" must be a non-empty string/],
         [{ id: 3 }, /"id"/],
         [{ breaker: 1 }, /"breaker"/],
+        [{ perModel: 'retry' }, /"perModel" must be a function/],
       ];
       for (const [options, message] of cases) expect(() => fallbackModel([a], options as never)).to.throw(InvalidOptionError, message);
     });

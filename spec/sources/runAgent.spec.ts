@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { filter, map, NEVER, Observable, Subject, VirtualTimeScheduler } from 'rxjs';
+import { asyncScheduler, filter, map, NEVER, Observable, Subject, VirtualTimeScheduler } from 'rxjs';
 import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
@@ -10,13 +10,14 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { DEFAULT_REFLECTION_TEMPLATE, reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { validateOutput } from '../../src/operators/validateOutput.js';
-import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
+import { type AgentConfig, type PipelineContext, runAgent } from '../../src/sources/runAgent.js';
 import type { Model } from '../../src/core/model.js';
 import { anthropicModel } from '../../src/sources/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
-import { Boom, expectThrowDownstream, KINDS, thrower, type SourceKind } from '../support/guards.js';
+import { Boom, expectThrowDownstream, KINDS, type SourceKind, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
 const weatherArgs = t.type({ city: t.string, units: t.string });
@@ -389,6 +390,36 @@ describe('runAgent', () => {
       );
       expect(model.calls).to.equal(2);
       expect((result.error() as BudgetExceededError).resource).to.equal('modelCalls');
+    });
+
+    it('maxModelCalls counts each model a fallbackModel tries (each provider attempt), not the composite', () => {
+      const primary = scriptedModel('primary', [{ marbles: '-#', error: new HttpError(503) }]);
+      const secondary = scriptedModel('secondary', [[...textDeltas('hi'), finish()]]);
+      const result = run(runAgent({ model: fallbackModel([primary, secondary]), messages: [{ role: 'user', content: 'x' }], budget: { maxModelCalls: 1 } }));
+      const error = result.error() as BudgetExceededError;
+      expect([error.resource, error.limit, error.used]).to.deep.equal(['modelCalls', 1, 2]);
+      expect(secondary.calls).to.equal(0);
+    });
+
+    it("hands the pipelines the run's budget and scheduler (a model context for fallbackTo)", () => {
+      const contexts: PipelineContext[] = [];
+      const model = scriptedModel('m', [[toolCall('c', 'read', {}), finish('tool-calls')], [...textDeltas('ok'), finish()]]);
+      const read = scriptedTool('read', [{ result: 1 }]);
+      run(
+        runAgent({
+          model,
+          tools: [read],
+          messages: [{ role: 'user', content: 'x' }],
+          modelPipeline: (_r, turn$, context) => (contexts.push(context), turn$),
+          toolPipeline: (_c, call$, context) => (contexts.push(context), call$),
+        }),
+      );
+      expect(contexts.map((c) => [c.step, typeof c.budget.modelCall, typeof c.budget.usage, c.scheduler === asyncScheduler])).to.deep.equal([
+        [1, 'function', 'function', true],
+        [1, 'function', 'function', true],
+        [2, 'function', 'function', true],
+      ]);
+      expect(contexts[0]!.budget).to.equal(contexts[2]!.budget);
     });
 
     it('maxTokens reads each finish usage', () => {

@@ -421,6 +421,13 @@ describe('callTool', () => {
       expect(c.strategy).to.equal('fallback');
     });
 
+    it("says why the retry is withheld (withheld: 'not_idempotent') only when the error itself was worth one", () => {
+      expect(classifyError(toolError('execute', false, new HttpError(503))).withheld).to.equal('not_idempotent');
+      expect(classifyError(toolError('execute', false, new HttpError(400)))).not.to.have.property('withheld');
+      expect(classifyError(toolError('execute', true, new HttpError(503)))).not.to.have.property('withheld');
+      expect(classifyError(toolError('validate', false))).not.to.have.property('withheld');
+    });
+
     it('classifies a real callTool failure the same way', () => {
       const send = defineTool({ name: 'send_email', description: '', args: t.unknown, execute: () => throwError(() => new HttpError(503)) });
       const read = defineTool({ name: 'read', description: '', args: t.unknown, idempotent: true, execute: () => throwError(() => new HttpError(503)) });

@@ -5,7 +5,10 @@ import { HttpError, ToolError } from '../../src/core/errors.js';
 import type { AgentEvent, ModelEvent, TurnEvent } from '../../src/core/events.js';
 import { streamModel, type ModelRequest } from '../../src/core/model.js';
 import { callTool } from '../../src/sources/tool.js';
-import { describeEvent, finish, fromMarbles, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import { describeEvent, finish, fromMarbles, pendingActions, pendingAt, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { testScheduler } from '../support/marbles.js';
 import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
@@ -320,6 +323,10 @@ describe('rxheal/testing', () => {
       [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 1, max: 3, exhausted: false, prompt: 'p' }, 'reflection:get_weather#1/3'],
       [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 4, max: 3, exhausted: true, prompt: 'p' }, 'reflection:get_weather#exhausted'],
       [{ type: 'retry', target: 'tool:x', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' }, 'retry:tool:x#1'],
+      [{ type: 'retry-succeeded', target: 'tool:x', attempt: 2 }, 'retry-succeeded:tool:x#2'],
+      [{ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' }, 'retry-withheld:tool:send_email:not_idempotent'],
+      [{ type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1/1', step: 1, at: 0, parentId: 'step-1.1' }, 'call-start:model:gpt'],
+      [{ type: 'call-end', kind: 'tool', name: 'x', id: 'c1', step: 1, at: 3, durationMs: 3, outcome: 'cancelled' }, 'call-end:tool:x:cancelled'],
       [{ type: 'circuit', breaker: 'tool:x', kind: 'transition', from: 'closed', to: 'open', reason: 'failures', failures: 5 }, 'circuit:tool:x:closed>open'],
       [{ type: 'circuit', breaker: 'tool:x', kind: 'rejected', retryAfterMs: 100 }, 'circuit:tool:x:rejected'],
       [{ type: 'fallback', from: 'model:a', to: 'model:b', reason: 'HTTP 503', midStream: false }, 'fallback:model:a>model:b'],
@@ -341,8 +348,52 @@ describe('rxheal/testing', () => {
     it('covers every agent event type', () => {
       const types = new Set(cases.map(([e]) => e.type));
       expect([...types].sort()).to.deep.equal(
-        ['budget-exceeded', 'circuit', 'degraded', 'fallback', 'finish', 'message', 'reflection', 'reset', 'restored', 'retry', 'text-delta', 'tool-call', 'tool-error', 'tool-result', 'validation'].sort(),
+        [
+          'budget-exceeded',
+          'call-end',
+          'call-start',
+          'circuit',
+          'degraded',
+          'fallback',
+          'finish',
+          'message',
+          'reflection',
+          'reset',
+          'restored',
+          'retry',
+          'retry-succeeded',
+          'retry-withheld',
+          'text-delta',
+          'tool-call',
+          'tool-error',
+          'tool-result',
+          'validation',
+        ].sort(),
       );
+    });
+  });
+
+  describe('pendingActions / pendingAt (no timer left behind)', () => {
+    it('counts the actions scheduled on a TestScheduler: a deadline while it runs, none once the source answered', () => {
+      const ts = testScheduler();
+      const counts: number[] = [];
+      ts.run(({ cold, expectObservable }) => {
+        const guarded = cold('100ms a|').pipe(degradeAfter(3000, 'd'));
+        guarded.subscribe();
+        counts.push(pendingActions(ts)); // the first item's deadline (and the source's own frames)
+        expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 0 });
+      });
+      expect(counts[0]).to.be.greaterThan(0);
+      expect(pendingActions(ts)).to.equal(0);
+    });
+
+    it('pendingAt shows a timer that is left: a breaker open at 200 ms still has its half-open notice pending', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1000 });
+        cold('-#', undefined, new Error('503')).pipe(circuitBreak(breaker)).subscribe({ error: () => undefined });
+        expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 1 });
+      });
     });
   });
 
@@ -360,6 +411,21 @@ describe('rxheal/testing', () => {
       ]);
       expect(log.completed()).to.equal(true);
       expect(log.error()).to.equal(undefined);
+      expect(log.end()).to.deep.equal({ kind: 'complete', at: 101 }); // b at 100, completion one frame later
+    });
+
+    it('records when the stream errors, and at which virtual time; end() is undefined while it runs', () => {
+      const boom = new Error('boom');
+      let log!: ReturnType<typeof record<string>>;
+      let during: unknown = 'unset';
+      testScheduler().run(({ cold, flush }) => {
+        log = record(cold('--a 3497ms #', { a: 'x' }, boom));
+        during = log.end();
+        flush();
+      });
+      expect(during).to.equal(undefined);
+      expect(log.end()).to.deep.equal({ kind: 'error', at: 3500, error: boom });
+      expect(log.completed()).to.equal(false);
     });
 
     it('captures the error', () => {

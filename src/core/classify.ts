@@ -62,6 +62,12 @@ export interface ErrorClassification {
   readonly strategy: RecoveryStrategy;
   /** How long the server asked us to wait (`retry-after-ms` / `retry-after`), in ms. */
   readonly retryAfterMs?: number;
+  /**
+   * Why a retry is withheld although the error itself would be worth one (`retryable` is then
+   * false): `'not_idempotent'` — a tool that is not idempotent ran and failed, so a side effect
+   * may have happened. `retryWithBackoff` reports it as a `retry-withheld` event.
+   */
+  readonly withheld?: 'not_idempotent';
 }
 
 /** What a classifier may know beyond the error itself. */
@@ -516,7 +522,8 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       const inner = nested(get(error, 'cause'), now, depth, seen);
       if (get(error, 'idempotent') === true) return inner;
       // the tool ran: a side effect may have happened, so never run it again automatically
-      return verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
+      const ran = verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
+      return inner.retryable ? { ...ran, withheld: 'not_idempotent' } : ran;
     }
     const name = errorName(error);
     if (name === 'AI_RetryError') {

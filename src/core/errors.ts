@@ -108,7 +108,11 @@ export class AllFallbacksFailedError extends Error {
 
 /**
  * An operation crossed its total time budget (`totalTimeoutMs`), waits between retries included.
- * `cause` is the last attempt's error, when there was one.
+ * `cause` is the last attempt's error, when there was one. `retryWithBackoff` raises it at one of
+ * two moments: exactly at the budget when an attempt is still in flight then (the attempt is
+ * cancelled; `elapsedMs === timeoutMs`), or early — as soon as an attempt fails — when the wait
+ * before the next attempt would end at or past the budget (`elapsedMs` is the time of that
+ * failure, less than `timeoutMs`), so a fallback can start at once.
  *
  * @example
  * ```ts
@@ -130,8 +134,13 @@ export class TotalTimeoutError extends Error {
 }
 
 /**
- * A run spent more than its budget (tokens, cost, calls or steps). Never retried and never
- * handed to a fallback: another provider would spend more.
+ * A run spent more than its budget. Never retried and never handed to a fallback: another
+ * provider would spend more. `runAgent` raises it with `resource`:
+ * - `'modelCalls'` — `budget.maxModelCalls`: provider attempts (every retry and every model a
+ *   fallback tries counts; the attempt that would cross the limit is not made);
+ * - `'tokens'` — `budget.maxTokens`: input + output tokens of each attempt's `finish.usage`;
+ * - `'toolCalls'` — `budget.maxToolCalls`: tool executions, retries included;
+ * - `'steps'` — `maxSteps`: model turns.
  *
  * @example
  * ```ts
@@ -140,7 +149,7 @@ export class TotalTimeoutError extends Error {
  */
 export class BudgetExceededError extends Error {
   override readonly name = 'BudgetExceededError';
-  /** What was counted, e.g. `'tokens'`, `'usd'`, `'steps'`. */
+  /** What was counted: from `runAgent`, `'modelCalls'`, `'tokens'`, `'toolCalls'` or `'steps'`; your own code may use others (e.g. `'usd'`). */
   readonly resource: string;
   /** The allowed amount. */
   readonly limit: number;

@@ -143,9 +143,26 @@ export const RetrySucceededEventCodec = t.type(
   { type: t.literal('retry-succeeded'), target: t.string, attempt: t.number },
   'RetrySucceededEvent',
 );
+/**
+ * A retry that the default rules withheld although the error itself is worth one: `reason`
+ * `'not_idempotent'` — a tool that is not idempotent ran and failed, so a side effect may have
+ * happened and it is never run again automatically (declare it `idempotent: true` if running it
+ * twice is safe).
+ */
+export const RetryWithheldEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('retry-withheld'), target: t.string, reason: t.literal('not_idempotent'), category: t.string }),
+    t.partial({ error: t.string }),
+  ],
+  'RetryWithheldEvent',
+);
 export const CallKindCodec = t.keyof({ model: null, tool: null }, 'CallKind');
-export const CallStartEventCodec = t.type(
-  { type: t.literal('call-start'), kind: CallKindCodec, name: t.string, id: t.string, step: t.number, at: t.number },
+export const CallStartEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('call-start'), kind: CallKindCodec, name: t.string, id: t.string, step: t.number, at: t.number }),
+    // parentId: the run's model call a provider attempt was made under
+    t.partial({ parentId: t.string }),
+  ],
   'CallStartEvent',
 );
 export const CallEndEventCodec = t.intersection(
@@ -160,7 +177,7 @@ export const CallEndEventCodec = t.intersection(
       durationMs: t.number,
       outcome: t.keyof({ success: null, error: null, cancelled: null }),
     }),
-    t.partial({ error: t.string, category: t.string, usage: UsageCodec }),
+    t.partial({ error: t.string, category: t.string, usage: UsageCodec, parentId: t.string }),
   ],
   'CallEndEvent',
 );
@@ -212,6 +229,7 @@ export const HealEventCodec = t.union(
   [
     RetryEventCodec,
     RetrySucceededEventCodec,
+    RetryWithheldEventCodec,
     CallStartEventCodec,
     CallEndEventCodec,
     CircuitEventCodec,
@@ -269,7 +287,13 @@ export type ReflectionEvent = t.TypeOf<typeof ReflectionEventCodec>;
 export type RetryEvent = t.TypeOf<typeof RetryEventCodec>;
 /** An attempt after one or more retries succeeded (its first value, or completion). */
 export type RetrySucceededEvent = t.TypeOf<typeof RetrySucceededEventCodec>;
-/** A model call (one subscription to `model.stream`, retries included) or a tool execution started. */
+/** A retry was withheld for a non-idempotent tool (see {@link RetryWithheldEventCodec}). */
+export type RetryWithheldEvent = t.TypeOf<typeof RetryWithheldEventCodec>;
+/**
+ * A model call or a tool execution started: a run's model call (`step-<n>.<m>`, one per
+ * subscription to the turn, retries included), a provider attempt under it (`<id>/<k>`, with
+ * `parentId`: each model a `fallbackModel` or another wrapping model calls), or a tool execution.
+ */
 export type CallStartEvent = t.TypeOf<typeof CallStartEventCodec>;
 /** …and ended: with its duration (scheduler time), outcome, error category and token usage. */
 export type CallEndEvent = t.TypeOf<typeof CallEndEventCodec>;
@@ -290,8 +314,8 @@ export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 /** A completed message (assistant or tool). */
 export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
 /**
- * What the healing did: retries, circuit changes, fallbacks, reflections, degradations,
- * resets, budget.
+ * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
+ * degradations, resets, budget.
  *
  * @example
  * ```ts

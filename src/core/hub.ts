@@ -67,3 +67,88 @@ export class HealHub {
     );
   }
 }
+
+/** The hub (and target name) operators report to when created without a `hub` option; see {@link withDefaultHub}. */
+export interface DefaultHub {
+  readonly hub: HealHub;
+  /** What a `retryWithBackoff` created without a `target` names (e.g. `model:gpt`). */
+  readonly target: string;
+}
+
+let current: DefaultHub | undefined;
+
+/**
+ * Runs `build` — a user callback that composes operators, such as `fallbackModel`'s `perModel` —
+ * so that the operators it creates without a `hub` option report to `defaults.hub` (and a
+ * `retryWithBackoff` without a `target` names `defaults.target`). Only operators created while
+ * `build` runs, synchronously, are affected; an explicit `hub` or `target` always wins.
+ *
+ * @example
+ * ```ts
+ * const healed$ = withDefaultHub({ hub: runHub, target: 'model:gpt' }, () => perModel('gpt', stream$));
+ * ```
+ */
+export function withDefaultHub<T>(defaults: DefaultHub | undefined, build: () => T): T {
+  const previous = current;
+  current = defaults;
+  try {
+    return build();
+  } finally {
+    current = previous;
+  }
+}
+
+/**
+ * The default hub of the callback running now (see {@link withDefaultHub}), if any: what an
+ * operator reports to when created without a `hub` option.
+ *
+ * @example
+ * ```ts
+ * const hub = options.hub ?? defaultHub()?.hub;
+ * ```
+ */
+export function defaultHub(): DefaultHub | undefined {
+  return current;
+}
+
+/**
+ * Several hubs as one (an operator's own `hub` and the run's): each event reported reaches each
+ * hub once, and a watched breaker is watched by each. Its own `events$` has what was reported
+ * through it. Made by {@link joinHubs}.
+ */
+class JoinedHub extends HealHub {
+  constructor(readonly members: readonly HealHub[]) {
+    super();
+  }
+
+  override report(event: HealEvent): void {
+    super.report(event);
+    for (const hub of this.members) hub.report(event);
+  }
+
+  override watch(breaker: CircuitBreaker): void {
+    for (const hub of this.members) hub.watch(breaker);
+  }
+}
+
+/**
+ * The distinct hubs given, as one: `undefined` for none, the hub itself for one (the same hub
+ * given twice is one), else a hub that reports each event to every one of them once — never
+ * twice to the same hub.
+ *
+ * @example
+ * ```ts
+ * const hub = joinHubs([options.hub, context.hub]); // a fallbackModel's own hub and the run's
+ * hub?.report({ type: 'fallback', from: 'model:gpt', to: 'model:claude', reason: 'server_error', midStream: false });
+ * ```
+ */
+export function joinHubs(hubs: readonly (HealHub | undefined)[]): HealHub | undefined {
+  const distinct: HealHub[] = [];
+  const add = (hub: HealHub | undefined): void => {
+    if (hub === undefined) return;
+    if (hub instanceof JoinedHub) for (const member of hub.members) add(member);
+    else if (!distinct.includes(hub)) distinct.push(hub);
+  };
+  for (const hub of hubs) add(hub);
+  return distinct.length <= 1 ? distinct[0] : new JoinedHub(distinct);
+}

@@ -1,7 +1,9 @@
-import { Observable, type ObservableInput } from 'rxjs';
+import { asyncScheduler, Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
-import type { Message, TurnEvent } from './events.js';
+import type { Message, TurnEvent, Usage } from './events.js';
 import { abortable, type AbortContext } from './abortable.js';
+import { traced, type TracedCall } from './callTrace.js';
+import type { HealHub } from './hub.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
 export interface ToolSpec {
@@ -19,9 +21,88 @@ export interface ModelRequest {
 }
 
 /**
+ * A run's budget as its model calls see it (`runAgent` hands one to every model call). What counts:
+ * each **provider attempt** — one subscription to `streamModel(model, …)` of a model, wherever
+ * it happens (a run's turn, its retries, every model a `fallbackModel` tries, a `fallbackTo`
+ * model alternative) — is one model call; each attempt's `finish.usage` counts its tokens.
+ *
+ * @example
+ * ```ts
+ * let calls = 0;
+ * const meter: BudgetMeter = {
+ *   modelCall: () => {
+ *     if (++calls > 3) throw new BudgetExceededError('modelCalls', 3, calls);
+ *   },
+ *   usage: () => undefined,
+ * };
+ * streamModel(model, request, { budget: meter }).subscribe();
+ * ```
+ */
+export interface BudgetMeter {
+  /**
+   * A provider attempt is about to start. Throws `BudgetExceededError` (`resource:
+   * 'modelCalls'`) when it would cross the limit: the attempt is then not made.
+   */
+  modelCall(): void;
+  /** A provider attempt ended its turn with this usage. Throws `BudgetExceededError` (`'tokens'`) past the limit. */
+  usage(usage: Usage): void;
+}
+
+/**
+ * The run a model call belongs to, as given to {@link streamModel}. Every field is optional: a
+ * model called on its own (`streamModel(model, request)`) gets none of them.
+ *
+ * @example
+ * ```ts
+ * streamModel(model, request, { hub, scheduler, callId: 'ask-1' }).subscribe(render); // call-start / call-end on hub
+ * ```
+ */
+export interface ModelCallContext {
+  /**
+   * The run's events hub. A model that wraps others reports its fallbacks, circuits and retries
+   * here (`fallbackModel` does); each provider attempt made through `streamModel` with this
+   * context is reported as a `call-start` / `call-end` pair.
+   */
+  readonly hub?: HealHub;
+  /** The run's budget: every provider attempt and its token usage count (see {@link BudgetMeter}). */
+  readonly budget?: BudgetMeter;
+  /** The run's scheduler: where call durations are read, and where wrapping models should wait. Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /**
+   * The id of the model call this context belongs to, as in its `call-start` / `call-end` events
+   * (`runAgent`: `step-<n>.<m>`). Given to `streamModel`, it names the call made (reported when
+   * `hub` is given too); handed to `model.stream`, it is the parent of every call the model makes
+   * through `streamModel(inner, request, context)`: those are reported as `<callId>/<k>` with
+   * `parentId: callId` (one OpenTelemetry span each, under the run's call).
+   */
+  readonly callId?: string;
+  /** The agent step (model turn) the call belongs to, from 1. */
+  readonly step?: number;
+}
+
+/**
+ * What `model.stream` is handed: the abort signal, and the run's hub, budget, scheduler and call id
+ * ({@link ModelCallContext}). A model that wraps others passes it on unchanged —
+ * `streamModel(inner, request, context)` for every model it calls (spread it to change a field:
+ * `{ ...context, hub }`) — so that their events reach the run, their attempts count against its
+ * budget and their spans sit under its call.
+ *
+ * @example
+ * ```ts
+ * const patient: Model = {
+ *   id: 'patient-gpt',
+ *   stream: (request, context) =>
+ *     streamModel(gpt, request, context).pipe(retryWithBackoff({ hub: context.hub, target: 'model:gpt', scheduler: context.scheduler })),
+ * };
+ * ```
+ */
+export interface ModelContext extends AbortContext, ModelCallContext {}
+
+/**
  * A language model: a cold stream of {@link TurnEvent}s (model events) per request. Anything that returns an
  * observable, a promise of an array, an async iterable… (`ObservableInput`) will do; `signal` is
- * aborted when the consumer unsubscribes.
+ * aborted when the consumer unsubscribes; the rest of the {@link ModelContext} says which run the
+ * call belongs to (a model that calls other models passes it on).
  *
  * @example
  * ```ts
@@ -42,7 +123,18 @@ export interface Model {
    * If it throws, the call errors with what it threw. `context.signal` may be read at any time,
    * also after an `await`: a signal read after the consumer left is already aborted.
    */
-  stream(request: ModelRequest, context: AbortContext): ObservableInput<TurnEvent>;
+  stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
+}
+
+/** The hidden part of a context handed to `model.stream`: the call it serves. Spreading the context keeps it. */
+const SERVED = Symbol('rxheal.servedModelCall');
+
+/** One model call being served, as the calls made inside it see it. */
+interface ServedCall {
+  /** This call was counted when it started: the first attempt made inside it is that count. */
+  prepaid: boolean;
+  /** Calls made inside it so far (their ids are `<callId>/<k>`); with any, they count the tokens. */
+  children: number;
 }
 
 /**
@@ -54,25 +146,100 @@ export interface Model {
  * fallbacks and breakers around the call heal it like a dropped connection — it is never taken
  * for a short answer.
  *
+ * With a `context` (see {@link ModelCallContext}), each subscription is one provider attempt of
+ * that run: it is counted against `context.budget` before the model is called (the attempt is not
+ * made past the limit; the first attempt inside a model call that was itself counted is that
+ * count, so a `fallbackModel` costs one call per model it tries, not one more), its
+ * `finish.usage` counts its tokens (unless it delegated to models called inside it, which count
+ * theirs), and with `context.hub` it is reported as `call-start` / `call-end` — under
+ * `context.callId`, or as `<callId>/<k>` with `parentId` when made inside another model call.
+ *
  * @example
  * ```ts
  * streamModel(model, { messages, tools: [] }).subscribe((e) => e.type === 'text-delta' && process.stdout.write(e.text));
  * ```
  */
-export function streamModel(model: Model, request: ModelRequest): Observable<TurnEvent> {
-  const events = abortable<TurnEvent>((context) => model.stream(request, context));
+export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
+  if (context === undefined) return finished(model, abortable<TurnEvent>((abort) => model.stream(request, abort)));
+  const parent = (context as { [SERVED]?: ServedCall })[SERVED];
+  const scheduler = context.scheduler ?? asyncScheduler;
   return new Observable<TurnEvent>((subscriber) => {
-    let finished = false;
+    const { budget, hub } = context;
+    // the attempt is counted before the model is called: past the limit it is not made
+    try {
+      if (parent?.prepaid) parent.prepaid = false;
+      else budget?.modelCall();
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    const call = describeCall(model, context, parent);
+    const served: ServedCall = { prepaid: true, children: 0 };
+    const handed = (abort: AbortContext): ModelContext => {
+      const handedOn: ModelContext & { [SERVED]: ServedCall } = {
+        get signal() {
+          return abort.signal;
+        },
+        ...fields(context),
+        ...(call ? { callId: call.id } : {}),
+        [SERVED]: served,
+      };
+      return handedOn;
+    };
+    let events = finished(model, abortable<TurnEvent>((abort) => model.stream(request, handed(abort))));
+    if (hub && call) events = traced(hub, scheduler, call, events);
+    return events.subscribe({
+      next: (event) => {
+        subscriber.next(event);
+        // the innermost call that saw the finish counts its tokens
+        if (budget && event.type === 'finish' && event.usage && served.children === 0) {
+          try {
+            budget.usage(event.usage);
+          } catch (error) {
+            subscriber.error(error);
+          }
+        }
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    });
+  });
+}
+
+/** The run's fields of a context, without its signal (read lazily) or hidden state. */
+function fields(context: ModelCallContext): ModelCallContext {
+  const { hub, budget, scheduler, callId, step } = context;
+  return {
+    ...(hub ? { hub } : {}),
+    ...(budget ? { budget } : {}),
+    ...(scheduler ? { scheduler } : {}),
+    ...(callId !== undefined ? { callId } : {}),
+    ...(step !== undefined ? { step } : {}),
+  };
+}
+
+/** The call's name in events: its own `callId` at the top, `<parent>/<k>` inside another call; none without an id to start from. */
+function describeCall(model: Model, context: ModelCallContext, parent: ServedCall | undefined): TracedCall | undefined {
+  const step = context.step ?? 0;
+  if (!parent) return context.callId === undefined ? undefined : { kind: 'model', name: model.id, id: context.callId, step };
+  const k = ++parent.children;
+  return context.callId === undefined ? undefined : { kind: 'model', name: model.id, id: `${context.callId}/${k}`, step, parentId: context.callId };
+}
+
+/** Enforces the finish contract: a stream that completes without `finish` (since its last `reset`) errors with {@link IncompleteStreamError}. */
+function finished(model: Model, events: Observable<TurnEvent>): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let done = false;
     let received = 0;
     return events.subscribe({
       next: (event) => {
         received++;
-        if (event.type === 'finish') finished = true;
-        else if (event.type === 'reset') finished = false;
+        if (event.type === 'finish') done = true;
+        else if (event.type === 'reset') done = false;
         subscriber.next(event);
       },
       error: (error: unknown) => subscriber.error(error),
-      complete: () => (finished ? subscriber.complete() : subscriber.error(new IncompleteStreamError(model.id, 'no finish event', received))),
+      complete: () => (done ? subscriber.complete() : subscriber.error(new IncompleteStreamError(model.id, 'no finish event', received))),
     });
   });
 }

@@ -131,6 +131,7 @@ function callOf(target: string): string {
  * | --- | --- | --- |
  * | `retry` | warn | tool call failed, retrying |
  * | `retry-succeeded` | info | retry succeeded |
+ * | `retry-withheld` | warn | retry withheld: tool not idempotent |
  * | `circuit` to open / half-open / closed | warn / info / info | circuit breaker opened / half-open / closed |
  * | `circuit` rejected | warn | call rejected by open circuit |
  * | `fallback` | warn | fallback activated |
@@ -160,6 +161,8 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       });
     case 'retry-succeeded':
       return toRecord('info', 'retry succeeded', { ...who(e.target, 'target'), attempt: e.attempt });
+    case 'retry-withheld':
+      return toRecord('warn', 'retry withheld: tool not idempotent', { ...who(e.target, 'target'), reason: e.reason, category: e.category, error: e.error });
     case 'circuit': {
       const name = who(e.breaker, 'breaker');
       if (e.kind === 'rejected') return toRecord('warn', 'call rejected by open circuit', { ...name, retry_after_ms: e.retryAfterMs });
@@ -186,11 +189,12 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':
-      return toRecord('debug', `${e.kind} call started`, { ...who(`${e.kind}:${e.name}`, 'target'), call_id: e.id, step: e.step });
+      return toRecord('debug', `${e.kind} call started`, { ...who(`${e.kind}:${e.name}`, 'target'), call_id: e.id, parent_id: e.parentId, step: e.step });
     case 'call-end':
       return toRecord('debug', `${e.kind} call ${e.outcome === 'success' ? 'finished' : e.outcome === 'error' ? 'failed' : 'cancelled'}`, {
         ...who(`${e.kind}:${e.name}`, 'target'),
         call_id: e.id,
+        parent_id: e.parentId,
         step: e.step,
         duration_ms: e.durationMs,
         error: e.error,

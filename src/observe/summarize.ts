@@ -104,12 +104,16 @@ export interface ResilienceSummary {
   readonly at: number;
   /** Events counted (resilience events, and tool results / validations for self-correction). */
   readonly events: number;
-  /** Model calls and tool executions seen (`call-start`). */
+  /**
+   * Model calls and tool executions seen (`call-start`). `model` counts a run's model calls (a
+   * turn and each retry of it), not the provider attempts inside one (`call-start` with
+   * `parentId`: each model a `fallbackModel` tried), which count under their own target.
+   */
   readonly calls: { readonly model: number; readonly tool: number };
-  /** Per target (`tool:<name>`, `model:<id>`, or whatever a `retry` event names). */
+  /** Per target (`tool:<name>`, `model:<id>` — a run's model and each provider attempted —, or whatever a `retry` event names). */
   readonly targets: Readonly<Record<string, TargetSummary>>;
-  /** Retries in all. */
-  readonly retries: { readonly total: number; readonly succeeded: number; readonly byCategory: Counts };
+  /** Retries in all; `withheld`: retries the default rules withheld for a non-idempotent tool (`retry-withheld`). */
+  readonly retries: { readonly total: number; readonly succeeded: number; readonly withheld: number; readonly byCategory: Counts };
   /** Per breaker. */
   readonly circuits: Readonly<Record<string, CircuitSummary>>;
   readonly fallbacks: {
@@ -186,7 +190,7 @@ class Summarizer {
   private events = 0;
   private readonly calls = { model: 0, tool: 0 };
   private readonly targets = new Map<string, MutableTarget>();
-  private readonly retries = { total: 0, succeeded: 0, byCategory: {} as Record<string, number> };
+  private readonly retries = { total: 0, succeeded: 0, withheld: 0, byCategory: {} as Record<string, number> };
   private readonly circuits = new Map<string, MutableCircuit>();
   private readonly fallbacks = { total: 0, midStream: 0, byRoute: {} as Record<string, number>, byReason: {} as Record<string, number> };
   private readonly reflections = { total: 0, exhausted: 0, corrected: 0 };
@@ -227,7 +231,7 @@ class Summarizer {
     const e = event as HealEvent | Extract<AgentEvent, { type: 'tool-result' | 'validation' }>;
     switch (e.type) {
       case 'call-start':
-        this.calls[e.kind]++;
+        if (e.parentId === undefined) this.calls[e.kind]++;
         this.target(`${e.kind}:${e.name}`).calls++;
         break;
       case 'call-end':
@@ -248,6 +252,9 @@ class Summarizer {
       case 'retry-succeeded':
         this.target(e.target).retriesSucceeded++;
         this.retries.succeeded++;
+        break;
+      case 'retry-withheld':
+        this.retries.withheld++;
         break;
       case 'circuit': {
         const c = this.circuit(e.breaker);

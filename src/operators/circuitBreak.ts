@@ -1,12 +1,15 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
 import { RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
-import type { HealHub } from '../core/hub.js';
+import { defaultHub, type HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 
 /** Options of {@link circuitBreak} beyond the breaker's own. */
 export interface CircuitBreakOptions {
-  /** Reports the breaker's transitions and each rejected call as `circuit` events. */
+  /**
+   * Reports the breaker's transitions and each rejected call as `circuit` events. Created inside
+   * `fallbackModel`'s `perModel` without one, the run's hub.
+   */
   readonly hub?: HealHub;
 }
 
@@ -50,7 +53,7 @@ export function circuitBreak<T>(
   options?: CircuitBreakOptions,
 ): MonoTypeOperatorFunction<T> {
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
-  const hub = validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined;
+  const hub = (validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined) ?? defaultHub()?.hub;
   hub?.watch(breaker);
   return (source) => {
     // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by

@@ -5,9 +5,9 @@ import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallbackChain.js';
 import { guard, Thrown } from '../core/guard.js';
 import type { TurnEvent } from '../core/events.js';
-import type { HealHub } from '../core/hub.js';
+import { joinHubs, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
-import { streamModel, type Model, type ModelRequest } from '../core/model.js';
+import { streamModel, type Model, type ModelCallContext, type ModelRequest } from '../core/model.js';
 import { circuitBreak } from './circuitBreak.js';
 
 /**
@@ -110,6 +110,14 @@ export interface FallbackToBaseOptions {
   readonly name?: string;
   /** The request {@link Model} alternatives are called with. Required when one is given. */
   readonly request?: ModelRequest;
+  /**
+   * The run's context for {@link Model} alternatives — in `runAgent`'s `modelPipeline`, its
+   * `context` argument; inside a model that wraps others, the context its `stream` was handed.
+   * Each alternative model called is then a provider attempt of that run: counted against its
+   * budget, traced under its call, and this operator's events also go to its `hub` (each once,
+   * with the `hub` option's). None by default.
+   */
+  readonly context?: ModelCallContext;
 }
 
 /**
@@ -155,6 +163,7 @@ const props = {
     (u): u is 'error' | 'restart' => u === 'error' || u === 'restart',
   ),
   onRestart: Func,
+  context: check('a model context ({ hub?, budget?, scheduler?, callId?, step? })', (u): u is ModelCallContext => typeof u === 'object' && u !== null),
 };
 
 const ALTERNATIVE = 'an Observable, a function (error) => ObservableInput, { name, source, breaker? }, or a Model (with options.request)';
@@ -180,7 +189,7 @@ function isNamed(u: unknown): u is NamedFallback<unknown> {
   return typeof u === 'object' && u !== null && !isObservable(u) && 'source' in u;
 }
 
-function toCandidate<T>(value: unknown, i: number, request: ModelRequest | undefined): Candidate<T> {
+function toCandidate<T>(value: unknown, i: number, request: ModelRequest | undefined, context: ModelCallContext | undefined): Candidate<T> {
   const at = `alternatives[${i}]`;
   if (isObservable(value)) {
     const obs = value as Observable<T>;
@@ -204,7 +213,7 @@ function toCandidate<T>(value: unknown, i: number, request: ModelRequest | undef
   if (isModel(value)) {
     if (!request) throw new InvalidOptionError('fallbackTo', 'request', request, `a ModelRequest when an alternative is a Model (${at}: '${value.id}')`);
     const model = value;
-    return { name: `model:${model.id}`, breaker: undefined, start: () => streamModel(model, request) as unknown as Observable<T> };
+    return { name: `model:${model.id}`, breaker: undefined, start: () => streamModel(model, request, context) as unknown as Observable<T> };
   }
   throw new InvalidOptionError('fallbackTo', at, value, ALTERNATIVE);
 }
@@ -259,14 +268,16 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
   const o = validateOptions('fallbackTo', props, hasOptions ? last : undefined);
   const raw = hasOptions ? args.slice(0, -1) : args;
   if (raw.length === 0) throw new InvalidOptionError('fallbackTo', 'alternatives', raw, 'at least one alternative');
-  const candidates = raw.map((value, i) => toCandidate<T>(value, i, o.request));
+  const context = o.context as ModelCallContext | undefined;
+  const candidates = raw.map((value, i) => toCandidate<T>(value, i, o.request, context));
   const restart = o.midStream === 'restart';
   const onRestart = o.onRestart as ((info: FallbackInfo) => T) | undefined;
   if (restart && !onRestart) throw new InvalidOptionError('fallbackTo', 'onRestart', onRestart, "a function when midStream is 'restart'");
   if (!restart && onRestart) throw new InvalidOptionError('fallbackTo', 'midStream', o.midStream, "'restart' when onRestart is given");
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
-  const hub = o.hub as HealHub | undefined;
+  // the run's hub (of a model context) hears this operator's events too, once each
+  const hub = joinHubs([o.hub as HealHub | undefined, context?.hub]);
   const primaryName = o.name ?? 'primary';
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
   const guards = candidates.map((c) => (c.breaker ? circuitBreak<T>(c.breaker, { hub }) : undefined));

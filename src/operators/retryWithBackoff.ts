@@ -3,7 +3,7 @@ import { type CircuitPermit, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnde
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
-import type { HealHub } from '../core/hub.js';
+import { defaultHub, type HealHub } from '../core/hub.js';
 import { errorText } from '../core/sanitize.js';
 import { guard, Thrown } from '../core/guard.js';
 import { after, wait as waitFor } from '../core/wait.js';
@@ -40,7 +40,11 @@ export interface RetryInfo {
 
 /** Options shared by every `afterEmit` mode of {@link retryWithBackoff}. */
 export interface RetryWithBackoffBaseOptions {
-  /** Retries after the first subscription (so at most `maxRetries + 1` attempts). Defaults to 3. */
+  /**
+   * Retries after the first subscription (so at most `maxRetries + 1` attempts). Defaults to 3.
+   * `Infinity` retries until an attempt succeeds or fails with an error not worth a retry; it
+   * needs no `totalTimeoutMs` (add one only to bound the time as well).
+   */
   readonly maxRetries?: number;
   /** Delay before the first retry, in ms. Defaults to 500. */
   readonly initialBackoffMs?: number;
@@ -56,9 +60,19 @@ export interface RetryWithBackoffBaseOptions {
    */
   readonly random?: () => number;
   /**
+   * Which errors are retried (when `shouldRetry` is not given):
+   * - `'retryable'` (default): those the classifier calls `retryable` — HTTP 408, 409, 429 and
+   *   5xx, timeouts, network errors, a stream cut short. A plain `Error` is `unknown`: not retried.
+   * - `'all'`: every error, as RxJS's `retry` does — except cancellation (`AbortError`), a crossed
+   *   budget (`BudgetExceededError`), and a non-idempotent tool that ran (withheld, with a
+   *   `retry-withheld` event: a side effect may have happened).
+   */
+  readonly retryOn?: 'retryable' | 'all';
+  /**
    * Decides whether an error is worth a retry; `attempt` is the retry that would follow
-   * (1-based). Errors it rejects pass through unchanged, at once. Defaults to the classifier's
-   * `retryable`. If it throws, the operator errors with what it threw.
+   * (1-based). Errors it rejects pass through unchanged, at once. Defaults to `retryOn`'s rule
+   * (the classifier's `retryable`). Give one or the other, not both. If it throws, the operator
+   * errors with what it threw.
    */
   readonly shouldRetry?: (error: unknown, attempt: number) => boolean;
   /**
@@ -74,9 +88,11 @@ export interface RetryWithBackoffBaseOptions {
    */
   readonly maxRetryAfterMs?: number;
   /**
-   * Budget for the whole operation, attempts and waits included, in ms. When it runs out, the
-   * attempt in flight is cancelled and the operator errors with {@link TotalTimeoutError}; a
-   * wait that would end past it fails at once instead. No budget by default.
+   * Budget for the whole operation, attempts and waits included, in ms. Gives up with
+   * {@link TotalTimeoutError} — exactly at the budget when an attempt is in flight then (the
+   * attempt is cancelled; `elapsedMs` equals `totalTimeoutMs`), or early, as soon as an attempt
+   * fails, when the wait before the next one would end at or past the budget (`elapsedMs` is
+   * then the time of that failure, so a fallback starts sooner). No budget by default.
    */
   readonly totalTimeoutMs?: number;
   /** Reset the retry count (and backoff) whenever the source emits a value. Defaults to false. */
@@ -87,10 +103,16 @@ export interface RetryWithBackoffBaseOptions {
   readonly scheduler?: SchedulerLike;
   /**
    * Reports a `retry` event for each retry and one `retry-succeeded` when an attempt after a retry
-   * succeeds (its first value, or completion) — e.g. the run's hub in `runAgent`'s pipelines.
+   * succeeds (its first value, or completion) — e.g. the run's hub in `runAgent`'s pipelines —
+   * and a `retry-withheld` event when the default rules withhold a retry the error would be worth,
+   * because a tool that is not idempotent ran. Created inside `fallbackModel`'s `perModel` without
+   * one, the run's hub.
    */
   readonly hub?: HealHub;
-  /** What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to `'source'`. */
+  /**
+   * What is being retried, in events (e.g. `tool:get_weather`, `model:gpt-4o`). Defaults to
+   * `'source'` (inside `fallbackModel`'s `perModel`, to `'model:<id>'`).
+   */
   readonly target?: string;
 }
 
@@ -120,6 +142,7 @@ const props = {
   maxBackoffMs: NonNegativeNumber,
   jitter: oneOf('none', 'full', 'equal', 'decorrelated'),
   random: Func,
+  retryOn: oneOf('retryable', 'all'),
   shouldRetry: Func,
   classifier: Func,
   maxRetryAfterMs: NonNegativeOrInfinity,
@@ -146,16 +169,37 @@ const props = {
  * result:   --- 500 ms --- 1000 ms --- 2000 ms ---#   RetriesExhaustedError { attempts: 4 }
  * ```
  *
- * Gives up with: the error itself, unchanged, when `shouldRetry` rejects it (or, with
- * `afterEmit: 'error'`, when the attempt had emitted); {@link RetriesExhaustedError} after
- * `maxRetries` or when `retry-after` exceeds `maxRetryAfterMs`; {@link TotalTimeoutError} when
- * `totalTimeoutMs` runs out. Unsubscribing cancels the attempt in flight or the wait.
+ * Gives up with: the error itself, unchanged, when it is not worth a retry (`retryOn`,
+ * `shouldRetry`) or, with `afterEmit: 'error'`, when the attempt had emitted;
+ * {@link RetriesExhaustedError} after `maxRetries` or when `retry-after` exceeds
+ * `maxRetryAfterMs`; {@link TotalTimeoutError} when `totalTimeoutMs` runs out — exactly at the
+ * budget if an attempt is in flight, or early, at a failure whose wait would end at or past it.
+ * Unsubscribing cancels the attempt in flight or the wait.
+ *
+ * Tools: a tool defined without `idempotent: true` (the safe default of `defineTool`) is never
+ * re-run after it ran and failed — a side effect may have happened — even for a 503; the retry is
+ * withheld, reported as a `retry-withheld` event (`reason: 'not_idempotent'`), and the error
+ * passes on. Declare read-only tools `idempotent: true` to have them retried.
+ *
+ * Coming from RxJS `retry`: `retry(3)` retries every error at once, and resubscribes after
+ * values. `retryWithBackoff({ retryOn: 'all', maxRetries: 3 })` retries every error too, with
+ * backoff (500 ms, ×2, jittered); an attempt that had emitted is not retried (two attempts of a
+ * token stream are never concatenated) unless `afterEmit: 'resubscribe'` (streams of independent
+ * values, polling). An exact port of `retry(3)`: add `initialBackoffMs: 0, jitter: 'none',
+ * afterEmit: 'resubscribe'`. `retry({ count: 3, delay: 1000 })`: `{ retryOn: 'all', maxRetries: 3,
+ * initialBackoffMs: 1000, backoffMultiplier: 1, jitter: 'none' }`. `retry()` (no count):
+ * `maxRetries: Infinity`. `resetOnSuccess` is the same option. Without `retryOn: 'all'`, only
+ * errors the classifier calls retryable are retried (a plain `Error` is not).
  *
  * @example
  * ```ts
  * const answer$ = defer(() => callTool(args)).pipe(
  *   retryWithBackoff({ maxRetries: 3, initialBackoffMs: 500, jitter: 'equal' }),
  * );
+ * ```
+ * @example Coming from RxJS retry(3): every error, with backoff
+ * ```ts
+ * const data$ = defer(() => fetchJson(url)).pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 3 }));
  * ```
  * @example Token streams: tell the UI to discard partial text, then retry
  * ```ts
@@ -173,12 +217,17 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
   if (afterEmit !== 'restart' && onRestart) {
     throw new InvalidOptionError('retryWithBackoff', 'afterEmit', o.afterEmit, "'restart' when onRestart is given");
   }
+  if (o.retryOn !== undefined && o.shouldRetry !== undefined) {
+    throw new InvalidOptionError('retryWithBackoff', 'retryOn', o.retryOn, 'absent when shouldRetry is given (shouldRetry decides which errors are retried)');
+  }
   if ((o.initialBackoffMs ?? 500) > (o.maxBackoffMs ?? 30_000)) {
     // name the option the caller set: maxBackoffMs when given, else initialBackoffMs (vs the default cap)
     throw o.maxBackoffMs === undefined
       ? new InvalidOptionError('retryWithBackoff', 'initialBackoffMs', o.initialBackoffMs, '<= maxBackoffMs (default 30000)')
       : new InvalidOptionError('retryWithBackoff', 'maxBackoffMs', o.maxBackoffMs, `>= initialBackoffMs (${o.initialBackoffMs ?? 500})`);
   }
+  // created inside a callback with a default hub (fallbackModel's perModel): report there
+  const ambient = o.hub === undefined || o.target === undefined ? defaultHub() : undefined;
   const config: RetryConfig<T> = {
     maxRetries: o.maxRetries ?? 3,
     policy: {
@@ -189,6 +238,7 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
       random: (o.random as (() => number) | undefined) ?? Math.random,
     },
     shouldRetry: o.shouldRetry as ((error: unknown, attempt: number) => boolean) | undefined,
+    retryAll: o.retryOn === 'all',
     classifier: (o.classifier as ErrorClassifier | undefined) ?? classifyError,
     maxRetryAfterMs: o.maxRetryAfterMs ?? 60_000,
     totalTimeoutMs: o.totalTimeoutMs,
@@ -197,11 +247,18 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     onRestart,
     onRetry: o.onRetry as ((info: RetryInfo) => void) | undefined,
     scheduler: o.scheduler ?? asyncScheduler,
-    hub: o.hub as HealHub | undefined,
-    target: o.target ?? 'source',
+    hub: (o.hub as HealHub | undefined) ?? ambient?.hub,
+    target: o.target ?? ambient?.target ?? 'source',
   };
 
   return (source) => new RetryObservable(source, config);
+}
+
+/** `retryOn`'s rule: the classifier's `retryable`, or — `'all'` — every error but cancellation, a crossed budget and a withheld retry. */
+function worthRetry(classification: ErrorClassification, all: boolean): boolean {
+  if (!all) return classification.retryable;
+  const { category, withheld } = classification;
+  return withheld === undefined && category !== 'cancelled' && category !== 'budget_exceeded';
 }
 
 /**
@@ -236,6 +293,8 @@ interface RetryConfig<T> {
   readonly maxRetries: number;
   readonly policy: BackoffPolicy;
   readonly shouldRetry: ((error: unknown, attempt: number) => boolean) | undefined;
+  /** `retryOn: 'all'`. */
+  readonly retryAll: boolean;
   readonly classifier: ErrorClassifier;
   readonly maxRetryAfterMs: number;
   readonly totalTimeoutMs: number | undefined;
@@ -315,9 +374,15 @@ class RetryRun<T> {
     if (emitted && config.afterEmit === 'error') return this.fail(error);
     const classification = guard(config.classifier, error, { now: scheduler.now() });
     if (classification instanceof Thrown) return this.fail(classification.error);
-    const retry = config.shouldRetry ? guard(config.shouldRetry, error, next) : classification.retryable;
+    const retry = config.shouldRetry ? guard(config.shouldRetry, error, next) : worthRetry(classification, config.retryAll);
     if (retry instanceof Thrown) return this.fail(retry.error);
-    if (!retry) return this.fail(error);
+    if (!retry) {
+      // the error was worth a retry, but the tool that failed is not idempotent: say so
+      if (!config.shouldRetry && classification.withheld !== undefined) {
+        hub?.report({ type: 'retry-withheld', target: config.target, reason: classification.withheld, category: classification.category, error: errorText(error, 200) });
+      }
+      return this.fail(error);
+    }
     if (this.retries >= maxRetries) return this.fail(new RetriesExhaustedError(this.retries + 1, errors, 'max_retries'));
     const retryAfter = classification.retryAfterMs;
     if (retryAfter !== undefined && retryAfter > config.maxRetryAfterMs) {

@@ -6,6 +6,7 @@
  * @module
  */
 import {
+  context,
   metrics,
   SpanKind,
   SpanStatusCode,
@@ -73,11 +74,14 @@ interface Call {
   /** `tool:<name>` / `model:<name>`: what retries, breakers and fallbacks name. */
   readonly target: string;
   readonly id: string;
+  /** The run's model call a provider attempt was made under. */
+  readonly parentId: string | undefined;
   readonly start: number;
 }
 
 interface Instruments {
   readonly retries: Counter;
+  readonly withheld: Counter;
   readonly backoff: Histogram;
   readonly transitions: Counter;
   readonly rejections: Counter;
@@ -90,6 +94,7 @@ interface Instruments {
 function instrumentsOf(meter: Meter): Instruments {
   return {
     retries: meter.createCounter('rxheal.retries', { description: 'Retries scheduled, by target and error category', unit: '{retry}' }),
+    withheld: meter.createCounter('rxheal.retries.withheld', { description: 'Retries withheld for a tool that is not idempotent', unit: '{retry}' }),
     backoff: meter.createHistogram('rxheal.retry.backoff', {
       description: 'Wait before each retry',
       unit: 'ms',
@@ -112,20 +117,22 @@ function instrumentsOf(meter: Meter): Instruments {
  * **Spans**, one per model call and per tool execution, from `call-start` / `call-end` (matched
  * by kind, id and start time; times are the events' scheduler times):
  * - `chat <model>` (kind CLIENT): `gen_ai.operation.name: 'chat'`, `gen_ai.request.model`,
- *   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`;
+ *   `gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`. A provider attempt made inside a
+ *   run's model call (each model a `fallbackModel` tries: `call-start` with `parentId`) is a child
+ *   span of that call's span, with `rxheal.call.parent_id`;
  * - `execute_tool <tool>` (kind INTERNAL): `gen_ai.operation.name: 'execute_tool'`,
  *   `gen_ai.tool.name`, `gen_ai.tool.call.id`;
  * - both: `rxheal.call.id`, `rxheal.step`, `rxheal.call.outcome` (`success`, `error`,
  *   `cancelled`); on error `error.type` (the error category) and status ERROR with the error text.
  *
- * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.reflection`,
+ * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.retry.withheld`, `rxheal.reflection`,
  * `rxheal.fallback`, `rxheal.circuit.transition`, `rxheal.circuit.rejected`, `rxheal.degraded`,
  * `rxheal.restored` — go on the span of the call they are about:
  * 1. the call named by the event — retries and breakers by target (`tool:<name>`,
  *    `model:<name>`), fallbacks by `from`, reflections by tool call id — open, or the one that
  *    just ended;
- * 2. otherwise, for model targets, the one open model call (a `fallbackModel` switching
- *    providers inside it), or the model call that just ended;
+ * 2. otherwise, for model targets, the innermost open model call (the one open, or the provider
+ *    attempt open under the run's call), or the model call that just ended;
  * 3. `degraded` / `restored`: the call that just ended (`degradeAfter` ends the call, then reports).
  *
  * Otherwise the event is only counted. "Just ended": operators report right after the call they
@@ -134,7 +141,8 @@ function instrumentsOf(meter: Meter): Instruments {
  * subscription ends. A retry is therefore recorded on the failed attempt it retries.
  *
  * **Metrics** (attributes in brackets): counters `rxheal.retries` [`rxheal.target`,
- * `error.type`], `rxheal.circuit.transitions` [`rxheal.breaker`, `rxheal.circuit.from`,
+ * `error.type`], `rxheal.retries.withheld` [`rxheal.target`, `error.type`,
+ * `rxheal.retry.withheld_reason`], `rxheal.circuit.transitions` [`rxheal.breaker`, `rxheal.circuit.from`,
  * `rxheal.circuit.to`], `rxheal.circuit.rejections` [`rxheal.breaker`], `rxheal.fallbacks`
  * [`rxheal.fallback.from`, `rxheal.fallback.to`, `rxheal.fallback.reason`],
  * `rxheal.reflections` [`gen_ai.tool.name`, `rxheal.reflection.exhausted`],
@@ -180,12 +188,15 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       e.kind === 'model'
         ? { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': e.name, 'rxheal.call.id': e.id, 'rxheal.step': e.step }
         : { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': e.name, 'gen_ai.tool.call.id': e.id, 'rxheal.call.id': e.id, 'rxheal.step': e.step };
-    const span = tracer.startSpan(`${e.kind === 'model' ? 'chat' : 'execute_tool'} ${e.name}`, {
-      kind: e.kind === 'model' ? SpanKind.CLIENT : SpanKind.INTERNAL,
-      startTime: hrTime(start),
-      attributes,
-    });
-    return { span, kind: e.kind, target: `${e.kind}:${e.name}`, id: e.id, start };
+    if (e.parentId !== undefined) attributes['rxheal.call.parent_id'] = e.parentId;
+    // a provider attempt: a child of the run's model call it was made under
+    const parent = e.parentId === undefined ? undefined : latestOpen((c) => c.kind === e.kind && c.id === e.parentId);
+    const span = tracer.startSpan(
+      `${e.kind === 'model' ? 'chat' : 'execute_tool'} ${e.name}`,
+      { kind: e.kind === 'model' ? SpanKind.CLIENT : SpanKind.INTERNAL, startTime: hrTime(start), attributes },
+      parent ? trace.setSpan(context.active(), parent.span) : undefined,
+    );
+    return { span, kind: e.kind, target: `${e.kind}:${e.name}`, id: e.id, parentId: e.parentId, start };
   };
 
   const onCallEnd = (e: CallEndEvent): void => {
@@ -220,7 +231,8 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     const own = byTarget(target);
     if (own || !target.startsWith('model:')) return own;
     const models = open.filter((c) => c.kind === 'model');
-    if (models.length === 1) return models[0]!.span;
+    // one call, or one run's call with the provider attempt open under it: the innermost
+    if (models.length > 0 && models.every((c, i) => i === 0 || c.parentId === models[i - 1]!.id)) return models.at(-1)!.span;
     return models.length === 0 && ended?.call.kind === 'model' ? ended.call.span : undefined;
   };
 
@@ -254,6 +266,12 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       case 'retry-succeeded':
         spanFor(e.target)?.addEvent('rxheal.retry.succeeded', { 'rxheal.retry.attempt': e.attempt }, now());
         return;
+      case 'retry-withheld': {
+        const attributes = { 'rxheal.target': e.target, 'error.type': e.category, 'rxheal.retry.withheld_reason': e.reason };
+        m.withheld.add(1, attributes);
+        spanFor(e.target)?.addEvent('rxheal.retry.withheld', attributes, now());
+        return;
+      }
       case 'circuit':
         if (e.kind === 'transition') {
           m.transitions.add(1, { 'rxheal.breaker': e.breaker, 'rxheal.circuit.from': e.from, 'rxheal.circuit.to': e.to });

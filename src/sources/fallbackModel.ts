@@ -1,14 +1,14 @@
-import { Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
+import { isObservable, Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import { guard, Thrown } from '../core/guard.js';
 import type { TurnEvent } from '../core/events.js';
-import type { HealHub } from '../core/hub.js';
+import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
-import { streamModel, type Model, type ModelRequest } from '../core/model.js';
+import { streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
 import { OverlapTrimmer } from '../core/overlap.js';
 
 /**
@@ -22,6 +22,23 @@ import { OverlapTrimmer } from '../core/overlap.js';
  */
 export const DEFAULT_CONTINUE_INSTRUCTION =
   'Your previous answer was cut off. Continue it exactly where it stopped: do not repeat any of it, do not start over, and add no preamble.';
+
+/**
+ * What {@link FallbackModelOptions.perModel} is given besides the model's stream: the run's
+ * context (its hub joined with the `hub` option, so events reach both) and the model's target name.
+ *
+ * @example
+ * ```ts
+ * const perModel = (id: string, stream$: Observable<TurnEvent>, { hub, target, scheduler }: PerModelContext) =>
+ *   stream$.pipe(retryWithBackoff({ hub, target, scheduler, maxRetries: 2 }));
+ * ```
+ */
+export interface PerModelContext extends ModelCallContext {
+  /** `model:<id>`: what retries and breakers of this model are named in events. */
+  readonly target: string;
+  /** The model being called. */
+  readonly model: Model;
+}
 
 /**
  * Options of {@link fallbackModel}.
@@ -49,9 +66,23 @@ export interface FallbackModelOptions {
   /**
    * Where each switch is reported as `{ type: 'fallback', from: 'model:<id>', to, reason,
    * midStream }`, each skip as a `circuit` `rejected` event; the breakers are watched
-   * (`hub.watch`). None by default.
+   * (`hub.watch`). The run's hub (the `hub` of the context `runAgent` hands every model call)
+   * gets the same events, each once even when both are the same hub. None by default.
    */
   readonly hub?: HealHub;
+  /**
+   * Healing for each model before the chain moves on: `(id, stream$, context) => stream$.pipe(…)`,
+   * called for each attempt at a model with its `id`, its stream (`streamModel` with the run's
+   * context) and a {@link PerModelContext} (`hub`: the run's hub joined with the `hub` option;
+   * `target`: `model:<id>`). What it returns is the model's attempt: its retries happen before a
+   * fallback, and with `breakers`, the model's breaker guards it whole (one permit per attempt,
+   * retries included — a `retryWithBackoff` at its end runs fused with that breaker). Operators
+   * created in it without a `hub` report to that hub all the same (`retryWithBackoff`'s `target`
+   * defaults to `model:<id>`), so `(id, stream$) => stream$.pipe(retryWithBackoff(), circuitBreak(
+   * breakers.get(id)))` puts its retries and circuits in the run's stream. A throw, or a value that
+   * is not an Observable, errors the turn. None by default.
+   */
+  readonly perModel?: (id: string, stream$: Observable<TurnEvent>, context: PerModelContext) => Observable<TurnEvent>;
   /**
    * What to do when a model fails after the consumer saw part of its answer:
    * - `'restart'` (default): emit `{ type: 'reset', reason: 'fallback', target: 'model:<next id>' }`,
@@ -102,6 +133,7 @@ const props = {
   longOverlap: PositiveInteger,
   shouldFallback: Func,
   classifier: Func,
+  perModel: Func,
 };
 
 function isModel(u: unknown): u is Model {
@@ -119,7 +151,10 @@ function isModel(u: unknown): u is Model {
  * `IncompleteStreamError`, counted by its breaker). A failure after the consumer saw part of the
  * answer follows `midStream` (`'restart'` by default): a `reset` event then the next model's whole answer, or — `'continue'` — the next
  * model continues the partial text and only the new text is emitted, never repeated. Calls go
- * through `streamModel`, so unsubscribing aborts the model in flight.
+ * through `streamModel` with the context this model was handed (in `runAgent`, the run's), so
+ * unsubscribing aborts the model in flight, each model tried is one provider attempt of the run
+ * (counted against its budget, traced under its call), and the run's hub hears the fallbacks,
+ * circuits and `perModel` retries. `perModel` heals each model before the chain moves on.
  *
  * ```
  * primary:    -a-b-c-#            (3 text deltas, then a 503)
@@ -135,6 +170,7 @@ function isModel(u: unknown): u is Model {
  *   hub,
  *   midStream: 'continue',
  *   adapt: (req, m) => (m.id === 'local' ? { ...req, tools: [] } : req),
+ *   perModel: (id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 2 })),
  * });
  * streamModel(model, { messages, tools }).subscribe((e) => e.type === 'text-delta' && ui.append(e.text));
  * ```
@@ -153,9 +189,12 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const list = [...models];
   const names = list.map((m) => `model:${m.id}`);
   const breakers: (CircuitBreaker | undefined)[] = names.map((name) => o.breakers?.get(name));
-  const hub = o.hub as HealHub | undefined;
+  const ownHub = o.hub as HealHub | undefined;
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
-  const guards: (MonoTypeOperatorFunction<TurnEvent> | undefined)[] = breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub }) : undefined));
+  const guardsFor = (hub: HealHub | undefined): (MonoTypeOperatorFunction<TurnEvent> | undefined)[] =>
+    breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub }) : undefined));
+  const ownGuards = guardsFor(ownHub);
+  const perModel = o.perModel as FallbackModelOptions['perModel'];
   const links: ChainLink[] = names.map((name, i) => ({ name, breaker: breakers[i] }));
   const adapt = o.adapt as ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
   const midStream = o.midStream ?? 'restart';
@@ -165,14 +204,19 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
-  const stream = (request: ModelRequest): Observable<TurnEvent> =>
+  const stream = (request: ModelRequest, context: ModelContext): Observable<TurnEvent> =>
     new Observable<TurnEvent>((subscriber) => {
+      // the run's hub hears everything this chain reports, as does our own (once each)
+      const hub = joinHubs([ownHub, context.hub]);
+      const guards = hub === ownHub ? ownGuards : guardsFor(hub);
+      // each model is called with the run's context: its attempts count and are traced as the run's
+      const inner: ModelContext = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
       const errors: unknown[] = [];
       /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
       let text = '';
       let toolCalled = false;
       let visible = false;
-      let inner: Subscription | undefined;
+      let current: Subscription | undefined;
       let generation = 0;
 
       const emit = (event: TurnEvent): void => {
@@ -210,7 +254,18 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
           req = adapted;
         }
         const sent = req;
-        const { input, called } = guardedAttempt(() => streamModel(model, sent), guards[j]);
+        // perModel heals the model's stream (its retries come before a fallback); the model's
+        // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
+        let attempt: ReturnType<typeof guardedAttempt<TurnEvent>>;
+        try {
+          attempt = guardedAttempt(() => streamModel(model, sent, inner), (stream$) => {
+            const healed = perModel ? heal(perModel, model, names[j]!, stream$, inner) : stream$;
+            return guards[j] ? healed.pipe(guards[j]) : healed;
+          });
+        } catch (perModelError) {
+          return subscriber.error(perModelError);
+        }
+        const { input, called } = attempt;
         const trimmer = partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
         const flush = (): void => {
           const rest = trimmer!.end();
@@ -243,7 +298,7 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
           },
         });
         if (subscriber.closed) sub.unsubscribe();
-        else if (id === generation) inner = sub;
+        else if (id === generation) current = sub;
       };
 
       const onError = (j: number, error: unknown, called: boolean, emitted: boolean): void => {
@@ -264,8 +319,23 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
       };
 
       advance(0, { from: undefined, reason: '', midStream: false });
-      return () => inner?.unsubscribe();
+      return () => current?.unsubscribe();
     });
 
   return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream };
+}
+
+/** One model's stream through the `perModel` pipeline; throws what it throws, or for a result that is not an Observable. */
+function heal(
+  perModel: NonNullable<FallbackModelOptions['perModel']>,
+  model: Model,
+  target: string,
+  stream$: Observable<TurnEvent>,
+  context: ModelContext,
+): Observable<TurnEvent> {
+  const { hub, budget, scheduler, callId, step } = context;
+  // operators created in perModel without a hub report to the run's (and ours)
+  const healed: unknown = withDefaultHub(hub && { hub, target }, () => perModel(model.id, stream$, { hub, budget, scheduler, callId, step, target, model }));
+  if (!isObservable(healed)) throw new TypeError(`fallbackModel: perModel('${model.id}', …) must return an Observable of the model's events, got ${typeof healed}`);
+  return healed as Observable<TurnEvent>;
 }

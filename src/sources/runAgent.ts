@@ -1,4 +1,4 @@
-import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type SchedulerLike, type Subscriber } from 'rxjs';
 import { classifyError } from '../core/classify.js';
 import { BudgetExceededError, InvalidOptionError } from '../core/errors.js';
 import type {
@@ -17,19 +17,38 @@ import { MessageCodec } from '../core/events.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
+import { traced } from '../core/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type Model, type ModelRequest } from '../core/model.js';
+import { streamModel, type BudgetMeter, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { IncompleteStreamError } from '../core/errors.js';
 import { isFatal, RunScope } from '../core/runScope.js';
 import { guard, Thrown } from '../core/guard.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
-/** Limits on one run, counted across retries, reflections and fallbacks. */
+/**
+ * Limits on one run, counted across retries, reflections and fallbacks. Crossing one ends the run
+ * with `BudgetExceededError` (its `resource` names the limit: `'modelCalls'`, `'tokens'`,
+ * `'toolCalls'`, or `'steps'` for `maxSteps`), after a `budget-exceeded` event.
+ *
+ * @example
+ * ```ts
+ * const budget: Budget = { maxModelCalls: 10, maxTokens: 20_000, maxToolCalls: 20 };
+ * ```
+ */
 export interface Budget {
-  /** Subscriptions to a model stream (every retry and fallback counts). */
+  /**
+   * Provider attempts: each subscription to a model's stream, wherever it happens — a turn, each
+   * retry of it, each model a `fallbackModel` tries (a wrapping model is not a call of its own:
+   * the models it calls are), each `fallbackTo` model alternative given the run's context. An
+   * attempt that would cross the limit is not made. A model skipped because its breaker is open
+   * is not called, so not counted.
+   */
   readonly maxModelCalls?: number;
-  /** Input + output tokens, from each turn's `finish.usage`. */
+  /**
+   * Input + output tokens, from each provider attempt's `finish.usage` (an attempt cut off before
+   * its `finish` reports none). The run errors after the `finish` that crosses it.
+   */
   readonly maxTokens?: number;
   /** Tool executions (every retry counts; calls rejected before running do not). */
   readonly maxToolCalls?: number;
@@ -43,7 +62,17 @@ export interface CapabilitySource {
   readonly events$: Observable<DegradedEvent | RestoredEvent>;
 }
 
-/** Handed to `toolPipeline` and `modelPipeline`. */
+/**
+ * Handed to `toolPipeline` and `modelPipeline`. It is also a `ModelCallContext`: give it to
+ * `fallbackTo`'s `context` option so that model alternatives count against the run's budget and
+ * report to its hub.
+ *
+ * @example
+ * ```ts
+ * const modelPipeline = (request: ModelRequest, turn$: Observable<TurnEvent>, context: PipelineContext) =>
+ *   turn$.pipe(fallbackTo(claude, { request, context }));
+ * ```
+ */
 export interface PipelineContext {
   /** The run's events hub: give it to operators (`hub` option) so their events reach the run. */
   readonly hub: HealHub;
@@ -51,6 +80,10 @@ export interface PipelineContext {
   readonly step: number;
   /** The run's shared state. */
   readonly scope: RunScope;
+  /** The run's budget, as model calls see it. */
+  readonly budget: BudgetMeter;
+  /** The run's scheduler (`scheduler` option, else `asyncScheduler`). */
+  readonly scheduler: SchedulerLike;
 }
 
 // Tools of any argument type: `Tool<A>` is invariant in A, so a list of different tools needs `any`.
@@ -115,8 +148,8 @@ const props = {
   scheduler: Scheduler,
 };
 
-/** Counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
-class BudgetTracker {
+/** The budget: counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
+class BudgetTracker implements BudgetMeter {
   private modelCalls = 0;
   private toolCalls = 0;
   private tokens = 0;
@@ -165,56 +198,6 @@ function resultText(result: unknown): string {
   }
 }
 
-/**
- * Reports one call's lifetime to the hub: `call-start` on subscribe, `call-end` with duration,
- * outcome, error category and (for models) token usage.
- */
-function traced<T>(
-  hub: HealHub,
-  scheduler: SchedulerLike,
-  call: { kind: 'model' | 'tool'; name: string; id: string; step: number },
-  source: Observable<T>,
-): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const started = scheduler.now();
-    let usage: Usage | undefined;
-    let done = false;
-    const end = (outcome: 'success' | 'error' | 'cancelled', error?: unknown): void => {
-      done = true;
-      const at = scheduler.now();
-      hub.report({
-        type: 'call-end',
-        ...call,
-        at,
-        durationMs: at - started,
-        outcome,
-        ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
-        ...(usage ? { usage } : {}),
-      });
-    };
-    hub.report({ type: 'call-start', ...call, at: started });
-    const subscription = source.subscribe({
-      next: (value) => {
-        const event = value as { type?: unknown; usage?: Usage };
-        if (call.kind === 'model' && event.type === 'finish' && event.usage) usage = event.usage;
-        subscriber.next(value);
-      },
-      error: (error: unknown) => {
-        end('error', error);
-        subscriber.error(error);
-      },
-      complete: () => {
-        end('success');
-        subscriber.complete();
-      },
-    });
-    return () => {
-      subscription.unsubscribe();
-      if (!done) end('cancelled');
-    };
-  });
-}
-
 interface ToolOutcome {
   readonly events: readonly AgentEvent[];
   readonly message: ToolMessage;
@@ -246,6 +229,25 @@ interface ToolOutcome {
  * @throws {InvalidOptionError} at once, for an invalid option.
  */
 export function runAgent(config: AgentConfig): Observable<AgentEvent> {
+  const agent = resolveAgent(config);
+  return new Observable<AgentEvent>((subscriber) => {
+    const run = new AgentRun(agent, subscriber);
+    run.start();
+    return () => run.stop();
+  });
+}
+
+/** The config, validated once, with what every run derives from it. */
+interface ResolvedAgent {
+  readonly config: AgentConfig;
+  readonly tools: ReadonlyMap<string, AnyTool>;
+  readonly specs: readonly ToolSpec[];
+  readonly maxSteps: number;
+  readonly scheduler: SchedulerLike;
+}
+
+/** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
+function resolveAgent(config: AgentConfig): ResolvedAgent {
   validateOptions('runAgent', props, config);
   if (config === undefined || config.model === undefined) throw new InvalidOptionError('runAgent', 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError('runAgent', 'messages', undefined, props.messages.name);
@@ -256,194 +258,248 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
     const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
     if (!ok) throw new InvalidOptionError('runAgent', `tools[${i}]`, tool, 'a Tool (from defineTool)');
   });
-  const { model, instruction, toolPipeline, modelPipeline, capabilities, output } = config;
   const tools = new Map((config.tools ?? []).map((tool) => [tool.name, tool]));
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
-  const maxSteps = config.maxSteps ?? 10;
-  const scheduler = config.scheduler ?? asyncScheduler;
+  return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler };
+}
 
-  return new Observable<AgentEvent>((subscriber) => {
-    const hub = config.hub ?? new HealHub();
-    const scope = new RunScope();
-    const budget = new BudgetTracker(config.budget ?? {}, hub);
-    const history: Message[] = [...config.messages];
-    const work = new Subscription();
-    const seen = new WeakSet<object>();
-    let step = 0;
-    let corrections = 0;
+/** What one turn gathered from the model pipeline; a `reset` discards it. */
+class TurnOutput {
+  text = '';
+  calls: ToolCall[] = [];
+  finish: Finish | undefined = undefined;
+  received = 0;
 
-    const emit = (event: AgentEvent): void => subscriber.next(event);
-    /** Hub and capability events: once per event object, even if it reaches us from both. */
-    const emitOnce = (event: AgentEvent): void => {
-      if (seen.has(event)) return;
-      seen.add(event);
-      subscriber.next(event);
-    };
-    const fail = (error: unknown): void => subscriber.error(error);
-    /**
-     * Runs one step of the loop; a throw from the user code it calls (toolPipeline,
-     * modelPipeline, capabilities, output validator) ends the run with what was thrown.
-     */
-    const runStep = <A extends unknown[]>(stepFn: (...args: A) => void, ...args: A): void => {
-      const outcome = guard(stepFn, ...args);
-      if (outcome instanceof Thrown) fail(outcome.error);
-    };
-    const addMessage = (message: Message): void => {
-      history.push(message);
-      emit({ type: 'message', message });
-    };
+  add(event: TurnEvent): void {
+    this.received++;
+    switch (event.type) {
+      case 'text-delta':
+        this.text += event.text;
+        break;
+      case 'tool-call':
+        this.calls.push({ id: event.id, name: event.name, args: event.args });
+        break;
+      case 'finish':
+        this.finish = event;
+        break;
+      case 'reset':
+        this.text = '';
+        this.calls = [];
+        this.finish = undefined;
+        break;
+    }
+  }
+}
 
-    work.add(hub.events$.subscribe(emitOnce));
-    if (capabilities) work.add(capabilities.events$.subscribe(emitOnce));
+/**
+ * One subscription to `runAgent`: the conversation, the budget and the work in flight. The stages,
+ * in the order a run goes through them: {@link AgentRun.turn} → {@link AgentRun.afterTurn} →
+ * {@link AgentRun.toolRound} (each call through {@link AgentRun.toolOutcome}) → the next turn.
+ */
+class AgentRun {
+  private readonly hub: HealHub;
+  private readonly scope = new RunScope();
+  private readonly budget: BudgetTracker;
+  private readonly history: Message[];
+  private readonly work = new Subscription();
+  /** Hub and capability events already passed on. */
+  private readonly seen = new WeakSet<object>();
+  private step = 0;
+  private corrections = 0;
 
-    const request = (): ModelRequest => {
-      const suffix = capabilities?.systemPromptSuffix() ?? '';
-      const system = [instruction ?? '', suffix].filter((s) => s !== '').join('\n\n');
-      return { messages: system ? [{ role: 'system', content: system }, ...history] : [...history], tools: specs };
-    };
+  constructor(
+    private readonly agent: ResolvedAgent,
+    private readonly subscriber: Subscriber<AgentEvent>,
+  ) {
+    this.hub = agent.config.hub ?? new HealHub();
+    this.budget = new BudgetTracker(agent.config.budget ?? {}, this.hub);
+    this.history = [...agent.config.messages];
+  }
 
-    const nextTurn = (): void => {
-      if (subscriber.closed) return;
-      if (step >= maxSteps) {
-        try {
-          budget.steps(maxSteps, step + 1);
-        } catch (e) {
-          fail(e);
-        }
-        return;
-      }
-      step++;
-      const req = request();
-      const context: PipelineContext = { hub, step, scope };
-      let modelCalls = 0;
-      const turn$ = defer(() => {
-        budget.modelCall();
-        const id = `step-${step}.${++modelCalls}`;
-        return traced(hub, scheduler, { kind: 'model', name: model.id, id, step: context.step }, streamModel(model, req));
-      });
-      const piped = modelPipeline ? modelPipeline(req, turn$, context) : turn$;
-      let text = '';
-      let calls: ToolCall[] = [];
-      let finish: Finish | undefined;
-      let received = 0;
-      work.add(
-        piped.subscribe({
-          next: (event) => {
-            received++;
-            switch (event.type) {
-              case 'text-delta':
-                text += event.text;
-                break;
-              case 'tool-call':
-                calls.push({ id: event.id, name: event.name, args: event.args });
-                break;
-              case 'finish':
-                finish = event;
-                break;
-              case 'reset':
-                text = '';
-                calls = [];
-                finish = undefined;
-                break;
-            }
-            emit(event);
-            if (event.type === 'finish' && event.usage) {
-              try {
-                budget.usage(event.usage);
-              } catch (e) {
-                fail(e);
-              }
-            }
-          },
-          error: fail,
-          complete: () => runStep(afterTurn, text, calls, finish, received),
-        }),
-      );
-    };
+  /** Start: surface what the hub and the capabilities report, then the first turn. */
+  start(): void {
+    const emitOnce = (event: AgentEvent): void => this.emitOnce(event);
+    this.work.add(this.hub.events$.subscribe(emitOnce));
+    if (this.agent.config.capabilities) this.work.add(this.agent.config.capabilities.events$.subscribe(emitOnce));
+    this.stage(() => this.turn());
+  }
 
-    const afterTurn = (text: string, calls: ToolCall[], finish: Finish | undefined, received: number): void => {
-      if (subscriber.closed) return;
-      // a turn cut short without `finish`: a dropped connection (classified), never a short answer.
-      // streamModel already errors for a model's stream without one, inside the healing pipeline;
-      // this catches a modelPipeline that ends a turn early (take, catchError to EMPTY…)
-      if (!finish) return fail(new IncompleteStreamError(model.id, 'no finish event', received));
-      if (calls.length > 0) {
-        addMessage({ role: 'assistant', content: text, toolCalls: calls });
-        return runTools(calls, { hub, step, scope });
-      }
-      if (!output) {
-        addMessage({ role: 'assistant', content: text });
-        return subscriber.complete();
-      }
-      const problems = output.check(text);
-      const valid = problems.length === 0;
-      emit({ type: 'validation', valid, attempt: corrections + 1, problems });
-      const answer: AssistantMessage = { role: 'assistant', content: text, validated: valid };
-      addMessage(answer);
-      if (valid || corrections >= output.maxCorrections) return subscriber.complete();
-      corrections++;
-      addMessage({ role: 'user', content: output.correction(problems) });
-      emit({ type: 'reset', reason: 'correction', target: `model:${model.id}` });
-      nextTurn();
-    };
+  /**
+   * Runs a stage of the loop; a throw from the user code it calls (toolPipeline, modelPipeline,
+   * capabilities, the output validator) ends the run with what was thrown.
+   */
+  private stage(run: () => void): void {
+    const outcome = guard(run);
+    if (outcome instanceof Thrown) this.fail(outcome.error);
+  }
 
-    const toolOutcome = (call: ToolCall, context: PipelineContext): Observable<ToolOutcome> => {
-      const tool = tools.get(call.name);
-      const call$ = defer(() => {
-        if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], scope));
-        budget.toolCall();
-        return traced(hub, scheduler, { kind: 'tool', name: call.name, id: call.id, step: context.step }, callTool(tool, call, { scope }));
-      });
-      const piped = toolPipeline ? toolPipeline(call, call$, context) : call$;
-      return piped.pipe(
-        takeLast(1),
-        defaultIfEmpty(undefined),
-        map((value): ToolOutcome => {
-          if (value instanceof Reflection) {
-            return {
-              events: [
-                { type: 'tool-error', id: call.id, name: call.name, error: errorText(value.error), category: classifyError(value.error).category },
-                { type: 'reflection', tool: value.toolName, callId: value.callId, attempt: value.attempt, max: value.max, exhausted: value.exhausted, prompt: value.prompt },
-              ],
-              message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: value.prompt, isError: true },
-            };
-          }
-          scope.toolSucceeded(call.name);
+  /** Stop: cancel every model stream and tool call in flight. */
+  stop(): void {
+    this.work.unsubscribe();
+  }
+
+  private emit(event: AgentEvent): void {
+    this.subscriber.next(event);
+  }
+
+  /** Hub and capability events: once per event object, even if it reaches us from both. */
+  private emitOnce(event: AgentEvent): void {
+    if (this.seen.has(event)) return;
+    this.seen.add(event);
+    this.subscriber.next(event);
+  }
+
+  private fail(error: unknown): void {
+    this.subscriber.error(error);
+  }
+
+  private addMessage(message: Message): void {
+    this.history.push(message);
+    this.emit({ type: 'message', message });
+  }
+
+  /** The request of the next turn: the instruction (with the degraded capabilities' suffix), then the history. */
+  private request(): ModelRequest {
+    const { instruction, capabilities } = this.agent.config;
+    const suffix = capabilities?.systemPromptSuffix() ?? '';
+    const system = [instruction ?? '', suffix].filter((s) => s !== '').join('\n\n');
+    return { messages: system ? [{ role: 'system', content: system }, ...this.history] : [...this.history], tools: this.agent.specs };
+  }
+
+  /** A turn: one model request through the model pipeline; its events passed on and gathered. */
+  private turn(): void {
+    if (this.subscriber.closed) return;
+    const { config, maxSteps, scheduler } = this.agent;
+    if (this.step >= maxSteps) return this.endOnBudget(() => this.budget.steps(maxSteps, this.step + 1));
+    const step = ++this.step;
+    const req = this.request();
+    const context = this.context();
+    let modelCalls = 0;
+    // each subscription is one model call of the run (a retry: the next): counted, traced, and its
+    // context handed to the model, so a model that wraps others reports and counts into this run
+    const turn$ = defer(() =>
+      streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: `step-${step}.${++modelCalls}` }),
+    );
+    const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
+    const output = new TurnOutput();
+    this.work.add(
+      piped.subscribe({
+        // tokens are counted where each provider attempt finishes (streamModel)
+        next: (event) => {
+          output.add(event);
+          this.emit(event);
+        },
+        error: (error: unknown) => this.fail(error),
+        complete: () => this.stage(() => this.afterTurn(output)),
+      }),
+    );
+  }
+
+  /** After a turn: its tool calls go to a tool round; a final answer is checked (output) or ends the run. */
+  private afterTurn({ text, calls, finish, received }: TurnOutput): void {
+    if (this.subscriber.closed) return;
+    const model = this.agent.config.model;
+    // a turn cut short without `finish`: a dropped connection (classified), never a short answer.
+    // streamModel already errors for a model's stream without one, inside the healing pipeline;
+    // this catches a modelPipeline that ends a turn early (take, catchError to EMPTY…)
+    if (!finish) return this.fail(new IncompleteStreamError(model.id, 'no finish event', received));
+    if (calls.length > 0) {
+      this.addMessage({ role: 'assistant', content: text, toolCalls: calls });
+      return this.toolRound(calls);
+    }
+    const output = this.agent.config.output;
+    if (!output) {
+      this.addMessage({ role: 'assistant', content: text });
+      return this.subscriber.complete();
+    }
+    this.checkAnswer(text, output);
+  }
+
+  /** Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask. */
+  private checkAnswer(text: string, output: OutputValidator): void {
+    const problems = output.check(text);
+    const valid = problems.length === 0;
+    this.emit({ type: 'validation', valid, attempt: this.corrections + 1, problems });
+    const answer: AssistantMessage = { role: 'assistant', content: text, validated: valid };
+    this.addMessage(answer);
+    if (valid || this.corrections >= output.maxCorrections) return this.subscriber.complete();
+    this.corrections++;
+    this.addMessage({ role: 'user', content: output.correction(problems) });
+    this.emit({ type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` });
+    this.turn();
+  }
+
+  /** A tool round: the turn's calls in parallel, their messages in call order, then the next turn. */
+  private toolRound(calls: readonly ToolCall[]): void {
+    const context = this.context();
+    const messages: (ToolMessage | undefined)[] = calls.map(() => undefined);
+    this.work.add(
+      merge(...calls.map((call, i) => this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)))).subscribe({
+        next: ([i, outcome]) => {
+          // a reflection is a resilience event: it goes to the hub, which surfaces it here once
+          outcome.events.forEach((event) => (event.type === 'reflection' ? this.hub.report(event) : this.emit(event)));
+          messages[i] = outcome.message;
+        },
+        error: (error: unknown) => this.fail(error),
+        complete: () => {
+          for (const message of messages) if (message) this.addMessage(message);
+          this.stage(() => this.turn());
+        },
+      }),
+    );
+  }
+
+  /** One tool call through the tool pipeline, as the events and the tool message it yields. */
+  private toolOutcome(call: ToolCall, context: PipelineContext): Observable<ToolOutcome> {
+    const { tools, scheduler, config } = this.agent;
+    const tool = tools.get(call.name);
+    const call$ = defer(() => {
+      if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
+      this.budget.toolCall();
+      return traced(this.hub, scheduler, { kind: 'tool', name: call.name, id: call.id, step: context.step }, callTool(tool, call, { scope: this.scope }));
+    });
+    const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
+    return piped.pipe(
+      takeLast(1),
+      defaultIfEmpty(undefined),
+      map((value): ToolOutcome => {
+        if (value instanceof Reflection) {
           return {
-            events: [{ type: 'tool-result', id: call.id, name: call.name, result: value }],
-            message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(value) },
+            events: [
+              { type: 'tool-error', id: call.id, name: call.name, error: errorText(value.error), category: classifyError(value.error).category },
+              { type: 'reflection', tool: value.toolName, callId: value.callId, attempt: value.attempt, max: value.max, exhausted: value.exhausted, prompt: value.prompt },
+            ],
+            message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: value.prompt, isError: true },
           };
-        }),
-        catchError((error: unknown) => {
-          if (endsRun(error)) return throwError(() => error);
-          const text = errorText(error);
-          return of<ToolOutcome>({
-            events: [{ type: 'tool-error', id: call.id, name: call.name, error: text, category: classifyError(error).category }],
-            message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: `Error: ${text}`, isError: true },
-          });
-        }),
-      );
-    };
+        }
+        this.scope.toolSucceeded(call.name);
+        return {
+          events: [{ type: 'tool-result', id: call.id, name: call.name, result: value }],
+          message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(value) },
+        };
+      }),
+      catchError((error: unknown) => {
+        if (endsRun(error)) return throwError(() => error);
+        const text = errorText(error);
+        return of<ToolOutcome>({
+          events: [{ type: 'tool-error', id: call.id, name: call.name, error: text, category: classifyError(error).category }],
+          message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: `Error: ${text}`, isError: true },
+        });
+      }),
+    );
+  }
 
-    const runTools = (calls: readonly ToolCall[], context: PipelineContext): void => {
-      const messages: (ToolMessage | undefined)[] = calls.map(() => undefined);
-      work.add(
-        merge(...calls.map((call, i) => toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)))).subscribe({
-          next: ([i, outcome]) => {
-            // a reflection is a resilience event: it goes to the hub, which surfaces it here once
-            outcome.events.forEach((event) => (event.type === 'reflection' ? hub.report(event) : emit(event)));
-            messages[i] = outcome.message;
-          },
-          error: fail,
-          complete: () => {
-            for (const message of messages) if (message) addMessage(message);
-            runStep(nextTurn);
-          },
-        }),
-      );
-    };
+  /** What the pipelines of the current step are handed. */
+  private context(): PipelineContext {
+    return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler };
+  }
 
-    runStep(nextTurn);
-    return () => work.unsubscribe();
-  });
+  /** Runs a budget check; a crossed limit ends the run. */
+  private endOnBudget(check: () => void): void {
+    try {
+      check();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
 }

@@ -10,7 +10,7 @@ import { TestScheduler } from 'rxjs/testing';
 import * as t from 'io-ts';
 import type { AgentEvent, Finish, FinishReason, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
 import type { AbortContext } from '../core/abortable.js';
-import { wait } from '../core/wait.js';
+import { after, wait } from '../core/wait.js';
 import type { Model, ModelRequest } from '../core/model.js';
 import { defineTool, type Tool } from '../sources/tool.js';
 
@@ -191,7 +191,7 @@ export function scriptedTool<R>(
 /**
  * A short label for an agent event, for compact assertions: `text:Hello`, `tool-call:get_weather`,
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
- * `retry:tool:x#1`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
+ * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
  * `degraded:search`, `restored:search`, `message:assistant`, `finish:stop`…
  *
  * @example
@@ -215,6 +215,8 @@ export function describeEvent(event: AgentEvent): string {
       return `retry:${event.target}#${event.attempt}`;
     case 'retry-succeeded':
       return `retry-succeeded:${event.target}#${event.attempt}`;
+    case 'retry-withheld':
+      return `retry-withheld:${event.target}:${event.reason}`;
     case 'call-start':
       return `call-start:${event.kind}:${event.name}`;
     case 'call-end':
@@ -238,8 +240,30 @@ export function describeEvent(event: AgentEvent): string {
 }
 
 /**
+ * How a recorded stream ended, and at which (virtual) time.
+ *
+ * @example
+ * ```ts
+ * const end: RecordedEnd | undefined = log.end(); // { kind: 'error', at: 3508, error: RetriesExhaustedError }
+ * ```
+ */
+export type RecordedEnd = { readonly kind: 'complete'; readonly at: number } | { readonly kind: 'error'; readonly at: number; readonly error: unknown };
+
+/** What {@link record} returns: the events so far, and how and when the stream ended. */
+export interface Recording<T> {
+  /** Each value with the time it arrived. */
+  readonly events: [number, T][];
+  /** The error the stream ended with, if it errored. */
+  readonly error: () => unknown;
+  /** Whether the stream completed. */
+  readonly completed: () => boolean;
+  /** How and when the stream ended (`complete` or `error`, with the scheduler's time); `undefined` while it runs. */
+  readonly end: () => RecordedEnd | undefined;
+}
+
+/**
  * Runs an observable to the end inside `TestScheduler.run` (call `flush()` after) and records
- * each event with its virtual time, plus the error or completion.
+ * each event with its virtual time, plus how the stream ended — completed or errored — and when.
  *
  * @example
  * ```ts
@@ -247,21 +271,64 @@ export function describeEvent(event: AgentEvent): string {
  *   const log = record(runAgent(config));
  *   flush();
  *   expect(log.events.map(([, e]) => describeEvent(e))).to.include('reset:fallback');
+ *   expect(log.end()).to.deep.equal({ kind: 'complete', at: 42 });
  * });
  * ```
  */
-export function record<T>(source: Observable<T>, scheduler: SchedulerLike = asyncScheduler): {
-  readonly events: [number, T][];
-  readonly error: () => unknown;
-  readonly completed: () => boolean;
-} {
+export function record<T>(source: Observable<T>, scheduler: SchedulerLike = asyncScheduler): Recording<T> {
   const events: [number, T][] = [];
-  let error: unknown;
-  let completed = false;
+  let end: RecordedEnd | undefined;
   source.subscribe({
     next: (e) => events.push([scheduler.now(), e]),
-    error: (e: unknown) => (error = e),
-    complete: () => (completed = true),
+    error: (error: unknown) => (end = { kind: 'error', at: scheduler.now(), error }),
+    complete: () => (end = { kind: 'complete', at: scheduler.now() }),
   });
-  return { events, error: () => error, completed: () => completed };
+  return {
+    events,
+    error: () => (end?.kind === 'error' ? end.error : undefined),
+    completed: () => end?.kind === 'complete',
+    end: () => end,
+  };
+}
+
+/**
+ * How many actions (timers: waits, deadlines, breaker notices…) are scheduled on a
+ * `TestScheduler` right now. 0 after a run has ended shows that nothing was left behind.
+ *
+ * @example
+ * ```ts
+ * const ts = new TestScheduler(assert);
+ * ts.run(({ flush }) => {
+ *   record(call$.pipe(degradeAfter(3000, 'unavailable')));
+ *   flush();
+ *   expect(pendingActions(ts)).to.equal(0); // no deadline left behind
+ * });
+ * ```
+ */
+export function pendingActions(scheduler: TestScheduler): number {
+  return scheduler.actions.length;
+}
+
+/**
+ * Emits, at `ms` (virtual time), how many other actions are scheduled on `scheduler` then, and
+ * completes: `0` shows that no timer is left behind. For marble assertions:
+ * `expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 0 })`.
+ *
+ * @example
+ * ```ts
+ * const ts = new TestScheduler(assert);
+ * ts.run(({ cold, expectObservable }) => {
+ *   cold('100ms a-b|').pipe(degradeAfter(3000, 'd')).subscribe();
+ *   expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 0 });
+ * });
+ * ```
+ */
+export function pendingAt(scheduler: TestScheduler, ms: number): Observable<number> {
+  return new Observable<number>((subscriber) =>
+    after(ms, scheduler, () => {
+      // the action running now has left the queue already
+      subscriber.next(pendingActions(scheduler));
+      subscriber.complete();
+    }),
+  );
 }
