@@ -9,6 +9,7 @@ import {
   AllFallbacksFailedError,
   BudgetExceededError,
   CircuitOpenError,
+  RateLimitExceededError,
   RetriesExhaustedError,
   ToolError,
   TotalTimeoutError,
@@ -20,6 +21,8 @@ export type ErrorCategory =
   | 'cancelled'
   | 'programming'
   | 'circuit_open'
+  // our own rate limiter refused the call before sending it (RateLimitExceededError)
+  | 'throttled'
   | 'budget_exceeded'
   | 'request_timeout'
   | 'conflict'
@@ -261,7 +264,8 @@ export function parseRetryAfter(headers: unknown, now: number): number | undefin
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function headersOf(error: unknown): unknown {
+/** An error's response headers (`headers`, or `response.headers`), if any. Never throws. */
+export function headersOf(error: unknown): unknown {
   return get(error, 'headers') ?? get(get(error, 'response'), 'headers');
 }
 
@@ -355,6 +359,10 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     if (isProgramming(error, name)) return verdict('programming', false, false, 'fail_fast');
     if (isInstance(error, CircuitOpenError) || name === 'CircuitOpenError') {
       return verdict('circuit_open', false, true, 'fallback');
+    }
+    if (isInstance(error, RateLimitExceededError) || name === 'RateLimitExceededError') {
+      const wait = get(error, 'retryAfterMs');
+      return verdict('throttled', false, true, 'fallback', typeof wait === 'number' && wait >= 0 ? Math.ceil(wait) : undefined);
     }
     if (isInstance(error, BudgetExceededError) || name === 'BudgetExceededError') {
       return verdict('budget_exceeded', false, false, 'fail_fast');

@@ -126,6 +126,29 @@ export function nextGeneration(previous: number, nowMs: number): number {
 }
 
 /**
+ * A memory store's operation as a network would run it: `op` runs `latencyMs` after the call
+ * (at once for 0) and its answer is emitted; it fails while `isDown()`; an operation arriving
+ * after its caller gave up (`timeoutMs`) has no effect, as in the Redis stores (whose scripts drop
+ * a command that reaches Redis past its deadline).
+ */
+export function simulated<T>(scheduler: SchedulerLike, latencyMs: number, timeoutMs: number, isDown: () => boolean, op: () => T): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const sentAt = scheduler.now();
+    const execute = (): void => {
+      if (isDown()) subscriber.error(new Error('the memory store is down'));
+      else if (scheduler.now() - sentAt > timeoutMs) subscriber.error(new Error('the operation reached the memory store after its deadline'));
+      else {
+        subscriber.next(op());
+        subscriber.complete();
+      }
+    };
+    if (latencyMs === 0) execute();
+    else return scheduler.schedule(execute, latencyMs);
+    return undefined;
+  });
+}
+
+/**
  * Options of {@link MemoryBreakerStore}.
  *
  * @example
@@ -293,26 +316,8 @@ export class MemoryBreakerStore implements BreakerStore {
     return this.scheduler.now();
   }
 
-  /**
-   * Runs `op` at call time + latency and emits its answer; fails while `down`. An operation that
-   * arrives after its caller gave up (`timeoutMs`) has no effect, as in the Redis store (whose
-   * scripts drop a command that reaches Redis past its deadline).
-   */
   private run<T>(op: () => T): Observable<T> {
-    return new Observable<T>((subscriber) => {
-      const sentAt = this.now();
-      const execute = (): void => {
-        if (this.down) subscriber.error(new Error('MemoryBreakerStore is down'));
-        else if (this.now() - sentAt > this.timeoutMs) subscriber.error(new Error('MemoryBreakerStore: the operation arrived after its deadline'));
-        else {
-          subscriber.next(op());
-          subscriber.complete();
-        }
-      };
-      if (this.latencyMs === 0) execute();
-      else return this.scheduler.schedule(execute, this.latencyMs);
-      return undefined;
-    });
+    return simulated(this.scheduler, this.latencyMs, this.timeoutMs, () => this.down, op);
   }
 
   private entry(name: string): Entry {
