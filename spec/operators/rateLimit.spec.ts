@@ -107,7 +107,7 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
-  it('the store down: each node falls back to limit ÷ the live nodes it last heard of, never to no limit', () => {
+  it('the store down: each node falls back to limit ÷ the live nodes it last heard of (no burst), never to no limit', () => {
     virtual((run) => {
       const store = new MemoryRateLimitStore();
       const a = limiter({ requestsPerMinute: 4, store, node: 'a' });
@@ -117,8 +117,9 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       calls(run, a, 'x-x', s).subscribe();
       calls(run, b, '-x', s).subscribe();
       run.at(5, () => (store.down = true));
-      // a alone now has 4 ÷ 2 = 2/min: a burst of 2, then one every 30 s (the store's error never reaches a call)
-      run.expectObservable(calls(run, a, '10ms (xxx)', s)).toBe('10ms (xx) 29996ms x');
+      // a alone now has 4 ÷ 2 = 2/min, starting with no burst: one every 30 s; the two others would wait
+      // longer than maxWaitMs and are refused (the store's error never reaches a call)
+      run.expectObservable(calls(run, a, '10ms (xxx)', s)).toBe('10ms (yy) 29996ms x', { x: 'x', y: 'refused:60000' });
     });
   });
 
@@ -127,7 +128,8 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       const store = new MemoryRateLimitStore({ latencyMs: 500, timeoutMs: 100 });
       const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
       const s = { x: run.cold('(x|)') };
-      run.expectObservable(calls(run, a, 'x', s)).toBe('100ms x');
+      // 600/min alone, starting with no burst: the first call waits one unit (100 ms) after the timeout
+      run.expectObservable(calls(run, a, 'x', s)).toBe('200ms x');
     });
   });
 

@@ -4,8 +4,8 @@
  * estimate before it starts and reconciles with the actual usage after its `finish`; a call
  * that would wait longer than `maxWaitMs` fails with {@link RateLimitExceededError}. When the
  * shared store is down or slow (its calls are bounded like the fleet's), each node falls back to
- * a conservative local share — the limit divided by the live nodes it last heard of — never to
- * no limit at all.
+ * a conservative local share — the limit divided by the live nodes it last heard of, starting
+ * with no burst — never to no limit at all.
  *
  * @module
  */
@@ -109,6 +109,8 @@ export class RateLimiter {
   /** The most live nodes the store reported within the last minute: the local share divides by it. */
   private liveNodes: number;
   private liveNodesAt = -Infinity;
+  /** The last decision was on the local share (the shared store did not answer). */
+  private alone = false;
   private average: number | undefined;
 
   constructor(options: RateLimiterOptions) {
@@ -124,7 +126,7 @@ export class RateLimiter {
     this.requests = o.requestsPerMinute === undefined ? undefined : { id: 'requests', limit: o.requestsPerMinute, periodMs: MINUTE };
     this.tokens = o.tokensPerMinute === undefined ? undefined : { id: 'tokens', limit: o.tokensPerMinute, periodMs: MINUTE };
     this.local = new MemoryRateLimitStore({ scheduler: this.scheduler });
-    this.store = o.store ?? this.local;
+    this.store = o.store ?? new MemoryRateLimitStore({ scheduler: this.scheduler });
     this.liveNodes = o.expectedNodes ?? 1;
     this.guard = o.store === undefined ? undefined : new StoreGuard(new CircuitBreaker(storeBreakerOptions(`rate-limit-store:${o.name}`, this.scheduler)), o.store.timeoutMs ?? 100, this.scheduler);
   }
@@ -144,12 +146,21 @@ export class RateLimiter {
       const tokens = Math.max(0, cost);
       const limits = this.limits(1, tokens);
       const request = { key: this.name, node: this.node, limits, maxWaitMs: this.maxWaitMs };
-      const local$ = defer(() => this.local.reserve({ ...request, limits: this.share(limits) })).pipe(map((g) => ({ ...g, local: true })));
+      // the local share: limit ÷ live nodes, starting empty (no burst) each time the store stops answering
+      const local$ = defer(() => {
+        const share = this.share(limits);
+        if (!this.alone) {
+          this.alone = true;
+          this.local.adjust({ key: this.name, limits: share.map((l) => ({ ...l, floorMs: l.periodMs })) }).subscribe();
+        }
+        return this.local.reserve({ ...request, limits: share });
+      }).pipe(map((g) => ({ ...g, local: true })));
       const decided$ = !this.guard
-        ? this.local.reserve(request).pipe(map((g) => ({ ...g, local: false })))
+        ? this.store.reserve(request).pipe(map((g) => ({ ...g, local: false })))
         : this.guard.run(() => this.store.reserve(request)).pipe(
             map((g) => {
               this.heard(g.liveNodes);
+              this.alone = false;
               return { ...g, local: false };
             }),
             catchError(() => local$),
@@ -226,8 +237,9 @@ export class RateLimiter {
 
   private adjust(adjustment: RateLimitAdjustment, local: boolean): void {
     const onLocal = (): void => void this.local.adjust({ ...adjustment, limits: this.share(adjustment.limits) }).subscribe();
-    if (local || !this.guard) return onLocal();
-    this.guard.run(() => this.store.adjust(adjustment)).subscribe({ error: onLocal });
+    if (!this.guard) this.store.adjust(adjustment).subscribe();
+    else if (local) onLocal();
+    else this.guard.run(() => this.store.adjust(adjustment)).subscribe({ error: onLocal });
   }
 
   private reservation(waitMs: number, cost: number, local: boolean): RateLimitReservation {
