@@ -4,24 +4,15 @@
  */
 import { expect } from 'chai';
 import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription } from 'rxjs';
-import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
 import type { FleetOptions } from '../../src/core/fleet.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HealHub } from '../../src/core/hub.js';
-import { testScheduler } from '../support/marbles.js';
+import { virtual, type VirtualRun } from '../support/marbles.js';
 
-interface Run extends RunHelpers {
-  readonly ts: TestScheduler;
-  readonly at: (t: number, fn: () => void) => void;
-}
-
-function virtual(body: (run: Run) => void): void {
-  const ts = testScheduler();
-  ts.run((helpers) => body({ ...helpers, ts, at: (t, fn) => void ts.schedule(fn, t - ts.now()) }));
-}
+type Run = VirtualRun;
 
 const label = (e: unknown): string => (e instanceof CircuitOpenError ? `open:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e));
 

@@ -6,7 +6,6 @@
  */
 import { expect } from 'chai';
 import { catchError, map, mergeMap, type Observable, of } from 'rxjs';
-import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
 import { classifyError } from '../../src/core/classify.js';
 import { HttpError, InvalidOptionError, RateLimitExceededError } from '../../src/core/errors.js';
@@ -16,17 +15,9 @@ import { RateLimiter, type RateLimiterOptions } from '../../src/core/rateLimit.j
 import { gcra, MemoryRateLimitStore } from '../../src/core/rateLimitStore.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { rateLimit, type RateLimitOptions } from '../../src/operators/rateLimit.js';
-import { testScheduler } from '../support/marbles.js';
+import { virtual, type VirtualRun } from '../support/marbles.js';
 
-interface Run extends RunHelpers {
-  readonly ts: TestScheduler;
-  readonly at: (t: number, fn: () => void) => void;
-}
-
-function virtual(body: (run: Run) => void): void {
-  const ts = testScheduler();
-  ts.run((helpers) => body({ ...helpers, ts, at: (t, fn) => void ts.schedule(fn, t - ts.now()) }));
-}
+type Run = VirtualRun;
 
 const label = (e: unknown): string => (e instanceof RateLimitExceededError ? `refused:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e));
 

@@ -21,13 +21,25 @@
 import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
 import { NonNegativeNumber, PositiveNumber, Scheduler, check, validateOptions } from './options.js';
 
-/** A breaker's state fleet-wide. */
+/**
+ * A breaker's state fleet-wide.
+ *
+ * @example
+ * ```ts
+ * const s: FleetState = 'open';
+ * ```
+ */
 export type FleetState = 'closed' | 'open' | 'isolated';
 
 /**
  * Why the fleet verdict is what it is: `quorum` (enough nodes opened on their own), `rate_limit`
  * (a provider said so: 429 with `retry-after`), `probe_failure` / `probe_success` (the one prober's
  * result), `isolated` / `reset` (by hand, fleet-wide), `none` (never changed).
+ *
+ * @example
+ * ```ts
+ * const r: FleetReason = 'quorum';
+ * ```
  */
 export type FleetReason = 'none' | 'quorum' | 'rate_limit' | 'probe_failure' | 'probe_success' | 'isolated' | 'reset';
 
@@ -51,14 +63,29 @@ export interface FleetVerdict {
   readonly leaseRemainingMs?: number;
 }
 
-/** The answer to {@link BreakerStore.acquireProbe}. */
+/**
+ * The answer to {@link BreakerStore.acquireProbe}.
+ *
+ * @example
+ * ```ts
+ * store.acquireProbe('node-a', 'model:gpt-4o', 30_000).subscribe(({ granted }) => granted && probe());
+ * ```
+ */
 export interface ProbeLease {
   /** Whether this node may probe now. */
   readonly granted: boolean;
   readonly verdict: FleetVerdict;
 }
 
-/** How many nodes must have opened on their own, within a window, to open a breaker fleet-wide. */
+/**
+ * How many nodes must have opened on their own, within a window, to open a breaker fleet-wide
+ * (resolved: every field set; see `QuorumOptions` for the defaults).
+ *
+ * @example
+ * ```ts
+ * const quorum: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
+ * ```
+ */
 export interface Quorum {
   /** Distinct nodes. */
   readonly minNodes: number;

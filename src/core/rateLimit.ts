@@ -61,7 +61,12 @@ const props = {
 
 /**
  * One call's admission: wait `waitMs`, run, then `settle` with the tokens it actually used (or
- * `cancel` if it never started: everything is given back).
+ * `cancel` if it never started: everything is given back). The `rateLimit` operator does all of it.
+ *
+ * @example
+ * ```ts
+ * limiter.reserve(1_200).subscribe((r) => setTimeout(() => call().then((usage) => r.settle(usage.totalTokens)), r.waitMs));
+ * ```
  */
 export interface RateLimitReservation {
   /** Ms to wait before starting. */

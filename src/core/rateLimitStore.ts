@@ -16,7 +16,14 @@ import { asyncScheduler, Observable, type SchedulerLike } from 'rxjs';
 import { simulated } from './fleetStore.js';
 import { NonNegativeNumber, PositiveNumber, Scheduler, check, validateOptions } from './options.js';
 
-/** One limit of a key: `limit` units per `periodMs`. */
+/**
+ * One limit of a key: `limit` units per `periodMs`.
+ *
+ * @example
+ * ```ts
+ * const tokens: RateLimit = { id: 'tokens', limit: 30_000, periodMs: 60_000 };
+ * ```
+ */
 export interface RateLimit {
   /** Which limit of the key, e.g. `'requests'`, `'tokens'`. */
   readonly id: string;
@@ -40,7 +47,14 @@ export interface RateLimitRequest {
   readonly maxWaitMs: number;
 }
 
-/** The answer to a reservation. */
+/**
+ * The answer to a reservation.
+ *
+ * @example
+ * ```ts
+ * store.reserve(request).subscribe((g: RateLimitGrant) => console.log(g.granted ? `start in ${g.waitMs} ms` : 'refused'));
+ * ```
+ */
 export interface RateLimitGrant {
   readonly granted: boolean;
   /** Ms to wait before the call may start (when not granted: the wait it would have needed). */

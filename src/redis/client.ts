@@ -54,7 +54,15 @@ if deadline > 0 and now > deadline then return {now, 'expired'} end
 local tag = KEYS[1]
 `;
 
-/** A command that reached Redis after its caller's deadline: it had no effect. */
+/**
+ * A command that reached Redis after its caller's deadline: it had no effect. Node-side, it is
+ * one more store failure (the node decides alone); it never reaches a user's call.
+ *
+ * @example
+ * ```ts
+ * store.fact('node-a', 'model:gpt-4o', 60_000).subscribe({ error: (e) => e instanceof ExpiredCommandError && console.log('too late') });
+ * ```
+ */
 export class ExpiredCommandError extends Error {
   override readonly name = 'ExpiredCommandError';
 }
