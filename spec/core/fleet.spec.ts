@@ -83,6 +83,34 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('quorum: 3 (a number) is { minNodes: 3 }', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c, d] = fleetOf(['a', 'b', 'c', 'd'], store, {}, { quorum: 3 });
+        run.expectObservable(moves(d!)).toBe('------------x', { x: 'open:fleet_open' });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        calls(run, c!, '---------f-f').subscribe();
+      });
+    });
+
+    it('a node joining while the fleet is open is held at once (its first sync)', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store);
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        let rejection: unknown;
+        run.at(50, () => {
+          const late = fleetOf(['late'], store)[0]!;
+          rejection = late.acquire();
+        });
+        run.flush();
+        expect(rejection).to.be.instanceOf(CircuitOpenError);
+        expect((rejection as CircuitOpenError).retryAfterMs, 'the fleet deadline (108) minus now (50)').to.equal(58);
+      });
+    });
+
     it('votes older than the window do not count', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
@@ -299,6 +327,19 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('without node ids, each registry is one node: three registries on one store make a quorum', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [one, two, three] = [1, 2, 3].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
+        const held = three!.get('model:x');
+        const other = three!.get('tool:y');
+        run.expectObservable(moves(held)).toBe('--x', { x: 'open:fleet_open' });
+        run.expectObservable(moves(other)).toBe('');
+        calls(run, one!.get('model:x'), '-f').subscribe();
+        calls(run, two!.get('model:x'), '-f').subscribe();
+      });
+    });
+
     it('validates the fleet option, naming the bad key', () => {
       const store = new MemoryBreakerStore();
       const bad = (fleet: unknown, option: string): void => {
@@ -315,13 +356,14 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       };
       bad({}, 'fleet.store');
       bad({ store: {} }, 'fleet.store');
-      bad({ store, quorum: { minNodes: 0 } }, 'fleet.quorum.minNodes');
-      bad({ store, quorum: { minFraction: 1.5 } }, 'fleet.quorum.minFraction');
+      bad({ store, quorum: { minNodes: 0 } }, 'fleet.quorum');
+      bad({ store, quorum: { minFraction: 1.5 } }, 'fleet.quorum');
       bad({ store, quorum: { quorom: 2 } }, 'fleet.quorum');
+      bad({ store, quorum: 0 }, 'fleet.quorum');
       bad({ store, probeLeaseMs: -1 }, 'fleet.probeLeaseMs');
       bad({ store, node: '' }, 'fleet.node');
       bad({ store, stor: 1 }, 'fleet');
-      expect(() => new CircuitBreakerRegistry({ fleet: { store, quorum: { windowMs: 0 } } })).to.throw(InvalidOptionError, /fleet\.quorum\.windowMs/);
+      expect(() => new CircuitBreakerRegistry({ fleet: { store, quorum: { windowMs: 0 } } })).to.throw(InvalidOptionError, /fleet\.quorum.*windowMs/);
     });
   });
 

@@ -174,6 +174,38 @@ contract(
   async () => undefined,
 );
 
+describe('RedisBreakerStore and its subscriber connection', () => {
+  it('a SUBSCRIBE that failed (Redis down at start) is made again on the next ready; changes then arrive', async () => {
+    const listeners: ((message: string, channel: string) => unknown)[] = [];
+    let ready: (() => void) | undefined;
+    let attempts = 0;
+    const subscriber = {
+      subscribe: async (_channel: string, listener: (message: string, channel: string) => unknown) => {
+        if (++attempts === 1) throw new Error('The client is offline');
+        listeners.push(listener);
+      },
+      unsubscribe: async () => undefined,
+      on: (_event: 'ready', listener: () => void) => void (ready = listener),
+      off: () => undefined,
+    };
+    const store = new RedisBreakerStore({ client: { sendCommand: async () => [0] }, subscriber });
+    const resyncs: unknown[] = [];
+    store.resync$.subscribe((r) => resyncs.push(r));
+    const seen = firstValueFrom(store.changes$);
+    await sleep(1);
+    expect(listeners).to.have.length(0);
+    ready!();
+    await sleep(1);
+    expect(attempts).to.equal(2);
+    expect(resyncs, 'a ready asks the nodes to re-sync').to.have.length(1);
+    listeners[0]!(JSON.stringify({ name: 'model:x', generation: 7, state: 'open', reason: 'quorum', remainingMs: 500 }), 'rxheal:fleet');
+    expect(await seen).to.deep.equal({ name: 'model:x', generation: 7, state: 'open', reason: 'quorum', remainingMs: 500 });
+    listeners[0]!('not json', 'rxheal:fleet');
+    listeners[0]!(JSON.stringify({ name: 'model:x', generation: 'x' }), 'rxheal:fleet');
+    await store.close();
+  });
+});
+
 describe('on a real redis-server', function () {
   let server: RedisServer | undefined;
   const clients: { quit(): Promise<unknown>; disconnect?(): Promise<unknown> }[] = [];

@@ -10,7 +10,7 @@ import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscript
 import { classifyError, isServiceFailure } from './classify.js';
 import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
-import { attachFleet, fleetOptionsCodec, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
+import { attachFleet, fleetOptionsCodec, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
 import {
   Func,
   NonEmptyString,
@@ -556,7 +556,8 @@ export class CircuitBreakerRegistry {
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
-    this.defaults = defaults;
+    // a fleet: the registry is one node (one process), whatever breakers it holds
+    this.defaults = defaults.fleet && defaults.fleet.node === undefined ? { ...defaults, fleet: { ...defaults.fleet, node: randomNodeId() } } : defaults;
   }
 
   /**

@@ -42,10 +42,13 @@ import { StoreGuard, STORE_FAILURE_THRESHOLD, STORE_RETRY_MS, type GuardBreaker 
 export interface FleetOptions {
   /** Where verdicts are shared: a {@link MemoryBreakerStore}, or `RedisBreakerStore` from `rxheal/redis`. */
   readonly store: BreakerStore;
-  /** This breaker's node id in the fleet. Defaults to a random id per breaker (one process, one breaker per name). */
+  /**
+   * This breaker's node id in the fleet. Defaults to a random id per registry (its breakers are
+   * one node), or per breaker made without a registry.
+   */
   readonly node?: string;
-  /** How many nodes must open on their own to open fleet-wide. */
-  readonly quorum?: QuorumOptions;
+  /** How many nodes must open on their own to open fleet-wide; a number is `{ minNodes }`. */
+  readonly quorum?: number | QuorumOptions;
   /** How long the one prober holds its lease, in ms; a dead prober cannot wedge the fleet longer. Defaults to 30 000. */
   readonly probeLeaseMs?: number;
   /** Whether a counted 429 with `retry-after` opens the breaker fleet-wide at once. Defaults to true. */
@@ -85,10 +88,16 @@ function onlyKeys(what: string, known: readonly string[]): t.Type<Record<string,
 
 const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
 
-const quorumCodec = t.intersection([
-  onlyKeys('an object', ['minNodes', 'minFraction', 'windowMs']),
-  t.partial({ minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber }),
-]);
+const quorumCodec = t.union(
+  [
+    PositiveInteger,
+    t.intersection([
+      onlyKeys('an object', ['minNodes', 'minFraction', 'windowMs']),
+      t.partial({ minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber }),
+    ]),
+  ],
+  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: > 0 }',
+);
 
 /** io-ts codec of {@link FleetOptions} (used by the breaker's and the registry's option checks). */
 export const fleetOptionsCodec = t.intersection([
@@ -178,7 +187,8 @@ class Member implements FleetHook {
     readonly node: string,
     options: FleetOptions,
   ) {
-    this.quorum = { ...DEFAULT_QUORUM, ...stripUndefined(options.quorum ?? {}) };
+    const quorum = typeof options.quorum === 'number' ? { minNodes: options.quorum } : (options.quorum ?? {});
+    this.quorum = { ...DEFAULT_QUORUM, ...stripUndefined(quorum) };
     this.leaseMs = options.probeLeaseMs ?? DEFAULT_PROBE_LEASE_MS;
     this.facts = options.facts ?? true;
     breaker.events$.subscribe((e) => this.onLocal(e));
@@ -254,15 +264,15 @@ class Member implements FleetHook {
     }
   }
 
-  /** After a store failure or a reconnect: what this member must tell the store again. */
+  /** The store answers again (or may have missed changes): what this member must tell it again. */
   resend(): void {
     this.alone = false;
     if (this.pendingAdmin !== undefined) this.admin(this.pendingAdmin);
     else if (this.localUntil > this.now && this.breaker.view().state === 'open') this.vote();
   }
 
-  /** The store failed a call of ours: decide alone until the next verdict. */
-  storeFailed(): void {
+  /** The store failed to answer our lease request: decide alone (a local probe) until the next verdict. */
+  private leaseFailed(): void {
     if (this.lease === 'asking') this.lease = 'none';
     this.alone = true;
     if (!this.inGate) this.breaker.move({ kind: 'refresh' });
@@ -292,7 +302,6 @@ class Member implements FleetHook {
   private askLease(): void {
     this.lease = 'asking';
     this.link.store$(
-      this,
       (s) => s.acquireProbe(this.node, this.breaker.name, this.leaseMs),
       ({ granted, verdict }) => {
         if (this.lease === 'asking') this.lease = 'none';
@@ -306,6 +315,7 @@ class Member implements FleetHook {
           this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));
         }
       },
+      () => this.leaseFailed(),
     );
   }
 }
@@ -356,18 +366,22 @@ class FleetLink {
     this.sync([member]);
   }
 
-  /** A store call for `member`: its answer applied, a failure makes the member decide alone. */
+  /**
+   * A store call whose answer is a verdict, applied to `member`. A failure is dropped: what
+   * matters is re-sent when the store answers again (`resend`), and the guard's breaker, open
+   * after repeated failures, makes every member decide alone meanwhile.
+   */
   call(member: Member, op: (store: BreakerStore) => Observable<FleetVerdict>, done?: () => void): void {
-    this.store$(member, op, (v) => {
+    this.store$(op, (v) => {
       done?.();
       member.apply(v);
     });
   }
 
-  /** A store call through the guard; errors (timeouts, a dead store, a throw) go to the member. */
-  store$<T>(member: Member, op: (store: BreakerStore) => Observable<T>, next: (value: T) => void): void {
+  /** A store call through the guard (timeout, breaker); its errors (a dead store, a throw) go to `failed`. */
+  store$<T>(op: (store: BreakerStore) => Observable<T>, next: (value: T) => void, failed: () => void = () => undefined): void {
     if (this.closed) return;
-    this.guard.run(() => op(this.store)).subscribe({ next, error: () => member.storeFailed() });
+    this.guard.run(() => op(this.store)).subscribe({ next, error: failed });
   }
 
   /** Re-reads the verdicts of `members` (all by default): the poll, the re-sync. */

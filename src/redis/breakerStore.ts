@@ -188,8 +188,12 @@ export class RedisBreakerStore implements BreakerStore {
   private readonly nodeTtlMs: number;
   private readonly subscriber: RedisSubscriberLike | undefined;
   private readonly listener = (message: string): void => this.onMessage(message);
-  private readonly onReady = (): void => this.resync.next();
+  private readonly onReady = (): void => {
+    if (!this.subscribed) this.subscribe();
+    this.resync.next();
+  };
   private closed = false;
+  private subscribed = false;
 
   constructor(options: RedisBreakerStoreOptions) {
     const o = validateOptions('RedisBreakerStore', props, options);
@@ -206,9 +210,16 @@ export class RedisBreakerStore implements BreakerStore {
     this.subscriber = o.subscriber;
     if (this.subscriber) {
       this.subscriber.on?.('ready', this.onReady);
-      // a failed SUBSCRIBE (Redis down now) leaves the poll; node-redis resubscribes on reconnect
-      this.subscriber.subscribe(this.channel, this.listener).catch(() => undefined);
+      this.subscribe();
     }
+  }
+
+  /** SUBSCRIBE; if it fails (Redis down now), the poll carries on and the next `ready` tries again (node-redis re-subscribes by itself after that). */
+  private subscribe(): void {
+    this.subscriber?.subscribe(this.channel, this.listener).then(
+      () => (this.subscribed = !this.closed),
+      () => undefined,
+    );
   }
 
   /** Stops listening (`changes$` completes, nodes stop polling). Does not close the clients. */
