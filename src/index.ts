@@ -13,6 +13,17 @@ export type {
   FailureRateWindow,
   TransitionReason,
 } from './core/CircuitBreaker.js';
+// fleets: breaker verdicts and rate limits shared across processes (Redis stores in rxheal/redis)
+export { MemoryBreakerStore } from './core/fleetStore.js';
+export type { BreakerStore, FleetReason, FleetState, FleetVerdict, MemoryBreakerStoreOptions, ProbeLease, Quorum } from './core/fleetStore.js';
+export type { FleetOptions, QuorumOptions } from './core/fleet.js';
+export { RateLimiter } from './core/rateLimit.js';
+export type { RateLimiterOptions, RateLimitReservation } from './core/rateLimit.js';
+export { MemoryRateLimitStore } from './core/rateLimitStore.js';
+export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from './core/rateLimitStore.js';
+export { rateLimit } from './operators/rateLimit.js';
+export type { RateLimitOptions } from './operators/rateLimit.js';
+export { RateLimitExceededError } from './core/errors.js';
 export { classifyError, createClassifier, isServiceFailure, parseRetryAfter, readHeader } from './core/classify.js';
 export type {
   ClassificationRule,

@@ -14,7 +14,7 @@ import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import { interleave, rowsOf, stats, type Row, type Stats } from '../lib/harness.js';
 import { loadLib, ROOT } from '../lib/rxheal.js';
 
-export const FIGURE = 'g. AI SDK stream, per text delta';
+export const FIGURE = 'i. AI SDK adapters, per text delta';
 const PLAIN = 'streamText(m)';
 const HEALED = 'streamText(toAiSdk(fallbackModel([fromAiSdk(m) + retry, fromAiSdk(m2)], breakers, continue)))';
 const FLOOR = 'm.doStream read directly';

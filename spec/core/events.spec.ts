@@ -90,6 +90,10 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   degraded: [{ type: 'degraded', capability: 'knowledge_search', reason: 'no result within 3000 ms' }],
   restored: [{ type: 'restored', capability: 'knowledge_search' }],
   'budget-exceeded': [{ type: 'budget-exceeded', resource: 'tokens', limit: 100, used: 120 }],
+  'rate-limited': [
+    { type: 'rate-limited', limiter: 'openai:prod', waitMs: 1200, cost: 800 },
+    { type: 'rate-limited', limiter: 'openai:prod', waitMs: 42_000, cost: 800, rejected: true, local: true },
+  ],
   reset: [
     { type: 'reset', reason: 'retry', target: 'model:a' },
     { type: 'reset', reason: 'fallback', target: 'model:b' },

@@ -12,6 +12,7 @@ import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
+import { attachFleet, fleetOptionsCodec, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
 import {
   Func,
   NonEmptyString,
@@ -65,6 +66,11 @@ export interface CircuitBreakerOptions {
   readonly window?: 'consecutive' | FailureRateWindow;
   /** Where time is read and the half-open notice scheduled. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * Share verdicts, the half-open probe and provider facts with the other processes using the
+   * same store (see `marble-docs/fleet.md`). `acquire()` stays local and synchronous.
+   */
+  readonly fleet?: FleetOptions;
 }
 
 /** Why the breaker changed state. */
@@ -77,7 +83,18 @@ export type TransitionReason =
   | 'probe_timeout'
   | 'isolated'
   | 'reset'
-  | 'restored';
+  | 'restored'
+  // with a fleet: a 429 with retry-after seen here; a quorum of nodes opened; another node saw a
+  // 429; the fleet's prober failed / succeeded; isolated / reset by hand on another node; this node
+  // holds the probe lease
+  | 'rate_limit'
+  | 'fleet_open'
+  | 'fleet_rate_limit'
+  | 'fleet_probe_failure'
+  | 'fleet_probe_success'
+  | 'fleet_isolated'
+  | 'fleet_reset'
+  | 'probe_lease';
 
 /** One state change, as emitted by {@link CircuitBreaker.events$}. */
 export interface CircuitEvent {
@@ -213,6 +230,7 @@ export const circuitBreakerOptionProps = {
   isFailure: Func,
   window: windowCodec,
   scheduler: Scheduler,
+  fleet: fleetOptionsCodec,
 };
 
 /** A snapshot field that cannot be restored, named by its path. */
@@ -332,6 +350,7 @@ export class CircuitBreaker {
   private window: RateWindow | undefined;
   private wakeup: Subscription | undefined;
   private subject: Subject<CircuitEvent> | undefined;
+  private readonly fleet: FleetHook | undefined;
 
   constructor(options: CircuitBreakerOptions = {}) {
     const o = validateOptions('CircuitBreaker', circuitBreakerOptionProps, options);
@@ -343,6 +362,7 @@ export class CircuitBreaker {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
+    this.fleet = o.fleet === undefined ? undefined : attachFleet(this.fleetSide(), o.fleet as FleetOptions, (options) => new CircuitBreaker(options));
   }
 
   /** The current state, computed from `scheduler.now()` whenever read. */
@@ -385,7 +405,7 @@ export class CircuitBreaker {
    * ```
    */
   acquire(): CircuitPermit | CircuitOpenError {
-    this.refresh();
+    this.refresh(true);
     switch (this.current) {
       case 'closed':
         return new Permit(this, this.generation, false);
@@ -416,6 +436,7 @@ export class CircuitBreaker {
     const from = this.current;
     this.isolatedByHand = true;
     this.enter('open', 'isolated', 0, from, { openUntil: Infinity });
+    this.fleet?.admin('isolate');
   }
 
   /** Closes the breaker and forgets every count (and any isolation). */
@@ -424,6 +445,7 @@ export class CircuitBreaker {
     const from = this.current;
     this.isolatedByHand = false;
     this.enter('closed', 'reset', 0, from);
+    this.fleet?.admin('reset');
   }
 
   /** The state as JSON, to persist across restarts. In-flight probes are not part of it. */
@@ -470,10 +492,13 @@ export class CircuitBreaker {
     }
   }
 
-  /** Open → half-open once the reset timeout has passed; read on every access. */
-  private refresh(): void {
+  /** Open → half-open once the reset timeout has passed; read on every access. `calling`: from `acquire()`. */
+  private refresh(calling = false): void {
     if (this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil) {
-      this.enter('half-open', 'reset_timeout', 0, 'open');
+      // with a fleet, only the holder of the probe lease goes half-open (or a node left alone)
+      const reason = this.fleet ? this.fleet.gate(calling) : 'reset_timeout';
+      // (the gate may have moved the breaker: a later deadline, a close)
+      if (reason !== false && this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil) this.enter('half-open', reason, 0, 'open');
     }
   }
 
@@ -486,6 +511,8 @@ export class CircuitBreaker {
     if (permit.probe) this.probes.delete(permit);
     const failed = outcome === 'failure' && this.isFailureSafe(error, permit);
     if (outcome === 'release' || (outcome === 'failure' && !failed)) return;
+    // a provider fact (429 with retry-after) opens the breaker fleet-wide at once
+    if (failed && this.fleet?.failed(error) === true) return;
     if (this.current === 'half-open') {
       if (failed) this.open('probe_failure', 0);
       else if (++this.probeSuccesses >= this.halfOpenMaxCalls) this.enter('closed', 'probe_success', 0, 'half-open');
@@ -560,6 +587,44 @@ export class CircuitBreaker {
       this.subject?.next(retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs });
     }
   }
+
+  // ---- fleet hook: src/core/fleet.ts sees and moves the breaker through these two --------------
+
+  /** What the fleet sees of this breaker (the raw state, no refresh) and how it moves it. */
+  private fleetSide(): FleetBreaker {
+    return {
+      name: this.name,
+      resetTimeoutMs: this.resetTimeoutMs,
+      scheduler: this.scheduler,
+      events$: this.events$,
+      view: () => ({ state: this.current, openUntil: this.openUntil, isolated: this.isolatedByHand }),
+      move: (move) => this.fleetMove(move),
+    };
+  }
+
+  /** A fleet verdict applied here: hold open (never shortening a later deadline), isolate, close, re-read. */
+  private fleetMove(move: FleetMove): void {
+    const from = this.current;
+    switch (move.kind) {
+      case 'hold': {
+        if (this.isolatedByHand || (from === 'open' && this.openUntil >= move.until)) return;
+        const retryAfterMs = Math.max(0, move.until - this.scheduler.now());
+        this.enter('open', move.reason, 0, from, { openUntil: move.until, retryAfterMs });
+        return;
+      }
+      case 'isolate':
+        this.isolatedByHand = true;
+        this.enter('open', 'fleet_isolated', 0, from, { openUntil: Infinity });
+        return;
+      case 'close':
+        this.isolatedByHand = false;
+        this.enter('closed', move.reason, 0, from);
+        return;
+      case 'refresh':
+        this.refresh();
+        return;
+    }
+  }
 }
 
 /**
@@ -584,7 +649,8 @@ export class CircuitBreakerRegistry {
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
-    this.defaults = defaults;
+    // a fleet: the registry is one node (one process), whatever breakers it holds
+    this.defaults = defaults.fleet && defaults.fleet.node === undefined ? { ...defaults, fleet: { ...defaults.fleet, node: randomNodeId() } } : defaults;
   }
 
   /**

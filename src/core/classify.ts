@@ -9,6 +9,7 @@ import {
   AllFallbacksFailedError,
   BudgetExceededError,
   CircuitOpenError,
+  RateLimitExceededError,
   RetriesExhaustedError,
   ToolError,
   TotalTimeoutError,
@@ -20,6 +21,8 @@ export type ErrorCategory =
   | 'cancelled'
   | 'programming'
   | 'circuit_open'
+  // our own rate limiter refused the call before sending it (RateLimitExceededError)
+  | 'throttled'
   | 'budget_exceeded'
   | 'request_timeout'
   | 'conflict'
@@ -274,8 +277,8 @@ export function parseRetryAfter(headers: unknown, now: number): number | undefin
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function headersOf(error: unknown): unknown {
-  // `responseHeaders`: the Vercel AI SDK's APICallError
+/** An error's response headers (`headers`, `responseHeaders` — the Vercel AI SDK's APICallError — or `response.headers`), if any. Never throws. */
+export function headersOf(error: unknown): unknown {
   return get(error, 'headers') ?? get(error, 'responseHeaders') ?? get(get(error, 'response'), 'headers');
 }
 
@@ -492,6 +495,10 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     if (isProgramming(error, name)) return verdict('programming', false, false, 'fail_fast');
     if (isInstance(error, CircuitOpenError) || name === 'CircuitOpenError') {
       return verdict('circuit_open', false, true, 'fallback');
+    }
+    if (isInstance(error, RateLimitExceededError) || name === 'RateLimitExceededError') {
+      const wait = get(error, 'retryAfterMs');
+      return verdict('throttled', false, true, 'fallback', typeof wait === 'number' && wait >= 0 ? Math.ceil(wait) : undefined);
     }
     if (isInstance(error, BudgetExceededError) || name === 'BudgetExceededError') {
       return verdict('budget_exceeded', false, false, 'fail_fast');

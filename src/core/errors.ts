@@ -362,3 +362,32 @@ export class MalformedStreamError extends Error {
     this.data = data.length > 500 ? data.slice(0, 500) + '…' : data;
   }
 }
+
+/**
+ * A rate limiter (`rateLimit`) refused a call: even after waiting up to its `maxWaitMs`, the
+ * shared limit would not have let it start. The call was never sent. `classifyError` says
+ * `throttled` (not a provider failure, so breakers don't count it; not retryable here, an
+ * alternative with its own key may still help), with `retryAfterMs` = the wait it needed.
+ *
+ * @example
+ * ```ts
+ * classifyError(new RateLimitExceededError('openai:prod', 42_000, 30_000));
+ * // { retryable: false, fallback: true, category: 'throttled', strategy: 'fallback', retryAfterMs: 42000 }
+ * ```
+ */
+export class RateLimitExceededError extends Error {
+  override readonly name = 'RateLimitExceededError';
+  /** The limiter's name (its shared key). */
+  readonly limiter: string;
+  /** How long the call would have had to wait, in ms. */
+  readonly retryAfterMs: number;
+  /** The longest wait the limiter accepts. */
+  readonly maxWaitMs: number;
+
+  constructor(limiter: string, retryAfterMs: number, maxWaitMs: number, options?: { cause?: unknown }) {
+    super(`Rate limit '${limiter}': the call would wait ${Math.ceil(retryAfterMs)} ms, more than ${maxWaitMs} ms`, options);
+    this.limiter = limiter;
+    this.retryAfterMs = retryAfterMs;
+    this.maxWaitMs = maxWaitMs;
+  }
+}

@@ -223,6 +223,18 @@ export const ValidationEventCodec = t.type(
   'ValidationEvent',
 );
 export const MessageEventCodec = t.type({ type: t.literal('message'), message: MessageCodec }, 'MessageEvent');
+/**
+ * A call waited `waitMs` for its turn under a shared rate limit (`rateLimit`), reserving `cost`
+ * tokens; `rejected`: it would have waited longer than the limiter's `maxWaitMs` and failed
+ * instead; `local`: decided on this node's local share (the shared store did not answer).
+ */
+export const RateLimitedEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('rate-limited'), limiter: t.string, waitMs: t.number, cost: t.number }),
+    t.partial({ rejected: t.boolean, local: t.boolean }),
+  ],
+  'RateLimitedEvent',
+);
 
 /** Resilience events: what the healing did. Also what the events hub carries. */
 export const HealEventCodec = t.union(
@@ -239,6 +251,7 @@ export const HealEventCodec = t.union(
     RestoredEventCodec,
     BudgetEventCodec,
     ResetEventCodec,
+    RateLimitedEventCodec,
   ],
   'HealEvent',
 );
@@ -313,9 +326,11 @@ export type BudgetEvent = t.TypeOf<typeof BudgetEventCodec>;
 export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 /** A completed message (assistant or tool). */
 export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
+/** A call waited for (or was refused) its turn under a shared rate limit. */
+export type RateLimitedEvent = t.TypeOf<typeof RateLimitedEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget.
+ * degradations, resets, budget, rate-limit waits.
  *
  * @example
  * ```ts

@@ -138,6 +138,7 @@ function callOf(target: string): string {
  * | `reflection` (exhausted) | info (warn) | reflection injected (reflections exhausted, tool abandoned) |
  * | `degraded` / `restored` | warn / info | capability degraded / restored |
  * | `budget-exceeded` | error | budget exceeded |
+ * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
  * | `call-start` / `call-end` | debug | tool call started / finished / failed / cancelled (model call …) |
  * | `reset` | debug | partial output discarded |
  *
@@ -186,6 +187,13 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       return toRecord('info', 'capability restored', { capability: e.capability });
     case 'budget-exceeded':
       return toRecord('error', 'budget exceeded', { resource: e.resource, limit: e.limit, used: e.used });
+    case 'rate-limited':
+      return toRecord(e.rejected === true ? 'warn' : 'info', e.rejected === true ? 'call refused by rate limit' : 'call waited for rate limit', {
+        limiter: e.limiter,
+        wait_ms: e.waitMs,
+        cost: e.cost,
+        local: e.local,
+      });
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':

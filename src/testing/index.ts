@@ -232,6 +232,8 @@ export function describeEvent(event: AgentEvent): string {
       return `${event.type}:${event.capability}`;
     case 'budget-exceeded':
       return `budget-exceeded:${event.resource}`;
+    case 'rate-limited':
+      return `rate-limited:${event.limiter}:${event.rejected === true ? 'rejected' : event.waitMs}`;
     case 'validation':
       return `validation:${event.valid ? 'valid' : 'invalid'}`;
     case 'message':

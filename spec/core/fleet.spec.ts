@@ -1,0 +1,379 @@
+/**
+ * N breakers sharing one MemoryBreakerStore, in virtual time: quorum, facts, the one prober and
+ * its lease, deadlines, generations, the poll backstop, and a slow or dead store.
+ */
+import { expect } from 'chai';
+import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription } from 'rxjs';
+import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
+import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
+import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
+import type { FleetOptions } from '../../src/core/fleet.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { HealHub } from '../../src/core/hub.js';
+import { virtual, type VirtualRun } from '../support/marbles.js';
+
+type Run = VirtualRun;
+
+const label = (e: unknown): string => (e instanceof CircuitOpenError ? `open:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e));
+
+/** Breakers named `model` on nodes `nodes`, sharing `store`. */
+function fleetOf(nodes: readonly string[], store: BreakerStore, options: Omit<CircuitBreakerOptions, 'fleet'> = {}, fleet: Omit<FleetOptions, 'store' | 'node'> = {}): CircuitBreaker[] {
+  return nodes.map((node) => new CircuitBreaker({ name: 'model', failureThreshold: 2, resetTimeoutMs: 100, ...options, fleet: { store, node, ...fleet } }));
+}
+
+/** `to:reason` of each transition, as a marble-comparable stream. */
+const moves = (b: CircuitBreaker): Observable<string> => b.events$.pipe(map((e) => `${e.to}:${e.reason}`));
+
+/**
+ * Calls through `breaker` at the letters of `calls`: `f` a call failing with 503 after 1 ms, `s`
+ * one succeeding after 1 ms (value `s`), `r` a 429 with retry-after 5 s. Rejections become `open:<ms>`.
+ */
+function calls(run: Run, breaker: CircuitBreaker, marbles: string): Observable<string> {
+  const sources: Record<string, Observable<string>> = {
+    f: run.cold('-#', undefined, new HttpError(503)),
+    s: run.cold('-(s|)'),
+    r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' })),
+  };
+  return run.hot(marbles, sources).pipe(mergeMap((source) => source.pipe(circuitBreak(breaker), catchError((e: unknown) => of(label(e))))));
+}
+
+/** The values of a marble-comparable stream, for `toBe(…, V)`. */
+const V = {
+  x: 'http 503',
+  s: 's',
+  O: 'open:fleet',
+  o: 'open:local',
+};
+
+describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () => {
+  describe('quorum for inference', () => {
+    it('one node opening alone stays alone; the second opens every node in the same frame', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        run.expectObservable(moves(a!)).toBe('----x', { x: 'open:failure_threshold' });
+        run.expectObservable(moves(b!)).toBe('--------x', { x: 'open:failure_threshold' });
+        run.expectObservable(moves(c!)).toBe('--------x', { x: 'open:fleet_open' });
+        run.expectObservable(calls(run, a!, '-f-f')).toBe('--x-x', V);
+        run.expectObservable(calls(run, b!, '-----f-f')).toBe('------x-x', V);
+        // c never failed: from frame 8 on it is rejected at once, with the fleet's deadline (8 + 100)
+        run.expectObservable(calls(run, c!, '-----s---s')).toBe('------s--y', { s: 's', y: 'open:99' });
+      });
+    });
+
+    it('a bad node (its own calls fail, the others are fine) never trips the others', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [bad, b, c] = fleetOf(['bad', 'b', 'c'], store);
+        run.expectObservable(calls(run, bad!, '-f-f-f 200ms f-f')).toBe('--x-xo 200ms -xy', { ...V, o: 'open:99', y: 'open:99' });
+        run.expectObservable(moves(b!)).toBe('');
+        run.expectObservable(moves(c!)).toBe('');
+        run.expectObservable(calls(run, b!, '-s 300ms s')).toBe('--s 300ms s', V);
+      });
+    });
+
+    it('minFraction: with 4 live nodes and minFraction 0.75, two votes are not enough, three are', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c, d] = fleetOf(['a', 'b', 'c', 'd'], store, {}, { quorum: { minNodes: 2, minFraction: 0.75 } });
+        run.expectObservable(moves(d!)).toBe('------------x', { x: 'open:fleet_open' });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        calls(run, c!, '---------f-f').subscribe();
+      });
+    });
+
+    it('quorum: 3 (a number) is { minNodes: 3 }', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c, d] = fleetOf(['a', 'b', 'c', 'd'], store, {}, { quorum: 3 });
+        run.expectObservable(moves(d!)).toBe('------------x', { x: 'open:fleet_open' });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        calls(run, c!, '---------f-f').subscribe();
+      });
+    });
+
+    it('a node joining while the fleet is open is held at once (its first sync)', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store);
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        let rejection: unknown;
+        run.at(50, () => {
+          const late = fleetOf(['late'], store)[0]!;
+          rejection = late.acquire();
+        });
+        run.flush();
+        expect(rejection).to.be.instanceOf(CircuitOpenError);
+        expect((rejection as CircuitOpenError).retryAfterMs, 'the fleet deadline (108) minus now (50)').to.equal(58);
+      });
+    });
+
+    it('votes older than the window do not count', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 10 }, { quorum: { windowMs: 50 } });
+        run.expectObservable(moves(c!)).toBe('');
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-- 60ms f-f').subscribe();
+      });
+    });
+  });
+
+  describe('the one prober', () => {
+    it('after the open period exactly one node probes; its success closes every node', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108. c calls first (110) and probes under the lease; a and b,
+        // calling while the probe runs (111), are held; the probe's success (111) closes them all
+        run.expectObservable(calls(run, c!, '110ms s')).toBe('110ms -s', V);
+        run.expectObservable(calls(run, a!, '111ms s')).toBe('111ms y', { y: 'open:0' });
+        run.expectObservable(calls(run, b!, '111ms s-s')).toBe('111ms y--s', { s: 's', y: 'open:0' });
+        run.expectObservable(moves(c!)).toBe('--------x 101ms hc', { x: 'open:fleet_open', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(moves(a!)).toBe('----x 106ms c', { x: 'open:failure_threshold', c: 'closed:fleet_probe_success' });
+      });
+    });
+
+    it('the prober\'s failure re-opens every node for a fresh period', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.expectObservable(calls(run, c!, '110ms f')).toBe('110ms -x', V);
+        // a: held through the new period (no event: it was open already), then its own probe under the lease
+        run.expectObservable(moves(a!)).toBe('----x 206ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(moves(c!)).toBe('--------x 101ms hp 100ms c', { x: 'open:fleet_open', h: 'half-open:probe_lease', p: 'open:probe_failure', c: 'closed:fleet_probe_success' });
+        // a stays open through the new period (111 + 100), then probes itself
+        run.expectObservable(calls(run, a!, '200ms s 10ms s')).toBe('200ms y 10ms -s', { y: 'open:11', s: 's' });
+      });
+    });
+
+    it('a prober that never reports holds the others only until its lease ends', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // a ghost node takes the lease when the period ends (108) and dies
+        run.at(108, () => store.acquireProbe('ghost', 'model', 50).subscribe());
+        // b is held (open:0) until the ghost's lease runs out at 158; then b takes the lease and probes
+        run.expectObservable(calls(run, b!, '120ms s 36ms ss')).toBe('120ms y 36ms y-s', { y: 'open:0', s: 's' });
+        run.expectObservable(moves(b!)).toBe('--------x 149ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+      });
+    });
+  });
+
+  describe('facts apply at once', () => {
+    it('a 429 with retry-after on one node opens every node for that long, no quorum', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        // c probes when the 5 s are over (5002); its success closes a and b
+        run.expectObservable(moves(a!)).toBe('--x 5000ms c', { x: 'open:rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(moves(b!)).toBe('--x 5000ms c', { x: 'open:fleet_rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(calls(run, a!, '-r')).toBe('--y', { y: 'http 429' });
+        run.expectObservable(calls(run, c!, '---s 4998ms s')).toBe('---y 4998ms -s', { y: 'open:4999', s: 's' });
+      });
+    });
+
+    it('isolate() and reset() by hand are fleet-wide', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store);
+        run.at(5, () => a!.isolate());
+        run.at(9, () => a!.reset());
+        run.expectObservable(moves(b!)).toBe('-----i---r', { i: 'open:fleet_isolated', r: 'closed:fleet_reset' });
+        run.expectObservable(calls(run, b!, '------s---s')).toBe('------y----s', { y: 'open:Infinity', s: 's' });
+      });
+    });
+  });
+
+  describe('deadlines', () => {
+    it('a fleet verdict never shortens a later local deadline, and a remote "closed" never closes a breaker open on its own evidence', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 100 });
+        // a and c open on their own at 4: a quorum, the fleet is open until 104 and b is held…
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, c!, '-f-f').subscribe();
+        // …b, closed again by hand at 55 (a local restore), opens on its own evidence at 59 (until 159)
+        run.at(55, () => b!.restore({ version: 1, name: 'model', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }));
+        calls(run, b!, '56ms f-f').subscribe();
+        // the fleet's probe at 110 succeeds: c (held) closes, b (its own deadline 159) stays open
+        run.expectObservable(calls(run, a!, '110ms s')).toBe('110ms -s', V);
+        run.expectObservable(calls(run, b!, '120ms s')).toBe('120ms y', { y: 'open:39' });
+        run.expectObservable(calls(run, c!, '120ms s')).toBe('120ms -s', V);
+      });
+    });
+  });
+
+  describe('propagation', () => {
+    /** A store whose pub/sub can be cut, and whose changes can be replayed (stale messages). */
+    class LossyStore implements BreakerStore {
+      readonly pollMs: number;
+      cut = false;
+      readonly injected = new Subject<FleetVerdict>();
+      readonly changes$: Observable<FleetVerdict>;
+      constructor(readonly inner: MemoryBreakerStore, pollMs: number) {
+        this.pollMs = pollMs;
+        this.changes$ = merge(inner.changes$.pipe(mergeMap((v) => (this.cut ? [] : [v]))), this.injected);
+      }
+      close(): void {
+        this.injected.complete();
+        this.inner.close();
+      }
+      sync = (node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> => this.inner.sync(node, names);
+      vote: BreakerStore['vote'] = (...a) => this.inner.vote(...a);
+      fact: BreakerStore['fact'] = (...a) => this.inner.fact(...a);
+      acquireProbe: BreakerStore['acquireProbe'] = (...a) => this.inner.acquireProbe(...a);
+      probeResult: BreakerStore['probeResult'] = (...a) => this.inner.probeResult(...a);
+      isolate: BreakerStore['isolate'] = (...a) => this.inner.isolate(...a);
+      reset: BreakerStore['reset'] = (...a) => this.inner.reset(...a);
+    }
+
+    it('with pub/sub cut, the poll brings the verdict within one poll interval', () => {
+      virtual((run) => {
+        const inner = new MemoryBreakerStore();
+        const store = new LossyStore(inner, 1000);
+        store.cut = true;
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 60_000 });
+        // (the store is closed at 5000: at the end of the open period c decides alone)
+        run.expectObservable(moves(c!)).toBe('1000ms x 59007ms h', { x: 'open:fleet_open', h: 'half-open:reset_timeout' });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.at(5000, () => store.close());
+      });
+    });
+
+    it('a stale verdict (an older generation) is dropped', () => {
+      virtual((run) => {
+        const inner = new MemoryBreakerStore();
+        const store = new LossyStore(inner, 1000);
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 100 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.at(20, () => c!.reset());
+        // a delayed copy of the open verdict (generation 8) arrives after the reset (generation 20)
+        run.at(30, () => store.injected.next({ name: 'model', generation: 8, state: 'open', reason: 'quorum', remainingMs: 77 }));
+        run.expectObservable(moves(b!)).toBe('--------x 11ms r', { x: 'open:failure_threshold', r: 'closed:fleet_reset' });
+        run.at(2500, () => store.close());
+      });
+    });
+  });
+
+  describe('a slow or dead store', () => {
+    it('slow (latency above the timeout): each node decides alone, no store error reaches a call, nothing hangs', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ latencyMs: 500, timeoutMs: 100 });
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 300 });
+        run.expectObservable(calls(run, a!, '-f-f-s')).toBe('--x-xy', { ...V, y: 'open:299' });
+        calls(run, b!, '-----f-f').subscribe();
+        // c is not told (the store is too slow): it keeps calling; after the period a probes on its own
+        run.expectObservable(calls(run, c!, '---------s')).toBe('----------s', V);
+        run.expectObservable(calls(run, a!, '310ms s')).toBe('310ms -s', V);
+        // and nothing reaches the store late: no fleet verdict ever
+        run.expectObservable(moves(c!)).toBe('');
+      });
+    });
+
+    it('dead, then back: local breakers protect meanwhile, and the nodes re-sync on recovery', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ pollMs: 500 });
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, { resetTimeoutMs: 60_000 });
+        run.at(0, () => (store.down = true));
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.at(1200, () => (store.down = false));
+        // after recovery (a poll answers at 1500, then the re-sync re-votes), c is held open
+        run.expectObservable(moves(c!)).toBe('1500ms x 59999ms h', { x: 'open:fleet_open', h: 'half-open:reset_timeout' });
+        run.at(5000, () => store.close());
+      });
+    });
+
+    it('a store whose methods throw never breaks a call', () => {
+      virtual((run) => {
+        const broken = new MemoryBreakerStore();
+        const thrower = Object.assign(Object.create(broken) as MemoryBreakerStore, {
+          vote: () => {
+            throw new Error('boom');
+          },
+        });
+        const [a] = fleetOf(['a'], thrower);
+        run.expectObservable(calls(run, a!, '-f-f-s')).toBe('--x-xy', { ...V, y: 'open:99' });
+      });
+    });
+  });
+
+  describe('the registry and the hub', () => {
+    it('new CircuitBreakerRegistry({ fleet }) gives every breaker a fleet membership; fleet moves reach the hub', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const hub = new HealHub();
+        const one = new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store, node: 'one' } });
+        const two = new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store, node: 'two' } });
+        const three = new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store, node: 'three' } });
+        const breaker = three.get('model:x');
+        breaker.state; // created now (joined the fleet)
+        run.expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? e.reason : e.type)))).toBe('--x', { x: 'fleet_open' });
+        hub.watch(breaker);
+        calls(run, one.get('model:x'), '-f').subscribe();
+        calls(run, two.get('model:x'), '-f').subscribe();
+      });
+    });
+
+    it('without node ids, each registry is one node: three registries on one store make a quorum', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [one, two, three] = [1, 2, 3].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
+        const held = three!.get('model:x');
+        const other = three!.get('tool:y');
+        run.expectObservable(moves(held)).toBe('--x', { x: 'open:fleet_open' });
+        run.expectObservable(moves(other)).toBe('');
+        calls(run, one!.get('model:x'), '-f').subscribe();
+        calls(run, two!.get('model:x'), '-f').subscribe();
+      });
+    });
+
+    it('validates the fleet option, naming the bad key', () => {
+      const store = new MemoryBreakerStore();
+      const bad = (fleet: unknown, option: string): void => {
+        const error = (() => {
+          try {
+            new CircuitBreaker({ fleet } as CircuitBreakerOptions);
+          } catch (e) {
+            return e;
+          }
+          return undefined;
+        })();
+        expect(error, JSON.stringify(option)).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal(option);
+      };
+      bad({}, 'fleet.store');
+      bad({ store: {} }, 'fleet.store');
+      bad({ store, quorum: { minNodes: 0 } }, 'fleet.quorum');
+      bad({ store, quorum: { minFraction: 1.5 } }, 'fleet.quorum');
+      bad({ store, quorum: { quorom: 2 } }, 'fleet.quorum');
+      bad({ store, quorum: 0 }, 'fleet.quorum');
+      bad({ store, probeLeaseMs: -1 }, 'fleet.probeLeaseMs');
+      bad({ store, node: '' }, 'fleet.node');
+      bad({ store, stor: 1 }, 'fleet');
+      expect(() => new CircuitBreakerRegistry({ fleet: { store, quorum: { windowMs: 0 } } })).to.throw(InvalidOptionError, /fleet\.quorum.*windowMs/);
+    });
+  });
+
+  it('a breaker without a fleet schedules nothing while closed (unchanged)', () => {
+    virtual((run) => {
+      const breaker = new CircuitBreaker({ failureThreshold: 2 });
+      const subs: Subscription[] = [];
+      subs.push(calls(run, breaker, '-s').subscribe());
+      run.flush();
+      expect(run.ts.actions.length).to.equal(0);
+    });
+  });
+});

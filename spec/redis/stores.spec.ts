@@ -1,0 +1,280 @@
+/**
+ * One contract, two stores: every rule of the fleet's breaker store and of the shared rate-limit
+ * store, run against the reference model (MemoryBreakerStore / MemoryRateLimitStore) and against
+ * the Lua scripts on a real redis-server (started here on a free port, stopped by pid).
+ */
+import { expect } from 'chai';
+import { firstValueFrom, type Observable, take, toArray } from 'rxjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
+import { MemoryBreakerStore, type BreakerStore, type FleetVerdict, type Quorum } from '../../src/core/fleetStore.js';
+import { MemoryRateLimitStore, type RateLimitStore } from '../../src/core/rateLimitStore.js';
+import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { requireProgram } from '../support/systemPackage.js';
+import { startRedis, type RedisServer } from '../support/redisServer.js';
+
+const quorum: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
+let unique = 0;
+const fresh = (): string => `model:${process.pid}-${++unique}`;
+const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
+
+interface Stores {
+  readonly breakers: BreakerStore;
+  readonly limits: RateLimitStore;
+}
+
+function contract(kind: string, make: () => Promise<Stores>, done: () => Promise<void>): void {
+  describe(`${kind}: the breaker store contract`, () => {
+    let s: Stores;
+    before(async () => {
+      s = await make();
+    });
+    after(done);
+
+    it('a vote alone opens nothing; a second node\'s vote opens the verdict for openMs (reason quorum)', async () => {
+      const name = fresh();
+      const one = await get(s.breakers.vote('a', name, quorum, 60_000));
+      expect(one).to.include({ state: 'closed', reason: 'none' });
+      const again = await get(s.breakers.vote('a', name, quorum, 60_000));
+      expect(again.state, 'the same node twice is one vote').to.equal('closed');
+      const two = await get(s.breakers.vote('b', name, quorum, 60_000));
+      expect(two).to.include({ state: 'open', reason: 'quorum' });
+      expect(two.remainingMs).to.be.within(59_000, 60_000);
+      expect(two.generation).to.be.greaterThan(one.generation);
+    });
+
+    it('minFraction counts the live nodes (those that synced)', async () => {
+      const name = fresh();
+      await get(s.breakers.sync('n1', [name]));
+      await get(s.breakers.sync('n2', [name]));
+      await get(s.breakers.sync('n3', [name]));
+      await get(s.breakers.sync('n4', [name]));
+      const strict = { ...quorum, minFraction: 0.75 };
+      expect((await get(s.breakers.vote('n1', name, strict, 1000))).state).to.equal('closed');
+      expect((await get(s.breakers.vote('n2', name, strict, 1000))).state).to.equal('closed');
+      expect((await get(s.breakers.vote('n3', name, strict, 1000))).state).to.equal('open');
+    });
+
+    it('a fact opens at once; a shorter one never shortens the deadline, a longer one extends it', async () => {
+      const name = fresh();
+      const long = await get(s.breakers.fact('a', name, 10_000));
+      expect(long).to.include({ state: 'open', reason: 'rate_limit' });
+      const short = await get(s.breakers.fact('b', name, 1_000));
+      expect(short.generation, 'no change').to.equal(long.generation);
+      expect(short.remainingMs).to.be.greaterThan(9_000);
+      const longer = await get(s.breakers.fact('b', name, 20_000));
+      expect(longer.generation).to.be.greaterThan(long.generation);
+      expect(longer.remainingMs).to.be.greaterThan(19_000);
+    });
+
+    it('one prober: no lease before the deadline; then one holder; another node only once the lease ran out', async () => {
+      const name = fresh();
+      await get(s.breakers.fact('a', name, 40));
+      expect((await get(s.breakers.acquireProbe('a', name, 60))).granted, 'before the deadline').to.equal(false);
+      await sleep(60);
+      const a = await get(s.breakers.acquireProbe('a', name, 60));
+      expect(a.granted).to.equal(true);
+      const b = await get(s.breakers.acquireProbe('b', name, 60));
+      expect(b.granted).to.equal(false);
+      expect(b.verdict.leaseRemainingMs).to.be.within(1, 60);
+      await sleep(80);
+      expect((await get(s.breakers.acquireProbe('b', name, 60))).granted, 'after the lease').to.equal(true);
+    });
+
+    it('only the lease holder\'s result counts: success closes, failure re-opens', async () => {
+      const name = fresh();
+      await get(s.breakers.fact('a', name, 1));
+      await sleep(10);
+      expect((await get(s.breakers.acquireProbe('a', name, 5_000))).granted).to.equal(true);
+      const ignored = await get(s.breakers.probeResult('b', name, true, 1_000));
+      expect(ignored.state, 'not the holder').to.equal('open');
+      const failed = await get(s.breakers.probeResult('a', name, false, 1_000));
+      expect(failed).to.include({ state: 'open', reason: 'probe_failure' });
+      expect(failed.remainingMs).to.be.within(900, 1_000);
+      expect(failed.leaseRemainingMs, 'the lease ends with the result').to.equal(undefined);
+      const second = fresh();
+      await get(s.breakers.fact('a', second, 1));
+      await sleep(10);
+      await get(s.breakers.acquireProbe('c', second, 5_000));
+      expect(await get(s.breakers.probeResult('c', second, true, 1_000))).to.include({ state: 'closed', reason: 'probe_success' });
+    });
+
+    it('isolate and reset by hand; every change is published on changes$ with its generation', async () => {
+      const name = fresh();
+      const published = firstValueFrom(s.breakers.changes$.pipe(take(2), toArray()));
+      const isolated = await get(s.breakers.isolate('a', name));
+      expect(isolated).to.include({ state: 'isolated', remainingMs: Infinity });
+      const reset = await get(s.breakers.reset('b', name));
+      expect(reset).to.include({ state: 'closed', reason: 'reset' });
+      const seen = (await published).filter((v: FleetVerdict) => v.name === name);
+      expect(seen.map((v) => [v.state, v.generation])).to.deep.equal([
+        ['isolated', isolated.generation],
+        ['closed', reset.generation],
+      ]);
+    });
+
+    it('sync answers every name\'s verdict in order', async () => {
+      const [x, y] = [fresh(), fresh()];
+      await get(s.breakers.isolate('a', y));
+      const verdicts = await get(s.breakers.sync('a', [x, y]));
+      expect(verdicts.map((v) => [v.name, v.state])).to.deep.equal([
+        [x, 'closed'],
+        [y, 'isolated'],
+      ]);
+    });
+  });
+
+  describe(`${kind}: the rate-limit store contract`, () => {
+    let s: Stores;
+    before(async () => {
+      s = await make();
+    });
+    after(done);
+    const minute = (id: string, limit: number, cost: number) => ({ id, limit, periodMs: 60_000, cost });
+
+    it('GCRA: a period\'s burst at once, then waits of period/limit per unit; past maxWaitMs, not granted and nothing reserved', async () => {
+      const key = fresh();
+      const reserve = (node: string, cost: number) => get(s.limits.reserve({ key, node, maxWaitMs: 30_000, limits: [minute('requests', 2, cost)] }));
+      expect(await reserve('a', 1)).to.include({ granted: true, waitMs: 0 });
+      expect(await reserve('b', 1)).to.include({ granted: true, waitMs: 0, liveNodes: 2 });
+      const third = await reserve('a', 1);
+      expect(third.granted).to.equal(true);
+      expect(third.waitMs).to.be.within(29_900, 30_000);
+      const refused = await reserve('a', 1);
+      expect(refused.granted).to.equal(false);
+      expect(refused.waitMs).to.be.within(59_900, 60_000);
+      expect((await reserve('a', 1)).waitMs, 'the refusal reserved nothing').to.be.within(59_900, 60_000);
+    });
+
+    it('every limit at once: granted only if all fit; cost > 1 for tokens', async () => {
+      const key = fresh();
+      const both = (tokens: number) => get(s.limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [minute('requests', 100, 1), minute('tokens', 1000, tokens)] }));
+      expect((await both(900)).granted).to.equal(true);
+      expect((await both(200)).granted, 'tokens would wait').to.equal(false);
+      expect((await both(100)).granted).to.equal(true);
+    });
+
+    it('adjust: a refund (negative delta) and a floor from provider headers', async () => {
+      const key = fresh();
+      const tokens = (cost: number, maxWaitMs = 0) => get(s.limits.reserve({ key, node: 'a', maxWaitMs, limits: [minute('tokens', 1000, cost)] }));
+      expect((await tokens(1000)).granted).to.equal(true);
+      expect((await tokens(500)).granted).to.equal(false);
+      await get(s.limits.adjust({ key, limits: [{ id: 'tokens', limit: 1000, periodMs: 60_000, delta: -600 }] }));
+      expect((await tokens(500)).granted, 'after the refund').to.equal(true);
+      await get(s.limits.adjust({ key, limits: [{ id: 'tokens', limit: 1000, periodMs: 60_000, floorMs: 60_000 }] }));
+      const after = await tokens(10, 60_000);
+      expect(after.waitMs, 'the provider said nothing remains').to.be.within(500, 600);
+    });
+  });
+}
+
+contract(
+  'MemoryBreakerStore / MemoryRateLimitStore',
+  async () => ({ breakers: new MemoryBreakerStore(), limits: new MemoryRateLimitStore() }),
+  async () => undefined,
+);
+
+describe('RedisBreakerStore and its subscriber connection', () => {
+  it('a SUBSCRIBE that failed (Redis down at start) is made again on the next ready; changes then arrive', async () => {
+    const listeners: ((message: string, channel: string) => unknown)[] = [];
+    let ready: (() => void) | undefined;
+    let attempts = 0;
+    const subscriber = {
+      subscribe: async (_channel: string, listener: (message: string, channel: string) => unknown) => {
+        if (++attempts === 1) throw new Error('The client is offline');
+        listeners.push(listener);
+      },
+      unsubscribe: async () => undefined,
+      on: (_event: 'ready', listener: () => void) => void (ready = listener),
+      off: () => undefined,
+    };
+    const store = new RedisBreakerStore({ client: { sendCommand: async () => [0] }, subscriber });
+    const resyncs: unknown[] = [];
+    store.resync$.subscribe((r) => resyncs.push(r));
+    const seen = firstValueFrom(store.changes$);
+    await sleep(1);
+    expect(listeners).to.have.length(0);
+    ready!();
+    await sleep(1);
+    expect(attempts).to.equal(2);
+    expect(resyncs, 'a ready asks the nodes to re-sync').to.have.length(1);
+    listeners[0]!(JSON.stringify({ name: 'model:x', generation: 7, state: 'open', reason: 'quorum', remainingMs: 500 }), 'rxheal:fleet');
+    expect(await seen).to.deep.equal({ name: 'model:x', generation: 7, state: 'open', reason: 'quorum', remainingMs: 500 });
+    listeners[0]!('not json', 'rxheal:fleet');
+    listeners[0]!(JSON.stringify({ name: 'model:x', generation: 'x' }), 'rxheal:fleet');
+    await store.close();
+  });
+});
+
+describe('on a real redis-server', function () {
+  let server: RedisServer | undefined;
+  const clients: { quit(): Promise<unknown>; disconnect?(): Promise<unknown> }[] = [];
+  const closers: (() => Promise<void>)[] = [];
+
+  before(async function () {
+    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
+    this.timeout(20_000);
+    server = await startRedis(program);
+  });
+  after(async () => {
+    for (const close of closers.splice(0)) await close();
+    for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
+    await server?.stop();
+  });
+
+  const connect = async () => {
+    const client = createClient({ url: server!.url, disableOfflineQueue: true });
+    client.on('error', () => undefined);
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+
+  contract(
+    'RedisBreakerStore / RedisRateLimitStore',
+    async () => {
+      const client = await connect();
+      const subscriber = await connect();
+      const breakers = new RedisBreakerStore({ client, subscriber, namespace: 'contract' });
+      closers.push(() => breakers.close());
+      await sleep(50); // SUBSCRIBE acknowledged
+      return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'contract' }) };
+    },
+    async () => undefined,
+  );
+
+  it('a command reaching Redis after its caller gave up has no effect (CLIENT PAUSE)', async function () {
+    this.timeout(10_000);
+    const client = await connect();
+    const store = new RedisBreakerStore({ client, namespace: 'late', timeoutMs: 100 });
+    closers.push(() => store.close());
+    const name = fresh();
+    await get(store.sync('a', [name])); // the store learns Redis's clock
+    await server!.command('CLIENT PAUSE 400 WRITE');
+    const late = get(store.fact('a', name, 60_000)).then(
+      () => 'answered',
+      (e: unknown) => (e as Error).name,
+    );
+    expect(await late).to.equal('ExpiredCommandError');
+    expect((await get(store.sync('a', [name])))[0]!.state, 'the late fact changed nothing').to.equal('closed');
+  });
+
+  it('after a restart (the script cache and the data gone), calls work again and generations keep growing', async function () {
+    this.timeout(20_000);
+    const client = await connect();
+    const store = new RedisBreakerStore({ client, namespace: 'restart' });
+    closers.push(() => store.close());
+    const name = fresh();
+    const before = await get(store.isolate('a', name));
+    await server!.kill();
+    await server!.restart();
+    // node-redis reconnects on its own
+    let after: FleetVerdict | undefined;
+    for (let i = 0; i < 100 && after === undefined; i++) {
+      after = await get(store.isolate('a', name)).catch(() => undefined);
+      if (after === undefined) await sleep(50);
+    }
+    expect(after, 'reconnected').to.not.equal(undefined);
+    expect(after!.generation).to.be.greaterThan(before.generation);
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * A real `redis-server` for specs (and the bench and the fleet demo): started on a free loopback
+ * port with a temporary directory and no persistence, stopped by its pid, restartable on the same
+ * port (empty, as a restarted cache would be).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A running redis-server. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly pid: number;
+  /** Sends one inline command (e.g. `CLIENT PAUSE 1500 ALL`) over a fresh connection; resolves with the first reply line. */
+  command(line: string): Promise<string>;
+  /** Kills it (SIGKILL by default: a crash) and waits for it to exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port (empty). */
+  restart(): Promise<void>;
+  /** Stops it for good and removes its directory. */
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function inline(port: number, line: string, timeoutMs = 1000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let data = '';
+    const timer = globalThis.setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`redis ${port}: no reply to ${line}`));
+    }, timeoutMs);
+    socket.on('connect', () => socket.write(`${line}\r\n`));
+    socket.on('data', (chunk) => {
+      data += chunk.toString('utf8');
+      const end = data.indexOf('\r\n');
+      if (end >= 0) {
+        globalThis.clearTimeout(timer);
+        socket.end();
+        resolve(data.slice(0, end));
+      }
+    });
+    socket.on('error', (error) => {
+      globalThis.clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/** Starts `redis-server` (the path `requireProgram` found) on a free port. */
+export async function startRedis(program: string): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'rxheal-redis-'));
+  let child: ChildProcess;
+  const launch = async (): Promise<void> => {
+    child = spawn(program, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    for (let i = 0; i < 200; i++) {
+      try {
+        if ((await inline(port, 'PING', 200)) === '+PONG') return;
+      } catch {
+        // not listening yet
+      }
+      await sleep(25);
+    }
+    throw new Error(`redis-server did not start on port ${port}`);
+  };
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
+    const c = child;
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    process.kill(c.pid!, signal);
+    await exited;
+  };
+  await launch();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get pid() {
+      return child.pid!;
+    },
+    command: (line) => inline(port, line),
+    kill,
+    restart: launch,
+    stop: async () => {
+      await kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,434 @@
+/**
+ * The node side of a fleet: what a `CircuitBreaker` with a `fleet` option does with a shared
+ * {@link BreakerStore}. The breaker's own state machine stays local and synchronous; the fleet
+ * only adds restrictions, each bounded in time:
+ *
+ * - **votes**: when a breaker opens on its own evidence (failure threshold or rate, a failed or
+ *   timed-out probe), its node votes; a quorum of live nodes opens the breaker fleet-wide;
+ * - **facts**: a 429 with `retry-after` opens it fleet-wide at once (no quorum), as do
+ *   `isolate()` and `reset()` by hand;
+ * - **holds**: a fleet verdict opens every node's breaker until the fleet deadline (never
+ *   shortening a later local one); a remote "closed" never closes a breaker open on its own
+ *   evidence;
+ * - **one prober**: when a fleet-held open period ends, a node probes only under the store's
+ *   lease; the others stay open until the prober's result arrives (or its lease runs out);
+ * - **propagation**: the store's `changes$` (pub/sub), a poll every `store.pollMs` as backstop,
+ *   generations to drop stale verdicts, deadlines as remaining ms;
+ * - **store down or slow**: every store call is bounded (`store.timeoutMs`, 100 ms by default)
+ *   and runs behind a breaker of its own ({@link StoreGuard}); a failed call only means the node
+ *   decides alone (its local breaker, a local probe); on recovery it re-syncs.
+ *
+ * @module
+ */
+import * as t from 'io-ts';
+import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { classifyError } from './classify.js';
+import type { CircuitBreakerOptions, CircuitEvent, CircuitState, TransitionReason } from './CircuitBreaker.js';
+import { BreakerStoreCheck, type BreakerStore, type FleetReason, type FleetVerdict, type Quorum } from './fleetStore.js';
+import { Bool, NonEmptyString, PositiveInteger, PositiveNumber, check } from './options.js';
+import { after } from './wait.js';
+import { StoreGuard, STORE_FAILURE_THRESHOLD, STORE_RETRY_MS, type GuardBreaker } from './storeGuard.js';
+
+/**
+ * The `fleet` option of `CircuitBreaker` and `CircuitBreakerRegistry`.
+ *
+ * @example
+ * ```ts
+ * const breakers = new CircuitBreakerRegistry({
+ *   failureThreshold: 5,
+ *   fleet: { store: new MemoryBreakerStore(), quorum: { minNodes: 2, minFraction: 0.25 }, probeLeaseMs: 30_000 },
+ * });
+ * ```
+ */
+export interface FleetOptions {
+  /** Where verdicts are shared: a {@link MemoryBreakerStore}, or `RedisBreakerStore` from `rxheal/redis`. */
+  readonly store: BreakerStore;
+  /**
+   * This breaker's node id in the fleet. Defaults to a random id per registry (its breakers are
+   * one node), or per breaker made without a registry.
+   */
+  readonly node?: string;
+  /** How many nodes must open on their own to open fleet-wide; a number is `{ minNodes }`. */
+  readonly quorum?: number | QuorumOptions;
+  /** How long the one prober holds its lease, in ms; a dead prober cannot wedge the fleet longer. Defaults to 30 000. */
+  readonly probeLeaseMs?: number;
+  /** Whether a counted 429 with `retry-after` opens the breaker fleet-wide at once. Defaults to true. */
+  readonly facts?: boolean;
+}
+
+/**
+ * Opening fleet-wide on inference (5xx, timeouts, resets) needs at least `minNodes` distinct
+ * nodes and at least `minFraction` of the live nodes, each having opened on its own within
+ * `windowMs`.
+ *
+ * @example
+ * ```ts
+ * const quorum: QuorumOptions = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
+ * ```
+ */
+export interface QuorumOptions {
+  /** Defaults to 2. */
+  readonly minNodes?: number;
+  /** In [0, 1]. Defaults to 0.25. */
+  readonly minFraction?: number;
+  /** Defaults to 60 000. */
+  readonly windowMs?: number;
+}
+
+/** The quorum defaults. */
+export const DEFAULT_QUORUM: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
+const DEFAULT_PROBE_LEASE_MS = 30_000;
+
+/** A codec that fails on keys outside `known`, naming them. */
+function onlyKeys(what: string, known: readonly string[]): t.Type<Record<string, unknown>, Record<string, unknown>, unknown> {
+  return check(
+    `${what} with no keys but ${known.join(', ')}`,
+    (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u) && Object.keys(u).every((k) => known.includes(k)),
+  );
+}
+
+const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
+
+const quorumCodec = t.union(
+  [
+    PositiveInteger,
+    t.intersection([
+      onlyKeys('an object', ['minNodes', 'minFraction', 'windowMs']),
+      t.partial({ minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber }),
+    ]),
+  ],
+  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: > 0 }',
+);
+
+/** io-ts codec of {@link FleetOptions} (used by the breaker's and the registry's option checks). */
+export const fleetOptionsCodec = t.intersection([
+  onlyKeys('fleet options', ['store', 'node', 'quorum', 'probeLeaseMs', 'facts']),
+  t.type({ store: BreakerStoreCheck }),
+  t.partial({ node: NonEmptyString, quorum: quorumCodec, probeLeaseMs: PositiveNumber, facts: Bool }),
+]);
+
+/** Options of the breaker around a shared store. */
+export function storeBreakerOptions(name: string, scheduler: SchedulerLike): CircuitBreakerOptions {
+  return { name, failureThreshold: STORE_FAILURE_THRESHOLD, resetTimeoutMs: STORE_RETRY_MS, halfOpenTimeoutMs: Infinity, isFailure: () => true, scheduler };
+}
+
+let nodeCount = 0;
+/** A node id unlikely to repeat across processes. */
+export function randomNodeId(): string {
+  return `${Math.random().toString(36).slice(2, 10)}-${(++nodeCount).toString(36)}`;
+}
+
+/** A move the fleet asks of a breaker. */
+export type FleetMove =
+  /** Open (or stay open) until at least `until` (scheduler time); never shortens a later deadline. */
+  | { readonly kind: 'hold'; readonly reason: TransitionReason; readonly until: number }
+  /** Open and isolated, as by `isolate()`. */
+  | { readonly kind: 'isolate' }
+  /** Closed (and not isolated). */
+  | { readonly kind: 'close'; readonly reason: TransitionReason }
+  /** Re-read the state now (a probe lease arrived). */
+  | { readonly kind: 'refresh' };
+
+/** What the fleet sees of, and does to, one breaker: `CircuitBreaker`'s fleet hook. */
+export interface FleetBreaker {
+  readonly name: string;
+  readonly resetTimeoutMs: number;
+  readonly scheduler: SchedulerLike;
+  readonly events$: Observable<CircuitEvent>;
+  /** The raw state (no refresh). */
+  view(): { readonly state: CircuitState; readonly openUntil: number; readonly isolated: boolean };
+  move(move: FleetMove): void;
+}
+
+/** What a breaker asks of its fleet hook. */
+export interface FleetHook {
+  /**
+   * The breaker's open period is over: may it go half-open now? `false` keeps it open (another
+   * node holds the probe lease, or the lease is being asked for); otherwise the reason to give.
+   * `calling`: a call is asking (only then is the lease asked for).
+   */
+  gate(calling: boolean): false | TransitionReason;
+  /** A counted failure. True when it was a provider fact that opened the breaker (fleet-wide). */
+  failed(error: unknown): boolean;
+  /** `isolate()` or `reset()` by hand: published fleet-wide. */
+  admin(kind: 'isolate' | 'reset'): void;
+}
+
+/** Local transitions that are a node's own evidence: they vote (or report the probe's failure). */
+const INFERENCE: ReadonlySet<TransitionReason> = new Set<TransitionReason>(['failure_threshold', 'failure_rate', 'probe_failure', 'probe_timeout']);
+
+const HOLD_REASON: Readonly<Partial<Record<FleetReason, TransitionReason>>> = {
+  quorum: 'fleet_open',
+  rate_limit: 'fleet_rate_limit',
+  probe_failure: 'fleet_probe_failure',
+};
+
+/** One breaker's membership in a fleet. */
+class Member implements FleetHook {
+  /** Last generation applied. */
+  private seen = 0;
+  private verdict: FleetVerdict | undefined;
+  /** End of the open period this breaker owes to its own evidence (a remote "closed" won't cut it). */
+  private localUntil = -Infinity;
+  private lease: 'none' | 'asking' | 'mine' = 'none';
+  private leaseUntil = 0;
+  /** Another node holds the lease (or the period is not over here) until then: don't ask before. */
+  private askAgainAt = -Infinity;
+  /** The store failed us during this verdict: decide locally. */
+  private alone = false;
+  private inGate = false;
+  private pendingAdmin: 'isolate' | 'reset' | undefined;
+  private readonly quorum: Quorum;
+  private readonly leaseMs: number;
+  private readonly facts: boolean;
+
+  constructor(
+    readonly link: FleetLink,
+    readonly breaker: FleetBreaker,
+    readonly node: string,
+    options: FleetOptions,
+  ) {
+    const quorum = typeof options.quorum === 'number' ? { minNodes: options.quorum } : (options.quorum ?? {});
+    this.quorum = { ...DEFAULT_QUORUM, ...stripUndefined(quorum) };
+    this.leaseMs = options.probeLeaseMs ?? DEFAULT_PROBE_LEASE_MS;
+    this.facts = options.facts ?? true;
+    breaker.events$.subscribe((e) => this.onLocal(e));
+  }
+
+  private get now(): number {
+    return this.breaker.scheduler.now();
+  }
+
+  gate(calling: boolean): false | TransitionReason {
+    const v = this.verdict;
+    if (this.link.closed || !this.link.guard.available || v === undefined || v.state !== 'open' || this.alone) return 'reset_timeout';
+    if (this.lease === 'mine' && this.now < this.leaseUntil) return 'probe_lease';
+    // only a node with a call to make asks for the lease (an idle one would hold it for nothing)
+    if (!calling || this.lease === 'asking' || this.now < this.askAgainAt) return false;
+    this.inGate = true;
+    try {
+      this.askLease();
+    } finally {
+      this.inGate = false;
+    }
+    if (this.lease === 'mine') return 'probe_lease';
+    return this.alone ? 'reset_timeout' : false;
+  }
+
+  failed(error: unknown): boolean {
+    if (!this.facts || this.link.closed) return false;
+    const now = this.now;
+    const c = classifyError(error, { now });
+    const waitMs = c.retryAfterMs;
+    if (c.category !== 'rate_limit' || waitMs === undefined || waitMs <= 0 || this.breaker.view().isolated) return false;
+    this.localUntil = Math.max(this.localUntil, now + waitMs);
+    this.breaker.move({ kind: 'hold', reason: 'rate_limit', until: now + waitMs });
+    this.link.call(this, (s) => s.fact(this.node, this.breaker.name, waitMs));
+    return true;
+  }
+
+  admin(kind: 'isolate' | 'reset'): void {
+    if (this.link.closed) return;
+    if (kind === 'reset') this.localUntil = -Infinity;
+    this.pendingAdmin = kind;
+    this.link.call(
+      this,
+      (s) => (kind === 'isolate' ? s.isolate(this.node, this.breaker.name) : s.reset(this.node, this.breaker.name)),
+      () => (this.pendingAdmin = undefined),
+    );
+  }
+
+  /** A verdict from the store (an answer, `changes$`, a poll): applied once per generation. */
+  apply(v: FleetVerdict): void {
+    if (v.generation <= this.seen) return;
+    this.seen = v.generation;
+    this.verdict = v;
+    // a new generation ends any lease, its retry and any local decision
+    this.lease = 'none';
+    this.askAgainAt = -Infinity;
+    this.alone = false;
+    const now = this.now;
+    const view = this.breaker.view();
+    if (v.state === 'isolated') {
+      if (!view.isolated) this.breaker.move({ kind: 'isolate' });
+    } else if (v.state === 'open') {
+      const until = now + v.remainingMs;
+      if (!view.isolated && !(view.state === 'open' && view.openUntil >= until)) {
+        this.breaker.move({ kind: 'hold', reason: HOLD_REASON[v.reason] ?? 'fleet_open', until });
+      }
+    } else if (v.reason === 'reset') {
+      this.localUntil = -Infinity;
+      if (view.state !== 'closed' || view.isolated) this.breaker.move({ kind: 'close', reason: 'fleet_reset' });
+    } else if (v.reason === 'probe_success' && view.state === 'open' && !view.isolated && now >= this.localUntil) {
+      // the fleet's prober spoke for this breaker; one open on its own evidence waits for its own deadline
+      this.breaker.move({ kind: 'close', reason: 'fleet_probe_success' });
+    }
+  }
+
+  /** The store answers again (or may have missed changes): what this member must tell it again. */
+  resend(): void {
+    this.alone = false;
+    if (this.pendingAdmin !== undefined) this.admin(this.pendingAdmin);
+    else if (this.localUntil > this.now && this.breaker.view().state === 'open') this.vote();
+  }
+
+  /** The store failed to answer our lease request: decide alone (a local probe) until the next verdict. */
+  private leaseFailed(): void {
+    if (this.lease === 'asking') this.lease = 'none';
+    this.alone = true;
+    if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+  }
+
+  private onLocal(e: CircuitEvent): void {
+    if (this.link.closed) return;
+    if (e.to === 'open' && INFERENCE.has(e.reason)) {
+      this.localUntil = e.at + (e.retryAfterMs ?? 0);
+      if (this.lease === 'mine' && e.from === 'half-open') this.probeResult(false);
+      else this.vote();
+    } else if (e.to === 'closed') {
+      this.localUntil = -Infinity;
+      if (e.reason === 'probe_success' && this.lease === 'mine') this.probeResult(true);
+    }
+  }
+
+  private vote(): void {
+    this.link.call(this, (s) => s.vote(this.node, this.breaker.name, this.quorum, this.breaker.resetTimeoutMs));
+  }
+
+  private probeResult(success: boolean): void {
+    this.lease = 'none';
+    this.link.call(this, (s) => s.probeResult(this.node, this.breaker.name, success, this.breaker.resetTimeoutMs));
+  }
+
+  private askLease(): void {
+    this.lease = 'asking';
+    this.link.store$(
+      (s) => s.acquireProbe(this.node, this.breaker.name, this.leaseMs),
+      ({ granted, verdict }) => {
+        if (this.lease === 'asking') this.lease = 'none';
+        this.apply(verdict);
+        if (granted && verdict.generation === this.seen) {
+          this.lease = 'mine';
+          this.leaseUntil = this.now + this.leaseMs;
+          if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+        } else if (this.verdict?.state === 'open') {
+          // another node probes (or the period is not quite over here): ask again when its lease ends
+          this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));
+        }
+      },
+      () => this.leaseFailed(),
+    );
+  }
+}
+
+/** Drops keys whose value is undefined (so they don't override defaults). */
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * One store's link in this process: its `changes$` subscription, the backstop poll, the guard
+ * (timeout + breaker) every call goes through, and the members (breakers) it serves.
+ */
+class FleetLink {
+  readonly guard: StoreGuard;
+  closed = false;
+  private readonly members = new Map<string, Set<Member>>();
+  private readonly subscriptions: Subscription[] = [];
+  private poll: Subscription | undefined;
+
+  constructor(
+    readonly store: BreakerStore,
+    scheduler: SchedulerLike,
+    makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker,
+  ) {
+    this.guard = new StoreGuard(makeBreaker(storeBreakerOptions('fleet-store', scheduler)), store.timeoutMs ?? 100, scheduler);
+    const quiet = { error: () => undefined };
+    this.subscriptions.push(
+      store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }),
+      this.guard.recovered$.subscribe(() => this.resync()),
+    );
+    if (store.resync$) this.subscriptions.push(store.resync$.subscribe({ next: () => this.resync(), ...quiet }));
+    const pollMs = store.pollMs;
+    if (pollMs !== undefined && Number.isFinite(pollMs) && pollMs > 0) {
+      const tick = (): void => {
+        this.sync();
+        this.poll = after(pollMs, scheduler, tick);
+      };
+      this.poll = after(pollMs, scheduler, tick);
+    }
+  }
+
+  add(member: Member): void {
+    let set = this.members.get(member.breaker.name);
+    if (!set) this.members.set(member.breaker.name, (set = new Set()));
+    set.add(member);
+    // learn the current verdict (and count this node live)
+    this.sync([member]);
+  }
+
+  /**
+   * A store call whose answer is a verdict, applied to `member`. A failure is dropped: what
+   * matters is re-sent when the store answers again (`resend`), and the guard's breaker, open
+   * after repeated failures, makes every member decide alone meanwhile.
+   */
+  call(member: Member, op: (store: BreakerStore) => Observable<FleetVerdict>, done?: () => void): void {
+    this.store$(op, (v) => {
+      done?.();
+      member.apply(v);
+    });
+  }
+
+  /** A store call through the guard (timeout, breaker); its errors (a dead store, a throw) go to `failed`. */
+  store$<T>(op: (store: BreakerStore) => Observable<T>, next: (value: T) => void, failed: () => void = () => undefined): void {
+    if (this.closed) return;
+    this.guard.run(() => op(this.store)).subscribe({ next, error: failed });
+  }
+
+  /** Re-reads the verdicts of `members` (all by default): the poll, the re-sync. */
+  sync(members: readonly Member[] = [...this.members.values()].flatMap((s) => [...s])): void {
+    if (this.closed || members.length === 0) return;
+    // one node may serve several names (and one name several nodes, in tests): one sync per node
+    const byNode = new Map<string, Member[]>();
+    for (const m of members) byNode.set(m.node, [...(byNode.get(m.node) ?? []), m]);
+    for (const [node, list] of byNode) {
+      this.guard
+        .run(() => this.store.sync(node, list.map((m) => m.breaker.name)))
+        .subscribe({ next: (verdicts) => verdicts.forEach((v, i) => list[i]?.apply(v)), error: () => undefined });
+    }
+  }
+
+  private dispatch(v: FleetVerdict): void {
+    for (const member of this.members.get(v.name) ?? []) member.apply(v);
+  }
+
+  private resync(): void {
+    this.sync();
+    for (const set of this.members.values()) for (const m of set) m.resend();
+  }
+
+  private close(): void {
+    this.closed = true;
+    this.poll?.unsubscribe();
+    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+  }
+}
+
+const links = new WeakMap<BreakerStore, FleetLink>();
+
+/**
+ * Joins a breaker to its fleet: the hook the breaker calls. One link per store object in a
+ * process (one `changes$` subscription, one poll, one guard), one member per breaker.
+ *
+ * @example
+ * ```ts
+ * const hook = attachFleet(breakerSide, { store }, (o) => new CircuitBreaker(o));
+ * ```
+ */
+export function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
+  let link = links.get(options.store);
+  if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
+  const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
+  link.add(member);
+  return member;
+}

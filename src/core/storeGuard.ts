@@ -1,0 +1,90 @@
+/**
+ * A guard around a shared store (Redis): every call bounded by a short timeout, and a circuit
+ * breaker around the store itself, so a dead or stalled store costs a node at most a couple of
+ * timeouts and then nothing until it answers again. Callers catch the guard's errors and fall back
+ * to their local state: no store error ever reaches a user's call.
+ *
+ * @module
+ */
+import { defer, filter, map, Observable, take, timeout, type SchedulerLike } from 'rxjs';
+import type { CircuitBreaker } from './CircuitBreaker.js';
+
+/** What the guard needs of its breaker (a `CircuitBreaker` with `isFailure: () => true`). */
+export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$'>;
+
+/** Consecutive store failures that stop store calls for a while. */
+export const STORE_FAILURE_THRESHOLD = 2;
+/** How long store calls stop after that, before one is tried again. */
+export const STORE_RETRY_MS = 1_000;
+
+/**
+ * Runs store calls under a timeout and a breaker.
+ *
+ * @example
+ * ```ts
+ * const guard = new StoreGuard(new CircuitBreaker({ name: 'store', failureThreshold: 2, resetTimeoutMs: 1000, isFailure: () => true }), 100, asyncScheduler);
+ * guard.run(() => store.sync('node-a', ['model:gpt-4o'])).pipe(catchError(() => EMPTY)).subscribe(apply);
+ * ```
+ */
+export class StoreGuard {
+  /** Emits each time the store answers again after its breaker had opened (re-sync then). */
+  readonly recovered$: Observable<void>;
+
+  constructor(
+    private readonly breaker: GuardBreaker,
+    private readonly timeoutMs: number,
+    private readonly scheduler: SchedulerLike,
+  ) {
+    this.recovered$ = breaker.events$.pipe(
+      filter((e) => e.to === 'closed' && e.from === 'half-open'),
+      map(() => undefined),
+    );
+  }
+
+  /** Whether store calls are being made (false while the store's breaker is open). */
+  get available(): boolean {
+    return this.breaker.state !== 'open';
+  }
+
+  /**
+   * One store call: its first answer, or an error (the store's, a timeout, a throw from `call`,
+   * or `CircuitOpenError` at once while the store's breaker is open). Unsubscribing gives the
+   * admission back uncounted.
+   */
+  run<T>(call: () => Observable<T>): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      const permit = this.breaker.acquire();
+      if (permit instanceof Error) {
+        subscriber.error(permit);
+        return;
+      }
+      let settled = false;
+      const inner = defer(call)
+        .pipe(take(1), timeout({ first: this.timeoutMs, scheduler: this.scheduler }))
+        .subscribe({
+          next: (value) => {
+            settled = true;
+            permit.success();
+            subscriber.next(value);
+            subscriber.complete();
+          },
+          error: (error: unknown) => {
+            settled = true;
+            permit.failure(error);
+            subscriber.error(error);
+          },
+          complete: () => {
+            if (settled) return;
+            settled = true;
+            const error = new Error('the store completed without an answer');
+            permit.failure(error);
+            subscriber.error(error);
+          },
+        });
+      return () => {
+        inner.unsubscribe();
+        if (!settled) permit.release();
+      };
+    });
+  }
+}

@@ -1,0 +1,289 @@
+/**
+ * `RedisBreakerStore`: the fleet's {@link BreakerStore} on Redis, following the rules of
+ * `MemoryBreakerStore` (the reference model, `src/core/fleetStore.ts`) in one Lua script. Every
+ * time is Redis `TIME`, read inside the script; deadlines leave as remaining ms. Changes are
+ * published on `<namespace>:fleet`; nodes also poll every `pollMs`.
+ *
+ * Keys (all under the hash tag `{namespace}`): `{ns}:b:<name>` (a hash: `gen`, `state`, `reason`,
+ * `until`, `lease_node`, `lease_until`), `{ns}:b:<name>:votes` and `{ns}:b:<name>:nodes`
+ * (sorted sets of node → Redis time).
+ *
+ * @module
+ */
+import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
+import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetStore.js';
+import { NonEmptyString, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
+import { hashTag, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
+
+const BREAKER_SCRIPT = `
+local channel = ARGV[2]
+local nodeTtl = tonumber(ARGV[3])
+local op = ARGV[4]
+local node = ARGV[5]
+local function key(name, suffix) return tag .. ':b:' .. name .. suffix end
+local function verdict(name)
+  local h = redis.call('HMGET', key(name, ''), 'gen', 'state', 'reason', 'until', 'lease_node', 'lease_until')
+  local state = h[2] or 'closed'
+  local remaining = 0
+  if state == 'isolated' then remaining = -1 elseif state == 'open' then remaining = math.max(0, (tonumber(h[4]) or 0) - now) end
+  local lease = -1
+  local leaseUntil = tonumber(h[6])
+  if h[5] and leaseUntil and leaseUntil > now then lease = leaseUntil - now end
+  return {tonumber(h[1]) or 0, state, h[3] or 'none', remaining, lease}
+end
+local function live(name)
+  local k = key(name, ':nodes')
+  redis.call('ZADD', k, now, node)
+  if nodeTtl > 0 then
+    redis.call('ZREMRANGEBYSCORE', k, '-inf', now - nodeTtl)
+    redis.call('PEXPIRE', k, nodeTtl)
+  end
+  return redis.call('ZCARD', k)
+end
+local function change(name, state, reason, untilT)
+  local k = key(name, '')
+  local gen = math.max((tonumber(redis.call('HGET', k, 'gen')) or 0) + 1, now)
+  redis.call('HSET', k, 'gen', gen, 'state', state, 'reason', reason, 'until', untilT)
+  redis.call('HDEL', k, 'lease_node', 'lease_until')
+  local v = verdict(name)
+  redis.call('PUBLISH', channel, cjson.encode({name = name, generation = v[1], state = v[2], reason = v[3], remainingMs = v[4]}))
+end
+local function out(v, extra)
+  local r = {now}
+  if extra ~= nil then r[#r + 1] = extra end
+  for i = 1, 5 do r[#r + 1] = v[i] end
+  return r
+end
+if op == 'sync' then
+  local r = {now}
+  for i = 6, #ARGV do
+    live(ARGV[i])
+    local v = verdict(ARGV[i])
+    for j = 1, 5 do r[#r + 1] = v[j] end
+  end
+  return r
+end
+local name = ARGV[6]
+local h = redis.call('HMGET', key(name, ''), 'state', 'until', 'lease_node', 'lease_until')
+local state = h[1] or 'closed'
+local untilT = tonumber(h[2]) or 0
+if op == 'vote' then
+  local minNodes, minFraction, windowMs, openMs = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local n = live(name)
+  local votes = key(name, ':votes')
+  redis.call('ZADD', votes, now, node)
+  redis.call('ZREMRANGEBYSCORE', votes, '-inf', now - windowMs)
+  redis.call('PEXPIRE', votes, windowMs)
+  if state == 'closed' and redis.call('ZCARD', votes) >= math.max(minNodes, math.ceil(minFraction * n)) then
+    redis.call('DEL', votes)
+    change(name, 'open', 'quorum', now + openMs)
+  end
+elseif op == 'fact' then
+  local openMs = tonumber(ARGV[7])
+  live(name)
+  if state ~= 'isolated' and not (state == 'open' and untilT >= now + openMs) then change(name, 'open', 'rate_limit', now + openMs) end
+elseif op == 'acquire' then
+  local leaseMs = tonumber(ARGV[7])
+  local granted = 0
+  local leaseUntil = tonumber(h[4]) or 0
+  if state == 'open' and now >= untilT and ((not h[3]) or h[3] == node or now >= leaseUntil) then
+    redis.call('HSET', key(name, ''), 'lease_node', node, 'lease_until', now + leaseMs)
+    granted = 1
+  end
+  return out(verdict(name), granted)
+elseif op == 'result' then
+  local success, openMs = ARGV[7] == '1', tonumber(ARGV[8])
+  if state == 'open' and h[3] == node then
+    if success then
+      redis.call('DEL', key(name, ':votes'))
+      change(name, 'closed', 'probe_success', 0)
+    else
+      change(name, 'open', 'probe_failure', math.max(untilT, now + openMs))
+    end
+  end
+elseif op == 'isolate' then
+  if state ~= 'isolated' then change(name, 'isolated', 'isolated', 0) end
+elseif op == 'reset' then
+  redis.call('DEL', key(name, ':votes'))
+  change(name, 'closed', 'reset', 0)
+end
+return out(verdict(name))
+`;
+
+/**
+ * Options of {@link RedisBreakerStore}.
+ *
+ * @example
+ * ```ts
+ * const options: RedisBreakerStoreOptions = { client, subscriber, namespace: 'agents-prod', pollMs: 1000 };
+ * ```
+ */
+export interface RedisBreakerStoreOptions {
+  /** A connected node-redis client (`disableOfflineQueue: true`). */
+  readonly client: RedisClientLike;
+  /** A second connection for pub/sub (`client.duplicate()`, connected). Without it, changes arrive by the poll only. */
+  readonly subscriber?: RedisSubscriberLike;
+  /** Prefix (and Cluster hash tag) of every key and of the channel. Defaults to `'rxheal'`. */
+  readonly namespace?: string;
+  /** Bound on every store call of a node, in ms. Defaults to 100. */
+  readonly timeoutMs?: number;
+  /** How often nodes re-read every verdict (the backstop for missed messages). Defaults to 1000. */
+  readonly pollMs?: number;
+  /** A node that has not synced for this long is not live. Defaults to 3 × `pollMs`. */
+  readonly nodeTtlMs?: number;
+  /** The local clock, only to estimate Redis's for command deadlines. Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+}
+
+const RedisClient = check('a Redis client (with sendCommand)', (u): u is RedisClientLike => typeof (u as RedisClientLike | null)?.sendCommand === 'function');
+const RedisSubscriber = check(
+  'a Redis subscriber connection (with subscribe and unsubscribe)',
+  (u): u is RedisSubscriberLike => typeof (u as RedisSubscriberLike | null)?.subscribe === 'function' && typeof (u as RedisSubscriberLike).unsubscribe === 'function',
+);
+
+/** io-ts props shared by both Redis stores' options. */
+export const redisStoreProps = { client: RedisClient, namespace: NonEmptyString, timeoutMs: PositiveNumber, scheduler: Scheduler };
+const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber, nodeTtlMs: PositiveNumber };
+
+const STATES: readonly FleetState[] = ['closed', 'open', 'isolated'];
+const REASONS: readonly FleetReason[] = ['none', 'quorum', 'rate_limit', 'probe_failure', 'probe_success', 'isolated', 'reset'];
+
+/** A verdict from 5 reply fields: generation, state, reason, remaining (-1: Infinity), lease remaining (-1: none). */
+function verdictOf(name: string, f: readonly unknown[]): FleetVerdict {
+  const state = f[1] as FleetState;
+  const reason = f[2] as FleetReason;
+  if (!STATES.includes(state) || !REASONS.includes(reason)) throw new Error(`unexpected verdict from Redis: ${JSON.stringify(f)}`);
+  const remaining = num(f[3]);
+  const lease = f[4] === undefined ? -1 : num(f[4]);
+  const base = { name, generation: num(f[0]), state, reason, remainingMs: remaining < 0 ? Infinity : remaining };
+  return lease >= 0 ? { ...base, leaseRemainingMs: lease } : base;
+}
+
+/**
+ * The fleet's breaker store on Redis (≥ 5; Valkey works too). Give it to the `fleet` option of
+ * `CircuitBreakerRegistry` or `CircuitBreaker`; `close()` it before closing the client.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'redis';
+ * import { CircuitBreakerRegistry } from 'rxheal';
+ * import { RedisBreakerStore } from 'rxheal/redis';
+ *
+ * const client = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
+ * const subscriber = await client.duplicate().on('error', () => {}).connect();
+ * const store = new RedisBreakerStore({ client, subscriber });
+ * const breakers = new CircuitBreakerRegistry({ fleet: { store, quorum: { minNodes: 2 } } });
+ * ```
+ */
+export class RedisBreakerStore implements BreakerStore {
+  readonly timeoutMs: number;
+  readonly pollMs: number;
+  readonly changes$: Observable<FleetVerdict>;
+  readonly resync$: Observable<void>;
+  private readonly subject = new Subject<FleetVerdict>();
+  private readonly resync = new Subject<void>();
+  private readonly script: Script;
+  private readonly tag: string;
+  private readonly channel: string;
+  private readonly nodeTtlMs: number;
+  private readonly subscriber: RedisSubscriberLike | undefined;
+  private readonly listener = (message: string): void => this.onMessage(message);
+  private readonly onReady = (): void => {
+    if (!this.subscribed) this.subscribe();
+    this.resync.next();
+  };
+  private closed = false;
+  private subscribed = false;
+
+  constructor(options: RedisBreakerStoreOptions) {
+    const o = validateOptions('RedisBreakerStore', props, options);
+    if (o.client === undefined) throw new TypeError('RedisBreakerStore: option "client" is required');
+    const namespace = o.namespace ?? 'rxheal';
+    this.timeoutMs = o.timeoutMs ?? 100;
+    this.pollMs = o.pollMs ?? 1000;
+    this.nodeTtlMs = o.nodeTtlMs ?? 3 * this.pollMs;
+    this.tag = hashTag(namespace);
+    this.channel = `${namespace}:fleet`;
+    this.script = new Script(o.client, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    this.changes$ = this.subject.asObservable();
+    this.resync$ = this.resync.asObservable();
+    this.subscriber = o.subscriber;
+    if (this.subscriber) {
+      this.subscriber.on?.('ready', this.onReady);
+      this.subscribe();
+    }
+  }
+
+  /** SUBSCRIBE; if it fails (Redis down now), the poll carries on and the next `ready` tries again (node-redis re-subscribes by itself after that). */
+  private subscribe(): void {
+    this.subscriber?.subscribe(this.channel, this.listener).then(
+      () => (this.subscribed = !this.closed),
+      () => undefined,
+    );
+  }
+
+  /** Stops listening (`changes$` completes, nodes stop polling). Does not close the clients. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.subject.complete();
+    this.resync.complete();
+    if (this.subscriber) {
+      this.subscriber.off?.('ready', this.onReady);
+      await this.subscriber.unsubscribe(this.channel, this.listener).catch(() => undefined);
+    }
+  }
+
+  sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
+    return this.call('sync', node, names).pipe(map((r) => names.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+  }
+
+  vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict> {
+    return this.verdict(name, this.call('vote', node, [name, quorum.minNodes, quorum.minFraction, quorum.windowMs, openMs]));
+  }
+
+  fact(node: string, name: string, openMs: number): Observable<FleetVerdict> {
+    return this.verdict(name, this.call('fact', node, [name, openMs]));
+  }
+
+  acquireProbe(node: string, name: string, leaseMs: number): Observable<ProbeLease> {
+    return this.call('acquire', node, [name, leaseMs]).pipe(map((r) => ({ granted: num(r[0]) === 1, verdict: verdictOf(name, r.slice(1)) })));
+  }
+
+  probeResult(node: string, name: string, success: boolean, openMs: number): Observable<FleetVerdict> {
+    return this.verdict(name, this.call('result', node, [name, success ? 1 : 0, openMs]));
+  }
+
+  isolate(node: string, name: string): Observable<FleetVerdict> {
+    return this.verdict(name, this.call('isolate', node, [name]));
+  }
+
+  reset(node: string, name: string): Observable<FleetVerdict> {
+    return this.verdict(name, this.call('reset', node, [name]));
+  }
+
+  private call(op: string, node: string, args: readonly (string | number)[]): Observable<unknown[]> {
+    return this.script.run(this.tag, [this.channel, Number.isFinite(this.nodeTtlMs) ? this.nodeTtlMs : 0, op, node, ...args]);
+  }
+
+  private verdict(name: string, reply$: Observable<unknown[]>): Observable<FleetVerdict> {
+    return reply$.pipe(map((r) => verdictOf(name, r)));
+  }
+
+  private onMessage(message: string): void {
+    let v: unknown;
+    try {
+      v = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (typeof v !== 'object' || v === null) return;
+    const m = v as Record<string, unknown>;
+    if (typeof m['name'] !== 'string') return;
+    try {
+      this.subject.next(verdictOf(m['name'], [m['generation'], m['state'], m['reason'], m['remainingMs']]));
+    } catch {
+      // a malformed message is dropped: the poll brings the truth
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * What the Redis stores need of a client, and how they run their Lua scripts: `EVALSHA` with
+ * `EVAL` when the script cache was lost (a restart), the server's clock read from every reply
+ * (each script returns Redis `TIME`), and a deadline on every command in server time, so a
+ * command that reaches Redis after its caller gave up (a stalled server, `CLIENT PAUSE`) changes
+ * nothing.
+ *
+ * @module
+ */
+// Node-only module (node-redis is Node-only): the library's build has no ambient Node types
+/// <reference types="node" />
+import { createHash } from 'node:crypto';
+import { Observable, type SchedulerLike } from 'rxjs';
+
+/**
+ * The client the Redis stores use: node-redis's `createClient()` (v5 or v6) fits as is. Create
+ * it with `disableOfflineQueue: true`, so a command sent while Redis is unreachable fails at once
+ * instead of waiting in memory, and give it an `error` listener.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'redis';
+ * const client: RedisClientLike = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisClientLike {
+  /** Sends one command (`['EVALSHA', sha, …]`) and resolves with its reply. */
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/**
+ * A connection in subscriber mode, for the fleet's pub/sub channel: node-redis's
+ * `client.duplicate()`, connected. Optional: without one, changes arrive by the poll only.
+ *
+ * @example
+ * ```ts
+ * const subscriber: RedisSubscriberLike = await client.duplicate().on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisSubscriberLike {
+  subscribe(channel: string, listener: (message: string, channel: string) => unknown): Promise<unknown>;
+  unsubscribe(channel: string, listener?: (message: string, channel: string) => unknown): Promise<unknown>;
+  /** node-redis emits `ready` on every (re)connection: the store re-syncs then. */
+  on?(event: 'ready', listener: () => void): unknown;
+  off?(event: 'ready', listener: () => void): unknown;
+}
+
+/** The prelude every script starts with: Redis time, the caller's deadline, the key prefix. */
+const PRELUDE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = tonumber(ARGV[1])
+if deadline > 0 and now > deadline then return {now, 'expired'} end
+local tag = KEYS[1]
+`;
+
+/**
+ * A command that reached Redis after its caller's deadline: it had no effect. Node-side, it is
+ * one more store failure (the node decides alone); it never reaches a user's call.
+ *
+ * @example
+ * ```ts
+ * store.fact('node-a', 'model:gpt-4o', 60_000).subscribe({ error: (e) => e instanceof ExpiredCommandError && console.log('too late') });
+ * ```
+ */
+export class ExpiredCommandError extends Error {
+  override readonly name = 'ExpiredCommandError';
+}
+
+/**
+ * One Lua script: run with `EVALSHA`, re-sent with `EVAL` after `NOSCRIPT`. Replies start with
+ * Redis's time in ms (kept to estimate the server clock) and `'expired'` when the command came
+ * past its deadline.
+ */
+export class Script {
+  private readonly source: string;
+  private readonly sha: string;
+  /** Server time minus local time, from the last reply (undefined before any). */
+  private offset: number | undefined;
+
+  constructor(
+    private readonly client: RedisClientLike,
+    body: string,
+    private readonly scheduler: SchedulerLike,
+    private readonly timeoutMs: number,
+  ) {
+    this.source = PRELUDE + body;
+    this.sha = createHash('sha1').update(this.source).digest('hex');
+  }
+
+  /**
+   * Runs the script with `KEYS[1] = tag` and `args` after the deadline (`ARGV[1]`): a cold
+   * Observable of the reply after its leading time (and never a late effect).
+   */
+  run(tag: string, args: readonly (string | number)[]): Observable<unknown[]> {
+    return new Observable<unknown[]>((subscriber) => {
+      let live = true;
+      const deadline = this.offset === undefined ? 0 : Math.ceil(this.scheduler.now() + this.offset + this.timeoutMs);
+      const argv = [String(deadline), ...args.map(String)];
+      this.send(tag, argv).then(
+        (reply) => {
+          if (!live) return;
+          if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error(`unexpected reply from Redis: ${String(reply)}`);
+          this.offset = reply[0] - this.scheduler.now();
+          if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
+          subscriber.next(reply.slice(1));
+          subscriber.complete();
+        },
+      ).catch((error: unknown) => {
+        if (live) subscriber.error(error);
+      });
+      return () => {
+        live = false;
+      };
+    });
+  }
+
+  private async send(tag: string, argv: readonly string[]): Promise<unknown> {
+    try {
+      return await this.client.sendCommand(['EVALSHA', this.sha, '1', tag, ...argv]);
+    } catch (error) {
+      if (!String((error as { message?: unknown } | undefined)?.message ?? error).startsWith('NOSCRIPT')) throw error;
+      return this.client.sendCommand(['EVAL', this.source, '1', tag, ...argv]);
+    }
+  }
+}
+
+/** `{namespace}`: the hash tag that keeps every key of a namespace in one Cluster slot. */
+export function hashTag(namespace: string): string {
+  return `{${namespace}}`;
+}
+
+/** A reply field as a number (Redis integers arrive as numbers, bulk strings as strings). */
+export function num(value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isFinite(n)) throw new Error(`unexpected number from Redis: ${String(value)}`);
+  return n;
+}

@@ -1,0 +1,26 @@
+/**
+ * `rxheal/redis`: fleet stores on Redis (≥ 5, or Valkey) — breaker verdicts, the one prober and
+ * provider facts ({@link RedisBreakerStore}), and shared rate limits ({@link RedisRateLimitStore}),
+ * each in one Lua script on Redis time. Tested with node-redis (`redis` ≥ 5, an optional peer
+ * dependency); any client with `sendCommand(args)` fits. See marble-docs/fleet.md.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'redis';
+ * import { CircuitBreakerRegistry, RateLimiter } from 'rxheal';
+ * import { RedisBreakerStore, RedisRateLimitStore } from 'rxheal/redis';
+ *
+ * const client = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
+ * const subscriber = await client.duplicate().on('error', () => {}).connect();
+ * const breakers = new CircuitBreakerRegistry({ fleet: { store: new RedisBreakerStore({ client, subscriber }), quorum: { minNodes: 2 } } });
+ * const limiter = new RateLimiter({ name: 'openai:prod', tokensPerMinute: 30_000, store: new RedisRateLimitStore({ client }) });
+ * ```
+ *
+ * @module
+ */
+export { RedisBreakerStore } from './breakerStore.js';
+export type { RedisBreakerStoreOptions } from './breakerStore.js';
+export { RedisRateLimitStore } from './rateLimitStore.js';
+export type { RedisRateLimitStoreOptions } from './rateLimitStore.js';
+export { ExpiredCommandError } from './client.js';
+export type { RedisClientLike, RedisSubscriberLike } from './client.js';
