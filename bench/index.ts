@@ -2,9 +2,11 @@
  * `npm run bench`: rxheal against its peers, in one process. Each timing figure runs its cases
  * interleaved (every repetition runs every case once, after a warm-up), reports medians with
  * min–max, and ratios paired within a repetition (this machine is shared and noisy). Prints a
- * table and writes `bench/results.json` with the machine it ran on.
+ * table and writes the results, with the machine it ran on, to `bench/results.local.json`
+ * (untracked). Only `--save` updates the committed `bench/results.json` and the README's table.
  *
- *   npx tsx bench/index.ts            # full run (about a minute)
+ *   npx tsx bench/index.ts            # full run (npm run bench)
+ *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + README
  *   BENCH_QUICK=1 npx tsx bench/index.ts
  *
  * The library is built from `src/` by esbuild for the run (see `lib/rxheal.ts`).
@@ -22,6 +24,7 @@ import { outage, RXHEAL } from './figures/outage.js';
 import { marbleWallTime } from './figures/marble.js';
 
 const quick = process.env['BENCH_QUICK'] === '1';
+const save = process.argv.includes('--save');
 const version = (pkg: string): string =>
   (JSON.parse(readFileSync(fileURLToPath(new URL(`../node_modules/${pkg}/package.json`, import.meta.url)), 'utf8')) as { version: string }).version;
 
@@ -125,5 +128,7 @@ lines.push(`${seconds.toFixed(1)} s`);
 console.log(lines.join('\n'));
 
 const results = { machine: { ...machine, loadAverageAtEnd: endLoad, seconds: Math.round(seconds * 10) / 10, quick }, rows, verdicts };
-writeFileSync(fileURLToPath(new URL('./results.json', import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
-log('wrote bench/results.json');
+// every run keeps its results in an untracked file; the committed ones change only when asked
+const out = save ? 'results.json' : 'results.local.json';
+writeFileSync(fileURLToPath(new URL(`./${out}`, import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
+log(`wrote bench/${out}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the README table)'}`);

@@ -5,7 +5,6 @@
  *
  * @module
  */
-import * as t from 'io-ts';
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import type { CircuitPermit } from './permit.js';
@@ -20,8 +19,6 @@ import {
   Ratio,
   Scheduler,
   check,
-  isLeft,
-  oneOf,
   validateOptions,
 } from './options.js';
 
@@ -152,15 +149,15 @@ class RateWindow {
   }
 }
 
-const windowCodec = t.union(
-  [
-    oneOf('consecutive'),
-    t.type({ failureRateThreshold: Ratio, minimumCalls: PositiveInteger, windowMs: PositiveNumber }),
-  ],
+// option checks are predicates (core/options.ts), not io-ts codecs: no decoder in the bundle
+const windowCodec = check(
   '"consecutive" or { failureRateThreshold: (0, 1], minimumCalls: integer >= 1, windowMs: > 0 }',
+  (u): u is 'consecutive' | FailureRateWindow =>
+    u === 'consecutive' ||
+    (typeof u === 'object' && u !== null && Ratio.is((u as FailureRateWindow).failureRateThreshold) && PositiveInteger.is((u as FailureRateWindow).minimumCalls) && PositiveNumber.is((u as FailureRateWindow).windowMs)),
 );
 
-/** io-ts props of {@link CircuitBreakerOptions}; also used by `circuitBreak` and the registry. */
+/** Option checks of {@link CircuitBreakerOptions}; also used by `circuitBreak` and the registry. */
 export const circuitBreakerOptionProps = {
   name: NonEmptyString,
   failureThreshold: PositiveInteger,
@@ -172,18 +169,23 @@ export const circuitBreakerOptionProps = {
   scheduler: Scheduler,
 };
 
-const snapshotCodec = t.type({
-  version: t.literal(1),
-  name: t.string,
-  state: oneOf('closed', 'open', 'half-open'),
-  isolated: t.boolean,
-  openUntil: t.union([t.number, t.null]),
-  consecutiveFailures: NonNegativeOrInfinity,
-  window: t.union([
-    t.null,
-    t.type({ latest: t.union([t.number, t.null]), calls: t.array(t.number), failures: t.array(t.number) }),
-  ]),
-});
+const isNumberOrNull = (u: unknown): boolean => u === null || typeof u === 'number';
+const isNumbers = (u: unknown): boolean => Array.isArray(u) && u.every((x) => typeof x === 'number');
+/** The shape of a {@link CircuitSnapshot} (JSON from storage: checked field by field). */
+const isSnapshot = (u: unknown): u is CircuitSnapshot => {
+  if (typeof u !== 'object' || u === null) return false;
+  const s = u as Record<keyof CircuitSnapshot, unknown>;
+  const w = s.window as Record<string, unknown> | null;
+  return (
+    s.version === 1 &&
+    typeof s.name === 'string' &&
+    (s.state === 'closed' || s.state === 'open' || s.state === 'half-open') &&
+    typeof s.isolated === 'boolean' &&
+    isNumberOrNull(s.openUntil) &&
+    NonNegativeOrInfinity.is(s.consecutiveFailures) &&
+    (w === null || (typeof w === 'object' && isNumberOrNull(w.latest) && isNumbers(w.calls) && isNumbers(w.failures)))
+  );
+};
 
 /** The default `isFailure`: transient service failures per the classifier. */
 const defaultIsFailure = (error: unknown): boolean => isServiceFailure(classifyError(error));
@@ -361,9 +363,8 @@ export class CircuitBreaker {
    * for malformed input.
    */
   restore(snapshot: CircuitSnapshot): void {
-    const decoded = snapshotCodec.decode(snapshot);
-    if (isLeft(decoded)) throw new InvalidOptionError('CircuitBreaker.restore', 'snapshot', snapshot, 'a CircuitSnapshot (version 1)');
-    const s = decoded.right;
+    if (!isSnapshot(snapshot)) throw new InvalidOptionError('CircuitBreaker.restore', 'snapshot', snapshot, 'a CircuitSnapshot (version 1)');
+    const s = snapshot;
     this.refresh();
     const from = this.current;
     this.isolatedByHand = s.isolated;

@@ -13,7 +13,8 @@ import type {
   TurnEvent,
   Usage,
 } from '../core/events.js';
-import { MessageCodec } from '../core/events.js';
+// a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
+import { isMessage } from '../core/isMessage.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -245,7 +246,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
   if (config === undefined || config.model === undefined) throw new InvalidOptionError('runAgent', 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError('runAgent', 'messages', undefined, props.messages.name);
   config.messages.forEach((message, i) => {
-    if (!MessageCodec.is(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
+    if (!isMessage(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
   (config.tools ?? []).forEach((tool, i) => {
     const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
