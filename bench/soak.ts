@@ -19,7 +19,7 @@
 import fc from 'fast-check';
 import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
-import { retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
+import { callPolicyProperty, retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
 import { formatReport, runAgentSoak, runLoopbackSoak, type SoakReport } from '../spec/soak/agentSoak.js';
 
 const arg = (name: string): string | undefined => {
@@ -37,6 +37,7 @@ const properties: [string, fc.IProperty<never>][] = [
   ['CircuitBreaker (through circuitBreak) vs the reference model', breakerMatchesModel as unknown as fc.IProperty<never>],
   ['retryWithBackoff: subscriptions, terminal errors, virtual time', retryProperty as unknown as fc.IProperty<never>],
   ['retryWithBackoff fused into circuitBreak = the two apart', retryUnderBreakerProperty as unknown as fc.IProperty<never>],
+  ['callPolicy(…).call(work) = defer(work) through the two operators apart', callPolicyProperty as unknown as fc.IProperty<never>],
 ];
 
 let failed = false;

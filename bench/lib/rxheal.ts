@@ -6,7 +6,8 @@
  * fp-ts) stay external, so there is one copy of rxjs and `TestScheduler` virtualises it.
  */
 import { build } from 'esbuild';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as Lib from '../../src/index.js';
 
@@ -23,7 +24,7 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'HttpError'
   | 'RetriesExhaustedError'
   | 'CircuitOpenError'
->;
+> & Partial<Pick<typeof Lib, 'callPolicy'>>;
 
 /** Only what the benchmarks use, from the modules that define it (not the whole index). */
 const entry = `
@@ -43,12 +44,14 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Builds the library from `root`'s `src/` and imports it. */
 export async function loadLib(root: string, tag: string): Promise<Api> {
+  // a checkout from before callPolicy (bench/ab.ts) has none: its figure (a) skips that row
+  const hasPolicy = existsSync(join(root, 'src/operators/callPolicy.ts'));
   // under node_modules/.cache: rxjs resolves from there, and linters and git ignore it
   const dir = fileURLToPath(new URL('../../node_modules/.cache/rxheal-bench/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const out = `${dir}rxheal-${tag}-${process.pid}.mjs`;
   await build({
-    stdin: { contents: entry, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
+    stdin: { contents: hasPolicy ? `${entry}export { callPolicy } from './src/operators/callPolicy.ts';\n` : entry, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
     bundle: true,
     packages: 'external',
     format: 'esm',
