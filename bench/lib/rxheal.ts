@@ -24,6 +24,10 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'HttpError'
   | 'RetriesExhaustedError'
   | 'CircuitOpenError'
+  | 'CircuitBreakerRegistry'
+  | 'streamModel'
+  | 'fallbackModel'
+  | 'runAgent'
 > & Partial<Pick<typeof Lib, 'callPolicy'>>;
 
 /** Only what the benchmarks use, from the modules that define it (not the whole index). */
@@ -33,7 +37,10 @@ export { circuitBreak } from './src/operators/circuitBreak.ts';
 export { reflectOnError } from './src/operators/reflectOnError.ts';
 export { fallbackTo } from './src/operators/fallbackTo.ts';
 export { degradeAfter } from './src/operators/degradeAfter.ts';
-export { CircuitBreaker } from './src/core/CircuitBreaker.ts';
+export { CircuitBreaker, CircuitBreakerRegistry } from './src/core/CircuitBreaker.ts';
+export { streamModel } from './src/core/model.ts';
+export { fallbackModel } from './src/sources/fallbackModel.ts';
+export { runAgent } from './src/sources/runAgent.ts';
 export { classifyError } from './src/core/classify.ts';
 export { HttpError, RetriesExhaustedError, CircuitOpenError } from './src/core/errors.ts';
 export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts', import.meta.url)))};

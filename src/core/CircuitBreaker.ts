@@ -499,7 +499,8 @@ export class CircuitBreakerRegistry {
    * The breaker called `name`, created with the defaults and `overrides` on first use.
    * `overrides` are applied only when the breaker is created.
    */
-  get(name: string, overrides: Omit<CircuitBreakerOptions, 'name'> = {}): CircuitBreaker {
+  get(name: string, overrides?: Omit<CircuitBreakerOptions, 'name'>): CircuitBreaker {
+    // no default `{}`: a lookup allocates nothing
     if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
       throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
     }

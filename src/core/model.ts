@@ -1,7 +1,7 @@
-import { Observable, type ObservableInput } from 'rxjs';
+import { from, Observable, Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
 import type { Message, TurnEvent } from './events.js';
-import { abortable, type AbortContext } from './abortable.js';
+import { abortable, AbortRun, type AbortContext } from './abortable.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
 export interface ToolSpec {
@@ -56,21 +56,62 @@ export interface Model {
  * ```
  */
 export function streamModel(model: Model, request: ModelRequest): Observable<TurnEvent> {
-  const events = abortable<TurnEvent>((context) => model.stream(request, context));
-  return new Observable<TurnEvent>((subscriber) => {
-    let finished = false;
-    let received = 0;
-    return events.subscribe({
-      next: (event) => {
-        received++;
-        if (event.type === 'finish') finished = true;
-        else if (event.type === 'reset') finished = false;
-        subscriber.next(event);
-      },
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => (finished ? subscriber.complete() : subscriber.error(new IncompleteStreamError(model.id, 'no finish event', received))),
-    });
-  });
+  return new ModelTurn(model, request);
+}
+
+/**
+ * What {@link streamModel} returns. One subscriber per turn does both jobs, the abort signal's
+ * (the work is finished once the stream errors or completes) and the finish contract's, so each
+ * event costs one hop: a healing pipeline wraps a model in `streamModel` at several layers.
+ */
+class ModelTurn extends Observable<TurnEvent> {
+  constructor(
+    private readonly model: Model,
+    private readonly request: ModelRequest,
+  ) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
+    const run = new AbortRun();
+    const events = from(this.model.stream(this.request, run));
+    events.subscribe(new TurnSubscriber(subscriber, run, this.model.id));
+    // after the turn's subscriber (linked to `subscriber`) is unsubscribed: abort if unfinished
+    return run;
+  }
+}
+
+/** Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`. */
+class TurnSubscriber extends Subscriber<TurnEvent> {
+  private finished = false;
+  private received = 0;
+
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    private readonly run: AbortRun,
+    private readonly modelId: string,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.received++;
+    if (event.type === 'finish') this.finished = true;
+    else if (event.type === 'reset') this.finished = false;
+    this.destination.next(event);
+  }
+
+  protected override _error(error: unknown): void {
+    this.run.finished = true;
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.run.finished = true;
+    if (this.finished) super._complete();
+    else super._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  }
 }
 
 /**

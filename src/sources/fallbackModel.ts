@@ -8,6 +8,7 @@ import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
 import { streamModel, type Model, type ModelRequest } from '../core/model.js';
+import { TextBuffer } from '../core/textBuffer.js';
 
 /**
  * The user message that asks a fallback model to continue a cut-off answer (`midStream:
@@ -232,7 +233,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
     new Observable<TurnEvent>((subscriber) => {
       const errors: unknown[] = [];
       /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
-      let text = '';
+      // the text itself is kept only by 'continue', which sends it on (flat: ~1 byte per character)
+      const text = new TextBuffer(midStream === 'continue');
       let toolCalled = false;
       let visible = false;
       let inner: Subscription | undefined;
@@ -240,12 +242,12 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
 
       const emit = (event: TurnEvent): void => {
         if (event.type === 'reset') {
-          text = '';
+          text.clear();
           toolCalled = false;
           visible = false;
         } else {
           visible = true;
-          if (event.type === 'text-delta') text += event.text;
+          if (event.type === 'text-delta') text.append(event.text);
           else if (event.type === 'tool-call') toolCalled = true;
         }
         subscriber.next(event);
@@ -256,8 +258,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
         let req = request;
         let partial: string | undefined;
         if (visible) {
-          if (midStream === 'continue' && text !== '' && !toolCalled) {
-            partial = text;
+          if (midStream === 'continue' && !text.empty && !toolCalled) {
+            partial = text.toString();
             req = {
               ...request,
               messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: instruction }],

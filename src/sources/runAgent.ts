@@ -15,6 +15,7 @@ import type {
 } from '../core/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/isMessage.js';
+import { TextBuffer } from '../core/textBuffer.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -310,7 +311,8 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
         return traced(hub, scheduler, { kind: 'model', name: model.id, id, step: context.step }, streamModel(model, req));
       });
       const piped = modelPipeline ? modelPipeline(req, turn$, context) : turn$;
-      let text = '';
+      // the turn's text, kept flat (a 10⁶-delta answer costs its characters, not a rope of cells)
+      const text = new TextBuffer();
       let calls: ToolCall[] = [];
       let finish: Finish | undefined;
       let received = 0;
@@ -320,7 +322,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
             received++;
             switch (event.type) {
               case 'text-delta':
-                text += event.text;
+                text.append(event.text);
                 break;
               case 'tool-call':
                 calls.push({ id: event.id, name: event.name, args: event.args });
@@ -329,7 +331,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
                 finish = event;
                 break;
               case 'reset':
-                text = '';
+                text.clear();
                 calls = [];
                 finish = undefined;
                 break;
@@ -344,7 +346,7 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
             }
           },
           error: fail,
-          complete: () => afterTurn(text, calls, finish, received),
+          complete: () => afterTurn(text.toString(), calls, finish, received),
         }),
       );
     };
