@@ -184,14 +184,12 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
     for (const name of names) registry.get(name);
     // each breaker sees one successful call (a closed breaker that worked), counting timers made
     const tracker = trackTimers();
-    let pendingActions = 0;
     try {
       for (const name of names) defer(() => [1]).pipe(circuitBreak(registry.get(name))).subscribe();
-      pendingActions = tracker.live();
+      timers[n] = tracker.live();
     } finally {
       tracker.restore();
     }
-    timers[n] = pendingActions;
     // lookups of existing names in a scattered order, timed in batches; a plain Map of the same
     // names is the floor (what memory latency alone costs at this size)
     const order = Array.from({ length: 100_000 }, (_, i) => names[(i * 7_919) % n]!);

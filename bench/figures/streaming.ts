@@ -75,8 +75,8 @@ function drain(o: Observable<unknown>, onFirst?: () => void): Promise<void> {
 async function drainText(model: ReturnType<typeof mockModel>, onFirst?: () => void): Promise<void> {
   const result = streamText({ model, prompt: 'hi' });
   let first = true;
-  for await (const _ of result.textStream) {
-    if (first) {
+  for await (const text of result.textStream) {
+    if (first && text !== '') {
       first = false;
       onFirst?.();
     }
