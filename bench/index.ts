@@ -14,7 +14,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expectedReadme, README, resultsPath } from './readmeTable.js';
 import type { Row, Verdict } from './lib/harness.js';
 import { guardedCall, HEADLINE, POLICY } from './figures/guardedCall.js';
 import { throughput } from './figures/throughput.js';
@@ -168,7 +170,13 @@ lines.push(`${seconds.toFixed(1)} s`);
 console.log(lines.join('\n'));
 
 const results = { machine: { ...machine, loadAverageAtEnd: endLoad, seconds: Math.round(seconds * 10) / 10, quick }, rows, verdicts };
-// every run keeps its results in an untracked file; the committed ones change only when asked
-const out = save ? 'results.json' : 'results.local.json';
-writeFileSync(fileURLToPath(new URL(`./${out}`, import.meta.url)), `${JSON.stringify(results, null, 2)}\n`);
-log(`wrote bench/${out}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the README table)'}`);
+// every run keeps its results in an untracked file; the committed ones (and the README's table,
+// generated from them) change only when asked
+const out = resultsPath(process.argv);
+writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+log(`wrote ${relative(process.cwd(), out)}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the README table)'}`);
+if (save) {
+  const { current, expected } = expectedReadme();
+  if (current !== expected) writeFileSync(README, expected);
+  log('README.md: benchmark table regenerated from bench/results.json');
+}

@@ -3,7 +3,7 @@
  *
  * `text += delta` builds a rope: one cons cell per delta (32 bytes on V8) that also keeps each
  * delta's own string alive, about 50 bytes per delta for deltas of a few characters, so a
- * 10⁶-delta answer holds ~50 MB for ~4 MB of text. Here deltas are joined into a flat block every
+ * 10⁶-delta answer holds ~50 MB for ~4 MB of text. Here the rope is flattened into a block every
  * {@link BLOCK} deltas: about one byte per character, whatever the number of deltas.
  *
  * @module
@@ -25,7 +25,9 @@ const BLOCK = 256;
  */
 export class TextBuffer {
   private blocks: string[] = [];
-  private pieces: string[] = [];
+  /** The block being filled: a rope of up to {@link BLOCK} deltas. */
+  private current = '';
+  private count = 0;
   private nonEmpty = false;
 
   constructor(private readonly keep = true) {}
@@ -39,26 +41,32 @@ export class TextBuffer {
     if (piece === '') return;
     this.nonEmpty = true;
     if (!this.keep) return;
-    this.pieces.push(piece);
-    if (this.pieces.length === BLOCK) {
-      this.blocks.push(this.pieces.join(''));
-      this.pieces = [];
+    this.current += piece;
+    if (++this.count === BLOCK) {
+      // reading a character flattens the rope in place (V8, and other engines' ropes alike): the
+      // block is then its characters alone, and its deltas' strings can be collected
+      this.current.charCodeAt(0);
+      this.blocks.push(this.current);
+      this.current = '';
+      this.count = 0;
     }
   }
 
   clear(): void {
     this.blocks = [];
-    this.pieces = [];
+    this.current = '';
+    this.count = 0;
     this.nonEmpty = false;
   }
 
   /** The text so far (`''` when not kept). */
   toString(): string {
-    if (this.blocks.length === 0) return this.pieces.join('');
-    const all = this.blocks.join('') + this.pieces.join('');
-    // keep it as one block: a second read costs nothing more
+    if (this.blocks.length === 0) return this.current;
+    const all = this.blocks.join('') + this.current;
+    // kept as one block: a second read costs nothing more
     this.blocks = [all];
-    this.pieces = [];
+    this.current = '';
+    this.count = 0;
     return all;
   }
 }
