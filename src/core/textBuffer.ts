@@ -24,7 +24,8 @@ const BLOCK = 256;
  * ```
  */
 export class TextBuffer {
-  private blocks: string[] = [];
+  /** Full blocks, flat (made at the first one: an idle or short answer holds no array). */
+  private blocks: string[] | undefined = undefined;
   /** The block being filled: a rope of up to {@link BLOCK} deltas. */
   private current = '';
   private count = 0;
@@ -46,14 +47,14 @@ export class TextBuffer {
       // reading a character flattens the rope in place (V8, and other engines' ropes alike): the
       // block is then its characters alone, and its deltas' strings can be collected
       this.current.charCodeAt(0);
-      this.blocks.push(this.current);
+      (this.blocks ??= []).push(this.current);
       this.current = '';
       this.count = 0;
     }
   }
 
   clear(): void {
-    this.blocks = [];
+    this.blocks = undefined;
     this.current = '';
     this.count = 0;
     this.nonEmpty = false;
@@ -61,7 +62,7 @@ export class TextBuffer {
 
   /** The text so far (`''` when not kept). */
   toString(): string {
-    if (this.blocks.length === 0) return this.current;
+    if (this.blocks === undefined) return this.current;
     const all = this.blocks.join('') + this.current;
     // kept as one block: a second read costs nothing more
     this.blocks = [all];
