@@ -3,12 +3,12 @@ import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBrea
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
+import { TextBuffer } from '../core/textBuffer.js';
 import type { TurnEvent } from '../core/events.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
 import { streamModel, type Model, type ModelRequest } from '../core/model.js';
-import { TextBuffer } from '../core/textBuffer.js';
 
 /**
  * The user message that asks a fallback model to continue a cut-off answer (`midStream:

@@ -8,7 +8,7 @@
  */
 import { Observable } from 'rxjs';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../core/errors.js';
-import { check, validateOptions, type Props } from '../../core/options.js';
+import { check, validateOptions } from '../../core/options.js';
 
 // ---------------------------------------------------------------------------------------------
 // parser
@@ -474,7 +474,7 @@ export const AnyString = check('a string', (u): u is string => typeof u === 'str
  * ```
  * @throws {InvalidOptionError} for an unknown key, a bad value or a missing required one.
  */
-export function checkProviderOptions(target: string, codecs: Props, options: unknown, required: readonly string[]): void {
+export function checkProviderOptions(target: string, codecs: Parameters<typeof validateOptions>[1], options: unknown, required: readonly string[]): void {
   validateOptions(target, codecs, options);
   for (const key of required) {
     if ((options as Record<string, unknown> | undefined)?.[key] === undefined) {
