@@ -13,7 +13,7 @@
  */
 import { defer, type Observable } from 'rxjs';
 import { answerParts, mockModel, rxhealModel } from '../lib/aiSdk.js';
-import { gc, stats, type Row } from '../lib/harness.js';
+import { gc, retainedPerItem, stats, type Row } from '../lib/harness.js';
 import { lib } from '../lib/rxheal.js';
 import { trackTimers } from './heap.js';
 import { agentRun, healing } from './streaming.js';
@@ -28,33 +28,19 @@ const ratioOf = (xs: readonly number[], ys: readonly number[]): { median: number
   return { median: r.median, min: r.min, max: r.max };
 };
 
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /** Retained heap per idle run, for `n` runs at once. */
-async function idleRuns(n: number): Promise<number> {
+function idleRuns(n: number): Promise<number> {
   const mock = mockModel('never');
   const { model } = healing(rxhealModel(mock, 'primary'), rxhealModel(mock, 'secondary'));
-  for (let i = 0; i < 100; i++) agentRun(model).subscribe({ error: () => undefined }).unsubscribe();
-  await settle();
-  mock.doStreamCalls.length = 0;
-  gc();
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const subs = [];
-  for (let i = 0; i < n; i++) {
-    subs.push(agentRun(model).subscribe({ error: () => undefined }));
-    if (i % 10_000 === 9_999) await settle();
-  }
-  await settle();
-  await settle();
-  mock.doStreamCalls.length = 0;
-  gc();
-  gc();
-  const after = process.memoryUsage().heapUsed;
-  for (const s of subs) s.unsubscribe();
-  subs.length = 0;
-  await settle();
-  return (after - before) / n;
+  return retainedPerItem(
+    n,
+    () => {
+      const sub = agentRun(model).subscribe({ error: () => undefined });
+      return () => sub.unsubscribe();
+    },
+    () => (mock.doStreamCalls.length = 0),
+    100,
+  );
 }
 
 /**

@@ -18,7 +18,7 @@
 import { streamText } from 'ai';
 import type { Observable } from 'rxjs';
 import { answerParts, mockModel, readRaw, rxhealModel } from '../lib/aiSdk.js';
-import { gc, interleave, stats, type Case, type Row, type Samples } from '../lib/harness.js';
+import { interleave, retainedPerItem, stats, type Case, type Row, type Samples } from '../lib/harness.js';
 import { lib } from '../lib/rxheal.js';
 import type { Model, ModelRequest, TurnEvent } from '../../src/index.js';
 
@@ -208,50 +208,29 @@ export async function idleStreams(k: keyof typeof NAMES, n: number): Promise<num
   const mock = mockModel('never');
   const source = rxhealModel(mock, 'primary');
   const { model, pipeline } = healing(source, rxhealModel(mock, 'secondary'));
-  const disposers: (() => void)[] = [];
-  const start = (): void => {
+  const start = (): (() => void) => {
     switch (k) {
       case 'raw': {
-        const abort = { cancel: (): void => undefined };
+        let cancel = (): void => undefined;
         void mock.doStream({ prompt: [] }).then(({ stream }) => {
           const reader = stream.getReader();
           void reader.read();
-          abort.cancel = () => void reader.cancel();
+          cancel = () => void reader.cancel();
         });
-        disposers.push(() => abort.cancel());
-        return;
+        return () => cancel();
       }
       case 'streamText': {
         const reader = streamText({ model: mock, prompt: 'hi' }).textStream.getReader();
         void reader.read().catch(() => undefined);
-        disposers.push(() => void reader.cancel().catch(() => undefined));
-        return;
+        return () => void reader.cancel().catch(() => undefined);
       }
       default: {
         const o = k === 'source' ? (source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<unknown>) : k === 'streamModel' ? streamModel(source, REQUEST) : k === 'pipeline' ? pipeline() : agentRun(model);
         const sub = o.subscribe({ error: () => undefined });
-        disposers.push(() => sub.unsubscribe());
+        return () => sub.unsubscribe();
       }
     }
   };
-  const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-  // warm the code paths first, so compiled code is not counted
-  for (let i = 0; i < 50; i++) start();
-  await settle();
-  disposers.splice(0).forEach((d) => d());
-  await settle();
-  gc();
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < n; i++) start();
-  await settle();
-  await settle();
   // the mock records every call's options: not part of a stream
-  mock.doStreamCalls.length = 0;
-  gc();
-  gc();
-  const after = process.memoryUsage().heapUsed;
-  disposers.splice(0).forEach((d) => d());
-  await settle();
-  return (after - before) / n;
+  return retainedPerItem(n, start, () => (mock.doStreamCalls.length = 0));
 }
