@@ -144,7 +144,7 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
         value: s.median,
         min: s.min,
         max: s.max,
-        ...(name === 'rxheal source alone' ? {} : { ratio: { to: '× its source', ...ratioOf(xs, base) } }),
+        ...(name === 'rxheal source alone' ? {} : { ratio: { to: 'its source', ...ratioOf(xs, base) } }),
         note: `streaming (first delta to finish), ${reps} answer${reps === 1 ? '' : 's'}; held at finish ${(held.get(name)! / 1024).toFixed(1)} KB`,
       });
     }
@@ -203,7 +203,7 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
       value: s.median,
       min: s.min,
       max: s.max,
-      ratio: { to: '× Map.get', ...ratioOf(samples, floor) },
+      ratio: { to: 'Map.get', ...ratioOf(samples, floor) },
       note: `a plain Map.get of the same names ${f.median.toFixed(0)} ns; timers live after one successful call through each breaker: ${timers[n]}`,
     });
   }

@@ -149,7 +149,7 @@ export async function streaming(options: { deltas: number; answers: number; reps
       value: s.median,
       min: s.min,
       max: s.max,
-      ...(k === 'streamText' ? {} : { ratio: { to: '× streamText', median: ratio.median, min: ratio.min, max: ratio.max } }),
+      ...(k === 'streamText' ? {} : { ratio: { to: 'streamText', median: ratio.median, min: ratio.min, max: ratio.max } }),
       note: `${options.deltas}-delta answers${over}`,
     });
   }
@@ -196,7 +196,7 @@ export async function streaming(options: { deltas: number; answers: number; reps
       name: `heap per idle stream: ${NAMES[k]}`,
       unit: 'B',
       value: idleHeap[k],
-      ...(k === 'streamText' ? {} : { ratio: { to: '× streamText', median: idleHeap[k] / idleHeap.streamText, min: idleHeap[k] / idleHeap.streamText, max: idleHeap[k] / idleHeap.streamText } }),
+      ...(k === 'streamText' ? {} : { ratio: { to: 'streamText', median: idleHeap[k] / idleHeap.streamText, min: idleHeap[k] / idleHeap.streamText, max: idleHeap[k] / idleHeap.streamText } }),
       note: `${options.idle} streams waiting for a first delta${k === 'raw' ? '' : `; over the raw source ${(idleHeap[k] - idleHeap.raw).toFixed(0)} B`}`,
     });
   }
