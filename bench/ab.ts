@@ -25,16 +25,16 @@ const self = fileURLToPath(import.meta.url);
 if (process.argv[2] === '--child') {
   // one build, its yardsticks, in this process
   process.env['BENCH_LIB_ROOT'] = process.argv[3]!;
-  const { guardedCall } = await import('./figures/guardedCall.js');
+  const { guardedCall, HEADLINE, BASELINE } = await import('./figures/guardedCall.js');
   const { throughput } = await import('./figures/throughput.js');
   const reps = Number(process.env['AB_REPS'] ?? 9);
-  const a = await guardedCall({ n: 20_000, reps, warmup: 2, mainOnly: true });
+  const a = await guardedCall({ n: Number(process.env['AB_N'] ?? 20_000), reps, warmup: 2, mainOnly: true });
   const b = await throughput({ n: 1_000_000, reps: Math.max(5, reps >> 1), warmup: 2 });
   const row = (rows: typeof a.rows, name: string) => rows.find((r) => r.name === name)!;
-  const ar = row(a.rows, 'rxheal retryWithBackoff+circuitBreak');
+  const ar = row(a.rows, HEADLINE);
   const br = row(b.rows, 'rxheal five operators');
   const out: ChildResult = {
-    a: { rxheal: ar.value, cockatiel: row(a.rows, 'cockatiel wrap(retry, breaker)').value, ratio: ar.ratio!.median },
+    a: { rxheal: ar.value, cockatiel: row(a.rows, BASELINE).value, ratio: ar.ratio!.median },
     b: { rxheal: br.value, rxjs: row(b.rows, 'RxJS retry+catchError+timeout+map').value, ratio: br.ratio!.median },
   };
   console.log(JSON.stringify(out));

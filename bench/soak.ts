@@ -19,7 +19,7 @@
 import fc from 'fast-check';
 import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
-import { retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
+import { callPolicyProperty, retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
 import { hardeningProperties } from '../spec/property/hardening.js';
 import { formatReport, runAgentSoak, runLoopbackSoak, type SoakReport } from '../spec/soak/agentSoak.js';
 import { formatStreamReport, runStreamSoak } from '../spec/soak/streamSoak.js';
@@ -41,6 +41,7 @@ const properties: [string, fc.IProperty<never>][] = [
   ['retryWithBackoff: subscriptions, terminal errors, virtual time', retryProperty as unknown as fc.IProperty<never>],
   ['retryWithBackoff fused into circuitBreak = the two apart', retryUnderBreakerProperty as unknown as fc.IProperty<never>],
   ...hardeningProperties,
+  ['callPolicy(…).call(work) = defer(work) through the two operators apart', callPolicyProperty as unknown as fc.IProperty<never>],
 ];
 
 let failed = false;

@@ -1,6 +1,8 @@
 export { retryWithBackoff } from './operators/retryWithBackoff.js';
 export type { RetryInfo, RetryWithBackoffOptions, RetryWithBackoffBaseOptions } from './operators/retryWithBackoff.js';
 export { circuitBreak } from './operators/circuitBreak.js';
+export { callPolicy } from './operators/callPolicy.js';
+export type { CallPolicy, CallPolicyOptions } from './operators/callPolicy.js';
 export { CircuitBreaker, CircuitBreakerRegistry } from './core/CircuitBreaker.js';
 export type {
   CircuitBreakerOptions,

@@ -39,7 +39,7 @@ function retained(n: number, reps: number, make: () => unknown, dispose?: (x: un
  * fired (timeouts) and not cleared. Unlike `process.getActiveResourcesInfo()`, this sees
  * `unref()`ed timers too (opossum unrefs its intervals).
  */
-function trackTimers(): { live: () => number; restore: () => void } {
+export function trackTimers(): { live: () => number; restore: () => void } {
   const g = globalThis as unknown as Record<string, (...args: unknown[]) => unknown>;
   const saved = { setTimeout: g['setTimeout']!, clearTimeout: g['clearTimeout']!, setInterval: g['setInterval']!, clearInterval: g['clearInterval']! };
   const live = new Set<unknown>();

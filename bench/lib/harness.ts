@@ -35,6 +35,40 @@ export const gc: () => void = (() => {
   return runInNewContext('gc') as () => void;
 })();
 
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Retained heap per item for `n` items alive at once: `start()` makes one (returning what disposes
+ * of it), after `warm` untimed ones (so compiled code is not counted); pending work is let settle
+ * (an item may start asynchronously), `beforeMeasure` drops what is not part of an item (a mock's
+ * call log), then two full GCs. Every item is disposed of before returning.
+ */
+export async function retainedPerItem(n: number, start: () => () => void, beforeMeasure?: () => void, warm = 50): Promise<number> {
+  const disposers: (() => void)[] = [];
+  for (let i = 0; i < warm; i++) disposers.push(start());
+  await settle();
+  disposers.splice(0).forEach((d) => d());
+  await settle();
+  beforeMeasure?.();
+  gc();
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < n; i++) {
+    disposers.push(start());
+    // let asynchronous starts proceed now and then, so their promises do not pile up
+    if (i % 10_000 === 9_999) await settle();
+  }
+  await settle();
+  await settle();
+  beforeMeasure?.();
+  gc();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  disposers.splice(0).forEach((d) => d());
+  await settle();
+  return (after - before) / n;
+}
+
 /** Nanoseconds per operation of each case, one sample per repetition. */
 export type Samples = Map<string, number[]>;
 

@@ -6,7 +6,8 @@
  * fp-ts) stay external, so there is one copy of rxjs and `TestScheduler` virtualises it.
  */
 import { build } from 'esbuild';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as Lib from '../../src/index.js';
 
@@ -23,7 +24,11 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'HttpError'
   | 'RetriesExhaustedError'
   | 'CircuitOpenError'
->;
+  | 'CircuitBreakerRegistry'
+  | 'streamModel'
+  | 'fallbackModel'
+  | 'runAgent'
+> & Partial<Pick<typeof Lib, 'callPolicy'>>;
 
 /** Only what the benchmarks use, from the modules that define it (not the whole index). */
 const entry = `
@@ -32,7 +37,10 @@ export { circuitBreak } from './src/operators/circuitBreak.ts';
 export { reflectOnError } from './src/operators/reflectOnError.ts';
 export { fallbackTo } from './src/operators/fallbackTo.ts';
 export { degradeAfter } from './src/operators/degradeAfter.ts';
-export { CircuitBreaker } from './src/core/CircuitBreaker.ts';
+export { CircuitBreaker, CircuitBreakerRegistry } from './src/core/CircuitBreaker.ts';
+export { streamModel } from './src/core/model.ts';
+export { fallbackModel } from './src/sources/fallbackModel.ts';
+export { runAgent } from './src/sources/runAgent.ts';
 export { classifyError } from './src/core/classify.ts';
 export { HttpError, RetriesExhaustedError, CircuitOpenError } from './src/core/errors.ts';
 export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts', import.meta.url)))};
@@ -42,13 +50,15 @@ export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts',
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Builds the library from `root`'s `src/` (the benchmarks' entry, or `contents`) and imports it. */
-export async function loadLib<T = Api>(root: string, tag: string, contents: string = entry): Promise<T> {
+export async function loadLib<T = Api>(root: string, tag: string, contents?: string): Promise<T> {
+  // a checkout from before callPolicy (bench/ab.ts) has none: its figure (a) skips that row
+  const hasPolicy = existsSync(join(root, 'src/operators/callPolicy.ts'));
   // under node_modules/.cache: rxjs resolves from there, and linters and git ignore it
   const dir = fileURLToPath(new URL('../../node_modules/.cache/rxheal-bench/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const out = `${dir}rxheal-${tag}-${process.pid}.mjs`;
   await build({
-    stdin: { contents, resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
+    stdin: { contents: contents ?? (hasPolicy ? `${entry}export { callPolicy } from './src/operators/callPolicy.ts';\n` : entry), resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
     bundle: true,
     packages: 'external',
     format: 'esm',

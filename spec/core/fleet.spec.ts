@@ -362,7 +362,7 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       bad({ store, quorum: 0 }, 'fleet.quorum');
       bad({ store, probeLeaseMs: -1 }, 'fleet.probeLeaseMs');
       bad({ store, node: '' }, 'fleet.node');
-      bad({ store, stor: 1 }, 'fleet');
+      bad({ store, stor: 1 }, 'fleet.stor');
       expect(() => new CircuitBreakerRegistry({ fleet: { store, quorum: { windowMs: 0 } } })).to.throw(InvalidOptionError, /fleet\.quorum.*windowMs/);
     });
   });

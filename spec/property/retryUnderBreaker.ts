@@ -13,6 +13,7 @@ import { defer, Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
 import { RUN_UNDER_PERMIT } from '../../src/core/permit.js';
+import { callPolicy } from '../../src/operators/callPolicy.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { attemptArb, attemptObservable, retryDrawArb, retryOptions, type Attempt, type RetryDraw } from './retryProperty.js';
@@ -67,8 +68,12 @@ const opaque =
   (source) =>
     new Observable<T>((subscriber) => source.subscribe(subscriber));
 
-/** Everything observable about one run: per-call logs, source subscriptions, breaker events and state. */
-export function runCalls(s: Scenario, fused: boolean): { log: string[]; fusedPath: boolean } {
+/**
+ * Everything observable about one run: per-call logs, source subscriptions, breaker events and
+ * state. `fused`: the operators piped together (true), apart (false), or the same retry and
+ * breaker as a `callPolicy` making each call (`'policy'`).
+ */
+export function runCalls(s: Scenario, fused: boolean | 'policy'): { log: string[]; fusedPath: boolean } {
   const log: string[] = [];
   let fusedPath = false;
   const ts = new TestScheduler((a, b) => {
@@ -79,15 +84,20 @@ export function runCalls(s: Scenario, fused: boolean): { log: string[]; fusedPat
     let subscriptions = 0;
     const breaker = new CircuitBreaker({ ...s.breaker, name: 'b' });
     breaker.events$.subscribe((e) => log.push(`${ts.now()} breaker ${e.from}->${e.to} ${e.reason}`));
-    const source = defer(() => {
+    const attempt = (): Observable<string> => {
       const a = s.script[subscriptions % s.script.length]!;
       const n = subscriptions++;
       log.push(`${ts.now()} subscribe #${n}`);
       return attemptObservable(a, (i) => `#${n}.${i}`);
-    });
-    const retried = source.pipe(retryWithBackoff(retryOptions(s.retry, s.randoms, 'RESET')));
+    };
+    const retried = defer(attempt).pipe(retryWithBackoff(retryOptions(s.retry, s.randoms, 'RESET')));
     fusedPath = RUN_UNDER_PERMIT in retried;
-    const guarded = fused ? retried.pipe(circuitBreak(breaker)) : retried.pipe(opaque(), circuitBreak(breaker));
+    const guarded =
+      fused === 'policy'
+        ? callPolicy({ retry: retryOptions(s.retry, s.randoms, 'RESET'), breaker }).call(attempt)
+        : fused
+          ? retried.pipe(circuitBreak(breaker))
+          : retried.pipe(opaque(), circuitBreak(breaker));
     s.calls.forEach((call, i) => {
       ts.schedule(() => {
         const sub = guarded.subscribe({
@@ -109,6 +119,11 @@ export function runCalls(s: Scenario, fused: boolean): { log: string[]; fusedPat
   });
   return { log, fusedPath };
 }
+
+/** A callPolicy making each call is indistinguishable from the operators piped apart. */
+export const callPolicyProperty = fc.property(scenarioArb, (s) => {
+  expect(runCalls(s, 'policy').log).to.deep.equal(runCalls(s, false).log);
+});
 
 /** Fused and unfused runs of the same scenario are indistinguishable. */
 export const retryUnderBreakerProperty = fc.property(scenarioArb, (s) => {

@@ -5,14 +5,13 @@
  *
  * @module
  */
-import * as t from 'io-ts';
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
-import { attachFleet, fleetOptionsCodec, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
+import { attachFleet, fleetOptionsCodec, validateFleetOptions, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
 import {
   Func,
   NonEmptyString,
@@ -22,7 +21,6 @@ import {
   Ratio,
   Scheduler,
   check,
-  oneOf,
   validateOptions,
 } from './options.js';
 
@@ -212,15 +210,15 @@ class RateWindow {
   }
 }
 
-const windowCodec = t.union(
-  [
-    oneOf('consecutive'),
-    t.type({ failureRateThreshold: Ratio, minimumCalls: PositiveInteger, windowMs: PositiveNumber }),
-  ],
+// option checks are predicates (core/options.ts), not io-ts codecs: no decoder in the bundle
+const windowCodec = check(
   '"consecutive" or { failureRateThreshold: (0, 1], minimumCalls: integer >= 1, windowMs: > 0 }',
+  (u): u is 'consecutive' | FailureRateWindow =>
+    u === 'consecutive' ||
+    (typeof u === 'object' && u !== null && Ratio.is((u as FailureRateWindow).failureRateThreshold) && PositiveInteger.is((u as FailureRateWindow).minimumCalls) && PositiveNumber.is((u as FailureRateWindow).windowMs)),
 );
 
-/** io-ts props of {@link CircuitBreakerOptions}; also used by `circuitBreak` and the registry. */
+/** Option checks of {@link CircuitBreakerOptions}; also used by `circuitBreak` and the registry. */
 export const circuitBreakerOptionProps = {
   name: NonEmptyString,
   failureThreshold: PositiveInteger,
@@ -354,6 +352,7 @@ export class CircuitBreaker {
 
   constructor(options: CircuitBreakerOptions = {}) {
     const o = validateOptions('CircuitBreaker', circuitBreakerOptionProps, options);
+    if (o.fleet !== undefined) validateFleetOptions('CircuitBreaker', o.fleet);
     this.name = o.name ?? 'circuit';
     this.failureThreshold = o.failureThreshold ?? 5;
     this.resetTimeoutMs = o.resetTimeoutMs ?? 60_000;
@@ -362,7 +361,7 @@ export class CircuitBreaker {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
-    this.fleet = o.fleet === undefined ? undefined : attachFleet(this.fleetSide(), o.fleet as FleetOptions, (options) => new CircuitBreaker(options));
+    this.fleet = o.fleet === undefined ? undefined : attachFleet(this.fleetSide(), o.fleet, (options) => new CircuitBreaker(options));
   }
 
   /** The current state, computed from `scheduler.now()` whenever read. */
@@ -648,6 +647,7 @@ export class CircuitBreakerRegistry {
 
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
+    if (defaults.fleet !== undefined) validateFleetOptions('CircuitBreakerRegistry', defaults.fleet);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
     // a fleet: the registry is one node (one process), whatever breakers it holds
     this.defaults = defaults.fleet && defaults.fleet.node === undefined ? { ...defaults, fleet: { ...defaults.fleet, node: randomNodeId() } } : defaults;
@@ -657,7 +657,8 @@ export class CircuitBreakerRegistry {
    * The breaker called `name`, created with the defaults and `overrides` on first use.
    * `overrides` are applied only when the breaker is created.
    */
-  get(name: string, overrides: Omit<CircuitBreakerOptions, 'name'> = {}): CircuitBreaker {
+  get(name: string, overrides?: Omit<CircuitBreakerOptions, 'name'>): CircuitBreaker {
+    // no default `{}`: a lookup allocates nothing
     if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
       throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
     }

@@ -1,4 +1,4 @@
-import { from, Observable, type ObservableInput } from 'rxjs';
+import { from, Observable, Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
 
 /** The context handed to work that may be cancelled. */
 export interface AbortContext {
@@ -29,36 +29,103 @@ const unsubscribed = (): DOMException => new DOMException('The consumer unsubscr
  * ```
  */
 export function abortable<T>(work: (context: AbortContext) => ObservableInput<T>): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    let controller: AbortController | undefined;
-    let finished = false;
-    /** The consumer left before the work finished: every signal, however late, is aborted. */
-    let cancelled = false;
-    const context: AbortContext = {
-      get signal() {
-        if (controller === undefined) {
-          controller = new AbortController();
-          if (cancelled) controller.abort(unsubscribed());
+  return new Abortable(work);
+}
+
+/**
+ * What {@link abortable} returns. A class rather than `new Observable(fn)`, and a promise is
+ * subscribed to directly rather than through `from()`: a guarded call runs one of these per
+ * attempt, so each allocation saved is saved on every call (see `callPolicy`).
+ *
+ * @internal
+ */
+export class Abortable<T> extends Observable<T> {
+  constructor(private readonly work: (context: AbortContext) => ObservableInput<T>) {
+    super();
+  }
+
+  /** One run of `work` (RxJS calls this for each subscription, and errors a synchronous throw). */
+  protected _subscribe(subscriber: Subscriber<T>): TeardownLogic {
+    const run = new AbortRun();
+    return subscribeResult(this.work(run), run, subscriber);
+  }
+}
+
+/**
+ * Subscribes `subscriber` to what one run of the work returned; returns the run, the teardown
+ * that aborts its signal if the consumer leaves before it finished.
+ *
+ * @internal
+ */
+export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, subscriber: Subscriber<T>): AbortRun {
+  if (result instanceof Promise) {
+    // what `from(promise)` does, without its Observable and subscriber
+    (result as Promise<T>).then(
+      (value) => {
+        run.finished = true;
+        if (!subscriber.closed) {
+          subscriber.next(value);
+          subscriber.complete();
         }
-        return controller.signal;
       },
-    };
-    const inner = from(work(context)).subscribe({
-      next: (value) => subscriber.next(value),
-      error: (error: unknown) => {
-        finished = true;
+      (error: unknown) => {
+        run.finished = true;
         subscriber.error(error);
       },
-      complete: () => {
-        finished = true;
-        subscriber.complete();
-      },
-    });
-    return () => {
-      inner.unsubscribe();
-      if (finished) return;
-      cancelled = true;
-      if (controller && !controller.signal.aborted) controller.abort(unsubscribed());
-    };
-  });
+    );
+    return run;
+  }
+  run.inner = from(result).subscribe(new Finishing(subscriber, run));
+  return run;
+}
+
+/**
+ * One run's context and its teardown (RxJS calls `unsubscribe()` when the subscription ends):
+ * the `AbortController` is made when `signal` is first read, and aborted only if the work had not
+ * finished when the consumer left.
+ *
+ * @internal
+ */
+export class AbortRun implements AbortContext {
+  finished = false;
+  inner: { unsubscribe(): void } | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  /** The consumer left before the work finished: every signal, however late, is aborted. */
+  private cancelled = false;
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.cancelled) this.controller.abort(unsubscribed());
+    }
+    return this.controller.signal;
+  }
+
+  unsubscribe(): void {
+    this.inner?.unsubscribe();
+    if (this.finished) return;
+    this.cancelled = true;
+    const controller = this.controller;
+    if (controller && !controller.signal.aborted) controller.abort(unsubscribed());
+  }
+}
+
+/** Forwards to the consumer and marks the run finished on error or completion. */
+class Finishing<T> extends Subscriber<T> {
+  constructor(
+    destination: Subscriber<T>,
+    private readonly run: AbortRun,
+  ) {
+    super(destination);
+  }
+
+  protected override _error(error: unknown): void {
+    this.run.finished = true;
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.run.finished = true;
+    super._complete();
+  }
 }

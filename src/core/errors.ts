@@ -260,12 +260,15 @@ export class InvalidOptionError extends TypeError {
   readonly option: string;
   /** The value that was given. */
   readonly value: unknown;
+  /** What the option must be, e.g. `'a non-negative integer'`. */
+  readonly expected: string;
 
   constructor(target: string, option: string, value: unknown, expected: string) {
     super(`${target}: option "${option}" must be ${expected}, got ${showValue(value)}`);
     this.target = target;
     this.option = option;
     this.value = value;
+    this.expected = expected;
   }
 }
 

@@ -20,12 +20,12 @@
  *
  * @module
  */
-import * as t from 'io-ts';
 import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError } from './classify.js';
+import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, CircuitState, TransitionReason } from './CircuitBreaker.js';
 import { BreakerStoreCheck, type BreakerStore, type FleetReason, type FleetVerdict, type Quorum } from './fleetStore.js';
-import { Bool, NonEmptyString, PositiveInteger, PositiveNumber, check } from './options.js';
+import { Bool, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
 import { after } from './wait.js';
 import { StoreGuard, STORE_FAILURE_THRESHOLD, STORE_RETRY_MS, type GuardBreaker } from './storeGuard.js';
 
@@ -79,33 +79,30 @@ export interface QuorumOptions {
 export const DEFAULT_QUORUM: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
 const DEFAULT_PROBE_LEASE_MS = 30_000;
 
-/** A codec that fails on keys outside `known`, naming them. */
-function onlyKeys(what: string, known: readonly string[]): t.Type<Record<string, unknown>, Record<string, unknown>, unknown> {
-  return check(
-    `${what} with no keys but ${known.join(', ')}`,
-    (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u) && Object.keys(u).every((k) => known.includes(k)),
-  );
-}
-
 const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
 
-const quorumCodec = t.union(
-  [
-    PositiveInteger,
-    t.intersection([
-      onlyKeys('an object', ['minNodes', 'minFraction', 'windowMs']),
-      t.partial({ minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber }),
-    ]),
-  ],
+const quorumProps = { minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber };
+const quorumCheck = check(
   'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: > 0 }',
+  (u): u is number | Quorum => {
+    if (PositiveInteger.is(u)) return true;
+    if (typeof u !== 'object' || u === null || Array.isArray(u)) return false;
+    const q = u as Record<string, unknown>;
+    return Object.keys(q).every((k) => k in quorumProps && (q[k] === undefined || quorumProps[k as keyof typeof quorumProps].is(q[k])));
+  },
 );
 
-/** io-ts codec of {@link FleetOptions} (used by the breaker's and the registry's option checks). */
-export const fleetOptionsCodec = t.intersection([
-  onlyKeys('fleet options', ['store', 'node', 'quorum', 'probeLeaseMs', 'facts']),
-  t.type({ store: BreakerStoreCheck }),
-  t.partial({ node: NonEmptyString, quorum: quorumCodec, probeLeaseMs: PositiveNumber, facts: Bool }),
-]);
+const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool };
+
+/** The `fleet` option's own check: an object (its fields are checked by {@link validateFleetOptions}). */
+export const fleetOptionsCodec = check('{ store: a BreakerStore, node?, quorum?, probeLeaseMs?, facts? }', (u): u is FleetOptions => typeof u === 'object' && u !== null && !Array.isArray(u));
+
+/** Checks a `fleet` option field by field, naming the bad one (`fleet.store`, `fleet.quorum`…). */
+export function validateFleetOptions(target: string, fleet: unknown): void {
+  validateOptions(target, fleetProps, fleet, 'fleet');
+  const store = (fleet as { store?: unknown }).store;
+  if (store === undefined) throw new InvalidOptionError(target, 'fleet.store', store, BreakerStoreCheck.name);
+}
 
 /** Options of the breaker around a shared store. */
 export function storeBreakerOptions(name: string, scheduler: SchedulerLike): CircuitBreakerOptions {

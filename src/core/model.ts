@@ -1,7 +1,7 @@
-import { asyncScheduler, Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, from, Observable, Subscriber, type ObservableInput, type SchedulerLike, type TeardownLogic } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
 import type { Message, TurnEvent, Usage } from './events.js';
-import { abortable, type AbortContext } from './abortable.js';
+import { abortable, AbortRun, type AbortContext } from './abortable.js';
 import { traced, type TracedCall } from './callTrace.js';
 import type { HealHub } from './hub.js';
 
@@ -160,7 +160,7 @@ interface ServedCall {
  * ```
  */
 export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
-  if (context === undefined) return finished(model, abortable<TurnEvent>((abort) => model.stream(request, abort)));
+  if (context === undefined) return new ModelTurn(model, request, undefined);
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
   const scheduler = context.scheduler ?? asyncScheduler;
   return new Observable<TurnEvent>((subscriber) => {
@@ -186,7 +186,7 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
       };
       return handedOn;
     };
-    let events = finished(model, abortable<TurnEvent>((abort) => model.stream(request, handed(abort))));
+    let events: Observable<TurnEvent> = new ModelTurn(model, request, handed);
     if (hub && call) events = traced(hub, scheduler, call, events);
     return events.subscribe({
       next: (event) => {
@@ -226,22 +226,72 @@ function describeCall(model: Model, context: ModelCallContext, parent: ServedCal
   return context.callId === undefined ? undefined : { kind: 'model', name: model.id, id: `${context.callId}/${k}`, step, parentId: context.callId };
 }
 
-/** Enforces the finish contract: a stream that completes without `finish` (since its last `reset`) errors with {@link IncompleteStreamError}. */
-function finished(model: Model, events: Observable<TurnEvent>): Observable<TurnEvent> {
-  return new Observable<TurnEvent>((subscriber) => {
-    let done = false;
-    let received = 0;
-    return events.subscribe({
-      next: (event) => {
-        received++;
-        if (event.type === 'finish') done = true;
-        else if (event.type === 'reset') done = false;
-        subscriber.next(event);
-      },
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => (done ? subscriber.complete() : subscriber.error(new IncompleteStreamError(model.id, 'no finish event', received))),
-    });
-  });
+/**
+ * What {@link streamModel} returns. One subscriber per turn does both jobs, the abort signal's
+ * (the work is finished once the stream errors or completes) and the finish contract's, so each
+ * event costs one hop: a healing pipeline wraps a model in `streamModel` at several layers.
+ */
+class ModelTurn extends Observable<TurnEvent> {
+  constructor(
+    private readonly model: Model,
+    private readonly request: ModelRequest,
+    /** The context the model gets for a run's signal (the run's fields added), or the run itself. */
+    private readonly contextFor: ((run: AbortContext) => ModelContext) | undefined,
+  ) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
+    const run = new AbortRun();
+    // the model gets a context of its own (never the run: a model that spreads its context to wrap
+    // another, `{ ...context }`, must keep `signal`, an own property here)
+    const events = from(this.model.stream(this.request, this.contextFor ? this.contextFor(run) : signalOf(run)));
+    events.subscribe(new TurnSubscriber(subscriber, run, this.model.id));
+    // after the turn's subscriber (linked to `subscriber`) is unsubscribed: abort if unfinished
+    return run;
+  }
+}
+
+/** A context with only the run's signal (read lazily, also after an `await`). */
+function signalOf(run: AbortRun): AbortContext {
+  return {
+    get signal() {
+      return run.signal;
+    },
+  };
+}
+
+/** Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`. */
+class TurnSubscriber extends Subscriber<TurnEvent> {
+  private finished = false;
+  private received = 0;
+
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    private readonly run: AbortRun,
+    private readonly modelId: string,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.received++;
+    if (event.type === 'finish') this.finished = true;
+    else if (event.type === 'reset') this.finished = false;
+    this.destination.next(event);
+  }
+
+  protected override _error(error: unknown): void {
+    this.run.finished = true;
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.run.finished = true;
+    if (this.finished) super._complete();
+    else super._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  }
 }
 
 /**

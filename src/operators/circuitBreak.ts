@@ -59,25 +59,53 @@ export function circuitBreak<T>(
     // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
     // the same rules, so a call costs one subscriber instead of two
     const underPermit = RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
-    return new Observable<T>((subscriber) => {
-      const permit = breaker.acquire();
-      if (permit instanceof Error) {
-        hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
-        subscriber.error(permit);
-        return;
-      }
-      if (underPermit) underPermit[RUN_UNDER_PERMIT](subscriber, permit);
-      // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
-      else source.subscribe(new PermitSubscriber(subscriber, permit));
-    });
+    return new Observable<T>((subscriber) => subscribeUnderBreaker(source, underPermit, subscriber, breaker, hub));
   };
+}
+
+/**
+ * One call through a breaker: admitted, `source` runs under the permit (by its own
+ * {@link RUN_UNDER_PERMIT} protocol when it has one, `underPermit`); rejected, `subscriber` errors
+ * at once with the {@link CircuitOpenError} (reported to `hub`) and `source` is never subscribed.
+ * Used by `circuitBreak` and by `callPolicy`.
+ *
+ * @internal
+ */
+export function subscribeUnderBreaker<T>(
+  source: Observable<T>,
+  underPermit: RunsUnderPermit<T> | undefined,
+  subscriber: Subscriber<T>,
+  breaker: CircuitBreaker,
+  hub: HealHub | undefined,
+): void {
+  const permit = admit(breaker, subscriber, hub);
+  if (permit === undefined) return;
+  if (underPermit) underPermit[RUN_UNDER_PERMIT](subscriber, permit);
+  // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
+  else source.subscribe(new PermitSubscriber(subscriber, permit));
+}
+
+/**
+ * Asks `breaker` to admit one call: the permit, or `undefined` after erroring `subscriber` at once
+ * with the {@link CircuitOpenError} (reported to `hub`).
+ *
+ * @internal
+ */
+export function admit(breaker: CircuitBreaker, subscriber: Subscriber<unknown>, hub: HealHub | undefined): CircuitPermit | undefined {
+  const permit = breaker.acquire();
+  if (!(permit instanceof Error)) return permit;
+  hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
+  subscriber.error(permit);
+  return undefined;
 }
 
 /**
  * One admitted call: forwards to downstream and settles the permit exactly as the rules say.
  * A `Subscriber` subclass rather than an observer object: the happy path allocates nothing else.
+ *
+ * @internal exported for `callPolicy`
  */
-class PermitSubscriber<T> extends Subscriber<T> {
+export class PermitSubscriber<T> extends Subscriber<T> {
   private emitted = false;
   private settled = false;
 

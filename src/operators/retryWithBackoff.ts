@@ -251,7 +251,34 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     target: o.target ?? ambient?.target ?? 'source',
   };
 
-  return (source) => new RetryObservable(source, config);
+  const operator: MonoTypeOperatorFunction<T> & { [RETRY_CONFIG]?: RetryConfig<T> } = (source) => new RetryObservable(source, config);
+  // callPolicy runs this retry's loop itself (see retryConfigOf)
+  operator[RETRY_CONFIG] = config;
+  return operator;
+}
+
+const RETRY_CONFIG: unique symbol = Symbol('rxheal.retryConfig');
+
+/**
+ * The resolved options of an operator made by {@link retryWithBackoff}, or `undefined` for any
+ * other function. For `callPolicy`, which runs the first attempt of a call itself and hands the
+ * call to this retry loop at its first error ({@link retryAfterError}).
+ *
+ * @internal
+ */
+export function retryConfigOf<T>(operator: MonoTypeOperatorFunction<T>): RetryConfig<T> | undefined {
+  return (operator as { [RETRY_CONFIG]?: RetryConfig<T> })[RETRY_CONFIG];
+}
+
+/**
+ * The retry loop taking over a call whose first attempt, made by the caller, failed with `error`
+ * (after emitting, if `emitted`): exactly what happens when an attempt of its own fails. Further
+ * attempts subscribe to `source`; under a `permit`, the loop settles it.
+ *
+ * @internal
+ */
+export function retryAfterError<T>(error: unknown, emitted: boolean, source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>, permit: CircuitPermit | undefined): void {
+  new RetryRun(source, subscriber, config, permit).onError(error, emitted);
 }
 
 /** `retryOn`'s rule: the classifier's `retryable`, or — `'all'` — every error but cancellation, a crossed budget and a withheld retry. */
@@ -288,8 +315,8 @@ function start<T>(source: Observable<T>, subscriber: Subscriber<T>, config: Retr
   source.subscribe(new AttemptSubscriber(subscriber, source, config, run, permit));
 }
 
-/** The options, resolved once per operator. */
-interface RetryConfig<T> {
+/** The options, resolved once per operator. @internal */
+export interface RetryConfig<T> {
   readonly maxRetries: number;
   readonly policy: BackoffPolicy;
   readonly shouldRetry: ((error: unknown, attempt: number) => boolean) | undefined;
@@ -424,8 +451,10 @@ class RetryRun<T> {
  * cancels the attempt; errors go to the {@link RetryRun} (made at the first one) instead of
  * downstream. Under a permit, completion settles it as a success (before downstream hears), and
  * unsubscribing settles it unless the run has taken the call over after an error.
+ *
+ * @internal exported for `callPolicy`'s first attempt
  */
-class AttemptSubscriber<T> extends Subscriber<T> {
+export class AttemptSubscriber<T> extends Subscriber<T> {
   private emitted = false;
   /** The permit is no longer this attempt's to settle: it completed, or the run took the call over. */
   private handedOver = false;

@@ -1,7 +1,6 @@
 import * as t from 'io-ts';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { NonNegativeInteger, describeProblems, formatProblem, validateOptions } from '../core/options.js';
+import { NonNegativeInteger, describeProblems, formatProblem, isLeft, validateOptions } from '../core/options.js';
 
 /**
  * A check on a final answer: return the problems found (a string, a list, or nothing). If it

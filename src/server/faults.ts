@@ -5,10 +5,9 @@
  *
  * @module
  */
-import * as t from 'io-ts';
 import { Subject, type Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors.js';
-import { Bool, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions } from '../core/options.js';
+import { Bool, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions, type Props } from '../core/options.js';
 
 /**
  * Fields every fault has.
@@ -198,7 +197,7 @@ const HttpStatus = check('an integer from 400 to 599', (u): u is number => Numbe
 export const TimerDelayMs = check('a number of ms from 0 to 2147483647 (Node fires longer timers at once)', (u): u is number => typeof u === 'number' && u >= 0 && u <= 2147483647);
 const PlainObject = check('a plain object', (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u));
 const common = { kind: oneOf(...FAULT_KINDS), id: NonEmptyString, times: PositiveInteger };
-const FAULT_PROPS: Readonly<Record<FaultKind, t.Props>> = {
+const FAULT_PROPS: Readonly<Record<FaultKind, Props>> = {
   status: { ...common, status: HttpStatus, retryAfter: NonNegativeNumber, retryAfterMs: NonNegativeInteger, shouldRetry: Bool, message: NonEmptyString },
   down: { ...common, mode: oneOf('destroy', 'status') },
   reset: { ...common, afterChunks: NonNegativeInteger },

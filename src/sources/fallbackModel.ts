@@ -4,6 +4,7 @@ import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import { guard, Thrown } from '../core/guard.js';
+import { TextBuffer } from '../core/textBuffer.js';
 import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
@@ -213,7 +214,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
       const inner: ModelContext = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
       const errors: unknown[] = [];
       /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
-      let text = '';
+      // the text itself is kept only by 'continue', which sends it on (flat: ~1 byte per character)
+      const text = new TextBuffer(midStream === 'continue');
       let toolCalled = false;
       let visible = false;
       let current: Subscription | undefined;
@@ -221,12 +223,12 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
 
       const emit = (event: TurnEvent): void => {
         if (event.type === 'reset') {
-          text = '';
+          text.clear();
           toolCalled = false;
           visible = false;
         } else {
           visible = true;
-          if (event.type === 'text-delta') text += event.text;
+          if (event.type === 'text-delta') text.append(event.text);
           else if (event.type === 'tool-call') toolCalled = true;
         }
         subscriber.next(event);
@@ -237,8 +239,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
         let req = request;
         let partial: string | undefined;
         if (visible) {
-          if (midStream === 'continue' && text !== '' && !toolCalled) {
-            partial = text;
+          if (midStream === 'continue' && !text.empty && !toolCalled) {
+            partial = text.toString();
             req = {
               ...request,
               messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: instruction }],

@@ -13,7 +13,9 @@ import type {
   TurnEvent,
   Usage,
 } from '../core/events.js';
-import { MessageCodec } from '../core/events.js';
+// a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
+import { isMessage } from '../core/isMessage.js';
+import { TextBuffer } from '../core/textBuffer.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -252,7 +254,7 @@ function resolveAgent(config: AgentConfig): ResolvedAgent {
   if (config === undefined || config.model === undefined) throw new InvalidOptionError('runAgent', 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError('runAgent', 'messages', undefined, props.messages.name);
   config.messages.forEach((message, i) => {
-    if (!MessageCodec.is(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
+    if (!isMessage(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
   (config.tools ?? []).forEach((tool, i) => {
     const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
@@ -265,16 +267,21 @@ function resolveAgent(config: AgentConfig): ResolvedAgent {
 
 /** What one turn gathered from the model pipeline; a `reset` discards it. */
 class TurnOutput {
-  text = '';
+  /** The turn's text, kept flat (a 10⁶-delta answer costs its characters, not a rope of cells). */
+  private readonly buffer = new TextBuffer();
   calls: ToolCall[] = [];
   finish: Finish | undefined = undefined;
   received = 0;
+
+  get text(): string {
+    return this.buffer.toString();
+  }
 
   add(event: TurnEvent): void {
     this.received++;
     switch (event.type) {
       case 'text-delta':
-        this.text += event.text;
+        this.buffer.append(event.text);
         break;
       case 'tool-call':
         this.calls.push({ id: event.id, name: event.name, args: event.args });
@@ -283,7 +290,7 @@ class TurnOutput {
         this.finish = event;
         break;
       case 'reset':
-        this.text = '';
+        this.buffer.clear();
         this.calls = [];
         this.finish = undefined;
         break;

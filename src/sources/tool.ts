@@ -1,9 +1,8 @@
 import * as t from 'io-ts';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import { defer, Observable, type ObservableInput } from 'rxjs';
 import { InvalidOptionError, ToolError } from '../core/errors.js';
 import type { ToolCall } from '../core/events.js';
-import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, validateOptions } from '../core/options.js';
+import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
 import { abortable, type AbortContext } from '../core/abortable.js';
 import type { ToolSpec } from '../core/model.js';
@@ -39,11 +38,12 @@ export interface Tool<A = unknown, R = unknown> extends ToolSpec {
   readonly parameters: JsonSchema;
 }
 
-const Codec = check('an io-ts codec', (u): u is t.Type<unknown, unknown, unknown> => u instanceof t.Type);
+// `@__PURE__`: only defineTool needs these; a bundle of runAgent alone then carries no io-ts
+const Codec = /* @__PURE__ */ check('an io-ts codec', (u): u is t.Type<unknown, unknown, unknown> => u instanceof t.Type);
 
 const definitionProps = {
   name: NonEmptyString,
-  description: check('a string', (u): u is string => typeof u === 'string'),
+  description: /* @__PURE__ */ check('a string', (u): u is string => typeof u === 'string'),
   args: Codec,
   idempotent: Bool,
   execute: Func,

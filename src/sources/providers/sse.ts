@@ -7,7 +7,6 @@
  * @module
  */
 import { Observable } from 'rxjs';
-import type * as t from 'io-ts';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../core/errors.js';
 import { check, NonEmptyString, PositiveInteger, validateOptions } from '../../core/options.js';
 
@@ -607,7 +606,7 @@ export const AnyString = check('a string', (u): u is string => typeof u === 'str
  * ```
  * @throws {InvalidOptionError} for an unknown key, a bad value or a missing required one.
  */
-export function checkProviderOptions(target: string, codecs: Readonly<Record<string, t.Mixed>>, options: unknown, required: readonly string[]): void {
+export function checkProviderOptions(target: string, codecs: Parameters<typeof validateOptions>[1], options: unknown, required: readonly string[]): void {
   validateOptions(target, codecs, options);
   for (const key of required) {
     if ((options as Record<string, unknown> | undefined)?.[key] === undefined) {
