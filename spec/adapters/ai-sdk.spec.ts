@@ -5,6 +5,7 @@
  * `generateText`.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import {
   APICallError,
@@ -28,6 +29,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import { fixtureFetch } from '../support/providerFakes.js';
 
 const usage = (input: number, output: number): LanguageModelV3Usage => ({
   inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
@@ -203,7 +205,7 @@ describe('rxheal/ai-sdk', function () {
           { type: 'text-start', id: 't' },
           { type: 'text-delta', id: 't', delta: 'v2 says hi' },
           { type: 'text-end', id: 't' },
-          { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
+          { type: 'finish', finishReason: 'other', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
         ];
         const calls: unknown[] = [];
         const v2: LanguageModelV2 = {
@@ -290,6 +292,41 @@ describe('rxheal/ai-sdk', function () {
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
 
+      it("a finish that says no reason came — v3's { unified: 'other', raw: undefined }, v2's 'unknown' (what the AI SDK's providers finish a cut stream with) — is an IncompleteStreamError, never a short answer", async () => {
+        const placeholder: LanguageModelV3StreamPart = { type: 'finish', finishReason: { unified: 'other', raw: undefined }, usage: usage(10, 3) };
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), placeholder)), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+        const v2: LanguageModelV2 = {
+          specificationVersion: 'v2',
+          provider: 'old',
+          modelId: 'm',
+          supportedUrls: {},
+          doGenerate: () => Promise.reject(new Error('not used')),
+          doStream: () =>
+            Promise.resolve({
+              stream: simulateReadableStream<LanguageModelV2StreamPart>({
+                chunks: [{ type: 'text-delta', id: 't', delta: 'Hel' }, { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } }],
+                initialDelayInMs: null,
+                chunkDelayInMs: null,
+              }),
+            }),
+        };
+        expect(await turnError(fromAiSdk(v2), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("a finish whose raw reason is 'error' (OpenRouter's, unified by @ai-sdk/openai as 'other') is an IncompleteStreamError", async () => {
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), { type: 'finish', finishReason: { unified: 'other', raw: 'error' }, usage: usage(10, 3) })), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it('an error part with a chunk the provider could not validate (AI_TypeValidationError) is a MalformedStreamError (bad_gateway), its error the cause', async () => {
+        const invalid = Object.assign(new Error('Type validation failed: Value: {"object":"error","message":"out of memory"}.'), { name: 'AI_TypeValidationError' });
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), { type: 'error', error: invalid }, finish())), ask('Hi'));
+        expect(error).to.be.instanceOf(MalformedStreamError).and.have.property('cause', invalid);
+        expect(classifyError(error)).to.deep.include({ category: 'bad_gateway', retryable: true });
+      });
+
       it('a tool input still open at the finish: a MalformedStreamError', async () => {
         const model = mock({ type: 'tool-input-start', id: 'c1', toolName: 'get_weather' }, { type: 'tool-input-delta', id: 'c1', delta: '{"ci' }, finish('tool-calls'));
         expect(await turnError(fromAiSdk(model), ask('Hi'))).to.be.instanceOf(MalformedStreamError);
@@ -305,6 +342,25 @@ describe('rxheal/ai-sdk', function () {
         const error = await turnError(fromAiSdk(model), ask('Hi'));
         expect(error).to.equal(apiError);
         expect(classifyError(error)).to.deep.include({ category: 'service_unavailable', retryAfterMs: 1000 });
+      });
+    });
+
+    describe('the real @ai-sdk/openai provider on recorded streams (served by its fetch)', () => {
+      const sse = (...data: unknown[]): string => data.map((d) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`).join('');
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta, finish_reason: finish }] });
+      const gpt = (body: string) => fromAiSdk(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: fixtureFetch(body).fetch }).chat('gpt-4o'));
+
+      it('a stream cut before its finish_reason (the body just ends): an IncompleteStreamError, where the provider finishes it as "other"', async () => {
+        const error = await turnError(gpt(sse(chunk({ role: 'assistant', content: 'It is' }), chunk({ content: ' 22' }))), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
+      it("OpenRouter's mid-stream error chunk (error + finish_reason 'error', which the provider reads as a plain chunk): an error, never a finish", async () => {
+        const body = sse(chunk({ role: 'assistant', content: 'The answ' }), { ...chunk({ content: '' }, 'error'), provider: 'Together', error: { code: 502, message: 'Provider returned error' } }, '[DONE]');
+        const error = await turnError(gpt(body), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
     });
 
