@@ -336,6 +336,17 @@ describe('rxheal/ai-sdk', function () {
         expect(await turnError(fromAiSdk(mock(...text('Hel'))), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
       });
 
+      it('doStream resolving without a readable stream, or with one already read (a test double reused across attempts): the turn errors with the TypeError, never an unhandled rejection and a hang', async () => {
+        const noStream = new MockLanguageModelV3({ doStream: () => Promise.resolve({} as never) });
+        expect(await turnError(fromAiSdk(noStream), ask('Hi'))).to.be.instanceOf(TypeError);
+        const once = simulateReadableStream<LanguageModelV3StreamPart>({ chunks: [...text('Hi'), finish()], initialDelayInMs: null, chunkDelayInMs: null });
+        const reused = fromAiSdk(new MockLanguageModelV3({ doStream: () => Promise.resolve({ stream: once }) }));
+        expect(textOf(await turn(reused, ask('Hi')))).to.equal('Hi');
+        const error = await turnError(reused, ask('Hi'));
+        expect(error).to.be.instanceOf(TypeError);
+        expect(classifyError(error)).to.deep.include({ category: 'programming', retryable: false });
+      });
+
       it('doStream rejecting (an APICallError) passes as is', async () => {
         const apiError = new APICallError({ message: 'busy', url: 'u', requestBodyValues: {}, statusCode: 503, responseHeaders: { 'retry-after': '1' }, isRetryable: true });
         const model = new MockLanguageModelV3({ doStream: () => Promise.reject(apiError) });

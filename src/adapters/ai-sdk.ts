@@ -352,12 +352,19 @@ function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<u
       if (decoder.done) subscriber.complete();
       else if (!subscriber.closed) reader!.read().then(onRead, fail);
     };
-    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then(({ stream }) => {
-      if (subscriber.closed) {
-        stream.cancel().catch(() => undefined);
-        return;
+    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then((result) => {
+      // a model that resolves without a readable stream, or with one already read (a test double
+      // reused across attempts): its TypeError ends the turn, never an unhandled rejection and a hang
+      try {
+        const { stream } = result;
+        if (subscriber.closed) {
+          stream.cancel().catch(() => undefined);
+          return;
+        }
+        reader = stream.getReader();
+      } catch (error) {
+        return fail(error);
       }
-      reader = stream.getReader();
       reader.read().then(onRead, fail);
     }, fail);
     return () => {
