@@ -29,7 +29,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
-import { fixtureFetch } from '../support/providerFakes.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 
 const usage = (input: number, output: number): LanguageModelV3Usage => ({
   inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
@@ -48,6 +48,21 @@ function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
   return new MockLanguageModelV3({
     doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...parts], initialDelayInMs: null, chunkDelayInMs: null }) }),
   });
+}
+
+/** A hand-written spec v2 model (AI SDK 5) streaming these parts; records each call's options. */
+function v2Model(parts: LanguageModelV2StreamPart[], calls: unknown[] = []): LanguageModelV2 {
+  return {
+    specificationVersion: 'v2',
+    provider: 'old',
+    modelId: 'm',
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error('not used')),
+    doStream: (options) => {
+      calls.push(options);
+      return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
+    },
+  };
 }
 
 /** A v3 model whose stream sends `parts`, then hangs until cancelled; records the cancel. */
@@ -208,18 +223,7 @@ describe('rxheal/ai-sdk', function () {
           { type: 'finish', finishReason: 'other', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
         ];
         const calls: unknown[] = [];
-        const v2: LanguageModelV2 = {
-          specificationVersion: 'v2',
-          provider: 'old',
-          modelId: 'm',
-          supportedUrls: {},
-          doGenerate: () => Promise.reject(new Error('not used')),
-          doStream: (options) => {
-            calls.push(options);
-            return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
-          },
-        };
-        const model = fromAiSdk(v2);
+        const model = fromAiSdk(v2Model(parts, calls));
         expect(model.id).to.equal('old:m');
         expect(await turn(model, ask('Hi'))).to.deep.equal([
           { type: 'text-delta', text: 'v2 says hi' },
@@ -297,21 +301,7 @@ describe('rxheal/ai-sdk', function () {
         const error = await turnError(fromAiSdk(mock(...text('Hel'), placeholder)), ask('Hi'));
         expect(error).to.be.instanceOf(IncompleteStreamError);
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
-        const v2: LanguageModelV2 = {
-          specificationVersion: 'v2',
-          provider: 'old',
-          modelId: 'm',
-          supportedUrls: {},
-          doGenerate: () => Promise.reject(new Error('not used')),
-          doStream: () =>
-            Promise.resolve({
-              stream: simulateReadableStream<LanguageModelV2StreamPart>({
-                chunks: [{ type: 'text-delta', id: 't', delta: 'Hel' }, { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } }],
-                initialDelayInMs: null,
-                chunkDelayInMs: null,
-              }),
-            }),
-        };
+        const v2 = v2Model([{ type: 'text-delta', id: 't', delta: 'Hel' }, { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } }]);
         expect(await turnError(fromAiSdk(v2), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
       });
 
@@ -357,19 +347,16 @@ describe('rxheal/ai-sdk', function () {
     });
 
     describe('the real @ai-sdk/openai provider on recorded streams (served by its fetch)', () => {
-      const sse = (...data: unknown[]): string => data.map((d) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`).join('');
-      const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta, finish_reason: finish }] });
       const gpt = (body: string) => fromAiSdk(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: fixtureFetch(body).fetch }).chat('gpt-4o'));
 
       it('a stream cut before its finish_reason (the body just ends): an IncompleteStreamError, where the provider finishes it as "other"', async () => {
-        const error = await turnError(gpt(sse(chunk({ role: 'assistant', content: 'It is' }), chunk({ content: ' 22' }))), ask('Hi'));
+        const error = await turnError(gpt(sseBody(chatChunk({ role: 'assistant', content: 'It is' }), chatChunk({ content: ' 22' }))), ask('Hi'));
         expect(error).to.be.instanceOf(IncompleteStreamError);
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
 
       it("OpenRouter's mid-stream error chunk (error + finish_reason 'error', which the provider reads as a plain chunk): an error, never a finish", async () => {
-        const body = sse(chunk({ role: 'assistant', content: 'The answ' }), { ...chunk({ content: '' }, 'error'), provider: 'Together', error: { code: 502, message: 'Provider returned error' } }, '[DONE]');
-        const error = await turnError(gpt(body), ask('Hi'));
+        const error = await turnError(gpt(OPENROUTER_ERROR_502), ask('Hi'));
         expect(error).to.be.instanceOf(IncompleteStreamError);
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });

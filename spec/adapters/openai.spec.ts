@@ -8,7 +8,7 @@ import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
 import { ask, RIVERS, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
-import { fixtureFetch } from '../support/providerFakes.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 import { classifyError } from '../../src/core/classify.js';
 import { HttpError } from '../../src/core/errors.js';
 
@@ -82,20 +82,17 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
   });
 
   describe('recorded streams of OpenAI-compatible servers (the real SDK, served by its fetch)', () => {
-    const sse = (...data: unknown[]): string => data.map((d) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`).join('');
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
     const sdk = (body: string) => fromOpenAI(new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch: fixtureFetch(body).fetch }), { model: 'm' });
 
     it("OpenRouter's mid-stream error { code: 502 } (the SDK's APIError has no status): an HttpError 502, retryable", async () => {
-      const body = sse(chunk({ role: 'assistant', content: 'The answ' }), { ...chunk({ content: '' }, 'error'), provider: 'Together', error: { code: 502, message: 'Provider returned error' } }, '[DONE]');
-      const error = await turnError(sdk(body), ask(RIVERS));
+      const error = await turnError(sdk(OPENROUTER_ERROR_502), ask(RIVERS));
       expect(error).to.be.instanceOf(HttpError).and.have.property('status', 502);
       expect(classifyError(error)).to.deep.include({ category: 'bad_gateway', retryable: true });
     });
 
     it('parallel tool calls that all say index 0 (Ollama): one tool-call each, never one call with both arguments', async () => {
       const call = (id: string, city: string) => ({ index: 0, id, type: 'function', function: { name: 'get_weather', arguments: JSON.stringify({ city }) } });
-      const body = sse(chunk({ role: 'assistant', content: '', tool_calls: [call('call_p', 'Paris')] }), chunk({ tool_calls: [call('call_o', 'Oslo')] }), chunk({}, 'tool_calls'), '[DONE]');
+      const body = sseBody(chatChunk({ role: 'assistant', content: '', tool_calls: [call('call_p', 'Paris')] }), chatChunk({ tool_calls: [call('call_o', 'Oslo')] }), chatChunk({}, 'tool_calls'), '[DONE]');
       expect(await turn(sdk(body), ask('Weather in Paris and Oslo?', [WEATHER_TOOL]))).to.deep.equal([
         { type: 'tool-call', id: 'call_p', name: 'get_weather', args: { city: 'Paris' } },
         { type: 'tool-call', id: 'call_o', name: 'get_weather', args: { city: 'Oslo' } },

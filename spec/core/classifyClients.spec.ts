@@ -21,7 +21,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { lastValueFrom } from 'rxjs';
 import { streamModel } from '../../src/core/model.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
-import { fixtureFetch } from '../support/providerFakes.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 
 interface Expected {
   readonly category: ErrorCategory;
@@ -308,10 +308,7 @@ describe('classifyError on errors as real clients throw them', function () {
   });
 
   describe('recorded responses the local provider cannot send, served to the real clients by their fetch', () => {
-    const sse = (...data: unknown[]): string => data.map((d) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`).join('');
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'gen-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
     /** OpenRouter's mid-stream error: a chunk with an error whose code is a number, and finish_reason 'error'. */
-    const openRouterError = sse(chunk({ role: 'assistant', content: 'The answ' }), { ...chunk({ content: '' }, 'error'), provider: 'Together', error: { code: 502, message: 'Provider returned error' } }, '[DONE]');
     /** OpenAI's 429 for a spent quota: retrying never helps. */
     const quota = JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
     const quotaFetch = () => fixtureFetch(quota, { status: 429, headers: { 'content-type': 'application/json' } }).fetch;
@@ -330,7 +327,7 @@ describe('classifyError on errors as real clients throw them', function () {
       {
         label: "openai SDK, OpenRouter's mid-stream error { code: 502 } → APIError without status → bad_gateway, retryable",
         produce: () => async () => {
-          const client = new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', maxRetries: 0, logLevel: 'off', fetch: fixtureFetch(openRouterError).fetch });
+          const client = new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', maxRetries: 0, logLevel: 'off', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch });
           for await (const c of await client.chat.completions.create({ model: 'm', messages, stream: true })) void c;
         },
         expected: { category: 'bad_gateway', retryable: true, fallback: true },
@@ -338,19 +335,19 @@ describe('classifyError on errors as real clients throw them', function () {
       {
         label: "LangChain ChatOpenAI, OpenRouter's mid-stream error { code: 502 } → bad_gateway, retryable",
         produce: () => async () => {
-          const chat = new ChatOpenAI({ model: 'm', apiKey: 'k', maxRetries: 0, configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(openRouterError).fetch } });
+          const chat = new ChatOpenAI({ model: 'm', apiKey: 'k', maxRetries: 0, configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch } });
           for await (const c of await chat.stream('Hi')) void c;
         },
         expected: { category: 'bad_gateway', retryable: true, fallback: true },
       },
       {
         label: "@ai-sdk/openai-compatible, OpenRouter's mid-stream error → error part { code: 502 } → bad_gateway, retryable",
-        produce: () => firstErrorPart(createOpenAICompatible({ name: 'or', baseURL: 'http://x.test/v1', fetch: fixtureFetch(openRouterError).fetch })('m')),
+        produce: () => firstErrorPart(createOpenAICompatible({ name: 'or', baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch })('m')),
         expected: { category: 'bad_gateway', retryable: true, fallback: true },
       },
       {
         label: '@ai-sdk/openai-compatible, a stream cut before any finish_reason → error part AI_InvalidResponseDataError → bad_gateway, retryable',
-        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: fixtureFetch(sse(chunk({ role: 'assistant', content: 'It is' }))).fetch })('m')),
+        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'It is' }))).fetch })('m')),
         expected: BAD_GATEWAY,
       },
       {

@@ -203,6 +203,11 @@ describe('openAICompatibleModel', () => {
       ]);
     });
 
+    const run = async (...data: string[]) => {
+      const fake = fixtureFetch(data.map((d) => `data: ${d}\n\n`).join(''));
+      return collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
+    };
+
     it("vLLM's mid-stream error object ({object: 'error', code}) → HttpError with its code (400: not retryable), not a skipped chunk", async () => {
       // vLLM sends the error as the chunk itself, then [DONE]
       const { events, error } = await run(
@@ -266,11 +271,6 @@ describe('openAICompatibleModel', () => {
         { type: 'finish', reason: 'tool-calls' },
       ]);
     });
-
-    const run = async (...data: string[]) => {
-      const fake = fixtureFetch(data.map((d) => `data: ${d}\n\n`).join(''));
-      return collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
-    };
 
     it('a one-choice stream is read whatever its index (index 1, as gateways and reasoning models send it)', async () => {
       const { events, error } = await run(
