@@ -5,6 +5,7 @@
  * `generateText`.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import {
   APICallError,
@@ -28,6 +29,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 
 const usage = (input: number, output: number): LanguageModelV3Usage => ({
   inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
@@ -46,6 +48,21 @@ function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
   return new MockLanguageModelV3({
     doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...parts], initialDelayInMs: null, chunkDelayInMs: null }) }),
   });
+}
+
+/** A hand-written spec v2 model (AI SDK 5) streaming these parts; records each call's options. */
+function v2Model(parts: LanguageModelV2StreamPart[], calls: unknown[] = []): LanguageModelV2 {
+  return {
+    specificationVersion: 'v2',
+    provider: 'old',
+    modelId: 'm',
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error('not used')),
+    doStream: (options) => {
+      calls.push(options);
+      return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
+    },
+  };
 }
 
 /** A v3 model whose stream sends `parts`, then hangs until cancelled; records the cancel. */
@@ -203,21 +220,10 @@ describe('rxheal/ai-sdk', function () {
           { type: 'text-start', id: 't' },
           { type: 'text-delta', id: 't', delta: 'v2 says hi' },
           { type: 'text-end', id: 't' },
-          { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
+          { type: 'finish', finishReason: 'other', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } },
         ];
         const calls: unknown[] = [];
-        const v2: LanguageModelV2 = {
-          specificationVersion: 'v2',
-          provider: 'old',
-          modelId: 'm',
-          supportedUrls: {},
-          doGenerate: () => Promise.reject(new Error('not used')),
-          doStream: (options) => {
-            calls.push(options);
-            return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
-          },
-        };
-        const model = fromAiSdk(v2);
+        const model = fromAiSdk(v2Model(parts, calls));
         expect(model.id).to.equal('old:m');
         expect(await turn(model, ask('Hi'))).to.deep.equal([
           { type: 'text-delta', text: 'v2 says hi' },
@@ -290,6 +296,27 @@ describe('rxheal/ai-sdk', function () {
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
 
+      it("a finish that says no reason came — v3's { unified: 'other', raw: undefined }, v2's 'unknown' (what the AI SDK's providers finish a cut stream with) — is an IncompleteStreamError, never a short answer", async () => {
+        const placeholder: LanguageModelV3StreamPart = { type: 'finish', finishReason: { unified: 'other', raw: undefined }, usage: usage(10, 3) };
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), placeholder)), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+        const v2 = v2Model([{ type: 'text-delta', id: 't', delta: 'Hel' }, { type: 'finish', finishReason: 'unknown', usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 } }]);
+        expect(await turnError(fromAiSdk(v2), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("a finish whose raw reason is 'error' (OpenRouter's, unified by @ai-sdk/openai as 'other') is an IncompleteStreamError", async () => {
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), { type: 'finish', finishReason: { unified: 'other', raw: 'error' }, usage: usage(10, 3) })), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it('an error part with a chunk the provider could not validate (AI_TypeValidationError) is a MalformedStreamError (bad_gateway), its error the cause', async () => {
+        const invalid = Object.assign(new Error('Type validation failed: Value: {"object":"error","message":"out of memory"}.'), { name: 'AI_TypeValidationError' });
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), { type: 'error', error: invalid }, finish())), ask('Hi'));
+        expect(error).to.be.instanceOf(MalformedStreamError).and.have.property('cause', invalid);
+        expect(classifyError(error)).to.deep.include({ category: 'bad_gateway', retryable: true });
+      });
+
       it('a tool input still open at the finish: a MalformedStreamError', async () => {
         const model = mock({ type: 'tool-input-start', id: 'c1', toolName: 'get_weather' }, { type: 'tool-input-delta', id: 'c1', delta: '{"ci' }, finish('tool-calls'));
         expect(await turnError(fromAiSdk(model), ask('Hi'))).to.be.instanceOf(MalformedStreamError);
@@ -299,12 +326,39 @@ describe('rxheal/ai-sdk', function () {
         expect(await turnError(fromAiSdk(mock(...text('Hel'))), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
       });
 
+      it('doStream resolving without a readable stream, or with one already read (a test double reused across attempts): the turn errors with the TypeError, never an unhandled rejection and a hang', async () => {
+        const noStream = new MockLanguageModelV3({ doStream: () => Promise.resolve({} as never) });
+        expect(await turnError(fromAiSdk(noStream), ask('Hi'))).to.be.instanceOf(TypeError);
+        const once = simulateReadableStream<LanguageModelV3StreamPart>({ chunks: [...text('Hi'), finish()], initialDelayInMs: null, chunkDelayInMs: null });
+        const reused = fromAiSdk(new MockLanguageModelV3({ doStream: () => Promise.resolve({ stream: once }) }));
+        expect(textOf(await turn(reused, ask('Hi')))).to.equal('Hi');
+        const error = await turnError(reused, ask('Hi'));
+        expect(error).to.be.instanceOf(TypeError);
+        expect(classifyError(error)).to.deep.include({ category: 'programming', retryable: false });
+      });
+
       it('doStream rejecting (an APICallError) passes as is', async () => {
         const apiError = new APICallError({ message: 'busy', url: 'u', requestBodyValues: {}, statusCode: 503, responseHeaders: { 'retry-after': '1' }, isRetryable: true });
         const model = new MockLanguageModelV3({ doStream: () => Promise.reject(apiError) });
         const error = await turnError(fromAiSdk(model), ask('Hi'));
         expect(error).to.equal(apiError);
         expect(classifyError(error)).to.deep.include({ category: 'service_unavailable', retryAfterMs: 1000 });
+      });
+    });
+
+    describe('the real @ai-sdk/openai provider on recorded streams (served by its fetch)', () => {
+      const gpt = (body: string) => fromAiSdk(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: fixtureFetch(body).fetch }).chat('gpt-4o'));
+
+      it('a stream cut before its finish_reason (the body just ends): an IncompleteStreamError, where the provider finishes it as "other"', async () => {
+        const error = await turnError(gpt(sseBody(chatChunk({ role: 'assistant', content: 'It is' }), chatChunk({ content: ' 22' }))), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
+      it("OpenRouter's mid-stream error chunk (error + finish_reason 'error', which the provider reads as a plain chunk): an error, never a finish", async () => {
+        const error = await turnError(gpt(OPENROUTER_ERROR_502), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
     });
 

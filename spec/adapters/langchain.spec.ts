@@ -105,6 +105,27 @@ describe('rxheal/langchain', function () {
         ]);
       });
 
+      it('parallel tool calls that all say index 0 (ChatOpenAI over Ollama): a new id with a name is another call, never one call with both arguments', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'call_p', name: 'get_weather', args: '{"city":' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '"Paris"}' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'call_o', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+          chunk({ content: '', response_metadata: { finish_reason: 'tool_calls', model_provider: 'openai' } }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'tool-call', id: 'call_p', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'tool-call', id: 'call_o', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it("a finish reason 'error' (OpenRouter's, through ChatOpenAI) is an IncompleteStreamError, never a finish", async () => {
+        const model = new ScriptedChatModel([chunk({ content: 'The answ' }), chunk({ content: '', response_metadata: { finish_reason: 'error', model_provider: 'openai' } })]);
+        const error = await turnError(fromLangChain(model), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
       it('text content blocks (Anthropic style) are read; tool-use echoes and thinking are skipped', async () => {
         const model = new ScriptedChatModel([
           chunk({ content: [{ type: 'thinking', thinking: 'hmm' }] as never }),

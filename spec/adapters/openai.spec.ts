@@ -7,7 +7,10 @@ import { fromOpenAI, type OpenAIChatClient } from '../../src/adapters/openai.js'
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
-import { ask, RIVERS, turn } from '../support/interop.js';
+import { ask, RIVERS, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
+import { classifyError } from '../../src/core/classify.js';
+import { HttpError } from '../../src/core/errors.js';
 
 const client = (server: LocalProvider): OpenAI => new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' });
 
@@ -75,6 +78,26 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
         (e: unknown) => e,
       );
       expect(error).to.have.property('name', 'IncompleteStreamError');
+    });
+  });
+
+  describe('recorded streams of OpenAI-compatible servers (the real SDK, served by its fetch)', () => {
+    const sdk = (body: string) => fromOpenAI(new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch: fixtureFetch(body).fetch }), { model: 'm' });
+
+    it("OpenRouter's mid-stream error { code: 502 } (the SDK's APIError has no status): an HttpError 502, retryable", async () => {
+      const error = await turnError(sdk(OPENROUTER_ERROR_502), ask(RIVERS));
+      expect(error).to.be.instanceOf(HttpError).and.have.property('status', 502);
+      expect(classifyError(error)).to.deep.include({ category: 'bad_gateway', retryable: true });
+    });
+
+    it('parallel tool calls that all say index 0 (Ollama): one tool-call each, never one call with both arguments', async () => {
+      const call = (id: string, city: string) => ({ index: 0, id, type: 'function', function: { name: 'get_weather', arguments: JSON.stringify({ city }) } });
+      const body = sseBody(chatChunk({ role: 'assistant', content: '', tool_calls: [call('call_p', 'Paris')] }), chatChunk({ tool_calls: [call('call_o', 'Oslo')] }), chatChunk({}, 'tool_calls'), '[DONE]');
+      expect(await turn(sdk(body), ask('Weather in Paris and Oslo?', [WEATHER_TOOL]))).to.deep.equal([
+        { type: 'tool-call', id: 'call_p', name: 'get_weather', args: { city: 'Paris' } },
+        { type: 'tool-call', id: 'call_o', name: 'get_weather', args: { city: 'Oslo' } },
+        { type: 'finish', reason: 'tool-calls' },
+      ]);
     });
   });
 });

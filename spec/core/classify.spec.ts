@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { NEVER, TimeoutError, firstValueFrom, timeout } from 'rxjs';
 import type { ErrorCategory, ErrorClassification, RecoveryStrategy } from '../../src/core/classify.js';
-import { classifyError, createClassifier } from '../../src/core/classify.js';
+import { classifyError, createClassifier, impliedStatus } from '../../src/core/classify.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,
@@ -917,3 +917,35 @@ function captureThrown(fn: () => unknown): unknown {
 function errorWithType<E extends Error>(error: E, props: Record<string, unknown>): E {
   return Object.assign(error, props);
 }
+
+describe('impliedStatus: the status an error body implies when the error has none', () => {
+  it('a numeric code (or status) of 400–599 wins over the type; read in every place the SDKs keep the body', () => {
+    expect(impliedStatus({ error: { code: 502, message: 'Provider returned error' } })).to.equal(502);
+    expect(impliedStatus({ object: 'error', type: 'BadRequestError', code: 400 })).to.equal(400);
+    expect(impliedStatus({ error: { type: 'server_error', code: '503' } })).to.equal(503);
+    expect(impliedStatus({ body: { error: { type: 'insufficient_quota' } } })).to.equal(429);
+    expect(impliedStatus({ data: { error: { type: 'overloaded_error' } } })).to.equal(529);
+    expect(impliedStatus({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })).to.equal(529);
+  });
+
+  it('nothing that is not an HTTP error status: codes out of range, error codes of Node and the DOM, unknown types', () => {
+    expect(impliedStatus({ error: { code: 200 } })).to.equal(undefined);
+    expect(impliedStatus(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).to.equal(undefined);
+    expect(impliedStatus(new DOMException('aborted', 'AbortError'))).to.equal(undefined);
+    expect(impliedStatus({ error: { type: 'tokens' } })).to.equal(undefined);
+    expect(impliedStatus(null)).to.equal(undefined);
+  });
+
+  it('classifyError reads it for a status-less error, and finds a quota type in HttpError.body and APICallError.data', () => {
+    expect(classifyError({ error: { code: 502, message: 'Provider returned error' } })).to.include({ category: 'bad_gateway', retryable: true });
+    const quota = { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } };
+    expect(classifyError(new HttpError(429, {}, quota))).to.include({ category: 'rate_limit', retryable: false, fallback: true });
+    const apiCallError = Object.assign(new Error('quota'), { name: 'AI_APICallError', statusCode: 429, isRetryable: true, data: quota });
+    expect(classifyError(apiCallError)).to.include({ category: 'rate_limit', retryable: false, fallback: true });
+  });
+
+  it("the AI SDK's AI_InvalidResponseDataError (a stream that ended without a finish reason) is a malformed response: bad_gateway, retryable", () => {
+    const error = Object.assign(new Error('Response stream ended without a finish reason.'), { name: 'AI_InvalidResponseDataError' });
+    expect(classifyError(error)).to.include({ category: 'bad_gateway', retryable: true, fallback: true });
+  });
+});

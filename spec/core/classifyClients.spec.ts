@@ -17,6 +17,11 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import { classifyError, type ErrorCategory } from '../../src/core/classify.js';
 import { startLocalProvider, type Fault, type LocalProvider } from '../../src/server/index.js';
+import { ChatOpenAI } from '@langchain/openai';
+import { lastValueFrom } from 'rxjs';
+import { streamModel } from '../../src/core/model.js';
+import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 
 interface Expected {
   readonly category: ErrorCategory;
@@ -300,5 +305,72 @@ describe('classifyError on errors as real clients throw them', function () {
       expect(verdictOf(firefox, BAD_GATEWAY)).to.deep.equal(BAD_GATEWAY);
       expect(verdictOf(safari, BAD_GATEWAY)).to.deep.equal(BAD_GATEWAY);
     });
+  });
+
+  describe('recorded responses the local provider cannot send, served to the real clients by their fetch', () => {
+    /** OpenRouter's mid-stream error: a chunk with an error whose code is a number, and finish_reason 'error'. */
+    /** OpenAI's 429 for a spent quota: retrying never helps. */
+    const quota = JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    const quotaFetch = () => fixtureFetch(quota, { status: 429, headers: { 'content-type': 'application/json' } }).fetch;
+    const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }];
+    /** A provider's doStream: the first error part's error, or what the call threw. */
+    const firstErrorPart = (model: LanguageModelV3) => async () => {
+      const { stream } = await model.doStream({ prompt });
+      const reader = stream.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        if (value.type === 'error') throw value.error;
+      }
+    };
+    const rows: readonly { label: string; produce: () => () => Promise<unknown>; expected: Expected }[] = [
+      {
+        label: "openai SDK, OpenRouter's mid-stream error { code: 502 } → APIError without status → bad_gateway, retryable",
+        produce: () => async () => {
+          const client = new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', maxRetries: 0, logLevel: 'off', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch });
+          for await (const c of await client.chat.completions.create({ model: 'm', messages, stream: true })) void c;
+        },
+        expected: { category: 'bad_gateway', retryable: true, fallback: true },
+      },
+      {
+        label: "LangChain ChatOpenAI, OpenRouter's mid-stream error { code: 502 } → bad_gateway, retryable",
+        produce: () => async () => {
+          const chat = new ChatOpenAI({ model: 'm', apiKey: 'k', maxRetries: 0, configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch } });
+          for await (const c of await chat.stream('Hi')) void c;
+        },
+        expected: { category: 'bad_gateway', retryable: true, fallback: true },
+      },
+      {
+        label: "@ai-sdk/openai-compatible, OpenRouter's mid-stream error → error part { code: 502 } → bad_gateway, retryable",
+        produce: () => firstErrorPart(createOpenAICompatible({ name: 'or', baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch })('m')),
+        expected: { category: 'bad_gateway', retryable: true, fallback: true },
+      },
+      {
+        label: '@ai-sdk/openai-compatible, a stream cut before any finish_reason → error part AI_InvalidResponseDataError → bad_gateway, retryable',
+        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'It is' }))).fetch })('m')),
+        expected: BAD_GATEWAY,
+      },
+      {
+        label: "openAICompatibleModel, 429 insufficient_quota → HttpError (the type is in its body) → not retryable, fallback",
+        produce: () => () => lastValueFrom(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: quotaFetch() }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] })),
+        expected: { category: 'rate_limit', retryable: false, fallback: true },
+      },
+      {
+        label: "@ai-sdk/openai-compatible, 429 insufficient_quota → APICallError (the type is in its data) → not retryable, fallback",
+        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: quotaFetch() })('m')),
+        expected: { category: 'rate_limit', retryable: false, fallback: true },
+      },
+      {
+        label: "@ai-sdk/openai (chat), 429 insufficient_quota → APICallError → not retryable, fallback",
+        produce: () => firstErrorPart(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: quotaFetch() }).chat('m')),
+        expected: { category: 'rate_limit', retryable: false, fallback: true },
+      },
+    ];
+    for (const row of rows) {
+      it(row.label, async () => {
+        const error = await thrown(row.produce());
+        expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
+      });
+    }
   });
 });

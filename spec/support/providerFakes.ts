@@ -42,6 +42,28 @@ export function fixtureFetch(text: string, options: { sizes?: readonly number[];
   return { fetch, calls, state };
 }
 
+/** An SSE body of `data:` events: strings as they are (`'[DONE]'`), anything else as JSON. */
+export const sseBody = (...data: unknown[]): string => data.map((d) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`).join('');
+
+/** One Chat Completions chunk of a one-choice stream, as OpenAI-compatible servers record it. */
+export const chatChunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
+
+/**
+ * OpenRouter's mid-stream error, as it records it: text, then a chunk with an `error` whose `code`
+ * is a number and `finish_reason: "error"`, then `[DONE]` (the HTTP status was already 200).
+ */
+export const OPENROUTER_ERROR_502 = sseBody(
+  chatChunk({ role: 'assistant', content: 'The answ' }),
+  { ...chatChunk({ content: '' }, 'error'), provider: 'Together', error: { code: 502, message: 'Provider returned error' } },
+  '[DONE]',
+);
+
 /** Every event, and the error if the stream failed. */
 export async function collect(events$: Observable<TurnEvent>): Promise<{ events: TurnEvent[]; error: unknown }> {
   const events: TurnEvent[] = [];

@@ -261,11 +261,18 @@ class PartDecoder {
 
   private finish(part: Record<string, unknown>): TurnEvent[] {
     this.done = true;
-    const raw = part['finishReason'];
+    const reasonField = part['finishReason'];
     // v2: a string; v3, v4: { unified, raw }
-    const unified = isObject(raw) ? raw['unified'] : raw;
-    if (unified === 'error') {
-      throw new IncompleteStreamError(this.model, `finish reason 'error'${isObject(raw) && typeof raw['raw'] === 'string' ? ` (${raw['raw']})` : ''}`, this.parts);
+    const unified = isObject(reasonField) ? reasonField['unified'] : reasonField;
+    const raw = isObject(reasonField) ? reasonField['raw'] : undefined;
+    // 'error', or the provider's own 'error' (OpenRouter's finish_reason, which @ai-sdk/openai unifies as 'other')
+    if (unified === 'error' || raw === 'error') {
+      throw new IncompleteStreamError(this.model, `finish reason 'error'${typeof raw === 'string' ? ` (${raw})` : ''}`, this.parts);
+    }
+    // the placeholder an AI SDK provider finishes with when the stream ended without a finish
+    // reason (a cut connection): v2's 'unknown', v3's { unified: 'other', raw: undefined }
+    if (unified === 'unknown' || (isObject(reasonField) && unified === 'other' && raw === undefined)) {
+      throw new IncompleteStreamError(this.model, 'the provider sent no finish reason (the stream was cut)', this.parts);
     }
     const out: TurnEvent[] = [];
     for (const [id, input] of this.inputs) {
@@ -345,12 +352,19 @@ function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<u
       if (decoder.done) subscriber.complete();
       else if (!subscriber.closed) reader!.read().then(onRead, fail);
     };
-    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then(({ stream }) => {
-      if (subscriber.closed) {
-        stream.cancel().catch(() => undefined);
-        return;
+    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then((result) => {
+      // a model that resolves without a readable stream, or with one already read (a test double
+      // reused across attempts): its TypeError ends the turn, never an unhandled rejection and a hang
+      try {
+        const { stream } = result;
+        if (subscriber.closed) {
+          stream.cancel().catch(() => undefined);
+          return;
+        }
+        reader = stream.getReader();
+      } catch (error) {
+        return fail(error);
       }
-      reader = stream.getReader();
       reader.read().then(onRead, fail);
     }, fail);
     return () => {
@@ -374,7 +388,7 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * Events: `text-delta` parts → `text-delta`; tool calls from whole `tool-call` parts (input
  * parsed), or assembled from `tool-input-start/-delta/-end` when no `tool-call` part follows
  * (provider-executed tools are skipped: they are not ours to run); `finish` → one `finish` with
- * the reason (v2's string, v3's `unified`; `unknown` → `other`) and usage (`inputTokens.total` /
+ * the reason (v2's string, v3's `unified`) and usage (`inputTokens.total` /
  * `outputTokens.total`, or v2's numbers). Reasoning, sources, files and metadata parts are not
  * part of an rxheal turn and are skipped.
  *
@@ -382,11 +396,15 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
  * ends the stream at once (the AI SDK providers keep streaming after a chunk they could not
  * parse, which would silently drop text): an `Error` passes as is (`AI_JSONParseError` reads as
- * a malformed response), a raw error object (`{ type: 'server_error' }`) becomes an `HttpError`
- * with the status its type implies; a finish with reason `error`, a tool input still open at the
- * finish, or a stream ending without a finish → an error too (`IncompleteStreamError`,
- * `MalformedStreamError`) — never a short answer. Unsubscribing aborts the request and cancels
- * the stream.
+ * a malformed response) except a chunk the provider's schema rejects (`AI_TypeValidationError`)
+ * or a response it found invalid (`AI_InvalidResponseDataError`), which become a
+ * `MalformedStreamError`; a raw error object (`{ type: 'server_error' }`, `{ code: 502 }`)
+ * becomes an `HttpError` with the status it implies; a finish with reason `error` (unified, or
+ * the provider's raw `error`, as OpenRouter sends), a finish that says no reason came (v2's
+ * `unknown`, v3's `{ unified: 'other', raw: undefined }`: what `@ai-sdk/openai` finishes a cut
+ * stream with), a tool input still open at the finish, or a stream ending without a finish → an
+ * error too (`IncompleteStreamError`, `MalformedStreamError`) — never a short answer.
+ * Unsubscribing aborts the request and cancels the stream.
  *
  * The AI SDK's own retries live in `streamText` / `generateText` (`maxRetries`), not in the
  * model: a model read through `fromAiSdk` is tried once per subscription — retry it with

@@ -6,7 +6,7 @@
  * @module
  */
 import { endWith, map, type Observable } from 'rxjs';
-import { apiErrorType, errorTypeStatus } from '../core/classify.js';
+import { apiErrorType, impliedStatus } from '../core/classify.js';
 import { HttpError, MalformedStreamError } from '../core/errors.js';
 import type { ResetEvent, TurnEvent } from '../core/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest } from '../core/model.js';
@@ -49,9 +49,12 @@ function apiMessage(error: unknown): string {
  * An error a provider's stream carried — what an SDK threw while its stream was read, or an AI
  * SDK `error` part — as rxheal's own providers would have said it:
  * - a `SyntaxError` (an SDK's `JSON.parse` of a malformed chunk) → {@link MalformedStreamError};
- * - an error without a status (an error event mid-stream) whose API error type is known →
- *   {@link HttpError} with the status that type implies (`server_error` → 500,
- *   `overloaded_error` → 529, `rate_limit_error` → 429…);
+ * - an AI SDK provider's `AI_TypeValidationError` (a chunk its schema rejects) or
+ *   `AI_InvalidResponseDataError` (e.g. the stream ended without a finish reason) →
+ *   {@link MalformedStreamError};
+ * - an error without a status (an error event mid-stream) whose body implies one (`impliedStatus`:
+ *   a numeric `code` such as OpenRouter's 502, or a known API error type) → {@link HttpError}
+ *   with that status (`server_error` → 500, `overloaded_error` → 529, `rate_limit_error` → 429…);
  * - any other value that is not an `Error` (a raw error object) → an `Error` saying so;
  * - any other `Error` (an abort, a connection error, an `APICallError`) unchanged.
  * What the provider sent stays reachable as `cause`.
@@ -66,13 +69,18 @@ export function providerStreamError(model: string, error: unknown): unknown {
   if (error instanceof SyntaxError || (isObject(error) && error['name'] === 'SyntaxError')) {
     return new MalformedStreamError(model, `the SDK could not parse an event: ${String((error as Error).message)}`, '', { cause: error });
   }
+  // an AI SDK provider's chunk its schema rejects (AI_TypeValidationError), or a response it
+  // found invalid (AI_InvalidResponseDataError: "Response stream ended without a finish reason")
+  if (isObject(error) && (error['name'] === 'AI_TypeValidationError' || error['name'] === 'AI_InvalidResponseDataError')) {
+    return new MalformedStreamError(model, `the provider could not read the response: ${String(error['message']).slice(0, 200)}`, '', { cause: error });
+  }
   if (isObject(error) && error['status'] === undefined && error['statusCode'] === undefined) {
-    const type = apiErrorType(error);
-    const status = errorTypeStatus(type);
-    if (type !== undefined && status !== undefined) {
+    const status = impliedStatus(error);
+    if (status !== undefined) {
+      const type = apiErrorType(error);
       // an SDK's APIError keeps the body in `error`; a raw error object is the body
       const body = error instanceof Error ? error['error'] : error;
-      return new HttpError(status, {}, body, { message: `'${model}' sent an error mid-stream: ${type}: ${apiMessage(error)}`, cause: error });
+      return new HttpError(status, {}, body, { message: `'${model}' sent an error mid-stream: ${type ?? status}: ${apiMessage(error)}`, cause: error });
     }
   }
   if (error instanceof Error) return error;

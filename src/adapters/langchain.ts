@@ -217,6 +217,8 @@ class ChunkReader {
     // OpenAI's chat models always end with a finish reason: without one the stream was cut
     const required = this.requireFinishReason ?? this.provider === 'openai';
     if (required && this.finishReason === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
+    // OpenRouter's finish_reason for an answer the provider gave up on
+    if (this.finishReason === 'error') throw new IncompleteStreamError(this.model, "finish reason 'error'", this.chunks);
     const out: TurnEvent[] = this.calls.map((call, i) => ({
       type: 'tool-call',
       id: call.id || `call_${i}`,
@@ -236,6 +238,10 @@ class ChunkReader {
     const id = typeof piece['id'] === 'string' ? piece['id'] : undefined;
     // by index; without one, a piece with a new id starts a call, others continue the last one
     let call = index !== undefined ? this.byIndex.get(index) : id === undefined || id === this.calls[this.calls.length - 1]?.id ? this.calls[this.calls.length - 1] : undefined;
+    // another call's start (its id and name) at an index already taken (Ollama gives every
+    // parallel call index 0): a new call, not more of that one
+    const starts = id !== undefined && id !== '' && typeof piece['name'] === 'string' && piece['name'] !== '';
+    if (call !== undefined && starts && call.id !== '' && call.id !== id) call = undefined;
     if (call === undefined) {
       call = { id: '', name: '', args: '' };
       this.calls.push(call);
@@ -310,11 +316,13 @@ function modelName(chatModel: object): string | undefined {
  * call's `signal`: unsubscribing aborts the request.
  *
  * Events: text content (a string, or text blocks) → `text-delta`; `tool_call_chunks` (joined by
- * `index`, or whole `tool_calls`) → one `tool-call` each at the end, arguments parsed; then one
+ * `index` — a new id with a name at an index already taken starts another call —, or whole
+ * `tool_calls`) → one `tool-call` each at the end, arguments parsed; then one
  * `finish`: the reason from `response_metadata` (`finish_reason` / `stop_reason`: `stop`,
  * `end_turn` → `stop`; `tool_calls`, `tool_use` → `tool-calls`; `length`, `max_tokens` →
  * `length`…; none: `tool-calls` after tool calls, else `stop`) and the summed `usage_metadata`.
- * See `requireFinishReason` for streams that end without a reason.
+ * See `requireFinishReason` for streams that end without a reason; a finish reason `error`
+ * (OpenRouter's) is an `IncompleteStreamError`.
  *
  * Errors pass as the chat model throws them (ChatOpenAI rethrows the `openai` SDK's errors,
  * which `classifyError` reads: status, `retry-after`, the type of a mid-stream error).

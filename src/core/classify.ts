@@ -213,8 +213,8 @@ function className(error: unknown): string | undefined {
 
 function readStatus(error: unknown): number | undefined {
   for (const candidate of [get(error, 'status'), get(error, 'statusCode'), get(get(error, 'response'), 'status')]) {
-    const n = typeof candidate === 'string' && /^\d{3}$/.test(candidate) ? Number(candidate) : candidate;
-    if (typeof n === 'number' && Number.isInteger(n) && n >= 400 && n <= 599) return n;
+    const n = httpStatus(candidate);
+    if (n !== undefined) return n;
   }
   return undefined;
 }
@@ -338,15 +338,54 @@ export function errorTypeStatus(type: unknown): number | undefined {
  * ```
  */
 export function apiErrorType(error: unknown): string | undefined {
-  const body = get(error, 'error');
-  const inner = get(body, 'error');
+  const holders = bodyHolders(error);
   for (const field of ['type', 'code']) {
-    for (const holder of [error, body, inner]) {
+    for (const holder of holders) {
       const value = get(holder, field);
       if (errorTypeStatus(value) !== undefined) return value as string;
     }
   }
   return undefined;
+}
+
+/**
+ * Where an error's API body may sit: the error itself (a raw error object), `error` (an SDK's
+ * `APIError`), `error.error` (Anthropic's body), `body` (`HttpError`), `data` (the AI SDK's
+ * `APICallError`, parsed), and the `error` inside those two.
+ */
+function bodyHolders(error: unknown): unknown[] {
+  const body = get(error, 'body');
+  const data = get(error, 'data');
+  const holders = [error, get(error, 'error'), get(get(error, 'error'), 'error'), body, get(body, 'error'), data, get(data, 'error')];
+  return holders.filter((h) => h !== undefined && h !== null);
+}
+
+/** A 3-digit HTTP error status (400–599), as a number or a numeric string; otherwise `undefined`. */
+function httpStatus(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{3}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined;
+}
+
+/**
+ * The HTTP status an error *body* implies when the error itself has none — what a mid-stream
+ * error event carries: a numeric `code` (or `status`) of 400–599 (OpenRouter's
+ * `{"error":{"code":502,…}}`, vLLM's `{"object":"error","code":400,…}`), else the status of its
+ * API error type ({@link errorTypeStatus}: `server_error` → 500, `overloaded_error` → 529…), read
+ * wherever the SDKs keep the body (see {@link apiErrorType}); `undefined` when neither is there.
+ *
+ * @example
+ * ```ts
+ * impliedStatus({ error: { code: 502, message: 'Provider returned error' } }); // 502
+ * impliedStatus({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }); // 529
+ * impliedStatus(new Error('boom')); // undefined
+ * ```
+ */
+export function impliedStatus(error: unknown): number | undefined {
+  for (const holder of bodyHolders(error)) {
+    const status = httpStatus(get(holder, 'code')) ?? (holder === error ? undefined : httpStatus(get(holder, 'status')));
+    if (status !== undefined) return status;
+  }
+  return errorTypeStatus(apiErrorType(error));
 }
 
 function classifyHttp(error: unknown, status: number, now: number, type: string | undefined = apiErrorType(error)): ErrorClassification {
@@ -491,7 +530,8 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     if (name === 'AbortError' || name === 'APIUserAbortError' || cls === 'APIUserAbortError') return verdict('cancelled', false, false, 'abort');
     const code = codeOf(error);
     // a response that could not be parsed: a provider fault (as MalformedStreamError), not a bug
-    if (name === 'AI_JSONParseError' || isResponseParseError(error, name)) return MALFORMED;
+    // (the AI SDK's AI_InvalidResponseDataError: e.g. "Response stream ended without a finish reason")
+    if (name === 'AI_JSONParseError' || name === 'AI_InvalidResponseDataError' || isResponseParseError(error, name)) return MALFORMED;
     if (isProgramming(error, name)) return verdict('programming', false, false, 'fail_fast');
     if (isInstance(error, CircuitOpenError) || name === 'CircuitOpenError') {
       return verdict('circuit_open', false, true, 'fallback');
@@ -505,9 +545,9 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     }
     const status = readStatus(error);
     if (status !== undefined) return classifyHttp(error, status, now);
-    // no status (an error event mid-stream): the API error type says what it would have been
-    const type = apiErrorType(error);
-    if (type !== undefined) return classifyHttp(error, errorTypeStatus(type)!, now, type);
+    // no status (an error event mid-stream): the body's code or API error type says what it would have been
+    const implied = impliedStatus(error);
+    if (implied !== undefined) return classifyHttp(error, implied, now);
     if (name === 'TimeoutError' || name === 'APIConnectionTimeoutError' || cls === 'APIConnectionTimeoutError' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') {
       return verdict('timeout', true, true, 'retry_with_longer_timeout');
     }
@@ -612,7 +652,8 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * The default classifier. Never throws, whatever it is given.
  *
  * Rules, first match wins: cancellation (`AbortError`, the SDKs' `APIUserAbortError`) →
- * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError`, or a
+ * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError` and
+ * `AI_InvalidResponseDataError` — its providers' "stream ended without a finish reason" —, or a
  * `SyntaxError` from `JSON.parse` called by a dependency — an SDK reading a provider's stream,
  * `Response.json()`) → `bad_gateway`, like `MalformedStreamError`; programming errors
  * (`TypeError` other than fetch's network failure, `RangeError`, `ReferenceError`,
@@ -620,9 +661,14 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * no fallback; `CircuitOpenError` → fallback only; HTTP status (from `status`, `statusCode` or
  * `response.status`; the AI SDK's `isRetryable`, then `x-should-retry`, override;
  * `retry-after(-ms)` read from `headers`, `responseHeaders` or `response.headers`); without a
- * status, the API error type the SDKs carry (`type`, `error.type`, `error.error.type`, `code`:
- * `server_error` → 500, `rate_limit_exceeded` → 429, `overloaded_error` → 529…;
- * `insufficient_quota` is never retried); timeouts (the SDKs'
+ * status, what the error's body implies ({@link impliedStatus}: a numeric `code` of 400–599, as
+ * OpenRouter sends mid-stream, else the API error type — `type`, `error.type`, `error.error.type`,
+ * `code`: `server_error` → 500, `rate_limit_exceeded` → 429, `overloaded_error` → 529…). The
+ * type is read in `HttpError.body` and `APICallError.data` too, so `insufficient_quota` /
+ * `billing_error` are never retried whoever threw them. Every HTTP error allows a fallback, 4xx
+ * included: a 400 `context_length_exceeded`, a 413 or a 401 is not worth a retry of the same
+ * model, but another model (a bigger context window, other credentials) may answer; to stop a
+ * chain there, add a rule. Then timeouts (the SDKs'
  * `APIConnectionTimeoutError` included); network error codes and the SDKs'
  * `APIConnectionError`; message patterns; the `cause` of wrappers; the AI SDK's `RetryError` by
  * its `lastError`; otherwise `transient` when an AI SDK error says `isRetryable: true`, else

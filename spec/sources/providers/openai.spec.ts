@@ -208,6 +208,70 @@ describe('openAICompatibleModel', () => {
       return collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
     };
 
+    it("vLLM's mid-stream error object ({object: 'error', code}) → HttpError with its code (400: not retryable), not a skipped chunk", async () => {
+      // vLLM sends the error as the chunk itself, then [DONE]
+      const { events, error } = await run(
+        '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"It"},"logprobs":null,"finish_reason":null}]}',
+        '{"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}',
+        '[DONE]',
+      );
+      expect(text(events)).to.equal('It');
+      expect(error).to.be.instanceOf(HttpError);
+      expect((error as HttpError).status).to.equal(400);
+      expect((error as HttpError).message).to.contain('maximum context length');
+      expect(classifyError(error)).to.include({ retryable: false, fallback: true, category: 'bad_request' });
+    });
+
+    it("OpenRouter's finish_reason 'error' (the provider gave up mid-answer) → IncompleteStreamError, never a finish", async () => {
+      const { events, error } = await run(
+        '{"id":"gen-1","provider":"Together","model":"m","object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":"The answ"},"finish_reason":null,"native_finish_reason":null}]}',
+        '{"id":"gen-1","provider":"Together","model":"m","object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":"error","native_finish_reason":"error"}]}',
+        '{"id":"gen-1","provider":"Together","model":"m","object":"chat.completion.chunk","created":1,"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}',
+        '[DONE]',
+      );
+      expect(text(events)).to.equal('The answ');
+      expect(events.some((e) => e.type === 'finish')).to.equal(false);
+      expect(error).to.be.instanceOf(IncompleteStreamError);
+      expect(classifyError(error)).to.include({ retryable: true, fallback: true });
+    });
+
+    it("OpenRouter's mid-stream error with a numeric code (502) → HttpError 502", async () => {
+      const { error } = await run(
+        '{"choices":[{"index":0,"delta":{"content":"It"}}]}',
+        '{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","provider":"Together","error":{"code":502,"message":"Provider returned error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}',
+        '[DONE]',
+      );
+      expect((error as HttpError).status).to.equal(502);
+      expect(classifyError(error)).to.include({ retryable: true, category: 'bad_gateway' });
+    });
+
+    it("Groq's usage in x_groq.usage is read (it has no top-level usage)", async () => {
+      const { events, error } = await run(
+        '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.3-70b-versatile","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"x_groq":{"id":"req_01"}}',
+        '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.3-70b-versatile","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}',
+        '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama-3.3-70b-versatile","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"x_groq":{"id":"req_01","usage":{"queue_time":0.02,"prompt_tokens":41,"prompt_time":0.003,"completion_tokens":1,"completion_time":0.002,"total_tokens":42,"total_time":0.005}}}',
+        '[DONE]',
+      );
+      expect(error).to.equal(undefined);
+      expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 41, outputTokens: 1 } });
+    });
+
+    it('parallel tool calls that all say index 0 (Ollama, some gateways): each new id with a name is its own call, never one call with both arguments', async () => {
+      const { events, error } = await run(
+        '{"choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_p","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":"}}]},"finish_reason":null}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"Paris\\"}"}}]},"finish_reason":null}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_o","type":"function","function":{"name":"get_time","arguments":"{\\"city\\":\\"Oslo\\"}"}}]},"finish_reason":null}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_o","function":{"arguments":""}}]},"finish_reason":"tool_calls"}]}',
+        '[DONE]',
+      );
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([
+        { type: 'tool-call', id: 'call_p', name: 'get_weather', args: { city: 'Paris' } },
+        { type: 'tool-call', id: 'call_o', name: 'get_time', args: { city: 'Oslo' } },
+        { type: 'finish', reason: 'tool-calls' },
+      ]);
+    });
+
     it('a one-choice stream is read whatever its index (index 1, as gateways and reasoning models send it)', async () => {
       const { events, error } = await run(
         '{"choices":[{"index":1,"delta":{"role":"assistant","content":""}}]}',
@@ -363,6 +427,8 @@ describe('openAICompatibleModel', () => {
       'finish_reason, index 0': choice(0, {}, 'stop'),
       'usage, no choices': JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 2 } }),
       'error chunk': JSON.stringify({ error: { message: 'boom', type: 'server_error' } }),
+      'error object (vLLM)': JSON.stringify({ object: 'error', message: 'boom', type: 'BadRequestError', param: null, code: 400 }),
+      "finish_reason 'error', index 0": choice(0, {}, 'error'),
       '[DONE]': '[DONE]',
       'malformed JSON': '{"choices":',
     };
@@ -374,19 +440,23 @@ describe('openAICompatibleModel', () => {
       'nothing read': {
         'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },
       'reading index 0': {
         'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },
       'reading index 1': {
         'role only, index 0': [[], I], 'text, index 0': [[], M], 'text, index 1': [[b], I], 'reasoning, index 0': [[], M], 'tool call piece, index 0': [[], M],
         'finish_reason, index 0': [[], M], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], M],
       },
       'finish_reason seen': {
         'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], M],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'],
         '[DONE]': [[{ type: 'finish', reason: 'stop' }], 'complete'], 'malformed JSON': [[], M],
+        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },
       // after [DONE] the stream is complete and the rest of the body is never read
       done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { errorTypeStatus } from '../../core/classify.js';
+import { impliedStatus } from '../../core/classify.js';
 import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
@@ -144,6 +144,8 @@ const FINISH_REASONS: Readonly<Record<string, FinishReason>> = {
 };
 
 interface PendingCall {
+  /** The `index` its pieces carry (several calls may share one: see `addPiece`). */
+  readonly index: number;
   id: string;
   name: string;
   args: string;
@@ -163,15 +165,22 @@ function carriesContent(delta: Record<string, unknown>): boolean {
  * One answer is read: the choice that first carries something (text, refusal, reasoning, tool
  * calls or a finish reason), whatever its `index` (gateways and reasoning models send `index: 1`
  * for a one-answer stream). Anything of an answer in another choice, or in a field of the wrong
- * type, is a {@link MalformedStreamError}: never dropped. See the state table in
- * spec/sources/providers/openai.spec.ts.
+ * type, is a {@link MalformedStreamError}: never dropped. So is an error chunk, however it is
+ * shaped (`{"error": …}`, vLLM's `{"object": "error", …}`), and a `finish_reason: "error"`
+ * (OpenRouter's mark of an answer the provider gave up on). Tool calls are joined by `index`; a
+ * piece that starts another call (a new id with a name) at an index already taken starts a new
+ * call (Ollama and some gateways give every parallel call `index: 0`). Usage from `usage`, or
+ * Groq's `x_groq.usage`. See the state table in spec/sources/providers/openai.spec.ts.
  */
 class ChunkDecoder {
   done = false;
   private events = 0;
   private finishReason: FinishReason | undefined;
   private usage: Usage | undefined;
-  private readonly calls = new Map<number, PendingCall>();
+  /** Every call, in the order they started. */
+  private readonly calls: PendingCall[] = [];
+  /** The call each `index` currently continues. */
+  private readonly byIndex = new Map<number, PendingCall>();
   private callsEmitted = false;
   /** The `index` of the choice being read, once one carried something. */
   private choice: unknown;
@@ -186,8 +195,12 @@ class ChunkDecoder {
     // some servers name their events; only the data matters in this protocol
     const chunk = parseEventJson(this.model, sse.data);
     if (chunk['error'] !== undefined && chunk['error'] !== null) throw this.streamError(chunk);
+    // vLLM's (and SGLang's) mid-stream error: the error object is the chunk
+    if (chunk['object'] === 'error') throw this.streamError({ error: chunk });
     const out: TurnEvent[] = [];
-    const usage = chunk['usage'];
+    // Groq reports usage in `x_groq.usage`
+    const groq = chunk['x_groq'];
+    const usage = chunk['usage'] ?? (isObject(groq) ? groq['usage'] : undefined);
     if (isObject(usage)) this.usage = this.readUsage(usage, sse.data);
     const choices = chunk['choices'];
     if (choices === undefined || choices === null) return out;
@@ -209,6 +222,10 @@ class ChunkDecoder {
         throw new MalformedStreamError(this.model, `a second choice (index ${index}) while reading index ${String(this.choice)}: rxheal reads one answer (do not ask for n > 1)`, sse.data);
       }
       this.readDelta(delta, sse.data, out);
+      if (reason === 'error') {
+        // OpenRouter: the provider failed mid-answer (its error object, when sent, was read above)
+        throw new IncompleteStreamError(this.model, "finish_reason 'error': the provider gave up on the answer", this.events);
+      }
       if (finishes) {
         this.finishReason = FINISH_REASONS[reason] ?? 'other';
         out.push(...this.emitCalls());
@@ -264,19 +281,22 @@ class ChunkDecoder {
   private addPiece(piece: unknown, data: string): void {
     if (!isObject(piece)) throw new MalformedStreamError(this.model, 'a tool_calls entry is not an object', data);
     if (this.callsEmitted) throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
-    // servers that omit `index`: a piece with a new id starts a call, others continue the last one
-    const last = this.calls.size - 1;
-    const index =
-      typeof piece['index'] === 'number' ? piece['index'] : last >= 0 && (typeof piece['id'] !== 'string' || piece['id'] === this.calls.get(last)?.id) ? last : this.calls.size;
     const fnField = piece['function'];
     if (fnField !== undefined && fnField !== null && !isObject(fnField)) throw new MalformedStreamError(this.model, 'a tool call\'s "function" is not an object', data);
     const fn = isObject(fnField) ? fnField : {};
-    let call = this.calls.get(index);
-    if (call === undefined) {
-      call = { id: '', name: '', args: '' };
-      this.calls.set(index, call);
+    const id = typeof piece['id'] === 'string' ? piece['id'] : '';
+    const last = this.calls[this.calls.length - 1];
+    // servers that omit `index`: a piece with a new id starts a call, others continue the last one
+    const index = typeof piece['index'] === 'number' ? piece['index'] : last !== undefined && (id === '' || id === last.id) ? last.index : this.calls.length;
+    let call = this.byIndex.get(index);
+    // another call's start (its id and name) at an index already taken: a new call, not more of that one
+    const starts = id !== '' && typeof fn['name'] === 'string' && fn['name'] !== '';
+    if (call === undefined || (starts && call.id !== '' && call.id !== id)) {
+      call = { index, id: '', name: '', args: '' };
+      this.calls.push(call);
+      this.byIndex.set(index, call);
     }
-    if (typeof piece['id'] === 'string' && piece['id'] !== '') call.id = piece['id'];
+    if (id !== '') call.id = id;
     if (typeof fn['name'] === 'string' && fn['name'] !== '' && call.name === '') call.name = fn['name'];
     const args = fn['arguments'];
     if (typeof args === 'string') call.args += args;
@@ -287,9 +307,10 @@ class ChunkDecoder {
   private emitCalls(): TurnEvent[] {
     if (this.callsEmitted) return [];
     this.callsEmitted = true;
-    return [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, call]) => ({ type: 'tool-call', id: call.id || `call_${index}`, name: call.name, args: parseToolArguments(call.args) }));
+    // by index; calls sharing one in the order they started (sort is stable)
+    return [...this.calls]
+      .sort((a, b) => a.index - b.index)
+      .map((call) => ({ type: 'tool-call', id: call.id || `call_${call.index}`, name: call.name, args: parseToolArguments(call.args) }));
   }
 
   private readUsage(usage: Record<string, unknown>, data: string): Usage {
@@ -303,9 +324,7 @@ class ChunkDecoder {
   private streamError(chunk: Record<string, unknown>): HttpError {
     const error = chunk['error'];
     const info = isObject(error) ? error : { message: String(error) };
-    const code = info['code'] ?? info['status'];
-    const numeric = typeof code === 'number' ? code : typeof code === 'string' && /^\d{3}$/.test(code) ? Number(code) : undefined;
-    const status = numeric !== undefined && numeric >= 400 && numeric <= 599 ? numeric : (errorTypeStatus(info['type']) ?? errorTypeStatus(code) ?? 500);
+    const status = impliedStatus({ error: info }) ?? 500;
     const message = typeof info['message'] === 'string' ? info['message'] : 'error event';
     return new HttpError(status, {}, chunk, { message: `'${this.model}' sent an error mid-stream: ${message}` });
   }
