@@ -139,12 +139,22 @@ describe('openAICompatibleModel', () => {
       expect(classifyError(error)).to.include({ retryable: true, fallback: true, category: 'connection' });
     });
 
-    it('a finish_reason but no [DONE] is still incomplete (the usage may be missing)', async () => {
-      const cut = fixture('openai-text.sse').split('data: [DONE]')[0] ?? '';
+    it('a finish_reason but no usage and no [DONE] is still incomplete (the usage may be missing)', async () => {
+      const chunks = fixture('openai-text.sse').split('\n\n').filter((c) => c.trim() !== '');
+      const cut = chunks.filter((c) => !c.includes('"usage":{') && !c.includes('[DONE]')).join('\n\n') + '\n\n';
       const fake = fixtureFetch(cut);
       const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
       expect(events.some((e) => e.type === 'finish')).to.equal(false);
       expect((error as Error).message).to.contain('no [DONE] after the finish_reason');
+    });
+
+    it('a finish_reason and then its usage, the body ending without [DONE] (llama.cpp-style servers): the answer is whole', async () => {
+      const whole = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(fixture('openai-text.sse')).fetch }), ask('x')));
+      const cut = fixture('openai-text.sse').split('data: [DONE]')[0] ?? '';
+      const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(cut).fetch }), ask('x')));
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal(whole.events);
+      expect(events.at(-1)).to.have.property('usage');
     });
 
     it('[DONE] without a finish_reason is incomplete too', async () => {
@@ -454,7 +464,8 @@ describe('openAICompatibleModel', () => {
       },
       'finish_reason seen': {
         'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], M],
-        'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'],
+        // the usage after the finish reason is the answer's last piece: whole, with or without [DONE]
+        'finish_reason, index 0': [[], I], 'usage, no choices': [[{ type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } }], 'complete'], 'error chunk': [[], 'HttpError'],
         '[DONE]': [[{ type: 'finish', reason: 'stop' }], 'complete'], 'malformed JSON': [[], M],
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },

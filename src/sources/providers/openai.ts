@@ -231,6 +231,9 @@ class ChunkDecoder {
         out.push(...this.emitCalls());
       }
     }
+    // the usage at (or after) the finish reason is the answer's last piece: it is whole, whether
+    // or not `[DONE]` follows (llama.cpp-style servers end the body without one)
+    if (isObject(usage) && this.finishReason !== undefined) out.push(...this.finish());
     return out;
   }
 
@@ -265,7 +268,7 @@ class ChunkDecoder {
     else if (functionCall !== undefined && functionCall !== null) throw new MalformedStreamError(this.model, '"function_call" is not an object', data);
   }
 
-  /** The stream's body ended: fine only after `[DONE]`. */
+  /** The stream's body ended: fine only after `[DONE]` (or the usage that follows the finish reason). */
   end(): void {
     if (this.done) return;
     const detail = this.finishReason === undefined ? 'no finish_reason and no [DONE]' : 'no [DONE] after the finish_reason';
@@ -369,8 +372,10 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * - a non-2xx response → `HttpError` with status, headers and body (429 + `retry-after`,
  *   `x-should-retry` reach the classifier);
  * - `data: {"error": …}` mid-stream → `HttpError` (status from the error's code, else 500);
- * - the body ends before `[DONE]`, `[DONE]` without a finish reason, or the connection drops →
- *   `IncompleteStreamError` (`connection`: retryable, fallback-able) — never a short answer;
+ * - the body ends before `[DONE]` (unless the usage that follows the finish reason arrived: the
+ *   answer is whole, as llama.cpp-style servers send it), `[DONE]` without a finish reason, or the
+ *   connection drops → `IncompleteStreamError` (`connection`: retryable, fallback-able) — never a
+ *   short answer;
  * - an unreadable chunk, or one the decoder would have to drop (text or tool calls in a second
  *   choice, in a field of the wrong type, or after the finish reason's calls) →
  *   `MalformedStreamError` (`bad_gateway`: retryable, fallback-able); so is an event larger than
