@@ -36,8 +36,11 @@ import {
   reflectOnError,
   retryWithBackoff,
   runAgent,
+  streamModel,
   summarizeEvents,
+  fallbackTo,
   validateOutput,
+  type Model,
   type AgentEvent,
   type Message,
   type TurnEvent,
@@ -941,6 +944,70 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       const claude = scriptedModel('claude', [[...textDeltas('Rivers run to the sea.'), finish()]]);
       const { log } = runToEnd({ model: fallbackModel([gpt, claude], { midStream: 'continue' }), messages: ask('story') });
       expect(shown(log)).to.equal('Rivers run to the sea.');
+    });
+  });
+
+  describe('models in the model pipeline and models that wrap models count and report into the run', () => {
+    it("fallbackTo(claude, { request, context }) in modelPipeline: the run counts claude's call, hears the fallback, restarts cleanly", () => {
+      const gpt = scriptedModel('gpt', [{ marbles: '-a-#', values: { a: { type: 'text-delta', text: 'Half' } }, error: new HttpError(503) }]);
+      const claude = scriptedModel('claude', [answer('Whole answer.')]);
+      const { log } = runToEnd({
+        model: gpt,
+        messages: ask('q'),
+        budget: { maxModelCalls: 2 },
+        modelPipeline: (request, turn$, context) =>
+          turn$.pipe(fallbackTo<TurnEvent>(claude, { request, context, midStream: 'restart', onRestart: (): TurnEvent => ({ type: 'reset', reason: 'fallback', target: 'model:claude' }) })),
+      });
+      expect(log.completed()).to.equal(true);
+      expect(shown(log)).to.equal('Whole answer.');
+      expect(labels(log)).to.include('fallback:primary>model:claude');
+      // both provider attempts are model calls of the run, each traced (a span each with rxheal/otel)
+      expect(log.events.map(([, e]) => describeEvent(e)).filter((l) => l.startsWith('call-'))).to.deep.equal([
+        'call-start:model:gpt',
+        'call-end:model:gpt:error',
+        'call-start:model:claude',
+        'call-end:model:claude:success',
+      ]);
+      expect(ofType(log, 'call-start').map(([, e]) => e.id)).to.deep.equal(['step-1.1', 'step-1.2']);
+      const over = runToEnd({
+        model: scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }]),
+        messages: ask('q'),
+        budget: { maxModelCalls: 1 },
+        modelPipeline: (request, turn$, context) => turn$.pipe(fallbackTo<TurnEvent>(scriptedModel('claude', [answer('x')]), { request, context })),
+      });
+      expect((over.log.error() as BudgetExceededError).resource).to.equal('modelCalls');
+    });
+
+    it("a hand-written model wrapping another (the README's patientGpt): its inner retries count against the run's budget and report to its hub", () => {
+      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }, answer('Hi.')]);
+      const patientGpt: Model = {
+        id: 'patient-gpt',
+        stream: (request, context) =>
+          streamModel(gpt, request, context).pipe(retryWithBackoff({ hub: context.hub, target: 'model:gpt', scheduler: context.scheduler, jitter: 'none' })),
+      };
+      const ok = runToEnd({ model: patientGpt, messages: ask('hi'), budget: { maxModelCalls: 3 } });
+      expect(ok.log.completed()).to.equal(true);
+      expect(labels(ok.log).filter((l) => l.startsWith('retry'))).to.deep.equal(['retry:model:gpt#1', 'retry:model:gpt#2', 'retry-succeeded:model:gpt#3']);
+      const gpt2 = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }, answer('Hi.')]);
+      const patient2: Model = { id: 'p2', stream: (request, context) => streamModel(gpt2, request, context).pipe(retryWithBackoff({ scheduler: context.scheduler, jitter: 'none' })) };
+      const over = runToEnd({ model: patient2, messages: ask('hi'), budget: { maxModelCalls: 2 } });
+      expect((over.log.error() as BudgetExceededError).used).to.equal(3);
+      expect(gpt2.calls).to.equal(2);
+    });
+
+    it('a model skipped because its breaker is open is not counted: maxModelCalls 1 suffices when only the secondary is called', () => {
+      const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }]);
+      const claude = scriptedModel('claude', [answer('one'), answer('two')]);
+      const model = fallbackModel([gpt, claude], { breakers });
+      const logs: Recording<AgentEvent>[] = [];
+      virtual((ts) => {
+        logs.push(record(runAgent({ model, messages: ask('1') })));
+        asyncScheduler.schedule(() => logs.push(record(runAgent({ model, messages: ask('2'), budget: { maxModelCalls: 1 } }))), 100);
+        ts.flush();
+      });
+      expect(logs[1]!.completed()).to.equal(true);
+      expect(gpt.calls).to.equal(1);
     });
   });
 
