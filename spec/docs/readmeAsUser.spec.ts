@@ -7,10 +7,14 @@
  */
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { lastValueFrom, toArray } from 'rxjs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { defer, lastValueFrom, toArray } from 'rxjs';
 import {
   CapabilityRegistry,
   CircuitBreakerRegistry,
+  CircuitOpenError,
+  HttpError,
   anthropicModel,
   circuitBreak,
   defineTool,
@@ -143,5 +147,64 @@ describe("the README's agent, run against two local providers", function () {
     expect(labels.filter((l) => l === 'tool-result:get_weather')).to.have.length(1);
     const answer = events.at(-1) as Extract<AgentEvent, { type: 'message' }>;
     expect(answer.message.content).to.match(/22 °C and sunny in NYC/);
+  });
+});
+
+describe("the README's first example (a weather API through retryWithBackoff and circuitBreak), against a local HTTP server", function () {
+  this.timeout(30_000);
+  let server: Server;
+  let base = '';
+  /** Statuses the server answers with, in order (the last repeats); 200 sends the weather. */
+  let script: number[] = [];
+  let requests = 0;
+
+  before(async () => {
+    server = createServer((_req, res) => {
+      const status = script[Math.min(requests++, script.length - 1)]!;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(status === 200 ? JSON.stringify({ city: 'Paris', temperature: 22 }) : JSON.stringify({ error: `status ${status}` }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    requests = 0;
+  });
+
+  /** The README's example, its URL pointed at the local server. */
+  const readmeExample = (breakers: CircuitBreakerRegistry) => {
+    const getWeather = (city: string) =>
+      defer(async () => {
+        const res = await fetch(`${base}/weather?city=${city}`);
+        if (!res.ok) throw new HttpError(res.status, res.headers, await res.text());
+        return res.json();
+      });
+    return lastValueFrom(getWeather('Paris').pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 500 }), circuitBreak(breakers.get('tool:get_weather'))));
+  };
+
+  it('two 503s, then the weather: "429/5xx/network: wait, retry"', async () => {
+    script = [503, 503, 200];
+    const breakers = new CircuitBreakerRegistry({ failureThreshold: 5, resetTimeoutMs: 60_000 });
+    expect(await readmeExample(breakers)).to.deep.equal({ city: 'Paris', temperature: 22 });
+    expect(requests).to.equal(3);
+  });
+
+  it('a 404 comes out as it is, at once (no retry); a 5xx call that exhausts its retries counts once for the breaker (failureThreshold 1 here): the next call fails fast without a request', async () => {
+    script = [404];
+    const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 });
+    const notFound = await readmeExample(breakers).catch((e: unknown) => e);
+    expect(notFound).to.be.instanceOf(HttpError);
+    expect((notFound as HttpError).status).to.equal(404);
+    expect(requests).to.equal(1);
+    script = [503];
+    requests = 0;
+    const exhausted = await readmeExample(breakers).catch((e: unknown) => e);
+    expect((exhausted as Error).name).to.equal('RetriesExhaustedError');
+    expect(requests).to.equal(4);
+    const rejected = await readmeExample(breakers).catch((e: unknown) => e);
+    expect(rejected).to.be.instanceOf(CircuitOpenError);
+    expect(requests).to.equal(4);
+    breakers.get('tool:get_weather').reset();
   });
 });
