@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { asyncScheduler, timer } from 'rxjs';
@@ -131,6 +132,38 @@ describe('wait / after (src/core/wait.ts: every wait in rxheal)', () => {
           });
       }
       expect(offenders).to.deep.equal([]);
+    });
+  });
+
+  describe('in real time: what keeps a Node process alive', () => {
+    /** Runs a module with tsx in a fresh Node; resolves with its stdout once it exits (killed after 20 s: it hung). */
+    const runNode = (code: string): Promise<string> =>
+      new Promise((resolve, reject) =>
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: new URL('../../', import.meta.url).pathname, timeout: 20_000 }, (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.killed ? 'still running after 20 s (killed)' : `exit ${String(error.code)}`}: ${stderr}`)) : resolve(stdout),
+        ),
+      );
+
+    it('a breaker left open (reset timeout 10 min) does not keep the process running: its half-open notice is a background timer', async function () {
+      this.timeout(30_000);
+      const out = await runNode(`
+        import { throwError } from 'rxjs';
+        import { CircuitBreaker, circuitBreak, HttpError } from './src/index.ts';
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 600_000 });
+        throwError(() => new HttpError(503)).pipe(circuitBreak(breaker)).subscribe({ error: () => console.log('state', breaker.state) });
+      `);
+      expect(out.trim()).to.equal('state open');
+    });
+
+    it('a wait that work depends on still holds the process until it fires; a background one does not', async function () {
+      this.timeout(30_000);
+      const out = await runNode(`
+        import { asyncScheduler } from 'rxjs';
+        import { after } from './src/core/wait.ts';
+        after(600_000, asyncScheduler, () => console.log('background fired'), { background: true });
+        after(50, asyncScheduler, () => console.log('retry fired'));
+      `);
+      expect(out.trim()).to.equal('retry fired');
     });
   });
 });

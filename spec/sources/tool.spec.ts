@@ -309,6 +309,13 @@ describe('callTool', () => {
     });
   });
 
+  it('a string returned by execute is one value, the whole string (not one value per character)', () => {
+    testScheduler().run(({ expectObservable }) => {
+      const tool = defineTool({ name: 'x', description: '', args: t.unknown, execute: () => 'Sunny in Paris' });
+      expectObservable(callTool(tool, call(1, 'c', 'x'))).toBe('(a|)', { a: 'Sunny in Paris' });
+    });
+  });
+
   it('is cold: nothing runs until subscribe, and each subscription runs again', () => {
     let decodes = 0;
     const counting = new t.Type<unknown, unknown, unknown>('counting', (_u): _u is unknown => true, (u) => (decodes++, t.success(u)), t.identity);

@@ -317,7 +317,8 @@ class Permit implements CircuitPermit {
  * is half-open: up to `halfOpenMaxCalls` concurrent probes pass, others are rejected; that many
  * successes close it, any probe failure (or a probe outliving `halfOpenTimeoutMs`) re-opens it.
  * Outcomes of calls admitted in an earlier state never change the current one. No timer runs
- * while closed; while open, one scheduled action announces half-open on `state$`.
+ * while closed; while open, one scheduled action announces half-open on `state$` (in Node it
+ * does not keep the process alive: a script whose breaker opened exits when its work is done).
  *
  * @example
  * ```ts
@@ -574,10 +575,16 @@ export class CircuitBreaker {
       const until = extra.openUntil;
       this.openUntil = until;
       if (Number.isFinite(until)) {
-        this.wakeup = after(Math.max(0, until - this.scheduler.now()), this.scheduler, () => {
-          this.wakeup = undefined;
-          this.refresh();
-        });
+        // an announcement only (state is computed on every read): it must not keep a process alive
+        this.wakeup = after(
+          Math.max(0, until - this.scheduler.now()),
+          this.scheduler,
+          () => {
+            this.wakeup = undefined;
+            this.refresh();
+          },
+          { background: true },
+        );
       }
     }
     if (from !== to) {

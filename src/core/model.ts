@@ -164,7 +164,9 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
   const scheduler = context.scheduler ?? asyncScheduler;
   return new Observable<TurnEvent>((subscriber) => {
-    const { budget, hub } = context;
+    // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
+    const run = fields(context);
+    const { budget, hub } = run;
     // the attempt is counted before the model is called: past the limit it is not made
     try {
       if (parent?.prepaid) parent.prepaid = false;
@@ -173,14 +175,14 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
       subscriber.error(error);
       return;
     }
-    const call = describeCall(model, context, parent);
+    const call = describeCall(model, run, parent);
     const served: ServedCall = { prepaid: true, children: 0 };
     const handed = (abort: AbortContext): ModelContext => {
       const handedOn: ModelContext & { [SERVED]: ServedCall } = {
         get signal() {
           return abort.signal;
         },
-        ...fields(context),
+        ...run,
         ...(call ? { callId: call.id } : {}),
         [SERVED]: served,
       };

@@ -18,27 +18,45 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * `TimeoutOverflowWarning`); `Infinity` never runs `work` and holds no timer; a negative or
  * `NaN` delay runs it as soon as the scheduler can (`0`).
  *
+ * `background`: the timer only announces something (a breaker turning half-open) and must not
+ * keep a Node process alive on its own — its Node timer is `unref`'d, so a script or a test run
+ * that opened a breaker exits when its work is done instead of waiting out the reset timeout.
+ * Waits that work depends on (a retry's backoff) stay ordinary timers.
+ *
  * @example
  * ```ts
  * const notice = after(30 * 86_400_000, asyncScheduler, () => console.log('30 days later'));
  * notice.unsubscribe(); // cancelled
  * ```
  */
-export function after(delayMs: number, scheduler: SchedulerLike, work: () => void): Subscription {
+export function after(delayMs: number, scheduler: SchedulerLike, work: () => void, options: { readonly background?: boolean } = {}): Subscription {
+  const armed = (action: Subscription): Subscription => (options.background ? unref(action) : action);
   // the common case: one timer, exactly as scheduler.schedule would make it
-  if (delayMs <= MAX_TIMER_MS) return scheduler.schedule(work, delayMs > 0 ? delayMs : 0);
-  if (Number.isNaN(delayMs)) return scheduler.schedule(work, 0);
+  if (delayMs <= MAX_TIMER_MS) return armed(scheduler.schedule(work, delayMs > 0 ? delayMs : 0));
+  if (Number.isNaN(delayMs)) return armed(scheduler.schedule(work, 0));
   if (delayMs === Infinity) return new Subscription();
   // one action re-armed per chunk: its state is what is left after the chunk now running
-  return scheduler.schedule<number>(
-    function (this: SchedulerAction<number>, left?: number) {
-      if (left === undefined || left <= 0) return work();
-      const chunk = Math.min(left, MAX_TIMER_MS);
-      this.schedule(left - chunk, chunk);
-    },
-    MAX_TIMER_MS,
-    delayMs - MAX_TIMER_MS,
+  return armed(
+    scheduler.schedule<number>(
+      function (this: SchedulerAction<number>, left?: number) {
+        if (left === undefined || left <= 0) return work();
+        const chunk = Math.min(left, MAX_TIMER_MS);
+        armed(this.schedule(left - chunk, chunk));
+      },
+      MAX_TIMER_MS,
+      delayMs - MAX_TIMER_MS,
+    ),
   );
+}
+
+/**
+ * Lets the process exit while this scheduled action's timer is pending: an RxJS `AsyncAction`
+ * keeps its Node timer in `id`; `unref` it where there is one (virtual and browser timers have none).
+ */
+function unref(action: Subscription): Subscription {
+  const id = (action as { id?: unknown }).id;
+  if (typeof id === 'object' && id !== null && typeof (id as { unref?: unknown }).unref === 'function') (id as { unref(): void }).unref();
+  return action;
 }
 
 /**

@@ -186,7 +186,9 @@ const props = {
  * backoff (500 ms, ×2, jittered); an attempt that had emitted is not retried (two attempts of a
  * token stream are never concatenated) unless `afterEmit: 'resubscribe'` (streams of independent
  * values, polling). An exact port of `retry(3)`: add `initialBackoffMs: 0, jitter: 'none',
- * afterEmit: 'resubscribe'`. `retry({ count: 3, delay: 1000 })`: `{ retryOn: 'all', maxRetries: 3,
+ * afterEmit: 'resubscribe'` — the same values, times and subscriptions; only the give-up error
+ * differs: {@link RetriesExhaustedError} (`cause`: the last error, `errors`: all of them) where
+ * `retry` rethrows the last error. `retry({ count: 3, delay: 1000 })`: `{ retryOn: 'all', maxRetries: 3,
  * initialBackoffMs: 1000, backoffMultiplier: 1, jitter: 'none' }`. `retry()` (no count):
  * `maxRetries: Infinity`. `resetOnSuccess` is the same option. Without `retryOn: 'all'`, only
  * errors the classifier calls retryable are retried (a plain `Error` is not).

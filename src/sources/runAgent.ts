@@ -86,6 +86,14 @@ export interface PipelineContext {
   readonly budget: BudgetMeter;
   /** The run's scheduler (`scheduler` option, else `asyncScheduler`). */
   readonly scheduler: SchedulerLike;
+  /**
+   * In `modelPipeline`'s context: a fresh model-call id each time it is read (`step-<n>.<m>`,
+   * numbered on from the turn's own calls), so a model alternative called with this context
+   * (`fallbackTo(claude, { request, context })`) is traced as a model call of the run (`call-start`
+   * / `call-end`, an OpenTelemetry span). Not enumerable: a spread copy (`{ ...context, hub }`)
+   * has none, and its calls are counted but not traced. Undefined in `toolPipeline`'s context.
+   */
+  readonly callId?: string;
 }
 
 // Tools of any argument type: `Tool<A>` is invariant in A, so a list of different tools needs `any`.
@@ -380,13 +388,14 @@ class AgentRun {
     if (this.step >= maxSteps) return this.endOnBudget(() => this.budget.steps(maxSteps, this.step + 1));
     const step = ++this.step;
     const req = this.request();
-    const context = this.context();
     let modelCalls = 0;
+    const nextCallId = (): string => `step-${step}.${++modelCalls}`;
+    // a model alternative called with this context (fallbackTo's `context`) is a model call of the
+    // run too: its own id, numbered on from the turn's (read once per call by streamModel)
+    const context: PipelineContext = Object.defineProperty({ ...this.context() }, 'callId', { get: nextCallId });
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
     // context handed to the model, so a model that wraps others reports and counts into this run
-    const turn$ = defer(() =>
-      streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: `step-${step}.${++modelCalls}` }),
-    );
+    const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     const output = new TurnOutput();
     this.work.add(

@@ -24,7 +24,9 @@ export interface ToolDefinition<A, R> {
   /**
    * Runs the tool. `signal` is aborted when the consumer unsubscribes (read it before or after an
    * `await`). If it throws, the call fails with a `ToolError` (`phase: 'execute'`) whose `cause`
-   * is what it threw.
+   * is what it threw. Returns the result as any `ObservableInput`: a Promise, an Observable or an
+   * array (its last value is the result). A string returned as it is is the result itself, not a
+   * sequence of characters (RxJS would read it as one value per character).
    */
   readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
 }
@@ -117,13 +119,18 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
     }
     const args = decoded.right;
     return new Observable<R>((subscriber) =>
-      abortable((context) => tool.execute(args, context)).subscribe({
+      abortable((context) => wholeString(tool.execute(args, context))).subscribe({
         next: (value) => subscriber.next(value),
         error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, MAX_TOOL_ERROR_CHARS), cause)),
         complete: () => subscriber.complete(),
       }),
     );
   });
+}
+
+/** A tool's string result is one value: RxJS would emit it character by character (an iterable). */
+function wholeString<R>(output: ObservableInput<R>): ObservableInput<R> {
+  return typeof output === 'string' ? [output] : output;
 }
 
 /**
