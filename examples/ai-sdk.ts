@@ -71,7 +71,6 @@ export async function runAiSdkExample(print: (line: string) => void = console.lo
     await ask("What's the weather in Oslo?");
     await ask("What's the weather in Rome?");
     printing.unsubscribe();
-    breakers.get('model:primary').reset(); // an open breaker keeps a timer for its half-open notice
   } finally {
     await Promise.all([primary.close(), backup.close()]);
   }

@@ -72,7 +72,6 @@ export async function runLangChainExample(print: (line: string) => void = consol
       }
     }
     printing.unsubscribe();
-    breakers.get('model:primary').reset(); // an open breaker keeps a timer for its half-open notice
   } finally {
     await Promise.all([primary.close(), backup.close()]);
   }
