@@ -5,13 +5,14 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subject, Subscription, type SchedulerLike } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import type { CircuitPermit } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
-import { attachFleet, fleetOptionsCodec, validateFleetOptions, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
+import type { FleetOptions } from './fleet.js';
+import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetMove } from './fleetHook.js';
 import {
   Func,
   NonEmptyString,
@@ -228,7 +229,7 @@ export const circuitBreakerOptionProps = {
   isFailure: Func,
   window: windowCodec,
   scheduler: Scheduler,
-  fleet: fleetOptionsCodec,
+  fleet: FleetOptionsCheck,
 };
 
 /** A snapshot field that cannot be restored, named by its path. */
@@ -317,7 +318,9 @@ class Permit implements CircuitPermit {
  * is half-open: up to `halfOpenMaxCalls` concurrent probes pass, others are rejected; that many
  * successes close it, any probe failure (or a probe outliving `halfOpenTimeoutMs`) re-opens it.
  * Outcomes of calls admitted in an earlier state never change the current one. No timer runs
- * while closed; while open, one scheduled action announces half-open on `state$`.
+ * while closed; while open, one scheduled action announces half-open on `state$`, and only while
+ * someone observes (`state$`, `events$`, a hub listened to, a registry's `events$` observed): an
+ * open breaker nobody watches holds no timer and never keeps a process alive.
  *
  * @example
  * ```ts
@@ -352,7 +355,8 @@ export class CircuitBreaker {
 
   constructor(options: CircuitBreakerOptions = {}) {
     const o = validateOptions('CircuitBreaker', circuitBreakerOptionProps, options);
-    if (o.fleet !== undefined) validateFleetOptions('CircuitBreaker', o.fleet);
+    // the fleet's node logic comes with its store: a breaker without one bundles none of it
+    const fleet = o.fleet === undefined ? undefined : fleetNodeFor('CircuitBreaker', o.fleet);
     this.name = o.name ?? 'circuit';
     this.failureThreshold = o.failureThreshold ?? 5;
     this.resetTimeoutMs = o.resetTimeoutMs ?? 60_000;
@@ -361,7 +365,7 @@ export class CircuitBreaker {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
-    this.fleet = o.fleet === undefined ? undefined : attachFleet(this.fleetSide(), o.fleet, (options) => new CircuitBreaker(options));
+    this.fleet = fleet?.attach(this.fleetSide(), o.fleet!, (options) => new CircuitBreaker(options));
   }
 
   /** The current state, computed from `scheduler.now()` whenever read. */
@@ -377,7 +381,8 @@ export class CircuitBreaker {
 
   /**
    * The state now, then every change as it happens (open → half-open is announced when the
-   * reset timeout elapses, not at the next call).
+   * reset timeout elapses, not at the next call). Subscribing arms that announcement (see
+   * {@link CircuitBreaker.events$ | events$}).
    */
   get state$(): Observable<CircuitState> {
     return new Observable<CircuitState>((subscriber) => {
@@ -386,10 +391,25 @@ export class CircuitBreaker {
     });
   }
 
-  /** Every transition, with from, to, scheduler time, reason and failure count. */
+  /**
+   * Every transition, with from, to, scheduler time, reason and failure count. While it has
+   * observers (directly, through `state$`, a hub or a registry's `events$`), an open breaker
+   * keeps one scheduled action to announce half-open when its reset timeout elapses; with none,
+   * it holds no timer at all (an open breaker never keeps a process alive), and the state is
+   * still computed from `scheduler.now()` whenever read.
+   */
   get events$(): Observable<CircuitEvent> {
-    this.subject ??= new Subject<CircuitEvent>();
-    return this.subject.asObservable();
+    return new Observable<CircuitEvent>((subscriber) => {
+      const subject = (this.subject ??= new Subject<CircuitEvent>());
+      // an open period that ended while nobody watched ends now, before this observer: it sees what comes next
+      if (!subject.observed) this.refresh();
+      const inner = subject.subscribe(subscriber);
+      this.arm();
+      return () => {
+        inner.unsubscribe();
+        if (!subject.observed) this.disarm();
+      };
+    });
   }
 
   /**
@@ -568,23 +588,33 @@ export class CircuitBreaker {
     this.probeSuccesses = 0;
     this.window?.clear();
     // the half-open notice belongs to one open period: a fresh one for a new period, none for isolation
-    this.wakeup?.unsubscribe();
-    this.wakeup = undefined;
-    if (to === 'open' && extra.openUntil !== undefined) {
-      const until = extra.openUntil;
-      this.openUntil = until;
-      if (Number.isFinite(until)) {
-        this.wakeup = after(Math.max(0, until - this.scheduler.now()), this.scheduler, () => {
-          this.wakeup = undefined;
-          this.refresh();
-        });
-      }
-    }
+    this.disarm();
+    if (to === 'open' && extra.openUntil !== undefined) this.openUntil = extra.openUntil;
+    this.arm();
     if (from !== to) {
       const at = this.scheduler.now();
       const { retryAfterMs } = extra;
-      this.subject?.next(retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs });
+      const event: CircuitEvent = retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
+      this.fleet?.transition(event);
+      this.subject?.next(event);
     }
+  }
+
+  /**
+   * Schedules the half-open notice of the current open period, if it has one and someone
+   * observes `events$`: only then is the announcement due to anyone (reads compute the state).
+   */
+  private arm(): void {
+    if (this.wakeup !== undefined || this.subject?.observed !== true || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil)) return;
+    this.wakeup = after(Math.max(0, this.openUntil - this.scheduler.now()), this.scheduler, () => {
+      this.wakeup = undefined;
+      this.refresh();
+    });
+  }
+
+  private disarm(): void {
+    this.wakeup?.unsubscribe();
+    this.wakeup = undefined;
   }
 
   // ---- fleet hook: src/core/fleet.ts sees and moves the breaker through these two --------------
@@ -595,7 +625,6 @@ export class CircuitBreaker {
       name: this.name,
       resetTimeoutMs: this.resetTimeoutMs,
       scheduler: this.scheduler,
-      events$: this.events$,
       view: () => ({ state: this.current, openUntil: this.openUntil, isolated: this.isolatedByHand }),
       move: (move) => this.fleetMove(move),
     };
@@ -641,16 +670,34 @@ export class CircuitBreakerRegistry {
   private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly subject = new Subject<CircuitEvent>();
+  /** While `events$` is observed: the registry's subscription to each breaker's `events$`. */
+  private forwarding: Subscription | undefined;
 
-  /** Transitions of every breaker in the registry, including ones created later. */
-  readonly events$: Observable<CircuitEvent> = this.subject.asObservable();
+  /**
+   * Transitions of every breaker in the registry, including ones created later. The registry
+   * follows its breakers only while this is observed, so an unobserved registry keeps no open
+   * breaker's half-open notice scheduled.
+   */
+  readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
+    const inner = this.subject.subscribe(subscriber);
+    if (this.forwarding === undefined) {
+      const forwarding = (this.forwarding = new Subscription());
+      for (const breaker of this.breakers.values()) forwarding.add(breaker.events$.subscribe(this.subject));
+    }
+    return () => {
+      inner.unsubscribe();
+      if (this.subject.observed) return;
+      this.forwarding?.unsubscribe();
+      this.forwarding = undefined;
+    };
+  });
 
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
-    if (defaults.fleet !== undefined) validateFleetOptions('CircuitBreakerRegistry', defaults.fleet);
+    const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
     // a fleet: the registry is one node (one process), whatever breakers it holds
-    this.defaults = defaults.fleet && defaults.fleet.node === undefined ? { ...defaults, fleet: { ...defaults.fleet, node: randomNodeId() } } : defaults;
+    this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
   }
 
   /**
@@ -665,8 +712,8 @@ export class CircuitBreakerRegistry {
     let breaker = this.breakers.get(name);
     if (!breaker) {
       breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
-      breaker.events$.subscribe(this.subject);
       this.breakers.set(name, breaker);
+      this.forwarding?.add(breaker.events$.subscribe(this.subject));
     }
     return breaker;
   }
