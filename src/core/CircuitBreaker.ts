@@ -12,7 +12,7 @@ import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
 import type { FleetOptions } from './fleet.js';
-import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetMove } from './fleetHook.js';
+import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook } from './fleetHook.js';
 import {
   Func,
   NonEmptyString,
@@ -617,41 +617,20 @@ export class CircuitBreaker {
     this.wakeup = undefined;
   }
 
-  // ---- fleet hook: src/core/fleet.ts sees and moves the breaker through these two --------------
-
-  /** What the fleet sees of this breaker (the raw state, no refresh) and how it moves it. */
+  /** What the fleet (src/core/fleet.ts) sees of this breaker (the raw state, no refresh) and how it moves it. */
   private fleetSide(): FleetBreaker {
     return {
       name: this.name,
       resetTimeoutMs: this.resetTimeoutMs,
       scheduler: this.scheduler,
       view: () => ({ state: this.current, openUntil: this.openUntil, isolated: this.isolatedByHand }),
-      move: (move) => this.fleetMove(move),
+      move: (to, reason, until = 0) => {
+        this.isolatedByHand = until === Infinity;
+        const retryAfterMs = Math.max(0, until - this.scheduler.now());
+        this.enter(to, reason, 0, this.current, to === 'closed' ? {} : until === Infinity ? { openUntil: until } : { openUntil: until, retryAfterMs });
+      },
+      refresh: () => this.refresh(),
     };
-  }
-
-  /** A fleet verdict applied here: hold open (never shortening a later deadline), isolate, close, re-read. */
-  private fleetMove(move: FleetMove): void {
-    const from = this.current;
-    switch (move.kind) {
-      case 'hold': {
-        if (this.isolatedByHand || (from === 'open' && this.openUntil >= move.until)) return;
-        const retryAfterMs = Math.max(0, move.until - this.scheduler.now());
-        this.enter('open', move.reason, 0, from, { openUntil: move.until, retryAfterMs });
-        return;
-      }
-      case 'isolate':
-        this.isolatedByHand = true;
-        this.enter('open', 'fleet_isolated', 0, from, { openUntil: Infinity });
-        return;
-      case 'close':
-        this.isolatedByHand = false;
-        this.enter('closed', move.reason, 0, from);
-        return;
-      case 'refresh':
-        this.refresh();
-        return;
-    }
   }
 }
 

@@ -179,7 +179,7 @@ class Member implements FleetHook {
     const waitMs = c.retryAfterMs;
     if (c.category !== 'rate_limit' || waitMs === undefined || waitMs <= 0 || this.breaker.view().isolated) return false;
     this.localUntil = Math.max(this.localUntil, now + waitMs);
-    this.breaker.move({ kind: 'hold', reason: 'rate_limit', until: now + waitMs });
+    this.hold('rate_limit', now + waitMs);
     this.link.call(this, (s) => s.fact(this.node, this.breaker.name, waitMs));
     return true;
   }
@@ -207,19 +207,23 @@ class Member implements FleetHook {
     const now = this.now;
     const view = this.breaker.view();
     if (v.state === 'isolated') {
-      if (!view.isolated) this.breaker.move({ kind: 'isolate' });
+      if (!view.isolated) this.breaker.move('open', 'fleet_isolated', Infinity);
     } else if (v.state === 'open') {
-      const until = now + v.remainingMs;
-      if (!view.isolated && !(view.state === 'open' && view.openUntil >= until)) {
-        this.breaker.move({ kind: 'hold', reason: HOLD_REASON[v.reason] ?? 'fleet_open', until });
-      }
+      this.hold(HOLD_REASON[v.reason] ?? 'fleet_open', now + v.remainingMs);
     } else if (v.reason === 'reset') {
       this.localUntil = -Infinity;
-      if (view.state !== 'closed' || view.isolated) this.breaker.move({ kind: 'close', reason: 'fleet_reset' });
+      if (view.state !== 'closed' || view.isolated) this.breaker.move('closed', 'fleet_reset');
     } else if (v.reason === 'probe_success' && view.state === 'open' && !view.isolated && now >= this.localUntil) {
       // the fleet's prober spoke for this breaker; one open on its own evidence waits for its own deadline
-      this.breaker.move({ kind: 'close', reason: 'fleet_probe_success' });
+      this.breaker.move('closed', 'fleet_probe_success');
     }
+  }
+
+  /** Open (or stay open) until at least `until`: never shortens a later deadline, never touches an isolated breaker. */
+  private hold(reason: TransitionReason, until: number): void {
+    const view = this.breaker.view();
+    if (view.isolated || (view.state === 'open' && view.openUntil >= until)) return;
+    this.breaker.move('open', reason, until);
   }
 
   /** The store answers again (or may have missed changes): what this member must tell it again. */
@@ -233,7 +237,7 @@ class Member implements FleetHook {
   private leaseFailed(): void {
     if (this.lease === 'asking') this.lease = 'none';
     this.alone = true;
-    if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+    if (!this.inGate) this.breaker.refresh();
   }
 
   /** A local transition (the breaker calls it directly: the fleet is not an `events$` observer). */
@@ -268,7 +272,7 @@ class Member implements FleetHook {
         if (granted && verdict.generation === this.seen) {
           this.lease = 'mine';
           this.leaseUntil = this.now + this.leaseMs;
-          if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+          if (!this.inGate) this.breaker.refresh();
         } else if (this.verdict?.state === 'open') {
           // another node probes (or the period is not quite over here): ask again when its lease ends
           this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));

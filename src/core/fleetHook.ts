@@ -31,17 +31,6 @@ import { check } from './options.js';
  */
 export const FLEET_NODE: unique symbol = Symbol.for('rxheal.fleetNode') as never;
 
-/** A move the fleet asks of a breaker. */
-export type FleetMove =
-  /** Open (or stay open) until at least `until` (scheduler time); never shortens a later deadline. */
-  | { readonly kind: 'hold'; readonly reason: TransitionReason; readonly until: number }
-  /** Open and isolated, as by `isolate()`. */
-  | { readonly kind: 'isolate' }
-  /** Closed (and not isolated). */
-  | { readonly kind: 'close'; readonly reason: TransitionReason }
-  /** Re-read the state now (a probe lease arrived). */
-  | { readonly kind: 'refresh' };
-
 /** What the fleet sees of, and does to, one breaker: `CircuitBreaker`'s side of the seam. */
 export interface FleetBreaker {
   readonly name: string;
@@ -49,7 +38,13 @@ export interface FleetBreaker {
   readonly scheduler: SchedulerLike;
   /** The raw state (no refresh). */
   view(): { readonly state: CircuitState; readonly openUntil: number; readonly isolated: boolean };
-  move(move: FleetMove): void;
+  /**
+   * A fleet verdict applied as it is (the fleet's own rules decide when): open until `until`
+   * (scheduler time; `Infinity`: isolated, as by `isolate()`), or closed and not isolated.
+   */
+  move(to: 'open' | 'closed', reason: TransitionReason, until?: number): void;
+  /** Re-reads the state now (a probe lease arrived). */
+  refresh(): void;
 }
 
 /** What a breaker asks of its fleet (the fleet's side of the seam), one per breaker. */
