@@ -17,12 +17,12 @@
  */
 import { streamText } from 'ai';
 import type { Observable } from 'rxjs';
-import { answerParts, mockModel, readRaw, rxhealModel } from '../lib/aiSdk.js';
 import { interleave, retainedPerItem, stats, type Case, type Row, type Samples } from '../lib/harness.js';
-import { lib } from '../lib/rxheal.js';
+import { aiSdk, lib } from '../lib/rxheal.js';
 import type { Model, ModelRequest, TurnEvent } from '../../src/index.js';
 
 const { CircuitBreakerRegistry, degradeAfter, fallbackModel, retryWithBackoff, runAgent, streamModel } = lib;
+const { answerParts, mockModel, readRaw, rxhealModel } = aiSdk;
 
 export const FIGURE = 'g. streaming';
 export const NAMES = {
@@ -50,10 +50,16 @@ export function healing(primary: Model, secondary: Model): { model: Model; pipel
 const DEGRADED: TurnEvent = { type: 'finish', reason: 'other' };
 const TURN_DEADLINE = degradeAfter<TurnEvent, TurnEvent>({ firstMs: FIRST_MS }, DEGRADED);
 
+/** The same deadline around the turn (made once, as an application would). */
+const MODEL_PIPELINE = (_req: ModelRequest, turn$: Observable<TurnEvent>): Observable<TurnEvent> => turn$.pipe(TURN_DEADLINE);
+
 /** A run of one turn on `model`, the same deadline around the turn. */
 export function agentRun(model: Model): Observable<unknown> {
-  return runAgent({ model, messages: REQUEST.messages, modelPipeline: (_req, turn$) => turn$.pipe(TURN_DEADLINE) });
+  return runAgent({ model, messages: REQUEST.messages, modelPipeline: MODEL_PIPELINE });
 }
+
+/** An observer for streams left waiting (one for all: no closure per stream in the heap figures). */
+export const QUIET = { error: (): void => undefined };
 
 /** Subscribes and resolves at completion; `onFirst` at the first text delta. */
 function drain(o: Observable<unknown>, onFirst?: () => void): Promise<void> {
@@ -226,7 +232,7 @@ export async function idleStreams(k: keyof typeof NAMES, n: number): Promise<num
       }
       default: {
         const o = k === 'source' ? (source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<unknown>) : k === 'streamModel' ? streamModel(source, REQUEST) : k === 'pipeline' ? pipeline() : agentRun(model);
-        const sub = o.subscribe({ error: () => undefined });
+        const sub = o.subscribe(QUIET);
         return () => sub.unsubscribe();
       }
     }

@@ -76,3 +76,12 @@ export async function loadLib<T = Api>(root: string, tag: string, contents?: str
 
 /** The library as it is in this checkout (`BENCH_LIB_ROOT` points at another checkout instead). */
 export const lib = await loadLib(process.env['BENCH_LIB_ROOT'] ?? ROOT, 'current');
+
+/**
+ * The AI SDK side of the streaming figures (`aiSdk.ts`: the mock, the raw reader, the rxheal
+ * `Model` over the mock), compiled like the library: run through `tsx`, each of the adapter's
+ * named closures (made per stream) would carry a `__name()` property — about 250 B of heap per
+ * stream that neither a user's compiled adapter nor the AI SDK (untransformed in node_modules)
+ * has.
+ */
+export const aiSdk = await loadLib<typeof import('./aiSdk.js')>(ROOT, 'aisdk', `export * from ${JSON.stringify(fileURLToPath(new URL('./aiSdk.ts', import.meta.url)))};\n`);

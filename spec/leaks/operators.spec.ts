@@ -132,6 +132,12 @@ const ENDINGS: Record<string, (rig: Rig, sub: Subscription) => void> = {
   },
 };
 
+/** Who follows a breaker's transitions: its `events$` observers and its listeners (hubs, registries). */
+function followers(breaker: CircuitBreaker): number {
+  const b = breaker as unknown as { subject?: { observers: unknown[] }; listeners?: Set<unknown> };
+  return (b.subject?.observers.length ?? 0) + (b.listeners?.size ?? 0);
+}
+
 describe('leaks: nothing is left after a subscription ends', () => {
   for (const [name, make] of Object.entries(RIGS)) {
     describe(name, () => {
@@ -200,20 +206,19 @@ describe('leaks: nothing is left after a subscription ends', () => {
       const op = circuitBreak<number>(breaker, { hub });
       // a hub follows its breakers only while someone listens to it
       const listening = hub.events$.subscribe();
-      const inner = (breaker as unknown as { subject: Subject<unknown> }).subject;
-      const watchers = (inner as unknown as { observers: unknown[] }).observers.length;
+      const watchers = followers(breaker);
       for (let i = 0; i < 10; i++) source.pipe(op).subscribe().unsubscribe();
-      expect((inner as unknown as { observers: unknown[] }).observers.length).to.equal(watchers);
+      expect(followers(breaker)).to.equal(watchers);
       expect(watchers).to.equal(1);
       listening.unsubscribe();
-      expect((inner as unknown as { observers: unknown[] }).observers.length, 'nobody listens: the hub lets go').to.equal(0);
+      expect(followers(breaker), 'nobody listens: the hub lets go').to.equal(0);
     });
 
     it('a registry forwards each breaker’s events through one subscription, made once, only while its events$ is observed', () => {
       const registry = new CircuitBreakerRegistry({ scheduler: scheduler() });
       const a = registry.get('a');
       registry.get('a');
-      const observers = (): number => ((a as unknown as { subject?: Subject<unknown> }).subject as unknown as { observers: unknown[] } | undefined)?.observers.length ?? 0;
+      const observers = (): number => followers(a);
       expect(observers(), 'unobserved registry').to.equal(0);
       const one = registry.events$.subscribe();
       const two = registry.events$.subscribe();

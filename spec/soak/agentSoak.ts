@@ -178,10 +178,10 @@ export function formatReport(report: SoakReport): string {
   return lines.join('\n');
 }
 
-/** Observers on a breaker's (private) transition subject: the registry forwards through one. */
+/** Who follows a breaker's transitions: observers of its (private) subject, and its listeners (hubs, registries). */
 export function breakerObservers(breaker: CircuitBreaker): number {
-  const subject = (breaker as unknown as { subject?: Subject<unknown> }).subject;
-  return subject ? (subject as unknown as { observers: unknown[] }).observers.length : 0;
+  const b = breaker as unknown as { subject?: { observers: unknown[] }; listeners?: Set<unknown> };
+  return (b.subject?.observers.length ?? 0) + (b.listeners?.size ?? 0);
 }
 
 /** Whether a hub's (private) subject still has a subscriber (the run's own subscription ends with it). */

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, Subject, Subscription, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
-import type { CircuitPermit } from './permit.js';
+import { WATCH, type CircuitPermit, type Watchable } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
@@ -329,7 +329,7 @@ class Permit implements CircuitPermit {
  * const weather$ = defer(() => fetchWeather()).pipe(circuitBreak(breaker));
  * ```
  */
-export class CircuitBreaker {
+export class CircuitBreaker implements Watchable {
   /** The breaker's name, as given (default `'circuit'`). */
   readonly name: string;
   private readonly failureThreshold: number;
@@ -351,6 +351,8 @@ export class CircuitBreaker {
   private window: RateWindow | undefined;
   private wakeup: Subscription | undefined;
   private subject: Subject<CircuitEvent> | undefined;
+  /** Hubs and registries following this breaker ({@link WATCH}): observers without a subscription each. */
+  private listeners: Set<(event: CircuitEvent) => void> | undefined;
   private readonly fleet: FleetHook | undefined;
 
   constructor(options: CircuitBreakerOptions = {}) {
@@ -400,16 +402,31 @@ export class CircuitBreaker {
    */
   get events$(): Observable<CircuitEvent> {
     return new Observable<CircuitEvent>((subscriber) => {
-      const subject = (this.subject ??= new Subject<CircuitEvent>());
       // an open period that ended while nobody watched ends now, before this observer: it sees what comes next
-      if (!subject.observed) this.refresh();
-      const inner = subject.subscribe(subscriber);
+      if (!this.observed()) this.refresh();
+      const inner = (this.subject ??= new Subject<CircuitEvent>()).subscribe(subscriber);
       this.arm();
       return () => {
         inner.unsubscribe();
-        if (!subject.observed) this.disarm();
+        if (!this.observed()) this.disarm();
       };
     });
+  }
+
+  /** @internal A hub or registry following this breaker (see {@link WATCH}). */
+  [WATCH](listener: (event: CircuitEvent) => void, on: boolean): void {
+    if (on) {
+      if (!this.observed()) this.refresh();
+      (this.listeners ??= new Set()).add(listener);
+      this.arm();
+    } else if (this.listeners?.delete(listener) === true && !this.observed()) {
+      this.disarm();
+    }
+  }
+
+  /** Whether anyone follows the transitions (`events$` observers, hubs, registries). */
+  private observed(): boolean {
+    return this.subject?.observed === true || (this.listeners !== undefined && this.listeners.size > 0);
   }
 
   /**
@@ -596,6 +613,7 @@ export class CircuitBreaker {
       const { retryAfterMs } = extra;
       const event: CircuitEvent = retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
       this.fleet?.transition(event);
+      if (this.listeners) for (const listener of this.listeners) listener(event);
       this.subject?.next(event);
     }
   }
@@ -605,7 +623,7 @@ export class CircuitBreaker {
    * observes `events$`: only then is the announcement due to anyone (reads compute the state).
    */
   private arm(): void {
-    if (this.wakeup !== undefined || this.subject?.observed !== true || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil)) return;
+    if (this.wakeup !== undefined || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil) || !this.observed()) return;
     this.wakeup = after(Math.max(0, this.openUntil - this.scheduler.now()), this.scheduler, () => {
       this.wakeup = undefined;
       this.refresh();
@@ -649,8 +667,8 @@ export class CircuitBreakerRegistry {
   private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly subject = new Subject<CircuitEvent>();
-  /** While `events$` is observed: the registry's subscription to each breaker's `events$`. */
-  private forwarding: Subscription | undefined;
+  /** Follows each breaker while `events$` is observed (one listener for all of them). */
+  private readonly forward = (event: CircuitEvent): void => this.subject.next(event);
 
   /**
    * Transitions of every breaker in the registry, including ones created later. The registry
@@ -658,16 +676,12 @@ export class CircuitBreakerRegistry {
    * breaker's half-open notice scheduled.
    */
   readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
+    const first = !this.subject.observed;
     const inner = this.subject.subscribe(subscriber);
-    if (this.forwarding === undefined) {
-      const forwarding = (this.forwarding = new Subscription());
-      for (const breaker of this.breakers.values()) forwarding.add(breaker.events$.subscribe(this.subject));
-    }
+    if (first) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, true);
     return () => {
       inner.unsubscribe();
-      if (this.subject.observed) return;
-      this.forwarding?.unsubscribe();
-      this.forwarding = undefined;
+      if (!this.subject.observed) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, false);
     };
   });
 
@@ -692,7 +706,7 @@ export class CircuitBreakerRegistry {
     if (!breaker) {
       breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
       this.breakers.set(name, breaker);
-      this.forwarding?.add(breaker.events$.subscribe(this.subject));
+      if (this.subject.observed) breaker[WATCH](this.forward, true);
     }
     return breaker;
   }
