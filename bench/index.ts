@@ -121,17 +121,30 @@ verdicts.push({ figure: 'f', target: '< 100 ms', measured: `${f.cold.toFixed(1)}
 log('g. streaming …');
 const g = await streaming(quick ? { deltas: 2_000, answers: 1, reps: 7, warmup: 1, firsts: 10, idle: 1_000 } : { deltas: 10_000, answers: 1, reps: 21, warmup: 2, firsts: 20, idle: 10_000 });
 rows.push(...g.rows);
-for (const k of ['pipeline', 'runAgent'] as const) {
+for (const [k, onGenerator] of [['pipeline', 'generatorPipeline'], ['runAgent', 'generatorRunAgent']] as const) {
+  // issue 15's measure: rxheal on an async source (an async generator), streamText on its mock
   verdicts.push({
     figure: 'g',
-    target: `${STREAM[k]}: ≤ 0.02× streamText per delta`,
-    measured: `${g.toStreamText[k].toFixed(3)}× (${g.perDelta[k].toFixed(0)} vs ${g.perDelta.streamText.toFixed(0)} ns/delta); the same stream alone, as an rxheal model, is ${g.toStreamText.source.toFixed(3)}×`,
+    target: `${STREAM[k]}, issue 15's measure — rxheal on an async generator source, streamText on its AI SDK mock, the same answer: ≤ 0.02× streamText per delta`,
+    measured: `${g.toStreamText[onGenerator].toFixed(3)}× (${g.perDelta[onGenerator].toFixed(0)} vs ${g.perDelta.streamText.toFixed(0)} ns/delta)`,
+    met: g.toStreamText[onGenerator] <= 0.02,
+  });
+  // both on the very stream streamText reads: that stream's own reading is part of rxheal's figure
+  verdicts.push({
+    figure: 'g',
+    target: `${STREAM[k]}, on the same stream as streamText (the AI SDK mock's, read by both): ≤ 0.02× streamText per delta`,
+    measured: `${g.toStreamText[k].toFixed(3)}× (${g.perDelta[k].toFixed(0)} vs ${g.perDelta.streamText.toFixed(0)} ns/delta); reading that stream alone, as an rxheal model, is already ${g.toStreamText.source.toFixed(3)}×`,
     met: g.toStreamText[k] <= 0.02,
   });
   const heapRatio = g.idleHeap[k] / g.idleHeap.streamText;
   verdicts.push({ figure: 'g', target: `${STREAM[k]}: ≤ 0.1× streamText heap per idle stream`, measured: `${heapRatio.toFixed(3)}× (${(g.idleHeap[k] / 1024).toFixed(1)} vs ${(g.idleHeap.streamText / 1024).toFixed(1)} KB)`, met: heapRatio <= 0.1 });
 }
-verdicts.push({ figure: 'g', target: 'healing pipeline ≤ 200 ns per delta over its own source', measured: `+${g.overSource.pipeline.toFixed(0)} ns (paired median)`, met: g.overSource.pipeline <= 200 });
+verdicts.push({
+  figure: 'g',
+  target: 'healing pipeline ≤ 200 ns per delta over its own source',
+  measured: `+${g.overSource.pipeline.toFixed(0)} ns over the AI SDK mock's stream as a model, +${g.overSource.generatorPipeline.toFixed(0)} ns over the async generator (paired medians)`,
+  met: g.overSource.pipeline <= 200 && g.overSource.generatorPipeline <= 200,
+});
 
 log('h. how cost grows …');
 const h = await scaling(quick ? { runs: [1_000, 10_000], answers: [100, 100_000], breakers: [10, 10_000], reps: 3 } : { runs: [1_000, 10_000, 100_000], answers: [100, 10_000, 1_000_000], breakers: [10, 10_000, 1_000_000], reps: 5 });

@@ -19,6 +19,10 @@ export type {
 export { MemoryBreakerStore } from './core/fleetStore.js';
 export type { BreakerStore, FleetReason, FleetState, FleetVerdict, MemoryBreakerStoreOptions, ProbeLease, Quorum } from './core/fleetStore.js';
 export type { FleetOptions, QuorumOptions } from './core/fleet.js';
+// a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
+export { fleetNode } from './core/fleet.js';
+export { FLEET_NODE } from './core/fleetHook.js';
+export type { FleetNode } from './core/fleetHook.js';
 export { RateLimiter } from './core/rateLimit.js';
 export type { RateLimiterOptions, RateLimitReservation } from './core/rateLimit.js';
 export { MemoryRateLimitStore } from './core/rateLimitStore.js';

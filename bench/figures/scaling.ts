@@ -12,14 +12,14 @@
  *   breakers that only saw successes must hold no timer.
  */
 import { defer, type Observable } from 'rxjs';
-import { answerParts, mockModel, rxhealModel } from '../lib/aiSdk.js';
 import { gc, retainedPerItem, stats, type Row } from '../lib/harness.js';
-import { lib } from '../lib/rxheal.js';
+import { aiSdk, lib } from '../lib/rxheal.js';
 import { trackTimers } from './heap.js';
-import { agentRun, healing } from './streaming.js';
+import { agentRun, healing, QUIET } from './streaming.js';
 import type { Model, TurnEvent } from '../../src/index.js';
 
 const { CircuitBreakerRegistry, circuitBreak, fallbackModel, streamModel } = lib;
+const { answerParts, mockModel, rxhealModel } = aiSdk;
 
 export const FIGURE = 'h. how cost grows';
 
@@ -35,7 +35,7 @@ function idleRuns(n: number): Promise<number> {
   return retainedPerItem(
     n,
     () => {
-      const sub = agentRun(model).subscribe({ error: () => undefined });
+      const sub = agentRun(model).subscribe(QUIET);
       return () => sub.unsubscribe();
     },
     () => (mock.doStreamCalls.length = 0),

@@ -14,15 +14,22 @@
  *   breaker, then `degradeAfter({ firstMs: 30 000 })`.
  * - `runAgent` on that model, with the same `degradeAfter` as its model pipeline: one turn.
  * - AI SDK 6 `streamText({ model, prompt })`, its `textStream` read to the end.
+ *
+ * Two ways to compare per delta, both in the same interleaved run: the rows above put rxheal on
+ * the very stream `streamText` reads (reading that stream alone costs ~0.02–0.03× `streamText`,
+ * so no pipeline on it can be under 0.02×); issue 15 measured rxheal on an async source instead
+ * — the `generator` rows: the same answer (same deltas, same text) from an async generator
+ * through `fromAsyncIterable`, then the same healing pipeline and `runAgent` — against
+ * `streamText` on its mock.
  */
 import { streamText } from 'ai';
 import type { Observable } from 'rxjs';
-import { answerParts, mockModel, readRaw, rxhealModel } from '../lib/aiSdk.js';
 import { interleave, retainedPerItem, stats, type Case, type Row, type Samples } from '../lib/harness.js';
-import { lib } from '../lib/rxheal.js';
+import { aiSdk, lib } from '../lib/rxheal.js';
 import type { Model, ModelRequest, TurnEvent } from '../../src/index.js';
 
 const { CircuitBreakerRegistry, degradeAfter, fallbackModel, retryWithBackoff, runAgent, streamModel } = lib;
+const { answerParts, generatorModel, mockModel, readRaw, rxhealModel } = aiSdk;
 
 export const FIGURE = 'g. streaming';
 export const NAMES = {
@@ -32,7 +39,16 @@ export const NAMES = {
   pipeline: 'rxheal healing pipeline (fallbackModel + retry + breaker + degradeAfter)',
   runAgent: 'rxheal runAgent (one turn, the healing pipeline)',
   streamText: 'AI SDK 6 streamText, textStream',
+  generator: 'async generator source: the same answer through fromAsyncIterable, no AI SDK stream',
+  generatorPipeline: 'rxheal healing pipeline on the async generator source (issue 15\'s measure)',
+  generatorRunAgent: 'rxheal runAgent on the async generator source (issue 15\'s measure)',
 } as const;
+
+/** The cases on the AI SDK mock's stream (time to first delta and idle heap are measured for these). */
+const SAME_STREAM = ['raw', 'source', 'streamModel', 'pipeline', 'runAgent', 'streamText'] as const;
+type SameStream = (typeof SAME_STREAM)[number];
+/** The cases on the async generator, and what each is paired with as its own source. */
+const GENERATOR = ['generator', 'generatorPipeline', 'generatorRunAgent'] as const;
 
 const REQUEST: ModelRequest = { messages: [{ role: 'user', content: 'hi' }], tools: [] };
 const FIRST_MS = 30_000;
@@ -50,10 +66,16 @@ export function healing(primary: Model, secondary: Model): { model: Model; pipel
 const DEGRADED: TurnEvent = { type: 'finish', reason: 'other' };
 const TURN_DEADLINE = degradeAfter<TurnEvent, TurnEvent>({ firstMs: FIRST_MS }, DEGRADED);
 
+/** The same deadline around the turn (made once, as an application would). */
+const MODEL_PIPELINE = (_req: ModelRequest, turn$: Observable<TurnEvent>): Observable<TurnEvent> => turn$.pipe(TURN_DEADLINE);
+
 /** A run of one turn on `model`, the same deadline around the turn. */
 export function agentRun(model: Model): Observable<unknown> {
-  return runAgent({ model, messages: REQUEST.messages, modelPipeline: (_req, turn$) => turn$.pipe(TURN_DEADLINE) });
+  return runAgent({ model, messages: REQUEST.messages, modelPipeline: MODEL_PIPELINE });
 }
+
+/** An observer for streams left waiting (one for all: no closure per stream in the heap figures). */
+export const QUIET = { error: (): void => undefined };
 
 /** Subscribes and resolves at completion; `onFirst` at the first text delta. */
 function drain(o: Observable<unknown>, onFirst?: () => void): Promise<void> {
@@ -83,11 +105,16 @@ async function drainText(model: ReturnType<typeof mockModel>, onFirst?: () => vo
   }
 }
 
-/** One answer of each kind on `mock` (and a second, unused model for the fallback). */
-function answerers(mock: ReturnType<typeof mockModel>): Record<keyof typeof NAMES, (onFirst?: () => void) => Promise<unknown>> {
+/** One answer of each kind on `mock` (and a second, unused model for the fallback); the generator's answers have `deltas` deltas too. */
+function answerers(mock: ReturnType<typeof mockModel>, deltas: number): Record<keyof typeof NAMES, (onFirst?: () => void) => Promise<unknown>> {
   const source = rxhealModel(mock, 'primary');
   const { model, pipeline } = healing(source, rxhealModel(mock, 'secondary'));
+  const generator = generatorModel(lib.fromAsyncIterable, deltas, 'primary');
+  const onGenerator = healing(generator, generatorModel(lib.fromAsyncIterable, deltas, 'secondary'));
   return {
+    generator: (onFirst) => drain(generator.stream(REQUEST, { signal: new AbortController().signal }) as Observable<TurnEvent>, onFirst),
+    generatorPipeline: (onFirst) => drain(onGenerator.pipeline(), onFirst),
+    generatorRunAgent: (onFirst) => drain(agentRun(onGenerator.model), onFirst),
     raw: (onFirst) => readRaw(mock, onFirst),
     source: (onFirst) => drain(source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<TurnEvent>, onFirst),
     streamModel: (onFirst) => drain(streamModel(source, REQUEST), onFirst),
@@ -105,10 +132,10 @@ export interface StreamingResult {
   readonly toStreamText: Record<keyof typeof NAMES, number>;
   /** Paired differences to the rxheal source, ns per delta. */
   readonly overSource: Record<keyof typeof NAMES, number>;
-  /** Time to first delta, µs, medians. */
-  readonly firstDelta: Record<keyof typeof NAMES, number>;
-  /** Retained heap per idle stream, bytes. */
-  readonly idleHeap: Record<keyof typeof NAMES, number>;
+  /** Time to first delta, µs, medians (the cases on the mock's stream). */
+  readonly firstDelta: Record<SameStream, number>;
+  /** Retained heap per idle stream, bytes (the cases on the mock's stream). */
+  readonly idleHeap: Record<SameStream, number>;
 }
 
 export async function streaming(options: { deltas: number; answers: number; reps: number; warmup: number; firsts: number; idle: number }): Promise<StreamingResult> {
@@ -117,7 +144,7 @@ export async function streaming(options: { deltas: number; answers: number; reps
 
   // ns per delta: `answers` answers of `deltas` deltas per sample
   const mock = mockModel(answerParts(options.deltas));
-  const run = answerers(mock);
+  const run = answerers(mock, options.deltas);
   const cases: Case[] = keys.map((k) => ({
     name: NAMES[k],
     run: async (n: number) => {
@@ -130,10 +157,12 @@ export async function streaming(options: { deltas: number; answers: number; reps
   const toStreamText = {} as Record<keyof typeof NAMES, number>;
   const overSourceOf = {} as Record<keyof typeof NAMES, number>;
   const rawSamples = samples.get(NAMES.raw)!;
-  const sourceSamples = samples.get(NAMES.source)!;
   const textSamples = samples.get(NAMES.streamText)!;
   for (const k of keys) {
     const xs = samples.get(NAMES[k])!;
+    const onGenerator = (GENERATOR as readonly string[]).includes(k);
+    // each case's own source: the mock's stream as a Model, or the async generator
+    const sourceSamples = samples.get(onGenerator ? NAMES.generator : NAMES.source)!;
     const s = stats(xs);
     const ratio = stats(xs.map((x, i) => x / textSamples[i]!));
     const overRaw = stats(xs.map((x, i) => x - rawSamples[i]!));
@@ -141,7 +170,13 @@ export async function streaming(options: { deltas: number; answers: number; reps
     perDelta[k] = s.median;
     toStreamText[k] = ratio.median;
     overSourceOf[k] = overSource.median;
-    const over = k === 'raw' ? '' : `; over the raw source +${overRaw.median.toFixed(0)} ns${k === 'source' || k === 'streamText' ? '' : `, over the rxheal source +${overSource.median.toFixed(0)} ns`}`;
+    const over = onGenerator
+      ? k === 'generator'
+        ? '; the same answer as the AI SDK mock\'s, from an async generator'
+        : `; over its own source (the async generator) +${overSource.median.toFixed(0)} ns`
+      : k === 'raw'
+        ? ''
+        : `; over the raw source +${overRaw.median.toFixed(0)} ns${k === 'source' || k === 'streamText' ? '' : `, over the rxheal source +${overSource.median.toFixed(0)} ns`}`;
     rows.push({
       figure: FIGURE,
       name: `ns per delta: ${NAMES[k]}`,
@@ -155,11 +190,11 @@ export async function streaming(options: { deltas: number; answers: number; reps
   }
 
   // time to first delta: short answers, interleaved, one sample per answer
-  const short = answerers(mockModel(answerParts(10)));
-  const firsts = new Map<keyof typeof NAMES, number[]>(keys.map((k) => [k, []]));
+  const short = answerers(mockModel(answerParts(10)), 10);
+  const firsts = new Map<SameStream, number[]>(SAME_STREAM.map((k) => [k, []]));
   for (let rep = -options.warmup; rep < options.reps; rep++) {
-    for (let j = 0; j < keys.length; j++) {
-      const k = keys[(j + Math.max(rep, 0)) % keys.length]!;
+    for (let j = 0; j < SAME_STREAM.length; j++) {
+      const k = SAME_STREAM[(j + Math.max(rep, 0)) % SAME_STREAM.length]!;
       for (let i = 0; i < options.firsts; i++) {
         const t0 = process.hrtime.bigint();
         let t1 = t0;
@@ -168,9 +203,9 @@ export async function streaming(options: { deltas: number; answers: number; reps
       }
     }
   }
-  const firstDelta = {} as Record<keyof typeof NAMES, number>;
+  const firstDelta = {} as Record<SameStream, number>;
   const rawFirst = stats(firsts.get('raw')!).median;
-  for (const k of keys) {
+  for (const k of SAME_STREAM) {
     const s = stats(firsts.get(k)!);
     firstDelta[k] = s.median;
     rows.push({
@@ -185,12 +220,12 @@ export async function streaming(options: { deltas: number; answers: number; reps
   }
 
   // heap per stream waiting for its first delta
-  const idleHeap = {} as Record<keyof typeof NAMES, number>;
-  for (const k of keys) {
+  const idleHeap = {} as Record<SameStream, number>;
+  for (const k of SAME_STREAM) {
     const r = await idleStreams(k, options.idle);
     idleHeap[k] = r;
   }
-  for (const k of keys) {
+  for (const k of SAME_STREAM) {
     rows.push({
       figure: FIGURE,
       name: `heap per idle stream: ${NAMES[k]}`,
@@ -204,7 +239,7 @@ export async function streaming(options: { deltas: number; answers: number; reps
 }
 
 /** Retained heap per stream of kind `k`, `n` of them waiting on a model that never answers. */
-export async function idleStreams(k: keyof typeof NAMES, n: number): Promise<number> {
+export async function idleStreams(k: SameStream, n: number): Promise<number> {
   const mock = mockModel('never');
   const source = rxhealModel(mock, 'primary');
   const { model, pipeline } = healing(source, rxhealModel(mock, 'secondary'));
@@ -226,7 +261,7 @@ export async function idleStreams(k: keyof typeof NAMES, n: number): Promise<num
       }
       default: {
         const o = k === 'source' ? (source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<unknown>) : k === 'streamModel' ? streamModel(source, REQUEST) : k === 'pipeline' ? pipeline() : agentRun(model);
-        const sub = o.subscribe({ error: () => undefined });
+        const sub = o.subscribe(QUIET);
         return () => sub.unsubscribe();
       }
     }

@@ -26,6 +26,7 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'CircuitOpenError'
   | 'CircuitBreakerRegistry'
   | 'streamModel'
+  | 'fromAsyncIterable'
   | 'fallbackModel'
   | 'runAgent'
 > & Partial<Pick<typeof Lib, 'callPolicy'>>;
@@ -38,7 +39,7 @@ export { reflectOnError } from './src/operators/reflectOnError.ts';
 export { fallbackTo } from './src/operators/fallbackTo.ts';
 export { degradeAfter } from './src/operators/degradeAfter.ts';
 export { CircuitBreaker, CircuitBreakerRegistry } from './src/core/CircuitBreaker.ts';
-export { streamModel } from './src/core/model.ts';
+export { streamModel, fromAsyncIterable } from './src/core/model.ts';
 export { fallbackModel } from './src/sources/fallbackModel.ts';
 export { runAgent } from './src/sources/runAgent.ts';
 export { classifyError } from './src/core/classify.ts';
@@ -76,3 +77,16 @@ export async function loadLib<T = Api>(root: string, tag: string, contents?: str
 
 /** The library as it is in this checkout (`BENCH_LIB_ROOT` points at another checkout instead). */
 export const lib = await loadLib(process.env['BENCH_LIB_ROOT'] ?? ROOT, 'current');
+
+/**
+ * The sources of the streaming figures (`aiSdk.ts`: the mock, the raw reader, the rxheal `Model`
+ * over the mock; `asyncSource.ts`: a model over an async generator), compiled like the library: run through `tsx`, each of the adapter's
+ * named closures (made per stream) would carry a `__name()` property — about 250 B of heap per
+ * stream that neither a user's compiled adapter nor the AI SDK (untransformed in node_modules)
+ * has.
+ */
+export const aiSdk = await loadLib<typeof import('./aiSdk.js') & typeof import('./asyncSource.js')>(
+  ROOT,
+  'aisdk',
+  ['./aiSdk.ts', './asyncSource.ts'].map((f) => `export * from ${JSON.stringify(fileURLToPath(new URL(f, import.meta.url)))};\n`).join(''),
+);

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
-import type { Subscription } from 'rxjs';
+import type { SchedulerAction, SchedulerLike, Subscription } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import type { CircuitBreakerOptions, CircuitEvent, CircuitPermit, CircuitSnapshot } from '../../src/core/CircuitBreaker.js';
 import { CircuitBreaker, CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError } from '../../src/core/errors.js';
+import { HealHub } from '../../src/core/hub.js';
 import { testScheduler } from '../support/marbles.js';
 import { NodeTimerScheduler } from '../support/nodeTimers.js';
 
@@ -394,10 +395,11 @@ describe('CircuitBreaker', () => {
   });
 
   describe('timers', () => {
-    it('runs no timer while closed, exactly one while open, none after closing', () => {
+    it('observed: runs no timer while closed, exactly one while open, none after closing', () => {
       virtual(({ ts, at, breakerActions }) => {
         const counts: (string | number)[][] = [];
         const breaker = new CircuitBreaker({ failureThreshold: 3, resetTimeoutMs: 1_000, scheduler: ts });
+        breaker.state$.subscribe();
         const count = (label: string): void => void counts.push([ts.now(), label, breakerActions()]);
         at(0, () => {
           count('created');
@@ -446,7 +448,7 @@ describe('CircuitBreaker', () => {
       });
     });
 
-    it('re-opening replaces the timer: one action, due resetTimeoutMs after the new opening', () => {
+    it('observed: re-opening replaces the timer: one action, due resetTimeoutMs after the new opening', () => {
       virtual(({ ts, at, breakerActions }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
         const events = recordEvents(breaker);
@@ -484,9 +486,10 @@ describe('CircuitBreaker', () => {
       });
     });
 
-    it('re-opening from half-open leaves exactly one timer, even with another probe still running', () => {
+    it('observed: re-opening from half-open leaves exactly one timer, even with another probe still running', () => {
       virtual(({ ts, at, breakerActions }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100, halfOpenMaxCalls: 2, scheduler: ts });
+        breaker.events$.subscribe();
         at(0, () => fail(breaker, 1));
         const probes: CircuitPermit[] = [];
         at(100, () => probes.push(admit(breaker), admit(breaker)));
@@ -498,9 +501,10 @@ describe('CircuitBreaker', () => {
       });
     });
 
-    it('isolate() and reset() leave no timer', () => {
+    it('observed: isolate() and reset() leave no timer', () => {
       virtual(({ ts, at, breakerActions }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100, scheduler: ts });
+        breaker.events$.subscribe();
         at(0, () => {
           fail(breaker, 1);
           expect(breakerActions()).to.equal(1);
@@ -510,6 +514,146 @@ describe('CircuitBreaker', () => {
           expect(breakerActions()).to.equal(0);
           fail(breaker, 1);
           breaker.reset();
+          expect(breakerActions()).to.equal(0);
+        });
+      });
+    });
+  });
+
+  describe('timers only while observed (an open breaker never keeps a process alive)', () => {
+    const values = { o: 'open', h: 'half-open', c: 'closed' } as const;
+
+    /** `ts` as the breaker's scheduler, counting the actions scheduled through it that are still pending. */
+    function counting(ts: TestScheduler): { scheduler: SchedulerLike; breakerActions: () => number } {
+      const live = new Set<Subscription>();
+      const scheduler: SchedulerLike = {
+        now: () => ts.now(),
+        schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
+          const action = ts.schedule(function (this: SchedulerAction<T>, s?: T) {
+            live.delete(action);
+            work.call(this, s);
+          }, delay, state);
+          live.add(action);
+          action.add(() => live.delete(action));
+          return action;
+        },
+      };
+      return { scheduler, breakerActions: () => live.size };
+    }
+
+    it('unobserved: an open breaker holds no timer; its state is still computed on every read', () => {
+      virtual(({ ts, at, breakerActions }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
+        at(0, () => {
+          fail(breaker, 1);
+          expect(breaker.state).to.equal('open');
+          expect(breakerActions(), 'timers of an unobserved open breaker').to.equal(0);
+        });
+        at(999, () => expect(reject(breaker).retryAfterMs).to.equal(1));
+        at(1_000, () => {
+          expect(breaker.state).to.equal('half-open');
+          admit(breaker).success();
+          expect(breaker.state).to.equal('closed');
+          expect(breakerActions()).to.equal(0);
+        });
+      });
+    });
+
+    it('subscribed while open: state$ gives "open" at once and announces half-open at the reset timeout', () => {
+      virtual(({ ts, at, expectObservable }) => {
+        const { scheduler, breakerActions } = counting(ts);
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler });
+        at(0, () => fail(breaker, 1));
+        at(300, () => expect(breakerActions(), 'nobody observes yet').to.equal(0));
+        expectObservable(breaker.state$, '400ms ^').toBe('400ms o 599ms h', values);
+        at(401, () => expect(breakerActions(), 'the notice, armed for the new observer').to.equal(1));
+        at(1_001, () => expect(breakerActions()).to.equal(0));
+      });
+    });
+
+    it('unsubscribing the last observer cancels the notice; a later observer gets it on time again', () => {
+      virtual(({ ts, at, expectObservable }) => {
+        const { scheduler, breakerActions } = counting(ts);
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler });
+        at(0, () => fail(breaker, 1));
+        expectObservable(breaker.state$, '100ms ^ 399ms !').toBe('100ms o', values);
+        expectObservable(breaker.events$, '200ms ^ 299ms !').toBe('');
+        at(450, () => expect(breakerActions(), 'the notice while observed').to.equal(1));
+        at(550, () => expect(breakerActions(), 'both observers gone (at 500)').to.equal(0));
+        const later: (string | number)[][] = [];
+        at(700, () => void breaker.state$.subscribe((s) => later.push([ts.now(), s])));
+        at(701, () => expect(breakerActions()).to.equal(1));
+        at(1_001, () => expect(later).to.deep.equal([[700, 'open'], [1_000, 'half-open']]));
+      });
+    });
+
+    it('an open period that ended while nobody watched is not announced to a later observer: it sees the state as it is', () => {
+      virtual(({ ts, at, expectObservable }) => {
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
+        const events: (string | number)[][] = [];
+        at(0, () => fail(breaker, 1));
+        at(1_500, () => void breaker.events$.subscribe((e) => events.push([e.at, e.to, e.reason])));
+        expectObservable(breaker.state$, '1500ms ^').toBe('1500ms h 99ms o 999ms h', values);
+        at(1_600, () => {
+          admit(breaker).failure(e503());
+          expect(events).to.deep.equal([[1_600, 'open', 'probe_failure']]);
+        });
+        at(2_601, () => expect(events).to.deep.equal([[1_600, 'open', 'probe_failure'], [2_600, 'half-open', 'reset_timeout']]));
+      });
+    });
+
+    it("a registry follows its breakers only while its events$ is observed (breakers made meanwhile included)", () => {
+      virtual(({ ts, at, breakerActions }) => {
+        const registry = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
+        const seen: (string | number)[][] = [];
+        let watching: Subscription | undefined;
+        at(0, () => {
+          fail(registry.get('a'), 1);
+          expect(breakerActions(), 'an unobserved registry').to.equal(0);
+        });
+        at(100, () => {
+          watching = registry.events$.subscribe((e) => seen.push([e.at, e.breaker, e.to]));
+          expect(breakerActions()).to.equal(1);
+        });
+        at(200, () => {
+          fail(registry.get('b'), 1);
+          expect(breakerActions()).to.equal(2);
+        });
+        at(1_100, () => {
+          watching?.unsubscribe();
+          expect(breakerActions()).to.equal(0);
+          fail(registry.get('a'), 1); // a's probe fails: open again, unobserved
+          expect(breakerActions()).to.equal(0);
+        });
+        at(3_000, () =>
+          expect(seen).to.deep.equal([
+            [200, 'b', 'open'],
+            [1_000, 'a', 'half-open'],
+          ]),
+        );
+      });
+    });
+
+    it('a hub follows a watched breaker only while the hub has listeners', () => {
+      virtual(({ ts, at, breakerActions }) => {
+        const breaker = new CircuitBreaker({ name: 'svc', failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
+        const hub = new HealHub();
+        hub.watch(breaker);
+        const seen: (string | number | undefined)[][] = [];
+        let listening: Subscription | undefined;
+        at(0, () => {
+          fail(breaker, 1);
+          expect(breakerActions()).to.equal(0);
+        });
+        at(500, () => {
+          listening = hub.events$.subscribe((e) => seen.push([ts.now(), e.type, e.type === 'circuit' && e.kind === 'transition' ? e.to : undefined]));
+          expect(breakerActions()).to.equal(1);
+        });
+        at(1_001, () => {
+          expect(seen).to.deep.equal([[1_000, 'circuit', 'half-open']]);
+          admit(breaker).failure(e503());
+          expect(breakerActions()).to.equal(1);
+          listening?.unsubscribe();
           expect(breakerActions()).to.equal(0);
         });
       });

@@ -7,7 +7,8 @@ import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Su
 import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
-import type { FleetOptions } from '../../src/core/fleet.js';
+import { fleetNode, type FleetOptions } from '../../src/core/fleet.js';
+import { FLEET_NODE } from '../../src/core/fleetHook.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HealHub } from '../../src/core/hub.js';
 import { virtual, type VirtualRun } from '../support/marbles.js';
@@ -364,6 +365,47 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       bad({ store, node: '' }, 'fleet.node');
       bad({ store, stor: 1 }, 'fleet.stor');
       expect(() => new CircuitBreakerRegistry({ fleet: { store, quorum: { windowMs: 0 } } })).to.throw(InvalidOptionError, /fleet\.quorum.*windowMs/);
+    });
+  });
+
+  describe('the fleet comes with its store (breakers without one bundle none of it)', () => {
+    it('a store of your own carrying [FLEET_NODE] = fleetNode makes a fleet like the memory store', () => {
+      virtual((run) => {
+        const inner = new MemoryBreakerStore();
+        // a store of one's own (here delegating to a memory store), carrying the node logic itself
+        const store: BreakerStore = {
+          [FLEET_NODE]: fleetNode,
+          changes$: inner.changes$,
+          sync: (...a) => inner.sync(...a),
+          vote: (...a) => inner.vote(...a),
+          fact: (...a) => inner.fact(...a),
+          acquireProbe: (...a) => inner.acquireProbe(...a),
+          probeResult: (...a) => inner.probeResult(...a),
+          isolate: (...a) => inner.isolate(...a),
+          reset: (...a) => inner.reset(...a),
+        };
+        expect(store[FLEET_NODE]).to.equal(inner[FLEET_NODE]);
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        run.expectObservable(moves(c!)).toBe('--------x', { x: 'open:fleet_open' });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+      });
+    });
+
+    it('a fleet member is not an events$ observer: an open breaker in a fleet nobody observes holds no timer', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, { resetTimeoutMs: 60_000 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.at(10, () => {
+          expect([a!.state, b!.state]).to.deep.equal(['open', 'open']);
+          expect(run.ts.actions.length, 'pending actions').to.equal(0);
+          // still held until the fleet's deadline (the quorum vote at 8, + 60 000), computed on read
+          run.at(60_007, () => expect(b!.state).to.equal('open'));
+          run.at(60_008, () => expect(b!.acquire()).not.to.be.instanceOf(CircuitOpenError));
+        });
+      });
     });
   });
 

@@ -33,8 +33,6 @@ interface Rig {
   /** Alternatives that a fallback may subscribe to. */
   readonly others: Subject<unknown>[];
   readonly op: OperatorFunction<unknown, unknown>;
-  /** Scheduled actions that legitimately remain (an open breaker's half-open notice). */
-  readonly allowed?: () => number;
 }
 
 const toolError = (cause: unknown): ToolError => new ToolError({ toolName: 'search', callId: 'c1', phase: 'execute', args: {}, idempotent: true, message: 'bad units', cause });
@@ -52,14 +50,14 @@ const RIGS: Record<string, () => Rig> = {
   'circuitBreak': () => {
     const ts = scheduler();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
-    return { ts, source: new Subject(), others: [], op: circuitBreak(breaker), allowed: () => (breaker.state === 'open' ? 1 : 0) };
+    return { ts, source: new Subject(), others: [], op: circuitBreak(breaker) };
   },
   'retryWithBackoff → circuitBreak (fused; totalTimeoutMs, restart)': () => {
     const ts = scheduler();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     const retry = retryWithBackoff<unknown>({ scheduler: ts, jitter: 'none', maxRetries: 2, totalTimeoutMs: 60_000, afterEmit: 'restart', onRestart: () => 'reset' });
     const op: MonoTypeOperatorFunction<unknown> = (s) => s.pipe(retry, circuitBreak(breaker));
-    return { ts, source: new Subject(), others: [], op, allowed: () => (breaker.state === 'open' ? 1 : 0) };
+    return { ts, source: new Subject(), others: [], op };
   },
   'reflectOnError': () => ({ ts: scheduler(), source: new Subject(), others: [], op: reflectOnError() }),
   'fallbackTo': () => {
@@ -71,7 +69,7 @@ const RIGS: Record<string, () => Rig> = {
     const alternative = new Subject<unknown>();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     const op = fallbackTo<unknown>({ name: 'backup', source: alternative, breaker }, { midStream: 'restart', onRestart: () => 'reset' });
-    return { ts, source: new Subject(), others: [alternative], op, allowed: () => (breaker.state === 'open' ? 1 : 0) };
+    return { ts, source: new Subject(), others: [alternative], op };
   },
   'degradeAfter': () => {
     const ts = scheduler();
@@ -89,7 +87,7 @@ const RIGS: Record<string, () => Rig> = {
         fallbackTo(alternative),
         degradeAfter(5_000, 'degraded', { scheduler: ts }),
       );
-    return { ts, source: new Subject(), others: [alternative], op: five, allowed: () => (breaker.state === 'open' ? 1 : 0) };
+    return { ts, source: new Subject(), others: [alternative], op: five };
   },
 };
 
@@ -134,6 +132,12 @@ const ENDINGS: Record<string, (rig: Rig, sub: Subscription) => void> = {
   },
 };
 
+/** Who follows a breaker's transitions: its `events$` observers and its listeners (hubs, registries). */
+function followers(breaker: CircuitBreaker): number {
+  const b = breaker as unknown as { subject?: { observers: unknown[] }; listeners?: Set<unknown> };
+  return (b.subject?.observers.length ?? 0) + (b.listeners?.size ?? 0);
+}
+
 describe('leaks: nothing is left after a subscription ends', () => {
   for (const [name, make] of Object.entries(RIGS)) {
     describe(name, () => {
@@ -146,14 +150,15 @@ describe('leaks: nothing is left after a subscription ends', () => {
           sub.unsubscribe();
           expect(rig.source.observed, 'source observed').to.equal(false);
           rig.others.forEach((o, i) => expect(o.observed, `alternative ${i + 1} observed`).to.equal(false));
-          expect(rig.ts.actions.length, 'scheduled actions').to.equal(rig.allowed?.() ?? 0);
+          // (an open breaker nobody observes schedules no half-open notice either)
+          expect(rig.ts.actions.length, 'scheduled actions').to.equal(0);
         });
       }
     });
   }
 
-  describe('an open breaker holds exactly one action, only until it turns half-open', () => {
-    it('one half-open notice while open; none after the reset timeout; a probe’s deadline goes with the probe', () => {
+  describe('an open breaker holds one action only while observed, only until it turns half-open', () => {
+    it('no notice while nobody observes; one while observed; none after the reset timeout; a probe’s deadline goes with the probe', () => {
       const ts = scheduler();
       const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
       of(1).pipe(circuitBreak(breaker)).subscribe();
@@ -162,6 +167,12 @@ describe('leaks: nothing is left after a subscription ends', () => {
       failing.pipe(circuitBreak(breaker)).subscribe({ error: () => undefined });
       failing.error(new HttpError(503));
       expect(breaker.state).to.equal('open');
+      expect(ts.actions.length, 'nobody observes').to.equal(0);
+      const watching = breaker.state$.subscribe();
+      expect(ts.actions.length, 'observed').to.equal(1);
+      watching.unsubscribe();
+      expect(ts.actions.length, 'let go').to.equal(0);
+      breaker.events$.subscribe();
       expect(ts.actions.length).to.equal(1);
       ts.flush();
       expect(breaker.state).to.equal('half-open');
@@ -195,21 +206,28 @@ describe('leaks: nothing is left after a subscription ends', () => {
       const op = circuitBreak<number>(breaker, { hub });
       // a hub follows its breakers only while someone listens to it
       const listening = hub.events$.subscribe();
-      const inner = (breaker as unknown as { subject: Subject<unknown> }).subject;
-      const watchers = (inner as unknown as { observers: unknown[] }).observers.length;
+      const watchers = followers(breaker);
       for (let i = 0; i < 10; i++) source.pipe(op).subscribe().unsubscribe();
-      expect((inner as unknown as { observers: unknown[] }).observers.length).to.equal(watchers);
+      expect(followers(breaker)).to.equal(watchers);
       expect(watchers).to.equal(1);
       listening.unsubscribe();
-      expect((inner as unknown as { observers: unknown[] }).observers.length, 'nobody listens: the hub lets go').to.equal(0);
+      expect(followers(breaker), 'nobody listens: the hub lets go').to.equal(0);
     });
 
-    it('a registry forwards each breaker’s events through one subscription, made once', () => {
+    it('a registry forwards each breaker’s events through one subscription, made once, only while its events$ is observed', () => {
       const registry = new CircuitBreakerRegistry({ scheduler: scheduler() });
       const a = registry.get('a');
       registry.get('a');
-      const inner = (a as unknown as { subject: Subject<unknown> }).subject;
-      expect((inner as unknown as { observers: unknown[] }).observers.length).to.equal(1);
+      const observers = (): number => followers(a);
+      expect(observers(), 'unobserved registry').to.equal(0);
+      const one = registry.events$.subscribe();
+      const two = registry.events$.subscribe();
+      registry.get('a');
+      expect(observers()).to.equal(1);
+      one.unsubscribe();
+      expect(observers()).to.equal(1);
+      two.unsubscribe();
+      expect(observers(), 'nobody observes the registry').to.equal(0);
     });
   });
 

@@ -61,7 +61,10 @@ export function halfOpenBreaker(scheduler: VirtualTimeScheduler, options: Constr
   const permit = breaker.acquire();
   if (permit instanceof CircuitOpenError) throw permit;
   permit.failure(new HttpError(503));
+  // the half-open notice is scheduled only while someone observes: watch while time passes
+  const watching = breaker.events$.subscribe();
   scheduler.flush();
+  watching.unsubscribe();
   if (breaker.state !== 'half-open') throw new Error(`halfOpenBreaker: ${breaker.state}`);
   return breaker;
 }

@@ -391,6 +391,7 @@ describe('rxheal/testing', () => {
       const ts = testScheduler();
       ts.run(({ cold, expectObservable }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1000 });
+        breaker.state$.subscribe(); // the notice is scheduled only while someone observes the breaker
         cold('-#', undefined, new Error('503')).pipe(circuitBreak(breaker)).subscribe({ error: () => undefined });
         expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 1 });
       });

@@ -7,11 +7,12 @@
  */
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
-import type { CircuitPermit } from './permit.js';
+import { WATCH, type CircuitPermit, type Watchable } from './permit.js';
 import { CircuitOpenError, InvalidOptionError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
-import { attachFleet, fleetOptionsCodec, validateFleetOptions, randomNodeId, type FleetBreaker, type FleetHook, type FleetMove, type FleetOptions } from './fleet.js';
+import type { FleetOptions } from './fleet.js';
+import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook } from './fleetHook.js';
 import {
   Func,
   NonEmptyString,
@@ -228,7 +229,7 @@ export const circuitBreakerOptionProps = {
   isFailure: Func,
   window: windowCodec,
   scheduler: Scheduler,
-  fleet: fleetOptionsCodec,
+  fleet: FleetOptionsCheck,
 };
 
 /** A snapshot field that cannot be restored, named by its path. */
@@ -317,8 +318,9 @@ class Permit implements CircuitPermit {
  * is half-open: up to `halfOpenMaxCalls` concurrent probes pass, others are rejected; that many
  * successes close it, any probe failure (or a probe outliving `halfOpenTimeoutMs`) re-opens it.
  * Outcomes of calls admitted in an earlier state never change the current one. No timer runs
- * while closed; while open, one scheduled action announces half-open on `state$` (in Node it
- * does not keep the process alive: a script whose breaker opened exits when its work is done).
+ * while closed; while open, one scheduled action announces half-open on `state$`, and only while
+ * someone observes (`state$`, `events$`, a hub listened to, a registry's `events$` observed): an
+ * open breaker nobody watches holds no timer, and in Node the notice never keeps a process alive.
  *
  * @example
  * ```ts
@@ -327,7 +329,7 @@ class Permit implements CircuitPermit {
  * const weather$ = defer(() => fetchWeather()).pipe(circuitBreak(breaker));
  * ```
  */
-export class CircuitBreaker {
+export class CircuitBreaker implements Watchable {
   /** The breaker's name, as given (default `'circuit'`). */
   readonly name: string;
   private readonly failureThreshold: number;
@@ -349,11 +351,14 @@ export class CircuitBreaker {
   private window: RateWindow | undefined;
   private wakeup: Subscription | undefined;
   private subject: Subject<CircuitEvent> | undefined;
+  /** Hubs and registries following this breaker ({@link WATCH}): observers without a subscription each. */
+  private listeners: Set<(event: CircuitEvent) => void> | undefined;
   private readonly fleet: FleetHook | undefined;
 
   constructor(options: CircuitBreakerOptions = {}) {
     const o = validateOptions('CircuitBreaker', circuitBreakerOptionProps, options);
-    if (o.fleet !== undefined) validateFleetOptions('CircuitBreaker', o.fleet);
+    // the fleet's node logic comes with its store: a breaker without one bundles none of it
+    const fleet = o.fleet === undefined ? undefined : fleetNodeFor('CircuitBreaker', o.fleet);
     this.name = o.name ?? 'circuit';
     this.failureThreshold = o.failureThreshold ?? 5;
     this.resetTimeoutMs = o.resetTimeoutMs ?? 60_000;
@@ -362,7 +367,7 @@ export class CircuitBreaker {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
-    this.fleet = o.fleet === undefined ? undefined : attachFleet(this.fleetSide(), o.fleet, (options) => new CircuitBreaker(options));
+    this.fleet = fleet?.attach(this.fleetSide(), o.fleet!, (options) => new CircuitBreaker(options));
   }
 
   /** The current state, computed from `scheduler.now()` whenever read. */
@@ -378,7 +383,8 @@ export class CircuitBreaker {
 
   /**
    * The state now, then every change as it happens (open → half-open is announced when the
-   * reset timeout elapses, not at the next call).
+   * reset timeout elapses, not at the next call). Subscribing arms that announcement (see
+   * {@link CircuitBreaker.events$ | events$}).
    */
   get state$(): Observable<CircuitState> {
     return new Observable<CircuitState>((subscriber) => {
@@ -387,10 +393,40 @@ export class CircuitBreaker {
     });
   }
 
-  /** Every transition, with from, to, scheduler time, reason and failure count. */
+  /**
+   * Every transition, with from, to, scheduler time, reason and failure count. While it has
+   * observers (directly, through `state$`, a hub or a registry's `events$`), an open breaker
+   * keeps one scheduled action to announce half-open when its reset timeout elapses; with none,
+   * it holds no timer at all (an open breaker never keeps a process alive), and the state is
+   * still computed from `scheduler.now()` whenever read.
+   */
   get events$(): Observable<CircuitEvent> {
-    this.subject ??= new Subject<CircuitEvent>();
-    return this.subject.asObservable();
+    return new Observable<CircuitEvent>((subscriber) => {
+      // an open period that ended while nobody watched ends now, before this observer: it sees what comes next
+      if (!this.observed()) this.refresh();
+      const inner = (this.subject ??= new Subject<CircuitEvent>()).subscribe(subscriber);
+      this.arm();
+      return () => {
+        inner.unsubscribe();
+        if (!this.observed()) this.disarm();
+      };
+    });
+  }
+
+  /** @internal A hub or registry following this breaker (see {@link WATCH}). */
+  [WATCH](listener: (event: CircuitEvent) => void, on: boolean): void {
+    if (on) {
+      if (!this.observed()) this.refresh();
+      (this.listeners ??= new Set()).add(listener);
+      this.arm();
+    } else if (this.listeners?.delete(listener) === true && !this.observed()) {
+      this.disarm();
+    }
+  }
+
+  /** Whether anyone follows the transitions (`events$` observers, hubs, registries). */
+  private observed(): boolean {
+    return this.subject?.observed === true || (this.listeners !== undefined && this.listeners.size > 0);
   }
 
   /**
@@ -569,67 +605,56 @@ export class CircuitBreaker {
     this.probeSuccesses = 0;
     this.window?.clear();
     // the half-open notice belongs to one open period: a fresh one for a new period, none for isolation
-    this.wakeup?.unsubscribe();
-    this.wakeup = undefined;
-    if (to === 'open' && extra.openUntil !== undefined) {
-      const until = extra.openUntil;
-      this.openUntil = until;
-      if (Number.isFinite(until)) {
-        // an announcement only (state is computed on every read): it must not keep a process alive
-        this.wakeup = after(
-          Math.max(0, until - this.scheduler.now()),
-          this.scheduler,
-          () => {
-            this.wakeup = undefined;
-            this.refresh();
-          },
-          { background: true },
-        );
-      }
-    }
+    this.disarm();
+    if (to === 'open' && extra.openUntil !== undefined) this.openUntil = extra.openUntil;
+    this.arm();
     if (from !== to) {
       const at = this.scheduler.now();
       const { retryAfterMs } = extra;
-      this.subject?.next(retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs });
+      const event: CircuitEvent = retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
+      this.fleet?.transition(event);
+      if (this.listeners) for (const listener of this.listeners) listener(event);
+      this.subject?.next(event);
     }
   }
 
-  // ---- fleet hook: src/core/fleet.ts sees and moves the breaker through these two --------------
+  /**
+   * Schedules the half-open notice of the current open period, if it has one and someone
+   * observes `events$`: only then is the announcement due to anyone (reads compute the state).
+   */
+  private arm(): void {
+    if (this.wakeup !== undefined || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil) || !this.observed()) return;
+    // an announcement only (state is computed on every read): it must not keep a process alive
+    this.wakeup = after(
+      Math.max(0, this.openUntil - this.scheduler.now()),
+      this.scheduler,
+      () => {
+        this.wakeup = undefined;
+        this.refresh();
+      },
+      { background: true },
+    );
+  }
 
-  /** What the fleet sees of this breaker (the raw state, no refresh) and how it moves it. */
+  private disarm(): void {
+    this.wakeup?.unsubscribe();
+    this.wakeup = undefined;
+  }
+
+  /** What the fleet (src/core/fleet.ts) sees of this breaker (the raw state, no refresh) and how it moves it. */
   private fleetSide(): FleetBreaker {
     return {
       name: this.name,
       resetTimeoutMs: this.resetTimeoutMs,
       scheduler: this.scheduler,
-      events$: this.events$,
       view: () => ({ state: this.current, openUntil: this.openUntil, isolated: this.isolatedByHand }),
-      move: (move) => this.fleetMove(move),
+      move: (to, reason, until = 0) => {
+        this.isolatedByHand = until === Infinity;
+        const retryAfterMs = Math.max(0, until - this.scheduler.now());
+        this.enter(to, reason, 0, this.current, to === 'closed' ? {} : until === Infinity ? { openUntil: until } : { openUntil: until, retryAfterMs });
+      },
+      refresh: () => this.refresh(),
     };
-  }
-
-  /** A fleet verdict applied here: hold open (never shortening a later deadline), isolate, close, re-read. */
-  private fleetMove(move: FleetMove): void {
-    const from = this.current;
-    switch (move.kind) {
-      case 'hold': {
-        if (this.isolatedByHand || (from === 'open' && this.openUntil >= move.until)) return;
-        const retryAfterMs = Math.max(0, move.until - this.scheduler.now());
-        this.enter('open', move.reason, 0, from, { openUntil: move.until, retryAfterMs });
-        return;
-      }
-      case 'isolate':
-        this.isolatedByHand = true;
-        this.enter('open', 'fleet_isolated', 0, from, { openUntil: Infinity });
-        return;
-      case 'close':
-        this.isolatedByHand = false;
-        this.enter('closed', move.reason, 0, from);
-        return;
-      case 'refresh':
-        this.refresh();
-        return;
-    }
   }
 }
 
@@ -648,16 +673,30 @@ export class CircuitBreakerRegistry {
   private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly subject = new Subject<CircuitEvent>();
+  /** Follows each breaker while `events$` is observed (one listener for all of them). */
+  private readonly forward = (event: CircuitEvent): void => this.subject.next(event);
 
-  /** Transitions of every breaker in the registry, including ones created later. */
-  readonly events$: Observable<CircuitEvent> = this.subject.asObservable();
+  /**
+   * Transitions of every breaker in the registry, including ones created later. The registry
+   * follows its breakers only while this is observed, so an unobserved registry keeps no open
+   * breaker's half-open notice scheduled.
+   */
+  readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
+    const first = !this.subject.observed;
+    const inner = this.subject.subscribe(subscriber);
+    if (first) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, true);
+    return () => {
+      inner.unsubscribe();
+      if (!this.subject.observed) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, false);
+    };
+  });
 
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
-    if (defaults.fleet !== undefined) validateFleetOptions('CircuitBreakerRegistry', defaults.fleet);
+    const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
     // a fleet: the registry is one node (one process), whatever breakers it holds
-    this.defaults = defaults.fleet && defaults.fleet.node === undefined ? { ...defaults, fleet: { ...defaults.fleet, node: randomNodeId() } } : defaults;
+    this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
   }
 
   /**
@@ -672,8 +711,8 @@ export class CircuitBreakerRegistry {
     let breaker = this.breakers.get(name);
     if (!breaker) {
       breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
-      breaker.events$.subscribe(this.subject);
       this.breakers.set(name, breaker);
+      if (this.subject.observed) breaker[WATCH](this.forward, true);
     }
     return breaker;
   }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Observable, type SchedulerLike } from 'rxjs';
+import { Observable, Subscriber, type SchedulerLike } from 'rxjs';
 import { classifyError } from './classify.js';
 import type { Usage } from './events.js';
 import type { HealHub } from './hub.js';
@@ -34,42 +34,82 @@ export interface TracedCall {
  * ```
  */
 export function traced<T>(hub: HealHub, scheduler: SchedulerLike, call: TracedCall, source: Observable<T>): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const started = scheduler.now();
-    let usage: Usage | undefined;
-    let done = false;
-    const end = (outcome: 'success' | 'error' | 'cancelled', error?: unknown): void => {
-      done = true;
-      const at = scheduler.now();
-      hub.report({
-        type: 'call-end',
-        ...call,
-        at,
-        durationMs: at - started,
-        outcome,
-        ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
-        ...(usage ? { usage } : {}),
-      });
-    };
-    hub.report({ type: 'call-start', ...call, at: started });
-    const subscription = source.subscribe({
-      next: (value) => {
-        const event = value as { type?: unknown; usage?: Usage };
-        if (call.kind === 'model' && event.type === 'finish' && event.usage) usage = event.usage;
-        subscriber.next(value);
-      },
-      error: (error: unknown) => {
-        end('error', error);
-        subscriber.error(error);
-      },
-      complete: () => {
-        end('success');
-        subscriber.complete();
-      },
+  return new Traced(hub, scheduler, call, source);
+}
+
+/** What {@link traced} returns: each subscription is one traced call (one {@link TraceSubscriber}, no closures). */
+class Traced<T> extends Observable<T> {
+  constructor(
+    private readonly hub: HealHub,
+    private readonly scheduler: SchedulerLike,
+    private readonly call: TracedCall,
+    private readonly traced: Observable<T>,
+  ) {
+    super();
+  }
+
+  protected _subscribe(subscriber: Subscriber<T>): void {
+    // linked to `subscriber`: unsubscribing downstream reaches it (and reports `cancelled`)
+    this.traced.subscribe(new TraceSubscriber(subscriber, this.hub, this.scheduler, this.call));
+  }
+}
+
+/**
+ * One traced call: `call-start` when made, `call-end` once (success, error or cancelled).
+ * `streamModel` extends it to count a model call's tokens in the same subscriber.
+ *
+ * @internal
+ */
+export class TraceSubscriber<T> extends Subscriber<T> {
+  private readonly started: number;
+  private usage: Usage | undefined = undefined;
+  private done = false;
+
+  constructor(
+    destination: Subscriber<T>,
+    private readonly hub: HealHub,
+    private readonly scheduler: SchedulerLike,
+    private readonly call: TracedCall,
+  ) {
+    super(destination);
+    this.started = scheduler.now();
+    hub.report({ type: 'call-start', ...call, at: this.started });
+  }
+
+  protected override _next(value: T): void {
+    const event = value as { type?: unknown; usage?: Usage };
+    if (this.call.kind === 'model' && event.type === 'finish' && event.usage) this.usage = event.usage;
+    this.destination.next(value);
+  }
+
+  protected override _error(error: unknown): void {
+    this.end('error', error);
+    super._error(error);
+  }
+
+  protected override _complete(): void {
+    this.end('success');
+    super._complete();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    if (!this.done) this.end('cancelled');
+  }
+
+  private end(outcome: 'success' | 'error' | 'cancelled', error?: unknown): void {
+    this.done = true;
+    const at = this.scheduler.now();
+    const { call, usage } = this;
+    this.hub.report({
+      type: 'call-end',
+      ...call,
+      at,
+      durationMs: at - this.started,
+      outcome,
+      ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
+      ...(usage ? { usage } : {}),
     });
-    return () => {
-      subscription.unsubscribe();
-      if (!done) end('cancelled');
-    };
-  });
+  }
 }

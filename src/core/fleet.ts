@@ -23,11 +23,12 @@
 import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError } from './classify.js';
 import { InvalidOptionError } from './errors.js';
-import type { CircuitBreakerOptions, CircuitEvent, CircuitState, TransitionReason } from './CircuitBreaker.js';
-import { BreakerStoreCheck, type BreakerStore, type FleetReason, type FleetVerdict, type Quorum } from './fleetStore.js';
+import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
+import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
+import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
 import { Bool, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
 import { after } from './wait.js';
-import { StoreGuard, STORE_FAILURE_THRESHOLD, STORE_RETRY_MS, type GuardBreaker } from './storeGuard.js';
+import { StoreGuard, randomNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
 
 /**
  * The `fleet` option of `CircuitBreaker` and `CircuitBreakerRegistry`.
@@ -92,63 +93,23 @@ const quorumCheck = check(
   },
 );
 
-const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool };
+/** A structural check for option validation: an object with every {@link BreakerStore} method. */
+export const BreakerStoreCheck = check(
+  'a BreakerStore (sync, vote, fact, acquireProbe, probeResult, isolate, reset, changes$)',
+  (u): u is BreakerStore =>
+    typeof u === 'object' &&
+    u !== null &&
+    ['sync', 'vote', 'fact', 'acquireProbe', 'probeResult', 'isolate', 'reset'].every((k) => typeof (u as Record<string, unknown>)[k] === 'function') &&
+    typeof (u as { changes$?: { subscribe?: unknown } }).changes$?.subscribe === 'function',
+);
 
-/** The `fleet` option's own check: an object (its fields are checked by {@link validateFleetOptions}). */
-export const fleetOptionsCodec = check('{ store: a BreakerStore, node?, quorum?, probeLeaseMs?, facts? }', (u): u is FleetOptions => typeof u === 'object' && u !== null && !Array.isArray(u));
+const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool };
 
 /** Checks a `fleet` option field by field, naming the bad one (`fleet.store`, `fleet.quorum`…). */
 export function validateFleetOptions(target: string, fleet: unknown): void {
   validateOptions(target, fleetProps, fleet, 'fleet');
   const store = (fleet as { store?: unknown }).store;
   if (store === undefined) throw new InvalidOptionError(target, 'fleet.store', store, BreakerStoreCheck.name);
-}
-
-/** Options of the breaker around a shared store. */
-export function storeBreakerOptions(name: string, scheduler: SchedulerLike): CircuitBreakerOptions {
-  return { name, failureThreshold: STORE_FAILURE_THRESHOLD, resetTimeoutMs: STORE_RETRY_MS, halfOpenTimeoutMs: Infinity, isFailure: () => true, scheduler };
-}
-
-let nodeCount = 0;
-/** A node id unlikely to repeat across processes. */
-export function randomNodeId(): string {
-  return `${Math.random().toString(36).slice(2, 10)}-${(++nodeCount).toString(36)}`;
-}
-
-/** A move the fleet asks of a breaker. */
-export type FleetMove =
-  /** Open (or stay open) until at least `until` (scheduler time); never shortens a later deadline. */
-  | { readonly kind: 'hold'; readonly reason: TransitionReason; readonly until: number }
-  /** Open and isolated, as by `isolate()`. */
-  | { readonly kind: 'isolate' }
-  /** Closed (and not isolated). */
-  | { readonly kind: 'close'; readonly reason: TransitionReason }
-  /** Re-read the state now (a probe lease arrived). */
-  | { readonly kind: 'refresh' };
-
-/** What the fleet sees of, and does to, one breaker: `CircuitBreaker`'s fleet hook. */
-export interface FleetBreaker {
-  readonly name: string;
-  readonly resetTimeoutMs: number;
-  readonly scheduler: SchedulerLike;
-  readonly events$: Observable<CircuitEvent>;
-  /** The raw state (no refresh). */
-  view(): { readonly state: CircuitState; readonly openUntil: number; readonly isolated: boolean };
-  move(move: FleetMove): void;
-}
-
-/** What a breaker asks of its fleet hook. */
-export interface FleetHook {
-  /**
-   * The breaker's open period is over: may it go half-open now? `false` keeps it open (another
-   * node holds the probe lease, or the lease is being asked for); otherwise the reason to give.
-   * `calling`: a call is asking (only then is the lease asked for).
-   */
-  gate(calling: boolean): false | TransitionReason;
-  /** A counted failure. True when it was a provider fact that opened the breaker (fleet-wide). */
-  failed(error: unknown): boolean;
-  /** `isolate()` or `reset()` by hand: published fleet-wide. */
-  admin(kind: 'isolate' | 'reset'): void;
 }
 
 /** Local transitions that are a node's own evidence: they vote (or report the probe's failure). */
@@ -189,7 +150,6 @@ class Member implements FleetHook {
     this.quorum = { ...DEFAULT_QUORUM, ...stripUndefined(quorum) };
     this.leaseMs = options.probeLeaseMs ?? DEFAULT_PROBE_LEASE_MS;
     this.facts = options.facts ?? true;
-    breaker.events$.subscribe((e) => this.onLocal(e));
   }
 
   private get now(): number {
@@ -219,7 +179,7 @@ class Member implements FleetHook {
     const waitMs = c.retryAfterMs;
     if (c.category !== 'rate_limit' || waitMs === undefined || waitMs <= 0 || this.breaker.view().isolated) return false;
     this.localUntil = Math.max(this.localUntil, now + waitMs);
-    this.breaker.move({ kind: 'hold', reason: 'rate_limit', until: now + waitMs });
+    this.hold('rate_limit', now + waitMs);
     this.link.call(this, (s) => s.fact(this.node, this.breaker.name, waitMs));
     return true;
   }
@@ -247,19 +207,23 @@ class Member implements FleetHook {
     const now = this.now;
     const view = this.breaker.view();
     if (v.state === 'isolated') {
-      if (!view.isolated) this.breaker.move({ kind: 'isolate' });
+      if (!view.isolated) this.breaker.move('open', 'fleet_isolated', Infinity);
     } else if (v.state === 'open') {
-      const until = now + v.remainingMs;
-      if (!view.isolated && !(view.state === 'open' && view.openUntil >= until)) {
-        this.breaker.move({ kind: 'hold', reason: HOLD_REASON[v.reason] ?? 'fleet_open', until });
-      }
+      this.hold(HOLD_REASON[v.reason] ?? 'fleet_open', now + v.remainingMs);
     } else if (v.reason === 'reset') {
       this.localUntil = -Infinity;
-      if (view.state !== 'closed' || view.isolated) this.breaker.move({ kind: 'close', reason: 'fleet_reset' });
+      if (view.state !== 'closed' || view.isolated) this.breaker.move('closed', 'fleet_reset');
     } else if (v.reason === 'probe_success' && view.state === 'open' && !view.isolated && now >= this.localUntil) {
       // the fleet's prober spoke for this breaker; one open on its own evidence waits for its own deadline
-      this.breaker.move({ kind: 'close', reason: 'fleet_probe_success' });
+      this.breaker.move('closed', 'fleet_probe_success');
     }
+  }
+
+  /** Open (or stay open) until at least `until`: never shortens a later deadline, never touches an isolated breaker. */
+  private hold(reason: TransitionReason, until: number): void {
+    const view = this.breaker.view();
+    if (view.isolated || (view.state === 'open' && view.openUntil >= until)) return;
+    this.breaker.move('open', reason, until);
   }
 
   /** The store answers again (or may have missed changes): what this member must tell it again. */
@@ -273,10 +237,11 @@ class Member implements FleetHook {
   private leaseFailed(): void {
     if (this.lease === 'asking') this.lease = 'none';
     this.alone = true;
-    if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+    if (!this.inGate) this.breaker.refresh();
   }
 
-  private onLocal(e: CircuitEvent): void {
+  /** A local transition (the breaker calls it directly: the fleet is not an `events$` observer). */
+  transition(e: CircuitEvent): void {
     if (this.link.closed) return;
     if (e.to === 'open' && INFERENCE.has(e.reason)) {
       this.localUntil = e.at + (e.retryAfterMs ?? 0);
@@ -307,7 +272,7 @@ class Member implements FleetHook {
         if (granted && verdict.generation === this.seen) {
           this.lease = 'mine';
           this.leaseUntil = this.now + this.leaseMs;
-          if (!this.inGate) this.breaker.move({ kind: 'refresh' });
+          if (!this.inGate) this.breaker.refresh();
         } else if (this.verdict?.state === 'open') {
           // another node probes (or the period is not quite over here): ask again when its lease ends
           this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));
@@ -415,7 +380,9 @@ const links = new WeakMap<BreakerStore, FleetLink>();
 
 /**
  * Joins a breaker to its fleet: the hook the breaker calls. One link per store object in a
- * process (one `changes$` subscription, one poll, one guard), one member per breaker.
+ * process (one `changes$` subscription, one poll, one guard), one member per breaker. The link
+ * lives until the store's `changes$` completes (`store.close()`): then it stops polling and
+ * listening, and its breakers decide alone.
  *
  * @example
  * ```ts
@@ -429,3 +396,20 @@ export function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBr
   link.add(member);
   return member;
 }
+
+/**
+ * The fleet's node logic, as a {@link BreakerStore} carries it (under `FLEET_NODE`): what a
+ * `CircuitBreaker` with a `fleet` option runs. `MemoryBreakerStore` and `RedisBreakerStore`
+ * carry it; give a store of your own the same line.
+ *
+ * @example
+ * ```ts
+ * import { FLEET_NODE, fleetNode, type BreakerStore } from 'rxheal';
+ *
+ * class MyStore implements BreakerStore {
+ *   readonly [FLEET_NODE] = fleetNode;
+ *   // …sync, vote, fact, acquireProbe, probeResult, isolate, reset, changes$
+ * }
+ * ```
+ */
+export const fleetNode: FleetNode = { validate: validateFleetOptions, attach: attachFleet, nodeId: randomNodeId };

@@ -20,7 +20,9 @@
  */
 import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
 import { after } from './wait.js';
-import { NonNegativeNumber, PositiveNumber, Scheduler, check, validateOptions } from './options.js';
+import { NonNegativeNumber, PositiveNumber, Scheduler, validateOptions } from './options.js';
+import { fleetNode } from './fleet.js';
+import { FLEET_NODE, registerFleetNode, type FleetNode } from './fleetHook.js';
 
 /**
  * A breaker's state fleet-wide.
@@ -104,6 +106,14 @@ export interface Quorum {
  * {@link MemoryBreakerStore} (one process, the reference model) and `RedisBreakerStore`
  * (`rxheal/redis`).
  *
+ * The store also carries the fleet's node logic, under {@link FLEET_NODE}: a breaker reaches
+ * the fleet code through the store it is given, so breakers without a `fleet` option bundle
+ * none of it. A store of your own adds `readonly [FLEET_NODE] = fleetNode` (both exported by
+ * `rxheal`); one that wraps a `MemoryBreakerStore` or `RedisBreakerStore` may omit it (rxheal's
+ * stores make their node logic known to every breaker when constructed). Either way, complete
+ * `changes$` to let go of the store: each process's link to it (its `changes$` subscription and
+ * its `pollMs` poll, which keeps a Node process alive) ends then.
+ *
  * @example
  * ```ts
  * const store: BreakerStore = new MemoryBreakerStore();
@@ -111,6 +121,8 @@ export interface Quorum {
  * ```
  */
 export interface BreakerStore {
+  /** The fleet's node logic ({@link fleetNode}); see above for when it may be omitted. */
+  readonly [FLEET_NODE]?: FleetNode;
   /** Each node's store calls are bounded by this many ms (default 100). */
   readonly timeoutMs?: number;
   /** How often nodes re-read every verdict as a backstop to `changes$` (absent: never). */
@@ -137,16 +149,6 @@ export interface BreakerStore {
   /** Closes the breaker fleet-wide and forgets its votes (by hand). */
   reset(node: string, name: string): Observable<FleetVerdict>;
 }
-
-/** A structural check for option validation: an object with every {@link BreakerStore} method. */
-export const BreakerStoreCheck = check(
-  'a BreakerStore (sync, vote, fact, acquireProbe, probeResult, isolate, reset, changes$)',
-  (u): u is BreakerStore =>
-    typeof u === 'object' &&
-    u !== null &&
-    ['sync', 'vote', 'fact', 'acquireProbe', 'probeResult', 'isolate', 'reset'].every((k) => typeof (u as Record<string, unknown>)[k] === 'function') &&
-    typeof (u as { changes$?: { subscribe?: unknown } }).changes$?.subscribe === 'function',
-);
 
 /** A new verdict generation: above the last one and at least the store time (survives data loss). */
 export function nextGeneration(previous: number, nowMs: number): number {
@@ -230,6 +232,8 @@ interface Entry {
  * ```
  */
 export class MemoryBreakerStore implements BreakerStore {
+  // set in the constructor: a computed class field would keep the class (and the fleet code) in every bundle
+  declare readonly [FLEET_NODE]: FleetNode;
   readonly timeoutMs: number;
   readonly pollMs: number | undefined;
   /** While true, every operation fails (a dead store). */
@@ -243,6 +247,8 @@ export class MemoryBreakerStore implements BreakerStore {
 
   constructor(options: MemoryBreakerStoreOptions = {}) {
     const o = validateOptions('MemoryBreakerStore', memoryOptionProps, options);
+    (this as { [FLEET_NODE]: FleetNode })[FLEET_NODE] = fleetNode;
+    registerFleetNode(fleetNode);
     this.scheduler = o.scheduler ?? asyncScheduler;
     this.latencyMs = o.latencyMs ?? 0;
     this.timeoutMs = o.timeoutMs ?? 100;
@@ -250,7 +256,7 @@ export class MemoryBreakerStore implements BreakerStore {
     this.nodeTtlMs = o.nodeTtlMs ?? (o.pollMs === undefined ? Infinity : 3 * o.pollMs);
   }
 
-  /** Completes `changes$`: nodes stop listening and polling. */
+  /** Completes `changes$`: nodes stop listening and polling (their breakers then decide alone). */
   close(): void {
     this.subject.complete();
   }

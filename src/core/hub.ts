@@ -4,9 +4,10 @@
  *
  * @module
  */
-import { Observable, Subject, type Subscription } from 'rxjs';
-import type { CircuitBreaker } from './CircuitBreaker.js';
+import { Observable, Subject } from 'rxjs';
+import type { CircuitBreaker, CircuitEvent } from './CircuitBreaker.js';
 import type { HealEvent } from './events.js';
+import { WATCH } from './permit.js';
 
 /**
  * A stream of {@link HealEvent}s. Give one to operators (`hub` option) and to `runAgent`, which
@@ -21,9 +22,11 @@ import type { HealEvent } from './events.js';
  */
 export class HealHub {
   private readonly subject = new Subject<HealEvent>();
-  /** Breakers watched, with their subscription while the hub has subscribers. */
-  private readonly watched = new Map<CircuitBreaker, Subscription | undefined>();
-  private listeners = 0;
+  /** Breakers watched (followed while the hub has subscribers); made at the first watch. */
+  private watched: Set<CircuitBreaker> | undefined;
+  /** How the hub follows a watched breaker: one listener for all of them, not a subscription each. */
+  private readonly onTransition = ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
+    this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
 
   /**
    * Every event reported, as it happens. Hot: subscribe before the work starts. Watched breakers
@@ -33,16 +36,12 @@ export class HealHub {
    * as for any subscriber.
    */
   readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
+    const first = !this.subject.observed;
     const inner = this.subject.subscribe(subscriber);
-    if (++this.listeners === 1) for (const breaker of this.watched.keys()) this.follow(breaker);
+    if (first && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
     return () => {
       inner.unsubscribe();
-      if (--this.listeners === 0) {
-        for (const [breaker, subscription] of this.watched) {
-          subscription?.unsubscribe();
-          this.watched.set(breaker, undefined);
-        }
-      }
+      if (!this.subject.observed && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, false);
     };
   });
 
@@ -53,18 +52,10 @@ export class HealHub {
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
   watch(breaker: CircuitBreaker): void {
-    if (this.watched.has(breaker)) return;
-    this.watched.set(breaker, undefined);
-    if (this.listeners > 0) this.follow(breaker);
-  }
-
-  private follow(breaker: CircuitBreaker): void {
-    this.watched.set(
-      breaker,
-      breaker.events$.subscribe(({ breaker: name, from, to, at, reason, failures, retryAfterMs }) =>
-        this.report({ type: 'circuit', breaker: name, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
-      ),
-    );
+    const watched = (this.watched ??= new Set());
+    if (watched.has(breaker)) return;
+    watched.add(breaker);
+    if (this.subject.observed) breaker[WATCH](this.onTransition, true);
   }
 }
 

@@ -1,8 +1,8 @@
-import { asyncScheduler, from, Observable, Subscriber, type ObservableInput, type SchedulerLike, type TeardownLogic } from 'rxjs';
+import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike, type TeardownLogic } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
 import type { Message, TurnEvent, Usage } from './events.js';
 import { abortable, AbortRun, type AbortContext } from './abortable.js';
-import { traced, type TracedCall } from './callTrace.js';
+import { TraceSubscriber, type TracedCall } from './callTrace.js';
 import type { HealHub } from './hub.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
@@ -178,46 +178,73 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
     const call = describeCall(model, run, parent);
     const served: ServedCall = { prepaid: true, children: 0 };
     const handed = (abort: AbortContext): ModelContext => {
-      const handedOn: ModelContext & { [SERVED]: ServedCall } = {
-        get signal() {
-          return abort.signal;
-        },
-        ...run,
-        ...(call ? { callId: call.id } : {}),
-        [SERVED]: served,
-      };
+      const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
+      handedOn[SERVED] = served;
       return handedOn;
     };
-    let events: Observable<TurnEvent> = new ModelTurn(model, request, handed);
-    if (hub && call) events = traced(hub, scheduler, call, events);
-    return events.subscribe({
-      next: (event) => {
-        subscriber.next(event);
-        // the innermost call that saw the finish counts its tokens
-        if (budget && event.type === 'finish' && event.usage && served.children === 0) {
-          try {
-            budget.usage(event.usage);
-          } catch (error) {
-            subscriber.error(error);
-          }
-        }
-      },
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => subscriber.complete(),
-    });
+    // one subscriber, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
+    const turn = new ModelTurn(model, request, handed);
+    if (hub && call) turn.subscribe(budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceSubscriber(subscriber, hub, scheduler, call));
+    else turn.subscribe(budget ? new UsageSubscriber(subscriber, budget, served) : subscriber);
   });
+}
+
+/** The innermost call that saw the finish counts its tokens (after passing the finish on); past the limit the turn errors. */
+function meter(destination: Observer<TurnEvent>, event: TurnEvent, budget: BudgetMeter, served: ServedCall): void {
+  if (event.type !== 'finish' || !event.usage || served.children !== 0) return;
+  try {
+    budget.usage(event.usage);
+  } catch (error) {
+    destination.error(error);
+  }
+}
+
+/** Passes a call's events on, counting its tokens (an untraced call). */
+class UsageSubscriber extends Subscriber<TurnEvent> {
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    private readonly budget: BudgetMeter,
+    private readonly served: ServedCall,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.destination.next(event);
+    meter(this.destination, event, this.budget, this.served);
+  }
+}
+
+/** A traced call that also counts its tokens: one subscriber for both. */
+class MeteredTrace extends TraceSubscriber<TurnEvent> {
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    hub: HealHub,
+    scheduler: SchedulerLike,
+    call: TracedCall,
+    private readonly budget: BudgetMeter,
+    private readonly served: ServedCall,
+  ) {
+    super(destination, hub, scheduler, call);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    super._next(event);
+    meter(this.destination, event, this.budget, this.served);
+  }
 }
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
 function fields(context: ModelCallContext): ModelCallContext {
   const { hub, budget, scheduler, callId, step } = context;
-  return {
-    ...(hub ? { hub } : {}),
-    ...(budget ? { budget } : {}),
-    ...(scheduler ? { scheduler } : {}),
-    ...(callId !== undefined ? { callId } : {}),
-    ...(step !== undefined ? { step } : {}),
-  };
+  // assigned one by one, not spread: spreads of conditional literals make a slow (dictionary) object
+  const out: { -readonly [K in keyof ModelCallContext]: ModelCallContext[K] } = {};
+  if (hub) out.hub = hub;
+  if (budget) out.budget = budget;
+  if (scheduler) out.scheduler = scheduler;
+  if (callId !== undefined) out.callId = callId;
+  if (step !== undefined) out.step = step;
+  return out;
 }
 
 /** The call's name in events: its own `callId` at the top, `<parent>/<k>` inside another call; none without an id to start from. */
@@ -255,13 +282,27 @@ class ModelTurn extends Observable<TurnEvent> {
   }
 }
 
+/** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
+const ABORT = Symbol('rxheal.abortRun');
+
+/**
+ * `signal` as an own, enumerable accessor (a model that spreads its context, `{ ...context }`,
+ * keeps it) whose getter is one function for every context, reading the run it was made for:
+ * a getter made per context would give each context a hidden class of its own (~500 B each).
+ */
+const SIGNAL: PropertyDescriptor = {
+  get(this: { [ABORT]: AbortContext }): AbortSignal {
+    return this[ABORT].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
+
 /** A context with only the run's signal (read lazily, also after an `await`). */
-function signalOf(run: AbortRun): AbortContext {
-  return {
-    get signal() {
-      return run.signal;
-    },
-  };
+function signalOf(run: AbortContext): AbortContext {
+  const context = Object.defineProperty({}, 'signal', SIGNAL) as AbortContext;
+  Object.defineProperty(context, ABORT, { value: run });
+  return context;
 }
 
 /** Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`. */

@@ -1,11 +1,13 @@
 /**
- * A circuit breaker's admission to one call, and the internal protocol that lets an operator run
- * a call under a permit acquired by a `circuitBreak` piped right after it. Kept apart from the
- * breaker so that `retryWithBackoff` can implement the protocol without bundling the breaker.
+ * A circuit breaker's admission to one call, the internal protocol that lets an operator run a
+ * call under a permit acquired by a `circuitBreak` piped right after it, and the one by which a
+ * hub or a registry follows a breaker's transitions. Kept apart from the breaker so that
+ * `retryWithBackoff` and the hub can use them without bundling the breaker.
  *
  * @module
  */
 import type { Subscriber } from 'rxjs';
+import type { CircuitEvent } from './CircuitBreaker.js';
 
 /**
  * Admission to one call. Obtained from `CircuitBreaker.acquire()`; settle it exactly once
@@ -52,4 +54,19 @@ export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
 /** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
 export interface RunsUnderPermit<T> {
   [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
+}
+
+/**
+ * Internal protocol: how a hub or a registry follows a breaker — a listener called on each
+ * transition, added (`on`) and removed by the same function object — without a subscription to
+ * its `events$` per follower (a run's hub follows every breaker its pipelines use). A listener
+ * counts as an observer: while the breaker has one, its half-open notice is scheduled.
+ *
+ * @internal
+ */
+export const WATCH: unique symbol = Symbol('rxheal.breakerWatch');
+
+/** @internal Something that can be followed through {@link WATCH} (a `CircuitBreaker`). */
+export interface Watchable {
+  [WATCH](listener: (event: CircuitEvent) => void, on: boolean): void;
 }

@@ -13,10 +13,9 @@ import { asyncScheduler, catchError, defer, map, type Observable, type Scheduler
 import { CircuitBreaker } from './CircuitBreaker.js';
 import { classifyError, headersOf, readHeader } from './classify.js';
 import { InvalidOptionError, RateLimitExceededError } from './errors.js';
-import { randomNodeId, storeBreakerOptions } from './fleet.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from './options.js';
 import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitStore } from './rateLimitStore.js';
-import { StoreGuard } from './storeGuard.js';
+import { StoreGuard, randomNodeId, storeBreakerOptions } from './storeGuard.js';
 
 /**
  * Options of {@link RateLimiter}. Give `requestsPerMinute`, `tokensPerMinute`, or both.

@@ -11,19 +11,24 @@
  * bound to it, so operators find it from the error alone.
  */
 export class RunScope {
+  // both made on first use: most runs never fail a tool (an idle run holds neither)
+  private failures: Map<string, number> | undefined;
+  private successListeners: Set<(toolName: string) => void> | undefined;
+
   /** Consecutive failures per tool name in this run. */
-  readonly toolFailures = new Map<string, number>();
-  private readonly successListeners = new Set<(toolName: string) => void>();
+  get toolFailures(): Map<string, number> {
+    return (this.failures ??= new Map());
+  }
 
   /** The run saw a tool succeed: its consecutive-failure count starts over. */
   toolSucceeded(toolName: string): void {
-    this.toolFailures.delete(toolName);
-    for (const listener of this.successListeners) listener(toolName);
+    this.failures?.delete(toolName);
+    if (this.successListeners) for (const listener of this.successListeners) listener(toolName);
   }
 
   /** Be told when a tool succeeds in this run. */
   onToolSuccess(listener: (toolName: string) => void): void {
-    this.successListeners.add(listener);
+    (this.successListeners ??= new Set()).add(listener);
   }
 }
 

@@ -7,7 +7,7 @@
  * @module
  */
 import { defer, filter, map, Observable, take, timeout, type SchedulerLike } from 'rxjs';
-import type { CircuitBreaker } from './CircuitBreaker.js';
+import type { CircuitBreaker, CircuitBreakerOptions } from './CircuitBreaker.js';
 
 /** What the guard needs of its breaker (a `CircuitBreaker` with `isFailure: () => true`). */
 export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$'>;
@@ -16,6 +16,32 @@ export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$'>
 export const STORE_FAILURE_THRESHOLD = 2;
 /** How long store calls stop after that, before one is tried again. */
 export const STORE_RETRY_MS = 1_000;
+
+/**
+ * Options of the breaker around a shared store (the fleet's, a rate limiter's): open after
+ * {@link STORE_FAILURE_THRESHOLD} failures of any kind, try again after {@link STORE_RETRY_MS}.
+ *
+ * @example
+ * ```ts
+ * const guard = new StoreGuard(new CircuitBreaker(storeBreakerOptions('fleet-store', asyncScheduler)), 100, asyncScheduler);
+ * ```
+ */
+export function storeBreakerOptions(name: string, scheduler: SchedulerLike): CircuitBreakerOptions {
+  return { name, failureThreshold: STORE_FAILURE_THRESHOLD, resetTimeoutMs: STORE_RETRY_MS, halfOpenTimeoutMs: Infinity, isFailure: () => true, scheduler };
+}
+
+let nodeCount = 0;
+/**
+ * A node id unlikely to repeat across processes (a fleet member's, a rate limiter's).
+ *
+ * @example
+ * ```ts
+ * const node = randomNodeId(); // e.g. 'k3j9x0qa-1'
+ * ```
+ */
+export function randomNodeId(): string {
+  return `${Math.random().toString(36).slice(2, 10)}-${(++nodeCount).toString(36)}`;
+}
 
 /**
  * Runs store calls under a timeout and a breaker.

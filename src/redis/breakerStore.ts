@@ -13,6 +13,8 @@
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
 import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetStore.js';
 import { NonEmptyString, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
+import { fleetNode } from '../core/fleet.js';
+import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetHook.js';
 import { hashTag, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `
@@ -176,6 +178,9 @@ function verdictOf(name: string, f: readonly unknown[]): FleetVerdict {
  * ```
  */
 export class RedisBreakerStore implements BreakerStore {
+  /** The fleet's node logic, which breakers given this store run. */
+  // set in the constructor: a computed class field would keep the class (and the fleet code) in every bundle
+  declare readonly [FLEET_NODE]: FleetNode;
   readonly timeoutMs: number;
   readonly pollMs: number;
   readonly changes$: Observable<FleetVerdict>;
@@ -198,6 +203,8 @@ export class RedisBreakerStore implements BreakerStore {
   constructor(options: RedisBreakerStoreOptions) {
     const o = validateOptions('RedisBreakerStore', props, options);
     if (o.client === undefined) throw new TypeError('RedisBreakerStore: option "client" is required');
+    (this as { [FLEET_NODE]: FleetNode })[FLEET_NODE] = fleetNode;
+    registerFleetNode(fleetNode);
     const namespace = o.namespace ?? 'rxheal';
     this.timeoutMs = o.timeoutMs ?? 100;
     this.pollMs = o.pollMs ?? 1000;

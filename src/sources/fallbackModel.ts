@@ -1,4 +1,4 @@
-import { isObservable, Observable, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
+import { isObservable, Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription, type TeardownLogic } from 'rxjs';
 import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
@@ -205,126 +205,212 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
-  const stream = (request: ModelRequest, context: ModelContext): Observable<TurnEvent> =>
-    new Observable<TurnEvent>((subscriber) => {
-      // the run's hub hears everything this chain reports, as does our own (once each)
-      const hub = joinHubs([ownHub, context.hub]);
-      const guards = hub === ownHub ? ownGuards : guardsFor(hub);
-      // each model is called with the run's context: its attempts count and are traced as the run's
-      const inner: ModelContext = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
-      const errors: unknown[] = [];
-      /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
-      // the text itself is kept only by 'continue', which sends it on (flat: ~1 byte per character)
-      const text = new TextBuffer(midStream === 'continue');
-      let toolCalled = false;
-      let visible = false;
-      let current: Subscription | undefined;
-      let generation = 0;
+  const chain: Chain = { list, names, links, ownHub, ownGuards, guardsFor, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
+  return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) };
+}
 
-      const emit = (event: TurnEvent): void => {
-        if (event.type === 'reset') {
-          text.clear();
-          toolCalled = false;
-          visible = false;
-        } else {
-          visible = true;
-          if (event.type === 'text-delta') text.append(event.text);
-          else if (event.type === 'tool-call') toolCalled = true;
-        }
-        subscriber.next(event);
-      };
+/** What every call of one `fallbackModel` shares: its models, breakers and options, resolved once. */
+interface Chain {
+  readonly list: readonly Model[];
+  readonly names: readonly string[];
+  readonly links: readonly ChainLink[];
+  readonly ownHub: HealHub | undefined;
+  readonly ownGuards: readonly (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
+  readonly guardsFor: (hub: HealHub | undefined) => (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
+  readonly perModel: FallbackModelOptions['perModel'];
+  readonly adapt: ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
+  readonly midStream: 'restart' | 'continue' | 'error';
+  readonly instruction: string;
+  readonly maxOverlap: number;
+  readonly longOverlap: number;
+  readonly shouldFallback: ((error: unknown) => boolean) | undefined;
+  readonly classifier: ErrorClassifier;
+}
 
-      const start = (j: number): void => {
-        const model = list[j]!;
-        let req = request;
-        let partial: string | undefined;
-        if (visible) {
-          if (midStream === 'continue' && !text.empty && !toolCalled) {
-            partial = text.toString();
-            req = {
-              ...request,
-              messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: instruction }],
-            };
-          } else {
-            emit({ type: 'reset', reason: 'fallback', target: names[j]! });
-            if (subscriber.closed) return;
-          }
-        }
-        if (adapt) {
-          const adapted = guard(adapt, req, model);
-          if (adapted instanceof Thrown) return subscriber.error(adapted.error);
-          req = adapted;
-        }
-        const sent = req;
-        // perModel heals the model's stream (its retries come before a fallback); the model's
-        // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
-        let attempt: ReturnType<typeof guardedAttempt<TurnEvent>>;
-        try {
-          attempt = guardedAttempt(() => streamModel(model, sent, inner), (stream$) => {
-            const healed = perModel ? heal(perModel, model, names[j]!, stream$, inner) : stream$;
-            return guards[j] ? healed.pipe(guards[j]) : healed;
-          });
-        } catch (perModelError) {
-          return subscriber.error(perModelError);
-        }
-        const { input, called } = attempt;
-        const trimmer = partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
-        const flush = (): void => {
-          const rest = trimmer!.end();
-          if (rest !== '') emit({ type: 'text-delta', text: rest });
+/**
+ * One call of a `fallbackModel` (what its `stream` returns). Each subscription is a
+ * {@link FallbackTurn}; classes rather than closures, so an idle call holds few objects.
+ */
+class FallbackCall extends Observable<TurnEvent> {
+  constructor(
+    private readonly chain: Chain,
+    private readonly request: ModelRequest,
+    private readonly context: ModelContext,
+  ) {
+    super();
+  }
+
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
+    const turn = new FallbackTurn(this.chain, this.request, this.context, subscriber);
+    turn.advance(0, { from: undefined, reason: '', midStream: false });
+    return turn;
+  }
+}
+
+/** One subscription to a fallback chain: what the consumer holds, the models tried, the one running. */
+class FallbackTurn {
+  private readonly hub: HealHub | undefined;
+  private readonly guards: readonly (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
+  /** The context each model is called with (the run's, with the joined hub). */
+  private readonly inner: ModelContext;
+  private readonly errors: unknown[] = [];
+  /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
+  // the text itself is kept only by 'continue', which sends it on (flat: ~1 byte per character)
+  private readonly text: TextBuffer;
+  private toolCalled = false;
+  private visible = false;
+  private current: Subscription | undefined;
+  private generation = 0;
+
+  constructor(
+    private readonly chain: Chain,
+    private readonly request: ModelRequest,
+    context: ModelContext,
+    readonly subscriber: Subscriber<TurnEvent>,
+  ) {
+    // the run's hub hears everything this chain reports, as does our own (once each)
+    const hub = joinHubs([chain.ownHub, context.hub]);
+    this.hub = hub;
+    this.guards = hub === chain.ownHub ? chain.ownGuards : chain.guardsFor(hub);
+    // each model is called with the run's context: its attempts count and are traced as the run's
+    this.inner = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
+    this.text = new TextBuffer(chain.midStream === 'continue');
+  }
+
+  /** Teardown: the model running now is unsubscribed. */
+  unsubscribe(): void {
+    this.current?.unsubscribe();
+  }
+
+  emit(event: TurnEvent): void {
+    if (event.type === 'reset') {
+      this.text.clear();
+      this.toolCalled = false;
+      this.visible = false;
+    } else {
+      this.visible = true;
+      if (event.type === 'text-delta') this.text.append(event.text);
+      else if (event.type === 'tool-call') this.toolCalled = true;
+    }
+    this.subscriber.next(event);
+  }
+
+  private start(j: number): void {
+    const { chain, subscriber, request } = this;
+    const model = chain.list[j]!;
+    let req = request;
+    let partial: string | undefined;
+    if (this.visible) {
+      if (chain.midStream === 'continue' && !this.text.empty && !this.toolCalled) {
+        partial = this.text.toString();
+        req = {
+          ...request,
+          messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: chain.instruction }],
         };
-        const id = ++generation;
-        /** Whether this model's output reached the consumer (held-back text did not). */
-        let emitted = false;
-        const sub = input.subscribe({
-          next: (event) => {
-            if (trimmer && !trimmer.decided) {
-              if (event.type === 'text-delta') {
-                const shown = trimmer.push(event.text);
-                if (shown !== '') {
-                  emitted = true;
-                  emit({ type: 'text-delta', text: shown });
-                }
-                return;
-              }
-              flush();
-            }
-            emitted = true;
-            emit(event);
-          },
-          // held-back text was never shown: a further fallback continues from what was
-          error: (error: unknown) => onError(j, error, called(), emitted),
-          complete: () => {
-            if (trimmer && !trimmer.decided) flush();
-            subscriber.complete();
-          },
-        });
-        if (subscriber.closed) sub.unsubscribe();
-        else if (id === generation) current = sub;
-      };
+      } else {
+        this.emit({ type: 'reset', reason: 'fallback', target: chain.names[j]! });
+        if (subscriber.closed) return;
+      }
+    }
+    if (chain.adapt) {
+      const adapted = guard(chain.adapt, req, model);
+      if (adapted instanceof Thrown) return subscriber.error(adapted.error);
+      req = adapted;
+    }
+    const sent = req;
+    const inner = this.inner;
+    const guardOf = this.guards[j];
+    // perModel heals the model's stream (its retries come before a fallback); the model's
+    // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
+    let attempt: ReturnType<typeof guardedAttempt<TurnEvent>>;
+    try {
+      attempt = guardedAttempt(() => streamModel(model, sent, inner), (stream$) => {
+        const healed = chain.perModel ? heal(chain.perModel, model, chain.names[j]!, stream$, inner) : stream$;
+        return guardOf ? healed.pipe(guardOf) : healed;
+      });
+    } catch (perModelError) {
+      return subscriber.error(perModelError);
+    }
+    const trimmer = partial !== undefined && chain.maxOverlap > 0 ? new OverlapTrimmer(partial, chain.maxOverlap, chain.longOverlap) : undefined;
+    const id = ++this.generation;
+    const sink = new AttemptSink(this, j, attempt.called, trimmer);
+    attempt.input.subscribe(sink);
+    if (subscriber.closed) sink.unsubscribe();
+    else if (id === this.generation) this.current = sink;
+  }
 
-      const onError = (j: number, error: unknown, called: boolean, emitted: boolean): void => {
-        errors.push(error);
-        // the consumer holds this answer's output: 'error' hands over no further (a model skipped
-        // by its breaker never follows visible output here, so it needs no exception)
-        if (visible && midStream === 'error') return subscriber.error(error);
-        const verdict = decideFallback(error, called, classifier, shouldFallback);
-        if ('fail' in verdict) return subscriber.error(verdict.fail);
-        advance(j + 1, { from: names[j], reason: verdict.reason, midStream: emitted });
-      };
+  onError(j: number, error: unknown, called: boolean, emitted: boolean): void {
+    const { chain, subscriber } = this;
+    this.errors.push(error);
+    // the consumer holds this answer's output: 'error' hands over no further (a model skipped
+    // by its breaker never follows visible output here, so it needs no exception)
+    if (this.visible && chain.midStream === 'error') return subscriber.error(error);
+    const verdict = decideFallback(error, called, chain.classifier, chain.shouldFallback);
+    if ('fail' in verdict) return subscriber.error(verdict.fail);
+    this.advance(j + 1, { from: chain.names[j], reason: verdict.reason, midStream: emitted });
+  }
 
-      /** Starts the first model from `j` whose breaker is not open. */
-      const advance = (j: number, hop: Hop): void => {
-        const next = nextAlternative(links, j, hop, errors, hub);
-        if (next < 0) return subscriber.error(new AllFallbacksFailedError([...errors]));
-        start(next);
-      };
+  /** Starts the first model from `j` whose breaker is not open. */
+  advance(j: number, hop: Hop): void {
+    const next = nextAlternative(this.chain.links, j, hop, this.errors, this.hub);
+    if (next < 0) return this.subscriber.error(new AllFallbacksFailedError([...this.errors]));
+    this.start(next);
+  }
+}
 
-      advance(0, { from: undefined, reason: '', midStream: false });
-      return () => current?.unsubscribe();
-    });
+/** One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the chain. */
+class AttemptSink extends Subscriber<TurnEvent> {
+  /** Whether this model's output reached the consumer (held-back text did not). */
+  private emitted = false;
 
-  return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream };
+  constructor(
+    private readonly turn: FallbackTurn,
+    private readonly j: number,
+    private readonly called: () => boolean,
+    private readonly trimmer: OverlapTrimmer | undefined,
+  ) {
+    super();
+  }
+
+  protected override _next(event: TurnEvent): void {
+    const trimmer = this.trimmer;
+    if (trimmer && !trimmer.decided) {
+      if (event.type === 'text-delta') {
+        const shown = trimmer.push(event.text);
+        if (shown !== '') {
+          this.emitted = true;
+          this.turn.emit({ type: 'text-delta', text: shown });
+        }
+        return;
+      }
+      this.flush();
+    }
+    this.emitted = true;
+    this.turn.emit(event);
+  }
+
+  // held-back text was never shown: a further fallback continues from what was
+  protected override _error(error: unknown): void {
+    try {
+      this.turn.onError(this.j, error, this.called(), this.emitted);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  protected override _complete(): void {
+    try {
+      if (this.trimmer && !this.trimmer.decided) this.flush();
+      this.turn.subscriber.complete();
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  private flush(): void {
+    const rest = this.trimmer!.end();
+    if (rest !== '') this.turn.emit({ type: 'text-delta', text: rest });
+  }
 }
 
 /** One model's stream through the `perModel` pipeline; throws what it throws, or for a result that is not an Observable. */

@@ -1,4 +1,4 @@
-import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscriber, Subscription, takeLast, throwError, type SchedulerLike } from 'rxjs';
 import { classifyError } from '../core/classify.js';
 import { BudgetExceededError, InvalidOptionError } from '../core/errors.js';
 import type {
@@ -256,6 +256,8 @@ interface ResolvedAgent {
   readonly scheduler: SchedulerLike;
 }
 
+const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
+
 /** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
 function resolveAgent(config: AgentConfig): ResolvedAgent {
   validateOptions('runAgent', props, config);
@@ -268,7 +270,8 @@ function resolveAgent(config: AgentConfig): ResolvedAgent {
     const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
     if (!ok) throw new InvalidOptionError('runAgent', `tools[${i}]`, tool, 'a Tool (from defineTool)');
   });
-  const tools = new Map((config.tools ?? []).map((tool) => [tool.name, tool]));
+  // no tools (a chat): one shared empty table, not a Map per call
+  const tools = config.tools?.length ? new Map(config.tools.map((tool) => [tool.name, tool])) : NO_TOOLS;
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler };
 }
@@ -307,6 +310,40 @@ class TurnOutput {
 }
 
 /**
+ * The subscriber of one turn's model pipeline: gathers the turn's output and passes each event on;
+ * at completion, the run's next stage. A `Subscriber` rather than an observer object (an idle run
+ * holds one per turn: no observer object, no three closures, no SafeSubscriber around them).
+ */
+class TurnSink extends Subscriber<TurnEvent> {
+  private readonly output = new TurnOutput();
+
+  constructor(private readonly run: AgentRun) {
+    super();
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.output.add(event);
+    this.run.emit(event);
+  }
+
+  protected override _error(error: unknown): void {
+    try {
+      this.run.fail(error);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  protected override _complete(): void {
+    try {
+      this.run.stage(() => this.run.afterTurn(this.output));
+    } finally {
+      this.unsubscribe();
+    }
+  }
+}
+
+/**
  * One subscription to `runAgent`: the conversation, the budget and the work in flight. The stages,
  * in the order a run goes through them: {@link AgentRun.turn} → {@link AgentRun.afterTurn} →
  * {@link AgentRun.toolRound} (each call through {@link AgentRun.toolOutcome}) → the next turn.
@@ -317,8 +354,8 @@ class AgentRun {
   private readonly budget: BudgetTracker;
   private readonly history: Message[];
   private readonly work = new Subscription();
-  /** Hub and capability events already passed on. */
-  private readonly seen = new WeakSet<object>();
+  /** Hub and capability events already passed on (only with capabilities: then one event may come from both). */
+  private seen: WeakSet<object> | undefined;
   private step = 0;
   private corrections = 0;
 
@@ -333,9 +370,11 @@ class AgentRun {
 
   /** Start: surface what the hub and the capabilities report, then the first turn. */
   start(): void {
+    const capabilities = this.agent.config.capabilities;
+    if (capabilities) this.seen = new WeakSet<object>();
     const emitOnce = (event: AgentEvent): void => this.emitOnce(event);
     this.work.add(this.hub.events$.subscribe(emitOnce));
-    if (this.agent.config.capabilities) this.work.add(this.agent.config.capabilities.events$.subscribe(emitOnce));
+    if (capabilities) this.work.add(capabilities.events$.subscribe(emitOnce));
     this.stage(() => this.turn());
   }
 
@@ -343,7 +382,7 @@ class AgentRun {
    * Runs a stage of the loop; a throw from the user code it calls (toolPipeline, modelPipeline,
    * capabilities, the output validator) ends the run with what was thrown.
    */
-  private stage(run: () => void): void {
+  stage(run: () => void): void {
     const outcome = guard(run);
     if (outcome instanceof Thrown) this.fail(outcome.error);
   }
@@ -353,18 +392,21 @@ class AgentRun {
     this.work.unsubscribe();
   }
 
-  private emit(event: AgentEvent): void {
+  emit(event: AgentEvent): void {
     this.subscriber.next(event);
   }
 
   /** Hub and capability events: once per event object, even if it reaches us from both. */
   private emitOnce(event: AgentEvent): void {
-    if (this.seen.has(event)) return;
-    this.seen.add(event);
+    const seen = this.seen;
+    if (seen) {
+      if (seen.has(event)) return;
+      seen.add(event);
+    }
     this.subscriber.next(event);
   }
 
-  private fail(error: unknown): void {
+  fail(error: unknown): void {
     this.subscriber.error(error);
   }
 
@@ -397,22 +439,12 @@ class AgentRun {
     // context handed to the model, so a model that wraps others reports and counts into this run
     const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
-    const output = new TurnOutput();
-    this.work.add(
-      piped.subscribe({
-        // tokens are counted where each provider attempt finishes (streamModel)
-        next: (event) => {
-          output.add(event);
-          this.emit(event);
-        },
-        error: (error: unknown) => this.fail(error),
-        complete: () => this.stage(() => this.afterTurn(output)),
-      }),
-    );
+    // tokens are counted where each provider attempt finishes (streamModel)
+    this.work.add(piped.subscribe(new TurnSink(this)));
   }
 
   /** After a turn: its tool calls go to a tool round; a final answer is checked (output) or ends the run. */
-  private afterTurn({ text, calls, finish, received }: TurnOutput): void {
+  afterTurn({ text, calls, finish, received }: TurnOutput): void {
     if (this.subscriber.closed) return;
     const model = this.agent.config.model;
     // a turn cut short without `finish`: a dropped connection (classified), never a short answer.
