@@ -297,6 +297,57 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('the prober\'s result lost and every node closed alone: a bad node opening later never probes for the fleet (the stale open verdict no longer binds the nodes that left it)', () => {
+      // seen on the real fleet under load: the store kept the verdict open (the prober's success
+      // never reached it), every node had closed on its own, then one bad node opened, took the
+      // still-open verdict's lease, and its failed probe re-opened every node
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, bad] = fleetOf(['a', 'b', 'bad'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108; a probes under the lease (2 ms), the store dies meanwhile
+        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run.at(109, () => (store.down = true));
+        // b and bad, told nothing (their lease request fails), probe on their own and close
+        calls(run, b!, '112ms s').subscribe();
+        calls(run, bad!, '112ms s').subscribe();
+        run.at(115, () => (store.down = false));
+        // a's lease ran out at 158: a ghost node takes it (its request reached the store, its answer
+        // was lost) and dies, so a's success, sent again when the store answers, no longer counts
+        run.at(160, () => store.acquireProbe('ghost', 'model', 50).subscribe());
+        // much later, bad's own network path breaks: it opens on its own, then probes on its own
+        run.expectObservable(calls(run, bad!, '1200ms f-f 100ms f')).toBe('1200ms -x-x 100ms x', V);
+        run.expectObservable(moves(a!)).toBe('----x 103ms h-c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(moves(b!)).toBe('--------x 103ms hc', { x: 'open:failure_threshold', h: 'half-open:reset_timeout', c: 'closed:probe_success' });
+        run.expectObservable(moves(bad!)).toBe('--------x 103ms hc 1089ms t 99ms hp 99ms h', {
+          x: 'open:fleet_open',
+          h: 'half-open:reset_timeout',
+          c: 'closed:probe_success',
+          t: 'open:failure_threshold',
+          p: 'open:probe_failure',
+        });
+      });
+    });
+
+    it('the prober\'s success lost (the store down for an instant): sent again when the store answers, and the fleet closes then', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ pollMs: 50 });
+        const [a, b] = fleetOf(['a', 'b'], store);
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108; a probes under the lease (2 ms) and succeeds at 110, while the store is down
+        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run.at(109, () => (store.down = true));
+        run.at(111, () => (store.down = false));
+        // b, held, is not left waiting for a's lease (30 s) and another probe: the next poll (150)
+        // answers, a's result goes again, and b closes on it
+        run.expectObservable(moves(b!)).toBe('--------x 141ms c', { x: 'open:failure_threshold', c: 'closed:fleet_probe_success' });
+        run.expectObservable(calls(run, b!, '120ms s 30ms s')).toBe('120ms y 30ms -s', { y: 'open:0', s: 's' });
+        run.at(5000, () => store.close());
+      });
+    });
+
     it('a store whose methods throw never breaks a call', () => {
       virtual((run) => {
         const broken = new MemoryBreakerStore();

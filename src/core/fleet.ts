@@ -11,7 +11,9 @@
  *   shortening a later local one); a remote "closed" never closes a breaker open on its own
  *   evidence;
  * - **one prober**: when a fleet-held open period ends, a node probes only under the store's
- *   lease; the others stay open until the prober's result arrives (or its lease runs out);
+ *   lease; the others stay open until the prober's result arrives (or its lease runs out); a
+ *   success the store missed goes again when it answers; a node whose breaker closed since it
+ *   applied an open verdict no longer probes for it (it decides alone until the next generation);
  * - **propagation**: the store's `changes$` (pub/sub), a poll every `store.pollMs` as backstop,
  *   generations to drop stale verdicts, deadlines as remaining ms;
  * - **store down or slow**: every store call is bounded (`store.timeoutMs`, 100 ms by default)
@@ -136,6 +138,8 @@ class Member implements FleetHook {
   private alone = false;
   private inGate = false;
   private pendingAdmin: 'isolate' | 'reset' | undefined;
+  /** This node's probe success never reached the store: sent again when the store answers. */
+  private unsentSuccess = false;
   private readonly quorum: Quorum;
   private readonly leaseMs: number;
   private readonly facts: boolean;
@@ -200,8 +204,9 @@ class Member implements FleetHook {
     if (v.generation <= this.seen) return;
     this.seen = v.generation;
     this.verdict = v;
-    // a new generation ends any lease, its retry and any local decision
+    // a new generation ends any lease, its retry, any unsent probe result and any local decision
     this.lease = 'none';
+    this.unsentSuccess = false;
     this.askAgainAt = -Infinity;
     this.alone = false;
     const now = this.now;
@@ -249,6 +254,9 @@ class Member implements FleetHook {
       else this.vote();
     } else if (e.to === 'closed') {
       this.localUntil = -Infinity;
+      // a closed breaker has left the verdict it applied: until a new generation it decides alone
+      // (a stale open verdict — its prober's result lost — must not make it probe for the fleet)
+      this.verdict = undefined;
       if (e.reason === 'probe_success' && this.lease === 'mine') this.probeResult(true);
     }
   }
@@ -259,7 +267,19 @@ class Member implements FleetHook {
 
   private probeResult(success: boolean): void {
     this.lease = 'none';
-    this.link.call(this, (s) => s.probeResult(this.node, this.breaker.name, success, this.breaker.resetTimeoutMs));
+    this.link.call(this, (s) => s.probeResult(this.node, this.breaker.name, success, this.breaker.resetTimeoutMs), undefined, () => (this.unsentSuccess = success));
+  }
+
+  /**
+   * The store answered a sync: a probe success it never received goes again (it still counts if
+   * no node took the lease since; otherwise the store ignores it). Without it the verdict would
+   * stay open, its lease running out before another node probes again. A lost failure is not
+   * re-sent: the verdict stays open anyway, and a late failure must not re-open a later window.
+   */
+  answered(): void {
+    if (!this.unsentSuccess) return;
+    this.unsentSuccess = false;
+    this.probeResult(true);
   }
 
   private askLease(): void {
@@ -330,15 +350,19 @@ class FleetLink {
   }
 
   /**
-   * A store call whose answer is a verdict, applied to `member`. A failure is dropped: what
-   * matters is re-sent when the store answers again (`resend`), and the guard's breaker, open
-   * after repeated failures, makes every member decide alone meanwhile.
+   * A store call whose answer is a verdict, applied to `member`. A failure goes to `failed` (or
+   * is dropped): what matters is re-sent when the store answers again (`resend`, `answered`), and
+   * the guard's breaker, open after repeated failures, makes every member decide alone meanwhile.
    */
-  call(member: Member, op: (store: BreakerStore) => Observable<FleetVerdict>, done?: () => void): void {
-    this.store$(op, (v) => {
-      done?.();
-      member.apply(v);
-    });
+  call(member: Member, op: (store: BreakerStore) => Observable<FleetVerdict>, done?: () => void, failed?: () => void): void {
+    this.store$(
+      op,
+      (v) => {
+        done?.();
+        member.apply(v);
+      },
+      failed,
+    );
   }
 
   /** A store call through the guard (timeout, breaker); its errors (a dead store, a throw) go to `failed`. */
@@ -356,7 +380,14 @@ class FleetLink {
     for (const [node, list] of byNode) {
       this.guard
         .run(() => this.store.sync(node, list.map((m) => m.breaker.name)))
-        .subscribe({ next: (verdicts) => verdicts.forEach((v, i) => list[i]?.apply(v)), error: () => undefined });
+        .subscribe({
+          next: (verdicts) =>
+            verdicts.forEach((v, i) => {
+              list[i]?.apply(v);
+              list[i]?.answered();
+            }),
+          error: () => undefined,
+        });
     }
   }
 
