@@ -1,9 +1,14 @@
 /**
- * (g) The cost of healing an AI SDK stream, per text delta: `streamText` over
+ * (i) The cost of healing an AI SDK stream, per text delta: `streamText` over
  * `toAiSdk(fallbackModel([fromAiSdk(m) with retries, fromAiSdk(m2)], { breakers, midStream:
  * 'continue' }))` against plain `streamText` over `m`, the same `MockLanguageModelV3` stream
  * (`simulateReadableStream` with null delays: no timers), read to the end. The overhead is the
  * paired difference over plain `streamText`'s own cost per delta.
+ *
+ * Beside it, the floor of any AI SDK adapter: `m`'s parts re-enqueued, part by part, into a second
+ * `ReadableStream` and read to the end — the interface's own price for a stream between two
+ * streams, which no adapter can go below. What rxheal adds beyond that hop is its own code: the
+ * two adapters' mapping and the healing pipeline.
  *
  * The adapter and the operators are bundled from `src/` with esbuild by `lib/rxheal.ts`, as for
  * the other figures (no `tsx` per-closure `__name` calls).
@@ -18,15 +23,19 @@ export const FIGURE = 'i. AI SDK adapters, per text delta';
 const PLAIN = 'streamText(m)';
 const HEALED = 'streamText(toAiSdk(fallbackModel([fromAiSdk(m) + retry, fromAiSdk(m2)], breakers, continue)))';
 const FLOOR = 'm.doStream read directly';
+const HOP = 'm.doStream re-enqueued into a second ReadableStream, read directly (the floor of any adapter)';
 const HEALED_BARE = 'the healed model’s doStream read directly (no streamText)';
 
 type Adapter = typeof import('../../src/adapters/ai-sdk.js') &
   Pick<typeof import('../../src/index.js'), 'fallbackModel' | 'retryWithBackoff' | 'streamModel' | 'CircuitBreakerRegistry'>;
 
-/** The adapter and the operators it is healed with, bundled from `src/` like the other figures' library. */
+/**
+ * The adapter and the operators it is healed with, bundled from `src/` like the other figures'
+ * library (`BENCH_LIB_ROOT` points at another checkout's, for a before/after).
+ */
 const loadAdapter = (): Promise<Adapter> =>
   loadLib<Adapter>(
-    ROOT,
+    process.env['BENCH_LIB_ROOT'] ?? ROOT,
     'ai-sdk',
     [
       "export * from './src/adapters/ai-sdk.ts';",
@@ -52,11 +61,42 @@ function mockModel(deltas: number): MockLanguageModelV3 {
   return new MockLanguageModelV3({ doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: null }) }) });
 }
 
-export async function aiSdkOverhead(options: { n: number; reps: number; warmup: number }): Promise<{ rows: Row[]; overhead: Stats; endToEnd: Stats }> {
+/**
+ * `model` behind the cheapest hop a stream adapter can make: a second `ReadableStream` whose
+ * `start` reads the first and enqueues each part as it comes (a high-water mark of 0: no pull to
+ * call after each part, as in `toAiSdk`).
+ */
+function reEnqueued(model: MockLanguageModelV3): { doStream: MockLanguageModelV3['doStream'] } {
+  return {
+    doStream: async (options) => {
+      const { stream: inner, ...rest } = await model.doStream(options);
+      const reader = inner.getReader();
+      const stream = new ReadableStream<LanguageModelV3StreamPart>(
+        {
+          start(controller) {
+            const fail = (error: unknown): void => controller.error(error);
+            const onRead = (result: ReadableStreamReadResult<LanguageModelV3StreamPart>): void => {
+              if (result.done) return controller.close();
+              controller.enqueue(result.value);
+              reader.read().then(onRead, fail);
+            };
+            reader.read().then(onRead, fail);
+          },
+          cancel: (reason) => reader.cancel(reason),
+        },
+        { highWaterMark: 0 },
+      );
+      return { ...rest, stream };
+    },
+  };
+}
+
+export async function aiSdkOverhead(options: { n: number; reps: number; warmup: number }): Promise<{ rows: Row[]; overhead: Stats; endToEnd: Stats; hop: Stats; beyondHop: Stats }> {
   const { CircuitBreakerRegistry, fallbackModel, fromAiSdk, retryWithBackoff, streamModel, toAiSdk } = await loadAdapter();
   const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
   const n = options.n;
   const plain = mockModel(n);
+  const hopped = reEnqueued(plain);
   const primary = fromAiSdk(mockModel(n), { id: 'primary' });
   const retried = { id: primary.id, stream: (request: Parameters<typeof primary.stream>[0]) => streamModel(primary, request).pipe(retryWithBackoff({ maxRetries: 2 })) };
   const healed = toAiSdk(fallbackModel([retried, fromAiSdk(mockModel(n), { id: 'backup' })], { breakers, midStream: 'continue' }));
@@ -82,6 +122,7 @@ export async function aiSdkOverhead(options: { n: number; reps: number; warmup: 
       { name: PLAIN, run: () => consume(plain) },
       { name: HEALED, run: () => consume(healed) },
       { name: FLOOR, run: () => read(plain) },
+      { name: HOP, run: () => read(hopped) },
       { name: HEALED_BARE, run: () => read(healed) },
     ],
     options,
@@ -94,10 +135,16 @@ export async function aiSdkOverhead(options: { n: number; reps: number; warmup: 
   // streamText runs
   const own = stats(at(HEALED_BARE).map((x, i) => x - at(FLOOR)[i]!));
   const overhead = stats(at(HEALED_BARE).map((x, i) => (x - at(FLOOR)[i]!) / at(PLAIN)[i]!));
+  // of that, the interface's own price (the hop), and what rxheal's code adds beyond it
+  const hopNs = stats(at(HOP).map((x, i) => x - at(FLOOR)[i]!));
+  const hop = stats(at(HOP).map((x, i) => (x - at(FLOOR)[i]!) / at(PLAIN)[i]!));
+  const beyondNs = stats(at(HEALED_BARE).map((x, i) => x - at(HOP)[i]!));
+  const beyondHop = stats(at(HEALED_BARE).map((x, i) => (x - at(HOP)[i]!) / at(PLAIN)[i]!));
   const pct = (s: Stats): string => `${(s.median * 100).toFixed(1)} % (${(s.min * 100).toFixed(1)}–${(s.max * 100).toFixed(1)} %)`;
   const rows = rowsOf(FIGURE, 'ns/delta', samples, PLAIN, {
     [HEALED]: `end to end, paired: +${pct(endToEnd)} over plain streamText`,
-    [HEALED_BARE]: `rxheal's own cost: ${own.median.toFixed(0)} ns/delta over m's stream = ${pct(overhead)} of streamText's cost per delta`,
+    [HOP]: `the interface's own price: ${hopNs.median.toFixed(0)} ns/delta over m's stream = ${pct(hop)} of streamText's cost per delta`,
+    [HEALED_BARE]: `rxheal's own cost: ${own.median.toFixed(0)} ns/delta over m's stream = ${pct(overhead)} of streamText's cost per delta; beyond the hop: ${beyondNs.median.toFixed(0)} ns/delta = ${pct(beyondHop)}`,
   });
-  return { rows, overhead, endToEnd };
+  return { rows, overhead, endToEnd, hop, beyondHop };
 }

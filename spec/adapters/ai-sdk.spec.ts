@@ -474,6 +474,22 @@ describe('rxheal/ai-sdk', function () {
       expect(await result.text).to.equal('Hel');
     });
 
+    it('a malformed event from a hand-written model (a throwing getter) ends the stream with an error part, never an uncaught throw', async () => {
+      const bad = new Error('bad event');
+      const event = {
+        type: 'text-delta',
+        get text(): string {
+          throw bad;
+        },
+      } as TurnEvent;
+      const model = scripted('s', () => [{ type: 'text-delta', text: 'Hel' }, event, { type: 'finish', reason: 'stop' }]);
+      const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0, onError: () => undefined });
+      const parts = await fullStream(result);
+      expect(parts.filter((p) => p.type === 'error').map((p) => (p as { error: unknown }).error)).to.deep.equal([bad]);
+      expect(await result.text).to.equal('Hel');
+      expect(await result.finishReason).to.equal('error');
+    });
+
     it("a reset after text was delivered can't be expressed: an error part (StreamRestartError), finishReason 'error', and the restart is cancelled — never a splice", async () => {
       let restartUnsubscribed = false;
       const model = scripted('s', () =>

@@ -36,7 +36,7 @@ import type {
   LanguageModelV3Usage,
   SharedV3Warning,
 } from '@ai-sdk/provider';
-import { Observable, Subscription } from 'rxjs';
+import { Observable, Subscriber, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
 import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
 import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
@@ -186,6 +186,11 @@ function toTools(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
   }));
 }
 
+/** Where {@link PartDecoder} hands its events (the turn's subscriber). */
+interface EventSink {
+  next(event: TurnEvent): void;
+}
+
 interface PendingInput {
   readonly name: string;
   json: string;
@@ -208,49 +213,58 @@ class PartDecoder {
 
   constructor(private readonly model: string) {}
 
-  push(part: unknown): TurnEvent[] {
+  /**
+   * Decodes one part, handing its events (none, one, or at the finish the assembled tool calls and
+   * the finish) to `out`; throws what ends the turn. No array or closure per part: this runs for
+   * every text delta.
+   */
+  push(part: unknown, out: EventSink): void {
     this.parts++;
-    if (this.done || !isObject(part)) return [];
+    if (this.done || !isObject(part)) return;
     switch (part['type']) {
       case 'text-delta': {
         const text = part['delta'];
-        return typeof text === 'string' && text !== '' ? [{ type: 'text-delta', text }] : [];
+        if (typeof text === 'string' && text !== '') out.next({ type: 'text-delta', text });
+        return;
       }
       case 'tool-input-start': {
         const id = String(part['id']);
         if (part['providerExecuted'] === true) this.providerExecuted.add(id);
         else if (!this.called.has(id)) this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', ended: false });
-        return [];
+        return;
       }
       case 'tool-input-delta': {
         const id = String(part['id']);
         const input = this.inputs.get(id);
         if (input !== undefined) input.json += typeof part['delta'] === 'string' ? part['delta'] : '';
         else if (!this.called.has(id) && !this.providerExecuted.has(id)) throw this.malformed(`tool-input-delta for a tool call never started (${id})`, part);
-        return [];
+        return;
       }
       case 'tool-input-end': {
         const input = this.inputs.get(String(part['id']));
         if (input !== undefined) input.ended = true;
-        return [];
+        return;
       }
       case 'tool-call': {
         const id = String(part['toolCallId']);
-        if (part['providerExecuted'] === true || this.providerExecuted.has(id) || this.called.has(id)) return [];
+        if (part['providerExecuted'] === true || this.providerExecuted.has(id) || this.called.has(id)) return;
         this.called.add(id);
         this.inputs.delete(id);
         // `input`: the arguments as JSON text (an object from some hand-written models)
         const input = part['input'];
-        return [{ type: 'tool-call', id, name: String(part['toolName'] ?? ''), args: typeof input === 'string' ? parseToolArguments(input) : (input ?? {}) }];
+        out.next({ type: 'tool-call', id, name: String(part['toolName'] ?? ''), args: typeof input === 'string' ? parseToolArguments(input) : (input ?? {}) });
+        return;
       }
       case 'finish':
-        return this.finish(part);
+        // every check first: a finish that throws hands on none of its tool calls
+        for (const event of this.finish(part)) out.next(event);
+        return;
       case 'error':
         throw providerStreamError(this.model, part['error']);
       default:
         // stream-start, response-metadata, reasoning-*, text-start/-end, sources, files, raw,
         // provider-executed tool results, approval requests: not part of an rxheal turn
-        return [];
+        return;
     }
   }
 
@@ -342,13 +356,11 @@ function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<u
         }
         return subscriber.complete();
       }
-      let events: TurnEvent[];
       try {
-        events = decoder.push(result.value);
+        decoder.push(result.value, subscriber);
       } catch (error) {
         return fail(error);
       }
-      for (const event of events) subscriber.next(event);
       if (decoder.done) subscriber.complete();
       else if (!subscriber.closed) reader!.read().then(onRead, fail);
     };
@@ -559,6 +571,87 @@ function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void
   return () => signal.removeEventListener('abort', abort);
 }
 
+/**
+ * Writes a model's events into an AI SDK stream as parts: text deltas in `text-start/-delta/-end`
+ * blocks, tool calls as `tool-call` parts, the finish with its reason and usage; an error, or a
+ * `reset` after something was delivered ({@link StreamRestartError}), as an `error` part and an
+ * error finish. The stream's own subscriber (no observer wrapped in another per event).
+ * `lifetime` is the stream's: ending the stream unsubscribes it (cancelling the model), and once
+ * it is closed later events are ignored — the model's subscription is added to it when `subscribe`
+ * returns, so a model that emits synchronously past the end is still subscribed, then cancelled.
+ */
+class PartWriter extends Subscriber<TurnEvent> {
+  private delivered = false;
+  private textId: string | undefined = undefined;
+  private blocks = 0;
+
+  constructor(
+    private readonly controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>,
+    private readonly modelId: string,
+    private readonly lifetime: Subscription,
+  ) {
+    super();
+  }
+
+  protected override _next(event: TurnEvent): void {
+    if (this.lifetime.closed) return;
+    try {
+      switch (event.type) {
+        case 'text-delta':
+          if (event.text === '') return;
+          if (this.textId === undefined) {
+            this.textId = `text-${this.blocks++}`;
+            this.controller.enqueue({ type: 'text-start', id: this.textId });
+          }
+          this.controller.enqueue({ type: 'text-delta', id: this.textId, delta: event.text });
+          this.delivered = true;
+          return;
+        case 'tool-call':
+          this.closeText();
+          this.controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
+          this.delivered = true;
+          return;
+        case 'finish':
+          return this.end({ type: 'finish', finishReason: v3Reason(event.reason), usage: v3Usage(event.usage) });
+        case 'reset':
+          // nothing delivered yet: the next attempt's answer is the whole answer
+          if (!this.delivered) return;
+          return this.fail(new StreamRestartError(this.modelId, event, 'the AI SDK'));
+      }
+    } catch (error) {
+      // a malformed event (a hand-written model's): an error part, never a throw into the model
+      this.fail(error);
+    }
+  }
+
+  protected override _error(error: unknown): void {
+    this.fail(error);
+  }
+
+  // streamModel errors a stream that completes without a finish: never reached first
+  protected override _complete(): void {
+    this.end();
+  }
+
+  private closeText(): void {
+    if (this.textId !== undefined) this.controller.enqueue({ type: 'text-end', id: this.textId });
+    this.textId = undefined;
+  }
+
+  private fail(error: unknown): void {
+    this.end({ type: 'error', error }, { type: 'finish', finishReason: v3Reason('error'), usage: v3Usage(undefined) });
+  }
+
+  /** Ends the stream with its last parts (finish, or error + error finish) and cancels the model. */
+  private end(...parts: LanguageModelV3StreamPart[]): void {
+    if (this.lifetime.closed) return;
+    this.closeText();
+    for (const part of parts) this.controller.enqueue(part);
+    this.controller.close();
+    this.lifetime.unsubscribe();
+  }
+}
+
 const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
 
 /**
@@ -623,70 +716,28 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
     async doStream(options) {
       const { request, warnings } = toRequest(options);
       const subscription = new Subscription();
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
-        start(controller) {
-          let delivered = false;
-          let textId: string | undefined;
-          let blocks = 0;
-          const closeText = (): void => {
-            if (textId !== undefined) controller.enqueue({ type: 'text-end', id: textId });
-            textId = undefined;
-          };
-          /** Ends the stream with a last part (finish, or error + error finish) and cancels the model. */
-          const end = (parts: LanguageModelV3StreamPart[]): void => {
-            if (subscription.closed) return;
-            closeText();
-            for (const part of parts) controller.enqueue(part);
-            controller.close();
-            subscription.unsubscribe();
-          };
-          const fail = (error: unknown): void => end([{ type: 'error', error }, { type: 'finish', finishReason: v3Reason('error'), usage: v3Usage(undefined) }]);
-          subscription.add(
-            onAbort(options.abortSignal, () => {
-              if (subscription.closed) return;
-              subscription.unsubscribe();
-              controller.error(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
-            }),
-          );
-          if (subscription.closed) return;
-          controller.enqueue({ type: 'stream-start', warnings });
-          subscription.add(
-            streamModel(model, request).subscribe({
-              next: (event) => {
+      const stream = new ReadableStream<LanguageModelV3StreamPart>(
+        {
+          start(controller) {
+            subscription.add(
+              onAbort(options.abortSignal, () => {
                 if (subscription.closed) return;
-                switch (event.type) {
-                  case 'text-delta':
-                    if (event.text === '') return;
-                    if (textId === undefined) {
-                      textId = `text-${blocks++}`;
-                      controller.enqueue({ type: 'text-start', id: textId });
-                    }
-                    controller.enqueue({ type: 'text-delta', id: textId, delta: event.text });
-                    delivered = true;
-                    return;
-                  case 'tool-call':
-                    closeText();
-                    controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
-                    delivered = true;
-                    return;
-                  case 'finish':
-                    return end([{ type: 'finish', finishReason: v3Reason(event.reason), usage: v3Usage(event.usage) }]);
-                  case 'reset':
-                    // nothing delivered yet: the next attempt's answer is the whole answer
-                    if (!delivered) return;
-                    return fail(new StreamRestartError(model.id, event, 'the AI SDK'));
-                }
-              },
-              error: fail,
-              // streamModel errors a stream that completes without a finish: never reached first
-              complete: () => end([]),
-            }),
-          );
+                subscription.unsubscribe();
+                controller.error(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+              }),
+            );
+            if (subscription.closed) return;
+            controller.enqueue({ type: 'stream-start', warnings });
+            subscription.add(streamModel(model, request).subscribe(new PartWriter(controller, model.id, subscription)));
+          },
+          cancel() {
+            subscription.unsubscribe();
+          },
         },
-        cancel() {
-          subscription.unsubscribe();
-        },
-      });
+        // the parts are pushed as they come (no pull): a high-water mark of 0 spares the stream a
+        // call to pull, and its promise, after every part
+        { highWaterMark: 0 },
+      );
       return { stream, request: { body: { messages: request.messages, tools: request.tools } } };
     },
 
