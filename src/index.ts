@@ -22,7 +22,9 @@ export type { FleetOptions, QuorumOptions } from './core/fleet.js';
 // a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
 export { fleetNode } from './core/fleet.js';
 export { FLEET_NODE } from './core/fleetHook.js';
-export type { FleetNode } from './core/fleetHook.js';
+export type { FleetBreaker, FleetHook, FleetNode } from './core/fleetHook.js';
+export type { GuardBreaker } from './core/storeGuard.js';
+export type { Watchable } from './core/permit.js';
 export { RateLimiter } from './core/rateLimit.js';
 export type { RateLimiterOptions, RateLimitReservation } from './core/rateLimit.js';
 export { MemoryRateLimitStore } from './core/rateLimitStore.js';
@@ -30,7 +32,7 @@ export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateL
 export { rateLimit } from './operators/rateLimit.js';
 export type { RateLimitOptions } from './operators/rateLimit.js';
 export { RateLimitExceededError } from './core/errors.js';
-export { classifyError, createClassifier, isServiceFailure, parseRetryAfter, readHeader } from './core/classify.js';
+export { classifyError, createClassifier, impliedStatus, isServiceFailure, parseRetryAfter, readHeader } from './core/classify.js';
 export type {
   ClassificationRule,
   ClassifierOptions,

@@ -370,8 +370,9 @@ function httpStatus(value: unknown): number | undefined {
  * The HTTP status an error *body* implies when the error itself has none — what a mid-stream
  * error event carries: a numeric `code` (or `status`) of 400–599 (OpenRouter's
  * `{"error":{"code":502,…}}`, vLLM's `{"object":"error","code":400,…}`), else the status of its
- * API error type ({@link errorTypeStatus}: `server_error` → 500, `overloaded_error` → 529…), read
- * wherever the SDKs keep the body (see {@link apiErrorType}); `undefined` when neither is there.
+ * API error type (`server_error` → 500, `overloaded_error` → 529, `rate_limit_error` → 429…), read
+ * wherever the SDKs keep the body (`error.error`, `HttpError.body`, the AI SDK's `data`);
+ * `undefined` when neither is there.
  *
  * @example
  * ```ts
