@@ -4,7 +4,7 @@
  * the Lua scripts on a real redis-server (started here on a free port, stopped by pid).
  */
 import { expect } from 'chai';
-import { firstValueFrom, type Observable, take, toArray } from 'rxjs';
+import { filter, firstValueFrom, type Observable, take, toArray } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict, type Quorum } from '../../src/core/fleetStore.js';
@@ -101,12 +101,13 @@ function contract(kind: string, make: () => Promise<Stores>, done: () => Promise
 
     it('isolate and reset by hand; every change is published on changes$ with its generation', async () => {
       const name = fresh();
-      const published = firstValueFrom(s.breakers.changes$.pipe(take(2), toArray()));
+      // Only this name's changes: an earlier spec's publication may still be on its way.
+      const published = firstValueFrom(s.breakers.changes$.pipe(filter((v: FleetVerdict) => v.name === name), take(2), toArray()));
       const isolated = await get(s.breakers.isolate('a', name));
       expect(isolated).to.include({ state: 'isolated', remainingMs: Infinity });
       const reset = await get(s.breakers.reset('b', name));
       expect(reset).to.include({ state: 'closed', reason: 'reset' });
-      const seen = (await published).filter((v: FleetVerdict) => v.name === name);
+      const seen = await published;
       expect(seen.map((v) => [v.state, v.generation])).to.deep.equal([
         ['isolated', isolated.generation],
         ['closed', reset.generation],
