@@ -35,6 +35,12 @@ const validMessages: Message[] = [
     model: 'gpt-4o',
     validated: false,
   },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'NYC' } }],
+    reasoning: [{ text: 'The user wants NYC.', signature: 'EqQBCkgIARABGAIiQL' }, { text: '', redactedData: 'EmwKAhgBEgy3' }, { text: 'unsigned' }],
+  },
   { role: 'tool', toolCallId: 'call_1', toolName: 'get_weather', content: '{"temperature":22}' },
   { role: 'tool', toolCallId: 'call_1', toolName: 'get_weather', content: 'failed', isError: true },
 ];
@@ -42,6 +48,10 @@ const validMessages: Message[] = [
 const validModelEvents: ModelEvent[] = [
   { type: 'text-delta', text: 'Hello' },
   { type: 'text-delta', text: '' },
+  { type: 'reasoning-delta', text: 'Let me think.' },
+  { type: 'reasoning-end' },
+  { type: 'reasoning-end', signature: 'EqQBCkgIARABGAIiQL' },
+  { type: 'reasoning-end', redactedData: 'EmwKAhgBEgy3' },
   { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'nyc' } },
   { type: 'tool-call', id: 'c1', name: 'noop', args: null },
   { type: 'finish', reason: 'stop' },
@@ -55,6 +65,8 @@ const validModelEvents: ModelEvent[] = [
 /** One valid example of every agent event type. */
 const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   'text-delta': [{ type: 'text-delta', text: 'Hi' }],
+  'reasoning-delta': [{ type: 'reasoning-delta', text: 'Hm.' }],
+  'reasoning-end': [{ type: 'reasoning-end', signature: 'sig' }],
   'tool-call': [{ type: 'tool-call', id: 'c1', name: 'get_weather', args: {} }],
   finish: [{ type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } }],
   'tool-result': [{ type: 'tool-result', id: 'c1', name: 'get_weather', result: { temperature: 22 } }],
@@ -124,13 +136,16 @@ describe('event codecs', () => {
       rejects(MessageCodec, { role: 'tool', toolCallId: 'c', toolName: 't', content: 'x', isError: 'yes' });
       rejects(MessageCodec, { role: 'assistant', content: 'x', toolCalls: [{ id: 'c', args: {} }] });
       rejects(MessageCodec, { role: 'assistant', content: 'x', validated: 'no' });
+      rejects(MessageCodec, { role: 'assistant', content: 'x', reasoning: [{ signature: 's' }] }); // a part without text
+      rejects(MessageCodec, { role: 'assistant', content: 'x', reasoning: [{ text: 't', signature: 1 }] });
+      rejects(MessageCodec, { role: 'assistant', content: 'x', reasoning: 'thought' });
       rejects(MessageCodec, null);
       rejects(MessageCodec, 'hello');
     });
   });
 
   describe('ModelEventCodec', () => {
-    it('accepts text-delta, tool-call and finish (with and without usage, every reason)', () => {
+    it('accepts text-delta, reasoning, tool-call and finish (with and without usage, every reason)', () => {
       for (const event of validModelEvents) accepts(ModelEventCodec, event);
     });
 
@@ -142,6 +157,8 @@ describe('event codecs', () => {
       rejects(ModelEventCodec, { type: 'finish', reason: 'stop', usage: { inputTokens: 1 } });
       rejects(ModelEventCodec, { type: 'reset', reason: 'retry', target: 'x' }); // only turns carry reset
       rejects(ModelEventCodec, { type: 'thinking', text: 'hmm' });
+      rejects(ModelEventCodec, { type: 'reasoning-delta' });
+      rejects(ModelEventCodec, { type: 'reasoning-end', signature: 7 });
       rejects(ModelEventCodec, { text: 'no type' });
     });
   });

@@ -6,6 +6,7 @@ import { isMessage } from '../../src/core/isMessage.js';
 /** Values near a message's shape: each field absent, right or wrong in type, plus junk. */
 const field = fc.oneof(fc.constant(undefined), fc.string(), fc.boolean(), fc.integer(), fc.constant(null), fc.anything());
 const toolCall = fc.oneof(fc.record({ id: field, name: field, args: fc.anything() }, { requiredKeys: [] }), fc.anything());
+const reasoningPart = fc.oneof(fc.record({ text: field, signature: field, redactedData: field }, { requiredKeys: [] }), fc.anything());
 const nearMessage = fc.record(
   {
     role: fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'bot', ''), fc.anything()),
@@ -13,6 +14,7 @@ const nearMessage = fc.record(
     toolCalls: fc.oneof(fc.array(toolCall, { maxLength: 3 }), fc.anything()),
     model: field,
     validated: field,
+    reasoning: fc.oneof(fc.array(reasoningPart, { maxLength: 3 }), fc.anything()),
     toolCallId: field,
     toolName: field,
     isError: field,
@@ -37,6 +39,8 @@ describe('isMessage (the predicate runAgent checks messages with)', () => {
     expect(isMessage({ role: 'tool', toolCallId: '1', toolName: 'f', content: 'x', isError: true })).to.equal(true);
     expect(isMessage({ role: 'tool', content: 'x' })).to.equal(false);
     expect(isMessage({ role: 'assistant', content: 'x', toolCalls: [{ id: 1, name: 'f' }] })).to.equal(false);
+    expect(isMessage({ role: 'assistant', content: '', reasoning: [{ text: 'hm', signature: 's' }, { text: '', redactedData: 'd' }] })).to.equal(true);
+    expect(isMessage({ role: 'assistant', content: '', reasoning: [{ signature: 's' }] })).to.equal(false);
     expect(isMessage([{ role: 'user', content: 'x' }])).to.equal(false);
   });
 });

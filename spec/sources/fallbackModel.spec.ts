@@ -313,6 +313,29 @@ describe('fallbackModel', () => {
       });
     });
 
+    it("'continue' with a reasoning secondary: its reasoning passes at once and decides nothing; the repeat after it is still trimmed", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const think: TurnEvent = { type: 'reasoning-delta', text: 'Continue after "is".' };
+        const end: TurnEvent = { type: 'reasoning-end', signature: 'sig' };
+        const secondary = scripted('secondary', cold('-r-e-n-s-(f|)', { r: think, e: end, n: delta('NYC is'), s: delta(' sunny.'), f: stop }));
+        const model = fallbackModel([primary, secondary], { midStream: 'continue' });
+        expectObservable(streamModel(model, request)).toBe('-a-b-c--r-e---s-(f|)', { ...partialValues, r: think, e: end, s: delta(' sunny.'), f: stop });
+      });
+    });
+
+    it("'continue' after reasoning alone (no text yet): nothing to continue, the next model starts over after a reset", () => {
+      testScheduler().run(({ cold, expectObservable, flush }) => {
+        const think: TurnEvent = { type: 'reasoning-delta', text: 'Hmm' };
+        const primary = scripted('primary', cold('-r-#', { r: think }, e503));
+        const secondary = scripted('secondary', cold('-s-(f|)', { s: delta('Sunny.'), f: stop }));
+        const model = fallbackModel([primary, secondary], { midStream: 'continue' });
+        expectObservable(streamModel(model, request)).toBe('-r-xs-(f|)', { r: think, x: { type: 'reset', reason: 'fallback', target: 'model:secondary' }, s: delta('Sunny.'), f: stop });
+        flush();
+        expect(secondary.requests).to.deep.equal([request]);
+      });
+    });
+
     it("'continue' trims a repeat of the whole partial text, a restarted word, and repeated whole words", () => {
       const cases: [partial: string[], continuation: string[], expected: string][] = [
         [['The wea', 'ther in NYC', ' is'], ['The weather in NYC is sunny.'], 'The weather in NYC is sunny.'],

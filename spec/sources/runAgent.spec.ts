@@ -16,7 +16,7 @@ import { anthropicModel } from '../../src/sources/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { defineTool } from '../../src/sources/tool.js';
-import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import { describeEvent, finish, reasoning, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { Boom, expectThrowDownstream, KINDS, type SourceKind, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 
@@ -546,6 +546,71 @@ describe('runAgent', () => {
         expectObservable(runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent), filter((l) => !l.startsWith('call-'))), '^ 10ms !').toBe('-a', { a: 'text:x' });
       });
       expect(model.cancelled).to.equal(1);
+    });
+  });
+
+  describe('reasoning (thinking) blocks', () => {
+    it('passes reasoning on as it streams and keeps each block, signed or redacted, with the assistant message the next request carries', () => {
+      const { tool } = weatherTool();
+      const model = scriptedModel('claude', [
+        [
+          ...reasoning('The user wants NYC.', 'sig-1'),
+          { type: 'reasoning-end', redactedData: 'opaque' },
+          toolCall('c1', 'get_weather', { city: 'NYC', units: 'celsius' }),
+          finish('tool-calls'),
+        ],
+        [...reasoning('22 and sunny.'), ...textDeltas('Sunny, 22 °C.'), finish('stop')],
+      ]);
+      const result = run(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }));
+      expect(result.error()).to.equal(undefined);
+      expect(result.labels.slice(0, 7)).to.deep.equal([
+        'reasoning:The',
+        'reasoning: user',
+        'reasoning: wants',
+        'reasoning: NYC.',
+        'reasoning-end:signed',
+        'reasoning-end:redacted',
+        'tool-call:get_weather',
+      ]);
+      const assistant = { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_weather', args: { city: 'NYC', units: 'celsius' } }] };
+      expect(model.requests[1]!.messages[1]).to.deep.equal({
+        ...assistant,
+        reasoning: [
+          { text: 'The user wants NYC.', signature: 'sig-1' },
+          { text: '', redactedData: 'opaque' },
+        ],
+      });
+      // reasoning never ended by a reasoning-end is closed at the finish, unsigned; the text is the answer alone
+      expect(result.events.at(-1)?.[1]).to.deep.equal({
+        type: 'message',
+        message: { role: 'assistant', content: 'Sunny, 22 °C.', reasoning: [{ text: '22 and sunny.' }] },
+      });
+    });
+
+    it('a reset discards the partial turn’s reasoning with its text; a turn without reasoning has no reasoning field', () => {
+      const model = scriptedModel('m', [
+        { marbles: '-(ab)-#', values: { a: { type: 'reasoning-delta', text: 'first try' }, b: { type: 'text-delta', text: 'The wea' } }, error: new HttpError(503) },
+        [...textDeltas('The weather is fine.'), finish()],
+      ]);
+      const result = run(
+        runAgent({
+          model,
+          messages: [{ role: 'user', content: 'x' }],
+          modelPipeline: (_r, turn$) =>
+            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) })),
+        }),
+      );
+      expect(result.labels.slice(0, 3)).to.deep.equal(['reasoning:first try', 'text:The wea', 'reset:retry']);
+      expect(result.events.at(-1)?.[1]).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'The weather is fine.' } });
+    });
+
+    it('an answer checked by output validation keeps its reasoning', () => {
+      const model = scriptedModel('m', [[...reasoning('Think.', 's'), ...textDeltas('{"n":42}'), finish()]]);
+      const result = run(runAgent({ model, messages: [{ role: 'user', content: 'x' }], output: validateOutput(t.type({ n: t.number })) }));
+      expect(result.events.at(-1)?.[1]).to.deep.equal({
+        type: 'message',
+        message: { role: 'assistant', content: '{"n":42}', validated: true, reasoning: [{ text: 'Think.', signature: 's' }] },
+      });
     });
   });
 

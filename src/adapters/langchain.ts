@@ -478,6 +478,9 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
         case 'reset':
           if (yielded) throw new StreamRestartError(this.model.id, event, 'LangChain');
           continue;
+        case 'reasoning-delta':
+        case 'reasoning-end':
+          continue;
         case 'text-delta':
           if (event.text === '') continue;
           chunk = new ChatGenerationChunk({ text: event.text, message: new AIMessageChunk({ content: event.text }) });

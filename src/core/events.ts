@@ -27,10 +27,24 @@ export type ToolCall = t.TypeOf<typeof ToolCallCodec>;
 
 export const SystemMessageCodec = t.type({ role: t.literal('system'), content: t.string }, 'SystemMessage');
 export const UserMessageCodec = t.type({ role: t.literal('user'), content: t.string }, 'UserMessage');
+/**
+ * One block of a model's reasoning ("thinking") in an assistant message: its `text`, and what the
+ * provider needs to accept it back — Anthropic's `signature`, or the opaque `redactedData` of a
+ * redacted block (whose `text` is `''`). A provider that requires reasoning to be sent back (Anthropic
+ * with extended thinking, on a turn with tool calls) gets the blocks that carry one of the two;
+ * unsigned reasoning (OpenAI-compatible `reasoning_content`) is kept for the record, never sent.
+ */
+export const ReasoningPartCodec = t.intersection(
+  [t.type({ text: t.string }), t.partial({ signature: t.string, redactedData: t.string })],
+  'ReasoningPart',
+);
+/** @see ReasoningPartCodec */
+export type ReasoningPart = t.TypeOf<typeof ReasoningPartCodec>;
+
 export const AssistantMessageCodec = t.intersection(
   [
     t.type({ role: t.literal('assistant'), content: t.string }),
-    t.partial({ toolCalls: t.array(ToolCallCodec), model: t.string, validated: t.boolean }),
+    t.partial({ toolCalls: t.array(ToolCallCodec), model: t.string, validated: t.boolean, reasoning: t.array(ReasoningPartCodec) }),
   ],
   'AssistantMessage',
 );
@@ -48,7 +62,7 @@ export const MessageCodec = t.union([SystemMessageCodec, UserMessageCodec, Assis
 export type SystemMessage = t.TypeOf<typeof SystemMessageCodec>;
 /** `{ role: 'user', content }`. */
 export type UserMessage = t.TypeOf<typeof UserMessageCodec>;
-/** `{ role: 'assistant', content, toolCalls?, model?, validated? }`. */
+/** `{ role: 'assistant', content, toolCalls?, model?, validated?, reasoning? }`. */
 export type AssistantMessage = t.TypeOf<typeof AssistantMessageCodec>;
 /** `{ role: 'tool', toolCallId, toolName, content, isError? }`: a tool's result or error. */
 export type ToolMessage = t.TypeOf<typeof ToolMessageCodec>;
@@ -82,21 +96,40 @@ export const ToolCallEventCodec = t.type(
   { type: t.literal('tool-call'), id: t.string, name: t.string, args: t.unknown },
   'ToolCallEvent',
 );
+/**
+ * A piece of the model's reasoning ("thinking"): shown to whoever wants it, never part of the
+ * answer's text. The deltas since the turn's start (or the last `reasoning-end`) make one block.
+ */
+export const ReasoningDeltaCodec = t.type({ type: t.literal('reasoning-delta'), text: t.string }, 'ReasoningDelta');
+/**
+ * Ends the reasoning block the `reasoning-delta`s since the last one made, with what the provider
+ * needs to accept it back: `signature` (Anthropic), or `redactedData` for a redacted block (no
+ * deltas before it). Reasoning never ended by one is closed at `finish`, unsigned.
+ */
+export const ReasoningEndCodec = t.intersection(
+  [t.type({ type: t.literal('reasoning-end') }), t.partial({ signature: t.string, redactedData: t.string })],
+  'ReasoningEnd',
+);
 export const FinishCodec = t.intersection(
   [t.type({ type: t.literal('finish'), reason: FinishReasonCodec }), t.partial({ usage: UsageCodec })],
   'Finish',
 );
 /** What a model stream emits. */
-export const ModelEventCodec = t.union([TextDeltaCodec, ToolCallEventCodec, FinishCodec], 'ModelEvent');
+export const ModelEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec], 'ModelEvent');
 
 /** A piece of assistant text. */
 export type TextDelta = t.TypeOf<typeof TextDeltaCodec>;
+/** A piece of the model's reasoning (see {@link ReasoningDeltaCodec}). */
+export type ReasoningDelta = t.TypeOf<typeof ReasoningDeltaCodec>;
+/** The end of a reasoning block, with its signature or redacted data (see {@link ReasoningEndCodec}). */
+export type ReasoningEnd = t.TypeOf<typeof ReasoningEndCodec>;
 /** A complete tool call (arguments assembled). */
 export type ToolCallEvent = t.TypeOf<typeof ToolCallEventCodec>;
 /** The end of a model turn. */
 export type Finish = t.TypeOf<typeof FinishCodec>;
 /**
- * What a model stream emits: `text-delta`, `tool-call`, then one `finish`.
+ * What a model stream emits: `text-delta`, `tool-call`, then one `finish`; a reasoning model also
+ * `reasoning-delta`s, each block closed by a `reasoning-end` (with its signature, if any).
  *
  * @example
  * ```ts
@@ -258,12 +291,17 @@ export const HealEventCodec = t.union(
 
 /** What a model turn emits once operators are applied: model events, and `reset` when a retry or
  * fallback starts the turn over. */
-export const TurnEventCodec = t.union([TextDeltaCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec], 'TurnEvent');
+export const TurnEventCodec = t.union(
+  [TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec],
+  'TurnEvent',
+);
 
 /** Everything `runAgent` emits. */
 export const AgentEventCodec = t.union(
   [
     TextDeltaCodec,
+    ReasoningDeltaCodec,
+    ReasoningEndCodec,
     ToolCallEventCodec,
     FinishCodec,
     ToolResultEventCodec,

@@ -18,6 +18,8 @@ const isString = (u: unknown): u is string => typeof u === 'string';
 const isBoolean = (u: unknown): u is boolean => typeof u === 'boolean';
 const optional = (u: unknown, is: (v: unknown) => boolean): boolean => u === undefined || is(u);
 const isToolCall = (u: unknown): boolean => isRecord(u) && isString(u['id']) && isString(u['name']);
+const isReasoningPart = (u: unknown): boolean =>
+  isRecord(u) && isString(u['text']) && optional(u['signature'], isString) && optional(u['redactedData'], isString);
 
 /**
  * Whether `u` is a conversation message (`system`, `user`, `assistant` or `tool`, with the
@@ -37,7 +39,10 @@ export function isMessage(u: unknown): u is Message {
       return true;
     case 'assistant':
       return (
-        optional(u['toolCalls'], (v) => Array.isArray(v) && v.every(isToolCall)) && optional(u['model'], isString) && optional(u['validated'], isBoolean)
+        optional(u['toolCalls'], (v) => Array.isArray(v) && v.every(isToolCall)) &&
+        optional(u['model'], isString) &&
+        optional(u['validated'], isBoolean) &&
+        optional(u['reasoning'], (v) => Array.isArray(v) && v.every(isReasoningPart))
       );
     case 'tool':
       return isString(u['toolCallId']) && isString(u['toolName']) && optional(u['isError'], isBoolean);

@@ -91,7 +91,9 @@ export interface FallbackModelOptions {
    * - `'continue'`: send the next model the request plus the partial text (an assistant message)
    *   and {@link DEFAULT_CONTINUE_INSTRUCTION} (a user message); emit only the continuation, with
    *   any repeat of the partial text's tail trimmed. A turn that already emitted a `tool-call`
-   *   cannot be continued: it restarts as with `'restart'`.
+   *   cannot be continued: it restarts as with `'restart'`; nor can one that showed only
+   *   reasoning (no text yet). Reasoning shown stays; the next model's own reasoning passes on
+   *   as it comes (it never counts as a repeat of the text).
    * - `'error'`: no fallback after the first event; the error passes on unchanged.
    */
   readonly midStream?: 'restart' | 'continue' | 'error';
@@ -374,7 +376,8 @@ class AttemptSink extends Subscriber<TurnEvent> {
 
   protected override _next(event: TurnEvent): void {
     const trimmer = this.trimmer;
-    if (trimmer && !trimmer.decided) {
+    // a continuing model's reasoning passes at once: it is not the answer, so it decides no overlap
+    if (trimmer && !trimmer.decided && event.type !== 'reasoning-delta' && event.type !== 'reasoning-end') {
       if (event.type === 'text-delta') {
         const shown = trimmer.push(event.text);
         if (shown !== '') {

@@ -7,6 +7,7 @@ import type {
   DegradedEvent,
   Finish,
   Message,
+  ReasoningPart,
   RestoredEvent,
   ToolCall,
   ToolMessage,
@@ -283,9 +284,26 @@ class TurnOutput {
   calls: ToolCall[] = [];
   finish: Finish | undefined = undefined;
   received = 0;
+  /** Reasoning blocks, each closed by a `reasoning-end` (or by the finish: unsigned). */
+  private blocks: ReasoningPart[] | undefined = undefined;
+  private thinking: string | undefined = undefined;
 
   get text(): string {
     return this.buffer.toString();
+  }
+
+  /** The turn's reasoning blocks, or undefined when it had none. */
+  get reasoning(): ReasoningPart[] | undefined {
+    if (this.thinking !== undefined) this.endBlock({});
+    return this.blocks;
+  }
+
+  private endBlock(end: { signature?: string; redactedData?: string }): void {
+    const part: ReasoningPart = { text: this.thinking ?? '' };
+    if (end.signature !== undefined) part.signature = end.signature;
+    if (end.redactedData !== undefined) part.redactedData = end.redactedData;
+    (this.blocks ??= []).push(part);
+    this.thinking = undefined;
   }
 
   add(event: TurnEvent): void {
@@ -293,6 +311,12 @@ class TurnOutput {
     switch (event.type) {
       case 'text-delta':
         this.buffer.append(event.text);
+        break;
+      case 'reasoning-delta':
+        this.thinking = (this.thinking ?? '') + event.text;
+        break;
+      case 'reasoning-end':
+        this.endBlock(event);
         break;
       case 'tool-call':
         this.calls.push({ id: event.id, name: event.name, args: event.args });
@@ -304,6 +328,7 @@ class TurnOutput {
         this.buffer.clear();
         this.calls = [];
         this.finish = undefined;
+        this.blocks = this.thinking = undefined;
         break;
     }
   }
@@ -444,32 +469,35 @@ class AgentRun {
   }
 
   /** After a turn: its tool calls go to a tool round; a final answer is checked (output) or ends the run. */
-  afterTurn({ text, calls, finish, received }: TurnOutput): void {
+  afterTurn(output: TurnOutput): void {
+    const { text, calls, finish, received } = output;
     if (this.subscriber.closed) return;
     const model = this.agent.config.model;
     // a turn cut short without `finish`: a dropped connection (classified), never a short answer.
     // streamModel already errors for a model's stream without one, inside the healing pipeline;
     // this catches a modelPipeline that ends a turn early (take, catchError to EMPTY…)
     if (!finish) return this.fail(new IncompleteStreamError(model.id, 'no finish event', received));
+    // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
+    const reasoning = output.reasoning;
+    const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
     if (calls.length > 0) {
-      this.addMessage({ role: 'assistant', content: text, toolCalls: calls });
+      this.addMessage(withReasoning({ role: 'assistant', content: text, toolCalls: calls }));
       return this.toolRound(calls);
     }
-    const output = this.agent.config.output;
-    if (!output) {
-      this.addMessage({ role: 'assistant', content: text });
+    const check = this.agent.config.output;
+    if (!check) {
+      this.addMessage(withReasoning({ role: 'assistant', content: text }));
       return this.subscriber.complete();
     }
-    this.checkAnswer(text, output);
+    this.checkAnswer(text, check, withReasoning);
   }
 
   /** Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask. */
-  private checkAnswer(text: string, output: OutputValidator): void {
+  private checkAnswer(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage): void {
     const problems = output.check(text);
     const valid = problems.length === 0;
     this.emit({ type: 'validation', valid, attempt: this.corrections + 1, problems });
-    const answer: AssistantMessage = { role: 'assistant', content: text, validated: valid };
-    this.addMessage(answer);
+    this.addMessage(withReasoning({ role: 'assistant', content: text, validated: valid }));
     if (valid || this.corrections >= output.maxCorrections) return this.subscriber.complete();
     this.corrections++;
     this.addMessage({ role: 'user', content: output.correction(problems) });

@@ -8,7 +8,7 @@
 import { asyncScheduler, from, mergeMap, Observable, throwError, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import * as t from 'io-ts';
-import type { AgentEvent, Finish, FinishReason, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
+import type { AgentEvent, Finish, FinishReason, TextDelta, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
 import type { AbortContext } from '../core/abortable.js';
 import { after, wait } from '../core/wait.js';
 import type { Model, ModelRequest } from '../core/model.js';
@@ -58,6 +58,20 @@ export function textDeltas(text: string): TurnEvent[] {
   // linear, though the linter cannot tell: where `\s*\S+` fails only whitespace is left, and `\s+$` takes it at once
   // eslint-disable-next-line regexp/no-super-linear-move
   return (text.match(/\s*\S+|\s+$/g) ?? []).map((piece) => ({ type: 'text-delta', text: piece }));
+}
+
+/**
+ * A reasoning block: `reasoning-delta` events, one per word, then its `reasoning-end` (signed when
+ * `signature` is given, as Anthropic's thinking blocks are).
+ *
+ * @example
+ * ```ts
+ * const turn = [...reasoning('The user wants NYC.', 'sig-1'), toolCall('c1', 'get_weather', { city: 'NYC' }), finish('tool-calls')];
+ * ```
+ */
+export function reasoning(text: string, signature?: string): TurnEvent[] {
+  const deltas: TurnEvent[] = textDeltas(text).map((e) => ({ type: 'reasoning-delta', text: (e as TextDelta).text }));
+  return [...deltas, signature === undefined ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature }];
 }
 
 /** A `tool-call` event. */
@@ -192,7 +206,8 @@ export function scriptedTool<R>(
  * A short label for an agent event, for compact assertions: `text:Hello`, `tool-call:get_weather`,
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
  * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
- * `degraded:search`, `restored:search`, `message:assistant`, `finish:stop`…
+ * `degraded:search`, `restored:search`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
+ * `reasoning-end:signed`…
  *
  * @example
  * ```ts
@@ -203,6 +218,10 @@ export function describeEvent(event: AgentEvent): string {
   switch (event.type) {
     case 'text-delta':
       return `text:${event.text}`;
+    case 'reasoning-delta':
+      return `reasoning:${event.text}`;
+    case 'reasoning-end':
+      return event.redactedData !== undefined ? 'reasoning-end:redacted' : event.signature !== undefined ? 'reasoning-end:signed' : 'reasoning-end';
     case 'tool-call':
     case 'tool-result':
     case 'tool-error':
