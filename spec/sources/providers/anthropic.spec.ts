@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { firstValueFrom, lastValueFrom, mergeMap } from 'rxjs';
+import * as t from 'io-ts';
+import { firstValueFrom, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
@@ -7,6 +8,8 @@ import { streamModel } from '../../../src/core/model.js';
 import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../../src/sources/providers/anthropic.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
+import { runAgent } from '../../../src/sources/runAgent.js';
+import { defineTool } from '../../../src/sources/tool.js';
 
 import { ask, collect, fixture, fixtureFetch as chunkedFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
@@ -105,6 +108,57 @@ describe('anthropicModel', () => {
     });
   });
 
+  describe('extended thinking: reasoning read, and sent back', () => {
+    it('an assistant message\'s signed and redacted reasoning goes first, as thinking and redacted_thinking blocks; unsigned reasoning is not sent', () => {
+      const messages: Message[] = [
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: 'Checking.',
+          toolCalls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'Oslo' } }],
+          reasoning: [{ text: 'Use the tool.', signature: 'sig-1' }, { text: '', redactedData: 'opaque' }, { text: 'from another provider' }],
+        },
+        { role: 'tool', toolCallId: 'toolu_1', toolName: 'get_weather', content: '{"temperature":3}' },
+      ];
+      expect((anthropicRequestBody('claude', 1024, { messages, tools: [] })['messages'] as unknown[])[1]).to.deep.equal({
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'Use the tool.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'opaque' },
+          { type: 'text', text: 'Checking.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+        ],
+      });
+      // reasoning alone (no text, no calls) is still a turn the API gets back
+      const alone = anthropicRequestBody('claude', 1, { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: '', reasoning: [{ text: 't', signature: 's' }] }], tools: [] });
+      expect((alone['messages'] as { content: unknown[] }[])[1]!.content).to.deep.equal([{ type: 'thinking', thinking: 't', signature: 's' }]);
+    });
+
+    it('a recorded tool-use turn with thinking, through runAgent: the next request carries the thinking block with its signature, exactly as streamed', async () => {
+      const bodies = [fixture('anthropic-cache-thinking.sse'), fixture('anthropic-text.sse')];
+      const sent: Record<string, unknown>[] = [];
+      const fetch = ((_url: string, init: RequestInit) => {
+        sent.push(JSON.parse(String(init.body)) as Record<string, unknown>);
+        return fixtureFetch(bodies[sent.length - 1]!).fetch(_url, init);
+      }) as typeof globalThis.fetch;
+      const model = anthropicModel({ model: 'claude-sonnet-4-5', fetch, body: { thinking: { type: 'enabled', budget_tokens: 2048 } } });
+      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 3 }] });
+      const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: 'Weather in Oslo?' }] }).pipe(toArray()));
+      expect(sent).to.have.length(2);
+      const assistant = (sent[1]!['messages'] as { role: string; content: Record<string, unknown>[] }[])[1]!;
+      expect(assistant.role).to.equal('assistant');
+      expect(assistant.content.map((b) => b['type'])).to.deep.equal(['thinking', 'text', 'tool_use']);
+      expect(assistant.content[0]).to.deep.equal({
+        type: 'thinking',
+        thinking: 'Oslo weather: use the tool.',
+        signature: 'ErUBCkYIBxgCIkB3f0K9pQm2Zx8nV4tLc1Yw6Hs7JdRa5UbEo3GiTk0NqPvWy9MxCz2Ah8BfLr4Dj6Es1Kt7Gu',
+      });
+      expect(sent[1]!['thinking']).to.deep.equal({ type: 'enabled', budget_tokens: 2048 });
+      // the consumer saw the reasoning apart from the answer's text
+      expect(events.filter((e) => e.type === 'reasoning-delta').map((e) => (e as { text: string }).text)).to.deep.equal(['Oslo weather: use the tool.']);
+    });
+  });
+
   describe('recorded streams (fixtures, served in odd-sized chunks)', () => {
     for (const sizes of [[1], [5, 1, 11], [100_000]]) {
       it(`a text answer: deltas, then one finish with input (cache included) and output usage (chunks of ${sizes.join(', ')} bytes)`, async () => {
@@ -124,10 +178,12 @@ describe('anthropicModel', () => {
       expect(text(events)).to.equal('It is 22 °C and sunny — in NYC 🌞.');
     });
 
-    it('tool_use blocks with partial JSON → one tool-call at each content_block_stop; thinking skipped; input {} when no deltas', async () => {
+    it('tool_use blocks with partial JSON → one tool-call at each content_block_stop; thinking as reasoning, signed; input {} when no deltas', async () => {
       const { events, error } = await collect(streamModel(fromFixture('anthropic-tool-use.sse').model, ask('x')));
       expect(error).to.equal(undefined);
       expect(events).to.deep.equal([
+        { type: 'reasoning-delta', text: 'The user wants the weather.' },
+        { type: 'reasoning-end', signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds' },
         { type: 'text-delta', text: 'Let me check.' },
         { type: 'tool-call', id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', args: { city: 'New York', units: 'celsius' } },
         { type: 'tool-call', id: 'toolu_01Ab2CdEfGhIjKlMnOpQrStU', name: 'list_cities', args: {} },
@@ -219,7 +275,7 @@ describe('anthropicModel', () => {
         const { error } = await collect(streamModel(fromText(sseOf(...events, { type: 'message_stop' })), ask('x')));
         expect(error, JSON.stringify(events.slice(1))).to.be.instanceOf(MalformedStreamError);
       }
-      // thinking, signatures and citations carry nothing of the answer: skipped
+      // citations carry nothing of the answer: skipped; a redacted thinking block is a reasoning block of its own
       const skipped = await collect(
         streamModel(
           fromText(
@@ -239,6 +295,7 @@ describe('anthropicModel', () => {
       );
       expect(skipped.error).to.equal(undefined);
       expect(text(skipped.events)).to.equal('ok');
+      expect(skipped.events.filter((e) => e.type === 'reasoning-end')).to.deep.equal([{ type: 'reasoning-end', redactedData: 'abc' }]);
     });
 
     it('maps every stop reason', async () => {
@@ -347,6 +404,7 @@ describe('anthropicModel', () => {
         { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"a":1}' } },
       ],
       'message_delta seen': [ms('m1'), { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5 } }],
+      'thinking block 0 open': [ms('m1'), { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }],
       done: [ms('m1'), { type: 'message_stop' }],
     };
     const events: Record<string, unknown> = {
@@ -357,6 +415,9 @@ describe('anthropicModel', () => {
       'text_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'b' } },
       'input_json_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } },
       'thinking_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } },
+      'signature_delta 0': { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig' } },
+      'content_block_start thinking 1': { type: 'content_block_start', index: 1, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      'content_block_start redacted_thinking 1': { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'opaque' } },
       'content_block_stop 0': { type: 'content_block_stop', index: 0 },
       message_delta: { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 7 } },
       message_stop: { type: 'message_stop' },
@@ -370,32 +431,53 @@ describe('anthropicModel', () => {
     const M = 'MalformedStreamError';
     const b: TurnEvent = { type: 'text-delta', text: 'b' };
     const call: TurnEvent = { type: 'tool-call', id: 't1', name: 'f', args: { a: 1 } };
+    const r: TurnEvent = { type: 'reasoning-delta', text: 'hm' };
+    const end: TurnEvent = { type: 'reasoning-end' };
+    const red: TurnEvent = { type: 'reasoning-end', redactedData: 'opaque' };
+    // reasoning: shown wherever it arrives; a signature signs only a thinking block; a redacted block is whole at its start
+    const thinking: Record<string, [TurnEvent[], Ends]> = {
+      'thinking_delta 0': [[r], I],
+      'signature_delta 0': [[], I],
+      'content_block_start thinking 1': [[], I],
+      'content_block_start redacted_thinking 1': [[red], I],
+    };
     // prettier-ignore
     const table: Record<string, Record<string, [TurnEvent[], Ends]>> = {
       'before message_start': {
+        ...thinking,
         'message_start, same id': [[], I], 'message_start, other id': [[], I], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
-        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'content_block_stop 0': [[], I],
         message_delta: [[], I], message_stop: [[fin('other')], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
       },
       'message open': {
+        ...thinking,
         'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
-        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'content_block_stop 0': [[], I],
         message_delta: [[], I], message_stop: [[fin('other', 15, 1)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
       },
       'text block 0 open': {
+        ...thinking,
         'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], M],
-        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'content_block_stop 0': [[], I],
         message_delta: [[], I], message_stop: [[fin('other', 15, 1)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
       },
       'tool_use block 0 open': {
+        ...thinking,
         'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], M],
-        'text_delta 0': [[], M], 'input_json_delta 0': [[], I], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[call], I],
+        'text_delta 0': [[], M], 'input_json_delta 0': [[], I], 'content_block_stop 0': [[call], I],
         message_delta: [[], I], message_stop: [[], M], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
       },
       'message_delta seen': {
+        ...thinking,
         'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], I],
-        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'thinking_delta 0': [[], I], 'content_block_stop 0': [[], I],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'content_block_stop 0': [[], I],
         message_delta: [[], I], message_stop: [[fin('stop', 15, 5)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
+      },
+      'thinking block 0 open': {
+        ...thinking,
+        'message_start, same id': [[], I], 'message_start, other id': [[], M], 'content_block_start text 1': [[], I], 'content_block_start tool_use 0': [[], M],
+        'text_delta 0': [[b], I], 'input_json_delta 0': [[], M], 'content_block_stop 0': [[end], I],
+        message_delta: [[], I], message_stop: [[end, fin('other', 15, 1)], 'complete'], ping: [[], I], error: [[], 'HttpError'], 'malformed JSON': [[], M],
       },
       // after message_stop the stream is complete and the rest of the body is never read
       done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),

@@ -16,6 +16,8 @@ describe('recorded streams split at every byte', () => {
     const byName = Object.fromEntries(streams.map((s) => [s.name, decodeChunks([encoder.encode(s.text)], s.decoder())]));
     expect(byName['openai-index1-gateway.sse']).to.deep.equal({
       events: [
+        { type: 'reasoning-delta', text: 'The user asks about the weather; ' },
+        { type: 'reasoning-delta', text: 'answer briefly.' },
         { type: 'text-delta', text: 'Sunny, 22 °C' },
         { type: 'text-delta', text: ' in Zürich ☀️.' },
         { type: 'finish', reason: 'stop', usage: { inputTokens: 14, outputTokens: 61 } },
@@ -23,6 +25,7 @@ describe('recorded streams split at every byte', () => {
     });
     expect(byName['openai-reasoning-content.sse']).to.deep.equal({
       events: [
+        { type: 'reasoning-delta', text: 'Weather needs a tool.' },
         { type: 'text-delta', text: 'Let me' },
         { type: 'text-delta', text: ' check — 東京.' },
         { type: 'tool-call', id: 'call_0_8f2a7c1e', name: 'get_weather', args: { city: 'Tōkyō', units: 'celsius' } },
@@ -31,6 +34,8 @@ describe('recorded streams split at every byte', () => {
     });
     expect(byName['anthropic-cache-thinking.sse']).to.deep.equal({
       events: [
+        { type: 'reasoning-delta', text: 'Oslo weather: use the tool.' },
+        { type: 'reasoning-end', signature: 'ErUBCkYIBxgCIkB3f0K9pQm2Zx8nV4tLc1Yw6Hs7JdRa5UbEo3GiTk0NqPvWy9MxCz2Ah8BfLr4Dj6Es1Kt7Gu' },
         { type: 'text-delta', text: 'Checking Oslo — ' },
         { type: 'text-delta', text: 'one moment ⏳' },
         { type: 'tool-call', id: 'toolu_01Jx4Vb8Nq2Tz6Wc1Hs9Lp3R', name: 'get_weather', args: { city: 'Oslo', units: 'celsius' } },

@@ -333,9 +333,10 @@ describe('openAICompatibleModel', () => {
       ]);
     });
 
-    it('reads every shape an answer arrives in: content parts, the legacy function_call, parsed arguments, a one-chunk message; reasoning is not the answer', async () => {
+    it('reads every shape an answer arrives in: content parts, the legacy function_call, parsed arguments, a one-chunk message; reasoning apart from the answer', async () => {
       const parts = await run('{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"A"},{"type":"text","text":"B"}]},"finish_reason":"stop"}]}', '[DONE]');
       expect(text(parts.events)).to.equal('AB');
+      expect(parts.events[0]).to.deep.equal({ type: 'reasoning-delta', text: 'hm' });
       const legacy = await run(
         '{"choices":[{"index":0,"delta":{"function_call":{"name":"get_weather","arguments":"{\\"city\\":"}}}]}',
         '{"choices":[{"index":0,"delta":{"function_call":{"arguments":"\\"NYC\\"}"}},"finish_reason":"function_call"}]}',
@@ -350,7 +351,25 @@ describe('openAICompatibleModel', () => {
       const message = await run('{"choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}', '[DONE]');
       expect(text(message.events)).to.equal('All at once.');
       const reasoning = await run('{"choices":[{"index":0,"delta":{"reasoning_content":"Let me think."}}]}', '{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}', '[DONE]');
-      expect(reasoning.events).to.deep.equal([{ type: 'text-delta', text: '42' }, { type: 'finish', reason: 'stop' }]);
+      expect(reasoning.events).to.deep.equal([{ type: 'reasoning-delta', text: 'Let me think.' }, { type: 'text-delta', text: '42' }, { type: 'finish', reason: 'stop' }]);
+    });
+
+    it('reasoning as gateways send it: reasoning_content (DeepSeek, vLLM), reasoning (OpenRouter, Ollama), both (one read), Mistral thinking parts; not text is an error', async () => {
+      const deltas = async (...data: string[]) => (await run(...data.map((d) => `{"choices":[{"index":0,"delta":${d}}]}`), '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]')).events;
+      expect(await deltas('{"reasoning":"Via OpenRouter."}', '{"content":"A"}')).to.deep.equal([
+        { type: 'reasoning-delta', text: 'Via OpenRouter.' },
+        { type: 'text-delta', text: 'A' },
+        { type: 'finish', reason: 'stop' },
+      ]);
+      expect(await deltas('{"reasoning_content":"Once.","reasoning":"Once."}')).to.deep.equal([{ type: 'reasoning-delta', text: 'Once.' }, { type: 'finish', reason: 'stop' }]);
+      expect(await deltas('{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Mistral "},{"type":"text","text":"thinks."}]}]}')).to.deep.equal([
+        { type: 'reasoning-delta', text: 'Mistral ' },
+        { type: 'reasoning-delta', text: 'thinks.' },
+        { type: 'finish', reason: 'stop' },
+      ]);
+      expect(await deltas('{"reasoning_content":null,"reasoning":""}', '{"content":"B"}')).to.deep.equal([{ type: 'text-delta', text: 'B' }, { type: 'finish', reason: 'stop' }]);
+      const bad = await run('{"choices":[{"index":0,"delta":{"reasoning":{"text":"x"}}}]}', '[DONE]');
+      expect(bad.error).to.be.instanceOf(MalformedStreamError);
     });
 
     it('what it cannot read is a MalformedStreamError, never dropped: odd content, refusal, tool_calls, function or arguments; tool call pieces after the finish_reason', async () => {
@@ -445,15 +464,16 @@ describe('openAICompatibleModel', () => {
     const I = 'IncompleteStreamError';
     const M = 'MalformedStreamError';
     const b: TurnEvent = { type: 'text-delta', text: 'b' };
+    const r: TurnEvent = { type: 'reasoning-delta', text: 'hm' };
     // prettier-ignore
     const table: Record<string, Record<string, [TurnEvent[], Ends]>> = {
       'nothing read': {
-        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },
       'reading index 0': {
-        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], I],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
       },
@@ -463,7 +483,7 @@ describe('openAICompatibleModel', () => {
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], M],
       },
       'finish_reason seen': {
-        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[], I], 'tool call piece, index 0': [[], M],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], M],
         // the usage after the finish reason is the answer's last piece: whole, with or without [DONE]
         'finish_reason, index 0': [[], I], 'usage, no choices': [[{ type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } }], 'complete'], 'error chunk': [[], 'HttpError'],
         '[DONE]': [[{ type: 'finish', reason: 'stop' }], 'complete'], 'malformed JSON': [[], M],

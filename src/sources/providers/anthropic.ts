@@ -109,7 +109,14 @@ function blocksOf(message: Exclude<Message, { role: 'system' }>): AnthropicMessa
     case 'user':
       return { role: 'user', content: message.content === '' ? [] : [{ type: 'text', text: message.content }] };
     case 'assistant': {
-      const content: Block[] = message.content === '' ? [] : [{ type: 'text', text: message.content }];
+      // reasoning first, as the API gave it: signed thinking and redacted blocks (the API wants
+      // them back on a tool-use turn with extended thinking); unsigned reasoning can't be sent
+      const content: Block[] = [];
+      for (const part of message.reasoning ?? []) {
+        if (part.redactedData !== undefined) content.push({ type: 'redacted_thinking', data: part.redactedData });
+        else if (part.signature !== undefined) content.push({ type: 'thinking', thinking: part.text, signature: part.signature });
+      }
+      if (message.content !== '') content.push({ type: 'text', text: message.content });
       for (const call of message.toolCalls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: inputOf(call.args) });
       return { role: 'assistant', content };
     }
@@ -205,10 +212,12 @@ interface OpenBlock {
   readonly name: string;
   readonly input: unknown;
   json: string;
+  /** A thinking block's signature (its `signature_delta`, or the start's own). */
+  signature: string;
 }
 
-/** Delta types that carry nothing of the answer, by block type (anything else in a text or tool_use block is an error). */
-const SKIPPED_DELTAS = new Set(['thinking_delta', 'signature_delta', 'citations_delta']);
+/** Delta types that carry nothing of the answer (anything else unknown in a text or tool_use block is an error). */
+const SKIPPED_DELTAS = new Set(['citations_delta']);
 
 /**
  * Reads one stream's events into model events; `done` once `message_stop` arrived.
@@ -267,10 +276,18 @@ class EventDecoder {
           name: typeof block['name'] === 'string' ? block['name'] : '',
           input: block['input'],
           json: '',
+          signature: typeof block['signature'] === 'string' ? block['signature'] : '',
         };
         this.blocks.set(index, open);
-        const text = block['type'] === 'text' ? block['text'] : undefined;
-        return typeof text === 'string' && text !== '' ? [{ type: 'text-delta', text }] : [];
+        if (open.type === 'redacted_thinking') {
+          // opaque and whole at its start: a block of its own, sent back as it came
+          const redacted = block['data'];
+          if (typeof redacted !== 'string') throw this.malformed(`redacted_thinking block ${index} without data`, sse);
+          return [{ type: 'reasoning-end', redactedData: redacted }];
+        }
+        const text = block['type'] === 'text' ? block['text'] : block['type'] === 'thinking' ? block['thinking'] : undefined;
+        if (typeof text !== 'string' || text === '') return [];
+        return [open.type === 'text' ? { type: 'text-delta', text } : { type: 'reasoning-delta', text }];
       }
       case 'content_block_delta': {
         const delta = data['delta'];
@@ -284,6 +301,17 @@ class EventDecoder {
           // a text delta without its block start loses nothing: it is shown
           return text === '' ? [] : [{ type: 'text-delta', text }];
         }
+        if (delta['type'] === 'thinking_delta' || delta['type'] === 'signature_delta') {
+          const piece = delta['type'] === 'thinking_delta' ? delta['thinking'] : delta['signature'];
+          if (typeof piece !== 'string') throw this.malformed(`${delta['type']} without its text`, sse);
+          if (delta['type'] === 'signature_delta') {
+            // only a thinking block is signed (one never started, or another kind, has nothing to sign)
+            if (block?.type === 'thinking') block.signature = piece;
+            return [];
+          }
+          // reasoning, wherever it arrives (without its block start, in another block): shown, never lost
+          return piece === '' ? [] : [{ type: 'reasoning-delta', text: piece }];
+        }
         if (delta['type'] === 'input_json_delta') {
           const piece = delta['partial_json'];
           if (typeof piece !== 'string' || block === undefined) throw this.malformed('input_json_delta without partial_json or an open block', sse);
@@ -291,8 +319,8 @@ class EventDecoder {
           block.json += piece;
           return [];
         }
-        // thinking, signatures, citations: not part of the answer; anything else in a text or
-        // tool_use block might be, and would be lost
+        // citations: not part of the answer; anything else in a text or tool_use block might be,
+        // and would be lost
         if ((block?.type === 'text' || block?.type === 'tool_use') && !SKIPPED_DELTAS.has(String(delta['type']))) {
           throw this.malformed(`a ${String(delta['type'])} delta in ${block.type} block ${index} (it would be lost)`, sse);
         }
@@ -303,6 +331,7 @@ class EventDecoder {
         if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
         const block = this.blocks.get(index);
         this.blocks.delete(index);
+        if (block?.type === 'thinking') return [block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature }];
         // a stop for a block never started loses nothing
         if (block === undefined || block.type !== 'tool_use') return [];
         const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
@@ -315,16 +344,21 @@ class EventDecoder {
         return [];
       }
       case 'message_stop': {
+        const ends: TurnEvent[] = [];
         for (const [index, block] of this.blocks) {
           // its tool call is emitted at its stop: finishing now would drop it
           if (block.type === 'tool_use') throw this.malformed(`message_stop with tool_use block ${index} (${block.name}) still open`, sse);
+          // a thinking block never stopped: its deltas were shown; it ends here, with what signature came
+          if (block.type === 'thinking') ends.push(block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature });
         }
+        this.blocks.clear();
         this.done = true;
         const { input, cacheCreation, cacheRead, output } = this.usage;
         const usage: Usage | undefined =
           input === undefined && cacheCreation === undefined && cacheRead === undefined ? undefined : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
         const reason = this.stopReason ?? 'other';
-        return [usage ? { type: 'finish', reason, usage } : { type: 'finish', reason }];
+        ends.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
+        return ends;
       }
       case 'error': {
         const error = isObject(data['error']) ? data['error'] : {};
@@ -379,18 +413,23 @@ export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent
  *
  * Requests: system messages become the top-level `system`; tool results become user
  * `tool_result` blocks (`is_error` kept), assistant tool calls `tool_use` blocks (arguments that
- * are not an object are sent as `{}`), tools `{ name, description, input_schema }`; headers
- * `x-api-key` and `anthropic-version: 2023-06-01`.
+ * are not an object are sent as `{}`), an assistant message's signed reasoning `thinking` blocks
+ * and its redacted reasoning `redacted_thinking` blocks, first (so a tool-use turn with extended
+ * thinking — `body: { thinking: { type: 'enabled', budget_tokens } }` — goes back as the API
+ * requires); tools `{ name, description, input_schema }`; headers `x-api-key` and
+ * `anthropic-version: 2023-06-01`.
  *
- * Events: `text_delta` → `text-delta`; a `tool_use` block (id and name from
+ * Events: `text_delta` → `text-delta`; a `thinking` block → `reasoning-delta`s (its
+ * `thinking_delta`s), then a `reasoning-end` with its `signature` at its `content_block_stop`; a
+ * `redacted_thinking` block → a `reasoning-end` with `redactedData`; a `tool_use` block (id and name from
  * `content_block_start`, its `input_json_delta` pieces joined) → one `tool-call` at its
  * `content_block_stop`, arguments parsed (the raw text when not valid JSON, as with
  * {@link openAICompatibleModel}); `message_stop` → one `finish` (`end_turn` / `stop_sequence` →
  * `stop`, `tool_use` → `tool-calls`, `max_tokens` → `length`, `refusal` → `content-filter`,
  * others `other`) with `usage`: input = `input_tokens` + `cache_creation_input_tokens` +
  * `cache_read_input_tokens` and output = `output_tokens`, each from the last `message_start` or
- * `message_delta` that carried it. `ping`, thinking blocks, server tool blocks and unknown event
- * types are skipped.
+ * `message_delta` that carried it. `ping`, citations, server tool blocks and unknown event types
+ * are skipped.
  *
  * Errors (each one `classifyError` understands):
  * - a non-2xx response → `HttpError` with status, headers and body;

@@ -154,6 +154,21 @@ interface PendingCall {
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
 /** Whether a delta carries anything of an answer: text, refusal, reasoning or tool calls. */
+/** A reasoning field's text: undefined when absent or empty; not text is a MalformedStreamError (it would be lost). */
+function reasoningOf(u: unknown, field: string, model: string, data: string): string | undefined {
+  if (u === undefined || u === null || u === '') return undefined;
+  if (typeof u !== 'string') throw new MalformedStreamError(model, `${field} is not text`, data);
+  return u;
+}
+
+/** The texts of a reasoning content part: its `text`, `thinking` or `reasoning` string, or those of its nested text parts. */
+function partTexts(part: Record<string, unknown>): string[] {
+  for (const key of ['text', 'thinking', 'reasoning']) if (typeof part[key] === 'string') return [part[key]];
+  const nested = part['thinking'] ?? part['content'];
+  if (!Array.isArray(nested)) return [];
+  return (nested as unknown[]).flatMap((p) => (isObject(p) && typeof p['text'] === 'string' ? [p['text']] : []));
+}
+
 function carriesContent(delta: Record<string, unknown>): boolean {
   const nonEmpty = (u: unknown): boolean => u !== undefined && u !== null && u !== '' && !(Array.isArray(u) && u.length === 0);
   return ['content', 'refusal', 'tool_calls', 'function_call', 'reasoning_content', 'reasoning'].some((field) => nonEmpty(delta[field]));
@@ -237,8 +252,14 @@ class ChunkDecoder {
     return out;
   }
 
-  /** Text (`content` as a string or text parts, `refusal`) and tool-call pieces; reasoning is not the answer. */
+  /**
+   * Reasoning (`reasoning_content`: DeepSeek, vLLM, llama.cpp, Qwen; `reasoning`: OpenRouter,
+   * Ollama, Groq — one of the two, `reasoning_content` first, as gateways that send both repeat
+   * it), text (`content` as a string or text parts, `refusal`) and tool-call pieces.
+   */
   private readDelta(delta: Record<string, unknown>, data: string, out: TurnEvent[]): void {
+    const thought = reasoningOf(delta['reasoning_content'], '"reasoning_content"', this.model, data) ?? reasoningOf(delta['reasoning'], '"reasoning"', this.model, data);
+    if (thought !== undefined) out.push({ type: 'reasoning-delta', text: thought });
     const content = delta['content'];
     if (typeof content === 'string') {
       if (content !== '') out.push({ type: 'text-delta', text: content });
@@ -246,7 +267,10 @@ class ChunkDecoder {
       for (const part of content as unknown[]) {
         if (isObject(part) && part['type'] === 'text' && typeof part['text'] === 'string') {
           if (part['text'] !== '') out.push({ type: 'text-delta', text: part['text'] });
-        } else if (!(isObject(part) && (part['type'] === 'thinking' || part['type'] === 'reasoning'))) {
+        } else if (isObject(part) && (part['type'] === 'thinking' || part['type'] === 'reasoning')) {
+          // Mistral's `thinking` parts carry text parts; others `text`, `thinking` or `reasoning`
+          for (const text of partTexts(part)) if (text !== '') out.push({ type: 'reasoning-delta', text });
+        } else {
           throw new MalformedStreamError(this.model, 'a content part that is neither text nor reasoning', data);
         }
       }
