@@ -330,6 +330,28 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('the prober\'s result lost and every node closed alone: when the provider fails again, a new quorum opens every node anew (the stale open verdict does not block it)', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108; a probes under the lease, its success (110) lost (store down)
+        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run.at(109, () => (store.down = true));
+        calls(run, b!, '112ms s').subscribe();
+        run.at(115, () => (store.down = false));
+        // a ghost takes the lapsed lease (160) and dies: the store keeps its open verdict, past its period
+        run.at(160, () => store.acquireProbe('ghost', 'model', 50).subscribe());
+        // the provider fails again at 1200: a and b open on their own (1203) and vote; c, which
+        // never failed, is held by the new verdict (until 1303)
+        calls(run, a!, '1200ms f-f').subscribe();
+        calls(run, b!, '1200ms f-f').subscribe();
+        run.expectObservable(calls(run, c!, '112ms s 1097ms s')).toBe('112ms -s 1096ms y', { s: 's', y: 'open:93' });
+        run.expectObservable(moves(c!)).toBe('--------x 103ms hc 1089ms x', { x: 'open:fleet_open', h: 'half-open:reset_timeout', c: 'closed:probe_success' });
+      });
+    });
+
     it('the prober\'s success lost (the store down for an instant): sent again when the store answers, and the fleet closes then', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore({ pollMs: 50 });

@@ -99,6 +99,59 @@ function contract(kind: string, make: () => Promise<Stores>, done: () => Promise
       expect(await get(s.breakers.probeResult('c', second, true, 1_000))).to.include({ state: 'closed', reason: 'probe_success' });
     });
 
+    it('a stale open verdict (its period over, its prober\'s lease run out without a result): a new quorum opens it anew for openMs', async () => {
+      const name = fresh();
+      await get(s.breakers.vote('a', name, quorum, 40));
+      const opened = await get(s.breakers.vote('b', name, quorum, 40));
+      expect(opened).to.include({ state: 'open', reason: 'quorum' });
+      await sleep(60);
+      expect((await get(s.breakers.acquireProbe('prober', name, 60))).granted).to.equal(true);
+      await sleep(80); // the prober never reports; its lease runs out
+      const one = await get(s.breakers.vote('a', name, quorum, 60_000));
+      expect(one.generation, 'one vote is no quorum').to.equal(opened.generation);
+      const two = await get(s.breakers.vote('b', name, quorum, 60_000));
+      expect(two).to.include({ state: 'open', reason: 'quorum' });
+      expect(two.generation).to.be.greaterThan(opened.generation);
+      expect(two.remainingMs).to.be.within(59_000, 60_000);
+      expect(two.leaseRemainingMs, 'a new period, no lease').to.equal(undefined);
+      expect((await get(s.breakers.acquireProbe('prober', name, 60))).granted, 'the new period is not over').to.equal(false);
+    });
+
+    it('a stale open verdict whose probe lease was never taken: a new quorum opens it anew too, and so does a fact', async () => {
+      const name = fresh();
+      await get(s.breakers.vote('a', name, quorum, 40));
+      const opened = await get(s.breakers.vote('b', name, quorum, 40));
+      await sleep(60);
+      await get(s.breakers.vote('a', name, quorum, 60_000));
+      const two = await get(s.breakers.vote('b', name, quorum, 60_000));
+      expect(two).to.include({ state: 'open', reason: 'quorum' });
+      expect(two.generation).to.be.greaterThan(opened.generation);
+      expect(two.remainingMs).to.be.within(59_000, 60_000);
+      const stale = fresh();
+      await get(s.breakers.vote('a', stale, quorum, 40));
+      const old = await get(s.breakers.vote('b', stale, quorum, 40));
+      await sleep(60);
+      expect((await get(s.breakers.acquireProbe('prober', stale, 1))).granted).to.equal(true);
+      await sleep(20);
+      const fact = await get(s.breakers.fact('c', stale, 10_000));
+      expect(fact).to.include({ state: 'open', reason: 'rate_limit' });
+      expect(fact.generation).to.be.greaterThan(old.generation);
+      expect(fact.remainingMs).to.be.within(9_000, 10_000);
+    });
+
+    it('while the prober holds its lease, votes do not re-open the verdict (the probe is in progress): its result still counts', async () => {
+      const name = fresh();
+      await get(s.breakers.vote('a', name, quorum, 40));
+      const opened = await get(s.breakers.vote('b', name, quorum, 40));
+      await sleep(60);
+      expect((await get(s.breakers.acquireProbe('prober', name, 5_000))).granted).to.equal(true);
+      await get(s.breakers.vote('a', name, quorum, 60_000));
+      const two = await get(s.breakers.vote('b', name, quorum, 60_000));
+      expect(two).to.include({ state: 'open', reason: 'quorum', generation: opened.generation, remainingMs: 0 });
+      expect(two.leaseRemainingMs, 'the lease is untouched').to.be.within(4_000, 5_000);
+      expect(await get(s.breakers.probeResult('prober', name, true, 1_000))).to.include({ state: 'closed', reason: 'probe_success' });
+    });
+
     it('isolate and reset by hand; every change is published on changes$ with its generation', async () => {
       const name = fresh();
       // Only this name's changes: an earlier spec's publication may still be on its way.

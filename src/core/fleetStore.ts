@@ -13,6 +13,11 @@
  * - **live nodes**: nodes that synced or voted within `nodeTtlMs`;
  * - a **probe lease**: the one node allowed to probe after the open period, until a store time.
  *
+ * A **stale** open verdict — its period over and its probe lease free (never taken, or run out
+ * without a result: the prober died, or its result never arrived) — counts as closed for votes:
+ * a new quorum opens it anew (a new generation, reason `quorum`, a fresh `openMs`), as a fact
+ * does. While a lease is live the probe is in progress, and votes change nothing.
+ *
  * Every operation reads the store's own clock (a `TIME` in Redis, `scheduler.now()` here) and
  * answers with deadlines as remaining ms: nodes never compare clocks.
  *
@@ -135,7 +140,8 @@ export interface BreakerStore {
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]>;
   /**
    * `node`'s own breaker opened on inference. Counts its vote; when the votes within the window
-   * reach the quorum of live nodes, a closed verdict opens for `openMs`.
+   * reach the quorum of live nodes, a closed verdict — or a stale open one (its period over, its
+   * probe lease free) — opens for `openMs`.
    */
   vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict>;
   /** A provider fact (429 with `retry-after`): open for at least `openMs` at once, no quorum. */
@@ -276,7 +282,8 @@ export class MemoryBreakerStore implements BreakerStore {
       e.nodes.set(node, now);
       e.votes.set(node, now);
       for (const [voter, at] of e.votes) if (at <= now - quorum.windowMs) e.votes.delete(voter);
-      if (e.state === 'closed') {
+      // a stale open verdict (its period over, no probe under a live lease) counts as closed
+      if (e.state === 'closed' || (e.state === 'open' && now >= e.until && (e.lease === undefined || now >= e.lease.until))) {
         const live = this.live(e, now);
         const needed = Math.max(quorum.minNodes, Math.ceil(quorum.minFraction * live));
         if (e.votes.size >= needed) {

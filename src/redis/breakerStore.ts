@@ -76,7 +76,9 @@ if op == 'vote' then
   redis.call('ZADD', votes, now, node)
   redis.call('ZREMRANGEBYSCORE', votes, '-inf', now - windowMs)
   redis.call('PEXPIRE', votes, windowMs)
-  if state == 'closed' and redis.call('ZCARD', votes) >= math.max(minNodes, math.ceil(minFraction * n)) then
+  -- a stale open verdict (its period over, no probe under a live lease) counts as closed
+  local stale = state == 'open' and now >= untilT and ((not h[3]) or now >= (tonumber(h[4]) or 0))
+  if (state == 'closed' or stale) and redis.call('ZCARD', votes) >= math.max(minNodes, math.ceil(minFraction * n)) then
     redis.call('DEL', votes)
     change(name, 'open', 'quorum', now + openMs)
   end
