@@ -117,7 +117,9 @@ describe('errors', () => {
       expect(e.errors[1]).to.equal(b);
       expect(e.errors[2]).to.equal(c);
       expect(e.cause).to.equal(c);
-      expect(e.message).to.equal('All 3 alternatives failed: Error: last resort');
+      expect(e.message).to.equal('All 3 alternatives failed: [1] Error: primary; [2] HttpError: HTTP 503; [3] Error: last resort');
+      const long = new AllFallbacksFailedError([new Error('x'.repeat(500)), new Error('y')]);
+      expect(long.message).to.equal(`All 2 alternatives failed: [1] Error: ${'x'.repeat(193)}…; [2] Error: y`);
     });
 
     it('uses the singular for one alternative', () => {

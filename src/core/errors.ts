@@ -85,7 +85,8 @@ export class RetriesExhaustedError extends Error {
 
 /**
  * Every alternative of a fallback chain failed. `errors` holds each alternative's error in the
- * order they were tried; `cause` is the last one.
+ * order they were tried; `cause` is the last one. The message names each (numbered, each cut at
+ * 200 characters), so a log line says why every alternative failed.
  *
  * @example
  * ```ts
@@ -98,10 +99,8 @@ export class AllFallbacksFailedError extends Error {
   readonly errors: readonly unknown[];
 
   constructor(errors: readonly unknown[]) {
-    super(
-      `All ${errors.length} alternative${errors.length === 1 ? '' : 's'} failed: ${describe(errors[errors.length - 1])}`,
-      { cause: errors[errors.length - 1] },
-    );
+    const each = errors.length === 1 ? describe(errors[0]) : errors.map((error, i) => `[${i + 1}] ${cut(describe(error), 200)}`).join('; ');
+    super(`All ${errors.length} alternative${errors.length === 1 ? '' : 's'} failed: ${each}`, { cause: errors[errors.length - 1] });
     this.errors = errors;
   }
 }
@@ -301,6 +300,8 @@ function describe(error: unknown): string {
     return 'unknown error';
   }
 }
+
+const cut = (text: string, max: number): string => (text.length > max ? text.slice(0, max) + '…' : text);
 
 function bodySnippet(body: unknown): string {
   if (body === undefined || body === null || body === '') return '';
