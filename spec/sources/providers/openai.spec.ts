@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { firstValueFrom, from, lastValueFrom, mergeMap } from 'rxjs';
+import * as t from 'io-ts';
+import { firstValueFrom, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
@@ -7,6 +8,8 @@ import { streamModel } from '../../../src/core/model.js';
 import { openAICompatibleModel, openAIRequestBody } from '../../../src/sources/providers/openai.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
+import { runAgent } from '../../../src/sources/runAgent.js';
+import { defineTool } from '../../../src/sources/tool.js';
 
 import { ask, collect, fixture, fixtureFetch, text, tick, weatherTool, specStateTable, type Ends } from '../../support/providerFakes.js';
 
@@ -82,6 +85,34 @@ describe('openAICompatibleModel', () => {
           { type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {} } } },
         ],
       });
+    });
+  });
+
+  describe('reasoning sent back (DeepSeek thinking mode)', () => {
+    it("an assistant message's unsigned reasoning goes back as reasoning_content; Anthropic's signed and redacted blocks do not", () => {
+      const messages: Message[] = [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'f', args: {} }], reasoning: [{ text: 'Think ' }, { text: 'signed', signature: 's' }, { text: '', redactedData: 'r' }, { text: 'twice.' }] },
+        { role: 'tool', toolCallId: 'c1', toolName: 'f', content: '1' },
+        { role: 'assistant', content: 'Done.', reasoning: [{ text: 'only signed', signature: 's' }] },
+      ];
+      const sent = openAIRequestBody('m', { messages, tools: [] })['messages'] as unknown[];
+      expect(sent[1]).to.deep.equal({ role: 'assistant', content: null, reasoning_content: 'Think twice.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] });
+      expect(sent[3]).to.deep.equal({ role: 'assistant', content: 'Done.' });
+    });
+
+    it('a recorded DeepSeek tool-call turn through runAgent: the next request carries its reasoning_content', async () => {
+      const bodies = [fixture('openai-reasoning-content.sse'), fixture('openai-text.sse')];
+      const sent: Record<string, unknown>[] = [];
+      const fetch = ((url: string, init: RequestInit) => {
+        sent.push(JSON.parse(String(init.body)) as Record<string, unknown>);
+        return fixtureFetch(bodies[sent.length - 1]!).fetch(url, init);
+      }) as typeof globalThis.fetch;
+      const model = openAICompatibleModel({ baseURL: 'https://api.deepseek.com/v1', model: 'deepseek-reasoner', fetch });
+      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 9 }] });
+      await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: 'Weather in Tokyo?' }] }).pipe(toArray()));
+      expect(sent).to.have.length(2);
+      expect((sent[1]!['messages'] as Record<string, unknown>[])[1]).to.deep.include({ role: 'assistant', content: 'Let me check — 東京.', reasoning_content: 'Weather needs a tool.' });
     });
   });
 

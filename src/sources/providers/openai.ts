@@ -88,12 +88,15 @@ function toOpenAIMessage(message: Message): Record<string, unknown> {
       return { role: message.role, content: message.content };
     case 'assistant': {
       const calls = message.toolCalls ?? [];
-      if (calls.length === 0) return { role: 'assistant', content: message.content };
-      return {
-        role: 'assistant',
-        content: message.content === '' ? null : message.content,
-        tool_calls: calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText(call.args) } })),
-      };
+      const out: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && message.content === '' ? null : message.content };
+      // the unsigned reasoning an OpenAI-compatible server streamed goes back as it came (DeepSeek's
+      // thinking mode refuses a tool-call turn without it); signed or redacted blocks are Anthropic's
+      const thought = (message.reasoning ?? []).reduce((all, part) => (part.signature === undefined && part.redactedData === undefined ? all + part.text : all), '');
+      if (thought !== '') out['reasoning_content'] = thought;
+      if (calls.length > 0) {
+        out['tool_calls'] = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText(call.args) } }));
+      }
+      return out;
     }
     case 'tool':
       return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
@@ -153,7 +156,6 @@ interface PendingCall {
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
-/** Whether a delta carries anything of an answer: text, refusal, reasoning or tool calls. */
 /** A reasoning field's text: undefined when absent or empty; not text is a MalformedStreamError (it would be lost). */
 function reasoningOf(u: unknown, field: string, model: string, data: string): string | undefined {
   if (u === undefined || u === null || u === '') return undefined;
@@ -169,6 +171,7 @@ function partTexts(part: Record<string, unknown>): string[] {
   return (nested as unknown[]).flatMap((p) => (isObject(p) && typeof p['text'] === 'string' ? [p['text']] : []));
 }
 
+/** Whether a delta carries anything of an answer: text, refusal, reasoning or tool calls. */
 function carriesContent(delta: Record<string, unknown>): boolean {
   const nonEmpty = (u: unknown): boolean => u !== undefined && u !== null && u !== '' && !(Array.isArray(u) && u.length === 0);
   return ['content', 'refusal', 'tool_calls', 'function_call', 'reasoning_content', 'reasoning'].some((field) => nonEmpty(delta[field]));
@@ -378,13 +381,17 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * `stream_options.include_usage`), over `fetch`: OpenAI itself, or any compatible server (vLLM,
  * Ollama, LiteLLM, OpenRouter, the local provider of `rxheal/server`…).
  *
- * Requests: our messages map to `system` / `user` / `assistant` (with `tool_calls`) / `tool`
- * (with `tool_call_id`) messages, tools to `function` definitions (`ToolSpec.parameters` as the
- * JSON schema).
+ * Requests: our messages map to `system` / `user` / `assistant` (with `tool_calls`, and the
+ * message's unsigned reasoning as `reasoning_content`, as the AI SDK's OpenAI-compatible provider
+ * sends it: DeepSeek's thinking mode refuses a tool-call turn without it) / `tool` (with
+ * `tool_call_id`) messages, tools to `function` definitions (`ToolSpec.parameters` as the JSON
+ * schema). A server that refuses `reasoning_content` (OpenAI's own API, behind a reasoning
+ * server in a `fallbackModel`) gets requests without it through `fallbackModel`'s `adapt`.
  *
- * Events: the answer's `delta.content` (a string, or text parts) and `refusal` → `text-delta`
- * (the answer is the one choice that carries something, whatever its `index`; reasoning fields
- * are not part of it); tool calls (and the legacy `function_call`), whose JSON
+ * Events: `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (OpenRouter, Ollama),
+ * and reasoning content parts → `reasoning-delta` (unsigned: no `reasoning-end`); the answer's
+ * `delta.content` (a string, or text parts) and `refusal` → `text-delta` (the answer is the one
+ * choice that carries something, whatever its `index`); tool calls (and the legacy `function_call`), whose JSON
  * arguments arrive in pieces by `index`, → one `tool-call` each when the choice's
  * `finish_reason` arrives, with the arguments parsed — or, when they are not valid JSON, the raw
  * text as `args` (the tool's codec rejects it; reflection lets the model correct it); then one
