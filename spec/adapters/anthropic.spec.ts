@@ -4,9 +4,13 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
+import * as t from 'io-ts';
+import { lastValueFrom, toArray } from 'rxjs';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
 import { fromAnthropic, type AnthropicMessagesClient } from '../../src/adapters/anthropic.js';
 import { anthropicModel } from '../../src/sources/providers/anthropic.js';
-import type { LocalProvider } from '../../src/server/index.js';
+import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
 import { ask, RIVERS, turn } from '../support/interop.js';
 
@@ -58,6 +62,23 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
     it("the model's id: anthropic:<model>, or options.id", () => {
       expect(fromAnthropic(new Anthropic({ apiKey: 'x' }), { model: 'claude-sonnet-4-5', max_tokens: 1 }).id).to.equal('anthropic:claude-sonnet-4-5');
       expect(fromAnthropic(new Anthropic({ apiKey: 'x' }), { model: 'claude-sonnet-4-5', max_tokens: 1 }, { id: 'claude' }).id).to.equal('claude');
+    });
+  });
+  describe('extended thinking (the real SDK against rxheal/server with thinking on)', () => {
+    let server: LocalProvider;
+    before(async () => {
+      server = await startLocalProvider({ name: 'anthropic-thinking', tokenDelayMs: 0 });
+    });
+    after(() => server.close());
+
+    it('a tool turn with thinking goes back as the API requires (the server refuses it otherwise); the reasoning streams apart from the answer', async () => {
+      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+      const model = fromAnthropic(new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', logLevel: 'off' }), { model: 'local', max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } });
+      const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+      expect(server.requests.map((r) => r.status)).to.deep.equal([200, 200]);
+      expect(events.filter((e) => e.type === 'reasoning-delta').length).to.be.greaterThan(4);
+      const last = events.at(-1);
+      expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in NYC.');
     });
   });
 });

@@ -2,10 +2,14 @@
  * rxheal/openai: fromOpenAI over the official `openai` SDK (6.x), pointed at the local provider.
  */
 import { expect } from 'chai';
+import * as t from 'io-ts';
+import { lastValueFrom, toArray } from 'rxjs';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
 import OpenAI from 'openai';
 import { fromOpenAI, type OpenAIChatClient } from '../../src/adapters/openai.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
-import type { LocalProvider } from '../../src/server/index.js';
+import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
 import { ask, RIVERS, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
@@ -98,6 +102,23 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
         { type: 'tool-call', id: 'call_o', name: 'get_weather', args: { city: 'Oslo' } },
         { type: 'finish', reason: 'tool-calls' },
       ]);
+    });
+  });
+  describe('extended thinking (the real SDK against rxheal/server with thinking on)', () => {
+    let server: LocalProvider;
+    before(async () => {
+      server = await startLocalProvider({ name: 'openai-thinking', tokenDelayMs: 0 });
+    });
+    after(() => server.close());
+
+    it('a tool turn with thinking goes back as the API requires (the server refuses it otherwise); the reasoning streams apart from the answer', async () => {
+      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+      const model = fromOpenAI(new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' }), { model: 'local', thinking: { type: 'enabled' } } as Parameters<typeof fromOpenAI>[1]);
+      const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+      expect(server.requests.map((r) => r.status)).to.deep.equal([200, 200]);
+      expect(events.filter((e) => e.type === 'reasoning-delta').length).to.be.greaterThan(4);
+      const last = events.at(-1);
+      expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in NYC.');
     });
   });
 });

@@ -23,6 +23,7 @@ import {
   cityOf,
   scriptedAssistant,
   startLocalProvider,
+  thinkingSignature,
   tokenize,
   validateFault,
   type AssistantRequest,
@@ -745,6 +746,91 @@ describe('local provider', () => {
         await server.close();
       }
     });
+  });
+
+  describe('extended thinking, as the real APIs ask it back', () => {
+    let server: LocalProvider;
+    before(async () => {
+      server = await startLocalProvider({ name: 'thinking', tokenDelayMs: 0 });
+    });
+    after(() => server.close());
+    const think = { thinking: { type: 'enabled', budget_tokens: 1024 } };
+
+    it('Anthropic: a signed thinking block first when thinking is on; none without', async () => {
+      const on = await events(await post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody("What's the weather in NYC?", { ...think, tools: [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } }] })));
+      const starts = on.filter((e) => e.event === 'content_block_start').map((e) => (e.data as { content_block: { type: string } }).content_block.type);
+      expect(starts).to.deep.equal(['thinking', 'tool_use']);
+      const thought = on.flatMap((e) => (e.event === 'content_block_delta' && (e.data as { delta: { type: string } }).delta.type === 'thinking_delta' ? [(e.data as { delta: { thinking: string } }).delta.thinking] : [])).join('');
+      expect(thought).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.');
+      const signature = on.find((e) => e.event === 'content_block_delta' && (e.data as { delta: { type: string } }).delta.type === 'signature_delta');
+      expect((signature?.data as { delta: { signature: string } }).delta.signature).to.equal(thinkingSignature(thought));
+      const off = await events(await post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody('Hi')));
+      expect(off.some((e) => e.event === 'content_block_start' && (e.data as { content_block: { type: string } }).content_block.type === 'thinking')).to.equal(false);
+    });
+
+    it('Anthropic: a tool turn sent back without its thinking block, or with an altered signature, is a 400 in the API\'s words', async () => {
+      const toolTurn = (first: unknown[]) => ({
+        ...anthropicBody('x', think),
+        messages: [
+          { role: 'user', content: "What's the weather in NYC?" },
+          { role: 'assistant', content: [...first, { type: 'tool_use', id: 't1', name: 'get_weather', input: { city: 'NYC', units: 'celsius' } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: '{"temperature":22}' }] },
+        ],
+      });
+      const missing = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'text', text: 'Let me check.' }]));
+      expect(missing.status).to.equal(400);
+      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain('Expected `thinking` or `redacted_thinking`, but found `text`');
+      const altered = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'thinking', thinking: 'made up', signature: thinkingSignature('something else') }]));
+      expect(altered.status).to.equal(400);
+      expect(((await altered.json()) as { error: { message: string } }).error.message).to.contain('Invalid `signature` in `thinking` block');
+      const whole = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'thinking', thinking: 'mine', signature: thinkingSignature('mine') }]));
+      expect(whole.status).to.equal(200);
+      await whole.text();
+    });
+
+    it('OpenAI format (DeepSeek): reasoning_content deltas first; a tool-call turn sent back without its reasoning_content is a 400', async () => {
+      const on = await events(await post(`${server.openAIBaseURL}/chat/completions`, openAIBody("What's the weather in NYC?", { ...think, tools: [weatherSpec] })));
+      const reasoning = on.flatMap((e) => {
+        const delta = e.data === '[DONE]' ? undefined : (e.data['choices'] as { delta: { reasoning_content?: string } }[] | undefined)?.[0]?.delta;
+        return typeof delta?.reasoning_content === 'string' ? [delta.reasoning_content] : [];
+      });
+      expect(reasoning.join('')).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.');
+      const back = (reasoningContent?: string) => ({
+        ...openAIBody('x', think),
+        messages: [
+          { role: 'user', content: "What's the weather in NYC?" },
+          { role: 'assistant', content: null, ...(reasoningContent ? { reasoning_content: reasoningContent } : {}), tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"NYC","units":"celsius"}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: '{"temperature":22}' },
+        ],
+      });
+      const missing = await post(`${server.openAIBaseURL}/chat/completions`, back());
+      expect(missing.status).to.equal(400);
+      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain('Missing `reasoning_content` field in the assistant message at message index 1');
+      const whole = await post(`${server.openAIBaseURL}/chat/completions`, back('I will call get_weather.'));
+      expect(whole.status).to.equal(200);
+      await whole.text();
+    });
+
+    for (const protocol of ['anthropic', 'openai'] as const) {
+      it(`runAgent with thinking on (${protocol} protocol): the tool turn goes back as the API requires; the reasoning streams apart from the answer`, async () => {
+        const { tool, executions } = weatherTool();
+        const model =
+          protocol === 'anthropic'
+            ? anthropicModel({ baseURL: server.anthropicBaseURL, model: 'local', body: think })
+            : openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', body: think });
+        const events: AgentEvent[] = await lastValueFrom(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+        const answer = events.at(-1);
+        expect(answer?.type === 'message' && answer.message.content).to.equal('It is 22 °C and sunny in NYC.');
+        expect(executions).to.have.length(1);
+        expect(server.requests.slice(-2).map((r) => r.status)).to.deep.equal([200, 200]);
+        const thoughts = events.filter((e) => e.type === 'reasoning-delta').length;
+        expect(thoughts, 'reasoning deltas').to.be.greaterThan(4);
+        const toolTurn = events.find((e) => e.type === 'message' && e.message.role === 'assistant' && e.message.toolCalls !== undefined);
+        const reasoning = toolTurn?.type === 'message' && toolTurn.message.role === 'assistant' ? toolTurn.message.reasoning : undefined;
+        expect(reasoning?.[0]?.text).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.');
+        if (protocol === 'anthropic') expect(reasoning?.[0]?.signature).to.equal(thinkingSignature(reasoning![0]!.text));
+      });
+    }
   });
 
   describe('end to end: runAgent over real HTTP', () => {

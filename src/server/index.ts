@@ -31,4 +31,5 @@ export type {
   StreamErrorFault,
 } from './localProvider.js';
 export { scriptedAssistant, tokenize, cityOf, RIVER_STORY } from './assistant.js';
+export { thinkingSignature } from './protocols.js';
 export type { Assistant, AssistantRequest, AssistantTool, AssistantToolCall, AssistantTurn } from './assistant.js';

@@ -21,6 +21,8 @@ import { FaultController, TimerDelayMs, type ActiveFault, type Fault, type Fault
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import {
   anthropicFrames,
+  asksForThinking,
+  thinkingSignature,
   anthropicJson,
   argumentPieces,
   BadRequest,
@@ -208,6 +210,15 @@ const optionProps = {
  * ```
  */
 export const DEFAULT_ALLOWED_ORIGINS: readonly string[] = ['http://127.0.0.1:5173', 'http://localhost:5173'];
+/** What the local provider "thinks" before a turn: the question, and what it will do about it. */
+function reasoningFor(messages: readonly Message[], calls: readonly ToolCallOut[]): string {
+  let question = '';
+  for (const m of messages) if (m.role === 'user') question = m.content;
+  const asked = question.length > 80 ? `${question.slice(0, 80)}…` : question;
+  const plan = calls.length > 0 ? `I'll call ${calls.map((c) => c.name).join(' and ')}.` : 'I can answer from what I have.';
+  return `The user asks: "${asked}". ${plan}`;
+}
+
 const MIB = 1024 * 1024;
 const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-id, x-provider-name';
 
@@ -496,6 +507,9 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
       const text = turn.text ?? '';
       const tokens = tokenize(text);
       const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
+      // thinking asked for: a short, signed reasoning block first (the API's own shape)
+      const thought = asksForThinking(body) ? reasoningFor(conversation.messages, calls) : undefined;
+      const reasoning = thought === undefined ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
       const answer: Answer = {
         id: protocol === 'openai' ? `chatcmpl-${record.id}` : `msg_${record.id}`,
         model,
@@ -504,7 +518,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         toolCalls: calls,
         finishReason: turn.finishReason ?? (calls.length > 0 ? 'tool-calls' : 'stop'),
         inputTokens: Math.max(1, Math.ceil(inputChars / 4)),
-        outputTokens: tokens.length + calls.reduce((n, c) => n + argumentPieces(c.args).length, 0),
+        outputTokens: tokens.length + calls.reduce((n, c) => n + argumentPieces(c.args).length, 0) + (reasoning?.tokens.length ?? 0),
+        ...(reasoning ? { reasoning } : {}),
       };
 
       if (!stream) {

@@ -38,6 +38,8 @@ export interface Answer {
   readonly finishReason: 'stop' | 'tool-calls' | 'length';
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** The turn's reasoning, when the request asked for thinking: its tokens and its signature. */
+  readonly reasoning?: { readonly tokens: readonly string[]; readonly signature: string };
 }
 
 /** An SSE frame: `content` frames carry a token or a tool-argument piece; `closing` frames end the stream. */
@@ -65,6 +67,8 @@ export function openAIFrames(answer: Answer, includeUsage: boolean): Frame[] {
     sse({ id: answer.id, object: 'chat.completion.chunk', created, model: answer.model, choices, ...(usage === undefined ? {} : { usage }) });
   const delta = (d: unknown, finish: string | null = null): string => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
   const frames: Frame[] = [{ part: 'preamble', text: delta({ role: 'assistant', content: '' }) }];
+  // DeepSeek-style reasoning: `reasoning_content` deltas before the answer
+  for (const token of answer.reasoning?.tokens ?? []) frames.push({ part: 'content', text: delta({ content: null, reasoning_content: token }) });
   for (const token of answer.tokens) frames.push({ part: 'content', text: delta({ content: token }) });
   answer.toolCalls.forEach((call, index) => {
     frames.push({ part: 'preamble', text: delta({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }) });
@@ -102,6 +106,16 @@ export function anthropicFrames(answer: Answer): Frame[] {
     },
   ];
   let index = 0;
+  if (answer.reasoning) {
+    // a thinking block, as the API streams one: empty at its start, its deltas, then its signature
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }, 'content_block_start') });
+    for (const token of answer.reasoning.tokens) {
+      frames.push({ part: 'content', text: sse({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: token } }, 'content_block_delta') });
+    }
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: answer.reasoning.signature } }, 'content_block_delta') });
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
+    index++;
+  }
   if (answer.tokens.length > 0) {
     frames.push({ part: 'preamble', text: sse({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }, 'content_block_start') });
     frames.push({ part: 'preamble', text: sse({ type: 'ping' }, 'ping') });
@@ -142,6 +156,7 @@ export function openAIJson(answer: Answer): unknown {
         message: {
           role: 'assistant',
           content: answer.text === '' && answer.toolCalls.length > 0 ? null : answer.text,
+          ...(answer.reasoning ? { reasoning_content: answer.reasoning.tokens.join('') } : {}),
           ...(answer.toolCalls.length > 0
             ? { tool_calls: answer.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) } })) }
             : {}),
@@ -160,6 +175,7 @@ export function anthropicJson(answer: Answer): unknown {
     role: 'assistant',
     model: answer.model,
     content: [
+      ...(answer.reasoning ? [{ type: 'thinking', thinking: answer.reasoning.tokens.join(''), signature: answer.reasoning.signature }] : []),
       ...(answer.text === '' ? [] : [{ type: 'text', text: answer.text }]),
       ...answer.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })),
     ],
@@ -228,12 +244,79 @@ export class BadRequest extends Error {
   }
 }
 
+// ---- extended thinking: asked for, signed, and required back -------------------------------
+
+/**
+ * Whether a request asks for thinking: `thinking: { type: 'enabled' | 'adaptive' }` (Anthropic,
+ * and DeepSeek's OpenAI-format switch) or `reasoning_effort` (OpenAI format).
+ */
+export function asksForThinking(body: Record<string, unknown>): boolean {
+  const thinking = body['thinking'];
+  if (isRecord(thinking) && (thinking['type'] === 'enabled' || thinking['type'] === 'adaptive')) return true;
+  return typeof body['reasoning_effort'] === 'string' && body['reasoning_effort'] !== 'none';
+}
+
+/**
+ * The local provider's signature of a thinking text (FNV-1a over its UTF-16 units, with its
+ * length): enough to tell a block sent back unchanged from one altered or made up, as the API's
+ * own signatures do. Not a secret: the local provider guards nothing with it.
+ *
+ * @example
+ * ```ts
+ * import { thinkingSignature } from 'rxheal/server';
+ * // a thinking block the local provider accepts back (thinking on, a tool turn)
+ * const block = { type: 'thinking', thinking: 'Use the tool.', signature: thinkingSignature('Use the tool.') };
+ * ```
+ */
+export function thinkingSignature(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return `local-sig-${text.length.toString(36)}-${hash.toString(36)}`;
+}
+
+/**
+ * Anthropic's rules for thinking blocks sent back, with thinking on: every `thinking` block's
+ * signature must be its own, and the last assistant message, when it made tool calls (a tool loop
+ * going on), must start with a `thinking` or `redacted_thinking` block. A broken rule is a 400 in
+ * the API's words.
+ */
+function checkThinkingBack(raw: readonly unknown[]): void {
+  let lastAssistant = -1;
+  raw.forEach((m, i) => {
+    if (!isRecord(m) || m['role'] !== 'assistant') return;
+    lastAssistant = i;
+    const blocks = Array.isArray(m['content']) ? (m['content'] as unknown[]) : [];
+    blocks.forEach((b, j) => {
+      if (isRecord(b) && b['type'] === 'thinking' && (typeof b['thinking'] !== 'string' || b['signature'] !== thinkingSignature(b['thinking']))) {
+        throw new BadRequest(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
+      }
+    });
+  });
+  if (lastAssistant < 0) return;
+  const last = raw[lastAssistant] as Record<string, unknown>;
+  const blocks = Array.isArray(last['content']) ? (last['content'] as unknown[]) : [];
+  if (!blocks.some((b) => isRecord(b) && b['type'] === 'tool_use')) return;
+  const first = blocks[0];
+  const type = isRecord(first) ? String(first['type']) : typeof first;
+  if (type !== 'thinking' && type !== 'redacted_thinking') {
+    throw new BadRequest(
+      `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`,
+    );
+  }
+}
+
 export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
   const raw = body['messages'];
   if (!Array.isArray(raw)) throw new BadRequest('"messages" must be an array');
+  const thinking = asksForThinking(body);
   const names = new Map<string, string>();
   const messages: Message[] = [];
+  let index = -1;
   for (const m of raw as unknown[]) {
+    index++;
     if (!isRecord(m)) throw new BadRequest('each message must be an object');
     const role = m['role'];
     const content = textOf(m['content']);
@@ -247,6 +330,10 @@ export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]
         names.set(call.id, call.name);
         return call;
       });
+      // DeepSeek's thinking mode: a tool-call turn goes back with its reasoning_content
+      if (thinking && toolCalls.length > 0 && (typeof m['reasoning_content'] !== 'string' || m['reasoning_content'] === '')) {
+        throw new BadRequest(`Missing \`reasoning_content\` field in the assistant message at message index ${index}: with thinking on, a turn that called tools must be sent back with its reasoning_content`);
+      }
       messages.push(toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content });
     } else if (role === 'tool') {
       const id = String(m['tool_call_id'] ?? '');
@@ -265,6 +352,7 @@ export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]
 export function fromAnthropic(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
   const raw = body['messages'];
   if (!Array.isArray(raw)) throw new BadRequest('messages: Field required');
+  if (asksForThinking(body)) checkThinkingBack(raw as unknown[]);
   const messages: Message[] = [];
   const system = textOf(body['system']);
   if (system !== '') messages.push({ role: 'system', content: system });
