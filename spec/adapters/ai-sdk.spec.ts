@@ -24,7 +24,7 @@ import { fromAiSdk, StreamRestartError, toAiSdk, type LanguageModelV4Like } from
 import { classifyError } from '../../src/core/classify.js';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors.js';
 import type { TurnEvent } from '../../src/core/events.js';
-import { streamModel, type Model } from '../../src/core/model.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
@@ -42,6 +42,26 @@ const text = (...deltas: string[]): LanguageModelV3StreamPart[] => [
   ...deltas.map((delta): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 't', delta })),
   { type: 'text-end', id: 't' },
 ];
+
+/** A recorded-style Anthropic stream with extended thinking: a signed thinking block, a redacted one, a tool call. */
+const ANTHROPIC_THINKING_SSE = sseBody(
+  { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } },
+  { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+  { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'The user wants ' } },
+  { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'the weather in Paris.' } },
+  { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM1gbcDa' } },
+  { type: 'content_block_stop', index: 0 },
+  { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' } },
+  { type: 'content_block_stop', index: 1 },
+  { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } },
+  { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"city":"Paris"}' } },
+  { type: 'content_block_stop', index: 2 },
+  { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 40 } },
+  { type: 'message_stop' },
+);
+
+/** The real @ai-sdk/anthropic provider, served by this fetch. */
+const claudeOn = (fetch: typeof globalThis.fetch) => createAnthropic({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch })('claude-sonnet-4-5');
 
 /** A MockLanguageModelV3 streaming these parts (a fresh stream per call, no timers). */
 function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
@@ -201,11 +221,8 @@ describe('rxheal/ai-sdk', function () {
         expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', none))), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
       });
 
-      it('reasoning, sources, files, metadata and raw parts are not part of a turn: skipped', async () => {
+      it('sources, files, metadata and raw parts are not part of a turn: skipped', async () => {
         const model = mock(
-          { type: 'reasoning-start', id: 'r' },
-          { type: 'reasoning-delta', id: 'r', delta: 'thinking…' },
-          { type: 'reasoning-end', id: 'r' },
           { type: 'source', sourceType: 'url', id: 's', url: 'https://example.com' },
           { type: 'raw', rawValue: { x: 1 } },
           ...text('Answer'),
@@ -240,6 +257,172 @@ describe('rxheal/ai-sdk', function () {
           doStream: () => Promise.resolve({ stream: simulateReadableStream<unknown>({ chunks: [...text('v4'), finish()], initialDelayInMs: null, chunkDelayInMs: null }) }),
         };
         expect(textOf(await turn(fromAiSdk(v4), ask('Hi')))).to.equal('v4');
+      });
+    });
+
+    describe('reasoning', () => {
+      it("reasoning parts → reasoning-delta events, then a reasoning-end with the signature @ai-sdk/anthropic sends on a delta's providerMetadata; not text", async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: '0' },
+          { type: 'reasoning-delta', id: '0', delta: 'The user wants' },
+          { type: 'reasoning-delta', id: '0', delta: ' Paris.' },
+          { type: 'reasoning-delta', id: '0', delta: '', providerMetadata: { anthropic: { signature: 'sig-1' } } },
+          { type: 'reasoning-end', id: '0' },
+          ...text('Sunny.'),
+          finish(),
+        );
+        const events = await turn(fromAiSdk(model), ask('Weather?'));
+        expect(events).to.deep.equal([
+          { type: 'reasoning-delta', text: 'The user wants' },
+          { type: 'reasoning-delta', text: ' Paris.' },
+          { type: 'reasoning-end', signature: 'sig-1' },
+          { type: 'text-delta', text: 'Sunny.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+        expect(textOf(events)).to.equal('Sunny.');
+      });
+
+      it('a signature on the reasoning-end part (or its start) is read too', async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'a' },
+          { type: 'reasoning-delta', id: 'a', delta: 'Hm.' },
+          { type: 'reasoning-end', id: 'a', providerMetadata: { anthropic: { signature: 'on-end' } } },
+          { type: 'reasoning-start', id: 'b', providerMetadata: { anthropic: { signature: 'on-start' } } },
+          { type: 'reasoning-delta', id: 'b', delta: 'Ok.' },
+          { type: 'reasoning-end', id: 'b' },
+          finish(),
+        );
+        expect((await turn(fromAiSdk(model), ask('Hi'))).filter((e) => e.type === 'reasoning-end')).to.deep.equal([
+          { type: 'reasoning-end', signature: 'on-end' },
+          { type: 'reasoning-end', signature: 'on-start' },
+        ]);
+      });
+
+      it("a redacted block (@ai-sdk/anthropic: redactedData on the start, no deltas) → a reasoning-end with redactedData alone", async () => {
+        const model = mock({ type: 'reasoning-start', id: '1', providerMetadata: { anthropic: { redactedData: 'EmwKAhgB' } } }, { type: 'reasoning-end', id: '1' }, ...text('Done.'), finish());
+        expect(await turn(fromAiSdk(model), ask('Hi'))).to.deep.equal([
+          { type: 'reasoning-end', redactedData: 'EmwKAhgB' },
+          { type: 'text-delta', text: 'Done.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it("unsigned reasoning (@ai-sdk/openai-compatible's reasoning_content) → deltas and an unsigned end; a block with neither text nor seal (OpenAI's unsummarised reasoning) is dropped", async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
+          { type: 'reasoning-end', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
+          { type: 'reasoning-start', id: 'reasoning-0' },
+          { type: 'reasoning-delta', id: 'reasoning-0', delta: 'Think' },
+          { type: 'reasoning-end', id: 'reasoning-0' },
+          ...text('Answer'),
+          finish(),
+        );
+        expect(await turn(fromAiSdk(model), ask('Hi'))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'Think' },
+          { type: 'reasoning-end' },
+          { type: 'text-delta', text: 'Answer' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it('overlapping reasoning ids: the first block streams, the second’s text waits and follows when the first ends — blocks and signatures never mixed', async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'a' },
+          { type: 'reasoning-start', id: 'b' },
+          { type: 'reasoning-delta', id: 'a', delta: 'A1' },
+          { type: 'reasoning-delta', id: 'b', delta: 'B1' },
+          { type: 'reasoning-delta', id: 'a', delta: 'A2' },
+          { type: 'reasoning-delta', id: 'b', delta: 'B2', providerMetadata: { anthropic: { signature: 'sig-b' } } },
+          { type: 'reasoning-end', id: 'b' },
+          { type: 'reasoning-delta', id: 'a', delta: 'A3' },
+          { type: 'reasoning-end', id: 'a', providerMetadata: { anthropic: { signature: 'sig-a' } } },
+          finish(),
+        );
+        expect((await turn(fromAiSdk(model), ask('Hi'))).slice(0, -1)).to.deep.equal([
+          { type: 'reasoning-delta', text: 'A1' },
+          { type: 'reasoning-delta', text: 'A2' },
+          { type: 'reasoning-delta', text: 'A3' },
+          { type: 'reasoning-end', signature: 'sig-a' },
+          { type: 'reasoning-delta', text: 'B1B2' },
+          { type: 'reasoning-end', signature: 'sig-b' },
+        ]);
+      });
+
+      it('reasoning the provider never ended ends at the finish, before the tool calls, with the seal its parts carried', async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'r' },
+          { type: 'reasoning-delta', id: 'r', delta: 'Need weather.', providerMetadata: { anthropic: { signature: 'sig' } } },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: '{"city":"Oslo"}' },
+          finish('tool-calls'),
+        );
+        expect(await turn(fromAiSdk(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'Need weather.' },
+          { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'reasoning-end', signature: 'sig' },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it('a spec v2 model’s reasoning parts (the same shape) are read alike', async () => {
+        const model = v2Model([
+          { type: 'reasoning-start', id: 'r' },
+          { type: 'reasoning-delta', id: 'r', delta: 'v2 thinks', providerMetadata: { anthropic: { signature: 's2' } } },
+          { type: 'reasoning-end', id: 'r' },
+          { type: 'text-delta', id: 't', delta: 'v2' },
+          { type: 'finish', finishReason: 'stop', usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } },
+        ]);
+        expect((await turn(fromAiSdk(model), ask('Hi'))).slice(0, 2)).to.deep.equal([
+          { type: 'reasoning-delta', text: 'v2 thinks' },
+          { type: 'reasoning-end', signature: 's2' },
+        ]);
+      });
+
+      it('requests: an assistant message’s signed and redacted reasoning go first, as reasoning parts with providerOptions.anthropic; unsigned reasoning is not sent', async () => {
+        const model = mock(...text('ok'), finish());
+        const request = afterWeather('call_1');
+        const messages = request.messages.map((m) =>
+          m.role === 'assistant' ? { ...m, reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned musing' }] } : m,
+        );
+        await turn(fromAiSdk(model), { ...request, messages });
+        expect(model.doStreamCalls[0]!.prompt[2]).to.deep.equal({
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: 'Paris, celsius.', providerOptions: { anthropic: { signature: 'sig-1' } } },
+            { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'EmwK' } } },
+            { type: 'tool-call', toolCallId: 'call_1', toolName: 'get_weather', input: { city: 'Paris', units: 'celsius' } },
+          ],
+        });
+      });
+
+      describe('the real @ai-sdk/anthropic provider on a recorded extended-thinking stream (served by its fetch)', () => {
+
+        it('a signed thinking block and a redacted one → our reasoning events, with the signature and the redacted data', async () => {
+          const events = await turn(fromAiSdk(claudeOn(fixtureFetch(ANTHROPIC_THINKING_SSE).fetch)), ask("What's the weather in Paris?", [WEATHER_TOOL]));
+          expect(events).to.deep.equal([
+            { type: 'reasoning-delta', text: 'The user wants ' },
+            { type: 'reasoning-delta', text: 'the weather in Paris.' },
+            { type: 'reasoning-end', signature: 'EqQBCgIYAhIM1gbcDa' },
+            { type: 'reasoning-end', redactedData: 'EmwKAhgBEgy3va3pzix' },
+            { type: 'tool-call', id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' } },
+            { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 12, outputTokens: 40 } },
+          ]);
+        });
+
+        it('the blocks go back to Anthropic as thinking (with its signature) and redacted_thinking blocks, before the tool_use, in the next request', async () => {
+          const { fetch, calls } = fixtureFetch(ANTHROPIC_THINKING_SSE);
+          const request = afterWeather('toolu_1');
+          const messages = request.messages.map((m) =>
+            m.role === 'assistant' ? { ...m, reasoning: [{ text: 'The user wants the weather in Paris.', signature: 'EqQBCgIYAhIM1gbcDa' }, { text: '', redactedData: 'EmwKAhgBEgy3va3pzix' }, { text: 'unsigned' }] } : m,
+          );
+          await turn(fromAiSdk(claudeOn(fetch)), { ...request, messages });
+          const sent = (calls[0]!.body as { messages: { role: string; content: unknown[] }[] }).messages[1]!;
+          expect(sent.role).to.equal('assistant');
+          expect(sent.content).to.deep.equal([
+            { type: 'thinking', thinking: 'The user wants the weather in Paris.', signature: 'EqQBCgIYAhIM1gbcDa' },
+            { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris', units: 'celsius' } },
+          ]);
+        });
       });
     });
 
@@ -620,13 +803,211 @@ describe('rxheal/ai-sdk', function () {
       expect(unsubscribed).to.equal(true);
     });
 
-    it('round trip: streamText over toAiSdk(fromAiSdk(m)) gives what streamText over m gives', async () => {
-      const parts = [...text('Hello', ' there'), finish('stop', usage(5, 2))];
+    describe('reasoning', () => {
+      /** The reasoning parts of a fullStream, without what streamText adds (ids it renames). */
+      const reasoningParts = (parts: readonly TextStreamPart<ToolSet>[]) =>
+        parts.flatMap((p) =>
+          p.type === 'reasoning-start' || p.type === 'reasoning-end' || p.type === 'reasoning-delta'
+            ? [{ type: p.type, ...(p.type === 'reasoning-delta' ? { text: p.text } : {}), ...(p.providerMetadata ? { providerMetadata: p.providerMetadata } : {}) }]
+            : [],
+        );
+
+      it("streamText: reasoning as reasoning-start/-delta/-end parts, the signature in the end's providerMetadata.anthropic; result.reasoning keeps it, result.text excludes the reasoning", async () => {
+        const model = scripted('s', () => [
+          { type: 'reasoning-delta', text: 'The user wants' },
+          { type: 'reasoning-delta', text: ' Paris.' },
+          { type: 'reasoning-end', signature: 'sig-1' },
+          { type: 'text-delta', text: 'Sunny.' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Weather?', maxRetries: 0 });
+        expect(reasoningParts(await fullStream(result))).to.deep.equal([
+          { type: 'reasoning-start' },
+          { type: 'reasoning-delta', text: 'The user wants' },
+          { type: 'reasoning-delta', text: ' Paris.' },
+          { type: 'reasoning-end', providerMetadata: { anthropic: { signature: 'sig-1' } } },
+        ]);
+        expect(await result.reasoning).to.deep.equal([{ type: 'reasoning', text: 'The user wants Paris.', providerMetadata: { anthropic: { signature: 'sig-1' } } }]);
+        expect(await result.reasoningText).to.equal('The user wants Paris.');
+        expect(await result.text).to.equal('Sunny.');
+      });
+
+      it('a redacted block: reasoning-start and -end with providerMetadata.anthropic.redactedData (as @ai-sdk/anthropic streams it), no text', async () => {
+        const model = scripted('s', () => [{ type: 'reasoning-end', redactedData: 'EmwK' }, { type: 'text-delta', text: 'Done.' }, { type: 'finish', reason: 'stop' }]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+        expect(reasoningParts(await fullStream(result))).to.deep.equal([
+          { type: 'reasoning-start', providerMetadata: { anthropic: { redactedData: 'EmwK' } } },
+          { type: 'reasoning-end', providerMetadata: { anthropic: { redactedData: 'EmwK' } } },
+        ]);
+        expect(await result.reasoning).to.deep.equal([{ type: 'reasoning', text: '', providerMetadata: { anthropic: { redactedData: 'EmwK' } } }]);
+        expect(await result.text).to.equal('Done.');
+      });
+
+      it('unsigned reasoning never ended: its block ends before the finish, without metadata; an unsigned end of nothing delivers nothing', async () => {
+        const model = scripted('s', () => [
+          { type: 'reasoning-end' },
+          { type: 'reasoning-delta', text: 'Musing' },
+          { type: 'text-delta', text: 'Answer' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+        const parts = await fullStream(result);
+        expect(reasoningParts(parts)).to.deep.equal([{ type: 'reasoning-start' }, { type: 'reasoning-delta', text: 'Musing' }, { type: 'reasoning-end' }]);
+        expect(parts.findIndex((p) => p.type === 'reasoning-end')).to.be.lessThan(parts.findIndex((p) => p.type === 'finish-step'));
+        expect((await result.reasoning).map((r) => [r.text, r.providerMetadata])).to.deep.equal([['Musing', undefined]]);
+        expect(await result.text).to.equal('Answer');
+      });
+
+      it('a reset before anything was delivered is invisible: only the next attempt’s reasoning shows', async () => {
+        const model = scripted('s', () => [
+          { type: 'reset', reason: 'retry', target: 'model:s' },
+          { type: 'reasoning-delta', text: 'Second thoughts' },
+          { type: 'reasoning-end', signature: 'sig-2' },
+          { type: 'text-delta', text: 'Whole' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+        const parts = await fullStream(result);
+        expect(parts.filter((p) => p.type === 'error')).to.deep.equal([]);
+        expect(await result.reasoning).to.deep.equal([{ type: 'reasoning', text: 'Second thoughts', providerMetadata: { anthropic: { signature: 'sig-2' } } }]);
+        expect(await result.finishReason).to.equal('stop');
+      });
+
+      it("a reset after reasoning was delivered (reasoning is output): an error part (StreamRestartError), finishReason 'error', never a splice", async () => {
+        const model = scripted('s', () => [
+          { type: 'reasoning-delta', text: 'First thoughts' },
+          { type: 'reset', reason: 'fallback', target: 'model:b' },
+          { type: 'reasoning-delta', text: 'Second thoughts' },
+          { type: 'text-delta', text: 'Second' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0, onError: () => undefined });
+        const parts = await fullStream(result);
+        const errors = parts.filter((p) => p.type === 'error').map((p) => (p as { error: unknown }).error);
+        expect(errors).to.have.length(1);
+        expect(errors[0]).to.be.instanceOf(StreamRestartError).and.include({ reason: 'fallback', target: 'model:b' });
+        expect(await result.reasoningText).to.equal('First thoughts');
+        expect(await result.text).to.equal('');
+        expect(await result.finishReason).to.equal('error');
+      });
+
+      it('generateText: reasoning and reasoningText with the signature; a reset there discards the reasoning collected (nothing was delivered)', async () => {
+        const model = scripted('g', () => [
+          { type: 'reasoning-delta', text: 'discarded' },
+          { type: 'reset', reason: 'retry', target: 'model:g' },
+          { type: 'reasoning-delta', text: 'Kept' },
+          { type: 'reasoning-delta', text: ' thought' },
+          { type: 'reasoning-end', signature: 'sig-g' },
+          { type: 'reasoning-end', redactedData: 'EmwK' },
+          { type: 'text-delta', text: 'Answer' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        const result = await generateText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+        expect(result.reasoning).to.deep.equal([
+          { type: 'reasoning', text: 'Kept thought', providerMetadata: { anthropic: { signature: 'sig-g' } } },
+          { type: 'reasoning', text: '', providerMetadata: { anthropic: { redactedData: 'EmwK' } } },
+        ]);
+        expect(result.reasoningText).to.equal('Kept thought');
+        expect(result.text).to.equal('Answer');
+      });
+
+      it("the prompt's reasoning parts → the assistant message's reasoning (signature, redacted data); an empty unsigned part (OpenAI's unsummarised reasoning) is dropped", async () => {
+        const seen: ModelRequest[] = [];
+        const model: Model = { id: 'r', stream: (request) => (seen.push(request), [{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }]) };
+        const { stream } = await toAiSdk(model).doStream({
+          prompt: [
+            { role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+            {
+              role: 'assistant',
+              content: [
+                { type: 'reasoning', text: 'Need the tool.', providerOptions: { anthropic: { signature: 'sig-1' } } },
+                { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'EmwK' } } },
+                { type: 'reasoning', text: 'plain musing' },
+                { type: 'reasoning', text: '', providerOptions: { openai: { itemId: 'rs_1' } } },
+                { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } },
+              ],
+            },
+          ],
+        });
+        await stream.pipeTo(new WritableStream());
+        expect(seen[0]!.messages[1]).to.deep.equal({
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'c1', name: 'get_weather', args: { city: 'Oslo' } }],
+          reasoning: [{ text: 'Need the tool.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'plain musing' }],
+        });
+      });
+
+      it("a tool loop under generateText: the AI SDK hands the first step's signed reasoning back with its assistant message, and rxheal's model sees it", async () => {
+        const seen: ModelRequest[] = [];
+        const model: Model = {
+          id: 'loop',
+          stream: (request) => {
+            seen.push(request);
+            return seen.length === 1
+              ? [
+                  { type: 'reasoning-delta', text: 'Need Oslo weather.' },
+                  { type: 'reasoning-end', signature: 'sig-1' },
+                  { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+                  { type: 'finish', reason: 'tool-calls' },
+                ]
+              : [{ type: 'text-delta', text: 'Sunny in Oslo.' }, { type: 'finish', reason: 'stop' }];
+          },
+        };
+        const getWeather = tool({
+          inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+          execute: ({ city }) => Promise.resolve(`sunny in ${city}`),
+        });
+        const result = await generateText({ model: toAiSdk(model), tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), prompt: 'Weather in Oslo?', maxRetries: 0 });
+        expect(result.text).to.equal('Sunny in Oslo.');
+        expect(seen[1]!.messages[1]).to.deep.include({ role: 'assistant', reasoning: [{ text: 'Need Oslo weather.', signature: 'sig-1' }] });
+      });
+
+      it('through a whole chain — streamText over toAiSdk(fromAiSdk(the real @ai-sdk/anthropic)) — the signed and the redacted block reach Anthropic again as thinking blocks in the next step', async () => {
+        const { fetch, calls } = fixtureFetch(ANTHROPIC_THINKING_SSE);
+        const getWeather = tool({
+          inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+          execute: ({ city }) => Promise.resolve(`sunny in ${city}`),
+        });
+        const result = streamText({ model: toAiSdk(fallbackModel([fromAiSdk(claudeOn(fetch))])), tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), prompt: 'Weather in Paris?', maxRetries: 0 });
+        await fullStream(result);
+        const firstStep = (await result.steps)[0]!.content.flatMap((part) => (part.type === 'reasoning' ? [[part.text, part.providerMetadata]] : []));
+        expect(firstStep).to.deep.equal([
+          ['The user wants the weather in Paris.', { anthropic: { signature: 'EqQBCgIYAhIM1gbcDa' } }],
+          ['', { anthropic: { redactedData: 'EmwKAhgBEgy3va3pzix' } }],
+        ]);
+        const second = (calls[1]!.body as { messages: { role: string; content: unknown[] }[] }).messages[1]!;
+        expect(second).to.deep.equal({
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'The user wants the weather in Paris.', signature: 'EqQBCgIYAhIM1gbcDa' },
+            { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+          ],
+        });
+      });
+    });
+
+    it('round trip: streamText over toAiSdk(fromAiSdk(m)) gives what streamText over m gives — text, finish, usage, and reasoning with its signature and redacted data', async () => {
+      const parts: LanguageModelV3StreamPart[] = [
+        { type: 'reasoning-start', id: '0' },
+        { type: 'reasoning-delta', id: '0', delta: 'Greet ' },
+        { type: 'reasoning-delta', id: '0', delta: 'them.' },
+        { type: 'reasoning-delta', id: '0', delta: '', providerMetadata: { anthropic: { signature: 'sig-rt' } } },
+        { type: 'reasoning-end', id: '0' },
+        { type: 'reasoning-start', id: '1', providerMetadata: { anthropic: { redactedData: 'EmwK' } } },
+        { type: 'reasoning-end', id: '1' },
+        ...text('Hello', ' there'),
+        finish('stop', usage(5, 2)),
+      ];
       const direct = streamText({ model: mock(...parts), prompt: 'Hi', maxRetries: 0 });
       const healed = streamText({ model: toAiSdk(fromAiSdk(mock(...parts))), prompt: 'Hi', maxRetries: 0 });
       expect(await healed.text).to.equal(await direct.text);
       expect(await healed.finishReason).to.equal(await direct.finishReason);
       expect((await healed.totalUsage).totalTokens).to.equal((await direct.totalUsage).totalTokens);
+      expect(await direct.reasoning).to.have.length(2);
+      expect(await healed.reasoning).to.deep.equal(await direct.reasoning);
+      expect(await healed.reasoningText).to.equal(await direct.reasoningText);
     });
 
     it('bad input at once: not a model, an unknown option', () => {

@@ -24,6 +24,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import { chatChunk, fixtureFetch, sseBody } from '../support/providerFakes.js';
 
 /** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
 class ScriptedChatModel extends FakeStreamingChatModel {
@@ -126,7 +127,7 @@ describe('rxheal/langchain', function () {
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       });
 
-      it('text content blocks (Anthropic style) are read; tool-use echoes and thinking are skipped', async () => {
+      it('text content blocks (Anthropic style) are read; tool-use echoes are skipped, thinking is not text', async () => {
         const model = new ScriptedChatModel([
           chunk({ content: [{ type: 'thinking', thinking: 'hmm' }] as never }),
           chunk({ content: [{ type: 'text', text: 'Hello', index: 0 }] as never }),
@@ -175,6 +176,96 @@ describe('rxheal/langchain', function () {
         expect(fromLangChain(new FakeListChatModel({ responses: [] }), { id: 'x' }).id).to.equal('x');
         expect(() => fromLangChain({} as never)).to.throw(InvalidOptionError);
         expect(() => fromLangChain(new FakeListChatModel({ responses: [] }), { name: 'x' } as never)).to.throw(InvalidOptionError);
+      });
+    });
+
+    describe('reasoning', () => {
+      it("ChatAnthropic's chunks — thinking blocks by index, the signature in a block of its own, a redacted_thinking block — → reasoning deltas and reasoning-ends with the signature / redactedData; not text", async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: '', signature: '' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'The user wants' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: ' Paris.' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', signature: 'sig-1' }] as never }),
+          chunk({ content: [{ index: 1, type: 'redacted_thinking', data: 'EmwKAhgB' }] as never }),
+          chunk({ content: [{ index: 2, type: 'text', text: 'Sunny.' }] as never }),
+          chunk({ content: [], response_metadata: { stop_reason: 'end_turn' } }),
+        ]);
+        const events = await turn(fromLangChain(model), ask('Weather?'));
+        expect(events).to.deep.equal([
+          { type: 'reasoning-delta', text: 'The user wants' },
+          { type: 'reasoning-delta', text: ' Paris.' },
+          { type: 'reasoning-end', signature: 'sig-1' },
+          { type: 'reasoning-end', redactedData: 'EmwKAhgB' },
+          { type: 'text-delta', text: 'Sunny.' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        expect(textOf(events)).to.equal('Sunny.');
+      });
+
+      it("unsigned reasoning: the real ChatOpenAI over an OpenAI-compatible server's reasoning_content (additional_kwargs) → deltas, and an unsigned end when the answer starts", async () => {
+        const body = sseBody(
+          chatChunk({ role: 'assistant', content: '', reasoning_content: 'Think' }),
+          chatChunk({ reasoning_content: 'ing.' }),
+          chatChunk({ content: 'Answer' }),
+          chatChunk({}, 'stop'),
+          '[DONE]',
+        );
+        const chat = new ChatOpenAI({ model: 'deepseek-reasoner', apiKey: 'k', configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(body).fetch }, maxRetries: 0 });
+        expect(await turn(fromLangChain(chat), ask('Hi'))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'Think' },
+          { type: 'reasoning-delta', text: 'ing.' },
+          { type: 'reasoning-end' },
+          { type: 'text-delta', text: 'Answer' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+      });
+
+      it("OpenAI's Responses API chunks (a reasoning block and the same summary in additional_kwargs): read once; another summary index is another block; a tool call ends the reasoning", async () => {
+        const summary = (text: string, index: number) => ({ reasoning: { type: 'reasoning', summary: [{ type: 'summary_text', text, index }] } });
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ type: 'reasoning', reasoning: 'First', index: 0 }] as never, additional_kwargs: summary('First', 0) }),
+          chunk({ content: [{ type: 'reasoning', reasoning: ' part.', index: 0 }] as never, additional_kwargs: summary(' part.', 0) }),
+          chunk({ content: [{ type: 'reasoning', reasoning: 'Second.', index: 1 }] as never, additional_kwargs: summary('Second.', 1) }),
+          chunk({ content: [], tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'c1', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'First' },
+          { type: 'reasoning-delta', text: ' part.' },
+          { type: 'reasoning-end' },
+          { type: 'reasoning-delta', text: 'Second.' },
+          { type: 'reasoning-end' },
+          { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it("requests: our signed and redacted reasoning go first, as ChatAnthropic's thinking / redacted_thinking blocks, to a chat model whose _llmType() is 'anthropic'; unsigned reasoning is not sent; the real ChatOpenAI is sent none (no redacted_thinking part, no emptied content list)", async () => {
+        class AnthropicLike extends ScriptedChatModel {
+          override _llmType(): string {
+            return 'anthropic';
+          }
+        }
+        const model = new AnthropicLike([chunk({ content: 'ok' })]);
+        const request = afterWeather('toolu_1');
+        const messages = request.messages.map((m) =>
+          m.role === 'assistant' ? { ...m, content: 'Checking.', reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }] } : m,
+        );
+        await turn(fromLangChain(model), { ...request, messages });
+        const ai = model.seen[0]!.messages[2] as AIMessage;
+        expect(ai.content).to.deep.equal([
+          { type: 'thinking', thinking: 'Paris, celsius.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'EmwK' },
+          { type: 'text', text: 'Checking.' },
+        ]);
+        expect(ai.tool_calls).to.deep.equal([{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' }]);
+
+        const { fetch, calls } = fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'ok' }), chatChunk({}, 'stop'), '[DONE]'));
+        const gpt = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'k', configuration: { baseURL: 'http://x.test/v1', fetch }, maxRetries: 0 });
+        const toolOnly = messages.map((m) => (m.role === 'assistant' ? { ...m, content: '' } : m));
+        await turn(fromLangChain(gpt), { ...request, messages: toolOnly });
+        const sent = (calls[0]!.body as { messages: Record<string, unknown>[] }).messages[2]!;
+        expect(sent).to.deep.include({ role: 'assistant', content: '' });
+        expect(sent['tool_calls']).to.have.length(1);
       });
     });
 
@@ -350,6 +441,141 @@ describe('rxheal/langchain', function () {
       const direct = await collect(await new FakeListChatModel({ responses: ['Round trip'] }).stream('Hi'));
       const healed = await collect(await toLangChain(fromLangChain(new FakeListChatModel({ responses: ['Round trip'] }))).stream('Hi'));
       expect(healed.content).to.equal(direct.content);
+    });
+
+    describe('reasoning', () => {
+      const thinkingTurn = (): TurnEvent[] => [
+        { type: 'reasoning-delta', text: 'The user wants' },
+        { type: 'reasoning-delta', text: ' Paris.' },
+        { type: 'reasoning-end', signature: 'sig-1' },
+        { type: 'reasoning-end', redactedData: 'EmwK' },
+        { type: 'text-delta', text: 'Sun' },
+        { type: 'text-delta', text: 'ny.' },
+        { type: 'finish', reason: 'stop' },
+      ];
+
+      it(".stream(): reasoning as standard reasoning blocks (the signature on the block, a redacted block as redacted_thinking), each concatenating into one block; contentBlocks shows them, .text and a chain's StringOutputParser leave them out; streaming callbacks see them", async () => {
+        const tokens: unknown[] = [];
+        const callbacks = [{ handleLLMNewToken: (_token: string, _idx: unknown, _run: string, _parent?: string, _tags?: string[], fields?: { chunk?: ChatGenerationChunk }) => void tokens.push(fields?.chunk?.message.content) }];
+        const all = await collect(await toLangChain(scripted('s', thinkingTurn)).stream('Hi', { callbacks }));
+        expect(all.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 },
+          { type: 'redacted_thinking', data: 'EmwK', index: 1 },
+          { type: 'text', text: 'Sunny.', index: 2 },
+        ]);
+        expect(all.contentBlocks.filter((b) => b.type === 'reasoning')).to.deep.equal([{ type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 }]);
+        expect(all.text).to.equal('Sunny.');
+        expect(tokens).to.deep.include([{ type: 'reasoning', reasoning: 'The user wants', index: 0 }]);
+        expect(tokens).to.deep.include([{ type: 'redacted_thinking', data: 'EmwK', index: 1 }]);
+        const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(toLangChain(scripted('s', thinkingTurn))).pipe(new StringOutputParser());
+        let text = '';
+        for await (const piece of await chain.stream({ question: 'Weather?' })) text += piece;
+        expect(text).to.equal('Sunny.');
+      });
+
+      it('unsigned reasoning: reasoning blocks without a signature; text before any reasoning stays string content', async () => {
+        const all = await collect(
+          await toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hm. ' }, { type: 'reasoning-delta', text: 'musing' }, { type: 'reasoning-end' }, { type: 'text-delta', text: 'Answer' }, { type: 'finish', reason: 'stop' }])).stream('Hi'),
+        );
+        expect(all.content).to.deep.equal([
+          { type: 'text', text: 'Hm. ' },
+          { type: 'reasoning', reasoning: 'musing', index: 1 },
+          { type: 'text', text: 'Answer', index: 2 },
+        ]);
+        expect(all.text).to.equal('Hm. Answer');
+      });
+
+      it('a reset after reasoning was yielded: StreamRestartError (reasoning counts as yielded); a reset before anything: invisible; .invoke() discards the reasoning collected before a reset', async () => {
+        const afterReasoning = toLangChain(
+          scripted('s', () => [{ type: 'reasoning-delta', text: 'First thoughts' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'reasoning-delta', text: 'Second thoughts' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]),
+        );
+        const error = await collect(await afterReasoning.stream('Hi')).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(StreamRestartError).and.include({ reason: 'fallback', target: 'model:b' });
+        const before = toLangChain(scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, ...thinkingTurn()]));
+        expect((await collect(await before.stream('Hi'))).contentBlocks.filter((b) => b.type === 'reasoning')).to.have.length(1);
+        const invoked = await afterReasoning.invoke('Hi');
+        expect(invoked.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'Second thoughts' },
+          { type: 'text', text: 'Second' },
+        ]);
+      });
+
+      it('.invoke(): the AIMessage’s content has the reasoning blocks (signature, redacted) and the text in their order, tool calls kept; .text leaves the reasoning out', async () => {
+        const answer = await toLangChain(
+          scripted('s', () => [
+            ...thinkingTurn().slice(0, 4),
+            { type: 'text-delta', text: 'Checking.' },
+            { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Paris' } },
+            { type: 'finish', reason: 'tool-calls' },
+          ]),
+        ).invoke('Weather?');
+        expect(answer.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'EmwK' },
+          { type: 'text', text: 'Checking.' },
+        ]);
+        expect(answer.text).to.equal('Checking.');
+        expect(answer.tool_calls).to.deep.equal([{ id: 'c1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }]);
+      });
+
+      it("an AI message's reasoning → the assistant message's reasoning: ChatAnthropic's thinking / redacted_thinking blocks, our own reasoning blocks (an answer fed back), reasoning_content", async () => {
+        const requests: ModelRequest[] = [];
+        const model: Model = { id: 's', stream: (request) => (requests.push(request), [{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }]) };
+        const chat = toLangChain(model);
+        const ours = await toLangChain(scripted('t', thinkingTurn)).invoke('Weather?');
+        await chat.invoke([
+          new HumanMessage('Weather?'),
+          new AIMessage({
+            content: [{ type: 'thinking', thinking: 'Need the tool.', signature: 'sig-a' }, { type: 'redacted_thinking', data: 'EmwK' }, { type: 'text', text: 'Checking.' }],
+            tool_calls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }],
+          }),
+          new ToolMessage({ tool_call_id: 'toolu_1', content: 'sunny' }),
+          ours,
+          new HumanMessage('And tomorrow?'),
+          new AIMessage({ content: 'Rain.', additional_kwargs: { reasoning_content: 'Forecast says rain.' } }),
+          new HumanMessage('Thanks'),
+        ]);
+        const assistants = requests[0]!.messages.filter((m) => m.role === 'assistant');
+        expect(assistants.map((m) => (m.role === 'assistant' ? [m.content, m.reasoning] : []))).to.deep.equal([
+          ['Checking.', [{ text: 'Need the tool.', signature: 'sig-a' }, { text: '', redactedData: 'EmwK' }]],
+          ['Sunny.', [{ text: 'The user wants Paris.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }]],
+          ['Rain.', [{ text: 'Forecast says rain.' }]],
+        ]);
+      });
+
+      it("round trip: toLangChain(fromLangChain(chat)) streams ChatAnthropic's reasoning as chat does — the same text, the same reasoning with its signature, the redacted block", async () => {
+        const anthropicChunks = () => [
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'Greet ' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'them.' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 0, type: 'thinking', signature: 'sig-rt' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 1, type: 'redacted_thinking', data: 'EmwK' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 2, type: 'text', text: 'Hello' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 2, type: 'text', text: ' there' }] as never, response_metadata: { model_provider: 'anthropic', stop_reason: 'end_turn' } }),
+        ];
+        /** Reasoning, redacted and text blocks, whichever shape (ChatAnthropic's translated, or ours). */
+        const shape = (message: AIMessageChunk) =>
+          (message.contentBlocks as { type: string; [field: string]: unknown }[]).map((b) =>
+            b.type === 'reasoning'
+              ? ['reasoning', b['reasoning'], b['signature']]
+              : b.type === 'non_standard'
+                ? ['redacted', (b['value'] as { data: string }).data]
+                : b.type === 'redacted_thinking'
+                  ? ['redacted', b['data']]
+                  : [b.type, b['text']],
+          );
+        const direct = await collect(await new ScriptedChatModel(anthropicChunks()).stream('Hi'));
+        const healed = await collect(await toLangChain(fromLangChain(new ScriptedChatModel(anthropicChunks()))).stream('Hi'));
+        expect(shape(direct)).to.deep.equal([
+          ['reasoning', 'Greet them.', 'sig-rt'],
+          ['redacted', 'EmwK'],
+          ['text', 'Hello there'],
+        ]);
+        expect(shape(healed)).to.deep.equal(shape(direct));
+        expect(healed.text).to.equal(direct.text);
+      });
     });
   });
 });

@@ -31,14 +31,16 @@ import type {
   LanguageModelV3GenerateResult,
   LanguageModelV3Message,
   LanguageModelV3Prompt,
+  LanguageModelV3Reasoning,
   LanguageModelV3StreamPart,
   LanguageModelV3ToolResultOutput,
   LanguageModelV3Usage,
+  SharedV3ProviderMetadata,
   SharedV3Warning,
 } from '@ai-sdk/provider';
 import { Observable, Subscriber, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
-import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
+import type { FinishReason, Message, ReasoningEnd, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
 import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
@@ -139,6 +141,30 @@ const num = (u: unknown): number | undefined => (typeof u === 'number' && Number
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool-calls', 'length', 'content-filter', 'error', 'other']);
 
+/**
+ * What a reasoning block needs to be accepted back, as the AI SDK carries it: Anthropic's
+ * `signature` or `redactedData` under `anthropic` (in a part's `providerMetadata`, a prompt part's
+ * `providerOptions`) — what `@ai-sdk/anthropic` writes and reads.
+ */
+type Seal = { signature?: string; redactedData?: string };
+
+/** The signature / redacted data of `anthropic` provider metadata (or options), if any. */
+function sealOf(metadata: unknown, into: Seal = {}): Seal {
+  const anthropic = isObject(metadata) ? metadata['anthropic'] : undefined;
+  if (!isObject(anthropic)) return into;
+  const { signature, redactedData } = anthropic;
+  if (typeof signature === 'string' && signature !== '') into.signature = signature;
+  if (typeof redactedData === 'string' && redactedData !== '') into.redactedData = redactedData;
+  return into;
+}
+
+/** A seal as `anthropic` provider metadata, `undefined` for none. */
+function sealMetadata(seal: Seal): SharedV3ProviderMetadata | undefined {
+  if (seal.signature !== undefined) return { anthropic: { signature: seal.signature } };
+  if (seal.redactedData !== undefined) return { anthropic: { redactedData: seal.redactedData } };
+  return undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // fromAiSdk: AI SDK model → rxheal Model
 // ---------------------------------------------------------------------------------------------
@@ -159,7 +185,14 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
         prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
         break;
       case 'assistant': {
-        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = message.content === '' ? [] : [{ type: 'text', text: message.content }];
+        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
+        // reasoning first, as the model gave it: a signed (or redacted) block is what Anthropic
+        // needs back; unsigned reasoning is kept for the record, never sent
+        for (const part of message.reasoning ?? []) {
+          const providerOptions = sealMetadata(part);
+          if (providerOptions !== undefined) content.push({ type: 'reasoning', text: part.text, providerOptions });
+        }
+        if (message.content !== '') content.push({ type: 'text', text: message.content });
         for (const call of message.toolCalls ?? []) content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
         prompt.push({ role: 'assistant', content });
         break;
@@ -197,11 +230,26 @@ interface PendingInput {
   ended: boolean;
 }
 
+/** A reasoning block between its `reasoning-start` and our `reasoning-end`. */
+interface OpenReasoning {
+  /** Text not yet handed on: the block's deltas while another block was streaming. */
+  pending: string;
+  /** Whether any text was handed on or is pending. */
+  said: boolean;
+  ended: boolean;
+  readonly seal: Seal;
+}
+
 /**
- * Reads one `doStream`'s parts into model events: text deltas; tool calls from whole
- * `tool-call` parts, or assembled from `tool-input-start/-delta/-end` when no `tool-call` part
- * follows; one `finish`. An `error` part, an error finish, or a tool input still open at the
- * finish is an error.
+ * Reads one `doStream`'s parts into model events: text deltas; reasoning deltas, each block ended
+ * by a `reasoning-end` with the signature or redacted data its parts carried; tool calls from
+ * whole `tool-call` parts, or assembled from `tool-input-start/-delta/-end` when no `tool-call`
+ * part follows; one `finish`. An `error` part, an error finish, or a tool input still open at
+ * the finish is an error.
+ *
+ * Reasoning blocks open at once (by their ids): the first opened streams, the others' deltas wait
+ * until it ends, then pass on as one delta — our blocks never interleave, and no block's text or
+ * signature is mixed into another's. Blocks still open at the finish end there, in order.
  */
 class PartDecoder {
   done = false;
@@ -210,6 +258,10 @@ class PartDecoder {
   private readonly called = new Set<string>();
   /** Ids of tool calls the provider runs itself (its results come in the stream; not ours to run). */
   private readonly providerExecuted = new Set<string>();
+  /** Reasoning blocks by id, in the order they opened: the first is the one streaming. */
+  private readonly reasoning = new Map<string, OpenReasoning>();
+  /** The id of the first open reasoning block (the one whose deltas pass at once). */
+  private streaming: string | undefined = undefined;
 
   constructor(private readonly model: string) {}
 
@@ -225,6 +277,28 @@ class PartDecoder {
       case 'text-delta': {
         const text = part['delta'];
         if (typeof text === 'string' && text !== '') out.next({ type: 'text-delta', text });
+        return;
+      }
+      case 'reasoning-start':
+        sealOf(part['providerMetadata'], this.block(String(part['id'])).seal);
+        return;
+      case 'reasoning-delta': {
+        const id = String(part['id']);
+        const block = this.block(id);
+        sealOf(part['providerMetadata'], block.seal);
+        const text = part['delta'];
+        if (typeof text !== 'string' || text === '') return;
+        block.said = true;
+        // the first open block streams; another's text waits for it to end
+        if (this.streaming === id) out.next({ type: 'reasoning-delta', text });
+        else block.pending += text;
+        return;
+      }
+      case 'reasoning-end': {
+        const block = this.block(String(part['id']));
+        sealOf(part['providerMetadata'], block.seal);
+        block.ended = true;
+        this.settle(out);
         return;
       }
       case 'tool-input-start': {
@@ -262,9 +336,43 @@ class PartDecoder {
       case 'error':
         throw providerStreamError(this.model, part['error']);
       default:
-        // stream-start, response-metadata, reasoning-*, text-start/-end, sources, files, raw,
+        // stream-start, response-metadata, text-start/-end, sources, files, raw,
         // provider-executed tool results, approval requests: not part of an rxheal turn
         return;
+    }
+  }
+
+  /** The reasoning block of this id, opened if it is not (a delta or an end without a start). */
+  private block(id: string): OpenReasoning {
+    let block = this.reasoning.get(id);
+    if (block === undefined) {
+      this.reasoning.set(id, (block = { pending: '', said: false, ended: false, seal: {} }));
+      this.streaming ??= id;
+    }
+    return block;
+  }
+
+  /**
+   * Hands on what the blocks in front have finished: while the first block has ended, its
+   * `reasoning-end` (a block with neither text nor a seal — OpenAI's unsummarised reasoning — ends
+   * unseen), then the next block's waiting text. `all`: end every block (the finish).
+   */
+  private settle(out: EventSink, all = false): void {
+    this.streaming = undefined;
+    for (const [id, block] of this.reasoning) {
+      this.streaming = id;
+      if (block.pending !== '') out.next({ type: 'reasoning-delta', text: block.pending });
+      block.pending = '';
+      if (!block.ended && !all) return;
+      const { signature, redactedData } = block.seal;
+      if (block.said || signature !== undefined || redactedData !== undefined) {
+        const end: ReasoningEnd = { type: 'reasoning-end' };
+        if (signature !== undefined) end.signature = signature;
+        if (redactedData !== undefined) end.redactedData = redactedData;
+        out.next(end);
+      }
+      this.reasoning.delete(id);
+      this.streaming = undefined;
     }
   }
 
@@ -289,6 +397,8 @@ class PartDecoder {
       throw new IncompleteStreamError(this.model, 'the provider sent no finish reason (the stream was cut)', this.parts);
     }
     const out: TurnEvent[] = [];
+    // reasoning the provider never ended ends here, with what its parts carried
+    this.settle({ next: (event) => out.push(event) }, true);
     for (const [id, input] of this.inputs) {
       if (!input.ended) throw this.malformed(`the input of tool call ${id} (${input.name}) was still open at the finish`, part);
       out.push({ type: 'tool-call', id, name: input.name, args: parseToolArguments(input.json) });
@@ -401,8 +511,18 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * parsed), or assembled from `tool-input-start/-delta/-end` when no `tool-call` part follows
  * (provider-executed tools are skipped: they are not ours to run); `finish` → one `finish` with
  * the reason (v2's string, v3's `unified`) and usage (`inputTokens.total` /
- * `outputTokens.total`, or v2's numbers). Reasoning, sources, files and metadata parts are not
- * part of an rxheal turn and are skipped.
+ * `outputTokens.total`, or v2's numbers). Sources, files and metadata parts are not part of an
+ * rxheal turn and are skipped.
+ *
+ * Reasoning, both ways: `reasoning-delta` parts → `reasoning-delta`, each block's
+ * `reasoning-end` → `reasoning-end` with the `signature` / `redactedData` that
+ * `providerMetadata.anthropic` carried on any of the block's parts (`@ai-sdk/anthropic` sends the
+ * signature on a delta, redacted data on the start); blocks open at once stream one at a time
+ * (the others' text follows when the first ends), a block never ended ends at the finish, and a
+ * block with neither text nor seal (OpenAI's unsummarised reasoning) is dropped. An assistant
+ * message's signed or redacted `reasoning` goes back first in its content, as `reasoning` parts
+ * with `providerOptions.anthropic.signature` / `.redactedData` (Anthropic's thinking blocks);
+ * unsigned reasoning is not sent.
  *
  * Errors (each one `classifyError` understands): `doStream` rejecting passes as is (the AI SDK's
  * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
@@ -514,14 +634,21 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
       case 'assistant': {
         let text = '';
         const toolCalls: ToolCall[] = [];
+        const reasoning: ReasoningPart[] = [];
         message.content.forEach((part, j) => {
           if (part.type === 'text') text += part.text;
           else if (part.type === 'tool-call') {
             if (part.providerExecuted !== true) toolCalls.push({ id: part.toolCallId, name: part.toolName, args: part.input });
+          } else if (part.type === 'reasoning') {
+            // with its signature or redacted data (Anthropic's), which the model may need back; a
+            // part with neither, and no text (OpenAI's unsummarised reasoning), says nothing
+            const block: ReasoningPart = { text: part.text, ...sealOf(part.providerOptions) };
+            if (block.text !== '' || block.signature !== undefined || block.redactedData !== undefined) reasoning.push(block);
           } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType})`);
-          // reasoning and provider-executed tool results: not part of an rxheal conversation
+          // provider-executed tool results: not part of an rxheal conversation
         });
-        messages.push(toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text });
+        const answer: Message = toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text };
+        messages.push(reasoning.length > 0 ? { ...answer, reasoning } : answer);
         break;
       }
       case 'tool':
@@ -583,6 +710,7 @@ function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void
 class PartWriter extends Subscriber<TurnEvent> {
   private delivered = false;
   private textId: string | undefined = undefined;
+  private reasoningId: string | undefined = undefined;
   private blocks = 0;
 
   constructor(
@@ -606,6 +734,23 @@ class PartWriter extends Subscriber<TurnEvent> {
           this.controller.enqueue({ type: 'text-delta', id: this.textId, delta: event.text });
           this.delivered = true;
           return;
+        case 'reasoning-delta':
+          if (event.text === '') return;
+          this.openReasoning();
+          this.controller.enqueue({ type: 'reasoning-delta', id: this.reasoningId!, delta: event.text });
+          this.delivered = true;
+          return;
+        case 'reasoning-end': {
+          const providerMetadata = sealMetadata(event);
+          // an unsigned end of no text: nothing to show
+          if (this.reasoningId === undefined && providerMetadata === undefined) return;
+          // a block of no text (redacted, or a signature alone) opens with its metadata, as @ai-sdk/anthropic's redacted blocks do
+          this.openReasoning(providerMetadata);
+          this.controller.enqueue(providerMetadata ? { type: 'reasoning-end', id: this.reasoningId!, providerMetadata } : { type: 'reasoning-end', id: this.reasoningId! });
+          this.reasoningId = undefined;
+          this.delivered = true;
+          return;
+        }
         case 'tool-call':
           this.closeText();
           this.controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
@@ -638,6 +783,14 @@ class PartWriter extends Subscriber<TurnEvent> {
     this.textId = undefined;
   }
 
+  /** Starts a reasoning block unless one is open (text before it ends its text block). */
+  private openReasoning(providerMetadata?: SharedV3ProviderMetadata): void {
+    if (this.reasoningId !== undefined) return;
+    this.closeText();
+    this.reasoningId = `reasoning-${this.blocks++}`;
+    this.controller.enqueue(providerMetadata ? { type: 'reasoning-start', id: this.reasoningId, providerMetadata } : { type: 'reasoning-start', id: this.reasoningId });
+  }
+
   private fail(error: unknown): void {
     this.end({ type: 'error', error }, { type: 'finish', finishReason: v3Reason('error'), usage: v3Usage(undefined) });
   }
@@ -646,6 +799,9 @@ class PartWriter extends Subscriber<TurnEvent> {
   private end(...parts: LanguageModelV3StreamPart[]): void {
     if (this.lifetime.closed) return;
     this.closeText();
+    // reasoning the model never ended ends here, unsigned
+    if (this.reasoningId !== undefined) this.controller.enqueue({ type: 'reasoning-end', id: this.reasoningId });
+    this.reasoningId = undefined;
     for (const part of parts) this.controller.enqueue(part);
     this.controller.close();
     this.lifetime.unsubscribe();
@@ -660,20 +816,25 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * `generateText`, `streamObject`, agents…, which then get per-model retries, breakers shared
  * across requests, fallback, and mid-stream continuation.
  *
- * The prompt becomes our conversation (text, tool calls, tool results; a file part is an
- * `InvalidOptionError`: rxheal models take text), function tools our tools (provider tools are
- * reported as `unsupported` warnings). The call's settings (`temperature`, `maxOutputTokens`,
- * `providerOptions`, `headers`…) travel with the request to every `fromAiSdk` model inside.
+ * The prompt becomes our conversation (text, tool calls, tool results, and an assistant message's
+ * `reasoning` parts as its `reasoning`, with `providerOptions.anthropic.signature` /
+ * `.redactedData`; a file part is an `InvalidOptionError`: rxheal models take text), function
+ * tools our tools (provider tools are reported as `unsupported` warnings). The call's settings
+ * (`temperature`, `maxOutputTokens`, `providerOptions`, `headers`…) travel with the request to
+ * every `fromAiSdk` model inside.
  *
  * `doStream` streams the model through `streamModel` (the finish contract holds): text deltas as
- * `text-start/-delta/-end`, tool calls as `tool-call` parts, the finish with its reason and
- * usage. **An AI SDK stream can't take back what it delivered**, so:
+ * `text-start/-delta/-end`, reasoning as `reasoning-start/-delta/-end` (a `reasoning-end`'s
+ * signature or redacted data in its `providerMetadata.anthropic`, as `@ai-sdk/anthropic` reads it
+ * back — `streamText`'s `reasoning` keeps it), tool calls as `tool-call` parts, the finish with
+ * its reason and usage. **An AI SDK stream can't take back what it delivered** (reasoning
+ * included), so:
  * - with `fallbackModel`'s `midStream: 'continue'`, a model dying mid-answer is continued by the
  *   next one *in the same stream*: the consumer sees one answer, nothing lost or doubled;
  * - a `reset` before anything was delivered (a retry or fallback before the first part) is
  *   invisible;
- * - a `reset` after text or a tool call was delivered (`midStream: 'restart'`, a retry with
- *   `afterEmit: 'restart'`) can't be expressed: the stream ends with an `error` part
+ * - a `reset` after text, reasoning or a tool call was delivered (`midStream: 'restart'`, a
+ *   retry with `afterEmit: 'restart'`) can't be expressed: the stream ends with an `error` part
  *   ({@link StreamRestartError}) and `finishReason: 'error'`, and the restart is cancelled —
  *   never a silent splice of two attempts;
  * - an error (e.g. `AllFallbacksFailedError`) ends the stream with an `error` part and
@@ -682,9 +843,10 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * `doStream` itself never rejects for a model failure (errors arrive in the stream), so
  * `streamText`'s own retry (`maxRetries`, default 2), which only re-runs a rejected `doStream`,
  * never re-runs the chain; pass **`maxRetries: 0`** anyway, to say the retries are rxheal's.
- * `doGenerate` collects the stream (a `reset` there just discards what was collected) and
- * rejects with the model's error. Aborting the call's `abortSignal`, or cancelling the stream,
- * unsubscribes: the model's requests are aborted.
+ * `doGenerate` collects the stream — text, `reasoning` content (with its seal as provider
+ * metadata), tool calls; a `reset` there just discards what was collected — and rejects with the
+ * model's error. Aborting the call's `abortSignal`, or cancelling the stream, unsubscribes: the
+ * model's requests are aborted.
  *
  * @example
  * ```ts
@@ -745,6 +907,8 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
       const { request, warnings } = toRequest(options);
       return new Promise<LanguageModelV3GenerateResult>((resolve, reject) => {
         let content: LanguageModelV3Content[] = [];
+        /** The reasoning block the model has not ended yet. */
+        let thinking: LanguageModelV3Reasoning | undefined;
         const subscription = new Subscription();
         subscription.add(
           onAbort(options.abortSignal, () => {
@@ -759,7 +923,20 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
               switch (event.type) {
                 case 'reset':
                   content = []; // nothing was delivered: the next attempt's answer replaces it
+                  thinking = undefined;
                   return;
+                case 'reasoning-delta':
+                  if (event.text === '') return;
+                  if (thinking === undefined) content.push((thinking = { type: 'reasoning', text: '' }));
+                  thinking.text += event.text;
+                  return;
+                case 'reasoning-end': {
+                  const providerMetadata = sealMetadata(event);
+                  if (thinking === undefined && providerMetadata !== undefined) content.push({ type: 'reasoning', text: '', providerMetadata });
+                  else if (thinking !== undefined && providerMetadata !== undefined) thinking.providerMetadata = providerMetadata;
+                  thinking = undefined;
+                  return;
+                }
                 case 'text-delta': {
                   const last = content[content.length - 1];
                   if (last?.type === 'text') content[content.length - 1] = { type: 'text', text: last.text + event.text };

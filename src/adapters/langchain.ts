@@ -20,13 +20,13 @@
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
 import { BaseChatModel, type BaseChatModelCallOptions, type BaseChatModelParams, type BindToolsInput } from '@langchain/core/language_models/chat_models';
-import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ContentBlock } from '@langchain/core/messages';
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import type { Runnable } from '@langchain/core/runnables';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { endWith, Observable, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError } from '../core/errors.js';
-import type { FinishReason, Message, ToolCall, TurnEvent, Usage } from '../core/events.js';
+import type { FinishReason, Message, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
 import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
@@ -43,7 +43,106 @@ const num = (u: unknown): number | undefined => (typeof u === 'number' && Number
 // ---------------------------------------------------------------------------------------------
 
 /** Content block types that carry no answer text (tool-use echoes, reasoning): skipped. */
-const NON_TEXT_BLOCKS = new Set(['tool_use', 'tool_call', 'input_json_delta', 'thinking', 'redacted_thinking', 'reasoning', 'server_tool_use']);
+const NON_TEXT_BLOCKS = new Set(['tool_use', 'tool_call', 'input_json_delta', 'thinking', 'redacted_thinking', 'reasoning', 'reasoning_content', 'server_tool_use']);
+
+/** A non-empty string, or `undefined`. */
+const nonEmpty = (u: unknown): string | undefined => (typeof u === 'string' && u !== '' ? u : undefined);
+
+/**
+ * Reasoning in a content block, as LangChain's integrations put it: the standard
+ * `{ type: 'reasoning', reasoning, signature? }` (what the block translators give, and
+ * `toLangChain` streams), Anthropic's `{ type: 'thinking', thinking, signature }` and
+ * `{ type: 'redacted_thinking', data }` (ChatAnthropic; a stream's signature comes in a block of
+ * its own), Bedrock Converse's `{ type: 'reasoning_content', reasoningText: { text, signature } }`,
+ * a redacted block translated as `{ type: 'non_standard', value }`. `key`: the block's `index`
+ * (which block of a stream it continues).
+ */
+interface ReasoningPiece {
+  readonly key: unknown;
+  readonly text?: string | undefined;
+  readonly signature?: string | undefined;
+  readonly redactedData?: string | undefined;
+}
+
+function reasoningPiece(block: unknown): ReasoningPiece | undefined {
+  if (!isObject(block)) return undefined;
+  const key = block['index'];
+  switch (block['type']) {
+    case 'reasoning':
+      return { key, text: nonEmpty(block['reasoning']), signature: nonEmpty(block['signature']) };
+    case 'thinking':
+      return { key, text: nonEmpty(block['thinking']), signature: nonEmpty(block['signature']) };
+    case 'redacted_thinking':
+      return { key, redactedData: nonEmpty(block['data']) };
+    case 'reasoning_content': {
+      const reasoning = block['reasoningText'];
+      return isObject(reasoning) ? { key, text: nonEmpty(reasoning['text']), signature: nonEmpty(reasoning['signature']) } : { key, text: nonEmpty(reasoning) };
+    }
+    case 'non_standard': {
+      const value = block['value'];
+      return isObject(value) && value['type'] === 'redacted_thinking' ? { key, redactedData: nonEmpty(value['data']) } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Reasoning a message carries outside its content: `additional_kwargs.reasoning_content`
+ * (ChatOpenAI over DeepSeek and other OpenAI-compatible servers, ChatDeepSeek, OpenRouter),
+ * `additional_kwargs.reasoning` as a string (Groq) or a summary (OpenAI's Responses API).
+ */
+function kwargsReasoning(kwargs: unknown): string | undefined {
+  if (!isObject(kwargs)) return undefined;
+  const content = nonEmpty(kwargs['reasoning_content']);
+  if (content !== undefined) return content;
+  const reasoning = kwargs['reasoning'];
+  if (typeof reasoning === 'string') return nonEmpty(reasoning);
+  const summary = isObject(reasoning) ? reasoning['summary'] : undefined;
+  if (!Array.isArray(summary)) return undefined;
+  let text = '';
+  for (const part of summary as unknown[]) if (isObject(part) && typeof part['text'] === 'string') text += part['text'];
+  return nonEmpty(text);
+}
+
+/** A message's reasoning blocks: its content's reasoning blocks, or else what its `additional_kwargs` carry. */
+function reasoningOf(content: unknown, kwargs: unknown): ReasoningPart[] {
+  const parts: ReasoningPart[] = [];
+  if (Array.isArray(content)) {
+    for (const block of content as unknown[]) {
+      const piece = reasoningPiece(block);
+      if (piece === undefined || (piece.text === undefined && piece.signature === undefined && piece.redactedData === undefined)) continue;
+      const part: ReasoningPart = { text: piece.text ?? '' };
+      if (piece.signature !== undefined) part.signature = piece.signature;
+      if (piece.redactedData !== undefined) part.redactedData = piece.redactedData;
+      parts.push(part);
+    }
+  }
+  if (parts.length > 0) return parts;
+  const text = kwargsReasoning(kwargs);
+  return text === undefined ? [] : [{ text }];
+}
+
+/**
+ * Our reasoning as the content blocks LangChain's Anthropic integration sends back: a signed
+ * block as `{ type: 'thinking', thinking, signature }`, a redacted one as
+ * `{ type: 'redacted_thinking', data }`; unsigned reasoning is not sent.
+ */
+function thinkingBlocks(reasoning: readonly ReasoningPart[] | undefined): ContentBlock[] {
+  const blocks: ContentBlock[] = [];
+  for (const part of reasoning ?? []) {
+    if (part.signature !== undefined) blocks.push({ type: 'thinking', thinking: part.text, signature: part.signature });
+    else if (part.redactedData !== undefined) blocks.push({ type: 'redacted_thinking', data: part.redactedData });
+  }
+  return blocks;
+}
+
+/** The text of a content block: a string, a text block's text; `undefined` for any other block. */
+function blockText(block: unknown): string | undefined {
+  if (typeof block === 'string') return block;
+  if (isObject(block) && (block['type'] === 'text' || block['type'] === 'text_delta') && typeof block['text'] === 'string') return block['text'];
+  return undefined;
+}
 
 /** The text of a message's content: a string, or its text blocks; `undefined` for media. */
 function textOf(content: unknown): string | undefined {
@@ -51,15 +150,19 @@ function textOf(content: unknown): string | undefined {
   if (!Array.isArray(content)) return content === undefined || content === null ? '' : undefined;
   let text = '';
   for (const block of content as unknown[]) {
-    if (typeof block === 'string') text += block;
-    else if (isObject(block) && (block['type'] === 'text' || block['type'] === 'text_delta') && typeof block['text'] === 'string') text += block['text'];
+    const piece = blockText(block);
+    if (piece !== undefined) text += piece;
     else if (!(isObject(block) && NON_TEXT_BLOCKS.has(String(block['type'])))) return undefined;
   }
   return text;
 }
 
-/** Our conversation as LangChain messages. */
-function toMessages(messages: readonly Message[]): BaseMessage[] {
+/**
+ * Our conversation as LangChain messages. `thinking`: whether the chat model takes Anthropic's
+ * thinking blocks back (ChatAnthropic): then an assistant message's signed and redacted reasoning
+ * go first in its content.
+ */
+function toMessages(messages: readonly Message[], thinking: boolean): BaseMessage[] {
   return messages.map((message) => {
     switch (message.role) {
       case 'system':
@@ -71,8 +174,9 @@ function toMessages(messages: readonly Message[]): BaseMessage[] {
         const valid = calls.filter((c) => isObject(c.args) && !Array.isArray(c.args));
         // arguments the model sent as text that is not a JSON object: kept, as invalid tool calls
         const invalid = calls.filter((c) => !valid.includes(c));
+        const blocks = thinking ? thinkingBlocks(message.reasoning) : [];
         return new AIMessage({
-          content: message.content,
+          content: blocks.length > 0 ? (message.content === '' ? blocks : [...blocks, { type: 'text', text: message.content }]) : message.content,
           tool_calls: valid.map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
           invalid_tool_calls: invalid.map((c) => ({ id: c.id, name: c.name, args: argumentsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
         });
@@ -106,7 +210,10 @@ function fromMessages(messages: readonly BaseMessage[]): Message[] {
           ...(ai.invalid_tool_calls ?? []).map((c, j) => ({ id: c.id ?? `invalid_${i}_${j}`, name: c.name ?? '', args: c.args ?? '' })),
         ];
         for (const c of toolCalls) names.set(c.id, c.name);
-        return toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text };
+        const answer: Message = toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text };
+        // its reasoning, with what the model needs to accept it back (Anthropic's signature)
+        const reasoning = reasoningOf(message.content, message.additional_kwargs);
+        return reasoning.length > 0 ? { ...answer, reasoning } : answer;
       }
       case 'tool': {
         const tool = message as ToolMessage;
@@ -164,10 +271,18 @@ interface PendingCall {
 /** Pushed after a `.stream()`'s last chunk: the stream ended. */
 const END: unique symbol = Symbol('end of stream');
 
-/** Reads one `.stream()`'s chunks into model events; at {@link END}, the tool calls and the finish. */
+/**
+ * Reads one `.stream()`'s chunks into model events; at {@link END}, the tool calls and the finish.
+ * Reasoning, in the order the chunk's blocks give it: deltas of one block until a signature ends
+ * it (`reasoning-end` with it), or a block of another `index`, a redacted block, text, a tool call
+ * or the end (an unsigned `reasoning-end`).
+ */
 class ChunkReader {
   done = false;
   private chunks = 0;
+  /** Whether a reasoning block is open (deltas handed on, no `reasoning-end` yet), and its `index`. */
+  private thinking = false;
+  private thinkingKey: unknown = undefined;
   private readonly calls: PendingCall[] = [];
   private readonly byIndex = new Map<number, PendingCall>();
   private finishReason: string | undefined;
@@ -185,12 +300,37 @@ class ChunkReader {
     this.chunks++;
     if (!isObject(chunk)) return [];
     const out: TurnEvent[] = [];
-    const text = textOf(chunk['content']);
-    if (text !== undefined && text !== '') out.push({ type: 'text-delta', text });
+    const content = chunk['content'];
+    const blocks = Array.isArray(content) ? (content as unknown[]) : [];
+    if (!blocks.some((block) => reasoningPiece(block) !== undefined)) {
+      // reasoning outside the content (reasoning_content…) only when the content has none:
+      // OpenAI's Responses API gives the same summary in both
+      const reasoning = kwargsReasoning(chunk['additional_kwargs']);
+      if (reasoning !== undefined) this.reason({ key: undefined, text: reasoning }, out);
+      const text = textOf(content);
+      if (text !== undefined && text !== '') this.text(text, out);
+    } else {
+      // text and reasoning in the order of their blocks; text only when the content is text (no media)
+      const textual = textOf(content) !== undefined;
+      let text = '';
+      for (const block of blocks) {
+        const piece = reasoningPiece(block);
+        if (piece === undefined) {
+          if (textual) text += blockText(block) ?? '';
+          continue;
+        }
+        if (text !== '') this.text(text, out);
+        text = '';
+        this.reason(piece, out);
+      }
+      if (text !== '') this.text(text, out);
+    }
     const pieces = chunk['tool_call_chunks'];
     const whole = chunk['tool_calls'];
     if (Array.isArray(pieces) && pieces.length > 0) for (const piece of pieces as unknown[]) this.addPiece(piece);
     else if (Array.isArray(whole)) for (const call of whole as unknown[]) this.addWhole(call);
+    // a tool call ends the reasoning before it
+    if ((Array.isArray(pieces) && pieces.length > 0) || (Array.isArray(whole) && whole.length > 0)) this.endReasoning(out);
     const meta = chunk['response_metadata'];
     if (isObject(meta)) {
       const reason = meta['finish_reason'] ?? meta['stop_reason'] ?? meta['finishReason'] ?? meta['done_reason'];
@@ -211,6 +351,38 @@ class ChunkReader {
   /** {@link END} always comes: nothing to check when the events end. */
   end(): void {}
 
+  /** Answer text: it ends the reasoning before it. */
+  private text(text: string, out: TurnEvent[]): void {
+    this.endReasoning(out);
+    out.push({ type: 'text-delta', text });
+  }
+
+  /** A piece of reasoning: text of the open block (or of a new one), a signature, a redacted block. */
+  private reason(piece: ReasoningPiece, out: TurnEvent[]): void {
+    if (piece.redactedData !== undefined) {
+      this.endReasoning(out);
+      out.push({ type: 'reasoning-end', redactedData: piece.redactedData });
+      return;
+    }
+    // another block (its index differs): the open one ends
+    if (this.thinking && piece.key !== undefined && this.thinkingKey !== undefined && piece.key !== this.thinkingKey) this.endReasoning(out);
+    if (piece.text !== undefined) {
+      out.push({ type: 'reasoning-delta', text: piece.text });
+      this.thinking = true;
+      this.thinkingKey = piece.key;
+    }
+    // Anthropic's signature is its block's last piece
+    if (piece.signature !== undefined) {
+      out.push({ type: 'reasoning-end', signature: piece.signature });
+      this.thinking = false;
+    }
+  }
+
+  private endReasoning(out: TurnEvent[]): void {
+    if (this.thinking) out.push({ type: 'reasoning-end' });
+    this.thinking = false;
+  }
+
   /** The stream ended: its tool calls, then the finish. */
   private finish(): TurnEvent[] {
     this.done = true;
@@ -219,12 +391,9 @@ class ChunkReader {
     if (required && this.finishReason === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
     // OpenRouter's finish_reason for an answer the provider gave up on
     if (this.finishReason === 'error') throw new IncompleteStreamError(this.model, "finish reason 'error'", this.chunks);
-    const out: TurnEvent[] = this.calls.map((call, i) => ({
-      type: 'tool-call',
-      id: call.id || `call_${i}`,
-      name: call.name,
-      args: 'parsed' in call ? call.parsed : parseToolArguments(call.args),
-    }));
+    const out: TurnEvent[] = [];
+    this.endReasoning(out);
+    this.calls.forEach((call, i) => out.push({ type: 'tool-call', id: call.id || `call_${i}`, name: call.name, args: 'parsed' in call ? call.parsed : parseToolArguments(call.args) }));
     const reason: FinishReason =
       this.finishReason === undefined ? (this.calls.length > 0 ? 'tool-calls' : 'stop') : (FINISH_REASONS[this.finishReason] ?? 'other');
     const usage: Usage | undefined = this.input === undefined && this.output === undefined ? undefined : { inputTokens: this.input ?? 0, outputTokens: this.output ?? 0 };
@@ -294,6 +463,20 @@ export interface FromLangChainOptions {
 
 const fromProps = { id: NonEmptyString, requireFinishReason: Bool };
 
+/**
+ * Whether the chat model takes Anthropic's thinking blocks back in an assistant message's content
+ * (ChatAnthropic: `_llmType()` `'anthropic'`). Others are sent no reasoning: ChatOpenAI drops
+ * `thinking` blocks but passes `redacted_thinking` on, and a tool-call message whose content
+ * became an empty list is refused.
+ */
+function takesThinkingBlocks(chatModel: LangChainChatModel): boolean {
+  try {
+    return typeof chatModel._llmType === 'function' && chatModel._llmType() === 'anthropic';
+  } catch {
+    return false; // a chat model whose _llmType throws: sent no reasoning
+  }
+}
+
 /** The SDK's model name, when the chat model has one (`model`, `modelName`). */
 function modelName(chatModel: object): string | undefined {
   for (const key of ['model', 'modelName']) {
@@ -324,6 +507,16 @@ function modelName(chatModel: object): string | undefined {
  * See `requireFinishReason` for streams that end without a reason; a finish reason `error`
  * (OpenRouter's) is an `IncompleteStreamError`.
  *
+ * Reasoning, both ways: reasoning content blocks (standard `reasoning`, Anthropic's `thinking`
+ * and `redacted_thinking`, Bedrock's `reasoning_content`), or else `additional_kwargs`'
+ * `reasoning_content` / `reasoning` (OpenAI-compatible servers, Groq, OpenAI's Responses API) →
+ * `reasoning-delta`; a block's signature → its `reasoning-end` with it, a redacted block → a
+ * `reasoning-end` with `redactedData`; a block of another `index`, text, a tool call or the end
+ * ends a block unsigned. An assistant message's signed and redacted `reasoning` goes back first in
+ * its content, as the `thinking` / `redacted_thinking` blocks ChatAnthropic sends — to a chat
+ * model whose `_llmType()` is `'anthropic'` only (ChatOpenAI would pass `redacted_thinking` on,
+ * and send a tool-call message's emptied content list); unsigned reasoning is not sent.
+ *
  * Errors pass as the chat model throws them (ChatOpenAI rethrows the `openai` SDK's errors,
  * which `classifyError` reads: status, `retry-after`, the type of a mid-stream error).
  * **Construct the chat model with `maxRetries: 0`**: LangChain's own retries (6 by default for
@@ -348,8 +541,9 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   }
   const o = validateOptions('fromLangChain', fromProps, options);
   const id = o.id ?? `langchain:${modelName(chatModel) ?? (typeof chatModel._llmType === 'function' ? chatModel._llmType() : 'chat')}`;
+  const thinking = takesThinkingBlocks(chatModel);
   const open = (request: ModelRequest, signal: AbortSignal): Promise<AsyncIterable<unknown>> => {
-    const messages = toMessages(request.messages);
+    const messages = toMessages(request.messages, thinking);
     if (request.tools.length === 0) return chatModel.stream(messages, { signal });
     if (typeof chatModel.bindTools !== 'function') {
       return Promise.reject(new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'));
@@ -408,6 +602,9 @@ const LANGCHAIN_FINISH: Readonly<Record<FinishReason, string>> = {
 
 const usageMetadata = (usage: Usage) => ({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens });
 
+/** A chunk of one reasoning content block (no text). */
+const reasoningChunk = (block: ContentBlock): ChatGenerationChunk => new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: [block] }) });
+
 /** An observable that errors with the signal's reason when it aborts (and unsubscribes the source). */
 function untilAborted<T>(source: Observable<T>, signal: AbortSignal | undefined): Observable<T> {
   if (signal === undefined) return source;
@@ -461,17 +658,27 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
   }
 
   /**
-   * The model's events as chunks: text as content, each tool call as one complete
-   * `tool_call_chunks` entry, the finish as `usage_metadata` and
-   * `response_metadata.finish_reason`. A `reset` before anything was yielded is invisible; after,
-   * a chain can't take back what it got: the stream errors with {@link StreamRestartError} (use
+   * The model's events as chunks: text as content, reasoning as standard
+   * `{ type: 'reasoning', reasoning, index }` content blocks (a signature as the block's
+   * `signature`, a redacted block as `{ type: 'redacted_thinking', data }`: `contentBlocks` shows
+   * them, `.text` leaves them out), each tool call as one complete `tool_call_chunks` entry, the
+   * finish as `usage_metadata` and `response_metadata.finish_reason`. Text is a string until
+   * reasoning came, then indexed text blocks (so chunks concatenate into one block each). A
+   * `reset` before anything was yielded is invisible; after (reasoning included), a chain can't
+   * take back what it got: the stream errors with {@link StreamRestartError} (use
    * `midStream: 'continue'`). Aborting `options.signal`, or the consumer stopping, unsubscribes
    * (the model's requests are aborted).
    */
   override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
     const request = this.request(messages, options);
     let yielded = false;
-    let calls = 0;
+    /** The next content block's index: text, reasoning and tool calls share them. */
+    let next = 0;
+    /** The index of the text block being streamed, and of the open reasoning block. */
+    let textBlock: number | undefined;
+    let reasoningBlock: number | undefined;
+    /** Whether reasoning was streamed: text then goes in indexed blocks too. */
+    let blocks = false;
     for await (const event of eachValueFrom(untilAborted(streamModel(this.model, request), options.signal))) {
       let chunk: ChatGenerationChunk;
       switch (event.type) {
@@ -479,16 +686,27 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           if (yielded) throw new StreamRestartError(this.model.id, event, 'LangChain');
           continue;
         case 'reasoning-delta':
-        case 'reasoning-end':
-          continue;
+          if (event.text === '') continue;
+          reasoningBlock ??= next++;
+          chunk = reasoningChunk({ type: 'reasoning', reasoning: event.text, index: reasoningBlock });
+          break;
+        case 'reasoning-end': {
+          const open = reasoningBlock;
+          reasoningBlock = undefined;
+          if (event.redactedData !== undefined) chunk = reasoningChunk({ type: 'redacted_thinking', data: event.redactedData, index: next++ });
+          else if (event.signature !== undefined) chunk = reasoningChunk({ type: 'reasoning', reasoning: '', signature: event.signature, index: open ?? next++ });
+          else continue; // an unsigned end: the block just ends
+          break;
+        }
         case 'text-delta':
           if (event.text === '') continue;
-          chunk = new ChatGenerationChunk({ text: event.text, message: new AIMessageChunk({ content: event.text }) });
+          textBlock ??= next++;
+          chunk = new ChatGenerationChunk({ text: event.text, message: new AIMessageChunk({ content: blocks ? [{ type: 'text', text: event.text, index: textBlock }] : event.text }) });
           break;
         case 'tool-call':
           chunk = new ChatGenerationChunk({
             text: '',
-            message: new AIMessageChunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argumentsText(event.args), index: calls++ }] }),
+            message: new AIMessageChunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argumentsText(event.args), index: next++ }] }),
           });
           break;
         case 'finish': {
@@ -501,25 +719,64 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           break;
         }
       }
+      if (event.type === 'reasoning-delta' || event.type === 'reasoning-end') {
+        // text after reasoning is a block of its own
+        blocks = true;
+        textBlock = undefined;
+      }
       yielded = true;
       yield chunk;
+      // streaming callbacks (LangGraph's messages mode, streamEvents from .invoke) see text and reasoning
       if (event.type === 'text-delta') await runManager?.handleLLMNewToken(event.text, undefined, undefined, undefined, undefined, { chunk });
+      else if (event.type === 'reasoning-delta' || event.type === 'reasoning-end') await runManager?.handleLLMNewToken('', undefined, undefined, undefined, undefined, { chunk });
     }
   }
 
-  /** The model's answer as one message; a `reset` discards what was collected (nothing was shown). */
+  /**
+   * The model's answer as one message: text content, or — with reasoning — content blocks in
+   * their order (reasoning as in the stream: `{ type: 'reasoning', reasoning, signature? }`,
+   * `{ type: 'redacted_thinking', data }`); a `reset` discards what was collected (nothing was
+   * shown).
+   */
   override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
     const request = this.request(messages, options);
     let text = '';
     let calls: ToolCall[] = [];
+    /** The answer's blocks in order; the text block and the reasoning block still being added to. */
+    let parts: ContentBlock[] = [];
+    let textPart: { type: 'text'; text: string } | undefined;
+    let thinking: { type: 'reasoning'; reasoning: string; signature?: string } | undefined;
+    let reasoned = false;
     for await (const event of eachValueFrom(untilAborted(streamModel(this.model, request), options.signal))) {
       switch (event.type) {
         case 'reset':
           text = '';
           calls = [];
+          parts = [];
+          textPart = thinking = undefined;
+          reasoned = false;
           break;
         case 'text-delta':
+          if (event.text === '') break;
           text += event.text;
+          if (textPart === undefined) parts.push((textPart = { type: 'text', text: '' }));
+          textPart.text += event.text;
+          break;
+        case 'reasoning-delta':
+          if (event.text === '') break;
+          if (thinking === undefined) parts.push((thinking = { type: 'reasoning', reasoning: '' }));
+          thinking.reasoning += event.text;
+          textPart = undefined;
+          reasoned = true;
+          break;
+        case 'reasoning-end':
+          if (event.redactedData !== undefined) parts.push({ type: 'redacted_thinking', data: event.redactedData });
+          else if (event.signature !== undefined) {
+            if (thinking === undefined) parts.push({ type: 'reasoning', reasoning: '', signature: event.signature });
+            else thinking.signature = event.signature;
+          }
+          reasoned ||= event.redactedData !== undefined || event.signature !== undefined;
+          thinking = textPart = undefined;
           break;
         case 'tool-call':
           calls.push(event);
@@ -527,7 +784,7 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
         case 'finish': {
           const finish_reason = LANGCHAIN_FINISH[event.reason];
           const ai = new AIMessage({
-            content: text,
+            content: reasoned ? parts : text,
             tool_calls: calls.filter((c) => isObject(c.args) && !Array.isArray(c.args)).map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
             invalid_tool_calls: calls
               .filter((c) => !(isObject(c.args) && !Array.isArray(c.args)))
@@ -555,13 +812,18 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
  * chunk only) and `withRetry` (never while streaming) don't give.
  *
  * Messages become our conversation (text content; image blocks are an error: rxheal models take
- * text), tools bound with `bindTools` our tools. Streaming follows the model: text chunks, each
+ * text; an AI message's reasoning blocks — `reasoning`, `thinking`, `redacted_thinking`, or
+ * `additional_kwargs.reasoning_content` — its `reasoning`, signatures kept), tools bound with
+ * `bindTools` our tools. Streaming follows the model: text chunks, reasoning as standard
+ * `{ type: 'reasoning', reasoning }` content blocks (the signature as the block's `signature`, a
+ * redacted block as `{ type: 'redacted_thinking', data }`: `contentBlocks` shows them, `.text`
+ * and `StringOutputParser` leave them out; `.invoke()` puts them in the message likewise), each
  * tool call as one complete `tool_call_chunks` entry, a last chunk with `usage_metadata` and
  * `response_metadata.finish_reason`. **A LangChain stream can't take back what it delivered**:
  * with `fallbackModel`'s `midStream: 'continue'` a model dying mid-answer is continued in the
- * same stream; a `reset` after output (`midStream: 'restart'`) errors the stream with
- * {@link StreamRestartError} instead of splicing two attempts. `.invoke()` collects the answer (a
- * reset there just discards what was collected). `tool_choice` is not passed on.
+ * same stream; a `reset` after output, reasoning included (`midStream: 'restart'`), errors the
+ * stream with {@link StreamRestartError} instead of splicing two attempts. `.invoke()` collects
+ * the answer (a reset there just discards what was collected). `tool_choice` is not passed on.
  *
  * @example
  * ```ts
