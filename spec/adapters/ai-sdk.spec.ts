@@ -19,7 +19,8 @@ import {
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
 import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
 import { expect } from 'chai';
-import { concat, from, Observable, throwError, timer } from 'rxjs';
+import * as t from 'io-ts';
+import { concat, from, lastValueFrom, Observable, throwError, timer, toArray } from 'rxjs';
 import { fromAiSdk, StreamRestartError, toAiSdk, type LanguageModelV4Like } from '../../src/adapters/ai-sdk.js';
 import { classifyError } from '../../src/core/classify.js';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors.js';
@@ -27,6 +28,8 @@ import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
@@ -377,7 +380,7 @@ describe('rxheal/ai-sdk', function () {
         ]);
       });
 
-      it('requests: an assistant message’s signed and redacted reasoning go first, as reasoning parts with providerOptions.anthropic; unsigned reasoning is not sent', async () => {
+      it('requests: an assistant message’s reasoning goes first, as reasoning parts: signed and redacted with providerOptions.anthropic, unsigned as text', async () => {
         const model = mock(...text('ok'), finish());
         const request = afterWeather('call_1');
         const messages = request.messages.map((m) =>
@@ -389,9 +392,27 @@ describe('rxheal/ai-sdk', function () {
           content: [
             { type: 'reasoning', text: 'Paris, celsius.', providerOptions: { anthropic: { signature: 'sig-1' } } },
             { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'EmwK' } } },
+            { type: 'reasoning', text: 'unsigned musing' },
             { type: 'tool-call', toolCallId: 'call_1', toolName: 'get_weather', input: { city: 'Paris', units: 'celsius' } },
           ],
         });
+      });
+
+      it('with thinking on against rxheal/server (which refuses a tool turn sent back without its reasoning, as the APIs do): @ai-sdk/openai-compatible (DeepSeek-style reasoning_content) and @ai-sdk/anthropic (signed thinking) complete a tool turn under runAgent', async () => {
+        const thinkingOn = { type: 'enabled', budget_tokens: 1024 };
+        const models: [string, Model][] = [
+          ['openai-compatible', fromAiSdk(compat(server), { settings: { providerOptions: { local: { thinking: thinkingOn } } } })],
+          ['anthropic', fromAiSdk(claude(server), { settings: { maxOutputTokens: 2048, providerOptions: { anthropic: { thinking: thinkingOn } } } })],
+        ];
+        for (const [name, model] of models) {
+          const before = server.requests.length;
+          const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+          const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+          expect(server.requests.slice(before).map((r) => r.status), name).to.deep.equal([200, 200]);
+          expect(events.filter((e) => e.type === 'reasoning-delta').length, name).to.be.greaterThan(4);
+          const last = events.at(-1);
+          expect(last?.type === 'message' && last.message.content, name).to.equal('It is 22 °C and sunny in NYC.');
+        }
       });
 
       describe('the real @ai-sdk/anthropic provider on a recorded extended-thinking stream (served by its fetch)', () => {

@@ -186,11 +186,14 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
         break;
       case 'assistant': {
         const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
-        // reasoning first, as the model gave it: a signed (or redacted) block is what Anthropic
-        // needs back; unsigned reasoning is kept for the record, never sent
+        // reasoning first, as the model gave it (as the AI SDK itself sends it back): a signed or
+        // redacted block is what Anthropic needs back (unsigned ones it drops, with a warning);
+        // unsigned text is what @ai-sdk/openai-compatible sends as reasoning_content (DeepSeek's
+        // thinking mode refuses a tool-call turn without it)
         for (const part of message.reasoning ?? []) {
           const providerOptions = sealMetadata(part);
           if (providerOptions !== undefined) content.push({ type: 'reasoning', text: part.text, providerOptions });
+          else if (part.text !== '') content.push({ type: 'reasoning', text: part.text });
         }
         if (message.content !== '') content.push({ type: 'text', text: message.content });
         for (const call of message.toolCalls ?? []) content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
@@ -520,9 +523,10 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * signature on a delta, redacted data on the start); blocks open at once stream one at a time
  * (the others' text follows when the first ends), a block never ended ends at the finish, and a
  * block with neither text nor seal (OpenAI's unsummarised reasoning) is dropped. An assistant
- * message's signed or redacted `reasoning` goes back first in its content, as `reasoning` parts
- * with `providerOptions.anthropic.signature` / `.redactedData` (Anthropic's thinking blocks);
- * unsigned reasoning is not sent.
+ * message's `reasoning` goes back first in its content, as `reasoning` parts: signed or redacted
+ * ones with `providerOptions.anthropic.signature` / `.redactedData` (Anthropic's thinking
+ * blocks), unsigned ones as text (`@ai-sdk/openai-compatible` sends it as `reasoning_content`;
+ * `@ai-sdk/anthropic` drops it with a warning) — as the AI SDK sends its own steps back.
  *
  * Errors (each one `classifyError` understands): `doStream` rejecting passes as is (the AI SDK's
  * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
