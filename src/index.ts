@@ -71,7 +71,7 @@ export type { CircuitBreakOptions } from './operators/circuitBreak.js';
 export { abortable } from './core/abortable.js';
 export type { AbortContext } from './core/abortable.js';
 export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model.js';
-export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolSpec } from './core/model.js';
+export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model.js';
 export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
 export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';

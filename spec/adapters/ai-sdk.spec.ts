@@ -640,6 +640,31 @@ describe('rxheal/ai-sdk', function () {
       expect(await result.totalUsage).to.deep.include({ inputTokens: 7, outputTokens: 2, totalTokens: 9 });
     });
 
+    it("streamText's toolChoice becomes the request's toolChoice (every rxheal model gets it: a real one sends tool_choice), and fromAiSdk hands it on as the AI SDK's", async () => {
+      const getWeather = tool({
+        description: 'Current weather for a city',
+        inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+      });
+      const before = server.requests.length;
+      const seen: unknown[] = [];
+      const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+      const spy: Model = { id: 'spy', stream: (request, context) => (seen.push(request.toolChoice), real.stream(request, context)) };
+      for (const toolChoice of ['required', { type: 'tool', toolName: 'get_weather' }, 'none'] as const) {
+        await streamText({ model: toAiSdk(spy), tools: { get_weather: getWeather }, toolChoice, prompt: "What's the weather in Paris?", maxRetries: 0 }).consumeStream();
+      }
+      expect(seen).to.deep.equal(['required', { tool: 'get_weather' }, 'none']);
+      expect(server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).to.deep.equal([
+        'required',
+        { type: 'function', function: { name: 'get_weather' } },
+        'none',
+      ]);
+      // and the other way: our toolChoice reaches an AI SDK model as its own
+      const model = mock(finish());
+      await turn(fromAiSdk(model), { ...ask('x', [WEATHER_TOOL]), toolChoice: { tool: 'get_weather' } });
+      await turn(fromAiSdk(model), { ...ask('x', [WEATHER_TOOL]), toolChoice: 'required' });
+      expect(model.doStreamCalls.map((c) => c.toolChoice)).to.deep.equal([{ type: 'tool', toolName: 'get_weather' }, { type: 'required' }]);
+    });
+
     it("a real rxheal model (openAICompatibleModel) with the AI SDK's tools: streamText calls the tool and answers from its result", async () => {
       const getWeather = tool({
         description: 'Current weather for a city',

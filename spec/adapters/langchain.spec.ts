@@ -357,6 +357,47 @@ describe('rxheal/langchain', function () {
       expect(requests[0]!.tools[0]!.parameters).to.have.nested.property('properties.city.type', 'string');
     });
 
+    it("tool_choice (bound, or per call) becomes the request's toolChoice in every LangChain spelling; a real model sends it as tool_choice", async () => {
+      const requests: ModelRequest[] = [];
+      const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+      const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };
+      const weather = { type: 'function' as const, function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } };
+      const before = server.requests.length;
+      for (const tool_choice of ['any', 'required', 'none', 'auto', 'get_weather', { type: 'function', function: { name: 'get_weather' } }, { type: 'tool', name: 'get_weather' }]) {
+        await toLangChain(spy).bindTools([weather], { tool_choice }).invoke("What's the weather in Paris?");
+      }
+      await toLangChain(spy).bindTools([weather]).invoke("What's the weather in Paris?", { tool_choice: 'none' } as never);
+      expect(requests.map((r) => r.toolChoice)).to.deep.equal(['required', 'required', 'none', 'auto', { tool: 'get_weather' }, { tool: 'get_weather' }, { tool: 'get_weather' }, 'none']);
+      expect(server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).to.deep.equal([
+        'required',
+        'required',
+        'none',
+        'auto',
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'function', function: { name: 'get_weather' } },
+        'none',
+      ]);
+    });
+
+    it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) gives the tool call's arguments", async () => {
+      const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather' });
+      expect(await structured.invoke("What's the weather in Paris?")).to.deep.equal({ city: 'Paris', units: 'celsius' });
+      const raw = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather', includeRaw: true });
+      const both = await raw.invoke("What's the weather in Oslo?");
+      expect(both.parsed).to.deep.equal({ city: 'Oslo', units: 'celsius' });
+      expect(both.raw.getType()).to.equal('ai');
+    });
+
+    it("fromLangChain binds the request's toolChoice: ChatOpenAI sends it as tool_choice ('required' as is)", async () => {
+      const before = server.requests.length;
+      await turn(fromLangChain(chatOpenAI(server)), { ...ask("What's the weather in Paris?", [WEATHER_TOOL]), toolChoice: 'required' });
+      await turn(fromLangChain(chatOpenAI(server)), { ...ask("What's the weather in Paris?", [WEATHER_TOOL]), toolChoice: { tool: 'get_weather' } });
+      const sent = server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice);
+      expect(sent[0]).to.equal('required');
+      expect(sent[1]).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
+    });
+
     it('a tool loop over a real rxheal model (openAICompatibleModel against rxheal/server): tool call, ToolMessage, answer', async () => {
       const chat = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).bindTools([
         { type: 'function', function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } },

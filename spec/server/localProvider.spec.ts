@@ -748,6 +748,35 @@ describe('local provider', () => {
     });
   });
 
+  describe('tool_choice, honoured as the APIs do', () => {
+    let server: LocalProvider;
+    before(async () => {
+      server = await startLocalProvider({ name: 'tool-choice', tokenDelayMs: 0 });
+    });
+    after(() => server.close());
+    const toolsCalled = async (response: Response): Promise<string[]> =>
+      (await events(response)).flatMap((e) => {
+        if (e.data === '[DONE]') return [];
+        const block = e.data['content_block'] as { type?: string; name?: string } | undefined;
+        if (block?.type === 'tool_use') return [block.name!];
+        const calls = (e.data['choices'] as { delta: { tool_calls?: { function?: { name?: string } }[] } }[] | undefined)?.[0]?.delta.tool_calls ?? [];
+        return calls.flatMap((c) => (c.function?.name ? [c.function.name] : []));
+      });
+    const weather = "What's the weather in NYC?";
+    const anthropicTool = { name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } };
+
+    it("'none' offers no tool; a named tool only that one; otherwise the assistant decides (OpenAI and Anthropic formats)", async () => {
+      const openai = (extra: Record<string, unknown>) => post(`${server.openAIBaseURL}/chat/completions`, openAIBody(weather, { tools: [weatherSpec], ...extra }));
+      expect(await toolsCalled(await openai({}))).to.deep.equal(['get_weather']);
+      expect(await toolsCalled(await openai({ tool_choice: 'none' }))).to.deep.equal([]);
+      expect(await toolsCalled(await openai({ tool_choice: { type: 'function', function: { name: 'knowledge_search' } } }))).to.deep.equal([]);
+      const anthropic = (extra: Record<string, unknown>) => post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody(weather, { tools: [anthropicTool], ...extra }));
+      expect(await toolsCalled(await anthropic({ tool_choice: { type: 'any' } }))).to.deep.equal(['get_weather']);
+      expect(await toolsCalled(await anthropic({ tool_choice: { type: 'none' } }))).to.deep.equal([]);
+      expect(await toolsCalled(await anthropic({ tool_choice: { type: 'tool', name: 'get_weather' } }))).to.deep.equal(['get_weather']);
+    });
+  });
+
   describe('extended thinking, as the real APIs ask it back', () => {
     let server: LocalProvider;
     before(async () => {

@@ -41,7 +41,7 @@ import type {
 import { Observable, Subscriber, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
 import type { FinishReason, Message, ReasoningEnd, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
-import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
+import { streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
 import { NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
 import { parseToolArguments, PlainObject } from '../sources/providers/sse.js';
@@ -583,11 +583,17 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
         ...(request as RequestWithSettings)[CALL_SETTINGS],
         prompt: toPrompt(request.messages),
         ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
+        ...(request.toolChoice !== undefined && request.tools.length > 0 ? { toolChoice: aiSdkToolChoice(request.toolChoice) } : {}),
         abortSignal: context.signal,
       };
       return decodeParts(() => doStream(call), new PartDecoder(id));
     },
   };
+}
+
+/** Our tool choice in the AI SDK's words. */
+function aiSdkToolChoice(choice: ToolChoice): NonNullable<LanguageModelV3CallOptions['toolChoice']> {
+  return typeof choice === 'object' ? { type: 'tool', toolName: choice.tool } : { type: choice };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -676,11 +682,13 @@ function toRequest(options: LanguageModelV3CallOptions): { request: RequestWithS
     else warnings.push({ type: 'unsupported', feature: `provider tool ${tool.name}`, details: 'rxheal models take function tools' });
   }
   // eslint-disable-next-line @typescript-eslint/no-unused-vars -- what is not a setting
-  const { prompt, tools: _tools, abortSignal: _signal, includeRawChunks: _raw, ...rest } = options;
+  const { prompt, tools: _tools, abortSignal: _signal, includeRawChunks: _raw, toolChoice, ...rest } = options;
   // the AI SDK passes every setting, most as undefined: only those set travel
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(rest)) if (value !== undefined) settings[key] = value;
-  const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, [CALL_SETTINGS]: settings as AiSdkCallSettings };
+  // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
+  const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
+  const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
   return { request, warnings };
 }
 

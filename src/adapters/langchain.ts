@@ -27,7 +27,7 @@ import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { endWith, Observable, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError } from '../core/errors.js';
 import type { FinishReason, Message, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
-import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
+import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
 import { decodeEvents, parseToolArguments } from '../sources/providers/sse.js';
@@ -232,6 +232,35 @@ function toToolSpecs(tools: readonly BindToolsInput[]): ToolSpec[] {
     const fn = convertToOpenAITool(tool as Parameters<typeof convertToOpenAITool>[0]).function;
     return { name: fn.name, description: fn.description ?? '', parameters: fn.parameters };
   });
+}
+
+/**
+ * Our tool choice as a LangChain `tool_choice`: `'auto'`, `'none'`, a tool's name, and for
+ * `'required'` ChatAnthropic's `'any'` or everyone else's `'required'` (`anthropic`: the model is
+ * ChatAnthropic).
+ */
+function toToolChoice(choice: ToolChoice, anthropic: boolean): string {
+  if (typeof choice === 'object') return choice.tool;
+  return choice === 'required' ? (anthropic ? 'any' : 'required') : choice;
+}
+
+/**
+ * A LangChain `tool_choice` as ours: `'auto'` / `'none'`; `'any'` or `'required'` → `'required'`;
+ * a tool's name, OpenAI's `{ type: 'function', function: { name } }` or Anthropic's
+ * `{ type: 'tool', name }` → that tool; `{ type: 'auto' | 'any' | 'none' }` likewise. Anything else
+ * is left to the model (undefined).
+ */
+function fromToolChoice(choice: unknown): ToolChoice | undefined {
+  if (typeof choice === 'string') {
+    if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+    if (choice === 'any') return 'required';
+    return choice === '' ? undefined : { tool: choice };
+  }
+  if (!isObject(choice)) return undefined;
+  const fn = choice['function'];
+  if (isObject(fn) && typeof fn['name'] === 'string') return { tool: fn['name'] };
+  if (choice['type'] === 'tool' && typeof choice['name'] === 'string') return { tool: choice['name'] };
+  return typeof choice['type'] === 'string' && choice['type'] !== 'tool' && choice['type'] !== 'function' ? fromToolChoice(choice['type']) : undefined;
 }
 
 /** Our tool specs in OpenAI's format, which every LangChain chat model's `bindTools` takes. */
@@ -548,7 +577,8 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
     if (typeof chatModel.bindTools !== 'function') {
       return Promise.reject(new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'));
     }
-    return chatModel.bindTools(toOpenAITools(request.tools)).stream(messages, { signal });
+    const choice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice, thinking);
+    return chatModel.bindTools(toOpenAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, { signal });
   };
   return {
     id,
@@ -654,7 +684,9 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
   }
 
   private request(messages: BaseMessage[], options: this['ParsedCallOptions']): ModelRequest {
-    return { messages: fromMessages(messages), tools: toToolSpecs(options.tools ?? []) };
+    const tools = toToolSpecs(options.tools ?? []);
+    const toolChoice = fromToolChoice(options.tool_choice);
+    return toolChoice === undefined ? { messages: fromMessages(messages), tools } : { messages: fromMessages(messages), tools, toolChoice };
   }
 
   /**
@@ -736,7 +768,8 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
    * The model's answer as one message: text content, or — with reasoning — content blocks in
    * their order (reasoning as in the stream: `{ type: 'reasoning', reasoning, signature? }`,
    * `{ type: 'redacted_thinking', data }`); a `reset` discards what was collected (nothing was
-   * shown).
+   * shown). An `AIMessageChunk`, as `BaseChatModel` expects (its `withStructuredOutput` parser
+   * takes nothing else), with each tool call as a whole `tool_call_chunks` entry.
    */
   override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
     const request = this.request(messages, options);
@@ -783,12 +816,12 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           break;
         case 'finish': {
           const finish_reason = LANGCHAIN_FINISH[event.reason];
-          const ai = new AIMessage({
+          // an AIMessageChunk, as BaseChatModel's own code expects (withStructuredOutput's parser
+          // refuses anything else); its tool calls from whole chunks: arguments that are not a
+          // JSON object become invalid_tool_calls, as LangChain parses them
+          const ai = new AIMessageChunk({
             content: reasoned ? parts : text,
-            tool_calls: calls.filter((c) => isObject(c.args) && !Array.isArray(c.args)).map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
-            invalid_tool_calls: calls
-              .filter((c) => !(isObject(c.args) && !Array.isArray(c.args)))
-              .map((c) => ({ id: c.id, name: c.name, args: argumentsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
+            tool_call_chunks: calls.map((c, index) => ({ type: 'tool_call_chunk' as const, id: c.id, name: c.name, args: argumentsText(c.args), index })),
             response_metadata: { finish_reason },
             ...(event.usage ? { usage_metadata: usageMetadata(event.usage) } : {}),
           });
@@ -823,7 +856,8 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
  * with `fallbackModel`'s `midStream: 'continue'` a model dying mid-answer is continued in the
  * same stream; a `reset` after output, reasoning included (`midStream: 'restart'`), errors the
  * stream with {@link StreamRestartError} instead of splicing two attempts. `.invoke()` collects
- * the answer (a reset there just discards what was collected). `tool_choice` is not passed on.
+ * the answer (a reset there just discards what was collected). `tool_choice` (bound with
+ * `bindTools(tools, { tool_choice })` or given per call) becomes the request's `toolChoice`.
  *
  * @example
  * ```ts

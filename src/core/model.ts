@@ -13,11 +13,26 @@ export interface ToolSpec {
   readonly parameters?: unknown;
 }
 
-/** One request to a model: the whole conversation so far and the tools it may call. */
+/**
+ * Whether the model must call a tool: `'auto'` (it decides: what providers do without one),
+ * `'none'` (it must not), `'required'` (some tool), or `{ tool: name }` (that one). Each provider
+ * gets it in its own words (OpenAI's `tool_choice`, Anthropic's `{ type: 'any' | 'tool' … }`, the
+ * AI SDK's `toolChoice`, LangChain's `tool_choice`).
+ *
+ * @example
+ * ```ts
+ * const request: ModelRequest = { messages, tools: [weatherSpec], toolChoice: { tool: 'get_weather' } };
+ * ```
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
+
+/** One request to a model: the whole conversation so far, the tools it may call and, optionally, whether it must. */
 export interface ModelRequest {
   /** The conversation, system instruction first when there is one. */
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
+  /** Whether it must call a tool; the provider's default (the model decides) when absent. */
+  readonly toolChoice?: ToolChoice;
 }
 
 /**

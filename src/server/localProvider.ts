@@ -23,6 +23,7 @@ import {
   anthropicFrames,
   asksForThinking,
   thinkingSignature,
+  toolsAllowed,
   anthropicJson,
   argumentPieces,
   BadRequest,
@@ -490,7 +491,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         return json(res, 400, errorBody(protocol, 400, error.message), headers);
       }
       const model = typeof body['model'] === 'string' ? body['model'] : 'local';
-      const request: AssistantRequest = { protocol, model, ...conversation };
+      // tool_choice honoured as the APIs do: 'none' offers no tool, a named one only that one
+      const request: AssistantRequest = { protocol, model, messages: conversation.messages, tools: toolsAllowed(body, conversation.tools) };
       const turn: AssistantTurn = assistant(request);
       let calls: ToolCallOut[] = (turn.toolCalls ?? []).map((c, i) => ({
         id: protocol === 'openai' ? `call_${record.id.slice(4)}_${i}` : `toolu_${record.id.slice(4)}_${i}`,

@@ -244,6 +244,20 @@ export class BadRequest extends Error {
   }
 }
 
+/**
+ * The tools a request's `tool_choice` leaves the assistant: none for `'none'` (OpenAI) or
+ * `{ type: 'none' }` (Anthropic), only the named one for `{ type: 'function', function: { name } }`
+ * or `{ type: 'tool', name }`, all of them otherwise.
+ */
+export function toolsAllowed<T extends { readonly name: string }>(body: Record<string, unknown>, tools: readonly T[]): T[] {
+  const choice = body['tool_choice'];
+  const kind = isRecord(choice) ? choice['type'] : choice;
+  if (kind === 'none') return [];
+  const fn = isRecord(choice) ? choice['function'] : undefined;
+  const name = isRecord(fn) ? fn['name'] : isRecord(choice) && kind === 'tool' ? choice['name'] : undefined;
+  return typeof name === 'string' ? tools.filter((t) => t.name === name) : [...tools];
+}
+
 // ---- extended thinking: asked for, signed, and required back -------------------------------
 
 /**

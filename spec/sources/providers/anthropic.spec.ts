@@ -4,7 +4,7 @@ import { firstValueFrom, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
-import { streamModel } from '../../../src/core/model.js';
+import { streamModel, type ModelRequest } from '../../../src/core/model.js';
 import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../../src/sources/providers/anthropic.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
@@ -105,6 +105,19 @@ describe('anthropicModel', () => {
           { name: 'now', description: 'The time', input_schema: { type: 'object', properties: {} } },
         ],
       });
+    });
+  });
+
+  describe('tool choice', () => {
+    it("toolChoice → tool_choice: auto, none, any (for 'required'), tool with its name; none without tools or without a choice", () => {
+      const sent = (toolChoice?: ModelRequest['toolChoice'], tools = [weatherTool]) =>
+        anthropicRequestBody('claude', 1, { messages: [{ role: 'user', content: 'x' }], tools, ...(toolChoice ? { toolChoice } : {}) })['tool_choice'];
+      expect(sent('auto')).to.deep.equal({ type: 'auto' });
+      expect(sent('none')).to.deep.equal({ type: 'none' });
+      expect(sent('required')).to.deep.equal({ type: 'any' });
+      expect(sent({ tool: 'get_weather' })).to.deep.equal({ type: 'tool', name: 'get_weather' });
+      expect(sent()).to.equal(undefined);
+      expect(sent('required', [])).to.equal(undefined);
     });
   });
 

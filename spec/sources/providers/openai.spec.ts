@@ -4,7 +4,7 @@ import { firstValueFrom, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { classifyError } from '../../../src/core/classify.js';
 import { HttpError, InvalidOptionError } from '../../../src/core/errors.js';
 import type { Message, TurnEvent } from '../../../src/core/events.js';
-import { streamModel } from '../../../src/core/model.js';
+import { streamModel, type ModelRequest } from '../../../src/core/model.js';
 import { openAICompatibleModel, openAIRequestBody } from '../../../src/sources/providers/openai.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../../src/sources/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../../src/server/index.js';
@@ -85,6 +85,19 @@ describe('openAICompatibleModel', () => {
           { type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {} } } },
         ],
       });
+    });
+  });
+
+  describe('tool choice', () => {
+    it("toolChoice → tool_choice: 'auto', 'none', 'required' as they are, { tool } as a function; none without tools or without a choice", () => {
+      const tools = [weatherTool];
+      const sent = (toolChoice?: ModelRequest['toolChoice'], withTools = tools) => openAIRequestBody('m', { messages: [{ role: 'user', content: 'x' }], tools: withTools, ...(toolChoice ? { toolChoice } : {}) })['tool_choice'];
+      expect(sent('auto')).to.equal('auto');
+      expect(sent('none')).to.equal('none');
+      expect(sent('required')).to.equal('required');
+      expect(sent({ tool: 'get_weather' })).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
+      expect(sent()).to.equal(undefined);
+      expect(sent('required', [])).to.equal(undefined);
     });
   });
 

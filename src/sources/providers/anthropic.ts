@@ -172,6 +172,8 @@ export function anthropicRequestBody(
       description: tool.description,
       input_schema: tool.parameters ?? { type: 'object', properties: {} },
     }));
+    const choice = request.toolChoice;
+    if (choice !== undefined) body['tool_choice'] = typeof choice === 'object' ? { type: 'tool', name: choice.tool } : { type: choice === 'required' ? 'any' : choice };
   }
   return body;
 }
@@ -411,7 +413,8 @@ export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent
 /**
  * A {@link Model} speaking Anthropic's Messages API with `stream: true`, over `fetch`.
  *
- * Requests: system messages become the top-level `system`; tool results become user
+ * Requests: `toolChoice` → `tool_choice` (`auto`, `none`, `any` for `'required'`, `tool` with
+ * its name); system messages become the top-level `system`; tool results become user
  * `tool_result` blocks (`is_error` kept), assistant tool calls `tool_use` blocks (arguments that
  * are not an object are sent as `{}`), an assistant message's signed reasoning `thinking` blocks
  * and its redacted reasoning `redacted_thinking` blocks, first (so a tool-use turn with extended

@@ -130,6 +130,8 @@ export function openAIRequestBody(model: string, request: ModelRequest, extra: R
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: parametersOf(tool) },
     }));
+    const choice = request.toolChoice;
+    if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
   }
   return body;
 }
@@ -381,7 +383,9 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * `stream_options.include_usage`), over `fetch`: OpenAI itself, or any compatible server (vLLM,
  * Ollama, LiteLLM, OpenRouter, the local provider of `rxheal/server`…).
  *
- * Requests: our messages map to `system` / `user` / `assistant` (with `tool_calls`, and the
+ * Requests: `toolChoice` → `tool_choice` (`'auto'` / `'none'` / `'required'`, or
+ * `{ type: 'function', function: { name } }`); our messages map to `system` / `user` /
+ * `assistant` (with `tool_calls`, and the
  * message's unsigned reasoning as `reasoning_content`, as the AI SDK's OpenAI-compatible provider
  * sends it: DeepSeek's thinking mode refuses a tool-call turn without it) / `tool` (with
  * `tool_call_id`) messages, tools to `function` definitions (`ToolSpec.parameters` as the JSON
