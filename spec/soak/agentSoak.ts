@@ -60,7 +60,7 @@ import { IncompleteStreamError, MalformedStreamError } from '../../src/sources/p
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { scriptedAssistant, startLocalProvider, type Fault, type LocalProvider } from '../../src/server/index.js';
-import { describeEvent, finish, textDeltas, toolCall } from '../../src/testing/index.js';
+import { describeEvent, finish, reasoning, textDeltas, toolCall } from '../../src/testing/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // seeded randomness
@@ -411,6 +411,8 @@ interface RunTrace {
   active: number;
   readonly problems: string[];
   callIds: number;
+  /** The reasoning texts the models emitted (half the turns reason first, some signed). */
+  readonly thoughts: Set<string>;
 }
 
 const LookupArgs = t.type({ q: t.string, nonce: t.string });
@@ -492,7 +494,11 @@ function soakModel(id: string, s: Scenario, rng: Rng, trace: RunTrace, stalls: S
           trace.faults.push(`model:${fault}`);
           const call: ModelCall = { model: id, base, kind: planned.kind, continuation, fault, delivered: false };
           trace.calls.push(call);
+          // half the turns reason first (a block, signed half the time): it must never reach the text
+          const thought = rng.chance(0.5) ? `Planning ${planned.kind} as ${id} (${++trace.callIds}).` : undefined;
+          if (thought !== undefined) trace.thoughts.add(thought);
           const content: TurnEvent[] = [
+            ...(thought === undefined ? [] : reasoning(thought, rng.chance(0.5) ? `sig-${trace.callIds}` : undefined)),
             ...textDeltas(text),
             ...planned.tools.map((name) => {
               const nonce = `${s.index}-${id}-${++trace.callIds}`;
@@ -753,6 +759,13 @@ function checkRun(trace: RunTrace, outcomes: Histogram, healing: Histogram): voi
       if (final.message.content !== expected) {
         problems.push(`final answer ${JSON.stringify(final.message.content)} != the attempt's whole text ${JSON.stringify(expected)} (${s.midStream})`);
       }
+      // its reasoning: the blocks the models emitted, each apart — whole, or (unsigned) cut where a
+      // model died before a continuation took over; never two models' reasoning spliced
+      for (const part of final.message.reasoning ?? []) {
+        const whole = trace.thoughts.has(part.text);
+        const cut = !whole && part.signature === undefined && [...trace.thoughts].some((t) => t.startsWith(part.text) && part.text !== '');
+        if (!whole && !cut) problems.push(`final answer's reasoning ${JSON.stringify(part.text)} is no block a model emitted (whole, or cut unsigned)`);
+      }
     }
   } else {
     const { label, problem } = terminalOutcome(trace.error, s, trace.faults);
@@ -815,7 +828,7 @@ export function runAgentSoak(options: AgentSoakOptions): SoakReport {
           at += batchRng.int(0, 3_000);
           const rng = new Rng(Rng.derive(seed, batch, i));
           const s = generateScenario(rng, batch, index, at);
-          const trace: RunTrace = { scenario: s, hub: new HealHub(), events: [], error: undefined, completed: false, endedAt: undefined, calls: [], faults: [], bookings: new Map(), active: 0, problems: [], callIds: 0 };
+          const trace: RunTrace = { scenario: s, hub: new HealHub(), events: [], error: undefined, completed: false, endedAt: undefined, calls: [], faults: [], bookings: new Map(), active: 0, problems: [], callIds: 0, thoughts: new Set() };
           traces.push(trace);
           asyncScheduler.schedule(() => {
             try {

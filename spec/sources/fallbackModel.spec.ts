@@ -324,6 +324,19 @@ describe('fallbackModel', () => {
       });
     });
 
+    it("'continue' when the failed model died inside a reasoning block: the block ends there (unsigned), the next model's reasoning is a block of its own", () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
+        const half: TurnEvent = { type: 'reasoning-delta', text: 'Now the rest' };
+        const secondary = scripted('secondary', cold('-r-#', { r: half }, e503));
+        const own: TurnEvent = { type: 'reasoning-delta', text: 'Continue after "is".' };
+        const tertiary = scripted('tertiary', cold('-o-s-(f|)', { o: own, s: delta(' sunny.'), f: stop }));
+        const model = fallbackModel([primary, secondary, tertiary], { midStream: 'continue' });
+        const cut: TurnEvent = { type: 'reasoning-end' };
+        expectObservable(streamModel(model, request)).toBe('-a-b-c--r-xo-s-(f|)', { ...partialValues, r: half, x: cut, o: own, s: delta(' sunny.'), f: stop });
+      });
+    });
+
     it("'continue' after reasoning alone (no text yet): nothing to continue, the next model starts over after a reset", () => {
       testScheduler().run(({ cold, expectObservable, flush }) => {
         const think: TurnEvent = { type: 'reasoning-delta', text: 'Hmm' };

@@ -92,8 +92,9 @@ export interface FallbackModelOptions {
    *   and {@link DEFAULT_CONTINUE_INSTRUCTION} (a user message); emit only the continuation, with
    *   any repeat of the partial text's tail trimmed. A turn that already emitted a `tool-call`
    *   cannot be continued: it restarts as with `'restart'`; nor can one that showed only
-   *   reasoning (no text yet). Reasoning shown stays; the next model's own reasoning passes on
-   *   as it comes (it never counts as a repeat of the text).
+   *   reasoning (no text yet). Reasoning shown stays (a block the failed model was still in
+   *   ends there, unsigned); the next model's own reasoning passes on as it comes (it never
+   *   counts as a repeat of the text).
    * - `'error'`: no fallback after the first event; the error passes on unchanged.
    */
   readonly midStream?: 'restart' | 'continue' | 'error';
@@ -261,6 +262,8 @@ class FallbackTurn {
   private readonly text: TextBuffer;
   private toolCalled = false;
   private visible = false;
+  /** A reasoning block shown and not ended (its model may die inside it). */
+  private reasoningOpen = false;
   private current: Subscription | undefined;
   private generation = 0;
 
@@ -289,10 +292,13 @@ class FallbackTurn {
       this.text.clear();
       this.toolCalled = false;
       this.visible = false;
+      this.reasoningOpen = false;
     } else {
       this.visible = true;
       if (event.type === 'text-delta') this.text.append(event.text);
       else if (event.type === 'tool-call') this.toolCalled = true;
+      else if (event.type === 'reasoning-delta') this.reasoningOpen = true;
+      else if (event.type === 'reasoning-end') this.reasoningOpen = false;
     }
     this.subscriber.next(event);
   }
@@ -304,6 +310,12 @@ class FallbackTurn {
     let partial: string | undefined;
     if (this.visible) {
       if (chain.midStream === 'continue' && !this.text.empty && !this.toolCalled) {
+        // the failed model's reasoning block, cut short, ends here (unsigned): the next model's
+        // reasoning is a block of its own, never spliced onto it
+        if (this.reasoningOpen) {
+          this.emit({ type: 'reasoning-end' });
+          if (subscriber.closed) return;
+        }
         partial = this.text.toString();
         req = {
           ...request,
