@@ -380,9 +380,10 @@ describe('rxheal/langchain', function () {
       ]);
     });
 
-    it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) gives the tool call's arguments", async () => {
+    it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) forces its tool, as ChatOpenAI does, and gives the call's arguments", async () => {
       const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather' });
       expect(await structured.invoke("What's the weather in Paris?")).to.deep.equal({ city: 'Paris', units: 'celsius' });
+      expect((server.requests.at(-1)!.body as { tool_choice?: unknown }).tool_choice).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
       const raw = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather', includeRaw: true });
       const both = await raw.invoke("What's the weather in Oslo?");
       expect(both.parsed).to.deep.equal({ city: 'Oslo', units: 'celsius' });

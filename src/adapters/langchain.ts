@@ -673,6 +673,11 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
   constructor(fields: RxhealChatModelFields) {
     super(fields);
     this.model = fields.model;
+    // BaseChatModel's withStructuredOutput binds its one tool without a tool_choice: the model may
+    // answer in text and the parse fails. Bound here, it forces that tool (as ChatOpenAI and
+    // ChatAnthropic do); an overloaded method, so set per instance rather than overridden.
+    const structured = BaseChatModel.prototype.withStructuredOutput;
+    this.withStructuredOutput = ((schema: never, config?: never) => structured.call(forcingTheTool(this), schema, config)) as typeof this.withStructuredOutput;
   }
 
   _llmType(): string {
@@ -838,6 +843,21 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
 }
 
 /**
+ * The chat model as `withStructuredOutput` sees it: its `bindTools` forces the one tool it binds
+ * (`tool_choice` that tool's name) unless told otherwise.
+ */
+function forcingTheTool(chat: RxhealChatModel): RxhealChatModel {
+  const forcing = Object.create(chat) as RxhealChatModel;
+  forcing.bindTools = (tools, kwargs) => {
+    const only = tools.length === 1 ? tools[0] : undefined;
+    const fn = isObject(only) ? only['function'] : undefined;
+    const name = isObject(fn) ? fn['name'] : isObject(only) ? only['name'] : undefined;
+    return chat.bindTools(tools, kwargs?.tool_choice === undefined && typeof name === 'string' ? { ...kwargs, tool_choice: name } : kwargs);
+  };
+  return forcing;
+}
+
+/**
  * A LangChain chat model (a `BaseChatModel` subclass, {@link RxhealChatModel}) over an rxheal
  * {@link Model} — typically a `fallbackModel` of {@link fromLangChain} models with breakers and
  * retries — so LangChain chains, `createAgent` agents and LangGraph nodes get per-model retries,
@@ -857,7 +877,8 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
  * same stream; a `reset` after output, reasoning included (`midStream: 'restart'`), errors the
  * stream with {@link StreamRestartError} instead of splicing two attempts. `.invoke()` collects
  * the answer (a reset there just discards what was collected). `tool_choice` (bound with
- * `bindTools(tools, { tool_choice })` or given per call) becomes the request's `toolChoice`.
+ * `bindTools(tools, { tool_choice })` or given per call) becomes the request's `toolChoice`;
+ * `withStructuredOutput` forces its tool with it, as ChatOpenAI and ChatAnthropic do.
  *
  * @example
  * ```ts
