@@ -5,6 +5,7 @@ import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import { guard, Thrown } from '../core/guard.js';
 import { TextBuffer } from '../core/textBuffer.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
 import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
@@ -361,7 +362,7 @@ class FallbackTurn {
 }
 
 /** One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the chain. */
-class AttemptSink extends Subscriber<TurnEvent> {
+class AttemptSink extends LeanSubscriber<TurnEvent> {
   /** Whether this model's output reached the consumer (held-back text did not). */
   private emitted = false;
 

@@ -17,6 +17,7 @@ import type {
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/isMessage.js';
 import { TextBuffer } from '../core/textBuffer.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -339,7 +340,7 @@ class TurnOutput {
  * at completion, the run's next stage. A `Subscriber` rather than an observer object (an idle run
  * holds one per turn: no observer object, no three closures, no SafeSubscriber around them).
  */
-class TurnSink extends Subscriber<TurnEvent> {
+class TurnSink extends LeanSubscriber<TurnEvent> {
   private readonly output = new TurnOutput();
 
   constructor(private readonly run: AgentRun) {
