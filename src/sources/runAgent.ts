@@ -241,12 +241,21 @@ interface ToolOutcome {
  * @throws {InvalidOptionError} at once, for an invalid option.
  */
 export function runAgent(config: AgentConfig): Observable<AgentEvent> {
-  const agent = resolveAgent(config);
-  return new Observable<AgentEvent>((subscriber) => {
-    const run = new AgentRun(agent, subscriber);
+  return new Agent(resolveAgent(config));
+}
+
+/** What {@link runAgent} returns: each subscription is one {@link AgentRun}, its own teardown (no closures per run). */
+class Agent extends Observable<AgentEvent> {
+  constructor(private readonly agent: ResolvedAgent) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<AgentEvent>): AgentRun {
+    const run = new AgentRun(this.agent, subscriber);
     run.start();
-    return () => run.stop();
-  });
+    return run;
+  }
 }
 
 /** The config, validated once, with what every run derives from it. */
@@ -370,6 +379,20 @@ class TurnSink extends LeanSubscriber<TurnEvent> {
 }
 
 /**
+ * The run's subscriber to its hub's events (which never error nor complete): each passed on once.
+ * A `Subscriber` rather than a function: no observer object, closure or SafeSubscriber per run.
+ */
+class ReportSink extends LeanSubscriber<AgentEvent> {
+  constructor(private readonly run: AgentRun) {
+    super();
+  }
+
+  protected override _next(event: AgentEvent): void {
+    this.run.emitOnce(event);
+  }
+}
+
+/**
  * One subscription to `runAgent`: the conversation, the budget and the work in flight. The stages,
  * in the order a run goes through them: {@link AgentRun.turn} → {@link AgentRun.afterTurn} →
  * {@link AgentRun.toolRound} (each call through {@link AgentRun.toolOutcome}) → the next turn.
@@ -398,9 +421,8 @@ class AgentRun {
   start(): void {
     const capabilities = this.agent.config.capabilities;
     if (capabilities) this.seen = new WeakSet<object>();
-    const emitOnce = (event: AgentEvent): void => this.emitOnce(event);
-    this.work.add(this.hub.events$.subscribe(emitOnce));
-    if (capabilities) this.work.add(capabilities.events$.subscribe(emitOnce));
+    this.work.add(this.hub.events$.subscribe(new ReportSink(this)));
+    if (capabilities) this.work.add(capabilities.events$.subscribe((event: AgentEvent): void => this.emitOnce(event)));
     this.stage(() => this.turn());
   }
 
@@ -413,8 +435,8 @@ class AgentRun {
     if (outcome instanceof Thrown) this.fail(outcome.error);
   }
 
-  /** Stop: cancel every model stream and tool call in flight. */
-  stop(): void {
+  /** Stop (the run's teardown, when its subscriber unsubscribes or ends): cancel every model stream and tool call in flight. */
+  unsubscribe(): void {
     this.work.unsubscribe();
   }
 
@@ -423,7 +445,7 @@ class AgentRun {
   }
 
   /** Hub and capability events: once per event object, even if it reaches us from both. */
-  private emitOnce(event: AgentEvent): void {
+  emitOnce(event: AgentEvent): void {
     const seen = this.seen;
     if (seen) {
       if (seen.has(event)) return;
