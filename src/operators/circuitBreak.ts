@@ -3,7 +3,6 @@ import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreak
 import { RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
 import { defaultHub, type HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
 
 /** Options of {@link circuitBreak} beyond the breaker's own. */
 export interface CircuitBreakOptions {
@@ -106,7 +105,7 @@ export function admit(breaker: CircuitBreaker, subscriber: Subscriber<unknown>, 
  *
  * @internal exported for `callPolicy`
  */
-export class PermitSubscriber<T> extends LeanSubscriber<T> {
+export class PermitSubscriber<T> extends Subscriber<T> {
   private emitted = false;
   private settled = false;
 

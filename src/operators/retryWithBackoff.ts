@@ -5,7 +5,6 @@ import { classifyError, type ErrorClassification, type ErrorClassifier } from '.
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
 import { defaultHub, type HealHub } from '../core/hub.js';
 import { errorText } from '../core/sanitize.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
 import { guard, Thrown } from '../core/guard.js';
 import { after, wait as waitFor } from '../core/wait.js';
 import {
@@ -457,7 +456,7 @@ class RetryRun<T> {
  *
  * @internal exported for `callPolicy`'s first attempt
  */
-export class AttemptSubscriber<T> extends LeanSubscriber<T> {
+export class AttemptSubscriber<T> extends Subscriber<T> {
   private emitted = false;
   /** The permit is no longer this attempt's to settle: it completed, or the run took the call over. */
   private handedOver = false;
