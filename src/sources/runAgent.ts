@@ -268,6 +268,8 @@ interface ResolvedAgent {
 }
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
+/** No budget given: one shared empty one, not an object per run. */
+const NO_LIMITS: Budget = Object.freeze({});
 
 /** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
 function resolveAgent(config: AgentConfig): ResolvedAgent {
@@ -413,7 +415,7 @@ class AgentRun {
     private readonly subscriber: Subscriber<AgentEvent>,
   ) {
     this.hub = agent.config.hub ?? new HealHub();
-    this.budget = new BudgetTracker(agent.config.budget ?? {}, this.hub);
+    this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
   }
 
