@@ -319,7 +319,11 @@ class TurnSubscriber extends LeanSubscriber<TurnEvent> {
     private readonly run: AbortRun,
     private readonly modelId: string,
   ) {
-    super(destination);
+    super();
+    // linked once built (as `super(destination)` would, but after `run` is set): a destination
+    // already closed unsubscribes this one at once, and that aborts the run
+    this.destination = destination;
+    destination.add(this);
   }
 
   protected override _next(event: TurnEvent): void {
