@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { defer, lastValueFrom, of, throwError, VirtualTimeScheduler } from 'rxjs';
+import { defer, lastValueFrom, of, throwError, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { HttpError } from '../../src/core/errors.js';
 import type { HealEvent } from '../../src/core/events.js';
 import { defaultHub, HealHub, joinHubs, withDefaultHub } from '../../src/core/hub.js';
@@ -67,6 +67,38 @@ describe('HealHub', () => {
     const [a, b] = [heard(hub), heard(hub)];
     hub.report(retry);
     expect([a, b]).to.deep.equal([[retry], [retry]]);
+  });
+
+  it('a report reaches the subscribers of when it began, in subscription order (as a Subject): one who joins during it waits for the next, one who leaves hears no more', () => {
+    const hub = new HealHub();
+    const log: string[] = [];
+    let late: Subscription | undefined;
+    const first = hub.events$.subscribe((e) => {
+      log.push(`first ${e.type}`);
+      late ??= hub.events$.subscribe((x) => log.push(`late ${x.type}`));
+      second.unsubscribe();
+    });
+    const second = hub.events$.subscribe((e) => log.push(`second ${e.type}`));
+    hub.report(retry);
+    hub.report({ type: 'retry-succeeded', target: 't', attempt: 2 });
+    first.unsubscribe();
+    late!.unsubscribe();
+    hub.report(retry);
+    expect(log).to.deep.equal(['first retry', 'first retry-succeeded', 'late retry-succeeded']);
+  });
+
+  it('the same subscriber twice hears each event twice, until each subscription ends', () => {
+    const hub = new HealHub();
+    const log: string[] = [];
+    const observer = { next: (e: HealEvent) => log.push(e.type) };
+    const a = hub.events$.subscribe(observer);
+    const b = hub.events$.subscribe(observer);
+    hub.report(retry);
+    a.unsubscribe();
+    hub.report(retry);
+    b.unsubscribe();
+    hub.report(retry);
+    expect(log).to.deep.equal(['retry', 'retry', 'retry']);
   });
 
   it("watches a breaker's transitions while it has subscribers", () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { asyncScheduler, catchError, concat, filter, from, map, NEVER, of, throwError } from 'rxjs';
+import { asyncScheduler, catchError, concat, filter, from, map, NEVER, Observable, of, Subscriber, throwError } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../../src/core/errors.js';
 import { HealHub } from '../../src/core/hub.js';
@@ -67,6 +67,24 @@ describe('streamModel', () => {
     subscription.unsubscribe();
     expect(signal?.aborted).to.equal(true);
     expect((signal?.reason as DOMException).name).to.equal('AbortError');
+  });
+
+  it('subscribed by a subscriber already closed: the model is called, its stream released and its signal aborted', () => {
+    let signal: AbortSignal | undefined;
+    let released = 0;
+    const model: Model = {
+      id: 'late',
+      stream: (_req, context) =>
+        new Observable<TurnEvent>(() => {
+          signal = context.signal;
+          return () => released++;
+        }),
+    };
+    const closed = new Subscriber<TurnEvent>();
+    closed.unsubscribe();
+    streamModel(model, request).subscribe(closed);
+    expect(signal?.aborted).to.equal(true);
+    expect(released).to.equal(1);
   });
 
   it('does not abort a finished stream', () => {

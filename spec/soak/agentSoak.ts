@@ -184,9 +184,9 @@ export function breakerObservers(breaker: CircuitBreaker): number {
   return (b.subject?.observers.length ?? 0) + (b.listeners?.size ?? 0);
 }
 
-/** Whether a hub's (private) subject still has a subscriber (the run's own subscription ends with it). */
+/** Whether a hub still has a (private) follower, a subscriber to its events (the run's own subscription ends with it). */
 function hubObserved(hub: HealHub): boolean {
-  return (hub as unknown as { subject: Subject<unknown> }).subject.observed;
+  return (hub as unknown as { followers: unknown }).followers !== undefined;
 }
 
 function capabilitiesObserved(capabilities: CapabilityRegistry): boolean {

@@ -1,4 +1,5 @@
-import { from, Observable, Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
+import { from, Observable, type Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
+import { LeanSubscriber } from './leanSubscriber.js';
 
 /** The context handed to work that may be cancelled. */
 export interface AbortContext {
@@ -111,7 +112,7 @@ export class AbortRun implements AbortContext {
 }
 
 /** Forwards to the consumer and marks the run finished on error or completion. */
-class Finishing<T> extends Subscriber<T> {
+class Finishing<T> extends LeanSubscriber<T> {
   constructor(
     destination: Subscriber<T>,
     private readonly run: AbortRun,

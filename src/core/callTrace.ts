@@ -9,6 +9,7 @@ import { Observable, Subscriber, type SchedulerLike } from 'rxjs';
 import { classifyError } from './classify.js';
 import type { Usage } from './events.js';
 import type { HealHub } from './hub.js';
+import { LeanSubscriber } from './leanSubscriber.js';
 import { errorText } from './sanitize.js';
 
 /** Who a call is, as its `call-start` / `call-end` events name it. */
@@ -60,7 +61,7 @@ class Traced<T> extends Observable<T> {
  *
  * @internal
  */
-export class TraceSubscriber<T> extends Subscriber<T> {
+export class TraceSubscriber<T> extends LeanSubscriber<T> {
   private readonly started: number;
   private usage: Usage | undefined = undefined;
   private done = false;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Observable, Subject } from 'rxjs';
+import { Observable, type Subscriber } from 'rxjs';
 import type { CircuitBreaker, CircuitEvent } from './CircuitBreaker.js';
 import type { HealEvent } from './events.js';
 import { WATCH } from './permit.js';
@@ -21,7 +21,13 @@ import { WATCH } from './permit.js';
  * ```
  */
 export class HealHub {
-  private readonly subject = new Subject<HealEvent>();
+  /**
+   * Who follows `events$`, in subscription order: one subscriber, several (an array replaced, not
+   * changed, on each subscription and unsubscription: a report goes to those following when it
+   * began, as a Subject's does), or none. Not a Subject: a run's hub has one follower, the run,
+   * and a Subject's arrays and subscription closures weighed more than the rest of an idle run's hub.
+   */
+  private followers: Subscriber<HealEvent> | readonly Subscriber<HealEvent>[] | undefined = undefined;
   /** Breakers watched (followed while the hub has subscribers); made at the first watch. */
   private watched: Set<CircuitBreaker> | undefined;
   /** How the hub follows a watched breaker: one listener for all of them, not a subscription each. */
@@ -35,19 +41,14 @@ export class HealHub {
    * operators reporting nor the other listeners: RxJS reports the throw (`config.onUnhandledError`),
    * as for any subscriber.
    */
-  readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
-    const first = !this.subject.observed;
-    const inner = this.subject.subscribe(subscriber);
-    if (first && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
-    return () => {
-      inner.unsubscribe();
-      if (!this.subject.observed && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, false);
-    };
-  });
+  readonly events$: Observable<HealEvent> = new HubEvents(this);
 
   /** Reports one event to every subscriber. */
   report(event: HealEvent): void {
-    this.subject.next(event);
+    const followers = this.followers;
+    if (followers === undefined) return;
+    if (!Array.isArray(followers)) (followers as Subscriber<HealEvent>).next(event);
+    else for (const follower of followers) follower.next(event);
   }
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
@@ -55,7 +56,60 @@ export class HealHub {
     const watched = (this.watched ??= new Set());
     if (watched.has(breaker)) return;
     watched.add(breaker);
-    if (this.subject.observed) breaker[WATCH](this.onTransition, true);
+    if (this.followers !== undefined) breaker[WATCH](this.onTransition, true);
+  }
+
+  /**
+   * A subscriber to `events$` starts following (the first one: watched breakers are followed too).
+   *
+   * @internal for `events$`
+   */
+  follow(subscriber: Subscriber<HealEvent>): void {
+    const followers = this.followers;
+    this.followers = followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
+    if (followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
+  }
+
+  /**
+   * A subscriber to `events$` stops following (the last one: watched breakers are no longer followed).
+   *
+   * @internal for `events$`
+   */
+  unfollow(subscriber: Subscriber<HealEvent>): void {
+    const followers = this.followers;
+    if (followers === subscriber) this.followers = undefined;
+    else if (Array.isArray(followers)) {
+      const i = followers.indexOf(subscriber);
+      if (i < 0) return;
+      const rest = followers.filter((_, j) => j !== i);
+      this.followers = rest.length === 1 ? rest[0] : rest;
+    } else return;
+    if (this.followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, false);
+  }
+}
+
+/** A hub's `events$`: each subscription follows the hub until it ends. */
+class HubEvents extends Observable<HealEvent> {
+  constructor(private readonly hub: HealHub) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription. */
+  protected _subscribe(subscriber: Subscriber<HealEvent>): Following {
+    this.hub.follow(subscriber);
+    return new Following(this.hub, subscriber);
+  }
+}
+
+/** One subscription to a hub's `events$`, as its teardown: one object, no closures. */
+class Following {
+  constructor(
+    private readonly hub: HealHub,
+    private readonly subscriber: Subscriber<HealEvent>,
+  ) {}
+
+  unsubscribe(): void {
+    this.hub.unfollow(this.subscriber);
   }
 }
 

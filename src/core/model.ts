@@ -1,8 +1,9 @@
-import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike, type TeardownLogic } from 'rxjs';
+import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
 import type { Message, TurnEvent, Usage } from './events.js';
 import { abortable, AbortRun, type AbortContext } from './abortable.js';
 import { TraceSubscriber, type TracedCall } from './callTrace.js';
+import { LeanSubscriber } from './leanSubscriber.js';
 import type { HealHub } from './hub.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
@@ -215,7 +216,7 @@ function meter(destination: Observer<TurnEvent>, event: TurnEvent, budget: Budge
 }
 
 /** Passes a call's events on, counting its tokens (an untraced call). */
-class UsageSubscriber extends Subscriber<TurnEvent> {
+class UsageSubscriber extends LeanSubscriber<TurnEvent> {
   constructor(
     destination: Subscriber<TurnEvent>,
     private readonly budget: BudgetMeter,
@@ -286,14 +287,13 @@ class ModelTurn extends Observable<TurnEvent> {
   }
 
   /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
-  protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
     const run = new AbortRun();
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
     // another, `{ ...context }`, must keep `signal`, an own property here)
     const events = from(this.model.stream(this.request, this.contextFor ? this.contextFor(run) : signalOf(run)));
+    // linked to `subscriber`: unsubscribing downstream reaches it, and it aborts the run if unfinished
     events.subscribe(new TurnSubscriber(subscriber, run, this.model.id));
-    // after the turn's subscriber (linked to `subscriber`) is unsubscribed: abort if unfinished
-    return run;
   }
 }
 
@@ -320,8 +320,12 @@ function signalOf(run: AbortContext): AbortContext {
   return context;
 }
 
-/** Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`. */
-class TurnSubscriber extends Subscriber<TurnEvent> {
+/**
+ * Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`;
+ * once unsubscribed (after the model's stream is), aborts the run if it had not finished. A class:
+ * one object per turn for all three jobs.
+ */
+class TurnSubscriber extends LeanSubscriber<TurnEvent> {
   private finished = false;
   private received = 0;
 
@@ -330,7 +334,11 @@ class TurnSubscriber extends Subscriber<TurnEvent> {
     private readonly run: AbortRun,
     private readonly modelId: string,
   ) {
-    super(destination);
+    super();
+    // linked once built (as `super(destination)` would, but after `run` is set): a destination
+    // already closed unsubscribes this one at once, and that aborts the run
+    this.destination = destination;
+    destination.add(this);
   }
 
   protected override _next(event: TurnEvent): void {
@@ -349,6 +357,12 @@ class TurnSubscriber extends Subscriber<TurnEvent> {
     this.run.finished = true;
     if (this.finished) super._complete();
     else super._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    this.run.unsubscribe();
   }
 }
 

@@ -30,16 +30,33 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * ```
  */
 export function after(delayMs: number, scheduler: SchedulerLike, work: () => void, options: { readonly background?: boolean } = {}): Subscription {
-  const armed = (action: Subscription): Subscription => (options.background ? unref(action) : action);
+  return scheduleWork(delayMs, scheduler, work, undefined, options.background === true);
+}
+
+/**
+ * {@link after}, handing `state` to `work`: one function can serve every wait (a subscriber's
+ * deadline, `work` a shared function of the subscriber), where `after` takes a closure per wait.
+ *
+ * @example
+ * ```ts
+ * const deadline = afterWith(subscriber, 30_000, scheduler, onDeadline); // onDeadline(subscriber) in 30 s
+ * ```
+ */
+export function afterWith<S>(state: S, delayMs: number, scheduler: SchedulerLike, work: (state: S) => void): Subscription {
+  return scheduleWork(delayMs, scheduler, work, state, false);
+}
+
+function scheduleWork<S>(delayMs: number, scheduler: SchedulerLike, work: (state: S) => void, state: S, background: boolean): Subscription {
+  const armed = (action: Subscription): Subscription => (background ? unref(action) : action);
   // the common case: one timer, exactly as scheduler.schedule would make it
-  if (delayMs <= MAX_TIMER_MS) return armed(scheduler.schedule(work, delayMs > 0 ? delayMs : 0));
-  if (Number.isNaN(delayMs)) return armed(scheduler.schedule(work, 0));
+  if (delayMs <= MAX_TIMER_MS) return armed(scheduler.schedule<S>(work as (state?: S) => void, delayMs > 0 ? delayMs : 0, state));
+  if (Number.isNaN(delayMs)) return armed(scheduler.schedule<S>(work as (state?: S) => void, 0, state));
   if (delayMs === Infinity) return new Subscription();
   // one action re-armed per chunk: its state is what is left after the chunk now running
   return armed(
     scheduler.schedule<number>(
       function (this: SchedulerAction<number>, left?: number) {
-        if (left === undefined || left <= 0) return work();
+        if (left === undefined || left <= 0) return work(state);
         const chunk = Math.min(left, MAX_TIMER_MS);
         armed(this.schedule(left - chunk, chunk));
       },

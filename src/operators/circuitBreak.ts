@@ -55,12 +55,21 @@ export function circuitBreak<T>(
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
   const hub = (validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined) ?? defaultHub()?.hub;
   hub?.watch(breaker);
-  return (source) => {
-    // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
-    // the same rules, so a call costs one subscriber instead of two
-    const underPermit = RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
-    return new Observable<T>((subscriber) => subscribeUnderBreaker(source, underPermit, subscriber, breaker, hub));
-  };
+  return (source) => underBreaker(source, breaker, hub);
+}
+
+/**
+ * `source` guarded by `breaker`, as `circuitBreak(breaker, { hub })` guards it, without making
+ * the operator (nor watching the breaker: `circuitBreak` does that once, when it is made). For
+ * `fallbackModel`, which guards each model it calls with the breaker and the run's hub.
+ *
+ * @internal
+ */
+export function underBreaker<T>(source: Observable<T>, breaker: CircuitBreaker, hub: HealHub | undefined): Observable<T> {
+  // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
+  // the same rules, so a call costs one subscriber instead of two
+  const underPermit = RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
+  return new Observable<T>((subscriber) => subscribeUnderBreaker(source, underPermit, subscriber, breaker, hub));
 }
 
 /**

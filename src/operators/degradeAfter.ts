@@ -1,11 +1,12 @@
-import { asyncScheduler, isObservable, Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, isObservable, Observable, type OperatorFunction, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { CapabilityRegistry } from '../core/CapabilityRegistry.js';
 import { classifyError } from '../core/classify.js';
 import { InvalidOptionError } from '../core/errors.js';
 import type { HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/options.js';
 import { guard, Thrown } from '../core/guard.js';
-import { after } from '../core/wait.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
+import { afterWith } from '../core/wait.js';
 
 /**
  * The deadlines of {@link degradeAfter}. Each is in ms; `Infinity` means "no deadline".
@@ -202,109 +203,167 @@ export function degradeAfter<T, D>(
     return typeof degraded === 'function' ? (degraded as (r: DegradeReason) => D | Observable<D>)(reason) : degraded;
   };
 
-  return (source) =>
-    new Observable<T | D>((subscriber) => {
-      const start = scheduler.now();
-      let last = start;
-      let seen = false;
-      let finished = false;
-      let timer: Subscription | undefined;
-      let armedAt = Infinity;
-      // assigned once, but read by degrade() before that when the source fails synchronously
-      // eslint-disable-next-line prefer-const
-      let upstream: Subscription | undefined;
-      let replacement: Subscription | undefined;
+  const rules: DeadlineRules<D> = { firstMs, idleMs, scheduler, onError, replacementFor, markRestored };
+  return (source) => new DegradeAfter(source, rules);
+}
 
-      const deadlineAt = (): number => (seen ? last + idleMs : start + firstMs);
+/** What every subscription of one `degradeAfter` shares: its deadlines and what it does when one is missed. */
+interface DeadlineRules<D> {
+  readonly firstMs: number;
+  readonly idleMs: number;
+  readonly scheduler: SchedulerLike;
+  readonly onError: boolean | ((error: unknown) => boolean);
+  /** Marks the capability degraded and gives what to emit instead (a throw: guarded by the caller). */
+  readonly replacementFor: (reason: DegradeReason) => D | Observable<D>;
+  /** Marks the capability restored (a throw: guarded by the caller). */
+  readonly markRestored: () => void;
+}
 
-      const arm = (at: number): void => {
-        armedAt = at;
-        timer = at === Infinity ? undefined : after(Math.max(0, at - scheduler.now()), scheduler, onTimer);
-      };
+/** What {@link degradeAfter} returns for a source: each subscription is one {@link DeadlineSubscriber}. */
+class DegradeAfter<T, D> extends Observable<T | D> {
+  constructor(
+    // not `source`: RxJS gives that name a meaning of its own on an Observable
+    private readonly upstream: Observable<T>,
+    private readonly rules: DeadlineRules<D>,
+  ) {
+    super();
+  }
 
-      const disarm = (): void => {
-        timer?.unsubscribe();
-        timer = undefined;
-        armedAt = Infinity;
-      };
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<T | D>): void {
+    this.upstream.subscribe(new DeadlineSubscriber<T, D>(subscriber, this.rules));
+  }
+}
 
-      function onTimer(): void {
-        timer = undefined;
-        if (finished) return;
-        const now = scheduler.now();
-        const at = deadlineAt();
-        // items arrived since the timer was armed: the deadline moved on; wait for the new one
-        if (now < at) return arm(at);
-        degrade(seen ? { kind: 'idle', afterMs: now - last } : { kind: 'first', afterMs: now - start });
-      }
+/**
+ * One subscription of {@link degradeAfter}: the source's subscriber, its deadline (one scheduled
+ * action, re-armed lazily: an item only records the time) and the degrading. A class rather than
+ * closures: an idle subscription holds this object and its timer, nothing else. Not linked to
+ * `downstream` as its destination: degrading unsubscribes it from the source, and `downstream`
+ * then gets the degraded value (it is added to `downstream`, so unsubscribing there unsubscribes
+ * it, from the source and the deadline).
+ */
+class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
+  private readonly start: number;
+  private last: number;
+  private seen = false;
+  private finished = false;
+  private timer: Subscription | undefined = undefined;
+  private armedAt = Infinity;
 
-      const degrade = (reason: DegradeReason): void => {
-        finished = true;
-        disarm();
-        upstream?.unsubscribe();
-        const out = guard(replacementFor, reason);
-        if (out instanceof Thrown) return subscriber.error(out.error);
-        if (isObservable(out)) {
-          replacement = out.subscribe({
-            next: (value) => subscriber.next(value),
-            error: (error: unknown) => subscriber.error(error),
-            complete: () => subscriber.complete(),
-          });
-        } else {
-          subscriber.next(out);
-          subscriber.complete();
-        }
-      };
+  constructor(
+    private readonly downstream: Subscriber<T | D>,
+    private readonly rules: DeadlineRules<D>,
+  ) {
+    super();
+    this.start = this.last = rules.scheduler.now();
+    this.arm(this.start + rules.firstMs);
+    downstream.add(this);
+  }
 
-      arm(start + firstMs);
-      upstream = source.subscribe({
-        next: (value) => {
-          if (finished) return;
-          // without an idle deadline only the first item's time matters (and not even that):
-          // no clock read per item
-          if (idleMs !== Infinity || !seen) last = scheduler.now();
-          if (!seen) {
-            seen = true;
-            // the first item switches from the first deadline to the idle one, which may be sooner
-            if (last + idleMs < armedAt) {
-              disarm();
-              arm(last + idleMs);
-            } else if (idleMs === Infinity) {
-              disarm();
-            }
-          }
-          subscriber.next(value);
-        },
-        error: (error: unknown) => {
-          if (finished) return;
-          const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
-          if (degradeIt instanceof Thrown) {
-            finished = true;
-            disarm();
-            subscriber.error(degradeIt.error);
-            return;
-          }
-          if (degradeIt) return degrade({ kind: 'error', afterMs: scheduler.now() - start, error });
-          finished = true;
-          disarm();
-          subscriber.error(error);
-        },
-        complete: () => {
-          if (finished) return;
-          finished = true;
-          disarm();
-          const restored = guard(markRestored);
-          if (restored instanceof Thrown) return subscriber.error(restored.error);
-          subscriber.complete();
-        },
+  private arm(at: number): void {
+    this.armedAt = at;
+    this.timer = at === Infinity ? undefined : afterWith(this, Math.max(0, at - this.rules.scheduler.now()), this.rules.scheduler, onDeadline);
+  }
+
+  private disarm(): void {
+    this.timer?.unsubscribe();
+    this.timer = undefined;
+    this.armedAt = Infinity;
+  }
+
+  /** The timer fired: degrade, unless items arrived since it was armed (then wait for the new deadline). */
+  onTimer(): void {
+    this.timer = undefined;
+    if (this.finished) return;
+    const now = this.rules.scheduler.now();
+    const at = this.seen ? this.last + this.rules.idleMs : this.start + this.rules.firstMs;
+    if (now < at) return this.arm(at);
+    this.degrade(this.seen ? { kind: 'idle', afterMs: now - this.last } : { kind: 'first', afterMs: now - this.start });
+  }
+
+  private degrade(reason: DegradeReason): void {
+    const downstream = this.downstream;
+    this.unsubscribe();
+    const out = guard(this.rules.replacementFor, reason);
+    if (out instanceof Thrown) return downstream.error(out.error);
+    if (isObservable(out)) {
+      const replacement = out.subscribe({
+        next: (value) => downstream.next(value),
+        error: (error: unknown) => downstream.error(error),
+        complete: () => downstream.complete(),
       });
-      if (finished) upstream.unsubscribe();
+      downstream.add(replacement);
+    } else {
+      downstream.next(out);
+      downstream.complete();
+    }
+  }
 
-      return () => {
-        finished = true;
-        disarm();
-        upstream?.unsubscribe();
-        replacement?.unsubscribe();
-      };
-    });
+  protected override _next(value: T): void {
+    if (this.finished) return;
+    const { idleMs, scheduler } = this.rules;
+    // without an idle deadline only the first item's time matters (and not even that):
+    // no clock read per item
+    if (idleMs !== Infinity || !this.seen) this.last = scheduler.now();
+    if (!this.seen) {
+      this.seen = true;
+      // the first item switches from the first deadline to the idle one, which may be sooner
+      if (this.last + idleMs < this.armedAt) {
+        this.disarm();
+        this.arm(this.last + idleMs);
+      } else if (idleMs === Infinity) {
+        this.disarm();
+      }
+    }
+    this.downstream.next(value);
+  }
+
+  protected override _error(error: unknown): void {
+    try {
+      if (this.finished) return;
+      const onError = this.rules.onError;
+      const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
+      if (degradeIt instanceof Thrown) {
+        this.finish();
+        this.downstream.error(degradeIt.error);
+      } else if (degradeIt) {
+        this.degrade({ kind: 'error', afterMs: this.rules.scheduler.now() - this.start, error });
+      } else {
+        this.finish();
+        this.downstream.error(error);
+      }
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  protected override _complete(): void {
+    try {
+      if (this.finished) return;
+      this.finish();
+      const restored = guard(this.rules.markRestored);
+      if (restored instanceof Thrown) this.downstream.error(restored.error);
+      else this.downstream.complete();
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  /** From the source: the deadline is off, and so is the source (a later unsubscribe, or now). */
+  override unsubscribe(): void {
+    if (this.closed) return;
+    this.finish();
+    super.unsubscribe();
+  }
+
+  private finish(): void {
+    this.finished = true;
+    this.disarm();
+  }
+}
+
+/** Every deadline's timer work: one function for all of them. */
+function onDeadline(subscriber: DeadlineSubscriber<unknown, unknown>): void {
+  subscriber.onTimer();
 }

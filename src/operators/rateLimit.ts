@@ -1,6 +1,7 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
 import type { HealHub } from '../core/hub.js';
 import { after } from '../core/wait.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
 import { Func, Hub, NonNegativeNumber, check, validateOptions } from '../core/options.js';
 import { RateLimiter, type RateLimitReservation } from '../core/rateLimit.js';
 import { InvalidOptionError, RateLimitExceededError } from '../core/errors.js';
@@ -119,7 +120,7 @@ export function rateLimit<T>(limiter: RateLimiter, options?: RateLimitOptions<T>
 }
 
 /** One admitted call: forwards values, notes usage, reconciles the reservation when it ends. */
-class CallSubscriber<T> extends Subscriber<T> {
+class CallSubscriber<T> extends LeanSubscriber<T> {
   private tokens: number | undefined;
 
   constructor(

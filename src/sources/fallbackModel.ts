@@ -2,13 +2,14 @@ import { isObservable, Observable, Subscriber, type MonoTypeOperatorFunction, ty
 import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
-import { decideFallback, guardedAttempt, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
+import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
 import { guard, Thrown } from '../core/guard.js';
 import { TextBuffer } from '../core/textBuffer.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
 import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
-import { circuitBreak } from '../operators/circuitBreak.js';
+import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
 import { streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
 import { OverlapTrimmer } from '../core/overlap.js';
 
@@ -195,9 +196,7 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const breakers: (CircuitBreaker | undefined)[] = names.map((name) => o.breakers?.get(name));
   const ownHub = o.hub as HealHub | undefined;
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
-  const guardsFor = (hub: HealHub | undefined): (MonoTypeOperatorFunction<TurnEvent> | undefined)[] =>
-    breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub }) : undefined));
-  const ownGuards = guardsFor(ownHub);
+  const ownGuards = breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub: ownHub }) : undefined));
   const perModel = o.perModel as FallbackModelOptions['perModel'];
   const links: ChainLink[] = names.map((name, i) => ({ name, breaker: breakers[i] }));
   const adapt = o.adapt as ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
@@ -208,7 +207,7 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
-  const chain: Chain = { list, names, links, ownHub, ownGuards, guardsFor, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
+  const chain: Chain = { list, names, links, ownHub, ownGuards, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
   return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) };
 }
 
@@ -218,8 +217,8 @@ interface Chain {
   readonly names: readonly string[];
   readonly links: readonly ChainLink[];
   readonly ownHub: HealHub | undefined;
+  /** Each model's `circuitBreak`, reporting to the `hub` option (a call whose run has another hub guards its models itself). */
   readonly ownGuards: readonly (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
-  readonly guardsFor: (hub: HealHub | undefined) => (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
   readonly perModel: FallbackModelOptions['perModel'];
   readonly adapt: ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
   readonly midStream: 'restart' | 'continue' | 'error';
@@ -253,7 +252,6 @@ class FallbackCall extends Observable<TurnEvent> {
 /** One subscription to a fallback chain: what the consumer holds, the models tried, the one running. */
 class FallbackTurn {
   private readonly hub: HealHub | undefined;
-  private readonly guards: readonly (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
   /** The context each model is called with (the run's, with the joined hub). */
   private readonly inner: ModelContext;
   private readonly errors: unknown[] = [];
@@ -276,7 +274,8 @@ class FallbackTurn {
     // the run's hub hears everything this chain reports, as does our own (once each)
     const hub = joinHubs([chain.ownHub, context.hub]);
     this.hub = hub;
-    this.guards = hub === chain.ownHub ? chain.ownGuards : chain.guardsFor(hub);
+    // a hub of its own: it follows the breakers and hears the calls they reject (see guarded)
+    if (hub !== chain.ownHub) for (const link of chain.links) if (link.breaker) hub!.watch(link.breaker);
     // each model is called with the run's context: its attempts count and are traced as the run's
     this.inner = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
     this.text = new TextBuffer(chain.midStream === 'continue');
@@ -331,26 +330,32 @@ class FallbackTurn {
       if (adapted instanceof Thrown) return subscriber.error(adapted.error);
       req = adapted;
     }
-    const sent = req;
-    const inner = this.inner;
-    const guardOf = this.guards[j];
+    const attempt = new ModelAttempt(model, req, this.inner);
     // perModel heals the model's stream (its retries come before a fallback); the model's
     // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
-    let attempt: ReturnType<typeof guardedAttempt<TurnEvent>>;
+    let input: Observable<TurnEvent>;
     try {
-      attempt = guardedAttempt(() => streamModel(model, sent, inner), (stream$) => {
-        const healed = chain.perModel ? heal(chain.perModel, model, chain.names[j]!, stream$, inner) : stream$;
-        return guardOf ? healed.pipe(guardOf) : healed;
-      });
+      input = this.guarded(j, chain.perModel ? heal(chain.perModel, model, chain.names[j]!, attempt, this.inner) : attempt);
     } catch (perModelError) {
       return subscriber.error(perModelError);
     }
     const trimmer = partial !== undefined && chain.maxOverlap > 0 ? new OverlapTrimmer(partial, chain.maxOverlap, chain.longOverlap) : undefined;
     const id = ++this.generation;
-    const sink = new AttemptSink(this, j, attempt.called, trimmer);
-    attempt.input.subscribe(sink);
+    const sink = new AttemptSink(this, j, attempt, trimmer);
+    input.subscribe(sink);
     if (subscriber.closed) sink.unsubscribe();
     else if (id === this.generation) this.current = sink;
+  }
+
+  /** Model `j`'s attempt through its breaker: the chain's own `circuitBreak`, or, with a hub of this call's own, the same guard reporting to it. */
+  private guarded(j: number, attempt$: Observable<TurnEvent>): Observable<TurnEvent> {
+    const { chain, hub } = this;
+    if (hub === chain.ownHub) {
+      const guardOf = chain.ownGuards[j];
+      return guardOf ? attempt$.pipe(guardOf) : attempt$;
+    }
+    const breaker = chain.links[j]!.breaker;
+    return breaker ? underBreaker(attempt$, breaker, hub) : attempt$;
   }
 
   onError(j: number, error: unknown, called: boolean, emitted: boolean): void {
@@ -372,15 +377,37 @@ class FallbackTurn {
   }
 }
 
+/**
+ * One model's call, made when subscribed: `called` then says it was (its breaker may reject the
+ * attempt first). A class rather than `defer` and closures: an idle call holds this one object.
+ */
+class ModelAttempt extends Observable<TurnEvent> {
+  called = false;
+
+  constructor(
+    private readonly model: Model,
+    private readonly request: ModelRequest,
+    private readonly context: ModelContext,
+  ) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
+    this.called = true;
+    streamModel(this.model, this.request, this.context).subscribe(subscriber);
+  }
+}
+
 /** One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the chain. */
-class AttemptSink extends Subscriber<TurnEvent> {
+class AttemptSink extends LeanSubscriber<TurnEvent> {
   /** Whether this model's output reached the consumer (held-back text did not). */
   private emitted = false;
 
   constructor(
     private readonly turn: FallbackTurn,
     private readonly j: number,
-    private readonly called: () => boolean,
+    private readonly attempt: ModelAttempt,
     private readonly trimmer: OverlapTrimmer | undefined,
   ) {
     super();
@@ -407,7 +434,7 @@ class AttemptSink extends Subscriber<TurnEvent> {
   // held-back text was never shown: a further fallback continues from what was
   protected override _error(error: unknown): void {
     try {
-      this.turn.onError(this.j, error, this.called(), this.emitted);
+      this.turn.onError(this.j, error, this.attempt.called, this.emitted);
     } finally {
       this.unsubscribe();
     }

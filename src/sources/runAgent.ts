@@ -17,6 +17,7 @@ import type {
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/isMessage.js';
 import { TextBuffer } from '../core/textBuffer.js';
+import { LeanSubscriber } from '../core/leanSubscriber.js';
 import { HealHub } from '../core/hub.js';
 import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
 import { errorText } from '../core/sanitize.js';
@@ -240,12 +241,21 @@ interface ToolOutcome {
  * @throws {InvalidOptionError} at once, for an invalid option.
  */
 export function runAgent(config: AgentConfig): Observable<AgentEvent> {
-  const agent = resolveAgent(config);
-  return new Observable<AgentEvent>((subscriber) => {
-    const run = new AgentRun(agent, subscriber);
+  return new Agent(resolveAgent(config));
+}
+
+/** What {@link runAgent} returns: each subscription is one {@link AgentRun}, its own teardown (no closures per run). */
+class Agent extends Observable<AgentEvent> {
+  constructor(private readonly agent: ResolvedAgent) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<AgentEvent>): AgentRun {
+    const run = new AgentRun(this.agent, subscriber);
     run.start();
-    return () => run.stop();
-  });
+    return run;
+  }
 }
 
 /** The config, validated once, with what every run derives from it. */
@@ -258,6 +268,8 @@ interface ResolvedAgent {
 }
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
+/** No budget given: one shared empty one, not an object per run. */
+const NO_LIMITS: Budget = Object.freeze({});
 
 /** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
 function resolveAgent(config: AgentConfig): ResolvedAgent {
@@ -339,7 +351,7 @@ class TurnOutput {
  * at completion, the run's next stage. A `Subscriber` rather than an observer object (an idle run
  * holds one per turn: no observer object, no three closures, no SafeSubscriber around them).
  */
-class TurnSink extends Subscriber<TurnEvent> {
+class TurnSink extends LeanSubscriber<TurnEvent> {
   private readonly output = new TurnOutput();
 
   constructor(private readonly run: AgentRun) {
@@ -369,6 +381,20 @@ class TurnSink extends Subscriber<TurnEvent> {
 }
 
 /**
+ * The run's subscriber to its hub's events (which never error nor complete): each passed on once.
+ * A `Subscriber` rather than a function: no observer object, closure or SafeSubscriber per run.
+ */
+class ReportSink extends LeanSubscriber<AgentEvent> {
+  constructor(private readonly run: AgentRun) {
+    super();
+  }
+
+  protected override _next(event: AgentEvent): void {
+    this.run.emitOnce(event);
+  }
+}
+
+/**
  * One subscription to `runAgent`: the conversation, the budget and the work in flight. The stages,
  * in the order a run goes through them: {@link AgentRun.turn} → {@link AgentRun.afterTurn} →
  * {@link AgentRun.toolRound} (each call through {@link AgentRun.toolOutcome}) → the next turn.
@@ -389,7 +415,7 @@ class AgentRun {
     private readonly subscriber: Subscriber<AgentEvent>,
   ) {
     this.hub = agent.config.hub ?? new HealHub();
-    this.budget = new BudgetTracker(agent.config.budget ?? {}, this.hub);
+    this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
   }
 
@@ -397,9 +423,8 @@ class AgentRun {
   start(): void {
     const capabilities = this.agent.config.capabilities;
     if (capabilities) this.seen = new WeakSet<object>();
-    const emitOnce = (event: AgentEvent): void => this.emitOnce(event);
-    this.work.add(this.hub.events$.subscribe(emitOnce));
-    if (capabilities) this.work.add(capabilities.events$.subscribe(emitOnce));
+    this.work.add(this.hub.events$.subscribe(new ReportSink(this)));
+    if (capabilities) this.work.add(capabilities.events$.subscribe((event: AgentEvent): void => this.emitOnce(event)));
     this.stage(() => this.turn());
   }
 
@@ -412,8 +437,8 @@ class AgentRun {
     if (outcome instanceof Thrown) this.fail(outcome.error);
   }
 
-  /** Stop: cancel every model stream and tool call in flight. */
-  stop(): void {
+  /** Stop (the run's teardown, when its subscriber unsubscribes or ends): cancel every model stream and tool call in flight. */
+  unsubscribe(): void {
     this.work.unsubscribe();
   }
 
@@ -422,7 +447,7 @@ class AgentRun {
   }
 
   /** Hub and capability events: once per event object, even if it reaches us from both. */
-  private emitOnce(event: AgentEvent): void {
+  emitOnce(event: AgentEvent): void {
     const seen = this.seen;
     if (seen) {
       if (seen.has(event)) return;
