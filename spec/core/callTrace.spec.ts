@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { asyncScheduler, NEVER, type Observable } from 'rxjs';
+import { asyncScheduler, config, defer, NEVER, Subscriber, type Observable } from 'rxjs';
 import { traced, type TracedCall } from '../../src/core/callTrace.js';
 import { HttpError } from '../../src/core/errors.js';
 import type { HealEvent } from '../../src/core/events.js';
@@ -39,5 +39,23 @@ describe('traced (call-start / call-end)', () => {
     hub.events$.subscribe((e) => log.push(e));
     traced(hub, asyncScheduler, call, NEVER).subscribe().unsubscribe();
     expect(log.map((e) => (e.type === 'call-end' ? e.outcome : e.type))).to.deep.equal(['call-start', 'cancelled']);
+  });
+
+  it('subscribed by a subscriber already closed: the source is never subscribed, nothing is traced, nothing throws', () => {
+    const hub = new HealHub();
+    const log: HealEvent[] = [];
+    hub.events$.subscribe((e) => log.push(e));
+    let subscribed = 0;
+    const unhandled: unknown[] = [];
+    const previous = config.onUnhandledError;
+    config.onUnhandledError = (e) => unhandled.push(e);
+    try {
+      const gone = new Subscriber<unknown>();
+      gone.unsubscribe();
+      traced(hub, asyncScheduler, call, defer(() => (subscribed++, NEVER))).subscribe(gone);
+    } finally {
+      config.onUnhandledError = previous;
+    }
+    expect({ subscribed, log, unhandled }).to.deep.equal({ subscribed: 0, log: [], unhandled: [] });
   });
 });

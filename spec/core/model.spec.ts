@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { asyncScheduler, catchError, concat, filter, from, map, NEVER, Observable, of, Subscriber, throwError } from 'rxjs';
+import { asyncScheduler, catchError, concat, config, filter, from, map, NEVER, Observable, of, Subscriber, throwError } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../../src/core/errors.js';
 import { HealHub } from '../../src/core/hub.js';
@@ -69,7 +69,7 @@ describe('streamModel', () => {
     expect((signal?.reason as DOMException).name).to.equal('AbortError');
   });
 
-  it('subscribed by a subscriber already closed: the model is called, its stream released and its signal aborted', () => {
+  it('subscribed by a subscriber already closed: the model is never called (no request for a consumer already gone)', () => {
     let signal: AbortSignal | undefined;
     let released = 0;
     const model: Model = {
@@ -83,8 +83,8 @@ describe('streamModel', () => {
     const closed = new Subscriber<TurnEvent>();
     closed.unsubscribe();
     streamModel(model, request).subscribe(closed);
-    expect(signal?.aborted).to.equal(true);
-    expect(released).to.equal(1);
+    expect(signal).to.equal(undefined);
+    expect(released).to.equal(0);
   });
 
   it('does not abort a finished stream', () => {
@@ -247,6 +247,30 @@ describe('streamModel with a run context (the model contract)', () => {
     const full: root.ModelContext = { signal: new AbortController().signal, ...context };
     expect(root.streamModel).to.equal(streamModel);
     expect(full.step).to.equal(1);
+  });
+});
+
+describe('streamModel for a consumer already gone', () => {
+  it('subscribed by a closed subscriber (with or without a traced context): the model is never called, nothing is traced, nothing throws', () => {
+    const hub = new HealHub();
+    const heard: unknown[] = [];
+    hub.events$.subscribe((e) => heard.push(e));
+    let calls = 0;
+    const model: Model = { id: 'm', stream: () => (calls++, NEVER) };
+    const request: ModelRequest = { messages: [{ role: 'user', content: 'x' }], tools: [] };
+    const unhandled: unknown[] = [];
+    const previous = config.onUnhandledError;
+    config.onUnhandledError = (e) => unhandled.push(e);
+    try {
+      for (const context of [undefined, { hub, callId: 'step-1.1', step: 1 }]) {
+        const gone = new Subscriber<TurnEvent>();
+        gone.unsubscribe();
+        streamModel(model, request, context).subscribe(gone);
+      }
+    } finally {
+      config.onUnhandledError = previous;
+    }
+    expect({ calls, heard, unhandled }).to.deep.equal({ calls: 0, heard: [], unhandled: [] });
   });
 });
 

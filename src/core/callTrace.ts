@@ -50,8 +50,10 @@ class Traced<T> extends Observable<T> {
   }
 
   protected _subscribe(subscriber: Subscriber<T>): void {
-    // linked to `subscriber`: unsubscribing downstream reaches it (and reports `cancelled`)
-    this.traced.subscribe(new TraceSubscriber(subscriber, this.hub, this.scheduler, this.call));
+    // linked to `subscriber`: unsubscribing downstream reaches it (and reports `cancelled`); for a
+    // consumer already gone the traced work is never started
+    const tracing = new TraceSubscriber(subscriber, this.hub, this.scheduler, this.call);
+    if (!tracing.closed) this.traced.subscribe(tracing);
   }
 }
 
@@ -74,6 +76,8 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
   ) {
     super(destination);
     this.started = scheduler.now();
+    // subscribed by a subscriber already gone: no call is made, none is traced
+    if (this.closed) return;
     hub.report({ type: 'call-start', ...call, at: this.started });
   }
 
@@ -96,7 +100,9 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
   override unsubscribe(): void {
     if (this.closed) return;
     super.unsubscribe();
-    if (!this.done) this.end('cancelled');
+    // `hub` is unset while `super()` runs: a destination already closed unsubscribes this one
+    // there, before any call-start (nothing to end)
+    if (!this.done && this.hub !== undefined) this.end('cancelled');
   }
 
   private end(outcome: 'success' | 'error' | 'cancelled', error?: unknown): void {

@@ -288,6 +288,8 @@ class ModelTurn extends Observable<TurnEvent> {
 
   /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
   protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
+    // subscribed for a consumer already gone (RxJS still calls this): the model is never called
+    if (subscriber.closed) return;
     const run = new AbortRun();
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
     // another, `{ ...context }`, must keep `signal`, an own property here)
