@@ -297,6 +297,31 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('fleet.hub hears the store\'s health: fleet-store closed → open when it stops answering (each node alone), half-open → closed when it answers again', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ pollMs: 500 });
+        const hub = new HealHub();
+        const [a] = fleetOf(['a'], store, { resetTimeoutMs: 60_000 }, { hub });
+        const health = hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `${e.breaker}:${e.from}>${e.to}:${e.reason}` : e.type)));
+        run.at(0, () => (store.down = true));
+        // a opens on its own at 4 and votes: the store refuses (1st failure); the poll at 500 fails too
+        // (2nd): the store's breaker opens. Back at 1200; after the breaker's 1 s, the poll at 1500
+        // is its half-open probe, and the store answers
+        calls(run, a!, '-f-f').subscribe();
+        run.at(1200, () => (store.down = false));
+        run.expectObservable(health).toBe('500ms o 999ms (hc)', {
+          o: 'fleet-store:closed>open:failure_threshold',
+          h: 'fleet-store:open>half-open:reset_timeout',
+          c: 'fleet-store:half-open>closed:probe_success',
+        });
+        run.at(5000, () => store.close());
+      });
+    });
+
+    it('a hub given as fleet.hub is validated; one without listeners follows nothing (the store\'s breaker keeps no observer)', () => {
+      expect(() => new CircuitBreaker({ name: 'x', fleet: { store: new MemoryBreakerStore(), hub: {} as HealHub } })).to.throw(InvalidOptionError, 'fleet.hub');
+    });
+
     it('the prober\'s result lost and every node closed alone: a bad node opening later never probes for the fleet (the stale open verdict no longer binds the nodes that left it)', () => {
       // seen on the real fleet under load: the store kept the verdict open (the prober's success
       // never reached it), every node had closed on its own, then one bad node opened, took the

@@ -28,7 +28,8 @@ import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
 import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
 import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
-import { Bool, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
+import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
+import type { HealHub } from './hub.js';
 import { after } from './wait.js';
 import { StoreGuard, randomNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
 
@@ -57,6 +58,13 @@ export interface FleetOptions {
   readonly probeLeaseMs?: number;
   /** Whether a counted 429 with `retry-after` opens the breaker fleet-wide at once. Defaults to true. */
   readonly facts?: boolean;
+  /**
+   * Where this process reports the store's health, while the hub has listeners: `circuit` events of
+   * the breaker `fleet-store` around store calls — `closed → open` (reason `failure_threshold`:
+   * the store stopped answering, each node decides alone), then `half-open → closed` when it
+   * answers again (the node re-syncs). None by default.
+   */
+  readonly hub?: HealHub;
 }
 
 /**
@@ -105,7 +113,7 @@ export const BreakerStoreCheck = check(
     typeof (u as { changes$?: { subscribe?: unknown } }).changes$?.subscribe === 'function',
 );
 
-const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool };
+const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool, hub: Hub };
 
 /** Checks a `fleet` option field by field, naming the bad one (`fleet.store`, `fleet.quorum`…). */
 export function validateFleetOptions(target: string, fleet: unknown): void {
@@ -314,6 +322,8 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
  */
 class FleetLink {
   readonly guard: StoreGuard;
+  /** The breaker around store calls (`fleet-store`): a hub given as `fleet.hub` follows it. */
+  readonly storeBreaker: GuardBreaker;
   closed = false;
   private readonly members = new Map<string, Set<Member>>();
   private readonly subscriptions: Subscription[] = [];
@@ -324,7 +334,8 @@ class FleetLink {
     scheduler: SchedulerLike,
     makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker,
   ) {
-    this.guard = new StoreGuard(makeBreaker(storeBreakerOptions('fleet-store', scheduler)), store.timeoutMs ?? 100, scheduler);
+    this.storeBreaker = makeBreaker(storeBreakerOptions('fleet-store', scheduler));
+    this.guard = new StoreGuard(this.storeBreaker, store.timeoutMs ?? 100, scheduler);
     const quiet = { error: () => undefined };
     this.subscriptions.push(
       store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }),
@@ -425,6 +436,9 @@ export function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBr
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
   const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
   link.add(member);
+  // the store's own breaker, followed while the hub has listeners (once per hub)
+  const hub = options.hub;
+  if (hub !== undefined && typeof hub.watch === 'function') hub.watch(link.storeBreaker);
   return member;
 }
 

@@ -5,9 +5,9 @@
  * @module
  */
 import { Observable, type Subscriber } from 'rxjs';
-import type { CircuitBreaker, CircuitEvent } from './CircuitBreaker.js';
+import type { CircuitEvent } from './CircuitBreaker.js';
 import type { HealEvent } from './events.js';
-import { WATCH } from './permit.js';
+import { WATCH, type Watchable } from './permit.js';
 
 /**
  * A stream of {@link HealEvent}s. Give one to operators (`hub` option) and to `runAgent`, which
@@ -29,7 +29,7 @@ export class HealHub {
    */
   private followers: Subscriber<HealEvent> | readonly Subscriber<HealEvent>[] | undefined = undefined;
   /** Breakers watched (followed while the hub has subscribers); made at the first watch. */
-  private watched: Set<CircuitBreaker> | undefined;
+  private watched: Set<Watchable> | undefined;
   /** How the hub follows a watched breaker: one listener for all of them, not a subscription each. */
   private readonly onTransition = ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
     this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
@@ -52,7 +52,7 @@ export class HealHub {
   }
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
-  watch(breaker: CircuitBreaker): void {
+  watch(breaker: Watchable): void {
     const watched = (this.watched ??= new Set());
     if (watched.has(breaker)) return;
     watched.add(breaker);
@@ -171,7 +171,7 @@ class JoinedHub extends HealHub {
     for (const hub of this.members) hub.report(event);
   }
 
-  override watch(breaker: CircuitBreaker): void {
+  override watch(breaker: Watchable): void {
     for (const hub of this.members) hub.watch(breaker);
   }
 }
