@@ -298,7 +298,9 @@ class TurnOutput {
   received = 0;
   /** Reasoning blocks, each closed by a `reasoning-end` (or by the finish: unsigned). */
   private blocks: ReasoningPart[] | undefined = undefined;
-  private thinking: string | undefined = undefined;
+  /** The open block's text (flat, as the answer's), made at the turn's first reasoning. */
+  private thinking: TextBuffer | undefined = undefined;
+  private thinkingOpen = false;
 
   get text(): string {
     return this.buffer.toString();
@@ -306,16 +308,17 @@ class TurnOutput {
 
   /** The turn's reasoning blocks, or undefined when it had none. */
   get reasoning(): ReasoningPart[] | undefined {
-    if (this.thinking !== undefined) this.endBlock({});
+    if (this.thinkingOpen) this.endBlock({});
     return this.blocks;
   }
 
   private endBlock(end: { signature?: string; redactedData?: string }): void {
-    const part: ReasoningPart = { text: this.thinking ?? '' };
+    const part: ReasoningPart = { text: this.thinkingOpen ? this.thinking!.toString() : '' };
     if (end.signature !== undefined) part.signature = end.signature;
     if (end.redactedData !== undefined) part.redactedData = end.redactedData;
     (this.blocks ??= []).push(part);
-    this.thinking = undefined;
+    this.thinking?.clear();
+    this.thinkingOpen = false;
   }
 
   add(event: TurnEvent): void {
@@ -325,7 +328,8 @@ class TurnOutput {
         this.buffer.append(event.text);
         break;
       case 'reasoning-delta':
-        this.thinking = (this.thinking ?? '') + event.text;
+        (this.thinking ??= new TextBuffer()).append(event.text);
+        this.thinkingOpen = true;
         break;
       case 'reasoning-end':
         this.endBlock(event);
@@ -340,7 +344,9 @@ class TurnOutput {
         this.buffer.clear();
         this.calls = [];
         this.finish = undefined;
-        this.blocks = this.thinking = undefined;
+        this.blocks = undefined;
+        this.thinking?.clear();
+        this.thinkingOpen = false;
         break;
     }
   }
