@@ -8,13 +8,13 @@
  */
 import { defer, filter, map, Observable, take, timeout, type SchedulerLike } from 'rxjs';
 import type { CircuitBreaker, CircuitBreakerOptions } from './CircuitBreaker.js';
-import type { WATCH } from './permit.js';
+import type { Watchable } from './permit.js';
 
 /**
  * What the guard needs of its breaker (a `CircuitBreaker` with `isFailure: () => true`), and what
  * a hub needs to follow it (the fleet's `hub` option reports the store's health).
  */
-export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$' | typeof WATCH>;
+export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$'> & Watchable;
 
 /** Consecutive store failures that stop store calls for a while. */
 export const STORE_FAILURE_THRESHOLD = 2;
