@@ -5,6 +5,7 @@
  * `generateText`.
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import {
@@ -65,6 +66,20 @@ const ANTHROPIC_THINKING_SSE = sseBody(
 
 /** The real @ai-sdk/anthropic provider, served by this fetch. */
 const claudeOn = (fetch: typeof globalThis.fetch) => createAnthropic({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch })('claude-sonnet-4-5');
+
+/** Gemini 3's streamGenerateContent (alt=sse), as it records a function call: its thought signature rides on the call's part. */
+const GEMINI_SIGNATURE = 'CiQBVKhc7mNvB2l0aGluZy1zaWduYXR1cmUtZm9yLXRoZS1jYWxs';
+const geminiChunk = (parts: unknown[], finish?: string) => ({
+  candidates: [{ content: { parts, role: 'model' }, index: 0, ...(finish ? { finishReason: finish } : {}) }],
+  usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 8, totalTokenCount: 33, thoughtsTokenCount: 5 },
+  modelVersion: 'gemini-3-pro-preview',
+  responseId: 'r1',
+});
+const GEMINI_CALL_SSE = sseBody(
+  geminiChunk([{ text: 'Let me check.' }]),
+  geminiChunk([{ functionCall: { name: 'get_weather', args: { city: 'Paris', units: 'celsius' } }, thoughtSignature: GEMINI_SIGNATURE }], 'STOP'),
+);
+const GEMINI_ANSWER_SSE = sseBody(geminiChunk([{ text: 'It is 22 °C and sunny in Paris.' }], 'STOP'));
 
 /** A MockLanguageModelV3 streaming these parts (a fresh stream per call, no timers). */
 function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
@@ -413,6 +428,48 @@ describe('rxheal/ai-sdk', function () {
           const last = events.at(-1);
           expect(last?.type === 'message' && last.message.content, name).to.equal('It is 22 °C and sunny in NYC.');
         }
+      });
+
+      it("the real @ai-sdk/google on a recorded Gemini 3 function call: its thought signature rides on our tool call and goes back with it on the next request (no 'skip' sentinel)", async () => {
+        const bodies = [GEMINI_CALL_SSE, GEMINI_ANSWER_SSE];
+        const sent: { contents: { role: string; parts: Record<string, unknown>[] }[] }[] = [];
+        const fetch = ((url: string, init: RequestInit) => {
+          sent.push(JSON.parse(String(init.body)) as (typeof sent)[number]);
+          return fixtureFetch(bodies[sent.length - 1]!).fetch(url, init);
+        }) as typeof globalThis.fetch;
+        const gemini = createGoogleGenerativeAI({ apiKey: 'k', fetch })('gemini-3-pro-preview');
+        const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+        const events = await lastValueFrom(runAgent({ model: fromAiSdk(gemini), tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in Paris?" }] }).pipe(toArray()));
+        const call = events.find((e) => e.type === 'tool-call');
+        expect(call).to.deep.include({ name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, providerMetadata: { google: { thoughtSignature: GEMINI_SIGNATURE } } });
+        const last = events.at(-1);
+        expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in Paris.');
+        expect(sent).to.have.length(2);
+        const model = sent[1]!.contents.find((c) => c.role === 'model')!;
+        const fn = model.parts.find((p) => 'functionCall' in p)!;
+        expect(fn['thoughtSignature']).to.equal(GEMINI_SIGNATURE);
+      });
+
+      it('toAiSdk carries a tool call\'s provider metadata both ways: on the tool-call part it streams, and from the prompt\'s tool-call part to our message', async () => {
+        const requests: ModelRequest[] = [];
+        const model: Model = {
+          id: 'signed',
+          stream: (request) => {
+            requests.push(request);
+            return from<TurnEvent[]>(
+              requests.length === 1
+                ? [{ type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Paris' }, providerMetadata: { google: { thoughtSignature: 'sig' } } }, { type: 'finish', reason: 'tool-calls' }]
+                : [{ type: 'text-delta', text: 'Sunny.' }, { type: 'finish', reason: 'stop' }],
+            );
+          },
+        };
+        const getWeather = tool({ description: 'Weather', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } } }), execute: () => Promise.resolve({ temperature: 22 }) });
+        const result = streamText({ model: toAiSdk(model), tools: { get_weather: getWeather }, stopWhen: stepCountIs(2), prompt: 'Weather?', maxRetries: 0 });
+        expect(await result.text).to.equal('Sunny.');
+        const steps = await result.steps;
+        expect(steps[0]!.toolCalls[0]!.providerMetadata).to.deep.equal({ google: { thoughtSignature: 'sig' } });
+        const assistant = requests[1]!.messages.find((m) => m.role === 'assistant');
+        expect(assistant?.role === 'assistant' && assistant.toolCalls?.[0]?.providerMetadata).to.deep.equal({ google: { thoughtSignature: 'sig' } });
       });
 
       describe('the real @ai-sdk/anthropic provider on a recorded extended-thinking stream (served by its fetch)', () => {

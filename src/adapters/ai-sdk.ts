@@ -36,6 +36,7 @@ import type {
   LanguageModelV3ToolResultOutput,
   LanguageModelV3Usage,
   SharedV3ProviderMetadata,
+  SharedV3ProviderOptions,
   SharedV3Warning,
 } from '@ai-sdk/provider';
 import { Observable, Subscriber, Subscription } from 'rxjs';
@@ -196,7 +197,11 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
           else if (part.text !== '') content.push({ type: 'reasoning', text: part.text });
         }
         if (message.content !== '') content.push({ type: 'text', text: message.content });
-        for (const call of message.toolCalls ?? []) content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
+        // with what the provider attached to each call (Gemini's thought signature), as it came
+        for (const call of message.toolCalls ?? []) {
+          const providerOptions = call.providerMetadata as SharedV3ProviderOptions | undefined;
+          content.push(providerOptions ? { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args, providerOptions } : { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
+        }
         prompt.push({ role: 'assistant', content });
         break;
       }
@@ -231,6 +236,13 @@ interface PendingInput {
   readonly name: string;
   json: string;
   ended: boolean;
+  /** What the provider attached to the call (Gemini's thought signature), from its start. */
+  readonly metadata: Record<string, unknown> | undefined;
+}
+
+/** A tool-call event, with the provider's metadata for the call when it sent some. */
+function toolCallEvent(id: string, name: string, args: unknown, metadata: unknown): TurnEvent {
+  return isObject(metadata) ? { type: 'tool-call', id, name, args, providerMetadata: metadata } : { type: 'tool-call', id, name, args };
 }
 
 /** A reasoning block between its `reasoning-start` and our `reasoning-end`. */
@@ -307,7 +319,7 @@ class PartDecoder {
       case 'tool-input-start': {
         const id = String(part['id']);
         if (part['providerExecuted'] === true) this.providerExecuted.add(id);
-        else if (!this.called.has(id)) this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', ended: false });
+        else if (!this.called.has(id)) this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', ended: false, metadata: isObject(part['providerMetadata']) ? part['providerMetadata'] : undefined });
         return;
       }
       case 'tool-input-delta': {
@@ -329,7 +341,7 @@ class PartDecoder {
         this.inputs.delete(id);
         // `input`: the arguments as JSON text (an object from some hand-written models)
         const input = part['input'];
-        out.next({ type: 'tool-call', id, name: String(part['toolName'] ?? ''), args: typeof input === 'string' ? parseToolArguments(input) : (input ?? {}) });
+        out.next(toolCallEvent(id, String(part['toolName'] ?? ''), typeof input === 'string' ? parseToolArguments(input) : (input ?? {}), part['providerMetadata']));
         return;
       }
       case 'finish':
@@ -404,7 +416,7 @@ class PartDecoder {
     this.settle({ next: (event) => out.push(event) }, true);
     for (const [id, input] of this.inputs) {
       if (!input.ended) throw this.malformed(`the input of tool call ${id} (${input.name}) was still open at the finish`, part);
-      out.push({ type: 'tool-call', id, name: input.name, args: parseToolArguments(input.json) });
+      out.push(toolCallEvent(id, input.name, parseToolArguments(input.json), input.metadata));
     }
     this.inputs.clear();
     const reason: FinishReason = typeof unified === 'string' && FINISH_REASONS.has(unified) ? (unified as FinishReason) : 'other';
@@ -526,7 +538,10 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * message's `reasoning` goes back first in its content, as `reasoning` parts: signed or redacted
  * ones with `providerOptions.anthropic.signature` / `.redactedData` (Anthropic's thinking
  * blocks), unsigned ones as text (`@ai-sdk/openai-compatible` sends it as `reasoning_content`;
- * `@ai-sdk/anthropic` drops it with a warning) — as the AI SDK sends its own steps back.
+ * `@ai-sdk/anthropic` drops it with a warning) — as the AI SDK sends its own steps back. A tool
+ * call's `providerMetadata` (Gemini 3's `{ google: { thoughtSignature } }`, which it needs back
+ * with the call) becomes our tool call's `providerMetadata`, and goes back as the call part's
+ * `providerOptions`.
  *
  * Errors (each one `classifyError` understands): `doStream` rejecting passes as is (the AI SDK's
  * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
@@ -648,7 +663,9 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
         message.content.forEach((part, j) => {
           if (part.type === 'text') text += part.text;
           else if (part.type === 'tool-call') {
-            if (part.providerExecuted !== true) toolCalls.push({ id: part.toolCallId, name: part.toolName, args: part.input });
+            if (part.providerExecuted !== true) {
+              toolCalls.push(part.providerOptions ? { id: part.toolCallId, name: part.toolName, args: part.input, providerMetadata: part.providerOptions } : { id: part.toolCallId, name: part.toolName, args: part.input });
+            }
           } else if (part.type === 'reasoning') {
             // with its signature or redacted data (Anthropic's), which the model may need back; a
             // part with neither, and no text (OpenAI's unsummarised reasoning), says nothing
@@ -690,6 +707,12 @@ function toRequest(options: LanguageModelV3CallOptions): { request: RequestWithS
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
   const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
   return { request, warnings };
+}
+
+/** Our tool call as a v3 `tool-call` part, with the provider's metadata for it when it has some. */
+function v3ToolCall(event: Extract<TurnEvent, { type: 'tool-call' }>): Extract<LanguageModelV3StreamPart, { type: 'tool-call' }> {
+  const part = { type: 'tool-call' as const, toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) };
+  return event.providerMetadata === undefined ? part : { ...part, providerMetadata: event.providerMetadata as SharedV3ProviderMetadata };
 }
 
 const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => ({
@@ -765,7 +788,7 @@ class PartWriter extends Subscriber<TurnEvent> {
         }
         case 'tool-call':
           this.closeText();
-          this.controller.enqueue({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
+          this.controller.enqueue(v3ToolCall(event));
           this.delivered = true;
           return;
         case 'finish':
@@ -956,7 +979,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
                   return;
                 }
                 case 'tool-call':
-                  content.push({ type: 'tool-call', toolCallId: event.id, toolName: event.name, input: argumentsText(event.args) });
+                  content.push(v3ToolCall(event));
                   return;
                 case 'finish':
                   subscription.unsubscribe();

@@ -20,8 +20,15 @@ import * as t from 'io-ts';
 // messages
 // ---------------------------------------------------------------------------------------------
 
-/** A tool call requested by the model. `args` is whatever the model produced, not yet decoded. */
-export const ToolCallCodec = t.type({ id: t.string, name: t.string, args: t.unknown }, 'ToolCall');
+/**
+ * A tool call requested by the model. `args` is whatever the model produced, not yet decoded.
+ * `providerMetadata`: what the provider attached to the call and needs back with it, by provider
+ * (Gemini's `{ google: { thoughtSignature } }` through the AI SDK), carried as it came.
+ */
+export const ToolCallCodec = t.intersection(
+  [t.type({ id: t.string, name: t.string, args: t.unknown }), t.partial({ providerMetadata: t.UnknownRecord })],
+  'ToolCall',
+);
 /** @see ToolCallCodec */
 export type ToolCall = t.TypeOf<typeof ToolCallCodec>;
 
@@ -92,8 +99,8 @@ export const FinishReasonCodec = t.keyof(
 export type FinishReason = t.TypeOf<typeof FinishReasonCodec>;
 
 export const TextDeltaCodec = t.type({ type: t.literal('text-delta'), text: t.string }, 'TextDelta');
-export const ToolCallEventCodec = t.type(
-  { type: t.literal('tool-call'), id: t.string, name: t.string, args: t.unknown },
+export const ToolCallEventCodec = t.intersection(
+  [t.type({ type: t.literal('tool-call'), id: t.string, name: t.string, args: t.unknown }), t.partial({ providerMetadata: t.UnknownRecord })],
   'ToolCallEvent',
 );
 /**
@@ -123,7 +130,7 @@ export type TextDelta = t.TypeOf<typeof TextDeltaCodec>;
 export type ReasoningDelta = t.TypeOf<typeof ReasoningDeltaCodec>;
 /** The end of a reasoning block, with its signature or redacted data (see {@link ReasoningEndCodec}). */
 export type ReasoningEnd = t.TypeOf<typeof ReasoningEndCodec>;
-/** A complete tool call (arguments assembled). */
+/** A complete tool call (arguments assembled), with the provider's metadata for it when it sent some (see {@link ToolCallCodec}). */
 export type ToolCallEvent = t.TypeOf<typeof ToolCallEventCodec>;
 /** The end of a model turn. */
 export type Finish = t.TypeOf<typeof FinishCodec>;

@@ -15,9 +15,11 @@ const isRecord = (u: unknown): u is Record<string, unknown> => {
   return tag === '[object Object]' || tag === '[object Window]';
 };
 const isString = (u: unknown): u is string => typeof u === 'string';
+/** io-ts's `UnknownRecord` (what `providerMetadata` is). */
+const isUnknownRecord = (u: unknown): boolean => isRecord(u);
 const isBoolean = (u: unknown): u is boolean => typeof u === 'boolean';
 const optional = (u: unknown, is: (v: unknown) => boolean): boolean => u === undefined || is(u);
-const isToolCall = (u: unknown): boolean => isRecord(u) && isString(u['id']) && isString(u['name']);
+const isToolCall = (u: unknown): boolean => isRecord(u) && isString(u['id']) && isString(u['name']) && optional(u['providerMetadata'], isUnknownRecord);
 const isReasoningPart = (u: unknown): boolean =>
   isRecord(u) && isString(u['text']) && optional(u['signature'], isString) && optional(u['redactedData'], isString);
 

@@ -335,7 +335,8 @@ class TurnOutput {
         this.endBlock(event);
         break;
       case 'tool-call':
-        this.calls.push({ id: event.id, name: event.name, args: event.args });
+        // with what the provider needs back with it (a Gemini thought signature), when it sent some
+        this.calls.push(event.providerMetadata === undefined ? { id: event.id, name: event.name, args: event.args } : { id: event.id, name: event.name, args: event.args, providerMetadata: event.providerMetadata });
         break;
       case 'finish':
         this.finish = event;
