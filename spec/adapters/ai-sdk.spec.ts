@@ -75,7 +75,9 @@ const geminiChunk = (parts: unknown[], finish?: string) => ({
   modelVersion: 'gemini-3-pro-preview',
   responseId: 'r1',
 });
+const GEMINI_THOUGHT_SIGNATURE = 'EpIBCo8BAdHtim9thought-signature';
 const GEMINI_CALL_SSE = sseBody(
+  geminiChunk([{ text: 'Paris weather: call the tool.', thought: true, thoughtSignature: GEMINI_THOUGHT_SIGNATURE }]),
   geminiChunk([{ text: 'Let me check.' }]),
   geminiChunk([{ functionCall: { name: 'get_weather', args: { city: 'Paris', units: 'celsius' } }, thoughtSignature: GEMINI_SIGNATURE }], 'STOP'),
 );
@@ -325,17 +327,20 @@ describe('rxheal/ai-sdk', function () {
         ]);
       });
 
-      it("unsigned reasoning (@ai-sdk/openai-compatible's reasoning_content) → deltas and an unsigned end; a block with neither text nor seal (OpenAI's unsummarised reasoning) is dropped", async () => {
+      it("unsigned reasoning (@ai-sdk/openai-compatible's reasoning_content) → deltas and an unsigned end; OpenAI's unsummarised reasoning (no text) → an end with its item as providerMetadata; a block with nothing at all is dropped", async () => {
         const model = mock(
           { type: 'reasoning-start', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
           { type: 'reasoning-end', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
           { type: 'reasoning-start', id: 'reasoning-0' },
           { type: 'reasoning-delta', id: 'reasoning-0', delta: 'Think' },
           { type: 'reasoning-end', id: 'reasoning-0' },
+          { type: 'reasoning-start', id: 'empty' },
+          { type: 'reasoning-end', id: 'empty' },
           ...text('Answer'),
           finish(),
         );
         expect(await turn(fromAiSdk(model), ask('Hi'))).to.deep.equal([
+          { type: 'reasoning-end', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
           { type: 'reasoning-delta', text: 'Think' },
           { type: 'reasoning-end' },
           { type: 'text-delta', text: 'Answer' },
@@ -430,7 +435,7 @@ describe('rxheal/ai-sdk', function () {
         }
       });
 
-      it("the real @ai-sdk/google on a recorded Gemini 3 function call: its thought signature rides on our tool call and goes back with it on the next request (no 'skip' sentinel)", async () => {
+      it("the real @ai-sdk/google on a recorded Gemini 3 turn: the thought signatures of its reasoning and of its function call ride on our events and go back with them on the next request (no 'skip' sentinel)", async () => {
         const bodies = [GEMINI_CALL_SSE, GEMINI_ANSWER_SSE];
         const sent: { contents: { role: string; parts: Record<string, unknown>[] }[] }[] = [];
         const fetch = ((url: string, init: RequestInit) => {
@@ -448,6 +453,8 @@ describe('rxheal/ai-sdk', function () {
         const model = sent[1]!.contents.find((c) => c.role === 'model')!;
         const fn = model.parts.find((p) => 'functionCall' in p)!;
         expect(fn['thoughtSignature']).to.equal(GEMINI_SIGNATURE);
+        expect(model.parts.find((p) => p['thought'] === true)).to.deep.equal({ text: 'Paris weather: call the tool.', thought: true, thoughtSignature: GEMINI_THOUGHT_SIGNATURE });
+        expect(events.find((e) => e.type === 'reasoning-end')).to.deep.equal({ type: 'reasoning-end', providerMetadata: { google: { thoughtSignature: GEMINI_THOUGHT_SIGNATURE } } });
       });
 
       it('toAiSdk carries a tool call\'s provider metadata both ways: on the tool-call part it streams, and from the prompt\'s tool-call part to our message', async () => {
@@ -1014,7 +1021,7 @@ describe('rxheal/ai-sdk', function () {
         expect(result.text).to.equal('Answer');
       });
 
-      it("the prompt's reasoning parts → the assistant message's reasoning (signature, redacted data); an empty unsigned part (OpenAI's unsummarised reasoning) is dropped", async () => {
+      it("the prompt's reasoning parts → the assistant message's reasoning (signature, redacted data, other providers' metadata); a part with nothing at all is dropped", async () => {
         const seen: ModelRequest[] = [];
         const model: Model = { id: 'r', stream: (request) => (seen.push(request), [{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }]) };
         const { stream } = await toAiSdk(model).doStream({
@@ -1027,6 +1034,7 @@ describe('rxheal/ai-sdk', function () {
                 { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'EmwK' } } },
                 { type: 'reasoning', text: 'plain musing' },
                 { type: 'reasoning', text: '', providerOptions: { openai: { itemId: 'rs_1' } } },
+                { type: 'reasoning', text: '' },
                 { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } },
               ],
             },
@@ -1037,7 +1045,7 @@ describe('rxheal/ai-sdk', function () {
           role: 'assistant',
           content: '',
           toolCalls: [{ id: 'c1', name: 'get_weather', args: { city: 'Oslo' } }],
-          reasoning: [{ text: 'Need the tool.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'plain musing' }],
+          reasoning: [{ text: 'Need the tool.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'plain musing' }, { text: '', providerMetadata: { openai: { itemId: 'rs_1' } } }],
         });
       });
 

@@ -6,7 +6,7 @@ import { isMessage } from '../../src/core/isMessage.js';
 /** Values near a message's shape: each field absent, right or wrong in type, plus junk. */
 const field = fc.oneof(fc.constant(undefined), fc.string(), fc.boolean(), fc.integer(), fc.constant(null), fc.anything());
 const toolCall = fc.oneof(fc.record({ id: field, name: field, args: fc.anything(), providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) }, { requiredKeys: [] }), fc.anything());
-const reasoningPart = fc.oneof(fc.record({ text: field, signature: field, redactedData: field }, { requiredKeys: [] }), fc.anything());
+const reasoningPart = fc.oneof(fc.record({ text: field, signature: field, redactedData: field, providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) }, { requiredKeys: [] }), fc.anything());
 const nearMessage = fc.record(
   {
     role: fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'bot', ''), fc.anything()),

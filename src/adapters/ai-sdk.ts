@@ -145,25 +145,40 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool
 /**
  * What a reasoning block needs to be accepted back, as the AI SDK carries it: Anthropic's
  * `signature` or `redactedData` under `anthropic` (in a part's `providerMetadata`, a prompt part's
- * `providerOptions`) — what `@ai-sdk/anthropic` writes and reads.
+ * `providerOptions`) — what `@ai-sdk/anthropic` writes and reads — and whatever else providers
+ * attach (`metadata`: OpenAI's reasoning `itemId` and encrypted content, Gemini's thought
+ * signature), carried as it came.
  */
-type Seal = { signature?: string; redactedData?: string };
+type Seal = { signature?: string; redactedData?: string; metadata?: Record<string, Record<string, unknown>> };
 
-/** The signature / redacted data of `anthropic` provider metadata (or options), if any. */
+/**
+ * Adds a part's provider metadata (or a prompt part's options) to `into`: Anthropic's signature
+ * and redacted data as fields of their own, everything else by provider in `metadata`.
+ */
 function sealOf(metadata: unknown, into: Seal = {}): Seal {
-  const anthropic = isObject(metadata) ? metadata['anthropic'] : undefined;
-  if (!isObject(anthropic)) return into;
-  const { signature, redactedData } = anthropic;
-  if (typeof signature === 'string' && signature !== '') into.signature = signature;
-  if (typeof redactedData === 'string' && redactedData !== '') into.redactedData = redactedData;
+  if (!isObject(metadata)) return into;
+  for (const [provider, value] of Object.entries(metadata)) {
+    if (!isObject(value)) continue;
+    const rest: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(value)) {
+      if (provider === 'anthropic' && key === 'signature') {
+        if (typeof field === 'string' && field !== '') into.signature = field;
+      } else if (provider === 'anthropic' && key === 'redactedData') {
+        if (typeof field === 'string' && field !== '') into.redactedData = field;
+      } else if (field !== undefined) rest[key] = field;
+    }
+    if (Object.keys(rest).length > 0) (into.metadata ??= {})[provider] = { ...into.metadata?.[provider], ...rest };
+  }
   return into;
 }
 
-/** A seal as `anthropic` provider metadata, `undefined` for none. */
-function sealMetadata(seal: Seal): SharedV3ProviderMetadata | undefined {
-  if (seal.signature !== undefined) return { anthropic: { signature: seal.signature } };
-  if (seal.redactedData !== undefined) return { anthropic: { redactedData: seal.redactedData } };
-  return undefined;
+/** A seal (a reasoning part or event) as provider metadata: its `providerMetadata`, Anthropic's signature or redacted data added; `undefined` for none. */
+function sealMetadata(seal: { readonly signature?: string; readonly redactedData?: string; readonly providerMetadata?: Record<string, unknown> }): SharedV3ProviderMetadata | undefined {
+  const out: Record<string, Record<string, unknown>> = {};
+  if (seal.providerMetadata !== undefined) for (const [provider, value] of Object.entries(seal.providerMetadata)) if (isObject(value)) out[provider] = { ...value };
+  if (seal.signature !== undefined) out['anthropic'] = { ...out['anthropic'], signature: seal.signature };
+  else if (seal.redactedData !== undefined) out['anthropic'] = { ...out['anthropic'], redactedData: seal.redactedData };
+  return Object.keys(out).length > 0 ? (out as SharedV3ProviderMetadata) : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -369,8 +384,8 @@ class PartDecoder {
 
   /**
    * Hands on what the blocks in front have finished: while the first block has ended, its
-   * `reasoning-end` (a block with neither text nor a seal — OpenAI's unsummarised reasoning — ends
-   * unseen), then the next block's waiting text. `all`: end every block (the finish).
+   * `reasoning-end` (a block with no text, seal or metadata ends unseen), then the next block's
+   * waiting text. `all`: end every block (the finish).
    */
   private settle(out: EventSink, all = false): void {
     this.streaming = undefined;
@@ -379,11 +394,12 @@ class PartDecoder {
       if (block.pending !== '') out.next({ type: 'reasoning-delta', text: block.pending });
       block.pending = '';
       if (!block.ended && !all) return;
-      const { signature, redactedData } = block.seal;
-      if (block.said || signature !== undefined || redactedData !== undefined) {
+      const { signature, redactedData, metadata } = block.seal;
+      if (block.said || signature !== undefined || redactedData !== undefined || metadata !== undefined) {
         const end: ReasoningEnd = { type: 'reasoning-end' };
         if (signature !== undefined) end.signature = signature;
         if (redactedData !== undefined) end.redactedData = redactedData;
+        if (metadata !== undefined) end.providerMetadata = metadata;
         out.next(end);
       }
       this.reasoning.delete(id);
@@ -532,12 +548,13 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * Reasoning, both ways: `reasoning-delta` parts → `reasoning-delta`, each block's
  * `reasoning-end` → `reasoning-end` with the `signature` / `redactedData` that
  * `providerMetadata.anthropic` carried on any of the block's parts (`@ai-sdk/anthropic` sends the
- * signature on a delta, redacted data on the start); blocks open at once stream one at a time
- * (the others' text follows when the first ends), a block never ended ends at the finish, and a
- * block with neither text nor seal (OpenAI's unsummarised reasoning) is dropped. An assistant
- * message's `reasoning` goes back first in its content, as `reasoning` parts: signed or redacted
- * ones with `providerOptions.anthropic.signature` / `.redactedData` (Anthropic's thinking
- * blocks), unsigned ones as text (`@ai-sdk/openai-compatible` sends it as `reasoning_content`;
+ * signature on a delta, redacted data on the start) and, as `providerMetadata`, whatever else
+ * they carried (OpenAI's reasoning item, Gemini's thought signature); blocks open at once stream
+ * one at a time (the others' text follows when the first ends), a block never ended ends at the
+ * finish, and a block with no text, seal or metadata is dropped. An assistant message's
+ * `reasoning` goes back first in its content, as `reasoning` parts with their metadata as
+ * `providerOptions`: signed or redacted ones with `providerOptions.anthropic.signature` /
+ * `.redactedData` (Anthropic's thinking blocks), unsigned ones as text (`@ai-sdk/openai-compatible` sends it as `reasoning_content`;
  * `@ai-sdk/anthropic` drops it with a warning) — as the AI SDK sends its own steps back. A tool
  * call's `providerMetadata` (Gemini 3's `{ google: { thoughtSignature } }`, which it needs back
  * with the call) becomes our tool call's `providerMetadata`, and goes back as the call part's
@@ -667,10 +684,14 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
               toolCalls.push(part.providerOptions ? { id: part.toolCallId, name: part.toolName, args: part.input, providerMetadata: part.providerOptions } : { id: part.toolCallId, name: part.toolName, args: part.input });
             }
           } else if (part.type === 'reasoning') {
-            // with its signature or redacted data (Anthropic's), which the model may need back; a
-            // part with neither, and no text (OpenAI's unsummarised reasoning), says nothing
-            const block: ReasoningPart = { text: part.text, ...sealOf(part.providerOptions) };
-            if (block.text !== '' || block.signature !== undefined || block.redactedData !== undefined) reasoning.push(block);
+            // with its signature or redacted data (Anthropic's) and other providers' metadata,
+            // which the model may need back; a part with none of it and no text says nothing
+            const { signature, redactedData, metadata } = sealOf(part.providerOptions);
+            const block: ReasoningPart = { text: part.text };
+            if (signature !== undefined) block.signature = signature;
+            if (redactedData !== undefined) block.redactedData = redactedData;
+            if (metadata !== undefined) block.providerMetadata = metadata;
+            if (block.text !== '' || signature !== undefined || redactedData !== undefined || metadata !== undefined) reasoning.push(block);
           } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType})`);
           // provider-executed tool results: not part of an rxheal conversation
         });

@@ -40,9 +40,11 @@ export const UserMessageCodec = t.type({ role: t.literal('user'), content: t.str
  * redacted block (whose `text` is `''`). A provider that requires reasoning to be sent back (Anthropic
  * with extended thinking, on a turn with tool calls) gets the blocks that carry one of the two;
  * unsigned reasoning (OpenAI-compatible `reasoning_content`) is kept for the record, never sent.
+ * `providerMetadata`: what else a provider attached to the block and needs back (OpenAI's reasoning
+ * item id and encrypted content, Gemini's thought signature, through the AI SDK), by provider.
  */
 export const ReasoningPartCodec = t.intersection(
-  [t.type({ text: t.string }), t.partial({ signature: t.string, redactedData: t.string })],
+  [t.type({ text: t.string }), t.partial({ signature: t.string, redactedData: t.string, providerMetadata: t.UnknownRecord })],
   'ReasoningPart',
 );
 /** @see ReasoningPartCodec */
@@ -111,10 +113,11 @@ export const ReasoningDeltaCodec = t.type({ type: t.literal('reasoning-delta'), 
 /**
  * Ends the reasoning block the `reasoning-delta`s since the last one made, with what the provider
  * needs to accept it back: `signature` (Anthropic), or `redactedData` for a redacted block (no
- * deltas before it). Reasoning never ended by one is closed at `finish`, unsigned.
+ * deltas before it), and any other `providerMetadata` (by provider). Reasoning never ended by one
+ * is closed at `finish`, unsigned.
  */
 export const ReasoningEndCodec = t.intersection(
-  [t.type({ type: t.literal('reasoning-end') }), t.partial({ signature: t.string, redactedData: t.string })],
+  [t.type({ type: t.literal('reasoning-end') }), t.partial({ signature: t.string, redactedData: t.string, providerMetadata: t.UnknownRecord })],
   'ReasoningEnd',
 );
 export const FinishCodec = t.intersection(

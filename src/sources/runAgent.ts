@@ -312,10 +312,11 @@ class TurnOutput {
     return this.blocks;
   }
 
-  private endBlock(end: { signature?: string; redactedData?: string }): void {
+  private endBlock(end: { signature?: string; redactedData?: string; providerMetadata?: Record<string, unknown> }): void {
     const part: ReasoningPart = { text: this.thinkingOpen ? this.thinking!.toString() : '' };
     if (end.signature !== undefined) part.signature = end.signature;
     if (end.redactedData !== undefined) part.redactedData = end.redactedData;
+    if (end.providerMetadata !== undefined) part.providerMetadata = end.providerMetadata;
     (this.blocks ??= []).push(part);
     this.thinking?.clear();
     this.thinkingOpen = false;
