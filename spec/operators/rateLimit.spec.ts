@@ -114,6 +114,24 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
+  it("with a hub, the shared store's health: rate-limit-store:<name> closed → open when it stops answering", () => {
+    virtual((run) => {
+      const store = new MemoryRateLimitStore();
+      const hub = new HealHub();
+      const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
+      const s = { x: run.cold('(x|)') };
+      run.at(5, () => (store.down = true));
+      // two calls fail to reach the store (at 10 and 20): its breaker opens at the second, and 1 s
+      // later lets one call try again; the calls go through on the local share (no burst: 100 ms apart)
+      run.expectObservable(calls(run, a, '10ms x 9ms x', s, { hub })).toBe('110ms x 99ms x', { x: 'x' });
+      run.expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `${e.breaker}:${e.from}>${e.to}` : e.type)))).toBe('10ms r 9ms (or) 996ms h', {
+        r: 'rate-limited',
+        o: 'rate-limit-store:openai:prod:closed>open',
+        h: 'rate-limit-store:openai:prod:open>half-open',
+      });
+    });
+  });
+
   it('the store slow: after its timeout (100 ms) the local share decides; no store error reaches a call', () => {
     virtual((run) => {
       const store = new MemoryRateLimitStore({ latencyMs: 500, timeoutMs: 100 });

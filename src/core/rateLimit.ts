@@ -108,6 +108,13 @@ export class RateLimiter {
   private readonly store: RateLimitStore;
   private readonly local: MemoryRateLimitStore;
   private readonly guard: StoreGuard | undefined;
+  /**
+   * The breaker around shared-store calls (`rate-limit-store:<name>`), with a store: a hub given
+   * to `rateLimit` follows it (the store's health), as a fleet's does.
+   *
+   * @internal
+   */
+  readonly storeBreaker: CircuitBreaker | undefined;
   private readonly requests: RateLimit | undefined;
   private readonly tokens: RateLimit | undefined;
   /** The most live nodes the store reported within the last minute: the local share divides by it. */
@@ -132,7 +139,8 @@ export class RateLimiter {
     this.local = new MemoryRateLimitStore({ scheduler: this.scheduler });
     this.store = o.store ?? new MemoryRateLimitStore({ scheduler: this.scheduler });
     this.liveNodes = o.expectedNodes ?? 1;
-    this.guard = o.store === undefined ? undefined : new StoreGuard(new CircuitBreaker(storeBreakerOptions(`rate-limit-store:${o.name}`, this.scheduler)), o.store.timeoutMs ?? 100, this.scheduler);
+    this.storeBreaker = o.store === undefined ? undefined : new CircuitBreaker(storeBreakerOptions(`rate-limit-store:${o.name}`, this.scheduler));
+    this.guard = this.storeBreaker === undefined ? undefined : new StoreGuard(this.storeBreaker, o.store!.timeoutMs ?? 100, this.scheduler);
   }
 
   /** Tokens a call is expected to use: the moving average of reconciled usage (0 before any). */

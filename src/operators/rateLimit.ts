@@ -26,7 +26,11 @@ export interface RateLimitOptions<T> {
    * `usage.inputTokens + usage.outputTokens`.
    */
   readonly usage?: (value: T) => number | undefined;
-  /** Reports each wait (and each refusal) as a `rate-limited` event. */
+  /**
+   * Reports each wait (and each refusal) as a `rate-limited` event, and, with a shared store, the
+   * store's health while the hub has listeners: `circuit` events of `rate-limit-store:<name>`
+   * (`closed → open` when the store stops answering and the limiter falls back to its local share).
+   */
   readonly hub?: HealHub;
 }
 
@@ -76,6 +80,8 @@ export function rateLimit<T>(limiter: RateLimiter, options?: RateLimitOptions<T>
   const o = validateOptions('rateLimit', props, options);
   if (!(limiter instanceof RateLimiter)) throw new InvalidOptionError('rateLimit', 'limiter', limiter, 'a RateLimiter');
   const hub = o.hub as HealHub | undefined;
+  // the shared store's health on the hub: its breaker's transitions (rate-limit-store:<name>), while the hub has listeners
+  if (hub !== undefined && limiter.storeBreaker !== undefined && typeof hub.watch === 'function') hub.watch(limiter.storeBreaker);
   const cost = o.cost as number | (() => number) | undefined;
   const usageOf = (o.usage as ((value: T) => number | undefined) | undefined) ?? finishUsage;
   return (source) =>
