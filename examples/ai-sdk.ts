@@ -14,7 +14,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
-import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff, streamModel, type Model } from '../src/index.js';
+import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from '../src/index.js';
 import { fromAiSdk, toAiSdk } from '../src/adapters/ai-sdk.js';
 import { startLocalProvider } from '../src/server/index.js';
 
@@ -30,14 +30,17 @@ export async function runAiSdkExample(print: (line: string) => void = console.lo
     });
     const breakers = new CircuitBreakerRegistry({ failureThreshold: 2, resetTimeoutMs: 60_000 });
 
-    // any AI SDK model, with retries of its own (before its first token) under rxheal
-    const withRetries = (model: Model): Model => ({
-      id: model.id,
-      stream: (request) => streamModel(model, request).pipe(retryWithBackoff({ hub, target: `model:${model.id}`, maxRetries: 2, initialBackoffMs: 100 })),
-    });
-    const gpt = withRetries(fromAiSdk(createOpenAICompatible({ name: 'local', baseURL: primary.openAIBaseURL, includeUsage: true })('local'), { id: 'primary' }));
-    const claude = withRetries(fromAiSdk(createAnthropic({ baseURL: `${backup.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), { id: 'backup' }));
-    const model = toAiSdk(fallbackModel([gpt, claude], { breakers, hub, midStream: 'continue' }));
+    // any AI SDK model; each retried (before its first token) under rxheal, then the next one
+    const gpt = fromAiSdk(createOpenAICompatible({ name: 'local', baseURL: primary.openAIBaseURL, includeUsage: true })('local'), { id: 'primary' });
+    const claude = fromAiSdk(createAnthropic({ baseURL: `${backup.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), { id: 'backup' });
+    const model = toAiSdk(
+      fallbackModel([gpt, claude], {
+        breakers,
+        hub,
+        midStream: 'continue',
+        perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 2, initialBackoffMs: 100 })),
+      }),
+    );
 
     const ask = async (prompt: string): Promise<void> => {
       const result = streamText({

@@ -14,7 +14,7 @@ import { ChatPromptTemplate } from '@langchain/core/prompts';
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
-import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff, streamModel, type Model } from '../src/index.js';
+import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from '../src/index.js';
 import { fromLangChain, toLangChain } from '../src/adapters/langchain.js';
 import { startLocalProvider } from '../src/server/index.js';
 
@@ -31,15 +31,12 @@ export async function runLangChainExample(print: (line: string) => void = consol
     const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
     // LangChain's own retries off (maxRetries: 0): rxheal retries each model, before its first token
     const chat = (baseURL: string) => new ChatOpenAI({ model: 'local', apiKey: 'local', configuration: { baseURL }, maxRetries: 0, streamUsage: true });
-    const withRetries = (model: Model): Model => ({
-      id: model.id,
-      stream: (request) => streamModel(model, request).pipe(retryWithBackoff({ hub, target: `model:${model.id}`, maxRetries: 1, initialBackoffMs: 100 })),
-    });
     const model = toLangChain(
-      fallbackModel([withRetries(fromLangChain(chat(primary.openAIBaseURL), { id: 'primary' })), withRetries(fromLangChain(chat(backup.openAIBaseURL), { id: 'backup' }))], {
+      fallbackModel([fromLangChain(chat(primary.openAIBaseURL), { id: 'primary' }), fromLangChain(chat(backup.openAIBaseURL), { id: 'backup' })], {
         breakers,
         hub,
         midStream: 'continue',
+        perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 1, initialBackoffMs: 100 })),
       }),
     );
 
