@@ -94,6 +94,16 @@ describe('callPolicy', () => {
       expect(breaker.state).to.equal('open');
     });
 
+    it('a breaker whose isFailure throws: the call fails with what it threw and counts as failed, as circuitBreak does (the guard rule)', async () => {
+      const boom = new Error('isFailure broke');
+      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1, isFailure: () => { throw boom; } });
+      const noRetry = callPolicy({ retry: false, breaker });
+      expect(await lastValueFrom(noRetry.call(() => Promise.reject(new HttpError(503)))).catch((e: unknown) => e)).to.equal(boom);
+      expect(breaker.state).to.equal('open');
+      const piped = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1, isFailure: () => { throw boom; } });
+      expect(await lastValueFrom(defer(() => Promise.reject(new HttpError(503))).pipe(circuitBreak(piped))).catch((e: unknown) => e)).to.equal(boom);
+    });
+
     it('an open breaker rejects at once, never calls work, and reports the rejection to the hub', () => {
       const breaker = new CircuitBreaker({ name: 'tool:x' });
       breaker.isolate();

@@ -437,7 +437,7 @@ export class CircuitBreaker implements Watchable {
    * ```ts
    * const permit = breaker.acquire();
    * if (permit instanceof CircuitOpenError) throw permit;
-   * try { const r = await call(); permit.success(); return r; } catch (e) { permit.failure(e); throw e; }
+   * try { const r = await call(); permit.success(); return r; } catch (e) { throw permit.failure(e); }
    * ```
    */
   acquire(): CircuitPermit | CircuitOpenError {

@@ -271,18 +271,21 @@ export class InvalidOptionError extends TypeError {
   }
 }
 
+/** `text`, cut at `max` characters (an ellipsis marks the cut). */
+const cut = (text: string, max: number): string => (text.length > max ? text.slice(0, max) + '…' : text);
+
 /** A short, never-throwing rendering of a value for error messages. */
 export function showValue(value: unknown): string {
   try {
     if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
-    if (typeof value === 'string') return JSON.stringify(value.length > 80 ? value.slice(0, 80) + '…' : value);
+    if (typeof value === 'string') return JSON.stringify(cut(value, 80));
     if (typeof value === 'bigint') return `${value}n`;
     if (typeof value === 'symbol') return value.toString();
     if (value === undefined) return 'undefined';
     if (typeof value === 'number') return String(value);
     const json = JSON.stringify(value);
     if (json === undefined) return String(value);
-    return json.length > 80 ? json.slice(0, 80) + '…' : json;
+    return cut(json, 80);
   } catch {
     try {
       return Object.prototype.toString.call(value);
@@ -301,12 +304,10 @@ function describe(error: unknown): string {
   }
 }
 
-const cut = (text: string, max: number): string => (text.length > max ? text.slice(0, max) + '…' : text);
-
 function bodySnippet(body: unknown): string {
   if (body === undefined || body === null || body === '') return '';
   const text = typeof body === 'string' ? body : showValue(body);
-  return `: ${text.length > 200 ? text.slice(0, 200) + '…' : text}`;
+  return `: ${cut(text, 200)}`;
 }
 
 /**
@@ -363,7 +364,7 @@ export class MalformedStreamError extends Error {
   constructor(model: string, detail: string, data: string, options?: { cause?: unknown }) {
     super(`Malformed event in the stream of '${model}': ${detail}`, options);
     this.model = model;
-    this.data = data.length > 500 ? data.slice(0, 500) + '…' : data;
+    this.data = cut(data, 500);
   }
 }
 

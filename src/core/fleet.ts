@@ -87,7 +87,7 @@ export interface QuorumOptions {
 }
 
 /** The quorum defaults. */
-export const DEFAULT_QUORUM: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
+const DEFAULT_QUORUM: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
 const DEFAULT_PROBE_LEASE_MS = 30_000;
 
 const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
@@ -104,7 +104,7 @@ const quorumCheck = check(
 );
 
 /** A structural check for option validation: an object with every {@link BreakerStore} method. */
-export const BreakerStoreCheck = check(
+const BreakerStoreCheck = check(
   'a BreakerStore (sync, vote, fact, acquireProbe, probeResult, isolate, reset, changes$)',
   (u): u is BreakerStore =>
     typeof u === 'object' &&
@@ -116,7 +116,7 @@ export const BreakerStoreCheck = check(
 const fleetProps = { store: BreakerStoreCheck, node: NonEmptyString, quorum: quorumCheck, probeLeaseMs: PositiveNumber, facts: Bool, hub: Hub };
 
 /** Checks a `fleet` option field by field, naming the bad one (`fleet.store`, `fleet.quorum`…). */
-export function validateFleetOptions(target: string, fleet: unknown): void {
+function validateFleetOptions(target: string, fleet: unknown): void {
   validateOptions(target, fleetProps, fleet, 'fleet');
   const store = (fleet as { store?: unknown }).store;
   if (store === undefined) throw new InvalidOptionError(target, 'fleet.store', store, BreakerStoreCheck.name);
@@ -387,7 +387,11 @@ class FleetLink {
     if (this.closed || members.length === 0) return;
     // one node may serve several names (and one name several nodes, in tests): one sync per node
     const byNode = new Map<string, Member[]>();
-    for (const m of members) byNode.set(m.node, [...(byNode.get(m.node) ?? []), m]);
+    for (const m of members) {
+      const list = byNode.get(m.node);
+      if (list) list.push(m);
+      else byNode.set(m.node, [m]);
+    }
     for (const [node, list] of byNode) {
       this.guard
         .run(() => this.store.sync(node, list.map((m) => m.breaker.name)))
@@ -431,14 +435,13 @@ const links = new WeakMap<BreakerStore, FleetLink>();
  * const hook = attachFleet(breakerSide, { store }, (o) => new CircuitBreaker(o));
  * ```
  */
-export function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
+function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
   let link = links.get(options.store);
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
   const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
   link.add(member);
   // the store's own breaker, followed while the hub has listeners (once per hub)
-  const hub = options.hub;
-  if (hub !== undefined && typeof hub.watch === 'function') hub.watch(link.storeBreaker);
+  options.hub?.watch(link.storeBreaker);
   return member;
 }
 

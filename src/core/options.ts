@@ -113,11 +113,15 @@ export const Scheduler = check(
     typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function' && typeof (u as SchedulerLike).schedule === 'function',
 );
 
-/** A {@link HealHub} (duck-typed: `report()` and `events$`). */
+/** A {@link HealHub} (duck-typed: `report()`, `watch()` and `events$`: what the operators call on it). */
 export const Hub = check(
   'a HealHub',
-  (u): u is { report: (e: unknown) => void } =>
-    typeof u === 'object' && u !== null && typeof (u as { report?: unknown }).report === 'function' && 'events$' in u,
+  (u): u is { report: (e: unknown) => void; watch: (breaker: unknown) => void } =>
+    typeof u === 'object' &&
+    u !== null &&
+    typeof (u as { report?: unknown }).report === 'function' &&
+    typeof (u as { watch?: unknown }).watch === 'function' &&
+    'events$' in u,
 );
 
 /** One of the given string literals. */

@@ -41,6 +41,20 @@ export function settleUnsubscribed(permit: CircuitPermit, emitted: boolean): voi
 }
 
 /**
+ * A call failed with `error`: the permit (if any) records it, and the error to fail downstream
+ * with is returned — `error`, or what the breaker's `isFailure` threw about it. Every operator
+ * that settles a permit on an error goes through here.
+ *
+ * @example
+ * ```ts
+ * subscriber.error(failWith(permit, error));
+ * ```
+ */
+export function failWith(permit: CircuitPermit | undefined, error: unknown): unknown {
+  return permit ? permit.failure(error) : error;
+}
+
+/**
  * Internal protocol between operators: an observable carrying this key can run one subscription
  * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
  * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s

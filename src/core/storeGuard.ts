@@ -17,9 +17,9 @@ import type { Watchable } from './permit.js';
 export type GuardBreaker = Pick<CircuitBreaker, 'acquire' | 'state' | 'events$'> & Watchable;
 
 /** Consecutive store failures that stop store calls for a while. */
-export const STORE_FAILURE_THRESHOLD = 2;
+const STORE_FAILURE_THRESHOLD = 2;
 /** How long store calls stop after that, before one is tried again. */
-export const STORE_RETRY_MS = 1_000;
+const STORE_RETRY_MS = 1_000;
 
 /**
  * Options of the breaker around a shared store (the fleet's, a rate limiter's): open after

@@ -29,8 +29,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * notice.unsubscribe(); // cancelled
  * ```
  */
-export function after(delayMs: number, scheduler: SchedulerLike, work: () => void, options: { readonly background?: boolean } = {}): Subscription {
-  return scheduleWork(delayMs, scheduler, work, undefined, options.background === true);
+export function after(delayMs: number, scheduler: SchedulerLike, work: () => void, options?: { readonly background?: boolean }): Subscription {
+  return scheduleWork(delayMs, scheduler, work, undefined, options?.background === true);
 }
 
 /**
@@ -47,10 +47,9 @@ export function afterWith<S>(state: S, delayMs: number, scheduler: SchedulerLike
 }
 
 function scheduleWork<S>(delayMs: number, scheduler: SchedulerLike, work: (state: S) => void, state: S, background: boolean): Subscription {
-  const armed = (action: Subscription): Subscription => (background ? unref(action) : action);
-  // the common case: one timer, exactly as scheduler.schedule would make it
-  if (delayMs <= MAX_TIMER_MS) return armed(scheduler.schedule<S>(work as (state?: S) => void, delayMs > 0 ? delayMs : 0, state));
-  if (Number.isNaN(delayMs)) return armed(scheduler.schedule<S>(work as (state?: S) => void, 0, state));
+  // the common case: one timer, exactly as scheduler.schedule would make it (no closure per wait)
+  if (delayMs <= MAX_TIMER_MS) return armed(scheduler.schedule<S>(work as (state?: S) => void, delayMs > 0 ? delayMs : 0, state), background);
+  if (Number.isNaN(delayMs)) return armed(scheduler.schedule<S>(work as (state?: S) => void, 0, state), background);
   if (delayMs === Infinity) return new Subscription();
   // one action re-armed per chunk: its state is what is left after the chunk now running
   return armed(
@@ -58,12 +57,18 @@ function scheduleWork<S>(delayMs: number, scheduler: SchedulerLike, work: (state
       function (this: SchedulerAction<number>, left?: number) {
         if (left === undefined || left <= 0) return work(state);
         const chunk = Math.min(left, MAX_TIMER_MS);
-        armed(this.schedule(left - chunk, chunk));
+        armed(this.schedule(left - chunk, chunk), background);
       },
       MAX_TIMER_MS,
       delayMs - MAX_TIMER_MS,
     ),
+    background,
   );
+}
+
+/** A scheduled action, its timer `unref`'d when it only announces something (`background`). */
+function armed(action: Subscription, background: boolean): Subscription {
+  return background ? unref(action) : action;
 }
 
 /**

@@ -4,7 +4,7 @@ import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreak
 import { InvalidOptionError } from '../core/errors.js';
 import type { HealHub } from '../core/hub.js';
 import { Hub, check, validateOptions } from '../core/options.js';
-import { settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
+import { failWith, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
 import { admit, PermitSubscriber, subscribeUnderBreaker } from './circuitBreak.js';
 import { AttemptSubscriber, retryAfterError, retryConfigOf, retryWithBackoff, type RetryConfig, type RetryWithBackoffOptions } from './retryWithBackoff.js';
 
@@ -206,8 +206,7 @@ class FirstAttempt<T> extends AbortRun {
       retryAfterError(error, false, new Abortable(this.work), subscriber, config, permit);
       return;
     }
-    permit?.failure(error);
-    subscriber.error(error);
+    subscriber.error(failWith(permit, error));
   }
 
   override unsubscribe(): void {

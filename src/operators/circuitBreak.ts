@@ -1,6 +1,6 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
-import { RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
+import { failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
 import { defaultHub, type HealHub } from '../core/hub.js';
 import { Hub, validateOptions } from '../core/options.js';
 
@@ -133,7 +133,7 @@ export class PermitSubscriber<T> extends Subscriber<T> {
   protected override _error(error: unknown): void {
     this.settled = true;
     // recorded before the error reaches downstream, so a retry downstream sees the new state
-    super._error(this.permit.failure(error));
+    super._error(failWith(this.permit, error));
   }
 
   protected override _complete(): void {

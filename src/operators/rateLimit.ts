@@ -81,7 +81,7 @@ export function rateLimit<T>(limiter: RateLimiter, options?: RateLimitOptions<T>
   if (!(limiter instanceof RateLimiter)) throw new InvalidOptionError('rateLimit', 'limiter', limiter, 'a RateLimiter');
   const hub = o.hub as HealHub | undefined;
   // the shared store's health on the hub: its breaker's transitions (rate-limit-store:<name>), while the hub has listeners
-  if (hub !== undefined && limiter.storeBreaker !== undefined && typeof hub.watch === 'function') hub.watch(limiter.storeBreaker);
+  if (limiter.storeBreaker !== undefined) hub?.watch(limiter.storeBreaker);
   const cost = o.cost as number | (() => number) | undefined;
   const usageOf = (o.usage as ((value: T) => number | undefined) | undefined) ?? finishUsage;
   return (source) =>

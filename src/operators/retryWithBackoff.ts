@@ -1,5 +1,5 @@
 import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { type CircuitPermit, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
+import { type CircuitPermit, failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
@@ -375,7 +375,7 @@ class RetryRun<T> {
     const last = errors?.[errors.length - 1];
     const error = new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined);
     // settled first: cancelling the attempt below must not release the permit
-    const out = this.permit ? this.permit.failure(error) : error;
+    const out = failWith(this.permit, error);
     this.attempt?.unsubscribe();
     this.wait?.unsubscribe();
     this.subscriber.error(out);
@@ -383,7 +383,7 @@ class RetryRun<T> {
 
   /** Gives up: the permit (if any) records the failure before the error goes downstream. */
   private fail(error: unknown): void {
-    this.subscriber.error(this.permit ? this.permit.failure(error) : error);
+    this.subscriber.error(failWith(this.permit, error));
   }
 
   /** The source's first value (or completion) after a retry: report the retry succeeded, once. */
