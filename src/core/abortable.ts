@@ -58,7 +58,7 @@ export class Abortable<T> extends Observable<T> {
  *
  * @internal
  */
-export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, subscriber: Subscriber<T>): AbortRun {
+export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, subscriber: Subscriber<T>): AbortRun | undefined {
   if (result instanceof Promise) {
     // what `from(promise)` does, without its Observable and subscriber
     (result as Promise<T>).then(
@@ -76,8 +76,9 @@ export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, su
     );
     return run;
   }
-  run.inner = from(result).subscribe(new Finishing(subscriber, run));
-  return run;
+  // the run's subscriber is the lone teardown: leaving aborts the run after the source is torn down
+  from(result).subscribe(new RunSubscriber(subscriber, run));
+  return undefined;
 }
 
 /**
@@ -89,7 +90,6 @@ export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, su
  */
 export class AbortRun implements AbortContext {
   finished = false;
-  inner: { unsubscribe(): void } | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   /** The consumer left before the work finished: every signal, however late, is aborted. */
   private cancelled = false;
@@ -103,7 +103,6 @@ export class AbortRun implements AbortContext {
   }
 
   unsubscribe(): void {
-    this.inner?.unsubscribe();
     if (this.finished) return;
     this.cancelled = true;
     const controller = this.controller;
@@ -111,13 +110,23 @@ export class AbortRun implements AbortContext {
   }
 }
 
-/** Forwards to the consumer and marks the run finished on error or completion. */
-class Finishing<T> extends LeanSubscriber<T> {
+/**
+ * Forwards to the consumer, marks the run finished on error or completion, and — unsubscribed
+ * before that (after its source is) — aborts the run: one subscriber, the run's only teardown.
+ * Linked to its destination once built (as `super(destination)` would, but after `run` is set): a
+ * destination already closed unsubscribes it at once, and that aborts the run. `streamModel`'s
+ * turn subscriber extends it with the finish contract.
+ *
+ * @internal
+ */
+export class RunSubscriber<T> extends LeanSubscriber<T> {
   constructor(
     destination: Subscriber<T>,
-    private readonly run: AbortRun,
+    protected readonly run: AbortRun,
   ) {
-    super(destination);
+    super();
+    this.destination = destination;
+    destination.add(this);
   }
 
   protected override _error(error: unknown): void {
@@ -128,5 +137,11 @@ class Finishing<T> extends LeanSubscriber<T> {
   protected override _complete(): void {
     this.run.finished = true;
     super._complete();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    super.unsubscribe();
+    this.run.unsubscribe();
   }
 }

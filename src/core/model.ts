@@ -1,7 +1,7 @@
 import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { IncompleteStreamError } from './errors.js';
 import type { Message, TurnEvent, Usage } from './events.js';
-import { abortable, AbortRun, type AbortContext } from './abortable.js';
+import { abortable, AbortRun, RunSubscriber, type AbortContext } from './abortable.js';
 import { TraceSubscriber, type TracedCall } from './callTrace.js';
 import { LeanSubscriber } from './leanSubscriber.js';
 import type { HealHub } from './hub.js';
@@ -323,24 +323,20 @@ function signalOf(run: AbortContext): AbortContext {
 }
 
 /**
- * Forwards a turn's events; errors a turn that completes without `finish` since its last `reset`;
- * once unsubscribed (after the model's stream is), aborts the run if it had not finished. A class:
- * one object per turn for all three jobs.
+ * A run's subscriber (abort when left unfinished) that also holds the turn to its finish
+ * contract: a turn that completes without `finish` since its last `reset` errors. A class: one
+ * object per turn for every job.
  */
-class TurnSubscriber extends LeanSubscriber<TurnEvent> {
+class TurnSubscriber extends RunSubscriber<TurnEvent> {
   private finished = false;
   private received = 0;
 
   constructor(
     destination: Subscriber<TurnEvent>,
-    private readonly run: AbortRun,
+    run: AbortRun,
     private readonly modelId: string,
   ) {
-    super();
-    // linked once built (as `super(destination)` would, but after `run` is set): a destination
-    // already closed unsubscribes this one at once, and that aborts the run
-    this.destination = destination;
-    destination.add(this);
+    super(destination, run);
   }
 
   protected override _next(event: TurnEvent): void {
@@ -350,21 +346,9 @@ class TurnSubscriber extends LeanSubscriber<TurnEvent> {
     this.destination.next(event);
   }
 
-  protected override _error(error: unknown): void {
-    this.run.finished = true;
-    super._error(error);
-  }
-
   protected override _complete(): void {
-    this.run.finished = true;
     if (this.finished) super._complete();
-    else super._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
-    this.run.unsubscribe();
+    else this._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
   }
 }
 

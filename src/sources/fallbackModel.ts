@@ -263,7 +263,6 @@ class FallbackTurn {
   /** A reasoning block shown and not ended (its model may die inside it). */
   private reasoningOpen = false;
   private current: Subscription | undefined;
-  private generation = 0;
 
   constructor(
     private readonly chain: Chain,
@@ -340,11 +339,11 @@ class FallbackTurn {
       return subscriber.error(perModelError);
     }
     const trimmer = partial !== undefined && chain.maxOverlap > 0 ? new OverlapTrimmer(partial, chain.maxOverlap, chain.longOverlap) : undefined;
-    const id = ++this.generation;
     const sink = new AttemptSink(this, j, attempt, trimmer);
     input.subscribe(sink);
+    // a sink already closed ended synchronously (a failure there started the next model, which is current now)
     if (subscriber.closed) sink.unsubscribe();
-    else if (id === this.generation) this.current = sink;
+    else if (!sink.closed) this.current = sink;
   }
 
   /** Model `j`'s attempt through its breaker: the chain's own `circuitBreak`, or, with a hub of this call's own, the same guard reporting to it. */

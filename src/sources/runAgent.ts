@@ -300,26 +300,24 @@ class TurnOutput {
   private blocks: ReasoningPart[] | undefined = undefined;
   /** The open block's text (flat, as the answer's), made at the turn's first reasoning. */
   private thinking: TextBuffer | undefined = undefined;
-  private thinkingOpen = false;
 
   get text(): string {
     return this.buffer.toString();
   }
 
-  /** The turn's reasoning blocks, or undefined when it had none. */
-  get reasoning(): ReasoningPart[] | undefined {
-    if (this.thinkingOpen) this.endBlock({});
+  /** The turn's reasoning blocks (a block still open ends here, unsigned), or undefined when it had none. */
+  takeReasoning(): ReasoningPart[] | undefined {
+    if (this.thinking !== undefined && !this.thinking.empty) this.endBlock({});
     return this.blocks;
   }
 
   private endBlock(end: { signature?: string; redactedData?: string; providerMetadata?: Record<string, unknown> }): void {
-    const part: ReasoningPart = { text: this.thinkingOpen ? this.thinking!.toString() : '' };
+    const part: ReasoningPart = { text: this.thinking?.toString() ?? '' };
     if (end.signature !== undefined) part.signature = end.signature;
     if (end.redactedData !== undefined) part.redactedData = end.redactedData;
     if (end.providerMetadata !== undefined) part.providerMetadata = end.providerMetadata;
     (this.blocks ??= []).push(part);
     this.thinking?.clear();
-    this.thinkingOpen = false;
   }
 
   add(event: TurnEvent): void {
@@ -330,7 +328,6 @@ class TurnOutput {
         break;
       case 'reasoning-delta':
         (this.thinking ??= new TextBuffer()).append(event.text);
-        this.thinkingOpen = true;
         break;
       case 'reasoning-end':
         this.endBlock(event);
@@ -348,7 +345,6 @@ class TurnOutput {
         this.finish = undefined;
         this.blocks = undefined;
         this.thinking?.clear();
-        this.thinkingOpen = false;
         break;
     }
   }
@@ -485,14 +481,15 @@ class AgentRun {
   private turn(): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
-    if (this.step >= maxSteps) return this.endOnBudget(() => this.budget.steps(maxSteps, this.step + 1));
+    // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
+    if (this.step >= maxSteps) return this.budget.steps(maxSteps, this.step + 1);
     const step = ++this.step;
     const req = this.request();
     let modelCalls = 0;
     const nextCallId = (): string => `step-${step}.${++modelCalls}`;
     // a model alternative called with this context (fallbackTo's `context`) is a model call of the
     // run too: its own id, numbered on from the turn's (read once per call by streamModel)
-    const context: PipelineContext = Object.defineProperty({ ...this.context() }, 'callId', { get: nextCallId });
+    const context: PipelineContext = Object.defineProperty(this.context(), 'callId', { get: nextCallId });
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
     // context handed to the model, so a model that wraps others reports and counts into this run
     const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
@@ -511,7 +508,7 @@ class AgentRun {
     // this catches a modelPipeline that ends a turn early (take, catchError to EMPTY…)
     if (!finish) return this.fail(new IncompleteStreamError(model.id, 'no finish event', received));
     // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
-    const reasoning = output.reasoning;
+    const reasoning = output.takeReasoning();
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
     if (calls.length > 0) {
       this.addMessage(withReasoning({ role: 'assistant', content: text, toolCalls: calls }));
@@ -603,12 +600,4 @@ class AgentRun {
     return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler };
   }
 
-  /** Runs a budget check; a crossed limit ends the run. */
-  private endOnBudget(check: () => void): void {
-    try {
-      check();
-    } catch (error) {
-      this.fail(error);
-    }
-  }
 }
