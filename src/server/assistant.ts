@@ -6,6 +6,7 @@
  * @module
  */
 import type { Message, ToolMessage } from '../core/events.js';
+import { isObject as isRecord } from '../sources/providers/sse.js';
 
 /**
  * A tool the request offered, as the assistant sees it.
@@ -208,7 +209,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 const clip = (text: string, max: number): string => (text.length > max ? text.slice(0, max - 1) + '…' : text);
 
 function weatherArgs(question: string): { city: string; units: string } {

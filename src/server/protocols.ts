@@ -8,7 +8,7 @@
 import { asyncScheduler } from 'rxjs';
 import { showValue } from '../core/errors.js';
 import type { Message } from '../core/events.js';
-import { parseToolArguments } from '../sources/providers/sse.js';
+import { isObject, parseToolArguments } from '../sources/providers/sse.js';
 import type { StreamErrorFault } from './faults.js';
 import type { AssistantTool } from './assistant.js';
 
@@ -221,7 +221,8 @@ export function streamErrorFrame(protocol: Protocol, fault: StreamErrorFault): s
 
 // ---- requests in: both protocols → rxheal messages ----------------------------------------
 
-export const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
+/** A JSON object, not an array (the providers' own check). */
+export const isRecord = isObject;
 
 /** Text of a content field: a string, or text parts/blocks joined. */
 export function textOf(content: unknown): string {

@@ -5,7 +5,6 @@
  * @module
  */
 import { errorTypeStatus } from '../../core/classify.js';
-import { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
 import type { Model, ModelRequest } from '../../core/model.js';
@@ -18,6 +17,8 @@ import {
   StringRecord,
   checkProviderOptions,
   decodeSse,
+  isObject,
+  midStreamError,
   parseEventJson,
   parseToolArguments,
   type SseEvent,
@@ -206,7 +207,6 @@ export function anthropicErrorStatus(type: unknown): number {
   return errorTypeStatus(type) ?? 500;
 }
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
 interface OpenBlock {
   readonly type: string;
@@ -217,6 +217,9 @@ interface OpenBlock {
   /** A thinking block's signature (its `signature_delta`, or the start's own). */
   signature: string;
 }
+
+/** A thinking block's end, with its signature when it got one. */
+const reasoningEnd = (block: OpenBlock): TurnEvent => (block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature });
 
 /** Delta types that carry nothing of the answer (anything else unknown in a text or tool_use block is an error). */
 const SKIPPED_DELTAS = new Set(['citations_delta']);
@@ -333,7 +336,7 @@ class EventDecoder {
         if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
         const block = this.blocks.get(index);
         this.blocks.delete(index);
-        if (block?.type === 'thinking') return [block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature }];
+        if (block?.type === 'thinking') return [reasoningEnd(block)];
         // a stop for a block never started loses nothing
         if (block === undefined || block.type !== 'tool_use') return [];
         const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
@@ -351,7 +354,7 @@ class EventDecoder {
           // its tool call is emitted at its stop: finishing now would drop it
           if (block.type === 'tool_use') throw this.malformed(`message_stop with tool_use block ${index} (${block.name}) still open`, sse);
           // a thinking block never stopped: its deltas were shown; it ends here, with what signature came
-          if (block.type === 'thinking') ends.push(block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature });
+          if (block.type === 'thinking') ends.push(reasoningEnd(block));
         }
         this.blocks.clear();
         this.done = true;
@@ -364,9 +367,8 @@ class EventDecoder {
       }
       case 'error': {
         const error = isObject(data['error']) ? data['error'] : {};
-        const status = anthropicErrorStatus(error['type']);
         const message = typeof error['message'] === 'string' ? error['message'] : 'error event';
-        throw new HttpError(status, {}, data, { message: `'${this.model}' sent an error mid-stream: ${String(error['type'] ?? 'error')}: ${message}` });
+        throw midStreamError(this.model, data, `${String(error['type'] ?? 'error')}: ${message}`);
       }
       default:
         // ping, and event types added to the API later

@@ -4,8 +4,7 @@
  *
  * @module
  */
-import { impliedStatus } from '../../core/classify.js';
-import { HttpError } from '../../core/errors.js';
+import type { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
 import type { Model, ModelRequest, ToolSpec } from '../../core/model.js';
@@ -18,6 +17,8 @@ import {
   StringRecord,
   checkProviderOptions,
   decodeSse,
+  isObject,
+  midStreamError,
   parseEventJson,
   parseToolArguments,
   type SseEvent,
@@ -156,7 +157,6 @@ interface PendingCall {
   args: string;
 }
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
 /** A reasoning field's text: undefined when absent or empty; not text is a MalformedStreamError (it would be lost). */
 function reasoningOf(u: unknown, field: string, model: string, data: string): string | undefined {
@@ -201,9 +201,8 @@ class ChunkDecoder {
   private readonly calls: PendingCall[] = [];
   /** The call each `index` currently continues. */
   private readonly byIndex = new Map<number, PendingCall>();
-  private callsEmitted = false;
   /** The `index` of the choice being read, once one carried something. */
-  private choice: unknown;
+  private choice: number | undefined;
 
   constructor(private readonly model: string) {}
 
@@ -216,7 +215,7 @@ class ChunkDecoder {
     const chunk = parseEventJson(this.model, sse.data);
     if (chunk['error'] !== undefined && chunk['error'] !== null) throw this.streamError(chunk);
     // vLLM's (and SGLang's) mid-stream error: the error object is the chunk
-    if (chunk['object'] === 'error') throw this.streamError({ error: chunk });
+    if (chunk['object'] === 'error') throw this.streamError(chunk);
     const out: TurnEvent[] = [];
     // Groq reports usage in `x_groq.usage`
     const groq = chunk['x_groq'];
@@ -234,12 +233,13 @@ class ChunkDecoder {
       if (!isObject(delta)) throw new MalformedStreamError(this.model, 'a choice\'s "delta" is not an object', sse.data);
       const reason = choice['finish_reason'];
       const finishes = typeof reason === 'string' && reason !== '';
-      if (this.choice === undefined) {
-        if (!carriesContent(delta) && !finishes) continue; // a role-only or empty first chunk
+      if (index !== this.choice) {
+        // a choice carrying nothing (a role-only or empty chunk) is not read, whatever its index
+        if (!finishes && !carriesContent(delta)) continue;
+        if (this.choice !== undefined) {
+          throw new MalformedStreamError(this.model, `a second choice (index ${index}) while reading index ${this.choice}: rxheal reads one answer (do not ask for n > 1)`, sse.data);
+        }
         this.choice = index;
-      } else if (index !== this.choice) {
-        if (!carriesContent(delta) && !finishes) continue;
-        throw new MalformedStreamError(this.model, `a second choice (index ${index}) while reading index ${String(this.choice)}: rxheal reads one answer (do not ask for n > 1)`, sse.data);
       }
       this.readDelta(delta, sse.data, out);
       if (reason === 'error') {
@@ -247,8 +247,10 @@ class ChunkDecoder {
         throw new IncompleteStreamError(this.model, "finish_reason 'error': the provider gave up on the answer", this.events);
       }
       if (finishes) {
+        // the calls go out at the first finish reason; a piece after it would be lost (addPiece)
+        const first = this.finishReason === undefined;
         this.finishReason = FINISH_REASONS[reason] ?? 'other';
-        out.push(...this.emitCalls());
+        if (first) out.push(...this.emitCalls());
       }
     }
     // the usage at (or after) the finish reason is the answer's last piece: it is whole, whether
@@ -312,7 +314,7 @@ class ChunkDecoder {
 
   private addPiece(piece: unknown, data: string): void {
     if (!isObject(piece)) throw new MalformedStreamError(this.model, 'a tool_calls entry is not an object', data);
-    if (this.callsEmitted) throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
+    if (this.finishReason !== undefined) throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
     const fnField = piece['function'];
     if (fnField !== undefined && fnField !== null && !isObject(fnField)) throw new MalformedStreamError(this.model, 'a tool call\'s "function" is not an object', data);
     const fn = isObject(fnField) ? fnField : {};
@@ -337,8 +339,6 @@ class ChunkDecoder {
   }
 
   private emitCalls(): TurnEvent[] {
-    if (this.callsEmitted) return [];
-    this.callsEmitted = true;
     // by index; calls sharing one in the order they started (sort is stable)
     return [...this.calls]
       .sort((a, b) => a.index - b.index)
@@ -352,13 +352,12 @@ class ChunkDecoder {
     return { inputTokens: input, outputTokens: output };
   }
 
-  /** `data: {"error": {...}}` mid-stream: the provider gave up after the headers. */
+  /** `data: {"error": {...}}` (or vLLM's `{"object": "error", …}`) mid-stream: the provider gave up after the headers. */
   private streamError(chunk: Record<string, unknown>): HttpError {
     const error = chunk['error'];
-    const info = isObject(error) ? error : { message: String(error) };
-    const status = impliedStatus({ error: info }) ?? 500;
+    const info = isObject(error) ? error : chunk['object'] === 'error' ? chunk : { message: String(error) };
     const message = typeof info['message'] === 'string' ? info['message'] : 'error event';
-    return new HttpError(status, {}, chunk, { message: `'${this.model}' sent an error mid-stream: ${message}` });
+    return midStreamError(this.model, chunk, message);
   }
 }
 

@@ -9,6 +9,36 @@
 import { Observable } from 'rxjs';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../core/errors.js';
 import { check, NonEmptyString, PositiveInteger, validateOptions } from '../../core/options.js';
+import { impliedStatus } from '../../core/classify.js';
+
+/**
+ * Whether `u` is an object and not an array: what every field of a provider's JSON is checked
+ * with before it is read.
+ *
+ * @example
+ * ```ts
+ * isObject({ delta: {} }); // true
+ * isObject([1]); // false
+ * ```
+ */
+export function isObject(u: unknown): u is Record<string, unknown> {
+  return typeof u === 'object' && u !== null && !Array.isArray(u);
+}
+
+/**
+ * An error the provider sent mid-stream, after its `200` (an OpenAI-style `{ error }` chunk,
+ * vLLM's `{ object: 'error' }`, Anthropic's `event: error`): an `HttpError` with the status the
+ * body implies — a numeric `code`, else the error's type (`overloaded_error` → 529…), else 500 —
+ * and the whole body, so the classifier reads it as it reads the same error before the stream.
+ *
+ * @example
+ * ```ts
+ * throw midStreamError('gpt', { error: { type: 'server_error', message: 'boom' } }, 'boom'); // HttpError 500
+ * ```
+ */
+export function midStreamError(model: string, body: Record<string, unknown>, detail: string): HttpError {
+  return new HttpError(impliedStatus(body) ?? 500, {}, body, { message: `'${model}' sent an error mid-stream: ${detail}` });
+}
 
 // ---------------------------------------------------------------------------------------------
 // parser
@@ -554,7 +584,7 @@ export const StringRecord = check('an object of string values', (u): u is Record
  * PlainObject.is({ temperature: 0 }); // true
  * ```
  */
-export const PlainObject = check('a plain object', (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u));
+export const PlainObject = check('a plain object', isObject);
 /**
  * Option codec: an absolute `http:` or `https:` URL.
  *
