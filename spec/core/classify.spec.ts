@@ -944,6 +944,11 @@ describe('impliedStatus: the status an error body implies when the error has non
     expect(classifyError(apiCallError)).to.include({ category: 'rate_limit', retryable: false, fallback: true });
   });
 
+  it("the AI SDK's AI_TypeValidationError (a chunk its provider's schema rejects) is a malformed response, as fromAiSdk makes it: bad_gateway, retryable", () => {
+    const error = Object.assign(new Error('Type validation failed: Value: {"object":"error"}.'), { name: 'AI_TypeValidationError' });
+    expect(classifyError(error)).to.include({ category: 'bad_gateway', retryable: true, fallback: true });
+  });
+
   it("the AI SDK's AI_InvalidResponseDataError (a stream that ended without a finish reason) is a malformed response: bad_gateway, retryable", () => {
     const error = Object.assign(new Error('Response stream ended without a finish reason.'), { name: 'AI_InvalidResponseDataError' });
     expect(classifyError(error)).to.include({ category: 'bad_gateway', retryable: true, fallback: true });

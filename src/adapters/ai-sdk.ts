@@ -42,11 +42,11 @@ import type {
 import { Observable, Subscriber, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
 import type { FinishReason, Message, ReasoningEnd, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
-import { streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
+import { isModel, streamModel, toolParameters, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
 import { NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
 import { parseToolArguments, PlainObject } from '../sources/providers/sse.js';
-import { providerStreamError, StreamRestartError } from './common.js';
+import { abortReason, isObject, num, onAbort, providerStreamError, StreamRestartError } from './common.js';
 
 export { StreamRestartError } from './common.js';
 
@@ -137,8 +137,6 @@ export interface ToAiSdkOptions {
 const CALL_SETTINGS = Symbol.for('rxheal.ai-sdk.callSettings');
 type RequestWithSettings = ModelRequest & { readonly [CALL_SETTINGS]?: AiSdkCallSettings };
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
-const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isFinite(u) ? u : undefined);
 
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool-calls', 'length', 'content-filter', 'error', 'other']);
 
@@ -146,28 +144,31 @@ const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool
  * What a reasoning block needs to be accepted back, as the AI SDK carries it: Anthropic's
  * `signature` or `redactedData` under `anthropic` (in a part's `providerMetadata`, a prompt part's
  * `providerOptions`) — what `@ai-sdk/anthropic` writes and reads — and whatever else providers
- * attach (`metadata`: OpenAI's reasoning `itemId` and encrypted content, Gemini's thought
- * signature), carried as it came.
+ * attach (`providerMetadata`: OpenAI's reasoning `itemId` and encrypted content, Gemini's
+ * thought signature), carried as it came. The fields of a `reasoning-end` and a `ReasoningPart`.
  */
-type Seal = { signature?: string; redactedData?: string; metadata?: Record<string, Record<string, unknown>> };
+type Seal = { signature?: string; redactedData?: string; providerMetadata?: Record<string, Record<string, unknown>> };
+
+/** Whether a seal carries anything. */
+const sealed = (seal: Seal): boolean => seal.signature !== undefined || seal.redactedData !== undefined || seal.providerMetadata !== undefined;
 
 /**
  * Adds a part's provider metadata (or a prompt part's options) to `into`: Anthropic's signature
- * and redacted data as fields of their own, everything else by provider in `metadata`.
+ * and redacted data as fields of their own, everything else by provider in `providerMetadata`.
+ * Runs for every reasoning delta that carries metadata: writes in place, nothing per field.
  */
 function sealOf(metadata: unknown, into: Seal = {}): Seal {
   if (!isObject(metadata)) return into;
-  for (const [provider, value] of Object.entries(metadata)) {
+  for (const provider in metadata) {
+    const value = metadata[provider];
     if (!isObject(value)) continue;
-    const rest: Record<string, unknown> = {};
-    for (const [key, field] of Object.entries(value)) {
-      if (provider === 'anthropic' && key === 'signature') {
-        if (typeof field === 'string' && field !== '') into.signature = field;
-      } else if (provider === 'anthropic' && key === 'redactedData') {
-        if (typeof field === 'string' && field !== '') into.redactedData = field;
-      } else if (field !== undefined) rest[key] = field;
+    for (const key in value) {
+      const field = value[key];
+      if (field === undefined) continue;
+      if (provider === 'anthropic' && (key === 'signature' || key === 'redactedData')) {
+        if (typeof field === 'string' && field !== '') into[key] = field;
+      } else ((into.providerMetadata ??= {})[provider] ??= {})[key] = field;
     }
-    if (Object.keys(rest).length > 0) (into.metadata ??= {})[provider] = { ...into.metadata?.[provider], ...rest };
   }
   return into;
 }
@@ -238,7 +239,7 @@ function toTools(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
     type: 'function',
     name: tool.name,
     description: tool.description,
-    inputSchema: (tool.parameters ?? { type: 'object', properties: {} }) as LanguageModelV3FunctionTool['inputSchema'],
+    inputSchema: toolParameters(tool) as LanguageModelV3FunctionTool['inputSchema'],
   }));
 }
 
@@ -394,14 +395,7 @@ class PartDecoder {
       if (block.pending !== '') out.next({ type: 'reasoning-delta', text: block.pending });
       block.pending = '';
       if (!block.ended && !all) return;
-      const { signature, redactedData, metadata } = block.seal;
-      if (block.said || signature !== undefined || redactedData !== undefined || metadata !== undefined) {
-        const end: ReasoningEnd = { type: 'reasoning-end' };
-        if (signature !== undefined) end.signature = signature;
-        if (redactedData !== undefined) end.redactedData = redactedData;
-        if (metadata !== undefined) end.providerMetadata = metadata;
-        out.next(end);
-      }
+      if (block.said || sealed(block.seal)) out.next({ type: 'reasoning-end', ...block.seal } satisfies ReasoningEnd);
       this.reasoning.delete(id);
       this.streaming = undefined;
     }
@@ -686,12 +680,8 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
           } else if (part.type === 'reasoning') {
             // with its signature or redacted data (Anthropic's) and other providers' metadata,
             // which the model may need back; a part with none of it and no text says nothing
-            const { signature, redactedData, metadata } = sealOf(part.providerOptions);
-            const block: ReasoningPart = { text: part.text };
-            if (signature !== undefined) block.signature = signature;
-            if (redactedData !== undefined) block.redactedData = redactedData;
-            if (metadata !== undefined) block.providerMetadata = metadata;
-            if (block.text !== '' || signature !== undefined || redactedData !== undefined || metadata !== undefined) reasoning.push(block);
+            const seal = sealOf(part.providerOptions);
+            if (part.text !== '' || sealed(seal)) reasoning.push({ text: part.text, ...seal } satisfies ReasoningPart);
           } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType})`);
           // provider-executed tool results: not part of an rxheal conversation
         });
@@ -742,17 +732,6 @@ const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => ({
 });
 
 const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
-
-/** Calls `onAbort` when `signal` aborts (at once if it has); returns the teardown. */
-function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void {
-  if (signal === undefined) return () => undefined;
-  if (signal.aborted) {
-    abort();
-    return () => undefined;
-  }
-  signal.addEventListener('abort', abort, { once: true });
-  return () => signal.removeEventListener('abort', abort);
-}
 
 /**
  * Writes a model's events into an AI SDK stream as parts: text deltas in `text-start/-delta/-end`
@@ -920,7 +899,7 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * @throws {InvalidOptionError} at once, for something that is not a Model, or an invalid option.
  */
 export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3 {
-  if (!isObject(model) || typeof model.id !== 'string' || model.id === '' || typeof model.stream !== 'function') {
+  if (!isModel(model)) {
     throw new InvalidOptionError('toAiSdk', 'model', model, 'a Model ({ id: non-empty string, stream(request, context) })');
   }
   const o = validateOptions('toAiSdk', toProps, options);
@@ -941,7 +920,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
               onAbort(options.abortSignal, () => {
                 if (subscription.closed) return;
                 subscription.unsubscribe();
-                controller.error(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+                controller.error(abortReason(options.abortSignal));
               }),
             );
             if (subscription.closed) return;
@@ -963,13 +942,18 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
       const { request, warnings } = toRequest(options);
       return new Promise<LanguageModelV3GenerateResult>((resolve, reject) => {
         let content: LanguageModelV3Content[] = [];
-        /** The reasoning block the model has not ended yet. */
-        let thinking: LanguageModelV3Reasoning | undefined;
+        /** The part the deltas go on: the last one, while it is text or a reasoning block not ended yet. */
+        let open: LanguageModelV3Reasoning | Extract<LanguageModelV3Content, { type: 'text' }> | undefined;
+        const append = (type: 'text' | 'reasoning', text: string): void => {
+          if (text === '') return;
+          if (open?.type === type) open.text += text;
+          else content.push((open = { type, text }));
+        };
         const subscription = new Subscription();
         subscription.add(
           onAbort(options.abortSignal, () => {
             subscription.unsubscribe();
-            reject(options.abortSignal?.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+            reject(abortReason(options.abortSignal));
           }),
         );
         if (subscription.closed) return;
@@ -979,28 +963,25 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
               switch (event.type) {
                 case 'reset':
                   content = []; // nothing was delivered: the next attempt's answer replaces it
-                  thinking = undefined;
+                  open = undefined;
                   return;
                 case 'reasoning-delta':
-                  if (event.text === '') return;
-                  if (thinking === undefined) content.push((thinking = { type: 'reasoning', text: '' }));
-                  thinking.text += event.text;
+                case 'text-delta':
+                  append(event.type === 'text-delta' ? 'text' : 'reasoning', event.text);
                   return;
                 case 'reasoning-end': {
                   const providerMetadata = sealMetadata(event);
-                  if (thinking === undefined && providerMetadata !== undefined) content.push({ type: 'reasoning', text: '', providerMetadata });
-                  else if (thinking !== undefined && providerMetadata !== undefined) thinking.providerMetadata = providerMetadata;
-                  thinking = undefined;
-                  return;
-                }
-                case 'text-delta': {
-                  const last = content[content.length - 1];
-                  if (last?.type === 'text') content[content.length - 1] = { type: 'text', text: last.text + event.text };
-                  else if (event.text !== '') content.push({ type: 'text', text: event.text });
+                  if (open?.type === 'reasoning') {
+                    if (providerMetadata !== undefined) open.providerMetadata = providerMetadata;
+                  } else if (providerMetadata !== undefined) {
+                    content.push({ type: 'reasoning', text: '', providerMetadata }); // a block of no text (redacted, or a seal alone)
+                  } else return; // an unsigned end of no reasoning: nothing to keep
+                  open = undefined;
                   return;
                 }
                 case 'tool-call':
                   content.push(v3ToolCall(event));
+                  open = undefined;
                   return;
                 case 'finish':
                   subscription.unsubscribe();

@@ -32,7 +32,24 @@ export interface SdkModelOptions {
   readonly maxRetries?: number;
 }
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
+/** Whether `u` is an object (arrays included: the frameworks' values are read field by field). */
+export const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
+/** A finite number, or `undefined`. */
+export const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isFinite(u) ? u : undefined);
+
+/** Calls `abort` when `signal` aborts (at once if it already has); returns what stops listening. */
+export function onAbort(signal: AbortSignal | undefined, abort: () => void): () => void {
+  if (signal === undefined) return () => undefined;
+  if (signal.aborted) {
+    abort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', abort, { once: true });
+  return () => signal.removeEventListener('abort', abort);
+}
+
+/** Why `signal` aborted: its reason, or an `AbortError`. */
+export const abortReason = (signal: AbortSignal | undefined): unknown => signal?.reason ?? new DOMException('The operation was aborted', 'AbortError');
 
 /** The SDK's message of an error body: `error.message`, `error.error.message`. */
 function apiMessage(error: unknown): string {

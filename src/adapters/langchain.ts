@@ -27,16 +27,14 @@ import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { endWith, Observable, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError } from '../core/errors.js';
 import type { FinishReason, Message, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
-import { eachValueFrom, fromAsyncIterable, streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
+import { eachValueFrom, fromAsyncIterable, isModel, streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/options.js';
-import { argumentsText } from '../sources/providers/openai.js';
+import { argumentsText, openAITools } from '../sources/providers/openai.js';
 import { decodeEvents, parseToolArguments } from '../sources/providers/sse.js';
-import { StreamRestartError } from './common.js';
+import { abortReason, isObject, num, onAbort, StreamRestartError } from './common.js';
 
 export { StreamRestartError } from './common.js';
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
-const num = (u: unknown): number | undefined => (typeof u === 'number' && Number.isFinite(u) ? u : undefined);
 
 // ---------------------------------------------------------------------------------------------
 // messages and tools, both ways
@@ -260,12 +258,8 @@ function fromToolChoice(choice: unknown): ToolChoice | undefined {
   const fn = choice['function'];
   if (isObject(fn) && typeof fn['name'] === 'string') return { tool: fn['name'] };
   if (choice['type'] === 'tool' && typeof choice['name'] === 'string') return { tool: choice['name'] };
-  return typeof choice['type'] === 'string' && choice['type'] !== 'tool' && choice['type'] !== 'function' ? fromToolChoice(choice['type']) : undefined;
-}
-
-/** Our tool specs in OpenAI's format, which every LangChain chat model's `bindTools` takes. */
-function toOpenAITools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
-  return tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters ?? { type: 'object', properties: {} } } }));
+  const kind = choice['type'];
+  return kind === 'auto' || kind === 'none' || kind === 'any' || kind === 'required' ? fromToolChoice(kind) : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,29 +324,40 @@ class ChunkReader {
     if (!isObject(chunk)) return [];
     const out: TurnEvent[] = [];
     const content = chunk['content'];
-    const blocks = Array.isArray(content) ? (content as unknown[]) : [];
-    if (!blocks.some((block) => reasoningPiece(block) !== undefined)) {
+    // one pass over a list of blocks: its text runs and reasoning pieces in order, and whether
+    // every other block is text (media makes the content unreadable as text)
+    let items: (string | ReasoningPiece)[] | undefined;
+    let run = '';
+    let textual = true;
+    if (Array.isArray(content)) {
+      for (const block of content as unknown[]) {
+        const piece = reasoningPiece(block);
+        if (piece !== undefined) {
+          items ??= [];
+          if (run !== '') items.push(run);
+          run = '';
+          items.push(piece);
+          continue;
+        }
+        const text = blockText(block);
+        if (text !== undefined) run += text;
+        else if (!(isObject(block) && NON_TEXT_BLOCKS.has(String(block['type'])))) textual = false;
+      }
+    }
+    if (items === undefined) {
       // reasoning outside the content (reasoning_content…) only when the content has none:
       // OpenAI's Responses API gives the same summary in both
       const reasoning = kwargsReasoning(chunk['additional_kwargs']);
       if (reasoning !== undefined) this.reason({ key: undefined, text: reasoning }, out);
-      const text = textOf(content);
+      const text = Array.isArray(content) ? (textual ? run : undefined) : textOf(content);
       if (text !== undefined && text !== '') this.text(text, out);
     } else {
-      // text and reasoning in the order of their blocks; text only when the content is text (no media)
-      const textual = textOf(content) !== undefined;
-      let text = '';
-      for (const block of blocks) {
-        const piece = reasoningPiece(block);
-        if (piece === undefined) {
-          if (textual) text += blockText(block) ?? '';
-          continue;
-        }
-        if (text !== '') this.text(text, out);
-        text = '';
-        this.reason(piece, out);
+      // text and reasoning in the order of their blocks; text only when the content is text
+      if (run !== '') items.push(run);
+      for (const item of items) {
+        if (typeof item !== 'string') this.reason(item, out);
+        else if (textual) this.text(item, out);
       }
-      if (text !== '') this.text(text, out);
     }
     const pieces = chunk['tool_call_chunks'];
     const whole = chunk['tool_calls'];
@@ -578,7 +583,7 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
       return Promise.reject(new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'));
     }
     const choice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice, thinking);
-    return chatModel.bindTools(toOpenAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, { signal });
+    return chatModel.bindTools(openAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, { signal });
   };
   return {
     id,
@@ -639,13 +644,9 @@ const reasoningChunk = (block: ContentBlock): ChatGenerationChunk => new ChatGen
 function untilAborted<T>(source: Observable<T>, signal: AbortSignal | undefined): Observable<T> {
   if (signal === undefined) return source;
   return new Observable<T>((subscriber) => {
-    const abort = (): void => subscriber.error(signal.reason ?? new DOMException('The operation was aborted', 'AbortError'));
-    if (signal.aborted) {
-      abort();
-      return undefined;
-    }
-    signal.addEventListener('abort', abort, { once: true });
-    const subscription = new Subscription(() => signal.removeEventListener('abort', abort));
+    const stop = onAbort(signal, () => subscriber.error(abortReason(signal)));
+    if (subscriber.closed) return undefined;
+    const subscription = new Subscription(stop);
     subscription.add(source.subscribe(subscriber));
     return subscription;
   });
@@ -778,25 +779,20 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
    */
   override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
     const request = this.request(messages, options);
-    let text = '';
     let calls: ToolCall[] = [];
     /** The answer's blocks in order; the text block and the reasoning block still being added to. */
-    let parts: ContentBlock[] = [];
-    let textPart: { type: 'text'; text: string } | undefined;
-    let thinking: { type: 'reasoning'; reasoning: string; signature?: string } | undefined;
-    let reasoned = false;
+    let parts: AnswerPart[] = [];
+    let textPart: Extract<AnswerPart, { type: 'text' }> | undefined;
+    let thinking: Extract<AnswerPart, { type: 'reasoning' }> | undefined;
     for await (const event of eachValueFrom(untilAborted(streamModel(this.model, request), options.signal))) {
       switch (event.type) {
         case 'reset':
-          text = '';
           calls = [];
           parts = [];
           textPart = thinking = undefined;
-          reasoned = false;
           break;
         case 'text-delta':
           if (event.text === '') break;
-          text += event.text;
           if (textPart === undefined) parts.push((textPart = { type: 'text', text: '' }));
           textPart.text += event.text;
           break;
@@ -805,7 +801,6 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           if (thinking === undefined) parts.push((thinking = { type: 'reasoning', reasoning: '' }));
           thinking.reasoning += event.text;
           textPart = undefined;
-          reasoned = true;
           break;
         case 'reasoning-end':
           if (event.redactedData !== undefined) parts.push({ type: 'redacted_thinking', data: event.redactedData });
@@ -813,7 +808,6 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
             if (thinking === undefined) parts.push({ type: 'reasoning', reasoning: '', signature: event.signature });
             else thinking.signature = event.signature;
           }
-          reasoned ||= event.redactedData !== undefined || event.signature !== undefined;
           thinking = textPart = undefined;
           break;
         case 'tool-call':
@@ -821,6 +815,10 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           break;
         case 'finish': {
           const finish_reason = LANGCHAIN_FINISH[event.reason];
+          // the answer's text: its text blocks; content blocks only when it reasoned
+          let text = '';
+          for (const part of parts) if (part.type === 'text') text += part.text;
+          const reasoned = parts.some((part) => part.type !== 'text');
           // an AIMessageChunk, as BaseChatModel's own code expects (withStructuredOutput's parser
           // refuses anything else); its tool calls from whole chunks: arguments that are not a
           // JSON object become invalid_tool_calls, as LangChain parses them
@@ -841,6 +839,9 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
     throw new IncompleteStreamError(this.model.id, 'no finish event', 0);
   }
 }
+
+/** A block of an answer `_generate` collects: text, reasoning (signed or not), a redacted block. */
+type AnswerPart = { type: 'text'; text: string } | { type: 'reasoning'; reasoning: string; signature?: string } | { type: 'redacted_thinking'; data: string };
 
 /**
  * The chat model as `withStructuredOutput` sees it: its `bindTools` forces the one tool it binds
@@ -895,7 +896,7 @@ function forcingTheTool(chat: RxhealChatModel): RxhealChatModel {
  * @throws {InvalidOptionError} at once, for something that is not a Model.
  */
 export function toLangChain(model: Model, fields: Omit<RxhealChatModelFields, 'model'> = {}): RxhealChatModel {
-  if (!isObject(model) || typeof model.id !== 'string' || model.id === '' || typeof model.stream !== 'function') {
+  if (!isModel(model)) {
     throw new InvalidOptionError('toLangChain', 'model', model, 'a Model ({ id: non-empty string, stream(request, context) })');
   }
   return new RxhealChatModel({ ...fields, model });

@@ -452,6 +452,9 @@ const DEPENDENCY_FRAME = /[\\/]node_modules[\\/]|\(node:|^at node:/;
  * frames: there, rxheal's adapters (`rxheal/openai`, `rxheal/anthropic`) already turn what the
  * SDK throws while reading its stream into a `MalformedStreamError`.
  */
+/** The AI SDK's errors for a response it could not read: what `fromAiSdk` turns into a `MalformedStreamError`, and more. */
+const AI_SDK_MALFORMED: ReadonlySet<string> = new Set(['AI_JSONParseError', 'AI_InvalidResponseDataError', 'AI_TypeValidationError']);
+
 function isResponseParseError(error: unknown, name: string | undefined): boolean {
   if (name !== 'SyntaxError' && !isInstance(error, SyntaxError)) return false;
   const stack = str(get(error, 'stack'));
@@ -531,8 +534,9 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     if (name === 'AbortError' || name === 'APIUserAbortError' || cls === 'APIUserAbortError') return verdict('cancelled', false, false, 'abort');
     const code = codeOf(error);
     // a response that could not be parsed: a provider fault (as MalformedStreamError), not a bug
-    // (the AI SDK's AI_InvalidResponseDataError: e.g. "Response stream ended without a finish reason")
-    if (name === 'AI_JSONParseError' || name === 'AI_InvalidResponseDataError' || isResponseParseError(error, name)) return MALFORMED;
+    // (the AI SDK's AI_InvalidResponseDataError: e.g. "Response stream ended without a finish
+    // reason"; AI_TypeValidationError: a chunk its provider's schema rejects)
+    if ((name !== undefined && AI_SDK_MALFORMED.has(name)) || isResponseParseError(error, name)) return MALFORMED;
     if (isProgramming(error, name)) return verdict('programming', false, false, 'fail_fast');
     if (isInstance(error, CircuitOpenError) || name === 'CircuitOpenError') {
       return verdict('circuit_open', false, true, 'fallback');
@@ -653,9 +657,9 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * The default classifier. Never throws, whatever it is given.
  *
  * Rules, first match wins: cancellation (`AbortError`, the SDKs' `APIUserAbortError`) →
- * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError` and
- * `AI_InvalidResponseDataError` — its providers' "stream ended without a finish reason" —, or a
- * `SyntaxError` from `JSON.parse` called by a dependency — an SDK reading a provider's stream,
+ * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError`,
+ * `AI_TypeValidationError` and `AI_InvalidResponseDataError` — its providers' "stream ended
+ * without a finish reason" —, or a `SyntaxError` from `JSON.parse` called by a dependency — an SDK reading a provider's stream,
  * `Response.json()`) → `bad_gateway`, like `MalformedStreamError`; programming errors
  * (`TypeError` other than fetch's network failure, `RangeError`, `ReferenceError`,
  * `SyntaxError` from the app's own code, `JSON.parse` of its own literals included) → no retry,

@@ -27,6 +27,19 @@ export interface ToolSpec {
  */
 export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
 
+/**
+ * A tool's JSON schema for its arguments: `parameters`, or "any object" for a tool without one —
+ * what every protocol sends.
+ *
+ * @example
+ * ```ts
+ * toolParameters({ name: 'now', description: 'The time' }); // { type: 'object', properties: {} }
+ * ```
+ */
+export function toolParameters(tool: ToolSpec): unknown {
+  return tool.parameters ?? { type: 'object', properties: {} };
+}
+
 /** One request to a model: the whole conversation so far, the tools it may call and, optionally, whether it must. */
 export interface ModelRequest {
   /** The conversation, system instruction first when there is one. */
@@ -34,6 +47,20 @@ export interface ModelRequest {
   readonly tools: readonly ToolSpec[];
   /** Whether it must call a tool; the provider's default (the model decides) when absent. */
   readonly toolChoice?: ToolChoice;
+}
+
+/**
+ * Whether `u` is a {@link Model}: an object with a non-empty `id` and a `stream` function — what
+ * every function taking models checks them with.
+ *
+ * @example
+ * ```ts
+ * isModel({ id: 'gpt', stream: () => EMPTY }); // true
+ * isModel({ id: '', stream: () => EMPTY }); // false
+ * ```
+ */
+export function isModel(u: unknown): u is Model {
+  return typeof u === 'object' && u !== null && typeof (u as Model).id === 'string' && (u as Model).id !== '' && typeof (u as Model).stream === 'function';
 }
 
 /**

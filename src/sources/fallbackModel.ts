@@ -10,7 +10,7 @@ import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
-import { streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
+import { isModel, streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
 import { OverlapTrimmer } from '../core/overlap.js';
 
 /**
@@ -140,10 +140,6 @@ const props = {
   classifier: Func,
   perModel: Func,
 };
-
-function isModel(u: unknown): u is Model {
-  return typeof u === 'object' && u !== null && typeof (u as Model).id === 'string' && (u as Model).id !== '' && typeof (u as Model).stream === 'function';
-}
 
 /**
  * A {@link Model} that tries several models in order, per request: a failure worth a fallback

@@ -7,7 +7,7 @@
 import { errorTypeStatus } from '../../core/classify.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
-import type { Model, ModelRequest } from '../../core/model.js';
+import { toolParameters, type Model, type ModelRequest } from '../../core/model.js';
 import {
   AnyString,
   HttpUrl,
@@ -171,7 +171,7 @@ export function anthropicRequestBody(
     body['tools'] = request.tools.map((tool) => ({
       name: tool.name,
       description: tool.description,
-      input_schema: tool.parameters ?? { type: 'object', properties: {} },
+      input_schema: toolParameters(tool),
     }));
     const choice = request.toolChoice;
     if (choice !== undefined) body['tool_choice'] = typeof choice === 'object' ? { type: 'tool', name: choice.tool } : { type: choice === 'required' ? 'any' : choice };

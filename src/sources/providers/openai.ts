@@ -7,7 +7,7 @@
 import type { HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
-import type { Model, ModelRequest, ToolSpec } from '../../core/model.js';
+import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../../core/model.js';
 import {
   AnyString,
   HttpUrl,
@@ -104,9 +104,18 @@ function toOpenAIMessage(message: Message): Record<string, unknown> {
   }
 }
 
-/** JSON Schema for a tool's parameters: `ToolSpec.parameters`, or "any object" without one. */
-function parametersOf(tool: ToolSpec): unknown {
-  return tool.parameters ?? { type: 'object', properties: {} };
+/**
+ * Tools as Chat Completions `function` definitions (a tool without parameters takes any object);
+ * every LangChain chat model's `bindTools` takes them too.
+ *
+ * @example
+ * ```ts
+ * openAITools([{ name: 'now', description: 'The time' }]);
+ * // [{ type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {} } } }]
+ * ```
+ */
+export function openAITools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
+  return tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: toolParameters(tool) } }));
 }
 
 /**
@@ -127,10 +136,7 @@ export function openAIRequestBody(model: string, request: ModelRequest, extra: R
     messages: request.messages.map(toOpenAIMessage),
   };
   if (request.tools.length > 0) {
-    body['tools'] = request.tools.map((tool) => ({
-      type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: parametersOf(tool) },
-    }));
+    body['tools'] = openAITools(request.tools);
     const choice = request.toolChoice;
     if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
   }
