@@ -104,8 +104,8 @@ export function providerStreamError(model: string, error: unknown): unknown {
   return new Error(`'${model}' sent an error mid-stream: ${typeof error === 'string' ? error : apiMessage(error)}`, { cause: error });
 }
 
-/** The SDK's stream, opened lazily; its errors as {@link providerStreamError} says. */
-async function* iterate(model: string, open: () => PromiseLike<AsyncIterable<unknown>> | AsyncIterable<unknown>): AsyncGenerator<unknown> {
+/** An SDK's or a framework's stream, opened lazily; its errors as {@link providerStreamError} says. */
+export async function* iterate(model: string, open: () => PromiseLike<AsyncIterable<unknown>> | AsyncIterable<unknown>): AsyncGenerator<unknown> {
   // errors of the request itself (a status, a refused connection, an abort) pass as the SDK threw them
   const stream = await open();
   try {

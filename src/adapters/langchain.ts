@@ -31,7 +31,7 @@ import { eachValueFrom, fromAsyncIterable, isModel, streamModel, type Model, typ
 import { Bool, NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText, openAITools } from '../sources/providers/openai.js';
 import { decodeEvents, parseToolArguments } from '../sources/providers/sse.js';
-import { abortReason, isObject, num, onAbort, StreamRestartError } from './common.js';
+import { abortReason, isObject, iterate, num, onAbort, StreamRestartError } from './common.js';
 
 export { StreamRestartError } from './common.js';
 
@@ -169,9 +169,10 @@ function toMessages(messages: readonly Message[], thinking: boolean): BaseMessag
         return new HumanMessage(message.content);
       case 'assistant': {
         const calls = message.toolCalls ?? [];
-        const valid = calls.filter((c) => isObject(c.args) && !Array.isArray(c.args));
+        const isArgs = (c: ToolCall): boolean => isObject(c.args) && !Array.isArray(c.args);
+        const valid = calls.filter(isArgs);
         // arguments the model sent as text that is not a JSON object: kept, as invalid tool calls
-        const invalid = calls.filter((c) => !valid.includes(c));
+        const invalid = calls.filter((c) => !isArgs(c));
         const blocks = thinking ? thinkingBlocks(message.reasoning) : [];
         return new AIMessage({
           content: blocks.length > 0 ? (message.content === '' ? blocks : [...blocks, { type: 'text', text: message.content }]) : message.content,
@@ -551,8 +552,10 @@ function modelName(chatModel: object): string | undefined {
  * model whose `_llmType()` is `'anthropic'` only (ChatOpenAI would pass `redacted_thinking` on,
  * and send a tool-call message's emptied content list); unsigned reasoning is not sent.
  *
- * Errors pass as the chat model throws them (ChatOpenAI rethrows the `openai` SDK's errors,
- * which `classifyError` reads: status, `retry-after`, the type of a mid-stream error).
+ * Errors of the request pass as the chat model throws them (ChatOpenAI rethrows the `openai`
+ * SDK's errors, which `classifyError` reads: status, `retry-after`); errors while streaming as the
+ * SDK adapters read them (`providerStreamError`: a parse error is a `MalformedStreamError`, a
+ * status-less error with a known type an `HttpError` of the status it implies).
  * **Construct the chat model with `maxRetries: 0`**: LangChain's own retries (6 by default for
  * ChatOpenAI) happen before the stream, and would double up with rxheal's.
  *
@@ -588,12 +591,8 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   return {
     id,
     stream: (request, context) =>
-      decodeEvents(fromAsyncIterable(() => chunksOf(() => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, o.requireFinishReason)),
+      decodeEvents(fromAsyncIterable(() => iterate(id, () => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, o.requireFinishReason)),
   };
-}
-
-async function* chunksOf(open: () => Promise<AsyncIterable<unknown>>): AsyncGenerator<unknown> {
-  yield* await open();
 }
 
 // ---------------------------------------------------------------------------------------------
