@@ -83,7 +83,7 @@ describe('callPolicy', () => {
     });
 
     it('an error not worth a retry passes through unchanged, and the breaker counts what its isFailure accepts', async () => {
-      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1 });
+      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000 });
       const policy = callPolicy({ breaker });
       const bad = new HttpError(400);
       expect(await lastValueFrom(policy.call(() => Promise.reject(bad))).catch((e: unknown) => e)).to.equal(bad);
@@ -96,11 +96,11 @@ describe('callPolicy', () => {
 
     it('a breaker whose isFailure throws: the call fails with what it threw and counts as failed, as circuitBreak does (the guard rule)', async () => {
       const boom = new Error('isFailure broke');
-      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1, isFailure: () => { throw boom; } });
+      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000, isFailure: () => { throw boom; } });
       const noRetry = callPolicy({ retry: false, breaker });
       expect(await lastValueFrom(noRetry.call(() => Promise.reject(new HttpError(503)))).catch((e: unknown) => e)).to.equal(boom);
       expect(breaker.state).to.equal('open');
-      const piped = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1, isFailure: () => { throw boom; } });
+      const piped = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000, isFailure: () => { throw boom; } });
       expect(await lastValueFrom(defer(() => Promise.reject(new HttpError(503))).pipe(circuitBreak(piped))).catch((e: unknown) => e)).to.equal(boom);
     });
 
