@@ -85,6 +85,37 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
+  it('calls cancelled while their reservations are in flight give back what the late replies reserved (2/min: two cancelled at once, the third starts at once)', () => {
+    virtual((run) => {
+      // a store 5 ms away: a reservation sent at 0 runs there at 5, whether or not its caller still listens
+      const store = new MemoryRateLimitStore({ latencyMs: 5 });
+      const l = limiter({ requestsPerMinute: 2, store, node: 'a' });
+      const cancelled = run.cold('-(x|)');
+      const third = run.cold('-(c|)');
+      // two calls at 0, unsubscribed at 2: the store grants both at 5 and nobody hears it
+      run.expectObservable(calls(run, l, '(xx)', { x: cancelled }), '--!').toBe('');
+      // the late grants are given back (the refunds land at 10): the call at 20 is granted at 25 with no wait
+      run.expectObservable(calls(run, l, '20ms c', { c: third })).toBe('26ms c');
+      run.expectSubscriptions(cancelled.subscriptions).toBe([]);
+      run.expectSubscriptions(third.subscriptions).toBe('25ms ^!');
+    });
+  });
+
+  it("a reply that arrives after the store call's timeout: the local share decides, and what the shared store granted meanwhile is given back", () => {
+    virtual((run) => {
+      // the reservation runs at 50 (before its 100 ms deadline), its answer arrives at 150: 50 ms after the limiter gave up
+      const store = new MemoryRateLimitStore({ latencyMs: 50, replyLatencyMs: 100, timeoutMs: 100 });
+      const l = limiter({ requestsPerMinute: 2, store, node: 'a' });
+      const x = run.cold('-(x|)');
+      // the local share (2/min, no burst) lets the call start 30 000 ms after the timeout
+      run.expectObservable(calls(run, l, 'x', { x })).toBe('30101ms x');
+      run.expectSubscriptions(x.subscriptions).toBe('30100ms ^!');
+      // the shared store holds nothing for it: a whole period's reservation at 300 (run at 350, answered at 450) needs no wait
+      const probe = { key: 'openai:prod', node: 'probe', maxWaitMs: Infinity, limits: [{ id: 'requests', limit: 2, periodMs: 60_000, cost: 2 }] };
+      run.expectObservable(run.cold('300ms p').pipe(mergeMap(() => store.reserve(probe)), map((g) => g.waitMs))).toBe('450ms w', { w: 0 });
+    });
+  });
+
   it('limiters with the same name share one store (N processes); other names are independent', () => {
     virtual((run) => {
       const store = new MemoryRateLimitStore();

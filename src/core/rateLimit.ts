@@ -9,12 +9,12 @@
  *
  * @module
  */
-import { asyncScheduler, catchError, defer, map, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, catchError, defer, map, Observable, take, type SchedulerLike } from 'rxjs';
 import { CircuitBreaker } from './CircuitBreaker.js';
 import { classifyError, headersOf, readHeader } from './classify.js';
 import { InvalidOptionError, RateLimitExceededError } from './errors.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from './options.js';
-import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitStore } from './rateLimitStore.js';
+import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitGrant, type RateLimitRequest, type RateLimitStore } from './rateLimitStore.js';
 import { StoreGuard, randomNodeId, storeBreakerOptions } from './storeGuard.js';
 
 /**
@@ -151,7 +151,9 @@ export class RateLimiter {
   /**
    * Reserves one call (1 request, `cost` tokens) and emits its reservation once, or errors with
    * {@link RateLimitExceededError} when the wait would exceed `maxWaitMs`. Store failures never
-   * reach the caller: the local share decides instead.
+   * reach the caller: the local share decides instead. Unsubscribing before it emits gives back
+   * whatever the shared store still reserves for it (the request was sent: its answer is awaited,
+   * and a grant nobody took is refunded), and so does an answer past the store call's timeout.
    */
   reserve(cost: number = this.estimate): Observable<RateLimitReservation> {
     return defer(() => {
@@ -168,8 +170,8 @@ export class RateLimiter {
         return this.local.reserve({ ...request, limits: share });
       }).pipe(map((g) => ({ ...g, local: true })));
       const decided$ = !this.guard
-        ? this.store.reserve(request).pipe(map((g) => ({ ...g, local: false })))
-        : this.guard.run(() => this.store.reserve(request)).pipe(
+        ? this.sent(request).pipe(map((g) => ({ ...g, local: false })))
+        : this.guard.run(() => this.sent(request)).pipe(
             map((g) => {
               this.heard(g.liveNodes);
               this.alone = false;
@@ -226,6 +228,41 @@ export class RateLimiter {
     if (c.category === 'rate_limit' && c.retryAfterMs !== undefined) this.block(c.retryAfterMs);
   }
 
+  /**
+   * The store's reservation as a command sent: unsubscribing (the caller left, the guard's
+   * timeout) stops listening, not the command — Redis runs the script anyway. So the answer is
+   * still awaited, and a grant that arrives when nobody listens is given back to the shared store
+   * (calls that never started must not use up the fleet's allowance).
+   */
+  private sent(request: RateLimitRequest): Observable<RateLimitGrant> {
+    return new Observable<RateLimitGrant>((subscriber) => {
+      let listening = true;
+      this.store
+        .reserve(request)
+        .pipe(take(1))
+        .subscribe({
+          next: (grant) => {
+            if (listening) subscriber.next(grant);
+            else if (grant.granted) this.refund(request.limits);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => subscriber.complete(),
+        });
+      return () => {
+        listening = false;
+      };
+    });
+  }
+
+  /**
+   * Gives back on the shared store what a late answer reserved. Straight to the store, past the
+   * guard: the answer just came, and the refund delays no call (if it is lost, so is the grant).
+   */
+  private refund(limits: readonly (RateLimit & { cost: number })[]): void {
+    const adjustment = { key: this.name, limits: given(limits) };
+    defer(() => this.store.adjust(adjustment)).subscribe({ error: () => undefined });
+  }
+
   private limits(requests: number, tokens: number): (RateLimit & { cost: number })[] {
     const out: (RateLimit & { cost: number })[] = [];
     if (this.requests) out.push({ ...this.requests, cost: requests });
@@ -268,11 +305,15 @@ export class RateLimiter {
       },
       cancel: () => {
         if (!once()) return;
-        const limits = this.limits(1, cost).map((l) => ({ ...l, delta: -l.cost }));
-        this.adjust({ key: this.name, limits }, local);
+        this.adjust({ key: this.name, limits: given(this.limits(1, cost)) }, local);
       },
     };
   }
+}
+
+/** A reservation given back: each limit's cost as a negative delta. */
+function given(limits: readonly (RateLimit & { cost: number })[]): (RateLimit & { delta: number })[] {
+  return limits.map(({ cost, ...l }) => ({ ...l, delta: -cost }));
 }
 
 /** The first of `names` that holds a number. */
