@@ -183,6 +183,19 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) opens every node for 60 s at most', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        const skewed = run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }));
+        run.hot('-r').pipe(mergeMap(() => skewed.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        // c probes when the 60 s are over (60 002); its success closes a and b
+        run.expectObservable(moves(a!)).toBe('--x 60000ms c', { x: 'open:rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(moves(b!)).toBe('--x 60000ms c', { x: 'open:fleet_rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(calls(run, c!, '60002ms s')).toBe('60003ms s', { s: 's' });
+      });
+    });
+
     it('isolate() and reset() by hand are fleet-wide', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();

@@ -188,6 +188,23 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
+  it("a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) holds every process back 60 s at most", () => {
+    virtual((run) => {
+      const store = new MemoryRateLimitStore();
+      const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
+      const b = limiter({ requestsPerMinute: 600, store, node: 'b', maxWaitMs: 120_000 });
+      // this node's clock says 1970-01-01T00:00:00.001Z: the provider's date is a day ahead of it
+      const s = {
+        r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' })),
+        x: run.cold('(x|)'),
+      };
+      expect(classifyError(new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }), { now: 1 }).retryAfterMs, 'what the node reads').to.equal(86_399_999);
+      run.expectObservable(calls(run, a, 'r', s)).toBe('-y', { y: 'http 429' });
+      // b's call at 5 waits until 60 001 (60 s after the 429), not a day
+      run.expectObservable(calls(run, b, '-----x', s)).toBe('60001ms x');
+    });
+  });
+
   it('x-ratelimit-remaining-tokens below what the limiter thinks: it believes the provider', () => {
     virtual((run) => {
       const l = limiter({ tokensPerMinute: 6000 });

@@ -23,7 +23,7 @@
  * @module
  */
 import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
-import { classifyError } from './classify.js';
+import { rateLimitFactMs } from './classify.js';
 import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
 import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
@@ -187,9 +187,8 @@ class Member implements FleetHook {
   failed(error: unknown): boolean {
     if (!this.facts || this.link.closed) return false;
     const now = this.now;
-    const c = classifyError(error, { now });
-    const waitMs = c.retryAfterMs;
-    if (c.category !== 'rate_limit' || waitMs === undefined || waitMs <= 0 || this.breaker.view().isolated) return false;
+    const waitMs = rateLimitFactMs(error, now);
+    if (waitMs === undefined || this.breaker.view().isolated) return false;
     this.localUntil = Math.max(this.localUntil, now + waitMs);
     this.hold('rate_limit', now + waitMs);
     this.link.call(this, (s) => s.fact(this.node, this.breaker.name, waitMs));

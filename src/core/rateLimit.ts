@@ -11,7 +11,7 @@
  */
 import { asyncScheduler, catchError, defer, map, Observable, take, type SchedulerLike } from 'rxjs';
 import { CircuitBreaker } from './CircuitBreaker.js';
-import { classifyError, headersOf, readHeader } from './classify.js';
+import { headersOf, rateLimitFactMs, readHeader } from './classify.js';
 import { InvalidOptionError, RateLimitExceededError } from './errors.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from './options.js';
 import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitGrant, type RateLimitRequest, type RateLimitStore } from './rateLimitStore.js';
@@ -219,13 +219,13 @@ export class RateLimiter {
     this.adjust({ key: this.name, limits }, false);
   }
 
-  /** What a failed call says about the key: its headers, and a 429's `retry-after`. */
+  /** What a failed call says about the key: its headers, and a 429's `retry-after` (at most `MAX_RETRY_AFTER_MS`, 60 s). */
   observe(error: unknown): void {
     const headers = headersOf(error);
     if (headers === undefined) return;
     this.correct(headers);
-    const c = classifyError(error, { now: this.scheduler.now() });
-    if (c.category === 'rate_limit' && c.retryAfterMs !== undefined) this.block(c.retryAfterMs);
+    const holdMs = rateLimitFactMs(error, this.scheduler.now());
+    if (holdMs !== undefined) this.block(holdMs);
   }
 
   /**
