@@ -205,6 +205,25 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
+  it("a 429 that could not reach the shared store (down) is sent again before this node's next shared reservation: every process is held for what is left of it", () => {
+    virtual((run) => {
+      const store = new MemoryRateLimitStore();
+      const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
+      const b = limiter({ requestsPerMinute: 600, store, node: 'b' });
+      const s = {
+        r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': '10' })),
+        x: run.cold('(x|)'),
+      };
+      run.at(5, () => (store.down = true));
+      run.at(500, () => (store.down = false));
+      // a's call at 10 runs on the local share (at 110) and gets the 429 at 111: the block (until 10 111) cannot reach the store
+      run.expectObservable(calls(run, a, '10ms r', s)).toBe('111ms y', { y: 'http 429' });
+      // the store is back; a's next call (2 000) sends the block again first, and waits for it; so does b's (2 100)
+      run.expectObservable(calls(run, a, '2000ms x', s)).toBe('10111ms x');
+      run.expectObservable(calls(run, b, '2100ms x', s)).toBe('10211ms x');
+    });
+  });
+
   it('x-ratelimit-remaining-tokens below what the limiter thinks: it believes the provider', () => {
     virtual((run) => {
       const l = limiter({ tokensPerMinute: 6000 });

@@ -122,6 +122,8 @@ export class RateLimiter {
   private liveNodesAt = -Infinity;
   /** The last decision was on the local share (the shared store did not answer). */
   private alone = false;
+  /** Provider floors (a 429's block, remaining-headers) that never reached the shared store: limit id → its limit and end. */
+  private readonly unsentFloors = new Map<string, { readonly limit: RateLimit; readonly until: number }>();
   private average: number | undefined;
 
   constructor(options: RateLimiterOptions) {
@@ -171,7 +173,10 @@ export class RateLimiter {
       }).pipe(map((g) => ({ ...g, local: true })));
       const decided$ = !this.guard
         ? this.sent(request).pipe(map((g) => ({ ...g, local: false })))
-        : this.guard.run(() => this.sent(request)).pipe(
+        : this.guard.run(() => {
+            this.resendFloors();
+            return this.sent(request);
+          }).pipe(
             map((g) => {
               this.heard(g.liveNodes);
               this.alone = false;
@@ -208,7 +213,9 @@ export class RateLimiter {
 
   /**
    * The provider refused with a 429 and `retry-after` on this key: nothing starts for `ms`, then
-   * calls resume at the limit's pace.
+   * calls resume at the limit's pace. Like every provider correction, when the shared store does
+   * not take it (down), it holds the local share, and is sent again, for what is left of it,
+   * before this node's next shared reservation.
    */
   block(ms: number): void {
     if (!(ms > 0)) return;
@@ -288,7 +295,40 @@ export class RateLimiter {
     const onLocal = (): void => void this.local.adjust({ ...adjustment, limits: this.share(adjustment.limits) }).subscribe();
     if (!this.guard) this.store.adjust(adjustment).subscribe();
     else if (local) onLocal();
-    else this.guard.run(() => this.store.adjust(adjustment)).subscribe({ error: onLocal });
+    else {
+      const sentAt = this.scheduler.now();
+      this.guard.run(() => this.store.adjust(adjustment)).subscribe({
+        error: () => {
+          onLocal();
+          this.keepFloors(adjustment, sentAt);
+        },
+      });
+    }
+  }
+
+  /** A provider's floors the shared store never received: kept (the latest end per limit) to be sent again. */
+  private keepFloors(adjustment: RateLimitAdjustment, sentAt: number): void {
+    for (const l of adjustment.limits) {
+      if (l.floorMs === undefined) continue;
+      const until = sentAt + l.floorMs;
+      const kept = this.unsentFloors.get(l.id);
+      if (!kept || kept.until < until) this.unsentFloors.set(l.id, { limit: { id: l.id, limit: l.limit, periodMs: l.periodMs }, until });
+    }
+  }
+
+  /**
+   * Before a shared reservation (the guard let it through: the store is believed to answer), the
+   * provider floors it never received, for what is left of them — sent first, so the reservation
+   * already waits for them, and every other process with it.
+   */
+  private resendFloors(): void {
+    if (this.unsentFloors.size === 0) return;
+    const now = this.scheduler.now();
+    const limits = [...this.unsentFloors.values()].filter((f) => f.until > now).map((f) => ({ ...f.limit, floorMs: f.until - now }));
+    this.unsentFloors.clear();
+    if (limits.length === 0) return;
+    const adjustment = { key: this.name, limits };
+    defer(() => this.store.adjust(adjustment)).subscribe({ error: () => this.keepFloors(adjustment, now) });
   }
 
   private reservation(waitMs: number, cost: number, local: boolean): RateLimitReservation {
