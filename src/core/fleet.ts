@@ -299,10 +299,10 @@ class Member implements FleetHook {
 
   /**
    * The store answered a sync: a fact it never received goes again (what is left of it), and so
-   * does a probe success (it still counts if
-   * no node took the lease since; otherwise the store ignores it). Without it the verdict would
-   * stay open, its lease running out before another node probes again. A lost failure is not
-   * re-sent: the verdict stays open anyway, and a late failure must not re-open a later window.
+   * does a probe success (it still counts if no node took the lease since; otherwise the store
+   * ignores it). Without it the verdict would stay open, its lease running out before another
+   * node probes again. A lost failure is not re-sent: the verdict stays open anyway, and a late
+   * failure must not re-open a later window.
    */
   answered(): void {
     if (this.unsentFactUntil > this.now) this.fact(this.unsentFactUntil);

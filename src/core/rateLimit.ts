@@ -261,13 +261,17 @@ export class RateLimiter {
     });
   }
 
-  /**
-   * Gives back on the shared store what a late answer reserved. Straight to the store, past the
-   * guard: the answer just came, and the refund delays no call (if it is lost, so is the grant).
-   */
+  /** Gives back on the shared store what a late answer reserved (if the refund is lost, so is the grant). */
   private refund(limits: readonly (RateLimit & { cost: number })[]): void {
-    const adjustment = { key: this.name, limits: given(limits) };
-    defer(() => this.store.adjust(adjustment)).subscribe({ error: () => undefined });
+    this.tell({ key: this.name, limits: given(limits) }, () => undefined);
+  }
+
+  /**
+   * An adjustment straight to the shared store, past the guard: only where the store is believed
+   * to answer (an answer just came; the guard just let a call through), and no call waits for it.
+   */
+  private tell(adjustment: RateLimitAdjustment, failed: () => void): void {
+    defer(() => this.store.adjust(adjustment)).subscribe({ error: failed });
   }
 
   private limits(requests: number, tokens: number): (RateLimit & { cost: number })[] {
@@ -328,7 +332,7 @@ export class RateLimiter {
     this.unsentFloors.clear();
     if (limits.length === 0) return;
     const adjustment = { key: this.name, limits };
-    defer(() => this.store.adjust(adjustment)).subscribe({ error: () => this.keepFloors(adjustment, now) });
+    this.tell(adjustment, () => this.keepFloors(adjustment, now));
   }
 
   private reservation(waitMs: number, cost: number, local: boolean): RateLimitReservation {
