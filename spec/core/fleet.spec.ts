@@ -183,6 +183,19 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
+    it('a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) opens every node for 60 s at most', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        const skewed = run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }));
+        run.hot('-r').pipe(mergeMap(() => skewed.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        // c probes when the 60 s are over (60 002); its success closes a and b
+        run.expectObservable(moves(a!)).toBe('--x 60000ms c', { x: 'open:rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(moves(b!)).toBe('--x 60000ms c', { x: 'open:fleet_rate_limit', c: 'closed:fleet_probe_success' });
+        run.expectObservable(calls(run, c!, '60002ms s')).toBe('60003ms s', { s: 's' });
+      });
+    });
+
     it('isolate() and reset() by hand are fleet-wide', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
@@ -294,6 +307,38 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         // after recovery (a poll answers at 1500, then the re-sync re-votes), c is held open
         run.expectObservable(moves(c!)).toBe('1500ms x 59999ms h', { x: 'open:fleet_open', h: 'half-open:reset_timeout' });
         run.at(5000, () => store.close());
+      });
+    });
+
+    it('a fact that could not reach the store (down) is sent again on recovery as a fact, for what is left of it — not as a vote', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ pollMs: 500 });
+        const [a, b] = fleetOf(['a', 'b'], store, { resetTimeoutMs: 60_000 });
+        run.at(0, () => (store.down = true));
+        // a's 429 (retry-after 5 s) at 2 never reaches the store; the poll at 500 fails too, and the store's breaker opens
+        const limited = run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' }));
+        run.hot('-r').pipe(mergeMap(() => limited.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        run.at(1200, () => (store.down = false));
+        // the poll at 1500 answers: a sends its fact again for the 3 502 ms left, and b is held until 5 002 (one vote would hold nobody);
+        // b's call at 5 100 takes the probe lease, and its success closes the fleet
+        run.expectObservable(moves(b!)).toBe('1500ms x 3599ms p c', { x: 'open:fleet_rate_limit', p: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(calls(run, b!, '1600ms s 3499ms s')).toBe('1600ms y 3500ms s', { y: 'open:3402', s: 's' });
+        run.at(10_000, () => store.close());
+      });
+    });
+
+    it('a fact lost to a store down for an instant: the next poll that answers sends it again', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore({ pollMs: 50 });
+        const [a, b] = fleetOf(['a', 'b'], store);
+        run.at(1, () => (store.down = true));
+        run.at(3, () => (store.down = false));
+        const limited = run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' }));
+        run.hot('-r').pipe(mergeMap(() => limited.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        // the poll at 50 answers, a's fact goes again: b is held until 5 002
+        run.expectObservable(moves(b!)).toBe('50ms x', { x: 'open:fleet_rate_limit' });
+        run.expectObservable(calls(run, b!, '60ms s')).toBe('60ms y', { y: 'open:4942' });
+        run.at(10_000, () => store.close());
       });
     });
 

@@ -85,6 +85,37 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
+  it('calls cancelled while their reservations are in flight give back what the late replies reserved (2/min: two cancelled at once, the third starts at once)', () => {
+    virtual((run) => {
+      // a store 5 ms away: a reservation sent at 0 runs there at 5, whether or not its caller still listens
+      const store = new MemoryRateLimitStore({ latencyMs: 5 });
+      const l = limiter({ requestsPerMinute: 2, store, node: 'a' });
+      const cancelled = run.cold('-(x|)');
+      const third = run.cold('-(c|)');
+      // two calls at 0, unsubscribed at 2: the store grants both at 5 and nobody hears it
+      run.expectObservable(calls(run, l, '(xx)', { x: cancelled }), '--!').toBe('');
+      // the late grants are given back (the refunds land at 10): the call at 20 is granted at 25 with no wait
+      run.expectObservable(calls(run, l, '20ms c', { c: third })).toBe('26ms c');
+      run.expectSubscriptions(cancelled.subscriptions).toBe([]);
+      run.expectSubscriptions(third.subscriptions).toBe('25ms ^!');
+    });
+  });
+
+  it("a reply that arrives after the store call's timeout: the local share decides, and what the shared store granted meanwhile is given back", () => {
+    virtual((run) => {
+      // the reservation runs at 50 (before its 100 ms deadline), its answer arrives at 150: 50 ms after the limiter gave up
+      const store = new MemoryRateLimitStore({ latencyMs: 50, replyLatencyMs: 100, timeoutMs: 100 });
+      const l = limiter({ requestsPerMinute: 2, store, node: 'a' });
+      const x = run.cold('-(x|)');
+      // the local share (2/min, no burst) lets the call start 30 000 ms after the timeout
+      run.expectObservable(calls(run, l, 'x', { x })).toBe('30101ms x');
+      run.expectSubscriptions(x.subscriptions).toBe('30100ms ^!');
+      // the shared store holds nothing for it: a whole period's reservation at 300 (run at 350, answered at 450) needs no wait
+      const probe = { key: 'openai:prod', node: 'probe', maxWaitMs: Infinity, limits: [{ id: 'requests', limit: 2, periodMs: 60_000, cost: 2 }] };
+      run.expectObservable(run.cold('300ms p').pipe(mergeMap(() => store.reserve(probe)), map((g) => g.waitMs))).toBe('450ms w', { w: 0 });
+    });
+  });
+
   it('limiters with the same name share one store (N processes); other names are independent', () => {
     virtual((run) => {
       const store = new MemoryRateLimitStore();
@@ -154,6 +185,42 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       run.expectObservable(calls(run, a, 'r', s)).toBe('-y', { y: 'http 429' });
       // b's call at 5 waits until 10 001 (10 s after the 429)
       run.expectObservable(calls(run, b, '-----x', s)).toBe('10001ms x');
+    });
+  });
+
+  it("a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) holds every process back 60 s at most", () => {
+    virtual((run) => {
+      const store = new MemoryRateLimitStore();
+      const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
+      const b = limiter({ requestsPerMinute: 600, store, node: 'b', maxWaitMs: 120_000 });
+      // this node's clock says 1970-01-01T00:00:00.001Z: the provider's date is a day ahead of it
+      const s = {
+        r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' })),
+        x: run.cold('(x|)'),
+      };
+      expect(classifyError(new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }), { now: 1 }).retryAfterMs, 'what the node reads').to.equal(86_399_999);
+      run.expectObservable(calls(run, a, 'r', s)).toBe('-y', { y: 'http 429' });
+      // b's call at 5 waits until 60 001 (60 s after the 429), not a day
+      run.expectObservable(calls(run, b, '-----x', s)).toBe('60001ms x');
+    });
+  });
+
+  it("a 429 that could not reach the shared store (down) is sent again before this node's next shared reservation: every process is held for what is left of it", () => {
+    virtual((run) => {
+      const store = new MemoryRateLimitStore();
+      const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
+      const b = limiter({ requestsPerMinute: 600, store, node: 'b' });
+      const s = {
+        r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': '10' })),
+        x: run.cold('(x|)'),
+      };
+      run.at(5, () => (store.down = true));
+      run.at(500, () => (store.down = false));
+      // a's call at 10 runs on the local share (at 110) and gets the 429 at 111: the block (until 10 111) cannot reach the store
+      run.expectObservable(calls(run, a, '10ms r', s)).toBe('111ms y', { y: 'http 429' });
+      // the store is back; a's next call (2 000) sends the block again first, and waits for it; so does b's (2 100)
+      run.expectObservable(calls(run, a, '2000ms x', s)).toBe('10111ms x');
+      run.expectObservable(calls(run, b, '2100ms x', s)).toBe('10211ms x');
     });
   });
 

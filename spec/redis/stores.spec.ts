@@ -4,11 +4,15 @@
  * the Lua scripts on a real redis-server (started here on a free port, stopped by pid).
  */
 import { expect } from 'chai';
-import { filter, firstValueFrom, type Observable, take, toArray } from 'rxjs';
+import { filter, firstValueFrom, type Observable, of, take, timeout, toArray } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict, type Quorum } from '../../src/core/fleetStore.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../src/core/rateLimitStore.js';
+import { RateLimiter } from '../../src/core/rateLimit.js';
+import { HealHub } from '../../src/core/hub.js';
+import type { HealEvent } from '../../src/core/events.js';
+import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
@@ -219,12 +223,23 @@ function contract(kind: string, make: () => Promise<Stores>, done: () => Promise
       const after = await tokens(10, 60_000);
       expect(after.waitMs, 'the provider said nothing remains').to.be.within(500, 600);
     });
+
+    it('a reservation is a command sent: unsubscribing before its answer stops listening, not the reservation (it lands)', async () => {
+      const key = fresh();
+      const request = { key, node: 'a', maxWaitMs: 60_000, limits: [minute('requests', 2, 1)] };
+      s.limits.reserve(request).subscribe().unsubscribe();
+      s.limits.reserve(request).subscribe().unsubscribe();
+      await sleep(50);
+      const third = await get(s.limits.reserve(request));
+      expect(third.waitMs, 'both cancelled reservations were made').to.be.within(29_900, 30_000);
+    });
   });
 }
 
 contract(
   'MemoryBreakerStore / MemoryRateLimitStore',
-  async () => ({ breakers: new MemoryBreakerStore(), limits: new MemoryRateLimitStore() }),
+  // the rate-limit model with a network's latency, as Redis has: a command is in flight for 2 ms
+  async () => ({ breakers: new MemoryBreakerStore(), limits: new MemoryRateLimitStore({ latencyMs: 2 }) }),
   async () => undefined,
 );
 
@@ -296,6 +311,32 @@ describe('on a real redis-server', function () {
     },
     async () => undefined,
   );
+
+  it('rateLimit: calls cancelled while their reservations are in flight give back what Redis reserved (2/min: two cancelled at once, the third starts at once)', async function () {
+    this.timeout(10_000);
+    const client = await connect();
+    let answered = 0;
+    const counting = {
+      sendCommand: async (args: string[]) => {
+        const reply = await client.sendCommand(args);
+        answered++;
+        return reply;
+      },
+    };
+    const hub = new HealHub();
+    const events: HealEvent[] = [];
+    hub.events$.subscribe((e) => events.push(e));
+    const limiter = new RateLimiter({ name: fresh(), requestsPerMinute: 2, store: new RedisRateLimitStore({ client: counting, namespace: 'cancelled' }) });
+    const call = (value: string) => of(value).pipe(rateLimit(limiter, { hub }));
+    // sent, then unsubscribed before Redis answers: the scripts run anyway
+    call('a').subscribe().unsubscribe();
+    call('b').subscribe().unsubscribe();
+    // their answers, then the two refunds they call for (NOSCRIPT errors are not answers)
+    for (let i = 0; i < 200 && answered < 4; i++) await sleep(10);
+    expect(answered, 'two reservations and two refunds answered').to.equal(4);
+    expect(await firstValueFrom(call('c').pipe(timeout({ first: 3_000 }))), 'no wait for calls that never started').to.equal('c');
+    expect(events.filter((e) => e.type === 'rate-limited')).to.deep.equal([]);
+  });
 
   it('a command reaching Redis after its caller gave up has no effect (CLIENT PAUSE)', async function () {
     this.timeout(10_000);

@@ -277,6 +277,38 @@ export function parseRetryAfter(headers: unknown, now: number): number | undefin
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/**
+ * The longest server-requested wait (`retry-after`) rxheal takes on a server's word, in ms: what
+ * `retryWithBackoff` honours by default (`maxRetryAfterMs`; beyond, it gives up), and the longest a
+ * 429's `retry-after` holds other processes back ({@link rateLimitFactMs}: a fleet's fact, a shared
+ * rate limit's block). A longer one — an HTTP date read on a clock running behind, a daily quota —
+ * holds them this long; the next call's answer says again.
+ *
+ * @example
+ * ```ts
+ * retryWithBackoff({ maxRetryAfterMs: MAX_RETRY_AFTER_MS }); // the default
+ * ```
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/**
+ * A provider's fact in an error, to share with other processes: how long a 429 (category
+ * `rate_limit`) with a `retry-after` above 0 says to hold calls, at most {@link MAX_RETRY_AFTER_MS};
+ * undefined for any other error. `now` turns an HTTP-date `retry-after` into a delay.
+ *
+ * @example
+ * ```ts
+ * rateLimitFactMs(new HttpError(429, { 'retry-after': '5' }), 0); // 5000
+ * rateLimitFactMs(new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }), 0); // 60000, not a day
+ * rateLimitFactMs(new HttpError(503, { 'retry-after': '5' }), 0); // undefined
+ * ```
+ */
+export function rateLimitFactMs(error: unknown, now: number): number | undefined {
+  const c = classifyError(error, { now });
+  if (c.category !== 'rate_limit' || c.retryAfterMs === undefined || !(c.retryAfterMs > 0)) return undefined;
+  return Math.min(c.retryAfterMs, MAX_RETRY_AFTER_MS);
+}
+
 /** An error's response headers (`headers`, `responseHeaders` — the Vercel AI SDK's APICallError — or `response.headers`), if any. Never throws. */
 export function headersOf(error: unknown): unknown {
   return get(error, 'headers') ?? get(error, 'responseHeaders') ?? get(get(error, 'response'), 'headers');

@@ -23,7 +23,7 @@
  * @module
  */
 import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
-import { classifyError } from './classify.js';
+import { rateLimitFactMs } from './classify.js';
 import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
 import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
@@ -148,6 +148,8 @@ class Member implements FleetHook {
   private pendingAdmin: 'isolate' | 'reset' | undefined;
   /** This node's probe success never reached the store: sent again when the store answers. */
   private unsentSuccess = false;
+  /** The end of a provider fact (a 429's `retry-after`) that never reached the store: sent again, as a fact, when the store answers. */
+  private unsentFactUntil = -Infinity;
   private readonly quorum: Quorum;
   private readonly leaseMs: number;
   private readonly facts: boolean;
@@ -187,13 +189,23 @@ class Member implements FleetHook {
   failed(error: unknown): boolean {
     if (!this.facts || this.link.closed) return false;
     const now = this.now;
-    const c = classifyError(error, { now });
-    const waitMs = c.retryAfterMs;
-    if (c.category !== 'rate_limit' || waitMs === undefined || waitMs <= 0 || this.breaker.view().isolated) return false;
+    const waitMs = rateLimitFactMs(error, now);
+    if (waitMs === undefined || this.breaker.view().isolated) return false;
     this.localUntil = Math.max(this.localUntil, now + waitMs);
     this.hold('rate_limit', now + waitMs);
-    this.link.call(this, (s) => s.fact(this.node, this.breaker.name, waitMs));
+    this.fact(now + waitMs);
     return true;
+  }
+
+  /** Tells the store a provider fact holding calls until `until`; one it never received waits for the store's next answer. */
+  private fact(until: number): void {
+    this.unsentFactUntil = -Infinity;
+    this.link.call(
+      this,
+      (s) => s.fact(this.node, this.breaker.name, until - this.now),
+      undefined,
+      () => (this.unsentFactUntil = Math.max(this.unsentFactUntil, until)),
+    );
   }
 
   admin(kind: 'isolate' | 'reset'): void {
@@ -239,11 +251,18 @@ class Member implements FleetHook {
     this.breaker.move('open', reason, until);
   }
 
-  /** The store answers again (or may have missed changes): what this member must tell it again. */
+  /**
+   * The store answers again (or may have missed changes): what this member must tell it again —
+   * a fact it never received as a fact (what is left of it: no quorum needed), and a vote for
+   * its own evidence beyond it.
+   */
   resend(): void {
     this.alone = false;
-    if (this.pendingAdmin !== undefined) this.admin(this.pendingAdmin);
-    else if (this.localUntil > this.now && this.breaker.view().state === 'open') this.vote();
+    if (this.pendingAdmin !== undefined) return this.admin(this.pendingAdmin);
+    const now = this.now;
+    const fact = this.unsentFactUntil;
+    if (fact > now) this.fact(fact);
+    if (this.localUntil > Math.max(now, fact) && this.breaker.view().state === 'open') this.vote();
   }
 
   /** The store failed to answer our lease request: decide alone (a local probe) until the next verdict. */
@@ -279,12 +298,14 @@ class Member implements FleetHook {
   }
 
   /**
-   * The store answered a sync: a probe success it never received goes again (it still counts if
-   * no node took the lease since; otherwise the store ignores it). Without it the verdict would
-   * stay open, its lease running out before another node probes again. A lost failure is not
-   * re-sent: the verdict stays open anyway, and a late failure must not re-open a later window.
+   * The store answered a sync: a fact it never received goes again (what is left of it), and so
+   * does a probe success (it still counts if no node took the lease since; otherwise the store
+   * ignores it). Without it the verdict would stay open, its lease running out before another
+   * node probes again. A lost failure is not re-sent: the verdict stays open anyway, and a late
+   * failure must not re-open a later window.
    */
   answered(): void {
+    if (this.unsentFactUntil > this.now) this.fact(this.unsentFactUntil);
     if (!this.unsentSuccess) return;
     this.unsentSuccess = false;
     this.probeResult(true);

@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { after } from './wait.js';
 import { NonNegativeNumber, PositiveNumber, Scheduler, validateOptions } from './options.js';
 import { fleetNode } from './fleet.js';
@@ -162,25 +162,34 @@ export function nextGeneration(previous: number, nowMs: number): number {
 }
 
 /**
- * A memory store's operation as a network would run it: `op` runs `latencyMs` after the call
- * (at once for 0) and its answer is emitted; it fails while `isDown()`; an operation arriving
- * after its caller gave up (`timeoutMs`) has no effect, as in the Redis stores (whose scripts drop
- * a command that reaches Redis past its deadline).
+ * A memory store's operation as a network would run it: `op` reaches the store and runs
+ * `latencyMs` after the call (at once for 0), and its answer arrives `replyLatencyMs` after that;
+ * it fails while `isDown()`; an operation arriving after its caller gave up (`timeoutMs`) has no
+ * effect, as in the Redis stores (whose scripts drop a command that reaches Redis past its
+ * deadline). A command sent cannot be unsent: unsubscribing stops listening for the answer, never
+ * the operation — as on Redis, where the script runs whether or not its caller still waits.
  */
-export function simulated<T>(scheduler: SchedulerLike, latencyMs: number, timeoutMs: number, isDown: () => boolean, op: () => T): Observable<T> {
+export function simulated<T>(scheduler: SchedulerLike, latencyMs: number, timeoutMs: number, isDown: () => boolean, op: () => T, replyLatencyMs = 0): Observable<T> {
   return new Observable<T>((subscriber) => {
     const sentAt = scheduler.now();
-    const execute = (): void => {
-      if (isDown()) subscriber.error(new Error('the memory store is down'));
-      else if (scheduler.now() - sentAt > timeoutMs) subscriber.error(new Error('the operation reached the memory store after its deadline'));
+    let reply: Subscription | undefined;
+    const arrive = (): void => {
+      let answer: (() => void) | undefined;
+      if (isDown()) answer = () => subscriber.error(new Error('the memory store is down'));
+      else if (scheduler.now() - sentAt > timeoutMs) answer = () => subscriber.error(new Error('the operation reached the memory store after its deadline'));
       else {
-        subscriber.next(op());
-        subscriber.complete();
+        const value = op();
+        answer = () => {
+          subscriber.next(value);
+          subscriber.complete();
+        };
       }
+      if (replyLatencyMs === 0) answer();
+      else if (!subscriber.closed) reply = after(replyLatencyMs, scheduler, answer);
     };
-    if (latencyMs === 0) execute();
-    else return after(latencyMs, scheduler, execute);
-    return undefined;
+    if (latencyMs === 0) arrive();
+    else after(latencyMs, scheduler, arrive);
+    return () => reply?.unsubscribe();
   });
 }
 

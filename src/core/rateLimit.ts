@@ -9,12 +9,12 @@
  *
  * @module
  */
-import { asyncScheduler, catchError, defer, map, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, catchError, defer, map, Observable, take, type SchedulerLike } from 'rxjs';
 import { CircuitBreaker } from './CircuitBreaker.js';
-import { classifyError, headersOf, readHeader } from './classify.js';
+import { headersOf, rateLimitFactMs, readHeader } from './classify.js';
 import { InvalidOptionError, RateLimitExceededError } from './errors.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from './options.js';
-import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitStore } from './rateLimitStore.js';
+import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitGrant, type RateLimitRequest, type RateLimitStore } from './rateLimitStore.js';
 import { StoreGuard, randomNodeId, storeBreakerOptions } from './storeGuard.js';
 
 /**
@@ -122,6 +122,8 @@ export class RateLimiter {
   private liveNodesAt = -Infinity;
   /** The last decision was on the local share (the shared store did not answer). */
   private alone = false;
+  /** Provider floors (a 429's block, remaining-headers) that never reached the shared store: limit id → its limit and end. */
+  private readonly unsentFloors = new Map<string, { readonly limit: RateLimit; readonly until: number }>();
   private average: number | undefined;
 
   constructor(options: RateLimiterOptions) {
@@ -151,7 +153,9 @@ export class RateLimiter {
   /**
    * Reserves one call (1 request, `cost` tokens) and emits its reservation once, or errors with
    * {@link RateLimitExceededError} when the wait would exceed `maxWaitMs`. Store failures never
-   * reach the caller: the local share decides instead.
+   * reach the caller: the local share decides instead. Unsubscribing before it emits gives back
+   * whatever the shared store still reserves for it (the request was sent: its answer is awaited,
+   * and a grant nobody took is refunded), and so does an answer past the store call's timeout.
    */
   reserve(cost: number = this.estimate): Observable<RateLimitReservation> {
     return defer(() => {
@@ -168,8 +172,11 @@ export class RateLimiter {
         return this.local.reserve({ ...request, limits: share });
       }).pipe(map((g) => ({ ...g, local: true })));
       const decided$ = !this.guard
-        ? this.store.reserve(request).pipe(map((g) => ({ ...g, local: false })))
-        : this.guard.run(() => this.store.reserve(request)).pipe(
+        ? this.sent(request).pipe(map((g) => ({ ...g, local: false })))
+        : this.guard.run(() => {
+            this.resendFloors();
+            return this.sent(request);
+          }).pipe(
             map((g) => {
               this.heard(g.liveNodes);
               this.alone = false;
@@ -206,7 +213,9 @@ export class RateLimiter {
 
   /**
    * The provider refused with a 429 and `retry-after` on this key: nothing starts for `ms`, then
-   * calls resume at the limit's pace.
+   * calls resume at the limit's pace. Like every provider correction, when the shared store does
+   * not take it (down), it holds the local share, and is sent again, for what is left of it,
+   * before this node's next shared reservation.
    */
   block(ms: number): void {
     if (!(ms > 0)) return;
@@ -217,13 +226,52 @@ export class RateLimiter {
     this.adjust({ key: this.name, limits }, false);
   }
 
-  /** What a failed call says about the key: its headers, and a 429's `retry-after`. */
+  /** What a failed call says about the key: its headers, and a 429's `retry-after` (at most `MAX_RETRY_AFTER_MS`, 60 s). */
   observe(error: unknown): void {
     const headers = headersOf(error);
     if (headers === undefined) return;
     this.correct(headers);
-    const c = classifyError(error, { now: this.scheduler.now() });
-    if (c.category === 'rate_limit' && c.retryAfterMs !== undefined) this.block(c.retryAfterMs);
+    const holdMs = rateLimitFactMs(error, this.scheduler.now());
+    if (holdMs !== undefined) this.block(holdMs);
+  }
+
+  /**
+   * The store's reservation as a command sent: unsubscribing (the caller left, the guard's
+   * timeout) stops listening, not the command — Redis runs the script anyway. So the answer is
+   * still awaited, and a grant that arrives when nobody listens is given back to the shared store
+   * (calls that never started must not use up the fleet's allowance).
+   */
+  private sent(request: RateLimitRequest): Observable<RateLimitGrant> {
+    return new Observable<RateLimitGrant>((subscriber) => {
+      let listening = true;
+      this.store
+        .reserve(request)
+        .pipe(take(1))
+        .subscribe({
+          next: (grant) => {
+            if (listening) subscriber.next(grant);
+            else if (grant.granted) this.refund(request.limits);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => subscriber.complete(),
+        });
+      return () => {
+        listening = false;
+      };
+    });
+  }
+
+  /** Gives back on the shared store what a late answer reserved (if the refund is lost, so is the grant). */
+  private refund(limits: readonly (RateLimit & { cost: number })[]): void {
+    this.tell({ key: this.name, limits: given(limits) }, () => undefined);
+  }
+
+  /**
+   * An adjustment straight to the shared store, past the guard: only where the store is believed
+   * to answer (an answer just came; the guard just let a call through), and no call waits for it.
+   */
+  private tell(adjustment: RateLimitAdjustment, failed: () => void): void {
+    defer(() => this.store.adjust(adjustment)).subscribe({ error: failed });
   }
 
   private limits(requests: number, tokens: number): (RateLimit & { cost: number })[] {
@@ -251,7 +299,40 @@ export class RateLimiter {
     const onLocal = (): void => void this.local.adjust({ ...adjustment, limits: this.share(adjustment.limits) }).subscribe();
     if (!this.guard) this.store.adjust(adjustment).subscribe();
     else if (local) onLocal();
-    else this.guard.run(() => this.store.adjust(adjustment)).subscribe({ error: onLocal });
+    else {
+      const sentAt = this.scheduler.now();
+      this.guard.run(() => this.store.adjust(adjustment)).subscribe({
+        error: () => {
+          onLocal();
+          this.keepFloors(adjustment, sentAt);
+        },
+      });
+    }
+  }
+
+  /** A provider's floors the shared store never received: kept (the latest end per limit) to be sent again. */
+  private keepFloors(adjustment: RateLimitAdjustment, sentAt: number): void {
+    for (const l of adjustment.limits) {
+      if (l.floorMs === undefined) continue;
+      const until = sentAt + l.floorMs;
+      const kept = this.unsentFloors.get(l.id);
+      if (!kept || kept.until < until) this.unsentFloors.set(l.id, { limit: { id: l.id, limit: l.limit, periodMs: l.periodMs }, until });
+    }
+  }
+
+  /**
+   * Before a shared reservation (the guard let it through: the store is believed to answer), the
+   * provider floors it never received, for what is left of them — sent first, so the reservation
+   * already waits for them, and every other process with it.
+   */
+  private resendFloors(): void {
+    if (this.unsentFloors.size === 0) return;
+    const now = this.scheduler.now();
+    const limits = [...this.unsentFloors.values()].filter((f) => f.until > now).map((f) => ({ ...f.limit, floorMs: f.until - now }));
+    this.unsentFloors.clear();
+    if (limits.length === 0) return;
+    const adjustment = { key: this.name, limits };
+    this.tell(adjustment, () => this.keepFloors(adjustment, now));
   }
 
   private reservation(waitMs: number, cost: number, local: boolean): RateLimitReservation {
@@ -268,11 +349,15 @@ export class RateLimiter {
       },
       cancel: () => {
         if (!once()) return;
-        const limits = this.limits(1, cost).map((l) => ({ ...l, delta: -l.cost }));
-        this.adjust({ key: this.name, limits }, local);
+        this.adjust({ key: this.name, limits: given(this.limits(1, cost)) }, local);
       },
     };
   }
+}
+
+/** A reservation given back: each limit's cost as a negative delta. */
+function given(limits: readonly (RateLimit & { cost: number })[]): (RateLimit & { delta: number })[] {
+  return limits.map(({ cost, ...l }) => ({ ...l, delta: -cost }));
 }
 
 /** The first of `names` that holds a number. */

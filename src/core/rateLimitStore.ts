@@ -136,25 +136,32 @@ export function gcraAdjust(tat: number | undefined, now: number, limit: RateLimi
  *
  * @example
  * ```ts
- * const options: MemoryRateLimitStoreOptions = { latencyMs: 1 };
+ * const options: MemoryRateLimitStoreOptions = { latencyMs: 1, replyLatencyMs: 1 };
  * ```
  */
 export interface MemoryRateLimitStoreOptions {
   /** Its clock. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
-  /** Each operation runs, and answers, this many ms after the call. Defaults to 0. */
+  /**
+   * Each operation reaches the store, and runs, this many ms after the call, whether or not the
+   * caller still listens (a command sent cannot be unsent, as on Redis). Defaults to 0.
+   */
   readonly latencyMs?: number;
+  /** Its answer arrives this many ms after it ran (the way back; it may come after the caller's timeout). Defaults to 0. */
+  readonly replyLatencyMs?: number;
   /** Callers' timeout. Defaults to 100. */
   readonly timeoutMs?: number;
   /** A node that has not reserved for this long is not live. Defaults to 60 000. */
   readonly nodeTtlMs?: number;
 }
 
-const memoryOptionProps = { scheduler: Scheduler, latencyMs: NonNegativeNumber, timeoutMs: PositiveNumber, nodeTtlMs: PositiveNumber };
+const memoryOptionProps = { scheduler: Scheduler, latencyMs: NonNegativeNumber, replyLatencyMs: NonNegativeNumber, timeoutMs: PositiveNumber, nodeTtlMs: PositiveNumber };
 
 /**
  * The {@link RateLimitStore} reference model in one process, on a scheduler: GCRA per limit,
- * live nodes per key. `down` and `latencyMs` simulate a dead or slow store.
+ * live nodes per key. `down`, `latencyMs` and `replyLatencyMs` simulate a dead or slow store, with
+ * Redis's window: an operation whose caller left (unsubscribed, timed out) before its answer still
+ * runs — only an operation arriving after its caller's timeout has no effect.
  *
  * @example
  * ```ts
@@ -167,6 +174,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   down = false;
   private readonly scheduler: SchedulerLike;
   private readonly latencyMs: number;
+  private readonly replyLatencyMs: number;
   private readonly nodeTtlMs: number;
   private readonly tats = new Map<string, number>();
   private readonly nodes = new Map<string, Map<string, number>>();
@@ -175,6 +183,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     const o = validateOptions('MemoryRateLimitStore', memoryOptionProps, options);
     this.scheduler = o.scheduler ?? asyncScheduler;
     this.latencyMs = o.latencyMs ?? 0;
+    this.replyLatencyMs = o.replyLatencyMs ?? 0;
     this.timeoutMs = o.timeoutMs ?? 100;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
   }
@@ -206,6 +215,6 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   private run<T>(op: () => T): Observable<T> {
-    return simulated(this.scheduler, this.latencyMs, this.timeoutMs, () => this.down, op);
+    return simulated(this.scheduler, this.latencyMs, this.timeoutMs, () => this.down, op, this.replyLatencyMs);
   }
 }

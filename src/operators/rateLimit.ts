@@ -54,7 +54,8 @@ function finishUsage(value: unknown): number | undefined {
  * the wait), then subscribes the source; after the source completes, the reservation is
  * reconciled with the tokens actually used. A call that would wait longer than the limiter's
  * `maxWaitMs` fails with {@link RateLimitExceededError} (category `throttled`) without ever
- * subscribing. Unsubscribing before the source started gives the reservation back. A failed
+ * subscribing. Unsubscribing before the source started gives the reservation back — also one
+ * still in flight (the store's answer is awaited and a grant nobody took refunded). A failed
  * call's headers correct the shared limit (`x-ratelimit-remaining-*`, `anthropic-ratelimit-*`;
  * a 429's `retry-after` holds every process back).
  *

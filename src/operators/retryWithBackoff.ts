@@ -1,7 +1,7 @@
 import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
 import { type CircuitPermit, failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
 import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
-import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
+import { classifyError, MAX_RETRY_AFTER_MS, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
 import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
 import { defaultHub, type HealHub } from '../core/hub.js';
 import { errorText } from '../core/sanitize.js';
@@ -242,7 +242,7 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     shouldRetry: o.shouldRetry as ((error: unknown, attempt: number) => boolean) | undefined,
     retryAll: o.retryOn === 'all',
     classifier: (o.classifier as ErrorClassifier | undefined) ?? classifyError,
-    maxRetryAfterMs: o.maxRetryAfterMs ?? 60_000,
+    maxRetryAfterMs: o.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS,
     totalTimeoutMs: o.totalTimeoutMs,
     resetOnSuccess: o.resetOnSuccess ?? false,
     afterEmit,
