@@ -3,7 +3,7 @@
  * its lease, deadlines, generations, the poll backstop, and a slow or dead store.
  */
 import { expect } from 'chai';
-import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription } from 'rxjs';
+import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription, takeUntil, timeout } from 'rxjs';
 import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
@@ -168,9 +168,65 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         run.expectObservable(moves(b!)).toBe('--------x 149ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
       });
     });
-  });
 
-  describe('facts apply at once', () => {
+    /** How a probe may end before any value without an outcome: each one gives its permit back. */
+    const cancellations: Record<string, (run: Run, breaker: CircuitBreaker) => Observable<unknown>> = {
+      "the user's unsubscribe": (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), takeUntil(run.cold('5ms x'))),
+      'an idle deadline (timeout after the breaker)': (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), timeout({ each: 5 }), catchError(() => of('idle'))),
+    };
+    for (const [how, cancelled] of Object.entries(cancellations)) {
+      it(`a probe cancelled before any value (${how}) leaves no second prober: once its lease ran out and another node took it, the first admits no probe`, () => {
+        virtual((run) => {
+          const store = new MemoryBreakerStore();
+          const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+          calls(run, a!, '-f-f').subscribe();
+          calls(run, b!, '-----f-f').subscribe();
+          // the fleet opened at 8 until 108; a probes under the lease at 110 (until 160), and its
+          // probe is cancelled at 115 before any value: its permit goes back, a stays half-open
+          run.hot('110ms p').pipe(mergeMap(() => cancelled(run, a!))).subscribe();
+          // a's lease ran out at 160: b takes it at 170 and probes (its success at 180)
+          run.expectObservable(run.hot('170ms p').pipe(mergeMap(() => run.cold('10ms (s|)').pipe(circuitBreak(b!))))).toBe('180ms s');
+          // a, called at 175 while b probes, holds no lease: rejected (b's probe runs), not a second probe;
+          // b's success closes it, and its next call passes
+          run.expectObservable(calls(run, a!, '175ms s 9ms s')).toBe('175ms y 9ms -s', { y: 'open:0', s: 's' });
+          run.expectObservable(moves(a!)).toBe('----x 105ms h 64ms o 4ms c', {
+            x: 'open:failure_threshold',
+            h: 'half-open:probe_lease',
+            o: 'open:fleet_open',
+            c: 'closed:fleet_probe_success',
+          });
+          run.expectObservable(moves(b!)).toBe('--------x 161ms h 9ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        });
+      });
+    }
+
+    it('a probe cancelled before any value, the node idle since: the fleet prober\'s success closes it (half-open without the lease, it waits on the prober like an open node)', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        // b takes the lapsed lease at 170 and succeeds at 180: a, half-open and idle, closes with it
+        calls(run, b!, '170ms s').subscribe();
+        run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:fleet_probe_success' });
+      });
+    });
+
+    it('a probe cancelled before any value, its lease run out and no one taking it: the next call takes the lease again and probes, with no transition', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        // a's lease ran out at 160; a calls at 170: the lease is free, a takes it again and probes; its success closes the fleet
+        run.expectObservable(calls(run, a!, '170ms s')).toBe('170ms -s', V);
+        run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(moves(b!)).toBe('--------x 162ms c', { x: 'open:failure_threshold', c: 'closed:fleet_probe_success' });
+      });
+    });
+
     it('a 429 with retry-after on one node opens every node for that long, no quorum', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();

@@ -452,6 +452,9 @@ export class CircuitBreaker implements Watchable {
         );
       case 'half-open': {
         if (this.probes.size >= this.halfOpenMaxCalls) return new CircuitOpenError(this.name, 0);
+        // in a fleet, a probe only under the probe lease: without it the fleet may move the breaker
+        // (back to open, waiting on another node's probe; closed by its result), asked again then
+        if (this.fleet !== undefined && !this.fleet.probe()) return this.current === 'half-open' ? new CircuitOpenError(this.name, 0) : this.acquire();
         const permit = new Permit(this, this.generation, true);
         this.probes.add(permit);
         if (Number.isFinite(this.halfOpenTimeoutMs)) {

@@ -14,6 +14,9 @@
  *   lease; the others stay open until the prober's result arrives (or its lease runs out); a
  *   success the store missed goes again when it answers; a node whose breaker closed since it
  *   applied an open verdict no longer probes for it (it decides alone until the next generation);
+ *   a half-open node admits a probe only under a live lease, whatever ended its last one (a
+ *   cancelled probe leaves it half-open while its lease runs out): it asks again, and waits open
+ *   while another node probes;
  * - **propagation**: the store's `changes$` (pub/sub), a poll every `store.pollMs` as backstop,
  *   generations to drop stale verdicts, deadlines as remaining ms;
  * - **store down or slow**: every store call is bounded (`store.timeoutMs`, 100 ms by default)
@@ -169,10 +172,31 @@ class Member implements FleetHook {
   }
 
   gate(calling: boolean): false | TransitionReason {
+    if (this.decidesAlone()) return 'reset_timeout';
+    if (this.leased(calling)) return 'probe_lease';
+    return this.alone ? 'reset_timeout' : false;
+  }
+
+  probe(): boolean {
+    if (this.decidesAlone() || this.leased(true) || this.alone) return true;
+    // another node holds the lease (or it is being asked for): no probe here; open again, waiting on its result
+    if (this.lease !== 'asking') this.rejoin(0);
+    return false;
+  }
+
+  /** No open verdict binds this breaker (none, or the store is not answering): it decides alone. */
+  private decidesAlone(): boolean {
     const v = this.verdict;
-    if (this.link.closed || !this.link.guard.available || v === undefined || v.state !== 'open' || this.alone) return 'reset_timeout';
-    if (this.lease === 'mine' && this.now < this.leaseUntil) return 'probe_lease';
-    // only a node with a call to make asks for the lease (an idle one would hold it for nothing)
+    return this.link.closed || !this.link.guard.available || v === undefined || v.state !== 'open' || this.alone;
+  }
+
+  /**
+   * Whether this node holds a live probe lease; with a call to make, it asks for one when it has
+   * none (an idle node would hold it for nothing), unless it is being asked for or another node
+   * holds it. True only when the lease is this node's now (a store answering at once).
+   */
+  private leased(calling: boolean): boolean {
+    if (this.lease === 'mine' && this.now < this.leaseUntil) return true;
     if (!calling || this.lease === 'asking' || this.now < this.askAgainAt) return false;
     this.inGate = true;
     try {
@@ -180,8 +204,17 @@ class Member implements FleetHook {
     } finally {
       this.inGate = false;
     }
-    if (this.lease === 'mine') return 'probe_lease';
-    return this.alone ? 'reset_timeout' : false;
+    return this.lease === 'mine';
+  }
+
+  /**
+   * A half-open breaker that does not hold the lease (its last probe cancelled, the lease run out,
+   * another node probing): open again, like every node waiting on the prober — its period over,
+   * or what the store says is left of it.
+   */
+  private rejoin(remainingMs: number): void {
+    const v = this.verdict;
+    if (v?.state === 'open' && this.breaker.view().state === 'half-open') this.hold(HOLD_REASON[v.reason] ?? 'fleet_open', this.now + remainingMs);
   }
 
   failed(error: unknown): boolean {
@@ -226,8 +259,9 @@ class Member implements FleetHook {
     } else if (v.reason === 'reset') {
       this.localUntil = -Infinity;
       if (view.state !== 'closed' || view.isolated) this.breaker.move('closed', 'fleet_reset');
-    } else if (v.reason === 'probe_success' && view.state === 'open' && !view.isolated && now >= this.localUntil) {
-      // the fleet's prober spoke for this breaker; one open on its own evidence waits for its own deadline
+    } else if (v.reason === 'probe_success' && view.state !== 'closed' && !view.isolated && now >= this.localUntil) {
+      // the fleet's prober spoke for this breaker (open, or half-open without the lease); one open on
+      // its own evidence waits for its own deadline
       this.breaker.move('closed', 'fleet_probe_success');
     }
   }
@@ -304,6 +338,7 @@ class Member implements FleetHook {
         } else if (this.verdict?.state === 'open') {
           // another node probes (or the period is not quite over here): ask again when its lease ends
           this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));
+          this.rejoin(verdict.remainingMs);
         }
       },
       () => this.leaseFailed(),
