@@ -147,11 +147,28 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
         run.expectObservable(calls(run, c!, '110ms f')).toBe('110ms -x', V);
-        // a: held through the new period (no event: it was open already), then its own probe under the lease
-        run.expectObservable(moves(a!)).toBe('----x 206ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        // a: held through the new period (fleet_probe_failure), then its own probe under the lease
+        run.expectObservable(moves(a!)).toBe('----x 106ms f 99ms hc', { x: 'open:failure_threshold', f: 'open:fleet_probe_failure', h: 'half-open:probe_lease', c: 'closed:probe_success' });
         run.expectObservable(moves(c!)).toBe('--------x 101ms hp 100ms c', { x: 'open:fleet_open', h: 'half-open:probe_lease', p: 'open:probe_failure', c: 'closed:fleet_probe_success' });
         // a stays open through the new period (111 + 100), then probes itself
         run.expectObservable(calls(run, a!, '200ms s 10ms s')).toBe('200ms y 10ms -s', { y: 'open:11', s: 's' });
+      });
+    });
+
+    it('the nodes waiting on a probe that fails report the fresh period: open → open, fleet_probe_failure, with its retryAfterMs', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        const detail = (x: CircuitBreaker): Observable<string> => x.events$.pipe(map((e) => `${e.from}>${e.to}:${e.reason}:${e.retryAfterMs}`));
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108; c probes at 110 and fails at 111: open again until 211
+        calls(run, c!, '110ms f').subscribe();
+        const reopened = 'open>open:fleet_probe_failure:100';
+        run.expectObservable(detail(a!)).toBe('----x 106ms f', { x: 'closed>open:failure_threshold:100', f: reopened });
+        run.expectObservable(detail(b!)).toBe('--------x 102ms f', { x: 'closed>open:failure_threshold:100', f: reopened });
+        // state$ shows states: a re-open is no new state
+        run.expectObservable(a!.state$).toBe('x---o', { x: 'closed', o: 'open' });
       });
     });
 
