@@ -4,14 +4,14 @@
  */
 import { expect } from 'chai';
 import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription, takeUntil, timeout } from 'rxjs';
-import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions, type CircuitPermit } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
 import { fleetNode, type FleetOptions } from '../../src/core/fleet.js';
 import { FLEET_NODE } from '../../src/core/fleetHook.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HealHub } from '../../src/core/hub.js';
-import { virtual, type VirtualRun } from '../support/marbles.js';
+import { testScheduler, virtual, type VirtualRun } from '../support/marbles.js';
 
 type Run = VirtualRun;
 
@@ -578,6 +578,21 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         });
       });
     });
+  });
+
+  it('a breaker attached to a store already closed starts no poll (nothing scheduled) and decides alone', () => {
+    // a TestScheduler outside run(): a poll that never stops would make flush() loop for ever
+    const ts = testScheduler();
+    const store = new MemoryBreakerStore({ scheduler: ts, pollMs: 100 });
+    store.close();
+    const breaker = new CircuitBreaker({ name: 'model', failureThreshold: 1, resetTimeoutMs: 100, scheduler: ts, fleet: { store, node: 'a' } });
+    const registry = new CircuitBreakerRegistry({ scheduler: ts, fleet: { store } });
+    registry.get('model').state;
+    expect(ts.actions.length, 'scheduled actions').to.equal(0);
+    (breaker.acquire() as CircuitPermit).failure(new HttpError(503));
+    ts.flush();
+    expect(breaker.state).to.equal('open');
+    expect(ts.actions.length, 'scheduled actions').to.equal(0);
   });
 
   it('a breaker without a fleet schedules nothing while closed (unchanged)', () => {

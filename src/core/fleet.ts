@@ -25,7 +25,7 @@
  *
  * @module
  */
-import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { type Observable, type SchedulerLike, Subscription } from 'rxjs';
 import { classifyError } from './classify.js';
 import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
@@ -361,8 +361,8 @@ class FleetLink {
   readonly storeBreaker: GuardBreaker;
   closed = false;
   private readonly members = new Map<string, Set<Member>>();
-  private readonly subscriptions: Subscription[] = [];
-  private poll: Subscription | undefined;
+  /** Everything the link holds (listeners, the poll): torn down by `close()`; added after it, torn down at once. */
+  private readonly subscriptions = new Subscription();
 
   constructor(
     readonly store: BreakerStore,
@@ -372,18 +372,20 @@ class FleetLink {
     this.storeBreaker = makeBreaker(storeBreakerOptions('fleet-store', scheduler));
     this.guard = new StoreGuard(this.storeBreaker, store.timeoutMs ?? 100, scheduler);
     const quiet = { error: () => undefined };
-    this.subscriptions.push(
-      store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }),
-      this.guard.recovered$.subscribe(() => this.resync()),
-    );
-    if (store.resync$) this.subscriptions.push(store.resync$.subscribe({ next: () => this.resync(), ...quiet }));
+    // a store already closed completes changes$ right here: the link is closed before it listens or polls
+    this.subscriptions.add(store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }));
+    if (this.closed) return;
+    this.subscriptions.add(this.guard.recovered$.subscribe(() => this.resync()));
+    if (store.resync$) this.subscriptions.add(store.resync$.subscribe({ next: () => this.resync(), ...quiet }));
     const pollMs = store.pollMs;
     if (pollMs !== undefined && Number.isFinite(pollMs) && pollMs > 0) {
+      let poll: Subscription;
       const tick = (): void => {
+        this.subscriptions.remove(poll);
         this.sync();
-        this.poll = after(pollMs, scheduler, tick);
+        if (!this.closed) this.subscriptions.add((poll = after(pollMs, scheduler, tick)));
       };
-      this.poll = after(pollMs, scheduler, tick);
+      this.subscriptions.add((poll = after(pollMs, scheduler, tick)));
     }
   }
 
@@ -452,8 +454,7 @@ class FleetLink {
 
   private close(): void {
     this.closed = true;
-    this.poll?.unsubscribe();
-    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+    this.subscriptions.unsubscribe();
   }
 }
 
@@ -475,8 +476,8 @@ function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: 
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
   const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
   link.add(member);
-  // the store's own breaker, followed while the hub has listeners (once per hub)
-  options.hub?.watch(link.storeBreaker);
+  // the store's own breaker, followed while the hub has listeners (once per hub); a closed store has none to follow
+  if (!link.closed) options.hub?.watch(link.storeBreaker);
   return member;
 }
 
