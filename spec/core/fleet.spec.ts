@@ -499,16 +499,32 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('without node ids, each registry is one node: three registries on one store make a quorum', () => {
+    it('without node ids, a process is one node: two registries and a lone fleet breaker on one store are one voter, never a quorum', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
-        const [one, two, three] = [1, 2, 3].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
-        const held = three!.get('model:x');
-        const other = three!.get('tool:y');
-        run.expectObservable(moves(held)).toBe('--x', { x: 'open:fleet_open' });
-        run.expectObservable(moves(other)).toBe('');
+        const [one, two] = [1, 2].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
+        const alone = new CircuitBreaker({ name: 'model:x', failureThreshold: 1, fleet: { store } });
+        // another process (its own node id) watching the same breaker
+        const [watcher] = fleetOf(['elsewhere'], store, { name: 'model:x' });
+        run.expectObservable(moves(watcher!)).toBe('');
         calls(run, one!.get('model:x'), '-f').subscribe();
         calls(run, two!.get('model:x'), '-f').subscribe();
+        calls(run, alone, '-f').subscribe();
+      });
+    });
+
+    it('without node ids, a process is one node: with a second process\'s vote, the quorum is reached; its breakers of one name probe once', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [one, two] = [1, 2].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 100, fleet: { store } }));
+        const [other] = fleetOf(['other'], store, { name: 'model:x', failureThreshold: 1 });
+        calls(run, one!.get('model:x'), '-f').subscribe();
+        calls(run, other!, '---f').subscribe();
+        run.expectObservable(moves(two!.get('model:x'))).toBe('----o 100ms hc', { o: 'open:fleet_open', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        // the fleet opened at 4 until 104; the process's two breakers of model:x call after it: one
+        // probes (under the process's lease), the other waits on it, as another process's would
+        run.expectObservable(calls(run, two!.get('model:x'), '105ms s')).toBe('105ms -s', V);
+        run.expectObservable(calls(run, one!.get('model:x'), '105ms s-s')).toBe('105ms y--s', { y: 'open:0', s: 's' });
       });
     });
 

@@ -709,7 +709,7 @@ export class CircuitBreakerRegistry {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
     const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
-    // a fleet: the registry is one node (one process), whatever breakers it holds
+    // a fleet: the registry's breakers are one node (this process's, by default), whatever breakers it holds
     this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
   }
 

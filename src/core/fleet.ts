@@ -34,7 +34,7 @@ import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
 import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
 import type { HealHub } from './hub.js';
 import { after } from './wait.js';
-import { StoreGuard, randomNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
+import { StoreGuard, processNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
 
 /**
  * The `fleet` option of `CircuitBreaker` and `CircuitBreakerRegistry`.
@@ -51,8 +51,8 @@ export interface FleetOptions {
   /** Where verdicts are shared: a {@link MemoryBreakerStore}, or `RedisBreakerStore` from `rxheal/redis`. */
   readonly store: BreakerStore;
   /**
-   * This breaker's node id in the fleet. Defaults to a random id per registry (its breakers are
-   * one node), or per breaker made without a registry.
+   * This breaker's node id in the fleet. Defaults to one random id per process: every registry and
+   * breaker of a process is one node (one vote; its breakers of one name probe once).
    */
   readonly node?: string;
   /** How many nodes must open on their own to open fleet-wide; a number is `{ minNodes }`. */
@@ -184,6 +184,11 @@ class Member implements FleetHook {
     return false;
   }
 
+  /** Whether this member holds a live probe lease or is asking for one. */
+  leaseLive(): boolean {
+    return this.lease === 'asking' || (this.lease === 'mine' && this.now < this.leaseUntil);
+  }
+
   /** No open verdict binds this breaker (none, or the store is not answering): it decides alone. */
   private decidesAlone(): boolean {
     const v = this.verdict;
@@ -197,7 +202,8 @@ class Member implements FleetHook {
    */
   private leased(calling: boolean): boolean {
     if (this.lease === 'mine' && this.now < this.leaseUntil) return true;
-    if (!calling || this.lease === 'asking' || this.now < this.askAgainAt) return false;
+    // a breaker of the same name and node (another registry of this process) probes: the node's one probe
+    if (!calling || this.lease === 'asking' || this.now < this.askAgainAt || this.link.probing(this)) return false;
     this.inGate = true;
     try {
       this.askLease();
@@ -419,6 +425,12 @@ class FleetLink {
     this.guard.run(() => op(this.store)).subscribe({ next, error: failed });
   }
 
+  /** Whether another member of `member`'s name and node holds a live probe lease (or is asking for it). */
+  probing(member: Member): boolean {
+    for (const m of this.members.get(member.breaker.name) ?? []) if (m !== member && m.node === member.node && m.leaseLive()) return true;
+    return false;
+  }
+
   /** Re-reads the verdicts of `members` (all by default): the poll, the re-sync. */
   sync(members: readonly Member[] = [...this.members.values()].flatMap((s) => [...s])): void {
     if (this.closed || members.length === 0) return;
@@ -474,7 +486,7 @@ const links = new WeakMap<BreakerStore, FleetLink>();
 function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
   let link = links.get(options.store);
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
-  const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
+  const member = new Member(link, breaker, options.node ?? processNodeId(), options);
   link.add(member);
   // the store's own breaker, followed while the hub has listeners (once per hub); a closed store has none to follow
   if (!link.closed) options.hub?.watch(link.storeBreaker);
@@ -496,4 +508,4 @@ function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: 
  * }
  * ```
  */
-export const fleetNode: FleetNode = { validate: validateFleetOptions, attach: attachFleet, nodeId: randomNodeId };
+export const fleetNode: FleetNode = { validate: validateFleetOptions, attach: attachFleet, nodeId: processNodeId };

@@ -85,7 +85,7 @@ export interface FleetNode {
   validate(target: string, fleet: unknown): void;
   /** Joins a breaker to the fleet of `options.store`: the hook the breaker calls. */
   attach(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook;
-  /** A node id unlikely to repeat across processes. */
+  /** This process's node id (one per process, unlikely to repeat across processes): the default of every member. */
   nodeId(): string;
 }
 
