@@ -359,14 +359,19 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 
 /**
  * One store's link in this process: its `changes$` subscription, the backstop poll, the guard
- * (timeout + breaker) every call goes through, and the members (breakers) it serves.
+ * (timeout + breaker) every call goes through, and the members (breakers) it serves — held
+ * weakly: a breaker nobody holds any more (one made on the fly) is collected, and then neither
+ * kept nor synced.
  */
 class FleetLink {
   readonly guard: StoreGuard;
   /** The breaker around store calls (`fleet-store`): a hub given as `fleet.hub` follows it. */
   readonly storeBreaker: GuardBreaker;
   closed = false;
-  private readonly members = new Map<string, Set<Member>>();
+  /** The members by breaker name, held weakly (a member lives as long as its breaker, which holds it). */
+  private readonly members = new Map<string, Set<WeakRef<Member>>>();
+  /** Forgets a collected member's entry. */
+  private readonly released = new FinalizationRegistry<{ name: string; ref: WeakRef<Member> }>(({ name, ref }) => this.forget(name, ref));
   /** Everything the link holds (listeners, the poll): torn down by `close()`; added after it, torn down at once. */
   private readonly subscriptions = new Subscription();
 
@@ -396,9 +401,12 @@ class FleetLink {
   }
 
   add(member: Member): void {
-    let set = this.members.get(member.breaker.name);
-    if (!set) this.members.set(member.breaker.name, (set = new Set()));
-    set.add(member);
+    const name = member.breaker.name;
+    let set = this.members.get(name);
+    if (!set) this.members.set(name, (set = new Set()));
+    const ref = new WeakRef(member);
+    set.add(ref);
+    this.released.register(member, { name, ref });
     // learn the current verdict (and count this node live)
     this.sync([member]);
   }
@@ -427,12 +435,12 @@ class FleetLink {
 
   /** Whether another member of `member`'s name and node holds a live probe lease (or is asking for it). */
   probing(member: Member): boolean {
-    for (const m of this.members.get(member.breaker.name) ?? []) if (m !== member && m.node === member.node && m.leaseLive()) return true;
+    for (const m of this.named(member.breaker.name)) if (m !== member && m.node === member.node && m.leaseLive()) return true;
     return false;
   }
 
   /** Re-reads the verdicts of `members` (all by default): the poll, the re-sync. */
-  sync(members: readonly Member[] = [...this.members.values()].flatMap((s) => [...s])): void {
+  sync(members: readonly Member[] = this.all()): void {
     if (this.closed || members.length === 0) return;
     // one node may serve several names (and one name several nodes, in tests): one sync per node
     const byNode = new Map<string, Member[]>();
@@ -456,12 +464,32 @@ class FleetLink {
   }
 
   private dispatch(v: FleetVerdict): void {
-    for (const member of this.members.get(v.name) ?? []) member.apply(v);
+    for (const member of this.named(v.name)) member.apply(v);
   }
 
   private resync(): void {
     this.sync();
-    for (const set of this.members.values()) for (const m of set) m.resend();
+    for (const m of this.all()) m.resend();
+  }
+
+  /** The live members serving `name`. */
+  private named(name: string): Member[] {
+    const out: Member[] = [];
+    for (const ref of this.members.get(name) ?? []) {
+      const m = ref.deref();
+      if (m) out.push(m);
+    }
+    return out;
+  }
+
+  /** Every live member. */
+  private all(): Member[] {
+    return [...this.members.keys()].flatMap((name) => this.named(name));
+  }
+
+  private forget(name: string, ref: WeakRef<Member>): void {
+    const set = this.members.get(name);
+    if (set?.delete(ref) === true && set.size === 0) this.members.delete(name);
   }
 
   private close(): void {
