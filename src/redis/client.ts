@@ -155,6 +155,24 @@ export class Script {
   }
 }
 
+/**
+ * A name as one part of a Redis key (a breaker's name, a rate limiter's key, a limit's id): the
+ * one rule both stores build their keys with. `%` and `:` are percent-escaped (`%25`, `%3A`), so
+ * an escaped name never contains `:`, and a key — the namespace's hash tag, the kind (`b`, `rl`),
+ * escaped names and fixed suffixes (`:votes`, `:nodes`), joined by `:` — reads back one way: no two
+ * names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s vote set). Names with
+ * neither character keep their keys as they are.
+ *
+ * @example
+ * ```ts
+ * keyPart('tool:x:votes'); // 'tool%3Ax%3Avotes'
+ * keyPart('gpt-4o'); // 'gpt-4o'
+ * ```
+ */
+export function keyPart(name: string): string {
+  return name.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
+}
+
 /** `{namespace}`: the hash tag that keeps every key of a namespace in one Cluster slot. */
 export function hashTag(namespace: string): string {
   return `{${namespace}}`;
