@@ -547,6 +547,8 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       bad({ store, quorum: { minNodes: 0 } }, 'fleet.quorum');
       bad({ store, quorum: { minFraction: 1.5 } }, 'fleet.quorum');
       bad({ store, quorum: { quorom: 2 } }, 'fleet.quorum');
+      // whole ms: a Redis store expires the votes after the window (PEXPIRE takes no fraction)
+      bad({ store, quorum: { windowMs: 1.5 } }, 'fleet.quorum');
       bad({ store, quorum: 0 }, 'fleet.quorum');
       bad({ store, probeLeaseMs: -1 }, 'fleet.probeLeaseMs');
       bad({ store, node: '' }, 'fleet.node');

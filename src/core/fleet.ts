@@ -31,7 +31,7 @@ import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
 import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
 import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
-import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
+import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveIntegerMs, PositiveNumber, check, validateOptions } from './options.js';
 import type { HealHub } from './hub.js';
 import { after } from './wait.js';
 import { StoreGuard, processNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
@@ -85,7 +85,7 @@ export interface QuorumOptions {
   readonly minNodes?: number;
   /** In [0, 1]. Defaults to 0.25. */
   readonly minFraction?: number;
-  /** Defaults to 60 000. */
+  /** In whole ms. Defaults to 60 000. */
   readonly windowMs?: number;
 }
 
@@ -95,9 +95,10 @@ const DEFAULT_PROBE_LEASE_MS = 30_000;
 
 const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
 
-const quorumProps = { minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber };
+// windowMs in whole ms: a Redis store expires the votes after it (PEXPIRE takes no fraction)
+const quorumProps = { minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveIntegerMs };
 const quorumCheck = check(
-  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: > 0 }',
+  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: integer ms from 1 to 2147483647 }',
   (u): u is number | Quorum => {
     if (PositiveInteger.is(u)) return true;
     if (typeof u !== 'object' || u === null || Array.isArray(u)) return false;

@@ -13,7 +13,7 @@
  */
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
 import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetStore.js';
-import { NonEmptyString, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
+import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
 import { fleetNode } from '../core/fleet.js';
 import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetHook.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
@@ -130,13 +130,13 @@ export interface RedisBreakerStoreOptions {
   readonly client: RedisClientLike;
   /** A second connection for pub/sub (`client.duplicate()`, connected). Without it, changes arrive by the poll only. */
   readonly subscriber?: RedisSubscriberLike;
-  /** Prefix (and Cluster hash tag) of every key and of the channel. Defaults to `'rxheal'`. */
+  /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key and of the channel. Defaults to `'rxheal'`. */
   readonly namespace?: string;
   /** Bound on every store call of a node, in ms. Defaults to 100. */
   readonly timeoutMs?: number;
   /** How often nodes re-read every verdict (the backstop for missed messages). Defaults to 1000. */
   readonly pollMs?: number;
-  /** A node that has not synced for this long is not live. Defaults to 3 × `pollMs`. */
+  /** A node that has not synced for this long is not live, in whole ms (up to 2^31 − 1). Defaults to 3 × `pollMs`, rounded up. */
   readonly nodeTtlMs?: number;
   /** The local clock, only to estimate Redis's for command deadlines. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
@@ -148,9 +148,12 @@ const RedisSubscriber = check(
   (u): u is RedisSubscriberLike => typeof (u as RedisSubscriberLike | null)?.subscribe === 'function' && typeof (u as RedisSubscriberLike).unsubscribe === 'function',
 );
 
-/** io-ts props shared by both Redis stores' options. */
-export const redisStoreProps = { client: RedisClient, namespace: NonEmptyString, timeoutMs: PositiveNumber, scheduler: Scheduler };
-const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber, nodeTtlMs: PositiveNumber };
+/** A namespace: the keys' Cluster hash tag is `{namespace}`, so a `}` would make it empty or cut it short. */
+const Namespace = check('a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})', (u): u is string => NonEmptyString.is(u) && !u.includes('}'));
+
+/** Option checks shared by both Redis stores (`nodeTtlMs` in whole ms: the scripts pass it to PEXPIRE). */
+export const redisStoreProps = { client: RedisClient, namespace: Namespace, timeoutMs: PositiveNumber, nodeTtlMs: PositiveIntegerMs, scheduler: Scheduler };
+const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber };
 
 const STATES: readonly FleetState[] = ['closed', 'open', 'isolated'];
 const REASONS: readonly FleetReason[] = ['none', 'quorum', 'rate_limit', 'probe_failure', 'probe_success', 'isolated', 'reset'];
@@ -213,7 +216,8 @@ export class RedisBreakerStore implements BreakerStore {
     const namespace = o.namespace ?? 'rxheal';
     this.timeoutMs = o.timeoutMs ?? 100;
     this.pollMs = o.pollMs ?? 1000;
-    this.nodeTtlMs = o.nodeTtlMs ?? 3 * this.pollMs;
+    // whole ms (PEXPIRE), whatever pollMs is
+    this.nodeTtlMs = o.nodeTtlMs ?? Math.min(Math.ceil(3 * this.pollMs), 2 ** 31 - 1);
     this.tag = hashTag(namespace);
     this.channel = `${namespace}:fleet`;
     this.script = new Script(o.client, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);

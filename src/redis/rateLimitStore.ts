@@ -11,7 +11,7 @@
  */
 import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rateLimitStore.js';
-import { PositiveNumber, validateOptions } from '../core/options.js';
+import { validateOptions } from '../core/options.js';
 import { redisStoreProps } from './breakerStore.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
 
@@ -61,17 +61,15 @@ return {now, 1}
 export interface RedisRateLimitStoreOptions {
   /** A connected node-redis client (`disableOfflineQueue: true`). */
   readonly client: RedisClientLike;
-  /** Prefix (and Cluster hash tag) of every key. Defaults to `'rxheal'`. */
+  /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;
   /** Bound on every call, in ms. Defaults to 100. */
   readonly timeoutMs?: number;
-  /** A node that has not reserved for this long is not live. Defaults to 60 000. */
+  /** A node that has not reserved for this long is not live, in whole ms (up to 2^31 − 1). Defaults to 60 000. */
   readonly nodeTtlMs?: number;
   /** The local clock, only to estimate Redis's for command deadlines. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }
-
-const props = { ...redisStoreProps, nodeTtlMs: PositiveNumber };
 
 /**
  * Requests/min and tokens/min of a provider key, shared by every process through Redis. Give it
@@ -93,7 +91,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly nodeTtlMs: number;
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const o = validateOptions('RedisRateLimitStore', props, options);
+    const o = validateOptions('RedisRateLimitStore', redisStoreProps, options);
     if (o.client === undefined) throw new TypeError('RedisRateLimitStore: option "client" is required');
     this.timeoutMs = o.timeoutMs ?? 100;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
