@@ -473,12 +473,13 @@ class FleetLink {
     for (const m of this.all()) m.resend();
   }
 
-  /** The live members serving `name`. */
+  /** The live members serving `name` (a collected one's entry goes now, if its finaliser has not run yet). */
   private named(name: string): Member[] {
     const out: Member[] = [];
     for (const ref of this.members.get(name) ?? []) {
       const m = ref.deref();
       if (m) out.push(m);
+      else this.forget(name, ref);
     }
     return out;
   }
