@@ -3,15 +3,15 @@
  * its lease, deadlines, generations, the poll backstop, and a slow or dead store.
  */
 import { expect } from 'chai';
-import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription } from 'rxjs';
-import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions } from '../../src/core/CircuitBreaker.js';
+import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription, takeUntil, timeout } from 'rxjs';
+import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions, type CircuitPermit } from '../../src/core/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
 import { fleetNode, type FleetOptions } from '../../src/core/fleet.js';
 import { FLEET_NODE } from '../../src/core/fleetHook.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HealHub } from '../../src/core/hub.js';
-import { virtual, type VirtualRun } from '../support/marbles.js';
+import { testScheduler, virtual, type VirtualRun } from '../support/marbles.js';
 
 type Run = VirtualRun;
 
@@ -147,11 +147,28 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
         run.expectObservable(calls(run, c!, '110ms f')).toBe('110ms -x', V);
-        // a: held through the new period (no event: it was open already), then its own probe under the lease
-        run.expectObservable(moves(a!)).toBe('----x 206ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        // a: held through the new period (fleet_probe_failure), then its own probe under the lease
+        run.expectObservable(moves(a!)).toBe('----x 106ms f 99ms hc', { x: 'open:failure_threshold', f: 'open:fleet_probe_failure', h: 'half-open:probe_lease', c: 'closed:probe_success' });
         run.expectObservable(moves(c!)).toBe('--------x 101ms hp 100ms c', { x: 'open:fleet_open', h: 'half-open:probe_lease', p: 'open:probe_failure', c: 'closed:fleet_probe_success' });
         // a stays open through the new period (111 + 100), then probes itself
         run.expectObservable(calls(run, a!, '200ms s 10ms s')).toBe('200ms y 10ms -s', { y: 'open:11', s: 's' });
+      });
+    });
+
+    it('the nodes waiting on a probe that fails report the fresh period: open → open, fleet_probe_failure, with its retryAfterMs', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
+        const detail = (x: CircuitBreaker): Observable<string> => x.events$.pipe(map((e) => `${e.from}>${e.to}:${e.reason}:${e.retryAfterMs}`));
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        // the fleet opened at 8 until 108; c probes at 110 and fails at 111: open again until 211
+        calls(run, c!, '110ms f').subscribe();
+        const reopened = 'open>open:fleet_probe_failure:100';
+        run.expectObservable(detail(a!)).toBe('----x 106ms f', { x: 'closed>open:failure_threshold:100', f: reopened });
+        run.expectObservable(detail(b!)).toBe('--------x 102ms f', { x: 'closed>open:failure_threshold:100', f: reopened });
+        // state$ shows states: a re-open is no new state
+        run.expectObservable(a!.state$).toBe('x---o', { x: 'closed', o: 'open' });
       });
     });
 
@@ -168,9 +185,65 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         run.expectObservable(moves(b!)).toBe('--------x 149ms hc', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
       });
     });
-  });
 
-  describe('facts apply at once', () => {
+    /** How a probe may end before any value without an outcome: each one gives its permit back. */
+    const cancellations: Record<string, (run: Run, breaker: CircuitBreaker) => Observable<unknown>> = {
+      "the user's unsubscribe": (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), takeUntil(run.cold('5ms x'))),
+      'an idle deadline (timeout after the breaker)': (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), timeout({ each: 5 }), catchError(() => of('idle'))),
+    };
+    for (const [how, cancelled] of Object.entries(cancellations)) {
+      it(`a probe cancelled before any value (${how}) leaves no second prober: once its lease ran out and another node took it, the first admits no probe`, () => {
+        virtual((run) => {
+          const store = new MemoryBreakerStore();
+          const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+          calls(run, a!, '-f-f').subscribe();
+          calls(run, b!, '-----f-f').subscribe();
+          // the fleet opened at 8 until 108; a probes under the lease at 110 (until 160), and its
+          // probe is cancelled at 115 before any value: its permit goes back, a stays half-open
+          run.hot('110ms p').pipe(mergeMap(() => cancelled(run, a!))).subscribe();
+          // a's lease ran out at 160: b takes it at 170 and probes (its success at 180)
+          run.expectObservable(run.hot('170ms p').pipe(mergeMap(() => run.cold('10ms (s|)').pipe(circuitBreak(b!))))).toBe('180ms s');
+          // a, called at 175 while b probes, holds no lease: rejected (b's probe runs), not a second probe;
+          // b's success closes it, and its next call passes
+          run.expectObservable(calls(run, a!, '175ms s 9ms s')).toBe('175ms y 9ms -s', { y: 'open:0', s: 's' });
+          run.expectObservable(moves(a!)).toBe('----x 105ms h 64ms o 4ms c', {
+            x: 'open:failure_threshold',
+            h: 'half-open:probe_lease',
+            o: 'open:fleet_open',
+            c: 'closed:fleet_probe_success',
+          });
+          run.expectObservable(moves(b!)).toBe('--------x 161ms h 9ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        });
+      });
+    }
+
+    it('a probe cancelled before any value, the node idle since: the fleet prober\'s success closes it (half-open without the lease, it waits on the prober like an open node)', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        // b takes the lapsed lease at 170 and succeeds at 180: a, half-open and idle, closes with it
+        calls(run, b!, '170ms s').subscribe();
+        run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:fleet_probe_success' });
+      });
+    });
+
+    it('a probe cancelled before any value, its lease run out and no one taking it: the next call takes the lease again and probes, with no transition', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
+        calls(run, a!, '-f-f').subscribe();
+        calls(run, b!, '-----f-f').subscribe();
+        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        // a's lease ran out at 160; a calls at 170: the lease is free, a takes it again and probes; its success closes the fleet
+        run.expectObservable(calls(run, a!, '170ms s')).toBe('170ms -s', V);
+        run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run.expectObservable(moves(b!)).toBe('--------x 162ms c', { x: 'open:failure_threshold', c: 'closed:fleet_probe_success' });
+      });
+    });
+
     it('a 429 with retry-after on one node opens every node for that long, no quorum', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
@@ -471,16 +544,32 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('without node ids, each registry is one node: three registries on one store make a quorum', () => {
+    it('without node ids, a process is one node: two registries and a lone fleet breaker on one store are one voter, never a quorum', () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
-        const [one, two, three] = [1, 2, 3].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
-        const held = three!.get('model:x');
-        const other = three!.get('tool:y');
-        run.expectObservable(moves(held)).toBe('--x', { x: 'open:fleet_open' });
-        run.expectObservable(moves(other)).toBe('');
+        const [one, two] = [1, 2].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } }));
+        const alone = new CircuitBreaker({ name: 'model:x', failureThreshold: 1, fleet: { store } });
+        // another process (its own node id) watching the same breaker
+        const [watcher] = fleetOf(['elsewhere'], store, { name: 'model:x' });
+        run.expectObservable(moves(watcher!)).toBe('');
         calls(run, one!.get('model:x'), '-f').subscribe();
         calls(run, two!.get('model:x'), '-f').subscribe();
+        calls(run, alone, '-f').subscribe();
+      });
+    });
+
+    it('without node ids, a process is one node: with a second process\'s vote, the quorum is reached; its breakers of one name probe once', () => {
+      virtual((run) => {
+        const store = new MemoryBreakerStore();
+        const [one, two] = [1, 2].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 100, fleet: { store } }));
+        const [other] = fleetOf(['other'], store, { name: 'model:x', failureThreshold: 1 });
+        calls(run, one!.get('model:x'), '-f').subscribe();
+        calls(run, other!, '---f').subscribe();
+        run.expectObservable(moves(two!.get('model:x'))).toBe('----o 100ms hc', { o: 'open:fleet_open', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        // the fleet opened at 4 until 104; the process's two breakers of model:x call after it: one
+        // probes (under the process's lease), the other waits on it, as another process's would
+        run.expectObservable(calls(run, two!.get('model:x'), '105ms s')).toBe('105ms -s', V);
+        run.expectObservable(calls(run, one!.get('model:x'), '105ms s-s')).toBe('105ms y--s', { y: 'open:0', s: 's' });
       });
     });
 
@@ -503,6 +592,8 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       bad({ store, quorum: { minNodes: 0 } }, 'fleet.quorum');
       bad({ store, quorum: { minFraction: 1.5 } }, 'fleet.quorum');
       bad({ store, quorum: { quorom: 2 } }, 'fleet.quorum');
+      // whole ms: a Redis store expires the votes after the window (PEXPIRE takes no fraction)
+      bad({ store, quorum: { windowMs: 1.5 } }, 'fleet.quorum');
       bad({ store, quorum: 0 }, 'fleet.quorum');
       bad({ store, probeLeaseMs: -1 }, 'fleet.probeLeaseMs');
       bad({ store, node: '' }, 'fleet.node');
@@ -550,6 +641,21 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         });
       });
     });
+  });
+
+  it('a breaker attached to a store already closed starts no poll (nothing scheduled) and decides alone', () => {
+    // a TestScheduler outside run(): a poll that never stops would make flush() loop for ever
+    const ts = testScheduler();
+    const store = new MemoryBreakerStore({ scheduler: ts, pollMs: 100 });
+    store.close();
+    const breaker = new CircuitBreaker({ name: 'model', failureThreshold: 1, resetTimeoutMs: 100, scheduler: ts, fleet: { store, node: 'a' } });
+    const registry = new CircuitBreakerRegistry({ scheduler: ts, fleet: { store } });
+    registry.get('model').state;
+    expect(ts.actions.length, 'scheduled actions').to.equal(0);
+    (breaker.acquire() as CircuitPermit).failure(new HttpError(503));
+    ts.flush();
+    expect(breaker.state).to.equal('open');
+    expect(ts.actions.length, 'scheduled actions').to.equal(0);
   });
 
   it('a breaker without a fleet schedules nothing while closed (unchanged)', () => {

@@ -102,6 +102,36 @@ describe('an open breaker never keeps a process alive (real processes)', functio
     expect(outcome.afterReadyMs, 'ms from ready to exit').to.be.lessThan(PROMPTLY_MS);
   });
 
+  it('a registry and a breaker touched after their store was closed (a process shutting down) start no poll: the process exits', async () => {
+    const outcome = await runChild(
+      `
+      const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'core/CircuitBreaker.ts');
+      const { MemoryBreakerStore } = await import(src + 'core/fleetStore.ts');
+      const { RedisBreakerStore } = await import(src + 'redis/index.ts');
+      const { HttpError } = await import(src + 'core/errors.ts');
+      const memory = new MemoryBreakerStore({ pollMs: 100 });
+      memory.close();
+      const redis = new RedisBreakerStore({ client: { sendCommand: () => new Promise(() => undefined) }, pollMs: 100 });
+      await redis.close();
+      const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+      const before = timers();
+      const states = [];
+      for (const store of [memory, redis]) {
+        const registry = new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store } });
+        registry.get('model:dead').acquire().failure(new HttpError(503));
+        const alone = new CircuitBreaker({ name: 'tool:x', fleet: { store } });
+        states.push(registry.get('model:dead').state, alone.state);
+      }
+      console.log('ready', states.join(','), 'timers', before, '->', timers());
+    `,
+      20_000,
+    );
+    expect(outcome.err).to.equal('');
+    expect(outcome.out).to.include('ready open,closed,open,closed timers 0 -> 0');
+    expect(outcome.afterReadyMs, 'ms from ready to exit (killed after 20 s)').to.be.lessThan(PROMPTLY_MS);
+    expect(outcome.code).to.equal(0);
+  });
+
   it('a BreakerStore of its own carrying nothing, in a process where no rxheal store was made, is refused naming fleet.store; with [FLEET_NODE] = fleetNode it joins', async () => {
     const outcome = await runChild(`
       const { CircuitBreaker } = await import(src + 'core/CircuitBreaker.ts');

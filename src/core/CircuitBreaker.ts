@@ -99,6 +99,11 @@ export type TransitionReason =
 export interface CircuitEvent {
   readonly breaker: string;
   readonly from: CircuitState;
+  /**
+   * The new state. Equal to `from` (`open`) only in a fleet, for a node waiting on the fleet's
+   * prober (open, its own period over) that the prober's failure re-opens for a fresh period
+   * (`fleet_probe_failure`, or another verdict re-opening it then).
+   */
   readonly to: CircuitState;
   /** Scheduler time of the change. */
   readonly at: number;
@@ -389,7 +394,10 @@ export class CircuitBreaker implements Watchable {
   get state$(): Observable<CircuitState> {
     return new Observable<CircuitState>((subscriber) => {
       subscriber.next(this.state);
-      return this.events$.subscribe((e) => subscriber.next(e.to));
+      // (an open breaker re-opened for a fresh period is no new state)
+      return this.events$.subscribe((e) => {
+        if (e.from !== e.to) subscriber.next(e.to);
+      });
     });
   }
 
@@ -452,6 +460,9 @@ export class CircuitBreaker implements Watchable {
         );
       case 'half-open': {
         if (this.probes.size >= this.halfOpenMaxCalls) return new CircuitOpenError(this.name, 0);
+        // in a fleet, a probe only under the probe lease: without it the fleet may move the breaker
+        // (back to open, waiting on another node's probe; closed by its result), asked again then
+        if (this.fleet !== undefined && !this.fleet.probe()) return this.current === 'half-open' ? new CircuitOpenError(this.name, 0) : this.acquire();
         const permit = new Permit(this, this.generation, true);
         this.probes.add(permit);
         if (Number.isFinite(this.halfOpenTimeoutMs)) {
@@ -594,7 +605,7 @@ export class CircuitBreaker implements Watchable {
     reason: TransitionReason,
     failures: number,
     from: CircuitState,
-    extra: { openUntil?: number | undefined; retryAfterMs?: number; consecutive?: number } = {},
+    extra: { openUntil?: number | undefined; retryAfterMs?: number; consecutive?: number; reopened?: boolean } = {},
   ): void {
     this.current = to;
     this.generation++;
@@ -608,7 +619,7 @@ export class CircuitBreaker implements Watchable {
     this.disarm();
     if (to === 'open' && extra.openUntil !== undefined) this.openUntil = extra.openUntil;
     this.arm();
-    if (from !== to) {
+    if (from !== to || extra.reopened === true) {
       const at = this.scheduler.now();
       const { retryAfterMs } = extra;
       const event: CircuitEvent = retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
@@ -649,9 +660,12 @@ export class CircuitBreaker implements Watchable {
       scheduler: this.scheduler,
       view: () => ({ state: this.current, openUntil: this.openUntil, isolated: this.isolatedByHand }),
       move: (to, reason, until = 0) => {
+        // a node waiting on the fleet's prober (open, its own period over) re-opened for a fresh
+        // period reports it, though it never left open (fleet_probe_failure)
+        const reopened = to === 'open' && this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil;
         this.isolatedByHand = until === Infinity;
         const retryAfterMs = Math.max(0, until - this.scheduler.now());
-        this.enter(to, reason, 0, this.current, to === 'closed' ? {} : until === Infinity ? { openUntil: until } : { openUntil: until, retryAfterMs });
+        this.enter(to, reason, 0, this.current, to === 'closed' ? {} : until === Infinity ? { openUntil: until, reopened } : { openUntil: until, retryAfterMs, reopened });
       },
       refresh: () => this.refresh(),
     };
@@ -695,7 +709,7 @@ export class CircuitBreakerRegistry {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
     const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
     if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
-    // a fleet: the registry is one node (one process), whatever breakers it holds
+    // a fleet: the registry's breakers are one node (this process's, by default), whatever breakers it holds
     this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
   }
 

@@ -14,6 +14,9 @@
  *   lease; the others stay open until the prober's result arrives (or its lease runs out); a
  *   success the store missed goes again when it answers; a node whose breaker closed since it
  *   applied an open verdict no longer probes for it (it decides alone until the next generation);
+ *   a half-open node admits a probe only under a live lease, whatever ended its last one (a
+ *   cancelled probe leaves it half-open while its lease runs out): it asks again, and waits open
+ *   while another node probes;
  * - **propagation**: the store's `changes$` (pub/sub), a poll every `store.pollMs` as backstop,
  *   generations to drop stale verdicts, deadlines as remaining ms;
  * - **store down or slow**: every store call is bounded (`store.timeoutMs`, 100 ms by default)
@@ -22,16 +25,16 @@
  *
  * @module
  */
-import { type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { type Observable, type SchedulerLike, Subscription } from 'rxjs';
 import { rateLimitFactMs } from './classify.js';
 import { InvalidOptionError } from './errors.js';
 import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
 import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
 import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
-import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveNumber, check, validateOptions } from './options.js';
+import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveIntegerMs, PositiveNumber, check, validateOptions } from './options.js';
 import type { HealHub } from './hub.js';
 import { after } from './wait.js';
-import { StoreGuard, randomNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
+import { StoreGuard, processNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
 
 /**
  * The `fleet` option of `CircuitBreaker` and `CircuitBreakerRegistry`.
@@ -48,8 +51,8 @@ export interface FleetOptions {
   /** Where verdicts are shared: a {@link MemoryBreakerStore}, or `RedisBreakerStore` from `rxheal/redis`. */
   readonly store: BreakerStore;
   /**
-   * This breaker's node id in the fleet. Defaults to a random id per registry (its breakers are
-   * one node), or per breaker made without a registry.
+   * This breaker's node id in the fleet. Defaults to one random id per process: every registry and
+   * breaker of a process is one node (one vote; its breakers of one name probe once).
    */
   readonly node?: string;
   /** How many nodes must open on their own to open fleet-wide; a number is `{ minNodes }`. */
@@ -82,7 +85,7 @@ export interface QuorumOptions {
   readonly minNodes?: number;
   /** In [0, 1]. Defaults to 0.25. */
   readonly minFraction?: number;
-  /** Defaults to 60 000. */
+  /** In whole ms. Defaults to 60 000. */
   readonly windowMs?: number;
 }
 
@@ -92,9 +95,10 @@ const DEFAULT_PROBE_LEASE_MS = 30_000;
 
 const UnitInterval = check('a number in [0, 1]', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1);
 
-const quorumProps = { minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveNumber };
+// windowMs in whole ms: a Redis store expires the votes after it (PEXPIRE takes no fraction)
+const quorumProps = { minNodes: PositiveInteger, minFraction: UnitInterval, windowMs: PositiveIntegerMs };
 const quorumCheck = check(
-  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: > 0 }',
+  'a positive integer (minNodes) or { minNodes?: integer >= 1, minFraction?: [0, 1], windowMs?: integer ms from 1 to 2147483647 }',
   (u): u is number | Quorum => {
     if (PositiveInteger.is(u)) return true;
     if (typeof u !== 'object' || u === null || Array.isArray(u)) return false;
@@ -171,19 +175,55 @@ class Member implements FleetHook {
   }
 
   gate(calling: boolean): false | TransitionReason {
+    if (this.decidesAlone()) return 'reset_timeout';
+    if (this.leased(calling)) return 'probe_lease';
+    return this.alone ? 'reset_timeout' : false;
+  }
+
+  probe(): boolean {
+    if (this.decidesAlone() || this.leased(true) || this.alone) return true;
+    // another node holds the lease (or it is being asked for): no probe here; open again, waiting on its result
+    if (this.lease !== 'asking') this.rejoin(0);
+    return false;
+  }
+
+  /** Whether this member holds a live probe lease or is asking for one. */
+  leaseLive(): boolean {
+    return this.lease === 'asking' || (this.lease === 'mine' && this.now < this.leaseUntil);
+  }
+
+  /** No open verdict binds this breaker (none, or the store is not answering): it decides alone. */
+  private decidesAlone(): boolean {
     const v = this.verdict;
-    if (this.link.closed || !this.link.guard.available || v === undefined || v.state !== 'open' || this.alone) return 'reset_timeout';
-    if (this.lease === 'mine' && this.now < this.leaseUntil) return 'probe_lease';
-    // only a node with a call to make asks for the lease (an idle one would hold it for nothing)
-    if (!calling || this.lease === 'asking' || this.now < this.askAgainAt) return false;
+    return this.link.closed || !this.link.guard.available || v === undefined || v.state !== 'open' || this.alone;
+  }
+
+  /**
+   * Whether this node holds a live probe lease; with a call to make, it asks for one when it has
+   * none (an idle node would hold it for nothing), unless it is being asked for or another node
+   * holds it. True only when the lease is this node's now (a store answering at once).
+   */
+  private leased(calling: boolean): boolean {
+    if (this.lease === 'mine' && this.now < this.leaseUntil) return true;
+    // a breaker of the same name and node (another registry of this process) probes: the node's one probe
+    if (!calling || this.lease === 'asking' || this.now < this.askAgainAt || this.link.probing(this)) return false;
     this.inGate = true;
     try {
       this.askLease();
     } finally {
       this.inGate = false;
     }
-    if (this.lease === 'mine') return 'probe_lease';
-    return this.alone ? 'reset_timeout' : false;
+    return this.lease === 'mine';
+  }
+
+  /**
+   * A half-open breaker that does not hold the lease (its last probe cancelled, the lease run out,
+   * another node probing): open again, like every node waiting on the prober — its period over,
+   * or what the store says is left of it.
+   */
+  private rejoin(remainingMs: number): void {
+    const v = this.verdict;
+    if (v?.state === 'open' && this.breaker.view().state === 'half-open') this.hold(HOLD_REASON[v.reason] ?? 'fleet_open', this.now + remainingMs);
   }
 
   failed(error: unknown): boolean {
@@ -238,8 +278,9 @@ class Member implements FleetHook {
     } else if (v.reason === 'reset') {
       this.localUntil = -Infinity;
       if (view.state !== 'closed' || view.isolated) this.breaker.move('closed', 'fleet_reset');
-    } else if (v.reason === 'probe_success' && view.state === 'open' && !view.isolated && now >= this.localUntil) {
-      // the fleet's prober spoke for this breaker; one open on its own evidence waits for its own deadline
+    } else if (v.reason === 'probe_success' && view.state !== 'closed' && !view.isolated && now >= this.localUntil) {
+      // the fleet's prober spoke for this breaker (open, or half-open without the lease); one open on
+      // its own evidence waits for its own deadline
       this.breaker.move('closed', 'fleet_probe_success');
     }
   }
@@ -325,6 +366,7 @@ class Member implements FleetHook {
         } else if (this.verdict?.state === 'open') {
           // another node probes (or the period is not quite over here): ask again when its lease ends
           this.askAgainAt = this.now + (verdict.remainingMs > 0 ? verdict.remainingMs : (verdict.leaseRemainingMs ?? this.leaseMs));
+          this.rejoin(verdict.remainingMs);
         }
       },
       () => this.leaseFailed(),
@@ -339,16 +381,21 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 
 /**
  * One store's link in this process: its `changes$` subscription, the backstop poll, the guard
- * (timeout + breaker) every call goes through, and the members (breakers) it serves.
+ * (timeout + breaker) every call goes through, and the members (breakers) it serves — held
+ * weakly: a breaker nobody holds any more (one made on the fly) is collected, and then neither
+ * kept nor synced.
  */
 class FleetLink {
   readonly guard: StoreGuard;
   /** The breaker around store calls (`fleet-store`): a hub given as `fleet.hub` follows it. */
   readonly storeBreaker: GuardBreaker;
   closed = false;
-  private readonly members = new Map<string, Set<Member>>();
-  private readonly subscriptions: Subscription[] = [];
-  private poll: Subscription | undefined;
+  /** The members by breaker name, held weakly (a member lives as long as its breaker, which holds it). */
+  private readonly members = new Map<string, Set<WeakRef<Member>>>();
+  /** Forgets a collected member's entry. */
+  private readonly released = new FinalizationRegistry<{ name: string; ref: WeakRef<Member> }>(({ name, ref }) => this.forget(name, ref));
+  /** Everything the link holds (listeners, the poll): torn down by `close()`; added after it, torn down at once. */
+  private readonly subscriptions = new Subscription();
 
   constructor(
     readonly store: BreakerStore,
@@ -358,25 +405,30 @@ class FleetLink {
     this.storeBreaker = makeBreaker(storeBreakerOptions('fleet-store', scheduler));
     this.guard = new StoreGuard(this.storeBreaker, store.timeoutMs ?? 100, scheduler);
     const quiet = { error: () => undefined };
-    this.subscriptions.push(
-      store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }),
-      this.guard.recovered$.subscribe(() => this.resync()),
-    );
-    if (store.resync$) this.subscriptions.push(store.resync$.subscribe({ next: () => this.resync(), ...quiet }));
+    // a store already closed completes changes$ right here: the link is closed before it listens or polls
+    this.subscriptions.add(store.changes$.subscribe({ next: (v) => this.dispatch(v), complete: () => this.close(), ...quiet }));
+    if (this.closed) return;
+    this.subscriptions.add(this.guard.recovered$.subscribe(() => this.resync()));
+    if (store.resync$) this.subscriptions.add(store.resync$.subscribe({ next: () => this.resync(), ...quiet }));
     const pollMs = store.pollMs;
     if (pollMs !== undefined && Number.isFinite(pollMs) && pollMs > 0) {
+      let poll: Subscription;
       const tick = (): void => {
+        this.subscriptions.remove(poll);
         this.sync();
-        this.poll = after(pollMs, scheduler, tick);
+        if (!this.closed) this.subscriptions.add((poll = after(pollMs, scheduler, tick)));
       };
-      this.poll = after(pollMs, scheduler, tick);
+      this.subscriptions.add((poll = after(pollMs, scheduler, tick)));
     }
   }
 
   add(member: Member): void {
-    let set = this.members.get(member.breaker.name);
-    if (!set) this.members.set(member.breaker.name, (set = new Set()));
-    set.add(member);
+    const name = member.breaker.name;
+    let set = this.members.get(name);
+    if (!set) this.members.set(name, (set = new Set()));
+    const ref = new WeakRef(member);
+    set.add(ref);
+    this.released.register(member, { name, ref });
     // learn the current verdict (and count this node live)
     this.sync([member]);
   }
@@ -403,8 +455,14 @@ class FleetLink {
     this.guard.run(() => op(this.store)).subscribe({ next, error: failed });
   }
 
+  /** Whether another member of `member`'s name and node holds a live probe lease (or is asking for it). */
+  probing(member: Member): boolean {
+    for (const m of this.named(member.breaker.name)) if (m !== member && m.node === member.node && m.leaseLive()) return true;
+    return false;
+  }
+
   /** Re-reads the verdicts of `members` (all by default): the poll, the re-sync. */
-  sync(members: readonly Member[] = [...this.members.values()].flatMap((s) => [...s])): void {
+  sync(members: readonly Member[] = this.all()): void {
     if (this.closed || members.length === 0) return;
     // one node may serve several names (and one name several nodes, in tests): one sync per node
     const byNode = new Map<string, Member[]>();
@@ -428,18 +486,38 @@ class FleetLink {
   }
 
   private dispatch(v: FleetVerdict): void {
-    for (const member of this.members.get(v.name) ?? []) member.apply(v);
+    for (const member of this.named(v.name)) member.apply(v);
   }
 
   private resync(): void {
     this.sync();
-    for (const set of this.members.values()) for (const m of set) m.resend();
+    for (const m of this.all()) m.resend();
+  }
+
+  /** The live members serving `name` (a collected one's entry goes now, if its finaliser has not run yet). */
+  private named(name: string): Member[] {
+    const out: Member[] = [];
+    for (const ref of this.members.get(name) ?? []) {
+      const m = ref.deref();
+      if (m) out.push(m);
+      else this.forget(name, ref);
+    }
+    return out;
+  }
+
+  /** Every live member. */
+  private all(): Member[] {
+    return [...this.members.keys()].flatMap((name) => this.named(name));
+  }
+
+  private forget(name: string, ref: WeakRef<Member>): void {
+    const set = this.members.get(name);
+    if (set?.delete(ref) === true && set.size === 0) this.members.delete(name);
   }
 
   private close(): void {
     this.closed = true;
-    this.poll?.unsubscribe();
-    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+    this.subscriptions.unsubscribe();
   }
 }
 
@@ -459,10 +537,10 @@ const links = new WeakMap<BreakerStore, FleetLink>();
 function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
   let link = links.get(options.store);
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
-  const member = new Member(link, breaker, options.node ?? randomNodeId(), options);
+  const member = new Member(link, breaker, options.node ?? processNodeId(), options);
   link.add(member);
-  // the store's own breaker, followed while the hub has listeners (once per hub)
-  options.hub?.watch(link.storeBreaker);
+  // the store's own breaker, followed while the hub has listeners (once per hub); a closed store has none to follow
+  if (!link.closed) options.hub?.watch(link.storeBreaker);
   return member;
 }
 
@@ -481,4 +559,4 @@ function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: 
  * }
  * ```
  */
-export const fleetNode: FleetNode = { validate: validateFleetOptions, attach: attachFleet, nodeId: randomNodeId };
+export const fleetNode: FleetNode = { validate: validateFleetOptions, attach: attachFleet, nodeId: processNodeId };

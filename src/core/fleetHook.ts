@@ -55,6 +55,14 @@ export interface FleetHook {
    * `calling`: a call is asking (only then is the lease asked for).
    */
   gate(calling: boolean): false | TransitionReason;
+  /**
+   * The breaker is half-open and a call asks to probe: may it? A node bound by an open fleet
+   * verdict probes only under a live probe lease, whatever ended its last probe (a cancelled probe
+   * leaves the breaker half-open, its lease running out): without one it asks for the lease again,
+   * and while another node holds it the hook moves the breaker back to open, waiting on that
+   * node's result. A node deciding alone (no open verdict, the store not answering) may.
+   */
+  probe(): boolean;
   /** A counted failure. True when it was a provider fact that opened the breaker (fleet-wide). */
   failed(error: unknown): boolean;
   /** `isolate()` or `reset()` by hand: published fleet-wide. */
@@ -77,7 +85,7 @@ export interface FleetNode {
   validate(target: string, fleet: unknown): void;
   /** Joins a breaker to the fleet of `options.store`: the hook the breaker calls. */
   attach(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook;
-  /** A node id unlikely to repeat across processes. */
+  /** This process's node id (one per process, unlikely to repeat across processes): the default of every member. */
   nodeId(): string;
 }
 

@@ -93,6 +93,17 @@ export const NonNegativeIntegerOrInfinity = check(
   'a non-negative integer or Infinity',
   (u): u is number => u === Infinity || (Number.isInteger(u) && (u as number) >= 0),
 );
+/**
+ * Whole ms from 1 to 2^31 − 1: a TTL a Redis script can pass to `PEXPIRE` (no fraction, no float
+ * formatting). The Redis stores' `nodeTtlMs` and the fleet quorum's `windowMs`.
+ *
+ * @example
+ * ```ts
+ * PositiveIntegerMs.is(60_000); // true
+ * PositiveIntegerMs.is(1.5); // false
+ * ```
+ */
+export const PositiveIntegerMs = check('an integer number of ms from 1 to 2147483647', (u): u is number => Number.isInteger(u) && (u as number) >= 1 && (u as number) <= 2 ** 31 - 1);
 /** An integer ≥ 1. */
 export const PositiveInteger = check('a positive integer', (u): u is number => Number.isInteger(u) && (u as number) >= 1);
 /** A number ≥ 1. */

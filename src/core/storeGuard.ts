@@ -47,6 +47,20 @@ export function randomNodeId(): string {
   return `${Math.random().toString(36).slice(2, 10)}-${(++nodeCount).toString(36)}`;
 }
 
+let processNode: string | undefined;
+/**
+ * This process's node id, the default of every fleet member and of every store it uses: one
+ * process is one node (one vote, one live node), however many registries and breakers it makes.
+ *
+ * @example
+ * ```ts
+ * const node = processNodeId(); // the same id for the whole process
+ * ```
+ */
+export function processNodeId(): string {
+  return (processNode ??= randomNodeId());
+}
+
 /**
  * Runs store calls under a timeout and a breaker.
  *

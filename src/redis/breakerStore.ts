@@ -4,27 +4,29 @@
  * time is Redis `TIME`, read inside the script; deadlines leave as remaining ms. Changes are
  * published on `<namespace>:fleet`; nodes also poll every `pollMs`.
  *
- * Keys (all under the hash tag `{namespace}`): `{ns}:b:<name>` (a hash: `gen`, `state`, `reason`,
- * `until`, `lease_node`, `lease_until`), `{ns}:b:<name>:votes` and `{ns}:b:<name>:nodes`
- * (sorted sets of node → Redis time).
+ * Keys (all under the hash tag `{namespace}`; `<name>` is the breaker's name as one key part,
+ * `keyPart` in `./client.ts`: `%` and `:` escaped, so no two names share a key): `{ns}:b:<name>`
+ * (a hash: `gen`, `state`, `reason`, `until`, `lease_node`, `lease_until`), `{ns}:b:<name>:votes`
+ * and `{ns}:b:<name>:nodes` (sorted sets of node → Redis time).
  *
  * @module
  */
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
 import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetStore.js';
-import { NonEmptyString, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
+import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
 import { fleetNode } from '../core/fleet.js';
 import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetHook.js';
-import { hashTag, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
+import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `
 local channel = ARGV[2]
 local nodeTtl = tonumber(ARGV[3])
 local op = ARGV[4]
 local node = ARGV[5]
-local function key(name, suffix) return tag .. ':b:' .. name .. suffix end
-local function verdict(name)
-  local h = redis.call('HMGET', key(name, ''), 'gen', 'state', 'reason', 'until', 'lease_node', 'lease_until')
+-- a breaker's keys: its name as one key part (keyPart: escaped, no ':'), then a fixed suffix
+local function key(part, suffix) return tag .. ':b:' .. part .. suffix end
+local function verdict(part)
+  local h = redis.call('HMGET', key(part, ''), 'gen', 'state', 'reason', 'until', 'lease_node', 'lease_until')
   local state = h[2] or 'closed'
   local remaining = 0
   if state == 'isolated' then remaining = -1 elseif state == 'open' then remaining = math.max(0, (tonumber(h[4]) or 0) - now) end
@@ -33,8 +35,8 @@ local function verdict(name)
   if h[5] and leaseUntil and leaseUntil > now then lease = leaseUntil - now end
   return {tonumber(h[1]) or 0, state, h[3] or 'none', remaining, lease}
 end
-local function live(name)
-  local k = key(name, ':nodes')
+local function live(part)
+  local k = key(part, ':nodes')
   redis.call('ZADD', k, now, node)
   if nodeTtl > 0 then
     redis.call('ZREMRANGEBYSCORE', k, '-inf', now - nodeTtl)
@@ -42,12 +44,12 @@ local function live(name)
   end
   return redis.call('ZCARD', k)
 end
-local function change(name, state, reason, untilT)
-  local k = key(name, '')
+local function change(part, name, state, reason, untilT)
+  local k = key(part, '')
   local gen = math.max((tonumber(redis.call('HGET', k, 'gen')) or 0) + 1, now)
   redis.call('HSET', k, 'gen', gen, 'state', state, 'reason', reason, 'until', untilT)
   redis.call('HDEL', k, 'lease_node', 'lease_until')
-  local v = verdict(name)
+  local v = verdict(part)
   redis.call('PUBLISH', channel, cjson.encode({name = name, generation = v[1], state = v[2], reason = v[3], remainingMs = v[4]}))
 end
 local function out(v, extra)
@@ -65,14 +67,15 @@ if op == 'sync' then
   end
   return r
 end
-local name = ARGV[6]
-local h = redis.call('HMGET', key(name, ''), 'state', 'until', 'lease_node', 'lease_until')
+-- one breaker: its key part, and its name as published
+local part, name = ARGV[6], ARGV[7]
+local h = redis.call('HMGET', key(part, ''), 'state', 'until', 'lease_node', 'lease_until')
 local state = h[1] or 'closed'
 local untilT = tonumber(h[2]) or 0
 if op == 'vote' then
-  local minNodes, minFraction, windowMs, openMs = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-  local n = live(name)
-  local votes = key(name, ':votes')
+  local minNodes, minFraction, windowMs, openMs = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+  local n = live(part)
+  local votes = key(part, ':votes')
   redis.call('ZADD', votes, now, node)
   redis.call('ZREMRANGEBYSCORE', votes, '-inf', now - windowMs)
   redis.call('PEXPIRE', votes, windowMs)
@@ -80,38 +83,38 @@ if op == 'vote' then
   local stale = state == 'open' and now >= untilT and ((not h[3]) or now >= (tonumber(h[4]) or 0))
   if (state == 'closed' or stale) and redis.call('ZCARD', votes) >= math.max(minNodes, math.ceil(minFraction * n)) then
     redis.call('DEL', votes)
-    change(name, 'open', 'quorum', now + openMs)
+    change(part, name, 'open', 'quorum', now + openMs)
   end
 elseif op == 'fact' then
-  local openMs = tonumber(ARGV[7])
-  live(name)
-  if state ~= 'isolated' and not (state == 'open' and untilT >= now + openMs) then change(name, 'open', 'rate_limit', now + openMs) end
+  local openMs = tonumber(ARGV[8])
+  live(part)
+  if state ~= 'isolated' and not (state == 'open' and untilT >= now + openMs) then change(part, name, 'open', 'rate_limit', now + openMs) end
 elseif op == 'acquire' then
-  local leaseMs = tonumber(ARGV[7])
+  local leaseMs = tonumber(ARGV[8])
   local granted = 0
   local leaseUntil = tonumber(h[4]) or 0
   if state == 'open' and now >= untilT and ((not h[3]) or h[3] == node or now >= leaseUntil) then
-    redis.call('HSET', key(name, ''), 'lease_node', node, 'lease_until', now + leaseMs)
+    redis.call('HSET', key(part, ''), 'lease_node', node, 'lease_until', now + leaseMs)
     granted = 1
   end
-  return out(verdict(name), granted)
+  return out(verdict(part), granted)
 elseif op == 'result' then
-  local success, openMs = ARGV[7] == '1', tonumber(ARGV[8])
+  local success, openMs = ARGV[8] == '1', tonumber(ARGV[9])
   if state == 'open' and h[3] == node then
     if success then
-      redis.call('DEL', key(name, ':votes'))
-      change(name, 'closed', 'probe_success', 0)
+      redis.call('DEL', key(part, ':votes'))
+      change(part, name, 'closed', 'probe_success', 0)
     else
-      change(name, 'open', 'probe_failure', math.max(untilT, now + openMs))
+      change(part, name, 'open', 'probe_failure', math.max(untilT, now + openMs))
     end
   end
 elseif op == 'isolate' then
-  if state ~= 'isolated' then change(name, 'isolated', 'isolated', 0) end
+  if state ~= 'isolated' then change(part, name, 'isolated', 'isolated', 0) end
 elseif op == 'reset' then
-  redis.call('DEL', key(name, ':votes'))
-  change(name, 'closed', 'reset', 0)
+  redis.call('DEL', key(part, ':votes'))
+  change(part, name, 'closed', 'reset', 0)
 end
-return out(verdict(name))
+return out(verdict(part))
 `;
 
 /**
@@ -127,13 +130,13 @@ export interface RedisBreakerStoreOptions {
   readonly client: RedisClientLike;
   /** A second connection for pub/sub (`client.duplicate()`, connected). Without it, changes arrive by the poll only. */
   readonly subscriber?: RedisSubscriberLike;
-  /** Prefix (and Cluster hash tag) of every key and of the channel. Defaults to `'rxheal'`. */
+  /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key and of the channel. Defaults to `'rxheal'`. */
   readonly namespace?: string;
   /** Bound on every store call of a node, in ms. Defaults to 100. */
   readonly timeoutMs?: number;
   /** How often nodes re-read every verdict (the backstop for missed messages). Defaults to 1000. */
   readonly pollMs?: number;
-  /** A node that has not synced for this long is not live. Defaults to 3 × `pollMs`. */
+  /** A node that has not synced for this long is not live, in whole ms (up to 2^31 − 1). Defaults to 3 × `pollMs`, rounded up. */
   readonly nodeTtlMs?: number;
   /** The local clock, only to estimate Redis's for command deadlines. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
@@ -145,9 +148,12 @@ const RedisSubscriber = check(
   (u): u is RedisSubscriberLike => typeof (u as RedisSubscriberLike | null)?.subscribe === 'function' && typeof (u as RedisSubscriberLike).unsubscribe === 'function',
 );
 
-/** io-ts props shared by both Redis stores' options. */
-export const redisStoreProps = { client: RedisClient, namespace: NonEmptyString, timeoutMs: PositiveNumber, scheduler: Scheduler };
-const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber, nodeTtlMs: PositiveNumber };
+/** A namespace: the keys' Cluster hash tag is `{namespace}`, so a `}` would make it empty or cut it short. */
+const Namespace = check('a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})', (u): u is string => NonEmptyString.is(u) && !u.includes('}'));
+
+/** Option checks shared by both Redis stores (`nodeTtlMs` in whole ms: the scripts pass it to PEXPIRE). */
+export const redisStoreProps = { client: RedisClient, namespace: Namespace, timeoutMs: PositiveNumber, nodeTtlMs: PositiveIntegerMs, scheduler: Scheduler };
+const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber };
 
 const STATES: readonly FleetState[] = ['closed', 'open', 'isolated'];
 const REASONS: readonly FleetReason[] = ['none', 'quorum', 'rate_limit', 'probe_failure', 'probe_success', 'isolated', 'reset'];
@@ -210,7 +216,8 @@ export class RedisBreakerStore implements BreakerStore {
     const namespace = o.namespace ?? 'rxheal';
     this.timeoutMs = o.timeoutMs ?? 100;
     this.pollMs = o.pollMs ?? 1000;
-    this.nodeTtlMs = o.nodeTtlMs ?? 3 * this.pollMs;
+    // whole ms (PEXPIRE), whatever pollMs is
+    this.nodeTtlMs = o.nodeTtlMs ?? Math.min(Math.ceil(3 * this.pollMs), 2 ** 31 - 1);
     this.tag = hashTag(namespace);
     this.channel = `${namespace}:fleet`;
     this.script = new Script(o.client, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
@@ -244,31 +251,31 @@ export class RedisBreakerStore implements BreakerStore {
   }
 
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
-    return this.call('sync', node, names).pipe(map((r) => names.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+    return this.call('sync', node, names.map(keyPart)).pipe(map((r) => names.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
   }
 
   vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('vote', node, [name, quorum.minNodes, quorum.minFraction, quorum.windowMs, openMs]));
+    return this.verdict(name, this.call('vote', node, [keyPart(name), name, quorum.minNodes, quorum.minFraction, quorum.windowMs, openMs]));
   }
 
   fact(node: string, name: string, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('fact', node, [name, openMs]));
+    return this.verdict(name, this.call('fact', node, [keyPart(name), name, openMs]));
   }
 
   acquireProbe(node: string, name: string, leaseMs: number): Observable<ProbeLease> {
-    return this.call('acquire', node, [name, leaseMs]).pipe(map((r) => ({ granted: num(r[0]) === 1, verdict: verdictOf(name, r.slice(1)) })));
+    return this.call('acquire', node, [keyPart(name), name, leaseMs]).pipe(map((r) => ({ granted: num(r[0]) === 1, verdict: verdictOf(name, r.slice(1)) })));
   }
 
   probeResult(node: string, name: string, success: boolean, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('result', node, [name, success ? 1 : 0, openMs]));
+    return this.verdict(name, this.call('result', node, [keyPart(name), name, success ? 1 : 0, openMs]));
   }
 
   isolate(node: string, name: string): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('isolate', node, [name]));
+    return this.verdict(name, this.call('isolate', node, [keyPart(name), name]));
   }
 
   reset(node: string, name: string): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('reset', node, [name]));
+    return this.verdict(name, this.call('reset', node, [keyPart(name), name]));
   }
 
   private call(op: string, node: string, args: readonly (string | number)[]): Observable<unknown[]> {

@@ -1,9 +1,9 @@
 /**
  * What the Redis stores need of a client, and how they run their Lua scripts: `EVALSHA` with
  * `EVAL` when the script cache was lost (a restart), the server's clock read from every reply
- * (each script returns Redis `TIME`), and a deadline on every command in server time, so a
- * command that reaches Redis after its caller gave up (a stalled server, `CLIENT PAUSE`) changes
- * nothing.
+ * (each script returns Redis `TIME`), and a deadline on every command in server time — from the
+ * first one on: before any reply, a probe of the clock goes first — so a command that reaches
+ * Redis after its caller gave up (a stalled server, `CLIENT PAUSE`) changes nothing.
  *
  * @module
  */
@@ -50,7 +50,7 @@ const PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = tonumber(ARGV[1])
-if deadline > 0 and now > deadline then return {now, 'expired'} end
+if now > deadline then return {now, 'expired'} end
 local tag = KEYS[1]
 `;
 
@@ -70,13 +70,18 @@ export class ExpiredCommandError extends Error {
 /**
  * One Lua script: run with `EVALSHA`, re-sent with `EVAL` after `NOSCRIPT`. Replies start with
  * Redis's time in ms (kept to estimate the server clock) and `'expired'` when the command came
- * past its deadline.
+ * past its deadline. Every command carries a deadline, the first one included: until a reply has
+ * shown Redis's clock, a command waits for a probe of it (the script sent with a deadline already
+ * past, which the prelude turns away before anything runs), and one whose deadline passed
+ * meanwhile is never sent.
  */
 export class Script {
   private readonly source: string;
   private readonly sha: string;
   /** Server time minus local time, from the last reply (undefined before any). */
   private offset: number | undefined;
+  /** The probe of Redis's clock under way, while there is no offset yet. */
+  private clock: Promise<void> | undefined;
 
   constructor(
     private readonly client: RedisClientLike,
@@ -89,30 +94,55 @@ export class Script {
   }
 
   /**
-   * Runs the script with `KEYS[1] = tag` and `args` after the deadline (`ARGV[1]`): a cold
-   * Observable of the reply after its leading time (and never a late effect).
+   * Runs the script with `KEYS[1] = tag` and `args` after the deadline (`ARGV[1]`: the call's
+   * time plus `timeoutMs`, in Redis time): a cold Observable of the reply after its leading time
+   * (and never a late effect). Unsubscribing before it is sent means it is never sent.
    */
   run(tag: string, args: readonly (string | number)[]): Observable<unknown[]> {
     return new Observable<unknown[]>((subscriber) => {
       let live = true;
-      const deadline = this.offset === undefined ? 0 : Math.ceil(this.scheduler.now() + this.offset + this.timeoutMs);
-      const argv = [String(deadline), ...args.map(String)];
-      this.send(tag, argv).then(
+      const calledAt = this.scheduler.now();
+      const call = async (): Promise<unknown[] | undefined> => {
+        if (this.offset === undefined) await this.learnClock(tag);
+        if (!live) return undefined;
+        if (this.scheduler.now() - calledAt > this.timeoutMs) throw new ExpiredCommandError('the command was not sent: Redis\'s clock arrived after its deadline');
+        const deadline = Math.ceil(calledAt + this.offset! + this.timeoutMs);
+        const reply = this.read(await this.send(tag, [String(deadline), ...args.map(String)]));
+        if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
+        return reply.slice(1);
+      };
+      call().then(
         (reply) => {
-          if (!live) return;
-          if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error(`unexpected reply from Redis: ${String(reply)}`);
-          this.offset = reply[0] - this.scheduler.now();
-          if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
-          subscriber.next(reply.slice(1));
+          if (!live || reply === undefined) return;
+          subscriber.next(reply);
           subscriber.complete();
         },
-      ).catch((error: unknown) => {
-        if (live) subscriber.error(error);
-      });
+        (error: unknown) => {
+          if (live) subscriber.error(error);
+        },
+      );
       return () => {
         live = false;
       };
     });
+  }
+
+  /** Checks a reply's leading time and keeps the clock offset it shows. */
+  private read(reply: unknown): unknown[] {
+    if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error(`unexpected reply from Redis: ${String(reply)}`);
+    this.offset = reply[0] - this.scheduler.now();
+    return reply;
+  }
+
+  /** Redis's clock, from a probe that cannot run the script (deadline 1: long past); one at a time, again after a failure. */
+  private learnClock(tag: string): Promise<void> {
+    return (this.clock ??= this.send(tag, ['1']).then(
+      (reply) => void this.read(reply),
+      (error: unknown) => {
+        this.clock = undefined;
+        throw error;
+      },
+    ));
   }
 
   private async send(tag: string, argv: readonly string[]): Promise<unknown> {
@@ -123,6 +153,24 @@ export class Script {
       return this.client.sendCommand(['EVAL', this.source, '1', tag, ...argv]);
     }
   }
+}
+
+/**
+ * A name as one part of a Redis key (a breaker's name, a rate limiter's key, a limit's id): the
+ * one rule both stores build their keys with. `%` and `:` are percent-escaped (`%25`, `%3A`), so
+ * an escaped name never contains `:`, and a key — the namespace's hash tag, the kind (`b`, `rl`),
+ * escaped names and fixed suffixes (`:votes`, `:nodes`), joined by `:` — reads back one way: no two
+ * names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s vote set). Names with
+ * neither character keep their keys as they are.
+ *
+ * @example
+ * ```ts
+ * keyPart('tool:x:votes'); // 'tool%3Ax%3Avotes'
+ * keyPart('gpt-4o'); // 'gpt-4o'
+ * ```
+ */
+export function keyPart(name: string): string {
+  return name.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
 }
 
 /** `{namespace}`: the hash tag that keeps every key of a namespace in one Cluster slot. */

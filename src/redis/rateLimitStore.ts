@@ -2,16 +2,18 @@
  * `RedisRateLimitStore`: shared rate limits on Redis, the GCRA of `MemoryRateLimitStore`
  * (`src/core/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
  *
- * Keys (under the hash tag `{namespace}`): `{ns}:rl:<key>:<limit id>` (the limit's theoretical
- * arrival time, expiring when it is past) and `{ns}:rl:<key>:nodes` (node → last reservation).
+ * Keys (under the hash tag `{namespace}`; `<key>` and `<limit id>` each one key part, `keyPart` in
+ * `./client.ts`: `%` and `:` escaped, so no two keys or ids share a key): `{ns}:rl:<key>` (node →
+ * last reservation) and `{ns}:rl:<key>:<limit id>` (the limit's theoretical arrival time, expiring
+ * when it is past).
  *
  * @module
  */
 import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rateLimitStore.js';
-import { PositiveNumber, validateOptions } from '../core/options.js';
+import { validateOptions } from '../core/options.js';
 import { redisStoreProps } from './breakerStore.js';
-import { hashTag, num, Script, type RedisClientLike } from './client.js';
+import { hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
 
 const RATE_LIMIT_SCRIPT = `
 local op = ARGV[2]
@@ -20,7 +22,7 @@ local function tatOf(id) return math.max(tonumber(redis.call('GET', prefix .. id
 local function store(id, tat) redis.call('SET', prefix .. id, tostring(tat), 'PX', math.max(1, math.ceil(tat - now) + 1)) end
 if op == 'reserve' then
   local node, nodeTtl, maxWait, n = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local nodes = prefix .. 'nodes'
+  local nodes = tag .. ':rl:' .. ARGV[3]
   redis.call('ZADD', nodes, now, node)
   redis.call('ZREMRANGEBYSCORE', nodes, '-inf', now - nodeTtl)
   redis.call('PEXPIRE', nodes, nodeTtl)
@@ -59,17 +61,15 @@ return {now, 1}
 export interface RedisRateLimitStoreOptions {
   /** A connected node-redis client (`disableOfflineQueue: true`). */
   readonly client: RedisClientLike;
-  /** Prefix (and Cluster hash tag) of every key. Defaults to `'rxheal'`. */
+  /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;
   /** Bound on every call, in ms. Defaults to 100. */
   readonly timeoutMs?: number;
-  /** A node that has not reserved for this long is not live. Defaults to 60 000. */
+  /** A node that has not reserved for this long is not live, in whole ms (up to 2^31 − 1). Defaults to 60 000. */
   readonly nodeTtlMs?: number;
   /** The local clock, only to estimate Redis's for command deadlines. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }
-
-const props = { ...redisStoreProps, nodeTtlMs: PositiveNumber };
 
 /**
  * Requests/min and tokens/min of a provider key, shared by every process through Redis. Give it
@@ -91,7 +91,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly nodeTtlMs: number;
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const o = validateOptions('RedisRateLimitStore', props, options);
+    const o = validateOptions('RedisRateLimitStore', redisStoreProps, options);
     if (o.client === undefined) throw new TypeError('RedisRateLimitStore: option "client" is required');
     this.timeoutMs = o.timeoutMs ?? 100;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
@@ -100,12 +100,12 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {
-    const args = [request.node, this.nodeTtlMs, request.maxWaitMs, request.limits.length, ...request.limits.flatMap((l) => [l.id, l.limit, l.periodMs, l.cost])];
-    return this.script.run(this.tag, ['reserve', request.key, ...args]).pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
+    const args = [request.node, this.nodeTtlMs, request.maxWaitMs, request.limits.length, ...request.limits.flatMap((l) => [keyPart(l.id), l.limit, l.periodMs, l.cost])];
+    return this.script.run(this.tag, ['reserve', keyPart(request.key), ...args]).pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
   }
 
   adjust(adjustment: RateLimitAdjustment): Observable<true> {
-    const args = [adjustment.limits.length, ...adjustment.limits.flatMap((l) => [l.id, l.limit, l.periodMs, l.delta ?? 0, l.floorMs ?? ''])];
-    return this.script.run(this.tag, ['adjust', adjustment.key, ...args]).pipe(map(() => true as const));
+    const args = [adjustment.limits.length, ...adjustment.limits.flatMap((l) => [keyPart(l.id), l.limit, l.periodMs, l.delta ?? 0, l.floorMs ?? ''])];
+    return this.script.run(this.tag, ['adjust', keyPart(adjustment.key), ...args]).pipe(map(() => true as const));
   }
 }

@@ -1,0 +1,168 @@
+/**
+ * The Redis client layer both stores run their scripts through (src/redis/client.ts): names in
+ * keys (no two names ever share a key: a property over names, and on a real redis-server), and a
+ * deadline in Redis time on every command, the very first one included — a node that starts while
+ * Redis is stalled must not have its commands applied late.
+ */
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { firstValueFrom, type Observable } from 'rxjs';
+import { createClient } from 'redis';
+import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { hashTag, keyPart } from '../../src/redis/client.js';
+import { requireProgram } from '../support/systemPackage.js';
+import { startRedis, type RedisServer } from '../support/redisServer.js';
+
+const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
+/** What a call came to: 'answered', or the error's name. */
+const outcome = (o: Observable<unknown>): Promise<string> =>
+  get(o).then(
+    () => 'answered',
+    (e: unknown) => (e as Error).name,
+  );
+let unique = 0;
+const fresh = (kind: string): string => `${kind}:${process.pid}-${++unique}`;
+
+/** Short names over the characters an escaping rule can trip on, suffixes of the layouts included. */
+const name = fc.oneof(
+  fc.string({ unit: fc.constantFrom(':', '%', '3', 'A', 'a', '2', '5', '}', '{'), maxLength: 8 }),
+  fc.constantFrom('tool:x', 'tool:x:votes', 'tool:x:nodes', 'tool%3Ax', 'x:requests', 'x:nodes', 'nodes', ''),
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+);
+
+/**
+ * Every key of the stores' layouts, as their scripts build them from the hash tag and the escaped
+ * parts (breakers: hash, `:votes`, `:nodes`; rate limits: the node set, one key per limit id).
+ */
+const breakerKeys = (tag: string, n: string): string[] => ['', ':votes', ':nodes'].map((suffix) => `${tag}:b:${keyPart(n)}${suffix}`);
+const limitKeys = (tag: string, key: string, ids: readonly string[]): string[] => [`${tag}:rl:${keyPart(key)}`, ...ids.map((id) => `${tag}:rl:${keyPart(key)}:${keyPart(id)}`)];
+
+describe('names in Redis keys (keyPart: one rule for both stores)', () => {
+  it('an escaped name never contains ":", and two names never escape alike (property)', () => {
+    fc.assert(
+      fc.property(name, name, (a, b) => {
+        expect(keyPart(a)).not.to.include(':');
+        if (a !== b) expect(keyPart(a)).not.to.equal(keyPart(b));
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('no two names share a key: two breakers, two limiters, a breaker and a limiter (property)', () => {
+    const tag = hashTag('ns');
+    fc.assert(
+      fc.property(name, name, fc.uniqueArray(name, { maxLength: 3 }), (a, b, ids) => {
+        const keys = (n: string): string[] => [...breakerKeys(tag, n), ...limitKeys(tag, n, ids)];
+        // one name's own keys are distinct
+        expect(new Set(keys(a)).size).to.equal(keys(a).length);
+        if (a === b) return;
+        const theirs = new Set(keys(b));
+        expect(keys(a).filter((k) => theirs.has(k))).to.deep.equal([]);
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('leaves names without ":" or "%" as they are (their keys are those of before)', () => {
+    fc.assert(
+      fc.property(fc.string().filter((n) => !/[%:]/.test(n)), (n) => {
+        expect(keyPart(n)).to.equal(n);
+      }),
+    );
+  });
+});
+
+describe('the Redis client layer, on a real redis-server', function () {
+  this.timeout(20_000);
+  let server: RedisServer | undefined;
+  const clients: { quit(): Promise<unknown> }[] = [];
+
+  before(async function () {
+    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
+    server = await startRedis(program);
+  });
+  after(async () => {
+    for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
+    await server?.stop();
+  });
+
+  const connect = async () => {
+    const client = createClient({ url: server!.url, disableOfflineQueue: true });
+    client.on('error', () => undefined);
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+
+  it('the breakers tool:x and tool:x:votes are two breakers: a vote on one breaks neither (no WRONGTYPE), each keeps its own verdict', async () => {
+    const client = await connect();
+    const store = new RedisBreakerStore({ client, namespace: 'names' });
+    const quorum = { minNodes: 2, minFraction: 0, windowMs: 60_000 };
+    await get(store.vote('a', 'tool:x', quorum, 60_000));
+    expect(await get(store.vote('b', 'tool:x:votes', quorum, 60_000))).to.include({ state: 'closed' });
+    expect(await get(store.vote('c', 'tool:x:votes', quorum, 60_000))).to.include({ state: 'open', reason: 'quorum' });
+    expect(await get(store.fact('a', 'tool:x:nodes', 60_000))).to.include({ state: 'open', reason: 'rate_limit' });
+    const verdicts = await get(store.sync('a', ['tool:x', 'tool:x:votes', 'tool:x:nodes', 'tool%3Ax']));
+    expect(verdicts.map((v) => [v.name, v.state])).to.deep.equal([
+      ['tool:x', 'closed'],
+      ['tool:x:votes', 'open'],
+      ['tool:x:nodes', 'open'],
+      ['tool%3Ax', 'closed'],
+    ]);
+    await store.close();
+  });
+
+  it('no two names share a key on Redis: opening one breaker and exhausting one limiter leaves every other name untouched (property)', async () => {
+    const client = await connect();
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(name, { minLength: 2, maxLength: 4 }), async (names) => {
+        const namespace = `names-${process.pid}-${++round}`;
+        const breakers = new RedisBreakerStore({ client, namespace });
+        const limits = new RedisRateLimitStore({ client, namespace });
+        const [first, ...others] = names as [string, ...string[]];
+        const limit = (key: string) => get(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1, periodMs: 60_000, cost: 1 }] }));
+        await get(breakers.isolate('a', first));
+        await get(breakers.vote('a', first, { minNodes: 1, minFraction: 0, windowMs: 60_000 }, 60_000));
+        expect(await limit(first)).to.include({ granted: true });
+        const verdicts = await get(breakers.sync('b', names));
+        expect(verdicts.map((v) => v.state)).to.deep.equal(['isolated', ...others.map(() => 'closed')]);
+        for (const key of others) expect(await limit(key), key).to.include({ granted: true });
+        await breakers.close();
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('commands sent before any reply (a node starting while Redis is stalled) carry a deadline too: neither store applies them late', async () => {
+    const client = await connect();
+    // new stores: no reply yet, so no estimate of Redis's clock
+    const breakers = new RedisBreakerStore({ client, namespace: 'first', timeoutMs: 100 });
+    const limits = new RedisRateLimitStore({ client, namespace: 'first', timeoutMs: 100 });
+    const name = fresh('model');
+    const key = fresh('openai');
+    const reserve = (node: string) => limits.reserve({ key, node, maxWaitMs: 0, limits: [{ id: 'requests', limit: 1, periodMs: 60_000, cost: 1 }] });
+    expect(await server!.command('CLIENT PAUSE 400 WRITE')).to.equal('+OK');
+    const [fact, vote, reserved] = await Promise.all([
+      outcome(breakers.fact('a', name, 60_000)),
+      outcome(breakers.vote('a', name, { minNodes: 1, minFraction: 0, windowMs: 60_000 }, 60_000)),
+      outcome(reserve('a')),
+    ]);
+    expect([fact, vote, reserved]).to.deep.equal(['ExpiredCommandError', 'ExpiredCommandError', 'ExpiredCommandError']);
+    // nothing landed: the verdict is closed, and the limit's one request a minute is still there
+    expect((await get(breakers.sync('b', [name])))[0]).to.include({ state: 'closed', reason: 'none' });
+    expect(await get(reserve('b'))).to.include({ granted: true, waitMs: 0 });
+    await breakers.close();
+  });
+
+  it('commands sent before any reply, Redis answering: they run (once each), and later ones go at once', async () => {
+    const client = await connect();
+    const breakers = new RedisBreakerStore({ client, namespace: 'first-ok' });
+    const name = fresh('model');
+    const [one, two] = await Promise.all([get(breakers.fact('a', name, 60_000)), get(breakers.sync('b', [name]))]);
+    expect(one).to.include({ state: 'open', reason: 'rate_limit' });
+    expect(two[0]!.state).to.be.oneOf(['closed', 'open']);
+    expect(await get(breakers.fact('a', name, 1_000)), 'a shorter fact changes nothing').to.include({ generation: one.generation });
+    await breakers.close();
+  });
+});
