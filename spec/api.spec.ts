@@ -5,6 +5,10 @@
  * committed, so every surface change is a reviewed decision.
  */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { compareReports, entries } from '../scripts/apiReport.js';
 
 describe('the public surface (api/*.api.md)', function () {
@@ -18,13 +22,16 @@ describe('the public surface (api/*.api.md)', function () {
     const changed = compareReports();
     const diffs = changed.map(({ entry, expected, actual }) => {
       if (expected === undefined) return `api/${entry.report}: missing`;
-      const a = expected.split('\n');
-      const b = actual.split('\n');
-      const lines: string[] = [];
-      for (let i = 0; i < Math.max(a.length, b.length) && lines.length < 12; i++) {
-        if (a[i] !== b[i]) lines.push(`  line ${i + 1}: - ${a[i] ?? ''}\n           + ${b[i] ?? ''}`);
+      const dir = mkdtempSync(join(tmpdir(), 'rxheal-api-diff-'));
+      try {
+        writeFileSync(join(dir, 'expected'), expected);
+        writeFileSync(join(dir, 'actual'), actual);
+        // diff exits 1 when the files differ: its output is the point
+        const out = spawnSync('diff', ['-u', '--label', `api/${entry.report}`, '--label', 'built from dist/', join(dir, 'expected'), join(dir, 'actual')], { encoding: 'utf8' });
+        return out.stdout.split('\n').slice(0, 60).join('\n');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
-      return `api/${entry.report} (${entry.subpath}) changed:\n${lines.join('\n')}`;
     });
     expect(diffs, diffs.join('\n')).to.deep.equal([]);
   });
