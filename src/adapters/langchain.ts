@@ -279,6 +279,8 @@ const FINISH_REASONS: Readonly<Record<string, FinishReason>> = {
   max_tokens: 'length',
   MAX_TOKENS: 'length',
   model_context_window_exceeded: 'length',
+  // OpenAI's Responses API: the incomplete_details.reason of a response.incomplete
+  max_output_tokens: 'length',
   content_filter: 'content-filter',
   refusal: 'content-filter',
   SAFETY: 'content-filter',
@@ -311,6 +313,9 @@ class ChunkReader {
   private readonly byIndex = new Map<number, PendingCall>();
   private finishReason: string | undefined;
   private provider: string | undefined;
+  /** OpenAI's Responses API: the response's status on its last chunk (response.completed / .incomplete), and why an incomplete one stopped. */
+  private status: string | undefined;
+  private incompleteReason: string | undefined;
   private input: number | undefined;
   private output: number | undefined;
 
@@ -371,6 +376,12 @@ class ChunkReader {
       const reason = meta['finish_reason'] ?? meta['stop_reason'] ?? meta['finishReason'] ?? meta['done_reason'];
       if (typeof reason === 'string' && reason !== '') this.finishReason = reason;
       if (typeof meta['model_provider'] === 'string') this.provider = meta['model_provider'];
+      // the Responses API's last chunk carries the response itself (object 'response'), with its status
+      if (meta['object'] === 'response' && typeof meta['status'] === 'string') {
+        this.status = meta['status'];
+        const details = meta['incomplete_details'];
+        this.incompleteReason = isObject(details) && typeof details['reason'] === 'string' ? details['reason'] : undefined;
+      }
     }
     const usage = chunk['usage_metadata'];
     if (isObject(usage)) {
@@ -421,9 +432,16 @@ class ChunkReader {
   /** The stream ended: its tool calls, then the finish. */
   private finish(): TurnEvent[] {
     this.done = true;
-    // OpenAI's chat models always end with a finish reason: without one the stream was cut
+    // OpenAI's Responses API ends a whole answer with its status instead of a finish reason:
+    // 'completed', or 'incomplete' — stopped by max_output_tokens or the content filter, as
+    // Chat Completions' 'length' / 'content_filter' — and anything else is no answer
+    if (this.status !== undefined && this.status !== 'completed') {
+      if (this.status !== 'incomplete') throw new IncompleteStreamError(this.model, `response status '${this.status}'`, this.chunks);
+      this.finishReason ??= this.incompleteReason ?? 'incomplete';
+    }
+    // OpenAI's chat models always end with a finish reason (or a status): without one the stream was cut
     const required = this.requireFinishReason ?? this.provider === 'openai';
-    if (required && this.finishReason === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
+    if (required && this.finishReason === undefined && this.status === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
     // OpenRouter's finish_reason for an answer the provider gave up on
     if (this.finishReason === 'error') throw new IncompleteStreamError(this.model, "finish reason 'error'", this.chunks);
     const out: TurnEvent[] = [];
@@ -491,7 +509,10 @@ export interface FromLangChainOptions {
    * `stop_reason`) was cut short — an `IncompleteStreamError` — rather than finished. LangChain
    * streams have no end marker of their own. Defaults to `true` for OpenAI chat models (their
    * chunks say `model_provider: 'openai'`; the SDK ends a cut stream quietly), `false` otherwise
-   * (fake and custom models often report none).
+   * (fake and custom models often report none). On OpenAI's Responses API (`useResponsesApi`,
+   * codex models, built-in tools…) the last chunk's `status` is the end marker: `'completed'`
+   * finishes the answer, `'incomplete'` finishes it as `'length'` (`max_output_tokens`) or
+   * `'content-filter'`, any other status is an `IncompleteStreamError` whatever this says.
    */
   readonly requireFinishReason?: boolean;
 }
@@ -538,7 +559,8 @@ function modelName(chatModel: object): string | undefined {
  * `tool_calls`) → one `tool-call` each at the end, arguments parsed; then one
  * `finish`: the reason from `response_metadata` (`finish_reason` / `stop_reason`: `stop`,
  * `end_turn` → `stop`; `tool_calls`, `tool_use` → `tool-calls`; `length`, `max_tokens` →
- * `length`…; none: `tool-calls` after tool calls, else `stop`) and the summed `usage_metadata`.
+ * `length`…; OpenAI's Responses API: the response's `status`, `completed` or `incomplete`;
+ * none: `tool-calls` after tool calls, else `stop`) and the summed `usage_metadata`.
  * See `requireFinishReason` for streams that end without a reason; a finish reason `error`
  * (OpenRouter's) is an `IncompleteStreamError`.
  *
