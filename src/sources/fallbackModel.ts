@@ -10,7 +10,7 @@ import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
-import { isModel, streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
+import { isModel, streamModel, withModelsInside, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
 import { OverlapTrimmer } from '../core/overlap.js';
 
 /**
@@ -209,7 +209,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
   const chain: Chain = { list, names, links, ownHub, ownGuards, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
-  return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) };
+  // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
+  return withModelsInside({ id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) }, list);
 }
 
 /** What every call of one `fallbackModel` shares: its models, breakers and options, resolved once. */
