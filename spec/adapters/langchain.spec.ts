@@ -167,6 +167,37 @@ describe('rxheal/langchain', function () {
         expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
       });
 
+      // issue 19 (checks): over ChatAnthropic a cleanly cut body passed as a complete answer. Its
+      // chunks as @langchain/anthropic makes them (utils/message_outputs.ts): message_start with
+      // model_provider 'anthropic', text deltas (a bare string without tools), message_delta with
+      // the stop_reason in additional_kwargs; message_stop makes no chunk; the SDK ends a cut stream quietly
+      describe('ChatAnthropic: the stop_reason is the end marker', () => {
+        const start = () => chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5' }, response_metadata: { model_provider: 'anthropic', usage: {} }, usage_metadata: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } });
+        const delta = (text: string) => chunk({ content: text });
+        const stopped = (stop_reason: string, output_tokens = 5) => chunk({ content: '', additional_kwargs: { stop_reason, stop_sequence: null }, response_metadata: {}, usage_metadata: { input_tokens: 0, output_tokens, total_tokens: output_tokens } });
+        class AnthropicLike extends ScriptedChatModel {
+          override _llmType(): string {
+            return 'anthropic';
+          }
+        }
+
+        it("message_delta's stop_reason (in additional_kwargs) is the finish reason: end_turn → stop, max_tokens → length, tool_use → tool-calls", async () => {
+          const stop = await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), delta(' today.'), stopped('end_turn')])), ask('Weather?'));
+          expect(stop).to.deep.equal([{ type: 'text-delta', text: 'Sunny' }, { type: 'text-delta', text: ' today.' }, { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 6 } }]);
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), stopped('max_tokens')])), ask('Weather?'))).at(-1)).to.deep.include({ type: 'finish', reason: 'length' });
+          const call = chunk({ content: [{ index: 0, type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'toolu_1', name: 'get_weather', args: '' }], response_metadata: { model_provider: 'anthropic' } });
+          const args = chunk({ content: [{ index: 0, type: 'input_json_delta', input: '{"city":"Oslo"}' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '{"city":"Oslo"}' }], response_metadata: { model_provider: 'anthropic' } });
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), call, args, stopped('tool_use')])), ask('Weather?', [WEATHER_TOOL]))).at(-1)).to.deep.include({ type: 'finish', reason: 'tool-calls' });
+        });
+
+        it('a stream cut before message_delta is an IncompleteStreamError, never a complete answer: by its model_provider, or (older ChatAnthropic, no model_provider) its _llmType(); requireFinishReason: false opts out', async () => {
+          expect(await turnError(fromLangChain(new ScriptedChatModel([start(), delta('Sunny')])), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          const older = () => new AnthropicLike([chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant' } }), delta('Sunny')]);
+          expect(await turnError(fromLangChain(older()), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          expect((await turn(fromLangChain(older(), { requireFinishReason: false }), ask('Weather?'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+        });
+      });
+
       it('a request with tools to a model without bindTools errors clearly', async () => {
         const model = new FakeListChatModel({ responses: ['x'] });
         const noTools = { stream: model.stream.bind(model), _llmType: () => 'bare' };
@@ -249,7 +280,8 @@ describe('rxheal/langchain', function () {
             return 'anthropic';
           }
         }
-        const model = new AnthropicLike([chunk({ content: 'ok' })]);
+        // a whole answer: ChatAnthropic's last chunk carries the stop_reason (a cut one is refused)
+        const model = new AnthropicLike([chunk({ content: 'ok' }), chunk({ content: '', additional_kwargs: { stop_reason: 'end_turn', stop_sequence: null } })]);
         const request = afterWeather('toolu_1');
         const messages = request.messages.map((m) =>
           m.role === 'assistant' ? { ...m, content: 'Checking.', reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }] } : m,
