@@ -860,6 +860,35 @@ describe('rxheal/ai-sdk', function () {
       expect(inner.doStreamCalls[0]).to.include({ temperature: 0.2, topP: 0.5, maxOutputTokens: 50 });
     });
 
+    // issue 19 (checks): settings a model inside can't take were dropped without a word
+    it("settings a model inside can't take are warned about, as AI SDK providers do ('unsupported', naming the model): in the stream-start part and generateText's warnings; fromAiSdk models inside take them, so none", async () => {
+      const logging = (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS;
+      (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+      try {
+        const native = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', id: 'native' });
+        const details = "rxheal model 'native' takes no AI SDK call settings (only fromAiSdk models do): set it on the model itself";
+        const chain = toAiSdk(fallbackModel([fromAiSdk(mock(...text('ok'), finish()), { id: 'inner' }), native]));
+        const streamed = streamText({ model: chain, prompt: RIVERS, temperature: 0.2, seed: 7, maxRetries: 0 });
+        await streamed.text;
+        expect(await streamed.warnings).to.deep.equal(['temperature', 'seed'].map((feature) => ({ type: 'unsupported', feature, details })));
+        // the stream-start part itself (responseFormat: what streamText sets for an output schema)
+        const { stream } = await chain.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], responseFormat: { type: 'json' }, providerOptions: { openai: { user: 'u' } } });
+        const first = await stream.getReader().read();
+        expect(first.value).to.deep.equal({ type: 'stream-start', warnings: [{ type: 'unsupported', feature: 'responseFormat', details }] });
+        const generated = await generateText({ model: toAiSdk(native), prompt: RIVERS, temperature: 0, maxRetries: 0 });
+        expect(generated.warnings).to.deep.equal([{ type: 'unsupported', feature: 'temperature', details }]);
+        const two = toAiSdk(fallbackModel([native, openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', id: 'other' })]));
+        expect((await generateText({ model: two, prompt: RIVERS, topP: 0.5, maxRetries: 0 })).warnings).to.deep.equal([
+          { type: 'unsupported', feature: 'topP', details: "rxheal models 'native' and 'other' take no AI SDK call settings (only fromAiSdk models do): set it on the models themselves" },
+        ]);
+        // every model inside takes them; a call that sets none warns about none
+        expect(await streamText({ model: toAiSdk(fallbackModel([fromAiSdk(mock(...text('ok'), finish()))])), prompt: 'Hi', temperature: 0.2, seed: 7, maxRetries: 0 }).warnings).to.deep.equal([]);
+        expect(await streamText({ model: toAiSdk(native), prompt: RIVERS, maxRetries: 0 }).warnings).to.deep.equal([]);
+      } finally {
+        (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = logging;
+      }
+    });
+
     it('a prompt with a file part is refused clearly (rxheal models take text)', async () => {
       const model = toAiSdk(scripted('s', () => []));
       const error = await Promise.resolve(

@@ -13,7 +13,8 @@ import { tool } from '@langchain/core/tools';
 import { FakeListChatModel, FakeStreamingChatModel } from '@langchain/core/utils/testing';
 import { ChatOpenAI } from '@langchain/openai';
 import { expect } from 'chai';
-import { concat, from, Observable, throwError } from 'rxjs';
+import * as t from 'io-ts';
+import { concat, from, lastValueFrom, Observable, of, throwError, toArray } from 'rxjs';
 import { z } from 'zod';
 import { fromLangChain, RxhealChatModel, StreamRestartError, toLangChain } from '../../src/adapters/langchain.js';
 import { classifyError } from '../../src/core/classify.js';
@@ -21,10 +22,13 @@ import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../src/
 import type { TurnEvent } from '../../src/core/events.js';
 import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 import { chatChunk, fixtureFetch, sseBody } from '../support/providerFakes.js';
+import { recordedResponses, replayResponses, type ResponseEvents, type ResponsesReplay } from '../support/responsesReplay.js';
 
 /** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
 class ScriptedChatModel extends FakeStreamingChatModel {
@@ -163,6 +167,37 @@ describe('rxheal/langchain', function () {
         expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
       });
 
+      // issue 19 (checks): over ChatAnthropic a cleanly cut body passed as a complete answer. Its
+      // chunks as @langchain/anthropic makes them (utils/message_outputs.ts): message_start with
+      // model_provider 'anthropic', text deltas (a bare string without tools), message_delta with
+      // the stop_reason in additional_kwargs; message_stop makes no chunk; the SDK ends a cut stream quietly
+      describe('ChatAnthropic: the stop_reason is the end marker', () => {
+        const start = () => chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5' }, response_metadata: { model_provider: 'anthropic', usage: {} }, usage_metadata: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } });
+        const delta = (text: string) => chunk({ content: text });
+        const stopped = (stop_reason: string, output_tokens = 5) => chunk({ content: '', additional_kwargs: { stop_reason, stop_sequence: null }, response_metadata: {}, usage_metadata: { input_tokens: 0, output_tokens, total_tokens: output_tokens } });
+        class AnthropicLike extends ScriptedChatModel {
+          override _llmType(): string {
+            return 'anthropic';
+          }
+        }
+
+        it("message_delta's stop_reason (in additional_kwargs) is the finish reason: end_turn → stop, max_tokens → length, tool_use → tool-calls", async () => {
+          const stop = await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), delta(' today.'), stopped('end_turn')])), ask('Weather?'));
+          expect(stop).to.deep.equal([{ type: 'text-delta', text: 'Sunny' }, { type: 'text-delta', text: ' today.' }, { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 6 } }]);
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), stopped('max_tokens')])), ask('Weather?'))).at(-1)).to.deep.include({ type: 'finish', reason: 'length' });
+          const call = chunk({ content: [{ index: 0, type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'toolu_1', name: 'get_weather', args: '' }], response_metadata: { model_provider: 'anthropic' } });
+          const args = chunk({ content: [{ index: 0, type: 'input_json_delta', input: '{"city":"Oslo"}' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '{"city":"Oslo"}' }], response_metadata: { model_provider: 'anthropic' } });
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), call, args, stopped('tool_use')])), ask('Weather?', [WEATHER_TOOL]))).at(-1)).to.deep.include({ type: 'finish', reason: 'tool-calls' });
+        });
+
+        it('a stream cut before message_delta is an IncompleteStreamError, never a complete answer: by its model_provider, or (older ChatAnthropic, no model_provider) its _llmType(); requireFinishReason: false opts out', async () => {
+          expect(await turnError(fromLangChain(new ScriptedChatModel([start(), delta('Sunny')])), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          const older = () => new AnthropicLike([chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant' } }), delta('Sunny')]);
+          expect(await turnError(fromLangChain(older()), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          expect((await turn(fromLangChain(older(), { requireFinishReason: false }), ask('Weather?'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+        });
+      });
+
       it('a request with tools to a model without bindTools errors clearly', async () => {
         const model = new FakeListChatModel({ responses: ['x'] });
         const noTools = { stream: model.stream.bind(model), _llmType: () => 'bare' };
@@ -245,7 +280,8 @@ describe('rxheal/langchain', function () {
             return 'anthropic';
           }
         }
-        const model = new AnthropicLike([chunk({ content: 'ok' })]);
+        // a whole answer: ChatAnthropic's last chunk carries the stop_reason (a cut one is refused)
+        const model = new AnthropicLike([chunk({ content: 'ok' }), chunk({ content: '', additional_kwargs: { stop_reason: 'end_turn', stop_sequence: null } })]);
         const request = afterWeather('toolu_1');
         const messages = request.messages.map((m) =>
           m.role === 'assistant' ? { ...m, content: 'Checking.', reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }] } : m,
@@ -310,6 +346,108 @@ describe('rxheal/langchain', function () {
         const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }), ask(RIVERS));
         expect(textOf(events)).to.equal(RIVERS_ANSWER);
         expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
+      });
+    });
+    // issue 19, defect 7: a Responses stream ends with response.completed, whose metadata carries
+    // the response's `status`, not a finish reason; every complete answer was refused
+    describe('ChatOpenAI on the Responses API (a codex model; useResponsesApi): recorded streams replayed on 127.0.0.1', () => {
+      // gpt-5.1-codex-max, recorded by vercel/ai: a reasoning summary and a call, two more calls, the answer
+      const codex = recordedResponses('openai-responses-codex-calculator.jsonl');
+      const answer = codex[3]!;
+      const CALCULATOR = { name: 'calculator', description: 'A minimal calculator for basic arithmetic. Call it once per step.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string', enum: ['add', 'subtract', 'multiply', 'divide'] } }, required: ['a', 'b', 'op'] } };
+      const replays: ResponsesReplay[] = [];
+      const replay = async (...responses: ResponseEvents[]) => {
+        const r = await replayResponses(responses);
+        replays.push(r);
+        return r;
+      };
+      after(() => Promise.all(replays.map((r) => r.close())));
+      // ChatOpenAI picks the Responses API itself for codex models (and for useResponsesApi, built-in tools, reasoning summaries…)
+      const codexModel = (r: ResponsesReplay) => new ChatOpenAI({ model: 'gpt-5.1-codex-max', apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
+      /** The recorded response with its last event (response.completed) replaced, or dropped. */
+      const ending = (events: ResponseEvents, last?: (completed: Record<string, unknown>) => Record<string, unknown>): ResponseEvents => {
+        const completed = events.at(-1)!;
+        expect(completed['type']).to.equal('response.completed');
+        return last ? [...events.slice(0, -1), last(completed)] : events.slice(0, -1);
+      };
+      const incomplete = (reason: string | null) => (completed: Record<string, unknown>) => ({
+        ...completed,
+        type: 'response.incomplete',
+        response: { ...(completed['response'] as object), status: 'incomplete', incomplete_details: reason === null ? null : { reason } },
+      });
+
+      it("a codex model's whole agent run — a reasoning summary, three calculator calls, the answer — each turn complete at response.completed", async () => {
+        const r = await replay(...codex);
+        const calculator = defineTool({
+          name: 'calculator',
+          description: CALCULATOR.description,
+          args: t.type({ a: t.number, b: t.number, op: t.keyof({ add: null, subtract: null, multiply: null, divide: null }) }),
+          execute: ({ a, b, op }) => of({ add: a + b, subtract: a - b, multiply: a * b, divide: a / b }[op]),
+        });
+        const events = await lastValueFrom(runAgent({ model: fromLangChain(codexModel(r)), tools: [calculator], messages: [{ role: 'user', content: 'Compute ((12 + 7) × 3) × 10 with the calculator.' }] }).pipe(toArray()));
+        const results = events.flatMap((e) => (e.type === 'tool-result' ? [e.result] : []));
+        expect(results).to.deep.equal([19, 57, 570]);
+        const final = events.at(-1);
+        expect(final).to.have.nested.property('message.content', 'The final result is **570**.');
+        expect(r.requests.map((q) => [q.path, q.body['model'], q.body['stream']])).to.deep.equal(Array(4).fill(['/v1/responses', 'gpt-5.1-codex-max', true]));
+      });
+
+      it("the first turn: the reasoning summary as reasoning, the call, then finish tool-calls with response.completed's usage", async () => {
+        const r = await replay(codex[0]!);
+        const events = await turn(fromLangChain(codexModel(r)), ask('Compute ((12 + 7) × 3) × 10.', [CALCULATOR]));
+        const thought = events.filter((e) => e.type === 'reasoning-delta').map((e) => (e as { text: string }).text).join('');
+        expect(thought).to.equal("**Calculating step-by-step using calculator**\n\nI'll compute 12 plus 7, then multiply the result by 3, and finally multiply that by 10, reporting the final product.");
+        expect(events.filter((e) => e.type !== 'reasoning-delta')).to.deep.equal([
+          { type: 'reasoning-end' },
+          { type: 'tool-call', id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', name: 'calculator', args: { a: 12, b: 7, op: 'add' } },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 134, outputTokens: 28 } },
+        ]);
+      });
+
+      it('useResponsesApi on any model: the recorded answer is complete at response.completed (finish stop, its usage)', async () => {
+        const r = await replay(answer);
+        const chat = new ChatOpenAI({ model: 'gpt-4o-mini', useResponsesApi: true, apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
+        const events = await turn(fromLangChain(chat), ask('And the result?'));
+        expect(textOf(events)).to.equal('The final result is **570**.');
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 299, outputTokens: 12 } });
+        expect(r.requests[0]!.path).to.equal('/v1/responses');
+      });
+
+      it('still refused: a stream that ends without response.completed — cut mid-answer, or right before it — is an IncompleteStreamError, never a short answer', async () => {
+        const cuts = [ending(answer), answer.slice(0, answer.findIndex((e) => e['type'] === 'response.output_text.delta') + 3), codex[0]!.slice(0, -3)];
+        const r = await replay(...cuts);
+        for (const [i] of cuts.entries()) expect(await turnError(fromLangChain(codexModel(r)), ask('x', [CALCULATOR])), `cut ${i}`).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("still refused: a failed response — the recorded insufficient_quota error event then response.failed — is an error, classified; response.failed alone (LangChain drops it) ends without response.completed: IncompleteStreamError", async () => {
+        const failed = recordedResponses('openai-responses-failed.jsonl')[0]!;
+        const r = await replay(failed, failed.filter((e) => e['type'] !== 'error'));
+        const quota = await turnError(fromLangChain(codexModel(r)), ask('x'));
+        // the SDK throws the error event's status-less APIError; its type says what it was
+        expect(quota, String(quota)).to.be.instanceOf(HttpError);
+        expect(classifyError(quota)).to.deep.include({ category: 'rate_limit', retryable: false, fallback: true });
+        expect(await turnError(fromLangChain(codexModel(r)), ask('x'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("response.incomplete — the answer stopped by max_output_tokens or the content filter — finishes as Chat Completions' finish_reason would: 'length', 'content-filter' (the answer as far as it went; not a cut stream)", async () => {
+        const r = await replay(ending(answer, incomplete('max_output_tokens')), ending(answer, incomplete('content_filter')), ending(answer, incomplete(null)));
+        for (const reason of ['length', 'content-filter', 'other']) {
+          const events = await turn(fromLangChain(codexModel(r)), ask('x'));
+          expect(textOf(events), reason).to.equal('The final result is **570**.');
+          expect(events.at(-1), reason).to.deep.equal({ type: 'finish', reason, usage: { inputTokens: 299, outputTokens: 12 } });
+        }
+      });
+
+      it("a Responses status other than completed or incomplete on a last chunk ('failed', 'cancelled', 'in_progress') is refused whatever requireFinishReason says", async () => {
+        for (const status of ['failed', 'cancelled', 'in_progress']) {
+          const model = new ScriptedChatModel([
+            chunk({ content: [{ type: 'text', text: 'Par', index: 0 }] as never, response_metadata: { model_provider: 'openai' } }),
+            chunk({ content: [], response_metadata: { model_provider: 'openai', object: 'response', status, incomplete_details: null } }),
+          ]);
+          for (const requireFinishReason of [undefined, false]) {
+            expect(await turnError(fromLangChain(model, { requireFinishReason }), ask('x')), `${status}, ${String(requireFinishReason)}`).to.be.instanceOf(IncompleteStreamError);
+          }
+        }
       });
     });
   });

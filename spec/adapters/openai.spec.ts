@@ -32,6 +32,8 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
       ['params without a model', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: '' })],
       ['maxRetries: -1', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }, { maxRetries: -1 })],
       ['an unknown option', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }, { retries: 2 } as never)],
+      // every choice of the stream is read as the one answer rxheal asked for
+      ['params asking for two answers (n: 2)', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o', n: 2 })],
     ],
   });
 

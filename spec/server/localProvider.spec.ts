@@ -526,6 +526,42 @@ describe('local provider', () => {
         await own.close(); // idempotent
       });
 
+      // issue 19 (checks): waitForRequest never settled when the server closed first
+      it('waitForRequest settles when the server closes first: a wait no request answered rejects at close(), a wait made after close() at once; a running request it matches still resolves it (server-closed)', async () => {
+        const own = await startLocalProvider({ tokenDelayMs: 1, faults: { kind: 'stall', afterChunks: 1 } });
+        const never = own.waitForRequest((r) => r.path === '/nowhere');
+        const stalled = own.waitForRequest((r) => r.path === '/v1/chat/completions');
+        const settled = (p: Promise<unknown>) => p.then((value) => ({ value }), (error: unknown) => ({ error }));
+        const outcomes = [settled(never), settled(stalled)];
+        const response = await post(`${own.url}/v1/chat/completions`, openAIBody('Hi'));
+        const reading = response.body!.getReader().read().then(() => undefined, () => undefined);
+        for (let waited = 0; own.requests.length === 0 && waited < 2000; waited += 5) await new Promise((resolve) => setTimeout(resolve, 5));
+        await own.close();
+        await reading;
+        const [n, st] = await Promise.all(outcomes);
+        expect(n).to.have.property('error').that.is.instanceOf(Error).with.property('message').that.matches(/closed before a request it waited for ended/);
+        expect(st).to.have.nested.property('value.end', 'server-closed');
+        const late = await settled(own.waitForRequest((r) => r.path === '/nowhere'));
+        expect(late).to.have.property('error').that.is.instanceOf(Error);
+        // what had ended is still found after close()
+        expect(await own.waitForRequest((r) => r.path === '/v1/chat/completions')).to.deep.include({ end: 'server-closed' });
+      });
+
+      it('waitForRequest: a predicate that throws rejects that wait with what it threw; other waits and the server go on', async () => {
+        const boom = new Error('predicate bug');
+        const before = server.requests.length;
+        const broken = server.waitForRequest(() => {
+          throw boom;
+        });
+        const fine = server.waitForRequest((r) => Number(r.id.slice(4)) > before);
+        const settled = broken.then(() => 'resolved', (error: unknown) => error);
+        await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text();
+        expect(await settled).to.equal(boom);
+        expect(await fine).to.deep.include({ end: 'completed' });
+        expect(await server.waitForRequest(() => { throw boom; }).then(() => 'resolved', (error: unknown) => error), 'a request had ended already').to.equal(boom);
+        expect((await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).status).to.equal(200);
+      });
+
       it('reset after N chunks: exactly N tokens, then the connection is destroyed', async () => {
         server.faults.set({ kind: 'reset', afterChunks: 4, times: 1 });
         const response = await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'));

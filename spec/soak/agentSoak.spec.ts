@@ -41,10 +41,19 @@ describe(`fault soak: agent runs in virtual time (${RUNS} seeded runs, seed ${SE
     if (process.env['SOAK_SEED'] !== undefined) this.skip();
     for (const kind of MODEL_FAULT_KINDS) expect(report.faults[`model:${kind}`] ?? 0, `model fault ${kind}`).to.be.greaterThan(0);
     for (const kind of ['ok', 'http503', 'http429', 'rejected', 'slow']) expect(report.faults[`tool:${kind}`] ?? 0, `tool fault ${kind}`).to.be.greaterThan(0);
-    for (const path of ['retry', 'fallback', 'reset', 'continued', 'reflection', 'degraded', 'circuit-opened', 'circuit-rejected', 'tool-error']) {
+    for (const path of ['retry', 'fallback', 'reset', 'continued', 'continuation-retried', 'reflection', 'degraded', 'circuit-opened', 'circuit-rejected', 'tool-error']) {
       expect(report.healing[path] ?? 0, `healing path ${path}`).to.be.greaterThan(0);
     }
     for (const outcome of ['answer', 'AllFallbacksFailedError', 'BudgetExceededError(steps)']) expect(report.outcomes[outcome] ?? 0, outcome).to.be.greaterThan(0);
+  });
+
+  // issue 19, defect 6: a model's own retry restarting a continuation took back the partial text
+  // too (the final message was the continuation alone); the soak draws that combination rarely
+  it(`aimed at 'continue' with each model's retries in perModel (afterEmit 'restart'): ${RUNS} runs, the same checks, a continuation restarted by its own retry among them`, function () {
+    this.timeout(30_000);
+    const aimed = runAgentSoak({ runs: RUNS, seed: SEED, fix: { midStream: 'continue', modelAfterEmit: 'restart', modelRetries: 2 } });
+    expect(aimed.problems).to.deep.equal([]);
+    if (process.env['SOAK_SEED'] === undefined) expect(aimed.healing['continuation-restarted'] ?? 0, 'continuations restarted by their own retry').to.be.greaterThan(0);
   });
 
   it('is deterministic: the same seed gives the same runs', () => {

@@ -5,7 +5,8 @@
  * - {@link runAgentSoak}: agent runs in virtual time (one `TestScheduler.run` per batch of runs
  *   sharing a `CircuitBreakerRegistry` and a `CapabilityRegistry`), each generated from a seed:
  *   a `fallbackModel` over 2–3 scripted models (each behind `timeout({ first, each })` and its own
- *   `retryWithBackoff`, afterEmit 'error'), a model pipeline (a chain retry and/or a total
+ *   `retryWithBackoff`: around the model with afterEmit 'error', or in `perModel` with afterEmit
+ *   'restart', whose resets reach continuations too), a model pipeline (a chain retry and/or a total
  *   budget), tools (idempotent `lookup`, non-idempotent `book`, slow `search` under
  *   `degradeAfter`) through `retryWithBackoff` + `circuitBreak` + `reflectOnError`, and random
  *   faults per model call and per tool execution.
@@ -52,7 +53,7 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
-import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
+import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
 import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
 import { anthropicModel } from '../../src/sources/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
@@ -231,6 +232,12 @@ export interface Scenario {
   readonly models: readonly string[];
   readonly midStream: 'restart' | 'continue';
   readonly modelRetries: number;
+  /**
+   * Where each model's own retries run: `'error'`, around the model (afterEmit 'error'); `'restart'`,
+   * in `fallbackModel`'s `perModel` (afterEmit 'restart': a reset per restart, inside a
+   * continuation too, where it may take back only the continuation's own text).
+   */
+  readonly modelAfterEmit: 'error' | 'restart';
   readonly modelBackoffMs: number;
   readonly jitter: 'none' | 'full';
   readonly firstMs: number;
@@ -303,6 +310,8 @@ function generateScenario(rng: Rng, batch: number, index: number, startAt: numbe
     modelFaultRate: rate,
     toolFaultRate: rate,
     startAt,
+    // drawn last: the other fields of a seed's scenario stay what they were
+    modelAfterEmit: rng.chance(0.5) ? 'error' : 'restart',
   };
 }
 
@@ -391,8 +400,12 @@ interface ModelCall {
   readonly base: string;
   readonly kind: 'tools' | 'final';
   readonly continuation: boolean;
+  /** The partial text a continuation was asked to continue. */
+  readonly partial: string | undefined;
   readonly fault: ModelFault;
   delivered: boolean;
+  /** Whether it emitted any text (before a fault or not). */
+  texted: boolean;
 }
 
 /** Everything recorded about one run. */
@@ -468,22 +481,24 @@ function soakModel(id: string, s: Scenario, rng: Rng, trace: RunTrace, stalls: S
           let base = id;
           let text: string;
           let continuation = false;
+          let partial: string | undefined;
           if (last?.role === 'user' && last.content === DEFAULT_CONTINUE_INSTRUCTION && prev?.role === 'assistant') {
             continuation = true;
             if (s.midStream !== 'continue') trace.problems.push(`model '${id}' asked to continue in '${s.midStream}' mode`);
             const before = messages.slice(0, -2);
-            const partial = prev.content;
-            const match = s.models.map((m) => ({ m, turn: decide(s, m, before) })).find(({ turn }) => partial !== '' && turn.text.startsWith(partial));
+            const cut = prev.content;
+            partial = cut;
+            const match = s.models.map((m) => ({ m, turn: decide(s, m, before) })).find(({ turn }) => cut !== '' && turn.text.startsWith(cut));
             if (!match) {
-              trace.problems.push(`model '${id}' asked to continue ${JSON.stringify(partial)}, which is no model's text`);
+              trace.problems.push(`model '${id}' asked to continue ${JSON.stringify(cut)}, which is no model's text`);
               planned = decide(s, id, before);
               text = planned.text;
             } else {
               planned = match.turn;
               base = match.m;
-              const tokens = partial.match(/\s*\S+/g) ?? [];
+              const tokens = cut.match(/\s*\S+/g) ?? [];
               const overlap = tokens.slice(Math.max(0, tokens.length - s.overlapTokens)).join('');
-              text = (s.overlapTokens > 0 ? overlap : '') + planned.text.slice(partial.length);
+              text = (s.overlapTokens > 0 ? overlap : '') + planned.text.slice(cut.length);
             }
           } else {
             planned = decide(s, id, messages);
@@ -492,7 +507,7 @@ function soakModel(id: string, s: Scenario, rng: Rng, trace: RunTrace, stalls: S
           let fault: ModelFault = rng.chance(s.modelFaultRate) ? rng.weighted(MODEL_FAULTS) : 'ok';
           if (fault === 'bad-args' && planned.kind !== 'tools') fault = 'ok';
           trace.faults.push(`model:${fault}`);
-          const call: ModelCall = { model: id, base, kind: planned.kind, continuation, fault, delivered: false };
+          const call: ModelCall = { model: id, base, kind: planned.kind, continuation, partial, fault, delivered: false, texted: false };
           trace.calls.push(call);
           // half the turns reason first (a block, signed half the time): it must never reach the text
           const thought = rng.chance(0.5) ? `Planning ${planned.kind} as ${id} (${++trace.callIds}).` : undefined;
@@ -510,37 +525,42 @@ function soakModel(id: string, s: Scenario, rng: Rng, trace: RunTrace, stalls: S
           const gap = rng.int(5, 80);
           const k = rng.int(0, content.length);
           const whole = [...content, done];
-          switch (fault) {
-            case 'ok':
-            case 'bad-args':
-              return timed(whole, gap, EMPTY).pipe(tap((e) => (call.delivered ||= e === done)));
-            case 'slow-first':
-              return timed(whole, gap, EMPTY, s.firstMs - rng.int(1, 200)).pipe(tap((e) => (call.delivered ||= e === done)));
-            case 'http429':
-              return after(gap, throwError(() => new HttpError(429, { 'retry-after': String(rng.int(1, 2)) })));
-            case 'http429-long':
-              return after(gap, throwError(() => new HttpError(429, { 'retry-after': '120' })));
-            case 'http500':
-              return after(gap, throwError(() => new HttpError(500)));
-            case 'http503':
-              return after(gap, throwError(() => new HttpError(503)));
-            case 'http400':
-              return after(gap, throwError(() => new HttpError(400, {}, 'bad request')));
-            case 'reset':
-              return timed(content.slice(0, k), gap, after(gap, throwError(() => new IncompleteStreamError(id, 'connection reset', k))));
-            case 'incomplete':
-              return timed(content, gap, after(gap, throwError(() => new IncompleteStreamError(id, 'no [DONE]', content.length))));
-            case 'malformed':
-              return timed(content.slice(0, k), gap, after(gap, throwError(() => new MalformedStreamError(id, 'invalid JSON', '{"choices":[{"delta":{"content":"Hel'))));
-            case 'stall-first':
-            case 'stall-mid': {
-              const stall = new Subject<TurnEvent>();
-              stalls.push(stall);
-              return timed(fault === 'stall-first' ? [] : content.slice(0, Math.max(1, k)), gap, stall);
+          // whether this call emitted any text (before a fault or not)
+          const texted = tap<TurnEvent>((e) => (call.texted ||= e.type === 'text-delta'));
+          const stream$ = ((): Observable<TurnEvent> => {
+            switch (fault) {
+              case 'ok':
+              case 'bad-args':
+                return timed(whole, gap, EMPTY).pipe(tap((e) => (call.delivered ||= e === done)));
+              case 'slow-first':
+                return timed(whole, gap, EMPTY, s.firstMs - rng.int(1, 200)).pipe(tap((e) => (call.delivered ||= e === done)));
+              case 'http429':
+                return after(gap, throwError(() => new HttpError(429, { 'retry-after': String(rng.int(1, 2)) })));
+              case 'http429-long':
+                return after(gap, throwError(() => new HttpError(429, { 'retry-after': '120' })));
+              case 'http500':
+                return after(gap, throwError(() => new HttpError(500)));
+              case 'http503':
+                return after(gap, throwError(() => new HttpError(503)));
+              case 'http400':
+                return after(gap, throwError(() => new HttpError(400, {}, 'bad request')));
+              case 'reset':
+                return timed(content.slice(0, k), gap, after(gap, throwError(() => new IncompleteStreamError(id, 'connection reset', k))));
+              case 'incomplete':
+                return timed(content, gap, after(gap, throwError(() => new IncompleteStreamError(id, 'no [DONE]', content.length))));
+              case 'malformed':
+                return timed(content.slice(0, k), gap, after(gap, throwError(() => new MalformedStreamError(id, 'invalid JSON', '{"choices":[{"delta":{"content":"Hel'))));
+              case 'stall-first':
+              case 'stall-mid': {
+                const stall = new Subject<TurnEvent>();
+                stalls.push(stall);
+                return timed(fault === 'stall-first' ? [] : content.slice(0, Math.max(1, k)), gap, stall);
+              }
+              case 'truncated':
+                return timed(content.slice(0, k), gap, EMPTY);
             }
-            case 'truncated':
-              return timed(content.slice(0, k), gap, EMPTY);
-          }
+          })();
+          return stream$.pipe(texted);
         }),
       ),
   };
@@ -592,24 +612,23 @@ function soakTools(s: Scenario, rng: Rng, trace: RunTrace) {
   ];
 }
 
+/** A model behind its own deadlines (the first event, then each next). */
+function timedModel(model: Model, s: { firstMs: number; idleMs: number }): Model {
+  return { id: model.id, stream: (request) => streamModel(model, request).pipe(timeout({ first: s.firstMs, each: s.idleMs })) };
+}
+
+type ModelRetryTiming = { modelRetries: number; modelBackoffMs: number; jitter: 'none' | 'full' };
+
+/** A model's own retries: `maxRetries`, backoff and jitter of the scenario. */
+const modelRetryOptions = (hub: HealHub, target: string, s: ModelRetryTiming, random: () => number) =>
+  ({ hub, target, maxRetries: s.modelRetries, initialBackoffMs: s.modelBackoffMs, maxBackoffMs: 4_000, jitter: s.jitter, random }) as const;
+
 /** A model behind its own deadlines and retries (what the demo does per provider). */
-function healedModel(model: Model, hub: HealHub, s: { firstMs: number; idleMs: number; modelRetries: number; modelBackoffMs: number; jitter: 'none' | 'full' }, random: () => number): Model {
+function healedModel(model: Model, hub: HealHub, s: { firstMs: number; idleMs: number } & ModelRetryTiming, random: () => number): Model {
+  const timed = timedModel(model, s);
   return {
     id: model.id,
-    stream: (request) =>
-      streamModel(model, request).pipe(
-        timeout({ first: s.firstMs, each: s.idleMs }),
-        retryWithBackoff({
-          hub,
-          target: `model:${model.id}`,
-          maxRetries: s.modelRetries,
-          initialBackoffMs: s.modelBackoffMs,
-          maxBackoffMs: 4_000,
-          jitter: s.jitter,
-          random,
-          afterEmit: 'error',
-        }),
-      ),
+    stream: (request) => streamModel(timed, request).pipe(retryWithBackoff({ ...modelRetryOptions(hub, `model:${model.id}`, s, random), afterEmit: 'error' })),
   };
 }
 
@@ -622,11 +641,17 @@ interface Shared {
 function agentConfig(s: Scenario, rng: Rng, trace: RunTrace, shared: Shared, stalls: Subject<TurnEvent>[]): AgentConfig {
   const { breakers, capabilities } = shared;
   const hub = trace.hub;
-  const models = s.models.map((id) => healedModel(soakModel(id, s, rng, trace, stalls), hub, s, rng.next));
+  const restarting = s.modelAfterEmit === 'restart';
+  const models = s.models.map((id) => (restarting ? timedModel(soakModel(id, s, rng, trace, stalls), s) : healedModel(soakModel(id, s, rng, trace, stalls), hub, s, rng.next)));
+  // 'restart': each model's retries run in perModel, their resets through the chain (into continuations)
+  const perModel: FallbackModelOptions['perModel'] = (_id, stream$, { hub: runHub, target }) =>
+    stream$.pipe(
+      retryWithBackoff<TurnEvent>({ ...modelRetryOptions(runHub ?? hub, target, s, rng.next), afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }),
+    );
   const reflect = reflectOnError({ maxReflections: s.maxReflections, onExhausted: s.onExhausted });
   const chain = s.chainRetries > 0 || s.totalTimeoutMs !== undefined;
   return {
-    model: fallbackModel(models, { breakers, hub, midStream: s.midStream }),
+    model: fallbackModel(models, { breakers, hub, midStream: s.midStream, ...(restarting ? { perModel } : {}) }),
     tools: soakTools(s, rng, trace),
     hub,
     capabilities,
@@ -782,6 +807,11 @@ function checkRun(trace: RunTrace, outcomes: Histogram, healing: Histogram): voi
   if (events.some((e) => e.type === 'circuit' && e.kind === 'rejected')) bump(healing, 'circuit-rejected');
   if (events.some((e) => e.type === 'circuit' && e.kind === 'transition' && e.to === 'open')) bump(healing, 'circuit-opened');
   if (trace.calls.some((c) => c.continuation && c.delivered)) bump(healing, 'continued');
+  // a model's own retry inside a continuation: the same model asked twice in a row to continue the
+  // same text; restarted, when its first attempt had emitted text (the reset may take back only that)
+  const retried = trace.calls.filter((c, i) => i > 0 && c.continuation && trace.calls[i - 1]!.continuation && trace.calls[i - 1]!.model === c.model && trace.calls[i - 1]!.partial === c.partial);
+  if (retried.length > 0) bump(healing, 'continuation-retried');
+  if (retried.some((c) => trace.calls[trace.calls.indexOf(c) - 1]!.texted)) bump(healing, 'continuation-restarted');
   if (events.some((e) => e.type === 'tool-error')) bump(healing, 'tool-error');
 }
 
@@ -791,6 +821,11 @@ export interface AgentSoakOptions {
   readonly seed: number;
   /** Runs sharing breakers and capabilities, started a random 0–3 s apart. Defaults to 20. */
   readonly batchSize?: number;
+  /**
+   * Fields every scenario gets instead of the drawn ones (the rest is drawn as always), to aim
+   * the soak at one combination: `{ midStream: 'continue', modelAfterEmit: 'restart' }`.
+   */
+  readonly fix?: Partial<Pick<Scenario, 'midStream' | 'modelAfterEmit' | 'modelRetries'>>;
 }
 
 /**
@@ -827,7 +862,7 @@ export function runAgentSoak(options: AgentSoakOptions): SoakReport {
           const index = done + i;
           at += batchRng.int(0, 3_000);
           const rng = new Rng(Rng.derive(seed, batch, i));
-          const s = generateScenario(rng, batch, index, at);
+          const s = { ...generateScenario(rng, batch, index, at), ...options.fix };
           const trace: RunTrace = { scenario: s, hub: new HealHub(), events: [], error: undefined, completed: false, endedAt: undefined, calls: [], faults: [], bookings: new Map(), active: 0, problems: [], callIds: 0, thoughts: new Set() };
           traces.push(trace);
           asyncScheduler.schedule(() => {

@@ -442,6 +442,81 @@ describe('fallbackModel', () => {
       });
     });
 
+    describe("issue 19, defect 6: 'continue' with a perModel retry that restarts (afterEmit: 'restart') inside the continuation", () => {
+      const hello = { a: delta('Hello wor') };
+      const restarting: FallbackModelOptions['perModel'] = (_id, stream$, { target }) =>
+        stream$.pipe(retryWithBackoff<TurnEvent>({ maxRetries: 1, initialBackoffMs: 10, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }));
+      const retryReset: TurnEvent = { type: 'reset', reason: 'retry', target: 'model:secondary' };
+
+      it("the reset takes back only the continuation's own text: the consumer is shown the partial text again, then the retried continuation ('Hello world! How are you?', not 'ld! How are you?')", () => {
+        const ts = testScheduler();
+        ts.run(({ cold, expectObservable, flush }) => {
+          // the primary has no retry (perModel passes it as is); the continuation's first attempt fails after 'ld!'
+          const primary = scripted('primary', cold('-a-#', hello, e503));
+          const secondary = scripted('secondary', cold('-b-#', { b: delta('ld!') }, e503), cold('-c-(f|)', { c: delta('ld! How are you?'), f: stop }));
+          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
+          expectObservable(streamModel(model, request)).toBe('-a--b-(Rp) 7ms c-(f|)', { ...hello, b: delta('ld!'), R: retryReset, p: delta('Hello wor'), c: delta('ld! How are you?'), f: stop });
+          flush();
+          // both attempts of the continuation continue the same partial text
+          expect(secondary.requests).to.deep.equal([continueRequest('Hello wor'), continueRequest('Hello wor')]);
+          const { events } = collect(ts, streamModel(model, request));
+          expect(shown(events)).to.equal('Hello world! How are you?');
+        });
+      });
+
+      it("the failed model's reasoning shown before the continuation stays too (each block again whole, with its end), the continuation's own is taken back", () => {
+        const ts = testScheduler();
+        ts.run(({ cold, flush }) => {
+          const think: TurnEvent = { type: 'reasoning-delta', text: 'A greeting' };
+          const more: TurnEvent = { type: 'reasoning-delta', text: ', then a question.' };
+          const end: TurnEvent = { type: 'reasoning-end', signature: 'sig-1' };
+          const primary = scripted('primary', cold('-r-m-e-a-#', { r: think, m: more, e: end, ...hello }, e503));
+          const own: TurnEvent = { type: 'reasoning-delta', text: 'Continue after "wor".' };
+          const secondary = scripted('secondary', cold('-o-b-#', { o: own, b: delta('ld!') }, e503), cold('-c-(f|)', { c: delta('ld! How are you?'), f: stop }));
+          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
+          const { events, error } = collect(ts, streamModel(model, request));
+          flush();
+          expect(error()).to.equal(undefined);
+          const afterReset = events.slice(events.findIndex((e) => e.type === 'reset') + 1);
+          expect(afterReset).to.deep.equal([{ type: 'reasoning-delta', text: 'A greeting, then a question.' }, end, delta('Hello wor'), delta('ld! How are you?'), stop]);
+        });
+      });
+
+      it('a continuation whose text was all held back (a repeat of the tail, not shown yet) had nothing to take back: no reset reaches the consumer, and the retried attempt is trimmed afresh', () => {
+        const ts = testScheduler();
+        ts.run(({ cold, expectObservable }) => {
+          const primary = scripted('primary', cold('-a-#', hello, e503));
+          // 'wor' could still be a repeat: held, never shown; the retry's attempt repeats it again
+          const secondary = scripted('secondary', cold('-w-#', { w: delta('wor') }, e503), cold('-x-(f|)', { x: delta('world! How are you?'), f: stop }));
+          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
+          expectObservable(streamModel(model, request)).toBe('-a-- 12ms -x-(f|)', { ...hello, x: delta('ld! How are you?'), f: stop });
+        });
+      });
+
+      it("a model's own restart outside a continuation still passes unchanged (the reset discards its whole turn)", () => {
+        testScheduler().run(({ cold, expectObservable }) => {
+          const primary = scripted('primary', cold('-a-#', hello, e503), cold('-h-(f|)', { h: delta('Hello world!'), f: stop }));
+          const model = fallbackModel([primary], { midStream: 'continue', perModel: restarting });
+          expectObservable(streamModel(model, request)).toBe('-a-R 9ms -h-(f|)', { ...hello, R: { ...retryReset, target: 'model:primary' }, h: delta('Hello world!'), f: stop });
+        });
+      });
+
+      it('a continuation that restarted, then failed for good, is continued by the next model from the partial text plus the retried attempt’s own', () => {
+        const ts = testScheduler();
+        ts.run(({ cold, flush }) => {
+          const primary = scripted('primary', cold('-a-#', hello, e503));
+          const secondary = scripted('secondary', cold('-b-#', { b: delta('ld!') }, e503), cold('-c-#', { c: delta('ld! How') }, e503));
+          const tertiary = scripted('tertiary', cold('-t-(f|)', { t: delta(' are you?'), f: stop }));
+          const model = fallbackModel([primary, secondary, tertiary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'secondary' ? restarting(id, s$, c) : s$) });
+          const { events, error } = collect(ts, streamModel(model, request));
+          flush();
+          expect(error()).to.equal(undefined);
+          expect(tertiary.requests).to.deep.equal([continueRequest('Hello world! How')]);
+          expect(shown(events)).to.equal('Hello world! How are you?');
+        });
+      });
+    });
+
     it("'continue' after a tool call: the turn cannot be continued, so it restarts (reset, then the whole answer)", () => {
       testScheduler().run(({ cold, expectObservable, flush }) => {
         const call: TurnEvent = { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'NYC' } };

@@ -42,7 +42,7 @@ import type {
 import { Observable, Subscriber, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors.js';
 import type { FinishReason, Message, ReasoningEnd, ReasoningPart, ToolCall, TurnEvent, Usage } from '../core/events.js';
-import { isModel, streamModel, toolParameters, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
+import { isModel, modelsInside, streamModel, toolParameters, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model.js';
 import { NonEmptyString, validateOptions } from '../core/options.js';
 import { argumentsText } from '../sources/providers/openai.js';
 import { parseToolArguments, PlainObject } from '../sources/providers/sse.js';
@@ -135,6 +135,8 @@ export interface ToAiSdkOptions {
  * `{ ...request }` copies (fallbackModel's continuation, `adapt`), other models ignore it.
  */
 const CALL_SETTINGS = Symbol.for('rxheal.ai-sdk.callSettings');
+/** Marks the models `fromAiSdk` makes: they take the call settings `toAiSdk` hands on. */
+const TAKES_SETTINGS = Symbol.for('rxheal.ai-sdk.takesCallSettings');
 type RequestWithSettings = ModelRequest & { readonly [CALL_SETTINGS]?: AiSdkCallSettings };
 
 
@@ -601,7 +603,7 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   const id = o.id ?? `${model.provider}:${model.modelId}`;
   const settings = (o.settings ?? {}) as AiSdkCallSettings;
   const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
-  return {
+  const made: Model = {
     id,
     stream: (request, context) => {
       const call: LanguageModelV3CallOptions = {
@@ -615,6 +617,35 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
       return decodeParts(() => doStream(call), new PartDecoder(id));
     },
   };
+  Object.defineProperty(made, TAKES_SETTINGS, { value: true, enumerable: false });
+  return made;
+}
+
+/** The ids of the models in `model` (itself, or those it is made of, all the way down) that take no AI SDK call settings: not `fromAiSdk` models. */
+function settingsIgnoredBy(model: Model, out: string[] = []): string[] {
+  if ((model as { [TAKES_SETTINGS]?: boolean })[TAKES_SETTINGS] === true) return out;
+  const inside = modelsInside(model);
+  if (inside === undefined) out.push(model.id);
+  else for (const m of inside) settingsIgnoredBy(m, out);
+  return out;
+}
+
+/**
+ * What an AI SDK provider says of a setting it can't honour (`'unsupported'`), for each setting
+ * the call set that some model inside takes no part of (`ignoredBy`: their ids). Provider options
+ * are not warned about (every AI SDK provider ignores those of others), nor headers (the AI SDK
+ * sends its own, a user-agent, on every call).
+ */
+function settingsWarnings(settings: Readonly<Record<string, unknown>>, ignoredBy: readonly string[]): SharedV3Warning[] {
+  if (ignoredBy.length === 0) return [];
+  const names = ignoredBy.map((id) => `'${id}'`);
+  const details =
+    names.length === 1
+      ? `rxheal model ${names[0]} takes no AI SDK call settings (only fromAiSdk models do): set it on the model itself`
+      : `rxheal models ${names.slice(0, -1).join(', ')} and ${names.at(-1)} take no AI SDK call settings (only fromAiSdk models do): set it on the models themselves`;
+  return Object.keys(settings)
+    .filter((key) => key !== 'providerOptions' && key !== 'headers')
+    .map((feature) => ({ type: 'unsupported', feature, details }));
 }
 
 /** Our tool choice in the AI SDK's words. */
@@ -701,8 +732,11 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
   return messages;
 }
 
-/** The call as an rxheal request (with its settings for `fromAiSdk` models), and the warnings. */
-function toRequest(options: LanguageModelV3CallOptions): { request: RequestWithSettings; warnings: SharedV3Warning[] } {
+/**
+ * The call as an rxheal request (with its settings for `fromAiSdk` models), and the warnings:
+ * provider tools, and settings the models `ignoredBy` names can't take.
+ */
+function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly string[]): { request: RequestWithSettings; warnings: SharedV3Warning[] } {
   const warnings: SharedV3Warning[] = [];
   const tools: ToolSpec[] = [];
   for (const tool of options.tools ?? []) {
@@ -714,6 +748,7 @@ function toRequest(options: LanguageModelV3CallOptions): { request: RequestWithS
   // the AI SDK passes every setting, most as undefined: only those set travel
   const settings: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(rest)) if (value !== undefined) settings[key] = value;
+  warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
   const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
@@ -856,7 +891,12 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * `.redactedData`; a file part is an `InvalidOptionError`: rxheal models take text), function
  * tools our tools (provider tools are reported as `unsupported` warnings). The call's settings
  * (`temperature`, `maxOutputTokens`, `providerOptions`, `headers`…) travel with the request to
- * every `fromAiSdk` model inside.
+ * every `fromAiSdk` model inside; the other models (`openAICompatibleModel`, `fromLangChain`…,
+ * inside a `fallbackModel` or not) take theirs from their own options, so each setting the call
+ * sets is reported as an `unsupported` warning naming them (in the `stream-start` part, and
+ * `doGenerate`'s warnings), as an AI SDK provider reports a setting it can't honour (not
+ * `providerOptions`, which providers ignore for one another, nor `headers`). A model that wraps
+ * others in code of its own counts as one that takes none.
  *
  * `doStream` streams the model through `streamModel` (the finish contract holds): text deltas as
  * `text-start/-delta/-end`, reasoning as `reasoning-start/-delta/-end` (a `reasoning-end`'s
@@ -903,6 +943,8 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
     throw new InvalidOptionError('toAiSdk', 'model', model, 'a Model ({ id: non-empty string, stream(request, context) })');
   }
   const o = validateOptions('toAiSdk', toProps, options);
+  // what a model is made of does not change: who takes no settings is known once
+  const ignoredBy = settingsIgnoredBy(model);
   return {
     specificationVersion: 'v3',
     provider: o.provider ?? 'rxheal',
@@ -911,7 +953,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
 
     // async: a prompt rxheal can't take rejects, it doesn't throw
     async doStream(options) {
-      const { request, warnings } = toRequest(options);
+      const { request, warnings } = toRequest(options, ignoredBy);
       const subscription = new Subscription();
       const stream = new ReadableStream<LanguageModelV3StreamPart>(
         {
@@ -939,7 +981,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
     },
 
     async doGenerate(options) {
-      const { request, warnings } = toRequest(options);
+      const { request, warnings } = toRequest(options, ignoredBy);
       return new Promise<LanguageModelV3GenerateResult>((resolve, reject) => {
         let content: LanguageModelV3Content[] = [];
         /** The part the deltas go on: the last one, while it is text or a reasoning block not ended yet. */

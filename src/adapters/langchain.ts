@@ -279,6 +279,8 @@ const FINISH_REASONS: Readonly<Record<string, FinishReason>> = {
   max_tokens: 'length',
   MAX_TOKENS: 'length',
   model_context_window_exceeded: 'length',
+  // OpenAI's Responses API: the incomplete_details.reason of a response.incomplete
+  max_output_tokens: 'length',
   content_filter: 'content-filter',
   refusal: 'content-filter',
   SAFETY: 'content-filter',
@@ -311,6 +313,9 @@ class ChunkReader {
   private readonly byIndex = new Map<number, PendingCall>();
   private finishReason: string | undefined;
   private provider: string | undefined;
+  /** OpenAI's Responses API: the response's status on its last chunk (response.completed / .incomplete), and why an incomplete one stopped. */
+  private status: string | undefined;
+  private incompleteReason: string | undefined;
   private input: number | undefined;
   private output: number | undefined;
 
@@ -366,11 +371,20 @@ class ChunkReader {
     else if (Array.isArray(whole)) for (const call of whole as unknown[]) this.addWhole(call);
     // a tool call ends the reasoning before it
     if ((Array.isArray(pieces) && pieces.length > 0) || (Array.isArray(whole) && whole.length > 0)) this.endReasoning(out);
+    // ChatAnthropic's message_delta carries its stop_reason in additional_kwargs (the delta)
+    const stopped = isObject(chunk['additional_kwargs']) ? chunk['additional_kwargs']['stop_reason'] : undefined;
+    if (typeof stopped === 'string' && stopped !== '') this.finishReason = stopped;
     const meta = chunk['response_metadata'];
     if (isObject(meta)) {
       const reason = meta['finish_reason'] ?? meta['stop_reason'] ?? meta['finishReason'] ?? meta['done_reason'];
       if (typeof reason === 'string' && reason !== '') this.finishReason = reason;
       if (typeof meta['model_provider'] === 'string') this.provider = meta['model_provider'];
+      // the Responses API's last chunk carries the response itself (object 'response'), with its status
+      if (meta['object'] === 'response' && typeof meta['status'] === 'string') {
+        this.status = meta['status'];
+        const details = meta['incomplete_details'];
+        this.incompleteReason = isObject(details) && typeof details['reason'] === 'string' ? details['reason'] : undefined;
+      }
     }
     const usage = chunk['usage_metadata'];
     if (isObject(usage)) {
@@ -421,9 +435,17 @@ class ChunkReader {
   /** The stream ended: its tool calls, then the finish. */
   private finish(): TurnEvent[] {
     this.done = true;
-    // OpenAI's chat models always end with a finish reason: without one the stream was cut
-    const required = this.requireFinishReason ?? this.provider === 'openai';
-    if (required && this.finishReason === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
+    // OpenAI's Responses API ends a whole answer with its status instead of a finish reason:
+    // 'completed', or 'incomplete' — stopped by max_output_tokens or the content filter, as
+    // Chat Completions' 'length' / 'content_filter' — and anything else is no answer
+    if (this.status !== undefined && this.status !== 'completed') {
+      if (this.status !== 'incomplete') throw new IncompleteStreamError(this.model, `response status '${this.status}'`, this.chunks);
+      this.finishReason ??= this.incompleteReason ?? 'incomplete';
+    }
+    // OpenAI's and Anthropic's chat models always end with a finish reason (or a status): without
+    // one the stream was cut (both SDKs end a cut stream quietly)
+    const required = this.requireFinishReason ?? (this.provider === 'openai' || this.provider === 'anthropic');
+    if (required && this.finishReason === undefined && this.status === undefined) throw new IncompleteStreamError(this.model, 'no finish reason', this.chunks);
     // OpenRouter's finish_reason for an answer the provider gave up on
     if (this.finishReason === 'error') throw new IncompleteStreamError(this.model, "finish reason 'error'", this.chunks);
     const out: TurnEvent[] = [];
@@ -489,9 +511,14 @@ export interface FromLangChainOptions {
   /**
    * Whether a stream that ends without a finish reason (`response_metadata.finish_reason` /
    * `stop_reason`) was cut short — an `IncompleteStreamError` — rather than finished. LangChain
-   * streams have no end marker of their own. Defaults to `true` for OpenAI chat models (their
-   * chunks say `model_provider: 'openai'`; the SDK ends a cut stream quietly), `false` otherwise
-   * (fake and custom models often report none).
+   * streams have no end marker of their own. Defaults to `true` for OpenAI and Anthropic chat
+   * models (their chunks say `model_provider: 'openai'` / `'anthropic'`, or `_llmType()` is
+   * `'anthropic'`; both SDKs end a cut stream quietly, and ChatAnthropic's last chunk is the
+   * `message_delta` with the `stop_reason`, in `additional_kwargs`), `false` otherwise (fake and
+   * custom models often report none). On OpenAI's Responses API (`useResponsesApi`,
+   * codex models, built-in tools…) the last chunk's `status` is the end marker: `'completed'`
+   * finishes the answer, `'incomplete'` finishes it as `'length'` (`max_output_tokens`) or
+   * `'content-filter'`, any other status is an `IncompleteStreamError` whatever this says.
    */
   readonly requireFinishReason?: boolean;
 }
@@ -536,9 +563,11 @@ function modelName(chatModel: object): string | undefined {
  * Events: text content (a string, or text blocks) → `text-delta`; `tool_call_chunks` (joined by
  * `index` — a new id with a name at an index already taken starts another call —, or whole
  * `tool_calls`) → one `tool-call` each at the end, arguments parsed; then one
- * `finish`: the reason from `response_metadata` (`finish_reason` / `stop_reason`: `stop`,
+ * `finish`: the reason from `response_metadata` (`finish_reason` / `stop_reason`, or
+ * ChatAnthropic's `additional_kwargs.stop_reason`: `stop`,
  * `end_turn` → `stop`; `tool_calls`, `tool_use` → `tool-calls`; `length`, `max_tokens` →
- * `length`…; none: `tool-calls` after tool calls, else `stop`) and the summed `usage_metadata`.
+ * `length`…; OpenAI's Responses API: the response's `status`, `completed` or `incomplete`;
+ * none: `tool-calls` after tool calls, else `stop`) and the summed `usage_metadata`.
  * See `requireFinishReason` for streams that end without a reason; a finish reason `error`
  * (OpenRouter's) is an `IncompleteStreamError`.
  *
@@ -579,6 +608,8 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   const o = validateOptions('fromLangChain', fromProps, options);
   const id = o.id ?? `langchain:${modelName(chatModel) ?? (typeof chatModel._llmType === 'function' ? chatModel._llmType() : 'chat')}`;
   const thinking = takesThinkingBlocks(chatModel);
+  // ChatAnthropic (its _llmType()): an end marker required even from versions whose chunks name no model_provider
+  const requireFinishReason = o.requireFinishReason ?? (thinking ? true : undefined);
   const open = (request: ModelRequest, signal: AbortSignal): Promise<AsyncIterable<unknown>> => {
     const messages = toMessages(request.messages, thinking);
     if (request.tools.length === 0) return chatModel.stream(messages, { signal });
@@ -591,7 +622,7 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   return {
     id,
     stream: (request, context) =>
-      decodeEvents(fromAsyncIterable(() => iterate(id, () => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, o.requireFinishReason)),
+      decodeEvents(fromAsyncIterable(() => iterate(id, () => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, requireFinishReason)),
   };
 }
 

@@ -14,7 +14,7 @@
 import type OpenAI from 'openai';
 import { InvalidOptionError } from '../core/errors.js';
 import type { Model } from '../core/model.js';
-import { openAIRequestBody, openAIStreamDecoder } from '../sources/providers/openai.js';
+import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../sources/providers/openai.js';
 import { sdkModel, sdkOptions, type SdkModelOptions } from './common.js';
 
 export type { SdkModelOptions } from './common.js';
@@ -88,7 +88,7 @@ export type FromOpenAIOptions = SdkModelOptions;
  * runAgent({ model: fallbackModel([gpt, local]), tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
  * ```
  * @throws {InvalidOptionError} at once, for a client without `chat.completions.create`, params
- * without a `model`, or an invalid option.
+ * without a `model` or asking for more than one answer (`n` > 1), or an invalid option.
  */
 export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, options?: FromOpenAIOptions): Model {
   if (typeof client?.chat?.completions?.create !== 'function') {
@@ -97,6 +97,7 @@ export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, o
   if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
     throw new InvalidOptionError('fromOpenAI', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
   }
+  checkOneAnswer('fromOpenAI', 'params', params as unknown as Record<string, unknown>);
   const { id = `openai:${params.model}`, maxRetries } = sdkOptions('fromOpenAI', options);
   const completions = client.chat.completions;
   return sdkModel({

@@ -169,6 +169,39 @@ export interface Model {
   stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
 }
 
+/** Where a model made of others keeps them (a registry symbol: every copy of rxheal agrees). */
+const INSIDE = Symbol.for('rxheal.model.inside');
+
+/**
+ * Records that `model` calls `models` (a `fallbackModel` its chain), for adapters that need to
+ * know what a model is made of (`toAiSdk`: which models inside take the AI SDK's call settings).
+ * Hidden (not enumerable): spreading or comparing the model is not affected. Returns `model`.
+ *
+ * @example
+ * ```ts
+ * const composite = withModelsInside({ id: 'both', stream: (request, context) => streamModel(a, request, context) }, [a, b]);
+ * modelsInside(composite); // [a, b]
+ * ```
+ */
+export function withModelsInside<M extends Model>(model: M, models: readonly Model[]): M {
+  Object.defineProperty(model, INSIDE, { value: Object.freeze([...models]), enumerable: false });
+  return model;
+}
+
+/**
+ * The models `model` calls, when it was made of others and says so ({@link withModelsInside}:
+ * `fallbackModel`); `undefined` for any other model (a provider, or one that does not say).
+ *
+ * @example
+ * ```ts
+ * modelsInside(fallbackModel([gpt, claude])); // [gpt, claude]
+ * modelsInside(gpt); // undefined
+ * ```
+ */
+export function modelsInside(model: Model): readonly Model[] | undefined {
+  return (model as { [INSIDE]?: readonly Model[] })[INSIDE];
+}
+
 /** The hidden part of a context handed to `model.stream`: the call it serves. Spreading the context keeps it. */
 const SERVED = Symbol('rxheal.servedModelCall');
 

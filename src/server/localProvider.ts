@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, Observable, Subject } from 'rxjs';
 import { InvalidOptionError } from '../core/errors.js';
+import { guard as guardCallback, Thrown } from '../core/guard.js';
 import type { Message } from '../core/events.js';
 import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/options.js';
 import { scriptedAssistant, tokenize, type Assistant, type AssistantRequest, type AssistantTool, type AssistantTurn } from './assistant.js';
@@ -179,7 +180,12 @@ export interface LocalProvider {
   readonly requests: readonly RecordedRequest[];
   /** Requests starting and ending, and fault changes, as they happen (hot). */
   readonly activity$: Observable<ProviderActivity>;
-  /** Resolves once a request ends that matches `predicate` (or has already ended). */
+  /**
+   * Resolves once a request ends that matches `predicate` (or has already ended). Rejects when
+   * the server closes before one did (requests running then end `'server-closed'` first, and
+   * resolve the waits they match), at once when it is closed already, and with what `predicate`
+   * threw, when it throws.
+   */
   waitForRequest(predicate?: (request: RecordedRequest) => boolean): Promise<RecordedRequest>;
   /** Stops listening and drops every open connection (stalled streams included). Idempotent. */
   close(): Promise<void>;
@@ -222,6 +228,16 @@ function reasoningFor(messages: readonly Message[], calls: readonly ToolCallOut[
 
 const MIB = 1024 * 1024;
 const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-id, x-provider-name';
+
+/** A `waitForRequest` not answered yet. */
+interface Waiter {
+  readonly predicate: (request: RecordedRequest) => boolean;
+  readonly resolve: (request: RecordedRequest) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Why a wait ends unanswered: the server closed first. */
+const closedBeforeMatch = (name: string): Error => new Error(`rxheal local provider '${name}' closed before a request it waited for ended`);
 
 type MutableRequest = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] } & { faults: FaultKind[] };
 
@@ -271,7 +287,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   const requests: MutableRequest[] = [];
   /** Bytes of the bodies `requests` holds. */
   let recordedBytes = 0;
-  const waiters = new Set<{ predicate: (r: RecordedRequest) => boolean; resolve: (r: RecordedRequest) => void }>();
+  const waiters = new Set<Waiter>();
   /** Requests in progress, by the controller that stops their work. */
   const running = new Map<AbortController, MutableRequest>();
   let seq = 0;
@@ -287,7 +303,11 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     const done = snapshot(record);
     activity.next({ type: 'request-end', request: done });
     for (const waiter of waiters) {
-      if (waiter.predicate(done)) {
+      const matches = guardCallback(waiter.predicate, done);
+      if (matches instanceof Thrown) {
+        waiters.delete(waiter);
+        waiter.reject(matches.error);
+      } else if (matches) {
         waiters.delete(waiter);
         waiter.resolve(done);
       }
@@ -652,9 +672,15 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         },
         activity$: activity.asObservable(),
         waitForRequest(predicate = () => true) {
-          const done = requests.find((r) => r.end !== undefined && predicate(snapshot(r)));
-          if (done) return Promise.resolve(snapshot(done));
-          return new Promise((resolveWait) => waiters.add({ predicate, resolve: resolveWait }));
+          for (const r of requests) {
+            if (r.end === undefined) continue;
+            const done = snapshot(r);
+            const matches = guardCallback(predicate, done);
+            if (matches instanceof Thrown) return Promise.reject(matches.error);
+            if (matches) return Promise.resolve(done);
+          }
+          if (closing) return Promise.reject(closedBeforeMatch(name));
+          return new Promise((resolveWait, rejectWait) => waiters.add({ predicate, resolve: resolveWait, reject: rejectWait }));
         },
         close() {
           closed ??= new Promise<void>((resolveClose) => {
@@ -663,6 +689,9 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
               finish(record, 'server-closed');
               controller.abort();
             }
+            // no request ends from now on: a wait none answered never will be
+            for (const waiter of waiters) waiter.reject(closedBeforeMatch(name));
+            waiters.clear();
             server.close(() => resolveClose());
             server.closeAllConnections();
           }).then(() => {

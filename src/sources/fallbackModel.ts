@@ -10,7 +10,7 @@ import type { TurnEvent } from '../core/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
 import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
-import { isModel, streamModel, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
+import { isModel, streamModel, withModelsInside, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
 import { OverlapTrimmer } from '../core/overlap.js';
 
 /**
@@ -95,7 +95,12 @@ export interface FallbackModelOptions {
    *   cannot be continued: it restarts as with `'restart'`; nor can one that showed only
    *   reasoning (no text yet). Reasoning shown stays (a block the failed model was still in
    *   ends there, unsigned); the next model's own reasoning passes on as it comes (it never
-   *   counts as a repeat of the text).
+   *   counts as a repeat of the text). A `reset` from inside a continuation (a `perModel` retry
+   *   with `afterEmit: 'restart'` starting the continuing model over) takes back only the
+   *   continuation's own output: the consumer gets the reset, then what it was shown before the
+   *   continuation again (the partial text, and the reasoning blocks shown, each whole), then the
+   *   retried continuation; a continuation that showed nothing yet has nothing to take back, and
+   *   its reset goes no further.
    * - `'error'`: no fallback after the first event; the error passes on unchanged.
    */
   readonly midStream?: 'restart' | 'continue' | 'error';
@@ -204,7 +209,8 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
   const chain: Chain = { list, names, links, ownHub, ownGuards, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
-  return { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) };
+  // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
+  return withModelsInside({ id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) }, list);
 }
 
 /** What every call of one `fallbackModel` shares: its models, breakers and options, resolved once. */
@@ -251,9 +257,9 @@ class FallbackTurn {
   /** The context each model is called with (the run's, with the joined hub). */
   private readonly inner: ModelContext;
   private readonly errors: unknown[] = [];
-  /** What the consumer holds since the last reset: text, and whether it saw a tool call or anything at all. */
-  // the text itself is kept only by 'continue', which sends it on (flat: ~1 byte per character)
-  private readonly text: TextBuffer;
+  /** What the consumer holds since the last reset: whether it saw a tool call or anything at all. */
+  // what it was shown is kept only by 'continue', which sends the text on and may show it again
+  private readonly shown: Transcript | undefined;
   private toolCalled = false;
   private visible = false;
   /** A reasoning block shown and not ended (its model may die inside it). */
@@ -261,7 +267,7 @@ class FallbackTurn {
   private current: Subscription | undefined;
 
   constructor(
-    private readonly chain: Chain,
+    readonly chain: Chain,
     private readonly request: ModelRequest,
     context: ModelContext,
     readonly subscriber: Subscriber<TurnEvent>,
@@ -273,7 +279,7 @@ class FallbackTurn {
     if (hub !== chain.ownHub) for (const link of chain.links) if (link.breaker) hub!.watch(link.breaker);
     // each model is called with the run's context: its attempts count and are traced as the run's
     this.inner = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
-    this.text = new TextBuffer(chain.midStream === 'continue');
+    this.shown = chain.midStream === 'continue' ? new Transcript() : undefined;
   }
 
   /** Teardown: the model running now is unsubscribed. */
@@ -283,18 +289,38 @@ class FallbackTurn {
 
   emit(event: TurnEvent): void {
     if (event.type === 'reset') {
-      this.text.clear();
+      this.shown?.clear();
       this.toolCalled = false;
       this.visible = false;
       this.reasoningOpen = false;
     } else {
       this.visible = true;
-      if (event.type === 'text-delta') this.text.append(event.text);
-      else if (event.type === 'tool-call') this.toolCalled = true;
+      this.shown?.append(event);
+      if (event.type === 'tool-call') this.toolCalled = true;
       else if (event.type === 'reasoning-delta') this.reasoningOpen = true;
       else if (event.type === 'reasoning-end') this.reasoningOpen = false;
     }
     this.subscriber.next(event);
+  }
+
+  /**
+   * A `reset` from inside the continuation running now (a `perModel` retry starting it over): it
+   * takes back only the continuation's own output. When the consumer was shown none of it, there
+   * is nothing to take back; otherwise the reset, then what was shown before the continuation.
+   */
+  retake(reset: TurnEvent): void {
+    const shown = this.shown!;
+    if (!shown.ownShown) return;
+    shown.dropOwn();
+    // what is shown again had no tool call (it could not have been continued) and no open reasoning block (ended at the hand-over)
+    this.toolCalled = false;
+    this.reasoningOpen = false;
+    const { subscriber } = this;
+    subscriber.next(reset);
+    for (const event of shown.replay()) {
+      if (subscriber.closed) return;
+      subscriber.next(event);
+    }
   }
 
   private start(j: number): void {
@@ -303,14 +329,17 @@ class FallbackTurn {
     let req = request;
     let partial: string | undefined;
     if (this.visible) {
-      if (chain.midStream === 'continue' && !this.text.empty && !this.toolCalled) {
+      const shown = this.shown;
+      if (shown?.hasText && !this.toolCalled) {
         // the failed model's reasoning block, cut short, ends here (unsigned): the next model's
         // reasoning is a block of its own, never spliced onto it
         if (this.reasoningOpen) {
           this.emit({ type: 'reasoning-end' });
           if (subscriber.closed) return;
         }
-        partial = this.text.toString();
+        partial = shown.text();
+        // a reset inside the continuation never takes back what was shown before it
+        shown.seal();
         req = {
           ...request,
           messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: chain.instruction }],
@@ -334,8 +363,7 @@ class FallbackTurn {
     } catch (perModelError) {
       return subscriber.error(perModelError);
     }
-    const trimmer = partial !== undefined && chain.maxOverlap > 0 ? new OverlapTrimmer(partial, chain.maxOverlap, chain.longOverlap) : undefined;
-    const sink = new AttemptSink(this, j, attempt, trimmer);
+    const sink = new AttemptSink(this, j, attempt, partial);
     input.subscribe(sink);
     // a sink already closed ended synchronously (a failure there started the next model, which is current now)
     if (subscriber.closed) sink.unsubscribe();
@@ -394,21 +422,38 @@ class ModelAttempt extends Observable<TurnEvent> {
   }
 }
 
-/** One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the chain. */
+/**
+ * One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the
+ * chain. In a continuation (`partial`: the text continued), a `reset` starts the continuation over:
+ * the turn takes back only its own output, and trimming starts afresh.
+ */
 class AttemptSink extends LeanSubscriber<TurnEvent> {
   /** Whether this model's output reached the consumer (held-back text did not). */
   private emitted = false;
+  private trimmer: OverlapTrimmer | undefined;
 
   constructor(
     private readonly turn: FallbackTurn,
     private readonly j: number,
     private readonly attempt: ModelAttempt,
-    private readonly trimmer: OverlapTrimmer | undefined,
+    private readonly partial: string | undefined,
   ) {
     super();
+    this.trimmer = this.newTrimmer();
+  }
+
+  private newTrimmer(): OverlapTrimmer | undefined {
+    const { partial, turn } = this;
+    const { maxOverlap, longOverlap } = turn.chain;
+    return partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
   }
 
   protected override _next(event: TurnEvent): void {
+    if (event.type === 'reset' && this.partial !== undefined) {
+      // held-back text was never shown: the next attempt is trimmed against the partial text afresh
+      this.trimmer = this.newTrimmer();
+      return this.turn.retake(event);
+    }
     const trimmer = this.trimmer;
     // a continuing model's reasoning passes at once: it is not the answer, so it decides no overlap
     if (trimmer && !trimmer.decided && event.type !== 'reasoning-delta' && event.type !== 'reasoning-end') {
@@ -447,6 +492,84 @@ class AttemptSink extends LeanSubscriber<TurnEvent> {
   private flush(): void {
     const rest = this.trimmer!.end();
     if (rest !== '') this.turn.emit({ type: 'text-delta', text: rest });
+  }
+}
+
+/** Consecutive text (or reasoning) deltas shown, kept flat. */
+class Run {
+  readonly text = new TextBuffer();
+
+  constructor(readonly type: 'text-delta' | 'reasoning-delta') {}
+}
+
+/**
+ * What the consumer was shown since its last reset, in `'continue'` mode: the text to send on as
+ * the partial answer, and everything to show again when a reset inside a continuation takes back
+ * only the continuation's own output. Runs of deltas are kept flat (about a byte per character,
+ * whatever the number of deltas); other events (a reasoning block's end, a tool call) as they came.
+ */
+class Transcript {
+  /** Shown before the continuation running now: sealed, never taken back by a reset inside it. */
+  private base: (Run | TurnEvent)[] = [];
+  private baseText = false;
+  /** Shown since (the whole turn, when no continuation runs). */
+  private own: (Run | TurnEvent)[] = [];
+  private ownText = false;
+  /** The run the next delta of its kind extends. */
+  private run: Run | undefined;
+
+  get hasText(): boolean {
+    return this.baseText || this.ownText;
+  }
+
+  /** Whether the consumer was shown anything since the seal. */
+  get ownShown(): boolean {
+    return this.own.length > 0;
+  }
+
+  append(event: TurnEvent): void {
+    if (event.type === 'text-delta' || event.type === 'reasoning-delta') {
+      if (event.text === '') return;
+      if (event.type === 'text-delta') this.ownText = true;
+      if (this.run?.type !== event.type) this.own.push((this.run = new Run(event.type)));
+      this.run.text.append(event.text);
+    } else {
+      this.own.push(event);
+      this.run = undefined;
+    }
+  }
+
+  /** The text shown, in order. */
+  text(): string {
+    let text = '';
+    for (const parts of [this.base, this.own]) for (const part of parts) if (part instanceof Run && part.type === 'text-delta') text += part.text.toString();
+    return text;
+  }
+
+  /** A continuation starts: everything shown so far is what its resets never take back. */
+  seal(): void {
+    if (this.own.length > 0) this.base = this.base.length === 0 ? this.own : this.base.concat(this.own);
+    this.baseText ||= this.ownText;
+    this.dropOwn();
+  }
+
+  /** Takes back what was shown since the seal. */
+  dropOwn(): void {
+    this.own = [];
+    this.ownText = false;
+    this.run = undefined;
+  }
+
+  /** A reset the consumer honours in full. */
+  clear(): void {
+    this.base = [];
+    this.baseText = false;
+    this.dropOwn();
+  }
+
+  /** What was shown before the seal, as events to show it again (a run as one delta). */
+  *replay(): Generator<TurnEvent> {
+    for (const part of this.base) yield part instanceof Run ? { type: part.type, text: part.text.toString() } : part;
   }
 }
 

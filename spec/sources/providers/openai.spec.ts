@@ -24,6 +24,13 @@ describe('openAICompatibleModel', () => {
       expect(() => openAICompatibleModel({ baseURL: 'http://x.test', model: 'm', apikey: 'k' } as never)).to.throw(InvalidOptionError, 'apikey');
     });
 
+    it('refuses a body asking for more than one answer (n > 1) at construction: every choice of the stream is read as the one answer', () => {
+      for (const n of [2, 0, '1']) {
+        expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).to.throw(InvalidOptionError, 'openAICompatibleModel: option "body.n"');
+      }
+      for (const n of [1, null, undefined]) expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).not.to.throw();
+    });
+
     it('is named openai:<model> unless given an id', () => {
       expect(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'gpt-4o' }).id).to.equal('openai:gpt-4o');
       expect(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'gpt-4o', id: 'primary' }).id).to.equal('primary');
@@ -342,26 +349,67 @@ describe('openAICompatibleModel', () => {
       ]);
     });
 
-    it('the answer is the first choice that carries something: a role-only chunk of index 0 does not decide', async () => {
+    it('a role-only chunk of index 0, then the answer at index 1: one answer', async () => {
       const { events, error } = await run('{"choices":[{"index":0,"delta":{"role":"assistant"}}]}', '{"choices":[{"index":1,"delta":{"content":"Hi"},"finish_reason":"stop"}]}', '[DONE]');
       expect(error).to.equal(undefined);
       expect(text(events)).to.equal('Hi');
     });
 
-    it('text or tool calls in a second choice → MalformedStreamError (never dropped); an empty second choice is harmless', async () => {
-      for (const second of [
-        '{"choices":[{"index":1,"delta":{"content":"other"}}]}',
-        '{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}',
-        '{"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}',
+    // issue 19, defect 8: rxheal asks for one answer (n = 1), so every choice of the stream is that
+    // answer, whatever its index; only two choices carrying content in one chunk are ambiguous
+    it("vercel/ai's own n=1 streams (its doStream fixtures: content at index 1, the finish at index 0) are one answer, not 'a second choice'", async () => {
+      const deltas = await collect(streamModel(model('openai-vercel-stream-text-deltas.sse').model, ask('Hello')));
+      expect(deltas.error).to.equal(undefined);
+      expect(deltas.events).to.deep.equal([
+        { type: 'text-delta', text: 'Hello' },
+        { type: 'text-delta', text: ', ' },
+        { type: 'text-delta', text: 'World!' },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 17, outputTokens: 227 } },
+      ]);
+      const reasoning = await collect(streamModel(model('openai-vercel-reasoning-tokens.sse').model, ask('Hello')));
+      expect(reasoning.error).to.equal(undefined);
+      expect(reasoning.events).to.deep.equal([
+        { type: 'text-delta', text: 'Hello, World!' },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 15, outputTokens: 20 } },
+      ]);
+    });
+
+    it('every choice is the one answer: text, tool-call pieces and the finish reason at another index continue it', async () => {
+      const { events, error } = await run(
+        '{"choices":[{"index":0,"delta":{"content":"Let me"}}]}',
+        '{"choices":[{"index":1,"delta":{"content":" check."}}]}',
+        '{"choices":[{"index":2,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\\"a\\":"}}]}}]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}',
+        '{"choices":[{"index":1,"delta":{},"finish_reason":"tool_calls"}]}',
+        '[DONE]',
+      );
+      expect(error).to.equal(undefined);
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'Let me' },
+        { type: 'text-delta', text: ' check.' },
+        { type: 'tool-call', id: 'c', name: 'f', args: { a: 1 } },
+        { type: 'finish', reason: 'tool-calls' },
+      ]);
+    });
+
+    it('two choices carrying content in one chunk → MalformedStreamError (ambiguous: never one dropped, never both joined); a choice with only a role or a finish reason beside one is harmless', async () => {
+      for (const two of [
+        '{"choices":[{"index":0,"delta":{"content":"mine"}},{"index":1,"delta":{"content":"other"}}]}',
+        '{"choices":[{"index":0,"delta":{"content":"mine"}},{"index":1,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}',
+        '{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}},{"index":1,"delta":{"refusal":"no"}}]}',
       ]) {
-        const { events, error } = await run('{"choices":[{"index":0,"delta":{"content":"mine"}}]}', second, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
-        expect(text(events), second).to.equal('mine');
-        expect(error, second).to.be.instanceOf(MalformedStreamError);
-        expect((error as Error).message).to.contain('a second choice (index 1) while reading index 0');
+        const { events, error } = await run('{"choices":[{"index":0,"delta":{"content":"Hi. "}}]}', two, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+        expect(text(events), two).to.equal('Hi. ');
+        expect(error, two).to.be.instanceOf(MalformedStreamError);
+        expect((error as Error).message, two).to.contain('two choices (index 0 and 1) carry content in one chunk');
       }
-      const harmless = await run('{"choices":[{"index":0,"delta":{"content":"mine"}}]}', '{"choices":[{"index":1,"delta":{"role":"assistant","content":""}}]}', '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+      const harmless = await run(
+        '{"choices":[{"index":0,"delta":{"content":"mine"}},{"index":1,"delta":{"role":"assistant","content":""}}]}',
+        '{"choices":[{"index":1,"delta":{"content":", all"}},{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        '[DONE]',
+      );
       expect(harmless.error).to.equal(undefined);
-      expect(text(harmless.events)).to.equal('mine');
+      expect(harmless.events).to.deep.equal([{ type: 'text-delta', text: 'mine' }, { type: 'text-delta', text: ', all' }, { type: 'finish', reason: 'stop' }]);
     });
 
     it('ignores empty content and events after [DONE]; a refusal is text', async () => {
@@ -482,7 +530,9 @@ describe('openAICompatibleModel', () => {
 
   describe('the decoder as a state machine: every state × event', () => {
     // Each cell: the stream of the state, the event, then the body ends. `emits` is what the event
-    // adds; `ends` how the stream ends ('complete', or the error's class).
+    // adds; `ends` how the stream ends ('complete', or the error's class). rxheal asks for one
+    // answer, so every choice is that answer whatever its index: the index-0 and index-1 states
+    // read the same; only two choices carrying content in one chunk are an error.
     const choice = (index: number, delta: unknown, finish: string | null = null) => JSON.stringify({ choices: [{ index, delta, finish_reason: finish }] });
     const states: Record<string, string[]> = {
       'nothing read': [],
@@ -502,6 +552,8 @@ describe('openAICompatibleModel', () => {
       'error chunk': JSON.stringify({ error: { message: 'boom', type: 'server_error' } }),
       'error object (vLLM)': JSON.stringify({ object: 'error', message: 'boom', type: 'BadRequestError', param: null, code: 400 }),
       "finish_reason 'error', index 0": choice(0, {}, 'error'),
+      'text, index 1, and the finish_reason, index 0, in one chunk': JSON.stringify({ choices: [{ index: 1, delta: { content: 'b' }, finish_reason: null }, { index: 0, delta: {}, finish_reason: 'stop' }] }),
+      'text in two choices of one chunk': JSON.stringify({ choices: [{ index: 0, delta: { content: 'b' } }, { index: 1, delta: { content: 'c' } }] }),
       '[DONE]': '[DONE]',
       'malformed JSON': '{"choices":',
     };
@@ -515,19 +567,23 @@ describe('openAICompatibleModel', () => {
         'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
+        'text, index 1, and the finish_reason, index 0, in one chunk': [[b], I], 'text in two choices of one chunk': [[], M],
       },
       'reading index 0': {
-        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
         'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
         'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
+        'text, index 1, and the finish_reason, index 0, in one chunk': [[b], I], 'text in two choices of one chunk': [[], M],
       },
       'reading index 1': {
-        'role only, index 0': [[], I], 'text, index 0': [[], M], 'text, index 1': [[b], I], 'reasoning, index 0': [[], M], 'tool call piece, index 0': [[], M],
-        'finish_reason, index 0': [[], M], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
-        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], M],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], I],
+        'finish_reason, index 0': [[], I], 'usage, no choices': [[], I], 'error chunk': [[], 'HttpError'], '[DONE]': [[], I], 'malformed JSON': [[], M],
+        'error object (vLLM)': [[], 'HttpError'], "finish_reason 'error', index 0": [[], I],
+        'text, index 1, and the finish_reason, index 0, in one chunk': [[b], I], 'text in two choices of one chunk': [[], M],
       },
       'finish_reason seen': {
-        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[], M], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], M],
+        'role only, index 0': [[], I], 'text, index 0': [[b], I], 'text, index 1': [[b], I], 'reasoning, index 0': [[r], I], 'tool call piece, index 0': [[], M],
+        'text, index 1, and the finish_reason, index 0, in one chunk': [[b], I], 'text in two choices of one chunk': [[], M],
         // the usage after the finish reason is the answer's last piece: whole, with or without [DONE]
         'finish_reason, index 0': [[], I], 'usage, no choices': [[{ type: 'finish', reason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } }], 'complete'], 'error chunk': [[], 'HttpError'],
         '[DONE]': [[{ type: 'finish', reason: 'stop' }], 'complete'], 'malformed JSON': [[], M],

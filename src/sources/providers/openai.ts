@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { HttpError } from '../../core/errors.js';
+import { InvalidOptionError, type HttpError } from '../../core/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../../core/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../../core/options.js';
 import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../../core/model.js';
@@ -119,6 +119,25 @@ export function openAITools(tools: readonly ToolSpec[]): Record<string, unknown>
 }
 
 /**
+ * Refuses request fields that ask for more than one answer (`n` other than 1): rxheal asks for
+ * one, and reads every choice of the stream as that answer, whatever its `index`. `option` names
+ * the fields in the error (`'body'`, `'params'`).
+ *
+ * @example
+ * ```ts
+ * checkOneAnswer('openAICompatibleModel', 'body', { temperature: 0 }); // fine
+ * checkOneAnswer('fromOpenAI', 'params', { model: 'gpt-4o', n: 2 }); // throws InvalidOptionError (option "params.n")
+ * ```
+ * @throws {InvalidOptionError} for an `n` that is present and not 1.
+ */
+export function checkOneAnswer(target: string, option: string, extra: Readonly<Record<string, unknown>> | undefined): void {
+  const n = extra?.['n'];
+  if (n !== undefined && n !== null && n !== 1) {
+    throw new InvalidOptionError(target, `${option}.n`, n, '1 or absent (rxheal reads one answer: every choice of the stream is that answer)');
+  }
+}
+
+/**
  * The Chat Completions request body for a model request (streaming, with usage).
  *
  * @example
@@ -188,10 +207,12 @@ function carriesContent(delta: Record<string, unknown>): boolean {
 /**
  * Reads one stream's chunks into model events; `done` once `[DONE]` arrived.
  *
- * One answer is read: the choice that first carries something (text, refusal, reasoning, tool
- * calls or a finish reason), whatever its `index` (gateways and reasoning models send `index: 1`
- * for a one-answer stream). Anything of an answer in another choice, or in a field of the wrong
- * type, is a {@link MalformedStreamError}: never dropped. So is an error chunk, however it is
+ * One answer is read: rxheal asks for one (`n` is never more than 1), so every choice is that
+ * answer, whatever its `index` — gateways and reasoning models send `index: 1` for a one-answer
+ * stream, some the content at `index: 1` and the finish at `index: 0` (vercel/ai's own fixtures).
+ * Two choices carrying content (text, refusal, reasoning or tool calls) in one chunk are
+ * ambiguous: a {@link MalformedStreamError}, as is anything of an answer in a field of the wrong
+ * type — never dropped, never joined. So is an error chunk, however it is
  * shaped (`{"error": …}`, vLLM's `{"object": "error", …}`), and a `finish_reason: "error"`
  * (OpenRouter's mark of an answer the provider gave up on). Tool calls are joined by `index`; a
  * piece that starts another call (a new id with a name) at an index already taken starts a new
@@ -207,8 +228,6 @@ class ChunkDecoder {
   private readonly calls: PendingCall[] = [];
   /** The call each `index` currently continues. */
   private readonly byIndex = new Map<number, PendingCall>();
-  /** The `index` of the choice being read, once one carried something. */
-  private choice: number | undefined;
 
   constructor(private readonly model: string) {}
 
@@ -230,6 +249,8 @@ class ChunkDecoder {
     const choices = chunk['choices'];
     if (choices === undefined || choices === null) return out;
     if (!Array.isArray(choices)) throw new MalformedStreamError(this.model, '"choices" is not an array', sse.data);
+    // every choice is the one answer; the index of the one carrying content in this chunk, if any
+    let carrier: unknown;
     for (const choice of choices as unknown[]) {
       if (!isObject(choice)) throw new MalformedStreamError(this.model, 'a choice is not an object', sse.data);
       const index = choice['index'] ?? 0;
@@ -237,16 +258,14 @@ class ChunkDecoder {
       // a gateway answering in one chunk may send `message` instead of `delta`
       const delta = choice['delta'] !== undefined ? (choice['delta'] ?? {}) : (choice['message'] ?? {});
       if (!isObject(delta)) throw new MalformedStreamError(this.model, 'a choice\'s "delta" is not an object', sse.data);
+      if (carriesContent(delta)) {
+        if (carrier !== undefined) {
+          throw new MalformedStreamError(this.model, `two choices (index ${String(carrier)} and ${index}) carry content in one chunk: rxheal reads one answer (do not ask for n > 1)`, sse.data);
+        }
+        carrier = index;
+      }
       const reason = choice['finish_reason'];
       const finishes = typeof reason === 'string' && reason !== '';
-      if (index !== this.choice) {
-        // a choice carrying nothing (a role-only or empty chunk) is not read, whatever its index
-        if (!finishes && !carriesContent(delta)) continue;
-        if (this.choice !== undefined) {
-          throw new MalformedStreamError(this.model, `a second choice (index ${index}) while reading index ${this.choice}: rxheal reads one answer (do not ask for n > 1)`, sse.data);
-        }
-        this.choice = index;
-      }
       this.readDelta(delta, sse.data, out);
       if (reason === 'error') {
         // OpenRouter: the provider failed mid-answer (its error object, when sent, was read above)
@@ -399,8 +418,8 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  *
  * Events: `reasoning_content` (DeepSeek, vLLM, llama.cpp) or `reasoning` (OpenRouter, Ollama),
  * and reasoning content parts → `reasoning-delta` (unsigned: no `reasoning-end`); the answer's
- * `delta.content` (a string, or text parts) and `refusal` → `text-delta` (the answer is the one
- * choice that carries something, whatever its `index`); tool calls (and the legacy `function_call`), whose JSON
+ * `delta.content` (a string, or text parts) and `refusal` → `text-delta` (one answer is asked
+ * for, so every choice is that answer, whatever its `index`); tool calls (and the legacy `function_call`), whose JSON
  * arguments arrive in pieces by `index`, → one `tool-call` each when the choice's
  * `finish_reason` arrives, with the arguments parsed — or, when they are not valid JSON, the raw
  * text as `args` (the tool's codec rejects it; reflection lets the model correct it); then one
@@ -416,8 +435,9 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  *   answer is whole, as llama.cpp-style servers send it), `[DONE]` without a finish reason, or the
  *   connection drops → `IncompleteStreamError` (`connection`: retryable, fallback-able) — never a
  *   short answer;
- * - an unreadable chunk, or one the decoder would have to drop (text or tool calls in a second
- *   choice, in a field of the wrong type, or after the finish reason's calls) →
+ * - an unreadable chunk, or one the decoder would have to drop or join (two choices carrying
+ *   content in one chunk; text or tool calls in a field of the wrong type, or after the finish
+ *   reason's calls) →
  *   `MalformedStreamError` (`bad_gateway`: retryable, fallback-able); so is an event larger than
  *   `maxEventSize`.
  *
@@ -430,10 +450,12 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * const local = openAICompatibleModel({ baseURL: `${server.url}/v1`, model: 'local', id: 'primary' });
  * runAgent({ model: fallbackModel([gpt, local]), tools: [getWeather], messages }).subscribe(render);
  * ```
- * @throws {InvalidOptionError} at once, for a missing or invalid option.
+ * @throws {InvalidOptionError} at once, for a missing or invalid option (a `body` asking for
+ * more than one answer, `n` > 1, too).
  */
 export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Model {
   checkProviderOptions('openAICompatibleModel', props, options, ['baseURL', 'model']);
+  checkOneAnswer('openAICompatibleModel', 'body', options.body);
   const { apiKey, model, headers = {}, body = {} } = options;
   const id = options.id ?? `openai:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL)}/chat/completions`;
