@@ -3,7 +3,8 @@ export type { RetryInfo, RetryWithBackoffOptions, RetryWithBackoffBaseOptions } 
 export { circuitBreak } from './operators/circuitBreak.js';
 export { callPolicy } from './operators/callPolicy.js';
 export type { CallPolicy, CallPolicyOptions } from './operators/callPolicy.js';
-export { CircuitBreaker, CircuitBreakerRegistry } from './core/CircuitBreaker.js';
+export { CircuitBreaker } from './core/CircuitBreaker.js';
+export { CircuitBreakerRegistry } from './core/breakerRegistry.js';
 export type {
   CircuitBreakerOptions,
   CircuitEvent,
@@ -17,12 +18,13 @@ export type {
 } from './core/CircuitBreaker.js';
 // fleets: breaker verdicts and rate limits shared across processes (Redis stores in rxheal/redis)
 export { MemoryBreakerStore } from './core/fleetStore.js';
-export type { BreakerStore, FleetReason, FleetState, FleetVerdict, MemoryBreakerStoreOptions, ProbeLease, Quorum } from './core/fleetStore.js';
-export type { FleetOptions, QuorumOptions } from './core/fleet.js';
+export type { MemoryBreakerStoreOptions } from './core/fleetStore.js';
+export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from './core/fleetSeam.js';
+export type { FleetOptions, QuorumOptions } from './core/fleetSeam.js';
 // a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
 export { fleetNode } from './core/fleet.js';
-export { FLEET_NODE } from './core/fleetHook.js';
-export type { FleetBreaker, FleetHook, FleetNode } from './core/fleetHook.js';
+export { FLEET_NODE } from './core/fleetSeam.js';
+export type { FleetBreaker, FleetHook, FleetNode } from './core/fleetSeam.js';
 export type { GuardBreaker } from './core/storeGuard.js';
 export type { Watchable } from './core/permit.js';
 export { RateLimiter } from './core/rateLimit.js';

@@ -4,11 +4,14 @@
  */
 import { expect } from 'chai';
 import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription, takeUntil, timeout } from 'rxjs';
-import { CircuitBreaker, CircuitBreakerRegistry, type CircuitBreakerOptions, type CircuitPermit } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitPermit } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
-import { MemoryBreakerStore, type BreakerStore, type FleetVerdict } from '../../src/core/fleetStore.js';
-import { fleetNode, type FleetOptions } from '../../src/core/fleet.js';
-import { FLEET_NODE } from '../../src/core/fleetHook.js';
+import { MemoryBreakerStore } from '../../src/core/fleetStore.js';
+import { type BreakerStore, type FleetVerdict } from '../../src/core/fleetSeam.js';
+import { fleetNode } from '../../src/core/fleet.js';
+import { type FleetOptions } from '../../src/core/fleetSeam.js';
+import { FLEET_NODE } from '../../src/core/fleetSeam.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HealHub } from '../../src/core/hub.js';
 import { testScheduler, virtual, type VirtualRun } from '../support/marbles.js';

@@ -52,10 +52,10 @@ describe('an open breaker never keeps a process alive (real processes)', functio
 
   it('breakers open for 60 s — alone, in a registry, behind circuitBreak with a hub nobody listens to, observed then let go — let the process exit at once', async () => {
     const outcome = await runChild(`
-      const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'core/CircuitBreaker.ts');
-      const { HttpError } = await import(src + 'core/errors.ts');
-      const { HealHub } = await import(src + 'core/hub.ts');
-      const { circuitBreak } = await import(src + 'operators/circuitBreak.ts');
+      const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'index.ts');
+      const { HttpError } = await import(src + 'index.ts');
+      const { HealHub } = await import(src + 'index.ts');
+      const { circuitBreak } = await import(src + 'index.ts');
       const { throwError, lastValueFrom } = await import('rxjs');
       const open = (b) => { const p = b.acquire(); p.failure(new HttpError(503)); };
       const alone = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000 });
@@ -81,9 +81,9 @@ describe('an open breaker never keeps a process alive (real processes)', functio
 
   it('a fleet link polls while breakers are attached; closing the store ends it and the process exits', async () => {
     const outcome = await runChild(`
-      const { CircuitBreakerRegistry } = await import(src + 'core/CircuitBreaker.ts');
-      const { MemoryBreakerStore } = await import(src + 'core/fleetStore.ts');
-      const { HttpError } = await import(src + 'core/errors.ts');
+      const { CircuitBreakerRegistry } = await import(src + 'index.ts');
+      const { MemoryBreakerStore } = await import(src + 'index.ts');
+      const { HttpError } = await import(src + 'index.ts');
       const store = new MemoryBreakerStore({ pollMs: 100 });
       const registry = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store } });
       registry.get('model:dead').acquire().failure(new HttpError(503));
@@ -105,10 +105,10 @@ describe('an open breaker never keeps a process alive (real processes)', functio
   it('a registry and a breaker touched after their store was closed (a process shutting down) start no poll: the process exits', async () => {
     const outcome = await runChild(
       `
-      const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'core/CircuitBreaker.ts');
-      const { MemoryBreakerStore } = await import(src + 'core/fleetStore.ts');
+      const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'index.ts');
+      const { MemoryBreakerStore } = await import(src + 'index.ts');
       const { RedisBreakerStore } = await import(src + 'redis/index.ts');
-      const { HttpError } = await import(src + 'core/errors.ts');
+      const { HttpError } = await import(src + 'index.ts');
       const memory = new MemoryBreakerStore({ pollMs: 100 });
       memory.close();
       const redis = new RedisBreakerStore({ client: { sendCommand: () => new Promise(() => undefined) }, pollMs: 100 });
@@ -134,7 +134,7 @@ describe('an open breaker never keeps a process alive (real processes)', functio
 
   it('a BreakerStore of its own carrying nothing, in a process where no rxheal store was made, is refused naming fleet.store; with [FLEET_NODE] = fleetNode it joins', async () => {
     const outcome = await runChild(`
-      const { CircuitBreaker } = await import(src + 'core/CircuitBreaker.ts');
+      const { CircuitBreaker } = await import(src + 'index.ts');
       const { EMPTY, of } = await import('rxjs');
       const verdict = (name) => ({ name, generation: 1, state: 'closed', reason: 'none', remainingMs: 0 });
       const store = {
@@ -153,8 +153,8 @@ describe('an open breaker never keeps a process alive (real processes)', functio
       } catch (e) {
         console.log('refused', e.name, e.option);
       }
-      const { FLEET_NODE } = await import(src + 'core/fleetHook.ts');
-      const { fleetNode } = await import(src + 'core/fleet.ts');
+      const { FLEET_NODE } = await import(src + 'index.ts');
+      const { fleetNode } = await import(src + 'index.ts');
       const mine = new CircuitBreaker({ fleet: { store: { ...store, [FLEET_NODE]: fleetNode } } });
       console.log('joined', mine.state);
     `);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { Subject, type Observable } from 'rxjs';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { HttpError } from '../../src/core/errors.js';
 import type { AgentEvent, TurnEvent } from '../../src/core/events.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { defer, of, Subject, take, tap, type MonoTypeOperatorFunction, type Observable, type OperatorFunction, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { CircuitBreaker, CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { HttpError, ToolError } from '../../src/core/errors.js';
 import { HealHub } from '../../src/core/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';

@@ -19,7 +19,7 @@
 import * as t from 'io-ts';
 import { Subject, type Observable } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { HttpError } from '../../src/core/errors.js';
 import type { AgentEvent, ToolCall, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';

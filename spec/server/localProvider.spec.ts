@@ -3,7 +3,7 @@ import { DEFAULT_CONTINUE_INSTRUCTION } from '../../src/sources/fallbackModel.js
 import * as t from 'io-ts';
 import { filter, firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { classifyError } from '../../src/core/classify.js';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { AgentEvent, Message } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';

@@ -4,7 +4,7 @@
  * run that reproduce it (`SOAK_SEED=<seed> npx mocha spec/soak/agentSoak.spec.ts`).
  */
 import { expect } from 'chai';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { classifyError } from '../../src/core/classify.js';
 import { AllFallbacksFailedError, BudgetExceededError, HttpError, ToolError, TotalTimeoutError } from '../../src/core/errors.js';
 import type { AgentEvent } from '../../src/core/events.js';

@@ -36,7 +36,8 @@ import {
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreakerRegistry, type CircuitBreaker } from '../../src/core/CircuitBreaker.js';
+import { type CircuitBreaker } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { classifyError } from '../../src/core/classify.js';
 import {
   AllFallbacksFailedError,

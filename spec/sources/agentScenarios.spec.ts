@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import * as t from 'io-ts';
 import { asyncScheduler } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { AllFallbacksFailedError, CircuitOpenError, HttpError } from '../../src/core/errors.js';
 import type { AgentEvent, Message, SystemMessage, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { asyncScheduler, catchError, concat, concatMap, from, NEVER, type Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
 import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
 import { HealHub } from '../../src/core/hub.js';

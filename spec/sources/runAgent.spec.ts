@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { asyncScheduler, filter, map, NEVER, Observable, Subject, VirtualTimeScheduler } from 'rxjs';
-import { CircuitBreakerRegistry } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
 import { classifyError } from '../../src/core/classify.js';
 import { BudgetExceededError, HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
 import type { AgentEvent, DegradedEvent, RestoredEvent, ToolMessage, TurnEvent } from '../../src/core/events.js';

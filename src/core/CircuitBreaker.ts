@@ -1,18 +1,21 @@
 /**
- * The circuit breaker state machine, the one place its rules live. The `circuitBreak` operator
- * drives it; users may share one instance among many pipelines, or get one per tool or model from
- * a {@link CircuitBreakerRegistry}.
+ * The circuit breaker state machine, the one place its rules live (one state machine: its
+ * options, its permits and every transition). The `circuitBreak` operator drives it; users may
+ * share one instance among many pipelines, or get one per tool or model from a
+ * `CircuitBreakerRegistry` (breakerRegistry.ts).
  *
  * @module
  */
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from './classify.js';
 import { WATCH, type CircuitPermit, type Watchable } from './permit.js';
-import { CircuitOpenError, InvalidOptionError } from './errors.js';
+import { CircuitOpenError } from './errors.js';
 import { guard, Thrown } from './guard.js';
 import { after } from './wait.js';
-import type { FleetOptions } from './fleet.js';
-import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook } from './fleetHook.js';
+import type { CircuitEvent, CircuitState, TransitionReason } from './circuitState.js';
+import { readSnapshot, readWindow, type CircuitSnapshot, type CircuitSnapshotV1 } from './breakerSnapshot.js';
+import { BUCKETS, RateWindow } from './rateWindow.js';
+import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetOptions } from './fleetSeam.js';
 import {
   Func,
   NonEmptyString,
@@ -24,9 +27,6 @@ import {
   check,
   validateOptions,
 } from './options.js';
-
-/** The breaker's state. */
-export type CircuitState = 'closed' | 'open' | 'half-open';
 
 /** A failure-rate window: open when, over the last `windowMs`, at least `minimumCalls` calls
  * finished and the share of failures reached `failureRateThreshold`. */
@@ -72,149 +72,9 @@ export interface CircuitBreakerOptions {
   readonly fleet?: FleetOptions;
 }
 
-/** Why the breaker changed state. */
-export type TransitionReason =
-  | 'failure_threshold'
-  | 'failure_rate'
-  | 'reset_timeout'
-  | 'probe_success'
-  | 'probe_failure'
-  | 'probe_timeout'
-  | 'isolated'
-  | 'reset'
-  | 'restored'
-  // with a fleet: a 429 with retry-after seen here; a quorum of nodes opened; another node saw a
-  // 429; the fleet's prober failed / succeeded; isolated / reset by hand on another node; this node
-  // holds the probe lease
-  | 'rate_limit'
-  | 'fleet_open'
-  | 'fleet_rate_limit'
-  | 'fleet_probe_failure'
-  | 'fleet_probe_success'
-  | 'fleet_isolated'
-  | 'fleet_reset'
-  | 'probe_lease';
-
-/** One state change, as emitted by {@link CircuitBreaker.events$}. */
-export interface CircuitEvent {
-  readonly breaker: string;
-  readonly from: CircuitState;
-  /**
-   * The new state. Equal to `from` (`open`) only in a fleet, for a node waiting on the fleet's
-   * prober (open, its own period over) that the prober's failure re-opens for a fresh period
-   * (`fleet_probe_failure`, or another verdict re-opening it then).
-   */
-  readonly to: CircuitState;
-  /** Scheduler time of the change. */
-  readonly at: number;
-  readonly reason: TransitionReason;
-  /** Failures counted when the breaker opened (consecutive, or in the window); else 0. */
-  readonly failures: number;
-  /** On opening (not by `isolate()` or `restore()`): ms until it admits a probe, i.e. `resetTimeoutMs`. */
-  readonly retryAfterMs?: number;
-}
-
-/**
- * A breaker's state as plain JSON, for {@link CircuitBreaker.snapshot} / `restore`.
- *
- * @example
- * ```ts
- * const saved: CircuitSnapshot = breaker.snapshot();
- * localStorage.setItem('breaker', JSON.stringify(saved));
- * ```
- */
-export interface CircuitSnapshot {
-  /** 2 since the window records its bucket width (`restore` still takes 1 where unambiguous). */
-  readonly version: 2;
-  readonly name: string;
-  readonly state: CircuitState;
-  readonly isolated: boolean;
-  /** Scheduler time at which an open breaker admits a probe; `null` unless open. */
-  readonly openUntil: number | null;
-  readonly consecutiveFailures: number;
-  /** Probes of the current half-open period that succeeded (0 unless half-open); taken as 0 when absent. */
-  readonly halfOpenSuccesses?: number;
-  /** Failure-rate window contents, when the breaker uses one. */
-  readonly window: CircuitSnapshotWindow | null;
-}
-
-/**
- * A failure-rate window in a {@link CircuitSnapshot}: 10 buckets of `bucketMs` each (`windowMs /
- * 10`), the newest numbered `latest` (scheduler time / `bucketMs`, rounded down; `null` before
- * any call), and the calls and failures counted in each (bucket `b` at index `b mod 10`).
- *
- * @example
- * ```ts
- * const w: CircuitSnapshotWindow = { bucketMs: 1_000, latest: 1_700_000_000, calls: [0, 0, 0, 0, 0, 0, 0, 0, 0, 3], failures: [0, 0, 0, 0, 0, 0, 0, 0, 0, 1] };
- * ```
- */
-export interface CircuitSnapshotWindow {
-  readonly bucketMs: number;
-  readonly latest: number | null;
-  readonly calls: readonly number[];
-  readonly failures: readonly number[];
-}
-
-/**
- * A version-1 snapshot (before the window recorded its bucket width). `restore` takes it when it
- * is unambiguous: no window, an empty one, or a breaker without a failure-rate window.
- *
- * @example
- * ```ts
- * breaker.restore({ version: 1, name: 'svc', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 2, window: null });
- * ```
- */
-export interface CircuitSnapshotV1 extends Omit<CircuitSnapshot, 'version' | 'window'> {
-  readonly version: 1;
-  readonly window: Omit<CircuitSnapshotWindow, 'bucketMs'> | null;
-}
-
 export type { CircuitPermit } from './permit.js';
-
-const BUCKETS = 10;
-
-/** Calls and failures over a sliding time window, in fixed buckets; no timers. */
-class RateWindow {
-  private readonly width: number;
-  latest = -Infinity;
-  calls = new Array<number>(BUCKETS).fill(0);
-  failures = new Array<number>(BUCKETS).fill(0);
-
-  constructor(windowMs: number) {
-    this.width = windowMs / BUCKETS;
-  }
-
-  /** Records one outcome and returns the totals over the window. */
-  record(now: number, failed: boolean): { calls: number; failures: number } {
-    const id = Math.floor(now / this.width);
-    if (id > this.latest) {
-      // clear the buckets that slid out; at most BUCKETS of them
-      const from = Math.max(this.latest + 1, id - BUCKETS + 1);
-      for (let b = from; b <= id; b++) {
-        const slot = ((b % BUCKETS) + BUCKETS) % BUCKETS;
-        this.calls[slot] = 0;
-        this.failures[slot] = 0;
-      }
-      this.latest = id;
-    }
-    const slot = ((this.latest % BUCKETS) + BUCKETS) % BUCKETS;
-    this.calls[slot] = (this.calls[slot] ?? 0) + 1;
-    if (failed) this.failures[slot] = (this.failures[slot] ?? 0) + 1;
-    let calls = 0;
-    let failures = 0;
-    for (let i = 0; i < BUCKETS; i++) {
-      calls += this.calls[i] ?? 0;
-      failures += this.failures[i] ?? 0;
-    }
-    return { calls, failures };
-  }
-
-  clear(): void {
-    this.latest = -Infinity;
-    this.calls.fill(0);
-    this.failures.fill(0);
-  }
-}
+export type { CircuitEvent, CircuitState, TransitionReason } from './circuitState.js';
+export type { CircuitSnapshot, CircuitSnapshotV1, CircuitSnapshotWindow } from './breakerSnapshot.js';
 
 // option checks are predicates (core/options.ts), not io-ts codecs: no decoder in the bundle
 const windowCodec = check(
@@ -236,59 +96,6 @@ export const circuitBreakerOptionProps = {
   scheduler: Scheduler,
   fleet: FleetOptionsCheck,
 };
-
-/** A snapshot field that cannot be restored, named by its path. */
-function badSnapshot(field: string, value: unknown, expected: string): InvalidOptionError {
-  return new InvalidOptionError('CircuitBreaker.restore', field, value, expected);
-}
-
-const isCount = (u: unknown): u is number => Number.isSafeInteger(u) && (u as number) >= 0;
-
-/** 10 bucket counts, each a non-negative integer (`failures` also at most the bucket's calls). */
-function readBuckets(field: string, u: unknown, calls?: readonly number[]): number[] {
-  if (!Array.isArray(u) || u.length !== BUCKETS) throw badSnapshot(field, u, `an array of ${BUCKETS} counts`);
-  u.forEach((n: unknown, i) => {
-    if (!isCount(n)) throw badSnapshot(`${field}[${i}]`, n, 'a non-negative integer');
-    if (calls && n > calls[i]!) throw badSnapshot(`${field}[${i}]`, n, `at most calls[${i}] (${calls[i]})`);
-  });
-  return [...(u as number[])];
-}
-
-/** A restorable window, or why not: `bucketMs` must be this breaker's, `latest` not past now's bucket. */
-function readWindow(u: unknown, version: 1 | 2, bucketMs: number, now: number): { latest: number; calls: number[]; failures: number[] } {
-  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot.window', u, 'null or { bucketMs, latest, calls, failures }');
-  const w = u as Record<string, unknown>;
-  const calls = readBuckets('snapshot.window.calls', w['calls']);
-  const failures = readBuckets('snapshot.window.failures', w['failures'], calls);
-  const empty = calls.every((n) => n === 0);
-  if (version === 1) {
-    // the width is unknown: bucket numbers could mean anything, unless there is nothing in them
-    if (!empty) throw badSnapshot('snapshot.window', u, `version 2 (bucketMs: ${bucketMs}) or empty: a version-1 window does not record its bucket width`);
-    return { latest: -Infinity, calls, failures };
-  }
-  if (w['bucketMs'] !== bucketMs) throw badSnapshot('snapshot.window.bucketMs', w['bucketMs'], `${bucketMs} (this breaker's windowMs / ${BUCKETS}): windows of other widths cannot be restored`);
-  const latest = w['latest'];
-  if (latest === null) return { latest: -Infinity, calls, failures };
-  const nowBucket = Math.floor(now / bucketMs);
-  if (!Number.isSafeInteger(latest) || (latest as number) > nowBucket) {
-    throw badSnapshot('snapshot.window.latest', latest, `null or an integer bucket number <= ${nowBucket} (now's bucket)`);
-  }
-  return { latest: latest as number, calls, failures };
-}
-
-/** A snapshot's fields checked one by one, naming the first that cannot be restored. */
-function readSnapshot(u: unknown): CircuitSnapshot | CircuitSnapshotV1 {
-  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot', u, 'a CircuitSnapshot (from snapshot())');
-  const s = u as Record<string, unknown>;
-  if (s['version'] !== 1 && s['version'] !== 2) throw badSnapshot('snapshot.version', s['version'], '2 (or 1)');
-  if (typeof s['name'] !== 'string') throw badSnapshot('snapshot.name', s['name'], 'a string');
-  if (s['state'] !== 'closed' && s['state'] !== 'open' && s['state'] !== 'half-open') throw badSnapshot('snapshot.state', s['state'], '"closed" | "open" | "half-open"');
-  if (typeof s['isolated'] !== 'boolean') throw badSnapshot('snapshot.isolated', s['isolated'], 'a boolean');
-  if (s['openUntil'] !== null && !Number.isFinite(s['openUntil'])) throw badSnapshot('snapshot.openUntil', s['openUntil'], 'a finite number (scheduler time) or null');
-  if (!isCount(s['consecutiveFailures'])) throw badSnapshot('snapshot.consecutiveFailures', s['consecutiveFailures'], 'a non-negative integer');
-  if (s['halfOpenSuccesses'] !== undefined && !isCount(s['halfOpenSuccesses'])) throw badSnapshot('snapshot.halfOpenSuccesses', s['halfOpenSuccesses'], 'a non-negative integer');
-  return u as CircuitSnapshot | CircuitSnapshotV1;
-}
 
 /** The default `isFailure`: transient service failures per the classifier. */
 const defaultIsFailure = (error: unknown): boolean => isServiceFailure(classifyError(error));
@@ -372,7 +179,7 @@ export class CircuitBreaker implements Watchable {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
-    this.fleet = fleet?.attach(this.fleetSide(), o.fleet!, (options) => new CircuitBreaker(options));
+    this.fleet = fleet?.attach(this.fleetSide(), o.fleet!);
   }
 
   /** The current state, computed from `scheduler.now()` whenever read. */
@@ -669,87 +476,5 @@ export class CircuitBreaker implements Watchable {
       },
       refresh: () => this.refresh(),
     };
-  }
-}
-
-/**
- * One breaker per name (a tool, a model), created on first use with shared defaults.
- *
- * @example
- * ```ts
- * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 30_000 });
- * const weather$ = callWeather().pipe(circuitBreak(breakers.get('tool:get_weather')));
- * const gpt$ = streamGpt().pipe(circuitBreak(breakers.get('model:gpt-4o', { failureThreshold: 5 })));
- * breakers.events$.subscribe((e) => console.log(e.breaker, e.from, '→', e.to));
- * ```
- */
-export class CircuitBreakerRegistry {
-  private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
-  private readonly breakers = new Map<string, CircuitBreaker>();
-  private readonly subject = new Subject<CircuitEvent>();
-  /** Follows each breaker while `events$` is observed (one listener for all of them). */
-  private readonly forward = (event: CircuitEvent): void => this.subject.next(event);
-
-  /**
-   * Transitions of every breaker in the registry, including ones created later. The registry
-   * follows its breakers only while this is observed, so an unobserved registry keeps no open
-   * breaker's half-open notice scheduled.
-   */
-  readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
-    const first = !this.subject.observed;
-    const inner = this.subject.subscribe(subscriber);
-    if (first) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, true);
-    return () => {
-      inner.unsubscribe();
-      if (!this.subject.observed) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, false);
-    };
-  });
-
-  constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
-    validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
-    const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
-    if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
-    // a fleet: the registry's breakers are one node (this process's, by default), whatever breakers it holds
-    this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
-  }
-
-  /**
-   * The breaker called `name`, created with the defaults and `overrides` on first use.
-   * `overrides` are applied only when the breaker is created.
-   */
-  get(name: string, overrides?: Omit<CircuitBreakerOptions, 'name'>): CircuitBreaker {
-    // no default `{}`: a lookup allocates nothing
-    if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
-      throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
-    }
-    let breaker = this.breakers.get(name);
-    if (!breaker) {
-      breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
-      this.breakers.set(name, breaker);
-      if (this.subject.observed) breaker[WATCH](this.forward, true);
-    }
-    return breaker;
-  }
-
-  /** Whether a breaker called `name` exists. */
-  has(name: string): boolean {
-    return this.breakers.has(name);
-  }
-
-  /** Names of every breaker created so far. */
-  names(): string[] {
-    return [...this.breakers.keys()];
-  }
-
-  /** Every breaker's {@link CircuitBreaker.snapshot}, by name. */
-  snapshot(): Record<string, CircuitSnapshot> {
-    const out: Record<string, CircuitSnapshot> = {};
-    for (const [name, breaker] of this.breakers) out[name] = breaker.snapshot();
-    return out;
-  }
-
-  /** Restores each named breaker (creating it with the defaults if needed). */
-  restore(snapshots: Record<string, CircuitSnapshot | CircuitSnapshotV1>): void {
-    for (const [name, snap] of Object.entries(snapshots)) this.get(name).restore(snap);
   }
 }

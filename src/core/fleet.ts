@@ -28,66 +28,12 @@
 import { type Observable, type SchedulerLike, Subscription } from 'rxjs';
 import { rateLimitFactMs } from './classify.js';
 import { InvalidOptionError } from './errors.js';
-import type { CircuitBreakerOptions, CircuitEvent, TransitionReason } from './CircuitBreaker.js';
-import type { BreakerStore, FleetReason, FleetVerdict, Quorum } from './fleetStore.js';
-import type { FleetBreaker, FleetHook, FleetNode } from './fleetHook.js';
+import { CircuitBreaker } from './CircuitBreaker.js';
+import type { CircuitEvent, TransitionReason } from './circuitState.js';
+import type { BreakerStore, FleetBreaker, FleetHook, FleetNode, FleetOptions, FleetReason, FleetVerdict, Quorum } from './fleetSeam.js';
 import { Bool, Hub, NonEmptyString, PositiveInteger, PositiveIntegerMs, PositiveNumber, check, validateOptions } from './options.js';
-import type { HealHub } from './hub.js';
 import { after } from './wait.js';
 import { StoreGuard, processNodeId, storeBreakerOptions, type GuardBreaker } from './storeGuard.js';
-
-/**
- * The `fleet` option of `CircuitBreaker` and `CircuitBreakerRegistry`.
- *
- * @example
- * ```ts
- * const breakers = new CircuitBreakerRegistry({
- *   failureThreshold: 5,
- *   fleet: { store: new MemoryBreakerStore(), quorum: { minNodes: 2, minFraction: 0.25 }, probeLeaseMs: 30_000 },
- * });
- * ```
- */
-export interface FleetOptions {
-  /** Where verdicts are shared: a {@link MemoryBreakerStore}, or `RedisBreakerStore` from `rxheal/redis`. */
-  readonly store: BreakerStore;
-  /**
-   * This breaker's node id in the fleet. Defaults to one random id per process: every registry and
-   * breaker of a process is one node (one vote; its breakers of one name probe once).
-   */
-  readonly node?: string;
-  /** How many nodes must open on their own to open fleet-wide; a number is `{ minNodes }`. */
-  readonly quorum?: number | QuorumOptions;
-  /** How long the one prober holds its lease, in ms; a dead prober cannot wedge the fleet longer. Defaults to 30 000. */
-  readonly probeLeaseMs?: number;
-  /** Whether a counted 429 with `retry-after` opens the breaker fleet-wide at once. Defaults to true. */
-  readonly facts?: boolean;
-  /**
-   * Where this process reports the store's health, while the hub has listeners: `circuit` events of
-   * the breaker `fleet-store` around store calls — `closed → open` (reason `failure_threshold`:
-   * the store stopped answering, each node decides alone), then `half-open → closed` when it
-   * answers again (the node re-syncs). None by default.
-   */
-  readonly hub?: HealHub;
-}
-
-/**
- * Opening fleet-wide on inference (5xx, timeouts, resets) needs at least `minNodes` distinct
- * nodes and at least `minFraction` of the live nodes, each having opened on its own within
- * `windowMs`.
- *
- * @example
- * ```ts
- * const quorum: QuorumOptions = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
- * ```
- */
-export interface QuorumOptions {
-  /** Defaults to 2. */
-  readonly minNodes?: number;
-  /** In [0, 1]. Defaults to 0.25. */
-  readonly minFraction?: number;
-  /** In whole ms. Defaults to 60 000. */
-  readonly windowMs?: number;
-}
 
 /** The quorum defaults. */
 const DEFAULT_QUORUM: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
@@ -400,9 +346,8 @@ class FleetLink {
   constructor(
     readonly store: BreakerStore,
     scheduler: SchedulerLike,
-    makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker,
   ) {
-    this.storeBreaker = makeBreaker(storeBreakerOptions('fleet-store', scheduler));
+    this.storeBreaker = new CircuitBreaker(storeBreakerOptions('fleet-store', scheduler));
     this.guard = new StoreGuard(this.storeBreaker, store.timeoutMs ?? 100, scheduler);
     const quiet = { error: () => undefined };
     // a store already closed completes changes$ right here: the link is closed before it listens or polls
@@ -534,9 +479,9 @@ const links = new WeakMap<BreakerStore, FleetLink>();
  * const hook = attachFleet(breakerSide, { store }, (o) => new CircuitBreaker(o));
  * ```
  */
-function attachFleet(breaker: FleetBreaker, options: FleetOptions, makeBreaker: (options: CircuitBreakerOptions) => GuardBreaker): FleetHook {
+function attachFleet(breaker: FleetBreaker, options: FleetOptions): FleetHook {
   let link = links.get(options.store);
-  if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler, makeBreaker)));
+  if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler)));
   const member = new Member(link, breaker, options.node ?? processNodeId(), options);
   link.add(member);
   // the store's own breaker, followed while the hub has listeners (once per hub); a closed store has none to follow

@@ -1,25 +1,8 @@
 /**
- * The fleet's shared breaker state: the {@link BreakerStore} contract (what a store keeps and how
- * each operation changes it) and {@link MemoryBreakerStore}, its reference model on a scheduler.
- * `rxheal/redis` implements the same contract in Lua on Redis; `src/core/fleet.ts` is the node
- * side that talks to a store.
- *
- * The model, per breaker name:
- * - a **verdict**: `closed`, `open` until a store-time deadline, or `isolated`; a **generation**
- *   that grows with every change (`max(previous + 1, store time in ms)`, so it keeps growing
- *   even after a store lost its data), and the reason of the last change;
- * - **votes**: nodes whose own breaker opened on inference (5xx, timeouts, resets), with the
- *   store time of the vote; votes older than the quorum window are forgotten;
- * - **live nodes**: nodes that synced or voted within `nodeTtlMs`;
- * - a **probe lease**: the one node allowed to probe after the open period, until a store time.
- *
- * A **stale** open verdict — its period over and its probe lease free (never taken, or run out
- * without a result: the prober died, or its result never arrived) — counts as closed for votes:
- * a new quorum opens it anew (a new generation, reason `quorum`, a fresh `openMs`), as a fact
- * does. While a lease is live the probe is in progress, and votes change nothing.
- *
- * Every operation reads the store's own clock (a `TIME` in Redis, `scheduler.now()` here) and
- * answers with deadlines as remaining ms: nodes never compare clocks.
+ * {@link MemoryBreakerStore}: the {@link BreakerStore} contract's reference model on a scheduler
+ * (the contract and its model are described in breaker/fleetSeam.ts), and the simulated network
+ * both memory stores run their operations through. `rxheal/redis` implements the same contract in
+ * Lua on Redis; core/fleet's node logic (fleet.ts) is the side that talks to a store.
  *
  * @module
  */
@@ -27,134 +10,7 @@ import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscript
 import { after } from './wait.js';
 import { NonNegativeNumber, PositiveNumber, Scheduler, validateOptions } from './options.js';
 import { fleetNode } from './fleet.js';
-import { FLEET_NODE, registerFleetNode, type FleetNode } from './fleetHook.js';
-
-/**
- * A breaker's state fleet-wide.
- *
- * @example
- * ```ts
- * const s: FleetState = 'open';
- * ```
- */
-export type FleetState = 'closed' | 'open' | 'isolated';
-
-/**
- * Why the fleet verdict is what it is: `quorum` (enough nodes opened on their own), `rate_limit`
- * (a provider said so: 429 with `retry-after`), `probe_failure` / `probe_success` (the one prober's
- * result), `isolated` / `reset` (by hand, fleet-wide), `none` (never changed).
- *
- * @example
- * ```ts
- * const r: FleetReason = 'quorum';
- * ```
- */
-export type FleetReason = 'none' | 'quorum' | 'rate_limit' | 'probe_failure' | 'probe_success' | 'isolated' | 'reset';
-
-/**
- * One breaker's verdict as the store sees it, with deadlines as remaining ms.
- *
- * @example
- * ```ts
- * const v: FleetVerdict = { name: 'model:gpt-4o', generation: 7, state: 'open', reason: 'quorum', remainingMs: 59_950 };
- * ```
- */
-export interface FleetVerdict {
-  readonly name: string;
-  /** Grows with every change; a node ignores a verdict whose generation it has already seen. */
-  readonly generation: number;
-  readonly state: FleetState;
-  readonly reason: FleetReason;
-  /** Open: ms until a probe may start (0 once due). Isolated: `Infinity`. Closed: 0. */
-  readonly remainingMs: number;
-  /** Ms left on the probe lease, when a node holds it. */
-  readonly leaseRemainingMs?: number;
-}
-
-/**
- * The answer to {@link BreakerStore.acquireProbe}.
- *
- * @example
- * ```ts
- * store.acquireProbe('node-a', 'model:gpt-4o', 30_000).subscribe(({ granted }) => granted && probe());
- * ```
- */
-export interface ProbeLease {
-  /** Whether this node may probe now. */
-  readonly granted: boolean;
-  readonly verdict: FleetVerdict;
-}
-
-/**
- * How many nodes must have opened on their own, within a window, to open a breaker fleet-wide
- * (resolved: every field set; see `QuorumOptions` for the defaults).
- *
- * @example
- * ```ts
- * const quorum: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
- * ```
- */
-export interface Quorum {
-  /** Distinct nodes. */
-  readonly minNodes: number;
-  /** Share of the live nodes, in [0, 1]. */
-  readonly minFraction: number;
-  /** Votes older than this (store time) are forgotten. */
-  readonly windowMs: number;
-}
-
-/**
- * Where a fleet of breakers keeps its shared verdicts. Every method returns a cold Observable
- * that performs the operation when subscribed and emits its answer once; the node side
- * (`CircuitBreaker` with a `fleet` option) bounds each one with the store's `timeoutMs` and
- * a breaker of its own, so a slow or dead store never reaches a caller. Implementations:
- * {@link MemoryBreakerStore} (one process, the reference model) and `RedisBreakerStore`
- * (`rxheal/redis`).
- *
- * The store also carries the fleet's node logic, under {@link FLEET_NODE}: a breaker reaches
- * the fleet code through the store it is given, so breakers without a `fleet` option bundle
- * none of it. A store of your own adds `readonly [FLEET_NODE] = fleetNode` (both exported by
- * `rxheal`); one that wraps a `MemoryBreakerStore` or `RedisBreakerStore` may omit it (rxheal's
- * stores make their node logic known to every breaker when constructed). Either way, complete
- * `changes$` to let go of the store: each process's link to it (its `changes$` subscription and
- * its `pollMs` poll, which keeps a Node process alive) ends then.
- *
- * @example
- * ```ts
- * const store: BreakerStore = new MemoryBreakerStore();
- * store.vote('node-a', 'model:gpt-4o', { minNodes: 2, minFraction: 0.25, windowMs: 60_000 }, 60_000).subscribe((v) => console.log(v.state));
- * ```
- */
-export interface BreakerStore {
-  /** The fleet's node logic ({@link fleetNode}); see above for when it may be omitted. */
-  readonly [FLEET_NODE]?: FleetNode;
-  /** Each node's store calls are bounded by this many ms (default 100). */
-  readonly timeoutMs?: number;
-  /** How often nodes re-read every verdict as a backstop to `changes$` (absent: never). */
-  readonly pollMs?: number;
-  /** Every verdict change, from any node (pub/sub). Completes when the store is closed. */
-  readonly changes$: Observable<FleetVerdict>;
-  /** Emits when changes may have been missed (a reconnect): nodes re-sync at once. */
-  readonly resync$?: Observable<unknown>;
-  /** Marks `node` live for each name and answers each name's verdict. */
-  sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]>;
-  /**
-   * `node`'s own breaker opened on inference. Counts its vote; when the votes within the window
-   * reach the quorum of live nodes, a closed verdict — or a stale open one (its period over, its
-   * probe lease free) — opens for `openMs`.
-   */
-  vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict>;
-  /** A provider fact (429 with `retry-after`): open for at least `openMs` at once, no quorum. */
-  fact(node: string, name: string, openMs: number): Observable<FleetVerdict>;
-  /** Asks for the probe lease of an open verdict whose period is over. */
-  acquireProbe(node: string, name: string, leaseMs: number): Observable<ProbeLease>;
-  /** The lease holder's probe result: success closes, failure re-opens for `openMs`. */
-  probeResult(node: string, name: string, success: boolean, openMs: number): Observable<FleetVerdict>;
-  /** Isolates the breaker fleet-wide (by hand). */
-  isolate(node: string, name: string): Observable<FleetVerdict>;
-  /** Closes the breaker fleet-wide and forgets its votes (by hand). */
-  reset(node: string, name: string): Observable<FleetVerdict>;
-}
+import { FLEET_NODE, registerFleetNode, type BreakerStore, type FleetNode, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum } from './fleetSeam.js';
 
 /** A new verdict generation: above the last one and at least the store time (survives data loss). */
 export function nextGeneration(previous: number, nowMs: number): number {

@@ -5,7 +5,7 @@
  * @module
  */
 import { Observable, type Subscriber } from 'rxjs';
-import type { CircuitEvent } from './CircuitBreaker.js';
+import type { CircuitEvent } from './circuitState.js';
 import type { HealEvent } from './events.js';
 import { WATCH, type Watchable } from './permit.js';
 

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Subscriber } from 'rxjs';
-import type { CircuitEvent } from './CircuitBreaker.js';
+import type { CircuitEvent } from './circuitState.js';
 
 /**
  * Admission to one call. Obtained from `CircuitBreaker.acquire()`; settle it exactly once

@@ -12,10 +12,10 @@
  * @module
  */
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
-import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetStore.js';
+import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
 import { fleetNode } from '../core/fleet.js';
-import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetHook.js';
+import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetSeam.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `

@@ -1,5 +1,6 @@
 import { isObservable, Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription, type TeardownLogic } from 'rxjs';
-import { CircuitBreakerRegistry, type CircuitBreaker } from '../core/CircuitBreaker.js';
+import { type CircuitBreaker } from '../core/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../core/breakerRegistry.js';
 import { classifyError, type ErrorClassifier } from '../core/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
 import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
