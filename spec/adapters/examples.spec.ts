@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url';
 
 const RIVERS = 'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
 
-/** The example's printed lines, trimmed. */
+/** The example's printed lines, trimmed; it must exit 0 with nothing on stderr. */
 function runExample(name: string): Promise<string[]> {
   const file = fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
   return new Promise((resolve, reject) =>
     execFile(process.execPath, ['--import', 'tsx', file], { timeout: 50_000 }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${name} failed: ${stderr}`)) : resolve(stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '')),
+      error || stderr !== '' ? reject(new Error(`${name} failed (${error?.message ?? 'exit 0'}): ${stderr}`)) : resolve(stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '')),
     ),
   );
 }
@@ -36,6 +36,7 @@ describe('the interop examples (run with tsx against the local provider)', funct
     expect(lines).to.include('circuit   model:primary closed → open');
     expect(lines).to.include('fallback  model:primary → model:backup (circuit_open)');
     expect(lines.filter((l) => retryLine.test(l)).map((l) => retryLine.exec(l)![1])).to.include('connection');
+    expect(lines.at(-1), 'it runs to its last line').to.equal('answer    It is 22 °C and sunny in Rome. [stop]');
   });
 
   it('examples/langchain.ts: a chain continues an answer cut mid-stream; a tool loop retries and falls back past a 503', async () => {
@@ -45,5 +46,6 @@ describe('the interop examples (run with tsx against the local provider)', funct
     expect(lines).to.include('tool      get_weather({"city":"Lisbon","units":"celsius"})');
     expect(lines).to.include('fallback  model:primary → model:backup (service_unavailable)');
     expect(lines.filter((l) => retryLine.test(l)).map((l) => retryLine.exec(l)![1])).to.include('service_unavailable');
+    expect(lines.at(-1), 'it runs to its last line').to.equal('answer    It is 22 °C and sunny in Lisbon.');
   });
 });

@@ -18,7 +18,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
 
   before(async () => {
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out) => (error ? reject(error) : resolve(out))),
+      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out, stderr) => (error || stderr !== '' ? reject(error ?? new Error(stderr)) : resolve(out))),
     );
     lines = timeline(stdout);
   });
@@ -34,6 +34,10 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
       'answer    I am the local',
       'answer    … rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
     ]);
+  });
+
+  it('runs to its last line (the continued answer) and exits 0', () => {
+    expect(lines.at(-1)).to.match(/^answer {4}… rxheal assistant\. You said: "Tell me something nice about rivers"\./);
   });
 
   it('shows the healing: the retry after retry-after, the reflection, the breaker opening and being skipped, the degradation, the mid-answer fallback', () => {
