@@ -266,9 +266,19 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`  secondary (Anthropic protocol) ${demo.secondary.url}   faults: ${demo.secondary.url}/admin/faults`);
   if (demo.providers.length > 2) console.log(`  real providers first: ${demo.providers.slice(0, -2).map((p) => p.label).join(', ')}`);
   console.log('Open the page, toggle faults beside the chat, and ask. Ctrl-C to stop.');
+  let stopping = false;
   const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
     void demo.close().then(() => process.exit(0));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // `npm start` runs this under `sh -c`, and npm passes a SIGTERM (`kill <pid>`, a process
+  // manager) to that shell only: a shell that does not exec its command (dash, Debian's and
+  // Ubuntu's sh) dies of it without passing it on, and this process is re-parented. Stop then too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) stop();
+  }, 250).unref();
 }
