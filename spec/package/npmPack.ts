@@ -33,7 +33,7 @@ interface PackResult {
 }
 
 /**
- * `npm pack` of the working tree, without running `prepare` (`npm test` has just built dist/):
+ * `npm pack` of the working tree, without running `prepack` (`npm test` has just built dist/):
  * the tarball written to `destination`, or with `destination` undefined only the file list.
  */
 export function npmPack(destination?: string): { tarball?: string; files: Set<string> } {

@@ -17,7 +17,7 @@
  */
 import { expect } from 'chai';
 import { build } from 'esbuild';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +39,13 @@ function npm(cwd: string, args: string[]): void {
     env: npmEnv(),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+}
+
+/** `npm install <tarball>` as a user types it (scripts allowed, warnings shown): what npm printed on stderr. */
+function npmInstall(cwd: string, tarball: string): string {
+  const result = spawnSync('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+  if (result.status !== 0) throw new Error(`npm install ${tarball} failed: ${result.stderr}`);
+  return result.stderr;
 }
 
 /** Loads each specifier in a plain `node` child (ESM `import()` or CommonJS `require`): export names, or the error. */
@@ -114,6 +121,7 @@ describe('the packed tarball in a fresh consumer project', function () {
   let dir = '';
   let consumer = '';
   let packed: Set<string> = new Set();
+  let installWarnings = '';
 
   before(function () {
     dir = mkdtempSync(join(tmpdir(), 'rxheal-pack-'));
@@ -122,7 +130,7 @@ describe('the packed tarball in a fresh consumer project', function () {
     consumer = join(dir, 'consumer');
     mkdirSync(consumer);
     writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
-    npm(consumer, ['install', tarball!]);
+    installWarnings = npmInstall(consumer, tarball!);
     // the TypeScript consumer's own tool: Node's types, for the node16 check
     mkdirSync(join(consumer, 'node_modules', '@types'), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(consumer, 'node_modules', '@types', 'node'), 'dir');
@@ -137,6 +145,14 @@ describe('the packed tarball in a fresh consumer project', function () {
       for (const [condition, target] of Object.entries(conditions)) expect(packed.has(target.slice(2)), `${specifier} "${condition}": ${target}`).to.equal(true);
     }
     for (const file of ['LICENSE', 'README.md', 'package.json']) expect(packed.has(file), file).to.equal(true);
+  });
+
+  it('installs without a warning: the package runs no script on install (npm 11 warns about each one not yet allowed, prepare included)', () => {
+    expect(installWarnings.split('\n').filter((l) => l.trim() !== '')).to.deep.equal([]);
+    const scripts = (pkg['scripts'] ?? {}) as Record<string, string>;
+    // what npm runs when the package is installed (from a tarball, a git URL or a folder)
+    expect(Object.keys(scripts).filter((name) => /^(pre|post)?(install|prepare)$/.test(name))).to.deep.equal([]);
+    expect(scripts['prepack'], 'npm pack and npm publish build dist/ first').to.equal('npm run build');
   });
 
   describe('with no optional peer installed', () => {
