@@ -25,8 +25,8 @@ import {
   type AgentEvent,
   type ResilienceSummary,
   type TurnEvent,
-} from '../src/index.js';
-import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from '../src/testing/index.js';
+} from 'rxheal';
+import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from 'rxheal/testing';
 
 const start = asyncScheduler.now();
 const at = (): string => `${String(asyncScheduler.now() - start).padStart(5)} ms`;

@@ -7,9 +7,13 @@
  *   retryWithBackoff waits out each failure and the call succeeds.
  * - broken_api is down: its breaker opens after 3 failures, later calls fail fast without
  *   touching it; once it recovers, one probe after the reset timeout closes the breaker again.
+ *
+ * It imports rxheal by name, as your code would: copy it (and agent.ts) into a project with
+ * rxheal, rxjs and io-ts. Here the name resolves to the built package (dist/, which the script
+ * builds first).
  */
 import { asyncScheduler, catchError, defer, firstValueFrom, lastValueFrom, map, of, timer } from 'rxjs';
-import { CircuitBreakerRegistry, HttpError, circuitBreak, classifyError, retryWithBackoff } from '../src/index.js';
+import { CircuitBreakerRegistry, HttpError, circuitBreak, classifyError, retryWithBackoff } from 'rxheal';
 
 const start = asyncScheduler.now();
 const log = (what: string): void => console.log(`${String(asyncScheduler.now() - start).padStart(5)} ms  ${what}`);

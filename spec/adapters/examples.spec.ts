@@ -1,9 +1,11 @@
 /**
- * examples/ai-sdk.ts and examples/langchain.ts run as a user runs them (`npx tsx …`), each
- * against its own two local providers: every answer whole, and the healing that made it so.
+ * examples/ai-sdk.ts and examples/langchain.ts run as a user runs them (`npm run example:ai-sdk`
+ * runs `tsx examples/ai-sdk.ts` once dist/ is built), each against its own two local providers:
+ * every answer whole, and the healing that made it so, to its last line.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const RIVERS = 'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
@@ -22,6 +24,11 @@ const retryLine = /^retry {5}model:primary \d\/\d in \d+ ms \((\w+)\)$/;
 
 describe('the interop examples (run with tsx against the local provider)', function () {
   this.timeout(60_000);
+
+  before(() => {
+    // they import rxheal by name: the built package (self-reference through the exports map)
+    expect(existsSync(fileURLToPath(new URL('../../dist/adapters/ai-sdk.js', import.meta.url))), 'dist/ is built (npm test builds first; else npm run build)').to.equal(true);
+  });
 
   it('examples/ai-sdk.ts: streamText continues an answer cut mid-stream, waits out a 429, falls back past a dead primary and its open breaker', async () => {
     const lines = await runExample('ai-sdk.ts');

@@ -1,14 +1,20 @@
 /**
- * `npm run example` as a new user runs it: a child process (npm, then tsx) that must print every
- * part — the retries, the breaker opening, failing fast, going half-open, the probe closing it,
- * then the whole agent run and its summary — and exit 0 after its last line.
+ * The shipped examples (package.json `files`: examples/*.ts) as a user gets them: each imports
+ * rxheal by its name ('rxheal', 'rxheal/testing'…, resolved through the exports map — Node's
+ * self-reference here, node_modules in a copy), never the repository's src/, so a copy runs as
+ * is (spec/package/pack.spec.ts typechecks copies in a fresh project). And `npm run example` as a
+ * new user runs it: a child process (npm, then tsx) that must print every part — the retries,
+ * the breaker opening, failing fast, going half-open, the probe closing it, then the whole agent
+ * run and its summary — and exit 0 after its last line.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { ROOT, npmEnv } from '../package/npmPack.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, importsOf, npmEnv, shippedExamples } from '../package/npmPack.js';
 
 /** Runs `npm run <script>` in the repository: exit code and printed lines (time stamps dropped, trimmed). */
-export function npmRun(script: string, timeout = 60_000): Promise<{ code: number | null; lines: string[]; stderr: string }> {
+function npmRun(script: string, timeout = 60_000): Promise<{ code: number | null; lines: string[]; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile('npm', ['run', '--silent', script], { cwd: ROOT, env: npmEnv(), timeout }, (_error, stdout, stderr) =>
       resolve({
@@ -22,6 +28,22 @@ export function npmRun(script: string, timeout = 60_000): Promise<{ code: number
     );
   });
 }
+
+describe('the shipped examples', () => {
+  it('import rxheal by its name (its exports map), and nothing of the repository but each other', () => {
+    const files = shippedExamples();
+    expect(files.length).to.be.at.least(4);
+    const wrong: string[] = [];
+    for (const file of files) {
+      const specifiers = importsOf(readFileSync(join(ROOT, file), 'utf8'));
+      expect(specifiers.some((s) => s === 'rxheal' || s.startsWith('rxheal/')), `${file} imports rxheal`).to.equal(true);
+      for (const s of specifiers) if (s.startsWith('.') && !/^\.\/[\w-]+\.js$/.test(s)) wrong.push(`${file}: '${s}'`);
+      // a sibling it imports is shipped too
+      for (const s of specifiers) if (/^\.\/[\w-]+\.js$/.test(s)) expect(files, `${file} imports ${s}`).to.include(`examples/${s.slice(2, -3)}.ts`);
+    }
+    expect(wrong, 'relative imports out of examples/ (a copy would not find them)').to.deep.equal([]);
+  });
+});
 
 describe('npm run example (examples/basic.ts, then examples/agent.ts)', function () {
   this.timeout(90_000);

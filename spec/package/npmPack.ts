@@ -91,3 +91,18 @@ export function subpathTable(readme: string = readFileSync(join(ROOT, 'README.md
   });
   return rows;
 }
+
+/** The examples the package ships (its `files` entries under examples/). */
+export const shippedExamples = (pkg: PackageJson = packageJson()): string[] => ((pkg['files'] ?? []) as string[]).filter((f) => /^examples\/[^/]+\.ts$/.test(f));
+
+/** Every module specifier a TypeScript file imports (static and dynamic). */
+export function importsOf(code: string): string[] {
+  return [...code.matchAll(/(?:^import\b[^'"]*?\bfrom\s*|^import\s*|\bimport\(\s*)'([^']+)'/gm)].map((m) => m[1]!);
+}
+
+/** The package a bare specifier names (`@scope/name` or `name`), or undefined for a relative or `node:` one. */
+export function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('.') || specifier.startsWith('node:')) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}

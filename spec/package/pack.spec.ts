@@ -18,14 +18,15 @@
 import { expect } from 'chai';
 import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { ROOT, entryPoints, npmEnv, npmPack, packageJson, subpathTable, type EntryPoint } from './npmPack.js';
+import { ROOT, entryPoints, importsOf, npmEnv, npmPack, packageJson, packageOf, shippedExamples, subpathTable, type EntryPoint } from './npmPack.js';
 
 const pkg = packageJson();
 const entries = entryPoints(pkg);
+const examples = shippedExamples(pkg);
 const peersOf = new Map(subpathTable().map((row) => [row.specifier, row.peers]));
 /** Entries that need no optional peer (the README's table says `—`). */
 const bare = entries.filter((e) => (peersOf.get(e.specifier) ?? []).length === 0);
@@ -90,14 +91,14 @@ function cachingHost(options: ts.CompilerOptions): ts.CompilerHost {
 
 type Resolution = 'node16' | 'nodenext' | 'bundler';
 
-/** Type errors of `files` under a tsconfig with the given resolution (strict, lib checks on). */
-function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTypes: boolean): string[] {
+/** Type errors of `files` under a tsconfig with the given resolution (strict, lib checks on); DOM types without Node's unless `dom` says. */
+function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTypes: boolean, dom = !nodeTypes): string[] {
   const config = {
     compilerOptions: {
       target: 'ES2022',
       module: resolution === 'bundler' ? 'esnext' : resolution,
       moduleResolution: resolution,
-      lib: nodeTypes ? ['ES2022'] : ['ES2022', 'DOM', 'DOM.Iterable'],
+      lib: dom ? ['ES2022', 'DOM', 'DOM.Iterable'] : ['ES2022'],
       types: nodeTypes ? ['node'] : [],
       strict: true,
       noEmit: true,
@@ -105,7 +106,7 @@ function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTy
     },
     files,
   };
-  const name = `tsconfig.${resolution}${nodeTypes ? '' : '.browser'}.json`;
+  const name = `tsconfig.${resolution}${nodeTypes ? '' : '.browser'}${nodeTypes && dom ? '.dom' : ''}.json`;
   writeFileSync(join(dir, name), JSON.stringify(config, null, 2));
   const tsconfig = ts.parseJsonConfigFileContent(config, ts.sys, dir);
   expect(tsconfig.errors.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).to.deep.equal([]);
@@ -218,6 +219,18 @@ export const names: string[] = Object.keys(rxheal);
       // @ai-sdk/provider's own .d.ts import 'json-schema', whose types are only its devDependency
       // (upstream): an AI SDK user typechecking with skipLibCheck off installs them too
       if (wanted.length > 0) npm(consumer, ['install', ...wanted, '@types/json-schema@^7.0.15']);
+      // and what the shipped examples import besides rxheal (the frameworks they heal, zod…), as a user copying one installs it
+      const extra = [...new Set(examples.flatMap((file) => importsOf(readFileSync(join(consumer, 'node_modules', pkg.name, file), 'utf8')).map(packageOf)))]
+        .filter((name): name is string => name !== undefined && name !== pkg.name && !optionalPeers.includes(name) && name !== 'rxjs' && !(name in (pkg['dependencies'] as object)))
+        .map((name) => `${name}@${devDependencies[name] ?? 'latest'}`);
+      if (extra.length > 0) npm(consumer, ['install', ...extra]);
+    });
+
+    it(`the shipped examples, copied out of the installed package, typecheck as they are (${examples.join(', ')}), 0 errors`, () => {
+      mkdirSync(join(consumer, 'examples'), { recursive: true });
+      for (const file of examples) copyFileSync(join(consumer, 'node_modules', pkg.name, file), join(consumer, file));
+      // Node's types and the DOM's: the AI SDK's own declarations name fetch's (HeadersInit, RequestCredentials)
+      expect(typeErrors(consumer, 'node16', examples, true, true), 'node16').to.deep.equal([]);
     });
 
     it(`loads EVERY entry point of the exports map by import and by require (${entries.map((e) => e.specifier).join(', ')})`, () => {
