@@ -124,7 +124,7 @@ export function runAgentExample(): Promise<void> {
       toolPipeline: (call, call$, { hub }) => {
         const healed = call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, initialBackoffMs: 100 }), reflectOnError());
         return call.name === 'knowledge_search'
-          ? healed.pipe(degradeAfter(800, 'Knowledge search is unavailable right now.', { capability: 'knowledge-search', capabilities }))
+          ? healed.pipe(degradeAfter(800, 'Knowledge search is unavailable right now.', { capability: call.name, capabilities }))
           : healed;
       },
     }).subscribe(events);

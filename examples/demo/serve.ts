@@ -185,6 +185,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   const files: Record<string, [string, string]> = {
     '/': ['text/html; charset=utf-8', readFileSync(`${HERE}index.html`, 'utf8')],
     '/styles.css': ['text/css; charset=utf-8', readFileSync(`${HERE}styles.css`, 'utf8')],
+    '/favicon.svg': ['image/svg+xml', readFileSync(`${HERE}favicon.svg`, 'utf8')],
     '/app.js': ['text/javascript; charset=utf-8', output('app.js')],
     '/app.js.map': ['application/json', output('app.js.map')],
   };

@@ -45,7 +45,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     expect(lines.some((l) => l.startsWith('reflect   The tool \'get_weather\' failed'))).to.equal(true);
     expect(lines).to.include('circuit   model:primary closed → open (failure_threshold)');
     expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
-    expect(lines).to.include('degraded  knowledge-search: no result within 3000 ms');
+    expect(lines).to.include('degraded  knowledge_search: no result within 3000 ms');
     expect(lines).to.include('fallback  model:primary → model:secondary (connection, mid-answer)');
   });
 });

@@ -80,10 +80,10 @@ describe('npm run example (examples/basic.ts, then examples/agent.ts)', function
     const agent = run.lines.slice(run.lines.findIndex((l) => l.startsWith('— runAgent')));
     expect(agent.length, 'the agent part ran').to.be.greaterThan(5);
     expect(agent.some((l) => l.startsWith('reflect   get_weather 1/3:'))).to.equal(true);
-    expect(agent).to.include('degraded  knowledge-search: no result within 800 ms');
+    expect(agent).to.include('degraded  knowledge_search: no result within 800 ms');
     expect(agent).to.include('reset     (fallback: discard the partial answer)');
     expect(agent).to.include('answer    "It is 22 °C and sunny in NYC."');
     expect(agent).to.include('resilience summary');
-    expect(run.lines.at(-1)).to.match(/^degraded {2}knowledge-search: 1×, \d+ ms \(still\)$/);
+    expect(run.lines.at(-1)).to.match(/^degraded {2}knowledge_search: 1×, \d+ ms \(still\)$/);
   });
 });
