@@ -25,8 +25,8 @@ import {
   type AgentEvent,
   type ResilienceSummary,
   type TurnEvent,
-} from '../src/index.js';
-import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from '../src/testing/index.js';
+} from 'rxheal';
+import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from 'rxheal/testing';
 
 const start = asyncScheduler.now();
 const at = (): string => `${String(asyncScheduler.now() - start).padStart(5)} ms`;
@@ -124,7 +124,7 @@ export function runAgentExample(): Promise<void> {
       toolPipeline: (call, call$, { hub }) => {
         const healed = call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, initialBackoffMs: 100 }), reflectOnError());
         return call.name === 'knowledge_search'
-          ? healed.pipe(degradeAfter(800, 'Knowledge search is unavailable right now.', { capability: 'knowledge-search', capabilities }))
+          ? healed.pipe(degradeAfter(800, 'Knowledge search is unavailable right now.', { capability: call.name, capabilities }))
           : healed;
       },
     }).subscribe(events);

@@ -1,6 +1,7 @@
 /**
- * `npx tsx examples/ai-sdk.ts`: the Vercel AI SDK's `streamText` healed by rxheal, against two
- * local providers (rxheal/server; no key, no network).
+ * `npm run example:ai-sdk`: the Vercel AI SDK's `streamText` healed by rxheal, against two local
+ * providers (rxheal/server; no key, no network). It imports rxheal by name, as your code would:
+ * copy it into a project with rxheal, `ai`, `@ai-sdk/anthropic` and `@ai-sdk/openai-compatible`.
  *
  * - The primary (an OpenAI-compatible AI SDK provider) drops the connection mid-answer: the
  *   backup (an Anthropic AI SDK provider) continues the answer in the same stream — one answer,
@@ -14,9 +15,9 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
-import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from '../src/index.js';
-import { fromAiSdk, toAiSdk } from '../src/adapters/ai-sdk.js';
-import { startLocalProvider } from '../src/server/index.js';
+import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from 'rxheal';
+import { fromAiSdk, toAiSdk } from 'rxheal/ai-sdk';
+import { startLocalProvider } from 'rxheal/server';
 
 /** Runs the three steps, printing each answer and the healing behind it. */
 export async function runAiSdkExample(print: (line: string) => void = console.log): Promise<void> {

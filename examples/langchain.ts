@@ -1,6 +1,8 @@
 /**
- * `npx tsx examples/langchain.ts`: a LangChain.js chain healed by rxheal, against two local
- * providers (rxheal/server; no key, no network), with LangChain's own `ChatOpenAI` as the models.
+ * `npm run example:langchain`: a LangChain.js chain healed by rxheal, against two local providers
+ * (rxheal/server; no key, no network), with LangChain's own `ChatOpenAI` as the models. It imports
+ * rxheal by name, as your code would: copy it into a project with rxheal, `@langchain/core`,
+ * `@langchain/openai` and `zod`.
  *
  * - A prompt → model → parser chain streams an answer; the primary drops the connection
  *   mid-answer and the backup continues it in the same stream (`withFallbacks` would only help
@@ -14,9 +16,9 @@ import { ChatPromptTemplate } from '@langchain/core/prompts';
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
-import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from '../src/index.js';
-import { fromLangChain, toLangChain } from '../src/adapters/langchain.js';
-import { startLocalProvider } from '../src/server/index.js';
+import { CircuitBreakerRegistry, HealHub, fallbackModel, retryWithBackoff } from 'rxheal';
+import { fromLangChain, toLangChain } from 'rxheal/langchain';
+import { startLocalProvider } from 'rxheal/server';
 
 /** Runs the two steps, printing each answer and the healing behind it. */
 export async function runLangChainExample(print: (line: string) => void = console.log): Promise<void> {

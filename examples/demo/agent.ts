@@ -119,7 +119,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[]): DemoAgent
             reflectOnError(),
           );
           return call.name === 'knowledge_search'
-            ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: 'knowledge-search', capabilities }))
+            ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: call.name, capabilities })) // named as the tool (and its circuit) is
             : guarded;
         },
       });

@@ -129,17 +129,30 @@ async function main(): Promise<void> {
   }
 
   // ---- the summary (summarize over the hub); running periods keep counting between events -------
-  const summary = $('#summary');
+  const summary = $<HTMLTableElement>('#summary');
+  const summaryPanel = $('.panel-summary');
+  const summaryMore = $('#summary-more');
   let latest: ResilienceSummary | undefined;
   const pct = (x: number | null): string => (x === null ? '—' : `${Math.round(x * 100)} %`);
+  /** The hint at the bottom of a summary taller than its panel: how many rows are (partly) out of view, the ones under it included. */
+  const hintSummary = (): void => {
+    const below = (edge: number): number => [...summary.rows].filter((row) => row.getBoundingClientRect().bottom > edge + 0.5).length;
+    summaryMore.hidden = below(summaryPanel.getBoundingClientRect().bottom) === 0;
+    if (summaryMore.hidden) return;
+    const hidden = below(summaryMore.getBoundingClientRect().top);
+    summaryMore.textContent = `↓ ${hidden} more ${hidden === 1 ? 'row' : 'rows'}: scroll`;
+  };
+  summaryPanel.addEventListener('scroll', hintSummary, { passive: true });
   const renderSummary = (): void => {
     const s = latest;
     if (s === undefined) return;
     const running = Math.max(0, Date.now() - s.at);
+    // an open circuit skipped is not a fallback call (the circuit's row counts it as rejected)
+    const fallbacks = s.fallbacks.total - (s.fallbacks.byReason['circuit_open'] ?? 0);
     const table: [string, string, string?][] = [
       ['model calls / tool calls', `${s.calls.model} / ${s.calls.tool}`],
       ['retries (succeeded)', `${s.retries.total} (${s.retries.succeeded})`],
-      ['fallbacks per model call', `${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)})`],
+      ['fallbacks per model call', `${fallbacks} (${pct(s.calls.model === 0 ? null : fallbacks / s.calls.model)})`],
       ['reflections', String(s.reflections.total)],
       ...Object.entries(s.circuits)
         .filter(([, c]) => c.opened > 0)
@@ -162,6 +175,7 @@ async function main(): Promise<void> {
         return row;
       }),
     );
+    hintSummary();
   };
   summarize(agent.hub.events$).subscribe((s) => {
     latest = s;
@@ -214,7 +228,8 @@ async function main(): Promise<void> {
             : note('breaker-open', `circuit ${e.breaker} is open: call rejected without reaching it`);
         break;
       case 'fallback':
-        line = note('fallback', `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+        // an open circuit skipped is not a fallback call: said as the marker says it
+        line = note('fallback', e.reason === 'circuit_open' ? `${e.from} skipped (circuit open) → ${e.to}` : `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
         break;
       case 'reflection':
         line = note('reflection', reflectionText(e));
@@ -482,12 +497,18 @@ async function main(): Promise<void> {
   });
 
   // ---- suggestion chips: one healing path each ------------------------------------------------
-  /** The local provider that will answer next: the first whose circuit admits a call. */
-  const answering = (): ProviderConfig | undefined => locals.find((p) => agent.breakers.get(`model:${p.id}`).state !== 'open') ?? locals[0];
-  /** A provider dying mid-answer needs another one to go on: every local circuit closed, the first one armed. */
-  const freshStart = (): ProviderConfig | undefined => {
-    for (const p of locals) if (agent.breakers.get(`model:${p.id}`).state !== 'closed') agent.breakers.get(`model:${p.id}`).reset();
-    return locals[0];
+  /**
+   * Each chip shows its own healing path from a fresh start: every circuit an earlier question
+   * left open is closed first (the log shows it), so the answer is not a chain of skips past a
+   * breaker the previous chip opened. Its fault (`toggle`) goes on the first local provider that
+   * has it on already, else on the first with no fault switched on by hand (a provider dying
+   * mid-answer needs another one to go on).
+   */
+  const freshStart = (toggle?: Toggle): ProviderConfig | undefined => {
+    for (const name of names) if (agent.breakers.get(name).state !== 'closed') agent.breakers.get(name).reset();
+    if (toggle === undefined) return undefined;
+    const faultless = (p: ProviderConfig): boolean => TOGGLES.every((t) => !checkbox(p.id, t.id)?.checked);
+    return locals.find((p) => checkbox(p.id, toggle.id)?.checked) ?? locals.find(faultless) ?? locals[0];
   };
   const chips = $('#chips');
   for (const chip of CHIPS) {
@@ -499,12 +520,13 @@ async function main(): Promise<void> {
       if (send.disabled) return;
       void (async () => {
         if (chip.arm === 'slow-search') {
+          freshStart();
           const was = slow.checked;
           slow.checked = agent.slowSearch = true;
           afterAnswer = () => (slow.checked = agent.slowSearch = was);
         } else {
           const toggle = TOGGLES.find((t) => t.id === (chip.arm as { toggle: string }).toggle)!;
-          const target = toggle.id === 'reset' ? freshStart() : answering();
+          const target = freshStart(toggle);
           if (target && !checkbox(target.id, toggle.id)?.checked) await setFault(target, toggle, true, true);
         }
         ask(chip.question);

@@ -119,5 +119,3 @@ try {
 } finally {
   await Promise.all(providers.map((p) => p.close()));
 }
-// open breakers keep a half-open notice scheduled; the demo is over
-process.exit(0);

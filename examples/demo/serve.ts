@@ -185,6 +185,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   const files: Record<string, [string, string]> = {
     '/': ['text/html; charset=utf-8', readFileSync(`${HERE}index.html`, 'utf8')],
     '/styles.css': ['text/css; charset=utf-8', readFileSync(`${HERE}styles.css`, 'utf8')],
+    '/favicon.svg': ['image/svg+xml', readFileSync(`${HERE}favicon.svg`, 'utf8')],
     '/app.js': ['text/javascript; charset=utf-8', output('app.js')],
     '/app.js.map': ['application/json', output('app.js.map')],
   };
@@ -266,9 +267,19 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`  secondary (Anthropic protocol) ${demo.secondary.url}   faults: ${demo.secondary.url}/admin/faults`);
   if (demo.providers.length > 2) console.log(`  real providers first: ${demo.providers.slice(0, -2).map((p) => p.label).join(', ')}`);
   console.log('Open the page, toggle faults beside the chat, and ask. Ctrl-C to stop.');
+  let stopping = false;
   const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
     void demo.close().then(() => process.exit(0));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // `npm start` runs this under `sh -c`, and npm passes a SIGTERM (`kill <pid>`, a process
+  // manager) to that shell only: a shell that does not exec its command (dash, Debian's and
+  // Ubuntu's sh) dies of it without passing it on, and this process is re-parented. Stop then too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) stop();
+  }, 250).unref();
 }

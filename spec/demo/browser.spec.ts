@@ -25,7 +25,7 @@ const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },
 ] as const;
-type Size = (typeof SIZES)[number];
+type Size = { readonly name: string; readonly width: number; readonly height: number };
 
 /** A run of 3+ words that appears twice: what concatenating two attempts' text produces. */
 function repeatedFragment(text: string): string | undefined {
@@ -164,6 +164,8 @@ describe('the demo page in Chromium', function () {
   let browser: Browser;
   let page: Page;
   let pageErrors: string[];
+  /** Console errors about the page's own server (a resource it could not load: a 404 favicon…); the providers' failures are the demo's. */
+  let ownErrors: string[];
   let opened = false;
 
   before(async function () {
@@ -185,7 +187,11 @@ describe('the demo page in Chromium', function () {
     page = await browser.newPage({ viewport: { width: size.width, height: size.height } });
     opened = true;
     pageErrors = [];
+    ownErrors = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && m.location().url.startsWith(demo.url)) ownErrors.push(`${m.text()} (${m.location().url})`);
+    });
     await page.goto(demo.url);
     await page.waitForSelector('body[data-ready="true"]');
     // every status line the answers show, as they change (they are cleared once answered)
@@ -207,6 +213,7 @@ describe('the demo page in Chromium', function () {
     if (!opened) return;
     opened = false;
     expect(pageErrors, 'errors thrown in the page').to.deep.equal([]);
+    expect(ownErrors, 'resources of its own the page could not load').to.deep.equal([]);
     expect(await page.isVisible('#page-error'), 'the page shows an unexpected error').to.equal(false);
     await page.close();
   });
@@ -285,8 +292,8 @@ describe('the demo page in Chromium', function () {
         expect(answer).to.equal("I couldn't search the knowledge base right now, so I can't look that up. Please try again later.");
         const marks = await markers(page);
         const degradation = marks.find((m) => m.kind === 'degradation');
-        expect(degradation?.text).to.contain('knowledge-search degraded (no result within 3000 ms)');
-        expect(degradation?.line).to.contain('knowledge-search degraded: no result within 3000 ms');
+        expect(degradation?.text).to.contain('knowledge_search degraded (no result within 3000 ms)');
+        expect(degradation?.line).to.contain('knowledge_search degraded: no result within 3000 ms');
         const statuses = await page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
         expect(statuses).to.include('knowledge_search degraded (no result within 3000 ms): answering without it');
         expect(statuses.filter((s) => s.includes('knowledge_search answered'))).to.deep.equal([]);
@@ -296,13 +303,97 @@ describe('the demo page in Chromium', function () {
         expect(entry.background).to.equal('rgba(0, 0, 0, 0)');
         expect(entry.marginLeft).to.equal('0px');
         expect(await page.isVisible('#degraded')).to.equal(true);
-        expect(await page.textContent('#degraded')).to.contain('knowledge-search unavailable: no result within 3000 ms');
+        // the capability is named as its tool's circuit is (tool:knowledge_search), not a third way
+        expect(await page.textContent('#degraded')).to.contain('knowledge_search unavailable: no result within 3000 ms');
+        expect(await page.$$eval('#circuits .circuit', (rows) => rows.map((r) => (r as HTMLElement).dataset['breaker']))).to.include('tool:knowledge_search');
         expect(await page.isChecked('#slow-search'), 'the chip slowed the search for its one question').to.equal(false);
         await expectLayout(page, size);
         await page.screenshot({ path: `${ARTIFACTS}demo-refund-degraded-${size.name}.png` });
       });
     });
   }
+
+  describe('at 800x900: the three chips in a row', () => {
+    const size: Size = { name: '800x900', width: 800, height: 900 };
+
+    /** Each row of the summary: its text, and whether it is wholly in view in its scrolling panel (above the hint, when there is one). */
+    const summaryRows = (): Promise<{ text: string; inView: boolean }[]> =>
+      page.$$eval('#summary tr', (rows) => {
+        const panel = document.querySelector('.panel-summary')!.getBoundingClientRect();
+        const hint = document.querySelector<HTMLElement>('#summary-more');
+        const bottom = hint && !hint.hidden ? hint.getBoundingClientRect().top : panel.bottom;
+        return rows.map((r) => {
+          const box = r.getBoundingClientRect();
+          return { text: r.textContent ?? '', inView: box.top >= panel.top - 0.5 && box.bottom <= bottom + 0.5 };
+        });
+      });
+
+    it('each answer shows its own healing path only: no circuit a chip before opened is skipped, its marker in view; every summary row in view, the restart the one fallback', async () => {
+      await open(size);
+      expect(await chip('long')).to.equal(RIVER_STORY);
+      expect((await markers(page)).map((m) => m.kind)).to.deep.equal(['fallback']);
+      expect(await page.getAttribute('[data-breaker="model:primary"]', 'data-state'), 'the mid-answer death opened the primary’s circuit').to.equal('open');
+
+      expect(await chip('weather')).to.equal('It is 22 °C and sunny in Paris.');
+      const weather = await markers(page);
+      expect(weather.map((m) => m.text).filter((t) => t.includes('skipped')), 'the next chip starts from closed circuits').to.deep.equal([]);
+      expect(weather.map((m) => m.kind)).to.deep.equal(['reflection']);
+      expect((await logLines()).some((l) => l.includes('circuit model:primary: open → closed (reset)')), 'the fresh start is in the log').to.equal(true);
+      await expectLayout(page, size);
+
+      await chip('refund');
+      expect((await markers(page)).map((m) => m.kind)).to.deep.equal(['degradation']);
+      await expectLayout(page, size);
+      await page.screenshot({ path: `${ARTIFACTS}demo-three-chips-800x900.png` });
+
+      const rows = await summaryRows();
+      expect(rows.filter((r) => !r.inView).map((r) => r.text), 'summary rows clipped').to.deep.equal([]);
+      expect(rows.map((r) => r.text)).to.include.members(['fallbacks per model call1 (17 %)', 'reflections1']);
+      expect(rows.some((r) => r.text.startsWith('knowledge_search degraded1×'))).to.equal(true);
+      expect(await page.isVisible('#summary-more'), 'no hint when nothing is hidden').to.equal(false);
+    });
+
+    it('a summary taller than its panel says how many rows are out of view until scrolled', async () => {
+      await open({ width: 800, height: 560 });
+      await chip('long');
+      await chip('refund');
+      await page.waitForFunction(() => document.querySelectorAll('#summary tr').length >= 6);
+      await page.waitForTimeout(300); // the next draw
+      const hidden = (await summaryRows()).filter((r) => !r.inView).length;
+      expect(hidden, 'rows out of view at 800×560').to.be.greaterThan(0);
+      expect(await page.isVisible('#summary-more')).to.equal(true);
+      expect(await page.textContent('#summary-more')).to.equal(`↓ ${hidden} more ${hidden === 1 ? 'row' : 'rows'}: scroll`);
+      await page.$eval('.panel-summary', (panel) => panel.scrollTo({ top: panel.scrollHeight }));
+      await page.waitForFunction(() => document.querySelector<HTMLElement>('#summary-more')?.hidden === true);
+      expect((await summaryRows()).at(-1)?.inView, 'scrolled down: the last row in view, and no hint').to.equal(true);
+    });
+  });
+
+  describe('skipping an open circuit', () => {
+    it('counts in the summary as the circuit rejecting a call, not as a fallback', async () => {
+      await open();
+      await toggle('[data-toggle="primary:off"]');
+      await ask("What's the weather in Paris?");
+      const marks = await markers(page);
+      expect(marks.map((m) => m.text)).to.include('⤳ model:primary skipped (circuit open) → model:secondary');
+      expect(marks.find((m) => m.text.includes('skipped'))?.line, 'its log line says it the same way').to.contain('model:primary skipped (circuit open) → model:secondary');
+      const rows = await page.$$eval('#summary tr', (trs) => trs.map((r) => r.textContent ?? ''));
+      // two model calls (the tool call, the answer): the first fell back after its retries, the second skipped the open circuit
+      expect(rows).to.include('model calls / tool calls2 / 1');
+      expect(rows).to.include('fallbacks per model call1 (50 %)');
+      expect(rows.some((r) => /^model:primary opened1× · open \d+\.\d s · 1 rejected$/.test(r)), rows.join(' | ')).to.equal(true);
+    });
+  });
+
+  it('serves the page’s favicon: the browser asks for it, and gets it', async () => {
+    await open();
+    const href = await page.$eval('link[rel="icon"]', (l) => (l as HTMLLinkElement).href);
+    expect(href.startsWith(demo.url), href).to.equal(true);
+    const icon = await fetch(href);
+    expect(icon.status).to.equal(200);
+    expect(icon.headers.get('content-type')).to.match(/^image\//);
+    await page.waitForTimeout(300); // Chromium fetches icons after the load
+  });
 
   describe('at 1280x720', () => {
     it('primary off: retry and fallback markers; the answer via the secondary, the primary’s circuit open, its open time counting on', async () => {

@@ -18,7 +18,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
 
   before(async () => {
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out) => (error ? reject(error) : resolve(out))),
+      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out, stderr) => (error || stderr !== '' ? reject(error ?? new Error(stderr)) : resolve(out))),
     );
     lines = timeline(stdout);
   });
@@ -36,12 +36,16 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     ]);
   });
 
+  it('runs to its last line (the continued answer) and exits 0', () => {
+    expect(lines.at(-1)).to.match(/^answer {4}… rxheal assistant\. You said: "Tell me something nice about rivers"\./);
+  });
+
   it('shows the healing: the retry after retry-after, the reflection, the breaker opening and being skipped, the degradation, the mid-answer fallback', () => {
     expect(lines).to.include('retry     model:primary 1/2 in 1000 ms (rate_limit)');
     expect(lines.some((l) => l.startsWith('reflect   The tool \'get_weather\' failed'))).to.equal(true);
     expect(lines).to.include('circuit   model:primary closed → open (failure_threshold)');
     expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
-    expect(lines).to.include('degraded  knowledge-search: no result within 3000 ms');
+    expect(lines).to.include('degraded  knowledge_search: no result within 3000 ms');
     expect(lines).to.include('fallback  model:primary → model:secondary (connection, mid-answer)');
   });
 });

@@ -9,7 +9,10 @@ import { expect } from 'chai';
 import { execFile, spawn } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createConnection } from 'node:net';
+import { ROOT, npmEnv } from '../package/npmPack.js';
 import { rawRequest } from '../support/rawHttp.js';
 import { DEFAULT_PORT, DemoPortError, listenLocal, startDemo, type Demo } from '../../examples/demo/serve.js';
 
@@ -47,6 +50,54 @@ async function occupy(port = 0): Promise<Server | undefined> {
   });
 }
 const portOf = (server: Server): number => (server.address() as AddressInfo).port;
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+const listening = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+/**
+ * Starts the demo with `command` (PORT=0: any free port), waits for its three ports (page,
+ * primary, secondary) from what it prints, sends SIGTERM to the process spawned — the npm or tsx
+ * wrapper, as `kill <pid>` or a process manager does — and resolves to whether each port is
+ * still served `waitMs` later.
+ */
+async function servedAfterSigterm(command: string, args: string[], waitMs = 3000): Promise<{ ports: number[]; served: boolean[] }> {
+  // its own process group: whatever it leaves behind is killed with the group at the end
+  const child = spawn(command, args, { cwd: ROOT, env: { ...npmEnv(), PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const ports: number[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (chunk: string) => {
+        out += chunk;
+        if (/Ctrl-C to stop/.test(out)) {
+          ports.push(...new Set([...out.matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]))));
+          resolve();
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`${command} exited with ${code} before serving: ${out}`)));
+    });
+    expect(new Set(ports).size, 'the page and the two providers').to.equal(3);
+    for (const port of ports) expect(await listening(port), `port ${port} serves before SIGTERM`).to.equal(true);
+    child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    return { ports, served: await Promise.all(ports.map(listening)) };
+  } finally {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // the group is gone: nothing was left behind
+    }
+  }
+}
 const closeServer = (server: Server | undefined): Promise<void> => new Promise((resolve) => (server ? server.close(() => resolve()) : resolve()));
 
 describe('npm start (examples/demo/serve.ts)', function () {
@@ -187,6 +238,18 @@ describe('npm start (examples/demo/serve.ts)', function () {
       expect(foreign.status).to.equal(403);
       expect(demo.primary.faults.list()).to.deep.equal([]);
     });
+  });
+
+  describe('stopping it', () => {
+    for (const [name, command, args] of [
+      ['npm start (npm, its shell, then node)', 'npm', ['start']],
+      ['tsx examples/demo/serve.ts (tsx and the node it spawns)', join(ROOT, 'node_modules/.bin/tsx'), ['examples/demo/serve.ts']],
+    ] as const) {
+      it(`${name}: SIGTERM to the process started stops the server — the page's port and the providers' are freed`, async () => {
+        const { ports, served } = await servedAfterSigterm(command, [...args]);
+        expect(served, `ports ${ports.join(', ')} still served after SIGTERM`).to.deep.equal([false, false, false]);
+      });
+    }
   });
 
   describe('the page’s port', () => {

@@ -8,6 +8,10 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { fromAiSdk } from '../../src/adapters/ai-sdk.js';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECTIONS = ['rxheal/ai-sdk', 'rxheal/openai', 'rxheal/anthropic', 'rxheal/langchain'];
@@ -28,14 +32,24 @@ function snippets(): { section: string; code: string }[] {
 describe('README: the interop sections', function () {
   this.timeout(60_000);
 
-  it('has a section per framework, each with a before and an after of at most ten lines', () => {
+  it('has a section per framework, each with a before and an after of at most ten lines (then, at most, one more snippet of that subpath)', () => {
     const all = snippets();
     for (const subpath of SECTIONS) {
       const mine = all.filter((s) => s.section === subpath);
-      expect(mine, subpath).to.have.length(2);
-      for (const { code } of mine) expect(code.trimEnd().split('\n').length, `${subpath}:\n${code}`).to.be.at.most(10);
-      expect(mine[1]!.code, subpath).to.contain(`from '${subpath}'`);
+      expect(mine.length, subpath).to.be.oneOf([2, 3]);
+      for (const { code } of mine.slice(0, 2)) expect(code.trimEnd().split('\n').length, `${subpath}:\n${code}`).to.be.at.most(10);
+      for (const { code } of mine.slice(1)) expect(code, subpath).to.contain(`from '${subpath}'`);
     }
+  });
+
+  it("the AI SDK section shows fromAiSdk(model, { id }), which two models sharing a provider name and model id need: fallbackModel refuses their default ids", () => {
+    const ai = snippets().filter((s) => s.section === 'rxheal/ai-sdk');
+    expect(ai.some((s) => /fromAiSdk\([^()]*(\([^()]*\))?[^()]*, \{ id: '/.test(s.code)), 'a snippet passes { id }').to.equal(true);
+    const gateway = (baseURL: string) => createOpenAICompatible({ name: 'gateway', baseURL })('gpt-4o');
+    const [east, west] = [gateway('https://east.example.com/v1'), gateway('https://west.example.com/v1')];
+    expect(fromAiSdk(east).id).to.equal(fromAiSdk(west).id);
+    expect(() => fallbackModel([fromAiSdk(east), fromAiSdk(west)])).to.throw(InvalidOptionError, /models\[1\]\.id/);
+    expect(fallbackModel([fromAiSdk(east, { id: 'east' }), fromAiSdk(west, { id: 'west' })]).id).to.be.a('string');
   });
 
   it('every snippet compiles as it is (imports included) against the frameworks and the built subpaths', () => {

@@ -33,7 +33,7 @@ interface PackResult {
 }
 
 /**
- * `npm pack` of the working tree, without running `prepare` (`npm test` has just built dist/):
+ * `npm pack` of the working tree, without running `prepack` (`npm test` has just built dist/):
  * the tarball written to `destination`, or with `destination` undefined only the file list.
  */
 export function npmPack(destination?: string): { tarball?: string; files: Set<string> } {
@@ -90,4 +90,19 @@ export function subpathTable(readme: string = readFileSync(join(ROOT, 'README.md
     rows.push({ specifier, peers, install: cells[4]!, line: i + 1 });
   });
   return rows;
+}
+
+/** The examples the package ships (its `files` entries under examples/). */
+export const shippedExamples = (pkg: PackageJson = packageJson()): string[] => ((pkg['files'] ?? []) as string[]).filter((f) => /^examples\/[^/]+\.ts$/.test(f));
+
+/** Every module specifier a TypeScript file imports (static and dynamic). */
+export function importsOf(code: string): string[] {
+  return [...code.matchAll(/(?:^import\b[^'"]*?\bfrom\s*|^import\s*|\bimport\(\s*)'([^']+)'/gm)].map((m) => m[1]!);
+}
+
+/** The package a bare specifier names (`@scope/name` or `name`), or undefined for a relative or `node:` one. */
+export function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('.') || specifier.startsWith('node:')) return undefined;
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
 }

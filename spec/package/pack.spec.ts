@@ -17,15 +17,16 @@
  */
 import { expect } from 'chai';
 import { build } from 'esbuild';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { ROOT, entryPoints, npmEnv, npmPack, packageJson, subpathTable, type EntryPoint } from './npmPack.js';
+import { ROOT, entryPoints, importsOf, npmEnv, npmPack, packageJson, packageOf, shippedExamples, subpathTable, type EntryPoint } from './npmPack.js';
 
 const pkg = packageJson();
 const entries = entryPoints(pkg);
+const examples = shippedExamples(pkg);
 const peersOf = new Map(subpathTable().map((row) => [row.specifier, row.peers]));
 /** Entries that need no optional peer (the README's table says `—`). */
 const bare = entries.filter((e) => (peersOf.get(e.specifier) ?? []).length === 0);
@@ -39,6 +40,13 @@ function npm(cwd: string, args: string[]): void {
     env: npmEnv(),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+}
+
+/** `npm install <tarball>` as a user types it (scripts allowed, warnings shown): what npm printed on stderr. */
+function npmInstall(cwd: string, tarball: string): string {
+  const result = spawnSync('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+  if (result.status !== 0) throw new Error(`npm install ${tarball} failed: ${result.stderr}`);
+  return result.stderr;
 }
 
 /** Loads each specifier in a plain `node` child (ESM `import()` or CommonJS `require`): export names, or the error. */
@@ -83,14 +91,14 @@ function cachingHost(options: ts.CompilerOptions): ts.CompilerHost {
 
 type Resolution = 'node16' | 'nodenext' | 'bundler';
 
-/** Type errors of `files` under a tsconfig with the given resolution (strict, lib checks on). */
-function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTypes: boolean): string[] {
+/** Type errors of `files` under a tsconfig with the given resolution (strict, lib checks on); DOM types without Node's unless `dom` says. */
+function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTypes: boolean, dom = !nodeTypes): string[] {
   const config = {
     compilerOptions: {
       target: 'ES2022',
       module: resolution === 'bundler' ? 'esnext' : resolution,
       moduleResolution: resolution,
-      lib: nodeTypes ? ['ES2022'] : ['ES2022', 'DOM', 'DOM.Iterable'],
+      lib: dom ? ['ES2022', 'DOM', 'DOM.Iterable'] : ['ES2022'],
       types: nodeTypes ? ['node'] : [],
       strict: true,
       noEmit: true,
@@ -98,7 +106,7 @@ function typeErrors(dir: string, resolution: Resolution, files: string[], nodeTy
     },
     files,
   };
-  const name = `tsconfig.${resolution}${nodeTypes ? '' : '.browser'}.json`;
+  const name = `tsconfig.${resolution}${nodeTypes ? '' : '.browser'}${nodeTypes && dom ? '.dom' : ''}.json`;
   writeFileSync(join(dir, name), JSON.stringify(config, null, 2));
   const tsconfig = ts.parseJsonConfigFileContent(config, ts.sys, dir);
   expect(tsconfig.errors.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).to.deep.equal([]);
@@ -114,6 +122,7 @@ describe('the packed tarball in a fresh consumer project', function () {
   let dir = '';
   let consumer = '';
   let packed: Set<string> = new Set();
+  let installWarnings = '';
 
   before(function () {
     dir = mkdtempSync(join(tmpdir(), 'rxheal-pack-'));
@@ -122,7 +131,7 @@ describe('the packed tarball in a fresh consumer project', function () {
     consumer = join(dir, 'consumer');
     mkdirSync(consumer);
     writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
-    npm(consumer, ['install', tarball!]);
+    installWarnings = npmInstall(consumer, tarball!);
     // the TypeScript consumer's own tool: Node's types, for the node16 check
     mkdirSync(join(consumer, 'node_modules', '@types'), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(consumer, 'node_modules', '@types', 'node'), 'dir');
@@ -137,6 +146,14 @@ describe('the packed tarball in a fresh consumer project', function () {
       for (const [condition, target] of Object.entries(conditions)) expect(packed.has(target.slice(2)), `${specifier} "${condition}": ${target}`).to.equal(true);
     }
     for (const file of ['LICENSE', 'README.md', 'package.json']) expect(packed.has(file), file).to.equal(true);
+  });
+
+  it('installs without a warning: the package runs no script on install (npm 11 warns about each one not yet allowed, prepare included)', () => {
+    expect(installWarnings.split('\n').filter((l) => l.trim() !== '')).to.deep.equal([]);
+    const scripts = (pkg['scripts'] ?? {}) as Record<string, string>;
+    // what npm runs when the package is installed (from a tarball, a git URL or a folder)
+    expect(Object.keys(scripts).filter((name) => /^(pre|post)?(install|prepare)$/.test(name))).to.deep.equal([]);
+    expect(scripts['prepack'], 'npm pack and npm publish build dist/ first').to.equal('npm run build');
   });
 
   describe('with no optional peer installed', () => {
@@ -202,6 +219,18 @@ export const names: string[] = Object.keys(rxheal);
       // @ai-sdk/provider's own .d.ts import 'json-schema', whose types are only its devDependency
       // (upstream): an AI SDK user typechecking with skipLibCheck off installs them too
       if (wanted.length > 0) npm(consumer, ['install', ...wanted, '@types/json-schema@^7.0.15']);
+      // and what the shipped examples import besides rxheal (the frameworks they heal, zod…), as a user copying one installs it
+      const extra = [...new Set(examples.flatMap((file) => importsOf(readFileSync(join(consumer, 'node_modules', pkg.name, file), 'utf8')).map(packageOf)))]
+        .filter((name): name is string => name !== undefined && name !== pkg.name && !optionalPeers.includes(name) && name !== 'rxjs' && !(name in (pkg['dependencies'] as object)))
+        .map((name) => `${name}@${devDependencies[name] ?? 'latest'}`);
+      if (extra.length > 0) npm(consumer, ['install', ...extra]);
+    });
+
+    it(`the shipped examples, copied out of the installed package, typecheck as they are (${examples.join(', ')}), 0 errors`, () => {
+      mkdirSync(join(consumer, 'examples'), { recursive: true });
+      for (const file of examples) copyFileSync(join(consumer, 'node_modules', pkg.name, file), join(consumer, file));
+      // Node's types and the DOM's: the AI SDK's own declarations name fetch's (HeadersInit, RequestCredentials)
+      expect(typeErrors(consumer, 'node16', examples, true, true), 'node16').to.deep.equal([]);
     });
 
     it(`loads EVERY entry point of the exports map by import and by require (${entries.map((e) => e.specifier).join(', ')})`, () => {

@@ -31,7 +31,12 @@ import {
   type ProviderActivity,
 } from '../../src/server/index.js';
 import { describeEvent } from '../../src/testing/index.js';
-import { request as httpRequest } from 'node:http';
+import Anthropic from '@anthropic-ai/sdk';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText } from 'ai';
+import OpenAI from 'openai';
+import { STATUS_CODES, request as httpRequest } from 'node:http';
 import { rawRequest } from '../support/rawHttp.js';
 
 const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', stream: true, messages: [{ role: 'user', content }], ...extra });
@@ -595,9 +600,9 @@ describe('local provider', () => {
       it('stream-error: the protocol’s error event, then the end', async () => {
         server.faults.set({ kind: 'stream-error', errorType: 'rate_limit_error', afterChunks: 1, times: 2 });
         const anthropic = parseSse(await (await post(`${server.url}/v1/messages`, anthropicBody('Hi'))).text());
-        expect(anthropic.at(-1)).to.deep.equal({ event: 'error', data: '{"type":"error","error":{"type":"rate_limit_error","message":"rate_limit_error (local fault)"}}' });
+        expect(anthropic.at(-1)).to.deep.equal({ event: 'error', data: '{"type":"error","error":{"type":"rate_limit_error","message":"The stream failed (local fault)"}}' });
         const openai = parseSse(await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text());
-        expect(JSON.parse(openai.at(-1)?.data ?? '')).to.deep.equal({ error: { message: 'rate_limit_error (local fault)', type: 'rate_limit_exceeded', param: null, code: null } });
+        expect(JSON.parse(openai.at(-1)?.data ?? '')).to.deep.equal({ error: { message: 'The stream failed (local fault)', type: 'rate_limit_exceeded', param: null, code: null } });
       });
 
       it('bad-tool-args: custom arguments; not used up by a turn without tool calls', async () => {
@@ -898,6 +903,61 @@ describe('local provider', () => {
     }
   });
 
+  describe("a fault's error says its status (or its error type) once, whichever client reads it", () => {
+    let server: LocalProvider;
+    before(async () => (server = await startLocalProvider({ name: 'primary', tokenDelayMs: 1 })));
+    after(() => server.close());
+    afterEach(() => server.faults.clear());
+
+    const user: Message[] = [{ role: 'user', content: 'Hi' }];
+    const failure = async (call: () => Promise<unknown>): Promise<string> => {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, 'the call failed').to.be.instanceOf(Error);
+      return (error as Error).message;
+    };
+    const drain = async (stream: AsyncIterable<unknown>): Promise<void> => {
+      for await (const chunk of stream) void chunk;
+    };
+    /** Each client as a user has it: rxheal's own models and the SDKs (whose messages prefix the status), each failing on the server's fault. */
+    const clients: Record<string, () => Promise<unknown>> = {
+      openAICompatibleModel: () => lastValueFrom(streamModel(openAICompatibleModel({ id: 'gpt', baseURL: server.openAIBaseURL, model: 'local' }), { messages: user, tools: [] })),
+      anthropicModel: () => lastValueFrom(streamModel(anthropicModel({ id: 'claude', baseURL: server.anthropicBaseURL, model: 'local' }), { messages: user, tools: [] })),
+      'openai SDK': async () =>
+        drain(await new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+      '@anthropic-ai/sdk': async () =>
+        drain(await new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'local', maxRetries: 0 }).messages.create({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+    };
+    const aiSdk: Record<string, () => Promise<unknown>> = {
+      '@ai-sdk/openai-compatible': () => generateText({ model: createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL })('local'), prompt: 'Hi', maxRetries: 0 }),
+      '@ai-sdk/anthropic': () => generateText({ model: createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), prompt: 'Hi', maxOutputTokens: 100, maxRetries: 0 }),
+    };
+    const times = (text: string, word: string): number => text.split(new RegExp(`\\b${word}\\b`)).length - 1;
+
+    for (const status of [429, 500, 503]) {
+      it(`a ${status} status fault: "${status}" at most once in each message, and the status named (its number, or "${STATUS_CODES[status]}")`, async () => {
+        for (const [name, call] of Object.entries({ ...clients, ...aiSdk })) {
+          server.faults.set({ kind: 'status', status, times: 1 });
+          const message = await failure(call);
+          expect(times(message, String(status)), `${name}: ${message}`).to.be.at.most(1);
+          expect(message.includes(String(status)) || message.includes(STATUS_CODES[status]!), `${name}: ${message}`).to.equal(true);
+        }
+      });
+    }
+
+    for (const errorType of ['rate_limit_error', 'api_error']) {
+      it(`a mid-stream ${errorType}: the type at most once in each message`, async () => {
+        for (const [name, call] of Object.entries(clients)) {
+          server.faults.set({ kind: 'stream-error', errorType, afterChunks: 1, times: 1 });
+          const message = await failure(call);
+          expect(times(message, errorType), `${name}: ${message}`).to.be.at.most(1);
+        }
+      });
+    }
+  });
+
   describe('end to end: runAgent over real HTTP', () => {
     let primary: LocalProvider;
     let secondary: LocalProvider;
@@ -1002,7 +1062,7 @@ describe('local provider', () => {
       primary.faults.set({ kind: 'status', status: 503 });
       const error = await lastValueFrom(streamModel(openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local' }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] })).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(HttpError);
-      expect((error as HttpError).body).to.deep.equal({ error: { message: "HTTP 503 from 'primary' (local fault)", type: 'server_error', param: null, code: null } });
+      expect((error as HttpError).body).to.deep.equal({ error: { message: "Service Unavailable from 'primary' (local fault)", type: 'server_error', param: null, code: null } });
       primary.faults.clear();
     });
   });

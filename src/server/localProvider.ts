@@ -9,7 +9,7 @@
  */
 // Node-only module: the library's build has no ambient Node types (its other modules are browser-safe)
 /// <reference types="node" />
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { STATUS_CODES, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, Observable, Subject } from 'rxjs';
@@ -499,7 +499,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         if (status.retryAfter !== undefined) extra['retry-after'] = String(status.retryAfter);
         if (status.retryAfterMs !== undefined) extra['retry-after-ms'] = String(status.retryAfterMs);
         if (status.shouldRetry !== undefined) extra['x-should-retry'] = String(status.shouldRetry);
-        return json(res, status.status, errorBody(protocol, status.status, status.message ?? `HTTP ${status.status} from '${name}' (local fault)`), extra);
+        // the message says what a real API's does, not the status: every client already prefixes that
+        return json(res, status.status, errorBody(protocol, status.status, status.message ?? `${STATUS_CODES[status.status] ?? 'Error'} from '${name}' (local fault)`), extra);
       }
 
       let conversation: { messages: Message[]; tools: AssistantTool[] };

@@ -214,7 +214,8 @@ export function malformedFrame(protocol: Protocol, answer: Answer): string {
 
 export function streamErrorFrame(protocol: Protocol, fault: StreamErrorFault): string {
   const type = fault.errorType ?? 'overloaded_error';
-  const message = fault.message ?? (type === 'overloaded_error' ? 'Overloaded' : `${type} (local fault)`);
+  // a message of its own, as the APIs send: the type is in the frame already, and clients print both
+  const message = fault.message ?? (type === 'overloaded_error' ? 'Overloaded' : 'The stream failed (local fault)');
   if (protocol === 'anthropic') return sse({ type: 'error', error: { type, message } }, 'error');
   return sse({ error: { message, type: type === 'rate_limit_error' ? 'rate_limit_exceeded' : 'server_error', param: null, code: null } });
 }

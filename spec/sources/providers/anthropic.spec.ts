@@ -540,7 +540,7 @@ describe('anthropicModel', () => {
       server.faults.set({ kind: 'status', status: 429, retryAfter: 1, times: 1 });
       const { error } = await collect(streamModel(model, ask('Hi')));
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryAfterMs: 1000 });
-      expect((error as HttpError).body).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: "HTTP 429 from 'anthropic-spec' (local fault)" } });
+      expect((error as HttpError).body).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: "Too Many Requests from 'anthropic-spec' (local fault)" } });
     });
 
     it('reset after 2 chunks → 2 deltas, then a retryable IncompleteStreamError', async () => {

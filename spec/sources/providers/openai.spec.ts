@@ -639,7 +639,7 @@ describe('openAICompatibleModel', () => {
       const { error } = await collect(streamModel(model, ask('Hi')));
       expect(error).to.be.instanceOf(HttpError);
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 2000 });
-      expect((error as HttpError).body).to.deep.include({ error: { message: "HTTP 429 from 'openai-spec' (local fault)", type: 'rate_limit_exceeded', param: null, code: 'rate_limit_exceeded' } });
+      expect((error as HttpError).body).to.deep.include({ error: { message: "Too Many Requests from 'openai-spec' (local fault)", type: 'rate_limit_exceeded', param: null, code: 'rate_limit_exceeded' } });
     });
 
     it('reset after 3 chunks → exactly 3 deltas, then a retryable IncompleteStreamError', async () => {
