@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark of `abortable` (src/core/abortable.ts), the wrapper around every tool call and
+ * Micro-benchmark of `abortable` (src/core/model/abortable.ts), the wrapper around every tool call and
  * model stream: the happy path (work that never reads `signal`, and work that reads it), and a
  * call cancelled before it finished. Compares this checkout with another one (`--before <root>`,
  * e.g. `git archive main src | tar -x -C /tmp/before`), both built with esbuild like
@@ -12,7 +12,7 @@ import { build } from 'esbuild';
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { from, lastValueFrom, NEVER } from 'rxjs';
-import type { abortable as Abortable } from '../src/core/abortable.js';
+import type { abortable as Abortable } from '../src/core/model/abortable.js';
 import { interleave, pairedRatio, rowsOf, type Case } from './lib/harness.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -21,7 +21,7 @@ async function load(root: string, tag: string): Promise<typeof Abortable> {
   const dir = fileURLToPath(new URL('../node_modules/.cache/rxheal-bench/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const out = `${dir}abortable-${tag}-${process.pid}.mjs`;
-  await build({ entryPoints: [`${root}/src/core/abortable.ts`], bundle: true, packages: 'external', format: 'esm', platform: 'node', target: 'es2022', outfile: out, logLevel: 'error' });
+  await build({ entryPoints: [`${root}/src/core/model/abortable.ts`], bundle: true, packages: 'external', format: 'esm', platform: 'node', target: 'es2022', outfile: out, logLevel: 'error' });
   try {
     return ((await import(pathToFileURL(out).href)) as { abortable: typeof Abortable }).abortable;
   } finally {

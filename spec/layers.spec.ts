@@ -1,61 +1,76 @@
 /**
- * The house's layers: every import in src/ points down. `src/index.ts` and the subpath entries
- * (testing, otel, server, adapters…) stand on sources, sources on operators, operators on core;
- * core imports nothing of ours outside core. A lower folder importing a higher one fails here.
+ * The house's rooms (scripts/layers.ts, the one table of their order): every file of src/ lives in
+ * a declared room, every import points to its own room or one declared before it, no file reaches
+ * itself through its imports (type-only imports included), and every entry point of the package
+ * is `src/<name>/index.ts`.
  */
 import { expect } from 'chai';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { cycles, importGraph, importsOf, ROOMS, roomOf, sourceFiles, upwardImports } from '../scripts/layers.js';
 
-const SRC = new URL('../src/', import.meta.url).pathname;
+describe('layers (scripts/layers.ts)', () => {
+  const graph = importGraph();
 
-/** Rank of a file by its top folder under src/: higher may import lower, never the reverse. */
-function rank(file: string): number {
-  const top = relative(SRC, file).split('/')[0];
-  switch (top) {
-    case 'core':
-      return 0;
-    case 'operators':
-      return 1;
-    case 'sources':
-      return 2;
-    case 'observe':
-      return 3;
-    default:
-      return 4; // index.ts and the subpath entries (testing, otel, server, adapters)
-  }
-}
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
-
-/** Relative specifiers of `import … from` / `export … from` / `import()` in a file. */
-function relativeImports(text: string): string[] {
-  const found: string[] = [];
-  for (const match of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']*)'/g)) found.push(match[1]!);
-  return found;
-}
-
-describe('layers', () => {
-  const all = files(SRC);
-
-  it('finds the source tree', () => {
-    expect(all.length).to.be.greaterThan(20);
+  it('finds the source tree and reads every kind of import (type-only, re-export, dynamic)', () => {
+    expect(graph.size).to.be.greaterThan(50);
+    const text = [
+      "import type { A } from './a.js';",
+      "export { B } from '../b/b.js';",
+      "export * from './c.js';",
+      "const d = await import('./d.js');",
+      "import './e.js';",
+      "// import { F } from './f.js';",
+      "/* import { G } from './g.js'; */",
+      "import { x } from 'rxjs';",
+    ].join('\n');
+    expect(importsOf('core/x/file.ts', text)).to.deep.equal(['core/b/b.ts', 'core/x/a.ts', 'core/x/c.ts', 'core/x/d.ts', 'core/x/e.ts']);
   });
 
-  it('every import in src/ points down: index → sources → operators → core', () => {
-    const upward: string[] = [];
-    for (const file of all) {
-      for (const spec of relativeImports(readFileSync(file, 'utf8'))) {
-        const target = resolve(dirname(file), spec);
-        if (rank(target) > rank(file)) upward.push(`${relative(SRC, file)} → ${relative(SRC, target)}`);
-      }
+  it('every file of src/ is in a declared room, and every room holds a file', () => {
+    expect(sourceFiles().filter((f) => roomOf(f) < 0), 'files in no room: add their folder to ROOMS').to.deep.equal([]);
+    const empty = ROOMS.filter((_, i) => !sourceFiles().some((f) => roomOf(f) === i)).map((r) => r.path);
+    expect(empty, 'rooms with no file').to.deep.equal([]);
+  });
+
+  it('no import cycle between files, anywhere in src/', () => {
+    expect(cycles(graph)).to.deep.equal([]);
+  });
+
+  it('finds a cycle, and one through a type-only import', () => {
+    const g = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', ['d.ts']],
+      ['e.ts', ['a.ts']],
+    ]);
+    expect(cycles(g)).to.deep.equal([['a.ts', 'b.ts', 'c.ts'], ['d.ts']]);
+    expect(cycles(new Map([['x.ts', importsOf('x.ts', "import type { Y } from './y.js';")], ['y.ts', importsOf('y.ts', "import { X } from './x.js';")]]))).to.deep.equal([['x.ts', 'y.ts']]);
+  });
+
+  it('every import points to its own room or one declared before it (the breaker never imports the fleet built on it)', () => {
+    expect(upwardImports(graph)).to.deep.equal([]);
+  });
+
+  it('an import against the order fails, naming both rooms', () => {
+    const breaker = ROOMS.findIndex((r) => r.path === 'core/breaker');
+    const fleet = ROOMS.findIndex((r) => r.path === 'core/fleet');
+    expect(breaker).to.be.below(fleet);
+    const g = new Map([['core/breaker/CircuitBreaker.ts', ['core/fleet/fleet.ts']]]);
+    expect(upwardImports(g)).to.deep.equal(['core/breaker/CircuitBreaker.ts → core/fleet/fleet.ts (core/breaker may not import core/fleet)']);
+  });
+
+  it('every entry point of package.json exports is src/<name>/index.ts (the root: src/index.ts), each its own room', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { exports: Record<string, string | { types?: string }> };
+    const wrong: string[] = [];
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      if (typeof target === 'string' || target.types === undefined) continue;
+      const expected = subpath === '.' ? './dist/index.d.ts' : `./dist/${subpath.slice(2)}/index.d.ts`;
+      if (target.types !== expected) wrong.push(`${subpath}: ${target.types} (expected ${expected})`);
+      const room = subpath === '.' ? 'index.ts' : subpath.slice(2);
+      if (!ROOMS.some((r) => r.path === room)) wrong.push(`${subpath}: no room '${room}' in ROOMS`);
     }
-    expect(upward).to.deep.equal([]);
+    expect(wrong).to.deep.equal([]);
   });
 
   it('the root entry keeps to what users compose (under 80 runtime exports)', async () => {

@@ -8,14 +8,14 @@
  */
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { classifyError } from '../src/core/classify.js';
-import { OverlapTrimmer } from '../src/core/overlap.js';
-import { errorText, isSecretName, sanitizeText } from '../src/core/sanitize.js';
+import { classifyError } from '../src/core/errors/classify.js';
+import { OverlapTrimmer } from '../src/core/model/overlap.js';
+import { errorText, isSecretName, sanitizeText } from '../src/core/errors/sanitize.js';
 import { validateOutput } from '../src/operators/validateOutput.js';
 import { cityOf, tokenize } from '../src/server/assistant.js';
-import { anthropicStreamDecoder } from '../src/sources/providers/anthropic.js';
-import { openAIStreamDecoder } from '../src/sources/providers/openai.js';
-import { SseParser, parseSse, withoutTrailingSlashes } from '../src/sources/providers/sse.js';
+import { anthropicStreamDecoder } from '../src/providers/anthropic.js';
+import { openAIStreamDecoder } from '../src/providers/openai.js';
+import { SseParser, parseSse, withoutTrailingSlashes } from '../src/providers/sse.js';
 import { decodeChunks } from './support/decodeChunks.js';
 
 const N = 256 * 1024;

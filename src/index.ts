@@ -3,8 +3,8 @@ export type { RetryInfo, RetryWithBackoffOptions, RetryWithBackoffBaseOptions } 
 export { circuitBreak } from './operators/circuitBreak.js';
 export { callPolicy } from './operators/callPolicy.js';
 export type { CallPolicy, CallPolicyOptions } from './operators/callPolicy.js';
-export { CircuitBreaker } from './core/CircuitBreaker.js';
-export { CircuitBreakerRegistry } from './core/breakerRegistry.js';
+export { CircuitBreaker } from './core/breaker/CircuitBreaker.js';
+export { CircuitBreakerRegistry } from './core/breaker/registry.js';
 export type {
   CircuitBreakerOptions,
   CircuitEvent,
@@ -15,26 +15,26 @@ export type {
   CircuitState,
   FailureRateWindow,
   TransitionReason,
-} from './core/CircuitBreaker.js';
+} from './core/breaker/CircuitBreaker.js';
 // fleets: breaker verdicts and rate limits shared across processes (Redis stores in rxheal/redis)
-export { MemoryBreakerStore } from './core/fleetStore.js';
-export type { MemoryBreakerStoreOptions } from './core/fleetStore.js';
-export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from './core/fleetSeam.js';
-export type { FleetOptions, QuorumOptions } from './core/fleetSeam.js';
+export { MemoryBreakerStore } from './core/fleet/fleetStore.js';
+export type { MemoryBreakerStoreOptions } from './core/fleet/fleetStore.js';
+export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from './core/breaker/fleetSeam.js';
+export type { FleetOptions, QuorumOptions } from './core/breaker/fleetSeam.js';
 // a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
-export { fleetNode } from './core/fleet.js';
-export { FLEET_NODE } from './core/fleetSeam.js';
-export type { FleetBreaker, FleetHook, FleetNode } from './core/fleetSeam.js';
-export type { GuardBreaker } from './core/storeGuard.js';
-export type { Watchable } from './core/permit.js';
-export { RateLimiter } from './core/rateLimit.js';
-export type { RateLimiterOptions, RateLimitReservation } from './core/rateLimit.js';
-export { MemoryRateLimitStore } from './core/rateLimitStore.js';
-export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from './core/rateLimitStore.js';
+export { fleetNode } from './core/fleet/fleet.js';
+export { FLEET_NODE } from './core/breaker/fleetSeam.js';
+export type { FleetBreaker, FleetHook, FleetNode } from './core/breaker/fleetSeam.js';
+export type { GuardBreaker } from './core/fleet/storeGuard.js';
+export type { Watchable } from './core/circuit/permit.js';
+export { RateLimiter } from './core/rate-limit/rateLimit.js';
+export type { RateLimiterOptions, RateLimitReservation } from './core/rate-limit/rateLimit.js';
+export { MemoryRateLimitStore } from './core/rate-limit/rateLimitStore.js';
+export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from './core/rate-limit/rateLimitStore.js';
 export { rateLimit } from './operators/rateLimit.js';
 export type { RateLimitOptions } from './operators/rateLimit.js';
-export { RateLimitExceededError } from './core/errors.js';
-export { classifyError, createClassifier, impliedStatus, isServiceFailure, parseRetryAfter, readHeader } from './core/classify.js';
+export { RateLimitExceededError } from './core/errors/errors.js';
+export { classifyError, createClassifier, impliedStatus, isServiceFailure, parseRetryAfter, readHeader } from './core/errors/classify.js';
 export type {
   ClassificationRule,
   ClassifierOptions,
@@ -43,9 +43,9 @@ export type {
   ErrorClassification,
   ErrorClassifier,
   RecoveryStrategy,
-} from './core/classify.js';
-export { backoffDelay, baseDelay } from './core/backoff.js';
-export type { BackoffPolicy, Jitter } from './core/backoff.js';
+} from './core/errors/classify.js';
+export { backoffDelay, baseDelay } from './core/rx/backoff.js';
+export type { BackoffPolicy, Jitter } from './core/rx/backoff.js';
 export {
   AllFallbacksFailedError,
   BudgetExceededError,
@@ -56,43 +56,43 @@ export {
   MalformedStreamError,
   RetriesExhaustedError,
   TotalTimeoutError,
-} from './core/errors.js';
-export type { GiveUpReason, HeadersLike } from './core/errors.js';
-export { ToolError } from './core/errors.js';
-export type { ToolPhase } from './core/errors.js';
-export { HealHub } from './core/hub.js';
-export { sanitizeText, errorText } from './core/sanitize.js';
-export type * from './core/events.js';
+} from './core/errors/errors.js';
+export type { GiveUpReason, HeadersLike } from './core/errors/errors.js';
+export { ToolError } from './core/errors/errors.js';
+export type { ToolPhase } from './core/errors/errors.js';
+export { HealHub } from './core/hub/hub.js';
+export { sanitizeText, errorText } from './core/errors/sanitize.js';
+export type * from './core/events/events.js';
 // the union codecs; each event's and message's own codec is in rxheal/events
-export { AgentEventCodec, HealEventCodec, MessageCodec, ModelEventCodec, ToolCallCodec, TurnEventCodec, UsageCodec } from './core/events.js';
+export { AgentEventCodec, HealEventCodec, MessageCodec, ModelEventCodec, ToolCallCodec, TurnEventCodec, UsageCodec } from './core/events/events.js';
 export { reflectOnError, shouldReflectByDefault, Reflection, DEFAULT_REFLECTION_TEMPLATE, DEFAULT_EXHAUSTED_TEMPLATE } from './operators/reflectOnError.js';
 export type { ReflectOnErrorOptions } from './operators/reflectOnError.js';
 export { validateOutput } from './operators/validateOutput.js';
 export type { OutputCheck, OutputValidator, ValidateOutputOptions } from './operators/validateOutput.js';
 export type { CircuitBreakOptions } from './operators/circuitBreak.js';
-export { abortable } from './core/abortable.js';
-export type { AbortContext } from './core/abortable.js';
-export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model.js';
-export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model.js';
+export { abortable } from './core/model/abortable.js';
+export type { AbortContext } from './core/model/abortable.js';
+export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model/model.js';
+export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
 export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
 export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
-export { RunScope } from './core/runScope.js';
+export { RunScope } from './core/rx/runScope.js';
 export { fallbackTo } from './operators/fallbackTo.js';
 export type { FallbackAlternative, FallbackFactory, FallbackInfo, FallbackToBaseOptions, FallbackToOptions, NamedFallback } from './operators/fallbackTo.js';
 export { fallbackModel, DEFAULT_CONTINUE_INSTRUCTION } from './sources/fallbackModel.js';
 export type { FallbackModelOptions, PerModelContext } from './sources/fallbackModel.js';
 export { degradeAfter } from './operators/degradeAfter.js';
 export type { DegradeAfterOptions, DegradeDeadline, DegradeReason, Degraded } from './operators/degradeAfter.js';
-export { CapabilityRegistry } from './core/CapabilityRegistry.js';
-export type { CapabilityEvent, CapabilityRegistryOptions } from './core/CapabilityRegistry.js';
+export { CapabilityRegistry } from './core/capabilities/CapabilityRegistry.js';
+export type { CapabilityEvent, CapabilityRegistryOptions } from './core/capabilities/CapabilityRegistry.js';
 export { formatLogLine, logEvents, logRecord, tapLogs } from './observe/logger.js';
 export type { LogEventsOptions, LoggerLike, LogLevel, LogRecord, LogValue } from './observe/logger.js';
 export { summarize, summarizeEvents } from './observe/summarize.js';
 export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
-export { openAICompatibleModel } from './sources/providers/openai.js';
-export type { OpenAICompatibleModelOptions } from './sources/providers/openai.js';
-export { anthropicModel } from './sources/providers/anthropic.js';
-export type { AnthropicModelOptions } from './sources/providers/anthropic.js';
+export { openAICompatibleModel } from './providers/openai.js';
+export type { OpenAICompatibleModelOptions } from './providers/openai.js';
+export { anthropicModel } from './providers/anthropic.js';
+export type { AnthropicModelOptions } from './providers/anthropic.js';
 // the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers

@@ -26,7 +26,7 @@ const FLOOR = 'm.doStream read directly';
 const HOP = 'm.doStream re-enqueued into a second ReadableStream, read directly (the floor of any adapter)';
 const HEALED_BARE = 'the healed model’s doStream read directly (no streamText)';
 
-type Adapter = typeof import('../../src/adapters/ai-sdk.js') &
+type Adapter = typeof import('../../src/ai-sdk/index.js') &
   Pick<typeof import('../../src/index.js'), 'fallbackModel' | 'retryWithBackoff' | 'streamModel' | 'CircuitBreakerRegistry'>;
 
 /**
@@ -38,11 +38,11 @@ const loadAdapter = (): Promise<Adapter> =>
     process.env['BENCH_LIB_ROOT'] ?? ROOT,
     'ai-sdk',
     [
-      "export * from './src/adapters/ai-sdk.ts';",
+      "export * from './src/ai-sdk/index.ts';",
       "export { fallbackModel } from './src/sources/fallbackModel.ts';",
       "export { retryWithBackoff } from './src/operators/retryWithBackoff.ts';",
-      "export { streamModel } from './src/core/model.ts';",
-      "export { CircuitBreakerRegistry } from './src/core/CircuitBreaker.ts';",
+      "export { streamModel } from './src/core/model/model.ts';",
+      "export { CircuitBreakerRegistry } from './src/core/breaker/CircuitBreaker.ts';",
     ].join('\n'),
   );
 

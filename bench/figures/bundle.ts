@@ -58,8 +58,8 @@ export const TARGETS = [
 /** Subpath entries, bundled whole (their optional peers external). */
 const SUBPATHS: [string, string][] = [
   ['rxheal/testing', './src/testing/index.ts'],
-  ['rxheal/providers', './src/sources/providers/index.ts'],
-  ['rxheal/events', './src/core/events.ts'],
+  ['rxheal/providers', './src/providers/index.ts'],
+  ['rxheal/events', './src/events/index.ts'],
   ['rxheal/otel', './src/otel/index.ts'],
   ['rxheal/server', './src/server/index.ts'],
 ];

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { defer, lastValueFrom, mergeMap, throwError, timer } from 'rxjs';
-import { MemoryBreakerStore } from '../../src/core/fleetStore.js';
+import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
 import { RedisBreakerStore } from '../../src/redis/index.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
 import { startRedis, type RedisServer } from '../../spec/support/redisServer.js';

@@ -38,12 +38,12 @@ export { circuitBreak } from './src/operators/circuitBreak.ts';
 export { reflectOnError } from './src/operators/reflectOnError.ts';
 export { fallbackTo } from './src/operators/fallbackTo.ts';
 export { degradeAfter } from './src/operators/degradeAfter.ts';
-export { CircuitBreaker, CircuitBreakerRegistry } from './src/core/CircuitBreaker.ts';
-export { streamModel, fromAsyncIterable } from './src/core/model.ts';
+export { CircuitBreaker, CircuitBreakerRegistry } from './src/core/breaker/CircuitBreaker.ts';
+export { streamModel, fromAsyncIterable } from './src/core/model/model.ts';
 export { fallbackModel } from './src/sources/fallbackModel.ts';
 export { runAgent } from './src/sources/runAgent.ts';
-export { classifyError } from './src/core/classify.ts';
-export { HttpError, RetriesExhaustedError, CircuitOpenError } from './src/core/errors.ts';
+export { classifyError } from './src/core/errors/classify.ts';
+export { HttpError, RetriesExhaustedError, CircuitOpenError } from './src/core/errors/errors.ts';
 export { passThrough } from ${JSON.stringify(fileURLToPath(new URL('./floor.ts', import.meta.url)))};
 `;
 

@@ -21,8 +21,8 @@ import {
   type Message,
   type Model,
 } from '../../src/index.js';
-import { anthropicModel } from '../../src/sources/providers/anthropic.js';
-import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import { anthropicModel } from '../../src/providers/anthropic.js';
+import { openAICompatibleModel } from '../../src/providers/openai.js';
 
 /** Where a provider is and how to speak to it (from the demo server's /config.json). */
 export interface ProviderConfig {

@@ -58,7 +58,7 @@ describe('the adapter subpaths', function () {
   for (const [subpath, { frameworks, exports }] of Object.entries(SUBPATHS)) {
     it(`rxheal${subpath.slice(1)}: in the exports map (types, import, default), resolves to the built ESM with ${exports.join(', ')}`, async () => {
       const name = subpath.slice(2);
-      expect(pkg.exports[subpath]).to.deep.equal({ types: `./dist/adapters/${name}.d.ts`, import: `./dist/adapters/${name}.js`, default: `./dist/adapters/${name}.js` });
+      expect(pkg.exports[subpath]).to.deep.equal({ types: `./dist/${name}/index.d.ts`, import: `./dist/${name}/index.js`, default: `./dist/${name}/index.js` });
       const built = (await import(`rxheal/${name}`)) as Record<string, unknown>;
       for (const e of exports) expect(built[e], e).to.be.a('function');
     });
@@ -86,7 +86,7 @@ describe('the adapter subpaths', function () {
   it('…while each subpath does reach its framework (the walk above sees them)', () => {
     for (const [subpath, { frameworks }] of Object.entries(SUBPATHS)) {
       const name = subpath.slice(2);
-      const reached = new Set([...reach(join(ROOT, `dist/adapters/${name}.js`)).packages, ...reach(join(ROOT, `dist/adapters/${name}.d.ts`)).packages]);
+      const reached = new Set([...reach(join(ROOT, `dist/${name}/index.js`)).packages, ...reach(join(ROOT, `dist/${name}/index.d.ts`)).packages]);
       expect(frameworks.some((f) => reached.has(f)), subpath).to.equal(true);
     }
   });

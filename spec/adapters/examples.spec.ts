@@ -27,7 +27,7 @@ describe('the interop examples (run with tsx against the local provider)', funct
 
   before(() => {
     // they import rxheal by name: the built package (self-reference through the exports map)
-    expect(existsSync(fileURLToPath(new URL('../../dist/adapters/ai-sdk.js', import.meta.url))), 'dist/ is built (npm test builds first; else npm run build)').to.equal(true);
+    expect(existsSync(fileURLToPath(new URL('../../dist/ai-sdk/index.js', import.meta.url))), 'dist/ is built (npm test builds first; else npm run build)').to.equal(true);
   });
 
   it('examples/ai-sdk.ts: streamText continues an answer cut mid-stream, waits out a 429, falls back past a dead primary and its open breaker', async () => {

@@ -123,7 +123,7 @@ describe('commands and paths the docs name exist', () => {
   });
 
   it("the README's Layout names folders that exist, and says what examples/ and examples/demo/ are run with", () => {
-    const layout = /## Layout\n+```[a-z]*\n([\s\S]*?)```/.exec(readme)?.[1];
+    const layout = /## Layout\n[\s\S]*?\n```[a-z]*\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(layout, 'a ## Layout section with a fenced block').to.be.a('string');
     const folders = [...layout!.matchAll(/^(\S+\/)\s/gm)].map((m) => m[1]!);
     expect(folders.length).to.be.greaterThan(5);

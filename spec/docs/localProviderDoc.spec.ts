@@ -15,9 +15,9 @@ import OpenAI from 'openai';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { lastValueFrom, toArray } from 'rxjs';
-import { streamModel } from '../../src/core/model.js';
-import { anthropicModel } from '../../src/sources/providers/anthropic.js';
-import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
+import { streamModel } from '../../src/core/model/model.js';
+import { anthropicModel } from '../../src/providers/anthropic.js';
+import { openAICompatibleModel } from '../../src/providers/openai.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { ROOT } from '../package/npmPack.js';
 

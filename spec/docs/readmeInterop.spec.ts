@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { fromAiSdk } from '../../src/adapters/ai-sdk.js';
-import { InvalidOptionError } from '../../src/core/errors.js';
+import { fromAiSdk } from '../../src/ai-sdk/index.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { Subject, type Observable } from 'rxjs';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { HttpError } from '../../src/core/errors.js';
-import type { AgentEvent, TurnEvent } from '../../src/core/events.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { HttpError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, TurnEvent } from '../../src/core/events/events.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
-import { abortable } from '../../src/core/abortable.js';
+import { abortable } from '../../src/core/model/abortable.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
 import { finish, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';

@@ -5,12 +5,12 @@
  */
 import { expect } from 'chai';
 import type { Observable } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { MemoryBreakerStore } from '../../src/core/fleetStore.js';
-import { type BreakerStore, type FleetVerdict } from '../../src/core/fleetSeam.js';
-import { fleetNode } from '../../src/core/fleet.js';
-import { FLEET_NODE } from '../../src/core/fleetSeam.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
+import { type BreakerStore, type FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
+import { fleetNode } from '../../src/core/fleet/fleet.js';
+import { FLEET_NODE } from '../../src/core/breaker/fleetSeam.js';
 import { testScheduler } from '../support/marbles.js';
 import { fullGc } from '../support/gc.js';
 

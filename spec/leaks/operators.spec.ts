@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { defer, of, Subject, take, tap, type MonoTypeOperatorFunction, type Observable, type OperatorFunction, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { HttpError, ToolError } from '../../src/core/errors.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { HttpError, ToolError } from '../../src/core/errors/errors.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { fallbackTo } from '../../src/operators/fallbackTo.js';

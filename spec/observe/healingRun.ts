@@ -18,11 +18,11 @@
  */
 import * as t from 'io-ts';
 import { Subject, type Observable } from 'rxjs';
-import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { HttpError } from '../../src/core/errors.js';
-import type { AgentEvent, ToolCall, TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { HttpError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, ToolCall, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';

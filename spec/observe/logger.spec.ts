@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { of, Subject, toArray } from 'rxjs';
-import { InvalidOptionError } from '../../src/core/errors.js';
-import type { AgentEvent, HealEvent } from '../../src/core/events.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { formatLogLine, logEvents, logRecord, tapLogs, type LoggerLike, type LogLevel } from '../../src/observe/logger.js';
 import { runHealingRun } from './healingRun.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { of, Subject, throwError, concat } from 'rxjs';
-import { InvalidOptionError } from '../../src/core/errors.js';
-import type { AgentEvent, HealEvent } from '../../src/core/events.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { summarize, summarizeEvents, type ResilienceSummary, type TimedEvent } from '../../src/observe/summarize.js';
 import { record } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';

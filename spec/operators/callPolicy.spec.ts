@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { asapScheduler, defer, lastValueFrom, NEVER, of, Subscription, take, throwError, type Observable, type SchedulerLike } from 'rxjs';
-import { CircuitBreaker, type CircuitPermit } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
-import type { HealEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CircuitBreaker, type CircuitPermit } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors/errors.js';
+import type { HealEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { callPolicy } from '../../src/operators/callPolicy.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';

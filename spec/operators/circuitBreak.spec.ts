@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
-import type { CircuitEvent } from '../../src/core/CircuitBreaker.js';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
+import type { CircuitEvent } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { Boom, expectThrowDownstream, failingSource, halfOpenBreaker, KINDS, thrower } from '../support/guards.js';

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { defer, NEVER, Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
-import { CapabilityRegistry, type CapabilityEvent } from '../../src/core/CapabilityRegistry.js';
-import { HttpError, InvalidOptionError } from '../../src/core/errors.js';
-import type { HealEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CapabilityRegistry, type CapabilityEvent } from '../../src/core/capabilities/CapabilityRegistry.js';
+import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { HealEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { degradeAfter, type DegradeAfterOptions, type DegradeReason } from '../../src/operators/degradeAfter.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { type MonoTypeOperatorFunction, type Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
-import type { HealEvent, TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { HealEvent, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { type FallbackInfo, fallbackTo } from '../../src/operators/fallbackTo.js';
-import { type BudgetMeter, type Model, type ModelRequest, streamModel } from '../../src/core/model.js';
+import { type BudgetMeter, type Model, type ModelRequest, streamModel } from '../../src/core/model/model.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
 

@@ -6,13 +6,13 @@
  */
 import { expect } from 'chai';
 import { catchError, map, mergeMap, type Observable, of } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { classifyError } from '../../src/core/classify.js';
-import { HttpError, InvalidOptionError, RateLimitExceededError } from '../../src/core/errors.js';
-import type { HealEvent, TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
-import { RateLimiter, type RateLimiterOptions } from '../../src/core/rateLimit.js';
-import { gcra, MemoryRateLimitStore } from '../../src/core/rateLimitStore.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { HttpError, InvalidOptionError, RateLimitExceededError } from '../../src/core/errors/errors.js';
+import type { HealEvent, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
+import { RateLimiter, type RateLimiterOptions } from '../../src/core/rate-limit/rateLimit.js';
+import { gcra, MemoryRateLimitStore } from '../../src/core/rate-limit/rateLimitStore.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { rateLimit, type RateLimitOptions } from '../../src/operators/rateLimit.js';
 import { virtual, type VirtualRun } from '../support/marbles.js';

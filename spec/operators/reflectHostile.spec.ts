@@ -9,8 +9,8 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { config as rxConfig } from 'rxjs';
-import { HttpError } from '../../src/core/errors.js';
-import type { AgentEvent, ReflectionEvent, ToolErrorEvent, ToolMessage } from '../../src/core/events.js';
+import { HttpError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, ReflectionEvent, ToolErrorEvent, ToolMessage } from '../../src/core/events/events.js';
 import { DEFAULT_EXHAUSTED_TEMPLATE, DEFAULT_REFLECTION_TEMPLATE, reflectOnError, type ReflectOnErrorOptions } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { runAgent } from '../../src/sources/runAgent.js';
@@ -253,7 +253,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     // BUG (kept failing): sanitizeText's `authorization` rule wants `authorization:` or `=` right
     // after the word (header form). In JSON — tool arguments and HTTP error bodies are rendered as
     // JSON — the key is followed by a quote (`"Authorization":"Basic …"`), so a Basic (or any
-    // non-Bearer) credential passes unredacted (src/core/sanitize.ts, SECRETS[0]). Fix: allow an
+    // non-Bearer) credential passes unredacted (src/core/errors/sanitize.ts, SECRETS[0]). Fix: allow an
     // optional closing quote after the key, as the key/value rule does (`["']?\s*[:=]`), and
     // redact the quoted value.
     it('an Authorization value in JSON (tool arguments, error bodies) is redacted', () => {
@@ -265,7 +265,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
 
     // BUG (kept failing): the key/value rule starts with `\b`, and `_` is a word character, so a
     // secret key with a prefix — `db_password`, `client_secret`, `refresh_token`,
-    // `openai_api_key`, `x_auth_token` — never matches and its value is kept (src/core/sanitize.ts,
+    // `openai_api_key`, `x_auth_token` — never matches and its value is kept (src/core/errors/sanitize.ts,
     // SECRETS[4]). Fix: match the key names after any non-letter (e.g. `(?<![A-Za-z0-9])` on the
     // whole key, or `(?:\w*[_-])?` before the names).
     it('secret keys with a prefix (db_password, client_secret, refresh_token, openai_api_key) are redacted', () => {
@@ -277,7 +277,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
 
     // BUG (kept failing): a JSON string value is matched as `"[^"]*"`, which stops at an escaped
     // quote: `{"password":"ab\"SECRET-TAIL"}` becomes `{"password":"[REDACTED]"SECRET-TAIL"}` —
-    // the tail of the secret is kept (src/core/sanitize.ts, SECRETS[4]). Fix: match JSON strings
+    // the tail of the secret is kept (src/core/errors/sanitize.ts, SECRETS[4]). Fix: match JSON strings
     // with escapes, `"(?:[^"\\]|\\.)*"`.
     it('a secret JSON value containing an escaped quote is redacted whole', () => {
       const run = hostileRun(new Error('denied'), { args: { city: 'Paris', password: 'ab"SECRET-TAIL' }, reflect: { template: '{args}' } });
@@ -286,7 +286,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     });
 
     // BUG (kept failing): bad arguments are reported as `path: expected T, got <value>`
-    // (src/core/options.ts formatProblem, via callTool). For a secret-named field the key/value
+    // (src/core/errors/options.ts formatProblem, via callTool). For a secret-named field the key/value
     // rule then redacts the word after the colon — `password: [REDACTED] number, got "…"` — and
     // keeps the rejected value, the secret itself, in the reflection prompt, the tool message and
     // the tool-error event. Fix: render validation problems as `path: got <value>, expected T`
@@ -375,7 +375,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
       });
     }
 
-    // BUG (kept failing): errorText (src/core/sanitize.ts) takes `error.message || error.name`
+    // BUG (kept failing): errorText (src/core/errors/sanitize.ts) takes `error.message || error.name`
     // for an Error without checking it is a string, then calls `.replace` on it outside its
     // try/catch. An Error whose `message` is a number or an object (some libraries set one) makes
     // errorText throw a TypeError — inside callTool's error callback (src/sources/tool.ts), where

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { of, throwError, VirtualTimeScheduler, type Observable, type OperatorFunction } from 'rxjs';
-import { BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError, ToolError, type ToolPhase } from '../../src/core/errors.js';
+import { BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError, ToolError, type ToolPhase } from '../../src/core/errors/errors.js';
 import {
   DEFAULT_EXHAUSTED_TEMPLATE,
   DEFAULT_REFLECTION_TEMPLATE,
@@ -10,7 +10,7 @@ import {
   shouldReflectByDefault,
   type ReflectOnErrorOptions,
 } from '../../src/operators/reflectOnError.js';
-import { bindToRun, isFatal, RunScope } from '../../src/core/runScope.js';
+import { bindToRun, isFatal, RunScope } from '../../src/core/rx/runScope.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';

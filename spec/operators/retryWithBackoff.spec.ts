@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { asyncScheduler, defer, Observable, of, Subject, throwError, VirtualTimeScheduler } from 'rxjs';
-import type { HealEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
-import { BudgetExceededError, HttpError, InvalidOptionError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../../src/core/errors.js';
+import type { HealEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
+import { BudgetExceededError, HttpError, InvalidOptionError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../../src/core/errors/errors.js';
 import { type RetryInfo, retryWithBackoff, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { Boom, expectThrowDownstream, failingSource, halfOpenBreaker, KINDS, thrower } from '../support/guards.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { InvalidOptionError } from '../../src/core/errors.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { validateOutput, type OutputCheck, type ValidateOutputOptions } from '../../src/operators/validateOutput.js';
 
 const Weather = t.type({ city: t.string, celsius: t.number });

@@ -3,8 +3,8 @@ import { metrics, SpanKind, SpanStatusCode, trace, type HrTime } from '@opentele
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DataPointType, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { of, Subject } from 'rxjs';
-import { HttpError, InvalidOptionError } from '../../src/core/errors.js';
-import type { AgentEvent, HealEvent } from '../../src/core/events.js';
+import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { instrument, type InstrumentOptions } from '../../src/otel/index.js';

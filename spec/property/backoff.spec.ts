@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { backoffDelay, baseDelay, type BackoffPolicy, type Jitter } from '../../src/core/backoff.js';
+import { backoffDelay, baseDelay, type BackoffPolicy, type Jitter } from '../../src/core/rx/backoff.js';
 
 const JITTERS: readonly Jitter[] = ['none', 'full', 'equal', 'decorrelated'];
 

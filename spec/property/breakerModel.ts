@@ -12,8 +12,8 @@
  */
 import fc from 'fast-check';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
-import { CircuitBreaker, type CircuitBreakerOptions, type CircuitEvent, type CircuitState } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError } from '../../src/core/errors.js';
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitEvent, type CircuitState } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitOpenError, HttpError } from '../../src/core/errors/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 
 // ---------------------------------------------------------------- configuration and commands

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { classifyError, createClassifier, isServiceFailure, type ErrorCategory, type ErrorClassification } from '../../src/core/classify.js';
-import { HttpError, RetriesExhaustedError, ToolError } from '../../src/core/errors.js';
+import { classifyError, createClassifier, isServiceFailure, type ErrorCategory, type ErrorClassification } from '../../src/core/errors/classify.js';
+import { HttpError, RetriesExhaustedError, ToolError } from '../../src/core/errors/errors.js';
 
 const CATEGORIES: ReadonlySet<ErrorCategory> = new Set<ErrorCategory>([
   'cancelled', 'programming', 'circuit_open', 'budget_exceeded', 'request_timeout', 'conflict', 'rate_limit', 'server_error',

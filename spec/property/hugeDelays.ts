@@ -11,9 +11,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { NEVER, Observable } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { HttpError } from '../../src/core/errors.js';
-import { after } from '../../src/core/wait.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { HttpError } from '../../src/core/errors/errors.js';
+import { after } from '../../src/core/rx/wait.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { NODE_TIMEOUT_MAX, NodeTimerScheduler } from '../support/nodeTimers.js';

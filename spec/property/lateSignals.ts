@@ -13,9 +13,9 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import * as t from 'io-ts';
 import { Observable, VirtualTimeScheduler, type ObservableInput } from 'rxjs';
-import { abortable, type AbortContext } from '../../src/core/abortable.js';
-import type { TurnEvent } from '../../src/core/events.js';
-import { streamModel } from '../../src/core/model.js';
+import { abortable, type AbortContext } from '../../src/core/model/abortable.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { streamModel } from '../../src/core/model/model.js';
 import { callTool, defineTool } from '../../src/sources/tool.js';
 import { countControllers } from '../support/abortControllers.js';
 

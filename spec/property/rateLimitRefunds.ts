@@ -16,9 +16,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { Observable, VirtualTimeScheduler, catchError, of } from 'rxjs';
-import type { TurnEvent } from '../../src/core/events.js';
-import { RateLimiter } from '../../src/core/rateLimit.js';
-import { MemoryRateLimitStore, type RateLimitRequest } from '../../src/core/rateLimitStore.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { RateLimiter } from '../../src/core/rate-limit/rateLimit.js';
+import { MemoryRateLimitStore, type RateLimitRequest } from '../../src/core/rate-limit/rateLimitStore.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
 
 /** One call: when it is made, what it reserves, how its source behaves, when (if) it is cancelled. */

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { asyncScheduler, concat, defer, EMPTY, mergeMap, NEVER, of, throwError, timer, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { HttpError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors.js';
+import { HttpError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors/errors.js';
 import { retryWithBackoff, type RetryInfo, type RetryWithBackoffOptions } from '../../src/operators/retryWithBackoff.js';
 
 /** One scripted subscription to the source: after `latency` ms, `values`, then how it ends. */

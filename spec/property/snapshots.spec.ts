@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { VirtualTimeScheduler } from 'rxjs';
-import { InvalidOptionError } from '../../src/core/errors.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { oddSnapshotsProperty, related, restoreOdd, roundTripProperty } from './snapshots.js';
 
 describe('property: breaker snapshots', () => {

@@ -17,8 +17,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { VirtualTimeScheduler } from 'rxjs';
-import { CircuitBreaker, type CircuitBreakerOptions, type CircuitSnapshot, type CircuitState } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitSnapshot, type CircuitState } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 
 export interface BreakerConfig {
   readonly failureThreshold: number;

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
 import { createClient } from 'redis';
-import { InvalidOptionError } from '../../src/core/errors.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';

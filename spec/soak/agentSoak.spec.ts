@@ -4,11 +4,11 @@
  * run that reproduce it (`SOAK_SEED=<seed> npx mocha spec/soak/agentSoak.spec.ts`).
  */
 import { expect } from 'chai';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { classifyError } from '../../src/core/classify.js';
-import { AllFallbacksFailedError, BudgetExceededError, HttpError, ToolError, TotalTimeoutError } from '../../src/core/errors.js';
-import type { AgentEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { AllFallbacksFailedError, BudgetExceededError, HttpError, ToolError, TotalTimeoutError } from '../../src/core/errors/errors.js';
+import type { AgentEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
@@ -64,7 +64,7 @@ describe(`fault soak: agent runs in virtual time (${RUNS} seeded runs, seed ${SE
     expect(a.healing).to.deep.equal(b.healing);
   });
 
-  // BUG (kept failing): HealHub.watch (src/core/hub.ts) subscribes to breaker.events$ and never
+  // BUG (kept failing): HealHub.watch (src/core/hub/hub.ts) subscribes to breaker.events$ and never
   // unsubscribes. circuitBreak(breaker, { hub }) calls it when the operator is made
   // (src/operators/circuitBreak.ts), and so does fallbackModel({ hub, breakers }) for each model's
   // breaker. runAgent makes a HealHub per run unless one is given and hands it to toolPipeline /

@@ -35,10 +35,10 @@ import {
   type Subscription,
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { type CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { classifyError } from '../../src/core/classify.js';
+import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
+import { type CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { classifyError } from '../../src/core/errors/classify.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,
@@ -47,18 +47,18 @@ import {
   RetriesExhaustedError,
   ToolError,
   TotalTimeoutError,
-} from '../../src/core/errors.js';
-import { AgentEventCodec, type AgentEvent, type Message, type ToolMessage, type TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+} from '../../src/core/errors/errors.js';
+import { AgentEventCodec, type AgentEvent, type Message, type ToolMessage, type TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
-import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
-import { anthropicModel } from '../../src/sources/providers/anthropic.js';
-import { openAICompatibleModel } from '../../src/sources/providers/openai.js';
-import { IncompleteStreamError, MalformedStreamError } from '../../src/sources/providers/sse.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model/model.js';
+import { anthropicModel } from '../../src/providers/anthropic.js';
+import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { IncompleteStreamError, MalformedStreamError } from '../../src/providers/sse.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { scriptedAssistant, startLocalProvider, type Fault, type LocalProvider } from '../../src/server/index.js';

@@ -21,9 +21,9 @@
  */
 import * as t from 'io-ts';
 import { config as rxConfig, Observable, type OperatorFunction } from 'rxjs';
-import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreaker, type CircuitSnapshot } from '../../src/core/CircuitBreaker.js';
-import { classifyError, isServiceFailure } from '../../src/core/classify.js';
+import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
+import { CircuitBreaker, type CircuitSnapshot } from '../../src/core/breaker/CircuitBreaker.js';
+import { classifyError, isServiceFailure } from '../../src/core/errors/classify.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,
@@ -34,9 +34,9 @@ import {
   RetriesExhaustedError,
   ToolError,
   TotalTimeoutError,
-} from '../../src/core/errors.js';
-import type { AgentEvent, TurnEvent } from '../../src/core/events.js';
-import type { Model } from '../../src/core/model.js';
+} from '../../src/core/errors/errors.js';
+import type { AgentEvent, TurnEvent } from '../../src/core/events/events.js';
+import type { Model } from '../../src/core/model/model.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';

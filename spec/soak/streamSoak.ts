@@ -7,9 +7,9 @@
  *
  * `npm run soak` runs it at full size; spec/soak/streamSoak.spec.ts at a small one.
  */
-import type { TurnEvent } from '../../src/core/events.js';
-import { anthropicStreamDecoder } from '../../src/sources/providers/anthropic.js';
-import { openAIStreamDecoder } from '../../src/sources/providers/openai.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
+import { openAIStreamDecoder } from '../../src/providers/openai.js';
 import { cutAt, decodeChunks, LINE_ENDINGS, recordedStreams, type Outcome } from '../support/decodeChunks.js';
 
 export interface StreamSoakOptions {

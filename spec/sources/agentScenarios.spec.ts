@@ -5,11 +5,11 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { asyncScheduler } from 'rxjs';
-import { CapabilityRegistry } from '../../src/core/CapabilityRegistry.js';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { AllFallbacksFailedError, CircuitOpenError, HttpError } from '../../src/core/errors.js';
-import type { AgentEvent, Message, SystemMessage, TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { AllFallbacksFailedError, CircuitOpenError, HttpError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, Message, SystemMessage, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { asyncScheduler, catchError, concat, concatMap, from, NEVER, type Observable, of, throwError, VirtualTimeScheduler } from 'rxjs';
 import type { TestScheduler } from 'rxjs/testing';
-import { CircuitBreakerRegistry } from '../../src/core/breakerRegistry.js';
-import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors.js';
-import type { HealEvent, Message, TurnEvent } from '../../src/core/events.js';
-import { HealHub } from '../../src/core/hub.js';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { AllFallbacksFailedError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { HealEvent, Message, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel, type FallbackModelOptions } from '../../src/sources/fallbackModel.js';
-import { type BudgetMeter, type Model, type ModelContext, type ModelRequest, streamModel } from '../../src/core/model.js';
+import { type BudgetMeter, type Model, type ModelContext, type ModelRequest, streamModel } from '../../src/core/model/model.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { testScheduler } from '../support/marbles.js';

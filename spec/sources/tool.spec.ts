@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { NEVER, Observable, of, Subject, throwError } from 'rxjs';
-import { classifyError } from '../../src/core/classify.js';
-import { HttpError, InvalidOptionError, ToolError } from '../../src/core/errors.js';
-import type { ToolCall } from '../../src/core/events.js';
-import type { AbortContext } from '../../src/core/abortable.js';
-import { RunScope, runOf } from '../../src/core/runScope.js';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { HttpError, InvalidOptionError, ToolError } from '../../src/core/errors/errors.js';
+import type { ToolCall } from '../../src/core/events/events.js';
+import type { AbortContext } from '../../src/core/model/abortable.js';
+import { RunScope, runOf } from '../../src/core/rx/runScope.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
 import { countControllers } from '../support/abortControllers.js';
 import { thrower } from '../support/guards.js';

@@ -5,10 +5,10 @@
  * the stream soak.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import type { TurnEvent } from '../../src/core/events.js';
-import { anthropicStreamDecoder } from '../../src/sources/providers/anthropic.js';
-import { openAIStreamDecoder } from '../../src/sources/providers/openai.js';
-import { SseParser, type SseParserOptions, type StreamDecoder } from '../../src/sources/providers/sse.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
+import { openAIStreamDecoder } from '../../src/providers/openai.js';
+import { SseParser, type SseParserOptions, type StreamDecoder } from '../../src/providers/sse.js';
 
 /** What a replay gave: every event, then how it ended (`undefined`: completed). */
 export interface Outcome {

@@ -1,5 +1,5 @@
 /**
- * The rule every user callback follows (src/core/guard.ts): a callback that throws turns into an
+ * The rule every user callback follows (src/core/rx/guard.ts): a callback that throws turns into an
  * error downstream — the thrown value, or an error with it as `cause` — never a hang, never an
  * uncaught exception, and whatever the call held (a breaker's permit, a wait, a source
  * subscription) is settled and released. These helpers let each operator's spec state that as a
@@ -7,8 +7,8 @@
  */
 import { expect } from 'chai';
 import { config, Observable, VirtualTimeScheduler } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
-import { CircuitOpenError, HttpError } from '../../src/core/errors.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { CircuitOpenError, HttpError } from '../../src/core/errors/errors.js';
 
 /** How a test source fails: during `subscribe` (`sync`) or 1 ms later on the scheduler (`async`). */
 export type SourceKind = 'sync' | 'async';

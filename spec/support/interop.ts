@@ -4,8 +4,8 @@
  * end.
  */
 import { lastValueFrom, Observable, toArray } from 'rxjs';
-import type { TurnEvent } from '../../src/core/events.js';
-import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../../src/core/model.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../../src/core/model/model.js';
 import { startLocalProvider, type LocalProvider, type RecordedRequest } from '../../src/server/index.js';
 
 /** The weather tool the scripted assistant calls. */

@@ -5,8 +5,8 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { Observable } from 'rxjs';
-import type { TurnEvent } from '../../src/core/events.js';
-import { streamModel, type Model, type ModelRequest } from '../../src/core/model.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model/model.js';
 
 export const fixture = (name: string): string => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 

@@ -4,10 +4,10 @@
  * same protocol.
  */
 import { expect } from 'chai';
-import { classifyError } from '../../src/core/classify.js';
-import { HttpError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors.js';
-import type { TurnEvent } from '../../src/core/events.js';
-import { streamModel, type Model } from '../../src/core/model.js';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { HttpError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { streamModel, type Model } from '../../src/core/model/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from './interop.js';

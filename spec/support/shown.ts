@@ -1,5 +1,5 @@
 /** What a chat UI shows of a run's or a turn's events. */
-import type { AgentEvent } from '../../src/core/events.js';
+import type { AgentEvent } from '../../src/core/events/events.js';
 
 /** The answer text a consumer would show: deltas appended, `reset` clears. */
 export function shownText(events: readonly AgentEvent[]): string {

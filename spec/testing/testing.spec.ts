@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { NEVER, of, timer, type Observable } from 'rxjs';
-import { HttpError, ToolError } from '../../src/core/errors.js';
-import type { AgentEvent, ModelEvent, TurnEvent } from '../../src/core/events.js';
-import { streamModel, type ModelRequest } from '../../src/core/model.js';
+import { HttpError, ToolError } from '../../src/core/errors/errors.js';
+import type { AgentEvent, ModelEvent, TurnEvent } from '../../src/core/events/events.js';
+import { streamModel, type ModelRequest } from '../../src/core/model/model.js';
 import { callTool } from '../../src/sources/tool.js';
 import { describeEvent, finish, fromMarbles, pendingActions, pendingAt, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
-import { CircuitBreaker } from '../../src/core/CircuitBreaker.js';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { testScheduler } from '../support/marbles.js';

@@ -7,8 +7,8 @@
  * @module
  */
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
-import type { AgentEvent, HealEvent } from '../core/events.js';
-import { check, oneOf, validateOptions } from '../core/options.js';
+import type { AgentEvent, HealEvent } from '../core/events/events.js';
+import { check, oneOf, validateOptions } from '../core/errors/options.js';
 
 /**
  * Log levels, lowest first.

@@ -6,9 +6,9 @@
  * @module
  */
 import { asyncScheduler, Observable, type SchedulerLike } from 'rxjs';
-import type { AgentEvent, HealEvent } from '../core/events.js';
-import { InvalidOptionError } from '../core/errors.js';
-import { check, oneOf, Scheduler, validateOptions } from '../core/options.js';
+import type { AgentEvent, HealEvent } from '../core/events/events.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { check, oneOf, Scheduler, validateOptions } from '../core/errors/options.js';
 
 /** Counts by key (a target, an error category, a resource). */
 export type Counts = Readonly<Record<string, number>>;

@@ -1,10 +1,10 @@
 import { Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscriber, type TeardownLogic } from 'rxjs';
-import { Abortable, AbortRun, subscribeResult, type AbortContext } from '../core/abortable.js';
-import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
-import { InvalidOptionError } from '../core/errors.js';
-import type { HealHub } from '../core/hub.js';
-import { Hub, check, validateOptions } from '../core/options.js';
-import { failWith, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
+import { Abortable, AbortRun, subscribeResult, type AbortContext } from '../core/model/abortable.js';
+import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import type { HealHub } from '../core/hub/hub.js';
+import { Hub, check, validateOptions } from '../core/errors/options.js';
+import { failWith, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/circuit/permit.js';
 import { admit, PermitSubscriber, subscribeUnderBreaker } from './circuitBreak.js';
 import { AttemptSubscriber, retryAfterError, retryConfigOf, retryWithBackoff, type RetryConfig, type RetryWithBackoffOptions } from './retryWithBackoff.js';
 

@@ -1,8 +1,8 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
-import { CircuitBreaker, type CircuitBreakerOptions } from '../core/CircuitBreaker.js';
-import { failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/permit.js';
-import { defaultHub, type HealHub } from '../core/hub.js';
-import { Hub, validateOptions } from '../core/options.js';
+import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
+import { failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/circuit/permit.js';
+import { defaultHub, type HealHub } from '../core/hub/hub.js';
+import { Hub, validateOptions } from '../core/errors/options.js';
 
 /** Options of {@link circuitBreak} beyond the breaker's own. */
 export interface CircuitBreakOptions {

@@ -1,12 +1,12 @@
 import { asyncScheduler, isObservable, Observable, type OperatorFunction, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
-import { CapabilityRegistry } from '../core/CapabilityRegistry.js';
-import { classifyError } from '../core/classify.js';
-import { InvalidOptionError } from '../core/errors.js';
-import type { HealHub } from '../core/hub.js';
-import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/options.js';
-import { guard, Thrown } from '../core/guard.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
-import { afterWith } from '../core/wait.js';
+import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
+import { classifyError } from '../core/errors/classify.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import type { HealHub } from '../core/hub/hub.js';
+import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { afterWith } from '../core/rx/wait.js';
 
 /**
  * The deadlines of {@link degradeAfter}. Each is in ms; `Infinity` means "no deadline".

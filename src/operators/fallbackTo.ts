@@ -1,13 +1,13 @@
 import { isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscription } from 'rxjs';
-import { CircuitBreaker } from '../core/CircuitBreaker.js';
-import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
-import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
-import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallbackChain.js';
-import { guard, Thrown } from '../core/guard.js';
-import type { TurnEvent } from '../core/events.js';
-import { joinHubs, type HealHub } from '../core/hub.js';
-import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/options.js';
-import { streamModel, type Model, type ModelCallContext, type ModelRequest } from '../core/model.js';
+import { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
+import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/errors/classify.js';
+import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
+import { decideFallback, guardedAttempt, nextAlternative } from '../core/fallback/fallbackChain.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import type { TurnEvent } from '../core/events/events.js';
+import { joinHubs, type HealHub } from '../core/hub/hub.js';
+import { check, Func, Hub, NonEmptyString, validateOptions } from '../core/errors/options.js';
+import { streamModel, type Model, type ModelCallContext, type ModelRequest } from '../core/model/model.js';
 import { circuitBreak } from './circuitBreak.js';
 
 /**

@@ -1,10 +1,10 @@
 import { Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
-import type { HealHub } from '../core/hub.js';
-import { after } from '../core/wait.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
-import { Func, Hub, NonNegativeNumber, check, validateOptions } from '../core/options.js';
-import { RateLimiter, type RateLimitReservation } from '../core/rateLimit.js';
-import { InvalidOptionError, RateLimitExceededError } from '../core/errors.js';
+import type { HealHub } from '../core/hub/hub.js';
+import { after } from '../core/rx/wait.js';
+import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { Func, Hub, NonNegativeNumber, check, validateOptions } from '../core/errors/options.js';
+import { RateLimiter, type RateLimitReservation } from '../core/rate-limit/rateLimit.js';
+import { InvalidOptionError, RateLimitExceededError } from '../core/errors/errors.js';
 
 /**
  * Options of {@link rateLimit}.

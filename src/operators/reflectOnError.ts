@@ -1,10 +1,10 @@
 import { catchError, of, throwError, type OperatorFunction } from 'rxjs';
-import { classifyError, type ErrorClassifier } from '../core/classify.js';
-import { InvalidOptionError, ToolError } from '../core/errors.js';
-import { Bool, Func, NonNegativeInteger, PositiveInteger, check, oneOf, validateOptions } from '../core/options.js';
-import { DEFAULT_MAX_ERROR_CHARS, errorText, sanitizeText } from '../core/sanitize.js';
-import { markFatal, runOf, type RunScope } from '../core/runScope.js';
-import { guard, Thrown } from '../core/guard.js';
+import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
+import { InvalidOptionError, ToolError } from '../core/errors/errors.js';
+import { Bool, Func, NonNegativeInteger, PositiveInteger, check, oneOf, validateOptions } from '../core/errors/options.js';
+import { DEFAULT_MAX_ERROR_CHARS, errorText, sanitizeText } from '../core/errors/sanitize.js';
+import { markFatal, runOf, type RunScope } from '../core/rx/runScope.js';
+import { guard, Thrown } from '../core/rx/guard.js';
 
 /** The reference's reflection prompt. */
 export const DEFAULT_REFLECTION_TEMPLATE =

@@ -1,12 +1,12 @@
 import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { type CircuitPermit, failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/permit.js';
-import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/backoff.js';
-import { classifyError, MAX_RETRY_AFTER_MS, type ErrorClassification, type ErrorClassifier } from '../core/classify.js';
-import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors.js';
-import { defaultHub, type HealHub } from '../core/hub.js';
-import { errorText } from '../core/sanitize.js';
-import { guard, Thrown } from '../core/guard.js';
-import { after, wait as waitFor } from '../core/wait.js';
+import { type CircuitPermit, failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/circuit/permit.js';
+import { backoffDelay, type BackoffPolicy, type Jitter } from '../core/rx/backoff.js';
+import { classifyError, MAX_RETRY_AFTER_MS, type ErrorClassification, type ErrorClassifier } from '../core/errors/classify.js';
+import { InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../core/errors/errors.js';
+import { defaultHub, type HealHub } from '../core/hub/hub.js';
+import { errorText } from '../core/errors/sanitize.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import { after, wait as waitFor } from '../core/rx/wait.js';
 import {
   AtLeastOne,
   Bool,
@@ -20,7 +20,7 @@ import {
   Scheduler,
   oneOf,
   validateOptions,
-} from '../core/options.js';
+} from '../core/errors/options.js';
 
 /** What `retryWithBackoff` knows about a retry it is about to make. */
 export interface RetryInfo {

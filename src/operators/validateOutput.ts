@@ -1,6 +1,6 @@
 import * as t from 'io-ts';
-import { InvalidOptionError } from '../core/errors.js';
-import { NonNegativeInteger, describeProblems, formatProblem, isLeft, validateOptions } from '../core/options.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { NonNegativeInteger, describeProblems, formatProblem, isLeft, validateOptions } from '../core/errors/options.js';
 
 /**
  * A check on a final answer: return the problems found (a string, a list, or nothing). If it

@@ -20,9 +20,9 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import { asyncScheduler, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
-import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events.js';
-import { after } from '../core/wait.js';
-import { check, Scheduler, validateOptions } from '../core/options.js';
+import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events/events.js';
+import { after } from '../core/rx/wait.js';
+import { check, Scheduler, validateOptions } from '../core/errors/options.js';
 
 /**
  * Options of {@link instrument}.

@@ -1,6 +1,6 @@
 /**
  * `RedisBreakerStore`: the fleet's {@link BreakerStore} on Redis, following the rules of
- * `MemoryBreakerStore` (the reference model, `src/core/fleetStore.ts`) in one Lua script. Every
+ * `MemoryBreakerStore` (the reference model, `src/core/fleet/fleetStore.ts`) in one Lua script. Every
  * time is Redis `TIME`, read inside the script; deadlines leave as remaining ms. Changes are
  * published on `<namespace>:fleet`; nodes also poll every `pollMs`.
  *
@@ -12,10 +12,10 @@
  * @module
  */
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
-import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/fleetSeam.js';
-import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/options.js';
-import { fleetNode } from '../core/fleet.js';
-import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/fleetSeam.js';
+import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/breaker/fleetSeam.js';
+import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
+import { fleetNode } from '../core/fleet/fleet.js';
+import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `

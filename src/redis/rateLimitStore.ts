@@ -1,6 +1,6 @@
 /**
  * `RedisRateLimitStore`: shared rate limits on Redis, the GCRA of `MemoryRateLimitStore`
- * (`src/core/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
+ * (`src/core/rate-limit/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
  *
  * Keys (under the hash tag `{namespace}`; `<key>` and `<limit id>` each one key part, `keyPart` in
  * `./client.ts`: `%` and `:` escaped, so no two keys or ids share a key): `{ns}:rl:<key>` (node →
@@ -10,8 +10,8 @@
  * @module
  */
 import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
-import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rateLimitStore.js';
-import { validateOptions } from '../core/options.js';
+import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
+import { validateOptions } from '../core/errors/options.js';
 import { redisStoreProps } from './breakerStore.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
 

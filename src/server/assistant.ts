@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { Message, ToolMessage } from '../core/events.js';
-import { isObject as isRecord } from '../sources/providers/sse.js';
+import type { Message, ToolMessage } from '../core/events/events.js';
+import { isObject as isRecord } from '../providers/sse.js';
 
 /**
  * A tool the request offered, as the assistant sees it.

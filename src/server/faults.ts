@@ -6,8 +6,8 @@
  * @module
  */
 import { Subject, type Observable } from 'rxjs';
-import { InvalidOptionError } from '../core/errors.js';
-import { Bool, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions, type Props } from '../core/options.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { Bool, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions, type Props } from '../core/errors/options.js';
 
 /**
  * Fields every fault has.

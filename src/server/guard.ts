@@ -10,7 +10,7 @@
 // Node-only module: the library's build has no ambient Node types (its other modules are browser-safe)
 /// <reference types="node" />
 import type { IncomingHttpHeaders } from 'node:http';
-import { InvalidOptionError } from '../core/errors.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
 
 /**
  * Who may call a local server.

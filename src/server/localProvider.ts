@@ -13,10 +13,10 @@ import { STATUS_CODES, createServer, type IncomingMessage, type ServerResponse }
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, Observable, Subject } from 'rxjs';
-import { InvalidOptionError } from '../core/errors.js';
-import { guard as guardCallback, Thrown } from '../core/guard.js';
-import type { Message } from '../core/events.js';
-import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/options.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { guard as guardCallback, Thrown } from '../core/rx/guard.js';
+import type { Message } from '../core/events/events.js';
+import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/errors/options.js';
 import { scriptedAssistant, tokenize, type Assistant, type AssistantRequest, type AssistantTool, type AssistantTurn } from './assistant.js';
 import { FaultController, TimerDelayMs, type ActiveFault, type Fault, type FaultKind } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';

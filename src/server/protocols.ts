@@ -6,9 +6,9 @@
  * @module
  */
 import { asyncScheduler } from 'rxjs';
-import { showValue } from '../core/errors.js';
-import type { Message } from '../core/events.js';
-import { isObject, parseToolArguments } from '../sources/providers/sse.js';
+import { showValue } from '../core/errors/errors.js';
+import type { Message } from '../core/events/events.js';
+import { isObject, parseToolArguments } from '../providers/sse.js';
 import type { StreamErrorFault } from './faults.js';
 import type { AssistantTool } from './assistant.js';
 

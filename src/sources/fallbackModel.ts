@@ -1,18 +1,18 @@
 import { isObservable, Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription, type TeardownLogic } from 'rxjs';
-import { type CircuitBreaker } from '../core/CircuitBreaker.js';
-import { CircuitBreakerRegistry } from '../core/breakerRegistry.js';
-import { classifyError, type ErrorClassifier } from '../core/classify.js';
-import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors.js';
-import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallbackChain.js';
-import { guard, Thrown } from '../core/guard.js';
-import { TextBuffer } from '../core/textBuffer.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
-import type { TurnEvent } from '../core/events.js';
-import { joinHubs, withDefaultHub, type HealHub } from '../core/hub.js';
-import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/options.js';
+import { type CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
+import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
+import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
+import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallback/fallbackChain.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import { TextBuffer } from '../core/model/textBuffer.js';
+import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import type { TurnEvent } from '../core/events/events.js';
+import { joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
+import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/errors/options.js';
 import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
-import { isModel, streamModel, withModelsInside, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model.js';
-import { OverlapTrimmer } from '../core/overlap.js';
+import { isModel, streamModel, withModelsInside, type Model, type ModelCallContext, type ModelContext, type ModelRequest } from '../core/model/model.js';
+import { OverlapTrimmer } from '../core/model/overlap.js';
 
 /**
  * The user message that asks a fallback model to continue a cut-off answer (`midStream:

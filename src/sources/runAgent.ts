@@ -1,6 +1,6 @@
 import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscriber, Subscription, takeLast, throwError, type SchedulerLike } from 'rxjs';
-import { classifyError } from '../core/classify.js';
-import { BudgetExceededError, InvalidOptionError } from '../core/errors.js';
+import { classifyError } from '../core/errors/classify.js';
+import { BudgetExceededError, InvalidOptionError } from '../core/errors/errors.js';
 import type {
   AgentEvent,
   AssistantMessage,
@@ -13,21 +13,21 @@ import type {
   ToolMessage,
   TurnEvent,
   Usage,
-} from '../core/events.js';
+} from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
-import { isMessage } from '../core/isMessage.js';
-import { TextBuffer } from '../core/textBuffer.js';
-import { LeanSubscriber } from '../core/leanSubscriber.js';
-import { HealHub } from '../core/hub.js';
-import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/options.js';
-import { errorText } from '../core/sanitize.js';
-import { traced } from '../core/callTrace.js';
+import { isMessage } from '../core/events/isMessage.js';
+import { TextBuffer } from '../core/model/textBuffer.js';
+import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { HealHub } from '../core/hub/hub.js';
+import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/errors/options.js';
+import { errorText } from '../core/errors/sanitize.js';
+import { traced } from '../core/model/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type BudgetMeter, type Model, type ModelRequest, type ToolSpec } from '../core/model.js';
-import { IncompleteStreamError } from '../core/errors.js';
-import { isFatal, RunScope } from '../core/runScope.js';
-import { guard, Thrown } from '../core/guard.js';
+import { streamModel, type BudgetMeter, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { IncompleteStreamError } from '../core/errors/errors.js';
+import { isFatal, RunScope } from '../core/rx/runScope.js';
+import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';
 
 /**

@@ -1,12 +1,12 @@
 import * as t from 'io-ts';
 import { defer, Observable, type ObservableInput } from 'rxjs';
-import { InvalidOptionError, ToolError } from '../core/errors.js';
-import type { ToolCall } from '../core/events.js';
-import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/options.js';
-import { errorText } from '../core/sanitize.js';
-import { abortable, type AbortContext } from '../core/abortable.js';
-import type { ToolSpec } from '../core/model.js';
-import { bindToRun, type RunScope } from '../core/runScope.js';
+import { InvalidOptionError, ToolError } from '../core/errors/errors.js';
+import type { ToolCall } from '../core/events/events.js';
+import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/errors/options.js';
+import { errorText } from '../core/errors/sanitize.js';
+import { abortable, type AbortContext } from '../core/model/abortable.js';
+import type { ToolSpec } from '../core/model/model.js';
+import { bindToRun, type RunScope } from '../core/rx/runScope.js';
 
 /** What {@link defineTool} takes. */
 export interface ToolDefinition<A, R> {

@@ -8,10 +8,10 @@
 import { asyncScheduler, from, mergeMap, Observable, throwError, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import * as t from 'io-ts';
-import type { AgentEvent, Finish, FinishReason, TextDelta, ToolCallEvent, TurnEvent, Usage } from '../core/events.js';
-import type { AbortContext } from '../core/abortable.js';
-import { after, wait } from '../core/wait.js';
-import type { Model, ModelRequest } from '../core/model.js';
+import type { AgentEvent, Finish, FinishReason, TextDelta, ToolCallEvent, TurnEvent, Usage } from '../core/events/events.js';
+import type { AbortContext } from '../core/model/abortable.js';
+import { after, wait } from '../core/rx/wait.js';
+import type { Model, ModelRequest } from '../core/model/model.js';
 import { defineTool, type Tool } from '../sources/tool.js';
 
 /** A timed script: marble string (one frame = 1 ms), its values, and the error for `#`. */

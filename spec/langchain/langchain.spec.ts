@@ -1,0 +1,762 @@
+/**
+ * rxheal/langchain both ways: fromLangChain over LangChain's fake chat models
+ * (`@langchain/core/utils/testing`) and the real `ChatOpenAI` (`@langchain/openai` 1.5, the last
+ * Node-20 line) pointed at rxheal/server; toLangChain under LangChain's own `.stream()`,
+ * `.invoke()`, `bindTools` and a prompt → model → parser chain.
+ */
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { StringOutputParser } from '@langchain/core/output_parsers';
+import { ChatGenerationChunk } from '@langchain/core/outputs';
+import { ChatPromptTemplate } from '@langchain/core/prompts';
+import { tool } from '@langchain/core/tools';
+import { FakeListChatModel, FakeStreamingChatModel } from '@langchain/core/utils/testing';
+import { ChatOpenAI } from '@langchain/openai';
+import { expect } from 'chai';
+import * as t from 'io-ts';
+import { concat, from, lastValueFrom, Observable, of, throwError, toArray } from 'rxjs';
+import { z } from 'zod';
+import { fromLangChain, RxhealChatModel, StreamRestartError, toLangChain } from '../../src/langchain/index.js';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model/model.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
+import { openAICompatibleModel } from '../../src/providers/openai.js';
+import type { LocalProvider } from '../../src/server/index.js';
+import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import { chatChunk, fixtureFetch, sseBody } from '../support/providerFakes.js';
+import { recordedResponses, replayResponses, type ResponseEvents, type ResponsesReplay } from '../support/responsesReplay.js';
+
+/** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
+class ScriptedChatModel extends FakeStreamingChatModel {
+  readonly seen: { messages: BaseMessage[]; tools: unknown }[] = [];
+  constructor(
+    private readonly script: AIMessageChunk[],
+    private readonly error?: Error,
+  ) {
+    super({});
+  }
+  override bindTools(tools: Parameters<FakeStreamingChatModel['bindTools']>[0]) {
+    return this.withConfig({ tools } as never) as ReturnType<FakeStreamingChatModel['bindTools']>;
+  }
+  override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions']): AsyncGenerator<ChatGenerationChunk> {
+    this.seen.push({ messages, tools: (options as { tools?: unknown }).tools });
+    for (const message of this.script) {
+      await Promise.resolve();
+      yield new ChatGenerationChunk({ text: typeof message.content === 'string' ? message.content : '', message });
+    }
+    if (this.error) throw this.error;
+  }
+}
+
+const chunk = (fields: ConstructorParameters<typeof AIMessageChunk>[0]): AIMessageChunk => new AIMessageChunk(fields);
+
+const scripted = (id: string, events: () => Observable<TurnEvent> | TurnEvent[]): Model => ({ id, stream: () => events() });
+
+/** The concatenation of a LangChain stream's chunks. */
+async function collect(stream: AsyncIterable<AIMessageChunk>): Promise<AIMessageChunk> {
+  let all: AIMessageChunk | undefined;
+  for await (const c of stream) all = all === undefined ? c : all.concat(c);
+  return all!;
+}
+
+describe('rxheal/langchain', function () {
+  this.timeout(20_000);
+  const providers = localProviders();
+  let server: LocalProvider;
+  let backup: LocalProvider;
+  let slow: LocalProvider;
+  before(() => ({ server, backup, slow } = providers));
+
+  const chatOpenAI = (s: LocalProvider, model = 'local') => new ChatOpenAI({ model, apiKey: 'test', configuration: { baseURL: s.openAIBaseURL }, maxRetries: 0, streamUsage: true });
+
+  describe('fromLangChain: chat model → rxheal Model', () => {
+    describe('LangChain fake chat models', () => {
+      it('FakeListChatModel: its text as deltas, then finish stop', async () => {
+        const events = await turn(fromLangChain(new FakeListChatModel({ responses: ['Hi there'] })), ask('Hello'));
+        expect(textOf(events)).to.equal('Hi there');
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+      });
+
+      it("the finish reason from response_metadata (FakeListChatModel's generationInfo: finish_reason 'length')", async () => {
+        const events = await turn(fromLangChain(new FakeListChatModel({ responses: ['Hi'], generationInfo: { finish_reason: 'length' } })), ask('Hello'));
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'length' });
+      });
+
+      it('FakeStreamingChatModel with whole tool_calls: one tool-call each, finish tool-calls', async () => {
+        const model = new FakeStreamingChatModel({ chunks: [chunk({ content: '', tool_calls: [{ id: 't1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }] })] });
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'tool-call', id: 't1', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it('tool_call_chunks joined by index, usage_metadata summed, stop_reason read', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: 'Let me check.', usage_metadata: { input_tokens: 12, output_tokens: 0, total_tokens: 12 } }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'a', name: 'get_weather', args: '{"city":' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 1, id: 'b', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '"Paris"}' }] }),
+          chunk({ content: '', response_metadata: { stop_reason: 'tool_use' }, usage_metadata: { input_tokens: 0, output_tokens: 9, total_tokens: 9 } }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'text-delta', text: 'Let me check.' },
+          { type: 'tool-call', id: 'a', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'tool-call', id: 'b', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 12, outputTokens: 9 } },
+        ]);
+      });
+
+      it('parallel tool calls that all say index 0 (ChatOpenAI over Ollama): a new id with a name is another call, never one call with both arguments', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'call_p', name: 'get_weather', args: '{"city":' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '"Paris"}' }] }),
+          chunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'call_o', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+          chunk({ content: '', response_metadata: { finish_reason: 'tool_calls', model_provider: 'openai' } }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'tool-call', id: 'call_p', name: 'get_weather', args: { city: 'Paris' } },
+          { type: 'tool-call', id: 'call_o', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it("a finish reason 'error' (OpenRouter's, through ChatOpenAI) is an IncompleteStreamError, never a finish", async () => {
+        const model = new ScriptedChatModel([chunk({ content: 'The answ' }), chunk({ content: '', response_metadata: { finish_reason: 'error', model_provider: 'openai' } })]);
+        const error = await turnError(fromLangChain(model), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError);
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
+      it('text content blocks (Anthropic style) are read; tool-use echoes are skipped, thinking is not text', async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ type: 'thinking', thinking: 'hmm' }] as never }),
+          chunk({ content: [{ type: 'text', text: 'Hello', index: 0 }] as never }),
+          chunk({ content: [{ type: 'text_delta', text: ' world', index: 0 }] as never }),
+        ]);
+        expect(textOf(await turn(fromLangChain(model), ask('Hi')))).to.equal('Hello world');
+      });
+
+      it('requests: our messages as LangChain messages, tools bound per request', async () => {
+        const model = new ScriptedChatModel([chunk({ content: 'ok' })]);
+        await turn(fromLangChain(model), afterWeather('call_1'));
+        const { messages, tools } = model.seen[0]!;
+        expect(messages.map((m) => m.getType())).to.deep.equal(['system', 'human', 'ai', 'tool']);
+        expect((messages[2] as AIMessage).tool_calls).to.deep.equal([{ id: 'call_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' }]);
+        expect(messages[3]).to.include({ tool_call_id: 'call_1', status: 'success' });
+        expect(tools).to.deep.equal([{ type: 'function', function: { name: 'get_weather', description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.parameters } }]);
+      });
+
+      it('an error thrown mid-stream errors the turn after the text it had given', async () => {
+        const boom = new HttpError(503);
+        const seen: TurnEvent[] = [];
+        const error = await new Promise<unknown>((resolve) =>
+          streamModel(fromLangChain(new ScriptedChatModel([chunk({ content: 'Hel' })], boom)), ask('Hi')).subscribe({ next: (e) => seen.push(e), error: resolve }),
+        );
+        expect(error).to.equal(boom);
+        expect(seen).to.deep.equal([{ type: 'text-delta', text: 'Hel' }]);
+      });
+
+      it('requireFinishReason: a stream without a finish reason is cut (IncompleteStreamError); by default only for OpenAI models', async () => {
+        const openaiLike = () => new ScriptedChatModel([chunk({ content: 'Hel', response_metadata: { model_provider: 'openai' } })]);
+        expect(await turnError(fromLangChain(openaiLike()), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+        expect((await turn(fromLangChain(openaiLike(), { requireFinishReason: false }), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+        expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      // issue 19 (checks): over ChatAnthropic a cleanly cut body passed as a complete answer. Its
+      // chunks as @langchain/anthropic makes them (utils/message_outputs.ts): message_start with
+      // model_provider 'anthropic', text deltas (a bare string without tools), message_delta with
+      // the stop_reason in additional_kwargs; message_stop makes no chunk; the SDK ends a cut stream quietly
+      describe('ChatAnthropic: the stop_reason is the end marker', () => {
+        const start = () => chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5' }, response_metadata: { model_provider: 'anthropic', usage: {} }, usage_metadata: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } });
+        const delta = (text: string) => chunk({ content: text });
+        const stopped = (stop_reason: string, output_tokens = 5) => chunk({ content: '', additional_kwargs: { stop_reason, stop_sequence: null }, response_metadata: {}, usage_metadata: { input_tokens: 0, output_tokens, total_tokens: output_tokens } });
+        class AnthropicLike extends ScriptedChatModel {
+          override _llmType(): string {
+            return 'anthropic';
+          }
+        }
+
+        it("message_delta's stop_reason (in additional_kwargs) is the finish reason: end_turn → stop, max_tokens → length, tool_use → tool-calls", async () => {
+          const stop = await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), delta(' today.'), stopped('end_turn')])), ask('Weather?'));
+          expect(stop).to.deep.equal([{ type: 'text-delta', text: 'Sunny' }, { type: 'text-delta', text: ' today.' }, { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 6 } }]);
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), stopped('max_tokens')])), ask('Weather?'))).at(-1)).to.deep.include({ type: 'finish', reason: 'length' });
+          const call = chunk({ content: [{ index: 0, type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'toolu_1', name: 'get_weather', args: '' }], response_metadata: { model_provider: 'anthropic' } });
+          const args = chunk({ content: [{ index: 0, type: 'input_json_delta', input: '{"city":"Oslo"}' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '{"city":"Oslo"}' }], response_metadata: { model_provider: 'anthropic' } });
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), call, args, stopped('tool_use')])), ask('Weather?', [WEATHER_TOOL]))).at(-1)).to.deep.include({ type: 'finish', reason: 'tool-calls' });
+        });
+
+        it('a stream cut before message_delta is an IncompleteStreamError, never a complete answer: by its model_provider, or (older ChatAnthropic, no model_provider) its _llmType(); requireFinishReason: false opts out', async () => {
+          expect(await turnError(fromLangChain(new ScriptedChatModel([start(), delta('Sunny')])), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          const older = () => new AnthropicLike([chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant' } }), delta('Sunny')]);
+          expect(await turnError(fromLangChain(older()), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
+          expect((await turn(fromLangChain(older(), { requireFinishReason: false }), ask('Weather?'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+        });
+      });
+
+      it('a request with tools to a model without bindTools errors clearly', async () => {
+        const model = new FakeListChatModel({ responses: ['x'] });
+        const noTools = { stream: model.stream.bind(model), _llmType: () => 'bare' };
+        const error = await turnError(fromLangChain(noTools as never), ask('Hi', [WEATHER_TOOL]));
+        expect(error).to.be.instanceOf(InvalidOptionError).with.property('message').that.contains('bindTools');
+      });
+
+      it("the model's id: langchain:<model name> or <_llmType()>, or options.id; bad input at once", () => {
+        expect(fromLangChain(chatOpenAI(server, 'gpt-4o')).id).to.equal('langchain:gpt-4o');
+        expect(fromLangChain(new FakeListChatModel({ responses: [] })).id).to.equal('langchain:fake-list');
+        expect(fromLangChain(new FakeListChatModel({ responses: [] }), { id: 'x' }).id).to.equal('x');
+        expect(() => fromLangChain({} as never)).to.throw(InvalidOptionError);
+        expect(() => fromLangChain(new FakeListChatModel({ responses: [] }), { name: 'x' } as never)).to.throw(InvalidOptionError);
+      });
+    });
+
+    describe('reasoning', () => {
+      it("ChatAnthropic's chunks — thinking blocks by index, the signature in a block of its own, a redacted_thinking block — → reasoning deltas and reasoning-ends with the signature / redactedData; not text", async () => {
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: '', signature: '' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'The user wants' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: ' Paris.' }] as never }),
+          chunk({ content: [{ index: 0, type: 'thinking', signature: 'sig-1' }] as never }),
+          chunk({ content: [{ index: 1, type: 'redacted_thinking', data: 'EmwKAhgB' }] as never }),
+          chunk({ content: [{ index: 2, type: 'text', text: 'Sunny.' }] as never }),
+          chunk({ content: [], response_metadata: { stop_reason: 'end_turn' } }),
+        ]);
+        const events = await turn(fromLangChain(model), ask('Weather?'));
+        expect(events).to.deep.equal([
+          { type: 'reasoning-delta', text: 'The user wants' },
+          { type: 'reasoning-delta', text: ' Paris.' },
+          { type: 'reasoning-end', signature: 'sig-1' },
+          { type: 'reasoning-end', redactedData: 'EmwKAhgB' },
+          { type: 'text-delta', text: 'Sunny.' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+        expect(textOf(events)).to.equal('Sunny.');
+      });
+
+      it("unsigned reasoning: the real ChatOpenAI over an OpenAI-compatible server's reasoning_content (additional_kwargs) → deltas, and an unsigned end when the answer starts", async () => {
+        const body = sseBody(
+          chatChunk({ role: 'assistant', content: '', reasoning_content: 'Think' }),
+          chatChunk({ reasoning_content: 'ing.' }),
+          chatChunk({ content: 'Answer' }),
+          chatChunk({}, 'stop'),
+          '[DONE]',
+        );
+        const chat = new ChatOpenAI({ model: 'deepseek-reasoner', apiKey: 'k', configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(body).fetch }, maxRetries: 0 });
+        expect(await turn(fromLangChain(chat), ask('Hi'))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'Think' },
+          { type: 'reasoning-delta', text: 'ing.' },
+          { type: 'reasoning-end' },
+          { type: 'text-delta', text: 'Answer' },
+          { type: 'finish', reason: 'stop' },
+        ]);
+      });
+
+      it("OpenAI's Responses API chunks (a reasoning block and the same summary in additional_kwargs): read once; another summary index is another block; a tool call ends the reasoning", async () => {
+        const summary = (text: string, index: number) => ({ reasoning: { type: 'reasoning', summary: [{ type: 'summary_text', text, index }] } });
+        const model = new ScriptedChatModel([
+          chunk({ content: [{ type: 'reasoning', reasoning: 'First', index: 0 }] as never, additional_kwargs: summary('First', 0) }),
+          chunk({ content: [{ type: 'reasoning', reasoning: ' part.', index: 0 }] as never, additional_kwargs: summary(' part.', 0) }),
+          chunk({ content: [{ type: 'reasoning', reasoning: 'Second.', index: 1 }] as never, additional_kwargs: summary('Second.', 1) }),
+          chunk({ content: [], tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'c1', name: 'get_weather', args: '{"city":"Oslo"}' }] }),
+        ]);
+        expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'First' },
+          { type: 'reasoning-delta', text: ' part.' },
+          { type: 'reasoning-end' },
+          { type: 'reasoning-delta', text: 'Second.' },
+          { type: 'reasoning-end' },
+          { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+          { type: 'finish', reason: 'tool-calls' },
+        ]);
+      });
+
+      it("requests: our signed and redacted reasoning go first, as ChatAnthropic's thinking / redacted_thinking blocks, to a chat model whose _llmType() is 'anthropic'; unsigned reasoning is not sent; the real ChatOpenAI is sent none (no redacted_thinking part, no emptied content list)", async () => {
+        class AnthropicLike extends ScriptedChatModel {
+          override _llmType(): string {
+            return 'anthropic';
+          }
+        }
+        // a whole answer: ChatAnthropic's last chunk carries the stop_reason (a cut one is refused)
+        const model = new AnthropicLike([chunk({ content: 'ok' }), chunk({ content: '', additional_kwargs: { stop_reason: 'end_turn', stop_sequence: null } })]);
+        const request = afterWeather('toolu_1');
+        const messages = request.messages.map((m) =>
+          m.role === 'assistant' ? { ...m, content: 'Checking.', reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }] } : m,
+        );
+        await turn(fromLangChain(model), { ...request, messages });
+        const ai = model.seen[0]!.messages[2] as AIMessage;
+        expect(ai.content).to.deep.equal([
+          { type: 'thinking', thinking: 'Paris, celsius.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'EmwK' },
+          { type: 'text', text: 'Checking.' },
+        ]);
+        expect(ai.tool_calls).to.deep.equal([{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' }]);
+
+        const { fetch, calls } = fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'ok' }), chatChunk({}, 'stop'), '[DONE]'));
+        const gpt = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'k', configuration: { baseURL: 'http://x.test/v1', fetch }, maxRetries: 0 });
+        const toolOnly = messages.map((m) => (m.role === 'assistant' ? { ...m, content: '' } : m));
+        await turn(fromLangChain(gpt), { ...request, messages: toolOnly });
+        const sent = (calls[0]!.body as { messages: Record<string, unknown>[] }).messages[2]!;
+        expect(sent).to.deep.include({ role: 'assistant', content: '' });
+        expect(sent['tool_calls']).to.have.length(1);
+      });
+    });
+
+    describe('ChatOpenAI (@langchain/openai) against rxheal/server', () => {
+      it('text with usage and finish stop; a tool call; an answer from a tool result', async () => {
+        const events = await turn(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+        expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' }).and.have.nested.property('usage.outputTokens', events.length - 1);
+        const call = await turn(fromLangChain(chatOpenAI(server)), ask("What's the weather in Paris?", [WEATHER_TOOL]));
+        expect(call).to.deep.equal([
+          { type: 'tool-call', id: (call[0] as { id: string }).id, name: 'get_weather', args: { city: 'Paris', units: 'celsius' } },
+          { type: 'finish', reason: 'tool-calls', usage: (call[1] as { usage: unknown }).usage },
+        ]);
+        expect(textOf(await turn(fromLangChain(chatOpenAI(server)), afterWeather('call_1')))).to.equal('It is 22 °C and sunny in Paris.');
+      });
+
+      it('an error event mid-stream: the SDK’s status-less APIError, classified by its type (server_error, retryable)', async () => {
+        server.faults.set({ kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: 'The server had an error processing your request.', times: 1 });
+        const error = await turnError(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(classifyError(error)).to.deep.include({ category: 'server_error', retryable: true });
+      });
+
+      it('a 429 with retry-after: classified rate_limit with the wait', async () => {
+        server.faults.set({ kind: 'status', status: 429, retryAfter: 2, times: 1 });
+        const error = await turnError(fromLangChain(chatOpenAI(server)), ask(RIVERS));
+        expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryAfterMs: 2000 });
+      });
+
+      it('unsubscribing mid-answer aborts the request (the server sees the client close it)', async () => {
+        const record = await cancelAfterFirstDelta(streamModel(fromLangChain(chatOpenAI(slow)), ask(RIVERS)), slow);
+        expect(record.end).to.equal('client-closed');
+      });
+
+      it('healing: a dead primary → the backup answers in full', async () => {
+        server.faults.set({ kind: 'down' });
+        const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))]), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+      });
+
+      it("healing: a connection reset mid-answer with midStream 'continue' → continued, nothing lost or doubled", async () => {
+        server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+        const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }), ask(RIVERS));
+        expect(textOf(events)).to.equal(RIVERS_ANSWER);
+        expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
+      });
+    });
+    // issue 19, defect 7: a Responses stream ends with response.completed, whose metadata carries
+    // the response's `status`, not a finish reason; every complete answer was refused
+    describe('ChatOpenAI on the Responses API (a codex model; useResponsesApi): recorded streams replayed on 127.0.0.1', () => {
+      // gpt-5.1-codex-max, recorded by vercel/ai: a reasoning summary and a call, two more calls, the answer
+      const codex = recordedResponses('openai-responses-codex-calculator.jsonl');
+      const answer = codex[3]!;
+      const CALCULATOR = { name: 'calculator', description: 'A minimal calculator for basic arithmetic. Call it once per step.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string', enum: ['add', 'subtract', 'multiply', 'divide'] } }, required: ['a', 'b', 'op'] } };
+      const replays: ResponsesReplay[] = [];
+      const replay = async (...responses: ResponseEvents[]) => {
+        const r = await replayResponses(responses);
+        replays.push(r);
+        return r;
+      };
+      after(() => Promise.all(replays.map((r) => r.close())));
+      // ChatOpenAI picks the Responses API itself for codex models (and for useResponsesApi, built-in tools, reasoning summaries…)
+      const codexModel = (r: ResponsesReplay) => new ChatOpenAI({ model: 'gpt-5.1-codex-max', apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
+      /** The recorded response with its last event (response.completed) replaced, or dropped. */
+      const ending = (events: ResponseEvents, last?: (completed: Record<string, unknown>) => Record<string, unknown>): ResponseEvents => {
+        const completed = events.at(-1)!;
+        expect(completed['type']).to.equal('response.completed');
+        return last ? [...events.slice(0, -1), last(completed)] : events.slice(0, -1);
+      };
+      const incomplete = (reason: string | null) => (completed: Record<string, unknown>) => ({
+        ...completed,
+        type: 'response.incomplete',
+        response: { ...(completed['response'] as object), status: 'incomplete', incomplete_details: reason === null ? null : { reason } },
+      });
+
+      it("a codex model's whole agent run — a reasoning summary, three calculator calls, the answer — each turn complete at response.completed", async () => {
+        const r = await replay(...codex);
+        const calculator = defineTool({
+          name: 'calculator',
+          description: CALCULATOR.description,
+          args: t.type({ a: t.number, b: t.number, op: t.keyof({ add: null, subtract: null, multiply: null, divide: null }) }),
+          execute: ({ a, b, op }) => of({ add: a + b, subtract: a - b, multiply: a * b, divide: a / b }[op]),
+        });
+        const events = await lastValueFrom(runAgent({ model: fromLangChain(codexModel(r)), tools: [calculator], messages: [{ role: 'user', content: 'Compute ((12 + 7) × 3) × 10 with the calculator.' }] }).pipe(toArray()));
+        const results = events.flatMap((e) => (e.type === 'tool-result' ? [e.result] : []));
+        expect(results).to.deep.equal([19, 57, 570]);
+        const final = events.at(-1);
+        expect(final).to.have.nested.property('message.content', 'The final result is **570**.');
+        expect(r.requests.map((q) => [q.path, q.body['model'], q.body['stream']])).to.deep.equal(Array(4).fill(['/v1/responses', 'gpt-5.1-codex-max', true]));
+      });
+
+      it("the first turn: the reasoning summary as reasoning, the call, then finish tool-calls with response.completed's usage", async () => {
+        const r = await replay(codex[0]!);
+        const events = await turn(fromLangChain(codexModel(r)), ask('Compute ((12 + 7) × 3) × 10.', [CALCULATOR]));
+        const thought = events.filter((e) => e.type === 'reasoning-delta').map((e) => (e as { text: string }).text).join('');
+        expect(thought).to.equal("**Calculating step-by-step using calculator**\n\nI'll compute 12 plus 7, then multiply the result by 3, and finally multiply that by 10, reporting the final product.");
+        expect(events.filter((e) => e.type !== 'reasoning-delta')).to.deep.equal([
+          { type: 'reasoning-end' },
+          { type: 'tool-call', id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', name: 'calculator', args: { a: 12, b: 7, op: 'add' } },
+          { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 134, outputTokens: 28 } },
+        ]);
+      });
+
+      it('useResponsesApi on any model: the recorded answer is complete at response.completed (finish stop, its usage)', async () => {
+        const r = await replay(answer);
+        const chat = new ChatOpenAI({ model: 'gpt-4o-mini', useResponsesApi: true, apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
+        const events = await turn(fromLangChain(chat), ask('And the result?'));
+        expect(textOf(events)).to.equal('The final result is **570**.');
+        expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 299, outputTokens: 12 } });
+        expect(r.requests[0]!.path).to.equal('/v1/responses');
+      });
+
+      it('still refused: a stream that ends without response.completed — cut mid-answer, or right before it — is an IncompleteStreamError, never a short answer', async () => {
+        const cuts = [ending(answer), answer.slice(0, answer.findIndex((e) => e['type'] === 'response.output_text.delta') + 3), codex[0]!.slice(0, -3)];
+        const r = await replay(...cuts);
+        for (const [i] of cuts.entries()) expect(await turnError(fromLangChain(codexModel(r)), ask('x', [CALCULATOR])), `cut ${i}`).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("still refused: a failed response — the recorded insufficient_quota error event then response.failed — is an error, classified; response.failed alone (LangChain drops it) ends without response.completed: IncompleteStreamError", async () => {
+        const failed = recordedResponses('openai-responses-failed.jsonl')[0]!;
+        const r = await replay(failed, failed.filter((e) => e['type'] !== 'error'));
+        const quota = await turnError(fromLangChain(codexModel(r)), ask('x'));
+        // the SDK throws the error event's status-less APIError; its type says what it was
+        expect(quota, String(quota)).to.be.instanceOf(HttpError);
+        expect(classifyError(quota)).to.deep.include({ category: 'rate_limit', retryable: false, fallback: true });
+        expect(await turnError(fromLangChain(codexModel(r)), ask('x'))).to.be.instanceOf(IncompleteStreamError);
+      });
+
+      it("response.incomplete — the answer stopped by max_output_tokens or the content filter — finishes as Chat Completions' finish_reason would: 'length', 'content-filter' (the answer as far as it went; not a cut stream)", async () => {
+        const r = await replay(ending(answer, incomplete('max_output_tokens')), ending(answer, incomplete('content_filter')), ending(answer, incomplete(null)));
+        for (const reason of ['length', 'content-filter', 'other']) {
+          const events = await turn(fromLangChain(codexModel(r)), ask('x'));
+          expect(textOf(events), reason).to.equal('The final result is **570**.');
+          expect(events.at(-1), reason).to.deep.equal({ type: 'finish', reason, usage: { inputTokens: 299, outputTokens: 12 } });
+        }
+      });
+
+      it("a Responses status other than completed or incomplete on a last chunk ('failed', 'cancelled', 'in_progress') is refused whatever requireFinishReason says", async () => {
+        for (const status of ['failed', 'cancelled', 'in_progress']) {
+          const model = new ScriptedChatModel([
+            chunk({ content: [{ type: 'text', text: 'Par', index: 0 }] as never, response_metadata: { model_provider: 'openai' } }),
+            chunk({ content: [], response_metadata: { model_provider: 'openai', object: 'response', status, incomplete_details: null } }),
+          ]);
+          for (const requireFinishReason of [undefined, false]) {
+            expect(await turnError(fromLangChain(model, { requireFinishReason }), ask('x')), `${status}, ${String(requireFinishReason)}`).to.be.instanceOf(IncompleteStreamError);
+          }
+        }
+      });
+    });
+  });
+
+  describe('toLangChain: rxheal Model → LangChain chat model', () => {
+    it('is a BaseChatModel of type rxheal', () => {
+      const chat = toLangChain(scripted('s', () => []));
+      expect(chat).to.be.instanceOf(BaseChatModel).and.instanceOf(RxhealChatModel);
+      expect(chat._llmType()).to.equal('rxheal');
+      expect(() => toLangChain({} as Model)).to.throw(InvalidOptionError);
+    });
+
+    it('.stream(): text chunks, then usage_metadata and finish_reason on the last', async () => {
+      const chat = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ' world' }, { type: 'finish', reason: 'length', usage: { inputTokens: 4, outputTokens: 2 } }]));
+      const all = await collect(await chat.stream('Hi'));
+      expect(all.content).to.equal('Hello world');
+      expect(all.usage_metadata).to.deep.include({ input_tokens: 4, output_tokens: 2, total_tokens: 6 });
+      expect(all.response_metadata).to.deep.include({ finish_reason: 'length' });
+    });
+
+    it('.invoke(): one AIMessage with text, tool calls and usage; the request has the messages and bound tools', async () => {
+      const requests: ModelRequest[] = [];
+      const model: Model = {
+        id: 's',
+        stream: (request) => {
+          requests.push(request);
+          return [
+            { type: 'text-delta', text: 'Checking.' },
+            { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Oslo' } },
+            { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 5, outputTokens: 3 } },
+          ];
+        },
+      };
+      const getWeather = tool(async ({ city }) => `sunny in ${city}`, { name: 'get_weather', description: 'Current weather for a city', schema: z.object({ city: z.string() }) });
+      const answer = await toLangChain(model).bindTools([getWeather]).invoke([new SystemMessage('Be brief.'), new HumanMessage('Weather in Oslo?')]);
+      expect(answer.content).to.equal('Checking.');
+      expect(answer.tool_calls).to.deep.equal([{ id: 'c1', name: 'get_weather', args: { city: 'Oslo' }, type: 'tool_call' }]);
+      expect(answer.usage_metadata).to.deep.include({ input_tokens: 5, output_tokens: 3 });
+      expect(requests[0]!.messages).to.deep.equal([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Weather in Oslo?' },
+      ]);
+      expect(requests[0]!.tools).to.have.length(1);
+      expect(requests[0]!.tools[0]).to.deep.include({ name: 'get_weather', description: 'Current weather for a city' });
+      expect(requests[0]!.tools[0]!.parameters).to.have.nested.property('properties.city.type', 'string');
+    });
+
+    it("tool_choice (bound, or per call) becomes the request's toolChoice in every LangChain spelling; a real model sends it as tool_choice", async () => {
+      const requests: ModelRequest[] = [];
+      const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+      const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };
+      const weather = { type: 'function' as const, function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } };
+      const before = server.requests.length;
+      for (const tool_choice of ['any', 'required', 'none', 'auto', 'get_weather', { type: 'function', function: { name: 'get_weather' } }, { type: 'tool', name: 'get_weather' }]) {
+        await toLangChain(spy).bindTools([weather], { tool_choice }).invoke("What's the weather in Paris?");
+      }
+      await toLangChain(spy).bindTools([weather]).invoke("What's the weather in Paris?", { tool_choice: 'none' } as never);
+      expect(requests.map((r) => r.toolChoice)).to.deep.equal(['required', 'required', 'none', 'auto', { tool: 'get_weather' }, { tool: 'get_weather' }, { tool: 'get_weather' }, 'none']);
+      expect(server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).to.deep.equal([
+        'required',
+        'required',
+        'none',
+        'auto',
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'function', function: { name: 'get_weather' } },
+        'none',
+      ]);
+    });
+
+    it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) forces its tool, as ChatOpenAI does, and gives the call's arguments", async () => {
+      const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather' });
+      expect(await structured.invoke("What's the weather in Paris?")).to.deep.equal({ city: 'Paris', units: 'celsius' });
+      expect((server.requests.at(-1)!.body as { tool_choice?: unknown }).tool_choice).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
+      const raw = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather', includeRaw: true });
+      const both = await raw.invoke("What's the weather in Oslo?");
+      expect(both.parsed).to.deep.equal({ city: 'Oslo', units: 'celsius' });
+      expect(both.raw.getType()).to.equal('ai');
+    });
+
+    it("fromLangChain binds the request's toolChoice: ChatOpenAI sends it as tool_choice ('required' as is)", async () => {
+      const before = server.requests.length;
+      await turn(fromLangChain(chatOpenAI(server)), { ...ask("What's the weather in Paris?", [WEATHER_TOOL]), toolChoice: 'required' });
+      await turn(fromLangChain(chatOpenAI(server)), { ...ask("What's the weather in Paris?", [WEATHER_TOOL]), toolChoice: { tool: 'get_weather' } });
+      const sent = server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice);
+      expect(sent[0]).to.equal('required');
+      expect(sent[1]).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
+    });
+
+    it('a tool loop over a real rxheal model (openAICompatibleModel against rxheal/server): tool call, ToolMessage, answer', async () => {
+      const chat = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).bindTools([
+        { type: 'function', function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } },
+      ]);
+      const history: BaseMessage[] = [new HumanMessage("What's the weather in Paris?")];
+      const first = await chat.invoke(history);
+      expect(first.tool_calls?.map((c) => [c.name, c.args])).to.deep.equal([['get_weather', { city: 'Paris', units: 'celsius' }]]);
+      history.push(first, new ToolMessage({ tool_call_id: first.tool_calls![0]!.id!, content: '{"temperature":22,"condition":"sunny","city":"Paris"}' }));
+      const second = await chat.invoke(history);
+      expect(second.content).to.equal('It is 22 °C and sunny in Paris.');
+    });
+
+    it("a chain (prompt → model → parser) streams healed: a model dying mid-answer is continued ('continue'), nothing lost or doubled", async () => {
+      server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
+      const chat = toLangChain(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }));
+      const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(chat).pipe(new StringOutputParser());
+      let text = '';
+      for await (const piece of await chain.stream({ question: RIVERS })) text += piece;
+      expect(text).to.equal(RIVERS_ANSWER);
+    });
+
+    it('an error mid-stream: the stream throws it after the chunks it had given', async () => {
+      const boom = new HttpError(500);
+      const chat = toLangChain(scripted('s', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]), throwError(() => boom))));
+      const got: string[] = [];
+      const error = await (async () => {
+        for await (const c of await chat.stream('Hi')) got.push(String(c.content));
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(got).to.deep.equal(['Hel']);
+      expect(error).to.equal(boom);
+    });
+
+    it('a reset after a chunk was yielded: StreamRestartError (a chain can’t take back what it got); before any, invisible', async () => {
+      const after = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'First' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]));
+      const error = await collect(await after.stream('Hi')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(StreamRestartError);
+      const before = toLangChain(scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, { type: 'text-delta', text: 'Whole' }, { type: 'finish', reason: 'stop' }]));
+      expect((await collect(await before.stream('Hi'))).content).to.equal('Whole');
+      // .invoke() collects: a reset just discards what was collected
+      expect((await after.invoke('Hi')).content).to.equal('Second');
+    });
+
+    it("aborting the call's signal aborts the model's request (the server sees the client close it)", async () => {
+      const controller = new AbortController();
+      const before = slow.requests.length;
+      const chat = toLangChain(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' }));
+      const error = await (async () => {
+        for await (const c of await chat.stream(RIVERS, { signal: controller.signal })) if (c.content !== '') controller.abort();
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(classifyError(error).category).to.equal('cancelled');
+      const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+      expect(record.end).to.equal('client-closed');
+    });
+
+    it('a consumer that stops reading unsubscribes: the request is aborted', async () => {
+      const before = slow.requests.length;
+      const chat = toLangChain(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' }));
+      for await (const c of await chat.stream(RIVERS)) if (c.content !== '') break;
+      const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+      expect(record.end).to.equal('client-closed');
+    });
+
+    it('messages with image content are refused clearly (rxheal models take text)', async () => {
+      const chat = toLangChain(scripted('s', () => []));
+      const error = await chat.invoke([new HumanMessage({ content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } }] })]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(InvalidOptionError);
+    });
+
+    it('round trip: toLangChain(fromLangChain(chat)) streams what chat streams', async () => {
+      const direct = await collect(await new FakeListChatModel({ responses: ['Round trip'] }).stream('Hi'));
+      const healed = await collect(await toLangChain(fromLangChain(new FakeListChatModel({ responses: ['Round trip'] }))).stream('Hi'));
+      expect(healed.content).to.equal(direct.content);
+    });
+
+    describe('reasoning', () => {
+      const thinkingTurn = (): TurnEvent[] => [
+        { type: 'reasoning-delta', text: 'The user wants' },
+        { type: 'reasoning-delta', text: ' Paris.' },
+        { type: 'reasoning-end', signature: 'sig-1' },
+        { type: 'reasoning-end', redactedData: 'EmwK' },
+        { type: 'text-delta', text: 'Sun' },
+        { type: 'text-delta', text: 'ny.' },
+        { type: 'finish', reason: 'stop' },
+      ];
+
+      it(".stream(): reasoning as standard reasoning blocks (the signature on the block, a redacted block as redacted_thinking), each concatenating into one block; contentBlocks shows them, .text and a chain's StringOutputParser leave them out; streaming callbacks see them", async () => {
+        const tokens: unknown[] = [];
+        const callbacks = [{ handleLLMNewToken: (_token: string, _idx: unknown, _run: string, _parent?: string, _tags?: string[], fields?: { chunk?: ChatGenerationChunk }) => void tokens.push(fields?.chunk?.message.content) }];
+        const all = await collect(await toLangChain(scripted('s', thinkingTurn)).stream('Hi', { callbacks }));
+        expect(all.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 },
+          { type: 'redacted_thinking', data: 'EmwK', index: 1 },
+          { type: 'text', text: 'Sunny.', index: 2 },
+        ]);
+        expect(all.contentBlocks.filter((b) => b.type === 'reasoning')).to.deep.equal([{ type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 }]);
+        expect(all.text).to.equal('Sunny.');
+        expect(tokens).to.deep.include([{ type: 'reasoning', reasoning: 'The user wants', index: 0 }]);
+        expect(tokens).to.deep.include([{ type: 'redacted_thinking', data: 'EmwK', index: 1 }]);
+        const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(toLangChain(scripted('s', thinkingTurn))).pipe(new StringOutputParser());
+        let text = '';
+        for await (const piece of await chain.stream({ question: 'Weather?' })) text += piece;
+        expect(text).to.equal('Sunny.');
+      });
+
+      it('unsigned reasoning: reasoning blocks without a signature; text before any reasoning stays string content', async () => {
+        const all = await collect(
+          await toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hm. ' }, { type: 'reasoning-delta', text: 'musing' }, { type: 'reasoning-end' }, { type: 'text-delta', text: 'Answer' }, { type: 'finish', reason: 'stop' }])).stream('Hi'),
+        );
+        expect(all.content).to.deep.equal([
+          { type: 'text', text: 'Hm. ' },
+          { type: 'reasoning', reasoning: 'musing', index: 1 },
+          { type: 'text', text: 'Answer', index: 2 },
+        ]);
+        expect(all.text).to.equal('Hm. Answer');
+      });
+
+      it('a reset after reasoning was yielded: StreamRestartError (reasoning counts as yielded); a reset before anything: invisible; .invoke() discards the reasoning collected before a reset', async () => {
+        const afterReasoning = toLangChain(
+          scripted('s', () => [{ type: 'reasoning-delta', text: 'First thoughts' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'reasoning-delta', text: 'Second thoughts' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]),
+        );
+        const error = await collect(await afterReasoning.stream('Hi')).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(StreamRestartError).and.include({ reason: 'fallback', target: 'model:b' });
+        const before = toLangChain(scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, ...thinkingTurn()]));
+        expect((await collect(await before.stream('Hi'))).contentBlocks.filter((b) => b.type === 'reasoning')).to.have.length(1);
+        const invoked = await afterReasoning.invoke('Hi');
+        expect(invoked.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'Second thoughts' },
+          { type: 'text', text: 'Second' },
+        ]);
+      });
+
+      it('.invoke(): the AIMessage’s content has the reasoning blocks (signature, redacted) and the text in their order, tool calls kept; .text leaves the reasoning out', async () => {
+        const answer = await toLangChain(
+          scripted('s', () => [
+            ...thinkingTurn().slice(0, 4),
+            { type: 'text-delta', text: 'Checking.' },
+            { type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'Paris' } },
+            { type: 'finish', reason: 'tool-calls' },
+          ]),
+        ).invoke('Weather?');
+        expect(answer.content).to.deep.equal([
+          { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1' },
+          { type: 'redacted_thinking', data: 'EmwK' },
+          { type: 'text', text: 'Checking.' },
+        ]);
+        expect(answer.text).to.equal('Checking.');
+        expect(answer.tool_calls).to.deep.equal([{ id: 'c1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }]);
+      });
+
+      it("an AI message's reasoning → the assistant message's reasoning: ChatAnthropic's thinking / redacted_thinking blocks, our own reasoning blocks (an answer fed back), reasoning_content", async () => {
+        const requests: ModelRequest[] = [];
+        const model: Model = { id: 's', stream: (request) => (requests.push(request), [{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }]) };
+        const chat = toLangChain(model);
+        const ours = await toLangChain(scripted('t', thinkingTurn)).invoke('Weather?');
+        await chat.invoke([
+          new HumanMessage('Weather?'),
+          new AIMessage({
+            content: [{ type: 'thinking', thinking: 'Need the tool.', signature: 'sig-a' }, { type: 'redacted_thinking', data: 'EmwK' }, { type: 'text', text: 'Checking.' }],
+            tool_calls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }],
+          }),
+          new ToolMessage({ tool_call_id: 'toolu_1', content: 'sunny' }),
+          ours,
+          new HumanMessage('And tomorrow?'),
+          new AIMessage({ content: 'Rain.', additional_kwargs: { reasoning_content: 'Forecast says rain.' } }),
+          new HumanMessage('Thanks'),
+        ]);
+        const assistants = requests[0]!.messages.filter((m) => m.role === 'assistant');
+        expect(assistants.map((m) => (m.role === 'assistant' ? [m.content, m.reasoning] : []))).to.deep.equal([
+          ['Checking.', [{ text: 'Need the tool.', signature: 'sig-a' }, { text: '', redactedData: 'EmwK' }]],
+          ['Sunny.', [{ text: 'The user wants Paris.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }]],
+          ['Rain.', [{ text: 'Forecast says rain.' }]],
+        ]);
+      });
+
+      it("round trip: toLangChain(fromLangChain(chat)) streams ChatAnthropic's reasoning as chat does — the same text, the same reasoning with its signature, the redacted block", async () => {
+        const anthropicChunks = () => [
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'Greet ' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 0, type: 'thinking', thinking: 'them.' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 0, type: 'thinking', signature: 'sig-rt' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 1, type: 'redacted_thinking', data: 'EmwK' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 2, type: 'text', text: 'Hello' }] as never, response_metadata: { model_provider: 'anthropic' } }),
+          chunk({ content: [{ index: 2, type: 'text', text: ' there' }] as never, response_metadata: { model_provider: 'anthropic', stop_reason: 'end_turn' } }),
+        ];
+        /** Reasoning, redacted and text blocks, whichever shape (ChatAnthropic's translated, or ours). */
+        const shape = (message: AIMessageChunk) =>
+          (message.contentBlocks as { type: string; [field: string]: unknown }[]).map((b) =>
+            b.type === 'reasoning'
+              ? ['reasoning', b['reasoning'], b['signature']]
+              : b.type === 'non_standard'
+                ? ['redacted', (b['value'] as { data: string }).data]
+                : b.type === 'redacted_thinking'
+                  ? ['redacted', b['data']]
+                  : [b.type, b['text']],
+          );
+        const direct = await collect(await new ScriptedChatModel(anthropicChunks()).stream('Hi'));
+        const healed = await collect(await toLangChain(fromLangChain(new ScriptedChatModel(anthropicChunks()))).stream('Hi'));
+        expect(shape(direct)).to.deep.equal([
+          ['reasoning', 'Greet them.', 'sig-rt'],
+          ['redacted', 'EmwK'],
+          ['text', 'Hello there'],
+        ]);
+        expect(shape(healed)).to.deep.equal(shape(direct));
+        expect(healed.text).to.equal(direct.text);
+      });
+    });
+  });
+});
+

@@ -1,0 +1,96 @@
+/**
+ * {@link CircuitBreakerRegistry}: one breaker per name (a tool, a model), created on first use
+ * with shared defaults, and the registry's `events$`, snapshots and restores over all of them.
+ *
+ * @module
+ */
+import { Observable, Subject } from 'rxjs';
+import { CircuitBreaker, circuitBreakerOptionProps, type CircuitBreakerOptions } from './CircuitBreaker.js';
+import type { CircuitEvent } from '../circuit/state.js';
+import type { CircuitSnapshot, CircuitSnapshotV1 } from './snapshot.js';
+import { InvalidOptionError } from '../errors/errors.js';
+import { fleetNodeFor } from './fleetSeam.js';
+import { validateOptions } from '../errors/options.js';
+import { WATCH } from '../circuit/permit.js';
+
+/**
+ * One breaker per name (a tool, a model), created on first use with shared defaults.
+ *
+ * @example
+ * ```ts
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 30_000 });
+ * const weather$ = callWeather().pipe(circuitBreak(breakers.get('tool:get_weather')));
+ * const gpt$ = streamGpt().pipe(circuitBreak(breakers.get('model:gpt-4o', { failureThreshold: 5 })));
+ * breakers.events$.subscribe((e) => console.log(e.breaker, e.from, '→', e.to));
+ * ```
+ */
+export class CircuitBreakerRegistry {
+  private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly subject = new Subject<CircuitEvent>();
+  /** Follows each breaker while `events$` is observed (one listener for all of them). */
+  private readonly forward = (event: CircuitEvent): void => this.subject.next(event);
+
+  /**
+   * Transitions of every breaker in the registry, including ones created later. The registry
+   * follows its breakers only while this is observed, so an unobserved registry keeps no open
+   * breaker's half-open notice scheduled.
+   */
+  readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
+    const first = !this.subject.observed;
+    const inner = this.subject.subscribe(subscriber);
+    if (first) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, true);
+    return () => {
+      inner.unsubscribe();
+      if (!this.subject.observed) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, false);
+    };
+  });
+
+  constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
+    validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
+    const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
+    if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
+    // a fleet: the registry's breakers are one node (this process's, by default), whatever breakers it holds
+    this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
+  }
+
+  /**
+   * The breaker called `name`, created with the defaults and `overrides` on first use.
+   * `overrides` are applied only when the breaker is created.
+   */
+  get(name: string, overrides?: Omit<CircuitBreakerOptions, 'name'>): CircuitBreaker {
+    // no default `{}`: a lookup allocates nothing
+    if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
+      throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
+    }
+    let breaker = this.breakers.get(name);
+    if (!breaker) {
+      breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
+      this.breakers.set(name, breaker);
+      if (this.subject.observed) breaker[WATCH](this.forward, true);
+    }
+    return breaker;
+  }
+
+  /** Whether a breaker called `name` exists. */
+  has(name: string): boolean {
+    return this.breakers.has(name);
+  }
+
+  /** Names of every breaker created so far. */
+  names(): string[] {
+    return [...this.breakers.keys()];
+  }
+
+  /** Every breaker's {@link CircuitBreaker.snapshot}, by name. */
+  snapshot(): Record<string, CircuitSnapshot> {
+    const out: Record<string, CircuitSnapshot> = {};
+    for (const [name, breaker] of this.breakers) out[name] = breaker.snapshot();
+    return out;
+  }
+
+  /** Restores each named breaker (creating it with the defaults if needed). */
+  restore(snapshots: Record<string, CircuitSnapshot | CircuitSnapshotV1>): void {
+    for (const [name, snap] of Object.entries(snapshots)) this.get(name).restore(snap);
+  }
+}

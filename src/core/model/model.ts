@@ -1,0 +1,464 @@
+import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { IncompleteStreamError } from '../errors/errors.js';
+import type { Message, TurnEvent, Usage } from '../events/events.js';
+import { abortable, AbortRun, RunSubscriber, type AbortContext } from './abortable.js';
+import { TraceSubscriber, type TracedCall } from './callTrace.js';
+import { LeanSubscriber } from '../rx/leanSubscriber.js';
+import type { HealHub } from '../hub/hub.js';
+
+/** What a tool looks like to a model: its name and what it is for. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** A JSON-schema-like description of the arguments, when the tool provides one. */
+  readonly parameters?: unknown;
+}
+
+/**
+ * Whether the model must call a tool: `'auto'` (it decides: what providers do without one),
+ * `'none'` (it must not), `'required'` (some tool), or `{ tool: name }` (that one). Each provider
+ * gets it in its own words (OpenAI's `tool_choice`, Anthropic's `{ type: 'any' | 'tool' … }`, the
+ * AI SDK's `toolChoice`, LangChain's `tool_choice`).
+ *
+ * @example
+ * ```ts
+ * const request: ModelRequest = { messages, tools: [weatherSpec], toolChoice: { tool: 'get_weather' } };
+ * ```
+ */
+export type ToolChoice = 'auto' | 'none' | 'required' | { readonly tool: string };
+
+/**
+ * A tool's JSON schema for its arguments: `parameters`, or "any object" for a tool without one —
+ * what every protocol sends.
+ *
+ * @example
+ * ```ts
+ * toolParameters({ name: 'now', description: 'The time' }); // { type: 'object', properties: {} }
+ * ```
+ */
+export function toolParameters(tool: ToolSpec): unknown {
+  return tool.parameters ?? { type: 'object', properties: {} };
+}
+
+/** One request to a model: the whole conversation so far, the tools it may call and, optionally, whether it must. */
+export interface ModelRequest {
+  /** The conversation, system instruction first when there is one. */
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolSpec[];
+  /** Whether it must call a tool; the provider's default (the model decides) when absent. */
+  readonly toolChoice?: ToolChoice;
+}
+
+/**
+ * Whether `u` is a {@link Model}: an object with a non-empty `id` and a `stream` function — what
+ * every function taking models checks them with.
+ *
+ * @example
+ * ```ts
+ * isModel({ id: 'gpt', stream: () => EMPTY }); // true
+ * isModel({ id: '', stream: () => EMPTY }); // false
+ * ```
+ */
+export function isModel(u: unknown): u is Model {
+  return typeof u === 'object' && u !== null && typeof (u as Model).id === 'string' && (u as Model).id !== '' && typeof (u as Model).stream === 'function';
+}
+
+/**
+ * A run's budget as its model calls see it (`runAgent` hands one to every model call). What counts:
+ * each **provider attempt** — one subscription to `streamModel(model, …)` of a model, wherever
+ * it happens (a run's turn, its retries, every model a `fallbackModel` tries, a `fallbackTo`
+ * model alternative) — is one model call; each attempt's `finish.usage` counts its tokens.
+ *
+ * @example
+ * ```ts
+ * let calls = 0;
+ * const meter: BudgetMeter = {
+ *   modelCall: () => {
+ *     if (++calls > 3) throw new BudgetExceededError('modelCalls', 3, calls);
+ *   },
+ *   usage: () => undefined,
+ * };
+ * streamModel(model, request, { budget: meter }).subscribe();
+ * ```
+ */
+export interface BudgetMeter {
+  /**
+   * A provider attempt is about to start. Throws `BudgetExceededError` (`resource:
+   * 'modelCalls'`) when it would cross the limit: the attempt is then not made.
+   */
+  modelCall(): void;
+  /** A provider attempt ended its turn with this usage. Throws `BudgetExceededError` (`'tokens'`) past the limit. */
+  usage(usage: Usage): void;
+}
+
+/**
+ * The run a model call belongs to, as given to {@link streamModel}. Every field is optional: a
+ * model called on its own (`streamModel(model, request)`) gets none of them.
+ *
+ * @example
+ * ```ts
+ * streamModel(model, request, { hub, scheduler, callId: 'ask-1' }).subscribe(render); // call-start / call-end on hub
+ * ```
+ */
+export interface ModelCallContext {
+  /**
+   * The run's events hub. A model that wraps others reports its fallbacks, circuits and retries
+   * here (`fallbackModel` does); each provider attempt made through `streamModel` with this
+   * context is reported as a `call-start` / `call-end` pair.
+   */
+  readonly hub?: HealHub;
+  /** The run's budget: every provider attempt and its token usage count (see {@link BudgetMeter}). */
+  readonly budget?: BudgetMeter;
+  /** The run's scheduler: where call durations are read, and where wrapping models should wait. Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /**
+   * The id of the model call this context belongs to, as in its `call-start` / `call-end` events
+   * (`runAgent`: `step-<n>.<m>`). Given to `streamModel`, it names the call made (reported when
+   * `hub` is given too); handed to `model.stream`, it is the parent of every call the model makes
+   * through `streamModel(inner, request, context)`: those are reported as `<callId>/<k>` with
+   * `parentId: callId` (one OpenTelemetry span each, under the run's call).
+   */
+  readonly callId?: string;
+  /** The agent step (model turn) the call belongs to, from 1. */
+  readonly step?: number;
+}
+
+/**
+ * What `model.stream` is handed: the abort signal, and the run's hub, budget, scheduler and call id
+ * ({@link ModelCallContext}). A model that wraps others passes it on unchanged —
+ * `streamModel(inner, request, context)` for every model it calls (spread it to change a field:
+ * `{ ...context, hub }`) — so that their events reach the run, their attempts count against its
+ * budget and their spans sit under its call.
+ *
+ * @example
+ * ```ts
+ * const patient: Model = {
+ *   id: 'patient-gpt',
+ *   stream: (request, context) =>
+ *     streamModel(gpt, request, context).pipe(retryWithBackoff({ hub: context.hub, target: 'model:gpt', scheduler: context.scheduler })),
+ * };
+ * ```
+ */
+export interface ModelContext extends AbortContext, ModelCallContext {}
+
+/**
+ * A language model: a cold stream of {@link TurnEvent}s (model events) per request. Anything that returns an
+ * observable, a promise of an array, an async iterable… (`ObservableInput`) will do; `signal` is
+ * aborted when the consumer unsubscribes; the rest of the {@link ModelContext} says which run the
+ * call belongs to (a model that calls other models passes it on).
+ *
+ * @example
+ * ```ts
+ * const echo: Model = {
+ *   id: 'echo',
+ *   stream: (req) => [
+ *     { type: 'text-delta', text: String(req.messages.at(-1)?.content) },
+ *     { type: 'finish', reason: 'stop' },
+ *   ],
+ * };
+ * ```
+ */
+export interface Model {
+  /** A stable name, used for breakers (`model:<id>`) and events. */
+  readonly id: string;
+  /**
+   * The model's events for one request; `reset` only from a model that wraps others (fallbacks).
+   * If it throws, the call errors with what it threw. `context.signal` may be read at any time,
+   * also after an `await`: a signal read after the consumer left is already aborted.
+   */
+  stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
+}
+
+/** Where a model made of others keeps them (a registry symbol: every copy of rxheal agrees). */
+const INSIDE = Symbol.for('rxheal.model.inside');
+
+/**
+ * Records that `model` calls `models` (a `fallbackModel` its chain), for adapters that need to
+ * know what a model is made of (`toAiSdk`: which models inside take the AI SDK's call settings).
+ * Hidden (not enumerable): spreading or comparing the model is not affected. Returns `model`.
+ *
+ * @example
+ * ```ts
+ * const composite = withModelsInside({ id: 'both', stream: (request, context) => streamModel(a, request, context) }, [a, b]);
+ * modelsInside(composite); // [a, b]
+ * ```
+ */
+export function withModelsInside<M extends Model>(model: M, models: readonly Model[]): M {
+  Object.defineProperty(model, INSIDE, { value: Object.freeze([...models]), enumerable: false });
+  return model;
+}
+
+/**
+ * The models `model` calls, when it was made of others and says so ({@link withModelsInside}:
+ * `fallbackModel`); `undefined` for any other model (a provider, or one that does not say).
+ *
+ * @example
+ * ```ts
+ * modelsInside(fallbackModel([gpt, claude])); // [gpt, claude]
+ * modelsInside(gpt); // undefined
+ * ```
+ */
+export function modelsInside(model: Model): readonly Model[] | undefined {
+  return (model as { [INSIDE]?: readonly Model[] })[INSIDE];
+}
+
+/** The hidden part of a context handed to `model.stream`: the call it serves. Spreading the context keeps it. */
+const SERVED = Symbol('rxheal.servedModelCall');
+
+/** One model call being served, as the calls made inside it see it. */
+interface ServedCall {
+  /** This call was counted when it started: the first attempt made inside it is that count. */
+  prepaid: boolean;
+  /** Calls made inside it so far (their ids are `<callId>/<k>`); with any, they count the tokens. */
+  children: number;
+}
+
+/**
+ * A cold observable of one model call: subscribing calls `model.stream`, unsubscribing aborts it.
+ *
+ * A turn ends with a `finish` event. A stream that completes without one (since its last
+ * `reset`) was cut short, whatever the model says: it errors with {@link IncompleteStreamError}
+ * (classified `connection`: retryable, fallback-able, counted by breakers), so the retries,
+ * fallbacks and breakers around the call heal it like a dropped connection — it is never taken
+ * for a short answer.
+ *
+ * With a `context` (see {@link ModelCallContext}), each subscription is one provider attempt of
+ * that run: it is counted against `context.budget` before the model is called (the attempt is not
+ * made past the limit; the first attempt inside a model call that was itself counted is that
+ * count, so a `fallbackModel` costs one call per model it tries, not one more), its
+ * `finish.usage` counts its tokens (unless it delegated to models called inside it, which count
+ * theirs), and with `context.hub` it is reported as `call-start` / `call-end` — under
+ * `context.callId`, or as `<callId>/<k>` with `parentId` when made inside another model call.
+ *
+ * @example
+ * ```ts
+ * streamModel(model, { messages, tools: [] }).subscribe((e) => e.type === 'text-delta' && process.stdout.write(e.text));
+ * ```
+ */
+export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
+  if (context === undefined) return new ModelTurn(model, request, undefined);
+  const parent = (context as { [SERVED]?: ServedCall })[SERVED];
+  const scheduler = context.scheduler ?? asyncScheduler;
+  return new Observable<TurnEvent>((subscriber) => {
+    // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
+    const run = fields(context);
+    const { budget, hub } = run;
+    // the attempt is counted before the model is called: past the limit it is not made
+    try {
+      if (parent?.prepaid) parent.prepaid = false;
+      else budget?.modelCall();
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    const call = describeCall(model, run, parent);
+    const served: ServedCall = { prepaid: true, children: 0 };
+    const handed = (abort: AbortContext): ModelContext => {
+      const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
+      handedOn[SERVED] = served;
+      return handedOn;
+    };
+    // one subscriber, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
+    const turn = new ModelTurn(model, request, handed);
+    if (hub && call) turn.subscribe(budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceSubscriber(subscriber, hub, scheduler, call));
+    else turn.subscribe(budget ? new UsageSubscriber(subscriber, budget, served) : subscriber);
+  });
+}
+
+/** The innermost call that saw the finish counts its tokens (after passing the finish on); past the limit the turn errors. */
+function meter(destination: Observer<TurnEvent>, event: TurnEvent, budget: BudgetMeter, served: ServedCall): void {
+  if (event.type !== 'finish' || !event.usage || served.children !== 0) return;
+  try {
+    budget.usage(event.usage);
+  } catch (error) {
+    destination.error(error);
+  }
+}
+
+/** Passes a call's events on, counting its tokens (an untraced call). */
+class UsageSubscriber extends LeanSubscriber<TurnEvent> {
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    private readonly budget: BudgetMeter,
+    private readonly served: ServedCall,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.destination.next(event);
+    meter(this.destination, event, this.budget, this.served);
+  }
+}
+
+/** A traced call that also counts its tokens: one subscriber for both. */
+class MeteredTrace extends TraceSubscriber<TurnEvent> {
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    hub: HealHub,
+    scheduler: SchedulerLike,
+    call: TracedCall,
+    private readonly budget: BudgetMeter,
+    private readonly served: ServedCall,
+  ) {
+    super(destination, hub, scheduler, call);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    super._next(event);
+    meter(this.destination, event, this.budget, this.served);
+  }
+}
+
+/** The run's fields of a context, without its signal (read lazily) or hidden state. */
+function fields(context: ModelCallContext): ModelCallContext {
+  const { hub, budget, scheduler, callId, step } = context;
+  // assigned one by one, not spread: spreads of conditional literals make a slow (dictionary) object
+  const out: { -readonly [K in keyof ModelCallContext]: ModelCallContext[K] } = {};
+  if (hub) out.hub = hub;
+  if (budget) out.budget = budget;
+  if (scheduler) out.scheduler = scheduler;
+  if (callId !== undefined) out.callId = callId;
+  if (step !== undefined) out.step = step;
+  return out;
+}
+
+/** The call's name in events: its own `callId` at the top, `<parent>/<k>` inside another call; none without an id to start from. */
+function describeCall(model: Model, context: ModelCallContext, parent: ServedCall | undefined): TracedCall | undefined {
+  const step = context.step ?? 0;
+  if (!parent) return context.callId === undefined ? undefined : { kind: 'model', name: model.id, id: context.callId, step };
+  const k = ++parent.children;
+  return context.callId === undefined ? undefined : { kind: 'model', name: model.id, id: `${context.callId}/${k}`, step, parentId: context.callId };
+}
+
+/**
+ * What {@link streamModel} returns. One subscriber per turn does both jobs, the abort signal's
+ * (the work is finished once the stream errors or completes) and the finish contract's, so each
+ * event costs one hop: a healing pipeline wraps a model in `streamModel` at several layers.
+ */
+class ModelTurn extends Observable<TurnEvent> {
+  constructor(
+    private readonly model: Model,
+    private readonly request: ModelRequest,
+    /** The context the model gets for a run's signal (the run's fields added), or the run itself. */
+    private readonly contextFor: ((run: AbortContext) => ModelContext) | undefined,
+  ) {
+    super();
+  }
+
+  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
+  protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
+    // subscribed for a consumer already gone (RxJS still calls this): the model is never called
+    if (subscriber.closed) return;
+    const run = new AbortRun();
+    // the model gets a context of its own (never the run: a model that spreads its context to wrap
+    // another, `{ ...context }`, must keep `signal`, an own property here)
+    const events = from(this.model.stream(this.request, this.contextFor ? this.contextFor(run) : signalOf(run)));
+    // linked to `subscriber`: unsubscribing downstream reaches it, and it aborts the run if unfinished
+    events.subscribe(new TurnSubscriber(subscriber, run, this.model.id));
+  }
+}
+
+/** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
+const ABORT = Symbol('rxheal.abortRun');
+
+/**
+ * `signal` as an own, enumerable accessor (a model that spreads its context, `{ ...context }`,
+ * keeps it) whose getter is one function for every context, reading the run it was made for:
+ * a getter made per context would give each context a hidden class of its own (~500 B each).
+ */
+const SIGNAL: PropertyDescriptor = {
+  get(this: { [ABORT]: AbortContext }): AbortSignal {
+    return this[ABORT].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
+
+/** A context with only the run's signal (read lazily, also after an `await`). */
+function signalOf(run: AbortContext): AbortContext {
+  const context = Object.defineProperty({}, 'signal', SIGNAL) as AbortContext;
+  Object.defineProperty(context, ABORT, { value: run });
+  return context;
+}
+
+/**
+ * A run's subscriber (abort when left unfinished) that also holds the turn to its finish
+ * contract: a turn that completes without `finish` since its last `reset` errors. A class: one
+ * object per turn for every job.
+ */
+class TurnSubscriber extends RunSubscriber<TurnEvent> {
+  private finished = false;
+  private received = 0;
+
+  constructor(
+    destination: Subscriber<TurnEvent>,
+    run: AbortRun,
+    private readonly modelId: string,
+  ) {
+    super(destination, run);
+  }
+
+  protected override _next(event: TurnEvent): void {
+    this.received++;
+    if (event.type === 'finish') this.finished = true;
+    else if (event.type === 'reset') this.finished = false;
+    this.destination.next(event);
+  }
+
+  protected override _complete(): void {
+    if (this.finished) super._complete();
+    else this._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  }
+}
+
+/**
+ * An observable over an async iterable that cancels promptly: unsubscribing calls the iterator's
+ * `return()` at once (RxJS's `from()` only notices at the next chunk). Pass a factory to get a
+ * fresh iterator per subscription, with the abort signal.
+ *
+ * @example
+ * ```ts
+ * const model: Model = {
+ *   id: 'sdk',
+ *   stream: (req, { signal }) => fromAsyncIterable(() => sdk.stream(toSdk(req), { signal })).pipe(map(fromSdkChunk)),
+ * };
+ * ```
+ */
+export function fromAsyncIterable<T>(source: AsyncIterable<T> | ((context: AbortContext) => AsyncIterable<T>)): Observable<T> {
+  return abortable(
+    (context) =>
+      new Observable<T>((subscriber) => {
+        const iterable = typeof source === 'function' ? source(context) : source;
+        const iterator = iterable[Symbol.asyncIterator]();
+        let done = false;
+        const pump = (): void => {
+          iterator.next().then(
+            (result) => {
+              if (subscriber.closed) return;
+              if (result.done) {
+                done = true;
+                subscriber.complete();
+                return;
+              }
+              subscriber.next(result.value);
+              pump();
+            },
+            (error: unknown) => {
+              done = true;
+              if (!subscriber.closed) subscriber.error(error);
+            },
+          );
+        };
+        pump();
+        return () => {
+          if (done) return;
+          done = true;
+          // return() may reject (a generator already running); nothing to do about it here
+          iterator.return?.().catch(() => undefined);
+        };
+      }),
+  );
+}
+
+export { eachValueFrom } from 'rxjs-for-await';

@@ -1,0 +1,112 @@
+/**
+ * `rxheal/openai`: the official `openai` SDK's streaming chat completions as an rxheal
+ * {@link Model}. `openai` (6.x) is an optional peer dependency: only this subpath needs it.
+ *
+ * @example
+ * ```ts
+ * import OpenAI from 'openai';
+ * import { fromOpenAI } from 'rxheal/openai';
+ * const gpt = fromOpenAI(new OpenAI(), { model: 'gpt-4o-mini' });
+ * ```
+ *
+ * @module
+ */
+import type OpenAI from 'openai';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import type { Model } from '../core/model/model.js';
+import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../providers/openai.js';
+import { sdkModel, sdkOptions, type SdkModelOptions } from '../adapters/common.js';
+
+export type { SdkModelOptions } from '../adapters/common.js';
+
+/**
+ * What {@link fromOpenAI} needs of a client: `chat.completions.create` with `stream: true`. An
+ * `OpenAI` instance (or an `AzureOpenAI`, or any OpenAI-compatible client built on the SDK).
+ *
+ * @example
+ * ```ts
+ * const client: OpenAIChatClient = new OpenAI({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'local' });
+ * ```
+ */
+export interface OpenAIChatClient {
+  readonly chat: {
+    readonly completions: {
+      create(body: OpenAI.ChatCompletionCreateParamsStreaming, options?: OpenAI.RequestOptions): PromiseLike<AsyncIterable<OpenAI.ChatCompletionChunk>>;
+    };
+  };
+}
+
+/**
+ * The request parameters of every call — the model and its settings (`temperature`,
+ * `max_completion_tokens`, `reasoning_effort`…). Messages, tools and streaming come from rxheal.
+ *
+ * @example
+ * ```ts
+ * const params: OpenAIChatParams = { model: 'gpt-4o-mini', temperature: 0 };
+ * ```
+ */
+export type OpenAIChatParams = Omit<OpenAI.ChatCompletionCreateParamsStreaming, 'messages' | 'tools' | 'stream' | 'stream_options'>;
+
+/**
+ * Options of {@link fromOpenAI}.
+ *
+ * @example
+ * ```ts
+ * const options: FromOpenAIOptions = { id: 'primary' };
+ * ```
+ */
+export type FromOpenAIOptions = SdkModelOptions;
+
+/**
+ * An rxheal {@link Model} over an `openai` client's streaming chat completions
+ * (`client.chat.completions.create({ …params, messages, tools, stream: true, stream_options: {
+ * include_usage: true } })`): the same events and errors as `openAICompatibleModel` (the same
+ * decoder reads the chunks), with the client's auth, base URL, headers, timeouts and fetch.
+ *
+ * - Text deltas, tool calls (assembled, arguments parsed), one `finish` with reason and usage.
+ * - Unsubscribing aborts the request (the context's signal goes to the SDK).
+ * - **The SDK's `maxRetries` is set to 0 per request** (the SDK defaults to 2, before the stream
+ *   only): retry with rxheal's `retryWithBackoff` instead, so retries don't double up. Pass
+ *   `{ maxRetries }` to keep the SDK's.
+ * - Errors: what the SDK throws for the request passes as is (`RateLimitError` with its status
+ *   and `retry-after`, `APIConnectionError`, `APIUserAbortError`), all understood by
+ *   `classifyError`. Mid-stream, the SDK's status-less `APIError` becomes an `HttpError` with the
+ *   status its type implies (`server_error` → 500, `rate_limit_exceeded` → 429), and its
+ *   `SyntaxError` on a malformed chunk a `MalformedStreamError` (502) — the SDK's error is the
+ *   `cause`. A stream that ends without a `finish_reason` is an `IncompleteStreamError`. (The
+ *   SDK hides whether `[DONE]` came: a stream cut after the `finish_reason` chunk finishes,
+ *   possibly without usage.)
+ *
+ * @example
+ * ```ts
+ * import OpenAI from 'openai';
+ * import { fallbackModel, runAgent } from 'rxheal';
+ * import { fromOpenAI } from 'rxheal/openai';
+ *
+ * const gpt = fromOpenAI(new OpenAI(), { model: 'gpt-4o-mini', temperature: 0 });
+ * const local = fromOpenAI(new OpenAI({ baseURL: 'http://127.0.0.1:11434/v1', apiKey: 'ollama' }), { model: 'llama3.2' }, { id: 'local' });
+ * runAgent({ model: fallbackModel([gpt, local]), tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
+ * ```
+ * @throws {InvalidOptionError} at once, for a client without `chat.completions.create`, params
+ * without a `model` or asking for more than one answer (`n` > 1), or an invalid option.
+ */
+export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, options?: FromOpenAIOptions): Model {
+  if (typeof client?.chat?.completions?.create !== 'function') {
+    throw new InvalidOptionError('fromOpenAI', 'client', client, 'an openai client (with chat.completions.create)');
+  }
+  if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
+    throw new InvalidOptionError('fromOpenAI', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
+  }
+  checkOneAnswer('fromOpenAI', 'params', params as unknown as Record<string, unknown>);
+  const { id = `openai:${params.model}`, maxRetries } = sdkOptions('fromOpenAI', options);
+  const completions = client.chat.completions;
+  return sdkModel({
+    id,
+    open: (request, signal) =>
+      completions.create(openAIRequestBody(params.model, request, params) as unknown as OpenAI.ChatCompletionCreateParamsStreaming, { signal, maxRetries }),
+    toEvent: (chunk) => ({ event: 'message', data: JSON.stringify(chunk) }),
+    // the SDK ends its iteration at `data: [DONE]` and does not pass it on
+    final: { event: 'message', data: '[DONE]' },
+    decoder: openAIStreamDecoder,
+  });
+}
