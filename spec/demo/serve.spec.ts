@@ -8,10 +8,9 @@
 import { expect } from 'chai';
 import { execFile, spawn } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createConnection } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createConnection } from 'node:net';
 import { ROOT, npmEnv } from '../package/npmPack.js';
 import { rawRequest } from '../support/rawHttp.js';
 import { DEFAULT_PORT, DemoPortError, listenLocal, startDemo, type Demo } from '../../examples/demo/serve.js';

@@ -8,10 +8,9 @@ import type { Observable } from 'rxjs';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
 import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
-import { type BreakerStore, type FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
-import { fleetNode } from '../../src/core/fleet/fleet.js';
-import { FLEET_NODE } from '../../src/core/breaker/fleetSeam.js';
+import type { FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
 import { testScheduler } from '../support/marbles.js';
+import { ownStore } from '../support/ownStore.js';
 import { fullGc } from '../support/gc.js';
 
 describe('leaks: the fleet link releases the breakers nobody holds', () => {
@@ -20,21 +19,13 @@ describe('leaks: the fleet link releases the breakers nobody holds', () => {
     const ts = testScheduler();
     const inner = new MemoryBreakerStore({ scheduler: ts, pollMs: 100 });
     const synced: string[] = [];
-    const store: BreakerStore = {
-      [FLEET_NODE]: fleetNode,
+    const store = ownStore(inner, {
       pollMs: inner.pollMs,
-      changes$: inner.changes$,
       sync: (node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> => {
         synced.push(...names);
         return inner.sync(node, names);
       },
-      vote: (...a) => inner.vote(...a),
-      fact: (...a) => inner.fact(...a),
-      acquireProbe: (...a) => inner.acquireProbe(...a),
-      probeResult: (...a) => inner.probeResult(...a),
-      isolate: (...a) => inner.isolate(...a),
-      reset: (...a) => inner.reset(...a),
-    };
+    });
     const kept = new CircuitBreaker({ name: 'model:kept', scheduler: ts, fleet: { store } });
     const collected: string[] = [];
     const watch = new FinalizationRegistry<string>((name) => collected.push(name));

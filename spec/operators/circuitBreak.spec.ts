@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
-import type { CircuitEvent } from '../../src/core/breaker/CircuitBreaker.js';
-import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { type CircuitEvent, CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError, TotalTimeoutError } from '../../src/core/errors/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';

@@ -7,11 +7,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { firstValueFrom, type Observable } from 'rxjs';
-import { createClient } from 'redis';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { hashTag, keyPart } from '../../src/redis/client.js';
 import { requireProgram } from '../support/systemPackage.js';
-import { startRedis, type RedisServer } from '../support/redisServer.js';
+import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 /** What a call came to: 'answered', or the error's name. */
@@ -75,24 +74,18 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
 describe('the Redis client layer, on a real redis-server', function () {
   this.timeout(20_000);
   let server: RedisServer | undefined;
-  const clients: { quit(): Promise<unknown> }[] = [];
+  const redis = redisClients(() => server!.url);
 
   before(async function () {
     const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
     server = await startRedis(program);
   });
   after(async () => {
-    for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
+    await redis.quitAll();
     await server?.stop();
   });
 
-  const connect = async () => {
-    const client = createClient({ url: server!.url, disableOfflineQueue: true });
-    client.on('error', () => undefined);
-    await client.connect();
-    clients.push(client);
-    return client;
-  };
+  const connect = redis.connect;
 
   it('the breakers tool:x and tool:x:votes are two breakers: a vote on one breaks neither (no WRONGTYPE), each keeps its own verdict', async () => {
     const client = await connect();

@@ -6,7 +6,6 @@
 import { expect } from 'chai';
 import { filter, firstValueFrom, type Observable, of, take, timeout, toArray } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from 'redis';
 import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
 import { type BreakerStore, type FleetVerdict, type Quorum } from '../../src/core/breaker/fleetSeam.js';
 import { MemoryRateLimitStore, type RateLimitStore } from '../../src/core/rate-limit/rateLimitStore.js';
@@ -16,7 +15,7 @@ import type { HealEvent } from '../../src/core/events/events.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { requireProgram } from '../support/systemPackage.js';
-import { startRedis, type RedisServer } from '../support/redisServer.js';
+import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
 
 const quorum: Quorum = { minNodes: 2, minFraction: 0.25, windowMs: 60_000 };
 let unique = 0;
@@ -278,7 +277,7 @@ describe('RedisBreakerStore and its subscriber connection', () => {
 
 describe('on a real redis-server', function () {
   let server: RedisServer | undefined;
-  const clients: { quit(): Promise<unknown>; disconnect?(): Promise<unknown> }[] = [];
+  const redis = redisClients(() => server!.url);
   const closers: (() => Promise<void>)[] = [];
 
   before(async function () {
@@ -288,17 +287,11 @@ describe('on a real redis-server', function () {
   });
   after(async () => {
     for (const close of closers.splice(0)) await close();
-    for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
+    await redis.quitAll();
     await server?.stop();
   });
 
-  const connect = async () => {
-    const client = createClient({ url: server!.url, disableOfflineQueue: true });
-    client.on('error', () => undefined);
-    await client.connect();
-    clients.push(client);
-    return client;
-  };
+  const connect = redis.connect;
 
   contract(
     'RedisBreakerStore / RedisRateLimitStore',

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { DEFAULT_CONTINUE_INSTRUCTION } from '../../src/sources/fallbackModel.js';
+import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
 import * as t from 'io-ts';
 import { filter, firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { classifyError } from '../../src/core/errors/classify.js';
@@ -9,7 +9,6 @@ import type { AgentEvent, Message } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
-import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { streamModel } from '../../src/core/model/model.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';

@@ -9,9 +9,8 @@
  */
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { asyncScheduler, defer, throwError, type Observable } from 'rxjs';
+import { asyncScheduler, defer, throwError, type Observable, share } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { share } from 'rxjs';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { instrument } from '../../src/otel/index.js';
 import {

@@ -9,6 +9,7 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
 
 /** A running redis-server. */
 export interface RedisServer {
@@ -100,6 +101,31 @@ export async function startRedis(program: string): Promise<RedisServer> {
     stop: async () => {
       await kill('SIGTERM');
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+type Client = ReturnType<typeof makeClient>;
+const makeClient = (url: string) => createClient({ url, disableOfflineQueue: true });
+
+/**
+ * node-redis clients of a spec's server, as the stores' users make them (no offline queue: a
+ * command while disconnected fails at once; connection errors swallowed, as a long-lived app
+ * logs them), each quit by `quitAll()`.
+ */
+
+export function redisClients(url: () => string): { connect(): Promise<Client>; quitAll(): Promise<void> } {
+  const clients: Client[] = [];
+  return {
+    async connect() {
+      const client = makeClient(url());
+      client.on('error', () => undefined);
+      await client.connect();
+      clients.push(client);
+      return client;
+    },
+    async quitAll() {
+      for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
     },
   };
 }

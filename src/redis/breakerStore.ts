@@ -12,10 +12,9 @@
  * @module
  */
 import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
-import type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from '../core/breaker/fleetSeam.js';
+import { type BreakerStore, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum, FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import { fleetNode } from '../core/fleet/fleet.js';
-import { FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `

@@ -1,6 +1,6 @@
 import { asyncScheduler, catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscriber, Subscription, takeLast, throwError, type SchedulerLike } from 'rxjs';
 import { classifyError } from '../core/errors/classify.js';
-import { BudgetExceededError, InvalidOptionError } from '../core/errors/errors.js';
+import { BudgetExceededError, InvalidOptionError, IncompleteStreamError } from '../core/errors/errors.js';
 import type {
   AgentEvent,
   AssistantMessage,
@@ -25,7 +25,6 @@ import { traced } from '../core/model/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import { streamModel, type BudgetMeter, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
-import { IncompleteStreamError } from '../core/errors/errors.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, unknownToolError, type Tool } from './tool.js';

@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import type { SchedulerAction, SchedulerLike, Subscription } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
-import type { CircuitBreakerOptions, CircuitEvent, CircuitPermit, CircuitSnapshot } from '../../../src/core/breaker/CircuitBreaker.js';
-import { CircuitBreaker } from '../../../src/core/breaker/CircuitBreaker.js';
+import { type CircuitBreakerOptions, type CircuitEvent, type CircuitPermit, type CircuitSnapshot, CircuitBreaker } from '../../../src/core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../../../src/core/breaker/registry.js';
 import { CircuitOpenError, HttpError, InvalidOptionError, RetriesExhaustedError } from '../../../src/core/errors/errors.js';
 import { HealHub } from '../../../src/core/hub/hub.js';

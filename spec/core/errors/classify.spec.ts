@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { NEVER, TimeoutError, firstValueFrom, timeout } from 'rxjs';
-import type { ErrorCategory, ErrorClassification, RecoveryStrategy } from '../../../src/core/errors/classify.js';
-import { classifyError, createClassifier, impliedStatus } from '../../../src/core/errors/classify.js';
+import { type ErrorCategory, type ErrorClassification, type RecoveryStrategy, classifyError, createClassifier, impliedStatus } from '../../../src/core/errors/classify.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,

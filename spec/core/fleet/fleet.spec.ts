@@ -8,13 +8,11 @@ import { CircuitBreaker, type CircuitBreakerOptions, type CircuitPermit } from '
 import { CircuitBreakerRegistry } from '../../../src/core/breaker/registry.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../../src/core/errors/errors.js';
 import { MemoryBreakerStore } from '../../../src/core/fleet/fleetStore.js';
-import { type BreakerStore, type FleetVerdict } from '../../../src/core/breaker/fleetSeam.js';
-import { fleetNode } from '../../../src/core/fleet/fleet.js';
-import { type FleetOptions } from '../../../src/core/breaker/fleetSeam.js';
-import { FLEET_NODE } from '../../../src/core/breaker/fleetSeam.js';
+import { type BreakerStore, type FleetVerdict, type FleetOptions, FLEET_NODE } from '../../../src/core/breaker/fleetSeam.js';
 import { circuitBreak } from '../../../src/operators/circuitBreak.js';
 import { HealHub } from '../../../src/core/hub/hub.js';
 import { testScheduler, virtual, type VirtualRun } from '../../support/marbles.js';
+import { ownStore } from '../../support/ownStore.js';
 
 type Run = VirtualRun;
 
@@ -610,17 +608,7 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       virtual((run) => {
         const inner = new MemoryBreakerStore();
         // a store of one's own (here delegating to a memory store), carrying the node logic itself
-        const store: BreakerStore = {
-          [FLEET_NODE]: fleetNode,
-          changes$: inner.changes$,
-          sync: (...a) => inner.sync(...a),
-          vote: (...a) => inner.vote(...a),
-          fact: (...a) => inner.fact(...a),
-          acquireProbe: (...a) => inner.acquireProbe(...a),
-          probeResult: (...a) => inner.probeResult(...a),
-          isolate: (...a) => inner.isolate(...a),
-          reset: (...a) => inner.reset(...a),
-        };
+        const store = ownStore(inner);
         expect(store[FLEET_NODE]).to.equal(inner[FLEET_NODE]);
         const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
         run.expectObservable(moves(c!)).toBe('--------x', { x: 'open:fleet_open' });
