@@ -1,3 +1,10 @@
+/**
+ * Cancellable work: {@link abortable} runs work handed an `AbortSignal` that unsubscribing aborts
+ * (also a signal first read late), and the run/subscriber classes the model contract and tools
+ * build on, so that leaving a call always aborts its request.
+ *
+ * @module
+ */
 import { from, Observable, type Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
 import { LeanSubscriber } from '../rx/leanSubscriber.js';
 

@@ -1,3 +1,11 @@
+/**
+ * The model contract: what a model is ({@link Model}: one request in, a stream of `TurnEvent`s
+ * out), what it is asked ({@link ModelRequest}, tools, tool choice), and {@link streamModel}, which
+ * calls a model once per subscription, meters its usage against the run's budget, traces the call
+ * to the hub and errors when a stream ends without its `finish`.
+ *
+ * @module
+ */
 import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { IncompleteStreamError } from '../errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
