@@ -8,7 +8,10 @@
 import { build, type Metafile } from 'esbuild';
 import { gzipSync } from 'node:zlib';
 import type { Row } from '../lib/harness.js';
-import { ROOT } from '../lib/rxheal.js';
+import { fileURLToPath } from 'node:url';
+
+/** This checkout (not `lib/rxheal.ts`'s, which builds the library when imported). */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export const FIGURE = 'd. bundle min+gz';
 
