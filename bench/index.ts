@@ -8,6 +8,7 @@
  *   npx tsx bench/index.ts            # full run (npm run bench)
  *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + README
  *   BENCH_QUICK=1 npx tsx bench/index.ts
+ *   npx tsx bench/bundles.ts          # npm run bench:bundles: figure d alone (no timing, seconds)
  *
  * The library is built from `src/` by esbuild for the run (see `lib/rxheal.ts`).
  */
@@ -21,7 +22,7 @@ import type { Row, Verdict } from './lib/harness.js';
 import { guardedCall, HEADLINE, POLICY } from './figures/guardedCall.js';
 import { throughput } from './figures/throughput.js';
 import { heap } from './figures/heap.js';
-import { bundles } from './figures/bundle.js';
+import { bundles, bundleVerdicts } from './figures/bundle.js';
 import { outage, RXHEAL } from './figures/outage.js';
 import { marbleWallTime } from './figures/marble.js';
 import { aiSdkOverhead } from './figures/aiSdk.js';
@@ -86,7 +87,7 @@ verdicts.push({ figure: 'c', target: '0 timers per idle breaker', measured: `${t
 log('d. bundle sizes …');
 const d = await bundles({ exports: !quick });
 rows.push(...d.rows);
-for (const t of d.targets) verdicts.push({ figure: 'd', target: `${t.name} ≤ ${t.target} B min+gz`, measured: `${t.gz} B`, met: t.gz <= t.target });
+verdicts.push(...bundleVerdicts(d));
 
 log('e. dead provider …');
 const e = await outage();

@@ -5,6 +5,8 @@ export { callPolicy } from './operators/callPolicy.js';
 export type { CallPolicy, CallPolicyOptions } from './operators/callPolicy.js';
 export { CircuitBreaker } from './core/breaker/CircuitBreaker.js';
 export { CircuitBreakerRegistry } from './core/breaker/registry.js';
+// persisting breakers: functions of their own, so a plain circuitBreak bundles none of it
+export { restoreBreaker, restoreRegistry, snapshotBreaker, snapshotRegistry } from './core/breaker/persist.js';
 export type {
   CircuitBreakerOptions,
   CircuitEvent,

@@ -42,7 +42,7 @@ const loadAdapter = (): Promise<Adapter> =>
       "export { fallbackModel } from './src/sources/fallbackModel.ts';",
       "export { retryWithBackoff } from './src/operators/retryWithBackoff.ts';",
       "export { streamModel } from './src/core/model/model.ts';",
-      "export { CircuitBreakerRegistry } from './src/core/breaker/CircuitBreaker.ts';",
+      "export { CircuitBreakerRegistry } from './src/core/breaker/registry.ts';",
     ].join('\n'),
   );
 

@@ -6,7 +6,7 @@
  * them on load), and suggestion chips that each show one healing path. Runs in the browser;
  * bundled by the demo server with esbuild.
  */
-import { summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
+import { snapshotBreaker, summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, type ProviderConfig } from './agent.js';
 
 interface PageConfig {
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       const state = breaker.state;
       row.dataset['state'] = state;
       row.querySelector('.state')!.textContent = state;
-      const snap = breaker.snapshot();
+      const snap = snapshotBreaker(breaker);
       const left = snap.openUntil === null ? 0 : Math.max(0, snap.openUntil - Date.now());
       row.querySelector('.countdown')!.textContent = state === 'open' ? `probe in ${seconds(left)}` : '';
     }

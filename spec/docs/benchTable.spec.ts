@@ -30,6 +30,16 @@ describe("the README's benchmark table (bench/readmeTable.ts)", () => {
     expect(() => replaceTable('no markers', table)).to.throw(/markers/);
   });
 
+  it('says when a figure was measured again on its own (npm run bench:bundles -- --save: figure d)', () => {
+    const results: Results = {
+      machine: { cpu: 'CPU X', cores: 2, node: 'v20.20.2', date: '2026-11-30T18:40:12.000Z', loadAverageAtStart: [1, 1, 1], loadAverageAtEnd: [1, 1, 1], seconds: 100, quick: false },
+      verdicts: [{ figure: 'd', target: 'x ≤ 10 B', measured: '9 B', met: true }],
+      remeasured: { figure: 'd', date: '2026-12-01T05:07:00.000Z', by: 'npm run bench:bundles -- --save' },
+    };
+    expect(renderTable(results)).to.contain('Figure d measured again on 2026-12-01 05:07 UTC (`npm run bench:bundles -- --save`; bundle sizes do not depend on the machine). 1 of 1 targets met.');
+    expect(renderTable({ machine: results.machine, verdicts: results.verdicts })).not.to.contain('measured again');
+  });
+
   it('npm run bench writes an untracked, ignored file; only --save writes the committed results', () => {
     expect(resultsPath(['node', 'bench/index.ts'])).to.equal(LOCAL_RESULTS);
     expect(resultsPath(['node', 'bench/index.ts', '--save'])).to.equal(RESULTS);

@@ -3,6 +3,7 @@ import { defer, of, Subject, take, tap, type MonoTypeOperatorFunction, type Obse
 import { TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { snapshotBreaker } from '../../src/core/breaker/persist.js';
 import { HttpError, ToolError } from '../../src/core/errors/errors.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
@@ -243,7 +244,7 @@ describe('leaks: nothing is left after a subscription ends', () => {
       expect(values).to.deep.equal([1]);
       expect(emitted).to.equal(1);
       // unsubscribed after a value: a success
-      expect(breaker.snapshot().consecutiveFailures).to.equal(0);
+      expect(snapshotBreaker(breaker).consecutiveFailures).to.equal(0);
       expect(ts.actions.length).to.equal(0);
     });
   });

@@ -5,6 +5,7 @@ import { EMPTY, of } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { restoreBreaker } from '../../src/core/breaker/persist.js';
 import { createClassifier } from '../../src/core/errors/classify.js';
 import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { HealHub } from '../../src/core/hub/hub.js';
@@ -272,9 +273,9 @@ const FACTORIES: Record<string, Factory> = {
       classifier: { bad: NOT_FUNCTION },
     },
   },
-  'CircuitBreaker.restore': {
-    target: 'CircuitBreaker.restore',
-    make: (o) => new CircuitBreaker().restore(o['snapshot'] as never),
+  restoreBreaker: {
+    target: 'restoreBreaker',
+    make: (o) => restoreBreaker(new CircuitBreaker(), o['snapshot'] as never),
     options: {
       snapshot: {
         bad: [null, 1, {}, { version: 2 }, { version: 1, name: 'x', state: 'ajar', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }, { version: 1, name: 'x', state: 'open', isolated: 'no', openUntil: null, consecutiveFailures: 0, window: null }, { version: 1, name: 'x', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: -1, window: null }],

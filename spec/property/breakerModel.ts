@@ -13,6 +13,7 @@
 import fc from 'fast-check';
 import { Subject, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitEvent, type CircuitState } from '../../src/core/breaker/CircuitBreaker.js';
+import { snapshotBreaker } from '../../src/core/breaker/persist.js';
 import { CircuitOpenError, HttpError } from '../../src/core/errors/errors.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 
@@ -344,7 +345,7 @@ export function runAgainstModel(config: ModelConfig, commands: readonly Command[
     const state = breaker.state;
     model.refresh();
     if (state !== model.state) fail(step, 'state', state, model.state);
-    const snap = breaker.snapshot();
+    const snap = snapshotBreaker(breaker);
     if (snap.consecutiveFailures !== model.consecutive) fail(step, 'consecutiveFailures', snap.consecutiveFailures, model.consecutive);
     if (snap.isolated !== model.isolated) fail(step, 'isolated', snap.isolated, model.isolated);
     const realEvents = events.map(({ from, to, reason, at, failures }) => ({ from, to, reason, at, failures }));

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { defer, Observable, type MonoTypeOperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../../src/core/breaker/CircuitBreaker.js';
+import { snapshotBreaker } from '../../src/core/breaker/persist.js';
 import { RUN_UNDER_PERMIT } from '../../src/core/circuit/permit.js';
 import { callPolicy } from '../../src/operators/callPolicy.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
@@ -114,7 +115,7 @@ export function runCalls(s: Scenario, fused: boolean | 'policy'): { log: string[
       }, call.at);
     });
     // calls that never end (a 'never' attempt without a budget) are cut at the end of the day
-    ts.schedule(() => log.push(`${ts.now()} end state ${breaker.state} ${JSON.stringify(breaker.snapshot())}`), 86_400_000);
+    ts.schedule(() => log.push(`${ts.now()} end state ${breaker.state} ${JSON.stringify(snapshotBreaker(breaker))}`), 86_400_000);
     flush();
   });
   return { log, fusedPath };

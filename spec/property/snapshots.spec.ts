@@ -5,7 +5,7 @@ import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { oddSnapshotsProperty, related, restoreOdd, roundTripProperty } from './snapshots.js';
 
 describe('property: breaker snapshots', () => {
-  it('any snapshot(), through JSON, restores to a breaker that behaves exactly as the original from then on (300 random runs)', () => {
+  it('any snapshotBreaker(), through JSON, restores to a breaker that behaves exactly as the original from then on (300 random runs)', () => {
     fc.assert(roundTripProperty, { numRuns: 300 });
   });
 

@@ -4,6 +4,7 @@ import * as t from 'io-ts';
 import { filter, firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
 import { classifyError } from '../../src/core/errors/classify.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { snapshotBreaker } from '../../src/core/breaker/persist.js';
 import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, Message } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
@@ -999,7 +1000,7 @@ describe('local provider', () => {
         ['anthropic', 'completed'],
         ['anthropic', 'completed'],
       ]);
-      expect(breakers.get('model:primary').snapshot().consecutiveFailures).to.equal(2);
+      expect(snapshotBreaker(breakers.get('model:primary')).consecutiveFailures).to.equal(2);
     });
 
     it('the same with the primary down (connections destroyed): the answer comes from the secondary', async () => {

@@ -23,6 +23,7 @@ import * as t from 'io-ts';
 import { config as rxConfig, Observable, type OperatorFunction } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
 import { CircuitBreaker, type CircuitSnapshot } from '../../src/core/breaker/CircuitBreaker.js';
+import { restoreBreaker } from '../../src/core/breaker/persist.js';
 import { classifyError, isServiceFailure } from '../../src/core/errors/classify.js';
 import {
   AllFallbacksFailedError,
@@ -149,7 +150,7 @@ export function runHardening(s: HardeningScenario): Trace & { scheduler: NodeTim
 
   const breaker = new CircuitBreaker({ name: 'model', failureThreshold: 3, resetTimeoutMs: 1_000, halfOpenTimeoutMs: 5_000, scheduler, isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))) });
   try {
-    breaker.restore(s.snapshot.value as CircuitSnapshot);
+    restoreBreaker(breaker, s.snapshot.value as CircuitSnapshot);
     trace.restore = s.snapshot.odd ? `odd ${s.snapshot.odd} taken` : 'valid';
   } catch (e) {
     if (!(e instanceof InvalidOptionError) || !e.option.startsWith('snapshot')) trace.problems.push(`restore threw ${String(e)}`);

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { catchError, map, merge, mergeMap, type Observable, of, Subject, type Subscription, takeUntil, timeout } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitPermit } from '../../../src/core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../../../src/core/breaker/registry.js';
+import { restoreBreaker } from '../../../src/core/breaker/persist.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../../src/core/errors/errors.js';
 import { MemoryBreakerStore } from '../../../src/core/fleet/fleetStore.js';
 import { type BreakerStore, type FleetVerdict, type FleetOptions, FLEET_NODE } from '../../../src/core/breaker/fleetSeam.js';
@@ -291,7 +292,7 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, a!, '-f-f').subscribe();
         calls(run, c!, '-f-f').subscribe();
         // …b, closed again by hand at 55 (a local restore), opens on its own evidence at 59 (until 159)
-        run.at(55, () => b!.restore({ version: 1, name: 'model', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }));
+        run.at(55, () => restoreBreaker(b!, { version: 1, name: 'model', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }));
         calls(run, b!, '56ms f-f').subscribe();
         // the fleet's probe at 110 succeeds: c (held) closes, b (its own deadline 159) stays open
         run.expectObservable(calls(run, a!, '110ms s')).toBe('110ms -s', V);

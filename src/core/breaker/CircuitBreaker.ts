@@ -13,7 +13,7 @@ import { CircuitOpenError } from '../errors/errors.js';
 import { guard, Thrown } from '../rx/guard.js';
 import { after } from '../rx/wait.js';
 import type { CircuitEvent, CircuitState, TransitionReason } from '../circuit/state.js';
-import { readSnapshot, readWindow, type CircuitSnapshot, type CircuitSnapshotV1 } from './snapshot.js';
+import { PERSIST, type BreakerPersistence } from './snapshot.js';
 import { BUCKETS, RateWindow } from './rateWindow.js';
 import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetOptions } from './fleetSeam.js';
 import {
@@ -302,48 +302,29 @@ export class CircuitBreaker implements Watchable {
     this.fleet?.admin('reset');
   }
 
-  /** The state as JSON, to persist across restarts. In-flight probes are not part of it. */
-  snapshot(): CircuitSnapshot {
-    this.refresh();
-    const w = this.window;
-    return {
-      version: 2,
-      name: this.name,
-      state: this.current,
-      isolated: this.isolatedByHand,
-      openUntil: this.current === 'open' && !this.isolatedByHand ? this.openUntil : null,
-      consecutiveFailures: this.consecutive,
-      halfOpenSuccesses: this.current === 'half-open' ? this.probeSuccesses : 0,
-      window: w ? { bucketMs: this.rate!.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
-    };
-  }
-
   /**
-   * Takes the state from a {@link CircuitBreaker.snapshot | snapshot}. Times are scheduler times, so a snapshot taken with
-   * `asyncScheduler` (epoch ms) stays valid across processes. A failure-rate window is restored
-   * only into a breaker with the same bucket width (`windowMs / 10`); a window whose newest
-   * bucket is later than now's is refused (it would stop the window sliding). A version-1
-   * snapshot is taken when unambiguous (its window, which does not record the width, empty or
-   * unused).
-   *
-   * @throws {InvalidOptionError} naming the first field that cannot be restored (e.g.
-   * `snapshot.window.bucketMs`, `snapshot.window.calls[3]`); the breaker is left as it was.
+   * @internal How `snapshotBreaker` and `restoreBreaker` (persist.ts) read and set this breaker:
+   * the state after a refresh, and a restored state entered as one transition. The snapshot's
+   * rules (its fields, their checks) live there, bundled only by those who persist breakers.
    */
-  restore(snapshot: CircuitSnapshot | CircuitSnapshotV1): void {
-    const s = readSnapshot(snapshot);
-    const restoredWindow = this.rate && s.window ? readWindow(s.window, s.version, this.rate.windowMs / BUCKETS, this.scheduler.now()) : undefined;
-    this.refresh();
-    const from = this.current;
-    this.isolatedByHand = s.isolated;
-    const openUntil = s.isolated ? Infinity : s.state === 'open' ? (s.openUntil ?? this.scheduler.now()) : undefined;
-    this.enter(s.isolated ? 'open' : s.state, 'restored', 0, from, { openUntil, consecutive: s.consecutiveFailures });
-    if (this.current === 'half-open') this.probeSuccesses = s.halfOpenSuccesses ?? 0;
-    if (this.rate && restoredWindow) {
-      this.window ??= new RateWindow(this.rate.windowMs);
-      this.window.latest = restoredWindow.latest;
-      this.window.calls = restoredWindow.calls;
-      this.window.failures = restoredWindow.failures;
-    }
+  [PERSIST](): BreakerPersistence {
+    return {
+      bucketMs: this.rate && this.rate.windowMs / BUCKETS,
+      scheduler: this.scheduler,
+      read: () => {
+        this.refresh();
+        return { state: this.current, isolated: this.isolatedByHand, openUntil: this.openUntil, consecutiveFailures: this.consecutive, halfOpenSuccesses: this.probeSuccesses, window: this.window };
+      },
+      write: (s) => {
+        this.refresh();
+        const from = this.current;
+        this.isolatedByHand = s.isolated;
+        this.enter(s.state, 'restored', 0, from, { openUntil: s.openUntil, consecutive: s.consecutiveFailures });
+        if (this.current === 'half-open') this.probeSuccesses = s.halfOpenSuccesses;
+        // (after entering: a transition clears the window)
+        if (this.rate && s.window) Object.assign((this.window ??= new RateWindow(this.rate.windowMs)), s.window);
+      },
+    };
   }
 
   /** Open → half-open once the reset timeout has passed; read on every access. `calling`: from `acquire()`. */

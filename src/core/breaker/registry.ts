@@ -1,13 +1,13 @@
 /**
  * {@link CircuitBreakerRegistry}: one breaker per name (a tool, a model), created on first use
- * with shared defaults, and the registry's `events$`, snapshots and restores over all of them.
+ * with shared defaults, and the registry's `events$` over all of them (its snapshots:
+ * `snapshotRegistry` / `restoreRegistry`, persist.ts).
  *
  * @module
  */
 import { Observable, Subject } from 'rxjs';
 import { CircuitBreaker, circuitBreakerOptionProps, type CircuitBreakerOptions } from './CircuitBreaker.js';
 import type { CircuitEvent } from '../circuit/state.js';
-import type { CircuitSnapshot, CircuitSnapshotV1 } from './snapshot.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { fleetNodeFor } from './fleetSeam.js';
 import { validateOptions } from '../errors/options.js';
@@ -80,17 +80,5 @@ export class CircuitBreakerRegistry {
   /** Names of every breaker created so far. */
   names(): string[] {
     return [...this.breakers.keys()];
-  }
-
-  /** Every breaker's {@link CircuitBreaker.snapshot}, by name. */
-  snapshot(): Record<string, CircuitSnapshot> {
-    const out: Record<string, CircuitSnapshot> = {};
-    for (const [name, breaker] of this.breakers) out[name] = breaker.snapshot();
-    return out;
-  }
-
-  /** Restores each named breaker (creating it with the defaults if needed). */
-  restore(snapshots: Record<string, CircuitSnapshot | CircuitSnapshotV1>): void {
-    for (const [name, snap] of Object.entries(snapshots)) this.get(name).restore(snap);
   }
 }

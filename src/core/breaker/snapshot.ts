@@ -1,24 +1,26 @@
 /**
- * A breaker's state as plain JSON: the snapshot types, and the reading of one back — field by
- * field, naming the first that cannot be restored — for `CircuitBreaker.restore`.
+ * A breaker's state as plain JSON: the snapshot types, the reading of one back — field by field,
+ * naming the first that cannot be restored — for `restoreBreaker` (persist.ts), and the hook a
+ * breaker gives persistence (`PERSIST`: its state read and set, nothing of the snapshot's rules).
  *
  * @module
  */
+import type { SchedulerLike } from 'rxjs';
 import type { CircuitState } from '../circuit/state.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { BUCKETS } from './rateWindow.js';
 
 /**
- * A breaker's state as plain JSON, for {@link CircuitBreaker.snapshot} / `restore`.
+ * A breaker's state as plain JSON, from {@link snapshotBreaker}, for {@link restoreBreaker}.
  *
  * @example
  * ```ts
- * const saved: CircuitSnapshot = breaker.snapshot();
+ * const saved: CircuitSnapshot = snapshotBreaker(breaker);
  * localStorage.setItem('breaker', JSON.stringify(saved));
  * ```
  */
 export interface CircuitSnapshot {
-  /** 2 since the window records its bucket width (`restore` still takes 1 where unambiguous). */
+  /** 2 since the window records its bucket width (`restoreBreaker` still takes 1 where unambiguous). */
   readonly version: 2;
   readonly name: string;
   readonly state: CircuitState;
@@ -50,12 +52,13 @@ export interface CircuitSnapshotWindow {
 }
 
 /**
- * A version-1 snapshot (before the window recorded its bucket width). `restore` takes it when it
- * is unambiguous: no window, an empty one, or a breaker without a failure-rate window.
+ * A version-1 snapshot (before the window recorded its bucket width). {@link restoreBreaker}
+ * takes it when it is unambiguous: no window, an empty one, or a breaker without a failure-rate
+ * window.
  *
  * @example
  * ```ts
- * breaker.restore({ version: 1, name: 'svc', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 2, window: null });
+ * restoreBreaker(breaker, { version: 1, name: 'svc', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 2, window: null });
  * ```
  */
 export interface CircuitSnapshotV1 extends Omit<CircuitSnapshot, 'version' | 'window'> {
@@ -63,9 +66,40 @@ export interface CircuitSnapshotV1 extends Omit<CircuitSnapshot, 'version' | 'wi
   readonly window: Omit<CircuitSnapshotWindow, 'bucketMs'> | null;
 }
 
+/**
+ * @internal The key of a breaker's persistence hook: {@link snapshotBreaker} and
+ * {@link restoreBreaker} read and set a breaker through it, so its methods carry none of the
+ * snapshot's rules (a plain `circuitBreak` bundle holds no snapshot code).
+ */
+export const PERSIST: unique symbol = Symbol('rxheal.persist');
+
+/** @internal A breaker's state as its persistence hook reads and sets it. */
+export interface BreakerState {
+  readonly state: CircuitState;
+  readonly isolated: boolean;
+  /** Scheduler time at which an open period ends (`Infinity` when isolated); read only when open. */
+  readonly openUntil: number;
+  readonly consecutiveFailures: number;
+  /** Probes of the current half-open period that succeeded; read and set only when half-open. */
+  readonly halfOpenSuccesses: number;
+  /** The failure-rate window's buckets (`latest` `-Infinity` before any call); absent without one. */
+  readonly window: { readonly latest: number; readonly calls: number[]; readonly failures: number[] } | undefined;
+}
+
+/** @internal What a breaker's persistence hook ({@link PERSIST}) gives. */
+export interface BreakerPersistence {
+  /** The failure-rate window's bucket width (`windowMs / 10`); undefined with `window: 'consecutive'`. */
+  readonly bucketMs: number | undefined;
+  readonly scheduler: SchedulerLike;
+  /** The state now (after the refresh every read makes). */
+  read(): BreakerState;
+  /** Enters `state.state` as one `restored` transition, with its counts and window (taken as they are). */
+  write(state: BreakerState): void;
+}
+
 /** A snapshot field that cannot be restored, named by its path. */
 export function badSnapshot(field: string, value: unknown, expected: string): InvalidOptionError {
-  return new InvalidOptionError('CircuitBreaker.restore', field, value, expected);
+  return new InvalidOptionError('restoreBreaker', field, value, expected);
 }
 
 const isCount = (u: unknown): u is number => Number.isSafeInteger(u) && (u as number) >= 0;
@@ -104,7 +138,7 @@ export function readWindow(u: unknown, version: 1 | 2, bucketMs: number, now: nu
 
 /** A snapshot's fields checked one by one, naming the first that cannot be restored. */
 export function readSnapshot(u: unknown): CircuitSnapshot | CircuitSnapshotV1 {
-  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot', u, 'a CircuitSnapshot (from snapshot())');
+  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw badSnapshot('snapshot', u, 'a CircuitSnapshot (from snapshotBreaker())');
   const s = u as Record<string, unknown>;
   if (s['version'] !== 1 && s['version'] !== 2) throw badSnapshot('snapshot.version', s['version'], '2 (or 1)');
   if (typeof s['name'] !== 'string') throw badSnapshot('snapshot.name', s['name'], 'a string');

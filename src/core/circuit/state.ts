@@ -46,6 +46,6 @@ export interface CircuitEvent {
   readonly reason: TransitionReason;
   /** Failures counted when the breaker opened (consecutive, or in the window); else 0. */
   readonly failures: number;
-  /** On opening (not by `isolate()` or `restore()`): ms until it admits a probe, i.e. `resetTimeoutMs`. */
+  /** On opening (not by `isolate()` or `restoreBreaker`): ms until it admits a probe, i.e. `resetTimeoutMs`. */
   readonly retryAfterMs?: number;
 }
