@@ -346,7 +346,12 @@ describe('the demo page in Chromium', function () {
       await expectLayout(page, size);
       await page.screenshot({ path: `${ARTIFACTS}demo-three-chips-800x900.png` });
 
-      const rows = await summaryRows();
+      // the panel grows to its rows as they arrive (a layout pass or more later under load)
+      let rows = await summaryRows();
+      for (let i = 0; i < 30 && rows.some((r) => !r.inView); i++) {
+        await page.waitForTimeout(100);
+        rows = await summaryRows();
+      }
       expect(rows.filter((r) => !r.inView).map((r) => r.text), 'summary rows clipped').to.deep.equal([]);
       expect(rows.map((r) => r.text)).to.include.members(['fallbacks per model call1 (17 %)', 'reflections1']);
       expect(rows.some((r) => r.text.startsWith('knowledge_search degraded1×'))).to.equal(true);

@@ -13,8 +13,7 @@ import { CircuitOpenError } from '../errors/errors.js';
 import { guard, Thrown } from '../rx/guard.js';
 import { after } from '../rx/wait.js';
 import type { CircuitEvent, CircuitState, TransitionReason } from '../circuit/state.js';
-import { PERSIST, type BreakerPersistence } from './snapshot.js';
-import { BUCKETS, RateWindow } from './rateWindow.js';
+import { RateWindow } from './rateWindow.js';
 import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetOptions } from './fleetSeam.js';
 import {
   Func,
@@ -300,31 +299,6 @@ export class CircuitBreaker implements Watchable {
     this.isolatedByHand = false;
     this.enter('closed', 'reset', 0, from);
     this.fleet?.admin('reset');
-  }
-
-  /**
-   * @internal How `snapshotBreaker` and `restoreBreaker` (persist.ts) read and set this breaker:
-   * the state after a refresh, and a restored state entered as one transition. The snapshot's
-   * rules (its fields, their checks) live there, bundled only by those who persist breakers.
-   */
-  [PERSIST](): BreakerPersistence {
-    return {
-      bucketMs: this.rate && this.rate.windowMs / BUCKETS,
-      scheduler: this.scheduler,
-      read: () => {
-        this.refresh();
-        return { state: this.current, isolated: this.isolatedByHand, openUntil: this.openUntil, consecutiveFailures: this.consecutive, halfOpenSuccesses: this.probeSuccesses, window: this.window };
-      },
-      write: (s) => {
-        this.refresh();
-        const from = this.current;
-        this.isolatedByHand = s.isolated;
-        this.enter(s.state, 'restored', 0, from, { openUntil: s.openUntil, consecutive: s.consecutiveFailures });
-        if (this.current === 'half-open') this.probeSuccesses = s.halfOpenSuccesses;
-        // (after entering: a transition clears the window)
-        if (this.rate && s.window) Object.assign((this.window ??= new RateWindow(this.rate.windowMs)), s.window);
-      },
-    };
   }
 
   /** Open → half-open once the reset timeout has passed; read on every access. `calling`: from `acquire()`. */

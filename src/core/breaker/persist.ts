@@ -2,14 +2,36 @@
  * Persisting breakers: {@link snapshotBreaker} / {@link restoreBreaker} for one breaker,
  * {@link snapshotRegistry} / {@link restoreRegistry} for a registry's. Functions of their own,
  * not methods, so that only code that persists breakers bundles the snapshot's rules (its fields,
- * the field-by-field check of one read back); a breaker gives them its state through its
- * `PERSIST` hook (snapshot.ts) and keeps none of those rules.
+ * the field-by-field check of one read back). They read and set a breaker's private state as its
+ * own `Permit` does (by name: the minifier keeps property names), so the breaker class carries no
+ * persistence code at all.
  *
  * @module
  */
-import type { CircuitBreaker } from './CircuitBreaker.js';
+import type { SchedulerLike } from 'rxjs';
+import type { CircuitState, TransitionReason } from '../circuit/state.js';
+import type { CircuitBreaker, FailureRateWindow } from './CircuitBreaker.js';
+import { BUCKETS, RateWindow } from './rateWindow.js';
 import type { CircuitBreakerRegistry } from './registry.js';
-import { PERSIST, readSnapshot, readWindow, type CircuitSnapshot, type CircuitSnapshotV1 } from './snapshot.js';
+import { readSnapshot, readWindow, type CircuitSnapshot, type CircuitSnapshotV1 } from './snapshot.js';
+
+/** The private state of a {@link CircuitBreaker} that persisting reads and sets (the class's own field names). */
+interface Inside {
+  current: CircuitState;
+  isolatedByHand: boolean;
+  openUntil: number;
+  consecutive: number;
+  probeSuccesses: number;
+  window: RateWindow | undefined;
+  readonly rate: FailureRateWindow | undefined;
+  readonly scheduler: SchedulerLike;
+  /** Open → half-open once the reset timeout has passed. */
+  refresh(): void;
+  /** One transition (a restore is one, reason `restored`). */
+  enter(to: CircuitState, reason: TransitionReason, failures: number, from: CircuitState, extra: { openUntil?: number; consecutive?: number }): void;
+}
+
+const inside = (breaker: CircuitBreaker): Inside => breaker as unknown as Inside;
 
 /**
  * The breaker's state as JSON, to persist across restarts. In-flight probes are not part of it.
@@ -23,18 +45,18 @@ import { PERSIST, readSnapshot, readWindow, type CircuitSnapshot, type CircuitSn
  * ```
  */
 export function snapshotBreaker(breaker: CircuitBreaker): CircuitSnapshot {
-  const side = breaker[PERSIST]();
-  const s = side.read();
-  const w = s.window;
+  const b = inside(breaker);
+  b.refresh();
+  const w = b.window;
   return {
     version: 2,
     name: breaker.name,
-    state: s.state,
-    isolated: s.isolated,
-    openUntil: s.state === 'open' && !s.isolated ? s.openUntil : null,
-    consecutiveFailures: s.consecutiveFailures,
-    halfOpenSuccesses: s.state === 'half-open' ? s.halfOpenSuccesses : 0,
-    window: w ? { bucketMs: side.bucketMs!, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
+    state: b.current,
+    isolated: b.isolatedByHand,
+    openUntil: b.current === 'open' && !b.isolatedByHand ? b.openUntil : null,
+    consecutiveFailures: b.consecutive,
+    halfOpenSuccesses: b.current === 'half-open' ? b.probeSuccesses : 0,
+    window: b.rate && w ? { bucketMs: b.rate.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
   };
 }
 
@@ -56,19 +78,18 @@ export function snapshotBreaker(breaker: CircuitBreaker): CircuitSnapshot {
  * ```
  */
 export function restoreBreaker(breaker: CircuitBreaker, snapshot: CircuitSnapshot | CircuitSnapshotV1): void {
-  const side = breaker[PERSIST]();
+  const b = inside(breaker);
   const s = readSnapshot(snapshot);
-  const now = side.scheduler.now();
+  const now = b.scheduler.now();
   // read whole before anything is set: a field that cannot be restored leaves the breaker as it was
-  const window = side.bucketMs !== undefined && s.window ? readWindow(s.window, s.version, side.bucketMs, now) : undefined;
-  side.write({
-    state: s.isolated ? 'open' : s.state,
-    isolated: s.isolated,
-    openUntil: s.isolated ? Infinity : (s.openUntil ?? now),
-    consecutiveFailures: s.consecutiveFailures,
-    halfOpenSuccesses: s.halfOpenSuccesses ?? 0,
-    window,
-  });
+  const window = b.rate && s.window ? readWindow(s.window, s.version, b.rate.windowMs / BUCKETS, now) : undefined;
+  b.refresh();
+  const from = b.current;
+  b.isolatedByHand = s.isolated;
+  b.enter(s.isolated ? 'open' : s.state, 'restored', 0, from, { openUntil: s.isolated ? Infinity : (s.openUntil ?? now), consecutive: s.consecutiveFailures });
+  if (b.current === 'half-open') b.probeSuccesses = s.halfOpenSuccesses ?? 0;
+  // (after entering: a transition clears the window)
+  if (b.rate && window) Object.assign((b.window ??= new RateWindow(b.rate.windowMs)), window);
 }
 
 /**

@@ -1,11 +1,9 @@
 /**
  * A breaker's state as plain JSON: the snapshot types, the reading of one back — field by field,
- * naming the first that cannot be restored — for `restoreBreaker` (persist.ts), and the hook a
- * breaker gives persistence (`PERSIST`: its state read and set, nothing of the snapshot's rules).
+ * naming the first that cannot be restored — for `restoreBreaker` (persist.ts).
  *
  * @module
  */
-import type { SchedulerLike } from 'rxjs';
 import type { CircuitState } from '../circuit/state.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { BUCKETS } from './rateWindow.js';
@@ -64,37 +62,6 @@ export interface CircuitSnapshotWindow {
 export interface CircuitSnapshotV1 extends Omit<CircuitSnapshot, 'version' | 'window'> {
   readonly version: 1;
   readonly window: Omit<CircuitSnapshotWindow, 'bucketMs'> | null;
-}
-
-/**
- * @internal The key of a breaker's persistence hook: {@link snapshotBreaker} and
- * {@link restoreBreaker} read and set a breaker through it, so its methods carry none of the
- * snapshot's rules (a plain `circuitBreak` bundle holds no snapshot code).
- */
-export const PERSIST: unique symbol = Symbol('rxheal.persist');
-
-/** @internal A breaker's state as its persistence hook reads and sets it. */
-export interface BreakerState {
-  readonly state: CircuitState;
-  readonly isolated: boolean;
-  /** Scheduler time at which an open period ends (`Infinity` when isolated); read only when open. */
-  readonly openUntil: number;
-  readonly consecutiveFailures: number;
-  /** Probes of the current half-open period that succeeded; read and set only when half-open. */
-  readonly halfOpenSuccesses: number;
-  /** The failure-rate window's buckets (`latest` `-Infinity` before any call); absent without one. */
-  readonly window: { readonly latest: number; readonly calls: number[]; readonly failures: number[] } | undefined;
-}
-
-/** @internal What a breaker's persistence hook ({@link PERSIST}) gives. */
-export interface BreakerPersistence {
-  /** The failure-rate window's bucket width (`windowMs / 10`); undefined with `window: 'consecutive'`. */
-  readonly bucketMs: number | undefined;
-  readonly scheduler: SchedulerLike;
-  /** The state now (after the refresh every read makes). */
-  read(): BreakerState;
-  /** Enters `state.state` as one `restored` transition, with its counts and window (taken as they are). */
-  write(state: BreakerState): void;
 }
 
 /** A snapshot field that cannot be restored, named by its path. */
