@@ -6,7 +6,7 @@
  * @module
  */
 import { endWith, map, type Observable } from 'rxjs';
-import { apiErrorType, impliedStatus } from '../core/errors/classify.js';
+import { apiErrorType, impliedStatus } from '../core/errors/readError.js';
 import { HttpError, MalformedStreamError } from '../core/errors/errors.js';
 import type { ResetEvent, TurnEvent } from '../core/events/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest } from '../core/model/model.js';

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { errorTypeStatus } from '../core/errors/classify.js';
+import { errorTypeStatus } from '../core/errors/readError.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../core/events/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest } from '../core/model/model.js';

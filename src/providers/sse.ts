@@ -9,7 +9,7 @@
 import { Observable } from 'rxjs';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../core/errors/errors.js';
 import { check, NonEmptyString, PositiveInteger, validateOptions } from '../core/errors/options.js';
-import { impliedStatus } from '../core/errors/classify.js';
+import { impliedStatus } from '../core/errors/readError.js';
 
 /**
  * Whether `u` is an object and not an array: what every field of a provider's JSON is checked

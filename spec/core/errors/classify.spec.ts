@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { NEVER, TimeoutError, firstValueFrom, timeout } from 'rxjs';
 import type { ErrorCategory, ErrorClassification, RecoveryStrategy } from '../../../src/core/errors/classify.js';
-import { classifyError, createClassifier, impliedStatus } from '../../../src/core/errors/classify.js';
+import { classifyError, createClassifier } from '../../../src/core/errors/classify.js';
+import { impliedStatus } from '../../../src/core/errors/readError.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,
