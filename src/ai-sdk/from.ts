@@ -20,7 +20,7 @@ import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, TurnEvent } from '../core/events/events.js';
 import { toolParameters, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
 import { NonEmptyString, validateOptions } from '../core/errors/options.js';
-import { PlainObject } from '../providers/sse.js';
+import { PlainObject } from '../providers/providerOptions.js';
 import { isObject } from '../adapters/common.js';
 import { PartDecoder } from './partDecoder.js';
 import { sealMetadata } from './seal.js';
