@@ -21,7 +21,7 @@ export interface Room {
 /** Bottom first: a room may import itself and any room above it in this list, nothing below. */
 export const ROOMS: readonly Room[] = [
   { path: 'core/rx', purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, lean subscribers, a run's scope` },
-  { path: 'core/errors', purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, and the classifier that decides whether an error is retried, counted or passed on` },
+  { path: 'core/errors', purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, what an error says of itself (status, headers, retry-after, API error type), and the classifier that decides whether an error is retried, counted or passed on` },
   { path: 'core/events', purpose: 'The event model: messages, what a model stream emits, what the agent loop reports (types and io-ts codecs), and the message predicate' },
   { path: 'core/circuit', purpose: `A breaker's vocabulary — states, reasons, the event of each move — and the permit protocol an operator runs a call under` },
   { path: 'core/hub', purpose: 'The events hub: where every operator reports what the healing did, and how it follows breakers' },
