@@ -2,7 +2,8 @@
  * The house's rooms and the one table of their order. Every folder of src/ is a room, listed
  * bottom first: a file may import files of its own room and of rooms listed before it, never one
  * listed after (that import points up), and no file may reach itself through its imports (a cycle).
- * spec/layers.spec.ts checks both against the code; scripts/architecture.ts writes the rooms'
+ * spec/layers.spec.ts checks both against the code (and that no file outgrows MAX_LINES unless
+ * its header says it is one state machine or one table); scripts/architecture.ts writes the rooms'
  * table and the import diagram of docs/architecture.md from this same table.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -21,7 +22,7 @@ export interface Room {
 /** Bottom first: a room may import itself and any room above it in this list, nothing below. */
 export const ROOMS: readonly Room[] = [
   { path: 'core/rx', purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, lean subscribers, a run's scope` },
-  { path: 'core/errors', purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, and the classifier that decides whether an error is retried, counted or passed on` },
+  { path: 'core/errors', purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, what an error says of itself (status, headers, retry-after, API error type), and the classifier that decides whether an error is retried, counted or passed on` },
   { path: 'core/events', purpose: 'The event model: messages, what a model stream emits, what the agent loop reports (types and io-ts codecs), and the message predicate' },
   { path: 'core/circuit', purpose: `A breaker's vocabulary — states, reasons, the event of each move — and the permit protocol an operator runs a call under` },
   { path: 'core/hub', purpose: 'The events hub: where every operator reports what the healing did, and how it follows breakers' },
@@ -74,6 +75,20 @@ export function importsOf(file: string, text = readFileSync(join(ROOT, 'src', fi
     found.add(target);
   }
   return [...found].sort();
+}
+
+/** The most lines a file of src/ may have, unless its header says it is one state machine or one table. */
+export const MAX_LINES = 500;
+
+/**
+ * Whether a file's text is over {@link MAX_LINES} lines without its header (the first block
+ * comment) saying it is one state machine or one table.
+ */
+export function tooLong(text: string): boolean {
+  const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  if (lines <= MAX_LINES) return false;
+  const header = /^\s*(?:\/\/[^\n]*\n\s*)*\/\*\*?([\s\S]*?)\*\//.exec(text)?.[1] ?? '';
+  return !/\bone (?:state machine|table)\b/i.test(header.replace(/\s*\*\s*/g, ' '));
 }
 
 /** The import graph of src/: each file and the files it imports. */

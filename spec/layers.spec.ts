@@ -1,12 +1,14 @@
 /**
  * The house's rooms (scripts/layers.ts, the one table of their order): every file of src/ lives in
  * a declared room, every import points to its own room or one declared before it, no file reaches
- * itself through its imports (type-only imports included), and every entry point of the package
- * is `src/<name>/index.ts`.
+ * itself through its imports (type-only imports included), every entry point of the package
+ * is `src/<name>/index.ts`, and no file is over MAX_LINES lines unless its header says it is one
+ * state machine or one table.
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { cycles, importGraph, importsOf, ROOMS, roomOf, sourceFiles, upwardImports } from '../scripts/layers.js';
+import { join } from 'node:path';
+import { cycles, importGraph, importsOf, MAX_LINES, ROOMS, ROOT, roomOf, sourceFiles, tooLong, upwardImports } from '../scripts/layers.js';
 
 describe('layers (scripts/layers.ts)', () => {
   const graph = importGraph();
@@ -71,6 +73,20 @@ describe('layers (scripts/layers.ts)', () => {
       if (!ROOMS.some((r) => r.path === room)) wrong.push(`${subpath}: no room '${room}' in ROOMS`);
     }
     expect(wrong).to.deep.equal([]);
+  });
+
+  it(`a file of src/ stays under ${MAX_LINES} lines unless its header says it is one state machine or one table`, () => {
+    const long = sourceFiles().filter((f) => tooLong(readFileSync(join(ROOT, 'src', f), 'utf8')));
+    expect(long, 'split each at a seam, or say in its header that it is one state machine or one table').to.deep.equal([]);
+  });
+
+  it('tells a long file from one whose header says it is one state machine or one table', () => {
+    const body = 'const x = 1;\n'.repeat(MAX_LINES + 1);
+    expect(tooLong(body)).to.equal(true);
+    expect(tooLong(`/**\n * The parser of X.\n */\n${body}`)).to.equal(true);
+    expect(tooLong(`/**\n * The parser of X: one state\n * machine, every state × event below.\n */\n${body}`)).to.equal(false);
+    expect(tooLong(`// Node only\n/** The status table: one table. */\n${body}`)).to.equal(false);
+    expect(tooLong('const x = 1;\n'.repeat(MAX_LINES))).to.equal(false);
   });
 
   it('the root entry keeps to what users compose (under 80 runtime exports)', async () => {

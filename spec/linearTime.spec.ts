@@ -15,7 +15,8 @@ import { validateOutput } from '../src/operators/validateOutput.js';
 import { cityOf, tokenize } from '../src/server/assistant.js';
 import { anthropicStreamDecoder } from '../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../src/providers/openai.js';
-import { SseParser, parseSse, withoutTrailingSlashes } from '../src/providers/sse.js';
+import { SseParser, parseSse } from '../src/providers/sseParser.js';
+import { withoutTrailingSlashes } from '../src/providers/providerOptions.js';
 import { decodeChunks } from './support/decodeChunks.js';
 
 const N = 256 * 1024;

@@ -36,7 +36,8 @@ export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateL
 export { rateLimit } from './operators/rateLimit.js';
 export type { RateLimitOptions } from './operators/rateLimit.js';
 export { RateLimitExceededError } from './core/errors/errors.js';
-export { classifyError, createClassifier, impliedStatus, isServiceFailure, parseRetryAfter, readHeader } from './core/errors/classify.js';
+export { classifyError, createClassifier, isServiceFailure } from './core/errors/classify.js';
+export { impliedStatus, parseRetryAfter, readHeader } from './core/errors/readError.js';
 export type {
   ClassificationRule,
   ClassifierOptions,

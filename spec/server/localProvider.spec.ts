@@ -13,7 +13,7 @@ import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { streamModel } from '../../src/core/model/model.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
-import { parseSse } from '../../src/providers/sse.js';
+import { parseSse } from '../../src/providers/sseParser.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import {

@@ -8,7 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { TurnEvent } from '../../src/core/events/events.js';
 import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../../src/providers/openai.js';
-import { SseParser, type SseParserOptions, type StreamDecoder } from '../../src/providers/sse.js';
+import { SseParser, type SseParserOptions } from '../../src/providers/sseParser.js';
+import type { StreamDecoder } from '../../src/providers/sse.js';
 
 /** What a replay gave: every event, then how it ended (`undefined`: completed). */
 export interface Outcome {

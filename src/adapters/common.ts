@@ -6,12 +6,13 @@
  * @module
  */
 import { endWith, map, type Observable } from 'rxjs';
-import { apiErrorType, impliedStatus } from '../core/errors/classify.js';
+import { apiErrorType, impliedStatus } from '../core/errors/readError.js';
 import { HttpError, MalformedStreamError } from '../core/errors/errors.js';
 import type { ResetEvent, TurnEvent } from '../core/events/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest } from '../core/model/model.js';
 import { NonEmptyString, NonNegativeInteger, validateOptions } from '../core/errors/options.js';
-import { decodeEvents, type SseEvent, type StreamDecoder } from '../providers/sse.js';
+import { decodeEvents, type StreamDecoder } from '../providers/sse.js';
+import type { SseEvent } from '../providers/sseParser.js';
 
 /**
  * Options every official-SDK adapter takes (`fromOpenAI`, `fromAnthropic`).

@@ -6,7 +6,8 @@ import type { HealHub } from '../core/hub/hub.js';
 import { Hub, check, validateOptions } from '../core/errors/options.js';
 import { failWith, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/circuit/permit.js';
 import { admit, PermitSubscriber, subscribeUnderBreaker } from './circuitBreak.js';
-import { AttemptSubscriber, retryAfterError, retryConfigOf, retryWithBackoff, type RetryConfig, type RetryWithBackoffOptions } from './retryWithBackoff.js';
+import { AttemptSubscriber, retryAfterError, type RetryConfig } from './retryLoop.js';
+import { retryConfigOf, retryWithBackoff, type RetryWithBackoffOptions } from './retryWithBackoff.js';
 
 /** Options of {@link callPolicy}. */
 export interface CallPolicyOptions<R = never> {

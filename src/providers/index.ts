@@ -14,5 +14,7 @@ export { openAICompatibleModel, openAIRequestBody, openAIStreamDecoder } from '.
 export type { OpenAICompatibleModelOptions } from './openai.js';
 export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, ANTHROPIC_VERSION } from './anthropic.js';
 export type { AnthropicModelOptions } from './anthropic.js';
-export { SseParser, DEFAULT_MAX_EVENT_SIZE, parseSse, fetchSse, decodeSse, decodeEvents, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
-export type { SseEvent, SseParserOptions, SseRequest, StreamDecoder } from './sse.js';
+export { SseParser, DEFAULT_MAX_EVENT_SIZE, parseSse } from './sseParser.js';
+export { fetchSse, decodeSse, decodeEvents, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
+export type { SseEvent, SseParserOptions } from './sseParser.js';
+export type { SseRequest, StreamDecoder } from './sse.js';

@@ -8,23 +8,18 @@ import { InvalidOptionError, type HttpError } from '../core/errors/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../core/events/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import {
-  AnyString,
-  HttpUrl,
   IncompleteStreamError,
   MalformedStreamError,
-  PlainObject,
-  StringRecord,
-  checkProviderOptions,
   decodeSse,
   isObject,
   midStreamError,
   parseEventJson,
   parseToolArguments,
-  type SseEvent,
   type StreamDecoder,
-  withoutTrailingSlashes,
 } from './sse.js';
+import type { SseEvent } from './sseParser.js';
 
 /**
  * Options of {@link openAICompatibleModel}.

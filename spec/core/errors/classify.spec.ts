@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { NEVER, TimeoutError, firstValueFrom, timeout } from 'rxjs';
-import { type ErrorCategory, type ErrorClassification, type RecoveryStrategy, classifyError, createClassifier, impliedStatus } from '../../../src/core/errors/classify.js';
+import { type ErrorCategory, type ErrorClassification, type RecoveryStrategy, classifyError, createClassifier } from '../../../src/core/errors/classify.js';
+import { impliedStatus } from '../../../src/core/errors/readError.js';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,

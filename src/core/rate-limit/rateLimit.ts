@@ -11,7 +11,8 @@
  */
 import { asyncScheduler, catchError, defer, map, Observable, take, type SchedulerLike } from 'rxjs';
 import { CircuitBreaker } from '../breaker/CircuitBreaker.js';
-import { headersOf, rateLimitFactMs, readHeader } from '../errors/classify.js';
+import { rateLimitFactMs } from '../errors/classify.js';
+import { headersOf, readHeader } from '../errors/readError.js';
 import { InvalidOptionError, RateLimitExceededError } from '../errors/errors.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from '../errors/options.js';
 import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitGrant, type RateLimitRequest, type RateLimitStore } from './rateLimitStore.js';

@@ -1,0 +1,286 @@
+/**
+ * {@link fromAiSdk}: an AI SDK language model (spec v2, v3, v4) as an rxheal {@link Model} — its
+ * options and the model types it takes, our conversation and tools as an AI SDK prompt, and the
+ * read loop of one `doStream` call (its parts decoded by `partDecoder.ts`).
+ *
+ * @module
+ */
+import type {
+  LanguageModelV2,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3ToolResultOutput,
+  SharedV3ProviderOptions,
+} from '@ai-sdk/provider';
+import { Observable } from 'rxjs';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import type { Message, TurnEvent } from '../core/events/events.js';
+import { toolParameters, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
+import { NonEmptyString, validateOptions } from '../core/errors/options.js';
+import { PlainObject } from '../providers/providerOptions.js';
+import { isObject } from '../adapters/common.js';
+import { PartDecoder } from './partDecoder.js';
+import { sealMetadata } from './seal.js';
+import { CALL_SETTINGS, TAKES_SETTINGS, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
+
+/**
+ * An AI SDK 7 model (spec v4), read by its shape: `doStream` and stream parts as in v3.
+ *
+ * @example
+ * ```ts
+ * const model: LanguageModelV4Like = openai('gpt-4o'); // with ai@7
+ * ```
+ */
+export interface LanguageModelV4Like {
+  readonly specificationVersion: 'v4';
+  readonly provider: string;
+  readonly modelId: string;
+  doStream(options: never): PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+}
+
+/**
+ * What {@link fromAiSdk} takes: a language model object of spec v2 (AI SDK 5), v3 (AI SDK 6) or
+ * v4 (AI SDK 7) — `openai('gpt-4o')`, `anthropic('claude-sonnet-4-5')`, a `wrapLanguageModel`
+ * result… (Model id strings resolved by the AI SDK's gateway are not: pass the model object.)
+ *
+ * @example
+ * ```ts
+ * const model: AiSdkLanguageModel = createOpenAICompatible({ name: 'local', baseURL: 'http://127.0.0.1:11434/v1' })('llama3.2');
+ * ```
+ */
+export type AiSdkLanguageModel = LanguageModelV3 | LanguageModelV2 | LanguageModelV4Like;
+
+/**
+ * Options of {@link fromAiSdk}.
+ *
+ * @example
+ * ```ts
+ * const options: FromAiSdkOptions = { id: 'gpt', settings: { temperature: 0 } };
+ * ```
+ */
+export interface FromAiSdkOptions {
+  /** The `Model.id` (breakers are named `model:<id>`). Defaults to `<provider>:<modelId>`. */
+  readonly id?: string;
+  /**
+   * Call settings sent with every request. The settings of the `streamText` / `generateText`
+   * call, when it reaches this model through {@link toAiSdk}, win over these.
+   */
+  readonly settings?: AiSdkCallSettings;
+}
+
+function toolResultOutput(message: Extract<Message, { role: 'tool' }>): LanguageModelV3ToolResultOutput {
+  return message.isError ? { type: 'error-text', value: message.content } : { type: 'text', value: message.content };
+}
+
+/** Our conversation as an AI SDK prompt (the same in spec v2, v3 and v4 for text and tools). */
+function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
+  const prompt: LanguageModelV3Message[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        prompt.push({ role: 'system', content: message.content });
+        break;
+      case 'user':
+        prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
+        break;
+      case 'assistant': {
+        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
+        // reasoning first, as the model gave it (as the AI SDK itself sends it back): a signed or
+        // redacted block is what Anthropic needs back (unsigned ones it drops, with a warning);
+        // unsigned text is what @ai-sdk/openai-compatible sends as reasoning_content (DeepSeek's
+        // thinking mode refuses a tool-call turn without it)
+        for (const part of message.reasoning ?? []) {
+          const providerOptions = sealMetadata(part);
+          if (providerOptions !== undefined) content.push({ type: 'reasoning', text: part.text, providerOptions });
+          else if (part.text !== '') content.push({ type: 'reasoning', text: part.text });
+        }
+        if (message.content !== '') content.push({ type: 'text', text: message.content });
+        // with what the provider attached to each call (Gemini's thought signature), as it came
+        for (const call of message.toolCalls ?? []) {
+          const providerOptions = call.providerMetadata as SharedV3ProviderOptions | undefined;
+          content.push(providerOptions ? { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args, providerOptions } : { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
+        }
+        prompt.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool': {
+        const part = { type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: message.toolName, output: toolResultOutput(message) };
+        const last = prompt[prompt.length - 1];
+        // consecutive tool results: one tool message, as the AI SDK builds them
+        if (last?.role === 'tool') last.content.push(part);
+        else prompt.push({ role: 'tool', content: [part] });
+        break;
+      }
+    }
+  }
+  return prompt;
+}
+
+function toTools(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
+  return tools.map((tool) => ({
+    type: 'function',
+    name: tool.name,
+    description: tool.description,
+    inputSchema: toolParameters(tool) as LanguageModelV3FunctionTool['inputSchema'],
+  }));
+}
+
+/**
+ * One `doStream` call's parts, decoded: completes at the finish (cancelling the rest), errors
+ * with what the call, the stream or the decoder throws; unsubscribing cancels the stream (the
+ * signal in the call aborts the request). One read loop, its handlers made once per call.
+ */
+function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<unknown> }>, decoder: PartDecoder): Observable<TurnEvent> {
+  return new Observable<TurnEvent>((subscriber) => {
+    let reader: ReadableStreamDefaultReader<unknown> | undefined;
+    /** The stream was read to its end (nothing to cancel). */
+    let ended = false;
+    const fail = (error: unknown): void => {
+      if (!subscriber.closed) subscriber.error(error);
+    };
+    const onRead = (result: ReadableStreamReadResult<unknown>): void => {
+      if (subscriber.closed) return;
+      if (result.done) {
+        ended = true;
+        try {
+          decoder.end();
+        } catch (error) {
+          return fail(error);
+        }
+        return subscriber.complete();
+      }
+      try {
+        decoder.push(result.value, subscriber);
+      } catch (error) {
+        return fail(error);
+      }
+      if (decoder.done) subscriber.complete();
+      else if (!subscriber.closed) reader!.read().then(onRead, fail);
+    };
+    new Promise<{ readonly stream: ReadableStream<unknown> }>((resolve) => resolve(open())).then((result) => {
+      // a model that resolves without a readable stream, or with one already read (a test double
+      // reused across attempts): its TypeError ends the turn, never an unhandled rejection and a hang
+      try {
+        const { stream } = result;
+        if (subscriber.closed) {
+          stream.cancel().catch(() => undefined);
+          return;
+        }
+        reader = stream.getReader();
+      } catch (error) {
+        return fail(error);
+      }
+      reader.read().then(onRead, fail);
+    }, fail);
+    return () => {
+      if (!ended) reader?.cancel().catch(() => undefined);
+    };
+  });
+}
+
+const fromProps = { id: NonEmptyString, settings: PlainObject };
+
+/**
+ * An rxheal {@link Model} over any AI SDK language model — spec v2 (AI SDK 5), v3 (AI SDK 6) or
+ * v4 (AI SDK 7, read by shape) — so it can sit in a `fallbackModel` with breakers, under
+ * `retryWithBackoff`, in `runAgent`, or back in `streamText` through {@link toAiSdk}.
+ *
+ * Requests: our messages become the AI SDK prompt (system, user text, assistant text and
+ * `tool-call` parts, `tool-result` parts with `{ type: 'text' | 'error-text' }` output), tools
+ * `function` tools (`ToolSpec.parameters` as the input schema); `settings` (and the AI SDK call's
+ * own, through `toAiSdk`) are sent along; the context's signal is the `abortSignal`.
+ *
+ * Events: `text-delta` parts → `text-delta`; tool calls from whole `tool-call` parts (input
+ * parsed), or assembled from `tool-input-start/-delta/-end` when no `tool-call` part follows
+ * (provider-executed tools are skipped: they are not ours to run); `finish` → one `finish` with
+ * the reason (v2's string, v3's `unified`) and usage (`inputTokens.total` /
+ * `outputTokens.total`, or v2's numbers). Sources, files and metadata parts are not part of an
+ * rxheal turn and are skipped.
+ *
+ * Reasoning, both ways: `reasoning-delta` parts → `reasoning-delta`, each block's
+ * `reasoning-end` → `reasoning-end` with the `signature` / `redactedData` that
+ * `providerMetadata.anthropic` carried on any of the block's parts (`@ai-sdk/anthropic` sends the
+ * signature on a delta, redacted data on the start) and, as `providerMetadata`, whatever else
+ * they carried (OpenAI's reasoning item, Gemini's thought signature); blocks open at once stream
+ * one at a time (the others' text follows when the first ends), a block never ended ends at the
+ * finish, and a block with no text, seal or metadata is dropped. An assistant message's
+ * `reasoning` goes back first in its content, as `reasoning` parts with their metadata as
+ * `providerOptions`: signed or redacted ones with `providerOptions.anthropic.signature` /
+ * `.redactedData` (Anthropic's thinking blocks), unsigned ones as text (`@ai-sdk/openai-compatible` sends it as `reasoning_content`;
+ * `@ai-sdk/anthropic` drops it with a warning) — as the AI SDK sends its own steps back. A tool
+ * call's `providerMetadata` (Gemini 3's `{ google: { thoughtSignature } }`, which it needs back
+ * with the call) becomes our tool call's `providerMetadata`, and goes back as the call part's
+ * `providerOptions`.
+ *
+ * Errors (each one `classifyError` understands): `doStream` rejecting passes as is (the AI SDK's
+ * `APICallError`, with `statusCode`, `responseHeaders` and `isRetryable`); the first `error` part
+ * ends the stream at once (the AI SDK providers keep streaming after a chunk they could not
+ * parse, which would silently drop text): an `Error` passes as is (`AI_JSONParseError` reads as
+ * a malformed response) except a chunk the provider's schema rejects (`AI_TypeValidationError`)
+ * or a response it found invalid (`AI_InvalidResponseDataError`), which become a
+ * `MalformedStreamError`; a raw error object (`{ type: 'server_error' }`, `{ code: 502 }`)
+ * becomes an `HttpError` with the status it implies; a finish with reason `error` (unified, or
+ * the provider's raw `error`, as OpenRouter sends), a finish that says no reason came (v2's
+ * `unknown`, v3's `{ unified: 'other', raw: undefined }`: what `@ai-sdk/openai` finishes a cut
+ * stream with), a tool input still open at the finish, or a stream ending without a finish → an
+ * error too (`IncompleteStreamError`, `MalformedStreamError`) — never a short answer.
+ * Unsubscribing aborts the request and cancels the stream.
+ *
+ * The AI SDK's own retries live in `streamText` / `generateText` (`maxRetries`), not in the
+ * model: a model read through `fromAiSdk` is tried once per subscription — retry it with
+ * `retryWithBackoff`.
+ *
+ * @example
+ * ```ts
+ * import { openai } from '@ai-sdk/openai';
+ * import { anthropic } from '@ai-sdk/anthropic';
+ * import { CircuitBreakerRegistry, fallbackModel, runAgent } from 'rxheal';
+ * import { fromAiSdk } from 'rxheal/ai-sdk';
+ *
+ * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
+ * const model = fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'), { settings: { temperature: 0 } })], { breakers, midStream: 'continue' });
+ * runAgent({ model, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
+ * ```
+ * @throws {InvalidOptionError} at once, for something that is not an AI SDK model object (a
+ * model id string, a v1 model), or an invalid option.
+ */
+export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions): Model {
+  if (typeof model === 'string') {
+    throw new InvalidOptionError('fromAiSdk', 'model', model, "a language model object, e.g. openai('gpt-4o') (id strings need the AI SDK's gateway)");
+  }
+  if (!isObject(model) || typeof (model as { doStream?: unknown }).doStream !== 'function') {
+    throw new InvalidOptionError('fromAiSdk', 'model', model, 'an AI SDK language model (with doStream)');
+  }
+  const version = (model as { specificationVersion?: unknown }).specificationVersion;
+  if (version !== 'v2' && version !== 'v3' && version !== 'v4') {
+    throw new InvalidOptionError('fromAiSdk', 'model.specificationVersion', version, "'v2', 'v3' or 'v4' (AI SDK 5, 6 or 7)");
+  }
+  const o = validateOptions('fromAiSdk', fromProps, options);
+  const id = o.id ?? `${model.provider}:${model.modelId}`;
+  const settings = (o.settings ?? {}) as AiSdkCallSettings;
+  const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
+  const made: Model = {
+    id,
+    stream: (request, context) => {
+      const call: LanguageModelV3CallOptions = {
+        ...settings,
+        ...(request as RequestWithSettings)[CALL_SETTINGS],
+        prompt: toPrompt(request.messages),
+        ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
+        ...(request.toolChoice !== undefined && request.tools.length > 0 ? { toolChoice: aiSdkToolChoice(request.toolChoice) } : {}),
+        abortSignal: context.signal,
+      };
+      return decodeParts(() => doStream(call), new PartDecoder(id));
+    },
+  };
+  Object.defineProperty(made, TAKES_SETTINGS, { value: true, enumerable: false });
+  return made;
+}
+
+/** Our tool choice in the AI SDK's words. */
+function aiSdkToolChoice(choice: ToolChoice): NonNullable<LanguageModelV3CallOptions['toolChoice']> {
+  return typeof choice === 'object' ? { type: 'tool', toolName: choice.tool } : { type: choice };
+}

@@ -1,0 +1,240 @@
+/**
+ * The local provider's model endpoints (`POST /v1/chat/completions`, `POST /v1/messages`): one
+ * request answered by the assistant, in OpenAI's or Anthropic's wire format, streamed or not, and
+ * the faults that act on it on the way — before the answer (slow first byte, down, status) and
+ * within the stream (reset, stall, malformed chunk, error event, bad tool arguments). Node only.
+ *
+ * @module
+ */
+// Node-only module: the library's build has no ambient Node types (its other modules are browser-safe)
+/// <reference types="node" />
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { asyncScheduler } from 'rxjs';
+import type { Message } from '../core/events/events.js';
+import { tokenize, type Assistant, type AssistantRequest, type AssistantTool, type AssistantTurn } from './assistant.js';
+import type { FaultController } from './faults.js';
+import { json, readJson } from './http.js';
+import {
+  anthropicFrames,
+  asksForThinking,
+  thinkingSignature,
+  toolsAllowed,
+  anthropicJson,
+  argumentPieces,
+  BadRequest,
+  errorBody,
+  fromAnthropic,
+  fromOpenAI,
+  isRecord,
+  malformedFrame,
+  openAIFrames,
+  openAIJson,
+  streamErrorFrame,
+  type Answer,
+  type Protocol,
+  type ToolCallOut,
+} from './protocols.js';
+import type { MutableRequest, RequestLog } from './requests.js';
+
+/** What the model endpoints need of the server they answer for. */
+export interface ModelEndpoint {
+  /** The server's `name` (in its error messages). */
+  readonly name: string;
+  readonly faults: FaultController;
+  readonly assistant: Assistant;
+  /** Wait before each streamed content chunk, in ms. */
+  readonly tokenDelayMs: number;
+  readonly maxBodyBytes: number;
+  readonly log: RequestLog;
+  /** Requests in progress, by the controller that stops their work (`close()` aborts them). */
+  readonly running: Map<AbortController, MutableRequest>;
+  /** Whether the server is closing: a request that ends then ends `'server-closed'`. */
+  closing(): boolean;
+  /** The next request's id: `req_1`, `req_2`… */
+  nextId(): string;
+}
+
+/** What the local provider "thinks" before a turn: the question, and what it will do about it. */
+function reasoningFor(messages: readonly Message[], calls: readonly ToolCallOut[]): string {
+  let question = '';
+  for (const m of messages) if (m.role === 'user') question = m.content;
+  const asked = question.length > 80 ? `${question.slice(0, 80)}…` : question;
+  const plan = calls.length > 0 ? `I'll call ${calls.map((c) => c.name).join(' and ')}.` : 'I can answer from what I have.';
+  return `The user asks: "${asked}". ${plan}`;
+}
+
+/**
+ * Answers one model call: reads and records the request, lets the faults due act on it, asks the
+ * assistant, and writes its answer as JSON or as the protocol's stream, the stream faults acting
+ * where they are due. Every way the request ends is recorded in the log.
+ */
+export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMessage, res: ServerResponse, protocol: Protocol, path: string): Promise<void> {
+  const { name, faults, assistant, tokenDelayMs, log, running } = endpoint;
+  const raw = await readJson(req, endpoint.maxBodyBytes).catch((error: unknown) => {
+    if (error instanceof BadRequest) return error;
+    throw error;
+  });
+  if (raw instanceof BadRequest || !isRecord(raw.value)) {
+    const status = raw instanceof BadRequest ? raw.status : 400;
+    const message = raw instanceof BadRequest ? raw.message : 'the body must be a JSON object';
+    return json(res, status, errorBody(protocol, status, message));
+  }
+  const body = raw.value;
+  const stream = body['stream'] === true;
+  const record: MutableRequest = { id: endpoint.nextId(), protocol, path, stream, body, bodyBytes: raw.bytes, startedAt: asyncScheduler.now(), faults: [], chunks: 0 };
+  log.start(record);
+
+  const controller = new AbortController();
+  running.set(controller, record);
+  res.on('close', () => {
+    running.delete(controller);
+    controller.abort();
+    log.finish(record, endpoint.closing() ? 'server-closed' : res.writableFinished ? 'completed' : 'client-closed');
+  });
+  const { signal } = controller;
+  const wait = (ms: number): Promise<void> => (ms > 0 ? sleep(ms, undefined, { signal }) : Promise.resolve());
+  const destroy = (): void => {
+    log.finish(record, 'reset');
+    res.socket?.destroy();
+  };
+  const headers = { 'x-request-id': record.id };
+
+  try {
+    const slow = faults.consume('slow-first-byte');
+    if (slow) {
+      record.faults.push('slow-first-byte');
+      await wait(slow.delayMs);
+    }
+    const down = faults.consume('down');
+    if (down) {
+      record.faults.push('down');
+      if ((down.mode ?? 'destroy') === 'destroy') return destroy();
+      record.status = 503;
+      return json(res, 503, errorBody(protocol, 503, `provider '${name}' is down (local fault)`), headers);
+    }
+    const status = faults.consume('status');
+    if (status) {
+      record.faults.push('status');
+      record.status = status.status;
+      const extra: Record<string, string> = { ...headers };
+      if (status.retryAfter !== undefined) extra['retry-after'] = String(status.retryAfter);
+      if (status.retryAfterMs !== undefined) extra['retry-after-ms'] = String(status.retryAfterMs);
+      if (status.shouldRetry !== undefined) extra['x-should-retry'] = String(status.shouldRetry);
+      // the message says what a real API's does, not the status: every client already prefixes that
+      return json(res, status.status, errorBody(protocol, status.status, status.message ?? `${STATUS_CODES[status.status] ?? 'Error'} from '${name}' (local fault)`), extra);
+    }
+
+    let conversation: { messages: Message[]; tools: AssistantTool[] };
+    try {
+      conversation = protocol === 'openai' ? fromOpenAI(body) : fromAnthropic(body);
+    } catch (error) {
+      if (!(error instanceof BadRequest)) throw error;
+      record.status = 400;
+      return json(res, 400, errorBody(protocol, 400, error.message), headers);
+    }
+    const model = typeof body['model'] === 'string' ? body['model'] : 'local';
+    // tool_choice honoured as the APIs do: 'none' offers no tool, a named one only that one
+    const request: AssistantRequest = { protocol, model, messages: conversation.messages, tools: toolsAllowed(body, conversation.tools) };
+    const turn: AssistantTurn = assistant(request);
+    let calls: ToolCallOut[] = (turn.toolCalls ?? []).map((c, i) => ({
+      id: protocol === 'openai' ? `call_${record.id.slice(4)}_${i}` : `toolu_${record.id.slice(4)}_${i}`,
+      name: c.name,
+      args: c.args,
+    }));
+    if (calls.length > 0) {
+      const bad = faults.consume('bad-tool-args');
+      if (bad) {
+        record.faults.push('bad-tool-args');
+        calls = calls.map((c) => ({ ...c, args: bad.args ?? (c.name === 'get_weather' && isRecord(c.args) ? { ...c.args, units: 'kelvin' } : {}) }));
+      }
+    }
+    const text = turn.text ?? '';
+    const tokens = tokenize(text);
+    const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
+    // thinking asked for: a short, signed reasoning block first (the API's own shape)
+    const thought = asksForThinking(body) ? reasoningFor(conversation.messages, calls) : undefined;
+    const reasoning = thought === undefined ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
+    const answer: Answer = {
+      id: protocol === 'openai' ? `chatcmpl-${record.id}` : `msg_${record.id}`,
+      model,
+      text,
+      tokens,
+      toolCalls: calls,
+      finishReason: turn.finishReason ?? (calls.length > 0 ? 'tool-calls' : 'stop'),
+      inputTokens: Math.max(1, Math.ceil(inputChars / 4)),
+      outputTokens: tokens.length + calls.reduce((n, c) => n + argumentPieces(c.args).length, 0) + (reasoning?.tokens.length ?? 0),
+      ...(reasoning ? { reasoning } : {}),
+    };
+
+    if (!stream) {
+      record.status = 200;
+      return json(res, 200, protocol === 'openai' ? openAIJson(answer) : anthropicJson(answer), headers);
+    }
+
+    const streamOptions = body['stream_options'];
+    const frames = protocol === 'openai' ? openAIFrames(answer, isRecord(streamOptions) && streamOptions['include_usage'] === true) : anthropicFrames(answer);
+    const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
+    if (fault) record.faults.push(fault.kind);
+    const after = fault?.afterChunks ?? 0;
+    let pending = fault;
+
+    record.status = 200;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+    res.flushHeaders();
+    const write = (chunk: string): Promise<void> =>
+      new Promise((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
+
+    /** Acts on the stream fault; true when the stream must stop here. */
+    const act = async (): Promise<boolean> => {
+      const f = pending;
+      pending = undefined;
+      if (f === undefined) return false;
+      switch (f.kind) {
+        case 'reset':
+          // when the next chunk would have come: a client reading chunk by chunk (Chromium) gets
+          // the last one before the error, not sometimes with it (and then loses it)
+          await wait(tokenDelayMs);
+          destroy();
+          return true;
+        case 'stall':
+          // headers (and what was sent so far), then silence until the client leaves or close()
+          if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          return true;
+        case 'malformed':
+          await write(malformedFrame(protocol, answer));
+          return false;
+        case 'stream-error':
+          await write(streamErrorFrame(protocol, f));
+          res.end();
+          return true;
+      }
+    };
+
+    let content = 0;
+    for (const frame of frames) {
+      if (signal.aborted) return;
+      // a stream fault acts before content chunk `after` + 1, or before the closing events of a shorter answer
+      const due = pending !== undefined && (frame.part === 'closing' || (frame.part === 'content' && content >= after));
+      if (due && (await act())) return;
+      if (frame.part === 'content') {
+        await wait(tokenDelayMs);
+        content++;
+        record.chunks = content;
+      }
+      await write(frame.text);
+    }
+    res.end();
+  } catch (error) {
+    if (signal.aborted) return; // the client left, or close(): nothing to answer
+    if (error instanceof BadRequest) {
+      record.status = 400;
+      return json(res, 400, errorBody(protocol, 400, error.message), headers);
+    }
+    if (!res.headersSent) {
+      record.status = 500;
+      return json(res, 500, errorBody(protocol, 500, `the local assistant failed: ${(error as Error | undefined)?.message ?? String(error)}`), headers);
+    }
+    res.destroy();
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * A run's budget: the limits {@link runAgent} takes (`budget`), their option check, and the
+ * tracker that counts what a run spends — model calls, tool calls, tokens, steps — and stops it
+ * with a `BudgetExceededError` (after a `budget-exceeded` event) when a limit is crossed.
+ *
+ * @module
+ */
+import { BudgetExceededError } from '../core/errors/errors.js';
+import type { Usage } from '../core/events/events.js';
+import type { HealHub } from '../core/hub/hub.js';
+import { check } from '../core/errors/options.js';
+import type { BudgetMeter } from '../core/model/model.js';
+
+/**
+ * Limits on one run, counted across retries, reflections and fallbacks. Crossing one ends the run
+ * with `BudgetExceededError` (its `resource` names the limit: `'modelCalls'`, `'tokens'`,
+ * `'toolCalls'`, or `'steps'` for `maxSteps`), after a `budget-exceeded` event.
+ *
+ * @example
+ * ```ts
+ * const budget: Budget = { maxModelCalls: 10, maxTokens: 20_000, maxToolCalls: 20 };
+ * ```
+ */
+export interface Budget {
+  /**
+   * Provider attempts: each subscription to a model's stream, wherever it happens — a turn, each
+   * retry of it, each model a `fallbackModel` tries (a wrapping model is not a call of its own:
+   * the models it calls are), each `fallbackTo` model alternative given the run's context. An
+   * attempt that would cross the limit is not made. A model skipped because its breaker is open
+   * is not called, so not counted.
+   */
+  readonly maxModelCalls?: number;
+  /**
+   * Input + output tokens, from each provider attempt's `finish.usage` (an attempt cut off before
+   * its `finish` reports none). The run errors after the `finish` that crosses it.
+   */
+  readonly maxTokens?: number;
+  /** Tool executions (every retry counts; calls rejected before running do not). */
+  readonly maxToolCalls?: number;
+}
+
+const NonNegOrInfinity = check('a number >= 0 or Infinity', (u): u is number => typeof u === 'number' && u >= 0);
+export const budgetCodec = check('an object with maxModelCalls / maxTokens / maxToolCalls, each a number >= 0', (u): u is Budget => {
+  if (typeof u !== 'object' || u === null) return false;
+  return Object.entries(u).every(([k, v]) => ['maxModelCalls', 'maxTokens', 'maxToolCalls'].includes(k) && (v === undefined || NonNegOrInfinity.is(v)));
+});
+
+/** The budget: counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
+export class BudgetTracker implements BudgetMeter {
+  private modelCalls = 0;
+  private toolCalls = 0;
+  private tokens = 0;
+
+  constructor(
+    private readonly budget: Budget,
+    private readonly hub: HealHub,
+  ) {}
+
+  modelCall(): void {
+    this.check('modelCalls', this.budget.maxModelCalls, ++this.modelCalls);
+  }
+
+  toolCall(): void {
+    this.check('toolCalls', this.budget.maxToolCalls, ++this.toolCalls);
+  }
+
+  usage(usage: Usage): void {
+    this.tokens += usage.inputTokens + usage.outputTokens;
+    this.check('tokens', this.budget.maxTokens, this.tokens);
+  }
+
+  steps(limit: number, used: number): never {
+    this.check('steps', limit, used);
+    throw new Error('unreachable');
+  }
+
+  private check(resource: string, limit: number | undefined, used: number): void {
+    if (limit === undefined || used <= limit) return;
+    this.hub.report({ type: 'budget-exceeded', resource, limit, used });
+    throw new BudgetExceededError(resource, limit, used);
+  }
+}
