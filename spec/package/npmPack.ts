@@ -150,3 +150,25 @@ export function expectLoaded(esm: Record<string, string[] | string>, cjs: Record
     expect(cjs[specifier], `require('${specifier}') and import('${specifier}') export the same names`).to.deep.equal(esm[specifier]);
   }
 }
+
+/** One row of the README's "needs | versions | tested" table (Node, rxjs and each optional peer). */
+export interface VersionsRow {
+  /** `Node`, or the package a code span names (`ai`). */
+  readonly name: string;
+  readonly versions: string;
+  readonly tested: string;
+  readonly line: number;
+}
+
+/** The README's versions table: the rows after its `| needs | versions | tested |` header. */
+export function versionsTable(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): VersionsRow[] {
+  const lines = readme.split('\n');
+  const header = lines.findIndex((l) => /^\|\s*needs\s*\|\s*versions\s*\|\s*tested\s*\|$/.test(l));
+  if (header < 0) throw new Error('README.md has no "| needs | versions | tested |" table');
+  const rows: VersionsRow[] = [];
+  for (let i = header + 2; i < lines.length && lines[i]!.startsWith('|'); i++) {
+    const cells = lines[i]!.split('|').map((c) => c.trim());
+    rows.push({ name: /^`([^`]+)`$/.exec(cells[1]!)?.[1] ?? cells[1]!, versions: cells[2]!, tested: cells[3]!, line: i + 1 });
+  }
+  return rows;
+}
