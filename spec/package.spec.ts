@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { entryPoints, packageJson, subpathTable } from './package/npmPack.js';
+import semver from 'semver';
+import { pinnedNodes } from './package/nodes.js';
+import { entryPoints, packageJson, subpathTable, versionsTable } from './package/npmPack.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 
@@ -43,6 +45,29 @@ describe('the published package', () => {
     // every optional peer belongs to some entry point, and the root entry needs none
     expect([...new Set(rows.flatMap((r) => r.peers))].sort()).to.deep.equal([...optional].sort());
     expect(rows[0]).to.include({ specifier: 'rxheal' }).and.to.have.property('peers').that.deep.equals([]);
+  });
+
+  it("the README's versions table names each peer's majors as its range does (one ^ range a major, no open upper bound, the version the specs use inside), and the Node lines .ci/run tests on", () => {
+    const json = packageJson();
+    const peers = json.peerDependencies ?? {};
+    const rows = versionsTable();
+    expect(rows[0]?.name, 'the first row is Node').to.equal('Node');
+    expect(rows.slice(1).map((r) => r.name).sort(), 'then one row per peer dependency').to.deep.equal(Object.keys(peers).sort());
+    // a range part ^X.0.0 reads "X.x", ^X.Y.0 "X.Y+"
+    const shown = (min: semver.SemVer): string => (min.minor === 0 && min.patch === 0 ? `${min.major}.x` : `${min.major}.${min.minor}+`);
+    for (const row of rows.slice(1)) {
+      const range = peers[row.name]!;
+      const parts = range.split('||').map((p) => p.trim());
+      for (const part of parts) expect(part, `${row.name}: each part of "${range}" is a ^ range (one major, no open upper bound)`).to.match(/^\^\d+\.\d+\.\d+$/);
+      const mins = parts.map((p) => semver.minVersion(p)!);
+      expect(mins.map((m) => m.major), `${row.name}: "${range}" names each major once, in order`).to.deep.equal([...new Set(mins.map((m) => m.major))].sort((a, b) => a - b));
+      expect(row.versions, `README.md:${row.line}: ${row.name} as package.json's "${range}"`).to.equal(mins.map(shown).join(' · '));
+      const used = json.devDependencies?.[row.name];
+      expect(used !== undefined && semver.satisfies(semver.minVersion(used)!, range), `${row.name}: the devDependency the specs run (${used}) is inside "${range}"`).to.equal(true);
+    }
+    const floor = semver.minVersion((json['engines'] as { node: string }).node)!;
+    const lines = pinnedNodes().map((n) => n.line).filter((l) => l !== floor.major);
+    expect(rows[0]!.versions, `README.md:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal([shown(floor), ...lines].join(' · '));
   });
 
   it('takes rxjs as a peer (one copy, so TestScheduler virtualises our timers)', () => {

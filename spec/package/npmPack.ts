@@ -3,6 +3,7 @@
  * exports map's entry points, and the README's table of subpaths and their optional peers.
  * Used by spec/package.spec.ts, spec/package/pack.spec.ts and spec/docs/links.spec.ts.
  */
+import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -105,4 +106,69 @@ export function packageOf(specifier: string): string | undefined {
   if (specifier.startsWith('.') || specifier.startsWith('node:')) return undefined;
   const parts = specifier.split('/');
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+/**
+ * The `npm install` commands of the README's "Install" section, as written: the first code block's
+ * (`npm install rxheal rxjs`) and each entry-point row's install cell, in order.
+ */
+export function installLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; for: string; line: number }[] {
+  const lines = readme.split('\n');
+  const start = lines.findIndex((l) => l === '## Install');
+  if (start < 0) throw new Error('README.md has no "## Install" section');
+  const open = lines.findIndex((l, i) => i > start && l.startsWith('```'));
+  const close = lines.findIndex((l, i) => i > open && l === '```');
+  const root = lines
+    .slice(open + 1, close)
+    .map((text, i) => ({ command: text.trim(), for: 'the root entry', line: open + 2 + i }))
+    .filter((l) => l.command.startsWith('npm install '));
+  const rows = subpathTable(readme).flatMap((row) => [...row.install.matchAll(/`(npm install [^`]+)`/g)].map((m) => ({ command: m[1]!, for: row.specifier, line: row.line })));
+  return [...root, ...rows];
+}
+
+/**
+ * Loads each specifier in a plain `node` child (ESM `import()` or CommonJS `require`), without the
+ * spec's tsx loader, as a user's program would: its export names, or the error. `node` is the
+ * binary to run (the spec's own by default).
+ */
+export function loadEntries(cwd: string, system: 'esm' | 'cjs', specifiers: string[], node: string = process.execPath): Record<string, string[] | string> {
+  const body = `const out = {};
+for (const s of JSON.parse(process.argv[1])) {
+  try { out[s] = Object.keys(${system === 'esm' ? 'await import(s)' : 'require(s)'}).sort(); } catch (e) { out[s] = String(e.code ?? '') + ' ' + e.message; }
+}
+console.log(JSON.stringify(out));`;
+  const args = system === 'esm' ? ['--input-type=module', '-e', body] : ['--input-type=commonjs', '-e', body];
+  const out = execFileSync(node, [...args, JSON.stringify(specifiers)], { cwd, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
+  return JSON.parse(out) as Record<string, string[] | string>;
+}
+
+/** Every entry loads and exports something; ESM and CommonJS see the same names. */
+export function expectLoaded(esm: Record<string, string[] | string>, cjs: Record<string, string[] | string>, list: readonly { readonly specifier: string }[]): void {
+  for (const { specifier } of list) {
+    expect(esm[specifier], `import('${specifier}')`).to.be.an('array').that.is.not.empty;
+    expect(cjs[specifier], `require('${specifier}') (each entry needs a "default" condition for require(esm))`).to.be.an('array').that.is.not.empty;
+    expect(cjs[specifier], `require('${specifier}') and import('${specifier}') export the same names`).to.deep.equal(esm[specifier]);
+  }
+}
+
+/** One row of the README's "needs | versions | tested" table (Node, rxjs and each optional peer). */
+export interface VersionsRow {
+  /** `Node`, or the package a code span names (`ai`). */
+  readonly name: string;
+  readonly versions: string;
+  readonly tested: string;
+  readonly line: number;
+}
+
+/** The README's versions table: the rows after its `| needs | versions | tested |` header. */
+export function versionsTable(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): VersionsRow[] {
+  const lines = readme.split('\n');
+  const header = lines.findIndex((l) => /^\|\s*needs\s*\|\s*versions\s*\|\s*tested\s*\|$/.test(l));
+  if (header < 0) throw new Error('README.md has no "| needs | versions | tested |" table');
+  const rows: VersionsRow[] = [];
+  for (let i = header + 2; i < lines.length && lines[i]!.startsWith('|'); i++) {
+    const cells = lines[i]!.split('|').map((c) => c.trim());
+    rows.push({ name: /^`([^`]+)`$/.exec(cells[1]!)?.[1] ?? cells[1]!, versions: cells[2]!, tested: cells[3]!, line: i + 1 });
+  }
+  return rows;
 }

@@ -22,7 +22,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { ROOT, entryPoints, importsOf, npmEnv, npmPack, packageJson, packageOf, shippedExamples, subpathTable, type EntryPoint } from './npmPack.js';
+import { ROOT, entryPoints, expectLoaded, importsOf, loadEntries, npmEnv, npmPack, packageJson, packageOf, shippedExamples, subpathTable } from './npmPack.js';
 
 const pkg = packageJson();
 const entries = entryPoints(pkg);
@@ -47,32 +47,6 @@ function npmInstall(cwd: string, tarball: string): string {
   const result = spawnSync('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
   if (result.status !== 0) throw new Error(`npm install ${tarball} failed: ${result.stderr}`);
   return result.stderr;
-}
-
-/** Loads each specifier in a plain `node` child (ESM `import()` or CommonJS `require`): export names, or the error. */
-function load(cwd: string, system: 'esm' | 'cjs', specifiers: string[]): Record<string, string[] | string> {
-  const esm = `const out = {};
-for (const s of JSON.parse(process.argv[1])) {
-  try { out[s] = Object.keys(await import(s)).sort(); } catch (e) { out[s] = String(e.code ?? '') + ' ' + e.message; }
-}
-console.log(JSON.stringify(out));`;
-  const cjs = `const out = {};
-for (const s of JSON.parse(process.argv[1])) {
-  try { out[s] = Object.keys(require(s)).sort(); } catch (e) { out[s] = String(e.code ?? '') + ' ' + e.message; }
-}
-console.log(JSON.stringify(out));`;
-  const args = system === 'esm' ? ['--input-type=module', '-e', esm] : ['--input-type=commonjs', '-e', cjs];
-  const out = execFileSync(process.execPath, [...args, JSON.stringify(specifiers)], { cwd, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '' } });
-  return JSON.parse(out) as Record<string, string[] | string>;
-}
-
-/** Every entry loads and exports something; ESM and CommonJS see the same names. */
-function expectLoaded(esm: Record<string, string[] | string>, cjs: Record<string, string[] | string>, list: EntryPoint[]): void {
-  for (const { specifier } of list) {
-    expect(esm[specifier], `import('${specifier}')`).to.be.an('array').that.is.not.empty;
-    expect(cjs[specifier], `require('${specifier}') (each entry needs a "default" condition for require(esm))`).to.be.an('array').that.is.not.empty;
-    expect(cjs[specifier], `require('${specifier}') and import('${specifier}') export the same names`).to.deep.equal(esm[specifier]);
-  }
 }
 
 /** Parsed declaration files, shared by every program of this spec (lib.dom.d.ts, @types/node… parse once). */
@@ -165,8 +139,8 @@ describe('the packed tarball in a fresh consumer project', function () {
 
     it(`loads the root entry and every entry without a peer by import and by require (${bare.map((e) => e.specifier).join(', ')})`, () => {
       const names = bare.map((e) => e.specifier);
-      expectLoaded(load(consumer, 'esm', names), load(consumer, 'cjs', names), bare);
-      const root = load(consumer, 'esm', [pkg.name])[pkg.name] as string[];
+      expectLoaded(loadEntries(consumer, 'esm', names), loadEntries(consumer, 'cjs', names), bare);
+      const root = loadEntries(consumer, 'esm', [pkg.name])[pkg.name] as string[];
       expect(root).to.include.members(['retryWithBackoff', 'circuitBreak', 'reflectOnError', 'fallbackTo', 'degradeAfter', 'runAgent']);
     });
 
@@ -235,7 +209,7 @@ export const names: string[] = Object.keys(rxheal);
 
     it(`loads EVERY entry point of the exports map by import and by require (${entries.map((e) => e.specifier).join(', ')})`, () => {
       const names = entries.map((e) => e.specifier);
-      expectLoaded(load(consumer, 'esm', names), load(consumer, 'cjs', names), entries);
+      expectLoaded(loadEntries(consumer, 'esm', names), loadEntries(consumer, 'cjs', names), entries);
     });
 
     it('typechecks a TypeScript consumer of every entry point under node16 and bundler resolution, 0 errors', () => {
