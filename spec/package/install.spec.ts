@@ -18,7 +18,7 @@
  * npm needs the registry here (its cache first: `--prefer-offline`; `--no-audit --no-fund` drop
  * the two network notices). The npm work of the two Nodes runs side by side from the suite's
  * start, each Node's lines one after another; each test awaits and checks its own line's. Measured
- * on this 2-core machine: 35 s in .ci/run, 80–110 s alone under other jobs' load — each line
+ * on this 2-core machine: 35–60 s inside .ci/run, 80–110 s alone under other jobs' load — each line
  * costs an install (2–6 s) and a copy of the base project (3 700 files, 2–5 s: rxjs's).
  */
 import { expect } from 'chai';
