@@ -16,8 +16,10 @@
  * loads by `import` and `require` on that Node.
  *
  * npm needs the registry here (its cache first: `--prefer-offline`; `--no-audit --no-fund` drop
- * the two network notices). The npm work of the two Nodes runs side by side from the first test
- * on (each install takes 2–6 s on a loaded 2-core machine); each test checks its own line's.
+ * the two network notices). The npm work of the two Nodes runs side by side from the suite's
+ * start, each Node's lines one after another; each test awaits and checks its own line's. Measured
+ * on this 2-core machine: 35–60 s inside .ci/run, 80–110 s alone under other jobs' load — each line
+ * costs an install (2–6 s) and a copy of the base project (3 700 files, 2–5 s: rxjs's).
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -91,7 +93,8 @@ interface Installed {
 interface NodeWork {
   readonly npmNode: string;
   readonly root: Installed;
-  readonly rows: Promise<Installed[]>;
+  /** One promise a table line, in order (each starts when the one before it is done). */
+  readonly rows: Promise<Installed>[];
 }
 
 async function installIn(node: string, project: string, command: string, tarball: string): Promise<Installed> {
@@ -108,16 +111,18 @@ async function work(node: NodeBinary, dir: string, tarball: string): Promise<Nod
   await mkdir(base);
   await writeFile(join(base, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
   const root = await installIn(node.path, base, rootLines[0]!.command, tarball);
-  const rows = (async () => {
-    const done: Installed[] = [];
-    for (const { command, for: specifier } of peerLines) {
+  const rows: Promise<Installed>[] = [];
+  for (const { command, for: specifier } of peerLines) {
+    const previous = rows.at(-1)?.catch(() => undefined);
+    const row = (async () => {
+      await previous;
       const project = join(where, specifier.replace(/\W+/g, '-'));
       await cp(base, project, { recursive: true, verbatimSymlinks: true });
-      done.push(await installIn(node.path, project, command, tarball));
-    }
-    return done;
-  })();
-  rows.catch(() => undefined); // awaited by the tests; never an unhandled rejection meanwhile
+      return installIn(node.path, project, command, tarball);
+    })();
+    row.catch(() => undefined); // awaited by its test; never an unhandled rejection meanwhile
+    rows.push(row);
+  }
   return { npmNode: (JSON.parse(version.stdout || '{}') as Record<string, string>)['node'] ?? `(npm version failed: ${version.stderr})`, root, rows };
 }
 
@@ -158,7 +163,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
 
   after(async () => {
     // let every npm child end before its directory goes
-    await Promise.allSettled([...works.values()].map(async (w) => (await w).rows));
+    await Promise.allSettled([...works.values()].map(async (w) => Promise.allSettled((await w).rows)));
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -190,7 +195,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
 
       peerLines.forEach(({ command, for: specifier, line: readmeLine }, i) => {
         it(`\`${command}\` for ${specifier} (README.md:${readmeLine}), after the root line: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${specifier} loads by import and require`, async () => {
-          const installed = (await done.rows)[i]!;
+          const installed = await done.rows[i]!;
           const versions = expectInstalled(installed);
           console.log(`      Node ${found?.version}: ${packagesOf(command).map((name) => `${name} ${versions[name]}`).join(', ')}`);
           expectLoaded(loadEntries(installed.project, 'esm', [specifier], node), loadEntries(installed.project, 'cjs', [specifier], node), [{ specifier }]);
