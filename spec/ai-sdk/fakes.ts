@@ -1,18 +1,17 @@
 /**
  * What the rxheal/ai-sdk specs (from.spec.ts, to.spec.ts) share: AI SDK stream parts, mock and
- * hand-written models (v2, v3, one that hangs), recorded provider streams (Anthropic's thinking,
- * Gemini's thought signatures), a scripted rxheal model, and the real providers pointed at
- * rxheal/server.
+ * hand-written models (v2; v3 or v4 by the kit, one that hangs), recorded provider streams
+ * (Anthropic's thinking, Gemini's thought signatures), a scripted rxheal model, and the real
+ * providers of a kit (AI SDK 6 or 7: spec/support/kits.ts) pointed at rxheal/server.
  */
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV2, LanguageModelV2StreamPart, LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { TextStreamPart, ToolSet } from 'ai';
-import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
+import { simulateReadableStream, type MockLanguageModelV3 } from 'ai/test';
 import { Observable } from 'rxjs';
 import type { TurnEvent } from '../../src/core/events/events.js';
 import type { Model } from '../../src/core/model/model.js';
 import type { LocalProvider } from '../../src/server/index.js';
+import type { AiSdkKit } from '../support/kits.js';
 import { sseBody } from '../support/providerFakes.js';
 
 export const usage = (input: number, output: number): LanguageModelV3Usage => ({
@@ -44,8 +43,6 @@ export const ANTHROPIC_THINKING_SSE = sseBody(
   { type: 'message_stop' },
 );
 
-/** The real @ai-sdk/anthropic provider, served by this fetch. */
-export const claudeOn = (fetch: typeof globalThis.fetch) => createAnthropic({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch })('claude-sonnet-4-5');
 
 /** Gemini 3's streamGenerateContent (alt=sse), as it records a function call: its thought signature rides on the call's part. */
 export const GEMINI_SIGNATURE = 'CiQBVKhc7mNvB2l0aGluZy1zaWduYXR1cmUtZm9yLXRoZS1jYWxs';
@@ -63,13 +60,6 @@ export const GEMINI_CALL_SSE = sseBody(
 );
 export const GEMINI_ANSWER_SSE = sseBody(geminiChunk([{ text: 'It is 22 °C and sunny in Paris.' }], 'STOP'));
 
-/** A MockLanguageModelV3 streaming these parts (a fresh stream per call, no timers). */
-export function mock(...parts: LanguageModelV3StreamPart[]): MockLanguageModelV3 {
-  return new MockLanguageModelV3({
-    doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...parts], initialDelayInMs: null, chunkDelayInMs: null }) }),
-  });
-}
-
 /** A hand-written spec v2 model (AI SDK 5) streaming these parts; records each call's options. */
 export function v2Model(parts: LanguageModelV2StreamPart[], calls: unknown[] = []): LanguageModelV2 {
   return {
@@ -83,26 +73,6 @@ export function v2Model(parts: LanguageModelV2StreamPart[], calls: unknown[] = [
       return Promise.resolve({ stream: simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: null }) });
     },
   };
-}
-
-/** A v3 model whose stream sends `parts`, then hangs until cancelled; records the cancel. */
-export function hanging(parts: LanguageModelV3StreamPart[]): { model: MockLanguageModelV3; state: { cancelled: boolean } } {
-  const state = { cancelled: false };
-  const model = new MockLanguageModelV3({
-    doStream: () =>
-      Promise.resolve({
-        stream: new ReadableStream<LanguageModelV3StreamPart>({
-          start(controller) {
-            for (const part of parts) controller.enqueue(part);
-          },
-          pull: () => new Promise<void>(() => undefined),
-          cancel() {
-            state.cancelled = true;
-          },
-        }),
-      }),
-  });
-  return { model, state };
 }
 
 /** Every part of a streamText call's fullStream. */
@@ -125,7 +95,42 @@ export const scripted = (id: string, events: () => Observable<TurnEvent> | TurnE
   return model;
 };
 
-/** The real @ai-sdk/openai-compatible provider, pointed at a local provider. */
-export const compat = (s: LocalProvider, name = 'local') => createOpenAICompatible({ name, baseURL: s.openAIBaseURL, includeUsage: true })('local');
-/** The real @ai-sdk/anthropic provider, pointed at a local provider. */
-export const claude = (s: LocalProvider) => createAnthropic({ baseURL: `${s.anthropicBaseURL}/v1`, apiKey: 'test' })('local');
+/** A stream part of either spec the kits implement (v4's own parts typed loosely: they are read by shape). */
+export type AnyStreamPart = LanguageModelV3StreamPart | { readonly type: 'ping' | 'custom' | 'reasoning-file'; readonly [key: string]: unknown };
+
+/** The models and providers of one AI SDK kit (6 or 7). */
+export function fakes(kit: AiSdkKit) {
+  return {
+    /** A mock model of the kit's spec (v3 or v4) streaming these parts (a fresh stream per call, no timers). */
+    mock(...parts: AnyStreamPart[]): MockLanguageModelV3 {
+      return new kit.MockLanguageModel({
+        doStream: () => Promise.resolve({ stream: kit.simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...(parts as LanguageModelV3StreamPart[])], initialDelayInMs: null, chunkDelayInMs: null }) }),
+      });
+    },
+    /** A mock model whose stream sends `parts`, then hangs until cancelled; records the cancel. */
+    hanging(parts: LanguageModelV3StreamPart[]): { model: MockLanguageModelV3; state: { cancelled: boolean } } {
+      const state = { cancelled: false };
+      const model = new kit.MockLanguageModel({
+        doStream: () =>
+          Promise.resolve({
+            stream: new ReadableStream<LanguageModelV3StreamPart>({
+              start(controller) {
+                for (const part of parts) controller.enqueue(part);
+              },
+              pull: () => new Promise<void>(() => undefined),
+              cancel() {
+                state.cancelled = true;
+              },
+            }),
+          }),
+      });
+      return { model, state };
+    },
+    /** The kit's @ai-sdk/anthropic provider, served by this fetch. */
+    claudeOn: (fetch: typeof globalThis.fetch) => kit.createAnthropic({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch })('claude-sonnet-4-5'),
+    /** The kit's @ai-sdk/openai-compatible provider, pointed at a local provider. */
+    compat: (s: LocalProvider, name = 'local') => kit.createOpenAICompatible({ name, baseURL: s.openAIBaseURL, includeUsage: true })('local'),
+    /** The kit's @ai-sdk/anthropic provider, pointed at a local provider. */
+    claude: (s: LocalProvider) => kit.createAnthropic({ baseURL: `${s.anthropicBaseURL}/v1`, apiKey: 'test' })('local'),
+  };
+}

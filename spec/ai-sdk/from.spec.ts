@@ -1,14 +1,10 @@
 /**
- * fromAiSdk (src/ai-sdk/from.ts, partDecoder.ts): AI SDK 6 models (`MockLanguageModelV3` from
+ * fromAiSdk (src/ai-sdk/from.ts, partDecoder.ts): AI SDK 6 models (`MockLanguageModel` from
  * `ai/test` with null delays), hand-written v2 and v4 models, and the real
  * `@ai-sdk/openai-compatible`, `@ai-sdk/anthropic` and `@ai-sdk/google` providers pointed at
  * rxheal/server or recorded streams, as rxheal models.
  */
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createOpenAI } from '@ai-sdk/openai';
-import { APICallError, type LanguageModelV2StreamPart, type LanguageModelV3StreamPart, type LanguageModelV3Usage } from '@ai-sdk/provider';
-import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
-import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
+import type { LanguageModelV2StreamPart, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { from, lastValueFrom, toArray } from 'rxjs';
@@ -21,6 +17,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import type { LocalProvider } from '../../src/server/index.js';
+import { AI_SDK_KITS, reportSkippedMajors } from '../support/kits.js';
 import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 import {
@@ -29,12 +26,8 @@ import {
   GEMINI_CALL_SSE,
   GEMINI_SIGNATURE,
   GEMINI_THOUGHT_SIGNATURE,
-  claude,
-  claudeOn,
-  compat,
+  fakes,
   finish,
-  hanging,
-  mock,
   text,
   usage,
   v2Model,
@@ -48,7 +41,10 @@ describe('rxheal/ai-sdk', function () {
   let slow: LocalProvider;
   before(() => ({ server, backup, slow } = providers));
 
-  describe('fromAiSdk: AI SDK model → rxheal Model', () => {
+  for (const kit of AI_SDK_KITS) describe(`fromAiSdk: AI SDK model → rxheal Model — ${kit.label}`, () => {
+    const { mock, hanging, claudeOn, compat, claude } = fakes(kit);
+    const { MockLanguageModel, simulateReadableStream, APICallError, createOpenAI, createGoogleGenerativeAI, streamText, tool, jsonSchema, stepCountIs } = kit;
+
     describe('text, tool calls, usage, finish reasons', () => {
       it('text deltas, then one finish with the unified reason and total usage', async () => {
         const events = await turn(fromAiSdk(mock({ type: 'response-metadata', id: 'r' }, ...text('Hello', ' world'), finish())), ask('Hi'));
@@ -169,6 +165,88 @@ describe('rxheal/ai-sdk', function () {
           doStream: () => Promise.resolve({ stream: simulateReadableStream<unknown>({ chunks: [...text('v4'), finish()], initialDelayInMs: null, chunkDelayInMs: null }) }),
         };
         expect(textOf(await turn(fromAiSdk(v4), ask('Hi')))).to.equal('v4');
+      });
+    });
+
+    // issue 21: AI SDK 7's LanguageModelV4 parts (read by shape: the same on either kit's mock)
+    describe('spec v4 stream parts (AI SDK 7)', () => {
+      it('ping (a heartbeat) is ignored, never an error, wherever it comes', async () => {
+        const model = mock({ type: 'ping' }, { type: 'text-start', id: 't' }, { type: 'ping' }, { type: 'text-delta', id: 't', delta: 'alive' }, { type: 'ping' }, { type: 'text-end', id: 't' }, finish(), { type: 'ping' });
+        expect(await turn(fromAiSdk(model), ask('Hi'))).to.deep.equal([
+          { type: 'text-delta', text: 'alive' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it("custom parts (provider-specific content) and reasoning-file parts are dropped by fromAiSdk's rule: the turn carries text, reasoning and tool calls", async () => {
+        const model = mock(
+          { type: 'reasoning-start', id: 'r' },
+          { type: 'reasoning-delta', id: 'r', delta: 'Sketching.' },
+          { type: 'reasoning-file', mediaType: 'image/png', data: { type: 'data', data: 'iVBORw0KGgo=' } },
+          { type: 'reasoning-end', id: 'r' },
+          { type: 'custom', kind: 'openai.compaction', providerMetadata: { openai: { itemId: 'cmp_1' } } },
+          ...text('Done.'),
+          finish(),
+        );
+        expect(await turn(fromAiSdk(model), ask('Draw'))).to.deep.equal([
+          { type: 'reasoning-delta', text: 'Sketching.' },
+          { type: 'reasoning-end' },
+          { type: 'text-delta', text: 'Done.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it("text-end's citations are sources: the text passes whole, the citations are not part of the turn", async () => {
+        const source = { type: 'source', sourceType: 'url', id: 's1', url: 'https://example.com/nile' };
+        const model = mock({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'The Nile is long.' }, { type: 'text-end', id: 't', citations: [{ source, startIndex: 0, endIndex: 17, citedText: 'The Nile is long' }] } as never, finish());
+        expect(await turn(fromAiSdk(model), ask('Nile?'))).to.deep.equal([
+          { type: 'text-delta', text: 'The Nile is long.' },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 3 } },
+        ]);
+      });
+
+      it("a tool input streamed with inputEncoding 'text' is the raw string its deltas make (not parsed); 'json' (or none) is parsed", async () => {
+        const patch = '*** Begin Patch\n*** Update File: a.txt\n+{"not": json\n*** End Patch';
+        const model = mock(
+          { type: 'tool-input-start', id: 'p', toolName: 'apply_patch', inputEncoding: 'text' } as never,
+          { type: 'tool-input-delta', id: 'p', delta: patch.slice(0, 20) },
+          { type: 'tool-input-delta', id: 'p', delta: patch.slice(20) },
+          { type: 'tool-input-end', id: 'p' },
+          { type: 'tool-input-start', id: 'j', toolName: 'get_weather', inputEncoding: 'json' } as never,
+          { type: 'tool-input-delta', id: 'j', delta: '{"city":"Oslo"}' },
+          { type: 'tool-input-end', id: 'j' },
+          finish('tool-calls'),
+        );
+        expect((await turn(fromAiSdk(model), ask('Patch it', [WEATHER_TOOL]))).filter((e) => e.type === 'tool-call')).to.deep.equal([
+          { type: 'tool-call', id: 'p', name: 'apply_patch', args: patch },
+          { type: 'tool-call', id: 'j', name: 'get_weather', args: { city: 'Oslo' } },
+        ]);
+        // the whole tool-call part's input is JSON in either encoding: a JSON string is the raw input
+        const whole = mock({ type: 'tool-input-start', id: 'p', toolName: 'apply_patch', inputEncoding: 'text' } as never, { type: 'tool-input-delta', id: 'p', delta: patch }, { type: 'tool-input-end', id: 'p' }, { type: 'tool-call', toolCallId: 'p', toolName: 'apply_patch', input: JSON.stringify(patch) }, finish('tool-calls'));
+        expect((await turn(fromAiSdk(whole), ask('Patch it'))).filter((e) => e.type === 'tool-call')).to.deep.equal([{ type: 'tool-call', id: 'p', name: 'apply_patch', args: patch }]);
+      });
+
+      it("finish reason 'interrupted' (the stream ended without a completion signal): an IncompleteStreamError, retryable and a fallback — never a short answer", async () => {
+        const interrupted = { type: 'finish', finishReason: { unified: 'interrupted', raw: undefined }, usage: usage(10, 3) } as unknown as LanguageModelV3StreamPart;
+        const error = await turnError(fromAiSdk(mock(...text('Hel'), interrupted)), ask('Hi'));
+        expect(error).to.be.instanceOf(IncompleteStreamError).with.property('message').that.contains('interrupted');
+        expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      });
+
+      it("an interrupted stream heals like any cut stream: fallbackModel's 'continue' has the backup finish the answer, nothing lost or doubled", async () => {
+        const interrupted = { type: 'finish', finishReason: { unified: 'interrupted', raw: undefined }, usage: usage(10, 3) } as unknown as LanguageModelV3StreamPart;
+        const primary = fromAiSdk(mock(...text('The Nile ', 'is'), interrupted), { id: 'primary' });
+        const backup = fromAiSdk(mock(...text(' 6,650 km long.'), finish()), { id: 'backup' });
+        const events = await turn(fallbackModel([primary, backup], { midStream: 'continue' }), ask('How long is the Nile?'));
+        expect(textOf(events)).to.equal('The Nile is 6,650 km long.');
+        expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
+      });
+
+      it("the reasoning setting (AI SDK 7's call option) is sent along; a value AI SDK 7 doesn't know is refused at once, naming the option", async () => {
+        const model = mock(...text('ok'), finish());
+        await turn(fromAiSdk(model, { settings: { reasoning: 'high' } }), ask('Hi'));
+        expect(model.doStreamCalls[0]).to.have.property('reasoning', 'high');
+        expect(() => fromAiSdk(model, { settings: { reasoning: 'extreme' as never } })).to.throw(InvalidOptionError, /settings\.reasoning.*'max'/);
       });
     });
 
@@ -487,10 +565,10 @@ describe('rxheal/ai-sdk', function () {
       });
 
       it('doStream resolving without a readable stream, or with one already read (a test double reused across attempts): the turn errors with the TypeError, never an unhandled rejection and a hang', async () => {
-        const noStream = new MockLanguageModelV3({ doStream: () => Promise.resolve({} as never) });
+        const noStream = new MockLanguageModel({ doStream: () => Promise.resolve({} as never) });
         expect(await turnError(fromAiSdk(noStream), ask('Hi'))).to.be.instanceOf(TypeError);
         const once = simulateReadableStream<LanguageModelV3StreamPart>({ chunks: [...text('Hi'), finish()], initialDelayInMs: null, chunkDelayInMs: null });
-        const reused = fromAiSdk(new MockLanguageModelV3({ doStream: () => Promise.resolve({ stream: once }) }));
+        const reused = fromAiSdk(new MockLanguageModel({ doStream: () => Promise.resolve({ stream: once }) }));
         expect(textOf(await turn(reused, ask('Hi')))).to.equal('Hi');
         const error = await turnError(reused, ask('Hi'));
         expect(error).to.be.instanceOf(TypeError);
@@ -499,7 +577,7 @@ describe('rxheal/ai-sdk', function () {
 
       it('doStream rejecting (an APICallError) passes as is', async () => {
         const apiError = new APICallError({ message: 'busy', url: 'u', requestBodyValues: {}, statusCode: 503, responseHeaders: { 'retry-after': '1' }, isRetryable: true });
-        const model = new MockLanguageModelV3({ doStream: () => Promise.reject(apiError) });
+        const model = new MockLanguageModel({ doStream: () => Promise.reject(apiError) });
         const error = await turnError(fromAiSdk(model), ask('Hi'));
         expect(error).to.equal(apiError);
         expect(classifyError(error)).to.deep.include({ category: 'service_unavailable', retryAfterMs: 1000 });
@@ -582,4 +660,5 @@ describe('rxheal/ai-sdk', function () {
       });
     });
   });
+  reportSkippedMajors('fromAiSdk: AI SDK model → rxheal Model');
 });

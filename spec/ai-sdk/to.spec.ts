@@ -3,7 +3,7 @@
  * of fromAiSdk models — as AI SDK models under the real `streamText` / `generateText`.
  */
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { generateText, jsonSchema, stepCountIs, streamText, tool, type TextStreamPart, type ToolSet } from 'ai';
+import type { TextStreamPart, ToolSet } from 'ai';
 import { expect } from 'chai';
 import { concat, from, Observable, throwError, timer } from 'rxjs';
 import { fromAiSdk, StreamRestartError, toAiSdk } from '../../src/ai-sdk/index.js';
@@ -15,7 +15,8 @@ import { openAICompatibleModel } from '../../src/providers/openai.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { ask, localProviders, RIVERS, RIVERS_ANSWER, turn, WEATHER_TOOL } from '../support/interop.js';
 import { fixtureFetch } from '../support/providerFakes.js';
-import { ANTHROPIC_THINKING_SSE, claude, claudeOn, compat, finish, fullStream, mock, scripted, text, usage } from './fakes.js';
+import { AI_SDK_KITS, reportSkippedMajors } from '../support/kits.js';
+import { ANTHROPIC_THINKING_SSE, fakes, finish, fullStream, scripted, text, usage } from './fakes.js';
 
 describe('rxheal/ai-sdk', function () {
   this.timeout(20_000);
@@ -25,7 +26,10 @@ describe('rxheal/ai-sdk', function () {
   let slow: LocalProvider;
   before(() => ({ server, backup, slow } = providers));
 
-  describe('toAiSdk: rxheal Model → LanguageModelV3 under streamText / generateText', () => {
+  for (const kit of AI_SDK_KITS) describe(`toAiSdk: rxheal Model → LanguageModelV3 under streamText / generateText — ${kit.label}`, () => {
+    const { mock, claudeOn, compat, claude } = fakes(kit);
+    const { streamText, generateText, tool, jsonSchema, stepCountIs } = kit;
+
     it('streamText: text, finish reason and usage', async () => {
       const model = scripted('s', () => [
         { type: 'text-delta', text: 'Hello' },
@@ -489,9 +493,152 @@ describe('rxheal/ai-sdk', function () {
       expect(() => toAiSdk(scripted('s', () => []), { name: 'x' } as never)).to.throw(InvalidOptionError, /name/);
     });
 
+    // issue 21: what AI SDK 7's own call options do with an rxheal model inside
+    if (kit.major === 7) {
+      describe("AI SDK 7's own options: reasoning, streamRetries, timeout", () => {
+        it("streamText's reasoning option travels to the fromAiSdk models inside: a real @ai-sdk/openai-compatible 3 sends it as reasoning_effort", async () => {
+          const before = server.requests.length;
+          const inner = mock(...text('ok'), finish());
+          const model = toAiSdk(fallbackModel([fromAiSdk(inner), fromAiSdk(compat(server))]));
+          expect(await streamText({ model, prompt: 'Hi', reasoning: 'low', maxRetries: 0 } as never).text).to.equal('ok');
+          expect(inner.doStreamCalls[0]).to.have.property('reasoning', 'low');
+          const real = toAiSdk(fromAiSdk(compat(server)));
+          await streamText({ model: real, prompt: RIVERS, reasoning: 'high', maxRetries: 0 } as never).text;
+          expect(server.requests.slice(before).map((r) => (r.body as { reasoning_effort?: unknown }).reasoning_effort)).to.deep.equal(['high']);
+        });
+
+        it("streamRetries left unset (its default): a stream error reaches onError once and the chain runs once — set it, and AI SDK 7 re-runs the whole chain after rxheal gave up, every attempt's partial text left in the stream", async () => {
+          const failing = scripted('f', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]), throwError(() => new HttpError(503))));
+          const errors: unknown[] = [];
+          const once = streamText({ model: toAiSdk(failing), prompt: 'Hi', maxRetries: 0, onError: ({ error }) => void errors.push(error) });
+          const parts = await fullStream(once);
+          expect(failing.calls).to.equal(1);
+          expect(errors).to.have.length(1);
+          expect(parts.filter((p) => p.type === 'text-delta').map((p) => (p as { text: string }).text)).to.deep.equal(['Hel']);
+          failing.calls = 0;
+          const retried = streamText({ model: toAiSdk(failing), prompt: 'Hi', maxRetries: 0, streamRetries: 2, onError: () => undefined } as never);
+          const repeated = await fullStream(retried);
+          expect(failing.calls).to.equal(3);
+          expect(repeated.filter((p) => p.type === 'text-delta').map((p) => (p as { text: string }).text)).to.deep.equal(['Hel', 'Hel', 'Hel']);
+          expect(await retried.finishReason).to.equal('error');
+        });
+
+        for (const timeout of [60, { totalMs: 60 }, { stepMs: 60 }, { firstChunkMs: 60 }] as const) {
+          it(`timeout ${JSON.stringify(timeout)}: the call is aborted, which unsubscribes the model inside (its request aborted)`, async () => {
+            let unsubscribed = 0;
+            const stalled = scripted('s', () => new Observable<TurnEvent>(() => () => void unsubscribed++));
+            const result = streamText({ model: toAiSdk(stalled), prompt: 'Hi', maxRetries: 0, timeout, onError: () => undefined } as never);
+            const parts = await fullStream(result);
+            expect(parts.map((p) => p.type)).to.include('abort');
+            expect(unsubscribed).to.equal(1);
+          });
+        }
+
+        it('timeout { chunkMs }: a model that stalls after its first delta is aborted and unsubscribed', async () => {
+          let unsubscribed = 0;
+          const stalled = scripted('s', () => new Observable<TurnEvent>((subscriber) => (subscriber.next({ type: 'text-delta', text: 'Hel' }), () => void unsubscribed++)));
+          const result = streamText({ model: toAiSdk(stalled), prompt: 'Hi', maxRetries: 0, timeout: { chunkMs: 60 }, onError: () => undefined } as never);
+          const parts = await fullStream(result);
+          expect(parts.map((p) => p.type)).to.include.members(['text-delta', 'abort']);
+          expect(unsubscribed).to.equal(1);
+        });
+      });
+    }
+
+    it(`wrapLanguageModel over it (a spec ${kit.specificationVersion} model, its middleware's) streams the same answer, with a middleware's settings travelling to the models inside`, async () => {
+      const inner = mock(...text('Wrapped', ' fine.'), finish());
+      const wrapped = kit.wrapLanguageModel({ model: toAiSdk(fromAiSdk(inner)), middleware: { specificationVersion: 'v3', transformParams: ({ params }: { params: Record<string, unknown> }) => Promise.resolve({ ...params, temperature: 0.3 }) } as never });
+      expect(wrapped.specificationVersion).to.equal(kit.specificationVersion);
+      expect(await streamText({ model: wrapped, prompt: 'Hi', maxRetries: 0 }).text).to.equal('Wrapped fine.');
+      expect(inner.doStreamCalls[0]).to.have.property('temperature', 0.3);
+    });
+
     it('reports itself as a v3 model of provider rxheal with the model id', () => {
       const model: LanguageModelV3 = toAiSdk(scripted('chain', () => []));
       expect(model).to.include({ specificationVersion: 'v3', provider: 'rxheal', modelId: 'chain' });
+    });
+  });
+  reportSkippedMajors('toAiSdk: rxheal Model → LanguageModelV3 under streamText / generateText');
+
+  // issue 21: the prompt of a spec v4 caller (or of ai@7's conversion, which tags nothing it
+  // passes down but file data it untags), handed straight to doStream
+  describe('toAiSdk: spec v4 prompts (AI SDK 7: tagged file data, custom and reasoning-file parts)', () => {
+    const requests: ModelRequest[] = [];
+    const recording: Model = { id: 'rec', stream: (request) => (requests.push(request), from<TurnEvent[]>([{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }])) };
+    const call = async (prompt: unknown[]): Promise<{ parts: LanguageModelV3StreamPart[]; error?: unknown }> => {
+      try {
+        const { stream } = await toAiSdk(recording).doStream({ prompt: prompt as never });
+        const parts: LanguageModelV3StreamPart[] = [];
+        for await (const part of stream as unknown as AsyncIterable<LanguageModelV3StreamPart>) parts.push(part);
+        return { parts };
+      } catch (error) {
+        return { parts: [], error };
+      }
+    };
+
+    it('a user file part with tagged data (data, url, reference, text) is refused, naming its media type and data', async () => {
+      for (const [data, said] of [
+        [{ type: 'data', data: new Uint8Array([1]) }, 'inline data'],
+        [{ type: 'url', url: new URL('https://example.com/cat.png') }, 'a URL'],
+        [{ type: 'reference', reference: { openai: 'file-1' } }, 'a provider file reference'],
+        [{ type: 'text', text: 'notes' }, 'inline text'],
+      ] as const) {
+        const { error } = await call([{ role: 'user', content: [{ type: 'text', text: 'Look:' }, { type: 'file', mediaType: 'image/png', data }] }]);
+        expect(error, said).to.be.instanceOf(InvalidOptionError).with.property('message').that.contains('image/png').and.contains(said).and.contains('prompt[0].content[1]');
+      }
+    });
+
+    it("an assistant message's custom and reasoning-file parts are left out with an 'unsupported' warning each; its text, reasoning and tool calls reach the model", async () => {
+      requests.length = 0;
+      const { parts, error } = await call([
+        { role: 'user', content: [{ type: 'text', text: 'Draw a cat' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: 'A cat, then.', providerOptions: { anthropic: { signature: 'sig' } } },
+            { type: 'reasoning-file', mediaType: 'image/png', data: { type: 'data', data: 'iVBORw0KGgo=' } },
+            { type: 'custom', kind: 'openai.compaction', providerOptions: { openai: { itemId: 'cmp_1' } } },
+            { type: 'text', text: 'Here it is.' },
+            { type: 'tool-call', toolCallId: 'c1', toolName: 'draw', input: { what: 'cat' } },
+          ],
+        },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'draw', output: { type: 'text', value: 'drawn' } }] },
+      ]);
+      expect(error).to.equal(undefined);
+      expect(parts[0]).to.deep.equal({
+        type: 'stream-start',
+        warnings: [
+          { type: 'unsupported', feature: 'prompt[1].content[1]: a reasoning file (image/png)', details: 'rxheal conversations carry text, reasoning text, tool calls and tool results: the part was left out' },
+          { type: 'unsupported', feature: "prompt[1].content[2]: custom content 'openai.compaction'", details: 'rxheal conversations carry text, reasoning text, tool calls and tool results: the part was left out' },
+        ],
+      });
+      expect(requests[0]!.messages[1]).to.deep.equal({ role: 'assistant', content: 'Here it is.', toolCalls: [{ id: 'c1', name: 'draw', args: { what: 'cat' } }], reasoning: [{ text: 'A cat, then.', signature: 'sig' }] });
+    });
+
+    it("a tool result's content: text as is, a v4 file of inline text as its text, other files named by type and media type", async () => {
+      requests.length = 0;
+      await call([
+        {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: 'c1',
+              toolName: 'read',
+              output: {
+                type: 'content',
+                value: [
+                  { type: 'text', text: 'Report: ' },
+                  { type: 'file', mediaType: 'text/plain', data: { type: 'text', text: 'all good' } },
+                  { type: 'file', mediaType: 'image/png', data: { type: 'data', data: 'iVBORw0KGgo=' } },
+                  { type: 'file-data', mediaType: 'application/pdf', data: 'JVBERi0=' },
+                ],
+              },
+            },
+          ],
+        },
+      ]);
+      expect(requests[0]!.messages).to.deep.equal([{ role: 'tool', toolCallId: 'c1', toolName: 'read', content: 'Report: all good[file image/png][file-data application/pdf]' }]);
     });
   });
 });

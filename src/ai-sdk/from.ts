@@ -24,7 +24,7 @@ import { PlainObject } from '../providers/providerOptions.js';
 import { isObject } from '../adapters/common.js';
 import { PartDecoder } from './partDecoder.js';
 import { sealMetadata } from './seal.js';
-import { CALL_SETTINGS, TAKES_SETTINGS, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
+import { CALL_SETTINGS, REASONING_EFFORTS, TAKES_SETTINGS, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
 
 /**
  * An AI SDK 7 model (spec v4), read by its shape: `doStream` and stream parts as in v3.
@@ -200,6 +200,17 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * `outputTokens.total`, or v2's numbers). Sources, files and metadata parts are not part of an
  * rxheal turn and are skipped.
  *
+ * Spec v4 (AI SDK 7), read as v3 plus: `ping` (a heartbeat) is ignored; `custom` parts
+ * (provider-specific content) and `reasoning-file` parts (a file made while reasoning) are
+ * dropped — an rxheal turn carries text, reasoning text and tool calls, nothing else — and so are
+ * `text-end`'s `citations` (sources, like `source` parts); a tool input streamed with
+ * `inputEncoding: 'text'` is the raw string its deltas make (not parsed as JSON; a whole
+ * `tool-call` part's input is JSON in either encoding); the finish reason `interrupted` (the
+ * stream ended without a completion signal: what `@ai-sdk/openai` 4 finishes a cut stream with)
+ * is an `IncompleteStreamError`, healed like any cut stream. AI SDK 7's `reasoning` call option
+ * (`settings.reasoning`, or the `streamText` call's through `toAiSdk`) is sent along: a v4 model
+ * reads it, a v3 or v2 model ignores it (as under `ai@7` itself).
+ *
  * Reasoning, both ways: `reasoning-delta` parts → `reasoning-delta`, each block's
  * `reasoning-end` → `reasoning-end` with the `signature` / `redactedData` that
  * `providerMetadata.anthropic` carried on any of the block's parts (`@ai-sdk/anthropic` sends the
@@ -245,7 +256,8 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * runAgent({ model, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
  * ```
  * @throws {InvalidOptionError} at once, for something that is not an AI SDK model object (a
- * model id string, a v1 model), or an invalid option.
+ * model id string, a v1 model), or an invalid option (`settings.reasoning` not one of AI SDK 7's
+ * values).
  */
 export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions): Model {
   if (typeof model === 'string') {
@@ -261,6 +273,9 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   const o = validateOptions('fromAiSdk', fromProps, options);
   const id = o.id ?? `${model.provider}:${model.modelId}`;
   const settings = (o.settings ?? {}) as AiSdkCallSettings;
+  if (settings.reasoning !== undefined && !REASONING_EFFORTS.includes(settings.reasoning)) {
+    throw new InvalidOptionError('fromAiSdk', 'settings.reasoning', settings.reasoning, `one of ${REASONING_EFFORTS.map((r) => `'${r}'`).join(', ')} (AI SDK 7's reasoning call option)`);
+  }
   const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
   const made: Model = {
     id,

@@ -2,8 +2,9 @@
  * `rxheal/ai-sdk`: the Vercel AI SDK both ways. {@link fromAiSdk} turns any AI SDK language
  * model (spec v2, v3, v4) into an rxheal {@link Model}; {@link toAiSdk} turns an rxheal model —
  * typically a `fallbackModel` of `fromAiSdk` models with breakers and retries — into a
- * `LanguageModelV3` for `streamText` / `generateText`. The AI SDK (`ai` 6, `@ai-sdk/provider` 3)
- * is an optional peer dependency: only this subpath needs it, and only its types.
+ * `LanguageModelV3` for `streamText` / `generateText` of `ai` 6 and `ai` 7 alike. The AI SDK (`ai` 6
+ * or 7, `@ai-sdk/provider` 3 or 4) is an optional peer dependency: only this subpath needs it, and
+ * only its types.
  *
  * @example
  * ```ts

@@ -20,7 +20,10 @@ interface EventSink {
 
 interface PendingInput {
   readonly name: string;
+  /** The deltas so far: JSON text, or (spec v4's `inputEncoding: 'text'`) the raw input itself. */
   json: string;
+  /** v4's `inputEncoding: 'text'`: the deltas concatenate to the input, a string, not JSON. */
+  readonly raw: boolean;
   ended: boolean;
   /** What the provider attached to the call (Gemini's thought signature), from its start. */
   readonly metadata: Record<string, unknown> | undefined;
@@ -45,8 +48,11 @@ interface OpenReasoning {
  * Reads one `doStream`'s parts into model events: text deltas; reasoning deltas, each block ended
  * by a `reasoning-end` with the signature or redacted data its parts carried; tool calls from
  * whole `tool-call` parts, or assembled from `tool-input-start/-delta/-end` when no `tool-call`
- * part follows; one `finish`. An `error` part, an error finish, or a tool input still open at
- * the finish is an error.
+ * part follows (v4's `inputEncoding: 'text'`: the raw string, not parsed); one `finish`. An
+ * `error` part, an error finish, a finish that says the stream was cut (v2 `unknown`, v3 `other`
+ * without a raw reason, v4 `interrupted`), or a tool input still open at the finish is an error.
+ * Every other part (v4's `ping`, `custom`, `reasoning-file`; sources, files, metadata) says
+ * nothing of an rxheal turn and is skipped.
  *
  * Reasoning blocks open at once (by their ids): the first opened streams, the others' deltas wait
  * until it ends, then pass on as one delta — our blocks never interleave, and no block's text or
@@ -105,7 +111,9 @@ export class PartDecoder {
       case 'tool-input-start': {
         const id = String(part['id']);
         if (part['providerExecuted'] === true) this.providerExecuted.add(id);
-        else if (!this.called.has(id)) this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', ended: false, metadata: isObject(part['providerMetadata']) ? part['providerMetadata'] : undefined });
+        else if (!this.called.has(id)) {
+          this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', raw: part['inputEncoding'] === 'text', ended: false, metadata: isObject(part['providerMetadata']) ? part['providerMetadata'] : undefined });
+        }
         return;
       }
       case 'tool-input-delta': {
@@ -136,9 +144,19 @@ export class PartDecoder {
         return;
       case 'error':
         throw providerStreamError(this.model, part['error']);
+      case 'ping':
+        // v4's heartbeat: the stream is alive, nothing to say
+        return;
+      case 'custom':
+      case 'reasoning-file':
+        // v4's provider-specific content blocks and files produced while reasoning: an rxheal turn
+        // carries text, reasoning text and tool calls only, so these are dropped (the rule
+        // fromAiSdk documents), as sources and files are
+        return;
       default:
-        // stream-start, response-metadata, text-start/-end, sources, files, raw,
-        // provider-executed tool results, approval requests: not part of an rxheal turn
+        // stream-start, response-metadata, text-start, text-end (v4: with its citations, which
+        // are sources), sources, files, raw, provider-executed tool results, approval requests:
+        // not part of an rxheal turn
         return;
     }
   }
@@ -186,17 +204,17 @@ export class PartDecoder {
     if (unified === 'error' || raw === 'error') {
       throw new IncompleteStreamError(this.model, `finish reason 'error'${typeof raw === 'string' ? ` (${raw})` : ''}`, this.parts);
     }
-    // the placeholder an AI SDK provider finishes with when the stream ended without a finish
-    // reason (a cut connection): v2's 'unknown', v3's { unified: 'other', raw: undefined }
-    if (unified === 'unknown' || (isObject(reasonField) && unified === 'other' && raw === undefined)) {
-      throw new IncompleteStreamError(this.model, 'the provider sent no finish reason (the stream was cut)', this.parts);
+    // what an AI SDK provider finishes with when the stream ended without a finish reason (a cut
+    // connection): v2's 'unknown', v3's { unified: 'other', raw: undefined }, v4's 'interrupted'
+    if (unified === 'unknown' || unified === 'interrupted' || (isObject(reasonField) && unified === 'other' && raw === undefined)) {
+      throw new IncompleteStreamError(this.model, `the provider sent no finish reason (the stream was cut${unified === 'interrupted' ? `: 'interrupted'` : ''})`, this.parts);
     }
     const out: TurnEvent[] = [];
     // reasoning the provider never ended ends here, with what its parts carried
     this.settle({ next: (event) => out.push(event) }, true);
     for (const [id, input] of this.inputs) {
       if (!input.ended) throw this.malformed(`the input of tool call ${id} (${input.name}) was still open at the finish`, part);
-      out.push(toolCallEvent(id, input.name, parseToolArguments(input.json), input.metadata));
+      out.push(toolCallEvent(id, input.name, input.raw ? input.json : parseToolArguments(input.json), input.metadata));
     }
     this.inputs.clear();
     const reason: FinishReason = typeof unified === 'string' && FINISH_REASONS.has(unified) ? (unified as FinishReason) : 'other';

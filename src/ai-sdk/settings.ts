@@ -11,14 +11,21 @@ import { modelsInside, type Model, type ModelRequest } from '../core/model/model
 
 /**
  * Call settings of one AI SDK call: `temperature`, `maxOutputTokens`, `topP`, `stopSequences`,
- * `seed`, `toolChoice`, `responseFormat`, `headers`, `providerOptions`…
+ * `seed`, `toolChoice`, `responseFormat`, `headers`, `providerOptions`…, and AI SDK 7's
+ * `reasoning` (how hard a reasoning model thinks: `'none'` … `'max'`), which a spec v4 model
+ * reads and a v3 or v2 model ignores (as `ai@7` itself passes it to them).
  *
  * @example
  * ```ts
- * const settings: AiSdkCallSettings = { temperature: 0, maxOutputTokens: 1024 };
+ * const settings: AiSdkCallSettings = { temperature: 0, maxOutputTokens: 1024, reasoning: 'low' };
  * ```
  */
-export type AiSdkCallSettings = Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal' | 'includeRawChunks'>;
+export type AiSdkCallSettings = Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal' | 'includeRawChunks'> & {
+  readonly reasoning?: 'provider-default' | 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+};
+
+/** The values of AI SDK 7's `reasoning` call option (spec v4), in its order. */
+export const REASONING_EFFORTS: readonly NonNullable<AiSdkCallSettings['reasoning']>[] = ['provider-default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 /**
  * Where {@link toAiSdk} puts the AI SDK call's settings on the request it hands its rxheal

@@ -46,6 +46,23 @@ function unsupported(at: string, what: string): never {
   throw new InvalidOptionError('toAiSdk', at, what, 'text, tool calls and tool results (rxheal models take text)');
 }
 
+/** Spec v4's tagged file data (`{ type: 'data' | 'url' | 'reference' | 'text', … }`), or v3's bare bytes, base64 string or URL. */
+function fileDataKind(data: unknown): string {
+  if (typeof data === 'object' && data !== null && !(data instanceof Uint8Array) && !(data instanceof URL)) {
+    const type = (data as { type?: unknown }).type;
+    return type === 'data' ? 'inline data' : type === 'url' ? 'a URL' : type === 'reference' ? 'a provider file reference' : type === 'text' ? 'inline text' : 'data';
+  }
+  return data instanceof URL ? 'a URL' : 'inline data';
+}
+
+/** A tool result's content part as text: text as is, a v4 file of inline text as its text, anything else named. */
+function contentPartText(part: { readonly type: string; readonly [key: string]: unknown }): string {
+  if (part.type === 'text') return String(part['text']);
+  const data = part['data'] as { type?: unknown; text?: unknown } | undefined;
+  if (part.type === 'file' && data?.type === 'text' && typeof data.text === 'string') return data.text;
+  return typeof part['mediaType'] === 'string' ? `[${part.type} ${part['mediaType']}]` : `[${part.type}]`;
+}
+
 function toolResultText(output: LanguageModelV3ToolResultOutput): { content: string; isError: boolean } {
   const json = (v: JSONValue | undefined): string => JSON.stringify(v ?? null);
   switch (output.type) {
@@ -60,14 +77,19 @@ function toolResultText(output: LanguageModelV3ToolResultOutput): { content: str
     case 'execution-denied':
       return { content: `The tool call was denied${output.reason ? `: ${output.reason}` : '.'}`, isError: true };
     case 'content':
-      return { content: output.value.map((p) => (p.type === 'text' ? p.text : `[${p.type}]`)).join(''), isError: false };
+      // v3's text, file-data, file-url… parts; v4's text and file parts (tagged data)
+      return { content: output.value.map((p) => contentPartText(p as unknown as { type: string })).join(''), isError: false };
     default:
       return { content: JSON.stringify(output), isError: false };
   }
 }
 
-/** The AI SDK prompt as our conversation. */
-function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
+/**
+ * The AI SDK prompt (spec v3, or v4: as a v4 caller or `ai@7`'s conversion hands it) as our
+ * conversation; what an assistant message holds that ours can't (v4's `custom` and
+ * `reasoning-file` parts) is dropped with a warning in `warnings`.
+ */
+function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]): Message[] {
   const messages: Message[] = [];
   prompt.forEach((message, i) => {
     switch (message.role) {
@@ -78,7 +100,7 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
         let text = '';
         message.content.forEach((part, j) => {
           if (part.type === 'text') text += part.text;
-          else unsupported(`prompt[${i}].content[${j}]`, `a ${part.type} part (${part.mediaType})`);
+          else unsupported(`prompt[${i}].content[${j}]`, `a ${String(part.type)} part (${part.mediaType}, ${fileDataKind(part.data)})`);
         });
         messages.push({ role: 'user', content: text });
         break;
@@ -88,6 +110,7 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
         const toolCalls: ToolCall[] = [];
         const reasoning: ReasoningPart[] = [];
         message.content.forEach((part, j) => {
+          const type: string = part.type;
           if (part.type === 'text') text += part.text;
           else if (part.type === 'tool-call') {
             if (part.providerExecuted !== true) {
@@ -98,7 +121,13 @@ function fromPrompt(prompt: LanguageModelV3Prompt): Message[] {
             // which the model may need back; a part with none of it and no text says nothing
             const seal = sealOf(part.providerOptions);
             if (part.text !== '' || sealed(seal)) reasoning.push({ text: part.text, ...seal } satisfies ReasoningPart);
-          } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType})`);
+          } else if (part.type === 'file') unsupported(`prompt[${i}].content[${j}]`, `a file part (${part.mediaType}, ${fileDataKind(part.data)})`);
+          else if (type === 'custom' || type === 'reasoning-file') {
+            // spec v4: provider-specific content, a file made while reasoning — an rxheal
+            // conversation has no place for them (the models inside get the rest of the message)
+            const what = type === 'custom' ? `custom content '${String((part as { kind?: unknown }).kind)}'` : `a reasoning file (${String((part as { mediaType?: unknown }).mediaType)})`;
+            warnings.push({ type: 'unsupported', feature: `prompt[${i}].content[${j}]: ${what}`, details: 'rxheal conversations carry text, reasoning text, tool calls and tool results: the part was left out' });
+          }
           // provider-executed tool results: not part of an rxheal conversation
         });
         const answer: Message = toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text };
@@ -136,7 +165,7 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
   warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
-  const request: RequestWithSettings = { messages: fromPrompt(prompt), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
+  const request: RequestWithSettings = { messages: fromPrompt(prompt, warnings), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
   return { request, warnings };
 }
 
@@ -180,6 +209,21 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * `doStream` itself never rejects for a model failure (errors arrive in the stream), so
  * `streamText`'s own retry (`maxRetries`, default 2), which only re-runs a rejected `doStream`,
  * never re-runs the chain; pass **`maxRetries: 0`** anyway, to say the retries are rxheal's.
+ *
+ * **AI SDK 7** takes this v3 model as it takes every v3 provider, converting on the fly (a v4
+ * prompt's tagged file data untagged; v3 stream parts are v4 parts): the specs run every case of
+ * this adapter under `ai` 6 and `ai` 7 with the same results. A v4 prompt handed to `doStream`
+ * directly reads the same way — a file part (tagged data or not) is refused, naming its media type
+ * and data; an assistant message's `custom` and `reasoning-file` parts are left out with an
+ * `unsupported` warning each; a tool result's file of inline text is its text — and the call's
+ * `reasoning` option travels with the other settings. Of AI SDK 7's own options: leave
+ * `streamRetries` unset (its default): an error in this stream means the chain inside gave up
+ * (or asked for a restart it can't express), and `streamRetries` would run the whole chain again
+ * with the failed attempt's text left in the consumer's stream — a `fallbackModel` with
+ * `midStream: 'continue'` inside continues it instead; `timeout` (total, step, first chunk, chunk
+ * gap) aborts the call, which unsubscribes the chain (its requests aborted): an outer bound, not a
+ * fallback — per-model deadlines belong inside, where they move on to the next model
+ * (`fallbackModel`'s `perModel`: `timeout({ first, each })` before `retryWithBackoff`).
  * `doGenerate` collects the stream — text, `reasoning` content (with its seal as provider
  * metadata), tool calls; a `reset` there just discards what was collected — and rejects with the
  * model's error. Aborting the call's `abortSignal`, or cancelling the stream, unsubscribes: the
