@@ -7,7 +7,11 @@
 //   package refuses it (engines). Not spec/package/install.spec.ts: it already runs every README
 //   install line on Node 20 and Node 24 itself, from the machine's run.
 // - the adapters and the frameworks they drive (spec/adapters, spec/ai-sdk, spec/openai,
-//   spec/anthropic, spec/langchain, spec/otel, spec/redis): the peers' own code runs on that Node.
+//   spec/anthropic, spec/langchain, spec/otel, spec/redis), and the classifier on errors as the
+//   real clients throw them (spec/core/errors/classifyClients.spec.ts): the peers' own code runs
+//   on that Node — and on Node >= 22 these specs run each case on the frameworks' 7.x lines too
+//   (ai 7, @ai-sdk/provider 4, openai 7: spec/support/kits.ts), which need Node >= 22, so here is
+//   the only place they run.
 // - the providers and the server (spec/providers, spec/server): Node's fetch, web streams,
 //   AbortSignal and http server, which change between Node lines.
 //
@@ -29,6 +33,7 @@ module.exports = {
     'spec/package.spec.ts',
     'spec/package/**/*.spec.ts',
     'spec/adapters/**/*.spec.ts',
+    'spec/core/errors/classifyClients.spec.ts',
     'spec/ai-sdk/**/*.spec.ts',
     'spec/openai/**/*.spec.ts',
     'spec/anthropic/**/*.spec.ts',
@@ -38,7 +43,7 @@ module.exports = {
     'spec/providers/**/*.spec.ts',
     'spec/server/**/*.spec.ts',
   ],
-  ignore: ['spec/package/install.spec.ts'],
+  ignore: ['spec/package/install.spec.ts', 'spec/support/majors/node_modules/**'],
   grep: '^the packed tarball in a fresh consumer project .*typecheck',
   invert: true,
 };

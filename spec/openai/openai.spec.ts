@@ -1,5 +1,6 @@
 /**
- * rxheal/openai: fromOpenAI over the official `openai` SDK (6.x), pointed at the local provider.
+ * rxheal/openai: fromOpenAI over the official `openai` SDK — 6.x, and 7.x on Node ≥ 22
+ * (spec/support/kits.ts) — pointed at the local provider.
  */
 import { expect } from 'chai';
 import * as t from 'io-ts';
@@ -15,25 +16,26 @@ import { ask, RIVERS, turn, turnError, WEATHER_TOOL } from '../support/interop.j
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 import { classifyError } from '../../src/core/errors/classify.js';
 import { HttpError } from '../../src/core/errors/errors.js';
+import { OPENAI_KITS, reportSkippedMajors } from '../support/kits.js';
 
-const client = (server: LocalProvider): OpenAI => new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' });
-
-describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', function () {
+for (const kit of OPENAI_KITS) describe(`rxheal/openai: fromOpenAI (${kit.label} against rxheal/server)`, function () {
   this.timeout(20_000);
+  const SDK = kit.OpenAI;
+  const client = (server: LocalProvider): OpenAI => new SDK({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' });
 
   sdkAdapterSuite({
     make: (server, options) => fromOpenAI(client(server), { model: 'local' }, options),
     reference: (server) => openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' }),
-    apiError: OpenAI.APIError,
-    rateLimitError: OpenAI.RateLimitError,
+    apiError: SDK.APIError,
+    rateLimitError: SDK.RateLimitError,
     midStream: { errorType: 'server_error', status: 500 },
     badInput: [
       ['a client without chat.completions.create', () => fromOpenAI({} as OpenAIChatClient, { model: 'gpt-4o' })],
-      ['params without a model', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: '' })],
-      ['maxRetries: -1', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }, { maxRetries: -1 })],
-      ['an unknown option', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }, { retries: 2 } as never)],
+      ['params without a model', () => fromOpenAI(new SDK({ apiKey: 'x' }), { model: '' })],
+      ['maxRetries: -1', () => fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }, { maxRetries: -1 })],
+      ['an unknown option', () => fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }, { retries: 2 } as never)],
       // every choice of the stream is read as the one answer rxheal asked for
-      ['params asking for two answers (n: 2)', () => fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o', n: 2 })],
+      ['params asking for two answers (n: 2)', () => fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o', n: 2 })],
     ],
   });
 
@@ -62,8 +64,8 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
     });
 
     it("the model's id: openai:<model>, or options.id", () => {
-      expect(fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }).id).to.equal('openai:gpt-4o');
-      expect(fromOpenAI(new OpenAI({ apiKey: 'x' }), { model: 'gpt-4o' }, { id: 'primary' }).id).to.equal('primary');
+      expect(fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }).id).to.equal('openai:gpt-4o');
+      expect(fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }, { id: 'primary' }).id).to.equal('primary');
     });
 
     it('a stream the SDK ends without any finish_reason errors (IncompleteStreamError), never a short answer', async () => {
@@ -88,7 +90,7 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
   });
 
   describe('recorded streams of OpenAI-compatible servers (the real SDK, served by its fetch)', () => {
-    const sdk = (body: string) => fromOpenAI(new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch: fixtureFetch(body).fetch }), { model: 'm' });
+    const sdk = (body: string) => fromOpenAI(new SDK({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch: fixtureFetch(body).fetch }), { model: 'm' });
 
     it("OpenRouter's mid-stream error { code: 502 } (the SDK's APIError has no status): an HttpError 502, retryable", async () => {
       const error = await turnError(sdk(OPENROUTER_ERROR_502), ask(RIVERS));
@@ -115,7 +117,7 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
 
     it('a tool turn with thinking goes back as the API requires (the server refuses it otherwise); the reasoning streams apart from the answer', async () => {
       const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
-      const model = fromOpenAI(new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' }), { model: 'local', thinking: { type: 'enabled' } } as Parameters<typeof fromOpenAI>[1]);
+      const model = fromOpenAI(new SDK({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' }), { model: 'local', thinking: { type: 'enabled' } } as Parameters<typeof fromOpenAI>[1]);
       const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
       expect(server.requests.map((r) => r.status)).to.deep.equal([200, 200]);
       expect(events.filter((e) => e.type === 'reasoning-delta').length).to.be.greaterThan(4);
@@ -124,3 +126,5 @@ describe('rxheal/openai: fromOpenAI (openai SDK 6 against rxheal/server)', funct
     });
   });
 });
+
+describe('rxheal/openai: fromOpenAI', () => reportSkippedMajors('fromOpenAI'));

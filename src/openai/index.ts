@@ -1,6 +1,6 @@
 /**
  * `rxheal/openai`: the official `openai` SDK's streaming chat completions as an rxheal
- * {@link Model}. `openai` (6.x) is an optional peer dependency: only this subpath needs it.
+ * {@link Model}. `openai` (6.x or 7.x) is an optional peer dependency: only this subpath needs it.
  *
  * @example
  * ```ts

@@ -1,26 +1,23 @@
 /**
  * The classifier on errors as each real client throws them (issue 10, items 6–9): the official
- * `openai` (6.x) and `@anthropic-ai/sdk` (1.x) clients, and AI SDK 6 providers
+ * `openai` (6.x and 7.x) and `@anthropic-ai/sdk` (1.x) clients, and the AI SDK 6 and 7 providers
  * (`@ai-sdk/openai-compatible`, `@ai-sdk/openai`, `@ai-sdk/anthropic`, `generateText`), pointed at
  * the local provider of `rxheal/server` with its faults (malformed chunk, mid-stream error event,
  * 429 with retry-after, 503, a dead port, a reset, a slow first byte) or aborted. Each row makes
  * the client throw for real; the few rows marked "hand-built" construct the client's own error
- * class for a shape the server can't produce.
+ * class for a shape the server can't produce. The rows of the `openai` SDK and of the AI SDK run
+ * once per major (spec/support/kits.ts: the 7.x lines on Node ≥ 22); the others once.
  */
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, type LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import Anthropic from '@anthropic-ai/sdk';
-import { generateText } from 'ai';
 import { expect } from 'chai';
-import OpenAI from 'openai';
 import { classifyError, type ErrorCategory } from '../../../src/core/errors/classify.js';
 import { startLocalProvider, type Fault, type LocalProvider } from '../../../src/server/index.js';
 import { ChatOpenAI } from '@langchain/openai';
 import { lastValueFrom } from 'rxjs';
 import { streamModel } from '../../../src/core/model/model.js';
 import { openAICompatibleModel } from '../../../src/providers/openai.js';
+import { AI_SDK_KITS, OPENAI_KITS, reportSkippedMajors, type AiSdkKit, type OpenAIKit } from '../../support/kits.js';
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../../support/providerFakes.js';
 
 interface Expected {
@@ -69,15 +66,9 @@ describe('classifyError on errors as real clients throw them', function () {
   after(() => server.close());
   afterEach(() => server.faults.clear());
 
-  const openai = (options: { timeout?: number } = {}) => new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', maxRetries: 0, logLevel: 'off', ...options });
   const anthropic = () => new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', maxRetries: 0, logLevel: 'off' });
   const messages = [{ role: 'user' as const, content: 'Tell me something nice about rivers' }];
 
-  /** Streams one chat completion with the official OpenAI SDK, to the end. */
-  const openaiStream = (signal?: AbortSignal, options: { timeout?: number } = {}) => async () => {
-    const stream = await openai(options).chat.completions.create({ model: 'local', messages, stream: true }, signal ? { signal } : {});
-    for await (const chunk of stream) void chunk;
-  };
   /** Streams one message with the official Anthropic SDK, to the end. */
   const anthropicStream = (signal?: AbortSignal) => async () => {
     const stream = await anthropic().messages.create({ model: 'local', max_tokens: 256, messages, stream: true }, signal ? { signal } : {});
@@ -89,176 +80,200 @@ describe('classifyError on errors as real clients throw them', function () {
     return controller.signal;
   };
 
-  const aiModels: Record<string, () => LanguageModelV3> = {
-    '@ai-sdk/openai-compatible': () => createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL, includeUsage: true })('local'),
-    '@ai-sdk/openai (chat)': () => createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test' }).chat('local'),
-    '@ai-sdk/anthropic': () => createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'test' })('local'),
-  };
-  /** A provider's `doStream`: the first `error` part's error, or what the call or the stream threw. */
-  const aiStream = (model: () => LanguageModelV3, signal?: AbortSignal) => async () => {
-    const { stream } = await model().doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: messages[0]!.content }] }], ...(signal ? { abortSignal: signal } : {}) });
-    const reader = stream.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      if (value.type === 'error') {
-        await reader.cancel();
-        throw value.error;
-      }
-    }
-  };
-
   interface Row {
     readonly item: 6 | 7 | 8 | 9;
     readonly label: string;
     readonly fault?: Fault;
     readonly produce: () => () => Promise<unknown>;
     readonly expected: Expected;
+    /** The row needs neither the openai SDK nor the AI SDK: it runs once. */
+    readonly kitFree?: true;
   }
 
-  const malformed: Fault = { kind: 'malformed', afterChunks: 2, times: 1 };
-  const rows: Row[] = [
-    // 6. a malformed chunk: a provider fault, not a bug in the caller
-    { item: 6, label: 'openai SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => openaiStream(), expected: BAD_GATEWAY },
-    { item: 6, label: 'anthropic SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => anthropicStream(), expected: BAD_GATEWAY },
-    ...Object.entries(aiModels).map(
-      ([name, model]): Row => ({ item: 6, label: `${name}, malformed chunk → error part AI_JSONParseError`, fault: malformed, produce: () => aiStream(model), expected: BAD_GATEWAY }),
-    ),
-    {
-      item: 6,
-      label: "fetch's Response.json() on a malformed body → SyntaxError from undici",
-      produce: () => () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then(async () => new Response('{"answer": "Hel').json()),
-      expected: BAD_GATEWAY,
-    },
-    // 7. mid-stream error events: no status, the type says what it is
-    {
-      item: 7,
-      label: "openai SDK, mid-stream error { type: 'server_error' } (OpenAI's message) → APIError without status",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: OPENAI_SERVER_ERROR, times: 1 },
-      produce: () => openaiStream(),
-      expected: SERVER_ERROR,
-    },
-    {
-      item: 7,
-      label: "openai SDK, mid-stream error { type: 'rate_limit_exceeded' } → APIError without status",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'rate_limit_error', message: 'Request limit reached for gpt-4o on requests per min', times: 1 },
-      produce: () => openaiStream(),
-      expected: { category: 'rate_limit', retryable: true, fallback: true },
-    },
-    {
-      item: 7,
-      label: "anthropic SDK, mid-stream event: error { type: 'overloaded_error' } → APIError without status",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'overloaded_error', message: 'Overloaded', times: 1 },
-      produce: () => anthropicStream(),
-      expected: UNAVAILABLE,
-    },
-    {
-      item: 7,
-      label: "anthropic SDK, mid-stream event: error { type: 'api_error' } → APIError without status",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'api_error', message: 'Something went wrong on our side', times: 1 },
-      produce: () => anthropicStream(),
-      expected: SERVER_ERROR,
-    },
-    {
-      item: 7,
-      label: "anthropic SDK, mid-stream event: error { type: 'invalid_request_error' } → not retryable",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum', times: 1 },
-      produce: () => anthropicStream(),
-      expected: { category: 'bad_request', retryable: false, fallback: true },
-    },
-    ...['@ai-sdk/openai-compatible', '@ai-sdk/openai (chat)'].map(
-      (name): Row => ({
+  /**
+   * The rows for one major of the openai SDK and of the AI SDK; `first`: with the rows that need
+   * neither (the Anthropic SDK's, fetch's), once.
+   */
+  const rowsOf = (oa: OpenAIKit, ai: AiSdkKit, first: boolean): Row[] => {
+    const openai = (options: { timeout?: number } = {}) => new oa.OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', maxRetries: 0, logLevel: 'off', ...options });
+    /** Streams one chat completion with the official OpenAI SDK, to the end. */
+    const openaiStream = (signal?: AbortSignal, options: { timeout?: number } = {}) => async () => {
+      const stream = await openai(options).chat.completions.create({ model: 'local', messages, stream: true }, signal ? { signal } : {});
+      for await (const chunk of stream) void chunk;
+    };
+    const aiModels: Record<string, () => LanguageModelV3> = {
+      '@ai-sdk/openai-compatible': () => ai.createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL, includeUsage: true })('local'),
+      '@ai-sdk/openai (chat)': () => ai.createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test' }).chat('local'),
+      '@ai-sdk/anthropic': () => ai.createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'test' })('local'),
+    };
+    /** A provider's `doStream`: the first `error` part's error, or what the call or the stream threw. */
+    const aiStream = (model: () => LanguageModelV3, signal?: AbortSignal) => async () => {
+      const { stream } = await model().doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: messages[0]!.content }] }], ...(signal ? { abortSignal: signal } : {}) });
+      const reader = stream.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        if (value.type === 'error') {
+          await reader.cancel();
+          throw value.error;
+        }
+      }
+    };
+
+    const malformed: Fault = { kind: 'malformed', afterChunks: 2, times: 1 };
+    const rows: Row[] = [
+      // 6. a malformed chunk: a provider fault, not a bug in the caller
+      { item: 6, label: 'openai SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => openaiStream(), expected: BAD_GATEWAY },
+      { item: 6, kitFree: true, label: 'anthropic SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => anthropicStream(), expected: BAD_GATEWAY },
+      ...Object.entries(aiModels).map(
+        ([name, model]): Row => ({ item: 6, label: `${name}, malformed chunk → error part AI_JSONParseError`, fault: malformed, produce: () => aiStream(model), expected: BAD_GATEWAY }),
+      ),
+      {
+        item: 6,
+        kitFree: true,
+        label: "fetch's Response.json() on a malformed body → SyntaxError from undici",
+        produce: () => () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then(async () => new Response('{"answer": "Hel').json()),
+        expected: BAD_GATEWAY,
+      },
+      // 7. mid-stream error events: no status, the type says what it is
+      {
         item: 7,
-        label: `${name}, mid-stream error → error part { type: 'server_error' } (a plain object)`,
+        label: "openai SDK, mid-stream error { type: 'server_error' } (OpenAI's message) → APIError without status",
         fault: { kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: OPENAI_SERVER_ERROR, times: 1 },
-        produce: () => aiStream(aiModels[name]!),
+        produce: () => openaiStream(),
         expected: SERVER_ERROR,
-      }),
-    ),
-    {
-      item: 7,
-      label: "@ai-sdk/anthropic, mid-stream error → error part { type: 'api_error' } (a plain object)",
-      fault: { kind: 'stream-error', afterChunks: 2, errorType: 'api_error', message: 'Something went wrong on our side', times: 1 },
-      produce: () => aiStream(aiModels['@ai-sdk/anthropic']!),
-      expected: SERVER_ERROR,
-    },
-    {
-      item: 7,
-      label: "openai SDK RateLimitError { type: 'insufficient_quota' } (hand-built: the server can't send that type) → no retry, fallback",
-      produce: () => async () => {
-        throw new OpenAI.RateLimitError(429, { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' }, undefined, new Headers());
       },
-      expected: { category: 'rate_limit', retryable: false, fallback: true },
-    },
-    // 8. the user aborted
-    { item: 8, label: 'openai SDK, aborted request → APIUserAbortError', produce: () => openaiStream(aborted()), expected: CANCELLED },
-    { item: 8, label: 'anthropic SDK, aborted request → APIUserAbortError', produce: () => anthropicStream(aborted()), expected: CANCELLED },
-    { item: 8, label: '@ai-sdk/openai-compatible, aborted request → AbortError', produce: () => aiStream(aiModels['@ai-sdk/openai-compatible']!, aborted()), expected: CANCELLED },
-    // the same status errors from every client (the SDKs' own classes, the AI SDK's APICallError)
-    { item: 9, label: 'openai SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => openaiStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
-    { item: 9, label: 'anthropic SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => anthropicStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
-    { item: 9, label: 'openai SDK, 503 → InternalServerError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => openaiStream(), expected: UNAVAILABLE },
-    { item: 9, label: 'anthropic SDK, 503 → ServiceUnavailableError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => anthropicStream(), expected: UNAVAILABLE },
-    { item: 9, label: 'openai SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => openaiStream(), expected: CONNECTION },
-    { item: 9, label: 'anthropic SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => anthropicStream(), expected: CONNECTION },
-    {
-      item: 9,
-      label: 'openai SDK, slow first byte past its timeout → APIConnectionTimeoutError',
-      fault: { kind: 'slow-first-byte', delayMs: 2000, times: 1 },
-      produce: () => openaiStream(undefined, { timeout: 50 }),
-      expected: { category: 'timeout', retryable: true, fallback: true },
-    },
-    ...Object.entries(aiModels).flatMap(([name, model]): Row[] => [
       {
-        item: 9,
-        label: `${name}, 429 with retry-after: 2 → APICallError (statusCode, responseHeaders)`,
-        fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 },
-        produce: () => aiStream(model),
-        expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 },
+        item: 7,
+        label: "openai SDK, mid-stream error { type: 'rate_limit_exceeded' } → APIError without status",
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'rate_limit_error', message: 'Request limit reached for gpt-4o on requests per min', times: 1 },
+        produce: () => openaiStream(),
+        expected: { category: 'rate_limit', retryable: true, fallback: true },
       },
-      { item: 9, label: `${name}, 503 → APICallError`, fault: { kind: 'status', status: 503, times: 1 }, produce: () => aiStream(model), expected: UNAVAILABLE },
       {
-        item: 9,
-        label: `${name}, 400 → APICallError (not retryable)`,
-        fault: { kind: 'status', status: 400, times: 1 },
-        produce: () => aiStream(model),
+        item: 7,
+        kitFree: true,
+        label: "anthropic SDK, mid-stream event: error { type: 'overloaded_error' } → APIError without status",
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'overloaded_error', message: 'Overloaded', times: 1 },
+        produce: () => anthropicStream(),
+        expected: UNAVAILABLE,
+      },
+      {
+        item: 7,
+        kitFree: true,
+        label: "anthropic SDK, mid-stream event: error { type: 'api_error' } → APIError without status",
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'api_error', message: 'Something went wrong on our side', times: 1 },
+        produce: () => anthropicStream(),
+        expected: SERVER_ERROR,
+      },
+      {
+        item: 7,
+        kitFree: true,
+        label: "anthropic SDK, mid-stream event: error { type: 'invalid_request_error' } → not retryable",
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum', times: 1 },
+        produce: () => anthropicStream(),
         expected: { category: 'bad_request', retryable: false, fallback: true },
       },
-      { item: 9, label: `${name}, dead port → APICallError without status`, fault: { kind: 'down', times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
-      { item: 9, label: `${name}, connection reset mid-stream → APICallError with statusCode 200`, fault: { kind: 'reset', afterChunks: 2, times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
-    ]),
-    {
-      item: 9,
-      label: "generateText's RetryError (429 twice, maxRetries: 1) → classified by its lastError",
-      fault: { kind: 'status', status: 429, retryAfterMs: 1, times: 2 },
-      produce: () => () => generateText({ model: aiModels['@ai-sdk/openai-compatible']!(), prompt: 'Hi', maxRetries: 1 }),
-      expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 1 },
-    },
-    {
-      item: 9,
-      label: 'APICallError with isRetryable: false on a 503 (hand-built: a provider that says so) → not retryable',
-      produce: () => async () => {
-        throw new APICallError({ message: 'no', url: 'http://x', requestBodyValues: {}, statusCode: 503, responseHeaders: {}, isRetryable: false });
+      ...['@ai-sdk/openai-compatible', '@ai-sdk/openai (chat)'].map(
+        (name): Row => ({
+          item: 7,
+          label: `${name}, mid-stream error → error part { type: 'server_error' } (a plain object)`,
+          fault: { kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: OPENAI_SERVER_ERROR, times: 1 },
+          produce: () => aiStream(aiModels[name]!),
+          expected: SERVER_ERROR,
+        }),
+      ),
+      {
+        item: 7,
+        label: "@ai-sdk/anthropic, mid-stream error → error part { type: 'api_error' } (a plain object)",
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'api_error', message: 'Something went wrong on our side', times: 1 },
+        produce: () => aiStream(aiModels['@ai-sdk/anthropic']!),
+        expected: SERVER_ERROR,
       },
-      expected: { category: 'service_unavailable', retryable: false, fallback: true },
-    },
-    {
-      item: 9,
-      label: 'APICallError without status or cause, isRetryable: true (hand-built) → transient, retryable',
-      produce: () => async () => {
-        throw new APICallError({ message: 'upstream hiccup', url: 'http://x', requestBodyValues: {}, isRetryable: true });
+      {
+        item: 7,
+        label: "openai SDK RateLimitError { type: 'insufficient_quota' } (hand-built: the server can't send that type) → no retry, fallback",
+        produce: () => async () => {
+          throw new oa.OpenAI.RateLimitError(429, { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' }, undefined, new Headers());
+        },
+        expected: { category: 'rate_limit', retryable: false, fallback: true },
       },
-      expected: { category: 'transient', retryable: true, fallback: true },
-    },
-  ];
+      // 8. the user aborted
+      { item: 8, label: 'openai SDK, aborted request → APIUserAbortError', produce: () => openaiStream(aborted()), expected: CANCELLED },
+      { item: 8, kitFree: true, label: 'anthropic SDK, aborted request → APIUserAbortError', produce: () => anthropicStream(aborted()), expected: CANCELLED },
+      { item: 8, label: '@ai-sdk/openai-compatible, aborted request → AbortError', produce: () => aiStream(aiModels['@ai-sdk/openai-compatible']!, aborted()), expected: CANCELLED },
+      // the same status errors from every client (the SDKs' own classes, the AI SDK's APICallError)
+      { item: 9, label: 'openai SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => openaiStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
+      { item: 9, kitFree: true, label: 'anthropic SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => anthropicStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
+      { item: 9, label: 'openai SDK, 503 → InternalServerError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => openaiStream(), expected: UNAVAILABLE },
+      { item: 9, kitFree: true, label: 'anthropic SDK, 503 → ServiceUnavailableError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => anthropicStream(), expected: UNAVAILABLE },
+      { item: 9, label: 'openai SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => openaiStream(), expected: CONNECTION },
+      { item: 9, kitFree: true, label: 'anthropic SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => anthropicStream(), expected: CONNECTION },
+      {
+        item: 9,
+        label: 'openai SDK, slow first byte past its timeout → APIConnectionTimeoutError',
+        fault: { kind: 'slow-first-byte', delayMs: 2000, times: 1 },
+        produce: () => openaiStream(undefined, { timeout: 50 }),
+        expected: { category: 'timeout', retryable: true, fallback: true },
+      },
+      ...Object.entries(aiModels).flatMap(([name, model]): Row[] => [
+        {
+          item: 9,
+          label: `${name}, 429 with retry-after: 2 → APICallError (statusCode, responseHeaders)`,
+          fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 },
+          produce: () => aiStream(model),
+          expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 },
+        },
+        { item: 9, label: `${name}, 503 → APICallError`, fault: { kind: 'status', status: 503, times: 1 }, produce: () => aiStream(model), expected: UNAVAILABLE },
+        {
+          item: 9,
+          label: `${name}, 400 → APICallError (not retryable)`,
+          fault: { kind: 'status', status: 400, times: 1 },
+          produce: () => aiStream(model),
+          expected: { category: 'bad_request', retryable: false, fallback: true },
+        },
+        { item: 9, label: `${name}, dead port → APICallError without status`, fault: { kind: 'down', times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
+        { item: 9, label: `${name}, connection reset mid-stream → APICallError with statusCode 200`, fault: { kind: 'reset', afterChunks: 2, times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
+      ]),
+      {
+        item: 9,
+        label: "generateText's RetryError (429 twice, maxRetries: 1) → classified by its lastError",
+        fault: { kind: 'status', status: 429, retryAfterMs: 1, times: 2 },
+        produce: () => () => ai.generateText({ model: aiModels['@ai-sdk/openai-compatible']!(), prompt: 'Hi', maxRetries: 1 }),
+        expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 1 },
+      },
+      {
+        item: 9,
+        label: 'APICallError with isRetryable: false on a 503 (hand-built: a provider that says so) → not retryable',
+        produce: () => async () => {
+          throw new ai.APICallError({ message: 'no', url: 'http://x', requestBodyValues: {}, statusCode: 503, responseHeaders: {}, isRetryable: false });
+        },
+        expected: { category: 'service_unavailable', retryable: false, fallback: true },
+      },
+      {
+        item: 9,
+        label: 'APICallError without status or cause, isRetryable: true (hand-built) → transient, retryable',
+        produce: () => async () => {
+          throw new ai.APICallError({ message: 'upstream hiccup', url: 'http://x', requestBodyValues: {}, isRetryable: true });
+        },
+        expected: { category: 'transient', retryable: true, fallback: true },
+      },
+    ];
+    return rows.filter((row) => first || row.kitFree !== true);
+  };
 
-  for (const row of rows) {
-    it(`item ${row.item}: ${row.label} → ${row.expected.category}${row.expected.retryable ? ', retryable' : ''}`, async () => {
-      if (row.fault) server.faults.set(row.fault);
-      const error = await thrown(row.produce());
-      expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
-    });
-  }
+  AI_SDK_KITS.forEach((ai, i) =>
+    describe(`with ${OPENAI_KITS[i]!.label} and ${ai.label}`, () => {
+      for (const row of rowsOf(OPENAI_KITS[i]!, ai, i === 0)) {
+        it(`item ${row.item}: ${row.label} → ${row.expected.category}${row.expected.retryable ? ', retryable' : ''}`, async () => {
+          if (row.fault) server.faults.set(row.fault);
+          const error = await thrown(row.produce());
+          expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
+        });
+      }
+    }),
+  );
+  reportSkippedMajors('the openai SDK and AI SDK rows');
 
   describe("item 6: a SyntaxError from the user's own code stays programming", () => {
     const cases: readonly (readonly [string, () => unknown])[] = [
@@ -295,6 +310,14 @@ describe('classifyError on errors as real clients throw them', function () {
       expect(verdictOf(fromLib, PROGRAMMING)).to.deep.equal(PROGRAMMING);
     });
 
+    it("openai 7's own SyntaxError in JSON.parse's place ('Error reading response: malformed server-sent event JSON.') is a malformed response when a dependency threw it; thrown from the app's file, programming", () => {
+      const message = 'Error reading response: malformed server-sent event JSON.';
+      const fromSdk = Object.assign(new SyntaxError(message), { stack: `SyntaxError: ${message}\n    at Stream.iterator (/app/node_modules/openai/core/streaming.js:148:19)\n    at main (/app/src/index.js:3:1)` });
+      const fromApp = Object.assign(new SyntaxError(message), { stack: `SyntaxError: ${message}\n    at readAll (/app/src/read.js:8:20)\n    at /app/node_modules/x/index.js:1:1` });
+      expect(verdictOf(fromSdk, BAD_GATEWAY)).to.deep.equal(BAD_GATEWAY);
+      expect(verdictOf(fromApp, PROGRAMMING)).to.deep.equal(PROGRAMMING);
+    });
+
     it("Firefox's and Safari's JSON.parse messages and frames are read too", () => {
       const firefox = Object.assign(new SyntaxError('JSON.parse: unterminated string at line 1 column 12 of the JSON data'), {
         stack: 'iterator@https://app.example/node_modules/.vite/deps/openai.js:812:20\nmain@https://app.example/src/main.ts:4:1\n',
@@ -307,7 +330,10 @@ describe('classifyError on errors as real clients throw them', function () {
     });
   });
 
-  describe('recorded responses the local provider cannot send, served to the real clients by their fetch', () => {
+  AI_SDK_KITS.forEach((ai, i) =>
+  describe(`recorded responses the local provider cannot send, served to the real clients by their fetch — with ${OPENAI_KITS[i]!.label} and ${ai.label}`, () => {
+    const OpenAI = OPENAI_KITS[i]!.OpenAI;
+    const { createOpenAICompatible, createOpenAI } = ai;
     /** OpenRouter's mid-stream error: a chunk with an error whose code is a number, and finish_reason 'error'. */
     /** OpenAI's 429 for a spent quota: retrying never helps. */
     const quota = JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
@@ -323,7 +349,7 @@ describe('classifyError on errors as real clients throw them', function () {
         if (value.type === 'error') throw value.error;
       }
     };
-    const rows: readonly { label: string; produce: () => () => Promise<unknown>; expected: Expected }[] = [
+    const rows: readonly { label: string; produce: () => () => Promise<unknown>; expected: Expected; kitFree?: true }[] = [
       {
         label: "openai SDK, OpenRouter's mid-stream error { code: 502 } → APIError without status → bad_gateway, retryable",
         produce: () => async () => {
@@ -333,6 +359,7 @@ describe('classifyError on errors as real clients throw them', function () {
         expected: { category: 'bad_gateway', retryable: true, fallback: true },
       },
       {
+        kitFree: true,
         label: "LangChain ChatOpenAI, OpenRouter's mid-stream error { code: 502 } → bad_gateway, retryable",
         produce: () => async () => {
           const chat = new ChatOpenAI({ model: 'm', apiKey: 'k', maxRetries: 0, configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch } });
@@ -351,6 +378,7 @@ describe('classifyError on errors as real clients throw them', function () {
         expected: BAD_GATEWAY,
       },
       {
+        kitFree: true,
         label: "openAICompatibleModel, 429 insufficient_quota → HttpError (the type is in its body) → not retryable, fallback",
         produce: () => () => lastValueFrom(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: quotaFetch() }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] })),
         expected: { category: 'rate_limit', retryable: false, fallback: true },
@@ -366,11 +394,12 @@ describe('classifyError on errors as real clients throw them', function () {
         expected: { category: 'rate_limit', retryable: false, fallback: true },
       },
     ];
-    for (const row of rows) {
+    for (const row of rows.filter((r) => i === 0 || r.kitFree !== true)) {
       it(row.label, async () => {
         const error = await thrown(row.produce());
         expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
       });
     }
-  });
+  }),
+  );
 });

@@ -445,7 +445,7 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * `cancelled`; a response that could not be parsed (the AI SDK's `AI_JSONParseError`,
  * `AI_TypeValidationError` and `AI_InvalidResponseDataError` — its providers' "stream ended
  * without a finish reason" —, or a `SyntaxError` from `JSON.parse` called by a dependency — an SDK reading a provider's stream,
- * `Response.json()`) → `bad_gateway`, like `MalformedStreamError`; programming errors
+ * `Response.json()`; `openai` 7's own `Error reading response: …` in its place) → `bad_gateway`, like `MalformedStreamError`; programming errors
  * (`TypeError` other than fetch's network failure, `RangeError`, `ReferenceError`,
  * `SyntaxError` from the app's own code, `JSON.parse` of its own literals included) → no retry,
  * no fallback; `CircuitOpenError` → fallback only; HTTP status (from `status`, `statusCode` or

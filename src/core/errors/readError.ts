@@ -220,6 +220,13 @@ export function impliedStatus(error: unknown): number | undefined {
  */
 const JSON_PARSE_MESSAGE = /JSON at position \d|^Unexpected end of JSON input|is not valid JSON$|^JSON\.parse: |^JSON Parse error: /;
 
+/**
+ * The messages of the `SyntaxError` an SDK throws in place of `JSON.parse`'s when the data it
+ * read was not JSON: `openai` 7's `Error reading response: malformed server-sent event JSON.`
+ * (also `… newline-delimited JSON.`, `… invalid structured output JSON.`).
+ */
+const RESPONSE_READ_MESSAGE = /^Error reading response: /;
+
 /** A stack frame of `JSON.parse` itself: V8's `at JSON.parse (<anonymous>)`, Safari's `parse@[native code]`. */
 const JSON_PARSE_FRAME = /^at JSON\.parse \(|^(JSON\.)?parse@\[native code\]/;
 
@@ -231,7 +238,8 @@ const DEPENDENCY_FRAME = /[\\/]node_modules[\\/]|\(node:|^at node:/;
  * SDK reading a provider's stream, `fetch`'s `Response.json()` — rather than an error of the
  * app's own code. Both must hold:
  * - it came from `JSON.parse`: its message is one of the JSON parser's, or its top frame is
- *   `JSON.parse`;
+ *   `JSON.parse` — or an SDK threw it in `JSON.parse`'s place, saying so (`openai` 7's
+ *   `Error reading response: malformed server-sent event JSON.`);
  * - the frame that called `JSON.parse` is a dependency's (a path through `node_modules/`) or the
  *   runtime's (`node:`): the data came over the wire, not from the app's source.
  *
@@ -248,7 +256,7 @@ export function isResponseParseError(error: unknown, name: string | undefined): 
   const text = message(error);
   // the frames start after the message, which may span lines
   const at = text === '' ? -1 : stack.indexOf(text);
-  let fromJsonParse = JSON_PARSE_MESSAGE.test(text);
+  let fromJsonParse = JSON_PARSE_MESSAGE.test(text) || RESPONSE_READ_MESSAGE.test(text);
   for (const raw of (at >= 0 ? stack.slice(at + text.length) : stack).split('\n', 16)) {
     const line = raw.trim();
     if (line === '' || (!line.startsWith('at ') && !line.includes('@'))) continue;
