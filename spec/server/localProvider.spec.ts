@@ -32,11 +32,8 @@ import {
 } from '../../src/server/index.js';
 import { describeEvent } from '../../src/testing/index.js';
 import Anthropic from '@anthropic-ai/sdk';
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateText } from 'ai';
-import OpenAI from 'openai';
 import { STATUS_CODES, request as httpRequest } from 'node:http';
+import { AI_SDK_KITS, OPENAI_KITS } from '../support/kits.js';
 import { rawRequest } from '../support/rawHttp.js';
 
 const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', stream: true, messages: [{ role: 'user', content }], ...extra });
@@ -925,15 +922,23 @@ describe('local provider', () => {
     const clients: Record<string, () => Promise<unknown>> = {
       openAICompatibleModel: () => lastValueFrom(streamModel(openAICompatibleModel({ id: 'gpt', baseURL: server.openAIBaseURL, model: 'local' }), { messages: user, tools: [] })),
       anthropicModel: () => lastValueFrom(streamModel(anthropicModel({ id: 'claude', baseURL: server.anthropicBaseURL, model: 'local' }), { messages: user, tools: [] })),
-      'openai SDK': async () =>
-        drain(await new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+      // the openai SDK of each major this Node runs (6; 7 on Node >= 22)
+      ...Object.fromEntries(
+        OPENAI_KITS.map(({ label, OpenAI }) => [
+          `${label} SDK`,
+          async () => drain(await new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+        ]),
+      ),
       '@anthropic-ai/sdk': async () =>
         drain(await new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'local', maxRetries: 0 }).messages.create({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
     };
-    const aiSdk: Record<string, () => Promise<unknown>> = {
-      '@ai-sdk/openai-compatible': () => generateText({ model: createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL })('local'), prompt: 'Hi', maxRetries: 0 }),
-      '@ai-sdk/anthropic': () => generateText({ model: createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), prompt: 'Hi', maxOutputTokens: 100, maxRetries: 0 }),
-    };
+    // the AI SDK providers of each major this Node runs (6; 7 on Node >= 22)
+    const aiSdk: Record<string, () => Promise<unknown>> = Object.fromEntries(
+      AI_SDK_KITS.flatMap(({ major, generateText, createOpenAICompatible, createAnthropic }) => [
+        [`@ai-sdk/openai-compatible (AI SDK ${major})`, () => generateText({ model: createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL })('local'), prompt: 'Hi', maxRetries: 0 })],
+        [`@ai-sdk/anthropic (AI SDK ${major})`, () => generateText({ model: createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), prompt: 'Hi', maxOutputTokens: 100, maxRetries: 0 })],
+      ]),
+    );
     const times = (text: string, word: string): number => text.split(new RegExp(`\\b${word}\\b`)).length - 1;
 
     for (const status of [429, 500, 503]) {
