@@ -6,7 +6,9 @@
  * makes `npm install` warn (EBADENGINE) on that Node and may not run there: pin it (npm
  * `overrides` for a transitive one — package.json pins eslint-plugin-regexp's
  * jsdoc-type-pratt-parser to 8.x, as 9.x wants Node ^22.22.2 || >=24.15.0). Read from the lockfiles
- * (no network), with the `semver` package npm itself uses.
+ * (no network), with the `semver` package npm itself uses. And npm 11 (Node 24's) runs a
+ * dependency's install script only when package.json `allowScripts` approves it: every one is
+ * decided there.
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
@@ -20,6 +22,7 @@ interface LockEntry {
   readonly name?: string;
   readonly dev?: boolean;
   readonly engines?: Record<string, string> | string[];
+  readonly hasInstallScript?: boolean;
 }
 const lockOf = (dir: string): Record<string, LockEntry> => (JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
 
@@ -49,5 +52,17 @@ describe('the Node versions every installed package accepts (package-lock.json e
       if (refused.length > 0) excluding.push(`${path.replace(/^.*node_modules\//, '')}@${entry.version} (${entry.dev ? 'dev' : 'runtime'}) wants node ${range}: not ${refused.join(', ')}`);
     }
     expect(excluding, 'pin these to a version that runs on every tested Node (npm overrides if transitive)').to.deep.equal([]);
+  });
+
+  // npm 11 (Node 24's) runs no dependency's install script that package.json's allowScripts does
+  // not name, and ends every `npm install` with a warning listing them
+  it('every package in package-lock.json with an install script is decided in package.json allowScripts (npm 11 warns otherwise)', () => {
+    const allowed = (packageJson()['allowScripts'] ?? {}) as Record<string, boolean>;
+    const undecided = Object.entries(lockOf(ROOT))
+      .filter(([, entry]) => entry.hasInstallScript === true)
+      .map(([path]) => path.replace(/^.*node_modules\//, ''))
+      .filter((name) => typeof allowed[name] !== 'boolean');
+    expect(undecided, 'approve or deny each (npm install-scripts approve|deny <pkg>, with npm 11)').to.deep.equal([]);
+    expect(Object.keys(allowed).length, 'allowScripts names the packages with install scripts').to.be.greaterThan(0);
   });
 });
