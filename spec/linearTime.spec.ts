@@ -15,6 +15,7 @@ import { validateOutput } from '../src/operators/validateOutput.js';
 import { cityOf, tokenize } from '../src/server/assistant.js';
 import { anthropicStreamDecoder } from '../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../src/providers/openai.js';
+import { openAIResponsesStreamDecoder } from '../src/providers/responsesDecoder.js';
 import { SseParser, parseSse } from '../src/providers/sseParser.js';
 import { withoutTrailingSlashes } from '../src/providers/providerOptions.js';
 import { decodeChunks } from './support/decodeChunks.js';
@@ -96,6 +97,12 @@ describe('linear time on untrusted text (256 KiB of adversarial input per case)'
     finishes('anthropic tool input', () =>
       decodeChunks(['event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n', ...json, 'data: {"type":"content_block_stop","index":0}\n\ndata: {"type":"message_stop"}\n\n'], anthropicStreamDecoder('m')),
     );
+    const sse = (e: Record<string, unknown>) => `event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`;
+    const completed = sse({ type: 'response.completed', response: { usage: { input_tokens: 1, output_tokens: 1 } } });
+    finishes('responses text', () => decodeChunks([sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message' } }), sse({ type: 'response.output_text.delta', output_index: 0, delta: text }), completed], openAIResponsesStreamDecoder('m')));
+    const args = Array.from({ length: 20_000 }, (_, i) => sse({ type: 'response.function_call_arguments.delta', output_index: 0, sequence_number: i + 1, delta: i === 0 ? '{"a":"' : 'xxxxxxxxxx' }));
+    const call = { type: 'function_call', id: 'fc', call_id: 'c', name: 'f' };
+    finishes('responses tool arguments', () => decodeChunks([sse({ type: 'response.output_item.added', output_index: 0, sequence_number: 0, item: call }), ...args, sse({ type: 'response.output_item.done', output_index: 0, sequence_number: 20_001, item: call }), completed], openAIResponsesStreamDecoder('m')));
   });
 
   it('continuation trimming on a repetitive tail', () => {

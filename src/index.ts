@@ -96,6 +96,8 @@ export { summarize, summarizeEvents } from './observe/summarize.js';
 export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
 export { openAICompatibleModel } from './providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './providers/openai.js';
+export { openAIResponsesModel } from './providers/responses.js';
+export type { OpenAIResponsesModelOptions } from './providers/responses.js';
 export { anthropicModel } from './providers/anthropic.js';
 export type { AnthropicModelOptions } from './providers/anthropic.js';
 // the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers

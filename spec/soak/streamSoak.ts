@@ -10,7 +10,7 @@
 import type { TurnEvent } from '../../src/core/events/events.js';
 import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../../src/providers/openai.js';
-import { cutAt, decodeChunks, LINE_ENDINGS, recordedStreams, type Outcome } from '../support/decodeChunks.js';
+import { cutAt, decodeChunks, LINE_ENDINGS, recordedResponsesStreams, recordedStreams, type Outcome } from '../support/decodeChunks.js';
 
 export interface StreamSoakOptions {
   readonly runs: number;
@@ -70,7 +70,7 @@ export function runStreamSoak(options: StreamSoakOptions): StreamSoakReport {
   const longEvery = options.longEvery ?? 20;
   const maxLine = options.maxLine ?? 4 * 1024 * 1024;
   const problems: string[] = [];
-  const streams = recordedStreams().flatMap(({ name, text, decoder }) =>
+  const streams = [...recordedStreams(), ...recordedResponsesStreams()].flatMap(({ name, text, decoder }) =>
     Object.entries(LINE_ENDINGS).map(([ending, convert]) => {
       const bytes = encoder.encode(convert(text));
       return { label: `${name} (${ending})`, bytes, decoder, whole: decodeChunks([bytes], decoder()) };

@@ -8,6 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { TurnEvent } from '../../src/core/events/events.js';
 import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../../src/providers/openai.js';
+import { responsesDeclaredTools } from '../../src/providers/responses.js';
+import { openAIResponsesStreamDecoder } from '../../src/providers/responsesDecoder.js';
 import { SseParser, type SseParserOptions } from '../../src/providers/sseParser.js';
 import type { StreamDecoder } from '../../src/providers/sse.js';
 
@@ -61,6 +63,43 @@ export function recordedStreams(): { name: string; text: string; decoder: () => 
       text: readFileSync(new URL(name, dir), 'utf8'),
       decoder: name.startsWith('anthropic') ? () => anthropicStreamDecoder('recorded') : () => openAIStreamDecoder('recorded'),
     }));
+}
+
+/** A recorded Responses API response's events as Server-Sent Events: `event: <type>` + `data:` (the API's framing), or `data:` alone. */
+export function responsesSse(events: readonly Record<string, unknown>[], framing: 'event+data' | 'data' = 'event+data'): string {
+  return events.map((e) => `${framing === 'event+data' ? `event: ${String(e['type'])}\n` : ''}data: ${JSON.stringify(e)}\n\n`).join('');
+}
+
+/** The client tools the request of each recorded Responses stream declared (spec/fixtures/openai-responses-*.jsonl). */
+export const RESPONSES_DECLARED: Readonly<Record<string, readonly Record<string, unknown>[]>> = {
+  'custom-tool': [{ type: 'custom', name: 'write_sql' }],
+  shell: [{ type: 'shell' }],
+  'mcp-approval': [{ type: 'mcp', server_label: 'zip1' }],
+  'apply-patch': [{ type: 'apply_patch' }],
+  'local-shell': [{ type: 'local_shell' }],
+};
+
+/**
+ * Every recorded Responses API stream in spec/fixtures (`openai-responses-<name>.jsonl`), each
+ * response as Server-Sent Events, with a decoder that knows the tools its request declared.
+ */
+export function recordedResponsesStreams(): { name: string; text: string; decoder: () => StreamDecoder<TurnEvent> }[] {
+  const dir = new URL('../fixtures/', import.meta.url);
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('openai-responses-') && f.endsWith('.jsonl'))
+    .sort()
+    .flatMap((file) => {
+      const name = file.slice('openai-responses-'.length, -'.jsonl'.length);
+      const responses: Record<string, unknown>[][] = [];
+      for (const line of readFileSync(new URL(file, dir), 'utf8').split('\n')) {
+        if (line.trim() === '') continue;
+        const event = JSON.parse(line) as Record<string, unknown>;
+        if (event['type'] === 'response.created' || responses.length === 0) responses.push([]);
+        responses[responses.length - 1]!.push(event);
+      }
+      const declared = responsesDeclaredTools({ tools: RESPONSES_DECLARED[name] ?? [] });
+      return responses.map((events, i) => ({ name: `${file} #${i}`, text: responsesSse(events), decoder: () => openAIResponsesStreamDecoder('recorded', declared) }));
+    });
 }
 
 /** The three line endings of `text/event-stream`. */

@@ -1,6 +1,6 @@
 /**
- * `rxheal/openai`: the official `openai` SDK's streaming chat completions as an rxheal
- * {@link Model}. `openai` (6.x or 7.x) is an optional peer dependency: only this subpath needs it.
+ * `rxheal/openai`: the official `openai` SDK's streaming chat completions ({@link fromOpenAI}) and
+ * Responses API ({@link fromOpenAIResponses}) as rxheal {@link Model}s. `openai` (6.x or 7.x) is an optional peer dependency: only this subpath needs it.
  *
  * @example
  * ```ts
@@ -15,6 +15,8 @@ import type OpenAI from 'openai';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Model } from '../core/model/model.js';
 import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../providers/openai.js';
+import { openAIResponsesBody, responsesDeclaredTools } from '../providers/responses.js';
+import { openAIResponsesStreamDecoder } from '../providers/responsesDecoder.js';
 import { sdkModel, sdkOptions, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
@@ -108,5 +110,93 @@ export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, o
     // the SDK ends its iteration at `data: [DONE]` and does not pass it on
     final: { event: 'message', data: '[DONE]' },
     decoder: openAIStreamDecoder,
+  });
+}
+
+/**
+ * What {@link fromOpenAIResponses} needs of a client: `responses.create` with `stream: true`. An
+ * `OpenAI` instance (or an `AzureOpenAI`, or any client of a server that speaks the Responses API).
+ *
+ * @example
+ * ```ts
+ * const client: OpenAIResponsesClient = new OpenAI({ baseURL: 'http://127.0.0.1:11434/v1', apiKey: 'ollama' });
+ * ```
+ */
+export interface OpenAIResponsesClient {
+  readonly responses: {
+    create(body: OpenAI.Responses.ResponseCreateParamsStreaming, options?: OpenAI.RequestOptions): PromiseLike<AsyncIterable<OpenAI.Responses.ResponseStreamEvent>>;
+  };
+}
+
+/**
+ * The request parameters of every call — the model and its settings (`reasoning`,
+ * `max_output_tokens`, `store`, `include`, hosted `tools` such as `{ type: 'web_search' }`…).
+ * Input, function tools and streaming come from rxheal.
+ *
+ * @example
+ * ```ts
+ * const params: OpenAIResponsesParams = { model: 'gpt-5-mini', reasoning: { effort: 'low', summary: 'auto' } };
+ * ```
+ */
+export type OpenAIResponsesParams = Omit<OpenAI.Responses.ResponseCreateParamsStreaming, 'input' | 'stream'>;
+
+/**
+ * Options of {@link fromOpenAIResponses}.
+ *
+ * @example
+ * ```ts
+ * const options: FromOpenAIResponsesOptions = { id: 'primary' };
+ * ```
+ */
+export type FromOpenAIResponsesOptions = SdkModelOptions;
+
+/**
+ * An rxheal {@link Model} over an `openai` client's streaming Responses API
+ * (`client.responses.create({ …params, input, tools, stream: true })`): the request and the events
+ * of `openAIResponsesModel` (the same body builder, the same decoder on the SDK's events) — with
+ * the client's auth, base URL, headers, timeouts and fetch. Stateless by default (`store: false`,
+ * reasoning sent back with its encrypted content); `params.store: true` keeps responses on
+ * OpenAI's side.
+ *
+ * - Text, reasoning (one `reasoning-end` per reasoning item, its id and encrypted content in
+ *   `providerMetadata.openai`), tool calls (function calls, and the client-run items of the tools
+ *   `params.tools` declares), one `finish` with usage.
+ * - Unsubscribing aborts the request. **The SDK's `maxRetries` is 0 per request** (pass
+ *   `{ maxRetries }` to keep it): retry with rxheal.
+ * - Errors: what the SDK throws for the request passes as is (`RateLimitError`…); mid-stream, the
+ *   SDK's status-less `APIError` for an `error` event becomes an `HttpError` with the status its
+ *   code implies, `response.failed` too (`server_error` 500, `rate_limit_exceeded` 429,
+ *   `invalid_prompt` 400); a malformed event a `MalformedStreamError`; a stream that ends before
+ *   `response.completed` an `IncompleteStreamError`.
+ *
+ * @example
+ * ```ts
+ * import OpenAI from 'openai';
+ * import { runAgent } from 'rxheal';
+ * import { fromOpenAIResponses } from 'rxheal/openai';
+ *
+ * const gpt = fromOpenAIResponses(new OpenAI(), { model: 'gpt-5-mini', reasoning: { effort: 'low', summary: 'auto' } });
+ * runAgent({ model: gpt, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
+ * ```
+ * @throws {InvalidOptionError} at once, for a client without `responses.create`, params without a
+ * `model`, or an invalid option.
+ */
+export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenAIResponsesParams, options?: FromOpenAIResponsesOptions): Model {
+  if (typeof client?.responses?.create !== 'function') {
+    throw new InvalidOptionError('fromOpenAIResponses', 'client', client, 'an openai client (with responses.create)');
+  }
+  if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
+    throw new InvalidOptionError('fromOpenAIResponses', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
+  }
+  const { id = `openai-responses:${params.model}`, maxRetries } = sdkOptions('fromOpenAIResponses', options);
+  const responses = client.responses;
+  const extra = params as unknown as Record<string, unknown>;
+  // the client tools params declares (custom, shell…): what a client-run item may call
+  const declared = responsesDeclaredTools(extra);
+  return sdkModel({
+    id,
+    open: (request, signal) => responses.create(openAIResponsesBody(params.model as string, request, extra) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal, maxRetries }),
+    toEvent: (event) => ({ event: 'message', data: JSON.stringify(event) }),
+    decoder: (model) => openAIResponsesStreamDecoder(model, declared),
   });
 }

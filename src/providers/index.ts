@@ -1,6 +1,6 @@
 /**
- * `rxheal/providers`: the protocol layer under {@link openAICompatibleModel} and
- * {@link anthropicModel} — SSE parsing, stream decoders, request bodies. Reach for it to speak a
+ * `rxheal/providers`: the protocol layer under {@link openAICompatibleModel},
+ * {@link openAIResponsesModel} and {@link anthropicModel} — SSE parsing, stream decoders, request bodies. Reach for it to speak a
  * protocol of your own or to test one; the two models themselves are also exported from the root.
  *
  * @example
@@ -12,6 +12,10 @@
  */
 export { openAICompatibleModel, openAIRequestBody, openAIStreamDecoder } from './openai.js';
 export type { OpenAICompatibleModelOptions } from './openai.js';
+export { openAIResponsesModel, openAIResponsesBody, responsesDeclaredTools } from './responses.js';
+export type { OpenAIResponsesModelOptions } from './responses.js';
+export { openAIResponsesStreamDecoder, ResponsesDecoder } from './responsesDecoder.js';
+export type { DeclaredTools } from './responsesDecoder.js';
 export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, ANTHROPIC_VERSION } from './anthropic.js';
 export type { AnthropicModelOptions } from './anthropic.js';
 export { SseParser, DEFAULT_MAX_EVENT_SIZE, parseSse } from './sseParser.js';

@@ -115,6 +115,7 @@ export function headersOf(error: unknown): unknown {
  */
 const ERROR_TYPE_STATUS: Readonly<Record<string, number>> = {
   invalid_request_error: 400,
+  invalid_prompt: 400,
   context_length_exceeded: 400,
   authentication_error: 401,
   invalid_api_key: 401,
@@ -128,13 +129,16 @@ const ERROR_TYPE_STATUS: Readonly<Record<string, number>> = {
   insufficient_quota: 429,
   api_error: 500,
   server_error: 500,
+  service_unavailable_error: 503,
+  server_is_overloaded: 503,
   timeout_error: 504,
   overloaded_error: 529,
 };
 
 /**
  * The HTTP status an API error type implies — OpenAI's (`server_error`, `rate_limit_exceeded`,
- * `insufficient_quota`, `invalid_request_error`…) and Anthropic's (`overloaded_error` → 529,
+ * `insufficient_quota`, `invalid_request_error`, the Responses API's `invalid_prompt`, and the
+ * `service_unavailable_error` / `server_is_overloaded` it sends after a 200…) and Anthropic's (`overloaded_error` → 529,
  * `rate_limit_error` → 429, `api_error` → 500, `timeout_error` → 504…) — or `undefined` for a
  * type it doesn't know.
  *

@@ -1,0 +1,118 @@
+/**
+ * rxheal/openai: fromOpenAIResponses over the official `openai` SDK's `responses.create` — 6.x,
+ * and 7.x on Node ≥ 22 (spec/support/kits.ts) — against recorded Responses streams replayed on
+ * loopback (spec/support/responsesReplay.ts): the same requests and events as
+ * openAIResponsesModel, the SDK's errors classified.
+ */
+import { expect } from 'chai';
+import * as t from 'io-ts';
+import { lastValueFrom, toArray } from 'rxjs';
+import { classifyError } from '../../src/core/errors/classify.js';
+import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
+import { streamModel } from '../../src/core/model/model.js';
+import { fromOpenAIResponses, type OpenAIResponsesClient } from '../../src/openai/index.js';
+import { openAIResponsesModel } from '../../src/providers/responses.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
+import { ask, turn, turnError } from '../support/interop.js';
+import { OPENAI_KITS, reportSkippedMajors } from '../support/kits.js';
+import { recordedResponses, replayResponses, type ResponseEvents } from '../support/responsesReplay.js';
+
+const calculator = defineTool({
+  name: 'calculator',
+  description: 'Arithmetic',
+  args: t.type({ a: t.number, b: t.number, op: t.keyof({ add: null, multiply: null }) }),
+  execute: ({ a, b, op }) => [op === 'add' ? a + b : a * b],
+});
+const question = [{ role: 'user' as const, content: 'Compute (12 + 7) × 3 × 10 with the calculator.' }];
+
+for (const kit of OPENAI_KITS) {
+  describe(`rxheal/openai: fromOpenAIResponses (${kit.label}, recorded Responses streams on loopback)`, function () {
+    this.timeout(20_000);
+    const client = (baseURL: string): OpenAIResponsesClient => new kit.OpenAI({ baseURL, apiKey: 'k', logLevel: 'off' });
+    const withReplay = async <T>(responses: readonly ResponseEvents[], run: (baseURL: string, requests: Awaited<ReturnType<typeof replayResponses>>['requests']) => Promise<T>): Promise<T> => {
+      const replay = await replayResponses(responses);
+      try {
+        return await run(replay.baseURL, replay.requests);
+      } finally {
+        await replay.close();
+      }
+    };
+
+    it("runAgent: a reasoning model's tool turns — the same events and request bodies as openAIResponsesModel on the same recording", async () => {
+      const codex = recordedResponses('openai-responses-codex-calculator.jsonl');
+      const viaSdk = await withReplay(codex, async (baseURL, requests) => ({
+        events: await lastValueFrom(runAgent({ model: fromOpenAIResponses(client(baseURL), { model: 'gpt-5.1-codex-max' }, { id: 'm' }), tools: [calculator], messages: question }).pipe(toArray())),
+        bodies: requests.map((r) => r.body),
+      }));
+      const viaFetch = await withReplay(codex, async (baseURL, requests) => ({
+        events: await lastValueFrom(runAgent({ model: openAIResponsesModel({ baseURL, model: 'gpt-5.1-codex-max', id: 'm' }), tools: [calculator], messages: question }).pipe(toArray())),
+        bodies: requests.map((r) => r.body),
+      }));
+      const last = viaSdk.events.at(-1);
+      expect(last?.type === 'message' && last.message.content).to.equal('The final result is **570**.');
+      // the same events but for the call lifecycle's clock readings
+      const timeless = (events: readonly unknown[]) => JSON.stringify(events.filter((e) => !['call-start', 'call-end'].includes((e as { type: string }).type)));
+      expect(timeless(viaSdk.events)).to.equal(timeless(viaFetch.events));
+      expect(viaSdk.bodies).to.deep.equal(viaFetch.bodies);
+      expect(viaSdk.bodies[1]).to.include({ store: false });
+    });
+
+    it("an error event mid-stream (the SDK throws a status-less APIError: insufficient_quota) → HttpError 429, not retryable, fallback", async () => {
+      const error = await withReplay(recordedResponses('openai-responses-failed.jsonl'), (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+      expect(error).to.be.instanceOf(HttpError).with.property('status', 429);
+      expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: false, fallback: true });
+    });
+
+    it('response.failed (server_error) → HttpError 500, retryable; a stream cut before its completion → IncompleteStreamError; a malformed event → MalformedStreamError', async () => {
+      const answer = recordedResponses('openai-responses-codex-calculator.jsonl')[3]!;
+      const failed: ResponseEvents = [...answer.slice(0, 5), { type: 'response.failed', sequence_number: 999, response: { status: 'failed', error: { code: 'server_error', message: 'The server had an error' } } }];
+      const error = await withReplay([failed], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+      expect(error).to.be.instanceOf(HttpError).with.property('status', 500);
+      expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
+      const cut = await withReplay([answer.slice(0, 6)], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+      expect(cut).to.be.instanceOf(IncompleteStreamError);
+      const reordered = await withReplay([[answer[0]!, answer[2]!, answer[1]!, ...answer.slice(3)]], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+      expect(reordered).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('sequence_number');
+    });
+
+    it('the client-run items of params.tools: a declared custom tool becomes a tool call; the request carries params (model, tools, settings)', async () => {
+      const custom = recordedResponses('openai-responses-custom-tool.jsonl');
+      const events = await withReplay(custom, (baseURL) => turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools: [{ type: 'custom', name: 'write_sql' }] }), ask('Users over 25?')));
+      expect(events[0]).to.deep.include({ type: 'tool-call', id: 'call_custom_sql_001', name: 'write_sql', args: 'SELECT * FROM users WHERE age > 25' });
+      const undeclared = await withReplay(custom, (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'gpt-5' }), ask('Users over 25?')));
+      expect(undeclared).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('custom_tool_call');
+      const requests = await withReplay(custom, async (baseURL, recorded) => {
+        await turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools: [{ type: 'custom', name: 'write_sql' }], max_output_tokens: 64 }), ask('Hi'));
+        return recorded;
+      });
+      expect(requests[0]!.body).to.include({ model: 'gpt-5', max_output_tokens: 64, stream: true, store: false });
+      expect(requests[0]!.body['tools']).to.deep.equal([{ type: 'custom', name: 'write_sql' }]);
+    });
+
+    it('unsubscribing aborts the request (the SDK gets the signal)', async () => {
+      let signal: AbortSignal | undefined;
+      const hanging: OpenAIResponsesClient = {
+        responses: {
+          create: (_body, options) => {
+            signal = options?.signal ?? undefined;
+            return new Promise(() => undefined);
+          },
+        },
+      };
+      const subscription = streamModel(fromOpenAIResponses(hanging, { model: 'm' }), ask('Hi')).subscribe({ error: () => undefined });
+      await Promise.resolve();
+      subscription.unsubscribe();
+      expect(signal?.aborted).to.equal(true);
+    });
+
+    it('bad input at once: a client without responses.create, params without a model, an unknown option', () => {
+      expect(() => fromOpenAIResponses({} as OpenAIResponsesClient, { model: 'm' })).to.throw(InvalidOptionError, /responses\.create/);
+      expect(() => fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: '' })).to.throw(InvalidOptionError, /params\.model/);
+      expect(() => fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: 'm' }, { retries: 1 } as never)).to.throw(InvalidOptionError, /retries/);
+      expect(fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: 'gpt-5' }).id).to.equal('openai-responses:gpt-5');
+    });
+  });
+}
+
+describe('rxheal/openai: fromOpenAIResponses', () => reportSkippedMajors('fromOpenAIResponses'));

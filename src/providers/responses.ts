@@ -1,0 +1,256 @@
+/**
+ * OpenAI's Responses API (`POST /responses`, `stream: true`) spoken with `fetch`: the request
+ * body from a model request, and {@link openAIResponsesModel}. The stream is read by
+ * responsesDecoder.ts. Also spoken by Azure OpenAI, OpenRouter, Ollama and others.
+ *
+ * @module
+ */
+import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
+import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
+import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { argumentsText } from './openai.js';
+import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
+import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
+import { decodeSse, isObject } from './sse.js';
+
+/**
+ * Options of {@link openAIResponsesModel}: those of `openAICompatibleModel`.
+ *
+ * @example
+ * ```ts
+ * const options: OpenAIResponsesModelOptions = { baseURL: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY, model: 'gpt-5-mini' };
+ * ```
+ */
+export interface OpenAIResponsesModelOptions {
+  /** The API's base URL, up to and including the version: `https://api.openai.com/v1`. Requests go to `<baseURL>/responses`. */
+  readonly baseURL: string;
+  /** Sent as `authorization: Bearer <apiKey>`. None by default (local servers need none). */
+  readonly apiKey?: string;
+  /** The model name sent in each request, e.g. `'gpt-5-mini'`. */
+  readonly model: string;
+  /** Extra request headers; they win over the defaults. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Extra fields merged into every request body (`{ reasoning: { effort: 'low', summary: 'auto' },
+   * max_output_tokens: 2048 }`; `store: true` to keep responses on OpenAI's side; `tools` for the
+   * tools the provider runs itself, `{ type: 'web_search' }`, or client tools such as
+   * `{ type: 'custom', name }`, sent before the request's own function tools); the adapter's own
+   * fields win.
+   */
+  readonly body?: Readonly<Record<string, unknown>>;
+  /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
+  readonly fetch?: typeof fetch;
+  /** The largest Server-Sent Event accepted, in characters (see `openAICompatibleModel`). */
+  readonly maxEventSize?: number;
+  /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai-responses:<model>`. */
+  readonly id?: string;
+}
+
+const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
+
+/** Our tool call's metadata from this protocol: the item id, and the item type for a call that is not a `function_call`. */
+function openaiMeta(call: ToolCall | ReasoningPart): Record<string, unknown> | undefined {
+  const meta = call.providerMetadata?.['openai'];
+  return isObject(meta) ? meta : undefined;
+}
+
+/**
+ * The reasoning items of an assistant message that this API can take back: those it produced
+ * (`providerMetadata.openai.itemId`), with their encrypted content when the response was not
+ * stored (`store: false`: the item is not on OpenAI's side, so its content must come back);
+ * reasoning of other providers (Anthropic's signed thinking, DeepSeek's text) has no place here.
+ */
+function reasoningItems(parts: readonly ReasoningPart[], store: boolean): Record<string, unknown>[] {
+  const items: Record<string, unknown>[] = [];
+  for (const part of parts) {
+    const meta = openaiMeta(part);
+    const id = meta?.['itemId'];
+    if (typeof id !== 'string') continue;
+    const encrypted = meta?.['reasoningEncryptedContent'];
+    if (!store && typeof encrypted !== 'string') continue; // not stored and not carried: nothing to send back
+    const summary = part.text === '' ? [] : [{ type: 'summary_text', text: part.text }];
+    items.push(typeof encrypted === 'string' ? { type: 'reasoning', id, summary, encrypted_content: encrypted } : { type: 'reasoning', id, summary });
+  }
+  return items;
+}
+
+/** An output item to send back as input: as it came, without the `status` only output items carry. */
+function withoutStatus(item: Record<string, unknown>): Record<string, unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- what input items do not take
+  const { status: _status, ...rest } = item;
+  return rest;
+}
+
+/** The type of item each tool call id was (the assistant's calls so far), for its result's output item. */
+function callTypes(messages: readonly Message[]): Map<string, string> {
+  const types = new Map<string, string>();
+  for (const m of messages) if (m.role === 'assistant') for (const call of m.toolCalls ?? []) types.set(call.id, String(openaiMeta(call)?.['itemType'] ?? 'function_call'));
+  return types;
+}
+
+/**
+ * A tool's result as the output item its call's type takes: `function_call_output` /
+ * `custom_tool_call_output` / `local_shell_call_output` with the text; `shell_call_output` with
+ * the text as stdout (stderr and exit code 1 for an error); `apply_patch_call_output` with status
+ * `completed` or `failed`; `mcp_approval_response` approving unless the result is an error;
+ * `computer_call_output` with the text as the screenshot's image URL.
+ */
+function outputItem(type: string, result: Extract<Message, { role: 'tool' }>): Record<string, unknown> {
+  const call_id = result.toolCallId;
+  const failed = result.isError === true;
+  switch (type) {
+    case 'shell_call':
+      return { type: 'shell_call_output', call_id, output: [{ stdout: failed ? '' : result.content, stderr: failed ? result.content : '', outcome: { type: 'exit', exit_code: failed ? 1 : 0 } }] };
+    case 'apply_patch_call':
+      return { type: 'apply_patch_call_output', call_id, status: failed ? 'failed' : 'completed', output: result.content };
+    case 'mcp_approval_request':
+      return { type: 'mcp_approval_response', approval_request_id: call_id, approve: !failed };
+    case 'computer_call':
+      return { type: 'computer_call_output', call_id, output: { type: 'computer_screenshot', image_url: result.content } };
+    default:
+      // function_call, custom_tool_call, local_shell_call, tool_search_call: `<type>_output` with the text
+      return { type: `${type}_output`, call_id, output: result.content };
+  }
+}
+
+/** Our messages as Responses input items. */
+function inputItems(messages: readonly Message[], store: boolean): Record<string, unknown>[] {
+  const types = callTypes(messages);
+  const items: Record<string, unknown>[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+      case 'user':
+        items.push({ role: message.role, content: message.content });
+        break;
+      case 'assistant':
+        items.push(...reasoningItems(message.reasoning ?? [], store));
+        if (message.content !== '') items.push({ role: 'assistant', content: message.content });
+        for (const call of message.toolCalls ?? []) {
+          const meta = openaiMeta(call);
+          const item = meta?.['item'];
+          if (meta?.['itemType'] === 'custom_tool_call') items.push({ type: 'custom_tool_call', call_id: call.id, name: call.name, input: typeof call.args === 'string' ? call.args : argumentsText(call.args) });
+          else if (typeof meta?.['itemType'] === 'string' && isObject(item)) items.push(withoutStatus(item)); // another client-run item: sent back as it came
+          else items.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: argumentsText(call.args) });
+        }
+        break;
+      case 'tool':
+        items.push(outputItem(types.get(message.toolCallId) ?? 'function_call', message));
+        break;
+    }
+  }
+  return items;
+}
+
+/** Tools as Responses function tools (a tool without parameters takes any object; `strict: false`: any JSON schema). */
+function responsesTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
+  return tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: toolParameters(tool), strict: false }));
+}
+
+/**
+ * The Responses request body for a model request: `stream: true`; not stored (`store: false`)
+ * unless `extra.store` is `true`, and then with `include: ['reasoning.encrypted_content']` added,
+ * so a reasoning model's tool turn works statelessly (its reasoning items come back with their
+ * encrypted content); our
+ * messages as input items (tool results as `function_call_output`, an assistant's calls as
+ * `function_call` items — a custom tool's as `custom_tool_call` and `custom_tool_call_output` —,
+ * its reasoning as the `reasoning` items it came as); the request's tools after `extra.tools`.
+ *
+ * @example
+ * ```ts
+ * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
+ * // { model: 'gpt-5-mini', stream: true, store: false, include: ['reasoning.encrypted_content'], input: [{ role: 'user', content: 'Hi' }] }
+ * ```
+ */
+export function openAIResponsesBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+  const store = extra['store'] === true;
+  const include = Array.isArray(extra['include']) ? (extra['include'] as unknown[]) : [];
+  const body: Record<string, unknown> = {
+    ...extra,
+    model,
+    stream: true,
+    store,
+    ...(store ? {} : { include: include.includes('reasoning.encrypted_content') ? include : [...include, 'reasoning.encrypted_content'] }),
+    input: inputItems(request.messages, store),
+  };
+  const own = responsesTools(request.tools);
+  const theirs = Array.isArray(extra['tools']) ? (extra['tools'] as unknown[]) : [];
+  if (own.length + theirs.length > 0) body['tools'] = [...theirs, ...own];
+  else delete body['tools'];
+  const choice = request.toolChoice;
+  if (choice !== undefined && request.tools.length > 0) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', name: choice.tool };
+  return body;
+}
+
+/**
+ * What a request body declared that a client-run output item may call: a function tool of that
+ * name, or a tool of its `tools` (`{ type: 'custom', name }`, or the built-in `{ type: 'shell' }`,
+ * `apply_patch`, `local_shell`, `computer…`, `mcp`, `tool_search`).
+ *
+ * @example
+ * ```ts
+ * responsesDeclaredTools({ tools: [{ type: 'custom', name: 'write_sql' }] })('write_sql'); // true
+ * ```
+ */
+export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>): DeclaredTools {
+  const tools = Array.isArray(body['tools']) ? (body['tools'] as unknown[]).filter(isObject) : [];
+  return (name) =>
+    tools.some((tool) => {
+      const type = tool['type'];
+      if (type === 'function' || type === 'custom') return tool['name'] === name;
+      if (name === 'computer') return typeof type === 'string' && type.startsWith('computer');
+      if (name === 'mcp_approval_request') return type === 'mcp';
+      return type === name;
+    });
+}
+
+/**
+ * A {@link Model} speaking OpenAI's Responses API with `stream: true`, over `fetch`: OpenAI
+ * itself, or any server that speaks it (Azure OpenAI, OpenRouter, Ollama, the local provider of
+ * `rxheal/server`…). Requests as {@link openAIResponsesBody} builds them (stateless by default:
+ * `store: false`, reasoning carried back encrypted); events as `ResponsesDecoder` reads them —
+ * text, reasoning with one `reasoning-end` per reasoning item (its item id and encrypted content
+ * in `providerMetadata.openai`, which go back with the assistant message), tool calls, one
+ * `finish` with usage.
+ *
+ * Errors (each one `classifyError` understands): a non-2xx response → `HttpError` with status,
+ * headers and body; `response.failed` or an `error` event mid-stream → `HttpError` with the status
+ * its code implies (`server_error` → 500: retryable; `rate_limit_exceeded` → 429; `invalid_prompt`
+ * → 400: not retryable); the body ending before `response.completed` / `response.incomplete` /
+ * `response.failed`, or the connection dropping → `IncompleteStreamError`; an event out of order
+ * (`sequence_number`), unreadable, or one that would have to be dropped (a client-run item of a
+ * tool the request did not declare) → `MalformedStreamError`. Unsubscribing aborts the request.
+ *
+ * @example
+ * ```ts
+ * const gpt = openAIResponsesModel({ baseURL: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY, model: 'gpt-5-mini', body: { reasoning: { effort: 'low', summary: 'auto' } } });
+ * runAgent({ model: fallbackModel([gpt, local]), tools: [getWeather], messages }).subscribe(render);
+ * ```
+ * @throws {InvalidOptionError} at once, for a missing or invalid option.
+ */
+export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Model {
+  checkProviderOptions('openAIResponsesModel', props, options, ['baseURL', 'model']);
+  const { apiKey, model, headers = {}, body = {} } = options;
+  const id = options.id ?? `openai-responses:${model}`;
+  const url = `${withoutTrailingSlashes(options.baseURL)}/responses`;
+  const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  return {
+    id,
+    stream: (request, context) => {
+      const sent = openAIResponsesBody(model, request, body);
+      return decodeSse(
+        {
+          model: id,
+          url,
+          headers: { ...auth, ...headers },
+          body: sent,
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
+          signal: context.signal,
+        },
+        () => new ResponsesDecoder(id, responsesDeclaredTools(sent)),
+      );
+    },
+  };
+}
+
