@@ -18,6 +18,8 @@ import { lastValueFrom, toArray } from 'rxjs';
 import { streamModel } from '../../src/core/model/model.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { openAIResponsesModel } from '../../src/providers/responses.js';
+import { fromOpenAIResponses } from '../../src/openai/index.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { ROOT } from '../package/npmPack.js';
 
@@ -43,6 +45,8 @@ const ANSWER = /^I am the local rxheal assistant\. You said: "Hi"/;
 /** Each client, asked one question through `baseURL`: the answer's text. */
 const clients: Record<string, (baseURL: string) => Promise<string>> = {
   openAICompatibleModel: async (baseURL) => text(await lastValueFrom(streamModel(openAICompatibleModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
+  openAIResponsesModel: async (baseURL) => text(await lastValueFrom(streamModel(openAIResponsesModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
+  fromOpenAIResponses: async (baseURL) => text(await lastValueFrom(streamModel(fromOpenAIResponses(new OpenAI({ baseURL, apiKey: 'local' }), { model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
   anthropicModel: async (baseURL) => text(await lastValueFrom(streamModel(anthropicModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
   openai: async (baseURL) => (await new OpenAI({ baseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', messages: [{ role: 'user', content: QUESTION }] })).choices[0]?.message.content ?? '',
   '@langchain/openai': async (baseURL) => String((await new ChatOpenAI({ model: 'local', apiKey: 'local', configuration: { baseURL }, maxRetries: 0 }).invoke(QUESTION)).content),

@@ -1,8 +1,9 @@
 /**
  * rxheal/openai: fromOpenAIResponses over the official `openai` SDK's `responses.create` — 6.x,
- * and 7.x on Node ≥ 22 (spec/support/kits.ts) — against recorded Responses streams replayed on
- * loopback (spec/support/responsesReplay.ts): the same requests and events as
- * openAIResponsesModel, the SDK's errors classified.
+ * and 7.x on Node ≥ 22 (spec/support/kits.ts) — against rxheal/server's `/v1/responses` (the
+ * adapter suite every SDK adapter passes, checked against openAIResponsesModel) and against
+ * recorded Responses streams replayed on loopback (spec/support/responsesReplay.ts): the same
+ * requests and events as openAIResponsesModel, the SDK's errors classified.
  */
 import { expect } from 'chai';
 import * as t from 'io-ts';
@@ -11,12 +12,14 @@ import { classifyError } from '../../src/core/errors/classify.js';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
 import { streamModel } from '../../src/core/model/model.js';
 import { fromOpenAIResponses, type OpenAIResponsesClient } from '../../src/openai/index.js';
+import type { LocalProvider } from '../../src/server/index.js';
 import { openAIResponsesModel } from '../../src/providers/responses.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { ask, turn, turnError } from '../support/interop.js';
 import { OPENAI_KITS, reportSkippedMajors } from '../support/kits.js';
 import { recordedResponses, replayResponses, type ResponseEvents } from '../support/responsesReplay.js';
+import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
 
 const calculator = defineTool({
   name: 'calculator',
@@ -27,6 +30,24 @@ const calculator = defineTool({
 const question = [{ role: 'user' as const, content: 'Compute (12 + 7) × 3 × 10 with the calculator.' }];
 
 for (const kit of OPENAI_KITS) {
+  describe(`rxheal/openai: fromOpenAIResponses (${kit.label} against rxheal/server's /v1/responses)`, function () {
+    this.timeout(20_000);
+    const client = (server: LocalProvider): OpenAIResponsesClient => new kit.OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', logLevel: 'off' });
+    sdkAdapterSuite({
+      make: (server, options) => fromOpenAIResponses(client(server), { model: 'local' }, options),
+      reference: (server) => openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local' }),
+      apiError: kit.OpenAI.APIError,
+      rateLimitError: kit.OpenAI.RateLimitError,
+      midStream: { errorType: 'server_error', status: 500, sdkMayPassIt: true },
+      badInput: [
+        ['a client without responses.create', () => fromOpenAIResponses({} as OpenAIResponsesClient, { model: 'gpt-5' })],
+        ['params without a model', () => fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: '' })],
+        ['maxRetries: -1', () => fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: 'gpt-5' }, { maxRetries: -1 })],
+        ['an unknown option', () => fromOpenAIResponses(new kit.OpenAI({ apiKey: 'x' }), { model: 'gpt-5' }, { retries: 2 } as never)],
+      ],
+    });
+  });
+
   describe(`rxheal/openai: fromOpenAIResponses (${kit.label}, recorded Responses streams on loopback)`, function () {
     this.timeout(20_000);
     const client = (baseURL: string): OpenAIResponsesClient => new kit.OpenAI({ baseURL, apiKey: 'k', logLevel: 'off' });
@@ -58,7 +79,7 @@ for (const kit of OPENAI_KITS) {
       expect(viaSdk.bodies[1]).to.include({ store: false });
     });
 
-    it("an error event mid-stream (the SDK throws a status-less APIError: insufficient_quota) → HttpError 429, not retryable, fallback", async () => {
+    it("an error event mid-stream (insufficient_quota; openai 6 passes it on as an event, 7 throws a status-less APIError) → HttpError 429, not retryable, fallback", async () => {
       const error = await withReplay(recordedResponses('openai-responses-failed.jsonl'), (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
       expect(error).to.be.instanceOf(HttpError).with.property('status', 429);
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: false, fallback: true });

@@ -241,7 +241,7 @@ describe('local provider', () => {
       expect(server.anthropicBaseURL).to.equal(server.url);
       expect(server.port).to.be.greaterThan(0);
       const health = await fetch(`${server.url}/health`);
-      expect(await health.json()).to.deep.equal({ ok: true, name: 'spec', protocols: ['openai', 'anthropic'] });
+      expect(await health.json()).to.deep.equal({ ok: true, name: 'spec', protocols: ['openai', 'anthropic', 'responses'] });
       expect(health.headers.get('x-provider-name')).to.equal('spec');
     });
 

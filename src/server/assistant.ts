@@ -33,7 +33,7 @@ export interface AssistantTool {
  * ```
  */
 export interface AssistantRequest {
-  readonly protocol: 'openai' | 'anthropic';
+  readonly protocol: 'openai' | 'anthropic' | 'responses';
   /** The `model` the request named. */
   readonly model: string;
   readonly messages: readonly Message[];

@@ -1,10 +1,11 @@
 /**
- * A local LLM provider: a real HTTP server on 127.0.0.1 that speaks OpenAI's Chat Completions and
- * Anthropic's Messages protocols (streaming and not), backed by a deterministic scripted
+ * A local LLM provider: a real HTTP server on 127.0.0.1 that speaks OpenAI's Chat Completions,
+ * OpenAI's Responses API and Anthropic's Messages protocols (streaming and not), backed by a deterministic scripted
  * assistant, with faults you switch on and off by option, in-process, or over HTTP. For demos
  * and for integration tests that need no API key and no network. Node only. This file serves
  * HTTP (the guard, CORS, the admin routes, the server's life); a model call is answered in
- * `modelEndpoint.ts`, with the faults of `faults.ts` and the wire formats of `protocols.ts`; what
+ * `modelEndpoint.ts`, with the faults of `faults.ts` and the wire formats of `protocols.ts` and
+ * `responsesProtocol.ts`; what
  * is recorded of the requests lives in `requests.ts`.
  *
  * @module
@@ -156,7 +157,9 @@ const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-
 
 /**
  * Starts a local provider: a real HTTP server speaking OpenAI's Chat Completions
- * (`POST /v1/chat/completions`) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
+ * (`POST /v1/chat/completions`), OpenAI's Responses API (`POST /v1/responses`: its numbered
+ * events; with `reasoning` asked for, a summary and encrypted content that a stateless tool turn
+ * must send back — a 400 otherwise) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
  * or not, answered by a deterministic scripted assistant that streams text token by token and
  * calls tools ({@link scriptedAssistant}), with faults per instance (see {@link Fault}): HTTP
  * statuses with `retry-after` / `x-should-retry`, down, connection reset after N chunks, stall,
@@ -226,7 +229,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
     const method = req.method ?? 'GET';
-    if (path === '/health' && method === 'GET') return json(res, 200, { ok: true, name, protocols: ['openai', 'anthropic'] });
+    if (path === '/health' && method === 'GET') return json(res, 200, { ok: true, name, protocols: ['openai', 'anthropic', 'responses'] });
     if (path === '/admin/requests' && method === 'GET') return json(res, 200, { requests: log.list() });
     if (path === '/admin/events' && method === 'GET') {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
@@ -302,6 +305,10 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
       if (path === '/v1/chat/completions' || path === '/chat/completions') {
         if (req.method !== 'POST') return json(res, 405, errorBody('openai', 405, 'use POST'), { allow: 'POST' });
         return answerModelCall(endpoint, req, res, 'openai', path);
+      }
+      if (path === '/v1/responses' || path === '/responses') {
+        if (req.method !== 'POST') return json(res, 405, errorBody('responses', 405, 'use POST'), { allow: 'POST' });
+        return answerModelCall(endpoint, req, res, 'responses', path);
       }
       if (path === '/v1/messages') {
         if (req.method !== 'POST') return json(res, 405, errorBody('anthropic', 405, 'use POST'), { allow: 'POST' });

@@ -1,6 +1,7 @@
 /**
- * The local provider's model endpoints (`POST /v1/chat/completions`, `POST /v1/messages`): one
- * request answered by the assistant, in OpenAI's or Anthropic's wire format, streamed or not, and
+ * The local provider's model endpoints (`POST /v1/chat/completions`, `POST /v1/messages`,
+ * `POST /v1/responses`): one request answered by the assistant, in the wire format of OpenAI's
+ * Chat Completions, Anthropic's Messages or OpenAI's Responses API, streamed or not, and
  * the faults that act on it on the way — before the answer (slow first byte, down, status) and
  * within the stream (reset, stall, malformed chunk, error event, bad tool arguments). Node only.
  *
@@ -36,6 +37,7 @@ import {
   type ToolCallOut,
 } from './protocols.js';
 import type { MutableRequest, RequestLog } from './requests.js';
+import { fromResponses, responsesAsksForThinking, responsesFrames, responsesJson, responsesMalformedFrame, responsesStreamErrorFrame } from './responsesProtocol.js';
 
 /** What the model endpoints need of the server they answer for. */
 export interface ModelEndpoint {
@@ -127,7 +129,7 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
 
     let conversation: { messages: Message[]; tools: AssistantTool[] };
     try {
-      conversation = protocol === 'openai' ? fromOpenAI(body) : fromAnthropic(body);
+      conversation = protocol === 'openai' ? fromOpenAI(body) : protocol === 'responses' ? fromResponses(body) : fromAnthropic(body);
     } catch (error) {
       if (!(error instanceof BadRequest)) throw error;
       record.status = 400;
@@ -138,7 +140,7 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     const request: AssistantRequest = { protocol, model, messages: conversation.messages, tools: toolsAllowed(body, conversation.tools) };
     const turn: AssistantTurn = assistant(request);
     let calls: ToolCallOut[] = (turn.toolCalls ?? []).map((c, i) => ({
-      id: protocol === 'openai' ? `call_${record.id.slice(4)}_${i}` : `toolu_${record.id.slice(4)}_${i}`,
+      id: protocol === 'anthropic' ? `toolu_${record.id.slice(4)}_${i}` : `call_${record.id.slice(4)}_${i}`,
       name: c.name,
       args: c.args,
     }));
@@ -153,10 +155,10 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     const tokens = tokenize(text);
     const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
     // thinking asked for: a short, signed reasoning block first (the API's own shape)
-    const thought = asksForThinking(body) ? reasoningFor(conversation.messages, calls) : undefined;
+    const thought = (protocol === 'responses' ? responsesAsksForThinking(body) : asksForThinking(body)) ? reasoningFor(conversation.messages, calls) : undefined;
     const reasoning = thought === undefined ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
     const answer: Answer = {
-      id: protocol === 'openai' ? `chatcmpl-${record.id}` : `msg_${record.id}`,
+      id: protocol === 'openai' ? `chatcmpl-${record.id}` : protocol === 'responses' ? record.id : `msg_${record.id}`,
       model,
       text,
       tokens,
@@ -169,11 +171,14 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
 
     if (!stream) {
       record.status = 200;
-      return json(res, 200, protocol === 'openai' ? openAIJson(answer) : anthropicJson(answer), headers);
+      return json(res, 200, protocol === 'openai' ? openAIJson(answer) : protocol === 'responses' ? responsesJson(answer, body) : anthropicJson(answer), headers);
     }
 
     const streamOptions = body['stream_options'];
-    const frames = protocol === 'openai' ? openAIFrames(answer, isRecord(streamOptions) && streamOptions['include_usage'] === true) : anthropicFrames(answer);
+    const frames =
+      protocol === 'openai' ? openAIFrames(answer, isRecord(streamOptions) && streamOptions['include_usage'] === true) : protocol === 'responses' ? responsesFrames(answer, body) : anthropicFrames(answer);
+    /** Frames written so far: a Responses fault event is numbered as the next one. */
+    let written = 0;
     const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
     if (fault) record.faults.push(fault.kind);
     const after = fault?.afterChunks ?? 0;
@@ -202,10 +207,10 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
           if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
           return true;
         case 'malformed':
-          await write(malformedFrame(protocol, answer));
+          await write(protocol === 'responses' ? responsesMalformedFrame(written) : malformedFrame(protocol, answer));
           return false;
         case 'stream-error':
-          await write(streamErrorFrame(protocol, f));
+          await write(protocol === 'responses' ? responsesStreamErrorFrame(f, written) : streamErrorFrame(protocol, f));
           res.end();
           return true;
       }
@@ -223,6 +228,7 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
         record.chunks = content;
       }
       await write(frame.text);
+      written++;
     }
     res.end();
   } catch (error) {

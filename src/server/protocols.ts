@@ -13,14 +13,15 @@ import type { StreamErrorFault } from './faults.js';
 import type { AssistantTool } from './assistant.js';
 
 /**
- * Which protocol a request spoke: `'openai'` (`/v1/chat/completions`) or `'anthropic'` (`/v1/messages`).
+ * Which protocol a request spoke: `'openai'` (`/v1/chat/completions`), `'anthropic'`
+ * (`/v1/messages`) or `'responses'` (OpenAI's Responses API, `/v1/responses`).
  *
  * @example
  * ```ts
  * const anthropicCalls = server.requests.filter((r) => r.protocol === 'anthropic').length;
  * ```
  */
-export type Protocol = 'openai' | 'anthropic';
+export type Protocol = 'openai' | 'anthropic' | 'responses';
 
 export interface ToolCallOut {
   readonly id: string;
@@ -248,15 +249,16 @@ export class BadRequest extends Error {
 
 /**
  * The tools a request's `tool_choice` leaves the assistant: none for `'none'` (OpenAI) or
- * `{ type: 'none' }` (Anthropic), only the named one for `{ type: 'function', function: { name } }`
- * or `{ type: 'tool', name }`, all of them otherwise.
+ * `{ type: 'none' }` (Anthropic), only the named one for `{ type: 'function', function: { name } }`,
+ * `{ type: 'tool', name }` or `{ type: 'function', name }` (Responses), all of them otherwise.
  */
 export function toolsAllowed<T extends { readonly name: string }>(body: Record<string, unknown>, tools: readonly T[]): T[] {
   const choice = body['tool_choice'];
   const kind = isRecord(choice) ? choice['type'] : choice;
   if (kind === 'none') return [];
   const fn = isRecord(choice) ? choice['function'] : undefined;
-  const name = isRecord(fn) ? fn['name'] : isRecord(choice) && kind === 'tool' ? choice['name'] : undefined;
+  // { type: 'function', function: { name } } (Chat Completions), { type: 'tool', name } (Anthropic), { type: 'function', name } (Responses)
+  const name = isRecord(fn) ? fn['name'] : isRecord(choice) && (kind === 'tool' || kind === 'function') ? choice['name'] : undefined;
   return typeof name === 'string' ? tools.filter((t) => t.name === name) : [...tools];
 }
 
