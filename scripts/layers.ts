@@ -30,6 +30,7 @@ export const ROOMS: readonly Room[] = [
   { path: 'core/fleet', purpose: `The fleet's node logic that implements the breaker's seam (votes, one prober, facts, the store link), the memory store, and the guard around any shared store` },
   { path: 'core/rate-limit', purpose: 'Shared rate limits: the GCRA store contract, its memory store, and the RateLimiter that reserves calls on it' },
   { path: 'core/model', purpose: 'The model contract (Model, ModelRequest, streamModel), abortable calls, call lifecycle events, and the text a turn accumulates' },
+  { path: 'core/latency', purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles` },
   { path: 'core/fallback', purpose: 'The rules of a fallback chain, once for fallbackTo and fallbackModel' },
   { path: 'core/capabilities', purpose: 'The capability registry: what degradeAfter turns off and on' },
   { path: 'operators', purpose: 'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput' },

@@ -99,3 +99,9 @@ export type { OpenAICompatibleModelOptions } from './providers/openai.js';
 export { anthropicModel } from './providers/anthropic.js';
 export type { AnthropicModelOptions } from './providers/anthropic.js';
 // the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers
+// observed latency: trackers on HdrHistogram, and deadlines derived from their quantiles
+export { LatencyDeadline, LatencyTracker } from './core/latency/tracker.js';
+export type { DerivedDeadlineOptions, LatencyKind, LatencyQuantiles, LatencySnapshot, LatencyTrackerOptions } from './core/latency/tracker.js';
+export { isDeadlineSource } from './core/latency/deadline.js';
+export type { DeadlineSource } from './core/latency/deadline.js';
+export { LatencyRegistry } from './core/latency/registry.js';
