@@ -29,6 +29,7 @@ export const ROOMS: readonly Room[] = [
   { path: 'core/breaker', purpose: 'The circuit breaker state machine, its registry, snapshots and failure-rate window, and the seam it defines for a fleet (FleetOptions, the BreakerStore contract, FleetHook)' },
   { path: 'core/fleet', purpose: `The fleet's node logic that implements the breaker's seam (votes, one prober, facts, the store link), the memory store, and the guard around any shared store` },
   { path: 'core/rate-limit', purpose: 'Shared rate limits: the GCRA store contract, its memory store, and the RateLimiter that reserves calls on it' },
+  { path: 'core/bulkhead', purpose: `Bulkheads: at most so many calls of a model or tool at once, a bounded FIFO queue with its timeout, the typed refusal, and the registry of bulkheads per name` },
   { path: 'core/model', purpose: 'The model contract (Model, ModelRequest, streamModel), abortable calls, call lifecycle events, and the text a turn accumulates' },
   { path: 'core/latency', purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles` },
   { path: 'core/fallback', purpose: 'The rules of a fallback chain, once for fallbackTo and fallbackModel' },

@@ -279,6 +279,41 @@ export const RateLimitedEventCodec = t.intersection(
   'RateLimitedEvent',
 );
 
+/**
+ * A bulkhead's decision about a call (`bulkhead`): `queued` — every slot was taken, it waits
+ * (`queued` calls now wait); `admitted` — it got a slot after waiting `waitMs`; `rejected` —
+ * `reason` `'full'` (no slot, no queue place) or `'queue_timeout'` (waited `waitMs`). `active`:
+ * calls running after the decision.
+ */
+export const BulkheadEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('bulkhead'), bulkhead: t.string, kind: t.keyof({ queued: null, admitted: null, rejected: null }), active: t.number, queued: t.number }),
+    t.partial({ waitMs: t.number, reason: t.keyof({ full: null, queue_timeout: null }) }),
+  ],
+  'BulkheadEvent',
+);
+/**
+ * What a `hedge` did with one attempt of a call (`attempt` 0 is the first, 1… the hedges; `target`
+ * what it calls): `started` (a hedge, `afterMs` after the attempt before it), `won` (it delivered
+ * first: the call is its), `cancelled` (another won, or the consumer left: unsubscribed at once),
+ * `failed` (it errored while another ran: the call goes on; `category` the classifier's),
+ * `skipped` (its breaker was open: not started) or `denied` (the hedge budget was spent: not
+ * started). `at`: scheduler time.
+ */
+export const HedgeEventCodec = t.intersection(
+  [
+    t.type({
+      type: t.literal('hedge'),
+      target: t.string,
+      kind: t.keyof({ started: null, won: null, cancelled: null, failed: null, skipped: null, denied: null }),
+      attempt: t.number,
+      at: t.number,
+    }),
+    t.partial({ afterMs: t.number, category: t.string }),
+  ],
+  'HedgeEvent',
+);
+
 /** Resilience events: what the healing did. Also what the events hub carries. */
 export const HealEventCodec = t.union(
   [
@@ -295,6 +330,8 @@ export const HealEventCodec = t.union(
     BudgetEventCodec,
     ResetEventCodec,
     RateLimitedEventCodec,
+    BulkheadEventCodec,
+    HedgeEventCodec,
   ],
   'HealEvent',
 );
@@ -376,9 +413,13 @@ export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
 /** A call waited for (or was refused) its turn under a shared rate limit. */
 export type RateLimitedEvent = t.TypeOf<typeof RateLimitedEventCodec>;
+/** A bulkhead queued, admitted or refused a call (see {@link BulkheadEventCodec}). */
+export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
+/** A hedge started, won, was cancelled, failed, was skipped or denied (see {@link HedgeEventCodec}). */
+export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits.
+ * degradations, resets, budget, rate-limit waits, bulkheads, hedges.
  *
  * @example
  * ```ts

@@ -314,7 +314,7 @@ class TrackingSubscriber<T> extends LeanSubscriber<T> {
  *
  * @example
  * ```ts
- * const firstToken = new LatencyDeadline(tracker, { quantile: 0.95, defaultMs: 2000, floorMs: 200 });
+ * const firstToken: LatencyDeadline = tracker.deadline({ quantile: 0.95, defaultMs: 2000, floorMs: 200 });
  * streamModel(model, request).pipe(degradeAfter({ firstMs: firstToken }, fallbackTurn));
  * ```
  * @throws {InvalidOptionError} at construction, for an invalid option.
