@@ -34,7 +34,7 @@ export const ROOMS: readonly Room[] = [
   { path: 'core/latency', purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles` },
   { path: 'core/fallback', purpose: 'The rules of a fallback chain, once for fallbackTo and fallbackModel' },
   { path: 'core/capabilities', purpose: 'The capability registry: what degradeAfter turns off and on' },
-  { path: 'operators', purpose: 'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput' },
+  { path: 'operators', purpose: 'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput, bulkhead, hedge (with its HedgeBudget)' },
   { path: 'sources', purpose: `What produces a run's events: runAgent (the agent loop), fallbackModel, and tools` },
   { path: 'providers', purpose: 'rxheal/providers: models over HTTP (OpenAI-compatible and Anthropic) and their SSE decoders' },
   { path: 'observe', purpose: 'Reading a run: the logger and the summary of what healed' },

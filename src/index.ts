@@ -111,3 +111,8 @@ export type { BulkheadEntrant, BulkheadOptions } from './core/bulkhead/bulkhead.
 export { bulkhead } from './operators/bulkhead.js';
 export { BulkheadRejectedError } from './core/errors/errors.js';
 export type { BulkheadRejection } from './core/errors/errors.js';
+// hedging the slow tail: a second attempt when the first is slow to deliver, within a budget
+export { hedge } from './operators/hedge.js';
+export type { HedgeAttempt, HedgeOptions } from './operators/hedge.js';
+export { HedgeBudget } from './operators/hedgeBudget.js';
+export type { HedgeBudgetOptions } from './operators/hedgeBudget.js';
