@@ -10,7 +10,6 @@ import { asyncScheduler } from 'rxjs';
 import {
   AllFallbacksFailedError,
   BudgetExceededError,
-  BulkheadRejectedError,
   CircuitOpenError,
   RateLimitExceededError,
   RetriesExhaustedError,
@@ -333,7 +332,8 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       const wait = get(error, 'retryAfterMs');
       return verdict('throttled', false, true, 'fallback', typeof wait === 'number' && wait >= 0 ? Math.ceil(wait) : undefined);
     }
-    if (isInstance(error, BulkheadRejectedError) || name === 'BulkheadRejectedError') return verdict('bulkhead_full', false, true, 'fallback');
+    // by name alone: the class stays out of bundles that never make a bulkhead (its `name` is fixed)
+    if (name === 'BulkheadRejectedError') return verdict('bulkhead_full', false, true, 'fallback');
     if (isInstance(error, BudgetExceededError) || name === 'BudgetExceededError') {
       return verdict('budget_exceeded', false, false, 'fail_fast');
     }
