@@ -28,7 +28,7 @@ import type { BulkheadRejectedError } from '../core/errors/errors.js';
  * ```ts
  * const bulkheads = new BulkheadRegistry({ maxConcurrent: 8, maxQueue: 16, queueTimeoutMs: 2000, hub });
  * const answer$ = streamModel(gpt, request).pipe(bulkhead(bulkheads.get('model:gpt')));
- * const withFallback$ = answer$.pipe(fallbackTo([streamModel(claude, request)])); // a full bulkhead falls back, never retries
+ * const withFallback$ = answer$.pipe(fallbackTo(streamModel(claude, request))); // a full bulkhead falls back, never retries
  * ```
  * @throws {InvalidOptionError} at once, for invalid bulkhead options.
  */
