@@ -7,7 +7,7 @@
  * attempts' output never mixes, for any timelines, is spec/property/hedge.spec.ts.
  */
 import { expect } from 'chai';
-import { defer, Observable, of } from 'rxjs';
+import { defer, map, Observable, of, tap } from 'rxjs';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { HealEvent } from '../../src/core/events/events.js';
@@ -15,6 +15,9 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import { LatencyTracker } from '../../src/core/latency/tracker.js';
 import { hedge } from '../../src/operators/hedge.js';
 import { HedgeBudget } from '../../src/operators/hedgeBudget.js';
+import { streamModel, type Model, type ModelContext, type ModelRequest } from '../../src/core/model/model.js';
+import type { TurnEvent } from '../../src/core/events/events.js';
+import { describeEvent, scriptedModel } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 
 const e503 = new HttpError(503);
@@ -290,5 +293,47 @@ describe('HedgeBudget', () => {
     expect(() => new HedgeBudget({ ratio: 1.5 })).to.throw(InvalidOptionError, /ratio/);
     expect(() => new HedgeBudget({ maxTokens: 0.5 })).to.throw(InvalidOptionError, /maxTokens/);
     expect(() => new HedgeBudget({ maxTokens: 2, initialTokens: 3 })).to.throw(InvalidOptionError, /initialTokens/);
+  });
+});
+
+describe('hedge of model turns (streamModel inside a model)', () => {
+  it('the loser’s request is aborted, the hedge is a model call for the budget, and only the winner’s events reach the consumer', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log: string[] = [];
+    hub.events$.subscribe((e) => {
+      if (e.type === 'call-start' || e.type === 'call-end' || e.type === 'hedge') log.push(describeEvent(e));
+    });
+    let modelCalls = 0;
+    const budget = { modelCall: () => void modelCalls++, usage: () => undefined };
+    const signals: Record<string, AbortSignal> = {};
+    const seen: TurnEvent[] = [];
+    ts.run(({ cold, expectObservable }) => {
+      const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
+      const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
+        signals[name] = context.signal;
+        return cold<TurnEvent>(marbles, values);
+      };
+      const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
+      const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
+      const hedged: Model = {
+        id: 'hedged',
+        stream: (request, context) =>
+          streamModel(gpt, request, context).pipe(
+            hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
+          ),
+      };
+      const turn$ = streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+      expectObservable(turn$.pipe(tap((e) => seen.push(e)), map((e) => (e.type === 'text-delta' ? e.text : e.type)))).toBe('----x-(f|)', { x: 'fast answer', f: 'finish' });
+    });
+    expect(seen).to.deep.equal([
+      { type: 'text-delta', text: 'fast answer' },
+      { type: 'finish', reason: 'stop' },
+    ]);
+    expect(signals['gpt']!.aborted, 'the loser’s request is aborted').to.equal(true);
+    expect(signals['claude']!.aborted, 'the winner ran to its end').to.equal(false);
+    expect(modelCalls, 'the call itself (its first attempt is that count) and the hedge').to.equal(2);
+    expect(log.filter((l) => !l.startsWith('call-')).slice(0, 3)).to.deep.equal(['hedge:model:claude#1:started', 'hedge:model:claude#1:won', 'hedge:model:gpt#0:cancelled']);
+    expect(log.filter((l) => l.startsWith('call-end')).slice(0, 3)).to.deep.equal(['call-end:model:gpt:cancelled', 'call-end:model:claude:success', 'call-end:model:hedged:success']);
   });
 });
