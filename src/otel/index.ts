@@ -373,8 +373,11 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
  * ```
  */
 export interface LatencySource {
+  /** Every tracker's quantiles now (`LatencyRegistry.snapshot()`). */
   snapshot(): readonly LatencySnapshot[];
 }
+
+export type { LatencyQuantiles, LatencySnapshot } from '../core/latency/tracker.js';
 
 const QUANTILES: readonly (readonly [keyof LatencyQuantiles, string])[] = [
   ['p50', 'p50'],
