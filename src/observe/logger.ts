@@ -141,6 +141,7 @@ function callOf(target: string): string {
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
  * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
  * | `hedge` started / won / cancelled, failed, skipped, denied | info / info / debug, warn, info, info | hedge started / hedge won / hedge cancelled, hedge failed, hedge skipped: circuit open, hedge denied: budget spent |
+ * | `latency` | debug | latency observed |
  * | `call-start` / `call-end` | debug | tool call started / finished / failed / cancelled (model call …) |
  * | `reset` | debug | partial output discarded |
  *
@@ -206,6 +207,8 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       });
     case 'hedge':
       return toRecord(HEDGE_LEVELS[e.kind], HEDGE_MESSAGES[e.kind], { ...who(e.target, 'target'), attempt: e.attempt, after_ms: e.afterMs, category: e.category });
+    case 'latency':
+      return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':

@@ -120,6 +120,7 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'hedge', target: 'model:claude', kind: 'skipped', attempt: 2, at: 1900 },
     { type: 'hedge', target: 'model:gpt', kind: 'denied', attempt: 1, at: 950 },
   ],
+  latency: [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }],
   reset: [
     { type: 'reset', reason: 'retry', target: 'model:a' },
     { type: 'reset', reason: 'fallback', target: 'model:b' },

@@ -8,6 +8,8 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { InvalidOptionError } from '../../../src/core/errors/errors.js';
 import { LatencyRegistry } from '../../../src/core/latency/registry.js';
 import { isDeadlineSource, LatencyDeadline, LatencyTracker } from '../../../src/core/latency/tracker.js';
+import type { HealEvent } from '../../../src/core/events/events.js';
+import { HealHub } from '../../../src/core/hub/hub.js';
 import { testScheduler } from '../../support/marbles.js';
 
 /**
@@ -90,12 +92,27 @@ describe('LatencyTracker', () => {
     expect([gap.count, gap.p50, gap.p90, gap.p95, gap.p99, gap.p999, gap.max]).to.deep.equal([100, 50, 90, 95, 99, 100, 100]);
   });
 
+  it('with a hub: its quantiles as a latency event every reportEvery samples of a kind', () => {
+    const hub = new HealHub();
+    const events: HealEvent[] = [];
+    hub.events$.subscribe((e) => events.push(e));
+    const tracker = new LatencyTracker('model:gpt', { scheduler: new VirtualTimeScheduler(), hub, reportEvery: 50 });
+    for (let ms = 1; ms <= 120; ms++) tracker.record('first', ms);
+    for (let i = 0; i < 49; i++) tracker.record('gap', 5);
+    expect(events).to.deep.equal([
+      { type: 'latency', target: 'model:gpt', kind: 'first', count: 50, p50: 25, p95: 48, p99: 50 },
+      { type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 50, p95: 95, p99: 99 },
+    ]);
+  });
+
   it('rejects a bad name or option, naming it', () => {
     expect(() => new LatencyTracker('')).to.throw(InvalidOptionError, /name/);
     expect(() => new LatencyTracker('x', { windowMs: 0 })).to.throw(InvalidOptionError, /windowMs/);
     expect(() => new LatencyTracker('x', { significantDigits: 6 })).to.throw(InvalidOptionError, /significantDigits/);
     expect(() => new LatencyTracker('x', { scheduler: {} as never })).to.throw(InvalidOptionError, /scheduler/);
     expect(() => new LatencyTracker('x', { windwMs: 5 } as never)).to.throw(InvalidOptionError, /windwMs/);
+    expect(() => new LatencyTracker('x', { reportEvery: 0 })).to.throw(InvalidOptionError, /reportEvery/);
+    expect(() => new LatencyTracker('x', { hub: {} as never })).to.throw(InvalidOptionError, /hub/);
     expect(() => new LatencyTracker('x').quantile('first', 1.5)).to.throw(InvalidOptionError, /q/);
     expect(() => new LatencyTracker('x').count('ttft' as never)).to.throw(InvalidOptionError, /kind/);
   });

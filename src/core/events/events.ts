@@ -314,6 +314,16 @@ export const HedgeEventCodec = t.intersection(
   'HedgeEvent',
 );
 
+/**
+ * A latency tracker's quantiles (`latency`), reported to its hub every `reportEvery` samples of
+ * one kind: `kind` `'first'` (time to the first item: time to first token) or `'gap'` (between
+ * items), `count` samples in its windows, and their p50, p95 and p99 in ms.
+ */
+export const LatencyEventCodec = t.type(
+  { type: t.literal('latency'), target: t.string, kind: t.keyof({ first: null, gap: null }), count: t.number, p50: t.number, p95: t.number, p99: t.number },
+  'LatencyEvent',
+);
+
 /** Resilience events: what the healing did. Also what the events hub carries. */
 export const HealEventCodec = t.union(
   [
@@ -332,6 +342,7 @@ export const HealEventCodec = t.union(
     RateLimitedEventCodec,
     BulkheadEventCodec,
     HedgeEventCodec,
+    LatencyEventCodec,
   ],
   'HealEvent',
 );
@@ -417,9 +428,11 @@ export type RateLimitedEvent = t.TypeOf<typeof RateLimitedEventCodec>;
 export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
 /** A hedge started, won, was cancelled, failed, was skipped or denied (see {@link HedgeEventCodec}). */
 export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
+/** A latency tracker's quantiles, every so many samples (see {@link LatencyEventCodec}). */
+export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits, bulkheads, hedges.
+ * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency.
  *
  * @example
  * ```ts

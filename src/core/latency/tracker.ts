@@ -11,7 +11,8 @@
 import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type SchedulerLike, type Subscriber } from 'rxjs';
 import hdr from 'hdr-histogram-js/dist/Int32Histogram.js';
 import { InvalidOptionError } from '../errors/errors.js';
-import { check, NonEmptyString, PositiveInteger, Scheduler, validateOptions } from '../errors/options.js';
+import { check, Hub, NonEmptyString, PositiveInteger, Scheduler, validateOptions } from '../errors/options.js';
+import type { HealHub } from '../hub/hub.js';
 import { LeanSubscriber } from '../rx/leanSubscriber.js';
 import type { DeadlineSource } from './deadline.js';
 
@@ -48,6 +49,10 @@ export interface LatencyTrackerOptions {
   readonly windowMs?: number;
   /** Significant decimal digits the histograms keep (1–5): 2 means within 1 %. Defaults to 2. */
   readonly significantDigits?: number;
+  /** Where the quantiles are reported, as `latency` events, every `reportEvery` samples of a kind. None by default. */
+  readonly hub?: HealHub;
+  /** Samples of one kind between two `latency` events on `hub` (a positive integer). Defaults to 100. */
+  readonly reportEvery?: number;
 }
 
 /**
@@ -121,7 +126,7 @@ export interface LatencySnapshot {
 
 const Window = check('a number > 0 (ms) or Infinity', (u): u is number => typeof u === 'number' && u > 0);
 const Digits = check('an integer from 1 to 5', (u): u is number => Number.isInteger(u) && (u as number) >= 1 && (u as number) <= 5);
-export const latencyTrackerOptionProps = { scheduler: Scheduler, windowMs: Window, significantDigits: Digits };
+export const latencyTrackerOptionProps = { scheduler: Scheduler, windowMs: Window, significantDigits: Digits, hub: Hub, reportEvery: PositiveInteger };
 
 const Quantile = check('a number in (0, 1)', (u): u is number => typeof u === 'number' && u > 0 && u < 1);
 const Factor = check('a finite number > 0', (u): u is number => typeof u === 'number' && Number.isFinite(u) && u > 0);
@@ -190,7 +195,9 @@ function make(digits: number): Histogram {
  * window running now and the one before it (`windowMs`). Feed it with {@link LatencyTracker.track}
  * (an operator on each call) or {@link LatencyTracker.record}; read it with `quantile`, `count`,
  * `snapshot`, or through a {@link LatencyDeadline} (`deadline()`), which `hedge` and
- * `degradeAfter` take for a delay.
+ * `degradeAfter` take for a delay. With a `hub`, its quantiles are reported there as `latency`
+ * events every `reportEvery` samples of a kind (`instrumentLatency` in rxheal/otel exports them
+ * as gauges).
  *
  * A call unsubscribed before its first item gives no sample (its latency is not known, only that
  * it was longer than it ran): a tracker that only sees cancelled slow calls underestimates, so
@@ -214,6 +221,10 @@ export class LatencyTracker {
   readonly scheduler: SchedulerLike;
   private readonly first: Windows;
   private readonly gap: Windows;
+  private readonly hub: HealHub | undefined;
+  private readonly reportEvery: number;
+  /** Samples recorded of each kind, for the hub's reports. */
+  private recorded = { first: 0, gap: 0 };
 
   constructor(name: string, options?: LatencyTrackerOptions) {
     if (!NonEmptyString.is(name)) throw new InvalidOptionError('LatencyTracker', 'name', name, NonEmptyString.name);
@@ -225,12 +236,19 @@ export class LatencyTracker {
     const now = this.scheduler.now();
     this.first = new Windows(digits, windowMs, now);
     this.gap = new Windows(digits, windowMs, now);
+    this.hub = o.hub as HealHub | undefined;
+    this.reportEvery = o.reportEvery ?? 100;
   }
 
   /** Records one sample of `kind`, `ms` long (a negative or non-finite value is ignored). */
   record(kind: LatencyKind, ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) return;
-    (kind === 'gap' ? this.gap : this.first).record(ms, this.scheduler.now());
+    const windows = this.windows(kind);
+    windows.record(ms, this.scheduler.now());
+    if (this.hub && ++this.recorded[kind] % this.reportEvery === 0) {
+      const h = windows.read(this.scheduler.now());
+      this.hub.report({ type: 'latency', target: this.name, kind, count: h.totalCount, p50: h.getValueAtPercentile(50), p95: h.getValueAtPercentile(95), p99: h.getValueAtPercentile(99) });
+    }
   }
 
   /** Samples of `kind` in the tracker's windows. */
