@@ -28,6 +28,7 @@ import { marbleWallTime } from './figures/marble.js';
 import { aiSdkOverhead } from './figures/aiSdk.js';
 import { NAMES as STREAM, streaming } from './figures/streaming.js';
 import { scaling } from './figures/scaling.js';
+import { tailLatency } from './figures/tail.js';
 
 const quick = process.env['BENCH_QUICK'] === '1';
 const save = process.argv.includes('--save');
@@ -192,6 +193,14 @@ log('j. fleet on Redis …');
   const g = await fleet(quick ? { n: 2_000, reps: 3, warmup: 1, trials: 3, deadMs: 3_000 } : { n: 10_000, reps: 9, warmup: 2, trials: 10, deadMs: 6_000 });
   rows.push(...g.rows);
   verdicts.push(...g.verdicts);
+}
+
+log('k. tail latency (virtual time) …');
+{
+  // deterministic: a seeded simulated provider in virtual time (bench/figures/tail.ts says its parameters)
+  const k = tailLatency(quick ? 2_000 : 10_000);
+  rows.push(...k.rows);
+  verdicts.push(...k.verdicts);
 }
 
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;

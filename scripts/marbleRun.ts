@@ -12,7 +12,7 @@ import * as rx from 'rxjs';
 import { catchError, defer, mergeMap, Observable, of, tap, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import * as rxheal from '../src/index.js';
-import { CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
+import { BulkheadRejectedError, CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
 import * as testing from '../src/testing/index.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 
@@ -20,6 +20,7 @@ import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 export function label(error: unknown): string {
   if (error instanceof CircuitOpenError) return `open(${error.breaker}, ${error.retryAfterMs})`;
   if (error instanceof HttpError) return `http ${error.status}`;
+  if (error instanceof BulkheadRejectedError) return `${error.reason}(${error.bulkhead})`;
   if (error instanceof Error) return error.name;
   return String(error);
 }

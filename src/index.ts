@@ -101,3 +101,20 @@ export type { OpenAIResponsesModelOptions } from './providers/responses.js';
 export { anthropicModel } from './providers/anthropic.js';
 export type { AnthropicModelOptions } from './providers/anthropic.js';
 // the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers
+// observed latency: trackers on HdrHistogram, and deadlines derived from their quantiles
+export { LatencyTracker } from './core/latency/tracker.js';
+// LatencyDeadline is made by tracker.deadline(): its type alone keeps the root under 80 runtime exports
+export type { LatencyDeadline, DerivedDeadlineOptions, LatencyKind, LatencyQuantiles, LatencySnapshot, LatencyTrackerOptions } from './core/latency/tracker.js';
+export type { DeadlineSource } from './core/latency/deadline.js';
+export { LatencyRegistry } from './core/latency/registry.js';
+// bulkheads: so many calls of a model or tool at once, a bounded queue, a typed refusal
+export { Bulkhead, BulkheadRegistry } from './core/bulkhead/bulkhead.js';
+export type { BulkheadEntrant, BulkheadOptions } from './core/bulkhead/bulkhead.js';
+export { bulkhead } from './operators/bulkhead.js';
+export { BulkheadRejectedError } from './core/errors/errors.js';
+export type { BulkheadRejection } from './core/errors/errors.js';
+// hedging the slow tail: a second attempt when the first is slow to deliver, within a budget
+export { hedge } from './operators/hedge.js';
+export type { HedgeAttempt, HedgeOptions } from './operators/hedge.js';
+export { HedgeBudget } from './operators/hedgeBudget.js';
+export type { HedgeBudgetOptions } from './operators/hedgeBudget.js';

@@ -149,6 +149,16 @@ describe('logEvents / tapLogs (structured logs)', () => {
       [{ type: 'degraded', capability: 'knowledge_search', reason: 'failed (timeout)' }, 'warn', 'capability degraded capability=knowledge_search reason="failed (timeout)"'],
       [{ type: 'budget-exceeded', resource: 'tokens', limit: 10_000, used: 10_412 }, 'error', 'budget exceeded resource=tokens limit=10000 used=10412'],
       [{ type: 'reset', reason: 'fallback', target: 'model:secondary' }, 'debug', 'partial output discarded reason=fallback model=secondary'],
+      [{ type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 8, queued: 3 }, 'info', 'call queued by bulkhead bulkhead=model:gpt active=8 queued=3'],
+      [{ type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 8, queued: 2, waitMs: 40 }, 'info', 'call admitted by bulkhead bulkhead=model:gpt active=8 queued=2 wait_ms=40'],
+      [{ type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 8, queued: 16, reason: 'full' }, 'warn', 'call refused by bulkhead bulkhead=tool:search active=8 queued=16 reason=full'],
+      [{ type: 'hedge', target: 'model:gpt', kind: 'started', attempt: 1, at: 950, afterMs: 950 }, 'info', 'hedge started model=gpt attempt=1 after_ms=950'],
+      [{ type: 'hedge', target: 'model:gpt', kind: 'won', attempt: 1, at: 1200 }, 'info', 'hedge won model=gpt attempt=1'],
+      [{ type: 'hedge', target: 'model:gpt', kind: 'cancelled', attempt: 0, at: 1200 }, 'debug', 'hedge cancelled model=gpt attempt=0'],
+      [{ type: 'hedge', target: 'model:claude', kind: 'failed', attempt: 1, at: 1300, category: 'server_error' }, 'warn', 'hedge failed model=claude attempt=1 category=server_error'],
+      [{ type: 'hedge', target: 'model:claude', kind: 'skipped', attempt: 1, at: 950 }, 'info', 'hedge skipped: circuit open model=claude attempt=1'],
+      [{ type: 'hedge', target: 'tool:search', kind: 'denied', attempt: 1, at: 950 }, 'info', 'hedge denied: budget spent tool_name=search attempt=1'],
+      [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }, 'debug', 'latency observed model=gpt kind=first count=100 p50_ms=410 p95_ms=950 p99_ms=1800'],
       [{ type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 90, durationMs: 90, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' }, 'debug', 'model call failed model=gpt-4o call_id=step-1.1 step=1 duration_ms=90 error="HTTP 503" category=service_unavailable'],
     ];
     for (const [event, level, text] of cases) {

@@ -5,6 +5,7 @@ import { CapabilityRegistry, type CapabilityEvent } from '../../src/core/capabil
 import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
+import { LatencyTracker } from '../../src/core/latency/tracker.js';
 import { degradeAfter, type DegradeAfterOptions, type DegradeReason } from '../../src/operators/degradeAfter.js';
 import { Boom, expectThrowDownstream, failingSource, KINDS, thrower } from '../support/guards.js';
 import { testScheduler } from '../support/marbles.js';
@@ -357,6 +358,48 @@ describe('degradeAfter', () => {
     });
   });
 
+  describe('deadlines derived from observed latency (a DeadlineSource)', () => {
+    it('is read when each subscription starts: a LatencyTracker p99 × 2 after enough samples, its default before', () => {
+      const ts = testScheduler();
+      const tracker = new LatencyTracker('tool:search', { scheduler: ts });
+      const deadline = tracker.deadline({ quantile: 0.99, factor: 2, defaultMs: 50, minSamples: 3 });
+      ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('30ms a|');
+        const guarded = source.pipe(degradeAfter({ firstMs: deadline }, 'd'));
+        expectObservable(guarded).toBe('30ms a|'); // 50 ms: in time
+        ts.schedule(() => [10, 10, 10].forEach((ms) => tracker.record('first', ms)), 40);
+        expectObservable(guarded, '50ms ^').toBe('50ms 20ms (d|)'); // p99 of 10 ms × 2
+        expectSubscriptions(source.subscriptions).toBe(['^ 30ms !', '50ms ^ 19ms !']);
+      });
+    });
+
+    it('as the whole deadline, and for idleMs; the default reason text names the value used', () => {
+      const ts = testScheduler();
+      const capabilities = new CapabilityRegistry();
+      ts.run(({ cold, expectObservable }) => {
+        const first = cold('100ms a|').pipe(degradeAfter({ deadlineMs: () => 7 }, 'd', { capability: 'search', capabilities }));
+        expectObservable(first).toBe('7ms (d|)');
+        const idle = cold('-a 20ms b|').pipe(degradeAfter({ firstMs: 5, idleMs: { deadlineMs: () => 10 } }, 'd'));
+        expectObservable(idle).toBe('-a 9ms (d|)');
+      });
+      expect(capabilities.degraded()).to.deep.equal(new Map([['search', 'no result within 7 ms']]));
+    });
+
+    it('a source that throws or gives a bad value errors that subscription, the source never subscribed', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('5ms a|');
+        expectObservable(source.pipe(degradeAfter({ deadlineMs: () => { throw new Boom('deadlineMs'); } }, 'd'))).toBe('#', undefined, new Boom('deadlineMs'));
+        expectObservable(source.pipe(degradeAfter({ firstMs: 5, idleMs: { deadlineMs: () => 0 } }, 'd'))).toBe(
+          '#',
+          undefined,
+          new InvalidOptionError('degradeAfter', 'deadline', 0, 'from deadlineMs(), a number > 0 (ms) or Infinity'),
+        );
+        expectSubscriptions(source.subscriptions).toBe([]);
+      });
+    });
+  });
+
   describe('validation (at construction)', () => {
     const bad: [string, unknown, string | RegExp][] = [
       ['0', 0, /"deadline" must be a finite number > 0/],
@@ -365,7 +408,7 @@ describe('degradeAfter', () => {
       ['Infinity', Infinity, /"deadline" must be a finite number/],
       ['a string', '3000', /"deadline".*got "3000"/],
       ['{}', {}, /"deadline" must be a deadline with firstMs or idleMs/],
-      ['{ firstMs: 0 }', { firstMs: 0 }, /"deadline.firstMs" must be a number > 0 \(ms\) or Infinity, got 0/],
+      ['{ firstMs: 0 }', { firstMs: 0 }, /"deadline.firstMs" must be a number > 0 \(ms\), Infinity, or a DeadlineSource, got 0/],
       ['{ idleMs: -5 }', { idleMs: -5 }, /"deadline.idleMs"/],
       ['{ idle: 5 }', { idle: 5 }, /"deadline.idle"/],
     ];

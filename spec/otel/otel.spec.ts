@@ -7,7 +7,9 @@ import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { runAgent } from '../../src/sources/runAgent.js';
-import { instrument, type InstrumentOptions } from '../../src/otel/index.js';
+import { instrument, instrumentLatency, type InstrumentOptions } from '../../src/otel/index.js';
+import { LatencyRegistry } from '../../src/core/latency/registry.js';
+import { VirtualTimeScheduler } from 'rxjs';
 import { finish, scriptedModel, textDeltas } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 import { runHealingRun } from '../observe/healingRun.js';
@@ -309,6 +311,71 @@ describe('rxheal/otel instrument()', () => {
       expect(collected['rxheal.circuit.rejections']).to.deep.equal([[{ 'rxheal.breaker': 'tool:broken_api' }, 1]]);
       expect(collected['rxheal.budget.exceeded']).to.deep.equal([[{ 'rxheal.budget.resource': 'tokens' }, 1]]);
       expect(collected['rxheal.degradations']).to.deep.equal([[{ 'rxheal.capability': 'knowledge' }, 1]]);
+    });
+  });
+
+  describe('hedges and bulkheads', () => {
+    it('are counted, and go on the span of the call they name', async () => {
+      const { exporter, options, collect } = sdk();
+      testScheduler().run(({ flush }) => {
+        const events$ = new Subject<HealEvent>();
+        instrument(events$, options);
+        events$.next({ type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 0 });
+        events$.next({ type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 1, queued: 0, waitMs: 4 });
+        events$.next({ type: 'hedge', target: 'model:gpt', kind: 'started', attempt: 1, at: 950, afterMs: 950 });
+        events$.next({ type: 'hedge', target: 'model:gpt', kind: 'won', attempt: 1, at: 1200 });
+        events$.next({ type: 'hedge', target: 'model:gpt', kind: 'cancelled', attempt: 0, at: 1200 });
+        events$.next({ type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 1500, durationMs: 1500, outcome: 'success' });
+        events$.next({ type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 8, queued: 0, reason: 'full' });
+        flush();
+      });
+      const [span] = exporter.getFinishedSpans();
+      expect(span!.events.map((e) => [e.name, e.attributes, ms(e.time)])).to.deep.equal([
+        ['rxheal.bulkhead', { 'rxheal.bulkhead': 'model:gpt', 'rxheal.bulkhead.kind': 'admitted', 'rxheal.bulkhead.active': 1, 'rxheal.bulkhead.queued': 0, 'rxheal.bulkhead.wait_ms': 4 }, 0],
+        ['rxheal.hedge', { 'rxheal.hedge.kind': 'started', 'rxheal.hedge.attempt': 1, 'rxheal.hedge.after_ms': 950 }, 950],
+        ['rxheal.hedge', { 'rxheal.hedge.kind': 'won', 'rxheal.hedge.attempt': 1 }, 1200],
+        ['rxheal.hedge', { 'rxheal.hedge.kind': 'cancelled', 'rxheal.hedge.attempt': 0 }, 1200],
+      ]);
+      const collected = await collect();
+      expect(collected['rxheal.hedges']).to.deep.equal([
+        [{ 'rxheal.target': 'model:gpt', 'rxheal.hedge.kind': 'started' }, 1],
+        [{ 'rxheal.target': 'model:gpt', 'rxheal.hedge.kind': 'won' }, 1],
+        [{ 'rxheal.target': 'model:gpt', 'rxheal.hedge.kind': 'cancelled' }, 1],
+      ]);
+      expect(collected['rxheal.bulkhead.calls']).to.deep.equal([
+        [{ 'rxheal.bulkhead': 'model:gpt', 'rxheal.bulkhead.kind': 'admitted' }, 1],
+        [{ 'rxheal.bulkhead': 'tool:search', 'rxheal.bulkhead.kind': 'rejected', 'rxheal.bulkhead.reason': 'full' }, 1],
+      ]);
+    });
+  });
+
+  describe('instrumentLatency(): observed latency as gauges', () => {
+    it('each tracker’s quantiles of time to first item and gaps, and its sample counts, read at each collection', async () => {
+      const { options, collect } = sdk();
+      const latency = new LatencyRegistry({ scheduler: new VirtualTimeScheduler() });
+      const gauges = instrumentLatency(latency, { meter: options.meter });
+      for (let ms = 1; ms <= 100; ms++) latency.get('model:gpt').record('first', ms);
+      latency.get('tool:search').record('gap', 7);
+      const collected = await collect();
+      expect(collected['rxheal.latency.first_item']).to.deep.equal(
+        (['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q, i) => [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.quantile': q }, [50, 90, 95, 99, 100][i]]),
+      );
+      expect(collected['rxheal.latency.gap']).to.deep.equal((['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q) => [{ 'rxheal.target': 'tool:search', 'rxheal.latency.quantile': q }, 7]));
+      expect(collected['rxheal.latency.samples']).to.deep.equal([
+        [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.kind': 'first' }, 100],
+        [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.kind': 'gap' }, 0],
+        [{ 'rxheal.target': 'tool:search', 'rxheal.latency.kind': 'first' }, 0],
+        [{ 'rxheal.target': 'tool:search', 'rxheal.latency.kind': 'gap' }, 1],
+      ]);
+      // unsubscribed: the gauges are no longer read (the SDK may still export the last points)
+      gauges.unsubscribe();
+      for (let i = 0; i < 1000; i++) latency.get('model:gpt').record('first', 5000);
+      expect((await collect())['rxheal.latency.first_item']?.find(([a]) => a['rxheal.latency.quantile'] === 'p50')?.[1] ?? 50).to.equal(50);
+    });
+
+    it('rejects a source without snapshot() and a bad meter', () => {
+      expect(() => instrumentLatency({} as never)).to.throw(InvalidOptionError, /source/);
+      expect(() => instrumentLatency(new LatencyRegistry(), { meter: {} as never })).to.throw(InvalidOptionError, /meter/);
     });
   });
 

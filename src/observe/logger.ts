@@ -7,7 +7,7 @@
  * @module
  */
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
-import type { AgentEvent, HealEvent } from '../core/events/events.js';
+import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
 
 /**
@@ -139,6 +139,9 @@ function callOf(target: string): string {
  * | `degraded` / `restored` | warn / info | capability degraded / restored |
  * | `budget-exceeded` | error | budget exceeded |
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
+ * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
+ * | `hedge` started / won / cancelled, failed, skipped, denied | info / info / debug, warn, info, info | hedge started / hedge won / hedge cancelled, hedge failed, hedge skipped: circuit open, hedge denied: budget spent |
+ * | `latency` | debug | latency observed |
  * | `call-start` / `call-end` | debug | tool call started / finished / failed / cancelled (model call …) |
  * | `reset` | debug | partial output discarded |
  *
@@ -194,6 +197,18 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         cost: e.cost,
         local: e.local,
       });
+    case 'bulkhead':
+      return toRecord(e.kind === 'rejected' ? 'warn' : 'info', `call ${e.kind === 'rejected' ? 'refused' : e.kind} by bulkhead`, {
+        bulkhead: e.bulkhead,
+        active: e.active,
+        queued: e.queued,
+        wait_ms: e.waitMs,
+        reason: e.reason,
+      });
+    case 'hedge':
+      return toRecord(HEDGE_LEVELS[e.kind], HEDGE_MESSAGES[e.kind], { ...who(e.target, 'target'), attempt: e.attempt, after_ms: e.afterMs, category: e.category });
+    case 'latency':
+      return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':
@@ -214,6 +229,16 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       return undefined;
   }
 }
+
+const HEDGE_LEVELS: Readonly<Record<HedgeEvent['kind'], LogLevel>> = { started: 'info', won: 'info', cancelled: 'debug', failed: 'warn', skipped: 'info', denied: 'info' };
+const HEDGE_MESSAGES: Readonly<Record<HedgeEvent['kind'], string>> = {
+  started: 'hedge started',
+  won: 'hedge won',
+  cancelled: 'hedge cancelled',
+  failed: 'hedge failed',
+  skipped: 'hedge skipped: circuit open',
+  denied: 'hedge denied: budget spent',
+};
 
 /** A record without its undefined fields. */
 function toRecord(level: LogLevel, message: string, fields: Readonly<Record<string, LogValue | undefined>>): LogRecord {

@@ -7,23 +7,27 @@ import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '..
 import { guard, Thrown } from '../core/rx/guard.js';
 import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
 import { afterWith } from '../core/rx/wait.js';
+import { isDeadlineSource, type DeadlineSource } from '../core/latency/deadline.js';
 
 /**
- * The deadlines of {@link degradeAfter}. Each is in ms; `Infinity` means "no deadline".
+ * The deadlines of {@link degradeAfter}. Each is in ms; `Infinity` means "no deadline". Each may
+ * be a {@link DeadlineSource} instead — `tracker.deadline({ quantile: 0.99, factor: 2, … })`, a
+ * deadline derived from observed latency — read once per subscription, when it starts.
  *
  * @example
  * ```ts
  * const streaming: DegradeDeadline = { firstMs: 15_000, idleMs: 5_000 }; // first token, then gaps
+ * const learned: DegradeDeadline = { firstMs: gpt.deadline({ quantile: 0.99, factor: 2, floorMs: 1000, ceilingMs: 30_000, defaultMs: 15_000 }) };
  * ```
  */
 export interface DegradeDeadline {
   /** Longest wait from subscription to the first item. Defaults to `idleMs`. */
-  readonly firstMs?: number;
+  readonly firstMs?: number | DeadlineSource;
   /**
    * Longest gap between two items, measured from the previous item: catches a stream that stalls
    * after its headers or first chunks. No idle deadline by default.
    */
-  readonly idleMs?: number;
+  readonly idleMs?: number | DeadlineSource;
 }
 
 /**
@@ -106,9 +110,13 @@ const props = {
 };
 
 const isDeadline = (u: unknown): u is number => typeof u === 'number' && u > 0 && !Number.isNaN(u);
-const DEADLINE = 'a number > 0 (ms) or Infinity';
+const DEADLINE = 'a number > 0 (ms), Infinity, or a DeadlineSource';
 
-function parseDeadline(deadline: unknown): { firstMs: number; idleMs: number } {
+/** A deadline as given: ms, or a source read once per subscription. */
+type Ms = number | DeadlineSource;
+
+function parseDeadline(deadline: unknown): { firstMs: Ms; idleMs: Ms } {
+  if (isDeadlineSource(deadline)) return { firstMs: deadline, idleMs: Infinity };
   if (typeof deadline === 'number') {
     if (!isDeadline(deadline) || !Number.isFinite(deadline)) throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a finite number > 0 (ms) or { firstMs?, idleMs? }');
     return { firstMs: deadline, idleMs: Infinity };
@@ -121,8 +129,8 @@ function parseDeadline(deadline: unknown): { firstMs: number; idleMs: number } {
     if (key !== 'firstMs' && key !== 'idleMs') throw new InvalidOptionError('degradeAfter', `deadline.${key}`, (o as Record<string, unknown>)[key], 'absent (known: firstMs, idleMs)');
   }
   const { firstMs, idleMs } = o as DegradeDeadline;
-  if (idleMs !== undefined && !isDeadline(idleMs)) throw new InvalidOptionError('degradeAfter', 'deadline.idleMs', idleMs, DEADLINE);
-  if (firstMs !== undefined && !isDeadline(firstMs)) throw new InvalidOptionError('degradeAfter', 'deadline.firstMs', firstMs, DEADLINE);
+  if (idleMs !== undefined && !isDeadline(idleMs) && !isDeadlineSource(idleMs)) throw new InvalidOptionError('degradeAfter', 'deadline.idleMs', idleMs, DEADLINE);
+  if (firstMs !== undefined && !isDeadline(firstMs) && !isDeadlineSource(firstMs)) throw new InvalidOptionError('degradeAfter', 'deadline.firstMs', firstMs, DEADLINE);
   if (firstMs === undefined && idleMs === undefined) throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a deadline with firstMs or idleMs');
   return { firstMs: firstMs ?? idleMs ?? Infinity, idleMs: idleMs ?? Infinity };
 }
@@ -133,7 +141,11 @@ function parseDeadline(deadline: unknown): { firstMs: number; idleMs: number } {
  * work an agent can do without: a knowledge search, a reranker, a slow tool.
  *
  * - `deadline` as a number: ms until the first item. As `{ firstMs, idleMs }`: also the longest
- *   gap between items (a stream that stalls after its first chunks).
+ *   gap between items (a stream that stalls after its first chunks). Any of them may be a
+ *   `DeadlineSource` (a `LatencyTracker`'s `deadline(…)`: `p99 × 2` of observed latency, with a
+ *   floor, a ceiling and a default), read when each subscription starts; if it throws or gives
+ *   anything but a number > 0, that subscription errors with what it threw or an
+ *   `InvalidOptionError` (option `deadline`), and the source is not subscribed.
  * - On a missed deadline: the source is unsubscribed, `degraded` is emitted (after whatever the
  *   source had emitted), then completion.
  * - `onError`: degrade instead of erroring.
@@ -163,7 +175,7 @@ function parseDeadline(deadline: unknown): { firstMs: number; idleMs: number } {
  * @throws {InvalidOptionError} at once, for an invalid deadline or option.
  */
 export function degradeAfter<T, D>(
-  deadline: number | DegradeDeadline,
+  deadline: number | DeadlineSource | DegradeDeadline,
   degraded: Degraded<D>,
   options?: DegradeAfterOptions,
 ): OperatorFunction<T, T | D> {
@@ -175,22 +187,22 @@ export function degradeAfter<T, D>(
   }
   const onError = o.onError ?? false;
   const scheduler = o.scheduler ?? asyncScheduler;
-  const describe =
-    (o.describe as ((reason: DegradeReason) => string) | undefined) ??
-    ((reason: DegradeReason): string =>
+  const own = o.describe as ((reason: DegradeReason) => string) | undefined;
+  const describe = (reason: DegradeReason, firstMs: number, idleMs: number): string =>
+    own ? own(reason) :
       reason.kind === 'first'
         ? `no result within ${firstMs} ms`
         : reason.kind === 'idle'
           ? `stalled: no data for ${idleMs} ms`
-          : `failed (${classifyError(reason.error).category})`);
+          : `failed (${classifyError(reason.error).category})`;
   // Without a registry, a private one keeps "report once per change" for the hub.
   const hub = o.hub as HealHub | undefined;
   const registry = o.capabilities ?? (hub ? new CapabilityRegistry({ hub }) : undefined);
   const extraHub = o.capabilities && hub && o.capabilities.hub !== hub ? hub : undefined;
 
-  const markDegraded = (reason: DegradeReason): void => {
+  const markDegraded = (reason: DegradeReason, firstMs: number, idleMs: number): void => {
     if (!registry || capability === undefined) return;
-    const text = describe(reason);
+    const text = describe(reason, firstMs, idleMs);
     if (registry.disable(capability, text)) extraHub?.report({ type: 'degraded', capability, reason: text });
   };
   const markRestored = (): void => {
@@ -198,8 +210,8 @@ export function degradeAfter<T, D>(
     if (registry.enable(capability)) extraHub?.report({ type: 'restored', capability });
   };
   /** What to emit instead, once the capability is marked degraded. */
-  const replacementFor = (reason: DegradeReason): D | Observable<D> => {
-    markDegraded(reason);
+  const replacementFor = (reason: DegradeReason, firstMs: number, idleMs: number): D | Observable<D> => {
+    markDegraded(reason, firstMs, idleMs);
     return typeof degraded === 'function' ? (degraded as (r: DegradeReason) => D | Observable<D>)(reason) : degraded;
   };
 
@@ -209,12 +221,12 @@ export function degradeAfter<T, D>(
 
 /** What every subscription of one `degradeAfter` shares: its deadlines and what it does when one is missed. */
 interface DeadlineRules<D> {
-  readonly firstMs: number;
-  readonly idleMs: number;
+  readonly firstMs: Ms;
+  readonly idleMs: Ms;
   readonly scheduler: SchedulerLike;
   readonly onError: boolean | ((error: unknown) => boolean);
   /** Marks the capability degraded and gives what to emit instead (a throw: guarded by the caller). */
-  readonly replacementFor: (reason: DegradeReason) => D | Observable<D>;
+  readonly replacementFor: (reason: DegradeReason, firstMs: number, idleMs: number) => D | Observable<D>;
   /** Marks the capability restored (a throw: guarded by the caller). */
   readonly markRestored: () => void;
 }
@@ -231,8 +243,19 @@ class DegradeAfter<T, D> extends Observable<T | D> {
 
   /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
   protected _subscribe(subscriber: Subscriber<T | D>): void {
-    this.upstream.subscribe(new DeadlineSubscriber<T, D>(subscriber, this.rules));
+    const first = read(this.rules.firstMs);
+    if (first instanceof Thrown) return subscriber.error(first.error);
+    const idle = read(this.rules.idleMs);
+    if (idle instanceof Thrown) return subscriber.error(idle.error);
+    this.upstream.subscribe(new DeadlineSubscriber<T, D>(subscriber, this.rules, first, idle));
   }
+}
+
+/** A deadline for one subscription: ms as given, a deadline source's value, or what went wrong reading it. */
+function read(deadline: Ms): number | Thrown {
+  if (typeof deadline === 'number') return deadline;
+  const ms = guard(() => deadline.deadlineMs());
+  return ms instanceof Thrown || isDeadline(ms) ? ms : new Thrown(new InvalidOptionError('degradeAfter', 'deadline', ms, 'from deadlineMs(), a number > 0 (ms) or Infinity'));
 }
 
 /**
@@ -254,10 +277,13 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
   constructor(
     private readonly downstream: Subscriber<T | D>,
     private readonly rules: DeadlineRules<D>,
+    /** This subscription's deadlines, in ms (a deadline source's value when it started). */
+    private readonly firstMs: number,
+    private readonly idleMs: number,
   ) {
     super();
     this.start = this.last = rules.scheduler.now();
-    this.arm(this.start + rules.firstMs);
+    this.arm(this.start + firstMs);
     downstream.add(this);
   }
 
@@ -277,7 +303,7 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
     this.timer = undefined;
     if (this.finished) return;
     const now = this.rules.scheduler.now();
-    const at = this.seen ? this.last + this.rules.idleMs : this.start + this.rules.firstMs;
+    const at = this.seen ? this.last + this.idleMs : this.start + this.firstMs;
     if (now < at) return this.arm(at);
     this.degrade(this.seen ? { kind: 'idle', afterMs: now - this.last } : { kind: 'first', afterMs: now - this.start });
   }
@@ -285,7 +311,7 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
   private degrade(reason: DegradeReason): void {
     const downstream = this.downstream;
     this.unsubscribe();
-    const out = guard(this.rules.replacementFor, reason);
+    const out = guard(this.rules.replacementFor, reason, this.firstMs, this.idleMs);
     if (out instanceof Thrown) return downstream.error(out.error);
     if (isObservable(out)) {
       const replacement = out.subscribe({
@@ -302,7 +328,8 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
 
   protected override _next(value: T): void {
     if (this.finished) return;
-    const { idleMs, scheduler } = this.rules;
+    const { idleMs } = this;
+    const { scheduler } = this.rules;
     // without an idle deadline only the first item's time matters (and not even that):
     // no clock read per item
     if (idleMs !== Infinity || !this.seen) this.last = scheduler.now();

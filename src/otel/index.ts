@@ -16,13 +16,16 @@ import {
   type Histogram,
   type HrTime,
   type Meter,
+  type ObservableResult,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
 import { asyncScheduler, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events/events.js';
+import type { LatencyQuantiles, LatencySnapshot } from '../core/latency/tracker.js';
 import { after } from '../core/rx/wait.js';
 import { check, Scheduler, validateOptions } from '../core/errors/options.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
 
 /**
  * Options of {@link instrument}.
@@ -89,6 +92,8 @@ interface Instruments {
   readonly reflections: Counter;
   readonly degradations: Counter;
   readonly budgets: Counter;
+  readonly hedges: Counter;
+  readonly bulkheads: Counter;
 }
 
 function instrumentsOf(meter: Meter): Instruments {
@@ -106,6 +111,8 @@ function instrumentsOf(meter: Meter): Instruments {
     reflections: meter.createCounter('rxheal.reflections', { description: 'Reflection prompts injected after a tool error', unit: '{reflection}' }),
     degradations: meter.createCounter('rxheal.degradations', { description: 'Capabilities degraded', unit: '{degradation}' }),
     budgets: meter.createCounter('rxheal.budget.exceeded', { description: 'Runs stopped by a budget', unit: '{run}' }),
+    hedges: meter.createCounter('rxheal.hedges', { description: 'What hedging did with each attempt: started, won, cancelled, failed, skipped, denied', unit: '{attempt}' }),
+    bulkheads: meter.createCounter('rxheal.bulkhead.calls', { description: 'Calls a bulkhead queued, admitted from its queue, or refused', unit: '{call}' }),
   };
 }
 
@@ -127,9 +134,10 @@ function instrumentsOf(meter: Meter): Instruments {
  *
  * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.retry.withheld`, `rxheal.reflection`,
  * `rxheal.fallback`, `rxheal.circuit.transition`, `rxheal.circuit.rejected`, `rxheal.degraded`,
- * `rxheal.restored` — go on the span of the call they are about:
+ * `rxheal.restored`, `rxheal.hedge`, `rxheal.bulkhead` — go on the span of the call they are about:
  * 1. the call named by the event — retries and breakers by target (`tool:<name>`,
- *    `model:<name>`), fallbacks by `from`, reflections by tool call id — open, or the one that
+ *    `model:<name>`), hedges by target, bulkheads by name, fallbacks by `from`, reflections by
+ *    tool call id — open, or the one that
  *    just ended;
  * 2. otherwise, for model targets, the innermost open model call (the one open, or the provider
  *    attempt open under the run's call), or the model call that just ended;
@@ -147,8 +155,10 @@ function instrumentsOf(meter: Meter): Instruments {
  * [`rxheal.fallback.from`, `rxheal.fallback.to`, `rxheal.fallback.reason`],
  * `rxheal.reflections` [`gen_ai.tool.name`, `rxheal.reflection.exhausted`],
  * `rxheal.degradations` [`rxheal.capability`], `rxheal.budget.exceeded`
- * [`rxheal.budget.resource`]; histogram `rxheal.retry.backoff` (ms) [`rxheal.target`,
- * `error.type`].
+ * [`rxheal.budget.resource`], `rxheal.hedges` [`rxheal.target`, `rxheal.hedge.kind`],
+ * `rxheal.bulkhead.calls` [`rxheal.bulkhead`, `rxheal.bulkhead.kind`, `rxheal.bulkhead.reason`];
+ * histogram `rxheal.retry.backoff` (ms) [`rxheal.target`, `error.type`]. Observed latency's
+ * quantiles are gauges of their own: {@link instrumentLatency}.
  *
  * Pass a hot stream: a cold one (`runAgent(…)`) would be started by this subscription.
  *
@@ -313,6 +323,23 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       case 'budget-exceeded':
         m.budgets.add(1, { 'rxheal.budget.resource': e.resource });
         return;
+      case 'hedge': {
+        m.hedges.add(1, { 'rxheal.target': e.target, 'rxheal.hedge.kind': e.kind });
+        const attributes: Attributes = { 'rxheal.hedge.kind': e.kind, 'rxheal.hedge.attempt': e.attempt };
+        if (e.afterMs !== undefined) attributes['rxheal.hedge.after_ms'] = e.afterMs;
+        if (e.category !== undefined) attributes['error.type'] = e.category;
+        spanFor(e.target)?.addEvent('rxheal.hedge', attributes, hrTime(e.at));
+        return;
+      }
+      case 'bulkhead': {
+        const attributes: Attributes = { 'rxheal.bulkhead': e.bulkhead, 'rxheal.bulkhead.kind': e.kind };
+        if (e.reason !== undefined) attributes['rxheal.bulkhead.reason'] = e.reason;
+        m.bulkheads.add(1, attributes);
+        const details: Attributes = { ...attributes, 'rxheal.bulkhead.active': e.active, 'rxheal.bulkhead.queued': e.queued };
+        if (e.waitMs !== undefined) details['rxheal.bulkhead.wait_ms'] = e.waitMs;
+        spanFor(e.bulkhead)?.addEvent('rxheal.bulkhead', details, now());
+        return;
+      }
       case 'reset':
         return;
     }
@@ -334,4 +361,84 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
   });
   subscription.add(closeAll);
   return subscription;
+}
+
+/**
+ * What {@link instrumentLatency} reads: a `LatencyRegistry` (every tracker it has, later ones
+ * included) or anything else with a `snapshot()` of trackers' quantiles.
+ *
+ * @example
+ * ```ts
+ * const source: LatencySource = new LatencyRegistry();
+ * ```
+ */
+export interface LatencySource {
+  /** Every tracker's quantiles now (`LatencyRegistry.snapshot()`). */
+  snapshot(): readonly LatencySnapshot[];
+}
+
+export type { LatencyQuantiles, LatencySnapshot } from '../core/latency/tracker.js';
+
+const QUANTILES: readonly (readonly [keyof LatencyQuantiles, string])[] = [
+  ['p50', 'p50'],
+  ['p90', 'p90'],
+  ['p95', 'p95'],
+  ['p99', 'p99'],
+  ['p999', 'p99.9'],
+];
+
+/**
+ * Observed latency as OpenTelemetry gauges, read from `source` each time the SDK collects: for
+ * every tracker, `rxheal.latency.first_item` (time to the first item: time to first token) and
+ * `rxheal.latency.gap` (between items), in ms, one data point per quantile [`rxheal.target`,
+ * `rxheal.latency.quantile`: `p50`, `p90`, `p95`, `p99`, `p99.9`], and `rxheal.latency.samples`
+ * [`rxheal.target`, `rxheal.latency.kind`: `first`, `gap`]. A tracker with no sample of a kind
+ * gives no quantile of it. Unsubscribe to stop.
+ *
+ * @example
+ * ```ts
+ * import { instrumentLatency } from 'rxheal/otel';
+ * const latency = new LatencyRegistry();
+ * const gauges = instrumentLatency(latency); // the global meter
+ * // at shutdown: gauges.unsubscribe();
+ * ```
+ * @throws {InvalidOptionError} at once, for a source without `snapshot()` or an invalid option.
+ */
+export function instrumentLatency(source: LatencySource, options?: Pick<InstrumentOptions, 'meter'>): { unsubscribe(): void } {
+  if (typeof source !== 'object' || source === null || typeof (source as Partial<LatencySource>).snapshot !== 'function') {
+    throw new InvalidOptionError('instrumentLatency', 'source', source, 'a LatencyRegistry (or an object with snapshot())');
+  }
+  const o = validateOptions('instrumentLatency', { meter: props.meter }, options);
+  const meter = o.meter ?? metrics.getMeter('rxheal');
+  const first = meter.createObservableGauge('rxheal.latency.first_item', { description: 'Observed time to the first item (first token) of a model or tool, by quantile', unit: 'ms' });
+  const gap = meter.createObservableGauge('rxheal.latency.gap', { description: 'Observed time between the items of a model or tool, by quantile', unit: 'ms' });
+  const samples = meter.createObservableGauge('rxheal.latency.samples', { description: 'Samples the latency quantiles are read from', unit: '{sample}' });
+  const observe = (result: ObservableResult, target: string, q: LatencyQuantiles): void => {
+    for (const [key, label] of QUANTILES) {
+      const value = q[key];
+      if (value !== undefined) result.observe(value, { 'rxheal.target': target, 'rxheal.latency.quantile': label });
+    }
+  };
+  const onFirst = (result: ObservableResult): void => {
+    for (const t of source.snapshot()) observe(result, t.name, t.first);
+  };
+  const onGap = (result: ObservableResult): void => {
+    for (const t of source.snapshot()) observe(result, t.name, t.gap);
+  };
+  const onSamples = (result: ObservableResult): void => {
+    for (const t of source.snapshot()) {
+      result.observe(t.first.count, { 'rxheal.target': t.name, 'rxheal.latency.kind': 'first' });
+      result.observe(t.gap.count, { 'rxheal.target': t.name, 'rxheal.latency.kind': 'gap' });
+    }
+  };
+  first.addCallback(onFirst);
+  gap.addCallback(onGap);
+  samples.addCallback(onSamples);
+  return {
+    unsubscribe: () => {
+      first.removeCallback(onFirst);
+      gap.removeCallback(onGap);
+      samples.removeCallback(onSamples);
+    },
+  };
 }

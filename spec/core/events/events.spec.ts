@@ -106,6 +106,21 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 1200, cost: 800 },
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 42_000, cost: 800, rejected: true, local: true },
   ],
+  bulkhead: [
+    { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 2, queued: 1 },
+    { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 2, queued: 0, waitMs: 40 },
+    { type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 2, queued: 0, reason: 'full' },
+    { type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 2, queued: 0, reason: 'queue_timeout', waitMs: 500 },
+  ],
+  hedge: [
+    { type: 'hedge', target: 'model:gpt', kind: 'started', attempt: 1, at: 950, afterMs: 950 },
+    { type: 'hedge', target: 'model:gpt', kind: 'won', attempt: 1, at: 1200 },
+    { type: 'hedge', target: 'model:gpt', kind: 'cancelled', attempt: 0, at: 1200 },
+    { type: 'hedge', target: 'model:claude', kind: 'failed', attempt: 1, at: 1300, category: 'server_error' },
+    { type: 'hedge', target: 'model:claude', kind: 'skipped', attempt: 2, at: 1900 },
+    { type: 'hedge', target: 'model:gpt', kind: 'denied', attempt: 1, at: 950 },
+  ],
+  latency: [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }],
   reset: [
     { type: 'reset', reason: 'retry', target: 'model:a' },
     { type: 'reset', reason: 'fallback', target: 'model:b' },

@@ -26,6 +26,8 @@ export type ErrorCategory =
   | 'circuit_open'
   // our own rate limiter refused the call before sending it (RateLimitExceededError)
   | 'throttled'
+  // a bulkhead had no slot (or queue place) for the call (BulkheadRejectedError)
+  | 'bulkhead_full'
   | 'budget_exceeded'
   | 'request_timeout'
   | 'conflict'
@@ -330,6 +332,8 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       const wait = get(error, 'retryAfterMs');
       return verdict('throttled', false, true, 'fallback', typeof wait === 'number' && wait >= 0 ? Math.ceil(wait) : undefined);
     }
+    // by name alone: the class stays out of bundles that never make a bulkhead (its `name` is fixed)
+    if (name === 'BulkheadRejectedError') return verdict('bulkhead_full', false, true, 'fallback');
     if (isInstance(error, BudgetExceededError) || name === 'BudgetExceededError') {
       return verdict('budget_exceeded', false, false, 'fail_fast');
     }
@@ -448,7 +452,7 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * `Response.json()`; `openai` 7's own `Error reading response: …` in its place) → `bad_gateway`, like `MalformedStreamError`; programming errors
  * (`TypeError` other than fetch's network failure, `RangeError`, `ReferenceError`,
  * `SyntaxError` from the app's own code, `JSON.parse` of its own literals included) → no retry,
- * no fallback; `CircuitOpenError` → fallback only; HTTP status (from `status`, `statusCode` or
+ * no fallback; `CircuitOpenError`, `RateLimitExceededError` and `BulkheadRejectedError` → fallback only; HTTP status (from `status`, `statusCode` or
  * `response.status`; the AI SDK's `isRetryable`, then `x-should-retry`, override;
  * `retry-after(-ms)` read from `headers`, `responseHeaders` or `response.headers`); without a
  * status, what the error's body implies ({@link impliedStatus}: a numeric `code` of 400–599, as

@@ -396,3 +396,46 @@ export class RateLimitExceededError extends Error {
     this.maxWaitMs = maxWaitMs;
   }
 }
+
+/** Why a bulkhead refused a call: every slot and queue place was taken (`'full'`), or it waited its `queueTimeoutMs` in the queue (`'queue_timeout'`). */
+export type BulkheadRejection = 'full' | 'queue_timeout';
+
+/**
+ * A bulkhead refused the call: it had `maxConcurrent` calls running and `maxQueue` waiting
+ * (`reason: 'full'`), or the call waited `queueTimeoutMs` for a slot (`'queue_timeout'`). The
+ * source was never subscribed. Classified `bulkhead_full`: never retried (a retry would only queue
+ * again), worth a fallback (another model or tool has its own bulkhead), not counted by breakers
+ * (the service did not fail).
+ *
+ * @example
+ * ```ts
+ * classifyError(new BulkheadRejectedError('model:gpt', 'full', 25, 0, 0));
+ * // { retryable: false, fallback: true, category: 'bulkhead_full', strategy: 'fallback' }
+ * ```
+ */
+export class BulkheadRejectedError extends Error {
+  override readonly name = 'BulkheadRejectedError';
+  /** The bulkhead's name. */
+  readonly bulkhead: string;
+  /** Why the call was refused. */
+  readonly reason: BulkheadRejection;
+  /** Calls the bulkhead runs at once. */
+  readonly maxConcurrent: number;
+  /** Calls it lets wait. */
+  readonly maxQueue: number;
+  /** How long the call waited in the queue, in ms (0 when refused at once). */
+  readonly waitedMs: number;
+
+  constructor(bulkhead: string, reason: BulkheadRejection, maxConcurrent: number, maxQueue: number, waitedMs: number) {
+    super(
+      reason === 'full'
+        ? `Bulkhead '${bulkhead}' is full: ${maxConcurrent} call${maxConcurrent === 1 ? '' : 's'} running and ${maxQueue} waiting`
+        : `Bulkhead '${bulkhead}': no slot within ${waitedMs} ms in the queue`,
+    );
+    this.bulkhead = bulkhead;
+    this.reason = reason;
+    this.maxConcurrent = maxConcurrent;
+    this.maxQueue = maxQueue;
+    this.waitedMs = waitedMs;
+  }
+}

@@ -279,6 +279,51 @@ export const RateLimitedEventCodec = t.intersection(
   'RateLimitedEvent',
 );
 
+/**
+ * A bulkhead's decision about a call (`bulkhead`): `queued` — every slot was taken, it waits
+ * (`queued` calls now wait); `admitted` — it got a slot after waiting `waitMs`; `rejected` —
+ * `reason` `'full'` (no slot, no queue place) or `'queue_timeout'` (waited `waitMs`). `active`:
+ * calls running after the decision.
+ */
+export const BulkheadEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('bulkhead'), bulkhead: t.string, kind: t.keyof({ queued: null, admitted: null, rejected: null }), active: t.number, queued: t.number }),
+    t.partial({ waitMs: t.number, reason: t.keyof({ full: null, queue_timeout: null }) }),
+  ],
+  'BulkheadEvent',
+);
+/**
+ * What a `hedge` did with one attempt of a call (`attempt` 0 is the first, 1… the hedges; `target`
+ * what it calls): `started` (a hedge, `afterMs` after the attempt before it), `won` (it delivered
+ * first: the call is its), `cancelled` (another won, or the consumer left: unsubscribed at once),
+ * `failed` (it errored while another ran: the call goes on; `category` the classifier's),
+ * `skipped` (its breaker was open: not started) or `denied` (the hedge budget was spent: not
+ * started). `at`: scheduler time.
+ */
+export const HedgeEventCodec = t.intersection(
+  [
+    t.type({
+      type: t.literal('hedge'),
+      target: t.string,
+      kind: t.keyof({ started: null, won: null, cancelled: null, failed: null, skipped: null, denied: null }),
+      attempt: t.number,
+      at: t.number,
+    }),
+    t.partial({ afterMs: t.number, category: t.string }),
+  ],
+  'HedgeEvent',
+);
+
+/**
+ * A latency tracker's quantiles (`latency`), reported to its hub every `reportEvery` samples of
+ * one kind: `kind` `'first'` (time to the first item: time to first token) or `'gap'` (between
+ * items), `count` samples in its windows, and their p50, p95 and p99 in ms.
+ */
+export const LatencyEventCodec = t.type(
+  { type: t.literal('latency'), target: t.string, kind: t.keyof({ first: null, gap: null }), count: t.number, p50: t.number, p95: t.number, p99: t.number },
+  'LatencyEvent',
+);
+
 /** Resilience events: what the healing did. Also what the events hub carries. */
 export const HealEventCodec = t.union(
   [
@@ -295,6 +340,9 @@ export const HealEventCodec = t.union(
     BudgetEventCodec,
     ResetEventCodec,
     RateLimitedEventCodec,
+    BulkheadEventCodec,
+    HedgeEventCodec,
+    LatencyEventCodec,
   ],
   'HealEvent',
 );
@@ -376,9 +424,15 @@ export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
 /** A call waited for (or was refused) its turn under a shared rate limit. */
 export type RateLimitedEvent = t.TypeOf<typeof RateLimitedEventCodec>;
+/** A bulkhead queued, admitted or refused a call (see {@link BulkheadEventCodec}). */
+export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
+/** A hedge started, won, was cancelled, failed, was skipped or denied (see {@link HedgeEventCodec}). */
+export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
+/** A latency tracker's quantiles, every so many samples (see {@link LatencyEventCodec}). */
+export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits.
+ * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency.
  *
  * @example
  * ```ts
