@@ -7,7 +7,7 @@
  */
 import { endWith, map, type Observable } from 'rxjs';
 import { apiErrorType, impliedStatus } from '../core/errors/readError.js';
-import { HttpError, MalformedStreamError } from '../core/errors/errors.js';
+import { HttpError, InvalidOptionError, MalformedStreamError } from '../core/errors/errors.js';
 import type { ResetEvent, TurnEvent } from '../core/events/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest } from '../core/model/model.js';
 import { NonEmptyString, NonNegativeInteger, validateOptions } from '../core/errors/options.js';
@@ -153,6 +153,22 @@ export function sdkModel(spec: SdkStreamSpec): Model {
       return decodeEvents(final ? events.pipe(endWith(final)) : events, () => decoder(id));
     },
   };
+}
+
+/**
+ * An SDK adapter's `params.model`: a non-empty string, or an `InvalidOptionError` naming the
+ * adapter and `params.model`.
+ *
+ * @example
+ * ```ts
+ * sdkParamsModel('fromOpenAI', { model: 'gpt-4o' }); // 'gpt-4o'
+ * ```
+ * @throws {InvalidOptionError} for params that are not an object with a non-empty `model`.
+ */
+export function sdkParamsModel(adapter: string, params: unknown): string {
+  const model = typeof params === 'object' && params !== null ? (params as { model?: unknown }).model : undefined;
+  if (typeof model !== 'string' || model === '') throw new InvalidOptionError(adapter, 'params.model', model, 'a non-empty string');
+  return model;
 }
 
 const optionProps = { id: NonEmptyString, maxRetries: NonNegativeInteger };

@@ -16,7 +16,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Model } from '../core/model/model.js';
 import { anthropicRequestBody, anthropicStreamDecoder } from '../providers/anthropic.js';
-import { sdkModel, sdkOptions, type SdkModelOptions } from '../adapters/common.js';
+import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
 
@@ -94,9 +94,7 @@ export function fromAnthropic(client: AnthropicMessagesClient, params: Anthropic
   if (typeof client?.messages?.create !== 'function') {
     throw new InvalidOptionError('fromAnthropic', 'client', client, 'an @anthropic-ai/sdk client (with messages.create)');
   }
-  if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
-    throw new InvalidOptionError('fromAnthropic', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
-  }
+  sdkParamsModel('fromAnthropic', params);
   if (!Number.isInteger(params.max_tokens) || params.max_tokens < 1) {
     throw new InvalidOptionError('fromAnthropic', 'params.max_tokens', params.max_tokens, 'a positive integer (the API requires it)');
   }

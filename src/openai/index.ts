@@ -17,7 +17,7 @@ import type { Model } from '../core/model/model.js';
 import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../providers/openai.js';
 import { openAIResponsesBody, responsesDeclaredTools } from '../providers/responses.js';
 import { openAIResponsesStreamDecoder } from '../providers/responsesDecoder.js';
-import { sdkModel, sdkOptions, type SdkModelOptions } from '../adapters/common.js';
+import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
 
@@ -96,9 +96,7 @@ export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, o
   if (typeof client?.chat?.completions?.create !== 'function') {
     throw new InvalidOptionError('fromOpenAI', 'client', client, 'an openai client (with chat.completions.create)');
   }
-  if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
-    throw new InvalidOptionError('fromOpenAI', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
-  }
+  sdkParamsModel('fromOpenAI', params);
   checkOneAnswer('fromOpenAI', 'params', params as unknown as Record<string, unknown>);
   const { id = `openai:${params.model}`, maxRetries } = sdkOptions('fromOpenAI', options);
   const completions = client.chat.completions;
@@ -185,9 +183,7 @@ export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenA
   if (typeof client?.responses?.create !== 'function') {
     throw new InvalidOptionError('fromOpenAIResponses', 'client', client, 'an openai client (with responses.create)');
   }
-  if (typeof params !== 'object' || params === null || typeof params.model !== 'string' || params.model === '') {
-    throw new InvalidOptionError('fromOpenAIResponses', 'params.model', (params as { model?: unknown } | null)?.model, 'a non-empty string');
-  }
+  sdkParamsModel('fromOpenAIResponses', params);
   const { id = `openai-responses:${params.model}`, maxRetries } = sdkOptions('fromOpenAIResponses', options);
   const responses = client.responses;
   const extra = params as unknown as Record<string, unknown>;

@@ -52,7 +52,8 @@ export interface OpenAICompatibleModelOptions {
   readonly id?: string;
 }
 
-const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
+/** The option codecs of `openAICompatibleModel`, and of `openAIResponsesModel`, which takes the same options. */
+export const OPENAI_OPTION_PROPS = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
 
 // ---------------------------------------------------------------------------------------------
 // request
@@ -449,7 +450,7 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * more than one answer, `n` > 1, too).
  */
 export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Model {
-  checkProviderOptions('openAICompatibleModel', props, options, ['baseURL', 'model']);
+  checkProviderOptions('openAICompatibleModel', OPENAI_OPTION_PROPS, options, ['baseURL', 'model']);
   checkOneAnswer('openAICompatibleModel', 'body', options.body);
   const { apiKey, model, headers = {}, body = {} } = options;
   const id = options.id ?? `openai:${model}`;

@@ -6,30 +6,24 @@
  * @module
  */
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
-import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
-import { argumentsText } from './openai.js';
-import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
+import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions } from './openai.js';
+import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
 import { decodeSse, isObject } from './sse.js';
 
 /**
- * Options of {@link openAIResponsesModel}: those of `openAICompatibleModel`.
+ * Options of {@link openAIResponsesModel}: those of `openAICompatibleModel` (`apiKey`, `model`,
+ * `headers`, `fetch`, `maxEventSize`), with its own base URL path, body and id.
  *
  * @example
  * ```ts
  * const options: OpenAIResponsesModelOptions = { baseURL: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY, model: 'gpt-5-mini' };
  * ```
  */
-export interface OpenAIResponsesModelOptions {
+export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelOptions, 'baseURL' | 'body' | 'id'> {
   /** The API's base URL, up to and including the version: `https://api.openai.com/v1`. Requests go to `<baseURL>/responses`. */
   readonly baseURL: string;
-  /** Sent as `authorization: Bearer <apiKey>`. None by default (local servers need none). */
-  readonly apiKey?: string;
-  /** The model name sent in each request, e.g. `'gpt-5-mini'`. */
-  readonly model: string;
-  /** Extra request headers; they win over the defaults. */
-  readonly headers?: Readonly<Record<string, string>>;
   /**
    * Extra fields merged into every request body (`{ reasoning: { effort: 'low', summary: 'auto' },
    * max_output_tokens: 2048 }`; `store: true` to keep responses on OpenAI's side; `tools` for the
@@ -38,15 +32,9 @@ export interface OpenAIResponsesModelOptions {
    * fields win.
    */
   readonly body?: Readonly<Record<string, unknown>>;
-  /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
-  readonly fetch?: typeof fetch;
-  /** The largest Server-Sent Event accepted, in characters (see `openAICompatibleModel`). */
-  readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai-responses:<model>`. */
   readonly id?: string;
 }
-
-const props = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
 
 /** Our tool call's metadata from this protocol: the item id, and the item type for a call that is not a `function_call`. */
 function openaiMeta(call: ToolCall | ReasoningPart): Record<string, unknown> | undefined {
@@ -229,7 +217,7 @@ export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>):
  * @throws {InvalidOptionError} at once, for a missing or invalid option.
  */
 export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Model {
-  checkProviderOptions('openAIResponsesModel', props, options, ['baseURL', 'model']);
+  checkProviderOptions('openAIResponsesModel', OPENAI_OPTION_PROPS, options, ['baseURL', 'model']);
   const { apiKey, model, headers = {}, body = {} } = options;
   const id = options.id ?? `openai-responses:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL)}/responses`;
