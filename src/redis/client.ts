@@ -45,13 +45,12 @@ export interface RedisSubscriberLike {
   off?(event: 'ready', listener: () => void): unknown;
 }
 
-/** The prelude every script starts with: Redis time, the caller's deadline, the key prefix. */
+/** The prelude every script starts with: Redis time, the caller's deadline. Keys come in `KEYS` only. */
 const PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = tonumber(ARGV[1])
 if now > deadline then return {now, 'expired'} end
-local tag = KEYS[1]
 `;
 
 /**
@@ -94,20 +93,21 @@ export class Script {
   }
 
   /**
-   * Runs the script with `KEYS[1] = tag` and `args` after the deadline (`ARGV[1]`: the call's
+   * Runs the script with `keys` (every key it touches: Redis Cluster routes the command by them,
+   * and they must share one slot there) and `args` after the deadline (`ARGV[1]`: the call's
    * time plus `timeoutMs`, in Redis time): a cold Observable of the reply after its leading time
    * (and never a late effect). Unsubscribing before it is sent means it is never sent.
    */
-  run(tag: string, args: readonly (string | number)[]): Observable<unknown[]> {
+  run(keys: readonly string[], args: readonly (string | number)[]): Observable<unknown[]> {
     return new Observable<unknown[]>((subscriber) => {
       let live = true;
       const calledAt = this.scheduler.now();
       const call = async (): Promise<unknown[] | undefined> => {
-        if (this.offset === undefined) await this.learnClock(tag);
+        if (this.offset === undefined) await this.learnClock(keys);
         if (!live) return undefined;
         if (this.scheduler.now() - calledAt > this.timeoutMs) throw new ExpiredCommandError('the command was not sent: Redis\'s clock arrived after its deadline');
         const deadline = Math.ceil(calledAt + this.offset! + this.timeoutMs);
-        const reply = this.read(await this.send(tag, [String(deadline), ...args.map(String)]));
+        const reply = this.read(await this.send(keys, [String(deadline), ...args.map(String)]));
         if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
         return reply.slice(1);
       };
@@ -135,8 +135,8 @@ export class Script {
   }
 
   /** Redis's clock, from a probe that cannot run the script (deadline 1: long past); one at a time, again after a failure. */
-  private learnClock(tag: string): Promise<void> {
-    return (this.clock ??= this.send(tag, ['1']).then(
+  private learnClock(keys: readonly string[]): Promise<void> {
+    return (this.clock ??= this.send(keys, ['1']).then(
       (reply) => void this.read(reply),
       (error: unknown) => {
         this.clock = undefined;
@@ -145,23 +145,24 @@ export class Script {
     ));
   }
 
-  private async send(tag: string, argv: readonly string[]): Promise<unknown> {
+  private async send(keys: readonly string[], argv: readonly string[]): Promise<unknown> {
+    const rest = [String(keys.length), ...keys, ...argv];
     try {
-      return await this.client.sendCommand(['EVALSHA', this.sha, '1', tag, ...argv]);
+      return await this.client.sendCommand(['EVALSHA', this.sha, ...rest]);
     } catch (error) {
       if (!String((error as { message?: unknown } | undefined)?.message ?? error).startsWith('NOSCRIPT')) throw error;
-      return this.client.sendCommand(['EVAL', this.source, '1', tag, ...argv]);
+      return this.client.sendCommand(['EVAL', this.source, ...rest]);
     }
   }
 }
 
 /**
  * A name as one part of a Redis key (a breaker's name, a rate limiter's key, a limit's id): the
- * one rule both stores build their keys with. `%` and `:` are percent-escaped (`%25`, `%3A`), so
- * an escaped name never contains `:`, and a key — the namespace's hash tag, the kind (`b`, `rl`),
- * escaped names and fixed suffixes (`:votes`, `:nodes`), joined by `:` — reads back one way: no two
- * names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s vote set). Names with
- * neither character keep their keys as they are.
+ * one rule both stores build their keys with. `%`, `:`, `{` and `}` are percent-escaped (`%25`,
+ * `%3A`, `%7B`, `%7D`), so an escaped name holds no `:` and no brace, and a key — the hash tag
+ * (see {@link hashTag}) and fixed suffixes (`:votes`, `:nodes`, `:<limit id>`), joined by `:` —
+ * reads back one way: no two names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s
+ * vote set), nor a hash tag. Names with none of these characters keep their text as it is.
  *
  * @example
  * ```ts
@@ -170,12 +171,25 @@ export class Script {
  * ```
  */
 export function keyPart(name: string): string {
-  return name.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
+  return name.replace(/[%:{}]/g, (c) => ESCAPES[c]!);
 }
+const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
-/** `{namespace}`: the hash tag that keeps every key of a namespace in one Cluster slot. */
-export function hashTag(namespace: string): string {
-  return `{${namespace}}`;
+/**
+ * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`) or one rate-limit key (`rl`),
+ * which begins every key of it. Redis Cluster hashes only the text inside the braces, so all the
+ * keys of one breaker (its verdict, votes, node set) share one slot — one script may touch them
+ * all — while two breakers' keys spread over the cluster's slots (no one hot slot for a whole
+ * fleet). The name is one {@link keyPart} (no `:`, no brace) and the namespace has no `}`, so the
+ * tag ends where it should and reads back one way.
+ *
+ * @example
+ * ```ts
+ * hashTag('rxheal', 'b', 'model:gpt-4o'); // '{rxheal:b:model%3Agpt-4o}'
+ * ```
+ */
+export function hashTag(namespace: string, kind: 'b' | 'rl', name: string): string {
+  return `{${namespace}:${kind}:${keyPart(name)}}`;
 }
 
 /** A reply field as a number (Redis integers arrive as numbers, bulk strings as strings). */
