@@ -10,15 +10,16 @@
  * `state`, `reason`, `until`, `lease_node`, `lease_until`), `{ns:b:<name>}:votes` and
  * `{ns:b:<name>}:nodes` (sorted sets of node → Redis time). Every key a script touches comes in
  * `KEYS`. A breaker's live nodes and generation live under its own tag, so each operation touches
- * one slot; a sync of many breakers is one command on one server.
+ * one slot; a sync of many breakers is one command on one server, and one command per breaker on
+ * a cluster (all sent at once: a client pipelines them to each master).
  *
  * @module
  */
-import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, forkJoin, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
 import { type BreakerStore, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum, FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import { fleetNode } from '../core/fleet/fleet.js';
-import { hashTag, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
+import { clientOption, hashTag, isSubscriber, listenerSubscriber, num, Script, type RedisClientLike, type ChannelSubscriber, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `
 local channel = ARGV[2]
@@ -125,9 +126,9 @@ return out(verdict(hash))
  * ```
  */
 export interface RedisBreakerStoreOptions {
-  /** A connected node-redis client (`disableOfflineQueue: true`). */
+  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
   readonly client: RedisClientLike;
-  /** A second connection for pub/sub (`client.duplicate()`, connected). Without it, changes arrive by the poll only. */
+  /** A second connection for pub/sub (node-redis `client.duplicate()`, connected; or an ioredis `Redis` / `Cluster`). Without it, changes arrive by the poll only. */
   readonly subscriber?: RedisSubscriberLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key and of the channel. Defaults to `'rxheal'`. */
   readonly namespace?: string;
@@ -141,11 +142,9 @@ export interface RedisBreakerStoreOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-const RedisClient = check('a Redis client (with sendCommand)', (u): u is RedisClientLike => typeof (u as RedisClientLike | null)?.sendCommand === 'function');
-const RedisSubscriber = check(
-  'a Redis subscriber connection (with subscribe and unsubscribe)',
-  (u): u is RedisSubscriberLike => typeof (u as RedisSubscriberLike | null)?.subscribe === 'function' && typeof (u as RedisSubscriberLike).unsubscribe === 'function',
-);
+/** The client's own check is `clientOption` (it names what a client lacks); here, any value passes. */
+const RedisClient = check('a Redis client', (_client: unknown): _client is RedisClientLike => true);
+const RedisSubscriber = check('a Redis subscriber connection: node-redis (subscribe(channel, listener), unsubscribe) or ioredis (call, subscribe, unsubscribe, on, off)', isSubscriber);
 
 /** A namespace: the keys' Cluster hash tag is `{namespace}`, so a `}` would make it empty or cut it short. */
 const Namespace = check('a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})', (u): u is string => NonEmptyString.is(u) && !u.includes('}'));
@@ -198,7 +197,9 @@ export class RedisBreakerStore implements BreakerStore {
   private readonly namespace: string;
   private readonly channel: string;
   private readonly nodeTtlMs: number;
-  private readonly subscriber: RedisSubscriberLike | undefined;
+  private readonly subscriber: ChannelSubscriber | undefined;
+  /** A cluster client: a script call may touch one slot, so a sync goes breaker by breaker. */
+  private readonly cluster: boolean;
   private readonly listener = (message: string): void => this.onMessage(message);
   private readonly onReady = (): void => {
     if (!this.subscribed) this.subscribe();
@@ -209,7 +210,7 @@ export class RedisBreakerStore implements BreakerStore {
 
   constructor(options: RedisBreakerStoreOptions) {
     const o = validateOptions('RedisBreakerStore', props, options);
-    if (o.client === undefined) throw new TypeError('RedisBreakerStore: option "client" is required');
+    const commands = clientOption('RedisBreakerStore', o.client);
     (this as { [FLEET_NODE]: FleetNode })[FLEET_NODE] = fleetNode;
     registerFleetNode(fleetNode);
     const namespace = o.namespace ?? 'rxheal';
@@ -219,10 +220,11 @@ export class RedisBreakerStore implements BreakerStore {
     this.nodeTtlMs = o.nodeTtlMs ?? Math.min(Math.ceil(3 * this.pollMs), 2 ** 31 - 1);
     this.namespace = namespace;
     this.channel = `${namespace}:fleet`;
-    this.script = new Script(o.client, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    this.cluster = commands.cluster;
+    this.script = new Script(commands, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
     this.changes$ = this.subject.asObservable();
     this.resync$ = this.resync.asObservable();
-    this.subscriber = o.subscriber;
+    this.subscriber = o.subscriber === undefined ? undefined : listenerSubscriber(o.subscriber);
     if (this.subscriber) {
       this.subscriber.on?.('ready', this.onReady);
       this.subscribe();
@@ -250,8 +252,11 @@ export class RedisBreakerStore implements BreakerStore {
   }
 
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
-    const keys = names.flatMap((name) => { const [hash, , nodes] = this.keys(name); return [hash, nodes]; });
-    return this.run(keys, 'sync', node, []).pipe(map((r) => names.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+    const syncOf = (batch: readonly string[]): Observable<FleetVerdict[]> =>
+      this.run(batch.flatMap((name) => this.keys(name).filter((_, i) => i !== 1)), 'sync', node, []).pipe(map((r) => batch.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+    // one server: one command for every breaker; a cluster: one per breaker (each its own slot), sent at once
+    if (!this.cluster || names.length <= 1) return syncOf(names);
+    return forkJoin(names.map((name) => syncOf([name]))).pipe(map((batches) => batches.flat()));
   }
 
   vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict> {

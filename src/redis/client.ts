@@ -11,11 +11,64 @@
 /// <reference types="node" />
 import { createHash } from 'node:crypto';
 import { Observable, type SchedulerLike } from 'rxjs';
+import { InvalidOptionError } from '../core/errors/errors.js';
 
 /**
- * The client the Redis stores use: node-redis's `createClient()` (v5 or v6) fits as is. Create
- * it with `disableOfflineQueue: true`, so a command sent while Redis is unreachable fails at once
- * instead of waiting in memory, and give it an `error` listener.
+ * node-redis's single client (`createClient()`, v5 or v6): one command as an array of strings.
+ *
+ * @example
+ * ```ts
+ * const client: RedisSendCommandClient = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisSendCommandClient {
+  /** Sends one command (`['EVALSHA', sha, …]`) and resolves with its reply. */
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/**
+ * node-redis's cluster client (`createCluster()`, v5 or v6): a command goes to the master of its
+ * first key's slot, following `MOVED` and `ASK` itself. Told apart from a single client by
+ * `getSlotMaster`, which only the cluster client has.
+ *
+ * @example
+ * ```ts
+ * const client: RedisClusterSendCommandClient = await createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisClusterSendCommandClient {
+  /** Sends one command to the master of `firstKey`'s slot and resolves with its reply. */
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The master of a slot (only the cluster client has it: how the stores know they talk to a cluster). */
+  getSlotMaster(slot: number): unknown;
+}
+
+/**
+ * ioredis 5 (`new Redis()`, `new Cluster()`): a command by name and arguments. Its
+ * `sendCommand` takes an ioredis `Command` object, not arguments: the stores use `call`.
+ * `isCluster` (true for a `Cluster`) tells the two apart.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * const client: RedisCallClient = new Redis('redis://127.0.0.1:6379', { enableOfflineQueue: false });
+ * ```
+ */
+export interface RedisCallClient {
+  /** Sends `command` with `args` and resolves with its reply. */
+  call(command: string, args: string[]): Promise<unknown>;
+  /** True for an ioredis `Cluster`. */
+  readonly isCluster?: boolean;
+}
+
+/**
+ * The client the Redis stores use, told apart by shape: node-redis's `createClient()`
+ * ({@link RedisSendCommandClient}) or `createCluster()` ({@link RedisClusterSendCommandClient}),
+ * or ioredis's `Redis` or `Cluster` ({@link RedisCallClient}), each as it is. A client of none of
+ * these shapes is refused at construction, the error naming what it lacks. Create it without an
+ * offline queue (node-redis `disableOfflineQueue: true`, ioredis `enableOfflineQueue: false`), so
+ * a command sent while Redis is unreachable fails at once instead of waiting in memory, and give it
+ * an `error` listener.
  *
  * @example
  * ```ts
@@ -23,26 +76,186 @@ import { Observable, type SchedulerLike } from 'rxjs';
  * const client: RedisClientLike = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
  * ```
  */
-export interface RedisClientLike {
-  /** Sends one command (`['EVALSHA', sha, …]`) and resolves with its reply. */
-  sendCommand(args: string[]): Promise<unknown>;
+export type RedisClientLike = RedisSendCommandClient | RedisClusterSendCommandClient | RedisCallClient;
+
+/** What the stores need of a client, whatever its shape: where a command goes, and how. */
+export interface Commands {
+  /** A cluster client: one script call may only touch one slot. */
+  readonly cluster: boolean;
+  /** Sends `args` (`[name, …]`); `firstKey` routes it on a cluster. */
+  send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
+}
+
+const isFunction = (u: unknown): boolean => typeof u === 'function';
+const field = (u: unknown, key: string): unknown => (typeof u === 'object' || typeof u === 'function') && u !== null ? (u as Record<string, unknown>)[key] : undefined;
+
+/**
+ * Why `client` cannot be the stores' client (what it lacks), or undefined when it can: the one
+ * check both stores' constructors make.
+ *
+ * @example
+ * ```ts
+ * clientProblem({}); // 'a Redis client: … (it has neither sendCommand nor call)'
+ * ```
+ */
+export function clientProblem(client: unknown): string | undefined {
+  const shapes = 'a Redis client: node-redis createClient() or createCluster() (sendCommand), or ioredis 5 Redis or Cluster (call)';
+  if (isFunction(field(client, 'call'))) return undefined;
+  // ioredis before 5 has sendCommand(Command) and no call(): every command would throw
+  if (isFunction(field(client, 'defineCommand'))) return `${shapes} (it looks like ioredis, whose sendCommand takes a Command object, and has no call(): ioredis 5 or later)`;
+  if (isFunction(field(client, 'sendCommand'))) return undefined;
+  return `${shapes} (it has neither sendCommand nor call)`;
+}
+
+/**
+ * The `client` option of a store as {@link Commands}: refused, naming the option and what the
+ * client lacks, when it is missing or of no shape the stores can use.
+ *
+ * @throws {InvalidOptionError} naming `client`.
+ * @example
+ * ```ts
+ * const commands = clientOption('RedisBreakerStore', options.client);
+ * ```
+ */
+export function clientOption(target: string, client: unknown): Commands {
+  const problem = client === undefined ? 'a Redis client (it is required)' : clientProblem(client);
+  if (problem !== undefined) throw new InvalidOptionError(target, 'client', client, problem);
+  return commandsOf(client as RedisClientLike);
+}
+
+/**
+ * The stores' view of a client that passed {@link clientProblem}.
+ *
+ * @example
+ * ```ts
+ * const commands = commandsOf(client);
+ * await commands.send('{rxheal:b:model}', ['PING']);
+ * ```
+ */
+export function commandsOf(client: RedisClientLike): Commands {
+  if (isFunction(field(client, 'call'))) {
+    const c = client as RedisCallClient;
+    return { cluster: c.isCluster === true, send: (_firstKey, [command, ...args]) => c.call(command!, args) };
+  }
+  if (isFunction(field(client, 'getSlotMaster'))) {
+    const c = client as RedisClusterSendCommandClient;
+    return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]) };
+  }
+  const c = client as RedisSendCommandClient;
+  return { cluster: false, send: (_firstKey, args) => c.sendCommand([...args]) };
 }
 
 /**
  * A connection in subscriber mode, for the fleet's pub/sub channel: node-redis's
- * `client.duplicate()`, connected. Optional: without one, changes arrive by the poll only.
+ * `client.duplicate()` (or a cluster's), connected — `subscribe(channel, listener)`. Optional:
+ * without one, changes arrive by the poll only. An ioredis connection fits too
+ * ({@link RedisCallSubscriber}).
  *
  * @example
  * ```ts
  * const subscriber: RedisSubscriberLike = await client.duplicate().on('error', () => {}).connect();
  * ```
  */
-export interface RedisSubscriberLike {
+export interface RedisListenerSubscriber {
   subscribe(channel: string, listener: (message: string, channel: string) => unknown): Promise<unknown>;
-  unsubscribe(channel: string, listener?: (message: string, channel: string) => unknown): Promise<unknown>;
+  /**
+   * Called with the channel and the listener given to `subscribe` (the listener left untyped here:
+   * node-redis's cluster client types it as a generic over Buffers and strings).
+   */
+  unsubscribe(channel: string, ...listener: never[]): Promise<unknown>;
   /** node-redis emits `ready` on every (re)connection: the store re-syncs then. */
   on?(event: 'ready', listener: () => void): unknown;
   off?(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * An ioredis connection (`Redis` or `Cluster`) for the fleet's channel: `subscribe(channel)`, its
+ * messages as `message` events (ioredis's `subscribe` callback is not a listener: it is called
+ * once, when subscribed). ioredis re-subscribes after a reconnection and emits `ready`: the store
+ * re-syncs then.
+ *
+ * @example
+ * ```ts
+ * const subscriber: RedisCallSubscriber = new Redis('redis://127.0.0.1:6379');
+ * ```
+ */
+export interface RedisCallSubscriber {
+  /** How an ioredis connection is told apart from a node-redis one. */
+  call(command: string, args: string[]): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  off(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  off(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * The fleet's subscriber connection: node-redis's ({@link RedisListenerSubscriber}) or ioredis's
+ * ({@link RedisCallSubscriber}), told apart by `call`.
+ *
+ * @example
+ * ```ts
+ * const subscriber: RedisSubscriberLike = await client.duplicate().on('error', () => {}).connect();
+ * ```
+ */
+export type RedisSubscriberLike = RedisListenerSubscriber | RedisCallSubscriber;
+
+/**
+ * Whether `u` can be the subscriber connection: the check of the `subscriber` option.
+ *
+ * @example
+ * ```ts
+ * isSubscriber(await client.duplicate().connect()); // true
+ * ```
+ */
+export function isSubscriber(u: unknown): u is RedisSubscriberLike {
+  if (!isFunction(field(u, 'subscribe')) || !isFunction(field(u, 'unsubscribe'))) return false;
+  return !isFunction(field(u, 'call')) || (isFunction(field(u, 'on')) && isFunction(field(u, 'off')));
+}
+
+/** A channel listener, as the stores give one to a subscriber. */
+type ChannelListener = (message: string, channel: string) => unknown;
+
+/** What the stores do with a subscriber connection, whatever its shape. */
+export interface ChannelSubscriber {
+  subscribe(channel: string, listener: ChannelListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: ChannelListener): Promise<unknown>;
+  on?(event: 'ready', listener: () => void): unknown;
+  off?(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * Any subscriber connection as node-redis's shape: an ioredis one gets its `message` events
+ * filtered by channel and passed to the listener.
+ *
+ * @example
+ * ```ts
+ * const sub = listenerSubscriber(subscriber);
+ * await sub.subscribe('rxheal:fleet', (message) => console.log(message));
+ * ```
+ */
+export function listenerSubscriber(subscriber: RedisSubscriberLike): ChannelSubscriber {
+  if (!isFunction(field(subscriber, 'call'))) return subscriber as unknown as ChannelSubscriber;
+  const s = subscriber as RedisCallSubscriber;
+  const handlers = new Map<ChannelListener, (channel: string, message: string) => void>();
+  return {
+    subscribe: async (channel, listener) => {
+      await s.subscribe(channel);
+      if (handlers.has(listener)) return;
+      const handler = (ch: string, message: string): void => void (ch === channel && listener(message, ch));
+      handlers.set(listener, handler);
+      s.on('message', handler);
+    },
+    unsubscribe: async (channel, listener) => {
+      const handler = handlers.get(listener);
+      if (handler) s.off('message', handler);
+      handlers.delete(listener);
+      await s.unsubscribe(channel);
+    },
+    on: (event, listener) => s.on(event, listener),
+    off: (event, listener) => s.off(event, listener),
+  };
 }
 
 /** The prelude every script starts with: Redis time, the caller's deadline. Keys come in `KEYS` only. */
@@ -83,7 +296,7 @@ export class Script {
   private clock: Promise<void> | undefined;
 
   constructor(
-    private readonly client: RedisClientLike,
+    private readonly client: Commands,
     body: string,
     private readonly scheduler: SchedulerLike,
     private readonly timeoutMs: number,
@@ -148,10 +361,10 @@ export class Script {
   private async send(keys: readonly string[], argv: readonly string[]): Promise<unknown> {
     const rest = [String(keys.length), ...keys, ...argv];
     try {
-      return await this.client.sendCommand(['EVALSHA', this.sha, ...rest]);
+      return await this.client.send(keys[0], ['EVALSHA', this.sha, ...rest]);
     } catch (error) {
       if (!String((error as { message?: unknown } | undefined)?.message ?? error).startsWith('NOSCRIPT')) throw error;
-      return this.client.sendCommand(['EVAL', this.source, ...rest]);
+      return this.client.send(keys[0], ['EVAL', this.source, ...rest]);
     }
   }
 }

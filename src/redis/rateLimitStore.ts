@@ -14,7 +14,7 @@ import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
 import { validateOptions } from '../core/errors/options.js';
 import { redisStoreProps } from './breakerStore.js';
-import { hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
+import { clientOption, hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
 
 const RATE_LIMIT_SCRIPT = `
 -- KEYS: the key's node set, then one key per limit (its theoretical arrival time), in ARGV's order
@@ -59,7 +59,7 @@ return {now, 1}
  * ```
  */
 export interface RedisRateLimitStoreOptions {
-  /** A connected node-redis client (`disableOfflineQueue: true`). */
+  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
   readonly client: RedisClientLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;
@@ -92,11 +92,11 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   constructor(options: RedisRateLimitStoreOptions) {
     const o = validateOptions('RedisRateLimitStore', redisStoreProps, options);
-    if (o.client === undefined) throw new TypeError('RedisRateLimitStore: option "client" is required');
+    const commands = clientOption('RedisRateLimitStore', o.client);
     this.timeoutMs = o.timeoutMs ?? 100;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
     this.namespace = o.namespace ?? 'rxheal';
-    this.script = new Script(o.client, RATE_LIMIT_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    this.script = new Script(commands, RATE_LIMIT_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
   }
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {
