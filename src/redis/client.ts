@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
+import { after } from '../core/rx/wait.js';
 
 /**
  * node-redis's single client (`createClient()`, v5 or v6): one command as an array of strings.
@@ -279,6 +280,14 @@ export class ExpiredCommandError extends Error {
   override readonly name = 'ExpiredCommandError';
 }
 
+/** How long a script refused with `TRYAGAIN` (a slot mid-migration) waits before it is sent again. */
+const TRY_AGAIN_MS = 10;
+
+/** An error's message (a reply error's text), or the thrown value as text. */
+function messageOf(error: unknown): string {
+  return String((error as { message?: unknown } | undefined)?.message ?? error);
+}
+
 /**
  * One Lua script: run with `EVALSHA`, re-sent with `EVAL` after `NOSCRIPT`. Replies start with
  * Redis's time in ms (kept to estimate the server clock) and `'expired'` when the command came
@@ -358,13 +367,28 @@ export class Script {
     ));
   }
 
+  /**
+   * `EVALSHA`, then `EVAL` after `NOSCRIPT` (a node's script cache is its own: a failover, a
+   * `SCRIPT FLUSH`, a slot moved to a node that never ran it). `TRYAGAIN` — a cluster slot being
+   * migrated with some of the command's keys already moved — means the script did not run: it is
+   * sent again every {@link TRY_AGAIN_MS} while the call's `timeoutMs` lasts (node-redis does not
+   * retry it; ioredis does).
+   */
   private async send(keys: readonly string[], argv: readonly string[]): Promise<unknown> {
     const rest = [String(keys.length), ...keys, ...argv];
-    try {
-      return await this.client.send(keys[0], ['EVALSHA', this.sha, ...rest]);
-    } catch (error) {
-      if (!String((error as { message?: unknown } | undefined)?.message ?? error).startsWith('NOSCRIPT')) throw error;
-      return this.client.send(keys[0], ['EVAL', this.source, ...rest]);
+    const sentAt = this.scheduler.now();
+    for (;;) {
+      try {
+        try {
+          return await this.client.send(keys[0], ['EVALSHA', this.sha, ...rest]);
+        } catch (error) {
+          if (!messageOf(error).startsWith('NOSCRIPT')) throw error;
+          return await this.client.send(keys[0], ['EVAL', this.source, ...rest]);
+        }
+      } catch (error) {
+        if (!messageOf(error).startsWith('TRYAGAIN') || this.scheduler.now() + TRY_AGAIN_MS - sentAt >= this.timeoutMs) throw error;
+        await new Promise<void>((resolve) => after(TRY_AGAIN_MS, this.scheduler, resolve));
+      }
     }
   }
 }
