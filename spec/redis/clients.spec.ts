@@ -67,7 +67,7 @@ describe('the Redis stores\' clients, by shape', () => {
       expect(old.message).to.include('no call()').and.include('ioredis 5');
       const missing = refusal(() => make({}));
       expect([missing.option, missing.message]).to.satisfy(([o, m]: [string, string]) => o === 'client' && m.includes('required'));
-      for (const client of [{ sendCommand: async () => [0] }, { call: async () => [0] }, { sendCommand: async () => [0], getSlotMaster: () => undefined }]) expect(() => make({ client })).to.not.throw();
+      for (const client of [{ sendCommand: async () => [0] }, { call: async () => [0] }, { sendCommand: async () => [0], getSlotMaster: () => undefined }, { sendCommand: async () => [0], getMasterNode: () => undefined }]) expect(() => make({ client })).to.not.throw();
     });
   }
 

@@ -45,6 +45,23 @@ export interface RedisClusterSendCommandClient {
 }
 
 /**
+ * node-redis's Sentinel client (`createSentinel()`, v5 or v6): a command goes to the primary the
+ * sentinels name (`isReadonly` false), following a failover itself. Told apart by
+ * `getMasterNode`, which only the Sentinel client has.
+ *
+ * @example
+ * ```ts
+ * const client: RedisSentinelSendCommandClient = await createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisSentinelSendCommandClient {
+  /** Sends one command to the primary (`isReadonly` false) and resolves with its reply. */
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The primary the sentinels name (only the Sentinel client has it: how the stores know it is one). */
+  getMasterNode(): unknown;
+}
+
+/**
  * ioredis 5 (`new Redis()`, `new Cluster()`): a command by name and arguments. Its
  * `sendCommand` takes an ioredis `Command` object, not arguments: the stores use `call`.
  * `isCluster` (true for a `Cluster`) tells the two apart.
@@ -64,8 +81,9 @@ export interface RedisCallClient {
 
 /**
  * The client the Redis stores use, told apart by shape: node-redis's `createClient()`
- * ({@link RedisSendCommandClient}) or `createCluster()` ({@link RedisClusterSendCommandClient}),
- * or ioredis's `Redis` or `Cluster` ({@link RedisCallClient}), each as it is. A client of none of
+ * ({@link RedisSendCommandClient}), `createCluster()` ({@link RedisClusterSendCommandClient}) or
+ * `createSentinel()` ({@link RedisSentinelSendCommandClient}), or ioredis's `Redis` (with or
+ * without `sentinels`) or `Cluster` ({@link RedisCallClient}), each as it is. A client of none of
  * these shapes is refused at construction, the error naming what it lacks. Create it without an
  * offline queue (node-redis `disableOfflineQueue: true`, ioredis `enableOfflineQueue: false`), so
  * a command sent while Redis is unreachable fails at once instead of waiting in memory, and give it
@@ -77,7 +95,7 @@ export interface RedisCallClient {
  * const client: RedisClientLike = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
  * ```
  */
-export type RedisClientLike = RedisSendCommandClient | RedisClusterSendCommandClient | RedisCallClient;
+export type RedisClientLike = RedisSendCommandClient | RedisClusterSendCommandClient | RedisSentinelSendCommandClient | RedisCallClient;
 
 /** What the stores need of a client, whatever its shape: where a command goes, and how. */
 export interface Commands {
@@ -100,7 +118,7 @@ const field = (u: unknown, key: string): unknown => (typeof u === 'object' || ty
  * ```
  */
 export function clientProblem(client: unknown): string | undefined {
-  const shapes = 'a Redis client: node-redis createClient() or createCluster() (sendCommand), or ioredis 5 Redis or Cluster (call)';
+  const shapes = 'a Redis client: node-redis createClient(), createCluster() or createSentinel() (sendCommand), or ioredis 5 Redis or Cluster (call)';
   if (isFunction(field(client, 'call'))) return undefined;
   // ioredis before 5 has sendCommand(Command) and no call(): every command would throw
   if (isFunction(field(client, 'defineCommand'))) return `${shapes} (it looks like ioredis, whose sendCommand takes a Command object, and has no call(): ioredis 5 or later)`;
@@ -141,6 +159,10 @@ export function commandsOf(client: RedisClientLike): Commands {
   if (isFunction(field(client, 'getSlotMaster'))) {
     const c = client as RedisClusterSendCommandClient;
     return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]) };
+  }
+  if (isFunction(field(client, 'getMasterNode'))) {
+    const c = client as RedisSentinelSendCommandClient;
+    return { cluster: false, send: (_firstKey, args) => c.sendCommand(false, [...args]) };
   }
   const c = client as RedisSendCommandClient;
   return { cluster: false, send: (_firstKey, args) => c.sendCommand([...args]) };
