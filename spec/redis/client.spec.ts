@@ -10,6 +10,7 @@ import { firstValueFrom, type Observable } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { hashTag, keyPart } from '../../src/redis/client.js';
 import { requireProgram } from '../support/systemPackage.js';
+import { hashTagOf } from '../support/redisKeys.js';
 import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
@@ -30,17 +31,17 @@ const name = fc.oneof(
 );
 
 /**
- * Every key of the stores' layouts, as their scripts build them from the hash tag and the escaped
- * parts (breakers: hash, `:votes`, `:nodes`; rate limits: the node set, one key per limit id).
+ * Every key of the stores' layouts, as the stores build them from each name's hash tag and the
+ * escaped parts (breakers: hash, `:votes`, `:nodes`; rate limits: the node set, one key per limit id).
  */
-const breakerKeys = (tag: string, n: string): string[] => ['', ':votes', ':nodes'].map((suffix) => `${tag}:b:${keyPart(n)}${suffix}`);
-const limitKeys = (tag: string, key: string, ids: readonly string[]): string[] => [`${tag}:rl:${keyPart(key)}`, ...ids.map((id) => `${tag}:rl:${keyPart(key)}:${keyPart(id)}`)];
+const breakerKeys = (ns: string, n: string): string[] => ['', ':votes', ':nodes'].map((suffix) => `${hashTag(ns, 'b', n)}${suffix}`);
+const limitKeys = (ns: string, key: string, ids: readonly string[]): string[] => [hashTag(ns, 'rl', key), ...ids.map((id) => `${hashTag(ns, 'rl', key)}:${keyPart(id)}`)];
 
 describe('names in Redis keys (keyPart: one rule for both stores)', () => {
-  it('an escaped name never contains ":", and two names never escape alike (property)', () => {
+  it('an escaped name never contains ":" or a brace, and two names never escape alike (property)', () => {
     fc.assert(
       fc.property(name, name, (a, b) => {
-        expect(keyPart(a)).not.to.include(':');
+        expect(keyPart(a)).not.to.match(/[:{}]/);
         if (a !== b) expect(keyPart(a)).not.to.equal(keyPart(b));
       }),
       { numRuns: 5_000 },
@@ -48,10 +49,9 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
   });
 
   it('no two names share a key: two breakers, two limiters, a breaker and a limiter (property)', () => {
-    const tag = hashTag('ns');
     fc.assert(
       fc.property(name, name, fc.uniqueArray(name, { maxLength: 3 }), (a, b, ids) => {
-        const keys = (n: string): string[] => [...breakerKeys(tag, n), ...limitKeys(tag, n, ids)];
+        const keys = (n: string): string[] => [...breakerKeys('ns', n), ...limitKeys('ns', n, ids)];
         // one name's own keys are distinct
         expect(new Set(keys(a)).size).to.equal(keys(a).length);
         if (a === b) return;
@@ -62,9 +62,20 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
     );
   });
 
-  it('leaves names without ":" or "%" as they are (their keys are those of before)', () => {
+  it('one hash tag per name: a breaker\'s keys share it, a limiter key\'s keys share it, no two names (or kinds) share one (property)', () => {
     fc.assert(
-      fc.property(fc.string().filter((n) => !/[%:]/.test(n)), (n) => {
+      fc.property(name, name, fc.uniqueArray(name, { maxLength: 3 }), (a, b, ids) => {
+        for (const keys of [breakerKeys('ns', a), limitKeys('ns', a, ids)]) expect(new Set(keys.map(hashTagOf)).size).to.equal(1);
+        expect(hashTagOf(hashTag('ns', 'b', a))).not.to.equal(hashTagOf(hashTag('ns', 'rl', a)));
+        if (a !== b) expect(hashTagOf(hashTag('ns', 'b', a))).not.to.equal(hashTagOf(hashTag('ns', 'b', b)));
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('leaves names without ":", "%" or braces as they are', () => {
+    fc.assert(
+      fc.property(fc.string().filter((n) => !/[%:{}]/.test(n)), (n) => {
         expect(keyPart(n)).to.equal(n);
       }),
     );

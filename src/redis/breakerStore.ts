@@ -4,28 +4,31 @@
  * time is Redis `TIME`, read inside the script; deadlines leave as remaining ms. Changes are
  * published on `<namespace>:fleet`; nodes also poll every `pollMs`.
  *
- * Keys (all under the hash tag `{namespace}`; `<name>` is the breaker's name as one key part,
- * `keyPart` in `./client.ts`: `%` and `:` escaped, so no two names share a key): `{ns}:b:<name>`
- * (a hash: `gen`, `state`, `reason`, `until`, `lease_node`, `lease_until`), `{ns}:b:<name>:votes`
- * and `{ns}:b:<name>:nodes` (sorted sets of node → Redis time).
+ * Keys: one hash tag per breaker, `{ns:b:<name>}` (`hashTag` in `./client.ts`; `<name>` the
+ * breaker's name as one key part: `%`, `:` and braces escaped, so no two names share a key or a
+ * tag), so a fleet's breakers spread over a Redis Cluster's slots: `{ns:b:<name>}` (a hash: `gen`,
+ * `state`, `reason`, `until`, `lease_node`, `lease_until`), `{ns:b:<name>}:votes` and
+ * `{ns:b:<name>}:nodes` (sorted sets of node → Redis time). Every key a script touches comes in
+ * `KEYS`. A breaker's live nodes and generation live under its own tag, so each operation touches
+ * one slot; a sync of many breakers is one command on one server, and one command per breaker on
+ * a cluster (all sent at once: a client pipelines them to each master).
  *
  * @module
  */
-import { asyncScheduler, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, forkJoin, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
 import { type BreakerStore, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum, FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import { fleetNode } from '../core/fleet/fleet.js';
-import { hashTag, keyPart, num, Script, type RedisClientLike, type RedisSubscriberLike } from './client.js';
+import { clientOption, hashTag, isSubscriber, listenerSubscriber, num, Script, type RedisClientLike, type ChannelSubscriber, type RedisSubscriberLike } from './client.js';
 
 const BREAKER_SCRIPT = `
 local channel = ARGV[2]
 local nodeTtl = tonumber(ARGV[3])
 local op = ARGV[4]
 local node = ARGV[5]
--- a breaker's keys: its name as one key part (keyPart: escaped, no ':'), then a fixed suffix
-local function key(part, suffix) return tag .. ':b:' .. part .. suffix end
-local function verdict(part)
-  local h = redis.call('HMGET', key(part, ''), 'gen', 'state', 'reason', 'until', 'lease_node', 'lease_until')
+-- every key comes in KEYS: a breaker's verdict (a hash), its votes and its live nodes (sorted sets)
+local function verdict(hash)
+  local h = redis.call('HMGET', hash, 'gen', 'state', 'reason', 'until', 'lease_node', 'lease_until')
   local state = h[2] or 'closed'
   local remaining = 0
   if state == 'isolated' then remaining = -1 elseif state == 'open' then remaining = math.max(0, (tonumber(h[4]) or 0) - now) end
@@ -34,21 +37,31 @@ local function verdict(part)
   if h[5] and leaseUntil and leaseUntil > now then lease = leaseUntil - now end
   return {tonumber(h[1]) or 0, state, h[3] or 'none', remaining, lease}
 end
-local function live(part)
-  local k = key(part, ':nodes')
-  redis.call('ZADD', k, now, node)
+local function live(nodes)
+  redis.call('ZADD', nodes, now, node)
   if nodeTtl > 0 then
-    redis.call('ZREMRANGEBYSCORE', k, '-inf', now - nodeTtl)
-    redis.call('PEXPIRE', k, nodeTtl)
+    redis.call('ZREMRANGEBYSCORE', nodes, '-inf', now - nodeTtl)
+    redis.call('PEXPIRE', nodes, nodeTtl)
   end
-  return redis.call('ZCARD', k)
+  return redis.call('ZCARD', nodes)
 end
-local function change(part, name, state, reason, untilT)
-  local k = key(part, '')
-  local gen = math.max((tonumber(redis.call('HGET', k, 'gen')) or 0) + 1, now)
-  redis.call('HSET', k, 'gen', gen, 'state', state, 'reason', reason, 'until', untilT)
-  redis.call('HDEL', k, 'lease_node', 'lease_until')
-  local v = verdict(part)
+if op == 'sync' then
+  -- KEYS: each breaker's verdict and node set, in turn
+  local r = {now}
+  for i = 1, #KEYS, 2 do
+    live(KEYS[i + 1])
+    local v = verdict(KEYS[i])
+    for j = 1, 5 do r[#r + 1] = v[j] end
+  end
+  return r
+end
+-- one breaker: KEYS its verdict, votes and node set; ARGV[6] its name as published
+local hash, votes, nodes, name = KEYS[1], KEYS[2], KEYS[3], ARGV[6]
+local function change(state, reason, untilT)
+  local gen = math.max((tonumber(redis.call('HGET', hash, 'gen')) or 0) + 1, now)
+  redis.call('HSET', hash, 'gen', gen, 'state', state, 'reason', reason, 'until', untilT)
+  redis.call('HDEL', hash, 'lease_node', 'lease_until')
+  local v = verdict(hash)
   redis.call('PUBLISH', channel, cjson.encode({name = name, generation = v[1], state = v[2], reason = v[3], remainingMs = v[4]}))
 end
 local function out(v, extra)
@@ -57,24 +70,12 @@ local function out(v, extra)
   for i = 1, 5 do r[#r + 1] = v[i] end
   return r
 end
-if op == 'sync' then
-  local r = {now}
-  for i = 6, #ARGV do
-    live(ARGV[i])
-    local v = verdict(ARGV[i])
-    for j = 1, 5 do r[#r + 1] = v[j] end
-  end
-  return r
-end
--- one breaker: its key part, and its name as published
-local part, name = ARGV[6], ARGV[7]
-local h = redis.call('HMGET', key(part, ''), 'state', 'until', 'lease_node', 'lease_until')
+local h = redis.call('HMGET', hash, 'state', 'until', 'lease_node', 'lease_until')
 local state = h[1] or 'closed'
 local untilT = tonumber(h[2]) or 0
 if op == 'vote' then
-  local minNodes, minFraction, windowMs, openMs = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-  local n = live(part)
-  local votes = key(part, ':votes')
+  local minNodes, minFraction, windowMs, openMs = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+  local n = live(nodes)
   redis.call('ZADD', votes, now, node)
   redis.call('ZREMRANGEBYSCORE', votes, '-inf', now - windowMs)
   redis.call('PEXPIRE', votes, windowMs)
@@ -82,38 +83,38 @@ if op == 'vote' then
   local stale = state == 'open' and now >= untilT and ((not h[3]) or now >= (tonumber(h[4]) or 0))
   if (state == 'closed' or stale) and redis.call('ZCARD', votes) >= math.max(minNodes, math.ceil(minFraction * n)) then
     redis.call('DEL', votes)
-    change(part, name, 'open', 'quorum', now + openMs)
+    change('open', 'quorum', now + openMs)
   end
 elseif op == 'fact' then
-  local openMs = tonumber(ARGV[8])
-  live(part)
-  if state ~= 'isolated' and not (state == 'open' and untilT >= now + openMs) then change(part, name, 'open', 'rate_limit', now + openMs) end
+  local openMs = tonumber(ARGV[7])
+  live(nodes)
+  if state ~= 'isolated' and not (state == 'open' and untilT >= now + openMs) then change('open', 'rate_limit', now + openMs) end
 elseif op == 'acquire' then
-  local leaseMs = tonumber(ARGV[8])
+  local leaseMs = tonumber(ARGV[7])
   local granted = 0
   local leaseUntil = tonumber(h[4]) or 0
   if state == 'open' and now >= untilT and ((not h[3]) or h[3] == node or now >= leaseUntil) then
-    redis.call('HSET', key(part, ''), 'lease_node', node, 'lease_until', now + leaseMs)
+    redis.call('HSET', hash, 'lease_node', node, 'lease_until', now + leaseMs)
     granted = 1
   end
-  return out(verdict(part), granted)
+  return out(verdict(hash), granted)
 elseif op == 'result' then
-  local success, openMs = ARGV[8] == '1', tonumber(ARGV[9])
+  local success, openMs = ARGV[7] == '1', tonumber(ARGV[8])
   if state == 'open' and h[3] == node then
     if success then
-      redis.call('DEL', key(part, ':votes'))
-      change(part, name, 'closed', 'probe_success', 0)
+      redis.call('DEL', votes)
+      change('closed', 'probe_success', 0)
     else
-      change(part, name, 'open', 'probe_failure', math.max(untilT, now + openMs))
+      change('open', 'probe_failure', math.max(untilT, now + openMs))
     end
   end
 elseif op == 'isolate' then
-  if state ~= 'isolated' then change(part, name, 'isolated', 'isolated', 0) end
+  if state ~= 'isolated' then change('isolated', 'isolated', 0) end
 elseif op == 'reset' then
-  redis.call('DEL', key(part, ':votes'))
-  change(part, name, 'closed', 'reset', 0)
+  redis.call('DEL', votes)
+  change('closed', 'reset', 0)
 end
-return out(verdict(part))
+return out(verdict(hash))
 `;
 
 /**
@@ -125,9 +126,9 @@ return out(verdict(part))
  * ```
  */
 export interface RedisBreakerStoreOptions {
-  /** A connected node-redis client (`disableOfflineQueue: true`). */
+  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
   readonly client: RedisClientLike;
-  /** A second connection for pub/sub (`client.duplicate()`, connected). Without it, changes arrive by the poll only. */
+  /** A second connection for pub/sub (node-redis `client.duplicate()`, connected; or an ioredis `Redis` / `Cluster`). Without it, changes arrive by the poll only. */
   readonly subscriber?: RedisSubscriberLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key and of the channel. Defaults to `'rxheal'`. */
   readonly namespace?: string;
@@ -141,11 +142,9 @@ export interface RedisBreakerStoreOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-const RedisClient = check('a Redis client (with sendCommand)', (u): u is RedisClientLike => typeof (u as RedisClientLike | null)?.sendCommand === 'function');
-const RedisSubscriber = check(
-  'a Redis subscriber connection (with subscribe and unsubscribe)',
-  (u): u is RedisSubscriberLike => typeof (u as RedisSubscriberLike | null)?.subscribe === 'function' && typeof (u as RedisSubscriberLike).unsubscribe === 'function',
-);
+/** The client's own check is `clientOption` (it names what a client lacks); here, any value passes. */
+const RedisClient = check('a Redis client', (_client: unknown): _client is RedisClientLike => true);
+const RedisSubscriber = check('a Redis subscriber connection: node-redis (subscribe(channel, listener), unsubscribe) or ioredis (call, subscribe, unsubscribe, on, off)', isSubscriber);
 
 /** A namespace: the keys' Cluster hash tag is `{namespace}`, so a `}` would make it empty or cut it short. */
 const Namespace = check('a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})', (u): u is string => NonEmptyString.is(u) && !u.includes('}'));
@@ -195,10 +194,12 @@ export class RedisBreakerStore implements BreakerStore {
   private readonly subject = new Subject<FleetVerdict>();
   private readonly resync = new Subject<void>();
   private readonly script: Script;
-  private readonly tag: string;
+  private readonly namespace: string;
   private readonly channel: string;
   private readonly nodeTtlMs: number;
-  private readonly subscriber: RedisSubscriberLike | undefined;
+  private readonly subscriber: ChannelSubscriber | undefined;
+  /** A cluster client: a script call may touch one slot, so a sync goes breaker by breaker. */
+  private readonly cluster: boolean;
   private readonly listener = (message: string): void => this.onMessage(message);
   private readonly onReady = (): void => {
     if (!this.subscribed) this.subscribe();
@@ -209,7 +210,7 @@ export class RedisBreakerStore implements BreakerStore {
 
   constructor(options: RedisBreakerStoreOptions) {
     const o = validateOptions('RedisBreakerStore', props, options);
-    if (o.client === undefined) throw new TypeError('RedisBreakerStore: option "client" is required');
+    const commands = clientOption('RedisBreakerStore', o.client);
     (this as { [FLEET_NODE]: FleetNode })[FLEET_NODE] = fleetNode;
     registerFleetNode(fleetNode);
     const namespace = o.namespace ?? 'rxheal';
@@ -217,12 +218,13 @@ export class RedisBreakerStore implements BreakerStore {
     this.pollMs = o.pollMs ?? 1000;
     // whole ms (PEXPIRE), whatever pollMs is
     this.nodeTtlMs = o.nodeTtlMs ?? Math.min(Math.ceil(3 * this.pollMs), 2 ** 31 - 1);
-    this.tag = hashTag(namespace);
+    this.namespace = namespace;
     this.channel = `${namespace}:fleet`;
-    this.script = new Script(o.client, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    this.cluster = commands.cluster;
+    this.script = new Script(commands, BREAKER_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
     this.changes$ = this.subject.asObservable();
     this.resync$ = this.resync.asObservable();
-    this.subscriber = o.subscriber;
+    this.subscriber = o.subscriber === undefined ? undefined : listenerSubscriber(o.subscriber);
     if (this.subscriber) {
       this.subscriber.on?.('ready', this.onReady);
       this.subscribe();
@@ -250,35 +252,50 @@ export class RedisBreakerStore implements BreakerStore {
   }
 
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
-    return this.call('sync', node, names.map(keyPart)).pipe(map((r) => names.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+    const syncOf = (batch: readonly string[]): Observable<FleetVerdict[]> =>
+      this.run(batch.flatMap((name) => this.keys(name).filter((_, i) => i !== 1)), 'sync', node, []).pipe(map((r) => batch.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+    // one server: one command for every breaker; a cluster: one per breaker (each its own slot), sent at once
+    if (!this.cluster || names.length <= 1) return syncOf(names);
+    return forkJoin(names.map((name) => syncOf([name]))).pipe(map((batches) => batches.flat()));
   }
 
   vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('vote', node, [keyPart(name), name, quorum.minNodes, quorum.minFraction, quorum.windowMs, openMs]));
+    return this.verdict(name, this.call('vote', node, name, [quorum.minNodes, quorum.minFraction, quorum.windowMs, openMs]));
   }
 
   fact(node: string, name: string, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('fact', node, [keyPart(name), name, openMs]));
+    return this.verdict(name, this.call('fact', node, name, [openMs]));
   }
 
   acquireProbe(node: string, name: string, leaseMs: number): Observable<ProbeLease> {
-    return this.call('acquire', node, [keyPart(name), name, leaseMs]).pipe(map((r) => ({ granted: num(r[0]) === 1, verdict: verdictOf(name, r.slice(1)) })));
+    return this.call('acquire', node, name, [leaseMs]).pipe(map((r) => ({ granted: num(r[0]) === 1, verdict: verdictOf(name, r.slice(1)) })));
   }
 
   probeResult(node: string, name: string, success: boolean, openMs: number): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('result', node, [keyPart(name), name, success ? 1 : 0, openMs]));
+    return this.verdict(name, this.call('result', node, name, [success ? 1 : 0, openMs]));
   }
 
   isolate(node: string, name: string): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('isolate', node, [keyPart(name), name]));
+    return this.verdict(name, this.call('isolate', node, name, []));
   }
 
   reset(node: string, name: string): Observable<FleetVerdict> {
-    return this.verdict(name, this.call('reset', node, [keyPart(name), name]));
+    return this.verdict(name, this.call('reset', node, name, []));
   }
 
-  private call(op: string, node: string, args: readonly (string | number)[]): Observable<unknown[]> {
-    return this.script.run(this.tag, [this.channel, Number.isFinite(this.nodeTtlMs) ? this.nodeTtlMs : 0, op, node, ...args]);
+  /** A breaker's keys, all under its own hash tag: its verdict (a hash), its votes and its live nodes. */
+  private keys(name: string): [string, string, string] {
+    const tag = hashTag(this.namespace, 'b', name);
+    return [tag, `${tag}:votes`, `${tag}:nodes`];
+  }
+
+  /** One breaker's operation: its three keys, its name (as published), the operation's arguments. */
+  private call(op: string, node: string, name: string, args: readonly (string | number)[]): Observable<unknown[]> {
+    return this.run(this.keys(name), op, node, [name, ...args]);
+  }
+
+  private run(keys: readonly string[], op: string, node: string, args: readonly (string | number)[]): Observable<unknown[]> {
+    return this.script.run(keys, [this.channel, Number.isFinite(this.nodeTtlMs) ? this.nodeTtlMs : 0, op, node, ...args]);
   }
 
   private verdict(name: string, reply$: Observable<unknown[]>): Observable<FleetVerdict> {

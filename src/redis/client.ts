@@ -11,11 +11,83 @@
 /// <reference types="node" />
 import { createHash } from 'node:crypto';
 import { Observable, type SchedulerLike } from 'rxjs';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { after } from '../core/rx/wait.js';
 
 /**
- * The client the Redis stores use: node-redis's `createClient()` (v5 or v6) fits as is. Create
- * it with `disableOfflineQueue: true`, so a command sent while Redis is unreachable fails at once
- * instead of waiting in memory, and give it an `error` listener.
+ * node-redis's single client (`createClient()`, v5 or v6): one command as an array of strings.
+ *
+ * @example
+ * ```ts
+ * const client: RedisSendCommandClient = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisSendCommandClient {
+  /** Sends one command (`['EVALSHA', sha, …]`) and resolves with its reply. */
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/**
+ * node-redis's cluster client (`createCluster()`, v5 or v6): a command goes to the master of its
+ * first key's slot, following `MOVED` and `ASK` itself. Told apart from a single client by
+ * `getSlotMaster`, which only the cluster client has.
+ *
+ * @example
+ * ```ts
+ * const client: RedisClusterSendCommandClient = await createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisClusterSendCommandClient {
+  /** Sends one command to the master of `firstKey`'s slot and resolves with its reply. */
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The master of a slot (only the cluster client has it: how the stores know they talk to a cluster). */
+  getSlotMaster(slot: number): unknown;
+}
+
+/**
+ * node-redis's Sentinel client (`createSentinel()`, v5 or v6): a command goes to the primary the
+ * sentinels name (`isReadonly` false), following a failover itself. Told apart by
+ * `getMasterNode`, which only the Sentinel client has.
+ *
+ * @example
+ * ```ts
+ * const client: RedisSentinelSendCommandClient = await createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }).on('error', () => {}).connect();
+ * ```
+ */
+export interface RedisSentinelSendCommandClient {
+  /** Sends one command to the primary (`isReadonly` false) and resolves with its reply. */
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The primary the sentinels name (only the Sentinel client has it: how the stores know it is one). */
+  getMasterNode(): unknown;
+}
+
+/**
+ * ioredis 5 (`new Redis()`, `new Cluster()`): a command by name and arguments. Its
+ * `sendCommand` takes an ioredis `Command` object, not arguments: the stores use `call`.
+ * `isCluster` (true for a `Cluster`) tells the two apart.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * const client: RedisCallClient = new Redis('redis://127.0.0.1:6379', { enableOfflineQueue: false });
+ * ```
+ */
+export interface RedisCallClient {
+  /** Sends `command` with `args` and resolves with its reply. */
+  call(command: string, args: string[]): Promise<unknown>;
+  /** True for an ioredis `Cluster`. */
+  readonly isCluster?: boolean;
+}
+
+/**
+ * The client the Redis stores use, told apart by shape: node-redis's `createClient()`
+ * ({@link RedisSendCommandClient}), `createCluster()` ({@link RedisClusterSendCommandClient}) or
+ * `createSentinel()` ({@link RedisSentinelSendCommandClient}), or ioredis's `Redis` (with or
+ * without `sentinels`) or `Cluster` ({@link RedisCallClient}), each as it is. A client of none of
+ * these shapes is refused at construction, the error naming what it lacks. Create it without an
+ * offline queue (node-redis `disableOfflineQueue: true`, ioredis `enableOfflineQueue: false`), so
+ * a command sent while Redis is unreachable fails at once instead of waiting in memory, and give it
+ * an `error` listener.
  *
  * @example
  * ```ts
@@ -23,35 +95,198 @@ import { Observable, type SchedulerLike } from 'rxjs';
  * const client: RedisClientLike = await createClient({ url: 'redis://127.0.0.1:6379', disableOfflineQueue: true }).on('error', () => {}).connect();
  * ```
  */
-export interface RedisClientLike {
-  /** Sends one command (`['EVALSHA', sha, …]`) and resolves with its reply. */
-  sendCommand(args: string[]): Promise<unknown>;
+export type RedisClientLike = RedisSendCommandClient | RedisClusterSendCommandClient | RedisSentinelSendCommandClient | RedisCallClient;
+
+/** What the stores need of a client, whatever its shape: where a command goes, and how. */
+export interface Commands {
+  /** A cluster client: one script call may only touch one slot. */
+  readonly cluster: boolean;
+  /** Sends `args` (`[name, …]`); `firstKey` routes it on a cluster. */
+  send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
+}
+
+const isFunction = (u: unknown): boolean => typeof u === 'function';
+const field = (u: unknown, key: string): unknown => (typeof u === 'object' || typeof u === 'function') && u !== null ? (u as Record<string, unknown>)[key] : undefined;
+
+/**
+ * Why `client` cannot be the stores' client (what it lacks), or undefined when it can: the one
+ * check both stores' constructors make.
+ *
+ * @example
+ * ```ts
+ * clientProblem({}); // 'a Redis client: … (it has neither sendCommand nor call)'
+ * ```
+ */
+export function clientProblem(client: unknown): string | undefined {
+  const shapes = 'a Redis client: node-redis createClient(), createCluster() or createSentinel() (sendCommand), or ioredis 5 Redis or Cluster (call)';
+  if (isFunction(field(client, 'call'))) return undefined;
+  // ioredis before 5 has sendCommand(Command) and no call(): every command would throw
+  if (isFunction(field(client, 'defineCommand'))) return `${shapes} (it looks like ioredis, whose sendCommand takes a Command object, and has no call(): ioredis 5 or later)`;
+  if (isFunction(field(client, 'sendCommand'))) return undefined;
+  return `${shapes} (it has neither sendCommand nor call)`;
+}
+
+/**
+ * The `client` option of a store as {@link Commands}: refused, naming the option and what the
+ * client lacks, when it is missing or of no shape the stores can use.
+ *
+ * @throws {InvalidOptionError} naming `client`.
+ * @example
+ * ```ts
+ * const commands = clientOption('RedisBreakerStore', options.client);
+ * ```
+ */
+export function clientOption(target: string, client: unknown): Commands {
+  const problem = client === undefined ? 'a Redis client (it is required)' : clientProblem(client);
+  if (problem !== undefined) throw new InvalidOptionError(target, 'client', client, problem);
+  return commandsOf(client as RedisClientLike);
+}
+
+/**
+ * The stores' view of a client that passed {@link clientProblem}.
+ *
+ * @example
+ * ```ts
+ * const commands = commandsOf(client);
+ * await commands.send('{rxheal:b:model}', ['PING']);
+ * ```
+ */
+export function commandsOf(client: RedisClientLike): Commands {
+  if (isFunction(field(client, 'call'))) {
+    const c = client as RedisCallClient;
+    return { cluster: c.isCluster === true, send: (_firstKey, [command, ...args]) => c.call(command!, args) };
+  }
+  if (isFunction(field(client, 'getSlotMaster'))) {
+    const c = client as RedisClusterSendCommandClient;
+    return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]) };
+  }
+  if (isFunction(field(client, 'getMasterNode'))) {
+    const c = client as RedisSentinelSendCommandClient;
+    return { cluster: false, send: (_firstKey, args) => c.sendCommand(false, [...args]) };
+  }
+  const c = client as RedisSendCommandClient;
+  return { cluster: false, send: (_firstKey, args) => c.sendCommand([...args]) };
 }
 
 /**
  * A connection in subscriber mode, for the fleet's pub/sub channel: node-redis's
- * `client.duplicate()`, connected. Optional: without one, changes arrive by the poll only.
+ * `client.duplicate()` (or a cluster's), connected — `subscribe(channel, listener)`. Optional:
+ * without one, changes arrive by the poll only. An ioredis connection fits too
+ * ({@link RedisCallSubscriber}).
  *
  * @example
  * ```ts
  * const subscriber: RedisSubscriberLike = await client.duplicate().on('error', () => {}).connect();
  * ```
  */
-export interface RedisSubscriberLike {
+export interface RedisListenerSubscriber {
   subscribe(channel: string, listener: (message: string, channel: string) => unknown): Promise<unknown>;
-  unsubscribe(channel: string, listener?: (message: string, channel: string) => unknown): Promise<unknown>;
+  /**
+   * Called with the channel and the listener given to `subscribe` (the listener left untyped here:
+   * node-redis's cluster client types it as a generic over Buffers and strings).
+   */
+  unsubscribe(channel: string, ...listener: never[]): Promise<unknown>;
   /** node-redis emits `ready` on every (re)connection: the store re-syncs then. */
   on?(event: 'ready', listener: () => void): unknown;
   off?(event: 'ready', listener: () => void): unknown;
 }
 
-/** The prelude every script starts with: Redis time, the caller's deadline, the key prefix. */
+/**
+ * An ioredis connection (`Redis` or `Cluster`) for the fleet's channel: `subscribe(channel)`, its
+ * messages as `message` events (ioredis's `subscribe` callback is not a listener: it is called
+ * once, when subscribed). ioredis re-subscribes after a reconnection and emits `ready`: the store
+ * re-syncs then.
+ *
+ * @example
+ * ```ts
+ * const subscriber: RedisCallSubscriber = new Redis('redis://127.0.0.1:6379');
+ * ```
+ */
+export interface RedisCallSubscriber {
+  /** How an ioredis connection is told apart from a node-redis one. */
+  call(command: string, args: string[]): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+  off(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  off(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * The fleet's subscriber connection: node-redis's ({@link RedisListenerSubscriber}) or ioredis's
+ * ({@link RedisCallSubscriber}), told apart by `call`.
+ *
+ * @example
+ * ```ts
+ * const subscriber: RedisSubscriberLike = await client.duplicate().on('error', () => {}).connect();
+ * ```
+ */
+export type RedisSubscriberLike = RedisListenerSubscriber | RedisCallSubscriber;
+
+/**
+ * Whether `u` can be the subscriber connection: the check of the `subscriber` option.
+ *
+ * @example
+ * ```ts
+ * isSubscriber(await client.duplicate().connect()); // true
+ * ```
+ */
+export function isSubscriber(u: unknown): u is RedisSubscriberLike {
+  if (!isFunction(field(u, 'subscribe')) || !isFunction(field(u, 'unsubscribe'))) return false;
+  return !isFunction(field(u, 'call')) || (isFunction(field(u, 'on')) && isFunction(field(u, 'off')));
+}
+
+/** A channel listener, as the stores give one to a subscriber. */
+type ChannelListener = (message: string, channel: string) => unknown;
+
+/** What the stores do with a subscriber connection, whatever its shape. */
+export interface ChannelSubscriber {
+  subscribe(channel: string, listener: ChannelListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: ChannelListener): Promise<unknown>;
+  on?(event: 'ready', listener: () => void): unknown;
+  off?(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * Any subscriber connection as node-redis's shape: an ioredis one gets its `message` events
+ * filtered by channel and passed to the listener.
+ *
+ * @example
+ * ```ts
+ * const sub = listenerSubscriber(subscriber);
+ * await sub.subscribe('rxheal:fleet', (message) => console.log(message));
+ * ```
+ */
+export function listenerSubscriber(subscriber: RedisSubscriberLike): ChannelSubscriber {
+  if (!isFunction(field(subscriber, 'call'))) return subscriber as unknown as ChannelSubscriber;
+  const s = subscriber as RedisCallSubscriber;
+  const handlers = new Map<ChannelListener, (channel: string, message: string) => void>();
+  return {
+    subscribe: async (channel, listener) => {
+      await s.subscribe(channel);
+      if (handlers.has(listener)) return;
+      const handler = (ch: string, message: string): void => void (ch === channel && listener(message, ch));
+      handlers.set(listener, handler);
+      s.on('message', handler);
+    },
+    unsubscribe: async (channel, listener) => {
+      const handler = handlers.get(listener);
+      if (handler) s.off('message', handler);
+      handlers.delete(listener);
+      await s.unsubscribe(channel);
+    },
+    on: (event, listener) => s.on(event, listener),
+    off: (event, listener) => s.off(event, listener),
+  };
+}
+
+/** The prelude every script starts with: Redis time, the caller's deadline. Keys come in `KEYS` only. */
 const PRELUDE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local deadline = tonumber(ARGV[1])
 if now > deadline then return {now, 'expired'} end
-local tag = KEYS[1]
 `;
 
 /**
@@ -65,6 +300,14 @@ local tag = KEYS[1]
  */
 export class ExpiredCommandError extends Error {
   override readonly name = 'ExpiredCommandError';
+}
+
+/** How long a script refused with `TRYAGAIN` (a slot mid-migration) waits before it is sent again. */
+const TRY_AGAIN_MS = 10;
+
+/** An error's message (a reply error's text), or the thrown value as text. */
+function messageOf(error: unknown): string {
+  return String((error as { message?: unknown } | undefined)?.message ?? error);
 }
 
 /**
@@ -84,7 +327,7 @@ export class Script {
   private clock: Promise<void> | undefined;
 
   constructor(
-    private readonly client: RedisClientLike,
+    private readonly client: Commands,
     body: string,
     private readonly scheduler: SchedulerLike,
     private readonly timeoutMs: number,
@@ -94,20 +337,21 @@ export class Script {
   }
 
   /**
-   * Runs the script with `KEYS[1] = tag` and `args` after the deadline (`ARGV[1]`: the call's
+   * Runs the script with `keys` (every key it touches: Redis Cluster routes the command by them,
+   * and they must share one slot there) and `args` after the deadline (`ARGV[1]`: the call's
    * time plus `timeoutMs`, in Redis time): a cold Observable of the reply after its leading time
    * (and never a late effect). Unsubscribing before it is sent means it is never sent.
    */
-  run(tag: string, args: readonly (string | number)[]): Observable<unknown[]> {
+  run(keys: readonly string[], args: readonly (string | number)[]): Observable<unknown[]> {
     return new Observable<unknown[]>((subscriber) => {
       let live = true;
       const calledAt = this.scheduler.now();
       const call = async (): Promise<unknown[] | undefined> => {
-        if (this.offset === undefined) await this.learnClock(tag);
+        if (this.offset === undefined) await this.learnClock(keys);
         if (!live) return undefined;
         if (this.scheduler.now() - calledAt > this.timeoutMs) throw new ExpiredCommandError('the command was not sent: Redis\'s clock arrived after its deadline');
         const deadline = Math.ceil(calledAt + this.offset! + this.timeoutMs);
-        const reply = this.read(await this.send(tag, [String(deadline), ...args.map(String)]));
+        const reply = this.read(await this.send(keys, [String(deadline), ...args.map(String)]));
         if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
         return reply.slice(1);
       };
@@ -135,8 +379,8 @@ export class Script {
   }
 
   /** Redis's clock, from a probe that cannot run the script (deadline 1: long past); one at a time, again after a failure. */
-  private learnClock(tag: string): Promise<void> {
-    return (this.clock ??= this.send(tag, ['1']).then(
+  private learnClock(keys: readonly string[]): Promise<void> {
+    return (this.clock ??= this.send(keys, ['1']).then(
       (reply) => void this.read(reply),
       (error: unknown) => {
         this.clock = undefined;
@@ -145,23 +389,39 @@ export class Script {
     ));
   }
 
-  private async send(tag: string, argv: readonly string[]): Promise<unknown> {
-    try {
-      return await this.client.sendCommand(['EVALSHA', this.sha, '1', tag, ...argv]);
-    } catch (error) {
-      if (!String((error as { message?: unknown } | undefined)?.message ?? error).startsWith('NOSCRIPT')) throw error;
-      return this.client.sendCommand(['EVAL', this.source, '1', tag, ...argv]);
+  /**
+   * `EVALSHA`, then `EVAL` after `NOSCRIPT` (a node's script cache is its own: a failover, a
+   * `SCRIPT FLUSH`, a slot moved to a node that never ran it). `TRYAGAIN` — a cluster slot being
+   * migrated with some of the command's keys already moved — means the script did not run: it is
+   * sent again every {@link TRY_AGAIN_MS} while the call's `timeoutMs` lasts (node-redis does not
+   * retry it; ioredis does).
+   */
+  private async send(keys: readonly string[], argv: readonly string[]): Promise<unknown> {
+    const rest = [String(keys.length), ...keys, ...argv];
+    const sentAt = this.scheduler.now();
+    for (;;) {
+      try {
+        try {
+          return await this.client.send(keys[0], ['EVALSHA', this.sha, ...rest]);
+        } catch (error) {
+          if (!messageOf(error).startsWith('NOSCRIPT')) throw error;
+          return await this.client.send(keys[0], ['EVAL', this.source, ...rest]);
+        }
+      } catch (error) {
+        if (!messageOf(error).startsWith('TRYAGAIN') || this.scheduler.now() + TRY_AGAIN_MS - sentAt >= this.timeoutMs) throw error;
+        await new Promise<void>((resolve) => after(TRY_AGAIN_MS, this.scheduler, resolve));
+      }
     }
   }
 }
 
 /**
  * A name as one part of a Redis key (a breaker's name, a rate limiter's key, a limit's id): the
- * one rule both stores build their keys with. `%` and `:` are percent-escaped (`%25`, `%3A`), so
- * an escaped name never contains `:`, and a key — the namespace's hash tag, the kind (`b`, `rl`),
- * escaped names and fixed suffixes (`:votes`, `:nodes`), joined by `:` — reads back one way: no two
- * names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s vote set). Names with
- * neither character keep their keys as they are.
+ * one rule both stores build their keys with. `%`, `:`, `{` and `}` are percent-escaped (`%25`,
+ * `%3A`, `%7B`, `%7D`), so an escaped name holds no `:` and no brace, and a key — the hash tag
+ * (see {@link hashTag}) and fixed suffixes (`:votes`, `:nodes`, `:<limit id>`), joined by `:` —
+ * reads back one way: no two names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s
+ * vote set), nor a hash tag. Names with none of these characters keep their text as it is.
  *
  * @example
  * ```ts
@@ -170,12 +430,25 @@ export class Script {
  * ```
  */
 export function keyPart(name: string): string {
-  return name.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'));
+  return name.replace(/[%:{}]/g, (c) => ESCAPES[c]!);
 }
+const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
-/** `{namespace}`: the hash tag that keeps every key of a namespace in one Cluster slot. */
-export function hashTag(namespace: string): string {
-  return `{${namespace}}`;
+/**
+ * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`) or one rate-limit key (`rl`),
+ * which begins every key of it. Redis Cluster hashes only the text inside the braces, so all the
+ * keys of one breaker (its verdict, votes, node set) share one slot — one script may touch them
+ * all — while two breakers' keys spread over the cluster's slots (no one hot slot for a whole
+ * fleet). The name is one {@link keyPart} (no `:`, no brace) and the namespace has no `}`, so the
+ * tag ends where it should and reads back one way.
+ *
+ * @example
+ * ```ts
+ * hashTag('rxheal', 'b', 'model:gpt-4o'); // '{rxheal:b:model%3Agpt-4o}'
+ * ```
+ */
+export function hashTag(namespace: string, kind: 'b' | 'rl', name: string): string {
+  return `{${namespace}:${kind}:${keyPart(name)}}`;
 }
 
 /** A reply field as a number (Redis integers arrive as numbers, bulk strings as strings). */

@@ -1,8 +1,10 @@
 /**
  * `rxheal/redis`: fleet stores on Redis (≥ 5, or Valkey) — breaker verdicts, the one prober and
  * provider facts ({@link RedisBreakerStore}), and shared rate limits ({@link RedisRateLimitStore}),
- * each in one Lua script on Redis time. Tested with node-redis (`redis` ≥ 5, an optional peer
- * dependency); any client with `sendCommand(args)` fits. See marble-docs/fleet.md.
+ * each in one Lua script on Redis time, one hash tag per breaker and per rate-limit key (Redis
+ * Cluster ready). Clients by shape ({@link RedisClientLike}): node-redis (`redis` ≥ 5, an optional
+ * peer dependency) `createClient()` or `createCluster()`, or ioredis 5 `Redis` or `Cluster`. See
+ * marble-docs/fleet.md.
  *
  * @example
  * ```ts
@@ -23,4 +25,4 @@ export type { RedisBreakerStoreOptions } from './breakerStore.js';
 export { RedisRateLimitStore } from './rateLimitStore.js';
 export type { RedisRateLimitStoreOptions } from './rateLimitStore.js';
 export { ExpiredCommandError } from './client.js';
-export type { RedisClientLike, RedisSubscriberLike } from './client.js';
+export type { RedisCallClient, RedisCallSubscriber, RedisClientLike, RedisClusterSendCommandClient, RedisListenerSubscriber, RedisSendCommandClient, RedisSentinelSendCommandClient, RedisSubscriberLike } from './client.js';

@@ -2,10 +2,11 @@
  * `RedisRateLimitStore`: shared rate limits on Redis, the GCRA of `MemoryRateLimitStore`
  * (`src/core/rate-limit/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
  *
- * Keys (under the hash tag `{namespace}`; `<key>` and `<limit id>` each one key part, `keyPart` in
- * `./client.ts`: `%` and `:` escaped, so no two keys or ids share a key): `{ns}:rl:<key>` (node →
- * last reservation) and `{ns}:rl:<key>:<limit id>` (the limit's theoretical arrival time, expiring
- * when it is past).
+ * Keys: one hash tag per rate-limit key, `{ns:rl:<key>}` (`hashTag` in `./client.ts`; `<key>`
+ * and `<limit id>` each one key part, `keyPart`: `%`, `:` and braces escaped, so no two keys or
+ * ids share a key), so a fleet's keys spread over a Redis Cluster's slots: `{ns:rl:<key>}` (node
+ * → last reservation) and `{ns:rl:<key>}:<limit id>` (the limit's theoretical arrival time,
+ * expiring when it is past). Every key the script touches comes in `KEYS`: one call, one slot.
  *
  * @module
  */
@@ -13,39 +14,38 @@ import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
 import { validateOptions } from '../core/errors/options.js';
 import { redisStoreProps } from './breakerStore.js';
-import { hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
+import { clientOption, hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
 
 const RATE_LIMIT_SCRIPT = `
+-- KEYS: the key's node set, then one key per limit (its theoretical arrival time), in ARGV's order
 local op = ARGV[2]
-local prefix = tag .. ':rl:' .. ARGV[3] .. ':'
-local function tatOf(id) return math.max(tonumber(redis.call('GET', prefix .. id)) or now, now) end
-local function store(id, tat) redis.call('SET', prefix .. id, tostring(tat), 'PX', math.max(1, math.ceil(tat - now) + 1)) end
+local function tatOf(i) return math.max(tonumber(redis.call('GET', KEYS[i + 1])) or now, now) end
+local function store(i, tat) redis.call('SET', KEYS[i + 1], tostring(tat), 'PX', math.max(1, math.ceil(tat - now) + 1)) end
 if op == 'reserve' then
-  local node, nodeTtl, maxWait, n = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  local nodes = tag .. ':rl:' .. ARGV[3]
+  local node, nodeTtl, maxWait, n = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), #KEYS - 1
+  local nodes = KEYS[1]
   redis.call('ZADD', nodes, now, node)
   redis.call('ZREMRANGEBYSCORE', nodes, '-inf', now - nodeTtl)
   redis.call('PEXPIRE', nodes, nodeTtl)
   local live = redis.call('ZCARD', nodes)
   local wait, next = 0, {}
-  for i = 0, n - 1 do
-    local id, limit, period, cost = ARGV[8 + i * 4], tonumber(ARGV[9 + i * 4]), tonumber(ARGV[10 + i * 4]), tonumber(ARGV[11 + i * 4])
-    next[i] = tatOf(id) + cost * period / limit
+  for i = 1, n do
+    local limit, period, cost = tonumber(ARGV[3 + i * 3]), tonumber(ARGV[4 + i * 3]), tonumber(ARGV[5 + i * 3])
+    next[i] = tatOf(i) + cost * period / limit
     wait = math.max(wait, next[i] - period - now)
   end
   local granted = 0
   if wait <= maxWait then
     granted = 1
-    for i = 0, n - 1 do store(ARGV[8 + i * 4], next[i]) end
+    for i = 1, n do store(i, next[i]) end
   end
   return {now, granted, math.ceil(wait), live}
 end
-local n = tonumber(ARGV[4])
-for i = 0, n - 1 do
-  local id, limit, period, delta, floor = ARGV[5 + i * 5], tonumber(ARGV[6 + i * 5]), tonumber(ARGV[7 + i * 5]), tonumber(ARGV[8 + i * 5]), ARGV[9 + i * 5]
-  local tat = math.max(now, tatOf(id) + delta * period / limit)
+for i = 1, #KEYS - 1 do
+  local limit, period, delta, floor = tonumber(ARGV[i * 4 - 1]), tonumber(ARGV[i * 4]), tonumber(ARGV[i * 4 + 1]), ARGV[i * 4 + 2]
+  local tat = math.max(now, tatOf(i) + delta * period / limit)
   if floor ~= '' then tat = math.max(tat, now + tonumber(floor)) end
-  store(id, tat)
+  store(i, tat)
 end
 return {now, 1}
 `;
@@ -59,7 +59,7 @@ return {now, 1}
  * ```
  */
 export interface RedisRateLimitStoreOptions {
-  /** A connected node-redis client (`disableOfflineQueue: true`). */
+  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
   readonly client: RedisClientLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;
@@ -87,25 +87,31 @@ export interface RedisRateLimitStoreOptions {
 export class RedisRateLimitStore implements RateLimitStore {
   readonly timeoutMs: number;
   private readonly script: Script;
-  private readonly tag: string;
+  private readonly namespace: string;
   private readonly nodeTtlMs: number;
 
   constructor(options: RedisRateLimitStoreOptions) {
     const o = validateOptions('RedisRateLimitStore', redisStoreProps, options);
-    if (o.client === undefined) throw new TypeError('RedisRateLimitStore: option "client" is required');
+    const commands = clientOption('RedisRateLimitStore', o.client);
     this.timeoutMs = o.timeoutMs ?? 100;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
-    this.tag = hashTag(o.namespace ?? 'rxheal');
-    this.script = new Script(o.client, RATE_LIMIT_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    this.namespace = o.namespace ?? 'rxheal';
+    this.script = new Script(commands, RATE_LIMIT_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
   }
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {
-    const args = [request.node, this.nodeTtlMs, request.maxWaitMs, request.limits.length, ...request.limits.flatMap((l) => [keyPart(l.id), l.limit, l.periodMs, l.cost])];
-    return this.script.run(this.tag, ['reserve', keyPart(request.key), ...args]).pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
+    const args = ['reserve', request.node, this.nodeTtlMs, request.maxWaitMs, ...request.limits.flatMap((l) => [l.limit, l.periodMs, l.cost])];
+    return this.script.run(this.keys(request.key, request.limits), args).pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
   }
 
   adjust(adjustment: RateLimitAdjustment): Observable<true> {
-    const args = [adjustment.limits.length, ...adjustment.limits.flatMap((l) => [keyPart(l.id), l.limit, l.periodMs, l.delta ?? 0, l.floorMs ?? ''])];
-    return this.script.run(this.tag, ['adjust', keyPart(adjustment.key), ...args]).pipe(map(() => true as const));
+    const args = ['adjust', ...adjustment.limits.flatMap((l) => [l.limit, l.periodMs, l.delta ?? 0, l.floorMs ?? ''])];
+    return this.script.run(this.keys(adjustment.key, adjustment.limits), args).pipe(map(() => true as const));
+  }
+
+  /** A key's node set, then one key per limit, all under the key's own hash tag (the node set first: it routes the command). */
+  private keys(key: string, limits: readonly { readonly id: string }[]): string[] {
+    const tag = hashTag(this.namespace, 'rl', key);
+    return [tag, ...limits.map((l) => `${tag}:${keyPart(l.id)}`)];
   }
 }

@@ -1,0 +1,205 @@
+/**
+ * The Redis stores take a client by its shape (src/redis/client.ts): node-redis's `createClient()`
+ * (`sendCommand(args)`) and `createCluster()` (`sendCommand(firstKey, isReadonly, args)`), and
+ * ioredis's `Redis` and `Cluster` (`call(command, args)`; their `sendCommand` takes a Command
+ * object). A client of no usable shape is refused at construction, naming what it lacks. Each
+ * shape runs the whole store contract on real servers: ioredis on one redis-server, node-redis's
+ * and ioredis's cluster clients on a local 3-master Redis Cluster.
+ */
+import { expect } from 'chai';
+import { once } from 'node:events';
+import { firstValueFrom } from 'rxjs';
+import { Cluster, Redis } from 'ioredis';
+import { createCluster } from 'redis';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
+import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { requireProgram } from '../support/systemPackage.js';
+import { startRedis, type RedisServer } from '../support/redisServer.js';
+import { startRedisCluster, type RedisClusterServers } from '../support/redisCluster.js';
+import { contract } from '../support/storeContract.js';
+
+/** The InvalidOptionError `make` throws. */
+function refusal(make: () => unknown): InvalidOptionError {
+  try {
+    make();
+  } catch (e) {
+    expect(e).to.be.instanceOf(InvalidOptionError);
+    return e as InvalidOptionError;
+  }
+  expect.fail('accepted');
+}
+
+const redisServer = { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' };
+const redisCli = { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' };
+
+/** An ioredis connection, ready (no offline queue: a command while disconnected fails at once). */
+async function ioredis(url: string): Promise<Redis> {
+  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  await once(client, 'ready');
+  return client;
+}
+
+/** An ioredis Cluster client, ready. */
+async function ioredisCluster(servers: RedisClusterServers): Promise<Cluster> {
+  const client = new Cluster(
+    servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+    { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
+  );
+  client.on('error', () => undefined);
+  await once(client, 'ready');
+  return client;
+}
+
+describe('the Redis stores\' clients, by shape', () => {
+  const stores = {
+    RedisBreakerStore: (o: object) => new RedisBreakerStore(o as never),
+    RedisRateLimitStore: (o: object) => new RedisRateLimitStore(o as never),
+  };
+  for (const [store, make] of Object.entries(stores)) {
+    it(`${store}: a client of no usable shape is refused at construction, naming client and what it lacks`, () => {
+      const none = refusal(() => make({ client: { get: () => undefined } }));
+      expect(none.option).to.equal('client');
+      expect(none.message).to.include(store).and.include('neither sendCommand nor call');
+      // ioredis before 5: sendCommand takes a Command object, and there is no call()
+      const old = refusal(() => make({ client: { sendCommand: () => undefined, defineCommand: () => undefined } }));
+      expect(old.option).to.equal('client');
+      expect(old.message).to.include('no call()').and.include('ioredis 5');
+      const missing = refusal(() => make({}));
+      expect([missing.option, missing.message]).to.satisfy(([o, m]: [string, string]) => o === 'client' && m.includes('required'));
+      for (const client of [{ sendCommand: async () => [0] }, { call: async () => [0] }, { sendCommand: async () => [0], getSlotMaster: () => undefined }, { sendCommand: async () => [0], getMasterNode: () => undefined }]) expect(() => make({ client })).to.not.throw();
+    });
+  }
+
+  it('RedisBreakerStore: a subscriber of neither shape is refused naming subscriber (an ioredis one needs on and off for its message events)', () => {
+    const client = { call: async () => [0] };
+    const error = refusal(() => new RedisBreakerStore({ client, subscriber: { call: async () => 1, subscribe: async () => 1, unsubscribe: async () => 1 } as never }));
+    expect(error.option).to.equal('subscriber');
+    expect(error.message).to.include('ioredis (call, subscribe, unsubscribe, on, off)');
+  });
+
+  describe('ioredis on a real redis-server', function () {
+    this.timeout(30_000);
+    let server: RedisServer | undefined;
+    const open: Redis[] = [];
+    const closers: (() => Promise<void>)[] = [];
+    before(async function () {
+      server = await startRedis(requireProgram(this, redisServer));
+    });
+    after(async () => {
+      for (const close of closers.splice(0)) await close();
+      for (const c of open.splice(0)) c.disconnect();
+      await server?.stop();
+    });
+
+    contract(
+      'ioredis Redis: RedisBreakerStore / RedisRateLimitStore',
+      async () => {
+        const [client, subscriber] = [await ioredis(server!.url), await ioredis(server!.url)];
+        open.push(client, subscriber);
+        const breakers = new RedisBreakerStore({ client, subscriber, namespace: 'ioredis' });
+        closers.push(() => breakers.close());
+        await firstValueFrom(breakers.sync('warm-up', ['warm-up']));
+        await new Promise((resolve) => setTimeout(resolve, 50)); // SUBSCRIBE acknowledged
+        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis' }) };
+      },
+      async () => undefined,
+    );
+  });
+
+  describe('on a local 3-master Redis Cluster', function () {
+    this.timeout(60_000);
+    let servers: RedisClusterServers | undefined;
+    const closers: (() => Promise<void>)[] = [];
+    before(async function () {
+      const server = requireProgram(this, redisServer);
+      const cli = requireProgram(this, redisCli);
+      servers = await startRedisCluster(server, cli, 3);
+    });
+    after(async () => {
+      for (const close of closers.splice(0)) await close();
+      await servers?.stop();
+    });
+
+    it('a sync on a cluster: one command per breaker (each its own slot), all sent at once — 1, 10, 1 000 breakers; their keys spread over every master', async () => {
+      const client = createCluster({ rootNodes: servers!.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
+      client.on('error', () => undefined);
+      await client.connect();
+      const sent: string[][] = [];
+      let inFlight = 0;
+      let mostInFlight = 0;
+      const recording = {
+        getSlotMaster: (slot: number) => client.getSlotMaster(slot),
+        sendCommand: async (firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]) => {
+          sent.push(args);
+          mostInFlight = Math.max(mostInFlight, ++inFlight);
+          try {
+            return await client.sendCommand(firstKey, isReadonly, args);
+          } finally {
+            inFlight--;
+          }
+        },
+      };
+      // a long deadline: this counts commands (a burst of 1 000 scripts can outlast the 100 ms default on a busy machine)
+      const breakers = new RedisBreakerStore({ client: recording, namespace: 'trips', timeoutMs: 20_000 });
+      closers.push(async () => {
+        await breakers.close();
+        await client.close();
+      });
+      // the script in every master's cache (each master learns it from its first EVAL)
+      await firstValueFrom(breakers.sync('n', Array.from({ length: 100 }, (_, i) => `warm-up:${i}`)));
+      for (const n of [1, 10, 1000]) {
+        const names = Array.from({ length: n }, (_, i) => `model:${n}:${i}`);
+        sent.length = 0;
+        mostInFlight = 0;
+        const verdicts = await firstValueFrom(breakers.sync('n', names));
+        expect(verdicts.map((v) => v.name)).to.deep.equal(names);
+        expect(sent.length, `${n} breakers`).to.equal(n);
+        expect(mostInFlight, 'sent at once, not one after another').to.equal(n);
+      }
+      // the 1 000 breakers' node sets, by master
+      const owners = new Set<string>();
+      for (let i = 0; i < 1000; i += 50) owners.add((await servers!.owner(await servers!.slotOf(`{trips:b:model%3A1000%3A${i}}:nodes`))).id);
+      expect(owners.size, 'breakers on every master').to.equal(3);
+    });
+
+    contract(
+      'node-redis createCluster: RedisBreakerStore / RedisRateLimitStore',
+      async () => {
+        const client = createCluster({ rootNodes: servers!.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
+        client.on('error', () => undefined);
+        await client.connect();
+        const breakers = new RedisBreakerStore({ client, subscriber: client, namespace: 'node-redis-cluster' });
+        closers.push(async () => {
+          await breakers.close();
+          await client.close();
+        });
+        await firstValueFrom(breakers.sync('warm-up', ['warm-up']));
+        await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
+        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'node-redis-cluster' }) };
+      },
+      async () => undefined,
+    );
+
+    contract(
+      'ioredis Cluster: RedisBreakerStore / RedisRateLimitStore',
+      async () => {
+        const [client, subscriber] = [await ioredisCluster(servers!), await ioredisCluster(servers!)];
+        const breakers = new RedisBreakerStore({ client, subscriber, namespace: 'ioredis-cluster' });
+        closers.push(async () => {
+          await breakers.close();
+          client.disconnect();
+          subscriber.disconnect();
+        });
+        // ioredis connects to each master on its first command there; without an offline queue, a
+        // second command sent while that connection opens waits until the client disconnects (seen
+        // with 5.11): the case of a cancelled reservation would then miss it. Connect to every master first.
+        // (the first commands may also come past their 100 ms deadline while connections open: until one answers)
+        for (let i = 0; i < 20; i++) if (await firstValueFrom(breakers.sync('warm-up', Array.from({ length: 100 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
+        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' }) };
+      },
+      async () => undefined,
+    );
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * The fleet through Redis Sentinel (spec/support/redisSentinel.ts: one primary, one replica and
+ * three sentinels on loopback, sentinels run as `redis-server <conf> --sentinel`), with ioredis
+ * (`sentinels`, `name`) and node-redis (`createSentinel`): `SENTINEL failover` mid-traffic — no
+ * caller's call waits on the store, store calls are bounded by the guard, verdicts made before the
+ * failover survive it with their generations (replicated to the replica the sentinels promote),
+ * and the fleet works on the new primary: a quorum there opens a node that never failed.
+ */
+import { expect } from 'chai';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { asyncScheduler, catchError, firstValueFrom, type Observable, of, throwError } from 'rxjs';
+import { Redis } from 'ioredis';
+import { createSentinel } from 'redis';
+import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
+import { circuitBreak } from '../../src/operators/circuitBreak.js';
+import { StoreGuard, storeBreakerOptions } from '../../src/core/fleet/storeGuard.js';
+import { HttpError } from '../../src/core/errors/errors.js';
+import { RedisBreakerStore } from '../../src/redis/index.js';
+import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
+import { requireProgram } from '../support/systemPackage.js';
+import { startRedisSentinels, type RedisSentinels } from '../support/redisSentinel.js';
+
+const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
+
+interface Clients {
+  readonly client: RedisClientLike;
+  readonly subscriber: RedisSubscriberLike;
+  close(): Promise<void>;
+}
+
+const kinds: Record<string, (s: RedisSentinels) => Promise<Clients>> = {
+  'ioredis (sentinels)': async (s) => {
+    const make = async (): Promise<Redis> => {
+      const c = new Redis({ sentinels: s.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: s.name, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+      c.on('error', () => undefined);
+      await once(c, 'ready');
+      return c;
+    };
+    const [client, subscriber] = [await make(), await make()];
+    return {
+      client,
+      subscriber,
+      close: async () => {
+        client.disconnect();
+        subscriber.disconnect();
+      },
+    };
+  },
+  'node-redis createSentinel': async (s) => {
+    const client = createSentinel({ name: s.name, sentinelRootNodes: s.sentinels.map((port) => ({ host: '127.0.0.1', port })) });
+    client.on('error', () => undefined);
+    await client.connect();
+    return { client, subscriber: client, close: () => client.close() };
+  },
+};
+
+describe('the fleet through Redis Sentinel, failed over mid-traffic', function () {
+  this.timeout(90_000);
+  let sentinels: RedisSentinels | undefined;
+  before(async function () {
+    const server = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does; a sentinel is redis-server --sentinel)' });
+    const cli = requireProgram(this, { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' });
+    sentinels = await startRedisSentinels(server, cli);
+  });
+  after(async () => {
+    await sentinels?.stop();
+  });
+
+  for (const [kind, connect] of Object.entries(kinds)) {
+    it(`${kind}: calls never wait on the store, verdicts and generations survive, and the fleet works on the new primary`, async () => {
+      const clients = await connect(sentinels!);
+      const store = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace: kind.replace(/\W/g, '-'), pollMs: 200 });
+      try {
+        const kept = await get(store.isolate('admin', `model:${kind}:kept`));
+        const name = `model:${kind}:fleet`;
+        const node = (id: string) => new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store, node: id, quorum: { minNodes: 2, minFraction: 0 } } });
+        const [a, b, c] = [node('a'), node('b'), node('c')];
+        // callers' calls through every node, all along: none may fail, none may wait
+        let running = true;
+        let calls = 0;
+        let slowest = 0;
+        const failures: string[] = [];
+        const traffic = (async () => {
+          while (running) {
+            for (const breaker of [a, b, c]) {
+              const started = performance.now();
+              const out = await get(of('ok').pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name))));
+              slowest = Math.max(slowest, performance.now() - started);
+              calls++;
+              if (out !== 'ok') failures.push(out);
+            }
+            await sleep(5);
+          }
+        })();
+        // store calls through the guard every fleet call goes through: each answers or fails within timeoutMs, never hangs
+        const guard = new StoreGuard(new CircuitBreaker(storeBreakerOptions('fleet-store', asyncScheduler)), store.timeoutMs, asyncScheduler);
+        const bounded: number[] = [];
+        const storeTraffic = (async () => {
+          while (running) {
+            const started = performance.now();
+            await get(guard.run(() => store.sync('probe', [name]))).catch(() => undefined);
+            bounded.push(performance.now() - started);
+            await sleep(20);
+          }
+        })();
+        await sleep(300);
+        const failingOver = performance.now();
+        await sentinels!.failover();
+        const promoted = performance.now();
+        await sleep(500);
+        running = false;
+        await Promise.all([traffic, storeTraffic]);
+        expect(failures, 'no caller saw a store error').to.deep.equal([]);
+        expect(calls).to.be.greaterThan(30);
+        // acquire() is local: a call never waits on Redis (a loaded machine's scheduling aside)
+        expect(slowest, 'the slowest caller call, ms').to.be.below(250);
+
+        // the verdict made before the failover, on the new primary: the same generation
+        let after: { state: string; generation: number } | undefined;
+        for (let i = 0; i < 100 && after === undefined; i++) {
+          after = await get(store.sync('admin', [`model:${kind}:kept`])).then((v) => v[0], () => undefined);
+          if (after === undefined) await sleep(100);
+        }
+        expect(after, 'the store answers on the new primary').to.not.equal(undefined);
+        const slowestStoreCall = Math.max(...bounded);
+        console.log(`      ${kind}: SENTINEL failover took ${Math.round(promoted - failingOver)} ms; the store answered on the new primary ${Math.round(performance.now() - promoted)} ms after it; ${calls} caller calls, the slowest ${Math.round(slowest)} ms; the slowest guarded store call ${Math.round(slowestStoreCall)} ms`);
+        expect(slowestStoreCall, 'a guarded store call answers or fails within its bound (timeoutMs 100, and a loaded machine\'s slack)').to.be.below(600);
+        expect(after).to.include({ state: 'isolated', generation: kept.generation });
+
+        // the fleet on the new primary: two nodes open by quorum, the third follows
+        const fail = (breaker: CircuitBreaker) => get(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name))));
+        await sleep(1_200); // a node's guard that opened during the failover tries the store again after 1 s
+        expect(await fail(a)).to.equal('HttpError');
+        expect(await fail(b)).to.equal('HttpError');
+        for (let i = 0; i < 150 && c.state !== 'open'; i++) await sleep(20);
+        expect(c.state, 'the third node, by the fleet verdict on the new primary').to.equal('open');
+      } finally {
+        await store.close();
+        await clients.close();
+      }
+    });
+  }
+});
