@@ -1,0 +1,319 @@
+/**
+ * {@link McpLink}: one MCP server as `fromMcp`'s tools see it — its client, its breaker, the
+ * reconnection (a transport factory, behind the breaker, with backoff and no cap on attempts), the
+ * capabilities its tools are while the breaker is open, and one call with its progress-reset
+ * timeout. No framework import: the client is read by shape ({@link McpClient}).
+ *
+ * @module
+ */
+import { Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
+import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
+import { classifyError } from '../core/errors/classify.js';
+import type { HealHub } from '../core/hub/hub.js';
+import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
+import { after, MAX_TIMER_MS } from '../core/rx/wait.js';
+import { circuitBreak } from '../operators/circuitBreak.js';
+import { McpConnectionError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
+
+/** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
+export interface McpRequestOptions {
+  readonly signal?: AbortSignal;
+  readonly timeout?: number;
+  readonly resetTimeoutOnProgress?: boolean;
+  readonly maxTotalTimeout?: number;
+  readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+}
+
+/** A tool as `tools/list` describes it (the fields `fromMcp` reads). */
+export interface McpToolInfo {
+  readonly name: string;
+  readonly description?: string;
+  readonly inputSchema: { readonly type: 'object'; readonly [key: string]: unknown };
+  readonly annotations?: {
+    readonly readOnlyHint?: boolean;
+    readonly idempotentHint?: boolean;
+    readonly destructiveHint?: boolean;
+    readonly [key: string]: unknown;
+  };
+  readonly [key: string]: unknown;
+}
+
+/**
+ * What `fromMcp` needs of an MCP client: the `@modelcontextprotocol/sdk` 1.x `Client`, connected
+ * (`await client.connect(transport)`). `connect` and `close` are used only to reconnect, with
+ * `fromMcp`'s `reconnect` transport factory.
+ *
+ * @example
+ * ```ts
+ * const client: McpClient = new Client({ name: 'my-agent', version: '1.0.0' });
+ * await client.connect(new StdioClientTransport({ command: 'node', args: ['server.js'] }));
+ * ```
+ */
+export interface McpClient {
+  listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ tools: readonly McpToolInfo[]; nextCursor?: string }>;
+  callTool(params: { name: string; arguments?: Record<string, unknown> }, resultSchema?: undefined, options?: McpRequestOptions): Promise<{ readonly [key: string]: unknown }>;
+  ping(options?: McpRequestOptions): Promise<unknown>;
+  connect(transport: never): Promise<void>;
+  close(): Promise<void>;
+  getServerVersion(): { readonly name: string; readonly version: string } | undefined;
+}
+
+/** What makes a fresh transport for a reconnection (a transport can't be restarted once closed). */
+export type McpTransportFactory = () => unknown;
+
+/** How a link is set up: what `fromMcp` resolved from its options. */
+export interface LinkSettings {
+  readonly id: string;
+  readonly client: McpClient;
+  readonly breaker: CircuitBreaker;
+  readonly hub: HealHub | undefined;
+  readonly capabilities: CapabilityRegistry | undefined;
+  readonly reconnect: McpTransportFactory | undefined;
+  readonly backoff: BackoffPolicy;
+  readonly timeoutMs: number;
+  readonly maxTotalTimeoutMs: number;
+  readonly scheduler: SchedulerLike;
+}
+
+/** The reason a signal is aborted when the caller leaves. */
+const unsubscribed = (): DOMException => new DOMException('The consumer unsubscribed', 'AbortError');
+
+/**
+ * One MCP server: calls go through its breaker; a broken connection is re-established (when a
+ * transport factory was given) by the next call the breaker admits, never sooner than the backoff
+ * after the last failed attempt; while the breaker is open, the server's tools are unavailable in
+ * the capability registry and a probe (`ping`) runs each time it turns half-open.
+ */
+export class McpLink {
+  /** The connection is known broken: the next admitted call reconnects first. */
+  private stale = false;
+  private connecting: Promise<void> | undefined;
+  /** Reconnections that failed in a row, and when the next may start (scheduler time). */
+  private failedReconnects = 0;
+  private previousDelay = 0;
+  private nextReconnectAt = 0;
+  /** The capability names of the server's tools (kept current by `fromMcp`). */
+  names: readonly string[] = [];
+  /** Following the breaker while its tools are degraded. */
+  private watching: Subscription | undefined;
+  private probing: Subscription | undefined;
+
+  constructor(readonly settings: LinkSettings) {}
+
+  /**
+   * One `tools/call` through the breaker, as a cold observable of the raw result: unsubscribing
+   * cancels it (the server gets `notifications/cancelled`). A session found expired is
+   * re-initialised and, for an idempotent tool, the call made once more.
+   */
+  call(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
+    const once$ = this.admitted((signal) => this.callOnce(name, args, signal));
+    const guarded$ = once$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined));
+    return new Observable<{ readonly [key: string]: unknown }>((subscriber) => {
+      let retried = false;
+      let inner: Subscription | undefined;
+      const run = (): void => {
+        inner = guarded$.subscribe({
+          next: (value) => subscriber.next(value),
+          error: (error: unknown) => {
+            this.afterOutcome();
+            // the server never ran it: an idempotent call goes once more, on a fresh session
+            if (error instanceof McpSessionExpiredError && idempotent && !retried && this.settings.reconnect) {
+              retried = true;
+              return run();
+            }
+            subscriber.error(error);
+          },
+          complete: () => {
+            this.afterOutcome();
+            subscriber.complete();
+          },
+        });
+      };
+      run();
+      return () => inner?.unsubscribe();
+    });
+  }
+
+  /**
+   * Work that needs a live connection: reconnected first when the last call found it broken, then
+   * `work(signal)`. Its failures are translated (errors.ts) and a broken connection remembered.
+   */
+  private admitted<T>(work: (signal: AbortSignal) => Observable<T>): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      const controller = new AbortController();
+      let inner: Subscription | undefined;
+      let done = false;
+      const start = (): void => {
+        if (subscriber.closed) return;
+        inner = work(controller.signal).subscribe({
+          next: (value) => subscriber.next(value),
+          error: (error: unknown) => {
+            done = true;
+            this.noteFailure(error);
+            subscriber.error(error);
+          },
+          complete: () => {
+            done = true;
+            subscriber.complete();
+          },
+        });
+      };
+      if (!this.stale) start();
+      else {
+        this.ensureConnected().then(start, (error: unknown) => {
+          done = true;
+          subscriber.error(error);
+        });
+      }
+      return () => {
+        inner?.unsubscribe();
+        if (!done) controller.abort(unsubscribed());
+      };
+    });
+  }
+
+  /** Remembers a broken connection (the next admitted call reconnects). */
+  private noteFailure(error: unknown): void {
+    if (error instanceof McpSessionExpiredError || classifyError(error).category === 'connection') this.stale = true;
+  }
+
+  /**
+   * A fresh connection (one at a time): the old transport closed, a new one from the factory, the
+   * client connected (initialised) on it. Without a factory, or sooner than the backoff after the
+   * last failed attempt, it fails at once with an {@link McpConnectionError}.
+   */
+  private ensureConnected(): Promise<void> {
+    const { reconnect, client, id, scheduler, backoff } = this.settings;
+    if (!reconnect) return Promise.reject(new McpConnectionError(id, 'not connected, and no transport factory (`reconnect`) to reconnect with'));
+    if (this.connecting) return this.connecting;
+    const wait = this.nextReconnectAt - scheduler.now();
+    if (wait > 0) return Promise.reject(new McpConnectionError(id, `not connected; next reconnection attempt in ${Math.ceil(wait)} ms`));
+    const attempt = (async (): Promise<void> => {
+      await client.close().catch(() => undefined);
+      const transport = await reconnect();
+      await client.connect(transport as never);
+    })();
+    this.connecting = attempt.then(
+      () => {
+        this.connecting = undefined;
+        this.stale = false;
+        this.failedReconnects = 0;
+        this.nextReconnectAt = 0;
+      },
+      (error: unknown) => {
+        this.connecting = undefined;
+        const delay = backoffDelay(this.failedReconnects++, this.previousDelay || backoff.initialBackoffMs, backoff);
+        this.previousDelay = delay;
+        this.nextReconnectAt = scheduler.now() + delay;
+        throw new McpConnectionError(id, `reconnection failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      },
+    );
+    return this.connecting;
+  }
+
+  /**
+   * One `tools/call`: its own deadline on the scheduler — `timeoutMs` from the start, pushed back
+   * by each progress notification (the SDK's `onprogress`, which also makes it send a progress
+   * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
+   * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
+   */
+  private callOnce(name: string, args: Record<string, unknown>, signal: AbortSignal): Observable<{ readonly [key: string]: unknown }> {
+    const { client, id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+    return new Observable((subscriber) => {
+      const cancel = new AbortController();
+      let settled = false;
+      const stop = (reason: unknown): void => {
+        if (!cancel.signal.aborted) cancel.abort(reason);
+      };
+      const onCallerAbort = (): void => stop(signal.reason);
+      signal.addEventListener('abort', onCallerAbort, { once: true });
+      const timeUp = (kind: 'idle' | 'total'): void => {
+        const error = new McpTimeoutError(id, name, kind === 'idle' ? timeoutMs : maxTotalTimeoutMs, kind);
+        // cancelled first: the server hears of it whatever downstream does with the error
+        stop(error);
+        subscriber.error(error);
+      };
+      let idle = after(timeoutMs, scheduler, () => timeUp('idle'));
+      const total = after(maxTotalTimeoutMs, scheduler, () => timeUp('total'));
+      client
+        .callTool({ name, arguments: args }, undefined, {
+          signal: cancel.signal,
+          timeout: MAX_TIMER_MS,
+          resetTimeoutOnProgress: true,
+          onprogress: () => {
+            if (subscriber.closed) return;
+            idle.unsubscribe();
+            idle = after(timeoutMs, scheduler, () => timeUp('idle'));
+          },
+        })
+        .then(
+          (result) => {
+            settled = true;
+            subscriber.next(result);
+            subscriber.complete();
+          },
+          (error: unknown) => {
+            settled = true;
+            subscriber.error(mcpFailure(id, name, error, timeoutMs));
+          },
+        );
+      return () => {
+        idle.unsubscribe();
+        total.unsubscribe();
+        signal.removeEventListener('abort', onCallerAbort);
+        // left before the answer (or timed out): the request is cancelled, never after it came
+        if (!settled) stop(unsubscribed());
+      };
+    });
+  }
+
+  /** After a call through the breaker: an open breaker makes the tools unavailable and starts the probing. */
+  private afterOutcome(): void {
+    if (this.settings.capabilities && this.watching === undefined && this.settings.breaker.state === 'open') this.degrade();
+  }
+
+  /**
+   * The breaker opened: each tool is disabled in the registry (the model is told), and the breaker
+   * followed — each half-open is probed with a `ping` through it (a reconnection first, if the
+   * connection is broken); closed again, the tools are restored.
+   */
+  private degrade(): void {
+    const { capabilities, breaker, id } = this.settings;
+    const reason = `MCP server '${id}' is unavailable (circuit open)`;
+    for (const name of this.names) capabilities!.disable(name, reason);
+    this.watching = breaker.state$.subscribe((state) => {
+      if (state === 'half-open') this.probe();
+      else if (state === 'closed') this.restore();
+    });
+  }
+
+  private probe(): void {
+    this.probing?.unsubscribe();
+    const ping$ = this.admitted((signal) => new Observable<unknown>((subscriber) => {
+      this.settings.client.ping({ signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
+        (value) => {
+          subscriber.next(value);
+          subscriber.complete();
+        },
+        (error: unknown) => subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs)),
+      );
+    }));
+    // a failed probe re-opens the breaker: the next half-open probes again (no cap)
+    this.probing = ping$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined)).subscribe({ error: () => undefined });
+  }
+
+  private restore(): void {
+    this.watching?.unsubscribe();
+    this.watching = undefined;
+    this.probing?.unsubscribe();
+    this.probing = undefined;
+    for (const name of this.names) this.settings.capabilities!.enable(name);
+  }
+
+  /** Stops following the breaker (the tools stay as they are in the registry). */
+  dispose(): void {
+    this.watching?.unsubscribe();
+    this.probing?.unsubscribe();
+  }
+}
