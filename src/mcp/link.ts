@@ -10,6 +10,7 @@ import { Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { classifyError } from '../core/errors/classify.js';
+import { CircuitOpenError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
 import { after, MAX_TIMER_MS } from '../core/rx/wait.js';
@@ -300,13 +301,23 @@ export class McpLink {
       );
     }));
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
-    this.probing = ping$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined)).subscribe({ error: () => undefined });
+    // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
+    // the breaker is half-open again with nobody probing, probe again
+    const again = (): void => {
+      if (this.watching !== undefined && this.settings.breaker.state === 'half-open') this.probe();
+    };
+    this.probing = ping$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined)).subscribe({
+      // rejected (another call holds the half-open slot): that call is the probe
+      error: (error: unknown) => (error instanceof CircuitOpenError ? undefined : again()),
+      complete: again,
+    });
   }
 
   private restore(): void {
     this.watching?.unsubscribe();
     this.watching = undefined;
-    this.probing?.unsubscribe();
+    // not unsubscribed: a probe that closed the breaker is still completing (this runs inside its
+    // outcome), and one that did not finishes by its own timeout
     this.probing = undefined;
     for (const name of this.names) this.settings.capabilities!.enable(name);
   }
