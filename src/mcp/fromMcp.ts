@@ -31,6 +31,7 @@ export type { McpClient, McpRequestOptions, McpToolInfo, McpTransportFactory } f
  * ```
  */
 export interface McpSchemaValidator {
+  /** Compiles `schema` once; the function returned checks one value. */
   getValidator(schema: never): (input: unknown) => { valid: boolean; errorMessage?: string | undefined };
 }
 
@@ -128,7 +129,17 @@ function checkClient(target: string, client: unknown): McpClient {
   return client as McpClient;
 }
 
-/** `readOnlyHint` or `idempotentHint`, and not `destructiveHint`: safe to run twice. */
+/**
+ * Whether `fromMcp` takes a tool as safe to run twice (so retries may repeat it): `readOnlyHint`
+ * or `idempotentHint`, and not `destructiveHint`. Any other tool is never retried automatically.
+ *
+ * @example
+ * ```ts
+ * isIdempotentTool({ annotations: { readOnlyHint: true } }); // true
+ * isIdempotentTool({ annotations: { idempotentHint: true, destructiveHint: true } }); // false
+ * isIdempotentTool({}); // false: no hint, no retry
+ * ```
+ */
 export function isIdempotentTool(tool: Pick<McpToolInfo, 'annotations'>): boolean {
   const a = tool.annotations;
   return (a?.readOnlyHint === true || a?.idempotentHint === true) && a?.destructiveHint !== true;
@@ -345,6 +356,8 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
  * ```
  */
 export interface McpWatchableClient extends McpClient {
+  /** Sets the one handler of a notification (the SDK's, by its schema). */
   setNotificationHandler(schema: never, handler: (notification: never) => void): void;
+  /** Removes the handler of a notification method. */
   removeNotificationHandler(method: string): void;
 }

@@ -19,21 +19,33 @@ import { McpConnectionError, McpSessionExpiredError, McpTimeoutError, mcpFailure
 
 /** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
 export interface McpRequestOptions {
+  /** Aborted when the call is cancelled: the SDK sends `notifications/cancelled`. */
   readonly signal?: AbortSignal;
+  /** The SDK's own timer: `fromMcp` sets it to the longest a timer holds (its own deadline is on the scheduler). */
   readonly timeout?: number;
+  /** Set: progress also resets the SDK's timer. */
   readonly resetTimeoutOnProgress?: boolean;
+  /** The SDK's cap on the whole call (unused: `fromMcp`'s `maxTotalTimeoutMs` is on the scheduler). */
   readonly maxTotalTimeout?: number;
+  /** Called on each progress notification; passing it makes the SDK send a progress token. */
   readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
 /** A tool as `tools/list` describes it (the fields `fromMcp` reads). */
 export interface McpToolInfo {
+  /** The tool's name on the server. */
   readonly name: string;
+  /** What it does, for the model. */
   readonly description?: string;
+  /** The JSON Schema of its arguments (an object). */
   readonly inputSchema: { readonly type: 'object'; readonly [key: string]: unknown };
+  /** The server's hints: which of them make a tool idempotent is `isIdempotentTool`'s rule. */
   readonly annotations?: {
+    /** It changes nothing. */
     readonly readOnlyHint?: boolean;
+    /** Calling it again with the same arguments has no further effect. */
     readonly idempotentHint?: boolean;
+    /** It may destroy or overwrite something. */
     readonly destructiveHint?: boolean;
     readonly [key: string]: unknown;
   };
@@ -52,11 +64,17 @@ export interface McpToolInfo {
  * ```
  */
 export interface McpClient {
+  /** `tools/list`, one page (`nextCursor` asks for the next). */
   listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ tools: readonly McpToolInfo[]; nextCursor?: string }>;
+  /** `tools/call` (no result schema: the SDK's default). */
   callTool(params: { name: string; arguments?: Record<string, unknown> }, resultSchema?: undefined, options?: McpRequestOptions): Promise<{ readonly [key: string]: unknown }>;
+  /** `ping`: the probe of a half-open breaker. */
   ping(options?: McpRequestOptions): Promise<unknown>;
+  /** Connects (and initialises) on a fresh transport: used to reconnect. */
   connect(transport: never): Promise<void>;
+  /** Closes the current transport: used before reconnecting. */
   close(): Promise<void>;
+  /** The server's name and version from initialisation (its name is the default `id`). */
   getServerVersion(): { readonly name: string; readonly version: string } | undefined;
 }
 
