@@ -31,7 +31,9 @@ function standIn(): { client: McpClient; calls: Pending[] } {
 describe('rxheal/mcp timeouts in virtual time', () => {
   it('the deadline is timeoutMs after the last progress notification; past it the call errors and is cancelled, leaving no timer', async () => {
     const { client, calls } = standIn();
-    const scheduler = new TestScheduler((a, b) => expect(a).to.deep.equal(b));
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
     const [tool] = await fromMcp(client, { timeoutMs: 400, scheduler });
     scheduler.run(({ flush }) => {
       let failedAt = -1;
@@ -52,7 +54,9 @@ describe('rxheal/mcp timeouts in virtual time', () => {
 
   it('maxTotalTimeoutMs ends a call that keeps progressing', async () => {
     const { client, calls } = standIn();
-    const scheduler = new TestScheduler((a, b) => expect(a).to.deep.equal(b));
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
     const [tool] = await fromMcp(client, { timeoutMs: 400, maxTotalTimeoutMs: 1000, scheduler });
     scheduler.run(({ flush }) => {
       let failedAt = -1;
@@ -67,7 +71,9 @@ describe('rxheal/mcp timeouts in virtual time', () => {
 
   it('an answer in time clears both deadlines; unsubscribing before it aborts the request', async () => {
     const { client, calls } = standIn();
-    const scheduler = new TestScheduler((a, b) => expect(a).to.deep.equal(b));
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
     const [tool] = await fromMcp(client, { timeoutMs: 400, maxTotalTimeoutMs: 10_000, scheduler });
     let answered: unknown;
     // no run(): the virtual clock stands still while the answer comes (a promise: after the microtasks)
