@@ -177,9 +177,22 @@ function resultValue(tool: string, result: { readonly [key: string]: unknown }):
   return text ?? content;
 }
 
-/** One server's tools, listed as often as asked, sharing one link (one breaker, one reconnection). */
-class McpToolset {
+/** A listed tool as the proxy forwards it: what the server said of it, and its checks. */
+export interface ListedTool {
+  readonly info: McpToolInfo;
+  readonly idempotent: boolean;
+  readonly args: t.Type<Record<string, unknown>, unknown, unknown>;
+}
+
+/**
+ * One server's tools, listed as often as asked, sharing one link (one breaker, one reconnection).
+ *
+ * @internal exported for the proxy (proxy.ts), which forwards the raw results
+ */
+export class McpToolset {
   private validator: McpSchemaValidator | undefined;
+  /** The tools of the last listing, by their MCP name. */
+  listed: ReadonlyMap<string, ListedTool> = new Map();
 
   constructor(
     private readonly link: McpLink,
@@ -212,7 +225,13 @@ class McpToolset {
     } while (cursor !== undefined);
     const tools = infos.map((info) => this.tool(info, validator));
     this.link.names = tools.map((tool) => tool.name);
+    this.listed = new Map(infos.map((info, i) => [info.name, { info, idempotent: tools[i]!.idempotent, args: tools[i]!.args }]));
     return tools;
+  }
+
+  /** One call's raw result (`isError` ones included), through the breaker and the reconnection. */
+  callRaw(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
+    return this.link.call(name, args, idempotent);
   }
 
   private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {
@@ -230,8 +249,12 @@ class McpToolset {
   }
 }
 
-/** The options checked and resolved into a link. */
-function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
+/**
+ * The options checked and resolved into a link.
+ *
+ * @internal exported for the proxy
+ */
+export function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
   const client = checkClient(target, clientIn);
   const o = validateOptions(target, props, options) as FromMcpOptions;
   const id = o.id ?? client.getServerVersion()?.name ?? 'mcp';
