@@ -14,7 +14,7 @@ import { CircuitOpenError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
 import { after, MAX_TIMER_MS } from '../core/rx/wait.js';
-import { circuitBreak } from '../operators/circuitBreak.js';
+import { underBreaker } from '../operators/circuitBreak.js';
 import { McpConnectionError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
 
 /** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
@@ -118,7 +118,9 @@ export class McpLink {
   private watching: Subscription | undefined;
   private probing: Subscription | undefined;
 
-  constructor(readonly settings: LinkSettings) {}
+  constructor(readonly settings: LinkSettings) {
+    settings.hub?.watch(settings.breaker);
+  }
 
   /**
    * One `tools/call` through the breaker, as a cold observable of the raw result: unsubscribing
@@ -126,8 +128,7 @@ export class McpLink {
    * re-initialised and, for an idempotent tool, the call made once more.
    */
   call(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
-    const once$ = this.admitted((signal) => this.callOnce(name, args, signal));
-    const guarded$ = once$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined));
+    const guarded$ = this.guarded(this.admitted(() => this.callOnce(name, args)));
     return new Observable<{ readonly [key: string]: unknown }>((subscriber) => {
       let retried = false;
       let inner: Subscription | undefined;
@@ -156,40 +157,32 @@ export class McpLink {
 
   /**
    * Work that needs a live connection: reconnected first when the last call found it broken, then
-   * `work(signal)`. Its failures are translated (errors.ts) and a broken connection remembered.
+   * `work()` (which cancels its own request when unsubscribed). Its failures are translated
+   * (errors.ts) and a broken connection remembered.
    */
-  private admitted<T>(work: (signal: AbortSignal) => Observable<T>): Observable<T> {
+  private admitted<T>(work: () => Observable<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
-      const controller = new AbortController();
       let inner: Subscription | undefined;
-      let done = false;
       const start = (): void => {
         if (subscriber.closed) return;
-        inner = work(controller.signal).subscribe({
+        inner = work().subscribe({
           next: (value) => subscriber.next(value),
           error: (error: unknown) => {
-            done = true;
             this.noteFailure(error);
             subscriber.error(error);
           },
-          complete: () => {
-            done = true;
-            subscriber.complete();
-          },
+          complete: () => subscriber.complete(),
         });
       };
       if (!this.stale) start();
-      else {
-        this.ensureConnected().then(start, (error: unknown) => {
-          done = true;
-          subscriber.error(error);
-        });
-      }
-      return () => {
-        inner?.unsubscribe();
-        if (!done) controller.abort(unsubscribed());
-      };
+      else this.ensureConnected().then(start, (error: unknown) => subscriber.error(error));
+      return () => inner?.unsubscribe();
     });
+  }
+
+  /** `source` under the server's breaker (the hub told of its transitions once, at construction). */
+  private guarded<T>(source: Observable<T>): Observable<T> {
+    return underBreaker(source, this.settings.breaker, this.settings.hub);
   }
 
   /** Remembers a broken connection (the next admitted call reconnects). */
@@ -237,7 +230,7 @@ export class McpLink {
    * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
    * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
    */
-  private callOnce(name: string, args: Record<string, unknown>, signal: AbortSignal): Observable<{ readonly [key: string]: unknown }> {
+  private callOnce(name: string, args: Record<string, unknown>): Observable<{ readonly [key: string]: unknown }> {
     const { client, id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
     return new Observable((subscriber) => {
       const cancel = new AbortController();
@@ -245,8 +238,6 @@ export class McpLink {
       const stop = (reason: unknown): void => {
         if (!cancel.signal.aborted) cancel.abort(reason);
       };
-      const onCallerAbort = (): void => stop(signal.reason);
-      signal.addEventListener('abort', onCallerAbort, { once: true });
       const timeUp = (kind: 'idle' | 'total'): void => {
         const error = new McpTimeoutError(id, name, kind === 'idle' ? timeoutMs : maxTotalTimeoutMs, kind);
         // cancelled first: the server hears of it whatever downstream does with the error
@@ -280,7 +271,6 @@ export class McpLink {
       return () => {
         idle.unsubscribe();
         total.unsubscribe();
-        signal.removeEventListener('abort', onCallerAbort);
         // left before the answer (or timed out): the request is cancelled, never after it came
         if (!settled) stop(unsubscribed());
       };
@@ -309,14 +299,23 @@ export class McpLink {
 
   private probe(): void {
     this.probing?.unsubscribe();
-    const ping$ = this.admitted((signal) => new Observable<unknown>((subscriber) => {
-      this.settings.client.ping({ signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
+    const ping$ = this.admitted(() => new Observable<unknown>((subscriber) => {
+      const cancel = new AbortController();
+      let settled = false;
+      this.settings.client.ping({ signal: cancel.signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
         (value) => {
+          settled = true;
           subscriber.next(value);
           subscriber.complete();
         },
-        (error: unknown) => subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs)),
+        (error: unknown) => {
+          settled = true;
+          subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs));
+        },
       );
+      return () => {
+        if (!settled) cancel.abort(unsubscribed());
+      };
     }));
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
     // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
@@ -324,7 +323,7 @@ export class McpLink {
     const again = (): void => {
       if (this.watching !== undefined && this.settings.breaker.state === 'half-open') this.probe();
     };
-    this.probing = ping$.pipe(circuitBreak(this.settings.breaker, this.settings.hub ? { hub: this.settings.hub } : undefined)).subscribe({
+    this.probing = this.guarded(ping$).subscribe({
       // rejected (another call holds the half-open slot): that call is the probe
       error: (error: unknown) => (error instanceof CircuitOpenError ? undefined : again()),
       complete: again,
