@@ -89,4 +89,17 @@ describe('rxheal/mcp timeouts in virtual time', () => {
     expect(calls[1]!.options.signal!.aborted).to.equal(true);
     expect(pendingActions(scheduler)).to.equal(0);
   });
+
+  it('a client whose callTool throws synchronously: the call errors with what it threw, and no deadline is left scheduled', async () => {
+    const { client } = standIn();
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
+    const broken: McpClient = { ...client, callTool: () => { throw new RangeError('broken client'); } };
+    const [tool] = await fromMcp(broken, { timeoutMs: 400, scheduler });
+    let failure: unknown;
+    from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({ error: (e: unknown) => (failure = e) });
+    expect(failure).to.be.instanceOf(RangeError);
+    expect(pendingActions(scheduler)).to.equal(0);
+  });
 });

@@ -244,32 +244,42 @@ export class McpLink {
         stop(error);
         subscriber.error(error);
       };
-      let idle = after(timeoutMs, scheduler, () => timeUp('idle'));
-      const total = after(maxTotalTimeoutMs, scheduler, () => timeUp('total'));
-      client
-        .callTool({ name, arguments: args }, undefined, {
+      let idle: Subscription | undefined;
+      const arm = (): void => {
+        idle?.unsubscribe();
+        idle = after(timeoutMs, scheduler, () => timeUp('idle'));
+      };
+      let answer: Promise<{ readonly [key: string]: unknown }>;
+      try {
+        answer = client.callTool({ name, arguments: args }, undefined, {
           signal: cancel.signal,
           timeout: MAX_TIMER_MS,
           resetTimeoutOnProgress: true,
           onprogress: () => {
-            if (subscriber.closed) return;
-            idle.unsubscribe();
-            idle = after(timeoutMs, scheduler, () => timeUp('idle'));
+            if (!subscriber.closed) arm();
           },
-        })
-        .then(
-          (result) => {
-            settled = true;
-            subscriber.next(result);
-            subscriber.complete();
-          },
-          (error: unknown) => {
-            settled = true;
-            subscriber.error(mcpFailure(id, name, error, timeoutMs));
-          },
-        );
+        });
+      } catch (error) {
+        // a client that throws instead of rejecting: an error downstream, no deadline armed
+        subscriber.error(mcpFailure(id, name, error, timeoutMs));
+        return undefined;
+      }
+      // armed once the request is sent, at the same scheduler time (the answer comes later, never before)
+      arm();
+      const total = after(maxTotalTimeoutMs, scheduler, () => timeUp('total'));
+      answer.then(
+        (result) => {
+          settled = true;
+          subscriber.next(result);
+          subscriber.complete();
+        },
+        (error: unknown) => {
+          settled = true;
+          subscriber.error(mcpFailure(id, name, error, timeoutMs));
+        },
+      );
       return () => {
-        idle.unsubscribe();
+        idle?.unsubscribe();
         total.unsubscribe();
         // left before the answer (or timed out): the request is cancelled, never after it came
         if (!settled) stop(unsubscribed());
