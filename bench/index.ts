@@ -186,6 +186,18 @@ verdicts.push({
   measured: `${pct(ai.overhead.median)} (${pct(ai.overhead.min)}–${pct(ai.overhead.max)}), of which the second ReadableStream every adapter needs ${pct(ai.hop.median)} and rxheal beyond it ${pct(ai.beyondHop.median)}; end to end, paired: +${pct(ai.endToEnd.median)} (${pct(ai.endToEnd.min)}–${pct(ai.endToEnd.max)})`,
   met: ai.overhead.median <= 0.03,
 });
+log('l. MCP tool call …');
+{
+  const { mcpOverhead } = await import('./figures/mcp.js');
+  const k = await mcpOverhead(quick ? { n: 500, reps: 5, warmup: 1 } : { n: 2_000, reps: 21, warmup: 3 });
+  rows.push(...k.rows);
+  verdicts.push({
+    figure: 'l',
+    target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer (issue 23)',
+    measured: `+${pct(k.overhead.median)} (${pct(k.overhead.min)}–${pct(k.overhead.max)}) per call`,
+    met: k.overhead.median <= 0.03,
+  });
+}
 log('j. fleet on Redis …');
 {
   // self-contained: a redis-server of its own (skipped, with a row saying so, when not installed)

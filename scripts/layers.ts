@@ -48,6 +48,7 @@ export const ROOMS: readonly Room[] = [
   { path: 'anthropic', purpose: 'rxheal/anthropic: fromAnthropic, a model over the official Anthropic SDK' },
   { path: 'ai-sdk', purpose: 'rxheal/ai-sdk: fromAiSdk (an AI SDK model as an rxheal model) and toAiSdk (an rxheal model as an AI SDK one)' },
   { path: 'langchain', purpose: 'rxheal/langchain: fromLangChain and toLangChain, both directions for LangChain chat models' },
+  { path: 'mcp', purpose: `rxheal/mcp: fromMcp and watchMcpTools, an MCP server's tools as rxheal tools (schema-checked, a breaker per server, progress-aware timeouts, reconnection), and the MCP client's errors in rxheal's words` },
   { path: 'index.ts', purpose: 'rxheal: the root entry, what users compose (no framework imported)' },
 ];
 

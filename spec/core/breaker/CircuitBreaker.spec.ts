@@ -322,6 +322,21 @@ describe('CircuitBreaker', () => {
   });
 
   describe('timers', () => {
+    it('a half-open notice whose timer fires before the clock reads the deadline (Node: setTimeout vs Date.now) is armed again, never lost', () => {
+      virtual(({ ts, at }) => {
+        // timers of more than 1 ms that fire 1 ms before the clock reads their time, as Node's setTimeout can before Date.now() does
+        const early: SchedulerLike = {
+          now: () => ts.now(),
+          schedule: ((work: (this: SchedulerAction<unknown>, state?: unknown) => void, delay = 0, state?: unknown) => ts.schedule(work, delay > 1 ? delay - 1 : delay, state)) as SchedulerLike['schedule'],
+        };
+        const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: early });
+        const seen: [number, string][] = [];
+        breaker.state$.subscribe((state) => seen.push([ts.now(), state]));
+        at(10, () => fail(breaker, 1));
+        at(5_000, () => expect(seen).to.deep.equal([[0, 'closed'], [10, 'open'], [1_010, 'half-open']]));
+      });
+    });
+
     it('observed: runs no timer while closed, exactly one while open, none after closing', () => {
       virtual(({ ts, at, breakerActions }) => {
         const counts: (string | number)[][] = [];

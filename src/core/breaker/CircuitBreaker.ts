@@ -403,7 +403,13 @@ export class CircuitBreaker implements Watchable {
       this.scheduler,
       () => {
         this.wakeup = undefined;
+        // a timer may fire a little before the clock reads its time (Node's setTimeout vs
+        // Date.now()): the notice is armed again for what is left, never lost. Only then: at or
+        // past the time, a breaker that stays open (a fleet's node waiting on another's probe) is
+        // announced by the fleet, not by a timer firing again at once
+        const early = this.scheduler.now() < this.openUntil;
         this.refresh();
+        if (early) this.arm();
       },
       { background: true },
     );

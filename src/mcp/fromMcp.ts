@@ -1,0 +1,386 @@
+/**
+ * {@link fromMcp} and {@link watchMcpTools}: an MCP server's tools as rxheal {@link Tool}s —
+ * arguments checked against each tool's `inputSchema` by the SDK's own JSON Schema validator
+ * before the server is called, `idempotent` from the tools' annotations, `isError` results as tool
+ * errors the model can reflect on — every call through the server's breaker (link.ts).
+ *
+ * @module
+ */
+import * as t from 'io-ts';
+import { asyncScheduler, map, Observable, type SchedulerLike } from 'rxjs';
+import { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
+import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
+import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { check, Hub, NonEmptyString, NonNegativeOrInfinity, PositiveNumber, Scheduler, Func, validateOptions } from '../core/errors/options.js';
+import type { HealHub } from '../core/hub/hub.js';
+import type { Tool } from '../sources/tool.js';
+import { McpToolResultError, mcpFailure } from './errors.js';
+import { McpLink, type McpClient, type McpToolInfo, type McpTransportFactory } from './link.js';
+
+export type { McpClient, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
+
+/**
+ * A JSON Schema validator: the MCP SDK's `jsonSchemaValidator` interface (its
+ * `AjvJsonSchemaValidator`, `CfWorkerJsonSchemaValidator`), compiled once per tool.
+ *
+ * @example
+ * ```ts
+ * import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+ * const validator: McpSchemaValidator = new AjvJsonSchemaValidator();
+ * ```
+ */
+export interface McpSchemaValidator {
+  /** Compiles `schema` once; the function returned checks one value. */
+  getValidator(schema: never): (input: unknown) => { valid: boolean; errorMessage?: string | undefined };
+}
+
+/**
+ * How long between reconnection attempts that fail in a row: `initialMs · 2ⁿ`, at most `maxMs`,
+ * half of it random ("equal" jitter). There is no cap on the number of attempts.
+ *
+ * @example
+ * ```ts
+ * const backoff: McpReconnectBackoff = { initialMs: 500, maxMs: 10_000 };
+ * ```
+ */
+export interface McpReconnectBackoff {
+  /** The wait after the first failed attempt. Defaults to 1 000 ms. */
+  readonly initialMs?: number;
+  /** The longest wait. Defaults to 30 000 ms. */
+  readonly maxMs?: number;
+}
+
+/**
+ * Options of {@link fromMcp} and {@link watchMcpTools}.
+ *
+ * @example
+ * ```ts
+ * const options: FromMcpOptions = { id: 'weather', prefix: 'wx_', timeoutMs: 30_000, capabilities };
+ * ```
+ */
+export interface FromMcpOptions {
+  /** The server's id: names its breaker (`mcp:<id>`) and its errors. Defaults to the name the server gave at initialisation, else `'mcp'`. */
+  readonly id?: string;
+  /** Put before each tool's name (`'wx_'`: `get_weather` → `wx_get_weather`); the server is called with its own name. None by default. */
+  readonly prefix?: string;
+  /**
+   * A call fails with `McpTimeoutError` after this many ms without its result nor a progress
+   * notification (each progress notification starts it again). Defaults to 60 000; `Infinity`: none.
+   */
+  readonly timeoutMs?: number;
+  /** A call fails with `McpTimeoutError` after this many ms in all, progress or not. Defaults to `Infinity`. */
+  readonly maxTotalTimeoutMs?: number;
+  /** Where the server's breaker comes from: `breakers.get('mcp:<id>')`. Defaults to a breaker of its own (`CircuitBreaker` defaults). */
+  readonly breakers?: CircuitBreakerRegistry;
+  /**
+   * While the server's breaker is open, each of its tools is disabled here (`runAgent` tells the
+   * model), a `ping` probes the server whenever the breaker turns half-open, and the tools are
+   * enabled again when it closes. None by default.
+   */
+  readonly capabilities?: CapabilityRegistry;
+  /** Reports the breaker's transitions and rejections (`circuit` events). None by default. */
+  readonly hub?: HealHub;
+  /**
+   * Makes a fresh transport (e.g. `() => new StdioClientTransport({ command, args })`): a broken
+   * connection (the process exited, the connection failed, the session expired) is replaced by the
+   * next call the breaker admits, with {@link McpReconnectBackoff} between failed attempts. Without
+   * one, a broken connection stays broken (every call fails with `McpConnectionError`).
+   */
+  readonly reconnect?: McpTransportFactory;
+  /** Waits between failed reconnection attempts. */
+  readonly reconnectBackoff?: McpReconnectBackoff;
+  /** Validates arguments against `inputSchema`. Defaults to the SDK's `AjvJsonSchemaValidator` (ajv, as the SDK's client uses). */
+  readonly validator?: McpSchemaValidator;
+  /** Where the timeouts and the backoff are timed. Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+}
+
+const props = {
+  id: NonEmptyString,
+  prefix: check('a string', (u): u is string => typeof u === 'string'),
+  timeoutMs: check('a number > 0 or Infinity', (u): u is number => typeof u === 'number' && u > 0),
+  maxTotalTimeoutMs: check('a number > 0 or Infinity', (u): u is number => typeof u === 'number' && u > 0),
+  breakers: check('a CircuitBreakerRegistry', (u): u is CircuitBreakerRegistry => u instanceof CircuitBreakerRegistry),
+  capabilities: check('a CapabilityRegistry', (u): u is CapabilityRegistry => u instanceof CapabilityRegistry),
+  hub: Hub,
+  reconnect: Func,
+  reconnectBackoff: check(
+    '{ initialMs?: a finite number > 0, maxMs?: a number >= 0 or Infinity }',
+    (u): u is McpReconnectBackoff =>
+      typeof u === 'object' && u !== null &&
+      ((u as McpReconnectBackoff).initialMs === undefined || PositiveNumber.is((u as McpReconnectBackoff).initialMs)) &&
+      ((u as McpReconnectBackoff).maxMs === undefined || NonNegativeOrInfinity.is((u as McpReconnectBackoff).maxMs)),
+  ),
+  validator: check('a JSON Schema validator (with getValidator)', (u): u is McpSchemaValidator => typeof (u as McpSchemaValidator | null)?.getValidator === 'function'),
+  scheduler: Scheduler,
+};
+
+const CLIENT_METHODS = ['listTools', 'callTool', 'ping', 'connect', 'close', 'getServerVersion'] as const;
+
+/** The client checked: a 1.x `Client` by shape (a 2.x one takes `callTool`'s options second, and has `discover`). */
+function checkClient(target: string, client: unknown): McpClient {
+  const c = client as Record<string, unknown> | null | undefined;
+  const missing = CLIENT_METHODS.find((m) => typeof c?.[m] !== 'function');
+  if (missing !== undefined) throw new InvalidOptionError(target, 'client', client, `an MCP Client of @modelcontextprotocol/sdk 1.x, connected (no ${missing}())`);
+  if (typeof c?.['discover'] === 'function') {
+    throw new InvalidOptionError(target, 'client', client, 'a Client of @modelcontextprotocol/sdk 1.x (a 2.x Client takes callTool options second: not supported yet)');
+  }
+  return client as McpClient;
+}
+
+/**
+ * Whether `fromMcp` takes a tool as safe to run twice (so retries may repeat it): `readOnlyHint`
+ * or `idempotentHint`, and not `destructiveHint`. Any other tool is never retried automatically.
+ *
+ * @example
+ * ```ts
+ * isIdempotentTool({ annotations: { readOnlyHint: true } }); // true
+ * isIdempotentTool({ annotations: { idempotentHint: true, destructiveHint: true } }); // false
+ * isIdempotentTool({}); // false: no hint, no retry
+ * ```
+ */
+export function isIdempotentTool(tool: Pick<McpToolInfo, 'annotations'>): boolean {
+  const a = tool.annotations;
+  return (a?.readOnlyHint === true || a?.idempotentHint === true) && a?.destructiveHint !== true;
+}
+
+/** The SDK's validator, loaded only when none was given (a static import would need the 1.x SDK installed for the types alone). */
+async function defaultValidator(): Promise<McpSchemaValidator> {
+  const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv');
+  return new AjvJsonSchemaValidator() as unknown as McpSchemaValidator;
+}
+
+/** An io-ts codec that checks arguments with the compiled schema (its problem names the validator's message). */
+function schemaCodec(toolName: string, validate: (input: unknown) => { valid: boolean; errorMessage?: string | undefined }): t.Type<Record<string, unknown>, unknown, unknown> {
+  const codec: t.Type<Record<string, unknown>, unknown, unknown> = new t.Type<Record<string, unknown>, unknown, unknown>(
+    `arguments matching the input schema of '${toolName}'`,
+    (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u) && validate(u).valid,
+    (u, context) => {
+      const verdict = typeof u === 'object' && u !== null && !Array.isArray(u) ? validate(u) : { valid: false, errorMessage: 'arguments must be an object' };
+      if (verdict.valid) return t.success(u as Record<string, unknown>);
+      const named = { ...codec, name: `${codec.name} (${verdict.errorMessage ?? 'invalid'})` } as unknown as t.Decoder<unknown, unknown>;
+      return t.failures([{ value: u, context: [{ key: '', type: named, actual: u }, ...context.slice(1)], message: verdict.errorMessage }]);
+    },
+    t.identity,
+  );
+  return codec;
+}
+
+/** A successful result as the tool's value: `structuredContent` when present, else its text (or its content, if not all text). */
+function resultValue(tool: string, result: { readonly [key: string]: unknown }): unknown {
+  const content = Array.isArray(result['content']) ? (result['content'] as { type?: unknown; text?: unknown }[]) : [];
+  const allText = content.every((part) => part.type === 'text' && typeof part.text === 'string');
+  const text = allText ? content.map((part) => part.text as string).join('\n') : undefined;
+  if (result['isError'] === true) throw new McpToolResultError(tool, text ?? JSON.stringify(content), result);
+  if (result['structuredContent'] !== undefined) return result['structuredContent'];
+  return text ?? content;
+}
+
+/** A listed tool as the proxy forwards it: what the server said of it, and its checks. */
+export interface ListedTool {
+  readonly info: McpToolInfo;
+  readonly idempotent: boolean;
+  readonly args: t.Type<Record<string, unknown>, unknown, unknown>;
+}
+
+/**
+ * One server's tools, listed as often as asked, sharing one link (one breaker, one reconnection).
+ *
+ * @internal exported for the proxy (proxy.ts), which forwards the raw results
+ */
+export class McpToolset {
+  private validator: McpSchemaValidator | undefined;
+  /** The tools of the last listing, by their MCP name. */
+  listed: ReadonlyMap<string, ListedTool> = new Map();
+
+  constructor(
+    private readonly link: McpLink,
+    private readonly prefix: string,
+    validator: McpSchemaValidator | undefined,
+  ) {
+    this.validator = validator;
+  }
+
+  /** `tools/list`, every page, as rxheal tools. */
+  async list(): Promise<Tool<Record<string, unknown>, unknown>[]> {
+    const { client, id, timeoutMs } = this.link.settings;
+    const validator = (this.validator ??= await defaultValidator());
+    const infos: McpToolInfo[] = [];
+    const cursors = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      let page: Awaited<ReturnType<McpClient['listTools']>>;
+      try {
+        page = await client.listTools(cursor === undefined ? undefined : { cursor });
+      } catch (error) {
+        throw mcpFailure(id, 'tools/list', error, timeoutMs);
+      }
+      infos.push(...page.tools);
+      cursor = page.nextCursor;
+      if (cursor !== undefined) {
+        if (cursors.has(cursor)) throw new Error(`MCP server '${id}': tools/list repeated the cursor ${JSON.stringify(cursor)}`);
+        cursors.add(cursor);
+      }
+    } while (cursor !== undefined);
+    const tools = infos.map((info) => this.tool(info, validator));
+    this.link.names = tools.map((tool) => tool.name);
+    this.listed = new Map(infos.map((info, i) => [info.name, { info, idempotent: tools[i]!.idempotent, args: tools[i]!.args }]));
+    return tools;
+  }
+
+  /** One call's raw result (`isError` ones included), through the breaker and the reconnection. */
+  callRaw(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
+    return this.link.call(name, args, idempotent);
+  }
+
+  private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {
+    const idempotent = isIdempotentTool(info);
+    const name = this.prefix + info.name;
+    const validate = validator.getValidator(info.inputSchema as never);
+    return {
+      name,
+      description: info.description ?? '',
+      parameters: info.inputSchema,
+      idempotent,
+      args: schemaCodec(name, validate),
+      execute: (args) => this.link.call(info.name, args, idempotent).pipe(map((result) => resultValue(info.name, result))),
+    };
+  }
+}
+
+/**
+ * The options checked and resolved into a link.
+ *
+ * @internal exported for the proxy
+ */
+export function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
+  const client = checkClient(target, clientIn);
+  const o = validateOptions(target, props, options) as FromMcpOptions;
+  const id = o.id ?? client.getServerVersion()?.name ?? 'mcp';
+  const scheduler = o.scheduler ?? asyncScheduler;
+  const breaker = o.breakers ? o.breakers.get(`mcp:${id}`) : new CircuitBreaker({ name: `mcp:${id}`, scheduler });
+  const link = new McpLink({
+    id,
+    client,
+    breaker,
+    hub: o.hub,
+    capabilities: o.capabilities,
+    reconnect: o.reconnect,
+    backoff: { initialBackoffMs: o.reconnectBackoff?.initialMs ?? 1000, maxBackoffMs: o.reconnectBackoff?.maxMs ?? 30_000, backoffMultiplier: 2, jitter: 'equal', random: Math.random },
+    timeoutMs: o.timeoutMs ?? 60_000,
+    maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? Infinity,
+    scheduler,
+  });
+  return new McpToolset(link, o.prefix ?? '', o.validator);
+}
+
+/**
+ * An MCP server's tools as rxheal {@link Tool}s, for `runAgent` (one per tool of `tools/list`,
+ * every page): the same name (or `prefix` + name), description, and `parameters` = `inputSchema`.
+ *
+ * - **Arguments** are validated against `inputSchema` before the server is called — by the SDK's
+ *   own validator (ajv) unless `validator` says otherwise: bad ones fail with a `ToolError`
+ *   (`phase: 'validate'`) naming the problem, and the server never sees the call.
+ * - **`idempotent`** from the annotations: `readOnlyHint` or `idempotentHint`, and not
+ *   `destructiveHint`. Any other tool is never retried automatically, whatever fails.
+ * - **Results**: `structuredContent` when present, else the text of the content. `isError: true`
+ *   fails with a `ToolError` (`phase: 'execute'`, cause {@link McpToolResultError}, its text as
+ *   message): `reflectOnError` hands it to the model to correct its call.
+ * - **Cancellation**: unsubscribing cancels the request (the server gets `notifications/cancelled`).
+ * - **Timeouts**: `timeoutMs` without a result nor a progress notification (each one starts it
+ *   again: the SDK's `onprogress` is wired, so it sends a progress token), `maxTotalTimeoutMs` in
+ *   all; the SDK's own 60 s default never applies.
+ * - **Errors** in rxheal's words (errors.ts): a dead process, a refused or reset connection, an
+ *   HTTP 5xx are retryable service failures; a JSON-RPC "method not found" / "invalid params" is
+ *   not retried and not counted by the breaker.
+ * - **One breaker per server** (`mcp:<id>`): while open, calls fail at once with
+ *   `CircuitOpenError` and, with `capabilities`, the tools are unavailable (the model is told) until
+ *   a probe succeeds.
+ * - **Reconnection** with `reconnect` (a transport factory): a broken connection is replaced by
+ *   the next admitted call, with backoff between failed attempts and no cap; an expired
+ *   Streamable-HTTP session (404) is re-initialised and an idempotent call made once more (any other
+ *   fails with {@link McpSessionExpiredError}: not run, never silently lost).
+ *
+ * @example
+ * ```ts
+ * import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+ * import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+ * import { fromMcp } from 'rxheal/mcp';
+ *
+ * const transport = () => new StdioClientTransport({ command: 'node', args: ['weather-server.js'] });
+ * const client = new Client({ name: 'my-agent', version: '1.0.0' });
+ * await client.connect(transport());
+ * const tools = await fromMcp(client, { id: 'weather', reconnect: transport, capabilities });
+ * runAgent({ model, tools, capabilities, messages, toolPipeline: (call, call$) => call$.pipe(retryWithBackoff(), reflectOnError()) });
+ * ```
+ * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
+ */
+export function fromMcp(client: McpClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
+  return toolset('fromMcp', client, options).list();
+}
+
+/**
+ * {@link fromMcp}'s tools, then the tools again each time the server says its list changed
+ * (`notifications/tools/list_changed`): hand the latest to the next `runAgent`. All the lists
+ * share one breaker and one reconnection. Subscribing sets the client's handler for that
+ * notification (the SDK keeps one per method) and unsubscribing removes it. Errors when a listing
+ * fails.
+ *
+ * @example
+ * ```ts
+ * let tools: Tool[] = [];
+ * watchMcpTools(client, { id: 'kb' }).subscribe((latest) => (tools = latest));
+ * // each user message: runAgent({ model, tools, messages })
+ * ```
+ * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
+ */
+export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptions): Observable<Tool<Record<string, unknown>, unknown>[]> {
+  if (typeof client?.setNotificationHandler !== 'function' || typeof client?.removeNotificationHandler !== 'function') {
+    throw new InvalidOptionError('watchMcpTools', 'client', client, 'an MCP Client of @modelcontextprotocol/sdk 1.x (with setNotificationHandler)');
+  }
+  const tools = toolset('watchMcpTools', client, options);
+  return new Observable<Tool<Record<string, unknown>, unknown>[]>((subscriber) => {
+    let latest = 0;
+    const refresh = (): void => {
+      const mine = ++latest;
+      // an older listing that answers late is dropped: the newest list wins
+      tools.list().then(
+        (list) => {
+          if (mine === latest) subscriber.next(list);
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+    };
+    let active = true;
+    import('@modelcontextprotocol/sdk/types.js').then(
+      ({ ToolListChangedNotificationSchema }) => {
+        if (!active) return;
+        client.setNotificationHandler(ToolListChangedNotificationSchema as never, () => refresh());
+        refresh();
+      },
+      (error: unknown) => subscriber.error(error),
+    );
+    return () => {
+      active = false;
+      latest = -1;
+      client.removeNotificationHandler('notifications/tools/list_changed');
+    };
+  });
+}
+
+/**
+ * A client {@link watchMcpTools} can follow: an {@link McpClient} with the SDK's notification
+ * handlers.
+ *
+ * @example
+ * ```ts
+ * const client: McpWatchableClient = new Client({ name: 'my-agent', version: '1.0.0' });
+ * ```
+ */
+export interface McpWatchableClient extends McpClient {
+  /** Sets the one handler of a notification (the SDK's, by its schema). */
+  setNotificationHandler(schema: never, handler: (notification: never) => void): void;
+  /** Removes the handler of a notification method. */
+  removeNotificationHandler(method: string): void;
+}
