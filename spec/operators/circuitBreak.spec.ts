@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, take, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
+import { catchError, defer, lastValueFrom, mergeMap, NEVER, of, retry, Subject, take, throwError, VirtualTimeScheduler, type Observable } from 'rxjs';
 import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 import { type CircuitEvent, CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { snapshotBreaker } from '../../src/core/breaker/persist.js';
@@ -692,6 +692,29 @@ describe('circuitBreak', () => {
         at(12, () => expect(seen).to.equal('closed'));
       });
     });
+  });
+
+  // found by the MCP work (issue 23): a breaker listener that ends the very call whose outcome
+  // moved the breaker made the operator deliver to a subscriber already torn down (a TypeError)
+  describe('a breaker listener that unsubscribes the call whose outcome it is handling', () => {
+    for (const [outcome, fused] of [['error', false], ['complete', false], ['error', true], ['complete', true]] as const) {
+      it(`on the ${outcome === 'error' ? 'failure that opens the breaker' : 'success that closes it'}${fused ? ', after retryWithBackoff (fused)' : ''}: the call just ends, nothing thrown, nothing delivered after the unsubscribe`, () => {
+        // closed, one failure from open; or half-open, one success from closed
+        const target = outcome === 'error' ? new CircuitBreaker({ failureThreshold: 1 }) : halfOpenBreaker(new VirtualTimeScheduler());
+        const source = new Subject<string>();
+        const seen: string[] = [];
+        const guarded = fused ? source.pipe(retryWithBackoff({ maxRetries: 0 }), circuitBreak(target)) : source.pipe(circuitBreak(target));
+        const subscription = guarded.subscribe({ next: (v) => seen.push(v), error: () => seen.push('error'), complete: () => seen.push('complete') });
+        const listening = target.events$.subscribe((e) => {
+          if (e.to === (outcome === 'error' ? 'open' : 'closed')) subscription.unsubscribe();
+        });
+        expect(() => (outcome === 'error' ? source.error(e503) : (source.next('a'), source.complete()))).to.not.throw();
+        expect(seen).to.deep.equal(outcome === 'error' ? [] : ['a']);
+        expect(target.state).to.equal(outcome === 'error' ? 'open' : 'closed');
+        expect(subscription.closed).to.equal(true);
+        listening.unsubscribe();
+      });
+    }
   });
 
   describe('after retryWithBackoff (the two run fused: one permit for the whole retried call)', () => {

@@ -133,13 +133,15 @@ export class PermitSubscriber<T> extends Subscriber<T> {
   protected override _error(error: unknown): void {
     this.settled = true;
     // recorded before the error reaches downstream, so a retry downstream sees the new state
-    super._error(failWith(this.permit, error));
+    const recorded = failWith(this.permit, error);
+    // a breaker listener may have ended this very call on the state change: nobody to tell
+    if (!this.closed) super._error(recorded);
   }
 
   protected override _complete(): void {
     this.settled = true;
     this.permit.success();
-    super._complete();
+    if (!this.closed) super._complete();
   }
 
   override unsubscribe(): void {

@@ -261,7 +261,8 @@ export class AttemptSubscriber<T> extends Subscriber<T> {
     if (this.config.hub) this.run?.reportSuccess();
     this.handedOver = true;
     this.permit?.success();
-    super._complete();
+    // a breaker listener may have ended this very call on the state change: nobody to tell
+    if (!this.closed) super._complete();
   }
 
   override unsubscribe(): void {
