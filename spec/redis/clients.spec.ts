@@ -7,12 +7,12 @@
  * and ioredis's cluster clients on a local 3-master Redis Cluster.
  */
 import { expect } from 'chai';
-import { once } from 'node:events';
 import { firstValueFrom } from 'rxjs';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { ioredisReady } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
 import { startRedisCluster, type RedisClusterServers } from '../support/redisCluster.js';
@@ -33,22 +33,13 @@ const redisServer = { name: 'redis-server', command: 'redis-server', install: 'a
 const redisCli = { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' };
 
 /** An ioredis connection, ready (no offline queue: a command while disconnected fails at once). */
-async function ioredis(url: string): Promise<Redis> {
-  const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-  client.on('error', () => undefined);
-  await once(client, 'ready');
-  return client;
+function ioredis(url: string): Promise<Redis> {
+  return ioredisReady(new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }));
 }
 
 /** An ioredis Cluster client, ready. */
-async function ioredisCluster(servers: RedisClusterServers): Promise<Cluster> {
-  const client = new Cluster(
-    servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
-    { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
-  );
-  client.on('error', () => undefined);
-  await once(client, 'ready');
-  return client;
+function ioredisCluster(servers: RedisClusterServers): Promise<Cluster> {
+  return ioredisReady(new Cluster(servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } }));
 }
 
 describe('the Redis stores\' clients, by shape', () => {

@@ -7,7 +7,6 @@
  * its slot moved, as on one server.
  */
 import { expect } from 'chai';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { catchError, firstValueFrom, type Observable, of, throwError } from 'rxjs';
 import { Cluster } from 'ioredis';
@@ -17,6 +16,7 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HttpError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
+import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedisCluster, type RedisClusterServers } from '../support/redisCluster.js';
 
@@ -35,26 +35,7 @@ const kinds: Record<string, (servers: RedisClusterServers) => Promise<Clients>> 
     await client.connect();
     return { client, subscriber: client, close: () => client.close() };
   },
-  'ioredis Cluster': async (servers) => {
-    const make = async (): Promise<Cluster> => {
-      const c = new Cluster(
-        servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
-        { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
-      );
-      c.on('error', () => undefined);
-      await once(c, 'ready');
-      return c;
-    };
-    const [client, subscriber] = [await make(), await make()];
-    return {
-      client,
-      subscriber,
-      close: async () => {
-        client.disconnect();
-        subscriber.disconnect();
-      },
-    };
-  },
+  'ioredis Cluster': (servers) => ioredisPair(() => new Cluster(servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } })),
 };
 
 describe('the Redis stores on a changing 3-master Redis Cluster', function () {

@@ -7,7 +7,6 @@
  * and the fleet works on the new primary: a quorum there opens a node that never failed.
  */
 import { expect } from 'chai';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asyncScheduler, catchError, firstValueFrom, type Observable, of, throwError } from 'rxjs';
 import { Redis } from 'ioredis';
@@ -18,6 +17,7 @@ import { StoreGuard, storeBreakerOptions } from '../../src/core/fleet/storeGuard
 import { HttpError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore } from '../../src/redis/index.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
+import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedisSentinels, type RedisSentinels } from '../support/redisSentinel.js';
 
@@ -30,23 +30,7 @@ interface Clients {
 }
 
 const kinds: Record<string, (s: RedisSentinels) => Promise<Clients>> = {
-  'ioredis (sentinels)': async (s) => {
-    const make = async (): Promise<Redis> => {
-      const c = new Redis({ sentinels: s.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: s.name, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-      c.on('error', () => undefined);
-      await once(c, 'ready');
-      return c;
-    };
-    const [client, subscriber] = [await make(), await make()];
-    return {
-      client,
-      subscriber,
-      close: async () => {
-        client.disconnect();
-        subscriber.disconnect();
-      },
-    };
-  },
+  'ioredis (sentinels)': (s) => ioredisPair(() => new Redis({ sentinels: s.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: s.name, enableOfflineQueue: false, maxRetriesPerRequest: 1 })),
   'node-redis createSentinel': async (s) => {
     const client = createSentinel({ name: s.name, sentinelRootNodes: s.sentinels.map((port) => ({ host: '127.0.0.1', port })) });
     client.on('error', () => undefined);
