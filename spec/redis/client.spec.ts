@@ -9,9 +9,8 @@ import fc from 'fast-check';
 import { firstValueFrom, type Observable } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { hashTag, keyPart } from '../../src/redis/client.js';
-import { requireProgram } from '../support/systemPackage.js';
 import { hashTagOf } from '../support/redisKeys.js';
-import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
+import { useRedisServer } from '../support/redisServer.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 /** What a call came to: 'answered', or the error's name. */
@@ -84,17 +83,7 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
 
 describe('the Redis client layer, on a real redis-server', function () {
   this.timeout(20_000);
-  let server: RedisServer | undefined;
-  const redis = redisClients(() => server!.url);
-
-  before(async function () {
-    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
-    server = await startRedis(program);
-  });
-  after(async () => {
-    await redis.quitAll();
-    await server?.stop();
-  });
+  const { redis, server: running } = useRedisServer();
 
   const connect = redis.connect;
 
@@ -146,7 +135,7 @@ describe('the Redis client layer, on a real redis-server', function () {
     const name = fresh('model');
     const key = fresh('openai');
     const reserve = (node: string) => limits.reserve({ key, node, maxWaitMs: 0, limits: [{ id: 'requests', limit: 1, periodMs: 60_000, cost: 1 }] });
-    expect(await server!.command('CLIENT PAUSE 400 WRITE')).to.equal('+OK');
+    expect(await running().command('CLIENT PAUSE 400 WRITE')).to.equal('+OK');
     const [fact, vote, reserved] = await Promise.all([
       outcome(breakers.fact('a', name, 60_000)),
       outcome(breakers.vote('a', name, { minNodes: 1, minFraction: 0, windowMs: 60_000 }, 60_000)),

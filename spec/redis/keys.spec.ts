@@ -8,25 +8,14 @@
 import { expect } from 'chai';
 import { firstValueFrom, type Observable } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { requireProgram } from '../support/systemPackage.js';
-import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
+import { useRedisServer } from '../support/redisServer.js';
 import { hashTagOf, keysOf } from '../support/redisKeys.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 
 describe('the Redis stores\' keys, on a real redis-server', function () {
   this.timeout(20_000);
-  let server: RedisServer | undefined;
-  const redis = redisClients(() => server!.url);
-
-  before(async function () {
-    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
-    server = await startRedis(program);
-  });
-  after(async () => {
-    await redis.quitAll();
-    await server?.stop();
-  });
+  const { redis } = useRedisServer();
 
   /** A client that records every command it sends. */
   async function recording(): Promise<{ client: { sendCommand(args: string[]): Promise<unknown> }; sent: string[][] }> {

@@ -15,8 +15,7 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { requireProgram } from '../support/systemPackage.js';
-import { redisClients, startRedis, type RedisServer } from '../support/redisServer.js';
+import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
 
 let unique = 0;
@@ -64,19 +63,9 @@ describe('RedisBreakerStore and its subscriber connection', () => {
 });
 
 describe('on a real redis-server', function () {
-  let server: RedisServer | undefined;
-  const redis = redisClients(() => server!.url);
   const closers: (() => Promise<void>)[] = [];
-
-  before(async function () {
-    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
-    this.timeout(20_000);
-    server = await startRedis(program);
-  });
-  after(async () => {
+  const { redis, server: running } = useRedisServer(async () => {
     for (const close of closers.splice(0)) await close();
-    await redis.quitAll();
-    await server?.stop();
   });
 
   const connect = redis.connect;
@@ -131,7 +120,7 @@ describe('on a real redis-server', function () {
     closers.push(() => store.close());
     const name = fresh();
     await get(store.sync('a', [name])); // the store learns Redis's clock
-    await server!.command('CLIENT PAUSE 400 WRITE');
+    await running().command('CLIENT PAUSE 400 WRITE');
     const late = get(store.fact('a', name, 60_000)).then(
       () => 'answered',
       (e: unknown) => (e as Error).name,
@@ -147,8 +136,8 @@ describe('on a real redis-server', function () {
     closers.push(() => store.close());
     const name = fresh();
     const before = await get(store.isolate('a', name));
-    await server!.kill();
-    await server!.restart();
+    await running().kill();
+    await running().restart();
     // node-redis reconnects on its own
     let after: FleetVerdict | undefined;
     for (let i = 0; i < 100 && after === undefined; i++) {

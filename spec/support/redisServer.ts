@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
+import { requireProgram } from './systemPackage.js';
 
 /** A running redis-server. */
 export interface RedisServer {
@@ -128,4 +129,25 @@ export function redisClients(url: () => string): { connect(): Promise<Client>; q
       for (const c of clients.splice(0)) await c.quit().catch(() => undefined);
     },
   };
+}
+
+/**
+ * In a describe: a redis-server of its own, started before its cases (skipped with a notice where
+ * the program is missing, outside CI) and stopped after them, and the node-redis clients its cases
+ * connect (quit first). `beforeStop`: what the describe closes before the clients quit (its stores).
+ */
+export function useRedisServer(beforeStop?: () => Promise<void>): { readonly redis: ReturnType<typeof redisClients>; server(): RedisServer } {
+  let server: RedisServer | undefined;
+  const redis = redisClients(() => server!.url);
+  before(async function () {
+    const program = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
+    this.timeout(20_000);
+    server = await startRedis(program);
+  });
+  after(async () => {
+    await beforeStop?.();
+    await redis.quitAll();
+    await server?.stop();
+  });
+  return { redis, server: () => server! };
 }
