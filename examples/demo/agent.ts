@@ -1,16 +1,17 @@
 /**
  * The demo's agent, shared by the chat page (browser) and `npm run demo:cli` (terminal): two
  * providers behind fallbackModel with a breaker each, retries per provider, stream deadlines,
- * tools with retries, breakers, reflection, and a degradable knowledge search.
+ * tools from a local MCP server (rxheal/mcp: the server's breaker, reconnection, arguments checked
+ * against the tools' schemas) with retries, breakers, reflection, and a degradable knowledge search.
  */
-import * as t from 'io-ts';
-import { map, timeout, timer, type Observable } from 'rxjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { defer, from, switchMap, timeout, type Observable } from 'rxjs';
 import {
   CapabilityRegistry,
   CircuitBreakerRegistry,
   HealHub,
   circuitBreak,
-  defineTool,
   degradeAfter,
   fallbackModel,
   reflectOnError,
@@ -19,8 +20,10 @@ import {
   type AgentEvent,
   type FallbackModelOptions,
   type Message,
+  type AnyTool,
   type Model,
 } from '../../src/index.js';
+import { fromMcp } from '../../src/mcp/index.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
 
@@ -38,6 +41,17 @@ export interface ProviderConfig {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** Where the demo's MCP server is (from /config.json): its endpoint, and where its faults are set. */
+export interface McpConfig {
+  /** The Streamable HTTP endpoint (`…/mcp`). */
+  readonly url: string;
+  /** Its fault switches (`…/mcp/admin`: POST `{ down?, slowSearch?, restart? }`, GET reads them). */
+  readonly admin: string;
+}
+
+/** The MCP server's breaker (`fromMcp`'s `mcp:<id>`): open, its tools are unavailable. */
+export const MCP_BREAKER = 'mcp:tools';
+
 /** Timings of the demo (short, so healing is visible in seconds). */
 export const DEMO = {
   retries: 2,
@@ -47,6 +61,7 @@ export const DEMO = {
   firstChunkMs: 8_000,
   idleMs: 4_000,
   searchDeadlineMs: 3_000,
+  mcpTimeoutMs: 10_000,
 } as const;
 
 /** The state a page or a terminal shows: breakers, capabilities, the hub. */
@@ -54,8 +69,10 @@ export interface DemoAgent {
   readonly hub: HealHub;
   readonly breakers: CircuitBreakerRegistry;
   readonly capabilities: CapabilityRegistry;
-  /** Slow knowledge search on/off (a toggle). */
+  /** Slow knowledge search on/off (a toggle: set on the MCP server before the next question). */
   slowSearch: boolean;
+  /** The MCP server's faults: down (503 to everything), or restarted (every session forgotten). */
+  mcpFault(fault: { readonly down?: boolean; readonly restart?: true }): Promise<void>;
   /** What fallbackModel does when a provider dies mid-answer. */
   midStream: 'restart' | 'continue';
   /** One question, with the conversation so far: the run's events. */
@@ -75,55 +92,89 @@ const perModel: NonNullable<FallbackModelOptions['perModel']> = (id, stream$, { 
     retryWithBackoff({ hub, target: `model:${id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
   );
 
-const weatherTool = defineTool({
-  name: 'get_weather',
-  description: 'Current weather for a city',
-  args: t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) }),
-  idempotent: true,
-  execute: ({ city, units }) => [{ city, temperature: units === 'celsius' ? 22 : 72, units, condition: 'sunny' }],
-});
+/** The MCP server's tools, listed once (again after a failed listing), every call through rxheal/mcp. */
+function mcpTools(config: McpConfig, setup: { breakers: CircuitBreakerRegistry; capabilities: CapabilityRegistry; hub: HealHub }): () => Promise<readonly AnyTool[]> {
+  const transport = (): StreamableHTTPClientTransport => new StreamableHTTPClientTransport(new URL(config.url));
+  let listed: Promise<readonly AnyTool[]> | undefined;
+  return () =>
+    (listed ??= (async () => {
+      const client = new Client({ name: 'rxheal-demo', version: '1.0.0' });
+      await client.connect(transport());
+      return fromMcp(client, { id: 'tools', reconnect: transport, timeoutMs: DEMO.mcpTimeoutMs, reconnectBackoff: { initialMs: 500, maxMs: 5_000 }, ...setup });
+    })().catch((error: unknown) => {
+      listed = undefined;
+      throw error;
+    }));
+}
 
-/** Builds the demo agent over the given providers (in order of preference). */
-export function createDemoAgent(providers: readonly ProviderConfig[]): DemoAgent {
+/** Posts one change to the MCP server's fault switches. */
+async function postMcpAdmin(config: McpConfig, change: Readonly<Record<string, unknown>>): Promise<void> {
+  const response = await fetch(config.admin, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(change) });
+  if (!response.ok) throw new Error(`MCP server admin: HTTP ${response.status}`);
+}
+
+/** Builds the demo agent over the given providers (in order of preference) and the MCP server of its tools. */
+export function createDemoAgent(providers: readonly ProviderConfig[], mcp: McpConfig): DemoAgent {
   const hub = new HealHub();
   const breakers = new CircuitBreakerRegistry({ failureThreshold: DEMO.failureThreshold, resetTimeoutMs: DEMO.resetTimeoutMs });
   const capabilities = new CapabilityRegistry({ hub });
+  const tools = mcpTools(mcp, { breakers, capabilities, hub });
+  /** Fault switches posted and not yet answered: the next question waits for them. */
+  let pending: Promise<void> = Promise.resolve();
+  const admin = (change: Readonly<Record<string, unknown>>): Promise<void> => (pending = pending.catch(() => undefined).then(() => postMcpAdmin(mcp, change)));
+  let slowSearch = false;
+  /**
+   * The tools, or none while the MCP server can't even list them (down before the first question):
+   * then the tools capability is degraded, the model told, and the next question lists again.
+   */
+  const listTools = (): Promise<readonly AnyTool[]> =>
+    tools().then(
+      (list) => {
+        capabilities.enable(MCP_BREAKER);
+        return list;
+      },
+      (error: unknown) => {
+        capabilities.disable(MCP_BREAKER, `the MCP server's tools could not be listed (${error instanceof Error ? error.message : String(error)})`);
+        return [];
+      },
+    );
   const agent: DemoAgent = {
     hub,
     breakers,
     capabilities,
-    slowSearch: false,
-    midStream: 'restart',
-    ask: (history) => {
-      const models = providers.map(provider);
-      const search = defineTool({
-        name: 'knowledge_search',
-        description: 'Searches the help-centre articles',
-        args: t.type({ query: t.string }),
-        idempotent: true,
-        execute: ({ query }) =>
-          timer(agent.slowSearch ? 6_000 : 300).pipe(map(() => `Article "${query}": refunds are accepted within 30 days with the receipt.`)),
-      });
-      return runAgent({
-        model: fallbackModel(models, { breakers, hub, midStream: agent.midStream, perModel }),
-        tools: [weatherTool, search],
-        hub,
-        capabilities,
-        instruction: 'You are a helpful assistant with access to a weather service and a knowledge base.',
-        messages: history,
-        budget: { maxModelCalls: 20, maxToolCalls: 20 },
-        toolPipeline: (call, call$, { hub: runHub }) => {
-          const guarded = call$.pipe(
-            retryWithBackoff({ hub: runHub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 300 }),
-            circuitBreak(breakers.get(`tool:${call.name}`), { hub: runHub }),
-            reflectOnError(),
-          );
-          return call.name === 'knowledge_search'
-            ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: call.name, capabilities })) // named as the tool (and its circuit) is
-            : guarded;
-        },
-      });
+    get slowSearch() {
+      return slowSearch;
     },
+    set slowSearch(on: boolean) {
+      slowSearch = on;
+      void admin({ slowSearch: on }).catch(() => undefined); // the question after it says so, if it failed
+    },
+    mcpFault: (fault) => admin(fault),
+    midStream: 'restart',
+    ask: (history) =>
+      defer(() => from(pending.then(listTools))).pipe(
+        switchMap((mcpTools) =>
+          runAgent({
+            model: fallbackModel(providers.map(provider), { breakers, hub, midStream: agent.midStream, perModel }),
+            tools: mcpTools,
+            hub,
+            capabilities,
+            instruction: 'You are a helpful assistant with access to a weather service and a knowledge base.',
+            messages: history,
+            budget: { maxModelCalls: 20, maxToolCalls: 20 },
+            toolPipeline: (call, call$, { hub: runHub }) => {
+              const guarded = call$.pipe(
+                retryWithBackoff({ hub: runHub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 300 }),
+                circuitBreak(breakers.get(`tool:${call.name}`), { hub: runHub }),
+                reflectOnError(),
+              );
+              return call.name === 'knowledge_search'
+                ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: call.name, capabilities })) // named as the tool (and its circuit) is
+                : guarded;
+            },
+          }),
+        ),
+      ),
   };
   return agent;
 }

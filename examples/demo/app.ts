@@ -7,10 +7,11 @@
  * bundled by the demo server with esbuild.
  */
 import { snapshotBreaker, summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
-import { createDemoAgent, DEMO, type ProviderConfig } from './agent.js';
+import { createDemoAgent, DEMO, MCP_BREAKER, type McpConfig, type ProviderConfig } from './agent.js';
 
 interface PageConfig {
   readonly providers: readonly ProviderConfig[];
+  readonly mcp: McpConfig;
 }
 
 const $ = <T extends HTMLElement>(selector: string): T => {
@@ -87,7 +88,7 @@ function errorOfPrompt(prompt: string): string {
 
 async function main(): Promise<void> {
   const config = (await (await fetch('/config.json')).json()) as PageConfig;
-  const agent = createDemoAgent(config.providers);
+  const agent = createDemoAgent(config.providers, config.mcp);
   (window as unknown as { rxhealDemo: unknown }).rxhealDemo = agent;
   const history: Message[] = [];
   const log = $('#log');
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
   };
 
   // ---- circuits: state and countdown, read from the breakers whenever drawn ----------------
-  const names = [...config.providers.map((p) => `model:${p.id}`), 'tool:get_weather', 'tool:knowledge_search'];
+  const names = [...config.providers.map((p) => `model:${p.id}`), MCP_BREAKER, 'tool:get_weather', 'tool:knowledge_search'];
   const circuits = $('#circuits');
   const rows = new Map<string, HTMLElement>();
   for (const name of names) {
@@ -289,12 +290,21 @@ async function main(): Promise<void> {
       const [provider, id] = (i.dataset['toggle'] ?? '').split(':');
       return `${provider}: ${TOGGLES.find((t) => t.id === id)?.label ?? id}`;
     });
+    if ($<HTMLInputElement>('#mcp-down').checked) on.push('MCP tools server: down');
     $('#faults-on').textContent = on.length === 0 ? '— none on' : `— on: ${on.join(', ')}`;
   };
   /** Reads each local provider's faults and shows them on the toggles (after a reload, and after each answer). */
   const syncFaults = async (): Promise<void> => {
-    await Promise.all(
-      locals.map(async (p) => {
+    await Promise.all([
+      fetch(config.mcp.admin)
+        .then(async (response) => {
+          if (!response.ok) throw new Error(`HTTP ${response.status}`);
+          const state = (await response.json()) as { down: boolean };
+          $<HTMLInputElement>('#mcp-down').checked = state.down;
+          showOn();
+        })
+        .catch((e: unknown) => void note('error', `could not read the MCP server's faults: ${String(e)}`)),
+      ...locals.map(async (p) => {
         try {
           const { faults: active } = (await (await adminFetch(p, '/admin/faults')).json()) as { faults: { id: string }[] };
           const ids = new Set(active.map((f) => f.id));
@@ -307,7 +317,7 @@ async function main(): Promise<void> {
           note('error', `could not read the faults of ${p.label}: ${String(e)}`);
         }
       }),
-    );
+    ]);
   };
   // a table: a column per fault, a row per local provider
   const head = el('tr');
@@ -341,6 +351,23 @@ async function main(): Promise<void> {
   const controls = $<HTMLDetailsElement>('#controls');
   if (window.matchMedia('(max-width: 900px)').matches) controls.open = false;
   await syncFaults();
+
+  // ---- the MCP server of the tools: down (503 to everything), or restarted (sessions forgotten) -----
+  const mcpDown = $<HTMLInputElement>('#mcp-down');
+  mcpDown.addEventListener('change', () => {
+    const on = mcpDown.checked;
+    showOn();
+    agent.mcpFault({ down: on }).then(
+      () => void note('toggle', `MCP tools server: ${on ? 'down (503 to every request)' : 'up'}`),
+      (e: unknown) => void note('error', `could not change the MCP server: ${String(e)}`),
+    );
+  });
+  $('#mcp-restart').addEventListener('click', () => {
+    agent.mcpFault({ restart: true }).then(
+      () => void note('toggle', 'MCP tools server restarted: every session forgotten (the next call opens a new one)'),
+      (e: unknown) => void note('error', `could not restart the MCP server: ${String(e)}`),
+    );
+  });
 
   const slow = $<HTMLInputElement>('#slow-search');
   slow.addEventListener('change', () => (agent.slowSearch = slow.checked));

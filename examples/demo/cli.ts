@@ -5,6 +5,7 @@
 import type { AgentEvent, Message } from '../../src/index.js';
 import { startLocalProvider, type Fault, type LocalProvider } from '../../src/server/index.js';
 import { createDemoAgent, type DemoAgent } from './agent.js';
+import { serveDemoMcp } from './mcpTools.js';
 
 const start = Date.now();
 const stamp = (): string => `${String(Date.now() - start).padStart(6)} ms`;
@@ -89,10 +90,11 @@ async function scene(title: string, providers: LocalProvider[], faults: (Fault |
 
 const [primary, secondary] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 25 }), startLocalProvider({ name: 'secondary', tokenDelayMs: 25 })]);
 const providers = [primary, secondary];
+const tools = await serveDemoMcp();
 const agent = createDemoAgent([
   { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
   { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
-]);
+], tools);
 agent.hub.events$.subscribe((e) => (e.type === 'circuit' && e.kind === 'transition' && e.to === 'half-open' ? print({ ...e }) : undefined));
 const history: Message[] = [];
 try {
@@ -112,10 +114,17 @@ try {
   await scene('the knowledge search is slow: degraded after 3 s, the run goes on', providers, [], () => ask(agent, history, 'What is the refund policy?'));
   agent.slowSearch = false;
   agent.breakers.get('model:primary').reset();
+  await agent.mcpFault({ restart: true });
+  await scene('the MCP server of the tools restarted: a new session, the read-only call made again', providers, [], () => ask(agent, history, "What's the weather in Madrid?"));
+  await agent.mcpFault({ down: true });
+  await scene('the MCP server is down: its breaker opens, its tools unavailable, the model answers without them', providers, [], () =>
+    ask(agent, history, "What's the weather in Berlin?"),
+  );
+  await agent.mcpFault({ down: false });
   agent.midStream = 'continue';
   await scene("the primary dies mid-answer ('continue'): the secondary continues, nothing repeated", providers, [{ kind: 'reset', afterChunks: 4, times: 1 }], () =>
     ask(agent, history, 'Tell me something nice about rivers'),
   );
 } finally {
-  await Promise.all(providers.map((p) => p.close()));
+  await Promise.all([...providers.map((p) => p.close()), tools.close()]);
 }

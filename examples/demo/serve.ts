@@ -18,7 +18,8 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { requestGuard, type RequestGuard } from '../../src/server/guard.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
-import type { ProviderConfig } from './agent.js';
+import type { McpConfig, ProviderConfig } from './agent.js';
+import { demoMcp, type DemoMcp } from './mcpTools.js';
 
 const HERE = new URL('.', import.meta.url).pathname;
 
@@ -34,6 +35,10 @@ export interface Demo {
   readonly secondary: LocalProvider;
   /** The providers the page is configured with, for a page at `url`. */
   readonly providers: readonly ProviderConfig[];
+  /** The MCP server of the page's tools (at `url` + `/mcp`), and its faults. */
+  readonly mcp: DemoMcp;
+  /** Where the page finds it. */
+  readonly mcpConfig: McpConfig;
   close(): Promise<void>;
 }
 
@@ -195,6 +200,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   /** The page's providers; the proxied ones at the page's own origin (the one it was opened at). */
   const providersFor = (origin: string): ProviderConfig[] => [...real.map((p) => ({ ...p, baseURL: `${origin}/proxy/${p.id}` })), ...ready.local];
 
+  const mcp = demoMcp();
+  const mcpFor = (origin: string): McpConfig => ({ url: `${origin}/mcp`, admin: `${origin}/mcp/admin` });
+
   const server: Server = createServer((req, res) => {
     // every route: only this server's own names (DNS rebinding), only its own page or no Origin
     const guard = ready.guard;
@@ -209,10 +217,14 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
       if (no !== undefined) return refuse(res, no[0], no[1], no[2]);
       return forward(req, res, route!);
     }
+    if (path === '/mcp' || path === '/mcp/admin') {
+      const served = path === '/mcp' ? mcp.handle(req, res) : mcp.admin(req, res);
+      return void served.catch((error: unknown) => (res.headersSent ? res.destroy() : refuse(res, 500, `MCP server: ${String(error)}`)));
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, 405, `${req.method} not allowed`, { allow: 'GET' });
     if (path === '/config.json') {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      return void res.end(JSON.stringify({ providers: providersFor(`http://${req.headers.host}`) }));
+      return void res.end(JSON.stringify({ providers: providersFor(`http://${req.headers.host}`), mcp: mcpFor(`http://${req.headers.host}`) }));
     }
     const file = files[path];
     if (!file) {
@@ -245,9 +257,11 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     primary,
     secondary,
     providers: providersFor(url),
+    mcp,
+    mcpConfig: mcpFor(url),
     close: async () => {
       server.closeAllConnections();
-      await Promise.all([new Promise<void>((resolve) => server.close(() => resolve())), primary.close(), secondary.close()]);
+      await Promise.all([new Promise<void>((resolve) => server.close(() => resolve())), primary.close(), secondary.close(), mcp.close()]);
     },
   };
 }
@@ -265,6 +279,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`rxheal demo: ${demo.url}${moved ? `   (port ${DEFAULT_PORT} is taken; set PORT to choose one)` : ''}`);
   console.log(`  primary   (OpenAI protocol)    ${demo.primary.url}   faults: ${demo.primary.url}/admin/faults`);
   console.log(`  secondary (Anthropic protocol) ${demo.secondary.url}   faults: ${demo.secondary.url}/admin/faults`);
+  console.log(`  tools (MCP, Streamable HTTP)   ${demo.mcpConfig.url}   faults: ${demo.mcpConfig.admin}`);
   if (demo.providers.length > 2) console.log(`  real providers first: ${demo.providers.slice(0, -2).map((p) => p.label).join(', ')}`);
   console.log('Open the page, toggle faults beside the chat, and ask. Ctrl-C to stop.');
   let stopping = false;

@@ -20,7 +20,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const ARTIFACTS = `${ROOT}test-artifacts/`;
 const DOCS_PICTURE = `${ROOT}docs/demo.png`;
 /** What the README's picture shows (the page, the scenario, the answer's text): when one of these changes, the spec retakes it. */
-const PICTURE_SOURCES = ['examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
+const PICTURE_SOURCES = ['examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
 const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },
@@ -190,7 +190,8 @@ describe('the demo page in Chromium', function () {
     ownErrors = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
-      if (m.type() === 'error' && m.location().url.startsWith(demo.url)) ownErrors.push(`${m.text()} (${m.location().url})`);
+      // the tools' MCP server's failures (a restart's 404, down's 503) are the demo's, as the providers' are
+      if (m.type() === 'error' && m.location().url.startsWith(demo.url) && !m.location().url.startsWith(`${demo.url}/mcp`)) ownErrors.push(`${m.text()} (${m.location().url})`);
     });
     await page.goto(demo.url);
     await page.waitForSelector('body[data-ready="true"]');
@@ -207,6 +208,8 @@ describe('the demo page in Chromium', function () {
   beforeEach(() => {
     demo.primary.faults.clear();
     demo.secondary.faults.clear();
+    demo.mcp.down = false;
+    demo.mcp.slowSearch = false;
   });
 
   afterEach(async () => {
@@ -276,7 +279,8 @@ describe('the demo page in Chromium', function () {
         expect(answer).to.equal("It is 22 °C and sunny in Paris.");
         const marks = await markers(page);
         const reflection = marks.find((m) => m.kind === 'reflection');
-        expect(reflection?.text).to.contain('reflection on get_weather (1/3): units: expected "celsius" | "fahrenheit", got "kelvin"');
+        // the MCP server's inputSchema checked by the SDK's own validator (ajv), before the server sees the call
+        expect(reflection?.text).to.contain("reflection on get_weather (1/3): expected arguments matching the input schema of 'get_weather' (data/units must be equal to one of the allowed values)");
         expect(reflection?.line).to.contain('reflection on get_weather (1/3)');
         const log = await logLines();
         expect(log.join('\n'), 'no escaped quotes in the log').not.to.contain('\\"');
@@ -445,6 +449,32 @@ describe('the demo page in Chromium', function () {
       await page.screenshot({ path: `${ARTIFACTS}demo-primary-off.png` });
     });
 
+    it('the tools come from the MCP server: restarted, the next call opens a new session and is answered (its circuit closed); down, its circuit opens and its tools are unavailable, the model told', async () => {
+      await open();
+      expect(await ask("What's the weather in Paris?")).to.equal('It is 22 °C and sunny in Paris.');
+      const expired = demo.mcp.expired;
+      const weather = demo.mcp.calls['get_weather']!;
+      const notes = (await page.$$('.note.toggle')).length;
+      await page.click('#mcp-restart');
+      await page.waitForFunction((count) => document.querySelectorAll('.note.toggle').length > count, notes);
+      expect(await ask("What's the weather in Rome?")).to.equal('It is 22 °C and sunny in Rome.');
+      expect(demo.mcp.expired, 'the old session refused once').to.equal(expired + 1);
+      expect(demo.mcp.calls['get_weather'], 'the call ran once, on the new session').to.equal(weather + 1);
+      expect(await page.getAttribute('[data-breaker="mcp:tools"]', 'data-state')).to.equal('closed');
+
+      await toggle('#mcp-down');
+      expect(await page.textContent('#faults-on')).to.equal('— on: MCP tools server: down');
+      expect(await ask("What's the weather in Berlin?")).to.equal("Sorry, the get_weather tool is not working right now, so I can't answer that part.");
+      expect(await page.getAttribute('[data-breaker="mcp:tools"]', 'data-state')).to.equal('open');
+      expect(await page.textContent('#degraded')).to.contain("get_weather unavailable: MCP server 'tools' is unavailable (circuit open)");
+      const log = await logLines();
+      expect(log.some((l) => l.includes('circuit mcp:tools: closed → open (failure_threshold)'))).to.equal(true);
+      await expectLayout(page, SIZES[0]);
+      await page.screenshot({ path: `${ARTIFACTS}demo-mcp-down.png` });
+      await page.uncheck('#mcp-down');
+      await page.waitForFunction(() => document.querySelector('#faults-on')?.textContent === '— none on');
+    });
+
     it("'continue': the secondary continues the partial answer — a continuation marker, nothing repeated, nothing discarded", async () => {
       await open();
       await page.selectOption('#mid-stream', 'continue');
@@ -495,7 +525,8 @@ describe('the demo page in Chromium', function () {
     it('serves the page script minified with a linked source map (not inlined)', async () => {
       const app = await (await fetch(`${demo.url}/app.js`)).text();
       expect(app).to.match(/\/\/# sourceMappingURL=app\.js\.map\s*$/);
-      expect(app.length).to.be.below(300_000);
+      // the MCP SDK's client is in it (its zod schemas and ajv: ~410 KB of the ~570 KB)
+      expect(app.length).to.be.below(650_000);
       const map = (await (await fetch(`${demo.url}/app.js.map`)).json()) as { sources: string[] };
       expect(map.sources.some((f) => f.endsWith('operators/retryWithBackoff.ts'))).to.equal(true);
     });

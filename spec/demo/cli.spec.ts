@@ -31,6 +31,8 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
       'answer    It is 22 °C and sunny in Rome.',
       'answer    It is 22 °C and sunny in Lisbon.',
       "answer    I couldn't search the knowledge base right now, so I can't look that up. Please try again later.",
+      'answer    It is 22 °C and sunny in Madrid.',
+      "answer    Sorry, the get_weather tool is not working right now, so I can't answer that part.",
       'answer    I am the local',
       'answer    … rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
     ]);
@@ -47,5 +49,14 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
     expect(lines).to.include('degraded  knowledge_search: no result within 3000 ms');
     expect(lines).to.include('fallback  model:primary → model:secondary (connection, mid-answer)');
+  });
+
+  it('the tools over MCP: a restarted server costs nothing (a new session, the call made again); a server down opens its circuit and degrades its tools', () => {
+    const madrid = lines.indexOf('answer    It is 22 °C and sunny in Madrid.');
+    const before = lines.slice(lines.lastIndexOf('user      What\'s the weather in Madrid?'), madrid);
+    expect(before.filter((l) => /^(circuit|retry|failed)/.test(l)), 'no failure seen, no retry').to.deep.equal([]);
+    expect(lines).to.include('circuit   mcp:tools closed → open (failure_threshold)');
+    expect(lines).to.include("degraded  get_weather: MCP server 'tools' is unavailable (circuit open)");
+    expect(lines).to.include("degraded  knowledge_search: MCP server 'tools' is unavailable (circuit open)");
   });
 });

@@ -237,6 +237,30 @@ describe('npm start (examples/demo/serve.ts)', function () {
       expect(foreign.status).to.equal(403);
       expect(demo.primary.faults.list()).to.deep.equal([]);
     });
+
+    it('the tools’ MCP server (/mcp) and its faults (/mcp/admin): the page’s own origin only, a rebound Host refused, switches checked', async () => {
+      const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '1' } } });
+      const mcpHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const own = await send(demo.port, { method: 'POST', path: '/mcp', headers: { ...mcpHeaders, origin: page.origin }, body: initialize });
+      expect(own.status).to.equal(200);
+      expect(own.headers['mcp-session-id']).to.be.a('string');
+      for (const headers of [{ origin: 'https://evil.example' }, { host: `evil.example:${demo.port}` }] as Record<string, string>[]) {
+        for (const [path, body] of [['/mcp', initialize], ['/mcp/admin', '{"down":true}']] as const) {
+          const refused = await send(demo.port, { method: 'POST', path, headers: { ...mcpHeaders, ...headers }, body });
+          expect(refused.status, `${path} ${JSON.stringify(headers)}`).to.equal(403);
+        }
+      }
+      expect(demo.mcp.down).to.equal(false);
+      const bad = await send(demo.port, { method: 'POST', path: '/mcp/admin', headers: { 'content-type': 'application/json', origin: page.origin }, body: '{"down":"yes"}' });
+      expect(bad.status).to.equal(400);
+      expect(JSON.parse(bad.text).error).to.contain('got down: "yes"');
+      const set = await send(demo.port, { method: 'POST', path: '/mcp/admin', headers: { 'content-type': 'application/json', origin: page.origin }, body: '{"down":true}' });
+      expect(set.status).to.equal(200);
+      expect(demo.mcp.down).to.equal(true);
+      const down = await send(demo.port, { method: 'POST', path: '/mcp', headers: { ...mcpHeaders, origin: page.origin }, body: initialize });
+      expect(down.status).to.equal(503);
+      demo.mcp.down = false;
+    });
   });
 
   describe('stopping it', () => {

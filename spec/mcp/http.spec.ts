@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { lastValueFrom } from 'rxjs';
-import { callTool, classifyError, retryWithBackoff, ToolError } from '../../src/index.js';
+import { callTool, CircuitBreakerRegistry, classifyError, retryWithBackoff, ToolError } from '../../src/index.js';
 import { fromMcp, McpSessionExpiredError, McpTimeoutError } from '../../src/mcp/index.js';
 import { startHttpFixture, type FixtureHttpServer } from './fixtures/httpServer.js';
 import { failure, ledger, run, toolNamed } from './support.js';
@@ -50,6 +50,16 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(await run(tools, 'echo', { text: 'after' })).to.equal('after');
     expect(server.expired, 'the old session was refused once').to.equal(1);
     expect(made, 'one new session').to.equal(1);
+  });
+
+  it('…inside one permit of the server\'s breaker: a breaker that opens on the first failure stays closed, the call answered (the demo\'s settings)', async () => {
+    const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
+    const tools = await fromMcp(await connect(), { id: 'web', reconnect: transport, breakers });
+    expect(await run(tools, 'echo', { text: 'before' })).to.equal('before');
+    server.expireSessions();
+    expect(await run(tools, 'echo', { text: 'after' })).to.equal('after');
+    expect(breakers.get('mcp:web').state).to.equal('closed');
+    expect(server.expired).to.equal(1);
   });
 
   it('a restarted server (its sockets dropped, its sessions gone): an idempotent call heals under retryWithBackoff, on one new session', async () => {

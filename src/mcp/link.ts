@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subscription, type SchedulerLike } from 'rxjs';
 import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { classifyError } from '../core/errors/classify.js';
@@ -95,6 +95,28 @@ export interface LinkSettings {
   readonly scheduler: SchedulerLike;
 }
 
+/**
+ * `call$` once more when it fails with {@link McpSessionExpiredError} (the server never ran it; the
+ * connection is marked broken, so the second run opens a new session first); any other outcome,
+ * and a second expiry, as it is.
+ */
+function againOnExpiredSession<T>(call$: Observable<T>): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const runs = new Subscription();
+    const run = (again: boolean): void => {
+      runs.add(
+        call$.subscribe({
+          next: (value) => subscriber.next(value),
+          error: (error: unknown) => (again && error instanceof McpSessionExpiredError ? run(false) : subscriber.error(error)),
+          complete: () => subscriber.complete(),
+        }),
+      );
+    };
+    run(true);
+    return runs;
+  });
+}
+
 /** The reason a signal is aborted when the caller leaves. */
 const unsubscribed = (): DOMException => new DOMException('The consumer unsubscribed', 'AbortError');
 
@@ -125,34 +147,25 @@ export class McpLink {
   /**
    * One `tools/call` through the breaker, as a cold observable of the raw result: unsubscribing
    * cancels it (the server gets `notifications/cancelled`). A session found expired is
-   * re-initialised and, for an idempotent tool, the call made once more.
+   * re-initialised and, for an idempotent tool, the call made once more — under the same permit:
+   * the breaker sees one call (a restarted server that answers is not a failure).
    */
   call(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
-    const guarded$ = this.guarded(this.admitted(() => this.callOnce(name, args)));
-    return new Observable<{ readonly [key: string]: unknown }>((subscriber) => {
-      let retried = false;
-      let inner: Subscription | undefined;
-      const run = (): void => {
-        inner = guarded$.subscribe({
-          next: (value) => subscriber.next(value),
-          error: (error: unknown) => {
-            this.afterOutcome();
-            // the server never ran it: an idempotent call goes once more, on a fresh session
-            if (error instanceof McpSessionExpiredError && idempotent && !retried && this.settings.reconnect) {
-              retried = true;
-              return run();
-            }
-            subscriber.error(error);
-          },
-          complete: () => {
-            this.afterOutcome();
-            subscriber.complete();
-          },
-        });
-      };
-      run();
-      return () => inner?.unsubscribe();
-    });
+    const once$ = this.admitted(() => this.callOnce(name, args));
+    const guarded$ = this.guarded(idempotent && this.settings.reconnect ? againOnExpiredSession(once$) : once$);
+    return new Observable<{ readonly [key: string]: unknown }>((subscriber) =>
+      guarded$.subscribe({
+        next: (value) => subscriber.next(value),
+        error: (error: unknown) => {
+          this.afterOutcome();
+          subscriber.error(error);
+        },
+        complete: () => {
+          this.afterOutcome();
+          subscriber.complete();
+        },
+      }),
+    );
   }
 
   /**

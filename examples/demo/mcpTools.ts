@@ -1,0 +1,210 @@
+/**
+ * The demo's tools as a local MCP server (`@modelcontextprotocol/sdk`'s `McpServer`), over
+ * Streamable HTTP, stateful (a session per client): `get_weather` and `knowledge_search`, both
+ * read-only (so rxheal may retry them). Mounted by the demo server at `/mcp` on its own origin
+ * (the page's guard checks Host and Origin for it as for every route), and started on a loopback
+ * port of its own by `npm run demo:cli`.
+ *
+ * Faults, set through {@link DemoMcp}'s fields (the page posts them to `/mcp/admin`):
+ * - `down`: every request answered 503 (the server is unavailable) — the tools' breaker opens
+ *   and the model is told they are unavailable, until a probe finds the server back;
+ * - `restart()`: every session forgotten, as a restarted server does — the next call is a 404
+ *   "session not found", and rxheal opens a new session and makes the (read-only) call again;
+ * - `slowSearch`: `knowledge_search` answers after 6 s instead of 300 ms (cancellable: a caller
+ *   that gives up cancels it).
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { requestGuard } from '../../src/server/guard.js';
+
+/** The MCP server's faults and its request handler (what `/mcp` is served with). */
+export interface DemoMcp {
+  /** Every request answered 503 while set. */
+  down: boolean;
+  /** `knowledge_search` takes 6 s while set. */
+  slowSearch: boolean;
+  /** Sessions forgotten so far by {@link restart}. */
+  readonly restarts: number;
+  /** Requests answered 404 for a session the server does not know (after a restart). */
+  readonly expired: number;
+  /** Calls of each tool the server ran (cancelled ones included). */
+  readonly calls: Readonly<Record<string, number>>;
+  /** Forgets every session, as a restarted server does. */
+  restart(): void;
+  /** One request to the MCP endpoint (its body not read yet). */
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** One request to the fault switches: GET reads them, POST `{ down?, slowSearch?, restart? }` (JSON) sets them. */
+  admin(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Closes every session. */
+  close(): Promise<void>;
+}
+
+/** The demo's search takes this long (6 s when slow: past the agent's 3 s deadline). */
+const SEARCH_MS = { normal: 300, slow: 6_000 } as const;
+/** The largest request body read (the tools' arguments are small). */
+const MAX_BODY_BYTES = 64 * 1024;
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(new Error('cancelled'));
+    }, { once: true });
+  });
+
+const jsonError = (res: ServerResponse, status: number, code: number, message: string): void => {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+};
+
+/** The demo's MCP server: its tools, its sessions, its faults. */
+export function demoMcp(): DemoMcp {
+  let sessions = new Map<string, StreamableHTTPServerTransport>();
+  const calls: Record<string, number> = { get_weather: 0, knowledge_search: 0 };
+  let restarts = 0;
+  let expired = 0;
+
+  const tools = (): McpServer => {
+    const server = new McpServer({ name: 'demo-tools', version: '1.0.0' });
+    server.registerTool(
+      'get_weather',
+      {
+        description: 'Current weather for a city',
+        inputSchema: { city: z.string(), units: z.enum(['celsius', 'fahrenheit']) },
+        outputSchema: { city: z.string(), temperature: z.number(), units: z.string(), condition: z.string() },
+        annotations: { readOnlyHint: true },
+      },
+      ({ city, units }) => {
+        calls['get_weather']!++;
+        const weather = { city, temperature: units === 'celsius' ? 22 : 72, units, condition: 'sunny' };
+        return { content: [{ type: 'text', text: JSON.stringify(weather) }], structuredContent: weather };
+      },
+    );
+    server.registerTool(
+      'knowledge_search',
+      { description: 'Searches the help-centre articles', inputSchema: { query: z.string() }, annotations: { readOnlyHint: true } },
+      async ({ query }, extra) => {
+        calls['knowledge_search']!++;
+        await sleep(mcp.slowSearch ? SEARCH_MS.slow : SEARCH_MS.normal, extra.signal);
+        return { content: [{ type: 'text', text: `Article "${query}": refunds are accepted within 30 days with the receipt.` }] };
+      },
+    );
+    return server;
+  };
+
+  const readBody = async (req: IncomingMessage): Promise<unknown> => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_BODY_BYTES) throw new RangeError(`request body over ${MAX_BODY_BYTES} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    return chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+  };
+
+  const mcp: DemoMcp = {
+    down: false,
+    slowSearch: false,
+    get restarts() {
+      return restarts;
+    },
+    get expired() {
+      return expired;
+    },
+    calls,
+    restart() {
+      restarts++;
+      for (const transport of sessions.values()) void transport.close();
+      sessions = new Map();
+    },
+    async handle(req, res) {
+      if (mcp.down) return jsonError(res, 503, -32000, 'the MCP server is down (demo fault)');
+      let body: unknown;
+      try {
+        body = await readBody(req);
+      } catch (error) {
+        return jsonError(res, error instanceof RangeError ? 413 : 400, -32700, `parse error: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const id = req.headers['mcp-session-id'];
+      if (typeof id === 'string') {
+        const transport = sessions.get(id);
+        if (transport === undefined) {
+          // the spec: a session the server does not know is a 404, and the client starts a new one
+          expired++;
+          return jsonError(res, 404, -32001, 'Session not found');
+        }
+        return transport.handleRequest(req, res, body);
+      }
+      if (req.method !== 'POST' || !isInitializeRequest(body)) return jsonError(res, 400, -32000, 'no session: initialize first');
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => void sessions.set(sid, transport),
+      });
+      await tools().connect(transport);
+      return transport.handleRequest(req, res, body);
+    },
+    async admin(req, res) {
+      const state = (): string => JSON.stringify({ down: mcp.down, slowSearch: mcp.slowSearch, restarts, expired, calls });
+      if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(state());
+      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'GET, POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: `${req.method} not allowed` }));
+      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) return void res.writeHead(415, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'JSON only' }));
+      let change: unknown;
+      try {
+        change = await readBody(req);
+      } catch (error) {
+        return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: String(error) }));
+      }
+      const c = (change ?? {}) as { down?: unknown; slowSearch?: unknown; restart?: unknown };
+      const wrong = (['down', 'slowSearch', 'restart'] as const).find((k) => c[k] !== undefined && typeof c[k] !== 'boolean');
+      if (typeof change !== 'object' || change === null || wrong !== undefined) {
+        return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `expected { down?: boolean, slowSearch?: boolean, restart?: boolean }${wrong ? `, got ${wrong}: ${JSON.stringify(c[wrong])}` : ''}` }));
+      }
+      if (typeof c.down === 'boolean') mcp.down = c.down;
+      if (typeof c.slowSearch === 'boolean') mcp.slowSearch = c.slowSearch;
+      if (c.restart === true) mcp.restart();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(state());
+    },
+    async close() {
+      await Promise.all([...sessions.values()].map((transport) => transport.close()));
+      sessions = new Map();
+    },
+  };
+  return mcp;
+}
+
+/**
+ * The demo's MCP server on a loopback port of its own (`npm run demo:cli`; the page's server
+ * mounts {@link demoMcp} on its own origin instead): `/mcp` and `/mcp/admin`, Host and Origin checked.
+ */
+export async function serveDemoMcp(): Promise<{ readonly mcp: DemoMcp; readonly url: string; readonly admin: string; close(): Promise<void> }> {
+  const mcp = demoMcp();
+  /** Set once listening (the guard needs the port). */
+  const ready: { guard?: ReturnType<typeof requestGuard> } = {};
+  const http = createServer((req, res) => {
+    const refused = ready.guard === undefined ? 'starting' : ready.guard.refusal(req.headers);
+    if (refused !== undefined) return void res.writeHead(403, { 'content-type': 'text/plain' }).end(refused);
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const served = path === '/mcp' ? mcp.handle(req, res) : path === '/mcp/admin' ? mcp.admin(req, res) : Promise.resolve(void res.writeHead(404).end());
+    served.catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const port = (http.address() as AddressInfo).port;
+  ready.guard = requestGuard({ port, origins: [] });
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    mcp,
+    url: `${origin}/mcp`,
+    admin: `${origin}/mcp/admin`,
+    close: async () => {
+      await mcp.close();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
