@@ -14,6 +14,10 @@ import { TestScheduler } from 'rxjs/testing';
 import * as rxheal from '../src/index.js';
 import { BulkheadRejectedError, CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
 import * as testing from '../src/testing/index.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import * as mcp from '../src/mcp/index.js';
+import { toolset, type FromMcpOptions, type McpSchemaValidator } from '../src/mcp/fromMcp.js';
+import type { McpRequestOptions } from '../src/mcp/link.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 
 /** A short text for an error, so a diagram's `calls` result can show which error arrived. */
@@ -21,19 +25,65 @@ export function label(error: unknown): string {
   if (error instanceof CircuitOpenError) return `open(${error.breaker}, ${error.retryAfterMs})`;
   if (error instanceof HttpError) return `http ${error.status}`;
   if (error instanceof BulkheadRejectedError) return `${error.reason}(${error.bulkhead})`;
+  if (error instanceof mcp.McpTimeoutError) return `timeout(${error.kind})`;
+  // a tool's failure: what failed it (an MCP server's error, a 503…)
+  if (error instanceof rxheal.ToolError && error.cause !== undefined && !(error.cause instanceof rxheal.ToolError)) return label(error.cause);
   if (error instanceof Error) return error.name;
   return String(error);
 }
 
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/testing, io-ts as `t` (tool arguments), a few
- * errors, and `delta(text)`, one text-delta event.
+ * `mcpTool(options)`: an operator that makes one call of an `rxheal/mcp` tool (`fromMcp`'s, over
+ * its link: breaker, deadlines, cancellation) per subscription, to a server whose answer is the
+ * source: `p` a progress notification, any other value the result's text, an error the request's
+ * failure. Unsubscribing the source is the request being cancelled. The tool is read-only unless
+ * `annotations` say otherwise; its arguments `{}` are checked by the SDK's own validator.
+ */
+function mcpTool(options: FromMcpOptions & { readonly annotations?: Record<string, boolean> } = {}): OperatorFunction<unknown, unknown> {
+  let answer$: Observable<unknown> | undefined;
+  const settled = Promise.resolve(undefined);
+  const client = {
+    callTool: (_params: unknown, _schema: undefined, request: McpRequestOptions = {}) => ({
+      // a thenable, not a promise: the server's answer lands at its virtual time, not in a microtask
+      then: (ok: (result: unknown) => void, fail: (error: unknown) => void) => {
+        const sub = answer$!.subscribe({
+          next: (value) => (value === 'p' ? request.onprogress?.({ progress: 1 }) : ok({ content: [{ type: 'text', text: String(value) }] })),
+          error: fail,
+        });
+        request.signal?.addEventListener('abort', () => sub.unsubscribe(), { once: true });
+      },
+    }),
+    listTools: () => Promise.resolve({ tools: [] }),
+    ping: () => settled,
+    connect: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+    getServerVersion: () => ({ name: 'docs', version: '1.0.0' }),
+  };
+  const { annotations, ...fromMcpOptions } = options;
+  const set = toolset('fromMcp', client, { id: 'docs', ...fromMcpOptions });
+  const [tool] = set.toolsOf(
+    [{ name: 'lookup', inputSchema: { type: 'object' }, annotations: annotations ?? { readOnlyHint: true } }],
+    new AjvJsonSchemaValidator() as unknown as McpSchemaValidator,
+  );
+  let n = 0;
+  return (source) =>
+    defer(() => {
+      answer$ = source;
+      return rxheal.callTool(tool!, { id: `call-${++n}`, name: 'lookup', args: {} });
+    });
+}
+
+/**
+ * What doc expressions can name: rxjs, rxheal, rxheal/testing, rxheal/mcp as `mcp`, io-ts as `t`
+ * (tool arguments), a few errors, `delta(text)`, one text-delta event, and `mcpTool(options)`.
  */
 export const base: Readonly<Record<string, unknown>> = {
   ...rx,
   ...rxheal,
   ...testing,
   t,
+  mcp,
+  mcpTool,
   label,
   delta: (text: string): TurnEvent => ({ type: 'text-delta', text }),
   e400: new HttpError(400),

@@ -223,6 +223,15 @@ export class McpToolset {
         cursors.add(cursor);
       }
     } while (cursor !== undefined);
+    return this.toolsOf(infos, validator);
+  }
+
+  /**
+   * The tools of one listing (`tools/list`'s infos), which become the server's tools: their names
+   * are what the breaker disables while open. Synchronous (the executable diagrams build tools
+   * with it, in virtual time).
+   */
+  toolsOf(infos: readonly McpToolInfo[], validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown>[] {
     const tools = infos.map((info) => this.tool(info, validator));
     this.link.names = tools.map((tool) => tool.name);
     this.listed = new Map(infos.map((info, i) => [info.name, { info, idempotent: tools[i]!.idempotent, args: tools[i]!.args }]));
