@@ -47,6 +47,19 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
     expect(tools.map((t) => t.name)).to.include.members(['echo', 'charge', 'flaky', 'stats']);
   });
 
+  it('forwards the upstream\'s progress to the host, under the host\'s own progress token: a host timeout reset by progress lets a long tool finish', async () => {
+    const seen: { progress: number; total?: number }[] = [];
+    // 6 steps of 400 ms (2.4 s) against a host timeout of 1 s that each progress notification resets
+    const result = await client.callTool({ name: 'progress', arguments: { steps: 6, intervalMs: 400 } }, undefined, {
+      timeout: 1000,
+      resetTimeoutOnProgress: true,
+      onprogress: (p) => void seen.push({ progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }) }),
+    });
+    expect(result.isError ?? false).to.equal(false);
+    expect(text(result)).to.equal('done after 6 steps (token sent)');
+    expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6].map((progress) => ({ progress, total: 6 })));
+  });
+
   it('a safe tool whose upstream dies mid-call is healed: the proxy reconnects and retries', async () => {
     const result = await client.callTool({ name: 'flaky', arguments: {} });
     expect(result.isError ?? false).to.equal(false);

@@ -16,9 +16,9 @@ import { check, Hub, NonEmptyString, NonNegativeOrInfinity, PositiveNumber, Sche
 import type { HealHub } from '../core/hub/hub.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
-import { McpLink, type McpClient, type McpToolInfo, type McpTransportFactory } from './link.js';
+import { McpLink, type McpClient, type McpProgressListener, type McpToolInfo, type McpTransportFactory } from './link.js';
 
-export type { McpClient, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
+export type { McpClient, McpProgressListener, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
 
 /**
  * A JSON Schema validator: the MCP SDK's `jsonSchemaValidator` interface (its
@@ -238,9 +238,9 @@ export class McpToolset {
     return tools;
   }
 
-  /** One call's raw result (`isError` ones included), through the breaker and the reconnection. */
-  callRaw(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
-    return this.link.call(name, args, idempotent);
+  /** One call's raw result (`isError` ones included), through the breaker and the reconnection; `onProgress` hears the server's progress notifications. */
+  callRaw(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
+    return this.link.call(name, args, idempotent, onProgress);
   }
 
   private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {

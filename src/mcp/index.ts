@@ -18,5 +18,5 @@
  * @module
  */
 export { fromMcp, isIdempotentTool, watchMcpTools } from './fromMcp.js';
-export type { FromMcpOptions, McpClient, McpReconnectBackoff, McpRequestOptions, McpSchemaValidator, McpToolInfo, McpTransportFactory, McpWatchableClient } from './fromMcp.js';
+export type { FromMcpOptions, McpClient, McpProgressListener, McpReconnectBackoff, McpRequestOptions, McpSchemaValidator, McpToolInfo, McpTransportFactory, McpWatchableClient } from './fromMcp.js';
 export { McpConnectionError, McpProtocolError, McpSessionExpiredError, McpTimeoutError, McpToolResultError } from './errors.js';

@@ -28,8 +28,19 @@ export interface McpRequestOptions {
   /** The SDK's cap on the whole call (unused: `fromMcp`'s `maxTotalTimeoutMs` is on the scheduler). */
   readonly maxTotalTimeout?: number;
   /** Called on each progress notification; passing it makes the SDK send a progress token. */
-  readonly onprogress?: (progress: { progress: number; total?: number; message?: string }) => void;
+  readonly onprogress?: McpProgressListener;
 }
+
+/**
+ * Hears one progress notification of a call, as the SDK hands it over (`progress`, and `total`
+ * and `message` when the server sent them).
+ *
+ * @example
+ * ```ts
+ * const listener: McpProgressListener = ({ progress, total }) => console.log(`${progress}/${total ?? '?'}`);
+ * ```
+ */
+export type McpProgressListener = (progress: { progress: number; total?: number; message?: string }) => void;
 
 /** A tool as `tools/list` describes it (the fields `fromMcp` reads). */
 export interface McpToolInfo {
@@ -150,8 +161,8 @@ export class McpLink {
    * re-initialised and, for an idempotent tool, the call made once more — under the same permit:
    * the breaker sees one call (a restarted server that answers is not a failure).
    */
-  call(name: string, args: Record<string, unknown>, idempotent: boolean): Observable<{ readonly [key: string]: unknown }> {
-    const once$ = this.admitted(() => this.callOnce(name, args));
+  call(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
+    const once$ = this.admitted(() => this.callOnce(name, args, onProgress));
     const guarded$ = this.guarded(idempotent && this.settings.reconnect ? againOnExpiredSession(once$) : once$);
     return new Observable<{ readonly [key: string]: unknown }>((subscriber) =>
       guarded$.subscribe({
@@ -243,7 +254,7 @@ export class McpLink {
    * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
    * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
    */
-  private callOnce(name: string, args: Record<string, unknown>): Observable<{ readonly [key: string]: unknown }> {
+  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
     const { client, id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
     return new Observable((subscriber) => {
       const cancel = new AbortController();
@@ -268,8 +279,10 @@ export class McpLink {
           signal: cancel.signal,
           timeout: MAX_TIMER_MS,
           resetTimeoutOnProgress: true,
-          onprogress: () => {
-            if (!subscriber.closed) arm();
+          onprogress: (progress) => {
+            if (subscriber.closed) return;
+            arm();
+            onProgress?.(progress);
           },
         });
       } catch (error) {

@@ -3,7 +3,8 @@
  * are an upstream MCP server's (a stdio command or a Streamable-HTTP URL), every call forwarded
  * by `fromMcp`'s rules — arguments checked, the upstream's breaker, progress-aware timeouts,
  * reconnection — and retried (`retries` times, with backoff) only for tools whose annotations say
- * they are safe. Results pass through as the upstream sent them (`isError` ones included); a
+ * they are safe. The upstream's progress notifications go on to the host (when it asked for them,
+ * with a progress token), so a host whose timeout progress resets lets a long tool finish. Results pass through as the upstream sent them (`isError` ones included); a
  * call that fails after all that is an `isError` result naming why.
  *
  * @module
@@ -83,7 +84,14 @@ export async function startMcpProxy(settings: ProxySettings, downstream: Transpo
     const decoded = tool.args.decode(request.params.arguments ?? {});
     if (isLeft(decoded)) return failed(describeProblems(decoded.left).map(formatProblem).join('; '));
     // only a safe tool is tried again: anything else runs at most once, whatever fails
-    const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent).pipe(retryWithBackoff({ maxRetries: tool.idempotent ? settings.retries : 0, initialBackoffMs: 200 }));
+    // the upstream's progress goes on to the host, under the host's own token (the proxy's timeout is reset by it too)
+    const token = request.params._meta?.progressToken;
+    const forward =
+      token === undefined
+        ? undefined
+        : (progress: { progress: number; total?: number; message?: string }): void =>
+            void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } }).catch(() => undefined);
+    const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, forward).pipe(retryWithBackoff({ maxRetries: tool.idempotent ? settings.retries : 0, initialBackoffMs: 200 }));
     return new Promise((resolve) => {
       const subscription = call$.subscribe({
         next: (result) => resolve(result as never),
