@@ -57,7 +57,10 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
     });
     expect(result.isError ?? false).to.equal(false);
     expect(text(result)).to.equal('done after 6 steps (token sent)');
-    expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6].map((progress) => ({ progress, total: 6 })));
+    // in order, each with its total; the SDK's own server side writes the last notification after the
+    // result (a client straight on the fixture also gets 1-5 and an "unknown token" error for 6)
+    expect(seen.length).to.be.within(5, 6);
+    expect(seen).to.deep.equal([1, 2, 3, 4, 5, 6].slice(0, seen.length).map((progress) => ({ progress, total: 6 })));
   });
 
   it('a safe tool whose upstream dies mid-call is healed: the proxy reconnects and retries', async () => {

@@ -85,17 +85,20 @@ export async function startMcpProxy(settings: ProxySettings, downstream: Transpo
     if (isLeft(decoded)) return failed(describeProblems(decoded.left).map(formatProblem).join('; '));
     // only a safe tool is tried again: anything else runs at most once, whatever fails
     // the upstream's progress goes on to the host, under the host's own token (the proxy's timeout is reset by it too)
+    // in order: the result goes out after the progress before it (the host drops progress that arrives after the result)
     const token = request.params._meta?.progressToken;
+    let forwarded: Promise<unknown> = Promise.resolve();
     const forward =
       token === undefined
         ? undefined
-        : (progress: { progress: number; total?: number; message?: string }): void =>
-            void extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } }).catch(() => undefined);
+        : (progress: { progress: number; total?: number; message?: string }): void => {
+            forwarded = forwarded.then(() => extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } })).catch(() => undefined);
+          };
     const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, forward).pipe(retryWithBackoff({ maxRetries: tool.idempotent ? settings.retries : 0, initialBackoffMs: 200 }));
     return new Promise((resolve) => {
       const subscription = call$.subscribe({
-        next: (result) => resolve(result as never),
-        error: (error: unknown) => resolve(failed(errorText(error))),
+        next: (result) => void forwarded.then(() => resolve(result as never)),
+        error: (error: unknown) => void forwarded.then(() => resolve(failed(errorText(error)))),
       });
       // the host cancelled: so is the upstream call
       extra.signal.addEventListener('abort', () => subscription.unsubscribe(), { once: true });
