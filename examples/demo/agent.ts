@@ -11,9 +11,12 @@ import {
   CapabilityRegistry,
   CircuitBreakerRegistry,
   HealHub,
+  HedgeBudget,
+  LatencyRegistry,
   circuitBreak,
   degradeAfter,
   fallbackModel,
+  hedge,
   reflectOnError,
   retryWithBackoff,
   runAgent,
@@ -62,6 +65,14 @@ export const DEMO = {
   idleMs: 4_000,
   searchDeadlineMs: 3_000,
   mcpTimeoutMs: 10_000,
+  /** A hedge after the observed p95 time to first token, never sooner than this… */
+  hedgeFloorMs: 1_000,
+  /** …nor later… */
+  hedgeCeilingMs: 3_000,
+  /** …and after this long while fewer than 20 first tokens were seen. */
+  hedgeDefaultMs: 1_500,
+  /** At most this many hedges per call made (a token bucket: a provider slow for everyone gets 20 % more calls, not double). */
+  hedgeRatio: 0.2,
 } as const;
 
 /** The state a page or a terminal shows: breakers, capabilities, the hub. */
@@ -85,12 +96,25 @@ function provider(config: ProviderConfig): Model {
     : anthropicModel({ id: config.id, baseURL: config.baseURL, model: config.model, maxTokens: 1024, ...(config.headers ? { headers: config.headers } : {}) });
 }
 
-/** Each provider's own healing, before the chain moves on: stream deadlines (first chunk, then idle between chunks), then retries. */
-const perModel: NonNullable<FallbackModelOptions['perModel']> = (id, stream$, { hub }) =>
-  stream$.pipe(
-    timeout({ first: DEMO.firstChunkMs, each: DEMO.idleMs }),
-    retryWithBackoff({ hub, target: `model:${id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
-  );
+/**
+ * Each provider's own healing, before the chain moves on: a hedge when the first token is late
+ * (after the observed p95, 1–3 s; the first to answer wins, the other request is aborted), stream
+ * deadlines (first chunk, then idle between chunks), then retries.
+ */
+function perModelHealing(latency: LatencyRegistry): NonNullable<FallbackModelOptions['perModel']> {
+  const budgets = new Map<string, HedgeBudget>();
+  return (id, stream$, { hub }) => {
+    const tracker = latency.get(`model:${id}`);
+    const budget = budgets.get(id) ?? new HedgeBudget({ ratio: DEMO.hedgeRatio });
+    budgets.set(id, budget);
+    return stream$.pipe(
+      tracker.track(), // every attempt's time to first token: the p95 the hedge waits for
+      hedge({ after: tracker.deadline({ quantile: 0.95, floorMs: DEMO.hedgeFloorMs, ceilingMs: DEMO.hedgeCeilingMs, defaultMs: DEMO.hedgeDefaultMs, minSamples: 20 }), budget, target: `model:${id}`, hub }),
+      timeout({ first: DEMO.firstChunkMs, each: DEMO.idleMs }),
+      retryWithBackoff({ hub, target: `model:${id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
+    );
+  };
+}
 
 /** The MCP server's tools, listed once (again after a failed listing), every call through rxheal/mcp. */
 function mcpTools(config: McpConfig, setup: { breakers: CircuitBreakerRegistry; capabilities: CapabilityRegistry; hub: HealHub }): () => Promise<readonly AnyTool[]> {
@@ -119,6 +143,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[], mcp: McpCo
   const breakers = new CircuitBreakerRegistry({ failureThreshold: DEMO.failureThreshold, resetTimeoutMs: DEMO.resetTimeoutMs });
   const capabilities = new CapabilityRegistry({ hub });
   const tools = mcpTools(mcp, { breakers, capabilities, hub });
+  const perModel = perModelHealing(new LatencyRegistry());
   /** Fault switches posted and not yet answered: the next question waits for them. */
   let pending: Promise<void> = Promise.resolve();
   const admin = (change: Readonly<Record<string, unknown>>): Promise<void> => (pending = pending.catch(() => undefined).then(() => postMcpAdmin(mcp, change)));

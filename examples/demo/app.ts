@@ -70,6 +70,7 @@ const CHIPS: readonly Chip[] = [
   { id: 'long', label: 'Long answer · provider dies mid-answer', question: 'Tell me a story about a river', arm: { toggle: 'reset' } },
   { id: 'weather', label: 'Weather · bad tool arguments', question: "What's the weather in Paris?", arm: { toggle: 'bad-args' } },
   { id: 'refund', label: 'Refund policy · slow search', question: 'What is the refund policy?', arm: 'slow-search' },
+  { id: 'hedge', label: 'Slow first token · hedged', question: 'Tell me about hedged requests', arm: { toggle: 'slow' } },
 ];
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -210,6 +211,25 @@ async function main(): Promise<void> {
   const reflectionText = (e: Extract<HealEvent, { type: 'reflection' }>): string =>
     `reflection on ${e.tool} (${e.attempt}/${e.max}): ${toolErrors.get(e.tool) ?? errorOfPrompt(e.prompt)}${e.exhausted ? ' — told to stop calling it' : ' — asked the model to correct its arguments'}`;
 
+  /** What a hedge event says, in the log and under the answer (attempt 0 is the first request). */
+  const hedgeText = (e: Extract<HealEvent, { type: 'hedge' }>): string => {
+    const which = e.attempt === 0 ? 'the first request' : `hedge ${e.attempt}`;
+    switch (e.kind) {
+      case 'started':
+        return `${e.target}: no first token after ${e.afterMs ?? '?'} ms — hedge ${e.attempt} sent`;
+      case 'won':
+        return `${e.target}: ${which} answered first${e.attempt === 0 ? '' : ', the other request aborted'}`;
+      case 'cancelled':
+        return `${e.target}: ${which} cancelled (another answered first)`;
+      case 'failed':
+        return `${e.target}: ${which} failed (${e.category ?? 'error'}) while another ran`;
+      case 'skipped':
+        return `${e.target}: hedge skipped (circuit open)`;
+      case 'denied':
+        return `${e.target}: hedge not sent (hedge budget spent)`;
+    }
+  };
+
   agent.hub.events$.subscribe((e) => {
     let line: HTMLElement | undefined;
     switch (e.type) {
@@ -243,6 +263,9 @@ async function main(): Promise<void> {
         break;
       case 'budget-exceeded':
         line = note('error', `budget exceeded: ${e.resource} ${e.used}/${e.limit}`);
+        break;
+      case 'hedge':
+        line = note('hedge', hedgeText(e));
         break;
       default:
         break;
@@ -455,6 +478,10 @@ async function main(): Promise<void> {
           else if (e.reason === 'circuit_open') mark('fallback', `⤳ ${e.from} skipped (circuit open) → ${e.to}`, e);
           else mark('fallback', `⤳ fallback ${e.from} → ${e.to} (${e.reason})`, e);
           break;
+        case 'hedge':
+          // the hedge sent, and who won when a hedge did (the first request winning alone is no news)
+          if (e.kind === 'started' || (e.kind === 'won' && e.attempt > 0)) mark('hedge', `⑂ ${hedgeText(e)}`, e);
+          break;
         case 'reflection':
           mark('reflection', `✎ ${reflectionText(e)}`, e);
           status.textContent = `${e.tool} failed: asking the model to correct its call (${e.attempt}/${e.max})…`;
@@ -564,7 +591,7 @@ async function main(): Promise<void> {
 
   $('#timings').textContent =
     `retries ${DEMO.retries} from ${DEMO.initialBackoffMs} ms · breaker opens after ${DEMO.failureThreshold} failed request, probes after ${DEMO.resetTimeoutMs / 1000} s · ` +
-    `first chunk ${DEMO.firstChunkMs / 1000} s, idle ${DEMO.idleMs / 1000} s · search deadline ${DEMO.searchDeadlineMs / 1000} s`;
+    `first chunk ${DEMO.firstChunkMs / 1000} s, idle ${DEMO.idleMs / 1000} s · hedge after the p95 first token (${DEMO.hedgeFloorMs / 1000}–${DEMO.hedgeCeilingMs / 1000} s) · search deadline ${DEMO.searchDeadlineMs / 1000} s`;
   draw();
   input.focus();
   document.body.dataset['ready'] = 'true';

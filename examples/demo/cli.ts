@@ -52,6 +52,8 @@ function print(e: AgentEvent): void {
       return line(`result    ${JSON.stringify(e.result)}`);
     case 'degraded':
       return line(`degraded  ${e.capability}: ${e.reason}`);
+    case 'hedge':
+      return line(`hedge     ${e.target} attempt ${e.attempt} ${e.kind}${e.afterMs === undefined ? '' : ` after ${e.afterMs} ms`}`);
     case 'restored':
       return line(`restored  ${e.capability}`);
     case 'finish':
@@ -114,6 +116,9 @@ try {
   await scene('the knowledge search is slow: degraded after 3 s, the run goes on', providers, [], () => ask(agent, history, 'What is the refund policy?'));
   agent.slowSearch = false;
   agent.breakers.get('model:primary').reset();
+  await scene('the primary is slow to its first token (3 s), once: a hedge after 1.5 s answers, the slow request is aborted', providers, [{ kind: 'slow-first-byte', delayMs: 3000, times: 1 }], () =>
+    ask(agent, history, 'Tell me about hedged requests'),
+  );
   await agent.mcpFault({ restart: true });
   await scene('the MCP server of the tools restarted: a new session, the read-only call made again', providers, [], () => ask(agent, history, "What's the weather in Madrid?"));
   await agent.mcpFault({ down: true });

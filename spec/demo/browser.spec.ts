@@ -335,7 +335,8 @@ describe('the demo page in Chromium', function () {
     it('each answer shows its own healing path only: no circuit a chip before opened is skipped, its marker in view; every summary row in view, the restart the one fallback', async () => {
       await open(size);
       expect(await chip('long')).to.equal(RIVER_STORY);
-      expect((await markers(page)).map((m) => m.kind)).to.deep.equal(['fallback']);
+      const longMarks = await markers(page);
+      expect(longMarks.map((m) => m.kind), longMarks.map((m) => m.text).join(' | ')).to.deep.equal(['fallback']);
       expect(await page.getAttribute('[data-breaker="model:primary"]', 'data-state'), 'the mid-answer death opened the primary’s circuit').to.equal('open');
 
       expect(await chip('weather')).to.equal('It is 22 °C and sunny in Paris.');
@@ -473,6 +474,26 @@ describe('the demo page in Chromium', function () {
       await page.screenshot({ path: `${ARTIFACTS}demo-mcp-down.png` });
       await page.uncheck('#mcp-down');
       await page.waitForFunction(() => document.querySelector('#faults-on')?.textContent === '— none on');
+    });
+
+    it('the slow-first-token chip: a hedge after 1.5 s answers, the slow request aborted — hedge markers linked to the log, one answer, nothing mixed', async () => {
+      await open();
+      const answer = await chip('hedge');
+      expect(answer).to.equal('I am the local rxheal assistant. You said: "Tell me about hedged requests". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.');
+      expect(repeatedFragment(answer)).to.equal(undefined);
+      const marks = (await markers(page)).filter((m) => m.kind === 'hedge');
+      expect(marks.map((m) => m.text.replace(/after \d+ ms/, 'after N ms'))).to.deep.equal([
+        '⑂ model:primary: no first token after N ms — hedge 1 sent',
+        '⑂ model:primary: hedge 1 answered first, the other request aborted',
+      ]);
+      for (const m of marks) expect(m.line, `${m.text} links to its log line`).to.be.a('string');
+      const started = Number(/after (\d+) ms/.exec(marks[0]!.text)?.[1]);
+      expect(started).to.be.within(1500, 2900); // the default until 20 first tokens are seen, well before the slow 3 s
+      expect((await logLines()).some((l) => l.includes('model:primary: the first request cancelled (another answered first)'))).to.equal(true);
+      // the slow request was aborted by the client, not answered
+      await page.waitForFunction(() => true); // (the abort reaches the server within the same answer)
+      expect(demo.primary.requests.filter((r) => r.end === 'client-closed'), 'the slow request, aborted by the page').to.have.length.greaterThan(0);
+      await expectLayout(page, SIZES[0]);
     });
 
     it("'continue': the secondary continues the partial answer — a continuation marker, nothing repeated, nothing discarded", async () => {

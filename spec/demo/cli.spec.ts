@@ -31,6 +31,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
       'answer    It is 22 °C and sunny in Rome.',
       'answer    It is 22 °C and sunny in Lisbon.',
       "answer    I couldn't search the knowledge base right now, so I can't look that up. Please try again later.",
+      'answer    I am the local rxheal assistant. You said: "Tell me about hedged requests". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
       'answer    It is 22 °C and sunny in Madrid.',
       "answer    Sorry, the get_weather tool is not working right now, so I can't answer that part.",
       'answer    I am the local',
@@ -49,6 +50,11 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
     expect(lines).to.include('degraded  knowledge_search: no result within 3000 ms');
     expect(lines).to.include('fallback  model:primary → model:secondary (connection, mid-answer)');
+  });
+
+  it('hedges a slow first token: the hedge sent after 1.5 s wins, the slow request cancelled', () => {
+    const hedges = lines.filter((l) => l.startsWith('hedge')).map((l) => l.replace(/after \d+ ms/, 'after N ms'));
+    expect(hedges).to.deep.equal(['hedge     model:primary attempt 1 started after N ms', 'hedge     model:primary attempt 1 won', 'hedge     model:primary attempt 0 cancelled']);
   });
 
   it('the tools over MCP: a restarted server costs nothing (a new session, the call made again); a server down opens its circuit and degrades its tools', () => {
