@@ -194,7 +194,7 @@ log('l. MCP tool call …');
   verdicts.push({
     figure: 'l',
     target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer (issue 23)',
-    measured: `+${pct(k.overhead.median)} (${pct(k.overhead.min)}–${pct(k.overhead.max)}) per call`,
+    measured: `+${pct(k.overhead.median)} (${pct(k.overhead.min)}–${pct(k.overhead.max)}) per call, +${Math.round(k.addedNs / 1000)} µs on ${Math.round(k.rawNs / 1000)} µs; over client.callTool given the same signal, progress callback and timeout: +${pct(k.overSameOptions.median)}; over stdio: +${pct(k.overStdio.median)}`,
     met: k.overhead.median <= 0.03,
   });
 }
