@@ -231,6 +231,9 @@ async function main(): Promise<void> {
         // an open circuit skipped is not a fallback call: said as the marker says it
         line = note('fallback', e.reason === 'circuit_open' ? `${e.from} skipped (circuit open) → ${e.to}` : `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
         break;
+      case 'resume':
+        line = note('resume', `${e.target}: stream ${e.reason}, resumed ${e.responseId} after event ${e.startingAfter} (${e.attempt}/${e.max})`);
+        break;
       case 'reflection':
         line = note('reflection', reflectionText(e));
         break;
@@ -427,6 +430,9 @@ async function main(): Promise<void> {
           else if (e.midStream) mark('fallback', `⤳ restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
           else if (e.reason === 'circuit_open') mark('fallback', `⤳ ${e.from} skipped (circuit open) → ${e.to}`, e);
           else mark('fallback', `⤳ fallback ${e.from} → ${e.to} (${e.reason})`, e);
+          break;
+        case 'resume':
+          mark('resume', `⏵ resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`, e);
           break;
         case 'reflection':
           mark('reflection', `✎ ${reflectionText(e)}`, e);
