@@ -15,7 +15,11 @@ import { streamModel } from '../../src/core/model/model.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { openAIResponsesModel } from '../../src/providers/responses.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
+import * as t from 'io-ts';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { defineTool } from '../../src/sources/tool.js';
 import { ask, RIVERS, RIVERS_ANSWER, textOf } from '../support/interop.js';
+import { OPENAI_KITS } from '../support/kits.js';
 
 describe('resume: a cut Responses stream picked up where it stopped (rxheal/server + openAIResponsesModel over HTTP)', function () {
   this.timeout(20_000);
@@ -109,6 +113,29 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
       expect(status).to.equal(403);
     });
 
+    for (const kit of OPENAI_KITS) {
+      it(`the real ${kit.label} SDK: responses.create({ background: true, stream: true }), then responses.retrieve(id, { stream: true, starting_after }) and responses.cancel`, async () => {
+        const client = new kit.OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0, logLevel: 'off' });
+        const seen: { type: string; sequence_number: number; response?: { id: string } }[] = [];
+        for await (const event of await client.responses.create({ model: 'local', input: RIVERS, stream: true, background: true })) seen.push(event as never);
+        const id = seen[0]!.response!.id;
+        const again: number[] = [];
+        let text = '';
+        for await (const event of await client.responses.retrieve(id, { stream: true, starting_after: 10 })) {
+          again.push(event.sequence_number);
+          if (event.type === 'response.output_text.delta') text += event.delta;
+        }
+        expect(again).to.deep.equal(seen.slice(11).map((e) => e.sequence_number));
+        expect(RIVERS_ANSWER.endsWith(text)).to.equal(true);
+        expect((await client.responses.retrieve(id)).status).to.equal('completed');
+        const refused = await client.responses.cancel(id).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(refused).to.have.property('status', 400);
+      });
+    }
+
     it('expires a response backgroundTtlMs after it ended, on the server’s scheduler (then 404)', async () => {
       let now = 0;
       const clocked = await startLocalProvider({ name: 'ttl', tokenDelayMs: 0, backgroundTtlMs: 1000, scheduler: { now: () => now, schedule: () => { throw new Error('not used'); } } as never });
@@ -183,6 +210,26 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
       // the stalled connection was left: the server saw the client close it
       const record = await server.waitForRequest((r) => r.id === server.requests.at(-1)!.id);
       expect(record.end).to.equal('client-closed');
+    });
+
+    it('a reasoning model’s tool turn through runAgent, its first turn cut twice mid-reasoning (the POST, then the first GET): resumed each time, the reasoning whole and once, the stored reasoning goes back by id (no encrypted content asked for), the turn completes', async () => {
+      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+      const thinking = openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local', resume: true, body: { reasoning: { effort: 'low', summary: 'auto' } } });
+      server.faults.add({ kind: 'reset', afterChunks: 3, times: 2 });
+      const before = server.requests.length;
+      const events = await lastValueFrom(runAgent({ model: thinking, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+      expect(events.filter((e) => e.type === 'resume')).to.have.length(2);
+      expect(events.filter((e) => e.type === 'tool-call').map((e) => (e.type === 'tool-call' ? e.args : undefined))).to.deep.equal([{ city: 'NYC', units: 'celsius' }]);
+      const reasoning = events.filter((e) => e.type === 'reasoning-delta').map((e) => (e.type === 'reasoning-delta' ? e.text : '')).join('');
+      expect(reasoning).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.'); // whole, each token once
+      const last = events.at(-1);
+      expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in NYC.');
+      const posts = server.requests.slice(before);
+      expect(posts.map((r) => r.status)).to.deep.equal([200, 200]);
+      const input = (posts[1]!.body as { input: Record<string, unknown>[]; include?: unknown }).input;
+      expect(input.map((i) => i['type'] ?? i['role'])).to.deep.equal(['user', 'reasoning', 'function_call', 'function_call_output']);
+      expect(input[1]).to.not.have.property('encrypted_content');
+      expect(posts[1]!.body).to.not.have.property('include');
     });
 
     it('unsubscribing aborts the resumed GET and cancels the response', async () => {
