@@ -48,7 +48,9 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * aborts the request and cancels the response (`POST <baseURL>/responses/{id}/cancel`, best
    * effort), as does giving up. A stored response keeps its reasoning on the provider's side: the
    * encrypted content is then not asked for (`include` unchanged), and reasoning items go back by
-   * id. `true`: the defaults. Off by default; refused with `body.store: false`.
+   * id. `true`: the defaults. Off by default; refused with `body.store: false`. The provider must
+   * keep background responses (OpenAI and rxheal/server do; a server that does not will refuse
+   * `background` or answer the resuming GET with 404 — then the error goes on as without resume).
    */
   readonly resume?: boolean | ResponsesResumeOptions;
 }

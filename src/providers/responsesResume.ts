@@ -33,7 +33,14 @@ export interface ResponsesResumeOptions {
   readonly idleMs?: number;
 }
 
-/** The rule's settings, checked. */
+/**
+ * The rule's settings, checked (what `openAIResponsesModel`'s `resume` option becomes).
+ *
+ * @example
+ * ```ts
+ * const rules: ResumeRules = { maxResumes: 2, idleMs: Infinity }; // resume: true
+ * ```
+ */
 export interface ResumeRules {
   readonly maxResumes: number;
   /** `Infinity`: no idle deadline. */
@@ -65,7 +72,18 @@ export function resumeRules(where: string, resume: unknown): ResumeRules | undef
   return { maxResumes, idleMs: idleMs ?? Infinity };
 }
 
-/** What the resume rule needs of a transport. */
+/**
+ * What the resume rule needs of a transport.
+ *
+ * @example
+ * ```ts
+ * const seams: ResumeSeams = {
+ *   open: () => fetchSse({ ...request, body }),
+ *   reopen: (id, after) => fetchSse({ ...request, method: 'GET', url: `${url}/${id}?stream=true&starting_after=${after}`, body: undefined }),
+ *   cancel: (id) => void fetch(`${url}/${id}/cancel`, { method: 'POST', headers }),
+ * };
+ * ```
+ */
 export interface ResumeSeams {
   /** The first attempt's events (the `POST /responses` with `background: true`). */
   readonly open: () => Observable<SseEvent>;
@@ -75,7 +93,14 @@ export interface ResumeSeams {
   readonly cancel: (responseId: string) => void;
 }
 
-/** What a stream's decoder must be for the rule: `ResponsesDecoder`, one per call, kept across resumes. */
+/**
+ * What a stream's decoder must be for the rule: `ResponsesDecoder`, one per call, kept across resumes.
+ *
+ * @example
+ * ```ts
+ * const decoder: ResumableDecoder = new ResponsesDecoder('gpt');
+ * ```
+ */
 export interface ResumableDecoder {
   readonly done: boolean;
   pushEvent(event: Record<string, unknown>, data?: string): readonly TurnEvent[];
