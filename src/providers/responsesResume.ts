@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, type SchedulerAction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { HttpError, InvalidOptionError } from '../core/errors/errors.js';
 import type { ResumeEvent, TurnEvent } from '../core/events/events.js';
+import { after } from '../core/rx/wait.js';
 import { IncompleteStreamError, MalformedStreamError, isObject, parseEventJson } from './sse.js';
 import type { SseEvent } from './sseParser.js';
 
@@ -195,14 +196,16 @@ export function resumableResponses(
       if (responseId !== undefined && !state.done) seams.cancel(responseId);
       subscriber.error(error);
     };
+    /** The idle deadline came: a stall, unless an event came since (then it waits for what is left). */
+    const checkIdle = (): void => {
+      const left = lastAt + rules.idleMs - scheduler.now();
+      if (left > 0) idle = after(left, scheduler, checkIdle);
+      else fail(new Stalled(model, `stalled: no event for ${rules.idleMs} ms`, events));
+    };
     const armIdle = (): void => {
       if (rules.idleMs === Infinity) return;
       lastAt = scheduler.now();
-      idle = scheduler.schedule(function (this: SchedulerAction<undefined>) {
-        const left = lastAt + rules.idleMs - scheduler.now();
-        if (left > 0) this.schedule(undefined, left);
-        else fail(new Stalled(model, `stalled: no event for ${rules.idleMs} ms`, events));
-      }, rules.idleMs);
+      idle = after(rules.idleMs, scheduler, checkIdle);
     };
     /** One attempt's events; `lost`: the error of the stream it picks up, which goes on if this one is refused. */
     const run = (events$: Observable<SseEvent>, lost?: unknown): void => {
