@@ -198,6 +198,18 @@ log('l. MCP tool call …');
     met: k.overhead.median <= 0.03,
   });
 }
+log('m. Responses stream, bytes to events …');
+{
+  const { responsesDecoding } = await import('./figures/responsesDecoder.js');
+  const m = await responsesDecoding(quick ? { n: 50, reps: 5, warmup: 2 } : { n: 300, reps: 21, warmup: 5 });
+  rows.push(...m.rows);
+  verdicts.push({
+    figure: 'm',
+    target: "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream; issue 22)",
+    measured: `${m.ratio.median.toFixed(2)}× (${m.ratio.min.toFixed(2)}–${m.ratio.max.toFixed(2)}), ${m.events} events`,
+    met: m.ratio.median <= 0.5,
+  });
+}
 log('j. fleet on Redis …');
 {
   // self-contained: a redis-server of its own (skipped, with a row saying so, when not installed)

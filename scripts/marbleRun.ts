@@ -12,6 +12,7 @@ import * as rx from 'rxjs';
 import { catchError, defer, mergeMap, Observable, of, tap, type OperatorFunction } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import * as rxheal from '../src/index.js';
+import * as providers from '../src/providers/index.js';
 import { BulkheadRejectedError, CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
 import * as testing from '../src/testing/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -74,11 +75,29 @@ function mcpTool(options: FromMcpOptions & { readonly annotations?: Record<strin
 }
 
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/testing, rxheal/mcp as `mcp`, io-ts as `t`
- * (tool arguments), a few errors, `delta(text)`, one text-delta event, and `mcpTool(options)`.
+ * The Server-Sent Events of one short Responses stream, by marble letter: `C` response.created
+ * (id `resp_1`), `I` a message item added, one `response.output_text.delta` per letter of `text`
+ * (the letter is its text), `O` the item done, `F` response.completed — numbered from 0 in that order.
+ */
+function responsesEvents(text: string): Record<string, { event: string; data: string }> {
+  const events: [string, Record<string, unknown>][] = [
+    ['C', { type: 'response.created', response: { id: 'resp_1', status: 'in_progress' } }],
+    ['I', { type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1' } }],
+    ...[...text].map((letter): [string, Record<string, unknown>] => [letter, { type: 'response.output_text.delta', output_index: 0, delta: letter }]),
+    ['O', { type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }],
+    ['F', { type: 'response.completed', response: { id: 'resp_1', status: 'completed' } }],
+  ];
+  return Object.fromEntries(events.map(([letter, event], i) => [letter, { event: String(event['type']), data: JSON.stringify({ ...event, sequence_number: i }) }]));
+}
+
+/**
+ * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/testing, rxheal/mcp as `mcp`, io-ts
+ * as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
+ * and `mcpTool(options)`.
  */
 export const base: Readonly<Record<string, unknown>> = {
   ...rx,
+  ...providers,
   ...rxheal,
   ...testing,
   t,
@@ -86,6 +105,7 @@ export const base: Readonly<Record<string, unknown>> = {
   mcpTool,
   label,
   delta: (text: string): TurnEvent => ({ type: 'text-delta', text }),
+  responsesEvents,
   e400: new HttpError(400),
   e429: (retryAfter: string) => new HttpError(429, { 'retry-after': retryAfter }),
   e500: new HttpError(500),

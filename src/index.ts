@@ -98,6 +98,7 @@ export { openAICompatibleModel } from './providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './providers/openai.js';
 export { openAIResponsesModel } from './providers/responses.js';
 export type { OpenAIResponsesModelOptions } from './providers/responses.js';
+export type { ResponsesResumeOptions } from './providers/responsesResume.js';
 export { anthropicModel } from './providers/anthropic.js';
 export type { AnthropicModelOptions } from './providers/anthropic.js';
 // the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers

@@ -29,13 +29,17 @@ import {
 import { fromMcp } from '../../src/mcp/index.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { openAIResponsesModel } from '../../src/providers/responses.js';
 
 /** Where a provider is and how to speak to it (from the demo server's /config.json). */
 export interface ProviderConfig {
   /** `primary`, `secondary`… (the model id: breakers are `model:<id>`). */
   readonly id: string;
   readonly label: string;
-  readonly protocol: 'openai' | 'anthropic';
+  /** OpenAI's Chat Completions, OpenAI's Responses API, or Anthropic's Messages. */
+  readonly protocol: 'openai' | 'responses' | 'anthropic';
+  /** Responses API only: resume a cut stream where it stopped (the local providers keep background responses). */
+  readonly resume?: boolean;
   /** Base URL for the adapter (`…/v1` for OpenAI, the origin for Anthropic). */
   readonly baseURL: string;
   readonly model: string;
@@ -63,6 +67,8 @@ export const DEMO = {
   resetTimeoutMs: 15_000,
   firstChunkMs: 8_000,
   idleMs: 4_000,
+  /** A Responses stream silent this long is resumed (before the idle deadline above restarts it). */
+  resumeIdleMs: 2_000,
   searchDeadlineMs: 3_000,
   mcpTimeoutMs: 10_000,
   /** A hedge after the observed p95 time to first token, never sooner than this… */
@@ -91,9 +97,15 @@ export interface DemoAgent {
 }
 
 function provider(config: ProviderConfig): Model {
-  return config.protocol === 'openai'
-    ? openAICompatibleModel({ id: config.id, baseURL: config.baseURL, model: config.model, ...(config.headers ? { headers: config.headers } : {}) })
-    : anthropicModel({ id: config.id, baseURL: config.baseURL, model: config.model, maxTokens: 1024, ...(config.headers ? { headers: config.headers } : {}) });
+  const headers = config.headers ? { headers: config.headers } : {};
+  switch (config.protocol) {
+    case 'openai':
+      return openAICompatibleModel({ id: config.id, baseURL: config.baseURL, model: config.model, ...headers });
+    case 'responses':
+      return openAIResponsesModel({ id: config.id, baseURL: config.baseURL, model: config.model, ...headers, ...(config.resume ? { resume: { maxResumes: 2, idleMs: DEMO.resumeIdleMs } } : {}) });
+    case 'anthropic':
+      return anthropicModel({ id: config.id, baseURL: config.baseURL, model: config.model, maxTokens: 1024, ...headers });
+  }
 }
 
 /**

@@ -252,6 +252,9 @@ async function main(): Promise<void> {
         // an open circuit skipped is not a fallback call: said as the marker says it
         line = note('fallback', e.reason === 'circuit_open' ? `${e.from} skipped (circuit open) → ${e.to}` : `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
         break;
+      case 'resume':
+        line = note('resume', `${e.target}: stream ${e.reason}, resumed ${e.responseId} after event ${e.startingAfter} (${e.attempt}/${e.max})`);
+        break;
       case 'reflection':
         line = note('reflection', reflectionText(e));
         break;
@@ -481,6 +484,9 @@ async function main(): Promise<void> {
         case 'hedge':
           // the hedge sent, and who won when a hedge did (the first request winning alone is no news)
           if (e.kind === 'started' || (e.kind === 'won' && e.attempt > 0)) mark('hedge', `⑂ ${hedgeText(e)}`, e);
+          break;
+        case 'resume':
+          mark('resume', `⏵ resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`, e);
           break;
         case 'reflection':
           mark('reflection', `✎ ${reflectionText(e)}`, e);

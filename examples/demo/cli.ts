@@ -42,6 +42,9 @@ function print(e: AgentEvent): void {
       // mid-answer, the fallback continues the text shown (or a reset comes first to discard it)
       if (e.midStream) continuing = true;
       return line(`fallback  ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+    case 'resume':
+      // the text shown stays: the stream goes on from the event after the last one received
+      return line(`resume    ${e.target} ${e.attempt}/${e.max}: ${e.reason}, after event ${e.startingAfter} of ${e.responseId}`);
     case 'tool-call':
       return line(`tool      ${e.name}(${JSON.stringify(e.args)})`);
     case 'tool-error':

@@ -1,6 +1,7 @@
 /**
- * `npm start`: two local providers with fault injection (primary: OpenAI protocol, secondary:
- * Anthropic protocol) and the chat page on 127.0.0.1. The page runs rxheal in the browser.
+ * `npm start`: two local providers with fault injection (primary: OpenAI protocol — Chat
+ * Completions, or the Responses API with resume when `DEMO_PRIMARY_PROTOCOL=responses` —,
+ * secondary: Anthropic protocol) and the chat page on 127.0.0.1. The page runs rxheal in the browser.
  *
  * The page's port: `PORT`, else 5173 or the next free one after it (5173 is Vite's default, so
  * often taken). An explicit `PORT` that is taken is an error naming it.
@@ -8,7 +9,8 @@
  * With `OPENAI_BASE_URL` + `OPENAI_API_KEY` (and/or `ANTHROPIC_API_KEY`) set, the page talks to
  * the real providers first, through a proxy here that adds the keys (they never reach the
  * browser), with the local providers as fallback. The proxy forwards only what the page sends
- * — `POST /proxy/openai/chat/completions` and `POST /proxy/anthropic/v1/messages`, JSON, from the
+ * — `POST /proxy/openai/chat/completions` (`/proxy/openai/responses` with `OPENAI_PROTOCOL=responses`)
+ * and `POST /proxy/anthropic/v1/messages`, JSON, from the
  * page itself (its own `Origin` and `Host`) — and nothing else: no other path, no other method.
  */
 import { build } from 'esbuild';
@@ -52,6 +54,11 @@ export interface DemoOptions {
   readonly tokenDelayMs?: number;
   /** Real providers from the environment, and `PORT`. Defaults to `process.env`. */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * What the local primary is spoken with: `'openai'` (Chat Completions) or `'responses'` (the
+   * Responses API, resuming a cut stream). Defaults to `DEMO_PRIMARY_PROTOCOL`, else `'openai'`.
+   */
+  readonly primaryProtocol?: 'openai' | 'responses';
 }
 
 /** The page's port is taken, or not a port: a one-line message naming it, no stack trace needed. */
@@ -161,12 +168,15 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   const tokenDelayMs = options.tokenDelayMs ?? 35;
   const fromEnv = env['PORT'] !== undefined && env['PORT'] !== '' ? portFromEnv(env['PORT']) : undefined;
   const explicit = options.port ?? fromEnv;
+  const primaryProtocol = options.primaryProtocol ?? (env['DEMO_PRIMARY_PROTOCOL'] === 'responses' ? 'responses' : 'openai');
 
   const routes = new Map<string, ProxyRoute>();
   const real: Omit<ProviderConfig, 'baseURL'>[] = [];
   if (env['OPENAI_BASE_URL'] && env['OPENAI_API_KEY']) {
-    routes.set('openai', { path: '/chat/completions', target: `${env['OPENAI_BASE_URL'].replace(/\/+$/, '')}/chat/completions`, headers: { authorization: `Bearer ${env['OPENAI_API_KEY']}` } });
-    real.push({ id: 'openai', label: 'OpenAI (real)', protocol: 'openai', model: env['OPENAI_MODEL'] ?? 'gpt-4o-mini' });
+    // OPENAI_PROTOCOL=responses: the Responses API (the proxy forwards its one POST: no resume through it)
+    const path = env['OPENAI_PROTOCOL'] === 'responses' ? '/responses' : '/chat/completions';
+    routes.set('openai', { path, target: `${env['OPENAI_BASE_URL'].replace(/\/+$/, '')}${path}`, headers: { authorization: `Bearer ${env['OPENAI_API_KEY']}` } });
+    real.push({ id: 'openai', label: 'OpenAI (real)', protocol: path === '/responses' ? 'responses' : 'openai', model: env['OPENAI_MODEL'] ?? 'gpt-4o-mini' });
   }
   if (env['ANTHROPIC_API_KEY']) {
     const base = (env['ANTHROPIC_BASE_URL'] ?? 'https://api.anthropic.com').replace(/\/+$/, '');
@@ -248,7 +258,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   }
   const [primary, secondary] = providers;
   ready.local = [
-    { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
+    primaryProtocol === 'responses'
+      ? { id: 'primary', label: 'primary', protocol: 'responses', resume: true, baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url }
+      : { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
     { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
   ];
   return {
@@ -277,7 +289,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const moved = process.env['PORT'] === undefined || process.env['PORT'] === '' ? demo.port !== DEFAULT_PORT : false;
   console.log(`rxheal demo: ${demo.url}${moved ? `   (port ${DEFAULT_PORT} is taken; set PORT to choose one)` : ''}`);
-  console.log(`  primary   (OpenAI protocol)    ${demo.primary.url}   faults: ${demo.primary.url}/admin/faults`);
+  const spoken = demo.providers.at(-2)?.protocol === 'responses' ? 'Responses API' : 'OpenAI protocol';
+  console.log(`  primary   (${spoken})${' '.repeat(Math.max(1, 19 - spoken.length))}${demo.primary.url}   faults: ${demo.primary.url}/admin/faults`);
   console.log(`  secondary (Anthropic protocol) ${demo.secondary.url}   faults: ${demo.secondary.url}/admin/faults`);
   console.log(`  tools (MCP, Streamable HTTP)   ${demo.mcpConfig.url}   faults: ${demo.mcpConfig.admin}`);
   if (demo.providers.length > 2) console.log(`  real providers first: ${demo.providers.slice(0, -2).map((p) => p.label).join(', ')}`);

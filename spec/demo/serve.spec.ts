@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { ROOT, npmEnv } from '../package/npmPack.js';
 import { rawRequest } from '../support/rawHttp.js';
 import { DEFAULT_PORT, DemoPortError, listenLocal, startDemo, type Demo } from '../../examples/demo/serve.js';
+import { createDemoAgent } from '../../examples/demo/agent.js';
+import { lastValueFrom, toArray } from 'rxjs';
 
 const SERVE = fileURLToPath(new URL('../../examples/demo/serve.ts', import.meta.url));
 
@@ -260,6 +262,40 @@ describe('npm start (examples/demo/serve.ts)', function () {
       const down = await send(demo.port, { method: 'POST', path: '/mcp', headers: { ...mcpHeaders, origin: page.origin }, body: initialize });
       expect(down.status).to.equal(503);
       demo.mcp.down = false;
+    });
+  });
+
+  describe('the protocol per provider', () => {
+    it('primaryProtocol: "responses" (DEMO_PRIMARY_PROTOCOL): the local primary is spoken with the Responses API and resumes a connection cut mid-answer — a resume marker, no fallback, the whole answer', async () => {
+      const demo = await startDemo({ port: 0, tokenDelayMs: 2, env: { DEMO_PRIMARY_PROTOCOL: 'responses' } });
+      try {
+        expect(demo.providers.map((p) => [p.id, p.protocol])).to.deep.equal([
+          ['primary', 'responses'],
+          ['secondary', 'anthropic'],
+        ]);
+        const config = (await (await fetch(`${demo.url}/config.json`)).json()) as { providers: { protocol: string; resume?: boolean }[] };
+        expect(config.providers[0]).to.include({ protocol: 'responses', resume: true });
+        demo.primary.faults.add({ kind: 'reset', afterChunks: 3, times: 1 });
+        const agent = createDemoAgent(demo.providers);
+        const events = await lastValueFrom(agent.ask([{ role: 'user', content: 'Tell me something nice about rivers' }]).pipe(toArray()));
+        expect(events.filter((e) => e.type === 'resume')).to.have.length(1);
+        expect(events.filter((e) => e.type === 'fallback' || e.type === 'reset')).to.deep.equal([]);
+        expect(events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('')).to.match(/^I am the local rxheal assistant\. You said: "Tell me something nice about rivers"\./);
+        expect(demo.primary.requests.map((r) => r.path)).to.deep.equal(['/v1/responses']);
+      } finally {
+        await demo.close();
+      }
+    });
+
+    it('OPENAI_PROTOCOL=responses: the real OpenAI is spoken with the Responses API through the proxy (its one POST)', async () => {
+      const demo = await startDemo({ port: 0, tokenDelayMs: 1, env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-x', OPENAI_PROTOCOL: 'responses' } });
+      try {
+        expect(demo.providers[0]).to.include({ id: 'openai', protocol: 'responses', baseURL: `${demo.url}/proxy/openai` });
+        const refused = await fetch(`${demo.url}/proxy/openai/chat/completions`, { method: 'POST', headers: { origin: demo.url, 'content-type': 'application/json' }, body: '{}' });
+        expect(refused.status).to.equal(404);
+      } finally {
+        await demo.close();
+      }
     });
   });
 

@@ -159,6 +159,8 @@ describe('logEvents / tapLogs (structured logs)', () => {
       [{ type: 'hedge', target: 'model:claude', kind: 'skipped', attempt: 1, at: 950 }, 'info', 'hedge skipped: circuit open model=claude attempt=1'],
       [{ type: 'hedge', target: 'tool:search', kind: 'denied', attempt: 1, at: 950 }, 'info', 'hedge denied: budget spent tool_name=search attempt=1'],
       [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }, 'debug', 'latency observed model=gpt kind=first count=100 p50_ms=410 p95_ms=950 p99_ms=1800'],
+      [{ type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'reset' }, 'warn', 'stream dropped, resuming model=gpt response_id=resp_1 starting_after=12 attempt=1 max=2 error="reset"'],
+      [{ type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 30, attempt: 2, max: 2, reason: 'stalled' }, 'warn', 'stream stalled, resuming model=gpt response_id=resp_1 starting_after=30 attempt=2 max=2'],
       [{ type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 90, durationMs: 90, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' }, 'debug', 'model call failed model=gpt-4o call_id=step-1.1 step=1 duration_ms=90 error="HTTP 503" category=service_unavailable'],
     ];
     for (const [event, level, text] of cases) {

@@ -349,6 +349,27 @@ describe('rxheal/otel instrument()', () => {
     });
   });
 
+  describe('resumes', () => {
+    it('are counted by target and reason, and go on the span of the model call they healed', async () => {
+      const { exporter, options, collect } = sdk();
+      testScheduler().run(({ flush }) => {
+        const events$ = new Subject<HealEvent>();
+        instrument(events$, options);
+        events$.next({ type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 0 });
+        flush();
+        events$.next({ type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'reset' });
+        events$.next({ type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 40, durationMs: 40, outcome: 'success' });
+        flush();
+      });
+      const [span] = exporter.getFinishedSpans();
+      expect(span!.events.map((e) => [e.name, e.attributes])).to.deep.equal([
+        ['rxheal.resume', { 'rxheal.resume.reason': 'dropped', 'rxheal.resume.attempt': 1, 'rxheal.resume.max': 2, 'rxheal.resume.response_id': 'resp_1', 'rxheal.resume.starting_after': 12, 'rxheal.error': 'reset' }],
+      ]);
+      const collected = await collect();
+      expect(collected['rxheal.resumes']).to.deep.equal([[{ 'rxheal.target': 'model:gpt', 'rxheal.resume.reason': 'dropped' }, 1]]);
+    });
+  });
+
   describe('instrumentLatency(): observed latency as gauges', () => {
     it('each tracker’s quantiles of time to first item and gaps, and its sample counts, read at each collection', async () => {
       const { options, collect } = sdk();

@@ -209,6 +209,15 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       return toRecord(HEDGE_LEVELS[e.kind], HEDGE_MESSAGES[e.kind], { ...who(e.target, 'target'), attempt: e.attempt, after_ms: e.afterMs, category: e.category });
     case 'latency':
       return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });
+    case 'resume':
+      return toRecord('warn', e.reason === 'stalled' ? 'stream stalled, resuming' : 'stream dropped, resuming', {
+        ...who(e.target, 'target'),
+        response_id: e.responseId,
+        starting_after: e.startingAfter,
+        attempt: e.attempt,
+        max: e.max,
+        error: e.error,
+      });
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':

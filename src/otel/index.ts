@@ -94,6 +94,7 @@ interface Instruments {
   readonly budgets: Counter;
   readonly hedges: Counter;
   readonly bulkheads: Counter;
+  readonly resumes: Counter;
 }
 
 function instrumentsOf(meter: Meter): Instruments {
@@ -113,6 +114,7 @@ function instrumentsOf(meter: Meter): Instruments {
     budgets: meter.createCounter('rxheal.budget.exceeded', { description: 'Runs stopped by a budget', unit: '{run}' }),
     hedges: meter.createCounter('rxheal.hedges', { description: 'What hedging did with each attempt: started, won, cancelled, failed, skipped, denied', unit: '{attempt}' }),
     bulkheads: meter.createCounter('rxheal.bulkhead.calls', { description: 'Calls a bulkhead queued, admitted from its queue, or refused', unit: '{call}' }),
+    resumes: meter.createCounter('rxheal.resumes', { description: 'Cut streams picked up again where they stopped (dropped or stalled)', unit: '{resume}' }),
   };
 }
 
@@ -134,9 +136,9 @@ function instrumentsOf(meter: Meter): Instruments {
  *
  * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.retry.withheld`, `rxheal.reflection`,
  * `rxheal.fallback`, `rxheal.circuit.transition`, `rxheal.circuit.rejected`, `rxheal.degraded`,
- * `rxheal.restored`, `rxheal.hedge`, `rxheal.bulkhead` — go on the span of the call they are about:
+ * `rxheal.restored`, `rxheal.hedge`, `rxheal.bulkhead`, `rxheal.resume` — go on the span of the call they are about:
  * 1. the call named by the event — retries and breakers by target (`tool:<name>`,
- *    `model:<name>`), hedges by target, bulkheads by name, fallbacks by `from`, reflections by
+ *    `model:<name>`), hedges and resumes by target, bulkheads by name, fallbacks by `from`, reflections by
  *    tool call id — open, or the one that
  *    just ended;
  * 2. otherwise, for model targets, the innermost open model call (the one open, or the provider
@@ -156,7 +158,8 @@ function instrumentsOf(meter: Meter): Instruments {
  * `rxheal.reflections` [`gen_ai.tool.name`, `rxheal.reflection.exhausted`],
  * `rxheal.degradations` [`rxheal.capability`], `rxheal.budget.exceeded`
  * [`rxheal.budget.resource`], `rxheal.hedges` [`rxheal.target`, `rxheal.hedge.kind`],
- * `rxheal.bulkhead.calls` [`rxheal.bulkhead`, `rxheal.bulkhead.kind`, `rxheal.bulkhead.reason`];
+ * `rxheal.bulkhead.calls` [`rxheal.bulkhead`, `rxheal.bulkhead.kind`, `rxheal.bulkhead.reason`],
+ * `rxheal.resumes` [`rxheal.target`, `rxheal.resume.reason`];
  * histogram `rxheal.retry.backoff` (ms) [`rxheal.target`, `error.type`]. Observed latency's
  * quantiles are gauges of their own: {@link instrumentLatency}.
  *
@@ -338,6 +341,19 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
         const details: Attributes = { ...attributes, 'rxheal.bulkhead.active': e.active, 'rxheal.bulkhead.queued': e.queued };
         if (e.waitMs !== undefined) details['rxheal.bulkhead.wait_ms'] = e.waitMs;
         spanFor(e.bulkhead)?.addEvent('rxheal.bulkhead', details, now());
+        return;
+      }
+      case 'resume': {
+        m.resumes.add(1, { 'rxheal.target': e.target, 'rxheal.resume.reason': e.reason });
+        const attributes: Attributes = {
+          'rxheal.resume.reason': e.reason,
+          'rxheal.resume.attempt': e.attempt,
+          'rxheal.resume.max': e.max,
+          'rxheal.resume.response_id': e.responseId,
+          'rxheal.resume.starting_after': e.startingAfter,
+        };
+        if (e.error !== undefined) attributes['rxheal.error'] = e.error;
+        spanFor(e.target)?.addEvent('rxheal.resume', attributes, now());
         return;
       }
       case 'reset':

@@ -14,6 +14,8 @@ export { openAICompatibleModel, openAIRequestBody, openAIStreamDecoder } from '.
 export type { OpenAICompatibleModelOptions } from './openai.js';
 export { openAIResponsesModel, openAIResponsesBody, responsesDeclaredTools } from './responses.js';
 export type { OpenAIResponsesModelOptions } from './responses.js';
+export { resumableResponses } from './responsesResume.js';
+export type { ResponsesResumeOptions, ResumableDecoder, ResumeRules, ResumeSeams } from './responsesResume.js';
 export { openAIResponsesStreamDecoder, ResponsesDecoder } from './responsesDecoder.js';
 export type { DeclaredTools } from './responsesDecoder.js';
 export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, ANTHROPIC_VERSION } from './anthropic.js';

@@ -9,8 +9,11 @@ import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js'
 import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
 import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions } from './openai.js';
 import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
+import { asyncScheduler } from 'rxjs';
+import { InvalidOptionError } from '../core/errors/errors.js';
 import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
-import { decodeSse, isObject } from './sse.js';
+import { resumableResponses, resumeRules, type ResponsesResumeOptions } from './responsesResume.js';
+import { decodeSse, fetchSse, isObject, type SseRequest } from './sse.js';
 
 /**
  * Options of {@link openAIResponsesModel}: those of `openAICompatibleModel` (`apiKey`, `model`,
@@ -34,6 +37,22 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai-responses:<model>`. */
   readonly id?: string;
+  /**
+   * Resume a lost stream instead of restarting it: each request is a stored background response
+   * (`background: true`, `store: true`), and when its stream breaks mid-answer — the connection
+   * drops, the body ends early, or (with `idleMs`) no event comes for that long — it is picked up
+   * again with `GET <baseURL>/responses/{id}?stream=true&starting_after=<last sequence_number>`,
+   * up to `maxResumes` times per call (default 2) before the error goes on to retries and
+   * fallbacks. Nothing is regenerated: the text shown stays, none is lost or doubled, the output
+   * tokens are those of one answer; a `resume` event on the run's hub says each time. Unsubscribing
+   * aborts the request and cancels the response (`POST <baseURL>/responses/{id}/cancel`, best
+   * effort), as does giving up. A stored response keeps its reasoning on the provider's side: the
+   * encrypted content is then not asked for (`include` unchanged), and reasoning items go back by
+   * id. `true`: the defaults. Off by default; refused with `body.store: false`. The provider must
+   * keep background responses (OpenAI and rxheal/server do; a server that does not will refuse
+   * `background` or answer the resuming GET with 404 — then the error goes on as without resume).
+   */
+  readonly resume?: boolean | ResponsesResumeOptions;
 }
 
 /** Our tool call's metadata from this protocol: the item id, and the item type for a call that is not a `function_call`. */
@@ -208,6 +227,8 @@ export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>):
  * `response.failed`, or the connection dropping → `IncompleteStreamError`; an event out of order
  * (`sequence_number`), unreadable, or one that would have to be dropped (a client-run item of a
  * tool the request did not declare) → `MalformedStreamError`. Unsubscribing aborts the request.
+ * With `resume`, a dropped or stalled stream is picked up again where it stopped instead (see
+ * the option).
  *
  * @example
  * ```ts
@@ -217,28 +238,58 @@ export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>):
  * @throws {InvalidOptionError} at once, for a missing or invalid option.
  */
 export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Model {
-  checkProviderOptions('openAIResponsesModel', OPENAI_OPTION_PROPS, options, ['baseURL', 'model']);
-  const { apiKey, model, headers = {}, body = {} } = options;
+  const { resume: resumeOption, ...rest } = options;
+  checkProviderOptions('openAIResponsesModel', OPENAI_OPTION_PROPS, rest, ['baseURL', 'model']);
+  const resume = resumeRules('openAIResponsesModel', resumeOption);
+  const { apiKey, model, headers = {} } = options;
+  if (resume && options.body?.['store'] === false) {
+    throw new InvalidOptionError('openAIResponsesModel', 'body.store', false, 'absent or true with resume (a background response is stored)');
+  }
+  const body = resume ? { ...options.body, background: true, store: true } : (options.body ?? {});
   const id = options.id ?? `openai-responses:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL)}/responses`;
-  const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  const sent = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
   return {
     id,
     stream: (request, context) => {
-      const sent = openAIResponsesBody(model, request, body);
-      return decodeSse(
+      const payload = openAIResponsesBody(model, request, body);
+      const base: Omit<SseRequest, 'url' | 'body'> = {
+        model: id,
+        headers: sent,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
+        signal: context.signal,
+      };
+      const decoder = (): ResponsesDecoder => new ResponsesDecoder(id, responsesDeclaredTools(payload));
+      if (!resume) return decodeSse({ ...base, url, body: payload }, decoder);
+      const hub = context.hub;
+      return resumableResponses(
+        id,
+        decoder,
+        resume,
         {
-          model: id,
-          url,
-          headers: { ...auth, ...headers },
-          body: sent,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
-          ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
-          signal: context.signal,
+          open: () => fetchSse({ ...base, url, body: payload }),
+          reopen: (responseId, after) => fetchSse({ ...base, method: 'GET', url: `${url}/${encodeURIComponent(responseId)}?stream=true&starting_after=${after}`, body: undefined }),
+          cancel: (responseId) => cancelResponse(options.fetch ?? globalThis.fetch, `${url}/${encodeURIComponent(responseId)}/cancel`, sent),
         },
-        () => new ResponsesDecoder(id, responsesDeclaredTools(sent)),
+        context.scheduler ?? asyncScheduler,
+        hub ? (event) => hub.report(event) : undefined,
       );
     },
   };
+}
+
+/**
+ * `POST …/responses/{id}/cancel`, fire and forget (the consumer is gone, or the call gave up on
+ * the response): its answer is read and dropped, its failure ignored — the response expires anyway.
+ */
+function cancelResponse(fetchImpl: typeof fetch, url: string, headers: Readonly<Record<string, string>>): void {
+  try {
+    fetchImpl(url, { method: 'POST', headers: { ...headers } })
+      .then((response) => response.body?.cancel())
+      .catch(() => undefined);
+  } catch {
+    // a custom fetch that throws: nothing to cancel with
+  }
 }
 

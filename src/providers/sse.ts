@@ -84,7 +84,9 @@ export interface SseRequest {
   /** The `Model.id`, for error messages. */
   readonly model: string;
   readonly url: string;
-  /** Request headers; `content-type: application/json` and `accept: text/event-stream` are added. */
+  /** `'POST'` (the default) sends `body` as JSON; `'GET'` sends no body (a stream picked up again: `GET /responses/{id}?stream=true`). */
+  readonly method?: 'POST' | 'GET';
+  /** Request headers; `accept: text/event-stream` is added, and `content-type: application/json` for a POST. */
   readonly headers: Readonly<Record<string, string>>;
   /** The JSON body. */
   readonly body: unknown;
@@ -120,7 +122,7 @@ async function httpError(model: string, response: Response): Promise<HttpError> 
 }
 
 /**
- * POSTs a JSON request and streams the response's Server-Sent Events. A cold observable: each
+ * POSTs a JSON request (or GETs a stream, `method: 'GET'`) and streams the response's Server-Sent Events. A cold observable: each
  * subscription makes one request; unsubscribing aborts the request and cancels the body reader
  * at once (not at the next chunk), so the server sees the connection close.
  *
@@ -154,12 +156,15 @@ export function fetchSse(request: SseRequest): Observable<SseEvent> {
 
     const run = async (): Promise<void> => {
       const fetchImpl = request.fetch ?? globalThis.fetch;
-      const response = await fetchImpl(request.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...request.headers },
-        body: JSON.stringify(request.body),
-        signal: controller.signal,
-      });
+      const response =
+        request.method === 'GET'
+          ? await fetchImpl(request.url, { method: 'GET', headers: { accept: 'text/event-stream', ...request.headers }, signal: controller.signal })
+          : await fetchImpl(request.url, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...request.headers },
+              body: JSON.stringify(request.body),
+              signal: controller.signal,
+            });
       if (!response.ok) throw await httpError(request.model, response);
       if (response.body === null) throw new IncompleteStreamError(request.model, 'the response has no body', 0);
       reader = response.body.getReader();

@@ -14,10 +14,11 @@
 /// <reference types="node" />
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Observable, Subject } from 'rxjs';
+import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { Bool, Func, NonEmptyString, NonNegativeInteger, PositiveInteger, check, validateOptions } from '../core/errors/options.js';
 import { scriptedAssistant, type Assistant } from './assistant.js';
+import { BackgroundResponses } from './backgroundResponses.js';
 import { FaultController, TimerDelayMs, type Fault } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import { json, readJson } from './http.js';
@@ -86,6 +87,16 @@ export interface LocalProviderOptions {
    * (`{ type: 'dropped', count }`) followed by the current faults. Defaults to 1 MiB.
    */
   readonly eventsBufferBytes?: number;
+  /**
+   * How long a background response (Responses API, `background: true`) is kept after it ends,
+   * in ms: past it, `GET /v1/responses/{id}` (and resuming its stream) answers 404. Defaults to
+   * 10 minutes.
+   */
+  readonly backgroundTtlMs?: number;
+  /** How many background responses are kept at most (past it, the oldest ended goes first). Defaults to 100. */
+  readonly maxBackgroundResponses?: number;
+  /** The clock background responses expire by (`scheduler.now()`). Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
 }
 
 /**
@@ -139,6 +150,9 @@ const optionProps = {
   maxRecordedBytes: NonNegativeInteger,
   maxBodyBytes: PositiveInteger,
   eventsBufferBytes: NonNegativeInteger,
+  backgroundTtlMs: TimerDelayMs,
+  maxBackgroundResponses: PositiveInteger,
+  scheduler: check('a scheduler (with now())', (u): u is SchedulerLike => typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function'),
 };
 
 /**
@@ -159,7 +173,11 @@ const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-
  * Starts a local provider: a real HTTP server speaking OpenAI's Chat Completions
  * (`POST /v1/chat/completions`), OpenAI's Responses API (`POST /v1/responses`: its numbered
  * events; with `reasoning` asked for, a summary and encrypted content that a stateless tool turn
- * must send back — a 400 otherwise) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
+ * must send back — a 400 otherwise; with `background: true`, a stored response generated on its
+ * own, whose stream can be picked up again with `GET /v1/responses/{id}?stream=true&starting_after=N`,
+ * read with `GET /v1/responses/{id}`, cancelled with `POST /v1/responses/{id}/cancel`, and which
+ * expires `backgroundTtlMs` after it ends — then 404, in the API's error shape; the stream faults
+ * act on each connection to it, not on the response) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
  * or not, answered by a deterministic scripted assistant that streams text token by token and
  * calls tools ({@link scriptedAssistant}), with faults per instance (see {@link Fault}): HTTP
  * statuses with `retry-after` / `x-should-retry`, down, connection reset after N chunks, stall,
@@ -195,6 +213,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   validateOptions('startLocalProvider', optionProps, options);
   const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant, allowPrivateNetwork = false } = options;
   const { maxRecordedRequests = 1000, maxRecordedBytes = 16 * MIB, maxBodyBytes = 4 * MIB, eventsBufferBytes = MIB } = options;
+  const background = new BackgroundResponses(options.scheduler ?? asyncScheduler, options.backgroundTtlMs ?? 600_000, options.maxBackgroundResponses ?? 100, tokenDelayMs);
   const allowedOrigins = (options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS).map((o) => parseOrigin('startLocalProvider', 'allowedOrigins', o));
   /** Set once listening (the port is known then); no request arrives before. */
   let guard: RequestGuard | undefined;
@@ -207,7 +226,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   let closing = false;
 
   faults.changes$.subscribe((list) => activity.next({ type: 'faults', faults: list }));
-  const endpoint: ModelEndpoint = { name, faults, assistant, tokenDelayMs, maxBodyBytes, log, running, closing: () => closing, nextId: () => `req_${++seq}` };
+  const endpoint: ModelEndpoint = { name, faults, assistant, tokenDelayMs, maxBodyBytes, log, running, closing: () => closing, nextId: () => `req_${++seq}`, background };
 
   /** CORS for an allowed origin only (echoed, never `*`); the PNA grant only when asked for. */
   const cors = (req: IncomingMessage, res: ServerResponse, origin: string | undefined): void => {
@@ -287,6 +306,30 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     return json(res, 404, { error: { message: `no route for ${method} ${path}` } });
   };
 
+  // ---- background responses: read, resumed, cancelled --------------------------------------
+
+  const storedResponse = async (req: IncomingMessage, res: ServerResponse, id: string, cancel: boolean): Promise<void> => {
+    const method = req.method ?? 'GET';
+    if (cancel ? method !== 'POST' : method !== 'GET') return json(res, 405, errorBody('responses', 405, `use ${cancel ? 'POST' : 'GET'}`), { allow: cancel ? 'POST' : 'GET' });
+    const response = background.get(id);
+    // only background responses are kept; an expired one is gone
+    if (response === undefined) return json(res, 404, errorBody('responses', 404, `Response with id '${id}' not found.`));
+    if (cancel) {
+      if (response.status === 'completed') return json(res, 400, errorBody('responses', 400, `Response with id '${id}' has already completed and cannot be cancelled.`));
+      background.cancel(id);
+      return json(res, 200, response.object());
+    }
+    const query = new URL(req.url ?? '/', 'http://local').searchParams;
+    if (query.get('stream') !== 'true') return json(res, 200, response.object());
+    const after = query.get('starting_after');
+    const startingAfter = after === null ? -1 : Number(after);
+    if (!Number.isInteger(startingAfter) || startingAfter < -1) return json(res, 400, errorBody('responses', 400, `Invalid 'starting_after': ${JSON.stringify(after)} (expected a sequence_number, an integer >= 0).`));
+    const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.flushHeaders();
+    return background.follow(response, startingAfter, res, fault, () => res.socket?.destroy());
+  };
+
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     // every route changes state (faults, recorded requests) or reveals data: one guard for all
@@ -310,6 +353,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         if (req.method !== 'POST') return json(res, 405, errorBody('responses', 405, 'use POST'), { allow: 'POST' });
         return answerModelCall(endpoint, req, res, 'responses', path);
       }
+      const stored = /^\/(?:v1\/)?responses\/([^/]+)(\/cancel)?$/.exec(path);
+      if (stored !== null) return storedResponse(req, res, decodeURIComponent(stored[1] ?? ''), stored[2] !== undefined);
       if (path === '/v1/messages') {
         if (req.method !== 'POST') return json(res, 405, errorBody('anthropic', 405, 'use POST'), { allow: 'POST' });
         return answerModelCall(endpoint, req, res, 'anthropic', path);
@@ -358,6 +403,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
             }
             // no request ends from now on: a wait none answered never will be
             log.close();
+            background.close();
             server.close(() => resolveClose());
             server.closeAllConnections();
           }).then(() => {

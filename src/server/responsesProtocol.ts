@@ -81,6 +81,7 @@ function responseObject(answer: Answer, body: Record<string, unknown>, done: boo
     incomplete_details: done && length ? { reason: 'max_output_tokens' } : null,
     model: answer.model,
     output: done ? outputItems(answer, body) : [],
+    background: body['background'] === true,
     store: body['store'] !== false,
     usage: done ? usageOf(answer) : null,
   };
@@ -121,8 +122,13 @@ export function responsesFrames(answer: Answer, body: Record<string, unknown>): 
   return frames;
 }
 
+/** The response object of an answer still being generated (a background response's, until it ends). */
+export function responsesRunningJson(answer: Answer, body: Record<string, unknown>): Record<string, unknown> {
+  return responseObject(answer, body, false);
+}
+
 /** The non-streaming answer: the response object. */
-export function responsesJson(answer: Answer, body: Record<string, unknown>): unknown {
+export function responsesJson(answer: Answer, body: Record<string, unknown>): Record<string, unknown> {
   return responseObject(answer, body, true);
 }
 

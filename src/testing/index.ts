@@ -206,7 +206,7 @@ export function scriptedTool<R>(
  * A short label for an agent event, for compact assertions: `text:Hello`, `tool-call:get_weather`,
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
  * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
- * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`, `latency:model:gpt:first#100`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
+ * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`, `latency:model:gpt:first#100`, `resume:model:gpt#1@12`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
  * `reasoning-end:signed`…
  *
  * @example
@@ -257,6 +257,8 @@ export function describeEvent(event: AgentEvent): string {
       return `bulkhead:${event.bulkhead}:${event.kind}${event.reason === undefined ? '' : `:${event.reason}`}`;
     case 'hedge':
       return `hedge:${event.target}#${event.attempt}:${event.kind}`;
+    case 'resume':
+      return `resume:${event.target}#${event.attempt}@${event.startingAfter}`;
     case 'latency':
       return `latency:${event.target}:${event.kind}#${event.count}`;
     case 'validation':

@@ -121,6 +121,10 @@ const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'hedge', target: 'model:gpt', kind: 'denied', attempt: 1, at: 950 },
   ],
   latency: [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }],
+  resume: [
+    { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'connection reset' },
+    { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 30, attempt: 2, max: 2, reason: 'stalled' },
+  ],
   reset: [
     { type: 'reset', reason: 'retry', target: 'model:a' },
     { type: 'reset', reason: 'fallback', target: 'model:b' },

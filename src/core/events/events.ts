@@ -324,6 +324,30 @@ export const LatencyEventCodec = t.type(
   'LatencyEvent',
 );
 
+/**
+ * A mid-stream failure healed by resuming, not restarting (`openAIResponsesModel({ resume })`):
+ * the stream of a stored background response (`responseId`) was lost — `reason` `'dropped'` (the
+ * connection broke or the body ended early) or `'stalled'` (no event for the `idleMs` deadline) —
+ * and is picked up again after event `startingAfter` (its `sequence_number`): nothing already
+ * shown is sent again, so no `reset` follows. `attempt` of `max` resumes for this call; `error`:
+ * what the lost stream ended with.
+ */
+export const ResumeEventCodec = t.intersection(
+  [
+    t.type({
+      type: t.literal('resume'),
+      target: t.string,
+      responseId: t.string,
+      startingAfter: t.number,
+      attempt: t.number,
+      max: t.number,
+      reason: t.keyof({ dropped: null, stalled: null }),
+    }),
+    t.partial({ error: t.string }),
+  ],
+  'ResumeEvent',
+);
+
 /** Resilience events: what the healing did. Also what the events hub carries. */
 export const HealEventCodec = t.union(
   [
@@ -343,6 +367,7 @@ export const HealEventCodec = t.union(
     BulkheadEventCodec,
     HedgeEventCodec,
     LatencyEventCodec,
+    ResumeEventCodec,
   ],
   'HealEvent',
 );
@@ -430,9 +455,11 @@ export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
 export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
 /** A latency tracker's quantiles, every so many samples (see {@link LatencyEventCodec}). */
 export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
+/** A cut stream picked up again where it stopped (see {@link ResumeEventCodec}). */
+export type ResumeEvent = t.TypeOf<typeof ResumeEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency.
+ * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency, resumed streams.
  *
  * @example
  * ```ts
