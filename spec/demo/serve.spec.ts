@@ -276,7 +276,7 @@ describe('npm start (examples/demo/serve.ts)', function () {
         const config = (await (await fetch(`${demo.url}/config.json`)).json()) as { providers: { protocol: string; resume?: boolean }[] };
         expect(config.providers[0]).to.include({ protocol: 'responses', resume: true });
         demo.primary.faults.add({ kind: 'reset', afterChunks: 3, times: 1 });
-        const agent = createDemoAgent(demo.providers);
+        const agent = createDemoAgent(demo.providers, demo.mcpConfig);
         const events = await lastValueFrom(agent.ask([{ role: 'user', content: 'Tell me something nice about rivers' }]).pipe(toArray()));
         expect(events.filter((e) => e.type === 'resume')).to.have.length(1);
         expect(events.filter((e) => e.type === 'fallback' || e.type === 'reset')).to.deep.equal([]);
