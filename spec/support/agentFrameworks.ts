@@ -79,7 +79,13 @@ export interface AgentFrameworks {
 
 export type AgentFrameworksResult = { readonly ok: true; readonly frameworks: AgentFrameworks } | { readonly ok: false; readonly reason: string };
 
-const PACKAGES = ['@openai/agents', '@openai/agents-extensions', '@mastra/core', 'ai-7'];
+/** The agent frameworks' packages (only spec/support/majors has them). */
+export const FRAMEWORK_PACKAGES = ['@openai/agents', '@openai/agents-extensions', '@mastra/core'];
+
+/** Whether code imports an agent framework (a package or subpath of {@link FRAMEWORK_PACKAGES}). */
+export const importsFramework = (code: string): boolean => FRAMEWORK_PACKAGES.some((p) => new RegExp(`from '${p}(/[^']*)?'`).test(code));
+
+const PACKAGES = [...FRAMEWORK_PACKAGES, 'ai-7'];
 
 let loading: Promise<AgentFrameworksResult> | undefined;
 

@@ -42,7 +42,15 @@ export interface RxhealRetryAdvice {
   readonly reason: string;
 }
 
-/** An Agents SDK model with rxheal's retry advice (see {@link withRxhealRetryAdvice}). */
+/**
+ * An Agents SDK model with rxheal's retry advice (what {@link withRxhealRetryAdvice} returns).
+ *
+ * @example
+ * ```ts
+ * const advised: WithRxhealRetryAdvice<AgentsModelLike> = withRxhealRetryAdvice(model);
+ * advised.getRetryAdvice({ error: new Error('all failed') }).replaySafety; // 'unsafe'
+ * ```
+ */
 export type WithRxhealRetryAdvice<M> = M & { getRetryAdvice(args: { readonly error: unknown }): RxhealRetryAdvice };
 
 /** The advice for one failed call of a model over an rxheal chain. */
