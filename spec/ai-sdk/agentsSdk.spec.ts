@@ -9,9 +9,9 @@
 import { expect } from 'chai';
 import { toAiSdk, withRxhealRetryAdvice } from '../../src/ai-sdk/index.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../../src/core/errors/errors.js';
-import type { Fault, LocalProvider } from '../../src/server/index.js';
+import type { LocalProvider } from '../../src/server/index.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
-import { agentFrameworks, armFaults, FAULT_CASES, healingChain, since, until, WEATHER, WEATHER_ANSWER, weatherOf, type AgentsStreamedRunResult } from '../support/agentFrameworks.js';
+import { abortMidAnswer, agentFrameworks, armFaults, counted as countedAt, FAULT_CASES, healingChain, WEATHER, WEATHER_ANSWER, WeatherTool, type AgentsStreamedRunResult } from '../support/agentFrameworks.js';
 import { localProviders, RIVERS } from '../support/interop.js';
 
 const loaded = await agentFrameworks();
@@ -39,23 +39,14 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
     return;
   }
   const fw = loaded.frameworks;
-  const { z } = fw;
 
-  /** A fault switched on at the primary when the tool runs: it acts on the answer turn. */
-  let inAnswer: Fault | undefined;
-  let toolRuns = 0;
+  const weather = new WeatherTool(() => server);
   const weatherTool = fw.tool({
     name: 'get_weather',
     description: 'Current weather for a city',
-    parameters: z.object({ city: z.string(), units: z.enum(['celsius', 'fahrenheit']) }),
-    execute: ({ city }: { city: string }) => {
-      toolRuns += 1;
-      if (inAnswer) server.faults.set(inAnswer);
-      inAnswer = undefined;
-      return Promise.resolve(JSON.stringify(weatherOf(city)));
-    },
+    parameters: WeatherTool.schema(fw.z),
+    execute: ({ city }: { city: string }) => Promise.resolve(JSON.stringify(weather.run(city))),
   });
-  afterEach(() => (inAnswer = undefined));
 
   type Settings = Record<string, unknown> | undefined;
   /** The agent, on a fresh chain (no breakers), the model with rxheal's retry advice unless `advice` is false. */
@@ -79,11 +70,7 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
     }
   }
 
-  const counted = async <T>(body: () => Promise<T>): Promise<{ result: T; primary: number; backup: number }> => {
-    const [p, b] = [server.requests.length, backup.requests.length];
-    const result = await body();
-    return { result, primary: since(server, p), backup: since(backup, b) };
-  };
+  const counted = <T>(body: () => Promise<T>) => countedAt(server, backup, body);
 
   for (const stream of [false, true]) {
     const how = stream ? 'run({ stream: true })' : 'run()';
@@ -95,17 +82,17 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
       });
 
       it(`fault-free: the tool runs, the answer is the assistant's (2 requests: the tool turn, the answer)`, async () => {
-        toolRuns = 0;
+        weather.runs = 0;
         const { result, primary, backup: b } = await counted(() => ask(agentOf(), stream));
         expect(result).to.deep.equal(stream ? { answer: WEATHER_ANSWER, streamed: WEATHER_ANSWER } : { answer: WEATHER_ANSWER });
         expect(faultFree).to.deep.equal(result);
-        expect({ toolRuns, primary, backup: b }).to.deep.equal({ toolRuns: 1, primary: 2, backup: 0 });
+        expect({ toolRuns: weather.runs, primary, backup: b }).to.deep.equal({ toolRuns: 1, primary: 2, backup: 0 });
       });
 
       for (const c of FAULT_CASES) {
         it(`${c.title}: ${c.heals ? 'the same answer as without faults' : `the run fails with AllFallbacksFailedError`} (${c.requests.primary} + ${c.requests.backup} requests)`, async () => {
           armFaults(c, server, backup);
-          inAnswer = c.inAnswer;
+          weather.arm(c.inAnswer);
           const { result, primary, backup: b } = await counted(() => ask(agentOf(), stream));
           if (c.heals) expect(result).to.deep.equal(faultFree);
           else {
@@ -132,25 +119,14 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
       });
 
       it(`aborting the run's signal closes the provider request (the server sees the client close it)`, async () => {
-        const controller = new AbortController();
-        const before = slow.requests.length;
         const agent = new fw.OpenAIAgent({ name: 'Rivers', model: withRxhealRetryAdvice(fw.aisdk(toAiSdk(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' })))) });
-        const running = (async () => {
-          try {
-            if (!stream) return await fw.run(agent, RIVERS, { signal: controller.signal });
-            const result = await fw.run(agent, RIVERS, { stream: true, signal: controller.signal });
-            for await (const text of result.toTextStream()) void text;
-            return await result.completed;
-          } catch (error) {
-            return error;
-          }
-        })();
-        await until(() => slow.requests.length > before && slow.requests.at(-1)!.chunks > 0, 'the slow provider to stream');
-        controller.abort();
-        const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
-        expect(record.end).to.equal('client-closed');
-        expect(record.chunks).to.be.lessThan(10);
-        await running;
+        const record = await abortMidAnswer(slow, async (signal) => {
+          if (!stream) return fw.run(agent, RIVERS, { signal });
+          const result = await fw.run(agent, RIVERS, { stream: true, signal });
+          for await (const text of result.toTextStream()) void text;
+          return result.completed;
+        });
+        expect({ end: record.end, cut: record.chunks < 10 }).to.deep.equal({ end: 'client-closed', cut: true });
       });
     });
   }

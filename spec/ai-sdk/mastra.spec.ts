@@ -9,9 +9,9 @@
 import { expect } from 'chai';
 import { toAiSdk } from '../../src/ai-sdk/index.js';
 import { AllFallbacksFailedError } from '../../src/core/errors/errors.js';
-import type { Fault, LocalProvider } from '../../src/server/index.js';
+import type { LocalProvider } from '../../src/server/index.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
-import { agentFrameworks, armFaults, FAULT_CASES, healingChain, since, until, WEATHER, WEATHER_ANSWER, weatherOf, type MastraAgentLike } from '../support/agentFrameworks.js';
+import { abortMidAnswer, agentFrameworks, armFaults, counted as countedAt, FAULT_CASES, healingChain, WEATHER, WEATHER_ANSWER, WeatherTool, type MastraAgentLike } from '../support/agentFrameworks.js';
 import { localProviders, RIVERS } from '../support/interop.js';
 
 const loaded = await agentFrameworks();
@@ -32,25 +32,16 @@ describe(`rxheal/ai-sdk under Mastra (${title}): an Agent whose model is toAiSdk
     return;
   }
   const fw = loaded.frameworks;
-  const { z } = fw;
 
-  /** A fault switched on at the primary when the tool runs: it acts on the answer turn. */
-  let inAnswer: Fault | undefined;
-  let toolRuns = 0;
+  const weather = new WeatherTool(() => server);
   const tools = {
     get_weather: fw.createTool({
       id: 'get_weather',
       description: 'Current weather for a city',
-      inputSchema: z.object({ city: z.string(), units: z.enum(['celsius', 'fahrenheit']) }),
-      execute: ({ city }: { city: string }) => {
-        toolRuns += 1;
-        if (inAnswer) server.faults.set(inAnswer);
-        inAnswer = undefined;
-        return Promise.resolve(weatherOf(city));
-      },
+      inputSchema: WeatherTool.schema(fw.z),
+      execute: ({ city }: { city: string }) => Promise.resolve(weather.run(city)),
     }),
   };
-  afterEach(() => (inAnswer = undefined));
 
   /** The agent, on a fresh chain (no breakers); Mastra's own log (it logs every failed stream to the console) silenced. */
   const agentOf = (config: Record<string, unknown> = {}, model: unknown = toAiSdk(healingChain(server, backup))): MastraAgentLike => {
@@ -80,11 +71,7 @@ describe(`rxheal/ai-sdk under Mastra (${title}): an Agent whose model is toAiSdk
     }
   }
 
-  const counted = async <T>(body: () => Promise<T>): Promise<{ result: T; primary: number; backup: number }> => {
-    const [p, b] = [server.requests.length, backup.requests.length];
-    const result = await body();
-    return { result, primary: since(server, p), backup: since(backup, b) };
-  };
+  const counted = <T>(body: () => Promise<T>) => countedAt(server, backup, body);
 
   for (const stream of [false, true]) {
     const how = stream ? 'stream()' : 'generate()';
@@ -92,17 +79,17 @@ describe(`rxheal/ai-sdk under Mastra (${title}): an Agent whose model is toAiSdk
       const faultFree: Outcome = { text: WEATHER_ANSWER, finishReason: 'stop', error: undefined };
 
       it(`fault-free: the tool runs, the answer is the assistant's, finishReason 'stop' (2 requests: the tool turn, the answer)`, async () => {
-        toolRuns = 0;
+        weather.runs = 0;
         const { result, primary, backup: b } = await counted(() => ask(agentOf(), stream));
         expect(result).to.deep.equal(faultFree);
-        expect({ toolRuns, primary, backup: b }).to.deep.equal({ toolRuns: 1, primary: 2, backup: 0 });
+        expect({ toolRuns: weather.runs, primary, backup: b }).to.deep.equal({ toolRuns: 1, primary: 2, backup: 0 });
       });
 
       for (const c of FAULT_CASES) {
         const fails = stream ? "resolves with the error on res.error, empty text, finishReason 'error'" : 'rejects with AllFallbacksFailedError';
         it(`${c.title}: ${c.heals ? 'the same answer as without faults' : fails} (${c.requests.primary} + ${c.requests.backup} requests)`, async () => {
           armFaults(c, server, backup);
-          inAnswer = c.inAnswer;
+          weather.arm(c.inAnswer);
           const { result, primary, backup: b } = await counted(() => ask(agentOf(), stream));
           if (c.heals) expect(result).to.deep.equal(faultFree);
           else if (stream) {
@@ -131,24 +118,12 @@ describe(`rxheal/ai-sdk under Mastra (${title}): an Agent whose model is toAiSdk
       });
 
       it('aborting the abortSignal closes the provider request (the server sees the client close it)', async () => {
-        const controller = new AbortController();
-        const before = slow.requests.length;
         const agent = agentOf({ tools: {} }, toAiSdk(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' })));
-        const running = (async () => {
-          try {
-            if (!stream) return await agent.generate(RIVERS, { abortSignal: controller.signal });
-            const res = await agent.stream(RIVERS, { abortSignal: controller.signal });
-            return await res.consumeStream();
-          } catch (error) {
-            return error;
-          }
-        })();
-        await until(() => slow.requests.length > before && slow.requests.at(-1)!.chunks > 0, 'the slow provider to stream');
-        controller.abort();
-        const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
-        expect(record.end).to.equal('client-closed');
-        expect(record.chunks).to.be.lessThan(10);
-        await running;
+        const record = await abortMidAnswer(slow, async (abortSignal) => {
+          if (!stream) return agent.generate(RIVERS, { abortSignal });
+          return (await agent.stream(RIVERS, { abortSignal })).consumeStream();
+        });
+        expect({ end: record.end, cut: record.chunks < 10 }).to.deep.equal({ end: 'client-closed', cut: true });
       });
     });
   }

@@ -20,7 +20,7 @@ import ts from 'typescript';
 import { agentFrameworks, FRAMEWORK_PACKAGES, importsFramework, WEATHER_ANSWER } from '../support/agentFrameworks.js';
 import { localProviders } from '../support/interop.js';
 import { ROOT } from '../package/npmPack.js';
-import { tsBlocks } from '../support/tsBlocks.js';
+import { SNIPPET_OPTIONS, tsBlocks } from '../support/tsBlocks.js';
 
 const MAJORS = join(ROOT, 'spec', 'support', 'majors', 'node_modules');
 
@@ -77,17 +77,7 @@ describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / M
   it('both compile as they are (strict, imports included) against the frameworks and the built rxheal', () => {
     const program = ts.createProgram(
       snippets.map((s) => join(dir, `${s.framework}.ts`)),
-      {
-        target: ts.ScriptTarget.ES2022,
-        module: ts.ModuleKind.NodeNext,
-        moduleResolution: ts.ModuleResolutionKind.NodeNext,
-        moduleDetection: ts.ModuleDetectionKind.Force,
-        lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-        types: ['node'],
-        strict: true,
-        noEmit: true,
-        skipLibCheck: true,
-      },
+      SNIPPET_OPTIONS,
     );
     const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
     expect(problems).to.deep.equal([]);

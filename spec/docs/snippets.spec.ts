@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { importsFramework } from '../support/agentFrameworks.js';
-import { tsBlocks, type Snippet } from '../support/tsBlocks.js';
+import { SNIPPET_OPTIONS, tsBlocks, type Snippet } from '../support/tsBlocks.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 /** Where the snippets pretend to live: inside the package, so its name resolves to itself. */
@@ -29,18 +29,7 @@ const snippets = blocks.filter((s) => !importsFramework(s.code));
 const left = blocks.filter((s) => importsFramework(s.code));
 const fileOf = (s: Snippet): string => join(VIRTUAL, `${s.page.replace(/[^A-Za-z0-9]+/g, '_')}_${s.line}.ts`);
 
-const options: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  moduleDetection: ts.ModuleDetectionKind.Force,
-  lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-  types: ['node'],
-  strict: true,
-  noEmit: true,
-  skipLibCheck: true,
-  noFallthroughCasesInSwitch: true,
-};
+const options: ts.CompilerOptions = { ...SNIPPET_OPTIONS, noFallthroughCasesInSwitch: true };
 
 /** Diagnostics per snippet file, from one program over all of them. */
 function compile(): Map<string, string[]> {

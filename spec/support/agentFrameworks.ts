@@ -18,7 +18,7 @@ import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import type { Model } from '../../src/core/model/model.js';
-import type { Fault, LocalProvider } from '../../src/server/index.js';
+import type { Fault, LocalProvider, RecordedRequest } from '../../src/server/index.js';
 import { nextMajors } from './nextMajors.js';
 
 const DIR = fileURLToPath(new URL('./majors/', import.meta.url));
@@ -113,6 +113,29 @@ export const WEATHER_ANSWER = 'It is 22 °C and sunny in Paris.';
 export const weatherOf = (city: string): { city: string; temperature: number; condition: string } => ({ city, temperature: 22, condition: 'sunny' });
 
 /**
+ * The body of a framework's weather tool: counts its runs, and switches on the fault armed for
+ * the answer turn (a case's `inAnswer`) at the primary — the tool runs between the two turns.
+ */
+export class WeatherTool {
+  runs = 0;
+  private inAnswer: Fault | undefined;
+  constructor(private readonly primary: () => LocalProvider) {
+    afterEach(() => (this.inAnswer = undefined));
+  }
+  /** The tool's input schema, in the framework's zod. */
+  static schema = (z: Zod): unknown => z.object({ city: z.string(), units: z.enum(['celsius', 'fahrenheit']) });
+  arm(fault: Fault | undefined): void {
+    this.inAnswer = fault;
+  }
+  run(city: string): ReturnType<typeof weatherOf> {
+    this.runs += 1;
+    if (this.inAnswer) this.primary().faults.set(this.inAnswer);
+    this.inAnswer = undefined;
+    return weatherOf(city);
+  }
+}
+
+/**
  * The chain the specs heal with: the primary (OpenAI-compatible) and the backup (Anthropic), each
  * retried twice (10 ms apart) before the chain moves on, an answer cut mid-stream continued by the
  * next model. No breakers: every case starts from the primary.
@@ -163,8 +186,29 @@ export function armFaults(c: FaultCase, primary: LocalProvider, backup: LocalPro
   if (c.backup) backup.faults.set(c.backup);
 }
 
-/** Every request a provider saw since `from` (its request count before). */
-export const since = (provider: LocalProvider, from: number): number => provider.requests.length - from;
+/** What `body` resolved with, and the requests each provider saw while it ran. */
+export async function counted<T>(primary: LocalProvider, backup: LocalProvider, body: () => Promise<T>): Promise<{ result: T; primary: number; backup: number }> {
+  const [p, b] = [primary.requests.length, backup.requests.length];
+  const result = await body();
+  return { result, primary: primary.requests.length - p, backup: backup.requests.length - b };
+}
+
+/**
+ * Starts a call on the slow provider (`start`, given the signal to pass), aborts it once the
+ * provider has streamed a chunk, and resolves with the provider's record of that request once it
+ * ended (`end: 'client-closed'` when the abort really closed it). Whatever the call ends with is
+ * swallowed: the abort is the point.
+ */
+export async function abortMidAnswer(slow: LocalProvider, start: (signal: AbortSignal) => Promise<unknown>): Promise<RecordedRequest> {
+  const controller = new AbortController();
+  const before = slow.requests.length;
+  const running = start(controller.signal).catch(() => undefined);
+  await until(() => slow.requests.length > before && slow.requests.at(-1)!.chunks > 0, 'the slow provider to stream');
+  controller.abort();
+  const record = await slow.waitForRequest((r) => Number(r.id.slice(4)) > before);
+  await running;
+  return record;
+}
 
 /** Resolves once `check` holds, looking every 5 ms (a spec's wait for the server to see a request start). */
 export async function until(check: () => boolean, what: string, ms = 5_000): Promise<void> {

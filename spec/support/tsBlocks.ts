@@ -1,4 +1,18 @@
-/** The ```ts blocks of a Markdown page (README.md, marble-docs/*.md), for the specs that compile and run them (spec/docs). */
+/** The ```ts blocks of a Markdown page (README.md, marble-docs/*.md), for the specs that compile and run them (spec/docs), and the options they compile with. */
+import ts from 'typescript';
+
+/** How a snippet compiles: as a user's strict ES module (Node's resolution: the exports maps), against @types/node. */
+export const SNIPPET_OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+  types: ['node'],
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+};
 
 export interface Snippet {
   /** The page, relative to the repository. */
