@@ -13,7 +13,10 @@
  * so each line must be accepted by rxheal's peer ranges as npm resolves it there: no ERESOLVE,
  * never `--legacy-peer-deps`, nothing at all on stderr (no EBADENGINE or other warning), `npm ls
  * --all` clean, the resolved peers inside package.json's ranges, and the entry the line is for
- * loads by `import` and `require` on that Node.
+ * loads by `import` and `require` on that Node. On Node 24 only, the agent-framework table's
+ * lines too (`npm install rxheal rxjs @openai/agents …`, whole lines, each in a fresh project: the
+ * frameworks need Node ≥ 22), with the same checks, `rxheal/ai-sdk` and the frameworks loading by
+ * `import`.
  *
  * npm needs the registry here (its cache first: `--prefer-offline`; `--no-audit --no-fund` drop
  * the two network notices). The npm work of the two Nodes runs side by side from the suite's
@@ -23,8 +26,8 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { cp, mkdir, writeFile } from 'node:fs/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import semver from 'semver';
@@ -187,10 +190,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
     }
   });
 
-  after(async () => {
+  after(async function () {
+    this.timeout(300_000);
     // let every npm child end before its directory goes
     await Promise.allSettled([...works.values()].map(async (w) => Promise.allSettled([...(await w).rows, ...(await w).frameworks])));
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    // async: the ~90 000 files of both Nodes' projects take 10+ s to remove on a loaded machine, which a sync rm would spend blocking the event loop
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('.ci/node pins a binary of each of these Node lines', () => {
