@@ -14,13 +14,16 @@
 //   the only place they run.
 // - the providers and the server (spec/providers, spec/server): Node's fetch, web streams,
 //   AbortSignal and http server, which change between Node lines.
+// - the agent frameworks (the OpenAI Agents SDK, Mastra 1.x: spec/ai-sdk/agentsSdk.spec.ts,
+//   spec/ai-sdk/mastra.spec.ts, and the README's snippets for them, spec/docs/agentFrameworks.spec.ts):
+//   they need Node >= 22 (spec/support/majors), so here is the only place they run.
 //
 // Of the packaging specs, not the TypeScript consumers' typechecks: tsc is JavaScript reading the
 // same files on every Node (the consumer's @types/node is the project's), so its answer cannot
 // change with the Node running it, and they are ~60 s of the ~100 s pack.spec takes here.
 //
 // Left to the machine's run: core, operators, sources, property, leaks, observe, testing (RxJS
-// logic in virtual time), docs (the README and marble pages), demo (Chromium), fleet and soak.
+// logic in virtual time), docs (the README and marble pages, but for the agent frameworks' snippets), demo (Chromium), fleet and soak.
 // Measured on this 2-core machine (loaded): this set 46 s on Node 24 (2 min with the typechecks),
 // the whole suite 3.5–6 min.
 /* global require, module */
@@ -42,6 +45,7 @@ module.exports = {
     'spec/redis/**/*.spec.ts',
     'spec/providers/**/*.spec.ts',
     'spec/server/**/*.spec.ts',
+    'spec/docs/agentFrameworks.spec.ts',
   ],
   ignore: ['spec/package/install.spec.ts', 'spec/support/majors/node_modules/**'],
   grep: '^the packed tarball in a fresh consumer project .*typecheck',

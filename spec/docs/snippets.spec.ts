@@ -10,54 +10,26 @@ import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
+import { importsFramework } from '../support/agentFrameworks.js';
+import { SNIPPET_OPTIONS, tsBlocks, type Snippet } from '../support/tsBlocks.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 /** Where the snippets pretend to live: inside the package, so its name resolves to itself. */
 const VIRTUAL = join(ROOT, 'spec', 'docs', '__snippets__');
-
-export interface Snippet {
-  /** The page, relative to the repository. */
-  readonly page: string;
-  /** 1-based line of the block's first code line. */
-  readonly line: number;
-  readonly code: string;
-}
-
-/** The ```ts (or ```typescript) blocks of one Markdown text. */
-export function tsBlocks(page: string, markdown: string): Snippet[] {
-  const lines = markdown.split('\n');
-  const found: Snippet[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const fence = /^(\s*)```(ts|typescript)\s*$/.exec(lines[i]!);
-    if (!fence) continue;
-    const start = i + 1;
-    const body: string[] = [];
-    for (i++; i < lines.length && lines[i]!.trim() !== '```'; i++) body.push(lines[i]!.slice(fence[1]!.length));
-    found.push({ page, line: start + 1, code: body.join('\n') });
-  }
-  return found;
-}
 
 function pages(): string[] {
   const docs = join(ROOT, 'marble-docs');
   return [join(ROOT, 'README.md'), ...readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => join(docs, f))];
 }
 
-const snippets = pages().flatMap((path) => tsBlocks(relative(ROOT, path), readFileSync(path, 'utf8')));
+const blocks = pages().flatMap((path) => tsBlocks(relative(ROOT, path), readFileSync(path, 'utf8')));
+// the agent frameworks' blocks import packages only spec/support/majors has (Node ≥ 22):
+// spec/docs/agentFrameworks.spec.ts compiles them against those packages, and runs them
+const snippets = blocks.filter((s) => !importsFramework(s.code));
+const left = blocks.filter((s) => importsFramework(s.code));
 const fileOf = (s: Snippet): string => join(VIRTUAL, `${s.page.replace(/[^A-Za-z0-9]+/g, '_')}_${s.line}.ts`);
 
-const options: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  moduleDetection: ts.ModuleDetectionKind.Force,
-  lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-  types: ['node'],
-  strict: true,
-  noEmit: true,
-  skipLibCheck: true,
-  noFallthroughCasesInSwitch: true,
-};
+const options: ts.CompilerOptions = { ...SNIPPET_OPTIONS, noFallthroughCasesInSwitch: true };
 
 /** Diagnostics per snippet file, from one program over all of them. */
 function compile(): Map<string, string[]> {
@@ -88,6 +60,10 @@ describe('README and marble-docs ```ts snippets (complete, and compiled against 
   before(() => {
     expect(existsSync(join(ROOT, 'dist', 'index.d.ts')), 'dist/ is built (npm test builds first; else npm run build)').to.equal(true);
     diagnostics = compile();
+  });
+
+  it(`leaves the agent frameworks' blocks to spec/docs/agentFrameworks.spec.ts (${left.map((s) => `${s.page}:${s.line}`).join(', ')})`, () => {
+    expect(left.map((s) => s.page)).to.deep.equal(['README.md', 'README.md']);
   });
 
   it('finds snippets in the README and in the marble-docs pages', () => {

@@ -13,7 +13,10 @@
  * so each line must be accepted by rxheal's peer ranges as npm resolves it there: no ERESOLVE,
  * never `--legacy-peer-deps`, nothing at all on stderr (no EBADENGINE or other warning), `npm ls
  * --all` clean, the resolved peers inside package.json's ranges, and the entry the line is for
- * loads by `import` and `require` on that Node.
+ * loads by `import` and `require` on that Node. On Node 24 only, the agent-framework table's
+ * lines too (`npm install rxheal rxjs @openai/agents …`, whole lines, each in a fresh project: the
+ * frameworks need Node ≥ 22), with the same checks, `rxheal/ai-sdk` and the frameworks loading by
+ * `import`.
  *
  * npm needs the registry here (its cache first: `--prefer-offline`; `--no-audit --no-fund` drop
  * the two network notices). The npm work of the two Nodes runs side by side from the suite's
@@ -23,13 +26,13 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { cp, mkdir, writeFile } from 'node:fs/promises';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import semver from 'semver';
 import { requireProgram } from '../support/systemPackage.js';
-import { expectLoaded, installLines, loadEntries, npmEnv, npmPack, packageJson, subpathTable } from './npmPack.js';
+import { expectLoaded, frameworkLines, installLines, loadEntries, npmEnv, npmPack, packageJson, subpathTable } from './npmPack.js';
 import { INSTALL_NODES, nodeOfLine, pinnedNodes, type NodeBinary } from './nodes.js';
 
 const pkg = packageJson();
@@ -43,6 +46,15 @@ const bare = subpathTable()
 
 /** The Node lines this spec installs on (each pinned in .ci/node). */
 const LINES = [20, 24];
+/**
+ * The agent-framework table's lines (whole lines: `npm install rxheal rxjs @openai/agents …`),
+ * run on Node 24 only, each in a fresh project: the frameworks need Node ≥ 22 (on Node 20 npm
+ * picks `@mastra/core` 0.24, which the README says does not work).
+ */
+const frameworks = frameworkLines();
+const FRAMEWORK_NODE = 24;
+/** What a framework line's project loads: `rxheal/ai-sdk` and each framework package it names (not rxheal, rxjs, zod, the AI SDK's types). */
+const frameworkEntries = (command: string): string[] => ['rxheal/ai-sdk', ...packagesOf(command).filter((name) => ![pkg.name, 'rxjs', 'zod', '@ai-sdk/provider'].includes(name))];
 
 /** What one npm command did. */
 interface Run {
@@ -95,6 +107,8 @@ interface NodeWork {
   readonly root: Installed;
   /** One promise a table line, in order (each starts when the one before it is done). */
   readonly rows: Promise<Installed>[];
+  /** On Node 24, one promise an agent-framework line (after the table's lines), each in a fresh project. */
+  readonly frameworks: Promise<Installed>[];
 }
 
 async function installIn(node: string, project: string, command: string, tarball: string): Promise<Installed> {
@@ -123,7 +137,22 @@ async function work(node: NodeBinary, dir: string, tarball: string): Promise<Nod
     row.catch(() => undefined); // awaited by its test; never an unhandled rejection meanwhile
     rows.push(row);
   }
-  return { npmNode: (JSON.parse(version.stdout || '{}') as Record<string, string>)['node'] ?? `(npm version failed: ${version.stderr})`, root, rows };
+  const fresh: Promise<Installed>[] = [];
+  if (node.line === FRAMEWORK_NODE) {
+    for (const { command, framework } of frameworks) {
+      const previous = (fresh.at(-1) ?? rows.at(-1))?.catch(() => undefined);
+      const row = (async () => {
+        await previous;
+        const project = join(where, `framework-${framework.replace(/\W+/g, '-')}`);
+        await mkdir(project);
+        await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
+        return installIn(node.path, project, command, tarball);
+      })();
+      row.catch(() => undefined);
+      fresh.push(row);
+    }
+  }
+  return { npmNode: (JSON.parse(version.stdout || '{}') as Record<string, string>)['node'] ?? `(npm version failed: ${version.stderr})`, root, rows, frameworks: fresh };
 }
 
 /** A README line's outcome: exit 0, nothing on stderr, `npm ls` clean, the peers it installed inside rxheal's ranges. Returns the top-level versions. */
@@ -161,10 +190,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
     }
   });
 
-  after(async () => {
+  after(async function () {
+    this.timeout(300_000);
     // let every npm child end before its directory goes
-    await Promise.allSettled([...works.values()].map(async (w) => Promise.allSettled((await w).rows)));
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await Promise.allSettled([...works.values()].map(async (w) => Promise.allSettled([...(await w).rows, ...(await w).frameworks])));
+    // async: the ~90 000 files of both Nodes' projects take 10+ s to remove on a loaded machine, which a sync rm would spend blocking the event loop
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('.ci/node pins a binary of each of these Node lines', () => {
@@ -201,6 +232,19 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
           expectLoaded(loadEntries(installed.project, 'esm', [specifier], node), loadEntries(installed.project, 'cjs', [specifier], node), [{ specifier }]);
         });
       });
+
+      if (line === FRAMEWORK_NODE) {
+        frameworks.forEach(({ command, framework, line: readmeLine }, i) => {
+          const entries = frameworkEntries(command);
+          it(`\`${command}\` (the ${framework} row, README.md:${readmeLine}), in a fresh project: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${entries.join(', ')} load by import`, async () => {
+            const installed = await done.frameworks[i]!;
+            const versions = expectInstalled(installed);
+            console.log(`      Node ${found?.version}: ${packagesOf(command).filter((name) => name !== pkg.name).map((name) => `${name} ${versions[name]}`).join(', ')}`);
+            const loaded = loadEntries(installed.project, 'esm', entries, node);
+            for (const entry of entries) expect(loaded[entry], `import('${entry}')`).to.be.an('array').that.is.not.empty;
+          });
+        });
+      }
     });
   }
 });

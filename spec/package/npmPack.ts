@@ -127,6 +127,25 @@ export function installLines(readme: string = readFileSync(join(ROOT, 'README.md
 }
 
 /**
+ * The README's agent-framework table (`| framework | through | install (Node ≥ 22) | tested |`):
+ * each row's framework and whole install line (`npm install rxheal rxjs @openai/agents …`), with
+ * the entries the line is for — `rxheal/ai-sdk` and each framework package it names — to load.
+ */
+export function frameworkLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { framework: string; command: string; line: number }[] {
+  const lines = readme.split('\n');
+  const header = lines.findIndex((l) => l.startsWith('| framework | through | install (Node ≥ 22) |'));
+  if (header < 0) throw new Error('README.md has no agent-framework table ("| framework | through | install (Node ≥ 22) | tested |")');
+  const out: { framework: string; command: string; line: number }[] = [];
+  for (let i = header + 2; i < lines.length && lines[i]!.startsWith('|'); i++) {
+    const cells = lines[i]!.split('|').map((c) => c.trim());
+    const command = /`(npm install [^`]+)`/.exec(cells[3] ?? '')?.[1];
+    if (command === undefined) throw new Error(`README.md:${i + 1}: an agent-framework row without an install line`);
+    out.push({ framework: cells[1]!, command, line: i + 1 });
+  }
+  return out;
+}
+
+/**
  * Loads each specifier in a plain `node` child (ESM `import()` or CommonJS `require`), without the
  * spec's tsx loader, as a user's program would: its export names, or the error. `node` is the
  * binary to run (the spec's own by default).

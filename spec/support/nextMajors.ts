@@ -9,6 +9,9 @@
  * the 7.x lines are reported as skipped — `.ci/run` runs them on Node 22 and Node 24. An install
  * that fails is an error under `CI`, a printed notice and a skip otherwise.
  *
+ * The same project holds the agent frameworks (the OpenAI Agents SDK, Mastra 1.x; they need Node
+ * ≥ 22 too), loaded apart through majors/agents.mjs by spec/support/agentFrameworks.ts.
+ *
  * The modules are typed with the 6.x lines' types (the same names, the parts the specs use have
  * the same shape); what only the 7.x lines have is typed where a spec uses it.
  */

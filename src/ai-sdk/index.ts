@@ -28,5 +28,7 @@ export { fromAiSdk } from './from.js';
 export type { AiSdkLanguageModel, FromAiSdkOptions, LanguageModelV4Like } from './from.js';
 export { toAiSdk } from './to.js';
 export type { ToAiSdkOptions } from './to.js';
+export { withRxhealRetryAdvice } from './retryAdvice.js';
+export type { AgentsModelLike, RxhealRetryAdvice, WithRxhealRetryAdvice } from './retryAdvice.js';
 export type { AiSdkCallSettings } from './settings.js';
 export { StreamRestartError } from '../adapters/common.js';

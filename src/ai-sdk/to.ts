@@ -229,6 +229,11 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * model's error. Aborting the call's `abortSignal`, or cancelling the stream, unsubscribes: the
  * model's requests are aborted.
  *
+ * **Agent frameworks** take it as they take any AI SDK model: the OpenAI Agents SDK through
+ * `aisdk(toAiSdk(…))` (`@openai/agents-extensions`) — wrap that in `withRxhealRetryAdvice` (`rxheal/ai-sdk`),
+ * so the runner's retry never re-runs the chain — and Mastra as an `Agent`'s `model` (leave its
+ * `maxRetries` at 0: it re-runs a rejected `doGenerate`, the whole chain).
+ *
  * @example
  * ```ts
  * import { openai } from '@ai-sdk/openai';

@@ -1,0 +1,117 @@
+/**
+ * The README's "With the OpenAI Agents SDK / Mastra" snippets, as a user would paste them: each
+ * compiles (strict, imports included) against the real framework packages and the built rxheal,
+ * and runs — with its two base URLs pointed at two local providers (rxheal/server), nothing else
+ * changed — printing the weather answer while the primary is down; Mastra's, with both down,
+ * prints the error it found on `res.error`. spec/docs/snippets.spec.ts leaves these two blocks to
+ * this spec: the frameworks need Node ≥ 22, so they live in spec/support/majors, and this spec
+ * runs where they install (`.ci/run`'s Node 22 and 24 runs; on Node 20 it reports itself skipped).
+ *
+ * The consumer project is a temporary folder whose node_modules are links: `rxheal` to this
+ * repository (its exports map, the built dist/), the frameworks and zod to spec/support/majors,
+ * `@types/node` to the project's own.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import ts from 'typescript';
+import { agentFrameworks, FRAMEWORK_PACKAGES, importsFramework, WEATHER_ANSWER } from '../support/agentFrameworks.js';
+import { localProviders } from '../support/interop.js';
+import { ROOT } from '../package/npmPack.js';
+import { SNIPPET_OPTIONS, tsBlocks } from '../support/tsBlocks.js';
+
+const MAJORS = join(ROOT, 'spec', 'support', 'majors', 'node_modules');
+
+/** The README's blocks that import an agent framework, by framework. */
+function frameworkSnippets(): { framework: 'agents' | 'mastra'; line: number; code: string }[] {
+  return tsBlocks('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'))
+    .filter((s) => importsFramework(s.code))
+    .map((s) => ({ framework: s.code.includes("from '@mastra/core") ? 'mastra' : 'agents', line: s.line, code: s.code }));
+}
+
+const OPENAI_URL = "'https://api.openai.com/v1'";
+const ANTHROPIC_URL = "'https://api.anthropic.com'";
+
+const loaded = await agentFrameworks();
+
+describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / Mastra), compiled against the real packages and run against local providers", function () {
+  this.timeout(60_000);
+  const snippets = frameworkSnippets();
+
+  it('the section has one snippet a framework, each pointing at the two providers its run replaces', () => {
+    expect(snippets.map((s) => s.framework)).to.deep.equal(['agents', 'mastra']);
+    for (const s of snippets) {
+      expect(s.code.split(OPENAI_URL).length - 1, `README.md:${s.line}: ${OPENAI_URL} once`).to.equal(1);
+      expect(s.code.split(ANTHROPIC_URL).length - 1, `README.md:${s.line}: ${ANTHROPIC_URL} once`).to.equal(1);
+    }
+  });
+
+  if (!loaded.ok) {
+    it('compile against the real packages and run against two local providers', function () {
+      this.skip();
+    });
+    return;
+  }
+
+  const providers = localProviders();
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rxheal-agents-readme-'));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    const link = (name: string, target: string): void => {
+      expect(existsSync(target), target).to.equal(true);
+      mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
+      symlinkSync(target, join(dir, 'node_modules', name), 'dir');
+    };
+    link('rxheal', ROOT);
+    for (const name of [...FRAMEWORK_PACKAGES, 'zod']) link(name, join(MAJORS, name));
+    link('@types/node', join(ROOT, 'node_modules', '@types', 'node'));
+    for (const s of snippets) writeFileSync(join(dir, `${s.framework}.ts`), s.code);
+  });
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('both compile as they are (strict, imports included) against the frameworks and the built rxheal', () => {
+    const program = ts.createProgram(
+      snippets.map((s) => join(dir, `${s.framework}.ts`)),
+      SNIPPET_OPTIONS,
+    );
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    expect(problems).to.deep.equal([]);
+  });
+
+  /** Runs one snippet (transpiled, its base URLs the local providers') with this Node: exit code and output. */
+  const runSnippet = (framework: 'agents' | 'mastra'): Promise<{ code: number | null; stdout: string; stderr: string }> => {
+    const s = snippets.find((x) => x.framework === framework)!;
+    const code = s.code.replace(OPENAI_URL, `'${providers.server.openAIBaseURL}'`).replace(ANTHROPIC_URL, `'${providers.backup.anthropicBaseURL}'`);
+    const js = ts.transpileModule(code, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+    const file = join(dir, `${framework}.mjs`);
+    writeFileSync(file, js);
+    // the Agents SDK's tracing would export to OpenAI (a key, the network): off, as the SDK documents
+    const env = { PATH: process.env['PATH'] ?? '', OPENAI_AGENTS_DISABLE_TRACING: '1' };
+    return new Promise((resolve) => {
+      const child = execFile(process.execPath, [file], { cwd: dir, env, timeout: 50_000 }, (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+    });
+  };
+
+  for (const framework of ['agents', 'mastra'] as const) {
+    it(`the ${framework === 'agents' ? 'OpenAI Agents SDK' : 'Mastra'} snippet runs: the primary down, the backup answers through the tool, "${WEATHER_ANSWER}"`, async () => {
+      providers.server.faults.set({ kind: 'down' });
+      const before = providers.backup.requests.length;
+      const { code, stdout, stderr } = await runSnippet(framework);
+      expect({ code, stdout: stdout.trim() }, stderr).to.deep.equal({ code: 0, stdout: WEATHER_ANSWER });
+      expect(providers.backup.requests.length - before, 'the backup answered both turns').to.equal(2);
+    });
+  }
+
+  it("the Mastra snippet with both providers down: stream() resolves, no text, and the snippet prints the error it finds on res.error", async () => {
+    providers.server.faults.set({ kind: 'down' });
+    providers.backup.faults.set({ kind: 'down' });
+    const { code, stdout, stderr } = await runSnippet('mastra');
+    expect({ code, stdout: stdout.trim() }).to.deep.equal({ code: 0, stdout: '' });
+    expect(stderr).to.match(/no answer: AllFallbacksFailedError: All 2 alternatives failed/);
+  });
+});

@@ -1,0 +1,38 @@
+/** The ```ts blocks of a Markdown page (README.md, marble-docs/*.md), for the specs that compile and run them (spec/docs), and the options they compile with. */
+import ts from 'typescript';
+
+/** How a snippet compiles: as a user's strict ES module (Node's resolution: the exports maps), against @types/node. */
+export const SNIPPET_OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  moduleDetection: ts.ModuleDetectionKind.Force,
+  lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+  types: ['node'],
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+};
+
+export interface Snippet {
+  /** The page, relative to the repository. */
+  readonly page: string;
+  /** 1-based line of the block's first code line. */
+  readonly line: number;
+  readonly code: string;
+}
+
+/** The ```ts (or ```typescript) blocks of one Markdown text. */
+export function tsBlocks(page: string, markdown: string): Snippet[] {
+  const lines = markdown.split('\n');
+  const found: Snippet[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const fence = /^(\s*)```(ts|typescript)\s*$/.exec(lines[i]!);
+    if (!fence) continue;
+    const start = i + 1;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i]!.trim() !== '```'; i++) body.push(lines[i]!.slice(fence[1]!.length));
+    found.push({ page, line: start + 1, code: body.join('\n') });
+  }
+  return found;
+}
