@@ -12,7 +12,7 @@ import type { AgentEvent, Message, TurnEvent, Usage } from '../core/events/event
 import type { AbortContext } from '../core/model/abortable.js';
 import type { Model, ModelContext, ModelRequest } from '../core/model/model.js';
 import { after } from '../core/rx/wait.js';
-import type { Tool } from '../sources/tool.js';
+import type { AnyTool } from '../sources/agentConfig.js';
 import { validateSchedule, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 
 /** How a model call or tool execution ended: `open` while it runs. */
@@ -285,13 +285,13 @@ export const IS_ERROR_RESULT = Object.freeze({ isError: true, content: Object.fr
  * ```
  * @throws {ChaosInputError} for a malformed schedule.
  */
-export function chaosTool<T extends Tool<never, unknown>>(tool: T, schedule: FaultSchedule, options: ChaosOptions = {}): T {
+export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, options: ChaosOptions = {}): T {
   const faults = validateSchedule(schedule).tools?.[tool.name] ?? [];
   const scheduler = options.scheduler ?? options.recorder?.scheduler ?? asyncScheduler;
   const recorder = options.recorder;
   recorder?.wrappedTools.add(tool.name);
   let calls = 0;
-  const execute = (args: never, context: AbortContext): Observable<unknown> =>
+  const execute = (args: unknown, context: AbortContext): Observable<unknown> =>
     new Observable<unknown>((subscriber) => {
       const call = ++calls;
       const fault: ToolFault = faults[call - 1] ?? { kind: 'ok' };

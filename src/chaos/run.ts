@@ -10,7 +10,7 @@ import { asyncScheduler, config as rxConfig, isObservable, type Observable, type
 import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
 import type { Model } from '../core/model/model.js';
-import type { Tool } from '../sources/tool.js';
+import type { AnyTool } from '../sources/agentConfig.js';
 import { ChaosRecorder, chaosModel, chaosTool } from './inject.js';
 import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type Invariant, type InvariantOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
@@ -32,7 +32,7 @@ export interface Chaos {
   /** The model under the schedule's faults for its id (see `chaosModel`). */
   model(model: Model): Model;
   /** The tool under the schedule's faults for its name (see `chaosTool`). */
-  tool<T extends Tool<never, unknown>>(tool: T): T;
+  tool<T extends AnyTool>(tool: T): T;
 }
 
 /**
