@@ -22,3 +22,5 @@ export { marbleDiagram, replaySpec } from './report.js';
 export type { ReplaySpecNaming } from './report.js';
 export { HealingError, assertHealing, checkHealing } from './check.js';
 export type { CheckHealingOptions, HealingFailure, HealingReport } from './check.js';
+export { INCIDENT_VERSION, healingStep, incidentLine, recordIncident, replayIncident } from './incident.js';
+export type { Incident, IncidentReplay, RecordIncidentOptions } from './incident.js';
