@@ -31,6 +31,7 @@ export function chaosCheck(options: { schedules: number; reps: number }): { rows
           check: (run) => {
             runs++;
             if (i === 0) virtualMs += run.end.at;
+            return undefined;
           },
         },
       ],
