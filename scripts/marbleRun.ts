@@ -14,6 +14,7 @@ import { TestScheduler } from 'rxjs/testing';
 import * as rxheal from '../src/index.js';
 import { BulkheadRejectedError, CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
 import * as testing from '../src/testing/index.js';
+import * as chaos from '../src/chaos/index.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 
 /** A short text for an error, so a diagram's `calls` result can show which error arrived. */
@@ -26,13 +27,14 @@ export function label(error: unknown): string {
 }
 
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/testing, io-ts as `t` (tool arguments), a few
- * errors, and `delta(text)`, one text-delta event.
+ * What doc expressions can name: rxjs, rxheal, rxheal/testing, rxheal/chaos, io-ts as `t` (tool
+ * arguments), a few errors, and `delta(text)`, one text-delta event.
  */
 export const base: Readonly<Record<string, unknown>> = {
   ...rx,
   ...rxheal,
   ...testing,
+  ...chaos,
   t,
   label,
   delta: (text: string): TurnEvent => ({ type: 'text-delta', text }),
