@@ -47,7 +47,14 @@ export interface FaultBounds {
   readonly statuses?: readonly number[];
 }
 
-/** Default weights: about one call in three has a fault. */
+/**
+ * Default weights of model fault kinds: about one call in three has a fault.
+ *
+ * @example
+ * ```ts
+ * faults.schedule({ models: ['gpt'], model: { weights: { ...DEFAULT_MODEL_WEIGHTS, stall: 0 } } });
+ * ```
+ */
 export const DEFAULT_MODEL_WEIGHTS: Readonly<Record<ModelFault['kind'], number>> = Object.freeze({
   ok: 12,
   status: 3,
@@ -59,7 +66,14 @@ export const DEFAULT_MODEL_WEIGHTS: Readonly<Record<ModelFault['kind'], number>>
   'bad-tool-args': 1,
 });
 
-/** Default weights of tool faults. */
+/**
+ * Default weights of tool fault kinds: about one execution in three has a fault.
+ *
+ * @example
+ * ```ts
+ * faults.schedule({ tools: ['book'], tool: { weights: { ...DEFAULT_TOOL_WEIGHTS, throw: 6 } } });
+ * ```
+ */
 export const DEFAULT_TOOL_WEIGHTS: Readonly<Record<ToolFault['kind'], number>> = Object.freeze({ ok: 8, throw: 2, timeout: 1, stall: 1, 'is-error': 1, slow: 1 });
 
 const bounded = (bounds: FaultBounds | undefined) => ({
@@ -144,10 +158,25 @@ export interface ScheduleOptions {
   readonly tool?: { readonly weights?: ToolFaultWeights; readonly bounds?: FaultBounds };
 }
 
-/** The names a schedule arbitrary may fault, kept on it for checkHealing's check of the agent. */
+/**
+ * Where a {@link schedule} arbitrary keeps the names it may fault (checkHealing checks them
+ * against what the agent wraps before any run).
+ *
+ * @example
+ * ```ts
+ * schedule({ models: ['gpt'] })[SCHEDULE_NAMES]; // { models: ['gpt'], tools: [] }
+ * ```
+ */
 export const SCHEDULE_NAMES = Symbol.for('rxheal.chaos.scheduleNames');
 
-/** An arbitrary of {@link FaultSchedule}s, with the names it faults. */
+/**
+ * An arbitrary of {@link FaultSchedule}s, with the names it faults.
+ *
+ * @example
+ * ```ts
+ * const schedules: ScheduleArbitrary = faults.schedule({ models: ['gpt'], tools: ['search'] });
+ * ```
+ */
 export type ScheduleArbitrary = fc.Arbitrary<FaultSchedule> & { readonly [SCHEDULE_NAMES]: { readonly models: readonly string[]; readonly tools: readonly string[] } };
 
 /**

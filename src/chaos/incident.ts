@@ -12,7 +12,14 @@ import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } 
 import type { ChaosRun } from './invariants.js';
 import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
 
-/** The version of incident lines and of {@link Incident} this rxheal reads and writes. */
+/**
+ * The version of incident lines and of {@link Incident} this rxheal reads and writes.
+ *
+ * @example
+ * ```ts
+ * JSON.parse(incidentLine(event, 0)).rxheal === `incident/${INCIDENT_VERSION}`; // true
+ * ```
+ */
 export const INCIDENT_VERSION = 1;
 
 /**
@@ -170,7 +177,14 @@ function readLine(line: string, n: number, prefix: string): Read {
   return event === undefined ? undefined : { at, event };
 }
 
-/** Options of {@link recordIncident}. */
+/**
+ * Options of {@link recordIncident}.
+ *
+ * @example
+ * ```ts
+ * recordIncident(lines, { prefix: 'agent' }); // lines logged with logEvents(…, { prefix: 'agent' })
+ * ```
+ */
 export interface RecordIncidentOptions {
   /** The `prefix` the log was written with (`logEvents`'s option). Defaults to `'rxheal'`. */
   readonly prefix?: string;

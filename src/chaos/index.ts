@@ -8,7 +8,7 @@
  *
  * @module
  */
-export { faults, schedule, modelFault, toolFault, DEFAULT_MODEL_WEIGHTS, DEFAULT_TOOL_WEIGHTS } from './faults.js';
+export { faults, schedule, modelFault, toolFault, DEFAULT_MODEL_WEIGHTS, DEFAULT_TOOL_WEIGHTS, SCHEDULE_NAMES } from './faults.js';
 export type { FaultBounds, ModelFaultWeights, ScheduleArbitrary, ScheduleOptions, ToolFaultWeights } from './faults.js';
 export { ChaosInputError, compactSchedule, describeFault, validateSchedule } from './schedule.js';
 export type { FaultSchedule, ModelFault, ToolFault } from './schedule.js';

@@ -15,7 +15,14 @@ import { after } from '../core/rx/wait.js';
 import type { AnyTool } from '../sources/agentConfig.js';
 import { validateSchedule, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 
-/** How a model call or tool execution ended: `open` while it runs. */
+/**
+ * How a model call or tool execution ended: `open` while it runs (or when the run ended first).
+ *
+ * @example
+ * ```ts
+ * const stalled = run.models.filter((a) => a.outcome === ('open' satisfies AttemptOutcome));
+ * ```
+ */
 export type AttemptOutcome = 'open' | 'complete' | 'error' | 'cancelled';
 
 /**
@@ -72,7 +79,14 @@ export interface ToolExecution {
   outcome: AttemptOutcome;
 }
 
-/** A run event as the recorder saw it. */
+/**
+ * A run event as the recorder saw it: its place in the run's order and its virtual time.
+ *
+ * @example
+ * ```ts
+ * const retries = run.events.filter((e: RecordedEvent) => e.event.type === 'retry').map((e) => e.at);
+ * ```
+ */
 export interface RecordedEvent {
   readonly seq: number;
   readonly at: number;
@@ -121,7 +135,14 @@ export class ChaosRecorder {
   }
 }
 
-/** Options of {@link chaosModel} and {@link chaosTool}. */
+/**
+ * Options of {@link chaosModel} and {@link chaosTool}.
+ *
+ * @example
+ * ```ts
+ * const options: ChaosOptions = { scheduler: testScheduler, recorder: new ChaosRecorder(testScheduler) };
+ * ```
+ */
 export interface ChaosOptions {
   /** Where waits are scheduled. Defaults to `asyncScheduler` (virtual inside `TestScheduler.run`). */
   readonly scheduler?: SchedulerLike;
@@ -129,7 +150,15 @@ export interface ChaosOptions {
   readonly recorder?: ChaosRecorder;
 }
 
-/** Arguments no tool codec accepts: a JSON object cut short, as a string. */
+/**
+ * The arguments a `bad-tool-args` fault gives every tool call: no codec accepts them (a JSON
+ * object cut short, as a string).
+ *
+ * @example
+ * ```ts
+ * callTool(getWeather, { id: 'c1', name: 'get_weather', args: BAD_TOOL_ARGS }); // ToolError, phase 'validate'
+ * ```
+ */
 export const BAD_TOOL_ARGS = '{"arguments": ';
 
 /** The error a provider that refuses connections fails with (as `fetch` does). */
@@ -269,7 +298,14 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
   };
 }
 
-/** The MCP-style error result a tool answers with under an `is-error` fault. */
+/**
+ * The MCP-style error result a tool answers with under an `is-error` fault.
+ *
+ * @example
+ * ```ts
+ * IS_ERROR_RESULT; // { isError: true, content: [{ type: 'text', text: 'chaos: the tool reported an error' }] }
+ * ```
+ */
 export const IS_ERROR_RESULT = Object.freeze({ isError: true, content: Object.freeze([Object.freeze({ type: 'text', text: 'chaos: the tool reported an error' })]) });
 
 /**

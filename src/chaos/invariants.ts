@@ -92,7 +92,14 @@ export interface Invariant {
   readonly check: (run: Omit<ChaosRun, 'violations'>) => string | readonly string[] | undefined;
 }
 
-/** An error class, or its `name`. */
+/**
+ * An error class, or its `name`.
+ *
+ * @example
+ * ```ts
+ * const allowed: ErrorKind[] = [AllFallbacksFailedError, 'TimeoutError'];
+ * ```
+ */
 export type ErrorKind = string | (abstract new (...args: never[]) => Error);
 
 /**
@@ -117,7 +124,14 @@ export const DOCUMENTED_ERRORS: readonly ErrorKind[] = Object.freeze([
   TotalTimeoutError,
 ]);
 
-/** What the built-in invariants are told about the agent. */
+/**
+ * What the built-in invariants are told about the agent.
+ *
+ * @example
+ * ```ts
+ * builtinInvariants({ errors: [...DOCUMENTED_ERRORS, 'TimeoutError'], budget: { maxModelCalls: 6 } });
+ * ```
+ */
 export interface InvariantOptions {
   /** The errors a run may end with. Defaults to {@link DOCUMENTED_ERRORS}. */
   readonly errors?: readonly ErrorKind[];
