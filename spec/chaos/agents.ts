@@ -4,18 +4,18 @@
  * world fresh per run (models, breakers) and wraps its models and tools with `chaos`.
  */
 import * as t from 'io-ts';
-import { catchError, retry, tap, timeout, type Observable } from 'rxjs';
+import { catchError, retry, tap, timeout, type Observable, type OperatorFunction } from 'rxjs';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
 import type { AgentEvent, Message, TurnEvent } from '../../src/core/events/events.js';
-import { streamModel, type Model } from '../../src/core/model/model.js';
+import { streamModel, type Model, type ModelRequest } from '../../src/core/model/model.js';
 import { fallbackTo } from '../../src/operators/fallbackTo.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
-import { runAgent } from '../../src/sources/runAgent.js';
+import { runAgent, type PipelineContext } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, fromMarbles, textDeltas, toolCall } from '../../src/testing/index.js';
-import type { AgentFactory } from '../../src/chaos/index.js';
+import type { AgentFactory, Chaos } from '../../src/chaos/index.js';
 
 export const ANSWER = 'Your table for two is booked at eight.';
 export const PREAMBLE = 'Let me book it.';
@@ -126,29 +126,23 @@ export const noDeadline: AgentFactory = (chaos) =>
 /** The budget the next two agents are meant to hold. */
 export const BUDGET = { maxModelCalls: 2 } as const;
 
-/** Broken 4: a fallback outside the run's budget (fallbackTo given the run's hub but not its `context`): the secondary's calls are never counted. */
-export const budgetLeak: AgentFactory = (chaos) => {
+/** An agent on the primary whose model pipeline falls back to the secondary, as `fallback` says. */
+function withFallback(chaos: Chaos, fallback: (secondary: Model, request: ModelRequest, context: PipelineContext) => OperatorFunction<TurnEvent, TurnEvent>): Observable<AgentEvent> {
   const secondary = chaos.model(desk('secondary'));
   return runAgent({
     model: chaos.model(desk('primary')),
     tools: [chaos.tool(book)],
     messages: QUESTION,
     budget: BUDGET,
-    modelPipeline: (request, turn$, { hub }) => turn$.pipe(fallbackTo(secondary, { request, hub })),
+    modelPipeline: (request, turn$, context) => turn$.pipe(fallback(secondary, request, context)),
   });
-};
+}
+
+/** Broken 4: a fallback outside the run's budget (fallbackTo given the run's hub but not its `context`): the secondary's calls are never counted. */
+export const budgetLeak: AgentFactory = (chaos) => withFallback(chaos, (secondary, request, { hub }) => fallbackTo(secondary, { request, hub }));
 
 /** Fixed 4: the same fallback given the run's context: the secondary's calls count, the run stops at the budget. */
-export const budgetHeld: AgentFactory = (chaos) => {
-  const secondary = chaos.model(desk('secondary'));
-  return runAgent({
-    model: chaos.model(desk('primary')),
-    tools: [chaos.tool(book)],
-    messages: QUESTION,
-    budget: BUDGET,
-    modelPipeline: (request, turn$, context) => turn$.pipe(fallbackTo(secondary, { request, context })),
-  });
-};
+export const budgetHeld: AgentFactory = (chaos) => withFallback(chaos, (secondary, request, context) => fallbackTo(secondary, { request, context }));
 
 /** An agent whose factory throws before any fault acts. */
 export const throwsAtOnce: AgentFactory = () => {

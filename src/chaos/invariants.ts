@@ -5,19 +5,7 @@
  *
  * @module
  */
-import {
-  AllFallbacksFailedError,
-  BudgetExceededError,
-  BulkheadRejectedError,
-  CircuitOpenError,
-  HttpError,
-  IncompleteStreamError,
-  MalformedStreamError,
-  RateLimitExceededError,
-  RetriesExhaustedError,
-  ToolError,
-  TotalTimeoutError,
-} from '../core/errors/errors.js';
+import { AllFallbacksFailedError, BudgetExceededError, BulkheadRejectedError, CircuitOpenError, HttpError, IncompleteStreamError, MalformedStreamError, RateLimitExceededError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage } from '../core/events/events.js';
 import type { Budget } from '../sources/budget.js';
 import type { FaultSchedule } from './schedule.js';
