@@ -107,7 +107,7 @@ function describeFailure(failure: HealingFailure, seed: number, runs: number): s
  * schedules naming a model or tool the agent does not wrap.
  */
 export function checkHealing(agent: AgentFactory, options: CheckHealingOptions): HealingReport {
-  if (!(options?.faults instanceof fc.Arbitrary)) throw new ChaosInputError(`checkHealing: options.faults must be a fast-check arbitrary of schedules (faults.schedule({...})), got ${String(options?.faults)}`);
+  if (!(options?.faults instanceof fc.Arbitrary)) throw new ChaosInputError(`checkHealing: options.faults must be a fast-check arbitrary of schedules (what faults.schedule returns), got ${String(options?.faults)}`);
   const runs = options.runs ?? 100;
   if (!Number.isInteger(runs) || runs < 1) throw new ChaosInputError(`checkHealing: options.runs must be a whole number >= 1, got ${String(runs)}`);
   // the agent as it is, without faults: a factory that throws is reported as such
