@@ -7,7 +7,10 @@
 import { expect } from 'chai';
 import { BudgetExceededError } from '../../src/core/errors/errors.js';
 import { ChaosInputError, checkHealing, faults, HealingError, assertHealing, replaySchedule, type HealingReport, type FaultSchedule } from '../../src/chaos/index.js';
-import { ANSWER, BUDGET, budgetHeld, budgetLeak, concatenates, healing, noDeadline, retriesBooking, throwsAtOnce } from './agents.js';
+import type { Message } from '../../src/core/events/events.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import type { AgentFactory } from '../../src/chaos/index.js';
+import { ANSWER, BUDGET, book, budgetHeld, budgetLeak, concatenates, desk, healing, noDeadline, retriesBooking, throwsAtOnce } from './agents.js';
 
 const SEED = 25;
 
@@ -144,5 +147,22 @@ describe('checkHealing (rxheal/chaos)', function () {
     expect(run.tools.map((t) => `${t.tool}#${t.call}:${t.outcome}`)).to.deep.equal(['book#1:complete']);
     const last = run.events.at(-1)?.event;
     expect(last?.type === 'message' && last.message.content).to.equal(ANSWER);
+  });
+});
+
+describe('checkHealing: a conversation with earlier answers', () => {
+  // an earlier assistant answer followed by the user's next question is no continuation: the
+  // text check must not read the earlier answer as a partial the model was asked to go on from
+  const earlier: Message[] = [
+    { role: 'user', content: 'Book a table for two at eight.' },
+    { role: 'assistant', content: 'Done: booked.' },
+    { role: 'user', content: 'And one for four at nine?' },
+  ];
+  const chat: AgentFactory = (chaos) => runAgent({ model: chaos.model(desk('primary')), tools: [chaos.tool(book)], messages: earlier });
+
+  it('a fault-free run of a follow-up question heals (no text-intact violation)', () => {
+    const run = replaySchedule(chat, {});
+    expect(run.models[0]?.continuing).to.equal(undefined);
+    expect(run.violations).to.deep.equal([]);
   });
 });

@@ -166,12 +166,20 @@ function refused(model: string): Error {
   return Object.assign(new TypeError(`fetch failed (chaos: '${model}' is down)`), { code: 'ECONNREFUSED', cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1'), { code: 'ECONNREFUSED' }) });
 }
 
-/** The partial answer a request asks to continue: the last message a user's, the one before an assistant's text. */
-function continuing(messages: readonly Message[]): string | undefined {
+/**
+ * The partial answer a request asks to continue: the last message a user's, the one before an
+ * assistant's text that a call of this run was cut in (its text is in it: a continuation's
+ * partial is what was shown, across a chain of continuations). An earlier answer of the
+ * conversation followed by the user's next question is no continuation. Without a recorder, the
+ * shape alone.
+ */
+function continuing(messages: readonly Message[], recorder: ChaosRecorder | undefined): string | undefined {
   const last = messages[messages.length - 1];
   const prev = messages[messages.length - 2];
   if (last?.role !== 'user' || prev?.role !== 'assistant' || prev.content === '' || (prev.toolCalls?.length ?? 0) > 0) return undefined;
-  return prev.content;
+  const partial = prev.content;
+  if (recorder && !recorder.models.some((a) => !a.finished && a.text.trim() !== '' && partial.includes(a.text.trim()))) return undefined;
+  return partial;
 }
 
 /**
@@ -217,7 +225,7 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
           finished: false,
           usage: undefined,
           toolCalls: [],
-          continuing: continuing(request.messages),
+          continuing: continuing(request.messages, recorder),
           step: context.step,
         };
         recorder?.models.push(attempt);
