@@ -81,7 +81,8 @@ function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | und
  * Runs the agent once under `schedule` in virtual time (a `TestScheduler` of its own) and checks
  * the run: the built-in invariants (see `builtinInvariants`) and `options.invariants`. Returns
  * everything the run did ({@link ChaosRun}) with its `violations` (empty: it healed).
- * Deterministic: the same agent and schedule give the same run.
+ * Deterministic: the same agent and schedule give the same run. Call it outside any
+ * `TestScheduler.run` of your own: it runs its own.
  *
  * @example
  * ```ts
