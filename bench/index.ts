@@ -227,6 +227,15 @@ log('k. tail latency (virtual time) …');
   verdicts.push(...k.verdicts);
 }
 
+log('m. checkHealing (rxheal/chaos) …');
+{
+  // 1 000 schedules in virtual time, checked and (were one to fail) shrunk: bench/figures/chaos.ts
+  const { chaosCheck } = await import('./figures/chaos.js');
+  const m = chaosCheck({ schedules: 1_000, reps: quick ? 1 : 5 });
+  rows.push(...m.rows);
+  verdicts.push(...m.verdicts);
+}
+
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
 

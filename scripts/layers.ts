@@ -41,6 +41,7 @@ export const ROOMS: readonly Room[] = [
   { path: 'adapters', purpose: 'What the SDK adapters share (abort handling, tool-schema and error helpers)' },
   { path: 'events', purpose: 'rxheal/events: the event model alone, re-exported' },
   { path: 'testing', purpose: `rxheal/testing: scripted models and tools, marbles and virtual-time helpers for users' own specs` },
+  { path: 'chaos', purpose: `rxheal/chaos: fault schedules as fast-check arbitraries, applied in virtual time to users' own models and tools; checkHealing's invariants, shrunk failures as marble diagrams and replay specs; incidents recorded and replayed` },
   { path: 'otel', purpose: `rxheal/otel: the hub's events as OpenTelemetry spans and metrics` },
   { path: 'server', purpose: 'rxheal/server: the local provider (OpenAI and Anthropic wire formats on 127.0.0.1) with scripted answers and faults' },
   { path: 'redis', purpose: 'rxheal/redis: the breaker and rate-limit stores on Redis (Lua scripts, one client layer)' },

@@ -19,6 +19,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import * as mcp from '../src/mcp/index.js';
 import { toolset, type FromMcpOptions, type McpSchemaValidator } from '../src/mcp/fromMcp.js';
 import type { McpRequestOptions } from '../src/mcp/link.js';
+import * as chaos from '../src/chaos/index.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 
 /** A short text for an error, so a diagram's `calls` result can show which error arrived. */
@@ -91,8 +92,8 @@ function responsesEvents(text: string): Record<string, { event: string; data: st
 }
 
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/testing, rxheal/mcp as `mcp`, io-ts
- * as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
+ * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/testing, rxheal/mcp as `mcp`, rxheal/chaos,
+ * io-ts as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
  * and `mcpTool(options)`.
  */
 export const base: Readonly<Record<string, unknown>> = {
@@ -100,6 +101,7 @@ export const base: Readonly<Record<string, unknown>> = {
   ...providers,
   ...rxheal,
   ...testing,
+  ...chaos,
   t,
   mcp,
   mcpTool,

@@ -1,6 +1,6 @@
 /**
  * The adapter subpaths as a user installs them: `rxheal/ai-sdk`, `rxheal/openai`,
- * `rxheal/anthropic`, `rxheal/langchain`, `rxheal/mcp` resolve through the exports map to the built ESM; each
+ * `rxheal/anthropic`, `rxheal/langchain`, `rxheal/mcp`, `rxheal/chaos` (on fast-check) resolve through the exports map to the built ESM; each
  * framework is an optional peer; the root entry (code and types) never reaches a framework, and a
  * consumer project that installs none builds, typechecks and runs against it.
  */
@@ -26,6 +26,7 @@ const SUBPATHS = {
   './openai': { frameworks: ['openai'], exports: ['fromOpenAI'] },
   './anthropic': { frameworks: ['@anthropic-ai/sdk'], exports: ['fromAnthropic'] },
   './langchain': { frameworks: ['@langchain/core'], exports: ['fromLangChain', 'toLangChain', 'RxhealChatModel', 'StreamRestartError'] },
+  './chaos': { frameworks: ['fast-check'], exports: ['checkHealing', 'assertHealing', 'replaySchedule', 'chaosModel', 'chaosTool', 'recordIncident', 'replayIncident', 'marbleDiagram', 'replaySpec', 'ChaosInputError'] },
   './mcp': { frameworks: ['@modelcontextprotocol/sdk'], exports: ['fromMcp', 'watchMcpTools', 'isIdempotentTool', 'McpConnectionError', 'McpProtocolError', 'McpSessionExpiredError', 'McpTimeoutError', 'McpToolResultError'] },
 } as const;
 const FRAMEWORKS = [...new Set(Object.values(SUBPATHS).flatMap((s) => s.frameworks)), '@langchain/openai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible'];

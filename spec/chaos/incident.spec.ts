@@ -1,0 +1,167 @@
+/**
+ * Incident replay, round trip: an agent runs for real against two rxheal/server local providers
+ * (HTTP on 127.0.0.1) with faults switched on; what it reported — the run's events, and the JSON
+ * lines the logger wrote (pino style, level debug: tapLogs on the run's stream, logEvents on its hub) — is recorded with recordIncident and replayed
+ * in virtual time with stand-in models of the same ids: the replay reports the same healing
+ * events (types, order, targets, attempts, delays). And bad input: lines of another version.
+ */
+import { expect } from 'chai';
+import { asyncScheduler, concatMap, from, lastValueFrom, map, timeout, timer, toArray } from 'rxjs';
+import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import type { AgentEvent, Message, TurnEvent } from '../../src/core/events/events.js';
+import { HealHub } from '../../src/core/hub/hub.js';
+import type { Model } from '../../src/core/model/model.js';
+import { logEvents, tapLogs } from '../../src/observe/logger.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
+import { runAgent } from '../../src/sources/runAgent.js';
+import { scriptedAssistant, startLocalProvider, tokenize, type LocalProvider } from '../../src/server/index.js';
+import { finish } from '../../src/testing/index.js';
+import { ChaosInputError, healingStep, incidentLine, recordIncident, replayIncident, type AgentFactory, type Incident } from '../../src/chaos/index.js';
+
+const MESSAGES: Message[] = [{ role: 'user', content: 'Tell me a story about the river.' }];
+
+/** The agent of the incident, on whatever models it is given: the live run's HTTP models, or the replay's stand-ins. */
+function agentOn(models: readonly Model[], hub?: HealHub) {
+  return runAgent({
+    model: fallbackModel(models, {
+      breakers: new CircuitBreakerRegistry(),
+      midStream: 'restart',
+      perModel: (_id, stream$, { hub: runHub, target }) =>
+        stream$.pipe(
+          timeout({ first: 2_000, each: 1_000 }),
+          retryWithBackoff<TurnEvent>({ hub: runHub, target, maxRetries: 2, initialBackoffMs: 30, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }),
+        ),
+    }),
+    messages: MESSAGES,
+    ...(hub ? { hub } : {}),
+  });
+}
+
+/** A stand-in for a local provider: the same assistant's answer, one token a millisecond, on the run's scheduler. */
+function standIn(id: string): Model {
+  return {
+    id,
+    stream: (request, context) => {
+      const turn = scriptedAssistant({ protocol: 'openai', model: 'local', messages: request.messages, tools: [] });
+      const events: TurnEvent[] = [...tokenize(turn.text ?? '').map((text): TurnEvent => ({ type: 'text-delta', text })), finish('stop')];
+      const scheduler = context.scheduler ?? asyncScheduler;
+      return from(events).pipe(concatMap((e) => timer(1, scheduler).pipe(map(() => e))));
+    },
+  };
+}
+
+const replayAgent: AgentFactory = (chaos) => agentOn([chaos.model(standIn('primary')), chaos.model(standIn('secondary'))]);
+
+describe('incident replay (rxheal/chaos): a live run against rxheal/server, recorded and replayed in virtual time', function () {
+  this.timeout(30_000);
+  let primary: LocalProvider;
+  let secondary: LocalProvider;
+  let events: AgentEvent[];
+  let lines: string[];
+  let hubLines: string[];
+
+  before(async () => {
+    // the primary: a 429 (retry-after-ms 40), then a connection reset after 2 tokens, twice (its retries spent); the secondary is healthy
+    primary = await startLocalProvider({
+      name: 'primary',
+      tokenDelayMs: 1,
+      faults: [
+        { kind: 'status', status: 429, retryAfterMs: 40, times: 1 },
+        { kind: 'reset', afterChunks: 2, times: 2 },
+      ],
+    });
+    secondary = await startLocalProvider({ name: 'secondary', tokenDelayMs: 1 });
+    const http = (server: LocalProvider, id: string): Model => openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', id });
+    const hub = new HealHub();
+    lines = [];
+    hubLines = [];
+    // a JSON logger as pino writes one (level, time, the fields, msg), at level debug
+    const jsonTo = (out: string[]) => (level: number) => (fields: unknown, msg: unknown) => out.push(JSON.stringify({ level, time: Date.now(), pid: 1, hostname: 'h', ...(fields as object), msg }));
+    const json = jsonTo(lines);
+    const hubJson = jsonTo(hubLines);
+    const logging = logEvents(hub.events$, { logger: { debug: hubJson(20), info: hubJson(30), warn: hubJson(40), error: hubJson(50) }, level: 'debug', format: 'object' });
+    // logged from the run's stream (tapLogs): the hub's events and the run's own resets
+    events = await lastValueFrom(
+      agentOn([http(primary, 'primary'), http(secondary, 'secondary')], hub).pipe(tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }), toArray()),
+    );
+    logging.unsubscribe();
+  });
+
+  after(async () => {
+    await primary?.close();
+    await secondary?.close();
+  });
+
+  it('the live run healed: retries on the primary, then the fallback, and the whole answer', () => {
+    const steps = events.map(healingStep).filter((s) => s !== undefined);
+    expect(steps).to.include('retry model:primary #1 after 40 ms');
+    expect(steps).to.include('fallback model:primary > model:secondary');
+    const last = events.at(-1);
+    expect(last?.type === 'message' && last.message.role === 'assistant' && last.message.content.length).to.be.greaterThan(100);
+  });
+
+  it("recorded from the run's events: the schedule says which call failed how, and the replay heals the same way", () => {
+    const incident = recordIncident(events);
+    expect(incident.schedule).to.deep.equal({
+      models: {
+        primary: [{ kind: 'status', status: 429, retryAfterMs: 40 }, { kind: 'reset', afterEvents: 2 }, { kind: 'reset', afterEvents: 2 }],
+        secondary: [{ kind: 'ok' }],
+      },
+    });
+    const replay = replayIncident(incident, replayAgent);
+    expect(replay.healing).to.deep.equal(incident.healing);
+    expect(replay.same).to.equal(true);
+    expect(replay.run.violations).to.deep.equal([]);
+    // the delays are virtual now: the 429's retry-after and the backoff, to the millisecond
+    expect(replay.healing.filter((s) => s.startsWith('retry'))).to.deep.equal(['retry model:primary #1 after 40 ms', 'retry model:primary #2 after 60 ms']);
+  });
+
+  it('recorded from the JSON lines tapLogs wrote: the same healing, replayed the same', () => {
+    const fromEvents = recordIncident(events);
+    const fromLines = recordIncident(lines.join('\n'));
+    // lines carry no text: a cut is where the provider's decoder counted it (its first chunk, the role, is an event too)
+    expect(fromLines.schedule).to.deep.equal({
+      models: {
+        primary: [{ kind: 'status', status: 429, retryAfterMs: 40 }, { kind: 'reset', afterEvents: 3 }, { kind: 'reset', afterEvents: 3 }],
+        secondary: [{ kind: 'ok' }],
+      },
+    });
+    expect(fromLines.healing).to.deep.equal(fromEvents.healing);
+    expect(replayIncident(fromLines, replayAgent).same).to.equal(true);
+  });
+
+  it("recorded from the hub's log (logEvents on hub.events$): the same schedule; the resets, the run's own events, are not on the hub", () => {
+    const fromHub = recordIncident(hubLines);
+    expect(fromHub.schedule).to.deep.equal(recordIncident(lines).schedule);
+    const replay = replayIncident(fromHub, replayAgent);
+    expect(replay.healing.filter((s) => !s.startsWith('reset '))).to.deep.equal(fromHub.healing);
+    expect(fromHub.healing.some((s) => s.startsWith('reset '))).to.equal(false);
+  });
+
+  it('incident lines carry each event whole and read back to the same incident', () => {
+    const written = events.map((e, i) => incidentLine(e, i));
+    expect(recordIncident(written)).to.deep.equal(recordIncident(events));
+  });
+
+  describe('bad input', () => {
+    it('a line of another version is a clear error naming the line', () => {
+      const line = JSON.stringify({ rxheal: 'incident/2', at: 0, event: { type: 'retry' } });
+      expect(() => recordIncident(['', line])).to.throw(ChaosInputError, 'line 2: an incident line of "incident/2"; this rxheal reads "incident/1"');
+      const foreign = JSON.stringify({ level: 40, time: 1, msg: 'rxheal: model call exploded, retrying later' });
+      expect(() => recordIncident(foreign)).to.throw(ChaosInputError, `line 1: "model call exploded, retrying later" is no message this rxheal's logEvents writes (a log of another version?)`);
+      expect(() => recordIncident('{not json')).to.throw(ChaosInputError, 'line 1: not JSON');
+      expect(() => replayIncident({ version: 2 } as unknown as Incident, replayAgent)).to.throw(ChaosInputError, 'an incident of version 2; this rxheal reads version 1');
+    });
+
+    it('an incident naming a model the agent does not have is an error naming it', () => {
+      const incident: Incident = { version: 1, schedule: { models: { tertiary: [{ kind: 'ok' }] } }, healing: [] };
+      expect(() => replayIncident(incident, replayAgent)).to.throw(ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
+    });
+
+    it('lines of other programs are skipped', () => {
+      expect(recordIncident([JSON.stringify({ level: 30, msg: 'server started' }), JSON.stringify({ level: 30, msg: 'other: retry' })])).to.deep.equal({ version: 1, schedule: {}, healing: [] });
+    });
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * How a chaos run is shown: {@link marbleDiagram}, one lane per model, tool and the run itself,
+ * time left to right (a column per moment something happened, its virtual ms above), and
+ * {@link replaySpec}, a spec to paste that replays exactly that schedule.
+ *
+ * @module
+ */
+import type { AgentEvent } from '../core/events/events.js';
+import type { ChaosRun } from './invariants.js';
+import type { ModelAttempt, ToolExecution } from './inject.js';
+import { compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
+
+/** The run lane's letter for an event, or undefined for events the diagram leaves out. */
+function letter(event: AgentEvent): string | undefined {
+  switch (event.type) {
+    case 'retry':
+      return 'R';
+    case 'fallback':
+      return 'F';
+    case 'reset':
+      return 'x';
+    case 'circuit':
+      return event.kind === 'rejected' ? 'o' : event.to === 'open' ? 'O' : undefined;
+    case 'degraded':
+      return 'D';
+    case 'restored':
+      return 'U';
+    case 'budget-exceeded':
+      return 'B';
+    case 'hedge':
+      return event.kind === 'started' ? 'H' : undefined;
+    case 'reflection':
+      return 'L';
+    case 'tool-result':
+      return 'T';
+    case 'tool-error':
+      return 'E';
+    case 'message':
+      return event.message.role === 'assistant' ? 'M' : undefined;
+    default:
+      return undefined;
+  }
+}
+
+const RUN_LEGEND: Readonly<Record<string, string>> = {
+  R: 'retry',
+  F: 'fallback',
+  x: 'reset (partial output discarded)',
+  o: 'call rejected by an open circuit',
+  O: 'circuit opened',
+  D: 'degraded',
+  U: 'restored',
+  B: 'budget exceeded',
+  H: 'hedge started',
+  L: 'reflection',
+  T: 'tool result',
+  E: 'tool error',
+  M: 'assistant message',
+};
+
+const endMark = (outcome: ModelAttempt['outcome']): string => (outcome === 'complete' ? '|' : outcome === 'error' ? '#' : outcome === 'cancelled' ? '!' : '');
+
+/**
+ * The run as a marble diagram: a header of virtual times, a lane per chaos model and tool (`^` a
+ * call starts, `|` it completes, `#` it fails, `!` it is cancelled; several marks at one moment
+ * side by side), and the run's lane (healing events and messages by letter, its end `|`, `#`, or
+ * `…` for a hang); then what each call's fault was and what the letters mean.
+ *
+ * @example
+ * ```ts
+ * console.log(marbleDiagram(replaySchedule(agent, schedule)));
+ * //  ms              0    40   ...
+ * //  model:primary   ^    #
+ * //  …
+ * ```
+ */
+export function marbleDiagram(run: Omit<ChaosRun, 'violations'>): string {
+  const cells = new Map<string, Map<number, string>>();
+  const lanes: string[] = [];
+  const mark = (lane: string, at: number, text: string): void => {
+    if (!cells.has(lane)) {
+      cells.set(lane, new Map());
+      lanes.push(lane);
+    }
+    const row = cells.get(lane)!;
+    row.set(at, (row.get(at) ?? '') + text);
+  };
+  const calls: (ModelAttempt | ToolExecution)[] = [...run.models, ...run.tools].sort((a, b) => a.seq - b.seq);
+  for (const c of calls) {
+    const lane = c.kind === 'model' ? `model:${c.model}` : `tool:${c.tool}`;
+    mark(lane, c.startedAt, '^');
+    if (c.endedAt !== undefined) mark(lane, c.endedAt, endMark(c.outcome));
+  }
+  const used = new Set<string>();
+  for (const { at, event } of run.events) {
+    const l = letter(event);
+    if (l === undefined) continue;
+    used.add(l);
+    mark('run', at, l);
+  }
+  mark('run', run.end.at, run.end.kind === 'complete' ? '|' : run.end.kind === 'error' ? '#' : '…');
+  const times = [...new Set([...cells.values()].flatMap((row) => [...row.keys()]))].sort((a, b) => a - b);
+  const width = new Map(times.map((t) => [t, Math.max(String(t).length, ...[...cells.values()].map((row) => row.get(t)?.length ?? 0)) + 2]));
+  const name = Math.max(2, ...lanes.map((l) => l.length)) + 2;
+  const line = (head: string, cell: (t: number) => string): string => (head.padEnd(name) + times.map((t) => cell(t).padEnd(width.get(t)!)).join('')).trimEnd();
+  const out = [line('ms', (t) => String(t))];
+  for (const lane of lanes) out.push(line(lane, (t) => cells.get(lane)!.get(t) ?? (lane === 'run' ? '' : '-')));
+  out.push('');
+  for (const c of calls) {
+    const who = c.kind === 'model' ? `${c.model}#${c.call}` : `${c.tool}#${c.call}`;
+    const what = c.kind === 'model' && c.text !== '' ? ` delivered ${JSON.stringify(c.text)}` : '';
+    out.push(`${who}: ${describeFault(c.fault)}, ${c.outcome}${c.endedAt === undefined ? '' : ` at ${c.endedAt} ms`}${what}`);
+  }
+  const legend = [...used].sort().map((l) => `${l} ${RUN_LEGEND[l]}`);
+  const end = run.end.kind === 'error' ? `# ${(run.end.error as Error | undefined)?.name ?? 'error'}` : run.end.kind === 'complete' ? '| answered' : '… hung';
+  out.push(`run: ${[...legend, end].join(', ')}`);
+  return out.join('\n');
+}
+
+/** A schedule as source text: one line per fault list. */
+function scheduleSource(schedule: FaultSchedule): string {
+  const one = JSON.stringify(schedule);
+  if (one.length <= 80) return one;
+  const part = (name: 'models' | 'tools'): string[] => {
+    const table = schedule[name];
+    if (!table) return [];
+    return [`    ${name}: {`, ...Object.entries(table).map(([k, list]) => `      ${JSON.stringify(k)}: ${JSON.stringify(list)},`), '    },'];
+  };
+  return ['{', ...part('models'), ...part('tools'), '  }'].join('\n');
+}
+
+/**
+ * How {@link replaySpec} names what it imports: where the agent factory comes from, its name,
+ * and (when the check had options) the name of the options object.
+ *
+ * @example
+ * ```ts
+ * const naming: ReplaySpecNaming = { from: './agent.js', agent: 'agent', options: 'healingOptions' };
+ * ```
+ */
+export interface ReplaySpecNaming {
+  /** The module exporting the agent factory (and options). Defaults to `'./agent.js'`. */
+  readonly from?: string;
+  /** The factory's export name. Defaults to `'agent'`. */
+  readonly agent?: string;
+  /** The options' export name, when the run used options (budget, custom invariants). */
+  readonly options?: string;
+  /** The module `replaySchedule` is imported from. Defaults to `'rxheal/chaos'`. */
+  readonly chaos?: string;
+}
+
+/**
+ * A spec (mocha / vitest / node:test style `it`, `node:assert`) that replays exactly `run`'s
+ * schedule (compacted) against the agent and asserts that it heals: paste it, it fails until the
+ * agent is fixed, then guards the fix.
+ *
+ * @example
+ * ```ts
+ * writeFileSync('spec/healing-regression.spec.ts', replaySpec(report.failure.run, { from: '../src/agent.js' }));
+ * ```
+ */
+export function replaySpec(run: Omit<ChaosRun, 'violations'> & { readonly violations?: ChaosRun['violations'] }, naming: ReplaySpecNaming = {}): string {
+  const agent = naming.agent ?? 'agent';
+  const names = naming.options === undefined ? agent : `${agent}, ${naming.options}`;
+  const schedule = scheduleSource(compactSchedule(run.schedule));
+  const seen = (run.violations ?? []).map((v) => `// ${v.invariant}: ${v.message.replace(/\s+/g, ' ')}`);
+  return [
+    "import assert from 'node:assert/strict';",
+    `import { replaySchedule } from '${naming.chaos ?? 'rxheal/chaos'}';`,
+    `import { ${names} } from '${naming.from ?? './agent.js'}';`,
+    '',
+    ...(seen.length ? ['// found by checkHealing:', ...seen] : []),
+    `it('heals under the schedule checkHealing found', () => {`,
+    `  const schedule = ${schedule};`,
+    `  const run = replaySchedule(${agent}, schedule${naming.options === undefined ? '' : `, ${naming.options}`});`,
+    '  assert.deepEqual(run.violations, []);',
+    '});',
+    '',
+  ].join('\n');
+}
