@@ -227,7 +227,7 @@ log('k. tail latency (virtual time) …');
   verdicts.push(...k.verdicts);
 }
 
-log('m. checkHealing (rxheal/chaos) …');
+log('n. checkHealing (rxheal/chaos) …');
 {
   // 1 000 schedules in virtual time, checked and (were one to fail) shrunk: bench/figures/chaos.ts
   const { chaosCheck } = await import('./figures/chaos.js');

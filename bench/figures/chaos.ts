@@ -1,5 +1,5 @@
 /**
- * (m) Proving an agent heals: `checkHealing` (rxheal/chaos) runs the agent that heals of
+ * (n) Proving an agent heals: `checkHealing` (rxheal/chaos) runs the agent that heals of
  * spec/chaos/agents.ts — two models behind fallbackModel with deadlines and retries, a
  * non-idempotent booking tool behind retryWithBackoff, a deadline and reflectOnError — under 1 000
  * fault schedules drawn by fast-check over both models and the tool (seed 25), each run in
@@ -11,7 +11,7 @@ import { checkHealing, faults } from '../../src/chaos/index.js';
 import { healing } from '../../spec/chaos/agents.js';
 import { stats, type Row, type Verdict } from '../lib/harness.js';
 
-export const FIGURE = 'm. checkHealing, 1 000 schedules';
+export const FIGURE = 'n. checkHealing, 1 000 schedules';
 
 export function chaosCheck(options: { schedules: number; reps: number }): { rows: Row[]; verdicts: Verdict[] } {
   const times: number[] = [];
@@ -54,6 +54,6 @@ export function chaosCheck(options: { schedules: number; reps: number }): { rows
         note: `${per.toFixed(0)} µs per schedule; ${(virtualMs / 3_600_000).toFixed(1)} h of virtual time simulated`,
       },
     ],
-    verdicts: [{ figure: 'm', target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (issue 25)`, measured: `${(s.median / 1000).toFixed(2)} s median (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)} s)`, met: s.max < 10_000 }],
+    verdicts: [{ figure: 'n', target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (issue 25)`, measured: `${(s.median / 1000).toFixed(2)} s median (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)} s)`, met: s.max < 10_000 }],
   };
 }
