@@ -21,6 +21,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { requestGuard } from '../../src/server/guard.js';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** The MCP server's faults and its request handler (what `/mcp` is served with). */
 export interface DemoMcp {
@@ -49,14 +50,8 @@ const SEARCH_MS = { normal: 300, slow: 6_000 } as const;
 /** The largest request body read (the tools' arguments are small). */
 const MAX_BODY_BYTES = 64 * 1024;
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(new Error('cancelled'));
-    }, { once: true });
-  });
+/** Waits `ms`, or rejects (an AbortError) as soon as the call is cancelled. */
+const sleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal });
 
 const jsonError = (res: ServerResponse, status: number, code: number, message: string): void => {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
