@@ -44,7 +44,10 @@ export interface FleetNodeConfig {
 }
 
 /** Parent → node. */
-export type FleetCommand = { readonly cmd: 'traffic'; readonly mode: 'idle' | 'breaker' | 'limit' } | { readonly cmd: 'bad'; readonly on: boolean } | { readonly cmd: 'stop' };
+export type FleetCommand =
+  /** `callers`: how many calls this node keeps going at once (1 unless said; the same until told otherwise). */
+  | { readonly cmd: 'traffic'; readonly mode: 'idle' | 'breaker' | 'limit'; readonly callers?: number }
+  | { readonly cmd: 'bad'; readonly on: boolean } | { readonly cmd: 'stop' };
 
 /** Node → parent. */
 export type FleetReport =
@@ -99,10 +102,16 @@ const bad = openAICompatibleModel({ baseURL: config.badURL, model: 'local', id: 
 let mode: 'idle' | 'breaker' | 'limit' = 'idle';
 let broken = false;
 let stopped = false;
+/** Concurrent callers wanted; caller `i` runs while `i < callers`. */
+let callers = 1;
+const running = new Set<number>();
 
 process.on('message', (message: FleetCommand) => {
-  if (message.cmd === 'traffic') mode = message.mode;
-  else if (message.cmd === 'bad') broken = message.on;
+  if (message.cmd === 'traffic') {
+    mode = message.mode;
+    callers = message.callers ?? callers;
+    for (let i = 0; i < callers; i++) if (!running.has(i)) void caller(i);
+  } else if (message.cmd === 'bad') broken = message.on;
   else stopped = true;
 });
 
@@ -119,25 +128,33 @@ async function run(model: Model, limited: boolean): Promise<AgentEvent[]> {
   );
 }
 
-send({ type: 'ready', node: config.node });
-while (!stopped) {
-  if (mode === 'idle') {
-    await sleep(10);
-    continue;
+/** One caller: an agent run after another (after `thinkMs`), while traffic is on and it is wanted. */
+async function caller(i: number): Promise<void> {
+  running.add(i);
+  while (!stopped && i < callers) {
+    if (mode === 'idle') {
+      await sleep(10);
+      continue;
+    }
+    const current = mode;
+    const start = Date.now();
+    try {
+      const events = await run(broken ? bad : good, current === 'limit');
+      const finish = events.find((e) => e.type === 'finish');
+      const tokens = finish?.type === 'finish' && finish.usage ? finish.usage.inputTokens + finish.usage.outputTokens : undefined;
+      send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: true, ...(tokens === undefined ? {} : { tokens }) });
+    } catch (error) {
+      const e = error as { name?: string; message?: string };
+      send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: false, error: e.name ?? 'unknown', message: String(e.message ?? ''), category: classifyError(error).category });
+    }
+    await sleep(config!.thinkMs);
   }
-  const current = mode;
-  const start = Date.now();
-  try {
-    const events = await run(broken ? bad : good, current === 'limit');
-    const finish = events.find((e) => e.type === 'finish');
-    const tokens = finish?.type === 'finish' && finish.usage ? finish.usage.inputTokens + finish.usage.outputTokens : undefined;
-    send({ type: 'call', node: config.node, mode: current, start, end: Date.now(), ok: true, ...(tokens === undefined ? {} : { tokens }) });
-  } catch (error) {
-    const e = error as { name?: string; message?: string };
-    send({ type: 'call', node: config.node, mode: current, start, end: Date.now(), ok: false, error: e.name ?? 'unknown', message: String(e.message ?? ''), category: classifyError(error).category });
-  }
-  await sleep(config.thinkMs);
+  running.delete(i);
 }
+
+send({ type: 'ready', node: config.node });
+void caller(0);
+while (!stopped || running.size > 0) await sleep(10);
 await store.close();
 await Promise.all([client.disconnect().catch(() => undefined), subscriber.disconnect().catch(() => undefined)]);
 send({ type: 'stopped', node: config.node });

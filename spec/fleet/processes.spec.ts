@@ -20,6 +20,19 @@ const QUORUM = 2;
 const RESET_MS = 1000;
 const TOKENS_PER_MINUTE = 3000;
 const COST = 30;
+/** Concurrent callers per process while the primary is dead (phase 1). */
+const CALLERS = 3;
+/** halfOpenMaxCalls: probes a half-open node lets through (the default). */
+const PROBES = 1;
+/**
+ * README's bound, "Requests reaching a dead provider": a node lets at most t + c − 1 requests
+ * through before it opens (its t failures, and the c − 1 calls already in flight then); from the
+ * quorum's verdict to the first probe's result only the calls in flight on the q open nodes and
+ * the N − q nodes not yet open get through, then the probe; each later window, the probe alone.
+ */
+const PER_NODE = THRESHOLD + CALLERS - 1;
+const FIRST_WINDOW_FROM_QUORUM = (N - QUORUM) * PER_NODE + QUORUM * (CALLERS - 1) + PROBES;
+const FIRST_WINDOW_FROM_DEATH = N * PER_NODE + PROBES;
 /** Errors a caller may see; a store error (offline client, timeout, expired command…) is never one. */
 const CALLER_ERRORS = new Set(['HttpError', 'CircuitOpenError']);
 
@@ -80,12 +93,14 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
   let revivedAt = 0;
   const movesSince = (t: number): string => transitionsIn(t).map((m) => `${m.at - t} ms ${m.node} ${m.from}→${m.to} ${m.reason}`).join('; ');
 
-  it('a dead primary: each open window lets at most quorum × threshold + 1 requests through, and from the second window on exactly one probe, fleet-wide', async () => {
+  it(`a dead primary, ${CALLERS} concurrent callers per process: the first window within (N − q)(t + c − 1) + q(c − 1) + 1 requests from the quorum on (N(t + c − 1) + 1 from the death), then exactly one probe per window, fleet-wide`, async () => {
     dead();
     const t0 = Date.now();
-    fleet!.tell({ cmd: 'traffic', mode: 'breaker' });
+    fleet!.tell({ cmd: 'traffic', mode: 'breaker', callers: CALLERS });
     await sleep(4_500);
     const t1 = Date.now();
+    // the later phases run one caller per process (their counts assume it)
+    fleet!.tell({ cmd: 'traffic', mode: 'breaker', callers: 1 });
     phaseEnd = t1;
     const phase = transitionsIn(t0, t1);
     // the fleet opens when a quorum of nodes has opened (each on its own evidence, or held by the verdict)
@@ -98,15 +113,24 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     const bounds = [firstOpen!.at, ...reopens];
     expect(bounds.length, 'open windows').to.be.at.least(3);
     const perWindow = bounds.map((start, i) => requestsIn(start, bounds[i + 1] ?? t1));
-    for (const count of perWindow) expect(count).to.be.at.most(QUORUM * THRESHOLD + 1);
+    const fromDeath = requestsIn(t0, bounds[1]!);
+    expect(perWindow[0], `the first window, from the quorum (bound ${FIRST_WINDOW_FROM_QUORUM})`).to.be.at.most(FIRST_WINDOW_FROM_QUORUM);
+    expect(fromDeath, `the first window, from the death (bound ${FIRST_WINDOW_FROM_DEATH})`).to.be.at.most(FIRST_WINDOW_FROM_DEATH);
+    // callers really ran at once: some process had several calls in flight together
+    const breakerCalls = callsIn(t0, t1).filter((c) => c.mode === 'breaker');
+    const overlapping = breakerCalls.some((a) => breakerCalls.some((b) => b !== a && b.node === a.node && b.start < a.end && a.start < b.end));
+    expect(overlapping, 'calls of one process overlapped').to.equal(true);
     // every complete window after the first: the probe and nothing else
-    expect(perWindow.slice(1, -1)).to.deep.equal(perWindow.slice(1, -1).map(() => 1));
+    for (const count of perWindow.slice(1)) expect(count).to.be.at.most(PROBES);
+    expect(perWindow.slice(1, -1)).to.deep.equal(perWindow.slice(1, -1).map(() => PROBES));
     // one prober per window, fleet-wide (the others stay open until its result)
     const probers = bounds.map((start, i) => phase.filter((t) => t.reason === 'probe_lease' && t.at >= start && t.at < (bounds[i + 1] ?? t1)).length);
     for (const count of probers) expect(count, 'nodes probing in one window').to.be.at.most(1);
     // without a fleet, every node would learn alone: N × threshold before the first open, then N probes per window
     const before = requestsIn(t0, firstOpen!.at);
-    console.log(`      dead primary: ${before} requests before the fleet opened, then per window ${perWindow.join(', ')} (bound ${QUORUM * THRESHOLD + 1}; ${N} independent breakers: ${N} per window)`);
+    console.log(
+      `      dead primary, ${CALLERS} callers per process: ${before} requests before the quorum, ${fromDeath} from the death to the first probe's result (bound ${FIRST_WINDOW_FROM_DEATH}), then per window ${perWindow.join(', ')} (first-window bound ${FIRST_WINDOW_FROM_QUORUM}, then ${PROBES}; ${N} independent breakers: ${N} per window)`,
+    );
     callersUnharmed(t0, t1);
   });
 
