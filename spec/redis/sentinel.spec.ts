@@ -23,6 +23,8 @@ import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index
 import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedisSentinels, type RedisSentinels } from '../support/redisSentinel.js';
+import { contract } from '../support/storeContract.js';
+import { outageCases } from '../support/outageCases.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 
@@ -188,5 +190,36 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
         await clients.close();
       }
     });
+  }
+
+  // every rule of both stores through each Sentinel client, on whichever node is primary now
+  for (const [kind, connect] of Object.entries(kinds)) {
+    const closers: (() => Promise<void>)[] = [];
+    contract(
+      `${kind}: RedisBreakerStore / RedisRateLimitStore`,
+      async () => {
+        const clients = await connect(sentinels!);
+        const namespace = `contract-${kind.replace(/\W/g, '-')}`;
+        const breakers = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace });
+        closers.push(async () => {
+          await breakers.close();
+          await clients.close();
+        });
+        for (let i = 0; i < 20; i++) if (await get(breakers.sync('warm-up', ['warm-up'])).then(() => true, () => false)) break;
+        await sleep(100); // SUBSCRIBE acknowledged
+        return { breakers, limits: new RedisRateLimitStore({ client: clients.client, namespace }) };
+      },
+      async () => {
+        for (const close of closers.splice(0)) await close();
+      },
+    );
+  }
+
+  // last: the restart empties the primary
+  for (const [kind, connect] of Object.entries(kinds)) {
+    outageCases(kind, () => connect(sentinels!), () => ({
+      pause: async (ms, mode) => void (await sentinels!.cli(await sentinels!.primary(), 'CLIENT', 'PAUSE', String(ms), mode)),
+      restart: () => sentinels!.restartPrimary(),
+    }));
   }
 });

@@ -17,6 +17,7 @@ import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
+import { outageCases } from '../support/outageCases.js';
 
 let unique = 0;
 const fresh = (): string => `model:${process.pid}-s${++unique}`;
@@ -147,4 +148,16 @@ describe('on a real redis-server', function () {
     expect(after, 'reconnected').to.not.equal(undefined);
     expect(after!.generation).to.be.greaterThan(before.generation);
   });
+
+  outageCases(
+    'node-redis createClient',
+    async () => ({ client: await connect(), subscriber: await connect(), close: async () => undefined }),
+    () => ({
+      pause: async (ms, mode) => void (await running().command(`CLIENT PAUSE ${ms} ${mode}`)),
+      restart: async () => {
+        await running().kill();
+        await running().restart();
+      },
+    }),
+  );
 });
