@@ -8,7 +8,7 @@
  * Config: the JSON in `RXHEAL_FLEET_NODE` (see {@link FleetNodeConfig}).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 import { lastValueFrom, toArray } from 'rxjs';
 import {
   CircuitBreakerRegistry,
@@ -27,6 +27,8 @@ import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js
 export interface FleetNodeConfig {
   readonly node: string;
   readonly redisUrl: string;
+  /** A Redis Cluster's nodes (`redis://host:port` each): the node connects with `createCluster`, and `redisUrl` is not used. */
+  readonly redisCluster?: readonly string[];
   /** The provider's OpenAI base URL. */
   readonly baseURL: string;
   /** A base URL nothing listens on: this node's "bad network path". */
@@ -74,12 +76,24 @@ if (config === null || typeof process.send !== 'function') {
 }
 const send = (report: FleetReport): void => void process.send?.(report);
 
-const client = createClient({ url: config.redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(50 * retries, 200) } });
-client.on('error', () => undefined);
-await client.connect();
-const subscriber = client.duplicate();
-subscriber.on('error', () => undefined);
-await subscriber.connect();
+const reconnectStrategy = (retries: number): number => Math.min(50 * retries, 200);
+/** One server: a client and a subscriber; a cluster: one cluster client, which subscribes on a connection of its own. */
+async function connectRedis(c: FleetNodeConfig) {
+  if (c.redisCluster !== undefined) {
+    const cluster = createCluster({ rootNodes: c.redisCluster.map((url) => ({ url })), defaults: { disableOfflineQueue: true, socket: { reconnectStrategy } } });
+    cluster.on('error', () => undefined);
+    await cluster.connect();
+    return { client: cluster, subscriber: cluster, close: () => cluster.close() };
+  }
+  const single = createClient({ url: c.redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy } });
+  single.on('error', () => undefined);
+  await single.connect();
+  const duplicate = single.duplicate();
+  duplicate.on('error', () => undefined);
+  await duplicate.connect();
+  return { client: single, subscriber: duplicate, close: () => Promise.all([single.disconnect(), duplicate.disconnect()]) };
+}
+const { client, subscriber, close } = await connectRedis(config);
 
 const store = new RedisBreakerStore({ client, subscriber, pollMs: config.pollMs });
 const breakers = new CircuitBreakerRegistry({
@@ -156,6 +170,6 @@ send({ type: 'ready', node: config.node });
 void caller(0);
 while (!stopped || running.size > 0) await sleep(10);
 await store.close();
-await Promise.all([client.disconnect().catch(() => undefined), subscriber.disconnect().catch(() => undefined)]);
+await close().catch(() => undefined);
 send({ type: 'stopped', node: config.node });
 process.disconnect?.();

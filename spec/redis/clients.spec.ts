@@ -39,6 +39,14 @@ function ioredis(url: string): Promise<Redis> {
   return ioredisReady(new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }));
 }
 
+/** A node-redis cluster client, connected (no offline queue). */
+async function nodeRedisCluster(servers: RedisClusterServers) {
+  const client = createCluster({ rootNodes: servers.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
 /** An ioredis Cluster client, ready. */
 function ioredisCluster(servers: RedisClusterServers): Promise<Cluster> {
   return ioredisReady(new Cluster(servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } }));
@@ -171,9 +179,7 @@ describe('the Redis stores\' clients, by shape', () => {
     contract(
       'node-redis createCluster: RedisBreakerStore / RedisRateLimitStore',
       async () => {
-        const client = createCluster({ rootNodes: servers!.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
-        client.on('error', () => undefined);
-        await client.connect();
+        const client = await nodeRedisCluster(servers!);
         const breakers = new RedisBreakerStore({ client, subscriber: client, namespace: 'node-redis-cluster' });
         closers.push(async () => {
           await breakers.close();
@@ -217,9 +223,7 @@ describe('the Redis stores\' clients, by shape', () => {
     outageCases(
       'node-redis createCluster',
       async () => {
-        const client = createCluster({ rootNodes: servers!.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
-        client.on('error', () => undefined);
-        await client.connect();
+        const client = await nodeRedisCluster(servers!);
         return { client, subscriber: client, close: () => client.close() };
       },
       outage,
