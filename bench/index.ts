@@ -219,6 +219,15 @@ log('j. fleet on Redis …');
   verdicts.push(...g.verdicts);
 }
 
+log('m. shared rate limits on Redis vs bottleneck …');
+{
+  // self-contained too: its own redis-server (skipped, with a row saying so, when not installed)
+  const { rateLimits } = await import('./figures/rateLimits.js');
+  const m = await rateLimits(quick ? { limit: 1_200, ms: 2_000, callers: 4, latencyCalls: 100, reps: 3 } : { limit: 1_200, ms: 4_000, callers: 4, latencyCalls: 300, reps: 7 });
+  rows.push(...m.rows);
+  verdicts.push(...m.verdicts);
+}
+
 log('k. tail latency (virtual time) …');
 {
   // deterministic: a seeded simulated provider in virtual time (bench/figures/tail.ts says its parameters)

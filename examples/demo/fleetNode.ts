@@ -8,7 +8,7 @@
  * Config: the JSON in `RXHEAL_FLEET_NODE` (see {@link FleetNodeConfig}).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 import { lastValueFrom, toArray } from 'rxjs';
 import {
   CircuitBreakerRegistry,
@@ -27,6 +27,8 @@ import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js
 export interface FleetNodeConfig {
   readonly node: string;
   readonly redisUrl: string;
+  /** A Redis Cluster's nodes (`redis://host:port` each): the node connects with `createCluster`, and `redisUrl` is not used. */
+  readonly redisCluster?: readonly string[];
   /** The provider's OpenAI base URL. */
   readonly baseURL: string;
   /** A base URL nothing listens on: this node's "bad network path". */
@@ -44,7 +46,10 @@ export interface FleetNodeConfig {
 }
 
 /** Parent → node. */
-export type FleetCommand = { readonly cmd: 'traffic'; readonly mode: 'idle' | 'breaker' | 'limit' } | { readonly cmd: 'bad'; readonly on: boolean } | { readonly cmd: 'stop' };
+export type FleetCommand =
+  /** `callers`: how many calls this node keeps going at once (1 unless said; the same until told otherwise). */
+  | { readonly cmd: 'traffic'; readonly mode: 'idle' | 'breaker' | 'limit'; readonly callers?: number }
+  | { readonly cmd: 'bad'; readonly on: boolean } | { readonly cmd: 'stop' };
 
 /** Node → parent. */
 export type FleetReport =
@@ -71,12 +76,24 @@ if (config === null || typeof process.send !== 'function') {
 }
 const send = (report: FleetReport): void => void process.send?.(report);
 
-const client = createClient({ url: config.redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy: (retries: number) => Math.min(50 * retries, 200) } });
-client.on('error', () => undefined);
-await client.connect();
-const subscriber = client.duplicate();
-subscriber.on('error', () => undefined);
-await subscriber.connect();
+const reconnectStrategy = (retries: number): number => Math.min(50 * retries, 200);
+/** One server: a client and a subscriber; a cluster: one cluster client, which subscribes on a connection of its own. */
+async function connectRedis(c: FleetNodeConfig) {
+  if (c.redisCluster !== undefined) {
+    const cluster = createCluster({ rootNodes: c.redisCluster.map((url) => ({ url })), defaults: { disableOfflineQueue: true, socket: { reconnectStrategy } } });
+    cluster.on('error', () => undefined);
+    await cluster.connect();
+    return { client: cluster, subscriber: cluster, close: () => cluster.close() };
+  }
+  const single = createClient({ url: c.redisUrl, disableOfflineQueue: true, socket: { reconnectStrategy } });
+  single.on('error', () => undefined);
+  await single.connect();
+  const duplicate = single.duplicate();
+  duplicate.on('error', () => undefined);
+  await duplicate.connect();
+  return { client: single, subscriber: duplicate, close: () => Promise.all([single.disconnect(), duplicate.disconnect()]) };
+}
+const { client, subscriber, close } = await connectRedis(config);
 
 const store = new RedisBreakerStore({ client, subscriber, pollMs: config.pollMs });
 const breakers = new CircuitBreakerRegistry({
@@ -99,10 +116,16 @@ const bad = openAICompatibleModel({ baseURL: config.badURL, model: 'local', id: 
 let mode: 'idle' | 'breaker' | 'limit' = 'idle';
 let broken = false;
 let stopped = false;
+/** Concurrent callers wanted; caller `i` runs while `i < callers`. */
+let callers = 1;
+const running = new Set<number>();
 
 process.on('message', (message: FleetCommand) => {
-  if (message.cmd === 'traffic') mode = message.mode;
-  else if (message.cmd === 'bad') broken = message.on;
+  if (message.cmd === 'traffic') {
+    mode = message.mode;
+    callers = message.callers ?? callers;
+    for (let i = 0; i < callers; i++) if (!running.has(i)) void caller(i);
+  } else if (message.cmd === 'bad') broken = message.on;
   else stopped = true;
 });
 
@@ -119,26 +142,34 @@ async function run(model: Model, limited: boolean): Promise<AgentEvent[]> {
   );
 }
 
-send({ type: 'ready', node: config.node });
-while (!stopped) {
-  if (mode === 'idle') {
-    await sleep(10);
-    continue;
+/** One caller: an agent run after another (after `thinkMs`), while traffic is on and it is wanted. */
+async function caller(i: number): Promise<void> {
+  running.add(i);
+  while (!stopped && i < callers) {
+    if (mode === 'idle') {
+      await sleep(10);
+      continue;
+    }
+    const current = mode;
+    const start = Date.now();
+    try {
+      const events = await run(broken ? bad : good, current === 'limit');
+      const finish = events.find((e) => e.type === 'finish');
+      const tokens = finish?.type === 'finish' && finish.usage ? finish.usage.inputTokens + finish.usage.outputTokens : undefined;
+      send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: true, ...(tokens === undefined ? {} : { tokens }) });
+    } catch (error) {
+      const e = error as { name?: string; message?: string };
+      send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: false, error: e.name ?? 'unknown', message: String(e.message ?? ''), category: classifyError(error).category });
+    }
+    await sleep(config!.thinkMs);
   }
-  const current = mode;
-  const start = Date.now();
-  try {
-    const events = await run(broken ? bad : good, current === 'limit');
-    const finish = events.find((e) => e.type === 'finish');
-    const tokens = finish?.type === 'finish' && finish.usage ? finish.usage.inputTokens + finish.usage.outputTokens : undefined;
-    send({ type: 'call', node: config.node, mode: current, start, end: Date.now(), ok: true, ...(tokens === undefined ? {} : { tokens }) });
-  } catch (error) {
-    const e = error as { name?: string; message?: string };
-    send({ type: 'call', node: config.node, mode: current, start, end: Date.now(), ok: false, error: e.name ?? 'unknown', message: String(e.message ?? ''), category: classifyError(error).category });
-  }
-  await sleep(config.thinkMs);
+  running.delete(i);
 }
+
+send({ type: 'ready', node: config.node });
+void caller(0);
+while (!stopped || running.size > 0) await sleep(10);
 await store.close();
-await Promise.all([client.disconnect().catch(() => undefined), subscriber.disconnect().catch(() => undefined)]);
+await close().catch(() => undefined);
 send({ type: 'stopped', node: config.node });
 process.disconnect?.();

@@ -17,6 +17,8 @@ import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
 import { startRedisCluster, type RedisClusterServers } from '../support/redisCluster.js';
 import { contract } from '../support/storeContract.js';
+import { outageCases, type Outage } from '../support/outageCases.js';
+import { ioredisPair } from '../support/ioredisPair.js';
 
 /** The InvalidOptionError `make` throws. */
 function refusal(make: () => unknown): InvalidOptionError {
@@ -35,6 +37,14 @@ const redisCli = { name: 'redis-cli', command: 'redis-cli', install: 'apt-get in
 /** An ioredis connection, ready (no offline queue: a command while disconnected fails at once). */
 function ioredis(url: string): Promise<Redis> {
   return ioredisReady(new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }));
+}
+
+/** A node-redis cluster client, connected (no offline queue). */
+async function nodeRedisCluster(servers: RedisClusterServers) {
+  const client = createCluster({ rootNodes: servers.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
 }
 
 /** An ioredis Cluster client, ready. */
@@ -95,6 +105,18 @@ describe('the Redis stores\' clients, by shape', () => {
         return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis' }) };
       },
       async () => undefined,
+    );
+
+    outageCases(
+      'ioredis Redis',
+      () => ioredisPair(() => new Redis(server!.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })),
+      () => ({
+        pause: async (ms, mode) => void (await server!.command(`CLIENT PAUSE ${ms} ${mode}`)),
+        restart: async () => {
+          await server!.kill();
+          await server!.restart();
+        },
+      }),
     );
   });
 
@@ -157,9 +179,7 @@ describe('the Redis stores\' clients, by shape', () => {
     contract(
       'node-redis createCluster: RedisBreakerStore / RedisRateLimitStore',
       async () => {
-        const client = createCluster({ rootNodes: servers!.nodes.map((n) => ({ url: n.url })), defaults: { disableOfflineQueue: true } });
-        client.on('error', () => undefined);
-        await client.connect();
+        const client = await nodeRedisCluster(servers!);
         const breakers = new RedisBreakerStore({ client, subscriber: client, namespace: 'node-redis-cluster' });
         closers.push(async () => {
           await breakers.close();
@@ -192,5 +212,22 @@ describe('the Redis stores\' clients, by shape', () => {
       },
       async () => undefined,
     );
+
+    // last: a restart leaves a master empty
+    const outage = (): Outage => ({
+      pause: async (ms, mode) => {
+        for (const n of servers!.nodes) await servers!.cli(n.port, 'CLIENT', 'PAUSE', String(ms), mode);
+      },
+      restart: async (key) => servers!.restart(await servers!.owner(await servers!.slotOf(key))),
+    });
+    outageCases(
+      'node-redis createCluster',
+      async () => {
+        const client = await nodeRedisCluster(servers!);
+        return { client, subscriber: client, close: () => client.close() };
+      },
+      outage,
+    );
+    outageCases('ioredis Cluster', () => ioredisPair(() => new Cluster(servers!.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } })), outage);
   });
 });

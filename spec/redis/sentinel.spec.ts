@@ -4,7 +4,9 @@
  * (`sentinels`, `name`) and node-redis (`createSentinel`): `SENTINEL failover` mid-traffic — no
  * caller's call waits on the store, store calls are bounded by the guard, verdicts made before the
  * failover survive it with their generations (replicated to the replica the sentinels promote),
- * and the fleet works on the new primary: a quorum there opens a node that never failed.
+ * and the fleet works on the new primary: a quorum there opens a node that never failed; and a
+ * tokens/min limit shared by three nodes stays within its allowance plus the documented error (the
+ * local shares while the nodes decide alone) across the failover: the bucket survives it.
  */
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,11 +17,15 @@ import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { StoreGuard, storeBreakerOptions } from '../../src/core/fleet/storeGuard.js';
 import { HttpError } from '../../src/core/errors/errors.js';
-import { RedisBreakerStore } from '../../src/redis/index.js';
+import { RateLimiter, type RateLimitReservation } from '../../src/core/rate-limit/rateLimit.js';
+import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import type { FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
 import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedisSentinels, type RedisSentinels } from '../support/redisSentinel.js';
+import { contract } from '../support/storeContract.js';
+import { outageCases } from '../support/outageCases.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 
@@ -39,6 +45,45 @@ const kinds: Record<string, (s: RedisSentinels) => Promise<Clients>> = {
   },
 };
 
+const LIMIT = 3_000;
+const COST = 30;
+const LIMIT_NODES = 3;
+
+/**
+ * Three nodes sharing a tokens/min limit on `client`, two callers each, back to back (a call
+ * starts after its wait and uses its estimate) until `stop()`, which reports each start.
+ */
+function limitTraffic(client: RedisClientLike, key: string): { stop(): Promise<{ at: number; local: boolean }[]> } {
+  const limiters = Array.from({ length: LIMIT_NODES }, (_, i) => new RateLimiter({ name: key, tokensPerMinute: LIMIT, maxWaitMs: 1_000, store: new RedisRateLimitStore({ client, namespace: 'sentinel-limit' }), node: `n${i}` }));
+  const starts: { at: number; local: boolean }[] = [];
+  let running = true;
+  const callers = limiters.flatMap((limiter) =>
+    [0, 1].map(async () => {
+      while (running) {
+        const r: RateLimitReservation | undefined = await get(limiter.reserve(COST)).catch(() => undefined);
+        if (r === undefined) {
+          await sleep(50); // refused (its wait past maxWaitMs): try again a little later
+          continue;
+        }
+        await sleep(r.waitMs);
+        if (!running) {
+          r.cancel();
+          break;
+        }
+        starts.push({ at: performance.now(), local: r.local });
+        r.settle(COST);
+      }
+    }),
+  );
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(callers);
+      return starts;
+    },
+  };
+}
+
 describe('the fleet through Redis Sentinel, failed over mid-traffic', function () {
   this.timeout(90_000);
   let sentinels: RedisSentinels | undefined;
@@ -52,11 +97,18 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
   });
 
   for (const [kind, connect] of Object.entries(kinds)) {
-    it(`${kind}: calls never wait on the store, verdicts and generations survive, and the fleet works on the new primary`, async () => {
+    it(`${kind}: calls never wait on the store, verdicts and generations survive, the fleet works on the new primary, a shared tokens/min limit stays within allowance + the failover's error`, async () => {
       const clients = await connect(sentinels!);
       const store = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace: kind.replace(/\W/g, '-'), pollMs: 200 });
+      let limit: ReturnType<typeof limitTraffic> | undefined;
       try {
-        const kept = await get(store.isolate('admin', `model:${kind}:kept`));
+        // the store's first commands wait for a probe of Redis's clock: on a loaded machine they can
+        // come past their 100 ms deadline (ExpiredCommandError), so until one answers
+        let kept: FleetVerdict | undefined;
+        for (let i = 0; i < 20 && kept === undefined; i++) kept = await get(store.isolate('admin', `model:${kind}:kept`)).catch(() => undefined);
+        if (kept === undefined) expect.fail('the store never answered before the failover');
+        const limitStarted = performance.now();
+        limit = limitTraffic(clients.client, `openai:${kind.replace(/\W/g, '-')}`);
         const name = `model:${kind}:fleet`;
         const node = (id: string) => new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store, node: id, quorum: { minNodes: 2, minFraction: 0 } } });
         const [a, b, c] = [node('a'), node('b'), node('c')];
@@ -119,10 +171,61 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
         expect(await fail(b)).to.equal('HttpError');
         for (let i = 0; i < 150 && c.state !== 'open'; i++) await sleep(20);
         expect(c.state, 'the third node, by the fleet verdict on the new primary').to.equal('open');
+
+        // the shared limit: the allowance, plus the documented error — tokens granted by the old
+        // primary after the replica's last sync are lost (at most the limit's pace over the
+        // failover: from the sync check to the promotion), and a node deciding alone serves its
+        // share (the limit ÷ the live nodes, no burst: together at most the limit's pace)
+        const starts = await limit.stop();
+        const last = Math.max(...starts.map((s) => s.at));
+        const tokens = starts.length * COST;
+        const allowance = LIMIT + (LIMIT * (last - limitStarted)) / 60_000;
+        const local = starts.filter((s) => s.local).map((s) => s.at);
+        const aloneMs = local.length ? Math.max(...local) - Math.min(...local) + (60_000 * COST * LIMIT_NODES) / LIMIT : 0;
+        const error = (LIMIT * (promoted - failingOver + aloneMs)) / 60_000;
+        console.log(
+          `      ${kind}: tokens/min ${LIMIT} shared by ${LIMIT_NODES} nodes: ${tokens} tokens in ${Math.round(last - limitStarted)} ms (allowance ${allowance.toFixed(0)}; error bound ${error.toFixed(0)}: ${local.length} calls on local shares over ${Math.round(aloneMs)} ms)`,
+        );
+        expect(tokens, 'tokens served').to.be.at.most(allowance + error);
+        // the bucket survived: a state rebuilt empty on the new primary would serve a second burst
+        expect(tokens, 'no second burst').to.be.below(allowance + LIMIT / 2);
+        expect(starts.some((s) => !s.local && s.at > promoted), 'shared grants on the new primary').to.equal(true);
       } finally {
+        await limit?.stop();
         await store.close();
         await clients.close();
       }
     });
+  }
+
+  // every rule of both stores through each Sentinel client, on whichever node is primary now
+  for (const [kind, connect] of Object.entries(kinds)) {
+    const closers: (() => Promise<void>)[] = [];
+    contract(
+      `${kind}: RedisBreakerStore / RedisRateLimitStore`,
+      async () => {
+        const clients = await connect(sentinels!);
+        const namespace = `contract-${kind.replace(/\W/g, '-')}`;
+        const breakers = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace });
+        closers.push(async () => {
+          await breakers.close();
+          await clients.close();
+        });
+        for (let i = 0; i < 20; i++) if (await get(breakers.sync('warm-up', ['warm-up'])).then(() => true, () => false)) break;
+        await sleep(100); // SUBSCRIBE acknowledged
+        return { breakers, limits: new RedisRateLimitStore({ client: clients.client, namespace }) };
+      },
+      async () => {
+        for (const close of closers.splice(0)) await close();
+      },
+    );
+  }
+
+  // last: the restart empties the primary
+  for (const [kind, connect] of Object.entries(kinds)) {
+    outageCases(kind, () => connect(sentinels!), () => ({
+      pause: async (ms, mode) => void (await sentinels!.cli(await sentinels!.primary(), 'CLIENT', 'PAUSE', String(ms), mode)),
+      restart: () => sentinels!.restartPrimary(),
+    }));
   }
 });

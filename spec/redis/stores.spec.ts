@@ -5,10 +5,9 @@
  * port, stopped by pid) through node-redis.
  */
 import { expect } from 'chai';
-import { firstValueFrom, type Observable, of, timeout } from 'rxjs';
+import { firstValueFrom, of, timeout } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
-import type { FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
 import { MemoryRateLimitStore } from '../../src/core/rate-limit/rateLimitStore.js';
 import { RateLimiter } from '../../src/core/rate-limit/rateLimit.js';
 import { HealHub } from '../../src/core/hub/hub.js';
@@ -17,10 +16,10 @@ import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
+import { outageCases } from '../support/outageCases.js';
 
 let unique = 0;
 const fresh = (): string => `model:${process.pid}-s${++unique}`;
-const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 
 contract(
   'MemoryBreakerStore / MemoryRateLimitStore',
@@ -113,38 +112,16 @@ describe('on a real redis-server', function () {
     expect(events.filter((e) => e.type === 'rate-limited')).to.deep.equal([]);
   });
 
-  it('a command reaching Redis after its caller gave up has no effect (CLIENT PAUSE)', async function () {
-    this.timeout(10_000);
-    const client = await connect();
-    const store = new RedisBreakerStore({ client, namespace: 'late', timeoutMs: 100 });
-    closers.push(() => store.close());
-    const name = fresh();
-    await get(store.sync('a', [name])); // the store learns Redis's clock
-    await running().command('CLIENT PAUSE 400 WRITE');
-    const late = get(store.fact('a', name, 60_000)).then(
-      () => 'answered',
-      (e: unknown) => (e as Error).name,
-    );
-    expect(await late).to.equal('ExpiredCommandError');
-    expect((await get(store.sync('a', [name])))[0]!.state, 'the late fact changed nothing').to.equal('closed');
-  });
-
-  it('after a restart (the script cache and the data gone), calls work again and generations keep growing', async function () {
-    this.timeout(20_000);
-    const client = await connect();
-    const store = new RedisBreakerStore({ client, namespace: 'restart' });
-    closers.push(() => store.close());
-    const name = fresh();
-    const before = await get(store.isolate('a', name));
-    await running().kill();
-    await running().restart();
-    // node-redis reconnects on its own
-    let after: FleetVerdict | undefined;
-    for (let i = 0; i < 100 && after === undefined; i++) {
-      after = await get(store.isolate('a', name)).catch(() => undefined);
-      if (after === undefined) await sleep(50);
-    }
-    expect(after, 'reconnected').to.not.equal(undefined);
-    expect(after!.generation).to.be.greaterThan(before.generation);
-  });
+  // paused and restarted: the same cases as on every topology and client (spec/support/outageCases.ts)
+  outageCases(
+    'node-redis createClient',
+    async () => ({ client: await connect(), subscriber: await connect(), close: async () => undefined }),
+    () => ({
+      pause: async (ms, mode) => void (await running().command(`CLIENT PAUSE ${ms} ${mode}`)),
+      restart: async () => {
+        await running().kill();
+        await running().restart();
+      },
+    }),
+  );
 });

@@ -41,6 +41,8 @@ export interface RedisClusterServers {
   moveSlot(slot: number, to: ClusterNode, halfway?: () => Promise<void>): Promise<void>;
   /** `SCRIPT FLUSH` on every master: the next `EVALSHA` anywhere gets `NOSCRIPT`. */
   flushScripts(): Promise<void>;
+  /** Kills `node` (SIGKILL) and starts it again on its port, empty but with its slots (nodes.conf), until the cluster is whole again. */
+  restart(node: ClusterNode): Promise<void>;
   /** Stops every node for good and removes their directories. */
   stop(): Promise<void>;
 }
@@ -50,6 +52,7 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
   const dirs: string[] = [];
   const children: ChildProcess[] = [];
   const ports: number[] = [];
+  const argsOf: string[][] = [];
   const command = async (port: number, ...args: string[]): Promise<string> => (await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })).stdout.trim();
   try {
     for (let i = 0; i < masters; i++) {
@@ -59,6 +62,7 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
       dirs.push(dir);
       ports.push(port);
       const args = ['--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes', '--cluster-port', String(bus), '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', dir];
+      argsOf.push(args);
       children.push(spawn(server, args, { stdio: 'ignore' }));
     }
     for (const port of ports) await until(async () => (await command(port, 'PING').catch(() => '')) === 'PONG', `redis-server on ${port}`);
@@ -111,6 +115,17 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
     },
     async flushScripts() {
       for (const n of nodes) await command(n.port, 'SCRIPT', 'FLUSH');
+    },
+    async restart(node) {
+      const i = ports.indexOf(node.port);
+      const c = children[i]!;
+      if (c.exitCode === null && c.signalCode === null) {
+        const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+        process.kill(c.pid!, 'SIGKILL');
+        await exited;
+      }
+      children[i] = spawn(server, argsOf[i]!, { stdio: 'ignore' });
+      for (const port of ports) await until(async () => (await command(port, 'CLUSTER', 'INFO').catch(() => '')).includes('cluster_state:ok'), `the cluster whole again, seen from ${port}`);
     },
     async stop() {
       await Promise.all(

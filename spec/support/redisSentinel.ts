@@ -26,8 +26,12 @@ export interface RedisSentinels {
   readonly servers: readonly [number, number];
   /** The port of the primary as the first sentinel names it. */
   primary(): Promise<number>;
+  /** `redis-cli -p <port> <args…>`: its reply as redis-cli prints it (trimmed). */
+  cli(port: number, ...args: string[]): Promise<string>;
   /** `SENTINEL failover` and wait until every sentinel names the other data node as primary (and it accepts writes). */
   failover(): Promise<number>;
+  /** Kills the primary (SIGKILL) and starts it again at once, empty, before the sentinels call it down (the replica then resyncs from it, in the background). */
+  restartPrimary(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -39,8 +43,12 @@ export async function startRedisSentinels(server: string, cli: string): Promise<
   const primaryPort = await freePort();
   const replicaPort = await freePort();
   const sentinels = [await freePort(), await freePort(), await freePort()];
+  /** The data nodes' processes by port, and how to start one. */
+  const dataChildren = new Map<number, ChildProcess>();
   const data = (port: number, extra: string[]): void => {
-    children.push(spawn(server, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, ...extra], { stdio: 'ignore' }));
+    const child = spawn(server, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, ...extra], { stdio: 'ignore' });
+    children.push(child);
+    dataChildren.set(port, child);
   };
   const primaryOf = async (sentinel: number): Promise<number> => Number((await command(sentinel, 'SENTINEL', 'get-master-addr-by-name', 'mymaster')).split('\n')[1]);
   try {
@@ -74,6 +82,7 @@ export async function startRedisSentinels(server: string, cli: string): Promise<
     sentinels,
     servers: [primaryPort, replicaPort],
     primary: () => primaryOf(sentinels[0]!),
+    cli: command,
     async failover() {
       const before = await primaryOf(sentinels[0]!);
       const after = before === primaryPort ? replicaPort : primaryPort;
@@ -90,6 +99,15 @@ export async function startRedisSentinels(server: string, cli: string): Promise<
       for (const s of sentinels) await until(async () => (await primaryOf(s).catch(() => 0)) === after, `sentinel ${s} naming ${after}`);
       await until(async () => (await command(after, 'INFO', 'replication')).includes('role:master'), `${after} a primary`);
       return after;
+    },
+    async restartPrimary() {
+      const port = await primaryOf(sentinels[0]!);
+      const c = dataChildren.get(port)!;
+      const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+      process.kill(c.pid!, 'SIGKILL');
+      await exited;
+      data(port, []);
+      await until(async () => (await command(port, 'PING').catch(() => '')) === 'PONG', `redis-server on ${port} again`);
     },
     async stop() {
       await Promise.all(
