@@ -219,7 +219,7 @@ log('j. fleet on Redis …');
   verdicts.push(...g.verdicts);
 }
 
-log('m. shared rate limits on Redis vs bottleneck …');
+log('o. shared rate limits on Redis vs bottleneck …');
 {
   // self-contained too: its own redis-server (skipped, with a row saying so, when not installed)
   const { rateLimits } = await import('./figures/rateLimits.js');

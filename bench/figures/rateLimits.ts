@@ -1,5 +1,5 @@
 /**
- * (m) Shared rate limits on Redis, side by side: rxheal's `RateLimiter` (`rateLimit` on a
+ * (o) Shared rate limits on Redis, side by side: rxheal's `RateLimiter` (`rateLimit` on a
  * `RedisRateLimitStore`) against bottleneck's Redis clustering mode (`datastore: 'ioredis'`),
  * on a redis-server of its own (skipped without one). Both through ioredis: bottleneck 2.19's
  * `datastore: 'redis'` is written for node-redis ≤ 3 (callbacks, `createClient(options)`), which
@@ -36,7 +36,7 @@ import { findProgram } from '../../spec/support/systemPackage.js';
 import { startRedis, type RedisServer } from '../../spec/support/redisServer.js';
 import { stats, type Row, type Verdict } from '../lib/harness.js';
 
-export const FIGURE = 'm. shared rate limits (Redis) vs bottleneck';
+export const FIGURE = 'o. shared rate limits (Redis) vs bottleneck';
 
 // bottleneck is CommonJS with its own types
 type BottleneckClass = typeof import('bottleneck').default;
@@ -199,12 +199,12 @@ export async function rateLimits(options: { limit: number; ms: number; callers: 
         rows.push({ figure: FIGURE, name: `${system}: served, ${nodes} nodes`, unit: 'calls', value: a.served, note: `${pct(a.served / a.allowance - 1)} vs allowance; ${note}` });
         rows.push({ figure: FIGURE, name: `${system}: Redis commands sent per served call, ${nodes} nodes`, unit: 'commands', value: a.sentPerCall, note: 'every ioredis sendCommand of every connection, background ones included' });
         rows.push({ figure: FIGURE, name: `${system}: Redis commands executed per served call, ${nodes} nodes`, unit: 'commands', value: a.executedPerCall, note: 'INFO commandstats delta, commands inside scripts included' });
-        verdicts.push({ figure: 'm', target: `${system}, ${nodes} nodes: served ≤ allowance + 1 %`, measured: `${a.served} vs ${a.allowance.toFixed(1)} (${pct(a.served / a.allowance - 1)})`, met: a.served <= a.allowance * 1.01 });
+        verdicts.push({ figure: 'o', target: `${system}, ${nodes} nodes: served ≤ allowance + 1 %`, measured: `${a.served} vs ${a.allowance.toFixed(1)} (${pct(a.served / a.allowance - 1)})`, met: a.served <= a.allowance * 1.01 });
       }
       const r = measured.rxheal!;
       const b = measured.bottleneck!;
       verdicts.push({
-        figure: 'm',
+        figure: 'o',
         target: `${nodes} nodes: fewer Redis commands per call than bottleneck (sent; executed)`,
         measured: `sent ${r.sentPerCall.toFixed(2)} vs ${b.sentPerCall.toFixed(2)}; executed ${r.executedPerCall.toFixed(2)} vs ${b.executedPerCall.toFixed(2)}`,
         met: r.sentPerCall < b.sentPerCall && r.executedPerCall < b.executedPerCall,
