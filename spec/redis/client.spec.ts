@@ -6,9 +6,9 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { firstValueFrom, type Observable } from 'rxjs';
+import { asyncScheduler, firstValueFrom, type Observable } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { hashTag, keyPart } from '../../src/redis/client.js';
+import { hashTag, keyPart, Script } from '../../src/redis/client.js';
 import { hashTagOf } from '../support/redisKeys.js';
 import { useRedisServer } from '../support/redisServer.js';
 
@@ -158,4 +158,38 @@ describe('the Redis client layer, on a real redis-server', function () {
     expect(await get(breakers.fact('a', name, 1_000)), 'a shorter fact changes nothing').to.include({ generation: one.generation });
     await breakers.close();
   });
+});
+
+describe('a script refused mid-migration of its slot (Script.send)', () => {
+  /** A cluster client whose first run of the script fails with `refusal`, then answers; the clock probe answers at once. */
+  const fake = (refusal: string) => {
+    const sent: string[][] = [];
+    let failed = false;
+    const commands = {
+      cluster: true,
+      send: (_key: string | undefined, args: readonly string[]): Promise<unknown> => {
+        sent.push([...args]);
+        const deadline = args[4]; // EVALSHA sha numkeys key deadline …
+        if (deadline === '1') return Promise.resolve([Date.now(), 'expired']);
+        if (!failed) {
+          failed = true;
+          return Promise.reject(new Error(refusal));
+        }
+        return Promise.resolve([Date.now(), 'ok']);
+      },
+    };
+    return { commands, sent };
+  };
+  for (const refusal of [
+    'TRYAGAIN Multiple keys request during rehashing of slot',
+    // Redis 7.0 inside a script whose slot is being migrated (seen on the 3-master cluster spec under ioredis)
+    'ERR Script attempted to access a non local key in a cluster node script: 3e785d7270d6c260b8be31032203038f9c8fd049, on @user_script:9.',
+  ]) {
+    it(`${refusal.split(' ').slice(0, 5).join(' ')}…: sent again after a short wait, within the call's timeout; the caller gets the answer`, async () => {
+      const { commands, sent } = fake(refusal);
+      const script = new Script(commands, 'return {now, "ok"}', asyncScheduler, 1000);
+      expect(await firstValueFrom(script.run(['{k}:a'], []))).to.deep.equal(['ok']);
+      expect(sent.filter((a) => a[4] !== '1')).to.have.length(2);
+    });
+  }
 });

@@ -305,6 +305,9 @@ export class ExpiredCommandError extends Error {
 /** How long a script refused with `TRYAGAIN` (a slot mid-migration) waits before it is sent again. */
 const TRY_AGAIN_MS = 10;
 
+/** A reply saying the script's slot is being migrated (see `Script.send`): try again shortly. */
+const migrating = (message: string): boolean => message.startsWith('TRYAGAIN') || message.includes('Script attempted to access a non local key');
+
 /** An error's message (a reply error's text), or the thrown value as text. */
 function messageOf(error: unknown): string {
   return String((error as { message?: unknown } | undefined)?.message ?? error);
@@ -391,10 +394,14 @@ export class Script {
 
   /**
    * `EVALSHA`, then `EVAL` after `NOSCRIPT` (a node's script cache is its own: a failover, a
-   * `SCRIPT FLUSH`, a slot moved to a node that never ran it). `TRYAGAIN` — a cluster slot being
-   * migrated with some of the command's keys already moved — means the script did not run: it is
-   * sent again every {@link TRY_AGAIN_MS} while the call's `timeoutMs` lasts (node-redis does not
-   * retry it; ioredis does).
+   * `SCRIPT FLUSH`, a slot moved to a node that never ran it). A slot being migrated refuses it
+   * in two ways — `TRYAGAIN` (some of its keys already moved: the script did not run), or, from
+   * inside the script, Redis 7.0's "Script attempted to access a non local key" (a key it reaches
+   * is on the other side of the migration) — and either way it is sent again every
+   * {@link TRY_AGAIN_MS} while the call's `timeoutMs` lasts (node-redis retries neither; ioredis
+   * only `TRYAGAIN`). What a refused script did before the refusal is safe to do twice: each script
+   * reads every key before its first write of a breaker's verdict or a limit's arrival time, and
+   * its earlier writes (a node's liveness, its vote) are idempotent.
    */
   private async send(keys: readonly string[], argv: readonly string[]): Promise<unknown> {
     const rest = [String(keys.length), ...keys, ...argv];
@@ -408,7 +415,7 @@ export class Script {
           return await this.client.send(keys[0], ['EVAL', this.source, ...rest]);
         }
       } catch (error) {
-        if (!messageOf(error).startsWith('TRYAGAIN') || this.scheduler.now() + TRY_AGAIN_MS - sentAt >= this.timeoutMs) throw error;
+        if (!migrating(messageOf(error)) || this.scheduler.now() + TRY_AGAIN_MS - sentAt >= this.timeoutMs) throw error;
         await new Promise<void>((resolve) => after(TRY_AGAIN_MS, this.scheduler, resolve));
       }
     }
