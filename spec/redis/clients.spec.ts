@@ -10,7 +10,6 @@ import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
-import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { ioredisReady } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
@@ -19,17 +18,8 @@ import { startRedisCluster, type RedisClusterServers } from '../support/redisClu
 import { contract } from '../support/storeContract.js';
 import { outageCases, type Outage } from '../support/outageCases.js';
 import { ioredisPair } from '../support/ioredisPair.js';
+import { refusal } from '../support/refusal.js';
 
-/** The InvalidOptionError `make` throws. */
-function refusal(make: () => unknown): InvalidOptionError {
-  try {
-    make();
-  } catch (e) {
-    expect(e).to.be.instanceOf(InvalidOptionError);
-    return e as InvalidOptionError;
-  }
-  expect.fail('accepted');
-}
 
 const redisServer = { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' };
 const redisCli = { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' };

@@ -6,10 +6,10 @@
 import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
 import { createClient } from 'redis';
-import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
+import { refusal } from '../support/refusal.js';
 
 const client = { sendCommand: async (): Promise<unknown> => [0] };
 const stores = {
@@ -17,16 +17,6 @@ const stores = {
   RedisRateLimitStore: (o: object) => new RedisRateLimitStore({ client, ...o }),
 };
 
-/** The InvalidOptionError `make` throws (or a failure if it throws nothing else). */
-function refusal(make: () => unknown): InvalidOptionError {
-  try {
-    make();
-  } catch (e) {
-    expect(e).to.be.instanceOf(InvalidOptionError);
-    return e as InvalidOptionError;
-  }
-  expect.fail('accepted');
-}
 
 describe('the Redis stores\' options', () => {
   for (const [store, make] of Object.entries(stores)) {

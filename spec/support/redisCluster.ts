@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort } from './redisServer.js';
+import { freePort, stopChild } from './redisServer.js';
 
 const run = promisify(execFile);
 
@@ -118,24 +118,12 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
     },
     async restart(node) {
       const i = ports.indexOf(node.port);
-      const c = children[i]!;
-      if (c.exitCode === null && c.signalCode === null) {
-        const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-        process.kill(c.pid!, 'SIGKILL');
-        await exited;
-      }
+      await stopChild(children[i]!, 'SIGKILL');
       children[i] = spawn(server, argsOf[i]!, { stdio: 'ignore' });
       for (const port of ports) await until(async () => (await command(port, 'CLUSTER', 'INFO').catch(() => '')).includes('cluster_state:ok'), `the cluster whole again, seen from ${port}`);
     },
     async stop() {
-      await Promise.all(
-        children.map(async (c) => {
-          if (c.exitCode !== null || c.signalCode !== null) return;
-          const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-          process.kill(c.pid!, 'SIGTERM');
-          await exited;
-        }),
-      );
+      await Promise.all(children.map((c) => stopChild(c, 'SIGTERM')));
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
     },
   };

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort } from './redisServer.js';
+import { freePort, stopChild } from './redisServer.js';
 
 const run = promisify(execFile);
 
@@ -102,22 +102,12 @@ export async function startRedisSentinels(server: string, cli: string): Promise<
     },
     async restartPrimary() {
       const port = await primaryOf(sentinels[0]!);
-      const c = dataChildren.get(port)!;
-      const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-      process.kill(c.pid!, 'SIGKILL');
-      await exited;
+      await stopChild(dataChildren.get(port)!, 'SIGKILL');
       data(port, []);
       await until(async () => (await command(port, 'PING').catch(() => '')) === 'PONG', `redis-server on ${port} again`);
     },
     async stop() {
-      await Promise.all(
-        children.map(async (c) => {
-          if (c.exitCode !== null || c.signalCode !== null) return;
-          const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-          process.kill(c.pid!, 'SIGTERM');
-          await exited;
-        }),
-      );
+      await Promise.all(children.map((c) => stopChild(c, 'SIGTERM')));
       rmSync(dir, { recursive: true, force: true });
     },
   };

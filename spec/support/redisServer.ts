@@ -65,6 +65,14 @@ function inline(port: number, line: string, timeoutMs = 1000): Promise<string> {
   });
 }
 
+/** Sends `signal` to a child process (a redis-server, a sentinel) and waits for it to exit; one that has exited already is left alone. */
+export async function stopChild(c: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+  process.kill(c.pid!, signal);
+  await exited;
+}
+
 /** Starts `redis-server` (the path `requireProgram` found) on a free port. */
 export async function startRedis(program: string): Promise<RedisServer> {
   const port = await freePort();
@@ -82,13 +90,7 @@ export async function startRedis(program: string): Promise<RedisServer> {
     }
     throw new Error(`redis-server did not start on port ${port}`);
   };
-  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
-    const c = child;
-    if (c.exitCode !== null || c.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    process.kill(c.pid!, signal);
-    await exited;
-  };
+  const kill = (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => stopChild(child, signal);
   await launch();
   return {
     port,
