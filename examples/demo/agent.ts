@@ -149,13 +149,61 @@ async function postMcpAdmin(config: McpConfig, change: Readonly<Record<string, u
   if (!response.ok) throw new Error(`MCP server admin: HTTP ${response.status}`);
 }
 
+/** What one demo agent keeps between questions: its hub, breakers, capabilities and each provider's healing (latency, hedge budget). */
+export interface DemoWorld {
+  readonly hub: HealHub;
+  readonly breakers: CircuitBreakerRegistry;
+  readonly capabilities: CapabilityRegistry;
+  readonly perModel: NonNullable<FallbackModelOptions['perModel']>;
+}
+
+/**
+ * A fresh world with the demo's timings: breakers that open after one failure and probe after
+ * 15 s, the capabilities on the hub, a latency tracker per provider.
+ */
+export function demoWorld(): DemoWorld {
+  const hub = new HealHub();
+  return {
+    hub,
+    breakers: new CircuitBreakerRegistry({ failureThreshold: DEMO.failureThreshold, resetTimeoutMs: DEMO.resetTimeoutMs }),
+    capabilities: new CapabilityRegistry({ hub }),
+    perModel: perModelHealing(new LatencyRegistry()),
+  };
+}
+
+/**
+ * One question of the demo: its pipeline, whatever the models and tools are — the page's and the
+ * terminal's HTTP providers and MCP tools, or the stand-ins under chaos of a run replayed as a
+ * test (examples/demo/replay.ts). The one place the demo's healing is composed.
+ */
+export function demoRun(world: DemoWorld, models: readonly Model[], tools: readonly AnyTool[], history: readonly Message[], midStream: 'restart' | 'continue'): Observable<AgentEvent> {
+  const { hub, breakers, capabilities, perModel } = world;
+  return runAgent({
+    model: fallbackModel(models, { breakers, hub, midStream, perModel }),
+    tools,
+    hub,
+    capabilities,
+    instruction: 'You are a helpful assistant with access to a weather service and a knowledge base.',
+    messages: history,
+    budget: { maxModelCalls: 20, maxToolCalls: 20 },
+    toolPipeline: (call, call$, { hub: runHub }) => {
+      const guarded = call$.pipe(
+        retryWithBackoff({ hub: runHub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 300 }),
+        circuitBreak(breakers.get(`tool:${call.name}`), { hub: runHub }),
+        reflectOnError(),
+      );
+      return call.name === 'knowledge_search'
+        ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: call.name, capabilities })) // named as the tool (and its circuit) is
+        : guarded;
+    },
+  });
+}
+
 /** Builds the demo agent over the given providers (in order of preference) and the MCP server of its tools. */
 export function createDemoAgent(providers: readonly ProviderConfig[], mcp: McpConfig): DemoAgent {
-  const hub = new HealHub();
-  const breakers = new CircuitBreakerRegistry({ failureThreshold: DEMO.failureThreshold, resetTimeoutMs: DEMO.resetTimeoutMs });
-  const capabilities = new CapabilityRegistry({ hub });
+  const world = demoWorld();
+  const { hub, breakers, capabilities } = world;
   const tools = mcpTools(mcp, { breakers, capabilities, hub });
-  const perModel = perModelHealing(new LatencyRegistry());
   /** Fault switches posted and not yet answered: the next question waits for them. */
   let pending: Promise<void> = Promise.resolve();
   const admin = (change: Readonly<Record<string, unknown>>): Promise<void> => (pending = pending.catch(() => undefined).then(() => postMcpAdmin(mcp, change)));
@@ -190,27 +238,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[], mcp: McpCo
     midStream: 'restart',
     ask: (history) =>
       defer(() => from(pending.then(listTools))).pipe(
-        switchMap((mcpTools) =>
-          runAgent({
-            model: fallbackModel(providers.map(provider), { breakers, hub, midStream: agent.midStream, perModel }),
-            tools: mcpTools,
-            hub,
-            capabilities,
-            instruction: 'You are a helpful assistant with access to a weather service and a knowledge base.',
-            messages: history,
-            budget: { maxModelCalls: 20, maxToolCalls: 20 },
-            toolPipeline: (call, call$, { hub: runHub }) => {
-              const guarded = call$.pipe(
-                retryWithBackoff({ hub: runHub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 300 }),
-                circuitBreak(breakers.get(`tool:${call.name}`), { hub: runHub }),
-                reflectOnError(),
-              );
-              return call.name === 'knowledge_search'
-                ? guarded.pipe(degradeAfter(DEMO.searchDeadlineMs, 'unavailable', { capability: call.name, capabilities })) // named as the tool (and its circuit) is
-                : guarded;
-            },
-          }),
-        ),
+        switchMap((mcpTools) => demoRun(world, providers.map(provider), mcpTools, history, agent.midStream)),
       ),
   };
   return agent;

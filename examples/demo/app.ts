@@ -8,6 +8,8 @@
  */
 import { snapshotBreaker, summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, MCP_BREAKER, type McpConfig, type ProviderConfig } from './agent.js';
+import type { DemoReplay } from './replay.js';
+import { runAsTest } from './runAsTest.js';
 
 interface PageConfig {
   readonly providers: readonly ProviderConfig[];
@@ -85,6 +87,25 @@ function errorOfPrompt(prompt: string): string {
   } catch {
     return prompt;
   }
+}
+
+/**
+ * "Download this run as a test" under an answer: the spec that replays it in virtual time (a
+ * link to a file). A run the incident cannot be read from says why instead.
+ */
+function offerAsTest(bubble: HTMLElement, events: readonly AgentEvent[], asked: DemoReplay, n: number): void {
+  const item = el('div', 'as-test');
+  try {
+    const { filename, source } = runAsTest(events, asked, n);
+    const link = el('a', '', 'Download this run as a test') as HTMLAnchorElement;
+    link.download = filename;
+    link.href = URL.createObjectURL(new Blob([source], { type: 'text/typescript' }));
+    link.title = `${filename}: put it in spec/ and npm test replays this answer's faults in virtual time`;
+    item.append(link);
+  } catch (error) {
+    item.textContent = `This run cannot be replayed as a test: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  bubble.append(item);
 }
 
 async function main(): Promise<void> {
@@ -407,6 +428,8 @@ async function main(): Promise<void> {
   /** Runs after the current answer (a chip's one-question arrangement undone). */
   let afterAnswer: (() => void) | undefined;
 
+  /** Answers so far (each download is named by its number). */
+  let answers = 0;
   const ask = (question: string): void => {
     send.disabled = true;
     for (const chip of document.querySelectorAll<HTMLButtonElement>('.chip')) chip.disabled = true;
@@ -423,6 +446,15 @@ async function main(): Promise<void> {
     chat.append(bubble);
     bubble.scrollIntoView({ block: 'end' });
     const midStream = agent.midStream;
+    // how this answer is replayed as a test: the conversation up to the question, the settings, the open breakers
+    const asked: DemoReplay = {
+      history: [...history],
+      midStream,
+      open: agent.breakers.names().filter((name) => agent.breakers.get(name).state !== 'closed'),
+      providers: config.providers.map((p) => p.id),
+    };
+    const runEvents: AgentEvent[] = [];
+    answers++;
 
     /** A marker under the answer, linked to its log line; the same marker again counts up. */
     const mark = (kind: string, label: string, event: object): void => {
@@ -459,6 +491,7 @@ async function main(): Promise<void> {
     /** Tool calls in flight, and whether a degradation answered for them. */
     const pending = new Map<string, { name: string; degraded?: string }>();
     const onEvent = (e: AgentEvent): void => {
+      runEvents.push(e);
       switch (e.type) {
         case 'text-delta':
           live.textContent += e.text;
@@ -525,6 +558,7 @@ async function main(): Promise<void> {
       draw();
     };
     const finished = (): void => {
+      offerAsTest(bubble, runEvents, asked, answers);
       send.disabled = false;
       for (const chip of document.querySelectorAll<HTMLButtonElement>('.chip')) chip.disabled = false;
       afterAnswer?.();

@@ -26,7 +26,7 @@ const SUBPATHS = {
   './openai': { frameworks: ['openai'], exports: ['fromOpenAI'] },
   './anthropic': { frameworks: ['@anthropic-ai/sdk'], exports: ['fromAnthropic'] },
   './langchain': { frameworks: ['@langchain/core'], exports: ['fromLangChain', 'toLangChain', 'RxhealChatModel', 'StreamRestartError'] },
-  './chaos': { frameworks: ['fast-check'], exports: ['checkHealing', 'assertHealing', 'replaySchedule', 'chaosModel', 'chaosTool', 'recordIncident', 'replayIncident', 'marbleDiagram', 'replaySpec', 'ChaosInputError'] },
+  './chaos': { frameworks: ['fast-check'], exports: ['checkHealing', 'assertHealing', 'replaySchedule', 'chaosModel', 'chaosTool', 'recordIncident', 'replayIncident', 'marbleDiagram', 'replaySpec', 'incidentSpec', 'ChaosInputError'] },
   './mcp': { frameworks: ['@modelcontextprotocol/sdk'], exports: ['fromMcp', 'watchMcpTools', 'isIdempotentTool', 'McpConnectionError', 'McpProtocolError', 'McpSessionExpiredError', 'McpTimeoutError', 'McpToolResultError'] },
 } as const;
 const FRAMEWORKS = [...new Set(Object.values(SUBPATHS).flatMap((s) => s.frameworks)), '@langchain/openai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible'];

@@ -11,7 +11,7 @@ import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
 import type { AgentEvent, Message, TurnEvent } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import type { Model } from '../../src/core/model/model.js';
-import { logEvents, tapLogs } from '../../src/observe/logger.js';
+import { logEvents, logRecord, tapLogs } from '../../src/observe/logger.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
@@ -143,6 +143,38 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
   it('incident lines carry each event whole and read back to the same incident', () => {
     const written = events.map((e, i) => incidentLine(e, i));
     expect(recordIncident(written)).to.deep.equal(recordIncident(events));
+  });
+
+  describe('what a record tells', () => {
+    it("a tool call refused for its arguments (validation_error) was the model call's bad-tool-args, and no execution of the tool", () => {
+      const model = (id: string, outcome: 'success' | 'error' = 'success'): AgentEvent[] => [
+        { type: 'call-start', kind: 'model', name: 'primary', id, step: 1, at: 0 },
+        { type: 'call-end', kind: 'model', name: 'primary', id, step: 1, at: 0, durationMs: 5, outcome },
+      ];
+      const tool = (id: string, error?: string): AgentEvent[] => [
+        { type: 'call-start', kind: 'tool', name: 'get_weather', id, step: 1, at: 0 },
+        error === undefined
+          ? { type: 'call-end', kind: 'tool', name: 'get_weather', id, step: 1, at: 0, durationMs: 1, outcome: 'success' }
+          : { type: 'call-end', kind: 'tool', name: 'get_weather', id, step: 1, at: 0, durationMs: 1, outcome: 'error', error, category: 'validation_error' },
+      ];
+      const events = [...model('m1'), ...tool('t1', 'units: must be celsius or fahrenheit'), ...model('m2'), ...tool('t2'), ...model('m3')];
+      expect(recordIncident(events).schedule).to.deep.equal({ models: { primary: [{ kind: 'bad-tool-args' }, { kind: 'ok' }, { kind: 'ok' }] }, tools: { get_weather: [{ kind: 'ok' }] } });
+    });
+
+    it('hedges are healing steps, from events and from the lines logEvents writes (without the measured wait)', () => {
+      const hedges: AgentEvent[] = [
+        { type: 'hedge', kind: 'started', target: 'model:primary', attempt: 1, at: 1502, afterMs: 1502 },
+        { type: 'hedge', kind: 'won', target: 'model:primary', attempt: 1, at: 1540 },
+        { type: 'hedge', kind: 'cancelled', target: 'model:primary', attempt: 0, at: 1540 },
+      ];
+      const steps = ['hedge model:primary started #1', 'hedge model:primary won #1', 'hedge model:primary cancelled #0'];
+      expect(recordIncident(hedges).healing).to.deep.equal(steps);
+      const lines = hedges.map((e) => {
+        const record = logRecord(e)!;
+        return JSON.stringify({ level: 30, time: 1, ...record.fields, msg: `rxheal: ${record.message}` });
+      });
+      expect(recordIncident(lines).healing).to.deep.equal(steps);
+    });
   });
 
   describe('bad input', () => {

@@ -8,11 +8,13 @@
  */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startDemo, type Demo } from '../../examples/demo/serve.js';
 import { RIVER_STORY } from '../../src/server/index.js';
+import { runSpecFiles } from '../support/runSpecFiles.js';
 import { requireProgram } from '../support/systemPackage.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -20,7 +22,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const ARTIFACTS = `${ROOT}test-artifacts/`;
 const DOCS_PICTURE = `${ROOT}docs/demo.png`;
 /** What the README's picture shows (the page, the scenario, the answer's text): when one of these changes, the spec retakes it. */
-const PICTURE_SOURCES = ['examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
+const PICTURE_SOURCES = ['examples/demo/runAsTest.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
 const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },
@@ -448,6 +450,28 @@ describe('the demo page in Chromium', function () {
       expect(await page.getAttribute('[data-breaker="model:primary"]', 'data-state')).to.equal('open');
       await expectLayout(page, SIZES[0]);
       await page.screenshot({ path: `${ARTIFACTS}demo-primary-off.png` });
+    });
+
+    it('“Download this run as a test” under an answer gives the spec that replays it; saved in the project, it passes as written', async () => {
+      await open();
+      expect(await chip('weather')).to.equal('It is 22 °C and sunny in Paris.');
+      const link = '.bubble.assistant:last-of-type .as-test a';
+      expect(await page.textContent(link)).to.equal('Download this run as a test');
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click(link)]);
+      expect(download.suggestedFilename()).to.equal('demo-run-1.spec.ts');
+      const source = readFileSync(await download.path(), 'utf8');
+      // the provider's bad arguments, read off the answer's events, and the reflection they caused
+      expect(source).to.contain('"models": {"primary":[{"kind":"bad-tool-args"},{"kind":"ok"},{"kind":"ok"}]},');
+      expect(source).to.contain('"healing": ["reflection get_weather #1"]');
+      const dir = mkdtempSync(join(ROOT, '.run-as-test-'));
+      try {
+        writeFileSync(join(dir, download.suggestedFilename()), source);
+        const run = await runSpecFiles([join(dir, download.suggestedFilename())]);
+        expect(run.failed).to.deep.equal([]);
+        expect(run.passed).to.deep.equal([`the demo's answer to "What's the weather in Paris?" heals as it did`]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('the tools come from the MCP server: restarted, the next call opens a new session and is answered (its circuit closed); down, its circuit opens and its tools are unavailable, the model told', async () => {

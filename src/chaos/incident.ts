@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { AgentEvent, HealEvent } from '../core/events/events.js';
+import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
+import { HEDGE_MESSAGES } from '../observe/logMessages.js';
 import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 import type { ChaosRun } from './invariants.js';
 import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
@@ -42,7 +43,8 @@ export interface Incident {
  * texts): `retry <target> #<attempt> after <delayMs> ms`, `fallback <from> > <to>`,
  * `reset <reason> <target>`, `circuit <breaker> <from> > <to>` / `circuit <breaker> rejected`,
  * `degraded <capability>`, `restored <capability>`, `budget-exceeded <resource>`,
- * `reflection <tool> #<attempt>`; undefined for any other event.
+ * `reflection <tool> #<attempt>`, `hedge <target> <kind> #<attempt>` (without the time it waited:
+ * measured, where a retry's delay is decided); undefined for any other event.
  *
  * @example
  * ```ts
@@ -66,6 +68,8 @@ export function healingStep(event: AgentEvent): string | undefined {
       return `budget-exceeded ${event.resource}`;
     case 'reflection':
       return `reflection ${event.tool} #${event.exhausted ? 'exhausted' : event.attempt}`;
+    case 'hedge':
+      return `hedge ${event.target} ${event.kind} #${event.attempt}`;
     default:
       return undefined;
   }
@@ -142,11 +146,20 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     case 'call refused by bulkhead':
     case 'latency observed':
       return undefined;
-    default:
-      if (/^hedge /.test(message)) return undefined;
+    default: {
+      const hedge = HEDGE_KINDS.get(message);
+      if (hedge !== undefined) {
+        const afterMs = f['after_ms'];
+        const category = str(f['category']);
+        return { type: 'hedge', kind: hedge, target: target(f), attempt: num(f['attempt']), at: 0, ...(typeof afterMs === 'number' ? { afterMs } : {}), ...(category === undefined ? {} : { category }) };
+      }
       throw new ChaosInputError(`${where}: ${JSON.stringify(message)} is no message this rxheal's logEvents writes (a log of another version?)`);
+    }
   }
 }
+
+/** A hedge event's kind by the message `logEvents` writes for it. */
+const HEDGE_KINDS = new Map(Object.entries(HEDGE_MESSAGES).map(([kind, message]) => [message, kind as HedgeEvent['kind']]));
 
 /** A JSON logger's own keys (pino's), not a record's fields. */
 const LINE_KEYS = new Set(['msg', 'message', 'level', 'time', 'pid', 'hostname']);
@@ -237,7 +250,9 @@ function toolFault(end: Extract<HealEvent, { type: 'call-end' }>): ToolFault {
  * {@link incidentLine}s). Each provider attempt (a `call-end` of a model call made by no other,
  * in order per model) and each tool execution becomes the fault it suffered: an HTTP status (a
  * 429 with the retry's delay as its retry-after), a reset after so many events, a malformed
- * event, a stall (a timeout or a cancelled call), a refused connection; healthy calls are `ok`.
+ * event, a stall (a timeout or a cancelled call), a refused connection; healthy calls are `ok`,
+ * but for one whose tool calls the tool refused (`validation_error`: the arguments did not fit
+ * its schema, and it never ran), which had `bad-tool-args`.
  * Where a stream was cut: with the run's own events, the text deltas the call delivered
  * (exactly); from the hub's events or log lines, which carry no text, the provider's own count of
  * the events it had received (`IncompleteStreamError`'s, which may count events that carry no
@@ -270,6 +285,8 @@ export function recordIncident(input: readonly AgentEvent[] | string | readonly 
   const tools: Record<string, ToolFault[]> = {};
   const open = new Map<string, number>();
   let deltas = 0;
+  /** The model whose call ended last: its tool calls are the ones run next. */
+  let asked: string | undefined;
   // the run's own events show the text each call delivered: where a stream was cut, exactly
   const texts = events.some(({ event }) => event.type === 'text-delta');
   events.forEach(({ event: e, where }, i) => {
@@ -277,6 +294,14 @@ export function recordIncident(input: readonly AgentEvent[] | string | readonly 
     if (e.type === 'call-start' && e.kind === 'model') open.set(e.id, deltas);
     if (e.type !== 'call-end') return;
     if (e.kind === 'tool') {
+      // arguments the tool refused (it never ran): the model call that asked for them had bad arguments
+      if (e.category === 'validation_error') {
+        if (asked !== undefined) {
+          const list = models[asked]!;
+          if (list[list.length - 1]?.kind === 'ok') list[list.length - 1] = { kind: 'bad-tool-args' };
+        }
+        return;
+      }
       (tools[e.name] ??= []).push(toolFault(e));
       return;
     }
@@ -284,6 +309,7 @@ export function recordIncident(input: readonly AgentEvent[] | string | readonly 
     const next = events.slice(i + 1).find(({ event: r }) => r.type === 'retry' || r.type === 'call-start');
     const retryAfter = next?.event.type === 'retry' && next.event.category === 'rate_limit' ? next.event.delayMs : undefined;
     (models[e.name] ??= []).push(modelFault(e, texts ? deltas - (open.get(e.id) ?? deltas) : undefined, retryAfter, where));
+    asked = e.name;
   });
   const schedule: FaultSchedule = { ...(Object.keys(models).length ? { models } : {}), ...(Object.keys(tools).length ? { tools } : {}) };
   const healing = events.map(({ event }) => healingStep(event)).filter((s): s is string => s !== undefined);

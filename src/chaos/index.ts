@@ -18,8 +18,8 @@ export { DOCUMENTED_ERRORS, builtinInvariants, checkInvariants } from './invaria
 export type { ChaosEnd, ChaosRun, ErrorKind, Invariant, InvariantOptions, Violation } from './invariants.js';
 export { replaySchedule } from './run.js';
 export type { AgentFactory, Chaos, ReplayOptions } from './run.js';
-export { marbleDiagram, replaySpec } from './report.js';
-export type { ReplaySpecNaming } from './report.js';
+export { incidentSpec, marbleDiagram, replaySpec } from './report.js';
+export type { IncidentSpecNaming, ReplaySpecNaming } from './report.js';
 export { HealingError, assertHealing, checkHealing } from './check.js';
 export type { CheckHealingOptions, HealingFailure, HealingReport } from './check.js';
 export { INCIDENT_VERSION, healingStep, incidentLine, recordIncident, replayIncident } from './incident.js';

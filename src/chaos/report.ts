@@ -6,6 +6,7 @@
  * @module
  */
 import type { AgentEvent } from '../core/events/events.js';
+import type { Incident } from './incident.js';
 import type { ChaosRun } from './invariants.js';
 import type { ModelAttempt, ToolExecution } from './inject.js';
 import { compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
@@ -161,19 +162,84 @@ export interface ReplaySpecNaming {
  */
 export function replaySpec(run: Omit<ChaosRun, 'violations'> & { readonly violations?: ChaosRun['violations'] }, naming: ReplaySpecNaming = {}): string {
   const agent = naming.agent ?? 'agent';
-  const names = naming.options === undefined ? agent : `${agent}, ${naming.options}`;
   const schedule = scheduleSource(compactSchedule(run.schedule));
   const seen = (run.violations ?? []).map((v) => `// ${v.invariant}: ${v.message.replace(/\s+/g, ' ')}`);
   return [
-    "import assert from 'node:assert/strict';",
-    `import { replaySchedule } from '${naming.chaos ?? 'rxheal/chaos'}';`,
-    `import { ${names} } from '${naming.from ?? './agent.js'}';`,
+    ...specImports('replaySchedule', naming),
     '',
     ...(seen.length ? ['// found by checkHealing:', ...seen] : []),
     `it('heals under the schedule checkHealing found', () => {`,
     `  const schedule = ${schedule};`,
-    `  const run = replaySchedule(${agent}, schedule${naming.options === undefined ? '' : `, ${naming.options}`});`,
+    `  const run = replaySchedule(${agent}, schedule${optionsArg(naming)});`,
     '  assert.deepEqual(run.violations, []);',
+    '});',
+    '',
+  ].join('\n');
+}
+
+/** A generated spec's imports: node:assert, `what` from rxheal/chaos, the agent (and options) from the user's module. */
+function specImports(what: string, naming: ReplaySpecNaming): string[] {
+  const agent = naming.agent ?? 'agent';
+  return [
+    "import assert from 'node:assert/strict';",
+    `import { ${what} } from '${naming.chaos ?? 'rxheal/chaos'}';`,
+    `import { ${naming.options === undefined ? agent : `${agent}, ${naming.options}`} } from '${naming.from ?? './agent.js'}';`,
+  ];
+}
+
+const optionsArg = (naming: ReplaySpecNaming): string => (naming.options === undefined ? '' : `, ${naming.options}`);
+
+/** A JSON value as source text: on one line where it fits in 100 characters, else one line per entry. */
+function source(value: unknown, indent: string): string {
+  const one = JSON.stringify(value);
+  if (one === undefined || one.length + indent.length <= 100 || typeof value !== 'object' || value === null) return one ?? 'undefined';
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) return `[\n${value.map((v) => `${inner}${source(v, inner)},`).join('\n')}\n${indent}]`;
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  return `{\n${entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${source(v, inner)},`).join('\n')}\n${indent}}`;
+}
+
+/**
+ * How {@link incidentSpec} names what it imports ({@link ReplaySpecNaming}), and how it calls the
+ * agent's export when that makes the factory (`agentArgs`), with the spec's title.
+ *
+ * @example
+ * ```ts
+ * const naming: IncidentSpecNaming = { from: '../src/agent.js', agent: 'supportAgent', agentArgs: [{ region: 'eu' }], title: 'the 2026-12-01 outage heals' };
+ * ```
+ */
+export interface IncidentSpecNaming extends ReplaySpecNaming {
+  /** JSON values the export is called with to make the agent factory (`supportAgent(...agentArgs)`); absent, the export is the factory. */
+  readonly agentArgs?: readonly unknown[];
+  /** The spec's title. Defaults to `'heals as it did in the incident'`. */
+  readonly title?: string;
+}
+
+/**
+ * A spec (mocha / vitest / node:test style `it`, `node:assert`) that replays a recorded incident
+ * against the agent in virtual time and asserts that it heals the same way: the built-in
+ * invariants hold, and the healing steps are the incident's (types, order, targets, attempts,
+ * delays). The incident is in the spec, whole: what each call suffered, and the healing seen.
+ *
+ * @example
+ * ```ts
+ * const incident = recordIncident(readFileSync('incident.log', 'utf8'));
+ * writeFileSync('spec/incident-2026-12-01.spec.ts', incidentSpec(incident, { from: '../src/agent.js', title: 'the 2026-12-01 outage heals' }));
+ * ```
+ */
+export function incidentSpec(incident: Incident, naming: IncidentSpecNaming = {}): string {
+  const agent = naming.agent ?? 'agent';
+  const made = naming.agentArgs === undefined ? agent : `${agent}(${naming.agentArgs.map((a) => source(a, '')).join(', ')})`;
+  const title = naming.title ?? 'heals as it did in the incident';
+  const indent = (text: string): string => text.replace(/\n/g, '\n  ');
+  return [
+    ...specImports('replayIncident', naming),
+    '',
+    `it(${JSON.stringify(title)}, () => {`,
+    '  // the incident: what each call suffered, and the healing the run reported',
+    `  const replay = replayIncident(${indent(source(incident, ''))}, ${indent(made)}${optionsArg(naming)});`,
+    '  assert.deepEqual(replay.run.violations, []);',
+    '  assert.deepEqual(replay.healing, replay.expected);',
     '});',
     '',
   ].join('\n');

@@ -9,6 +9,7 @@
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
+import { HEDGE_MESSAGES } from './logMessages.js';
 
 /**
  * Log levels, lowest first.
@@ -240,14 +241,6 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
 }
 
 const HEDGE_LEVELS: Readonly<Record<HedgeEvent['kind'], LogLevel>> = { started: 'info', won: 'info', cancelled: 'debug', failed: 'warn', skipped: 'info', denied: 'info' };
-const HEDGE_MESSAGES: Readonly<Record<HedgeEvent['kind'], string>> = {
-  started: 'hedge started',
-  won: 'hedge won',
-  cancelled: 'hedge cancelled',
-  failed: 'hedge failed',
-  skipped: 'hedge skipped: circuit open',
-  denied: 'hedge denied: budget spent',
-};
 
 /** A record without its undefined fields. */
 function toRecord(level: LogLevel, message: string, fields: Readonly<Record<string, LogValue | undefined>>): LogRecord {
