@@ -16,6 +16,7 @@ import * as t from 'io-ts';
 import { timeout, timer, map, type Observable } from 'rxjs';
 import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
+import { AllFallbacksFailedError } from '../../src/core/errors/errors.js';
 import type { Message, TurnEvent } from '../../src/core/events/events.js';
 import { streamModel, type Model } from '../../src/core/model/model.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
@@ -23,10 +24,12 @@ import { degradeAfter } from '../../src/operators/degradeAfter.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
-import { runAgent } from '../../src/sources/runAgent.js';
+import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, fromMarbles, reasoning, textDeltas, toolCall } from '../../src/testing/index.js';
-import type { AgentFactory, Invariant } from '../../src/chaos/index.js';
+import { checkHealing, faults, type AgentFactory, type Invariant, type ScheduleArbitrary } from '../../src/chaos/index.js';
+import { breakerObservers } from '../support/observers.js';
+import { bump, type Histogram, type SoakReport } from './seeded.js';
 
 /** One combination of the soak's agent (what the seeded soak draws per run; here, one per checkHealing). */
 export interface SoakShape {
@@ -37,6 +40,16 @@ export interface SoakShape {
   readonly modelRetries: 0 | 1 | 2;
   readonly budget: { readonly maxModelCalls?: number; readonly maxToolCalls?: number };
   readonly maxSteps: number;
+  /**
+   * Around the whole chain, in the model pipeline: `retries` of a turn every model failed (2 s
+   * apart), within `totalMs` for the turn when set (its retries included).
+   */
+  readonly chain?: { readonly retries: number; readonly totalMs?: number };
+  /**
+   * One breaker registry for every run, as an app keeps one (each run starts it afresh: its
+   * breakers reset), instead of a registry per run: what the shared-registry leak needed.
+   */
+  readonly breakers?: CircuitBreakerRegistry;
 }
 
 export const MODEL_IDS = ['alpha', 'beta', 'gamma'] as const;
@@ -109,11 +122,52 @@ function soakTools(): ReturnType<typeof defineTool<{ q: string }, unknown>>[] {
   ];
 }
 
+/** The soak's breakers: open after 3 failures, probed after 15 s (a shared registry is made with them too). */
+export const BREAKER_DEFAULTS = { failureThreshold: 3, resetTimeoutMs: 15_000 } as const;
+
+/** A turn every model failed, tried again (the whole chain) `retries` times, within `totalMs`. */
+function chainRetry(chain: NonNullable<SoakShape['chain']>): NonNullable<AgentConfig['modelPipeline']> {
+  return (_request, turn$, { hub }) =>
+    turn$.pipe(
+      retryWithBackoff<TurnEvent>({
+        hub,
+        target: 'model:chain',
+        maxRetries: chain.retries,
+        initialBackoffMs: 2_000,
+        jitter: 'none',
+        shouldRetry: (e) => e instanceof AllFallbacksFailedError,
+        afterEmit: 'restart',
+        onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:chain' }),
+        ...(chain.totalMs === undefined ? {} : { totalTimeoutMs: chain.totalMs }),
+      }),
+    );
+}
+
+/**
+ * With one registry shared by every run: once a run has ended, no breaker of it keeps an observer
+ * for that run (a hub's watch outliving its run: memory and per-transition work growing with the
+ * number of runs — the leak the seeded soak found, fixed in issue 19).
+ */
+export function noObserverLeft(breakers: CircuitBreakerRegistry): Invariant {
+  return {
+    name: 'no-observer-left',
+    check: (run) => {
+      void run;
+      return breakers
+        .names()
+        .map((name) => [name, breakerObservers(breakers.get(name))] as const)
+        .filter(([, n]) => n > 0)
+        .map(([name, n]) => `breaker '${name}' of the shared registry still has ${n} observer${n === 1 ? '' : 's'} after the run ended`);
+    },
+  };
+}
+
 /** The soak's agent for one shape, as a checkHealing factory. */
 export function soakAgent(shape: SoakShape): AgentFactory {
   return (chaos) => {
     thoughts = new Set();
-    const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 15_000 });
+    const breakers = shape.breakers ?? new CircuitBreakerRegistry(BREAKER_DEFAULTS);
+    for (const name of breakers.names()) breakers.get(name).reset();
     const capabilities = new CapabilityRegistry();
     const retries = { maxRetries: shape.modelRetries, initialBackoffMs: 250, maxBackoffMs: 4_000, jitter: 'none' } as const;
     const deadlines = <T>(o: Observable<T>): Observable<T> => o.pipe(timeout({ first: 3_000, each: 1_000 }));
@@ -140,6 +194,7 @@ export function soakAgent(shape: SoakShape): AgentFactory {
       messages: [{ role: 'user', content: 'Book a table and find the refund policy.' }],
       maxSteps: shape.maxSteps,
       budget: shape.budget,
+      ...(shape.chain === undefined ? {} : { modelPipeline: chainRetry(shape.chain) }),
       toolPipeline: (call, call$, { hub }) => {
         const guarded = call$.pipe(
           retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 200, jitter: 'none' }),
@@ -171,3 +226,80 @@ export const reasoningIntact: Invariant = {
     return problems;
   },
 };
+
+/**
+ * Runs in which each healing event happened (and a continuation finished, a circuit rejected a
+ * call or opened, the chain was retried), and how runs ended: counted by an invariant that finds
+ * nothing, for the soak's coverage checks and report.
+ */
+export function healingCounter(): { readonly healed: Histogram; readonly ends: Histogram; readonly faults: Histogram; readonly count: Invariant } {
+  const healed: Histogram = {};
+  const ends: Histogram = {};
+  const injected: Histogram = {};
+  const count: Invariant = {
+    name: 'count',
+    check: (run) => {
+      for (const a of run.models) bump(injected, `model:${a.fault.kind}`);
+      for (const x of run.tools) bump(injected, `tool:${x.fault.kind}`);
+      for (const type of new Set(run.events.map((e) => e.event.type))) bump(healed, type);
+      if (run.models.some((a) => a.continuing !== undefined && a.finished)) bump(healed, 'continued');
+      if (run.events.some((e) => e.event.type === 'circuit' && e.event.kind === 'rejected')) bump(healed, 'circuit-rejected');
+      if (run.events.some((e) => e.event.type === 'circuit' && e.event.kind === 'transition' && e.event.to === 'open')) bump(healed, 'circuit-opened');
+      if (run.events.some((e) => e.event.type === 'retry' && e.event.target === 'model:chain')) bump(healed, 'chain-retry');
+      bump(ends, run.end.kind === 'error' ? ((run.end.error as Error | undefined)?.name ?? 'error') : run.end.kind);
+      return undefined;
+    },
+  };
+  return { healed, ends, faults: injected, count };
+}
+
+/** What the soak's report counts as healing (of every event type seen). */
+const HEALING = ['retry', 'retry-withheld', 'fallback', 'reset', 'continued', 'reflection', 'degraded', 'tool-error', 'circuit-opened', 'circuit-rejected', 'chain-retry', 'budget-exceeded'];
+
+/** The soak's budget (what budget-held checks). */
+export const SOAK_BUDGET = { maxModelCalls: 24, maxToolCalls: 12 } as const;
+
+/** One of the four combinations of mid-stream handling and model retries, three models. */
+export const soakShape = (midStream: SoakShape['midStream'], modelAfterEmit: SoakShape['modelAfterEmit']): SoakShape => ({ models: 3, midStream, modelAfterEmit, modelRetries: 1, budget: SOAK_BUDGET, maxSteps: 8 });
+
+/** The soak's schedules: cuts mid-answer weighted up (ok 8, reset 4: a continuation needs a model's every attempt cut). */
+export const soakSchedules = (): ScheduleArbitrary => faults.schedule({ models: [...MODEL_IDS], tools: [...TOOL_NAMES], maxCalls: 5, model: { weights: { ok: 8, reset: 4 } } });
+
+/** Harsher schedules over two models (down, statuses and cuts as often as ok): whole turns fail, for the chain retry. */
+export const harshSchedules = (): ScheduleArbitrary => faults.schedule({ models: MODEL_IDS.slice(0, 2), tools: [...TOOL_NAMES], maxCalls: 6, model: { weights: { ok: 3, status: 3, down: 2, reset: 2 } } });
+
+/**
+ * The agent soak at any size (`npm run soak`: 10 000 runs): checkHealing over the four
+ * combinations, the chain retry with a total budget, and a registry shared by every run, the runs
+ * split between them; each failure's report (shrunk schedule, marble diagram, spec) is a problem.
+ */
+export function runChaosSoak(options: { readonly runs: number; readonly seed: number }): SoakReport {
+  const started = performance.now();
+  const per = Math.max(1, Math.ceil(options.runs / 6));
+  const { healed, ends, faults: injected, count } = healingCounter();
+  const problems: string[] = [];
+  const shared = new CircuitBreakerRegistry(BREAKER_DEFAULTS);
+  const cases: [string, SoakShape, ScheduleArbitrary, Invariant[]][] = [
+    ...(['restart', 'continue'] as const).flatMap((m) => (['error', 'restart'] as const).map((a): [string, SoakShape, ScheduleArbitrary, Invariant[]] => [`${m}/${a}`, soakShape(m, a), soakSchedules(), []])),
+    ['chain retry + total budget', { ...soakShape('restart', 'error'), models: 2, chain: { retries: 2, totalMs: 20_000 } }, harshSchedules(), []],
+    ['shared registry', { ...soakShape('continue', 'restart'), breakers: shared }, soakSchedules(), [noObserverLeft(shared)]],
+  ];
+  let runs = 0;
+  for (const [name, shape, schedules, extra] of cases) {
+    const report = checkHealing(soakAgent(shape), { faults: schedules, runs: per, seed: options.seed, budget: SOAK_BUDGET, invariants: [reasoningIntact, ...extra, count], spec: { from: './chaosSoak.js' } });
+    runs += report.runs;
+    if (!report.ok) problems.push(`[${name}, seed ${options.seed}] ${report.message}`);
+  }
+  return {
+    name: 'agent soak on checkHealing (virtual time)',
+    seed: options.seed,
+    runs,
+    elapsedMs: performance.now() - started,
+    outcomes: ends,
+    faults: injected,
+    healing: Object.fromEntries(HEALING.filter((h) => healed[h] !== undefined).map((h) => [h, healed[h]!])),
+    problems,
+    leaks: { breakerObserversMax: 0, breakerObserversTotal: 0 },
+    figures: { combinations: cases.length, 'runs per combination': per },
+  };
+}

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { formatReport, runHardeningSoak } from './hardeningSoak.js';
-import type { SoakReport } from './agentSoak.js';
+import type { SoakReport } from './seeded.js';
 
 const SEED = Number(process.env['SOAK_SEED'] ?? 20_250_612);
 const RUNS = 400;

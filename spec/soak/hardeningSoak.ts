@@ -48,7 +48,7 @@ import { defineTool } from '../../src/sources/tool.js';
 import { finish, textDeltas, toolCall } from '../../src/testing/index.js';
 import { Boom, carries } from '../support/guards.js';
 import { NODE_TIMEOUT_MAX, NodeTimerScheduler } from '../support/nodeTimers.js';
-import { Rng, formatReport, type Histogram, type SoakReport } from './agentSoak.js';
+import { bump, Rng, formatReport, type Histogram, type SoakReport } from './seeded.js';
 
 export { formatReport };
 
@@ -298,9 +298,6 @@ export function runHardening(s: HardeningScenario): Trace & { scheduler: NodeTim
   return { ...trace, scheduler, breaker };
 }
 
-const bump = (h: Histogram, key: string): void => {
-  h[key] = (h[key] ?? 0) + 1;
-};
 
 export function runHardeningSoak(options: { runs: number; seed: number }): SoakReport {
   const { runs, seed } = options;
