@@ -149,7 +149,16 @@ async function postMcpAdmin(config: McpConfig, change: Readonly<Record<string, u
   if (!response.ok) throw new Error(`MCP server admin: HTTP ${response.status}`);
 }
 
-/** What one demo agent keeps between questions: its hub, breakers, capabilities and each provider's healing (latency, hedge budget). */
+/**
+ * What one demo agent keeps between questions: its hub, breakers, capabilities and each
+ * provider's healing (latency, hedge budget).
+ *
+ * @example
+ * ```ts
+ * const world: DemoWorld = demoWorld();
+ * world.breakers.get('model:primary').state; // 'closed'
+ * ```
+ */
 export interface DemoWorld {
   readonly hub: HealHub;
   readonly breakers: CircuitBreakerRegistry;
@@ -160,6 +169,12 @@ export interface DemoWorld {
 /**
  * A fresh world with the demo's timings: breakers that open after one failure and probe after
  * 15 s, the capabilities on the hub, a latency tracker per provider.
+ *
+ * @example
+ * ```ts
+ * const { hub } = demoWorld();
+ * hub.events$.subscribe((e) => console.log(e.type));
+ * ```
  */
 export function demoWorld(): DemoWorld {
   const hub = new HealHub();
@@ -175,6 +190,11 @@ export function demoWorld(): DemoWorld {
  * One question of the demo: its pipeline, whatever the models and tools are — the page's and the
  * terminal's HTTP providers and MCP tools, or the stand-ins under chaos of a run replayed as a
  * test (examples/demo/replay.ts). The one place the demo's healing is composed.
+ *
+ * @example
+ * ```ts
+ * demoRun(demoWorld(), [primary, secondary], tools, [{ role: 'user', content: 'Weather in Paris?' }], 'restart').subscribe(console.log);
+ * ```
  */
 export function demoRun(world: DemoWorld, models: readonly Model[], tools: readonly AnyTool[], history: readonly Message[], midStream: 'restart' | 'continue'): Observable<AgentEvent> {
   const { hub, breakers, capabilities, perModel } = world;

@@ -16,7 +16,15 @@ import type { AgentFactory } from '../../src/chaos/index.js';
 import { scriptedAssistant, tokenize } from '../../src/server/index.js';
 import { demoRun, demoWorld } from './agent.js';
 
-/** How one answer of the page is replayed: the conversation up to its question, and the page's settings then. */
+/**
+ * How one answer of the page is replayed: the conversation up to its question, and the page's
+ * settings then.
+ *
+ * @example
+ * ```ts
+ * const asked: DemoReplay = { history: [{ role: 'user', content: 'Tell me a story about a river' }], midStream: 'restart', open: ['model:primary'] };
+ * ```
+ */
 export interface DemoReplay {
   /** The conversation up to and including the question (what `ask` was given). */
   readonly history: readonly Message[];

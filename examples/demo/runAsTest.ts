@@ -9,7 +9,14 @@ import { recordIncident, type Incident } from '../../src/chaos/incident.js';
 import { incidentSpec } from '../../src/chaos/report.js';
 import type { DemoReplay } from './replay.js';
 
-/** The downloaded spec: where it goes, and its source. */
+/**
+ * The downloaded spec: where it goes, and its source.
+ *
+ * @example
+ * ```ts
+ * const { filename, source }: RunAsTest = runAsTest(events, asked, 1); // 'demo-run-1.spec.ts'
+ * ```
+ */
 export interface RunAsTest {
   /** The file name to save it as (under the project's `spec/`, where `npm test` runs it). */
   readonly filename: string;
