@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkHealing, faults, incidentSpec, recordIncident, replaySchedule, replaySpec, type FaultSchedule } from '../../src/chaos/index.js';
+import { ChaosInputError, checkHealing, faults, incidentSpec, recordIncident, replaySchedule, replaySpec, type FaultSchedule } from '../../src/chaos/index.js';
 import { runSpecFiles } from '../support/runSpecFiles.js';
 import { healing, retriesBooking } from './agents.js';
 
@@ -34,6 +34,17 @@ describe('the specs rxheal/chaos writes, run as written', function () {
     expect(source).to.contain('}, makeAgent({"region":"eu"}, 2));');
     // no options, no arguments: the export is the factory
     expect(incidentSpec(incident, NAMING)).to.contain(`}, agent);\n  assert.deepEqual(replay.run.violations, []);`);
+  });
+
+  it('bad input: an incident of another version, agentArgs that are not JSON data, names that would not make valid source — each an error naming it', () => {
+    const incident = recordIncident(replaySchedule(healing, SCHEDULE).events.map((e) => e.event));
+    expect(() => incidentSpec({ ...incident, version: 2 } as unknown as typeof incident)).to.throw(ChaosInputError, 'incidentSpec: an incident of version 2; this rxheal writes version 1');
+    expect(() => incidentSpec(incident, { agentArgs: [{ history: [] }, () => 1] })).to.throw(ChaosInputError, 'incidentSpec: naming.agentArgs[1] is not a JSON value');
+    expect(() => incidentSpec(incident, { agentArgs: [new Date(0)] })).to.throw(ChaosInputError, 'naming.agentArgs[0] is not a JSON value');
+    expect(() => incidentSpec(incident, { agent: 'make agent' })).to.throw(ChaosInputError, 'incidentSpec: naming.agent "make agent" is not an identifier');
+    expect(() => incidentSpec(incident, { from: "./a'gent.js" })).to.throw(ChaosInputError, `incidentSpec: naming.from "./a'gent.js" is not a module specifier`);
+    const run = replaySchedule(healing, SCHEDULE);
+    expect(() => replaySpec(run, { options: 'opts;' })).to.throw(ChaosInputError, 'replaySpec: naming.options "opts;" is not an identifier');
   });
 
   it('run by mocha: replaySpec fails on the broken agent and passes on the one that heals; incidentSpec passes as recorded, fails when the healing differs', async () => {

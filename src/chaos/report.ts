@@ -6,10 +6,10 @@
  * @module
  */
 import type { AgentEvent } from '../core/events/events.js';
-import type { Incident } from './incident.js';
+import { INCIDENT_VERSION, type Incident } from './incident.js';
 import type { ChaosRun } from './invariants.js';
 import type { ModelAttempt, ToolExecution } from './inject.js';
-import { compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
+import { ChaosInputError, compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
 
 /** The run lane's letter for an event, or undefined for events the diagram leaves out. */
 function letter(event: AgentEvent): string | undefined {
@@ -179,6 +179,7 @@ export function replaySpec(run: Omit<ChaosRun, 'violations'> & { readonly violat
 
 /** A generated spec's imports: node:assert, `what` from rxheal/chaos, the agent (and options) from the user's module. */
 function specImports(what: string, naming: ReplaySpecNaming): string[] {
+  checkNaming(what === 'replaySchedule' ? 'replaySpec' : 'incidentSpec', naming);
   const agent = naming.agent ?? 'agent';
   return [
     "import assert from 'node:assert/strict';",
@@ -187,7 +188,35 @@ function specImports(what: string, naming: ReplaySpecNaming): string[] {
   ];
 }
 
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+const MODULE = /^[^'"\\\n\r]+$/;
+
+/** Names that would not make valid source: an error naming the option and its value. */
+function checkNaming(where: string, naming: ReplaySpecNaming): void {
+  for (const key of ['agent', 'options'] as const) {
+    const value = naming[key];
+    if (value !== undefined && !IDENTIFIER.test(value)) throw new ChaosInputError(`${where}: naming.${key} ${JSON.stringify(value)} is not an identifier`);
+  }
+  for (const key of ['from', 'chaos'] as const) {
+    const value = naming[key];
+    if (value !== undefined && !MODULE.test(value)) throw new ChaosInputError(`${where}: naming.${key} ${JSON.stringify(value)} is not a module specifier (no quotes, backslashes or line breaks)`);
+  }
+}
+
 const optionsArg = (naming: ReplaySpecNaming): string => (naming.options === undefined ? '' : `, ${naming.options}`);
+
+/** Whether `u` is plain JSON data (what survives JSON.stringify unchanged). */
+function isJson(u: unknown, seen: Set<object> = new Set()): boolean {
+  if (u === null || typeof u === 'string' || typeof u === 'boolean') return true;
+  if (typeof u === 'number') return Number.isFinite(u);
+  if (typeof u !== 'object' || seen.has(u)) return false;
+  const proto = Object.getPrototypeOf(u) as unknown;
+  if (!Array.isArray(u) && proto !== Object.prototype && proto !== null) return false;
+  seen.add(u);
+  const ok = Object.values(u).every((v) => isJson(v, seen));
+  seen.delete(u);
+  return ok;
+}
 
 /** A JSON value as source text: on one line where it fits in 100 characters, else one line per entry. */
 function source(value: unknown, indent: string): string {
@@ -226,8 +255,17 @@ export interface IncidentSpecNaming extends ReplaySpecNaming {
  * const incident = recordIncident(readFileSync('incident.log', 'utf8'));
  * writeFileSync('spec/incident-2026-12-01.spec.ts', incidentSpec(incident, { from: '../src/agent.js', title: 'the 2026-12-01 outage heals' }));
  * ```
+ * @throws {ChaosInputError} for an incident of another version, an `agentArgs` entry that is not
+ * JSON data, or a name that would not make valid source (`agent`, `options` not identifiers;
+ * `from`, `chaos` with quotes or line breaks).
  */
 export function incidentSpec(incident: Incident, naming: IncidentSpecNaming = {}): string {
+  if ((incident as { version?: unknown } | undefined)?.version !== INCIDENT_VERSION) {
+    throw new ChaosInputError(`incidentSpec: an incident of version ${JSON.stringify((incident as { version?: unknown } | undefined)?.version)}; this rxheal writes version ${INCIDENT_VERSION}`);
+  }
+  (naming.agentArgs ?? []).forEach((arg, i) => {
+    if (!isJson(arg)) throw new ChaosInputError(`incidentSpec: naming.agentArgs[${i}] is not a JSON value (a function, undefined, a class instance or a cycle cannot be written into the spec)`);
+  });
   const agent = naming.agent ?? 'agent';
   const made = naming.agentArgs === undefined ? agent : `${agent}(${naming.agentArgs.map((a) => source(a, '')).join(', ')})`;
   const title = naming.title ?? 'heals as it did in the incident';
