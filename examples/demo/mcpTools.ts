@@ -22,6 +22,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { requestGuard } from '../../src/server/guard.js';
 import { setTimeout as delay } from 'node:timers/promises';
+import { articleFor, SEARCH_MS, weatherIn } from './toolAnswers.js';
 
 /** The MCP server's faults and its request handler (what `/mcp` is served with). */
 export interface DemoMcp {
@@ -45,8 +46,6 @@ export interface DemoMcp {
   close(): Promise<void>;
 }
 
-/** The demo's search takes this long (6 s when slow: past the agent's 3 s deadline). */
-const SEARCH_MS = { normal: 300, slow: 6_000 } as const;
 /** The largest request body read (the tools' arguments are small). */
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -76,7 +75,7 @@ export function demoMcp(): DemoMcp {
       },
       ({ city, units }) => {
         calls['get_weather']!++;
-        const weather = { city, temperature: units === 'celsius' ? 22 : 72, units, condition: 'sunny' };
+        const weather = weatherIn(city, units);
         return { content: [{ type: 'text', text: JSON.stringify(weather) }], structuredContent: weather };
       },
     );
@@ -86,7 +85,7 @@ export function demoMcp(): DemoMcp {
       async ({ query }, extra) => {
         calls['knowledge_search']!++;
         await sleep(mcp.slowSearch ? SEARCH_MS.slow : SEARCH_MS.normal, extra.signal);
-        return { content: [{ type: 'text', text: `Article "${query}": refunds are accepted within 30 days with the receipt.` }] };
+        return { content: [{ type: 'text', text: articleFor(query) }] };
       },
     );
     return server;

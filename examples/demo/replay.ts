@@ -15,6 +15,7 @@ import { defineTool, type AgentEvent, type AnyTool, type Message, type Model, ty
 import type { AgentFactory } from '../../src/chaos/index.js';
 import { scriptedAssistant, tokenize } from '../../src/server/index.js';
 import { demoRun, demoWorld } from './agent.js';
+import { articleFor, SEARCH_MS, weatherIn } from './toolAnswers.js';
 
 /**
  * How one answer of the page is replayed: the conversation up to its question, and the page's
@@ -64,13 +65,13 @@ function standInTools(scheduler: SchedulerLike): AnyTool[] {
       name: 'get_weather',
       description: 'Current weather for a city',
       args: t.type({ city: t.string, units: t.keyof({ celsius: null, fahrenheit: null }) }),
-      execute: ({ city, units }) => [{ city, temperature: units === 'celsius' ? 22 : 72, units, condition: 'sunny' }],
+      execute: ({ city, units }) => [weatherIn(city, units)],
     }),
     defineTool({
       name: 'knowledge_search',
       description: 'Searches the help-centre articles',
       args: t.type({ query: t.string }),
-      execute: ({ query }): Observable<string> => timer(300, scheduler).pipe(map(() => `Article "${query}": refunds are accepted within 30 days with the receipt.`)),
+      execute: ({ query }): Observable<string> => timer(SEARCH_MS.normal, scheduler).pipe(map(() => articleFor(query))),
     }),
   ];
 }

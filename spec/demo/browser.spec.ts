@@ -22,7 +22,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const ARTIFACTS = `${ROOT}test-artifacts/`;
 const DOCS_PICTURE = `${ROOT}docs/demo.png`;
 /** What the README's picture shows (the page, the scenario, the answer's text): when one of these changes, the spec retakes it. */
-const PICTURE_SOURCES = ['examples/demo/runAsTest.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
+const PICTURE_SOURCES = ['examples/demo/runAsTest.ts', 'examples/demo/toolAnswers.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
 const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },

@@ -316,6 +316,12 @@ export function recordIncident(input: readonly AgentEvent[] | string | readonly 
   return { version: INCIDENT_VERSION, schedule, healing };
 }
 
+/** An incident of another version than this rxheal's: a `ChaosInputError` naming it (for `replayIncident` and `incidentSpec`). */
+export function checkIncidentVersion(where: string, verb: 'reads' | 'writes', incident: unknown): void {
+  const version = (incident as { version?: unknown } | undefined)?.version;
+  if (version !== INCIDENT_VERSION) throw new ChaosInputError(`${where}: an incident of version ${JSON.stringify(version)}; this rxheal ${verb} version ${INCIDENT_VERSION}`);
+}
+
 /**
  * What {@link replayIncident} returns: the run, the healing it reported, and whether it is the
  * incident's.
@@ -349,9 +355,7 @@ export interface IncidentReplay {
  * the agent does not wrap.
  */
 export function replayIncident(incident: Incident, agent: AgentFactory, options: ReplayOptions = {}): IncidentReplay {
-  if ((incident as { version?: unknown } | undefined)?.version !== INCIDENT_VERSION) {
-    throw new ChaosInputError(`replayIncident: an incident of version ${JSON.stringify((incident as { version?: unknown } | undefined)?.version)}; this rxheal reads version ${INCIDENT_VERSION}`);
-  }
+  checkIncidentVersion('replayIncident', 'reads', incident);
   const run = replaySchedule(agent, incident.schedule, options);
   const healing = run.events.map(({ event }) => healingStep(event)).filter((s): s is string => s !== undefined);
   const same = healing.length === incident.healing.length && healing.every((s, i) => s === incident.healing[i]);

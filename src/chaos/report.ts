@@ -6,7 +6,7 @@
  * @module
  */
 import type { AgentEvent } from '../core/events/events.js';
-import { INCIDENT_VERSION, type Incident } from './incident.js';
+import { checkIncidentVersion, type Incident } from './incident.js';
 import type { ChaosRun } from './invariants.js';
 import type { ModelAttempt, ToolExecution } from './inject.js';
 import { ChaosInputError, compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
@@ -260,9 +260,7 @@ export interface IncidentSpecNaming extends ReplaySpecNaming {
  * `from`, `chaos` with quotes or line breaks).
  */
 export function incidentSpec(incident: Incident, naming: IncidentSpecNaming = {}): string {
-  if ((incident as { version?: unknown } | undefined)?.version !== INCIDENT_VERSION) {
-    throw new ChaosInputError(`incidentSpec: an incident of version ${JSON.stringify((incident as { version?: unknown } | undefined)?.version)}; this rxheal writes version ${INCIDENT_VERSION}`);
-  }
+  checkIncidentVersion('incidentSpec', 'writes', incident);
   (naming.agentArgs ?? []).forEach((arg, i) => {
     if (!isJson(arg)) throw new ChaosInputError(`incidentSpec: naming.agentArgs[${i}] is not a JSON value (a function, undefined, a class instance or a cycle cannot be written into the spec)`);
   });
