@@ -7,6 +7,7 @@
  */
 import { asyncScheduler, type MonoTypeOperatorFunction, type SchedulerLike } from 'rxjs';
 import type { Jitter } from '../core/rx/backoff.js';
+import { libraryRandom } from '../core/rx/random.js';
 import { classifyError, MAX_RETRY_AFTER_MS, type ErrorClassifier } from '../core/errors/classify.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { defaultHub, type HealHub } from '../core/hub/hub.js';
@@ -45,7 +46,8 @@ export interface RetryWithBackoffBaseOptions {
   /** How delays are randomised; see {@link Jitter}. Defaults to `'equal'` (at least half the delay). */
   readonly jitter?: Jitter;
   /**
-   * Source of numbers in `[0, 1)` for jitter. Defaults to `Math.random`; inject one in tests. If
+   * Source of numbers in `[0, 1)` for jitter. Defaults to `Math.random` (seeded inside rxheal/chaos's
+   * replays); inject one in tests. If
    * it throws, the operator errors with what it threw (no retry).
    */
   readonly random?: () => number;
@@ -227,7 +229,7 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
       backoffMultiplier: o.backoffMultiplier ?? 2,
       maxBackoffMs: o.maxBackoffMs ?? 30_000,
       jitter: o.jitter ?? 'equal',
-      random: (o.random as (() => number) | undefined) ?? Math.random,
+      random: (o.random as (() => number) | undefined) ?? libraryRandom,
     },
     shouldRetry: o.shouldRetry as ((error: unknown, attempt: number) => boolean) | undefined,
     retryAll: o.retryOn === 'all',
