@@ -240,7 +240,7 @@ log('n. checkHealing (rxheal/chaos) …');
 {
   // 1 000 schedules in virtual time, checked and (were one to fail) shrunk: bench/figures/chaos.ts
   const { chaosCheck } = await import('./figures/chaos.js');
-  const m = chaosCheck({ schedules: 1_000, reps: quick ? 1 : 5 });
+  const m = await chaosCheck({ schedules: 1_000, reps: quick ? 1 : 5 });
   rows.push(...m.rows);
   verdicts.push(...m.verdicts);
 }

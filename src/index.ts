@@ -78,7 +78,7 @@ export type { AbortContext } from './core/model/abortable.js';
 export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model/model.js';
 export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
 export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
-export type { Tool, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
+export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
 export { RunScope } from './core/rx/runScope.js';

@@ -13,13 +13,13 @@ import { stats, type Row, type Verdict } from '../lib/harness.js';
 
 export const FIGURE = 'n. checkHealing, 1 000 schedules';
 
-export function chaosCheck(options: { schedules: number; reps: number }): { rows: Row[]; verdicts: Verdict[] } {
+export async function chaosCheck(options: { schedules: number; reps: number }): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const times: number[] = [];
   let virtualMs = 0;
   for (let i = 0; i < options.reps; i++) {
     let runs = 0;
     const t0 = performance.now();
-    const report = checkHealing(healing, {
+    const report = await checkHealing(healing, {
       faults: faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] }),
       runs: options.schedules,
       seed: 25,

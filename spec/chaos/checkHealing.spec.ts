@@ -10,6 +10,7 @@ import { ChaosInputError, checkHealing, faults, HealingError, assertHealing, rep
 import type { Message } from '../../src/core/events/events.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import type { AgentFactory } from '../../src/chaos/index.js';
+import { rejects } from '../support/rejects.js';
 import { ANSWER, BUDGET, book, budgetHeld, budgetLeak, concatenates, desk, healing, noDeadline, retriesBooking, throwsAtOnce } from './agents.js';
 
 const SEED = 25;
@@ -25,24 +26,24 @@ const size = (s: FaultSchedule): number => Object.values(s.models ?? {}).reduce(
 describe('checkHealing (rxheal/chaos)', function () {
   this.timeout(60_000);
 
-  it('passes the agent that heals: 300 schedules over both models and the booking tool', () => {
-    const report = checkHealing(healing, { faults: faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] }), runs: 300, seed: SEED, budget: { maxModelCalls: 12 } });
+  it('passes the agent that heals: 300 schedules over both models and the booking tool', async () => {
+    const report = await checkHealing(healing, { faults: faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] }), runs: 300, seed: SEED, budget: { maxModelCalls: 12 } });
     expect(report.ok, report.ok ? '' : report.message).to.equal(true);
     expect(report.runs).to.equal(300);
   });
 
-  it('finds a tool pipeline that retries a non-idempotent tool, shrunk to one failed booking', () => {
-    const report = failed(checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }));
+  it('finds a tool pipeline that retries a non-idempotent tool, shrunk to one failed booking', async () => {
+    const report = failed(await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }));
     const { schedule, violations, marbles, spec } = report.failure;
     expect(schedule).to.deep.equal({ tools: { book: [{ kind: 'throw' }] } });
     expect(violations.map((v) => v.invariant)).to.include.members(['side-effects-once', 'healing-announced']);
-    expect(violations.find((v) => v.invariant === 'side-effects-once')?.message).to.equal("non-idempotent 'book' ran 2 times for 1 call the model made");
+    expect(violations.find((v) => v.invariant === 'side-effects-once')?.message).to.equal("non-idempotent 'book' ran 2 times for 1 call the model made (call 'primary-1')");
     expect(marbles.split('\n')[2]).to.match(/^tool:book\s+-\s+\^#\^\|/);
     expect(spec).to.include(`const schedule = {"tools":{"book":[{"kind":"throw"}]}};`);
   });
 
-  it('finds a hand-made model wrapper that concatenates two attempts, shrunk to one reset after one event', () => {
-    const report = failed(checkHealing(concatenates, { faults: faults.schedule({ models: ['primary'], model: { weights: { stall: 0 } } }), runs: 200, seed: SEED }));
+  it('finds a hand-made model wrapper that concatenates two attempts, shrunk to one reset after one event', async () => {
+    const report = failed(await checkHealing(concatenates, { faults: faults.schedule({ models: ['primary'], model: { weights: { stall: 0 } } }), runs: 200, seed: SEED }));
     const { schedule, violations } = report.failure;
     expect(size(schedule)).to.equal(1);
     const fault = schedule.models?.['primary']?.[0];
@@ -53,8 +54,8 @@ describe('checkHealing (rxheal/chaos)', function () {
     expect(violations.map((v) => v.invariant)).to.deep.equal(['text-intact']);
   });
 
-  it('finds a fallback chain with no deadline on a stalled provider (a hang), shrunk to one stall', () => {
-    const report = failed(checkHealing(noDeadline, { faults: faults.schedule({ models: ['primary', 'secondary'] }), runs: 200, seed: SEED }));
+  it('finds a fallback chain with no deadline on a stalled provider (a hang), shrunk to one stall', async () => {
+    const report = failed(await checkHealing(noDeadline, { faults: faults.schedule({ models: ['primary', 'secondary'] }), runs: 200, seed: SEED }));
     const { schedule, violations, run, marbles } = report.failure;
     expect(schedule).to.deep.equal({ models: { primary: [{ kind: 'stall', afterEvents: 0 }] } });
     expect(violations.map((v) => v.invariant)).to.deep.equal(['ends']);
@@ -62,9 +63,9 @@ describe('checkHealing (rxheal/chaos)', function () {
     expect(marbles).to.include('primary#1: stall@0, open');
   });
 
-  it('finds a budget not enforced across fallbacks, shrunk to one failed call of the primary', () => {
+  it('finds a budget not enforced across fallbacks, shrunk to one failed call of the primary', async () => {
     const report = failed(
-      checkHealing(budgetLeak, { faults: faults.schedule({ models: ['primary', 'secondary'], model: { weights: { stall: 0, 'slow-first-byte': 0 } } }), runs: 200, seed: SEED, budget: BUDGET }),
+      await checkHealing(budgetLeak, { faults: faults.schedule({ models: ['primary', 'secondary'], model: { weights: { stall: 0, 'slow-first-byte': 0 } } }), runs: 200, seed: SEED, budget: BUDGET }),
     );
     const { schedule, violations, run } = report.failure;
     expect(size(schedule)).to.equal(1);
@@ -73,30 +74,30 @@ describe('checkHealing (rxheal/chaos)', function () {
     expect(violations[0]!.message).to.equal('3 model calls were made, the budget is 2');
     expect(run.end.kind).to.equal('complete');
     // the same fallback given the run's context holds the budget: the run stops with BudgetExceededError
-    const held = replaySchedule(budgetHeld, schedule, { budget: BUDGET });
+    const held = await replaySchedule(budgetHeld, schedule, { budget: BUDGET });
     expect(held.violations).to.deep.equal([]);
     expect(held.end.kind === 'error' && held.end.error).to.be.instanceOf(BudgetExceededError);
   });
 
-  it('is deterministic: the same seed finds and shrinks to the same schedule and diagram', () => {
+  it('is deterministic: the same seed finds and shrinks to the same schedule and diagram', async () => {
     const options = { faults: faults.schedule({ models: ['primary'], model: { weights: { stall: 0 } } }), runs: 100, seed: SEED };
-    const a = failed(checkHealing(concatenates, options));
-    const b = failed(checkHealing(concatenates, options));
+    const a = failed(await checkHealing(concatenates, options));
+    const b = failed(await checkHealing(concatenates, options));
     expect(a.failure.schedule).to.deep.equal(b.failure.schedule);
     expect(a.failure.marbles).to.equal(b.failure.marbles);
     expect(a.message).to.equal(b.message);
   });
 
-  it('the replay spec replays exactly the shrunk run', () => {
-    const report = failed(checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 100, seed: SEED }));
-    const literal = /const schedule = (.*);/.exec(report.failure.spec)?.[1];
-    const replayed = replaySchedule(retriesBooking, JSON.parse(literal!) as FaultSchedule);
+  it('the replay spec replays exactly the shrunk run', async () => {
+    const report = failed(await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 100, seed: SEED }));
+    const literal = /const schedule = (.*);/.exec(report.failure.spec ?? "")?.[1];
+    const replayed = await replaySchedule(retriesBooking, JSON.parse(literal!) as FaultSchedule);
     expect(replayed.violations).to.deep.equal(report.failure.violations);
   });
 
-  it('custom invariants are checked, and a failing one is shrunk like the built-in ones', () => {
+  it('custom invariants are checked, and a failing one is shrunk like the built-in ones', async () => {
     const report = failed(
-      checkHealing(healing, {
+      await checkHealing(healing, {
         faults: faults.schedule({ models: ['primary', 'secondary'] }),
         runs: 200,
         seed: SEED,
@@ -107,42 +108,42 @@ describe('checkHealing (rxheal/chaos)', function () {
     expect(size(report.failure.schedule)).to.be.at.most(3);
   });
 
-  it('assertHealing throws a HealingError carrying the report', () => {
-    expect(() => assertHealing(noDeadline, { faults: faults.schedule({ models: ['primary'] }), runs: 50, seed: SEED })).to.throw(HealingError, /ends: the run did not end[\s\S]*model:primary[\s\S]*replaySchedule\(agent, schedule\)/);
-    expect(assertHealing(healing, { faults: faults.schedule({ tools: ['book'] }), runs: 20, seed: SEED })).to.deep.equal({ runs: 20, seed: SEED });
+  it('assertHealing throws a HealingError carrying the report', async () => {
+    await rejects(() => assertHealing(noDeadline, { faults: faults.schedule({ models: ['primary'] }), runs: 50, seed: SEED }), HealingError, /ends: the run did not end[\s\S]*model:primary[\s\S]*replaySchedule\(agent, schedule\)/);
+    expect(await assertHealing(healing, { faults: faults.schedule({ tools: ['book'] }), runs: 20, seed: SEED })).to.deep.equal({ runs: 20, seed: SEED });
   });
 
   describe('bad input', () => {
-    it('an agent factory that throws synchronously is reported as such, not as a shrunk schedule', () => {
-      expect(() => checkHealing(throwsAtOnce, { faults: faults.schedule({ models: ['primary'] }), runs: 10 })).to.throw(
+    it('an agent factory that throws synchronously is reported as such, not as a shrunk schedule', async () => {
+      await rejects(() => checkHealing(throwsAtOnce, { faults: faults.schedule({ models: ['primary'] }), runs: 10 }),
         ChaosInputError,
         'the agent factory threw synchronously (before any fault could act): TypeError: tools is not iterable',
       );
     });
 
-    it('a schedule with a tool the agent does not have is an error naming it', () => {
-      expect(() => checkHealing(healing, { faults: faults.schedule({ models: ['primary'], tools: ['refund'] }), runs: 10 })).to.throw(
+    it('a schedule with a tool the agent does not have is an error naming it', async () => {
+      await rejects(() => checkHealing(healing, { faults: faults.schedule({ models: ['primary'], tools: ['refund'] }), runs: 10 }),
         ChaosInputError,
         "the schedule has faults for tool 'refund', but the agent has no tool 'refund' under chaos.tool() (it has: 'book')",
       );
-      expect(() => replaySchedule(healing, { models: { tertiary: [{ kind: 'ok' }] } })).to.throw(ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
+      await rejects(() => replaySchedule(healing, { models: { tertiary: [{ kind: 'ok' }] } }), ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
     });
 
-    it('a malformed fault is an error naming it; options are checked', () => {
-      expect(() => replaySchedule(healing, { models: { primary: [{ kind: 'status', status: 200 }] } })).to.throw(ChaosInputError, 'schedule.models.primary[0]: status 200 is not 400–599');
-      expect(() => replaySchedule(healing, { tools: { book: [{ kind: 'explode' } as never] } })).to.throw(ChaosInputError, `schedule.tools.book[0]: unknown tool fault kind "explode"`);
-      expect(() => checkHealing(healing, { faults: {} as never })).to.throw(ChaosInputError, /options.faults must be a fast-check arbitrary/);
+    it('a malformed fault is an error naming it; options are checked', async () => {
+      await rejects(() => replaySchedule(healing, { models: { primary: [{ kind: 'status', status: 200 }] } }), ChaosInputError, 'schedule.models.primary[0]: status 200 is not 400–599');
+      await rejects(() => replaySchedule(healing, { tools: { book: [{ kind: 'explode' } as never] } }), ChaosInputError, `schedule.tools.book[0]: unknown tool fault kind "explode"`);
+      await rejects(() => checkHealing(healing, { faults: {} as never }), ChaosInputError, /options.faults must be a fast-check arbitrary/);
       expect(() => faults.schedule({})).to.throw(TypeError, /name at least one model/);
       expect(() => faults.schedule({ models: ['a'], model: { weights: { explode: 1 } as never } })).to.throw(TypeError, /unknown fault kind 'explode'/);
     });
 
-    it('a factory returning no observable is an error', () => {
-      expect(() => replaySchedule((() => 42) as never, {})).to.throw(ChaosInputError, 'the agent factory returned number, not an Observable of agent events');
+    it('a factory returning no observable is an error', async () => {
+      await rejects(() => replaySchedule((() => 42) as never, {}), ChaosInputError, 'the agent factory returned number, not an Observable of agent events');
     });
   });
 
-  it('the healing agent answers fault-free: one booking, the whole answer', () => {
-    const run = replaySchedule(healing, {});
+  it('the healing agent answers fault-free: one booking, the whole answer', async () => {
+    const run = await replaySchedule(healing, {});
     expect(run.violations).to.deep.equal([]);
     expect(run.tools.map((t) => `${t.tool}#${t.call}:${t.outcome}`)).to.deep.equal(['book#1:complete']);
     const last = run.events.at(-1)?.event;
@@ -160,8 +161,8 @@ describe('checkHealing: a conversation with earlier answers', () => {
   ];
   const chat: AgentFactory = (chaos) => runAgent({ model: chaos.model(desk('primary')), tools: [chaos.tool(book)], messages: earlier });
 
-  it('a fault-free run of a follow-up question heals (no text-intact violation)', () => {
-    const run = replaySchedule(chat, {});
+  it('a fault-free run of a follow-up question heals (no text-intact violation)', async () => {
+    const run = await replaySchedule(chat, {});
     expect(run.models[0]?.continuing).to.equal(undefined);
     expect(run.violations).to.deep.equal([]);
   });

@@ -18,6 +18,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { scriptedAssistant, startLocalProvider, tokenize, type LocalProvider } from '../../src/server/index.js';
 import { finish } from '../../src/testing/index.js';
+import { rejects } from '../support/rejects.js';
 import { ChaosInputError, healingStep, incidentLine, recordIncident, replayIncident, type AgentFactory, type Incident } from '../../src/chaos/index.js';
 
 const MESSAGES: Message[] = [{ role: 'user', content: 'Tell me a story about the river.' }];
@@ -94,7 +95,7 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     await secondary?.close();
   });
 
-  it('the live run healed: retries on the primary, then the fallback, and the whole answer', () => {
+  it('the live run healed: retries on the primary, then the fallback, and the whole answer', async () => {
     const steps = events.map(healingStep).filter((s) => s !== undefined);
     expect(steps).to.include('retry model:primary #1 after 40 ms');
     expect(steps).to.include('fallback model:primary > model:secondary');
@@ -102,7 +103,7 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     expect(last?.type === 'message' && last.message.role === 'assistant' && last.message.content.length).to.be.greaterThan(100);
   });
 
-  it("recorded from the run's events: the schedule says which call failed how, and the replay heals the same way", () => {
+  it("recorded from the run's events: the schedule says which call failed how, and the replay heals the same way", async () => {
     const incident = recordIncident(events);
     expect(incident.schedule).to.deep.equal({
       models: {
@@ -110,7 +111,7 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
         secondary: [{ kind: 'ok' }],
       },
     });
-    const replay = replayIncident(incident, replayAgent);
+    const replay = await replayIncident(incident, replayAgent);
     expect(replay.healing).to.deep.equal(incident.healing);
     expect(replay.same).to.equal(true);
     expect(replay.run.violations).to.deep.equal([]);
@@ -118,7 +119,7 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     expect(replay.healing.filter((s) => s.startsWith('retry'))).to.deep.equal(['retry model:primary #1 after 40 ms', 'retry model:primary #2 after 60 ms']);
   });
 
-  it('recorded from the JSON lines tapLogs wrote: the same healing, replayed the same', () => {
+  it('recorded from the JSON lines tapLogs wrote: the same healing, replayed the same', async () => {
     const fromEvents = recordIncident(events);
     const fromLines = recordIncident(lines.join('\n'));
     // lines carry no text: a cut is where the provider's decoder counted it (its first chunk, the role, is an event too)
@@ -129,24 +130,24 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
       },
     });
     expect(fromLines.healing).to.deep.equal(fromEvents.healing);
-    expect(replayIncident(fromLines, replayAgent).same).to.equal(true);
+    expect((await replayIncident(fromLines, replayAgent)).same).to.equal(true);
   });
 
-  it("recorded from the hub's log (logEvents on hub.events$): the same schedule; the resets, the run's own events, are not on the hub", () => {
+  it("recorded from the hub's log (logEvents on hub.events$): the same schedule; the resets, the run's own events, are not on the hub", async () => {
     const fromHub = recordIncident(hubLines);
     expect(fromHub.schedule).to.deep.equal(recordIncident(lines).schedule);
-    const replay = replayIncident(fromHub, replayAgent);
+    const replay = await replayIncident(fromHub, replayAgent);
     expect(replay.healing.filter((s) => !s.startsWith('reset '))).to.deep.equal(fromHub.healing);
     expect(fromHub.healing.some((s) => s.startsWith('reset '))).to.equal(false);
   });
 
-  it('incident lines carry each event whole and read back to the same incident', () => {
+  it('incident lines carry each event whole and read back to the same incident', async () => {
     const written = events.map((e, i) => incidentLine(e, i));
     expect(recordIncident(written)).to.deep.equal(recordIncident(events));
   });
 
   describe('what a record tells', () => {
-    it("a tool call refused for its arguments (validation_error) was the model call's bad-tool-args, and no execution of the tool", () => {
+    it("a tool call refused for its arguments (validation_error) was the model call's bad-tool-args, and no execution of the tool", async () => {
       const model = (id: string, outcome: 'success' | 'error' = 'success'): AgentEvent[] => [
         { type: 'call-start', kind: 'model', name: 'primary', id, step: 1, at: 0 },
         { type: 'call-end', kind: 'model', name: 'primary', id, step: 1, at: 0, durationMs: 5, outcome },
@@ -161,7 +162,7 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
       expect(recordIncident(events).schedule).to.deep.equal({ models: { primary: [{ kind: 'bad-tool-args' }, { kind: 'ok' }, { kind: 'ok' }] }, tools: { get_weather: [{ kind: 'ok' }] } });
     });
 
-    it('hedges are healing steps, from events and from the lines logEvents writes (without the measured wait)', () => {
+    it('hedges are healing steps, from events and from the lines logEvents writes (without the measured wait)', async () => {
       const hedges: AgentEvent[] = [
         { type: 'hedge', kind: 'started', target: 'model:primary', attempt: 1, at: 1502, afterMs: 1502 },
         { type: 'hedge', kind: 'won', target: 'model:primary', attempt: 1, at: 1540 },
@@ -178,21 +179,21 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
   });
 
   describe('bad input', () => {
-    it('a line of another version is a clear error naming the line', () => {
+    it('a line of another version is a clear error naming the line', async () => {
       const line = JSON.stringify({ rxheal: 'incident/2', at: 0, event: { type: 'retry' } });
       expect(() => recordIncident(['', line])).to.throw(ChaosInputError, 'line 2: an incident line of "incident/2"; this rxheal reads "incident/1"');
       const foreign = JSON.stringify({ level: 40, time: 1, msg: 'rxheal: model call exploded, retrying later' });
       expect(() => recordIncident(foreign)).to.throw(ChaosInputError, `line 1: "model call exploded, retrying later" is no message this rxheal's logEvents writes (a log of another version?)`);
       expect(() => recordIncident('{not json')).to.throw(ChaosInputError, 'line 1: not JSON');
-      expect(() => replayIncident({ version: 2 } as unknown as Incident, replayAgent)).to.throw(ChaosInputError, 'an incident of version 2; this rxheal reads version 1');
+      await rejects(() => replayIncident({ version: 2 } as unknown as Incident, replayAgent), ChaosInputError, 'an incident of version 2; this rxheal reads version 1');
     });
 
-    it('an incident naming a model the agent does not have is an error naming it', () => {
+    it('an incident naming a model the agent does not have is an error naming it', async () => {
       const incident: Incident = { version: 1, schedule: { models: { tertiary: [{ kind: 'ok' }] } }, healing: [] };
-      expect(() => replayIncident(incident, replayAgent)).to.throw(ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
+      await rejects(() => replayIncident(incident, replayAgent), ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
     });
 
-    it('lines of other programs are skipped', () => {
+    it('lines of other programs are skipped', async () => {
       expect(recordIncident([JSON.stringify({ level: 30, msg: 'server started' }), JSON.stringify({ level: 30, msg: 'other: retry' })])).to.deep.equal({ version: 1, schedule: {}, healing: [] });
     });
   });

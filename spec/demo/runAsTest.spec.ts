@@ -69,8 +69,8 @@ describe('the demo: “Download this run as a test”', function () {
   };
 
   /** The download replays the answer: the same healing steps, no invariant broken. */
-  const replaysTheSame = ({ download, asked }: { download: RunAsTest; asked: DemoReplay }): string[] => {
-    const replay = replayIncident(download.incident, demoReplayAgent(asked));
+  const replaysTheSame = async ({ download, asked }: { download: RunAsTest; asked: DemoReplay }): Promise<string[]> => {
+    const replay = await replayIncident(download.incident, demoReplayAgent(asked));
     expect(replay.run.violations).to.deep.equal([]);
     expect(replay.healing).to.deep.equal(download.incident.healing);
     expect(replay.same).to.equal(true);
@@ -80,7 +80,7 @@ describe('the demo: “Download this run as a test”', function () {
   it('a 429 with retry-after 1 s: the download replays the retry after the same wait, in virtual time', async () => {
     const run = await answer("What's the weather in Paris?", [{ kind: 'status', status: 429, retryAfter: 1, times: 1 }]);
     expect(run.download.incident.schedule.models?.['primary']?.[0]).to.deep.equal({ kind: 'status', status: 429, retryAfterMs: 1000 });
-    expect(replaysTheSame(run)).to.deep.equal(['retry model:primary #1 after 1000 ms']);
+    expect(await replaysTheSame(run)).to.deep.equal(['retry model:primary #1 after 1000 ms']);
     expect(run.download.filename).to.equal('demo-run-1.spec.ts');
     expect(run.download.source).to.contain("import { demoReplayAgent } from '../examples/demo/replay.js';");
     expect(run.download.source).to.contain('"history": [{"role":"user","content":"What\'s the weather in Paris?"}],');
@@ -91,12 +91,12 @@ describe('the demo: “Download this run as a test”', function () {
     expect(run.download.incident.schedule.models?.['primary']?.[0]).to.deep.equal({ kind: 'bad-tool-args' });
     // the refused call never ran: it is no execution of the tool
     expect(run.download.incident.schedule.tools?.['get_weather']).to.deep.equal([{ kind: 'ok' }]);
-    expect(replaysTheSame(run)).to.deep.equal(['reflection get_weather #1']);
+    expect(await replaysTheSame(run)).to.deep.equal(['reflection get_weather #1']);
   });
 
   it('the primary off: its retries, its breaker opening, the fallback; the next question skips it (open when asked, open in the replay)', async () => {
     const first = await answer('And the weather in Rome?', [{ kind: 'down' }]);
-    expect(replaysTheSame(first)).to.deep.equal([
+    expect(await replaysTheSame(first)).to.deep.equal([
       'retry model:primary #1 after 400 ms',
       'retry model:primary #2 after 800 ms',
       'circuit model:primary closed > open',
@@ -106,7 +106,7 @@ describe('the demo: “Download this run as a test”', function () {
     ]);
     const next = await answer("What's the weather in Lisbon?", [{ kind: 'down' }]);
     expect(next.asked.open).to.deep.equal(['model:primary']);
-    expect(replaysTheSame(next)[0]).to.equal('circuit model:primary rejected');
+    expect((await replaysTheSame(next))[0]).to.equal('circuit model:primary rejected');
   });
 
   it('the slow knowledge search: degraded after 3 s, replayed as a stalled call degraded at the same deadline', async () => {
@@ -114,7 +114,7 @@ describe('the demo: “Download this run as a test”', function () {
     try {
       const run = await answer('What is the refund policy?');
       expect(run.download.incident.schedule.tools?.['knowledge_search']).to.deep.equal([{ kind: 'stall' }]);
-      expect(replaysTheSame(run)).to.include('degraded knowledge_search');
+      expect(await replaysTheSame(run)).to.include('degraded knowledge_search');
     } finally {
       agent.slowSearch = false;
     }
@@ -123,13 +123,13 @@ describe('the demo: “Download this run as a test”', function () {
   it('a slow first token: the hedge, its win and the slow request cancelled, replayed the same', async () => {
     agent.breakers.get('model:primary').reset();
     const run = await answer('Tell me about hedged requests', [{ kind: 'slow-first-byte', delayMs: 3000, times: 1 }]);
-    expect(replaysTheSame(run)).to.deep.equal(['hedge model:primary started #1', 'hedge model:primary won #1', 'hedge model:primary cancelled #0']);
+    expect(await replaysTheSame(run)).to.deep.equal(['hedge model:primary started #1', 'hedge model:primary won #1', 'hedge model:primary cancelled #0']);
   });
 
   it("the primary dies mid-answer ('restart'): the fallback and the partial answer reset, replayed at the same event", async () => {
     const run = await answer('Tell me a story about a river', [{ kind: 'reset', afterChunks: 4, times: 1 }]);
     expect(run.download.incident.schedule.models?.['primary']).to.deep.equal([{ kind: 'reset', afterEvents: 4 }]);
-    expect(replaysTheSame(run)).to.deep.equal(['circuit model:primary closed > open', 'fallback model:primary > model:secondary', 'reset fallback model:secondary']);
+    expect(await replaysTheSame(run)).to.deep.equal(['circuit model:primary closed > open', 'fallback model:primary > model:secondary', 'reset fallback model:secondary']);
   });
 
   it('the downloads, saved in the project, pass as written in a mocha of their own; one whose healing differs fails, naming the step', async () => {

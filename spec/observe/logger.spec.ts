@@ -79,7 +79,7 @@ describe('logEvents / tapLogs (structured logs)', () => {
       expect(debug.slice(0, 6)).to.deep.equal([
         'DEBUG rxheal: model call started model="fallback(primary, secondary)" call_id=step-1.1 step=1',
         'DEBUG rxheal: model call started model=primary call_id=step-1.1/1 parent_id=step-1.1 step=1',
-        'DEBUG rxheal: model call failed model=primary call_id=step-1.1/1 parent_id=step-1.1 step=1 duration_ms=10 error="HTTP 503: Service Unavailable" category=service_unavailable',
+        'DEBUG rxheal: model call failed model=primary call_id=step-1.1/1 parent_id=step-1.1 step=1 duration_ms=10 error="HTTP 503: Service Unavailable" category=service_unavailable status=503',
         'DEBUG rxheal: model call started model=secondary call_id=step-1.1/2 parent_id=step-1.1 step=1',
         'DEBUG rxheal: model call finished model=secondary call_id=step-1.1/2 parent_id=step-1.1 step=1 duration_ms=20 input_tokens=120 output_tokens=30',
         'DEBUG rxheal: model call finished model="fallback(primary, secondary)" call_id=step-1.1 step=1 duration_ms=30 input_tokens=120 output_tokens=30',
@@ -142,7 +142,7 @@ describe('logEvents / tapLogs (structured logs)', () => {
       [{ type: 'retry-succeeded', target: 'model:gpt-4o', attempt: 3 }, 'info', 'retry succeeded model=gpt-4o attempt=3'],
       [{ type: 'circuit', breaker: 'weather-api', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0 }, 'info', 'circuit breaker half-open breaker=weather-api reason=reset_timeout'],
       [{ type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 }, 'info', 'circuit breaker closed model=primary reason=probe_success'],
-      [{ type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'open', reason: 'probe_failure', failures: 0 }, 'warn', 'circuit breaker opened model=primary failures=0 reason=probe_failure'],
+      [{ type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'open', reason: 'probe_failure', failures: 0 }, 'warn', 'circuit breaker opened model=primary failures=0 from=half-open reason=probe_failure'],
       [{ type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 12_000 }, 'warn', 'call rejected by open circuit model=primary retry_after_ms=12000'],
       [{ type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'connection', midStream: true }, 'warn', 'fallback activated from=model:primary to=model:secondary reason=connection mid_stream=true'],
       [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 4, max: 3, exhausted: true, prompt: '…' }, 'warn', 'reflections exhausted, tool abandoned tool_name=get_weather call_id=c1 attempt=4 max=3'],

@@ -35,9 +35,9 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
 
   for (const midStream of ['restart', 'continue'] as const) {
     for (const modelAfterEmit of ['error', 'restart'] as const) {
-      it(`midStream '${midStream}', each model's retries ${modelAfterEmit === 'error' ? "around it (afterEmit 'error')" : "in perModel (afterEmit 'restart')"}: every schedule heals, through every healing path`, () => {
+      it(`midStream '${midStream}', each model's retries ${modelAfterEmit === 'error' ? "around it (afterEmit 'error')" : "in perModel (afterEmit 'restart')"}: every schedule heals, through every healing path`, async () => {
         const { healed, ends, count } = healingCounter();
-        const result = assertHealing(soakAgent(shape(midStream, modelAfterEmit)), { faults: schedules, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, count], spec: { from: './chaosSoak.js' } });
+        const result = await assertHealing(soakAgent(shape(midStream, modelAfterEmit)), { faults: schedules, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, count], spec: { from: './chaosSoak.js' } });
         expect(result.runs).to.equal(RUNS);
         if (process.env['SOAK_SEED'] !== undefined) return;
         for (const path of ['retry', 'fallback', 'reset', 'reflection', 'degraded', 'tool-error', 'circuit-opened', ...(midStream === 'continue' ? ['continued'] : [])]) expect(healed[path] ?? 0, `runs with ${path}`).to.be.greaterThan(0);
@@ -46,10 +46,10 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
     }
   }
 
-  it('a chain retry and a total budget around the fallback chain (the model pipeline): every schedule heals; turns every model failed are tried again, or end at the budget', () => {
+  it('a chain retry and a total budget around the fallback chain (the model pipeline): every schedule heals; turns every model failed are tried again, or end at the budget', async () => {
     const { healed, ends, count } = healingCounter();
     const harsh = harshSchedules();
-    const result = assertHealing(soakAgent({ ...shape('restart', 'error'), models: 2, chain: { retries: 2, totalMs: 20_000 } }), { faults: harsh, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, count], spec: { from: './chaosSoak.js' } });
+    const result = await assertHealing(soakAgent({ ...shape('restart', 'error'), models: 2, chain: { retries: 2, totalMs: 20_000 } }), { faults: harsh, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, count], spec: { from: './chaosSoak.js' } });
     expect(result.runs).to.equal(RUNS);
     if (process.env['SOAK_SEED'] !== undefined) return;
     expect(healed['chain-retry'] ?? 0, 'runs with a chain retry').to.be.greaterThan(0);
@@ -57,21 +57,22 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
     expect((ends['RetriesExhaustedError'] ?? 0) + (ends['TotalTimeoutError'] ?? 0), `runs ending at the chain's limits (${JSON.stringify(ends)})`).to.be.greaterThan(0);
   });
 
-  it('one breaker registry shared by every run, as an app keeps it: every schedule heals, and no run leaves an observer on a breaker', () => {
+  it('one breaker registry shared by every run, as an app keeps it: every schedule heals, and no run leaves an observer on a breaker', async () => {
     const breakers = new CircuitBreakerRegistry(BREAKER_DEFAULTS);
     const { healed, count } = healingCounter();
-    const result = assertHealing(soakAgent({ ...shape('continue', 'restart'), breakers }), { faults: schedules, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, noObserverLeft(breakers), count], spec: { from: './chaosSoak.js' } });
+    const result = await assertHealing(soakAgent({ ...shape('continue', 'restart'), breakers }), { faults: schedules, runs: RUNS, seed: SEED, budget: BUDGET, invariants: [reasoningIntact, noObserverLeft(breakers), count], spec: { from: './chaosSoak.js' } });
     expect(result.runs).to.equal(RUNS);
     expect(breakers.names().length, 'breakers the runs made in the shared registry').to.be.greaterThan(3);
     if (process.env['SOAK_SEED'] === undefined) expect(healed['circuit'] ?? 0, 'runs with a circuit event').to.be.greaterThan(0);
   });
 
-  it('is deterministic: the same seed draws the same schedules and the runs end the same', () => {
-    const twice = [0, 1].map(() => {
+  it('is deterministic: the same seed draws the same schedules and the runs end the same', async () => {
+    const twice: { healed: unknown; ends: unknown }[] = [];
+    for (let i = 0; i < 2; i++) {
       const { healed, ends, count } = healingCounter();
-      assertHealing(soakAgent(shape('continue', 'restart')), { faults: schedules, runs: 30, seed: SEED + 1, budget: BUDGET, invariants: [count] });
-      return { healed, ends };
-    });
+      await assertHealing(soakAgent(shape('continue', 'restart')), { faults: schedules, runs: 30, seed: SEED + 1, budget: BUDGET, invariants: [count] });
+      twice.push({ healed, ends });
+    }
     expect(twice[0]).to.deep.equal(twice[1]);
   });
 
@@ -89,8 +90,8 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       },
     } as const;
 
-    it("defect 6: a continuation restarted by its own retry keeps the partial text ('continue', perModel restart)", () => {
-      const run = replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, { budget: BUDGET, invariants: [reasoningIntact] });
+    it("defect 6: a continuation restarted by its own retry keeps the partial text ('continue', perModel restart)", async () => {
+      const run = await replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, { budget: BUDGET, invariants: [reasoningIntact] });
       expect(run.violations).to.deep.equal([]);
       const beta = run.models.filter((a) => a.model === 'beta');
       // beta continued alpha's partial, was cut, and its own retry continued the same partial again
@@ -102,8 +103,8 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       expect(last?.type === 'message' && last.message.content).to.equal(answerOf('alpha'));
     });
 
-    it('defect 6 has teeth: the final message as the continuation alone is a text-intact violation', () => {
-      const run = replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, { budget: BUDGET });
+    it('defect 6 has teeth: the final message as the continuation alone is a text-intact violation', async () => {
+      const run = await replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, { budget: BUDGET });
       const events = run.events.map((e, i) =>
         i === run.events.length - 1 && e.event.type === 'message' && e.event.message.role === 'assistant' ? { ...e, event: { ...e.event, message: { ...e.event.message, content: ' mine ruso tiva zepo.' } } } : e,
       );
@@ -117,7 +118,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
     // so each run through circuitBreak / fallbackModel on a shared registry left one observer
     // holding its hub. The soak above runs on a shared registry with noObserverLeft; this is the
     // smallest case.
-    it('a shared breaker keeps no observer for finished runs: five runs, each with its own hub, through circuitBreak on one registry’s breaker', () => {
+    it('a shared breaker keeps no observer for finished runs: five runs, each with its own hub, through circuitBreak on one registry’s breaker', async () => {
       const breakers = new CircuitBreakerRegistry();
       const breaker = breakers.get('tool:search');
       testScheduler().run(({ flush }) => {
@@ -130,15 +131,15 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       });
       expect(breakerObservers(breaker), 'observers on the breaker after five finished runs').to.equal(0);
       // and the soak's agent on that registry, under no fault: nothing left on any of its breakers
-      expect(replaySchedule(soakAgent({ ...shape('restart', 'error'), breakers }), {}, { budget: BUDGET, invariants: [noObserverLeft(breakers)] }).violations).to.deep.equal([]);
+      expect((await replaySchedule(soakAgent({ ...shape('restart', 'error'), breakers }), {}, { budget: BUDGET, invariants: [noObserverLeft(breakers)] })).violations).to.deep.equal([]);
     });
 
-    it('noObserverLeft has teeth: a hub left following a shared breaker is a violation naming it', () => {
+    it('noObserverLeft has teeth: a hub left following a shared breaker is a violation naming it', async () => {
       const breakers = new CircuitBreakerRegistry();
       const hub = new HealHub();
       hub.watch(breakers.get('model:alpha'));
       const listening = hub.events$.subscribe(); // a hub follows its breakers while someone listens
-      const run = replaySchedule(soakAgent({ ...shape('restart', 'error'), breakers }), {});
+      const run = await replaySchedule(soakAgent({ ...shape('restart', 'error'), breakers }), {});
       expect(checkInvariants(run, [noObserverLeft(breakers)]).map((v) => v.message)).to.deep.equal(["breaker 'model:alpha' of the shared registry still has 1 observer after the run ended"]);
       listening.unsubscribe();
       expect(checkInvariants(run, [noObserverLeft(breakers)])).to.deep.equal([]);
@@ -147,7 +148,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
     // issue 19 (found by the seeded soak: 230 of 10 000 runs at seed 42): a model whose stream
     // completed without a finish event was taken for a success — no retry, no fallback — and the
     // run ended with an unclassified Error. Now an IncompleteStreamError inside the model call.
-    it('a model turn that ends without finish is healed by the fallback, or ends the run with a classified error', () => {
+    it('a model turn that ends without finish is healed by the fallback, or ends the run with a classified error', async () => {
       const cut = scriptedModel('primary', [[...textDeltas('The weather')]]);
       const secondary = scriptedModel('secondary', [[...textDeltas('The weather in NYC is sunny.'), finish()]]);
       let log: ReturnType<typeof record<AgentEvent>> | undefined;
@@ -161,9 +162,9 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
     });
 
     // commit 7a96e25: a reasoning block the failed model died in was spliced with the next model's
-    it('a reasoning block cut by a failure ends there, unsigned, apart from the next model’s (reasoning-intact)', () => {
+    it('a reasoning block cut by a failure ends there, unsigned, apart from the next model’s (reasoning-intact)', async () => {
       // alpha's 2nd call reasons first (every other call does) and is cut inside its reasoning
-      const run = replaySchedule(soakAgent(shape('continue', 'restart')), { models: { alpha: [{ kind: 'ok' }, { kind: 'reset', afterEvents: 2 }] } }, { budget: BUDGET, invariants: [reasoningIntact] });
+      const run = await replaySchedule(soakAgent(shape('continue', 'restart')), { models: { alpha: [{ kind: 'ok' }, { kind: 'reset', afterEvents: 2 }] } }, { budget: BUDGET, invariants: [reasoningIntact] });
       expect(run.violations).to.deep.equal([]);
       const spliced = checkInvariants({ ...run, events: [...run.events.slice(0, -1), { ...run.events.at(-1)!, event: { type: 'message', message: { role: 'assistant', content: answerOf('alpha'), reasoning: [{ text: 'Planning as alpha, call 2.Planning as beta' }] } } }] }, [reasoningIntact]);
       expect(spliced.map((v) => v.invariant)).to.deep.equal(['reasoning-intact']);

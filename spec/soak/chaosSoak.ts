@@ -273,7 +273,7 @@ export const harshSchedules = (): ScheduleArbitrary => faults.schedule({ models:
  * combinations, the chain retry with a total budget, and a registry shared by every run, the runs
  * split between them; each failure's report (shrunk schedule, marble diagram, spec) is a problem.
  */
-export function runChaosSoak(options: { readonly runs: number; readonly seed: number }): SoakReport {
+export async function runChaosSoak(options: { readonly runs: number; readonly seed: number }): Promise<SoakReport> {
   const started = performance.now();
   const per = Math.max(1, Math.ceil(options.runs / 6));
   const { healed, ends, faults: injected, count } = healingCounter();
@@ -286,7 +286,7 @@ export function runChaosSoak(options: { readonly runs: number; readonly seed: nu
   ];
   let runs = 0;
   for (const [name, shape, schedules, extra] of cases) {
-    const report = checkHealing(soakAgent(shape), { faults: schedules, runs: per, seed: options.seed, budget: SOAK_BUDGET, invariants: [reasoningIntact, ...extra, count], spec: { from: './chaosSoak.js' } });
+    const report = await checkHealing(soakAgent(shape), { faults: schedules, runs: per, seed: options.seed, budget: SOAK_BUDGET, invariants: [reasoningIntact, ...extra, count], spec: { from: './chaosSoak.js' } });
     runs += report.runs;
     if (!report.ok) problems.push(`[${name}, seed ${options.seed}] ${report.message}`);
   }

@@ -671,7 +671,7 @@ describe('runAgent', () => {
         [0, { type: 'call-start', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 0 }],
         [5, { type: 'call-end', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 5, durationMs: 5, outcome: 'success', usage: { inputTokens: 7, outputTokens: 3 } }],
         [5, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5 }],
-        [5, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' }],
+        [5, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable', status: 503 }],
         [105, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 105 }],
         [125, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 125, durationMs: 20, outcome: 'success' }],
         [125, { type: 'call-start', kind: 'model', name: 'm', id: 'step-2.1', step: 2, at: 125 }],

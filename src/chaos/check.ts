@@ -5,7 +5,7 @@
  *
  * @module
  */
-import fc from 'fast-check';
+import { fc, type Arbitrary } from './fastCheck.js';
 import type { FaultSchedule } from './schedule.js';
 import { ChaosInputError, compactSchedule } from './schedule.js';
 import { SCHEDULE_NAMES, type ScheduleArbitrary } from './faults.js';
@@ -23,12 +23,12 @@ import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js'
  * ```
  */
 export interface CheckHealingOptions extends ReplayOptions {
-  readonly faults: fc.Arbitrary<FaultSchedule>;
+  readonly faults: Arbitrary<FaultSchedule>;
   /** Schedules tried (fast-check's `numRuns`). Defaults to 100. */
   readonly runs?: number;
   /** fast-check's seed: the same seed tries the same schedules. Defaults to fast-check's (random; reported). */
   readonly seed?: number;
-  /** How the replay spec names its imports. */
+  /** How the replay spec names its imports (and, with `options`, the export holding these options). */
   readonly spec?: ReplaySpecNaming;
 }
 
@@ -37,14 +37,19 @@ export interface CheckHealingOptions extends ReplayOptions {
  *
  * @example
  * ```ts
- * if (!report.ok) console.log(report.failure.marbles, '\n', report.failure.spec);
+ * if (!report.ok) console.log(report.failure.marbles, '\n', report.failure.spec ?? report.failure.specMissing);
  * ```
  */
 export interface HealingFailure {
   /** The shrunk schedule, compacted (trailing `ok` faults and empty lists left out). */
   readonly schedule: FaultSchedule;
+  /**
+   * What is wrong: the replay's violations — never empty. When the shrunk schedule healed on
+   * its replay although it broke an invariant during the check, the violations the check saw
+   * and `replays-same` saying so (the agent does not replay deterministically).
+   */
   readonly violations: readonly Violation[];
-  /** The run under that schedule. */
+  /** The run under that schedule (its replay). */
   readonly run: ChaosRun;
   /** Shrinking steps fast-check took. */
   readonly shrinks: number;
@@ -52,8 +57,10 @@ export interface HealingFailure {
   readonly path: string;
   /** {@link marbleDiagram} of the run. */
   readonly marbles: string;
-  /** {@link replaySpec} of the run. */
-  readonly spec: string;
+  /** {@link replaySpec} of the run; undefined when it cannot carry what the check needs to fail (see `specMissing`). */
+  readonly spec: string | undefined;
+  /** Why there is no `spec`, and how to have one (name the export holding the options). */
+  readonly specMissing?: string;
 }
 
 /**
@@ -62,7 +69,7 @@ export interface HealingFailure {
  *
  * @example
  * ```ts
- * const report: HealingReport = checkHealing(agent, { faults: schedules });
+ * const report: HealingReport = await checkHealing(agent, { faults: schedules });
  * ```
  */
 export type HealingReport =
@@ -79,66 +86,100 @@ function describeFailure(failure: HealingFailure, seed: number, runs: number): s
     '',
     failure.marbles,
     '',
-    'replay it:',
-    failure.spec,
+    ...(failure.spec === undefined ? [`no replay spec: ${failure.specMissing}`] : ['replay it:', failure.spec]),
   ].join('\n');
 }
 
+/** Whether `u` is a fast-check arbitrary (what `faults.schedule` returns, or one of the user's). */
+const isArbitrary = (u: unknown): u is Arbitrary<FaultSchedule> =>
+  u instanceof fc.Arbitrary || (typeof u === 'object' && u !== null && typeof (u as Arbitrary<unknown>).generate === 'function' && typeof (u as Arbitrary<unknown>).shrink === 'function');
+
 /**
  * Runs the agent factory under `options.runs` schedules drawn from `options.faults`, each in
- * `TestScheduler` virtual time, and checks every run against the invariants (see
- * `builtinInvariants`: it ends within the bound, answers or fails with a documented typed error,
- * delivers each answer's text whole and once, runs non-idempotent tools at most once per call,
- * holds the budget, reports every retry and fallback on the hub, leaves nothing scheduled) plus
- * `options.invariants`. A failing schedule is shrunk by fast-check and reported with the marble
- * diagram of its run and a spec that replays it. Before any schedule, the factory runs once
- * without faults: one that throws, or a schedule naming what the agent does not wrap, is a
- * {@link ChaosInputError}, never a shrunk schedule.
+ * virtual time, and checks every run against the invariants (see `builtinInvariants`: it ends
+ * within the bound, answers or fails with a documented typed error, delivers each answer's text
+ * whole and once, runs non-idempotent tools at most once per call, holds the budget, reports
+ * every retry and fallback on the hub, leaves nothing scheduled) plus `options.invariants`. A
+ * failing schedule is shrunk by fast-check and reported with the marble diagram of its run and
+ * a spec that replays it (with the check's options in it: see `replaySpec`). Before any
+ * schedule, the factory runs once without faults: one that throws, or a schedule naming what the
+ * agent does not wrap, is a {@link ChaosInputError}, never a shrunk schedule. Every run draws the
+ * same seeded numbers (`randomSeed`), so a failure replays as it was found.
  *
  * @example
  * ```ts
- * const report = checkHealing(
+ * const report = await checkHealing(
  *   (chaos) => runAgent({ model: fallbackModel([chaos.model(primary), chaos.model(secondary)], { breakers: new CircuitBreakerRegistry() }), messages }),
  *   { faults: faults.schedule({ models: ['primary', 'secondary'] }), runs: 200 },
  * );
  * if (!report.ok) console.log(report.message);
  * ```
- * @throws {ChaosInputError} for an agent factory that throws or returns no observable, or
- * schedules naming a model or tool the agent does not wrap.
+ * @throws {ChaosInputError} (a rejection) for an agent factory that throws or returns no
+ * observable, schedules naming a model or tool the agent does not wrap, or bad options.
  */
-export function checkHealing(agent: AgentFactory, options: CheckHealingOptions): HealingReport {
-  if (!(options?.faults instanceof fc.Arbitrary)) throw new ChaosInputError(`checkHealing: options.faults must be a fast-check arbitrary of schedules (what faults.schedule returns), got ${String(options?.faults)}`);
+export async function checkHealing(agent: AgentFactory, options: CheckHealingOptions): Promise<HealingReport> {
+  if (!isArbitrary(options?.faults)) throw new ChaosInputError(`checkHealing: options.faults must be a fast-check arbitrary of schedules (what faults.schedule returns), got ${String(options?.faults)}`);
   const runs = options.runs ?? 100;
   if (!Number.isInteger(runs) || runs < 1) throw new ChaosInputError(`checkHealing: options.runs must be a whole number >= 1, got ${String(runs)}`);
+  if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) throw new ChaosInputError(`checkHealing: options.seed must be a whole number, got ${String(options.seed)}`);
   // the agent as it is, without faults: a factory that throws is reported as such
-  replaySchedule(agent, {}, options);
+  await replaySchedule(agent, {}, options);
   const names = (options.faults as Partial<ScheduleArbitrary>)[SCHEDULE_NAMES];
-  if (names) replaySchedule(agent, { models: Object.fromEntries(names.models.map((n) => [n, []])), tools: Object.fromEntries(names.tools.map((n) => [n, []])) }, options);
+  if (names) await replaySchedule(agent, { models: Object.fromEntries(names.models.map((n) => [n, []])), tools: Object.fromEntries(names.tools.map((n) => [n, []])) }, options);
   let inputError: unknown;
-  const property = fc.property(options.faults, (schedule) => {
+  // what the last failing run broke: fast-check's counterexample is the last schedule that failed
+  let broken: { readonly schedule: FaultSchedule; readonly violations: readonly Violation[] } | undefined;
+  const property = fc.asyncProperty(options.faults, async (schedule) => {
     if (inputError !== undefined) return true;
     try {
-      return replaySchedule(agent, schedule, options).violations.length === 0;
+      const { violations } = await replaySchedule(agent, schedule, options);
+      if (violations.length > 0) broken = { schedule, violations };
+      return violations.length === 0;
     } catch (error) {
       if (!(error instanceof ChaosInputError)) throw error;
       inputError = error;
       return true;
     }
   });
-  const details = fc.check(property, { numRuns: runs, ...(options.seed === undefined ? {} : { seed: options.seed }) });
+  const details = await fc.check(property, { numRuns: runs, ...(options.seed === undefined ? {} : { seed: options.seed }) });
   if (inputError !== undefined) throw inputError;
   if (!details.failed) return { ok: true, runs: details.numRuns, seed: details.seed };
   if (details.counterexample === null) throw details.errorInstance;
-  const schedule = compactSchedule(details.counterexample[0]);
-  const run = replaySchedule(agent, schedule, options);
+  const found = details.counterexample[0];
+  const schedule = compactSchedule(found);
+  const run = await replaySchedule(agent, schedule, options);
+  const seen = broken !== undefined && JSON.stringify(broken.schedule) === JSON.stringify(found) ? broken.violations : [];
+  const violations: readonly Violation[] =
+    run.violations.length > 0
+      ? run.violations
+      : [
+          ...seen,
+          {
+            invariant: 'replays-same',
+            message: `the schedule broke ${seen.map((v) => v.invariant).join(', ') || 'an invariant'} when checked and healed when replayed: the agent does not replay deterministically (randomness of its own not drawn from chaos.random, or state kept between runs: a breaker, a cache or a counter made outside the factory)`,
+          },
+        ];
+  let spec: string | undefined;
+  let specMissing: string | undefined;
+  if (run.violations.length === 0) {
+    specMissing = 'the shrunk schedule healed when replayed, so a spec replaying it would pass: make the agent replay deterministically first (see replays-same)';
+  } else {
+    try {
+      spec = replaySpec(run, options.spec);
+    } catch (error) {
+      if (!(error instanceof ChaosInputError)) throw error;
+      specMissing = error.message;
+    }
+  }
   const failure: HealingFailure = {
     schedule,
-    violations: run.violations,
+    violations,
     run,
     shrinks: details.numShrinks,
     path: details.counterexamplePath ?? '',
     marbles: marbleDiagram(run),
-    spec: replaySpec(run, options.spec),
+    spec,
+    ...(specMissing === undefined ? {} : { specMissing }),
   };
   return { ok: false, runs: details.numRuns, seed: details.seed, failure, message: describeFailure(failure, details.seed, details.numRuns) };
 }
@@ -149,7 +190,7 @@ export function checkHealing(agent: AgentFactory, options: CheckHealingOptions):
  *
  * @example
  * ```ts
- * try { assertHealing(agent, options); } catch (e) { if (e instanceof HealingError) console.log(e.failure.schedule); }
+ * try { await assertHealing(agent, options); } catch (e) { if (e instanceof HealingError) console.log(e.failure.schedule); }
  * ```
  */
 export class HealingError extends Error {
@@ -164,17 +205,17 @@ export class HealingError extends Error {
 }
 
 /**
- * {@link checkHealing}, throwing a {@link HealingError} with the report when the agent does not
- * heal: for a spec's body.
+ * {@link checkHealing}, rejecting with a {@link HealingError} with the report when the agent does
+ * not heal: for a spec's body.
  *
  * @example
  * ```ts
  * it('heals', () => assertHealing(agent, { faults: faults.schedule({ models: ['primary'] }), runs: 300 }));
  * ```
- * @throws {HealingError} with the shrunk failure; {@link ChaosInputError} as `checkHealing`.
+ * @throws {HealingError} (a rejection) with the shrunk failure; {@link ChaosInputError} as `checkHealing`.
  */
-export function assertHealing(agent: AgentFactory, options: CheckHealingOptions): { readonly runs: number; readonly seed: number } {
-  const report = checkHealing(agent, options);
+export async function assertHealing(agent: AgentFactory, options: CheckHealingOptions): Promise<{ readonly runs: number; readonly seed: number }> {
+  const report = await checkHealing(agent, options);
   if (!report.ok) throw new HealingError(report.message, report.failure);
   return { runs: report.runs, seed: report.seed };
 }

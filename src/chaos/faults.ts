@@ -5,8 +5,8 @@
  *
  * @module
  */
-import fc from 'fast-check';
-import type { FaultSchedule, ModelFault, ToolFault } from './schedule.js';
+import { fc, type Arbitrary } from './fastCheck.js';
+import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 
 /**
  * Weights of model fault kinds (0 leaves a kind out; `ok` is the weight of no fault).
@@ -76,19 +76,45 @@ export const DEFAULT_MODEL_WEIGHTS: Readonly<Record<ModelFault['kind'], number>>
  */
 export const DEFAULT_TOOL_WEIGHTS: Readonly<Record<ToolFault['kind'], number>> = Object.freeze({ ok: 8, throw: 2, timeout: 1, stall: 1, 'is-error': 1, slow: 1 });
 
-const bounded = (bounds: FaultBounds | undefined) => ({
-  delay: fc.integer({ min: 0, max: bounds?.maxDelayMs ?? 5_000 }),
-  down: fc.integer({ min: 0, max: bounds?.maxDownMs ?? 30_000 }),
-  afterEvents: fc.integer({ min: 0, max: bounds?.maxAfterEvents ?? 6 }),
-  status: fc.constantFrom(...(bounds?.statuses ?? [429, 500, 503])),
-});
+/** A whole number of at most 2³¹−1 that is `>= min`, or a `ChaosInputError` naming `where` and the value. */
+function whole(value: unknown, where: string, min = 0): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 2_147_483_647) throw new ChaosInputError(`faults: ${where} must be a whole number >= ${min}, got ${String(value)}`);
+  return value;
+}
+
+const bounded = (bounds: FaultBounds | undefined, where: string) => {
+  if (bounds !== undefined && (typeof bounds !== 'object' || bounds === null)) throw new ChaosInputError(`faults: ${where} must be an object of bounds, got ${String(bounds)}`);
+  const statuses = bounds?.statuses ?? [429, 500, 503];
+  if (!Array.isArray(statuses) || statuses.length === 0) throw new ChaosInputError(`faults: ${where}.statuses must be a non-empty array of HTTP statuses, got ${String(statuses)}`);
+  statuses.forEach((s, i) => {
+    if (!Number.isInteger(s) || s < 400 || s > 599) throw new ChaosInputError(`faults: ${where}.statuses[${i}] must be an HTTP error status (400–599), got ${String(s)}`);
+  });
+  return {
+    delay: fc.integer({ min: 0, max: whole(bounds?.maxDelayMs ?? 5_000, `${where}.maxDelayMs`) }),
+    down: fc.integer({ min: 0, max: whole(bounds?.maxDownMs ?? 30_000, `${where}.maxDownMs`) }),
+    afterEvents: fc.integer({ min: 0, max: whole(bounds?.maxAfterEvents ?? 6, `${where}.maxAfterEvents`) }),
+    status: fc.constantFrom(...statuses),
+  };
+};
 
 /** `fc.oneof` over the weighted kinds, `ok` first (shrinking goes toward the first). */
-function weighted<F>(weights: Readonly<Record<string, number>>, defaults: Readonly<Record<string, number>>, arbs: Readonly<Record<string, fc.Arbitrary<F>>>): fc.Arbitrary<F> {
+function weighted<F>(weights: Readonly<Record<string, number>>, defaults: Readonly<Record<string, number>>, arbs: Readonly<Record<string, Arbitrary<F>>>, where: string): Arbitrary<F> {
+  if (typeof weights !== 'object' || weights === null) throw new ChaosInputError(`faults: ${where} must be an object of weights by fault kind, got ${String(weights)}`);
+  for (const [k, w] of Object.entries(weights)) {
+    if (!(k in defaults)) throw new ChaosInputError(`faults: unknown fault kind '${k}' in ${where} (known: ${Object.keys(defaults).join(', ')})`);
+    if (typeof w !== 'number' || !Number.isFinite(w) || w < 0) throw new ChaosInputError(`faults: ${where}.${k} must be a finite number >= 0 (0 leaves the kind out), got ${String(w)}`);
+  }
   const kinds = Object.keys(defaults).filter((k) => (weights[k] ?? defaults[k]!) > 0);
-  for (const k of Object.keys(weights)) if (!(k in defaults)) throw new TypeError(`faults: unknown fault kind '${k}' in weights (known: ${Object.keys(defaults).join(', ')})`);
-  if (kinds.length === 0) throw new TypeError('faults: every weight is 0');
-  return fc.oneof(...kinds.map((k) => ({ arbitrary: arbs[k]!, weight: weights[k] ?? defaults[k]! })));
+  if (kinds.length === 0) throw new ChaosInputError(`faults: every weight in ${where} is 0`);
+  // fast-check takes whole weights: fractions are scaled, in proportion
+  const scale = Math.max(1, ...kinds.map((k) => decimals(weights[k] ?? defaults[k]!)));
+  return fc.oneof(...kinds.map((k) => ({ arbitrary: arbs[k]!, weight: Math.round((weights[k] ?? defaults[k]!) * scale) })));
+}
+
+/** 10 to the number of decimals a weight has (at most 6): what makes it whole. */
+function decimals(weight: number): number {
+  for (let scale = 1; scale <= 1e6; scale *= 10) if (Number.isInteger(weight * scale)) return scale;
+  return 1e6;
 }
 
 /**
@@ -100,9 +126,9 @@ function weighted<F>(weights: Readonly<Record<string, number>>, defaults: Readon
  * fc.sample(modelFault({ weights: { ok: 0, stall: 0 } }), 3);
  * ```
  */
-export function modelFault(options: { readonly weights?: ModelFaultWeights; readonly bounds?: FaultBounds } = {}): fc.Arbitrary<ModelFault> {
-  const b = bounded(options.bounds);
-  const arbs: Record<ModelFault['kind'], fc.Arbitrary<ModelFault>> = {
+export function modelFault(options: { readonly weights?: ModelFaultWeights; readonly bounds?: FaultBounds } = {}): Arbitrary<ModelFault> {
+  const b = bounded(options.bounds, 'model.bounds');
+  const arbs: Record<ModelFault['kind'], Arbitrary<ModelFault>> = {
     ok: fc.constant({ kind: 'ok' }),
     status: fc.record({ status: b.status, retryAfterMs: fc.option(b.delay, { nil: undefined }) }).map(({ status, retryAfterMs }) =>
       status === 429 && retryAfterMs !== undefined ? { kind: 'status', status, retryAfterMs } : { kind: 'status', status },
@@ -114,7 +140,7 @@ export function modelFault(options: { readonly weights?: ModelFaultWeights; read
     'slow-first-byte': b.delay.map((delayMs) => ({ kind: 'slow-first-byte', delayMs })),
     'bad-tool-args': fc.constant({ kind: 'bad-tool-args' }),
   };
-  return weighted(options.weights ?? {}, DEFAULT_MODEL_WEIGHTS, arbs);
+  return weighted(options.weights ?? {}, DEFAULT_MODEL_WEIGHTS, arbs, 'model.weights');
 }
 
 /**
@@ -126,9 +152,9 @@ export function modelFault(options: { readonly weights?: ModelFaultWeights; read
  * fc.sample(toolFault({ weights: { throw: 5 } }), 3);
  * ```
  */
-export function toolFault(options: { readonly weights?: ToolFaultWeights; readonly bounds?: FaultBounds } = {}): fc.Arbitrary<ToolFault> {
-  const b = bounded(options.bounds);
-  const arbs: Record<ToolFault['kind'], fc.Arbitrary<ToolFault>> = {
+export function toolFault(options: { readonly weights?: ToolFaultWeights; readonly bounds?: FaultBounds } = {}): Arbitrary<ToolFault> {
+  const b = bounded(options.bounds, 'tool.bounds');
+  const arbs: Record<ToolFault['kind'], Arbitrary<ToolFault>> = {
     ok: fc.constant({ kind: 'ok' }),
     throw: fc.option(b.status, { nil: undefined }).map((status) => (status === undefined ? { kind: 'throw' } : { kind: 'throw', status })),
     timeout: b.delay.map((afterMs) => ({ kind: 'timeout', afterMs })),
@@ -136,7 +162,7 @@ export function toolFault(options: { readonly weights?: ToolFaultWeights; readon
     'is-error': fc.constant({ kind: 'is-error' }),
     slow: b.delay.map((delayMs) => ({ kind: 'slow', delayMs })),
   };
-  return weighted(options.weights ?? {}, DEFAULT_TOOL_WEIGHTS, arbs);
+  return weighted(options.weights ?? {}, DEFAULT_TOOL_WEIGHTS, arbs, 'tool.weights');
 }
 
 /**
@@ -177,7 +203,7 @@ export const SCHEDULE_NAMES = Symbol.for('rxheal.chaos.scheduleNames');
  * const schedules: ScheduleArbitrary = faults.schedule({ models: ['gpt'], tools: ['search'] });
  * ```
  */
-export type ScheduleArbitrary = fc.Arbitrary<FaultSchedule> & { readonly [SCHEDULE_NAMES]: { readonly models: readonly string[]; readonly tools: readonly string[] } };
+export type ScheduleArbitrary = Arbitrary<FaultSchedule> & { readonly [SCHEDULE_NAMES]: { readonly models: readonly string[]; readonly tools: readonly string[] } };
 
 /**
  * Fault schedules for an agent's models and tools: for each, a list of up to `maxCalls` faults.
@@ -189,12 +215,18 @@ export type ScheduleArbitrary = fc.Arbitrary<FaultSchedule> & { readonly [SCHEDU
  * ```
  */
 export function schedule(options: ScheduleOptions): ScheduleArbitrary {
-  const maxLength = options.maxCalls ?? 4;
-  const models = [...(options.models ?? [])];
-  const tools = [...(options.tools ?? [])];
-  if (models.length + tools.length === 0) throw new TypeError('faults.schedule: name at least one model (models) or tool (tools)');
-  const table = <F>(names: readonly string[], fault: fc.Arbitrary<F>): fc.Arbitrary<Record<string, F[]>> =>
-    fc.record(Object.fromEntries(names.map((n) => [n, fc.array(fault, { maxLength })])) as Record<string, fc.Arbitrary<F[]>>);
+  if (typeof options !== 'object' || options === null) throw new ChaosInputError(`faults.schedule: options must be an object, got ${String(options)}`);
+  const maxLength = whole(options.maxCalls ?? 4, 'maxCalls');
+  const names = (key: 'models' | 'tools'): string[] => {
+    const list = options[key] ?? [];
+    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === '')) throw new ChaosInputError(`faults.schedule: ${key} must be an array of non-empty names, got ${JSON.stringify(list)}`);
+    return [...list];
+  };
+  const models = names('models');
+  const tools = names('tools');
+  if (models.length + tools.length === 0) throw new ChaosInputError('faults.schedule: name at least one model (models) or tool (tools)');
+  const table = <F>(names: readonly string[], fault: Arbitrary<F>): Arbitrary<Record<string, F[]>> =>
+    fc.record(Object.fromEntries(names.map((n) => [n, fc.array(fault, { maxLength })])) as Record<string, Arbitrary<F[]>>);
   const arb = fc
     .record({ models: table(models, modelFault(options.model)), tools: table(tools, toolFault(options.tool)) })
     .map(({ models: m, tools: t }): FaultSchedule => ({ ...(models.length ? { models: m } : {}), ...(tools.length ? { tools: t } : {}) }));

@@ -7,8 +7,9 @@
  *
  * @module
  */
+import { HTTP_CATEGORIES } from '../core/errors/classify.js';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
-import { HEDGE_MESSAGES } from '../observe/logMessages.js';
+import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
 import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 import type { ChaosRun } from './invariants.js';
 import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
@@ -112,7 +113,17 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     const outcome = call[2] === 'finished' ? 'success' : call[2] === 'failed' ? 'error' : 'cancelled';
     const error = str(f['error']);
     const category = str(f['category']);
-    return { type: 'call-end', ...base, durationMs: num(f['duration_ms']), outcome, ...(error === undefined ? {} : { error }), ...(category === undefined ? {} : { category }) };
+    const status = f['status'];
+    return {
+      type: 'call-end',
+      ...base,
+      durationMs: num(f['duration_ms']),
+      outcome,
+      ...(error === undefined ? {} : { error }),
+      ...(category === undefined ? {} : { category }),
+      ...(typeof status === 'number' ? { status } : {}),
+      ...(f['is_error'] === true ? { isError: true } : {}),
+    };
   }
   if (/^(model |tool |)call failed, retrying$/.test(message)) {
     return { type: 'retry', target: target(f), attempt: num(f['attempt']), max: num(f['max']), delayMs: num(f['backoff_ms']), category: String(f['category'] ?? '') };
@@ -132,13 +143,19 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     case 'reflections exhausted, tool abandoned':
       return { type: 'reflection', tool: String(f['tool_name']), callId: String(f['call_id'] ?? ''), attempt: num(f['attempt']), max: num(f['max']), exhausted: message !== 'reflection injected' } as AgentEvent;
     case 'circuit breaker opened':
-      return { type: 'circuit', kind: 'transition', breaker: target(f), from: 'closed', to: 'open', reason: String(f['reason'] ?? ''), failures: num(f['failures']) } as AgentEvent;
+    case 'circuit breaker half-open':
+    case 'circuit breaker closed': {
+      const to: CircuitState = message === 'circuit breaker opened' ? 'open' : message === 'circuit breaker half-open' ? 'half-open' : 'closed';
+      // logged without `from`: it came the usual way into that state
+      const from = CIRCUIT_STATES.has(f['from']) ? (f['from'] as CircuitState) : USUAL_CIRCUIT_FROM[to];
+      return { type: 'circuit', kind: 'transition', breaker: target(f), from, to, reason: String(f['reason'] ?? ''), failures: num(f['failures']) } as AgentEvent;
+    }
     case 'call rejected by open circuit':
       return { type: 'circuit', kind: 'rejected', breaker: target(f), retryAfterMs: num(f['retry_after_ms']) } as AgentEvent;
     case 'retry succeeded':
     case 'retry withheld: tool not idempotent':
-    case 'circuit breaker half-open':
-    case 'circuit breaker closed':
+    case RESUME_MESSAGES.dropped:
+    case RESUME_MESSAGES.stalled:
     case 'call waited for rate limit':
     case 'call refused by rate limit':
     case 'call queued by bulkhead':
@@ -157,6 +174,10 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     }
   }
 }
+
+type CircuitState = 'closed' | 'open' | 'half-open';
+
+const CIRCUIT_STATES = new Set<unknown>(['closed', 'open', 'half-open']);
 
 /** A hedge event's kind by the message `logEvents` writes for it. */
 const HEDGE_KINDS = new Map(Object.entries(HEDGE_MESSAGES).map(([kind, message]) => [message, kind as HedgeEvent['kind']]));
@@ -203,44 +224,46 @@ export interface RecordIncidentOptions {
   readonly prefix?: string;
 }
 
+/** A status for each HTTP category: what a failure whose `call-end` has no status replays as. */
+const CATEGORY_STATUS: ReadonlyMap<string, number> = new Map([
+  ...Object.entries(HTTP_CATEGORIES)
+    .reverse()
+    .map(([status, category]): [string, number] => [category, Number(status)]),
+  ['client_error', 400],
+  ['server_error', 500],
+  ['transient', 503],
+]);
+
+/** The HTTP status of a failed call: its `call-end`'s own, one its error text names (`… HTTP 504: …`), or its category's. */
+function statusOf(end: Extract<HealEvent, { type: 'call-end' }>): number | undefined {
+  if (end.status !== undefined) return end.status;
+  const named = /\bHTTP (\d{3})\b/.exec(end.error ?? '');
+  if (named) return Number(named[1]);
+  return end.category === undefined ? undefined : CATEGORY_STATUS.get(end.category);
+}
+
 /** A failed model call's fault, from what its `call-end` said. */
 function modelFault(end: Extract<HealEvent, { type: 'call-end' }>, deltas: number | undefined, retryAfter: number | undefined, where: string): ModelFault {
   if (end.outcome === 'success') return { kind: 'ok' };
   if (end.outcome === 'cancelled') return { kind: 'stall', afterEvents: deltas ?? 0 };
   const error = end.error ?? '';
-  const http = /^HTTP (\d{3})/.exec(error);
-  if (http) {
-    const status = Number(http[1]);
-    return status === 429 && retryAfter !== undefined ? { kind: 'status', status, retryAfterMs: retryAfter } : { kind: 'status', status };
-  }
   const cut = /^Connection closed before the stream of .* after (\d+) events?$/.exec(error);
   if (cut) return { kind: 'reset', afterEvents: deltas ?? Number(cut[1]) };
   if (/^Malformed event in the stream/.test(error)) return { kind: 'malformed', afterEvents: deltas ?? 0 };
-  switch (end.category) {
-    case 'timeout':
-      return { kind: 'stall', afterEvents: deltas ?? 0 };
-    case 'connection':
-      return { kind: 'down', forMs: 0 };
-    case 'rate_limit':
-      return retryAfter === undefined ? { kind: 'status', status: 429 } : { kind: 'status', status: 429, retryAfterMs: retryAfter };
-    case 'service_unavailable':
-      return { kind: 'status', status: 503 };
-    case 'server_error':
-      return { kind: 'status', status: 500 };
-    case 'bad_gateway':
-      return { kind: 'status', status: 502 };
-    default:
-      throw new ChaosInputError(`${where}: cannot tell how model call '${end.id}' of '${end.name}' failed: ${JSON.stringify(error)} (category ${String(end.category)})`);
-  }
+  if (end.category === 'timeout') return { kind: 'stall', afterEvents: deltas ?? 0 };
+  if (end.category === 'connection') return { kind: 'down', forMs: 0 };
+  const status = statusOf(end);
+  if (status !== undefined) return status === 429 && retryAfter !== undefined ? { kind: 'status', status, retryAfterMs: retryAfter } : { kind: 'status', status };
+  throw new ChaosInputError(`${where}: cannot tell how model call '${end.id}' of '${end.name}' failed: ${JSON.stringify(error)} (category ${String(end.category)})`);
 }
 
+/** A tool execution's fault, from what its `call-end` said. */
 function toolFault(end: Extract<HealEvent, { type: 'call-end' }>): ToolFault {
-  if (end.outcome === 'success') return { kind: 'ok' };
+  if (end.outcome === 'success') return end.isError === true ? { kind: 'is-error' } : { kind: 'ok' };
   if (end.outcome === 'cancelled') return { kind: 'stall' };
-  const http = /HTTP (\d{3})/.exec(end.error ?? '');
-  if (http) return { kind: 'throw', status: Number(http[1]) };
   if (end.category === 'timeout') return { kind: 'timeout', afterMs: Math.round(end.durationMs) };
-  return { kind: 'throw' };
+  const status = end.status ?? /\bHTTP (\d{3})\b/.exec(end.error ?? '')?.[1];
+  return status === undefined ? { kind: 'throw' } : { kind: 'throw', status: Number(status) };
 }
 
 /**
@@ -323,41 +346,62 @@ export function checkIncidentVersion(where: string, verb: 'reads' | 'writes', in
 }
 
 /**
- * What {@link replayIncident} returns: the run, the healing it reported, and whether it is the
- * incident's.
+ * What {@link replayIncident} returns: the run, the healing it reported and the calls it made,
+ * the incident's, and whether they are the same.
  *
  * @example
  * ```ts
- * const { same, healing, expected } = replayIncident(incident, agent);
+ * const { same, healing, expected, calls, expectedCalls } = await replayIncident(incident, agent);
  * ```
  */
 export interface IncidentReplay {
   readonly run: ChaosRun;
   readonly healing: readonly string[];
   readonly expected: readonly string[];
-  /** The replay reported the incident's healing: the same steps, in the same order, with the same delays. */
+  /** How many times the replay called each model (`model:<id>`) and tool (`tool:<name>`). */
+  readonly calls: Readonly<Record<string, number>>;
+  /** How many times the incident did: one per fault in its schedule (its `ok` calls included). */
+  readonly expectedCalls: Readonly<Record<string, number>>;
+  /**
+   * The replay did what the incident did: the same healing steps, in the same order, with the
+   * same delays — and as many calls of each model and tool.
+   */
   readonly same: boolean;
+}
+
+/** Calls per model and tool, keyed `model:<id>` / `tool:<name>`, in a stable order. */
+function callCounts(entries: readonly (readonly [string, number])[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const [key, n] of [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) if (n > 0) counts[key] = (counts[key] ?? 0) + n;
+  return counts;
 }
 
 /**
  * Replays an incident: the agent (its models and tools under `chaos`, stand-ins with the real
  * ones' ids and names) runs under the incident's schedule in virtual time, deterministically.
  * The run is checked against the invariants as in `replaySchedule`; `healing` is what it
- * reported, `same` whether that is the incident's.
+ * reported and `calls` what it called, `same` whether both are the incident's.
  *
  * @example
  * ```ts
- * const replay = replayIncident(recordIncident(lines), agent);
+ * const replay = await replayIncident(recordIncident(lines), agent);
  * assert.deepEqual(replay.healing, replay.expected);
+ * assert.deepEqual(replay.calls, replay.expectedCalls);
  * assert.deepEqual(replay.run.violations, []);
  * ```
- * @throws {ChaosInputError} for an incident of another version, or one naming a model or tool
- * the agent does not wrap.
+ * @throws {ChaosInputError} (a rejection) for an incident of another version, or one naming a
+ * model or tool the agent does not wrap.
  */
-export function replayIncident(incident: Incident, agent: AgentFactory, options: ReplayOptions = {}): IncidentReplay {
+export async function replayIncident(incident: Incident, agent: AgentFactory, options: ReplayOptions = {}): Promise<IncidentReplay> {
   checkIncidentVersion('replayIncident', 'reads', incident);
-  const run = replaySchedule(agent, incident.schedule, options);
+  const run = await replaySchedule(agent, incident.schedule, options);
   const healing = run.events.map(({ event }) => healingStep(event)).filter((s): s is string => s !== undefined);
-  const same = healing.length === incident.healing.length && healing.every((s, i) => s === incident.healing[i]);
-  return { run, healing, expected: incident.healing, same };
+  const expectedCalls = callCounts([
+    ...Object.entries(incident.schedule.models ?? {}).map(([id, list]): [string, number] => [`model:${id}`, list.length]),
+    ...Object.entries(incident.schedule.tools ?? {}).map(([name, list]): [string, number] => [`tool:${name}`, list.length]),
+  ]);
+  const calls = callCounts([...run.models.map((a): [string, number] => [`model:${a.model}`, 1]), ...run.tools.map((t): [string, number] => [`tool:${t.tool}`, 1])]);
+  const sameHealing = healing.length === incident.healing.length && healing.every((s, i) => s === incident.healing[i]);
+  const sameCalls = JSON.stringify(calls) === JSON.stringify(expectedCalls);
+  return { run, healing, expected: incident.healing, calls, expectedCalls, same: sameHealing && sameCalls };
 }

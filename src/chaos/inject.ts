@@ -9,10 +9,10 @@
 import { asyncScheduler, from, Observable, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { HttpError, IncompleteStreamError, MalformedStreamError } from '../core/errors/errors.js';
 import type { AgentEvent, Message, TurnEvent, Usage } from '../core/events/events.js';
-import type { AbortContext } from '../core/model/abortable.js';
 import type { Model, ModelContext, ModelRequest } from '../core/model/model.js';
 import { after } from '../core/rx/wait.js';
 import type { AnyTool } from '../sources/agentConfig.js';
+import type { ToolContext } from '../sources/tool.js';
 import { validateSchedule, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 
 /**
@@ -73,6 +73,10 @@ export interface ToolExecution {
   readonly call: number;
   readonly fault: ToolFault;
   readonly idempotent: boolean;
+  /** The model's tool call it ran for (`callTool` hands it over); undefined when `execute` was called directly. */
+  readonly callId: string | undefined;
+  /** The `seq` of the run's assistant message that asked for that call, when the recorder saw it. */
+  readonly turn: number | undefined;
   readonly seq: number;
   readonly startedAt: number;
   endedAt: number | undefined;
@@ -116,17 +120,67 @@ export class ChaosRecorder {
   /** Set when the run has ended: the teardown that follows is not the run's doing, and is not written down. */
   closed = false;
   private seq = 0;
+  private moves = 0;
+  /** The messages each model call was asked, in call order. */
+  private readonly requests: (readonly Message[])[] = [];
+  /** Promises the run's tools and models returned that have not settled, by what returned them. */
+  private readonly promises = new Map<PromiseLike<unknown>, string>();
 
   constructor(readonly scheduler: SchedulerLike = asyncScheduler) {}
 
   /** The next position in the run's order. */
   next(): number {
+    this.moves++;
     return this.seq++;
+  }
+
+  /** Grows whenever the run moves (a record, an event, a delivered item, an end, a settled promise): a replay steps on until it stops growing. */
+  get progress(): number {
+    return this.moves;
+  }
+
+  /** Notes that the run moved without a new record. */
+  moved(): void {
+    this.moves++;
   }
 
   /** Writes down a run event. */
   event(event: AgentEvent): void {
     this.events.push({ seq: this.next(), at: this.scheduler.now(), event });
+  }
+
+  /** Follows a promise a tool or model returned (`label` says whose) until it settles. */
+  track(promise: PromiseLike<unknown>, label: string): void {
+    this.promises.set(promise, label);
+    const settled = (): void => {
+      this.promises.delete(promise);
+      this.moved();
+    };
+    promise.then(settled, settled);
+  }
+
+  /** What returned the promises still pending. */
+  pendingPromises(): string[] {
+    return [...this.promises.values()];
+  }
+
+  /** Writes down what a model call was asked. */
+  asked(messages: readonly Message[]): void {
+    this.requests.push(messages);
+  }
+
+  /** Whether an earlier model call of the run was asked exactly `messages`. */
+  wasAsked(messages: readonly Message[]): boolean {
+    return this.requests.some((r) => r.length === messages.length && r.every((m, i) => m === messages[i] || JSON.stringify(m) === JSON.stringify(messages[i])));
+  }
+
+  /** The `seq` of the latest assistant message of the run that made the tool call `callId`. */
+  turnOf(callId: string): number | undefined {
+    for (let i = this.events.length - 1; i >= 0; i--) {
+      const { event, seq } = this.events[i]!;
+      if (event.type === 'message' && event.message.role === 'assistant' && event.message.toolCalls?.some((c) => c.id === callId)) return seq;
+    }
+    return undefined;
   }
 
   /** Model streams and tool executions still running. */
@@ -161,25 +215,27 @@ export interface ChaosOptions {
  */
 export const BAD_TOOL_ARGS = '{"arguments": ';
 
+const isPromiseLike = (u: unknown): u is PromiseLike<unknown> => typeof (u as PromiseLike<unknown> | undefined)?.then === 'function';
+
 /** The error a provider that refuses connections fails with (as `fetch` does). */
 function refused(model: string): Error {
   return Object.assign(new TypeError(`fetch failed (chaos: '${model}' is down)`), { code: 'ECONNREFUSED', cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1'), { code: 'ECONNREFUSED' }) });
 }
 
 /**
- * The partial answer a request asks to continue: the last message a user's, the one before an
- * assistant's text that a call of this run was cut in (its text is in it: a continuation's
- * partial is what was shown, across a chain of continuations). An earlier answer of the
- * conversation followed by the user's next question is no continuation. Without a recorder, the
- * shape alone.
+ * The partial answer a request asks to continue: the request is one the run already made (an
+ * earlier call of this run was asked exactly its messages but the last two) followed by an
+ * assistant's text and a user's instruction — what a `'continue'` fallback sends, across a chain
+ * of continuations too. Decided from what the run itself sent, never from the text: an earlier
+ * answer of the conversation followed by the user's next question is no continuation, whatever
+ * words it shares with a cut call. Without a recorder, the shape alone.
  */
 function continuing(messages: readonly Message[], recorder: ChaosRecorder | undefined): string | undefined {
   const last = messages[messages.length - 1];
   const prev = messages[messages.length - 2];
   if (last?.role !== 'user' || prev?.role !== 'assistant' || prev.content === '' || (prev.toolCalls?.length ?? 0) > 0) return undefined;
-  const partial = prev.content;
-  if (recorder && !recorder.models.some((a) => !a.finished && a.text.trim() !== '' && partial.includes(a.text.trim()))) return undefined;
-  return partial;
+  if (recorder && !recorder.wasAsked(messages.slice(0, -2))) return undefined;
+  return prev.content;
 }
 
 /**
@@ -229,10 +285,12 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
           step: context.step,
         };
         recorder?.models.push(attempt);
+        recorder?.asked(request.messages);
         const end = (outcome: AttemptOutcome): void => {
           if (attempt.outcome !== 'open' || recorder?.closed === true) return;
           attempt.outcome = outcome;
           attempt.endedAt = scheduler.now();
+          recorder?.moved();
         };
         const fail = (error: unknown): void => {
           end('error');
@@ -244,6 +302,7 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
             attempt.finished = true;
             attempt.usage = event.usage;
           } else if (event.type === 'tool-call') attempt.toolCalls.push(event.name);
+          recorder?.moved();
           subscriber.next(event);
         };
         let inner: { unsubscribe(): void } | undefined;
@@ -259,7 +318,9 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
           };
           if (cutAt === 0) return cut();
           let cutting = false;
-          inner = from(model.stream(request, context) as ObservableInput<TurnEvent>).subscribe({
+          const output = model.stream(request, context) as ObservableInput<TurnEvent>;
+          if (recorder && isPromiseLike(output)) recorder.track(output, `model '${model.id}' call #${call}'s promise`);
+          inner = from(output).subscribe({
             next: (event) => {
               if (cutting) return;
               if (passed >= cutAt || (event.type === 'finish' && cutAt !== Infinity)) {
@@ -335,16 +396,19 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
   const recorder = options.recorder;
   recorder?.wrappedTools.add(tool.name);
   let calls = 0;
-  const execute = (args: unknown, context: AbortContext): Observable<unknown> =>
+  const execute = (args: unknown, context: ToolContext): Observable<unknown> =>
     new Observable<unknown>((subscriber) => {
       const call = ++calls;
       const fault: ToolFault = faults[call - 1] ?? { kind: 'ok' };
-      const execution: ToolExecution = { kind: 'tool', tool: tool.name, call, fault, idempotent: tool.idempotent, seq: recorder?.next() ?? 0, startedAt: scheduler.now(), endedAt: undefined, outcome: 'open' };
+      const callId = typeof context?.callId === 'string' ? context.callId : undefined;
+      const turn = callId === undefined ? undefined : recorder?.turnOf(callId);
+      const execution: ToolExecution = { kind: 'tool', tool: tool.name, call, fault, idempotent: tool.idempotent, callId, turn, seq: recorder?.next() ?? 0, startedAt: scheduler.now(), endedAt: undefined, outcome: 'open' };
       recorder?.tools.push(execution);
       const end = (outcome: AttemptOutcome): void => {
         if (execution.outcome !== 'open' || recorder?.closed === true) return;
         execution.outcome = outcome;
         execution.endedAt = scheduler.now();
+        recorder?.moved();
       };
       let inner: { unsubscribe(): void } | undefined;
       const run = (): void => {
@@ -355,8 +419,12 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
           end('error');
           return subscriber.error(error);
         }
+        if (recorder && isPromiseLike(output)) recorder.track(output, `tool '${tool.name}' execution #${call}'s promise`);
         inner = from(typeof output === 'string' ? [output] : output).subscribe({
-          next: (value) => subscriber.next(value),
+          next: (value) => {
+            recorder?.moved();
+            subscriber.next(value);
+          },
           error: (error: unknown) => {
             end('error');
             subscriber.error(error);

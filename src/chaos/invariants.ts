@@ -51,6 +51,8 @@ export interface Violation {
  */
 export interface ChaosRun {
   readonly schedule: FaultSchedule;
+  /** The options it ran with (what a replay of it needs to check the same). */
+  readonly options: ReplayOptions;
   readonly end: ChaosEnd;
   readonly events: readonly RecordedEvent[];
   readonly models: readonly ModelAttempt[];
@@ -78,6 +80,31 @@ export interface ChaosRun {
 export interface Invariant {
   readonly name: string;
   readonly check: (run: Omit<ChaosRun, 'violations'>) => string | readonly string[] | undefined;
+}
+
+/**
+ * Options of `replaySchedule` (and `checkHealing`): the virtual-time bound, what the
+ * built-in invariants are told (`errors`, `budget`), custom invariants, and the seed of the
+ * run's randomness.
+ *
+ * @example
+ * ```ts
+ * const options: ReplayOptions = { boundMs: 120_000, budget: { maxModelCalls: 6 }, invariants: [noSecondModel] };
+ * ```
+ */
+export interface ReplayOptions extends InvariantOptions {
+  /** Virtual time a run may take before it counts as hung. Defaults to 600 000 ms (10 minutes). */
+  readonly boundMs?: number;
+  /** Checks added to the built-in ones. */
+  readonly invariants?: readonly Invariant[];
+  /**
+   * The seed of everything random in the run that rxheal draws (`retryWithBackoff`'s default
+   * jitter, rxheal/mcp's reconnection backoff) and of `chaos.random`: the same seed, the same
+   * run. Defaults to 0 — every replay of a schedule draws the same numbers. Randomness of the
+   * agent's own that does not come from `chaos.random` is not seeded (`Math.random` is not
+   * replaced): a run that depends on it may not replay the same.
+   */
+  readonly randomSeed?: number;
 }
 
 /**
@@ -182,7 +209,10 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
   for (const { message, attempts } of turns(run)) {
     const answered = attempts.filter((a) => a.finished).at(-1);
     if (!answered) {
-      if (message.content !== '') problems.push(`the assistant message ${JSON.stringify(message.content)} came from no model call that finished`);
+      // an empty one too: errors swallowed into an empty answer are not an answer
+      const failed = run.models.filter((a) => a.outcome === 'error' || a.outcome === 'cancelled').length;
+      const after = failed === 0 ? '' : ` (after ${failed} model call${failed === 1 ? '' : 's'} failed or were cut)`;
+      problems.push(`the assistant message ${JSON.stringify(message.content)} came from no model call that finished${after}`);
       continue;
     }
     const whole = answered.text;
@@ -198,11 +228,22 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
 
 function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>): string[] {
   const problems: string[] = [];
+  const once = run.tools.filter((t) => !t.idempotent);
+  // per call: the executions of one tool call the model made (its id, in the turn that asked for it)
+  const perCall = new Map<string, ToolExecution[]>();
+  for (const t of once) {
+    if (t.callId === undefined) continue;
+    const key = `${t.tool}\u0000${t.turn ?? ''}\u0000${t.callId}`;
+    perCall.set(key, [...(perCall.get(key) ?? []), t]);
+  }
+  for (const runs of perCall.values()) {
+    if (runs.length > 1) problems.push(`non-idempotent '${runs[0]!.tool}' ran ${runs.length} times for 1 call the model made (call '${runs[0]!.callId}')`);
+  }
+  // executions that know no call (execute called directly): counted against the calls the model made of the tool
   const asked = new Map<string, number>();
   for (const { message } of turns(run)) for (const c of message.toolCalls ?? []) asked.set(c.name, (asked.get(c.name) ?? 0) + 1);
-  const names = new Set(run.tools.filter((t) => !t.idempotent).map((t) => t.tool));
-  for (const name of names) {
-    const ran = run.tools.filter((t) => t.tool === name).length;
+  for (const name of new Set(once.filter((t) => t.callId === undefined).map((t) => t.tool))) {
+    const ran = once.filter((t) => t.tool === name).length;
     const calls = asked.get(name) ?? 0;
     if (ran > calls) problems.push(`non-idempotent '${name}' ran ${ran} times for ${calls} call${calls === 1 ? '' : 's'} the model made`);
   }
@@ -248,7 +289,8 @@ function healingAnnounced(run: Omit<ChaosRun, 'violations'>): string[] {
   for (const { message } of turns(run)) for (const c of message.toolCalls ?? []) asked.set(c.name, (asked.get(c.name) ?? 0) + 1);
   for (const name of new Set(run.tools.map((t) => t.tool))) {
     const ran = run.tools.filter((t) => t.tool === name).length;
-    const retries = run.events.filter(({ event: e }) => (e.type === 'retry' || (e.type === 'hedge' && e.kind === 'started')) && e.target.includes(name)).length;
+    // the target names this tool exactly (`tool:<name>` or `<name>`): a retry of 'websearch' is no retry of 'search'
+    const retries = run.events.filter(({ event: e }) => (e.type === 'retry' || (e.type === 'hedge' && e.kind === 'started')) && (e.target === `tool:${name}` || e.target === name)).length;
     if (ran > (asked.get(name) ?? 0) + retries) problems.push(`'${name}' ran ${ran} times for ${asked.get(name) ?? 0} calls and ${retries} announced retries: a retry the hub never saw`);
   }
   return problems;
@@ -269,15 +311,28 @@ function nothingLeft(run: Omit<ChaosRun, 'violations'>): string[] {
  * | --- | --- | --- |
  * | `ends` | completes or errors within the virtual-time bound | a stall no deadline ends, a wait that never fires, a retry loop without end |
  * | `typed-outcome` | answers (a final assistant message), or fails with one of `errors` | an unclassified error escaping (a TypeError, a bare timeout), a run that ends on a tool call |
- * | `text-intact` | shows (deltas, reset-aware) what each assistant message says, and that message is the whole text of the call that answered, or a delivered partial continued | two attempts' text concatenated, a lost or doubled delta, a reset that takes back too much |
- * | `side-effects-once` | runs a non-idempotent tool at most once per call the model made of it | a pipeline that retries a booking, a hedge or restart that runs it again |
+ * | `text-intact` | shows (deltas, reset-aware) what each assistant message says, and that message is the whole text of the call that answered, or a delivered partial continued | two attempts' text concatenated, a lost or doubled delta, a reset that takes back too much, an answer (an empty one too) that no model call gave: errors swallowed into a canned reply |
+ * | `side-effects-once` | runs a tool declared `idempotent: false` at most once per tool call the model made (counted by the call's id) | a pipeline that retries a booking, a hedge or restart that runs it again |
  * | `budget-held` | makes no more model calls or tool executions than the budget, calls no model after its tokens are spent | fallbacks or retries outside the run's budget |
  * | `healing-announced` | says on the hub (its events) every attempt after the first of a turn and every tool retry | a silent `retry()`, a fallback made outside the run's hub |
  * | `nothing-left` | leaves nothing scheduled, no stream or execution subscribed, no undeliverable error | a deadline left armed, a stream never torn down |
  *
+ * `side-effects-once` knows a side effect only by the tool's `idempotent` declaration: a tool
+ * declared idempotent that is not (a payment marked safe to repeat) is retried without a word
+ * from it. Guard such a tool with an invariant of your own:
+ *
  * @example
  * ```ts
  * builtinInvariants({ budget: { maxModelCalls: 6 } }).map((i) => i.name); // ['ends', 'typed-outcome', …]
+ * // `charge` is declared idempotent, but every execution charges: at most one per call
+ * const chargedOnce: Invariant = {
+ *   name: 'charged-once',
+ *   check: (run) => {
+ *     const byCall = new Map<string, number>();
+ *     for (const t of run.tools) if (t.tool === 'charge') byCall.set(t.callId ?? '?', (byCall.get(t.callId ?? '?') ?? 0) + 1);
+ *     return [...byCall].filter(([, n]) => n > 1).map(([id, n]) => `'charge' ran ${n} times for call '${id}'`);
+ *   },
+ * };
  * ```
  */
 export function builtinInvariants(options: InvariantOptions = {}): Invariant[] {

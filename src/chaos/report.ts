@@ -7,7 +7,7 @@
  */
 import type { AgentEvent } from '../core/events/events.js';
 import { checkIncidentVersion, type Incident } from './incident.js';
-import type { ChaosRun } from './invariants.js';
+import { DOCUMENTED_ERRORS, type ChaosRun, type ReplayOptions } from './invariants.js';
 import type { ModelAttempt, ToolExecution } from './inject.js';
 import { ChaosInputError, compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
 
@@ -132,11 +132,12 @@ function scheduleSource(schedule: FaultSchedule): string {
 
 /**
  * How {@link replaySpec} names what it imports: where the agent factory comes from, its name,
- * and (when the check had options) the name of the options object.
+ * the export holding the check's options (when it had options the spec cannot write out), and
+ * which test runner the spec is for.
  *
  * @example
  * ```ts
- * const naming: ReplaySpecNaming = { from: './agent.js', agent: 'agent', options: 'healingOptions' };
+ * const naming: ReplaySpecNaming = { from: './agent.js', agent: 'agent', options: 'healingOptions', runner: 'node:test' };
  * ```
  */
 export interface ReplaySpecNaming {
@@ -144,52 +145,116 @@ export interface ReplaySpecNaming {
   readonly from?: string;
   /** The factory's export name. Defaults to `'agent'`. */
   readonly agent?: string;
-  /** The options' export name, when the run used options (budget, custom invariants). */
+  /**
+   * The export holding the options the run was checked with. Absent, the spec writes the
+   * options out (`boundMs`, `budget`, `errors`, `randomSeed`); options it cannot write out
+   * (custom invariants, error classes of your own) need it.
+   */
   readonly options?: string;
   /** The module `replaySchedule` is imported from. Defaults to `'rxheal/chaos'`. */
   readonly chaos?: string;
+  /**
+   * Where `it` comes from: `'globals'` (mocha, jest, vitest with `globals: true`: the runner's
+   * global `it`), `'node:test'` or `'vitest'` (imported). Defaults to `'globals'`.
+   */
+  readonly runner?: 'globals' | 'node:test' | 'vitest';
 }
 
 /**
- * A spec (mocha / vitest / node:test style `it`, `node:assert`) that replays exactly `run`'s
- * schedule (compacted) against the agent and asserts that it heals: paste it, it fails until the
- * agent is fixed, then guards the fix.
+ * A spec (an `async` `it` of mocha, jest, vitest or node:test — see `naming.runner` —, with
+ * `node:assert`) that replays exactly `run`'s schedule (compacted) against the agent with the
+ * options it was checked with, and asserts that it heals: paste it, it fails until the agent is
+ * fixed, then guards the fix. The options are written into the spec (the budget, the bound,
+ * the errors allowed, the seed) or, with `naming.options`, imported; a run checked with options
+ * the spec cannot write out (custom invariants, an error class of your own) and no
+ * `naming.options` is refused rather than printed without them, since such a spec could pass on
+ * the agent that broke them.
  *
  * @example
  * ```ts
  * writeFileSync('spec/healing-regression.spec.ts', replaySpec(report.failure.run, { from: '../src/agent.js' }));
  * ```
+ * @throws {ChaosInputError} for options the spec cannot carry without `naming.options`, and for
+ * names that would not make valid source.
  */
-export function replaySpec(run: Omit<ChaosRun, 'violations'> & { readonly violations?: ChaosRun['violations'] }, naming: ReplaySpecNaming = {}): string {
+export function replaySpec(run: Omit<ChaosRun, 'violations' | 'options'> & { readonly violations?: ChaosRun['violations']; readonly options?: ReplayOptions }, naming: ReplaySpecNaming = {}): string {
   const agent = naming.agent ?? 'agent';
   const schedule = scheduleSource(compactSchedule(run.schedule));
+  const options = naming.options === undefined ? optionsSource(run.options ?? {}) : { text: naming.options, imports: [] };
   const seen = (run.violations ?? []).map((v) => `// ${v.invariant}: ${v.message.replace(/\s+/g, ' ')}`);
   return [
-    ...specImports('replaySchedule', naming),
+    ...specImports('replaySchedule', naming, options.imports),
     '',
     ...(seen.length ? ['// found by checkHealing:', ...seen] : []),
-    `it('heals under the schedule checkHealing found', () => {`,
+    `it('heals under the schedule checkHealing found', async () => {`,
     `  const schedule = ${schedule};`,
-    `  const run = replaySchedule(${agent}, schedule${optionsArg(naming)});`,
+    `  const run = await replaySchedule(${agent}, schedule${options.text === undefined ? '' : `, ${options.text}`});`,
     '  assert.deepEqual(run.violations, []);',
     '});',
     '',
   ].join('\n');
 }
 
-/** A generated spec's imports: node:assert, `what` from rxheal/chaos, the agent (and options) from the user's module. */
-function specImports(what: string, naming: ReplaySpecNaming): string[] {
+/**
+ * The replay options as source text, and what it imports from rxheal/chaos; a
+ * `ChaosInputError` for options that cannot be written out.
+ */
+function optionsSource(o: ReplayOptions): { readonly text: string | undefined; readonly imports: readonly string[] } {
+  const refuse = (what: string): never => {
+    throw new ChaosInputError(
+      `replaySpec: the run was checked with ${what}, which a spec cannot write out, and a spec without it could pass on the agent that failed: export the options and name the export (replaySpec's naming.options, checkHealing's spec: { options: '…' })`,
+    );
+  };
+  const parts: string[] = [];
+  const imports: string[] = [];
+  if (o.boundMs !== undefined) parts.push(`boundMs: ${o.boundMs}`);
+  if (o.randomSeed !== undefined && o.randomSeed !== 0) parts.push(`randomSeed: ${o.randomSeed}`);
+  if (o.budget !== undefined) {
+    if (!isJson(o.budget)) refuse('a budget that is not JSON data');
+    parts.push(`budget: ${JSON.stringify(o.budget)}`);
+  }
+  if (o.errors !== undefined) {
+    const own = o.errors.filter((k) => typeof k !== 'string' && !DOCUMENTED_ERRORS.includes(k));
+    if (own.length > 0) refuse(`errors of classes of its own (${own.map((k) => (k as { name: string }).name).join(', ')})`);
+    const classes = o.errors.filter((k) => typeof k !== 'string');
+    const entries: string[] = [];
+    if (DOCUMENTED_ERRORS.every((k) => o.errors!.includes(k))) entries.push('...DOCUMENTED_ERRORS');
+    else if (classes.length > 0) entries.push(`...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ${JSON.stringify(classes.map((k) => (k as { name: string }).name))}.includes(kind.name))`);
+    if (classes.length > 0) imports.push('DOCUMENTED_ERRORS');
+    for (const k of o.errors) if (typeof k === 'string') entries.push(JSON.stringify(k));
+    parts.push(`errors: [${entries.join(', ')}]`);
+  }
+  if ((o.invariants?.length ?? 0) > 0) refuse(`custom invariants (${o.invariants!.map((i) => `'${i.name}'`).join(', ')})`);
+  return { text: parts.length === 0 ? undefined : `{ ${parts.join(', ')} }`, imports };
+}
+
+/** How a generated spec gets `it`. */
+function runnerLines(runner: ReplaySpecNaming['runner']): string[] {
+  switch (runner) {
+    case 'node:test':
+      return ["import { it } from 'node:test';"];
+    case 'vitest':
+      return ["import { it } from 'vitest';"];
+    default:
+      return ["// a spec for mocha, jest or vitest (globals: true): `it` is the runner's global; for node --test, import { it } from 'node:test'"];
+  }
+}
+
+/** A generated spec's imports: node:assert, the runner, `what` from rxheal/chaos, the agent (and options) from the user's module. */
+function specImports(what: string, naming: ReplaySpecNaming, more: readonly string[] = []): string[] {
   checkNaming(what === 'replaySchedule' ? 'replaySpec' : 'incidentSpec', naming);
   const agent = naming.agent ?? 'agent';
   return [
+    ...runnerLines(naming.runner),
     "import assert from 'node:assert/strict';",
-    `import { ${what} } from '${naming.chaos ?? 'rxheal/chaos'}';`,
+    `import { ${[what, ...more].join(', ')} } from '${naming.chaos ?? 'rxheal/chaos'}';`,
     `import { ${naming.options === undefined ? agent : `${agent}, ${naming.options}`} } from '${naming.from ?? './agent.js'}';`,
   ];
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 const MODULE = /^[^'"\\\n\r]+$/;
+const RUNNERS = new Set(['globals', 'node:test', 'vitest']);
 
 /** Names that would not make valid source: an error naming the option and its value. */
 function checkNaming(where: string, naming: ReplaySpecNaming): void {
@@ -201,6 +266,7 @@ function checkNaming(where: string, naming: ReplaySpecNaming): void {
     const value = naming[key];
     if (value !== undefined && !MODULE.test(value)) throw new ChaosInputError(`${where}: naming.${key} ${JSON.stringify(value)} is not a module specifier (no quotes, backslashes or line breaks)`);
   }
+  if (naming.runner !== undefined && !RUNNERS.has(naming.runner)) throw new ChaosInputError(`${where}: naming.runner ${JSON.stringify(naming.runner)} is none of 'globals', 'node:test', 'vitest'`);
 }
 
 const optionsArg = (naming: ReplaySpecNaming): string => (naming.options === undefined ? '' : `, ${naming.options}`);
@@ -271,11 +337,12 @@ export function incidentSpec(incident: Incident, naming: IncidentSpecNaming = {}
   return [
     ...specImports('replayIncident', naming),
     '',
-    `it(${JSON.stringify(title)}, () => {`,
+    `it(${JSON.stringify(title)}, async () => {`,
     '  // the incident: what each call suffered, and the healing the run reported',
-    `  const replay = replayIncident(${indent(source(incident, ''))}, ${indent(made)}${optionsArg(naming)});`,
+    `  const replay = await replayIncident(${indent(source(incident, ''))}, ${indent(made)}${optionsArg(naming)});`,
     '  assert.deepEqual(replay.run.violations, []);',
     '  assert.deepEqual(replay.healing, replay.expected);',
+    '  assert.deepEqual(replay.calls, replay.expectedCalls);',
     '});',
     '',
   ].join('\n');

@@ -1,23 +1,30 @@
 /**
  * One chaos run: the user's agent factory, handed a {@link Chaos} for one schedule, run to its end
- * in `TestScheduler` virtual time (stepping the clock only while the run lasts, up to a bound),
+ * in virtual time (a `TestScheduler`'s clock, held across `await`s so that promises a tool, model
+ * or factory returns resolve in it; the clock steps only while the run lasts, up to a bound),
  * then checked against the invariants. {@link replaySchedule} is what `checkHealing` runs for
  * each schedule, and what a replay spec calls.
  *
  * @module
  */
-import { asyncScheduler, config as rxConfig, isObservable, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, config as rxConfig, isObservable, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
 import type { Model } from '../core/model/model.js';
+import { seedLibraryRandom } from '../core/rx/random.js';
 import type { AnyTool } from '../sources/agentConfig.js';
+import { fc } from './fastCheck.js';
 import { ChaosRecorder, chaosModel, chaosTool } from './inject.js';
-import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type Invariant, type InvariantOptions } from './invariants.js';
+import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
+import { holdVirtualTime, nextTurn } from './virtualTime.js';
+
+export type { ReplayOptions };
 
 /**
- * What an agent factory is handed for one run: the schedule, the (virtual) scheduler, and the
- * wrappers that put the user's models and tools under it.
+ * What an agent factory is handed for one run: the schedule, the (virtual) scheduler, a seeded
+ * source of randomness for the agent's own, and the wrappers that put the user's models and
+ * tools under the schedule.
  *
  * @example
  * ```ts
@@ -27,8 +34,14 @@ import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedul
  */
 export interface Chaos {
   readonly schedule: FaultSchedule;
-  /** The run's scheduler: virtual (`asyncScheduler` inside `TestScheduler.run`). */
+  /** The run's scheduler: `asyncScheduler`, on the replay's virtual clock. */
   readonly scheduler: SchedulerLike;
+  /**
+   * Numbers in `[0, 1)` drawn from the replay's seed (`randomSeed`): hand it to whatever of the
+   * agent's own is random (a `random` option you set, a jitter of your own) so that it replays the
+   * same too. rxheal's own defaults (`retryWithBackoff`'s jitter) are seeded without it.
+   */
+  readonly random: () => number;
   /** The model under the schedule's faults for its id (see `chaosModel`). */
   model(model: Model): Model;
   /** The tool under the schedule's faults for its name (see `chaosTool`). */
@@ -37,33 +50,21 @@ export interface Chaos {
 
 /**
  * The user's agent for one run: returns the run's observable (`runAgent({...})`, or anything
- * emitting agent events). Build everything a run owns inside it (models, breakers, budgets),
- * fresh per call: each schedule is its own world.
+ * emitting agent events), or a promise of it (an `async` factory that sets something up first).
+ * Build everything a run owns inside it (models, breakers, budgets), fresh per call: each
+ * schedule is its own world.
  *
  * @example
  * ```ts
  * const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(scriptedModel('m', turns)), messages });
+ * const later: AgentFactory = async (chaos) => runAgent({ model: chaos.model(await loadModel()), messages });
  * ```
  */
-export type AgentFactory = (chaos: Chaos) => Observable<AgentEvent>;
-
-/**
- * Options of {@link replaySchedule} (and `checkHealing`): the virtual-time bound, what the
- * built-in invariants are told (`errors`, `budget`), and custom invariants.
- *
- * @example
- * ```ts
- * const options: ReplayOptions = { boundMs: 120_000, budget: { maxModelCalls: 6 }, invariants: [noSecondModel] };
- * ```
- */
-export interface ReplayOptions extends InvariantOptions {
-  /** Virtual time a run may take before it counts as hung. Defaults to 600 000 ms (10 minutes). */
-  readonly boundMs?: number;
-  /** Checks added to the built-in ones. */
-  readonly invariants?: readonly Invariant[];
-}
+export type AgentFactory = (chaos: Chaos) => Observable<AgentEvent> | PromiseLike<Observable<AgentEvent>>;
 
 const label = (u: unknown): string => (u instanceof Error ? `${u.name}: ${u.message}` : String(u));
+
+const isPromiseLike = (u: unknown): u is PromiseLike<unknown> => typeof (u as PromiseLike<unknown> | undefined)?.then === 'function';
 
 /** Names in the schedule that the agent never wrapped: a schedule that does not fit it. */
 function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | undefined {
@@ -77,75 +78,205 @@ function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | und
   return undefined;
 }
 
+/** Numbers in `[0, 1)` from `seed`, drawn lazily from fast-check's generator (the same seed, the same numbers). */
+function seededRandom(seed: number): () => number {
+  const [stream] = fc.sample(fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 0x7fffffff }))), { seed, numRuns: 1 });
+  const draws = stream![Symbol.iterator]();
+  return () => (draws.next().value as number) / 0x80000000;
+}
+
+/** The agent's stream of `chaos.random`: apart from the library's, so its draws do not shift rxheal's. */
+const AGENT_STREAM = 0x5bd1e995;
+
+/** Event-loop turns a pending promise gets to settle once nothing is scheduled, before the run counts as hung. */
+const PATIENCE_TURNS = 1_000;
+
+/** Replays run one after another: while one runs, every RxJS scheduler of the process is on its clock. */
+let queue: Promise<unknown> = Promise.resolve();
+
+function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const run = queue.then(work, work);
+  queue = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
+}
+
+/** One replay's clock and what moves it. */
+class Replay {
+  readonly ts = new TestScheduler(() => undefined);
+  readonly recorder = new ChaosRecorder(asyncScheduler);
+
+  constructor(readonly boundMs: number) {}
+
+  /** What changes whenever anything happens: the recorder's moves and the timers scheduled. */
+  private fingerprint(): string {
+    const next = this.ts.actions[0];
+    return `${this.recorder.progress}:${this.ts.actions.length}:${next?.delay ?? ''}`;
+  }
+
+  /** Lets the event loop turn until a turn changes nothing (at most `turns` turns): every microtask settles. */
+  async settle(turns = 100): Promise<boolean> {
+    let before = this.fingerprint();
+    let moved = false;
+    for (let i = 0; i < turns; i++) {
+      await nextTurn();
+      const now = this.fingerprint();
+      if (now === before) return moved;
+      moved = true;
+      before = now;
+    }
+    return moved;
+  }
+
+  /**
+   * Steps the clock, letting promises settle between steps, until `done()` or nothing can move
+   * the run: no timer within the bound, and no promise that settles. Returns how it hung, or
+   * undefined when done.
+   */
+  async drive(done: () => boolean): Promise<Extract<ChaosEnd, { kind: 'hang' }> | undefined> {
+    const { ts, recorder, boundMs } = this;
+    for (;;) {
+      await this.settle();
+      if (done()) return undefined;
+      const next = ts.actions[0];
+      if (next === undefined) {
+        const waiting = recorder.pendingPromises();
+        // a promise waiting on something outside the clock (ready I/O) gets some turns of its own
+        if (waiting.length > 0 && (await this.patience())) continue;
+        const reason =
+          waiting.length > 0
+            ? `it waits on promises that never settled: ${waiting.join(', ')} (no timer is scheduled; a promise waiting on real I/O or a real timer does not settle in virtual time)`
+            : 'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)';
+        return { kind: 'hang', at: ts.now(), reason };
+      }
+      if (next.delay > boundMs) return { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms (its next timer is due at ${next.delay} ms)` };
+      ts.maxFrames = next.delay;
+      ts.flush();
+      if (done()) return undefined;
+    }
+  }
+
+  /** Turns the event loop (up to {@link PATIENCE_TURNS}) until something moves. */
+  private async patience(): Promise<boolean> {
+    const before = this.fingerprint();
+    for (let i = 0; i < PATIENCE_TURNS; i++) {
+      await nextTurn();
+      if (this.fingerprint() !== before) return true;
+    }
+    return false;
+  }
+}
+
 /**
- * Runs the agent once under `schedule` in virtual time (a `TestScheduler` of its own) and checks
- * the run: the built-in invariants (see `builtinInvariants`) and `options.invariants`. Returns
- * everything the run did ({@link ChaosRun}) with its `violations` (empty: it healed).
- * Deterministic: the same agent and schedule give the same run. Call it outside any
- * `TestScheduler.run` of your own: it runs its own.
+ * Runs the agent once under `schedule` in virtual time (a `TestScheduler`'s clock of its own,
+ * held while the run lasts) and checks the run: the built-in invariants (see
+ * `builtinInvariants`) and `options.invariants`. Resolves to everything the run did
+ * ({@link ChaosRun}) with its `violations` (empty: it healed).
+ *
+ * Promises work: a tool whose `execute` is `async`, a model or an agent factory that awaits
+ * something resolve on the virtual clock (microtasks run between its steps). A run counts as hung
+ * when no timer within the bound is scheduled and no promise it is waiting on settles; the
+ * reason says which (`still running at the bound`, `waits on promises that never settled: …`,
+ * `waits on nothing`).
+ *
+ * Deterministic: the same agent, schedule and `randomSeed` give the same run — rxheal's own
+ * randomness is seeded; hand `chaos.random` to the agent's. Replays run one at a time (calls made
+ * together wait their turn): while one runs, every RxJS scheduler of the process is on its
+ * clock. Call it outside any `TestScheduler.run` of your own.
  *
  * @example
  * ```ts
- * const run = replaySchedule(agent, { models: { primary: [{ kind: 'reset', afterEvents: 2 }] } });
+ * const run = await replaySchedule(agent, { models: { primary: [{ kind: 'reset', afterEvents: 2 }] } });
  * expect(run.violations).to.deep.equal([]);
  * ```
- * @throws {ChaosInputError} when the schedule is malformed or names a model or tool the agent does
- * not wrap, or when the factory throws or returns no observable.
+ * @throws {ChaosInputError} (a rejection) when the schedule or an option is malformed or the
+ * schedule names a model or tool the agent does not wrap; when the factory throws, rejects,
+ * never settles or returns no observable; when called inside `TestScheduler.run`.
  */
-export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions = {}): ChaosRun {
+export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions = {}): Promise<ChaosRun> {
+  return oneAtATime(async () => {
+    const run = await replayOnce(agent, schedule, options);
+    return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
+  });
+}
+
+/** What replayOptions checks: bounds and seeds that are numbers. */
+function checkReplayOptions(options: ReplayOptions): void {
+  const { boundMs, randomSeed } = options;
+  if (boundMs !== undefined && !(typeof boundMs === 'number' && boundMs >= 0)) throw new ChaosInputError(`options.boundMs must be a number of ms >= 0, got ${String(boundMs)}`);
+  if (randomSeed !== undefined && !Number.isSafeInteger(randomSeed)) throw new ChaosInputError(`options.randomSeed must be a whole number, got ${String(randomSeed)}`);
+  if (options.invariants !== undefined && !Array.isArray(options.invariants)) throw new ChaosInputError(`options.invariants must be an array of invariants, got ${String(options.invariants)}`);
+}
+
+async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions): Promise<Omit<ChaosRun, 'violations'>> {
   validateSchedule(schedule);
-  const boundMs = options.boundMs ?? 600_000;
-  const ts = new TestScheduler(() => undefined);
-  let run: Omit<ChaosRun, 'violations'> | undefined;
+  checkReplayOptions(options);
+  const seed = options.randomSeed ?? 0;
+  const replay = new Replay(options.boundMs ?? 600_000);
+  const { ts, recorder } = replay;
+  const leave = holdVirtualTime(ts);
+  const unseed = seedLibraryRandom(seededRandom(seed));
   const unhandled: string[] = [];
   const previous = rxConfig.onUnhandledError;
   rxConfig.onUnhandledError = (error: unknown) => unhandled.push(label(error));
+  let subscription: Subscription | undefined;
   try {
-    ts.run(() => {
-      const recorder = new ChaosRecorder(asyncScheduler);
-      const chaos: Chaos = {
-        schedule,
-        scheduler: asyncScheduler,
-        model: (model) => chaosModel(model, schedule, { recorder }),
-        tool: (tool) => chaosTool(tool, schedule, { recorder }),
-      };
-      let source: unknown;
-      try {
-        source = agent(chaos);
-      } catch (error) {
-        throw new ChaosInputError(`the agent factory threw synchronously (before any fault could act): ${label(error)}`, { cause: error });
-      }
-      if (!isObservable(source)) throw new ChaosInputError(`the agent factory returned ${typeof source}, not an Observable of agent events`);
-      const misfit = misfits(schedule, recorder);
-      if (misfit !== undefined) throw new ChaosInputError(misfit);
-      let end: ChaosEnd | undefined;
-      const subscription = (source as Observable<AgentEvent>).subscribe({
-        next: (event) => recorder.event(event),
-        error: (error: unknown) => (end = { kind: 'error', at: ts.now(), error }),
-        complete: () => (end = { kind: 'complete', at: ts.now() }),
-      });
-      // step the clock only while the run lasts: what is scheduled at its end is what it left behind
-      while (end === undefined && ts.actions.length > 0 && ts.actions[0]!.delay <= boundMs) {
-        ts.maxFrames = ts.actions[0]!.delay;
-        ts.flush();
-      }
-      const ended: ChaosEnd =
-        end ??
-        (ts.actions.length > 0
-          ? { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms` }
-          : { kind: 'hang', at: ts.now(), reason: 'it waits on nothing that will ever happen (no deadline ends the wait)' });
-      const pending = ts.actions.length;
-      const live = recorder.live();
-      recorder.closed = true;
-      subscription.unsubscribe();
-      // whatever is left would run in TestScheduler.run's own flush: drop it
-      for (const action of [...ts.actions]) action.unsubscribe();
-      ts.actions.length = 0;
-      run = { schedule, end: ended, events: recorder.events, models: recorder.models, tools: recorder.tools, pending, live, unhandled };
+    const chaos: Chaos = {
+      schedule,
+      scheduler: asyncScheduler,
+      random: seededRandom(seed ^ AGENT_STREAM),
+      model: (model) => chaosModel(model, schedule, { recorder }),
+      tool: (tool) => chaosTool(tool, schedule, { recorder }),
+    };
+    let source: unknown;
+    try {
+      source = agent(chaos);
+    } catch (error) {
+      throw new ChaosInputError(`the agent factory threw synchronously (before any fault could act): ${label(error)}`, { cause: error });
+    }
+    if (isPromiseLike(source)) source = await made(source, replay);
+    if (!isObservable(source)) throw new ChaosInputError(`the agent factory returned ${typeof source}, not an Observable of agent events`);
+    const misfit = misfits(schedule, recorder);
+    if (misfit !== undefined) throw new ChaosInputError(misfit);
+    let end: ChaosEnd | undefined;
+    subscription = (source as Observable<AgentEvent>).subscribe({
+      next: (event) => recorder.event(event),
+      error: (error: unknown) => (end = { kind: 'error', at: ts.now(), error }),
+      complete: () => (end = { kind: 'complete', at: ts.now() }),
     });
+    const hung = await replay.drive(() => end !== undefined);
+    // what the end sets going in microtasks (a finalizer, a promise's teardown) settles first
+    if (hung === undefined) await replay.settle();
+    const ended: ChaosEnd = end ?? hung!;
+    // what is scheduled or still subscribed at its end is what it left behind
+    const pending = ts.actions.length;
+    const live = recorder.live();
+    recorder.closed = true;
+    subscription.unsubscribe();
+    return { schedule, options, end: ended, events: recorder.events, models: recorder.models, tools: recorder.tools, pending, live, unhandled };
   } finally {
+    subscription?.unsubscribe();
+    // whatever is left would run on the clock of a replay that is over: drop it
+    for (const action of [...ts.actions]) action.unsubscribe();
+    ts.actions.length = 0;
     rxConfig.onUnhandledError = previous;
+    unseed();
+    leave();
   }
-  const done = run!;
-  return { ...done, violations: checkInvariants(done, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
+}
+
+/** The observable an `async` factory's promise resolves to, the clock stepping while it works. */
+async function made(promise: PromiseLike<unknown>, replay: Replay): Promise<unknown> {
+  let outcome: { ok: true; value: unknown } | { ok: false; error: unknown } | undefined;
+  const settled = Promise.resolve(promise).then(
+    (value) => void (outcome = { ok: true, value }),
+    (error: unknown) => void (outcome = { ok: false, error }),
+  );
+  replay.recorder.track(settled, "the agent factory's promise");
+  const hung = await replay.drive(() => outcome !== undefined);
+  if (outcome === undefined) throw new ChaosInputError(`the agent factory's promise never settled: ${hung?.reason ?? 'nothing moved it'}`);
+  if (!outcome.ok) throw new ChaosInputError(`the agent factory's promise rejected (before any fault could act): ${label(outcome.error)}`, { cause: outcome.error });
+  return outcome.value;
 }

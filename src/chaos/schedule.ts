@@ -67,15 +67,16 @@ export interface FaultSchedule {
 
 /**
  * A schedule or an incident that does not fit what it is applied to (a tool the agent does not
- * have, a malformed fault, a log line of another version), or an agent factory that throws: the
- * message names what does not fit.
+ * have, a malformed fault, a log line of another version), options out of range (a negative
+ * weight, a bound that is not a number), or an agent factory that throws: the message names
+ * what does not fit. A `TypeError`: what it was given is not what it takes.
  *
  * @example
  * ```ts
- * try { replaySchedule(agent, { tools: { refund: [{ kind: 'stall' }] } }); } catch (e) { if (e instanceof ChaosInputError) console.error(e.message); }
+ * try { await replaySchedule(agent, { tools: { refund: [{ kind: 'stall' }] } }); } catch (e) { if (e instanceof ChaosInputError) console.error(e.message); }
  * ```
  */
-export class ChaosInputError extends Error {
+export class ChaosInputError extends TypeError {
   override readonly name = 'ChaosInputError';
 }
 

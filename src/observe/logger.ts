@@ -9,7 +9,7 @@
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
-import { HEDGE_MESSAGES } from './logMessages.js';
+import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
 
 /**
  * Log levels, lowest first.
@@ -170,11 +170,12 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       return toRecord('warn', 'retry withheld: tool not idempotent', { ...who(e.target, 'target'), reason: e.reason, category: e.category, error: e.error });
     case 'circuit': {
       const name = who(e.breaker, 'breaker');
+      const from = e.kind === 'transition' && e.from !== USUAL_CIRCUIT_FROM[e.to] ? e.from : undefined;
       if (e.kind === 'rejected') return toRecord('warn', 'call rejected by open circuit', { ...name, retry_after_ms: e.retryAfterMs });
-      if (e.to === 'half-open' || e.to === 'closed') return toRecord('info', `circuit breaker ${e.to}`, { ...name, reason: e.reason });
+      if (e.to === 'half-open' || e.to === 'closed') return toRecord('info', `circuit breaker ${e.to}`, { ...name, from, reason: e.reason });
       // on a transition to open, `retryAfterMs` (when the event has it) is the breaker's reset timeout
       const resetMs = (e as { retryAfterMs?: unknown }).retryAfterMs;
-      return toRecord('warn', 'circuit breaker opened', { ...name, failures: e.failures, reset_ms: typeof resetMs === 'number' ? resetMs : undefined, reason: e.reason });
+      return toRecord('warn', 'circuit breaker opened', { ...name, failures: e.failures, reset_ms: typeof resetMs === 'number' ? resetMs : undefined, from, reason: e.reason });
     }
     case 'fallback':
       return toRecord('warn', 'fallback activated', { from: e.from, to: e.to, reason: e.reason, mid_stream: e.midStream });
@@ -211,7 +212,7 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
     case 'latency':
       return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });
     case 'resume':
-      return toRecord('warn', e.reason === 'stalled' ? 'stream stalled, resuming' : 'stream dropped, resuming', {
+      return toRecord('warn', RESUME_MESSAGES[e.reason], {
         ...who(e.target, 'target'),
         response_id: e.responseId,
         starting_after: e.startingAfter,
@@ -232,6 +233,8 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         duration_ms: e.durationMs,
         error: e.error,
         category: e.category,
+        status: e.status,
+        is_error: e.isError,
         input_tokens: e.usage?.inputTokens,
         output_tokens: e.usage?.outputTokens,
       });

@@ -28,14 +28,42 @@ export interface ToolDefinition<A, R> {
    * array (its last value is the result). A string returned as it is is the result itself, not a
    * sequence of characters (RxJS would read it as one value per character).
    */
-  readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
+  readonly execute: (args: A, context: ToolContext) => ObservableInput<R>;
+}
+
+/**
+ * What a tool's `execute` is handed: the signal (see {@link AbortContext}) and, when
+ * {@link callTool} (or `runAgent`) runs it, the model's tool call it answers — the same `callId`
+ * for every retry of that call.
+ *
+ * @example
+ * ```ts
+ * const execute = (args: { seat: string }, { signal, callId }: ToolContext) =>
+ *   fetch('https://api.example/book', { method: 'POST', body: JSON.stringify(args), headers: { 'x-call-id': callId ?? 'direct' }, signal });
+ * ```
+ */
+export interface ToolContext extends AbortContext {
+  /** The id of the model's tool call this execution answers; absent when `execute` is called directly. */
+  readonly callId?: string;
+}
+
+/** A tool's context: the attempt's signal (made only when read) and its call's id. */
+class CallContext implements ToolContext {
+  constructor(
+    private readonly attempt: AbortContext,
+    readonly callId: string,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.attempt.signal;
+  }
 }
 
 /** A tool, ready for {@link callTool} and `runAgent`. */
 export interface Tool<A = unknown, R = unknown> extends ToolSpec {
   readonly args: t.Type<A, unknown, unknown>;
   readonly idempotent: boolean;
-  readonly execute: (args: A, context: AbortContext) => ObservableInput<R>;
+  readonly execute: (args: A, context: ToolContext) => ObservableInput<R>;
   /** A JSON-schema rendering of `args`, for providers' tool definitions. */
   readonly parameters: JsonSchema;
 }
@@ -119,7 +147,7 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
     }
     const args = decoded.right;
     return new Observable<R>((subscriber) =>
-      abortable((context) => wholeString(tool.execute(args, context))).subscribe({
+      abortable((context) => wholeString(tool.execute(args, new CallContext(context, call.id)))).subscribe({
         next: (value) => subscriber.next(value),
         error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, MAX_TOOL_ERROR_CHARS), cause)),
         complete: () => subscriber.complete(),

@@ -29,8 +29,8 @@ describe('traced (call-start / call-end)', () => {
     ]);
   });
 
-  it('an error: its text and category', () => {
-    expect(trace((cold) => cold('-#'))[1]).to.deep.equal({ type: 'call-end', ...call, at: 1, durationMs: 1, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' });
+  it('an error: its text, category and HTTP status', () => {
+    expect(trace((cold) => cold('-#'))[1]).to.deep.equal({ type: 'call-end', ...call, at: 1, durationMs: 1, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable', status: 503 });
   });
 
   it('unsubscribed before the end: cancelled', () => {

@@ -117,7 +117,8 @@ const classifierProps = {
   ),
 };
 
-const HTTP_CATEGORIES: Readonly<Record<number, ErrorCategory>> = {
+/** The category of each HTTP status the classifier knows by number (others: `client_error` / `server_error`). */
+export const HTTP_CATEGORIES: Readonly<Record<number, ErrorCategory>> = {
   400: 'bad_request',
   401: 'unauthorized',
   403: 'forbidden',

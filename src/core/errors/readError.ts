@@ -47,6 +47,28 @@ export function readStatus(error: unknown): number | undefined {
 }
 
 /**
+ * The HTTP error status an error or one of its causes carries ({@link readStatus}), the
+ * outermost first: a `ToolError` whose cause is an `HttpError` carries the cause's status.
+ *
+ * @example
+ * ```ts
+ * readStatusAlong(new Error('tool failed', { cause: { status: 503 } })); // 503
+ * ```
+ */
+export function readStatusAlong(error: unknown): number | undefined {
+  const seen = new Set<unknown>();
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < MAX_CAUSES && !seen.has(e); e = get(e, 'cause'), depth++) {
+    seen.add(e);
+    const status = readStatus(e);
+    if (status !== undefined) return status;
+  }
+  return undefined;
+}
+
+/** Causes followed by {@link readStatusAlong} (as deep as the classifier follows them). */
+const MAX_CAUSES = 8;
+
+/**
  * Reads one header, case-insensitively, from a `Headers` object or a plain record. Never throws.
  *
  * @example

@@ -220,7 +220,8 @@ export const CallEndEventCodec = t.intersection(
       durationMs: t.number,
       outcome: t.keyof({ success: null, error: null, cancelled: null }),
     }),
-    t.partial({ error: t.string, category: t.string, usage: UsageCodec, parentId: t.string }),
+    // status: the HTTP status of a failed call's error (or its cause's); isError: a tool answered an MCP-style `{ isError: true }` result
+    t.partial({ error: t.string, category: t.string, status: t.number, isError: t.boolean, usage: UsageCodec, parentId: t.string }),
   ],
   'CallEndEvent',
 );

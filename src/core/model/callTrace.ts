@@ -11,6 +11,7 @@ import type { Usage } from '../events/events.js';
 import type { HealHub } from '../hub/hub.js';
 import { LeanSubscriber } from '../rx/leanSubscriber.js';
 import { errorText } from '../errors/sanitize.js';
+import { readStatusAlong } from '../errors/readError.js';
 
 /** Who a call is, as its `call-start` / `call-end` events name it. */
 export interface TracedCall {
@@ -66,6 +67,8 @@ class Traced<T> extends Observable<T> {
 export class TraceSubscriber<T> extends LeanSubscriber<T> {
   private readonly started: number;
   private usage: Usage | undefined = undefined;
+  /** A tool answered an MCP-style `{ isError: true }` result: it ran and reported a failure. */
+  private isError = false;
   private done = false;
 
   constructor(
@@ -83,7 +86,9 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
 
   protected override _next(value: T): void {
     const event = value as { type?: unknown; usage?: Usage };
-    if (this.call.kind === 'model' && event.type === 'finish' && event.usage) this.usage = event.usage;
+    if (this.call.kind === 'model') {
+      if (event.type === 'finish' && event.usage) this.usage = event.usage;
+    } else if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
     this.destination.next(value);
   }
 
@@ -115,8 +120,15 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
       at,
       durationMs: at - this.started,
       outcome,
-      ...(outcome === 'error' ? { error: errorText(error, 200), category: classifyError(error).category } : {}),
+      ...(outcome === 'error' ? failure(error) : {}),
       ...(usage ? { usage } : {}),
+      ...(this.isError && outcome === 'success' ? { isError: true } : {}),
     });
   }
+}
+
+/** What a failed call's `call-end` says of its error: its text, category and HTTP status. */
+function failure(error: unknown): { error: string; category: string; status?: number } {
+  const status = readStatusAlong(error);
+  return { error: errorText(error, 200), category: classifyError(error).category, ...(status === undefined ? {} : { status }) };
 }
