@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { BudgetExceededError } from '../../src/core/errors/errors.js';
-import { ChaosInputError, checkHealing, faults, HealingError, assertHealing, replaySchedule, type HealingReport, type FaultSchedule } from '../../src/chaos/index.js';
+import { ChaosInputError, checkHealing, compactSchedule, faults, HealingError, assertHealing, replaySchedule, type HealingReport, type FaultSchedule } from '../../src/chaos/index.js';
 import type { Message } from '../../src/core/events/events.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import type { AgentFactory } from '../../src/chaos/index.js';
@@ -106,6 +106,27 @@ describe('checkHealing (rxheal/chaos)', function () {
     );
     expect(report.failure.violations).to.deep.equal([{ invariant: 'primary-answers', message: 'the secondary was asked' }]);
     expect(size(report.failure.schedule)).to.be.at.most(3);
+  });
+
+  it('an agent that does not replay the same: the report still names what broke, and says it did not replay', async () => {
+    // broken the first time it meets a schedule, healed the next: the shrunk schedule heals on its replay
+    const met = new Set<string>();
+    const flaky: AgentFactory = (chaos) => {
+      const key = JSON.stringify(compactSchedule(chaos.schedule));
+      const first = !met.has(key);
+      met.add(key);
+      return first ? retriesBooking(chaos) : healing(chaos);
+    };
+    const report = failed(await checkHealing(flaky, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }));
+    const { violations, spec, specMissing } = report.failure;
+    expect(violations.map((v) => v.invariant)).to.include.members(['side-effects-once', 'replays-same']);
+    expect(violations.find((v) => v.invariant === 'replays-same')!.message).to.match(/^the schedule broke .*side-effects-once.* when checked and healed when replayed: the agent does not replay deterministically/);
+    expect(spec).to.equal(undefined);
+    expect(specMissing).to.contain('healed when replayed');
+    // every "did not heal" names an invariant
+    const lines = report.message.split('\n');
+    expect(lines[0]).to.match(/^checkHealing: the agent did not heal/);
+    expect(lines[1]).to.match(/^ {2}[a-z-]+: /);
   });
 
   it('assertHealing throws a HealingError carrying the report', async () => {

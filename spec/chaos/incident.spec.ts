@@ -19,6 +19,11 @@ import { runAgent } from '../../src/sources/runAgent.js';
 import { scriptedAssistant, startLocalProvider, tokenize, type LocalProvider } from '../../src/server/index.js';
 import { finish } from '../../src/testing/index.js';
 import { rejects } from '../support/rejects.js';
+import { everyAgentEvent } from '../support/everyEvent.js';
+import { replaySchedule } from '../../src/chaos/index.js';
+import * as t from 'io-ts';
+import { defineTool } from '../../src/sources/tool.js';
+import { scriptedModel, textDeltas, toolCall } from '../../src/testing/index.js';
 import { ChaosInputError, healingStep, incidentLine, recordIncident, replayIncident, type AgentFactory, type Incident } from '../../src/chaos/index.js';
 
 const MESSAGES: Message[] = [{ role: 'user', content: 'Tell me a story about the river.' }];
@@ -197,4 +202,122 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
       expect(recordIncident([JSON.stringify({ level: 30, msg: 'server started' }), JSON.stringify({ level: 30, msg: 'other: retry' })])).to.deep.equal({ version: 1, schedule: {}, healing: [] });
     });
   });
+
+  describe('what a record tells, from every line logEvents writes', () => {
+    /** A record as pino writes it: its fields, the message with the prefix. */
+    const pinoLine = (event: AgentEvent): string | undefined => {
+      const record = logRecord(event);
+      return record === undefined ? undefined : JSON.stringify({ level: 30, time: 1, ...record.fields, msg: `rxheal: ${record.message}` });
+    };
+
+    it('every event type logEvents writes is read back; every healing step as it was', () => {
+      for (const [type, examples] of Object.entries(everyAgentEvent)) {
+        for (const event of examples) {
+          const line = pinoLine(event);
+          if (line === undefined) continue;
+          const step = healingStep(event);
+          expect(recordIncident([line]).healing, `${type}: ${line}`).to.deep.equal(step === undefined ? [] : [step]);
+        }
+      }
+    });
+
+    it("a breaker's whole life from log lines: opened, half-open, a failed probe, half-open again, closed — the same steps as its events", () => {
+      const transitions: AgentEvent[] = [
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 5 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'open', to: 'half-open', reason: 'timeout', failures: 0 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'open', reason: 'probe_failure', failures: 0 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'open', to: 'half-open', reason: 'timeout', failures: 0 },
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 },
+      ];
+      expect(recordIncident(transitions.map(pinoLine) as string[]).healing).to.deep.equal([
+        'circuit model:primary closed > open',
+        'circuit model:primary open > half-open',
+        'circuit model:primary half-open > open',
+        'circuit model:primary open > half-open',
+        'circuit model:primary half-open > closed',
+      ]);
+    });
+
+    it('a resumed Responses stream in the log is read (not a healing step: the stand-ins replay what the agent saw of it)', () => {
+      const lines = everyAgentEvent.resume.map(pinoLine) as string[];
+      expect(recordIncident(lines)).to.deep.equal({ version: 1, schedule: {}, healing: [] });
+    });
+  });
+
+  describe('statuses from rxheal’s own fetch adapters', () => {
+    /** The live run: the primary answers `status` once; a retry (or, for a 4xx, the secondary) heals it. */
+    async function liveLines(status: number): Promise<{ lines: string[]; events: AgentEvent[] }> {
+      const primary = await startLocalProvider({ name: 'primary', tokenDelayMs: 0, faults: [{ kind: 'status', status, times: 1 }] });
+      const secondary = await startLocalProvider({ name: 'secondary', tokenDelayMs: 0 });
+      try {
+        const out: string[] = [];
+        const json = (level: number) => (fields: unknown, msg: unknown) => out.push(JSON.stringify({ level, time: 1, ...(fields as object), msg }));
+        const events = await lastValueFrom(
+          agentOn([openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }), openAICompatibleModel({ baseURL: secondary.openAIBaseURL, model: 'local', id: 'secondary' })]).pipe(
+            tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }),
+            toArray(),
+          ),
+        );
+        return { lines: out, events };
+      } finally {
+        await primary.close();
+        await secondary.close();
+      }
+    }
+
+    for (const status of [504, 408, 409, 400]) {
+      it(`HTTP ${status}${status === 400 ? ', healed by the fallback,' : ''} is recorded as that status, from the log and from the events, and replays the same`, async () => {
+        const { lines, events } = await liveLines(status);
+        const last = events.at(-1);
+        expect(last?.type === 'message' && last.message.role === 'assistant').to.equal(true);
+        for (const incident of [recordIncident(lines), recordIncident(events)]) {
+          expect(incident.schedule.models?.['primary']?.[0]).to.deep.equal({ kind: 'status', status });
+          const replay = await replayIncident(incident, replayAgent);
+          expect(replay.same, JSON.stringify([replay.healing, incident.healing])).to.equal(true);
+        }
+        // a log written before call-end carried the status: read from the error's text (`'primary' answered HTTP 504: …`)
+        const older = lines.map((line) => {
+          const o = JSON.parse(line) as Record<string, unknown>;
+          delete o['status'];
+          return JSON.stringify(o);
+        });
+        expect(recordIncident(older).schedule.models?.['primary']?.[0]).to.deep.equal({ kind: 'status', status });
+      });
+    }
+  });
+
+  describe('tool results that are errors, and calls that differ', () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks it up', args: t.type({ q: t.string }), idempotent: true, execute: () => ['found'] });
+    // the model asks again while the tool reports an error (isError), then answers
+    const asker = () =>
+      scriptedModel('primary', [
+        [toolCall('c1', 'lookup', { q: 'x' }), finish('tool-calls')],
+        (request) => (request.messages.at(-1)?.content === 'found' ? [...textDeltas('Found it.'), finish()] : [toolCall('c2', 'lookup', { q: 'x' }), finish('tool-calls')]),
+        [...textDeltas('Found it.'), finish()],
+      ]);
+    const looking: AgentFactory = (chaos) => runAgent({ model: chaos.model(asker()), tools: [chaos.tool(lookup)], messages: MESSAGES });
+
+    it("a tool's isError result is recorded as is-error (not ok), and its replay makes the same calls", async () => {
+      const live = await replaySchedule(looking, { tools: { lookup: [{ kind: 'is-error' }] } });
+      expect(live.models).to.have.length(3);
+      const incident = recordIncident(live.events.map((e) => e.event));
+      expect(incident.schedule.tools).to.deep.equal({ lookup: [{ kind: 'is-error' }, { kind: 'ok' }] });
+      const replay = await replayIncident(incident, looking);
+      expect(replay.calls).to.deep.equal({ 'model:primary': 3, 'tool:lookup': 2 });
+      expect(replay.calls).to.deep.equal(replay.expectedCalls);
+      expect(replay.same).to.equal(true);
+    });
+
+    it('same compares the calls too: a replay with as many healing steps but other calls is not the same', async () => {
+      const live = await replaySchedule(looking, { tools: { lookup: [{ kind: 'is-error' }] } });
+      const incident = recordIncident(live.events.map((e) => e.event));
+      // the tool answers at once in this replay: two model calls, where the incident made three
+      const replay = await replayIncident({ ...incident, schedule: { models: incident.schedule.models!, tools: { lookup: [{ kind: 'ok' }] } } }, looking);
+      expect(replay.healing).to.deep.equal(incident.healing);
+      expect(replay.calls).to.deep.equal({ 'model:primary': 2, 'tool:lookup': 1 });
+      expect(replay.expectedCalls).to.deep.equal({ 'model:primary': 3, 'tool:lookup': 1 });
+      expect(replay.same).to.equal(false);
+    });
+  });
 });
+

@@ -8,9 +8,9 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ChaosInputError, checkHealing, faults, incidentSpec, recordIncident, replaySchedule, replaySpec, type FaultSchedule } from '../../src/chaos/index.js';
+import { ChaosInputError, DOCUMENTED_ERRORS, checkHealing, faults, incidentSpec, recordIncident, replaySchedule, replaySpec, type FaultSchedule } from '../../src/chaos/index.js';
 import { runSpecFiles } from '../support/runSpecFiles.js';
-import { healing, retriesBooking } from './agents.js';
+import { BUDGET, budgetHeld, budgetLeak, healing, retriesBooking } from './agents.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NAMING = { from: '../spec/chaos/agents.js', chaos: '../src/chaos/index.js' } as const;
@@ -64,4 +64,54 @@ describe('the specs rxheal/chaos writes, run as written', function () {
     expect(run.failed.find((f) => f.title === 'incident healed otherwise')!.message).to.contain('retry model:primary #1 after 200 ms');
     expect(run.code).to.equal(2);
   });
+
+  describe('the options the check ran with are in the spec', () => {
+    const leakOptions = { faults: faults.schedule({ models: ['primary', 'secondary'], model: { weights: { stall: 0, 'slow-first-byte': 0 } } }), runs: 200, seed: 25, budget: BUDGET } as const;
+
+    it('a budget-held failure: the spec replays with the budget, so it fails on the unfixed agent and passes on the fixed one (run by mocha)', async () => {
+      const report = await checkHealing(budgetLeak, leakOptions);
+      if (report.ok) throw new Error('expected checkHealing to find the budget leak');
+      expect(report.failure.violations.map((v) => v.invariant)).to.deep.equal(['budget-held']);
+      const spec = report.failure.spec!;
+      expect(spec).to.contain(`await replaySchedule(agent, schedule, { budget: ${JSON.stringify(BUDGET)} });`);
+      writeFileSync(join(dir, 'leak.spec.ts'), replaySpec(report.failure.run, { ...NAMING, agent: 'budgetLeak' }));
+      writeFileSync(join(dir, 'held.spec.ts'), replaySpec(report.failure.run, { ...NAMING, agent: 'budgetHeld' }));
+      const run = await runSpecFiles([join(dir, 'leak.spec.ts'), join(dir, 'held.spec.ts')]);
+      expect(run.failed.map((f) => f.title)).to.deep.equal(['heals under the schedule checkHealing found']);
+      expect(run.failed[0]!.message).to.contain('budget-held');
+      expect(run.passed).to.deep.equal(['heals under the schedule checkHealing found']);
+    });
+
+    it('bound, seed and allowed errors are written out; the documented errors by name', async () => {
+      const run = await replaySchedule(budgetHeld, {}, { boundMs: 60_000, randomSeed: 3, errors: [...DOCUMENTED_ERRORS, 'TimeoutError'], budget: BUDGET });
+      const spec = replaySpec(run, NAMING);
+      expect(spec).to.contain("import { replaySchedule, DOCUMENTED_ERRORS } from '../src/chaos/index.js';");
+      expect(spec).to.contain(`await replaySchedule(agent, schedule, { boundMs: 60000, randomSeed: 3, budget: {"maxModelCalls":2}, errors: [...DOCUMENTED_ERRORS, "TimeoutError"] });`);
+      const some = replaySpec(await replaySchedule(budgetHeld, {}, { errors: [DOCUMENTED_ERRORS[0]!, 'AbortError'] }), NAMING);
+      expect(some).to.contain(`errors: [...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ["AllFallbacksFailedError"].includes(kind.name)), "AbortError"]`);
+    });
+
+    it('custom invariants cannot be written out: the spec is refused, saying why, unless the options are named', async () => {
+      const options = { faults: faults.schedule({ models: ['primary', 'secondary'] }), runs: 200, seed: 25, invariants: [{ name: 'primary-answers', check: (r: { models: readonly { model: string }[] }) => (r.models.some((a) => a.model === 'secondary') ? 'the secondary was asked' : undefined) }] };
+      const report = await checkHealing(healing, options);
+      if (report.ok) throw new Error('expected the custom invariant to fail');
+      expect(report.failure.spec).to.equal(undefined);
+      expect(report.failure.specMissing).to.contain("the run was checked with custom invariants ('primary-answers'), which a spec cannot write out");
+      expect(report.message).to.contain('no replay spec: replaySpec: the run was checked with custom invariants');
+      expect(() => replaySpec(report.failure.run)).to.throw(ChaosInputError, 'naming.options');
+      const named = await checkHealing(healing, { ...options, spec: { options: 'healingOptions' } });
+      if (named.ok) throw new Error('expected the custom invariant to fail');
+      expect(named.failure.spec).to.contain("import { agent, healingOptions } from './agent.js';");
+      expect(named.failure.spec).to.contain('await replaySchedule(agent, schedule, healingOptions);');
+    });
+
+    it('a spec says which runner it is for: the global it by default, or node:test / vitest imported', async () => {
+      const run = await replaySchedule(healing, SCHEDULE);
+      expect(replaySpec(run).split('\n')[0]).to.equal("// a spec for mocha, jest or vitest (globals: true): `it` is the runner's global; for node --test, import { it } from 'node:test'");
+      expect(replaySpec(run, { runner: 'node:test' }).split('\n')[0]).to.equal("import { it } from 'node:test';");
+      expect(replaySpec(run, { runner: 'vitest' }).split('\n')[0]).to.equal("import { it } from 'vitest';");
+      expect(() => replaySpec(run, { runner: 'jasmine' as never })).to.throw(ChaosInputError, "naming.runner \"jasmine\" is none of 'globals', 'node:test', 'vitest'");
+    });
+  });
 });
+

@@ -144,6 +144,17 @@ describe('the packed tarball in a fresh consumer project', function () {
       expect(root).to.include.members(['retryWithBackoff', 'circuitBreak', 'reflectOnError', 'fallbackTo', 'degradeAfter', 'runAgent']);
     });
 
+    it('rxheal/chaos without fast-check: an import and a require fail saying which peer to install', () => {
+      for (const [kind, source] of [
+        ['import', "import('rxheal/chaos').then(() => process.exit(3), (e) => { console.error(e.message); process.exit(1); })"],
+        ['require', "try { require('rxheal/chaos'); process.exit(3); } catch (e) { console.error(e.message); process.exit(1); }"],
+      ] as const) {
+        const result = spawnSync(process.execPath, ['-e', source], { cwd: consumer, encoding: 'utf8' });
+        expect(result.status, `${kind}: ${result.stderr}`).to.equal(1);
+        expect(result.stderr, kind).to.contain('rxheal/chaos needs fast-check (4.x), an optional peer dependency of rxheal that is not installed: npm install --save-dev fast-check');
+      }
+    });
+
     it('typechecks a TypeScript consumer of the root entry under node16 and bundler resolution, 0 errors', () => {
       writeFileSync(
         join(consumer, 'root.ts'),

@@ -211,7 +211,7 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
     if (!answered) {
       // an empty one too: errors swallowed into an empty answer are not an answer
       const failed = run.models.filter((a) => a.outcome === 'error' || a.outcome === 'cancelled').length;
-      const after = failed === 0 ? '' : ` (after ${failed} model call${failed === 1 ? '' : 's'} failed or were cut)`;
+      const after = failed === 0 ? '' : failed === 1 ? ' (after 1 model call failed or was cut)' : ` (after ${failed} model calls failed or were cut)`;
       problems.push(`the assistant message ${JSON.stringify(message.content)} came from no model call that finished${after}`);
       continue;
     }

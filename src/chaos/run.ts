@@ -17,7 +17,7 @@ import { fc } from './fastCheck.js';
 import { ChaosRecorder, chaosModel, chaosTool } from './inject.js';
 import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
-import { holdVirtualTime, nextTurn } from './virtualTime.js';
+import { checkClockFree, holdVirtualTime, nextTurn } from './virtualTime.js';
 
 export type { ReplayOptions };
 
@@ -196,6 +196,11 @@ class Replay {
  * never settles or returns no observable; when called inside `TestScheduler.run`.
  */
 export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions = {}): Promise<ChaosRun> {
+  try {
+    checkClockFree();
+  } catch (error) {
+    return Promise.reject(error);
+  }
   return oneAtATime(async () => {
     const run = await replayOnce(agent, schedule, options);
     return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };

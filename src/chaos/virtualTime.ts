@@ -35,15 +35,36 @@ const PROVIDERS: readonly { delegate: unknown }[] = [animationFrameProvider, dat
  * @throws {ChaosInputError} inside `TestScheduler.run` (or another replay): the clock is already virtual.
  */
 export function holdVirtualTime(ts: TestScheduler): () => void {
-  if (PROVIDERS.some((p) => p.delegate !== undefined)) {
-    throw new ChaosInputError('a replay runs its own virtual clock: call it outside TestScheduler.run (RxJS timers are virtual already)');
-  }
+  checkClockFree();
   let delegates: unknown[] = [];
   ts.run(() => {
     delegates = PROVIDERS.map((p) => p.delegate);
   });
   PROVIDERS.forEach((p, i) => (p.delegate = delegates[i]));
-  return () => PROVIDERS.forEach((p) => (p.delegate = undefined));
+  held = true;
+  return () => {
+    held = false;
+    PROVIDERS.forEach((p) => (p.delegate = undefined));
+  };
+}
+
+/** Whether a replay holds the clock now (a second replay then waits its turn; it is no `TestScheduler.run`). */
+let held = false;
+
+/**
+ * Throws when the clock is virtual and no replay holds it: the caller is inside
+ * `TestScheduler.run` (or another virtual clock), where a replay cannot run its own.
+ *
+ * @example
+ * ```ts
+ * checkClockFree(); // outside TestScheduler.run: nothing happens
+ * ```
+ * @throws {ChaosInputError} inside `TestScheduler.run`.
+ */
+export function checkClockFree(): void {
+  if (!held && PROVIDERS.some((p) => p.delegate !== undefined)) {
+    throw new ChaosInputError('a replay runs its own virtual clock: call it outside TestScheduler.run (RxJS timers are virtual already)');
+  }
 }
 
 /** One turn of the event loop: every microtask queued before it has run, and ready I/O. */
