@@ -43,5 +43,4 @@ function load(): typeof FastCheck {
  */
 export const fc: typeof FastCheck = load();
 
-/** fast-check's arbitrary type, for signatures. */
-export type Arbitrary<T> = FastCheck.Arbitrary<T>;
+export type { Arbitrary } from 'fast-check';
