@@ -82,7 +82,7 @@ function standInTools(scheduler: SchedulerLike): AnyTool[] {
  *
  * @example
  * ```ts
- * const run = replayIncident(incident, demoReplayAgent({ history: [{ role: 'user', content: 'Tell me a story about a river' }], midStream: 'restart' }));
+ * const run = await replayIncident(incident, demoReplayAgent({ history: [{ role: 'user', content: 'Tell me a story about a river' }], midStream: 'restart' }));
  * ```
  */
 export function demoReplayAgent(replay: DemoReplay): AgentFactory {

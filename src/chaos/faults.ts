@@ -211,7 +211,7 @@ export type ScheduleArbitrary = Arbitrary<FaultSchedule> & { readonly [SCHEDULE_
  * @example
  * ```ts
  * const schedules = faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] });
- * checkHealing(agent, { faults: schedules, runs: 200 });
+ * await checkHealing(agent, { faults: schedules, runs: 200 });
  * ```
  */
 export function schedule(options: ScheduleOptions): ScheduleArbitrary {

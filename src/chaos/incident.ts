@@ -284,7 +284,7 @@ function toolFault(end: Extract<HealEvent, { type: 'call-end' }>): ToolFault {
  * @example
  * ```ts
  * const incident = recordIncident(readFileSync('incident.log', 'utf8'));
- * const replay = replayIncident(incident, agent);
+ * const replay = await replayIncident(incident, agent);
  * expect(replay.healing).to.deep.equal(incident.healing);
  * ```
  * @throws {ChaosInputError} for a line that is not JSON, an incident line of another version, a

@@ -45,7 +45,7 @@ export interface Violation {
  *
  * @example
  * ```ts
- * const run: ChaosRun = replaySchedule(agent, { models: { primary: [{ kind: 'stall', afterEvents: 0 }] } });
+ * const run: ChaosRun = await replaySchedule(agent, { models: { primary: [{ kind: 'stall', afterEvents: 0 }] } });
  * run.end.kind; // 'complete' when the agent's deadline healed the stall
  * ```
  */
@@ -122,7 +122,7 @@ export type ErrorKind = string | (abstract new (...args: never[]) => Error);
  *
  * @example
  * ```ts
- * checkHealing(agent, { faults: schedules, errors: [AllFallbacksFailedError, BudgetExceededError] });
+ * await checkHealing(agent, { faults: schedules, errors: [AllFallbacksFailedError, BudgetExceededError] });
  * ```
  */
 export const DOCUMENTED_ERRORS: readonly ErrorKind[] = Object.freeze([

@@ -69,7 +69,7 @@ const endMark = (outcome: ModelAttempt['outcome']): string => (outcome === 'comp
  *
  * @example
  * ```ts
- * console.log(marbleDiagram(replaySchedule(agent, schedule)));
+ * console.log(marbleDiagram(await replaySchedule(agent, schedule)));
  * //  ms              0    40   ...
  * //  model:primary   ^    #
  * //  …
