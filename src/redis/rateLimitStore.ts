@@ -41,9 +41,12 @@ if op == 'reserve' then
   end
   return {now, granted, math.ceil(wait), live}
 end
+-- every key read before the first write: a refusal midway (a slot mid-migration) has written nothing, so sending it again applies each delta once
+local tats = {}
+for i = 1, #KEYS - 1 do tats[i] = tatOf(i) end
 for i = 1, #KEYS - 1 do
   local limit, period, delta, floor = tonumber(ARGV[i * 4 - 1]), tonumber(ARGV[i * 4]), tonumber(ARGV[i * 4 + 1]), ARGV[i * 4 + 2]
-  local tat = math.max(now, tatOf(i) + delta * period / limit)
+  local tat = math.max(now, tats[i] + delta * period / limit)
   if floor ~= '' then tat = math.max(tat, now + tonumber(floor)) end
   store(i, tat)
 end
