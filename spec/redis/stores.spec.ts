@@ -110,6 +110,7 @@ describe('on a real redis-server', function () {
     const tatOf = async (id: string): Promise<number> => Number(await client.get(`${tag}:${id}`));
     const makeUnreadable = async (id: string): Promise<void> => {
       unreadable = `${tag}:${id}`;
+      await client.sendCommand(['DEL', unreadable]); // (an arrival time of its own, if it has one: a string)
       await client.sendCommand(['HSET', unreadable, 'moved', '1']);
     };
     await firstValueFrom(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ ...requests, cost: 5 }] }));
