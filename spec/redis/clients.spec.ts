@@ -151,6 +151,9 @@ describe('the Redis stores\' clients, by shape', () => {
       });
       // the script in every master's cache (each master learns it from its first EVAL)
       await firstValueFrom(breakers.sync('n', Array.from({ length: 100 }, (_, i) => `warm-up:${i}`)));
+      // each master's clock is its own: one probe of it (deadline 1, the script's only ARGV) per master
+      const probes = sent.filter((args) => args[0] === 'EVALSHA' && args.length === 4 + Number(args[2]) && args[3 + Number(args[2])] === '1');
+      expect(probes.length, 'one clock probe per master').to.equal(3);
       for (const n of [1, 10, 1000]) {
         const names = Array.from({ length: n }, (_, i) => `model:${n}:${i}`);
         sent.length = 0;
