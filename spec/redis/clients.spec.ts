@@ -7,7 +7,7 @@
  * and ioredis's cluster clients on a local 3-master Redis Cluster.
  */
 import { expect } from 'chai';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, forkJoin } from 'rxjs';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
@@ -35,6 +35,18 @@ async function nodeRedisCluster(servers: RedisClusterServers) {
   client.on('error', () => undefined);
   await client.connect();
   return client;
+}
+
+/**
+ * A rate-limit store that knows every master's clock (one estimate per master, each from a probe of
+ * its own): reservations on 100 keys, whose slots spread over every master, until they all answer.
+ * Without it, a contract case's first command to a master waits for that probe, and one cancelled
+ * meanwhile is never sent.
+ */
+async function warmedUp(limits: RedisRateLimitStore): Promise<RedisRateLimitStore> {
+  const reserve = (i: number) => limits.reserve({ key: `warm-up:${i}`, node: 'warm-up', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1_000, periodMs: 60_000, cost: 1 }] });
+  for (let i = 0; i < 20; i++) if (await firstValueFrom(forkJoin(Array.from({ length: 100 }, (_, j) => reserve(j)))).then(() => true, () => false)) break;
+  return limits;
 }
 
 /** An ioredis Cluster client, ready. */
@@ -180,7 +192,7 @@ describe('the Redis stores\' clients, by shape', () => {
         });
         await firstValueFrom(breakers.sync('warm-up', ['warm-up']));
         await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
-        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'node-redis-cluster' }) };
+        return { breakers, limits: await warmedUp(new RedisRateLimitStore({ client, namespace: 'node-redis-cluster' })) };
       },
       async () => undefined,
     );
@@ -201,7 +213,7 @@ describe('the Redis stores\' clients, by shape', () => {
         // (the first commands may also come past their 100 ms deadline while connections open: until one answers)
         for (let i = 0; i < 20; i++) if (await firstValueFrom(breakers.sync('warm-up', Array.from({ length: 100 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
         await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
-        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' }) };
+        return { breakers, limits: await warmedUp(new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' })) };
       },
       async () => undefined,
     );
