@@ -8,7 +8,8 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { asyncScheduler, firstValueFrom, type Observable, type SchedulerLike } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { hashTag, keyPart, keySlot, Script } from '../../src/redis/client.js';
+import { Script } from '../../src/redis/client.js';
+import { hashTag, keyPart, keySlot } from '../../src/redis/keys.js';
 import { hashTagOf } from '../support/redisKeys.js';
 import { useRedisServer } from '../support/redisServer.js';
 
@@ -192,14 +193,6 @@ describe('a script refused mid-migration of its slot (Script.send)', () => {
       expect(sent.filter((a) => a[4] !== '1')).to.have.length(2);
     });
   }
-});
-
-describe('keySlot: the Redis Cluster slot of a key', () => {
-  it('is what CLUSTER KEYSLOT answers (values read from redis-server 7.0), hash tags included', () => {
-    const slots = { '123456789': 12739, somekey: 11058, 'foo{hash_tag}': 2515, 'foo{}{bar}': 8363, 'foo{{bar}}zap': 4015, 'foo{bar}{zap}': 5061, '{skew:rl:openai}': 9427, 'é{ü}': 9552, '': 0 };
-    expect(Object.fromEntries(Object.keys(slots).map((key) => [key, keySlot(key)]))).to.deep.equal(slots);
-    expect(keySlot(`${hashTag('rxheal', 'b', 'model:gpt')}:votes`)).to.equal(keySlot(hashTag('rxheal', 'b', 'model:gpt')));
-  });
 });
 
 describe('command deadlines on a cluster whose masters\' clocks differ (one estimate of Redis\'s clock per master)', () => {

@@ -14,7 +14,7 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { hashTag } from '../../src/redis/client.js';
+import { hashTag } from '../../src/redis/keys.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
 import { outageCases } from '../support/outageCases.js';

@@ -2,7 +2,7 @@
  * `RedisRateLimitStore`: shared rate limits on Redis, the GCRA of `MemoryRateLimitStore`
  * (`src/core/rate-limit/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
  *
- * Keys: one hash tag per rate-limit key, `{ns:rl:<key>}` (`hashTag` in `./client.ts`; `<key>`
+ * Keys: one hash tag per rate-limit key, `{ns:rl:<key>}` (`hashTag` in `./keys.ts`; `<key>`
  * and `<limit id>` each one key part, `keyPart`: `%`, `:` and braces escaped, so no two keys or
  * ids share a key), so a fleet's keys spread over a Redis Cluster's slots: `{ns:rl:<key>}` (node
  * → last reservation) and `{ns:rl:<key>}:<limit id>` (the limit's theoretical arrival time,
@@ -14,7 +14,8 @@ import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
 import { validateOptions } from '../core/errors/options.js';
 import { redisStoreProps } from './breakerStore.js';
-import { clientOption, hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
+import { clientOption, num, Script, type RedisClientLike } from './client.js';
+import { hashTag, keyPart } from './keys.js';
 
 const RATE_LIMIT_SCRIPT = `
 -- KEYS: the key's node set, then one key per limit (its theoretical arrival time), in ARGV's order
