@@ -15,10 +15,11 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import { LatencyTracker } from '../../src/core/latency/tracker.js';
 import { hedge } from '../../src/operators/hedge.js';
 import { HedgeBudget } from '../../src/operators/hedgeBudget.js';
-import { streamModel, type Model, type ModelContext, type ModelRequest } from '../../src/core/model/model.js';
+import { streamModel, type BudgetMeter, type Model, type ModelContext, type ModelRequest } from '../../src/core/model/model.js';
 import type { TurnEvent } from '../../src/core/events/events.js';
 import { describeEvent, scriptedModel } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
+import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 
 const e503 = new HttpError(503);
 
@@ -385,6 +386,29 @@ describe('HedgeBudget', () => {
 });
 
 describe('hedge of model turns (streamModel inside a model)', () => {
+  /**
+   * A turn of a model that hedges gpt (its answer at 6 ms) on claude (its answer 1 ms after it
+   * starts) after 3 ms, through streamModel with the run's hub and budget; each model's abort
+   * signal kept in `signals`.
+   */
+  function hedgedTurn(cold: RunHelpers['cold'], ts: TestScheduler, hub: HealHub, budget: BudgetMeter, signals: Record<string, AbortSignal>): Observable<TurnEvent> {
+    const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
+    const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
+      signals[name] = context.signal;
+      return cold<TurnEvent>(marbles, values);
+    };
+    const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
+    const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
+    const hedged: Model = {
+      id: 'hedged',
+      stream: (request, context) =>
+        streamModel(gpt, request, context).pipe(
+          hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
+        ),
+    };
+    return streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+  }
+
   it('the loser’s request is aborted, the hedge is a model call for the budget, and only the winner’s events reach the consumer', () => {
     const ts = testScheduler();
     const hub = new HealHub();
@@ -397,21 +421,7 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     const signals: Record<string, AbortSignal> = {};
     const seen: TurnEvent[] = [];
     ts.run(({ cold, expectObservable }) => {
-      const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
-      const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
-        signals[name] = context.signal;
-        return cold<TurnEvent>(marbles, values);
-      };
-      const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
-      const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
-      const hedged: Model = {
-        id: 'hedged',
-        stream: (request, context) =>
-          streamModel(gpt, request, context).pipe(
-            hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
-          ),
-      };
-      const turn$ = streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+      const turn$ = hedgedTurn(cold, ts, hub, budget, signals);
       expectObservable(turn$.pipe(tap((e) => seen.push(e)), map((e) => (e.type === 'text-delta' ? e.text : e.type)))).toBe('----x-(f|)', { x: 'fast answer', f: 'finish' });
     });
     expect(seen).to.deep.equal([
@@ -441,21 +451,7 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     };
     const signals: Record<string, AbortSignal> = {};
     ts.run(({ cold, expectObservable }) => {
-      const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
-      const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
-        signals[name] = context.signal;
-        return cold<TurnEvent>(marbles, values);
-      };
-      const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
-      const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
-      const hedged: Model = {
-        id: 'hedged',
-        stream: (request, context) =>
-          streamModel(gpt, request, context).pipe(
-            hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
-          ),
-      };
-      const turn$ = streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+      const turn$ = hedgedTurn(cold, ts, hub, budget, signals);
       expectObservable(turn$).toBe('---#', undefined, new BudgetExceededError('modelCalls', 1, 2));
     });
     expect(signals['gpt']!.aborted, 'the first attempt’s request is aborted').to.equal(true);
