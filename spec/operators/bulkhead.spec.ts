@@ -5,7 +5,7 @@
  * its subscriptions show when it was admitted.
  */
 import { expect } from 'chai';
-import { defer, of, throwError } from 'rxjs';
+import { defer, of, repeat, Subject, throwError } from 'rxjs';
 import { Bulkhead, BulkheadRegistry } from '../../src/core/bulkhead/bulkhead.js';
 import { classifyError, isServiceFailure } from '../../src/core/errors/classify.js';
 import { BulkheadRejectedError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
@@ -99,6 +99,71 @@ describe('bulkhead', () => {
       expectSubscriptions(taken.subscriptions).toBe('21ms ^-!');
     });
     expect(ts.actions.length).to.equal(0);
+  });
+
+  it('a freed slot drains a long queue of calls that each end at once, in a loop (no call stranded by a deep stack)', () => {
+    // 2 500 waiting calls, each done as soon as it is subscribed (a cached answer): handing the
+    // slot on from inside each call's end would nest one stack frame per call until the stack overflows
+    const b = new Bulkhead({ name: 'b', maxConcurrent: 1, maxQueue: 5000 });
+    const holder = new Subject<string>();
+    holder.pipe(bulkhead(b)).subscribe();
+    const n = 2500;
+    const seen = { values: 0, completed: 0, failed: 0, errors: 0 };
+    for (let i = 0; i < n; i++) {
+      const call$ = i % 2 === 0 ? of(i) : throwError(() => new HttpError(500));
+      call$.pipe(bulkhead(b)).subscribe({ next: () => seen.values++, complete: () => seen.completed++, error: () => (i % 2 === 0 ? seen.errors++ : seen.failed++) });
+    }
+    expect([b.active, b.queued]).to.deep.equal([1, n]);
+    holder.complete();
+    expect(seen).to.deep.equal({ values: n / 2, completed: n / 2, failed: n / 2, errors: 0 });
+    expect([b.active, b.queued]).to.deep.equal([0, 0]);
+  });
+
+  it('a long queue drains even when each call re-enters as it ends (repeat): every round completes', () => {
+    const b = new Bulkhead({ name: 'b', maxConcurrent: 2, maxQueue: 5000 });
+    const holders = [new Subject<string>(), new Subject<string>()];
+    for (const h of holders) h.pipe(bulkhead(b)).subscribe();
+    const n = 2000;
+    let values = 0;
+    let completed = 0;
+    for (let i = 0; i < n; i++) of(i).pipe(bulkhead(b), repeat(3)).subscribe({ next: () => values++, complete: () => completed++ });
+    for (const h of holders) h.complete();
+    expect([values, completed, b.active, b.queued]).to.deep.equal([3 * n, n, 0, 0]);
+  });
+
+  it('a slot freed hands on to waiting calls in arrival order, all in the frame it frees', () => {
+    const ts = testScheduler();
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const b = new Bulkhead({ name: 'b', maxConcurrent: 1, maxQueue: 3, scheduler: ts });
+      const a = cold('--a|');
+      const c1 = cold('(b|)');
+      const c2 = cold('(c|)');
+      const c3 = cold('-d|');
+      expectObservable(a.pipe(bulkhead(b))).toBe('--a|');
+      expectObservable(c1.pipe(bulkhead(b))).toBe('---(b|)');
+      expectObservable(c2.pipe(bulkhead(b))).toBe('---(c|)');
+      expectObservable(c3.pipe(bulkhead(b))).toBe('----d|');
+      expectSubscriptions(a.subscriptions).toBe('^--!');
+      expectSubscriptions(c1.subscriptions).toBe('---(^!)');
+      expectSubscriptions(c2.subscriptions).toBe('---(^!)');
+      expectSubscriptions(c3.subscriptions).toBe('---^-!');
+    });
+  });
+
+  it('waiting calls that end as soon as they start run one after another, each ending before the next starts', () => {
+    const b = new Bulkhead({ name: 'b', maxConcurrent: 1, maxQueue: 3 });
+    const holder = new Subject<string>();
+    holder.pipe(bulkhead(b)).subscribe();
+    const log: string[] = [];
+    for (const name of ['b', 'c', 'd']) {
+      const call$ = defer(() => {
+        log.push(`${name} subscribed`);
+        return of(name);
+      });
+      call$.pipe(bulkhead(b)).subscribe({ complete: () => log.push(`${name} done`) });
+    }
+    holder.complete();
+    expect(log).to.deep.equal(['b subscribed', 'b done', 'c subscribed', 'c done', 'd subscribed', 'd done']);
   });
 
   it('an error frees the slot before it goes on: a retry downstream finds it free', () => {

@@ -7,18 +7,19 @@
  * attempts' output never mixes, for any timelines, is spec/property/hedge.spec.ts.
  */
 import { expect } from 'chai';
-import { defer, map, Observable, of, tap } from 'rxjs';
-import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
-import { CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
+import { defer, map, Observable, of, tap, throwError } from 'rxjs';
+import { CircuitBreaker, type CircuitPermit } from '../../src/core/breaker/CircuitBreaker.js';
+import { BudgetExceededError, CircuitOpenError, HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import { LatencyTracker } from '../../src/core/latency/tracker.js';
 import { hedge } from '../../src/operators/hedge.js';
 import { HedgeBudget } from '../../src/operators/hedgeBudget.js';
-import { streamModel, type Model, type ModelContext, type ModelRequest } from '../../src/core/model/model.js';
+import { streamModel, type BudgetMeter, type Model, type ModelContext, type ModelRequest } from '../../src/core/model/model.js';
 import type { TurnEvent } from '../../src/core/events/events.js';
 import { describeEvent, scriptedModel } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
+import type { RunHelpers, TestScheduler } from 'rxjs/testing';
 
 const e503 = new HttpError(503);
 
@@ -153,6 +154,94 @@ describe('hedge', () => {
       expectObservable(calls, '3ms ^').toBe('3ms #', undefined, new CircuitOpenError('model:gpt', 998));
     });
     expect(log).to.deep.equal([]);
+  });
+
+  it('a hedge its half-open breaker would refuse (every probe slot taken) is skipped, and spends no token', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log = hedgeLog(hub);
+    const budget = new HedgeBudget({ ratio: 0.5, maxTokens: 1 });
+    let breaker!: CircuitBreaker;
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      // open, with its reset timeout over at once: half-open, one probe at a time
+      breaker = new CircuitBreaker({ name: 'model:gpt', failureThreshold: 1, resetTimeoutMs: 0, halfOpenTimeoutMs: Infinity, scheduler: ts });
+      (breaker.acquire() as CircuitPermit).failure(e503);
+      const first = cold('10ms a|');
+      const second = cold('-x|');
+      // the first attempt is the probe; a hedge on the same model would be refused by the breaker
+      expectObservable(attempts(first, second).pipe(hedge({ after: 2, breaker, budget, hub, target: 'model:gpt' }))).toBe('10ms a|');
+      expectSubscriptions(first.subscriptions).toBe('^ 10ms !');
+      expectSubscriptions(second.subscriptions).toBe([]);
+    });
+    expect(log).to.deep.equal(['skipped#1@2 model:gpt']);
+    expect(budget.tokens, 'the token the refused hedge would have spent').to.equal(1);
+    expect(breaker.state, 'the probe (the first attempt) succeeded').to.equal('closed');
+  });
+
+  it('a refused hedge gives its place to the next of the list; a half-open breaker with a probe slot free runs its hedge as the probe', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log = hedgeLog(hub);
+    const budget = new HedgeBudget({ ratio: 0.5, maxTokens: 2, initialTokens: 1 });
+    const halfOpen = (name: string): CircuitBreaker => {
+      const breaker = new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 0, halfOpenTimeoutMs: Infinity, scheduler: ts });
+      (breaker.acquire() as CircuitPermit).failure(e503);
+      return breaker;
+    };
+    let claudeBreaker!: CircuitBreaker;
+    let localBreaker!: CircuitBreaker;
+    let held!: CircuitPermit | CircuitOpenError;
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      claudeBreaker = halfOpen('model:claude');
+      held = claudeBreaker.acquire(); // another call holds claude's one probe slot
+      localBreaker = halfOpen('model:local');
+      const gpt = cold('10ms a|');
+      const claude = cold('-c|');
+      const local = cold('-l|');
+      const hedges = [
+        { source: claude, target: 'model:claude', breaker: claudeBreaker },
+        { source: local, target: 'model:local', breaker: localBreaker },
+      ];
+      expectObservable(gpt.pipe(hedge({ after: 2, hedges, budget, hub, target: 'model:gpt' }))).toBe('---l|');
+      expectSubscriptions(claude.subscriptions).toBe([]);
+      expectSubscriptions(local.subscriptions).toBe('--^-!');
+    });
+    expect(held).to.not.be.instanceOf(CircuitOpenError);
+    expect(log).to.deep.equal(['skipped#1@2 model:claude', 'started#1@2 after 2 model:local', 'won#1@3 model:local', 'cancelled#0@3 model:gpt']);
+    expect(budget.tokens, 'one token, for the hedge on local').to.equal(0.5);
+    expect([claudeBreaker.state, localBreaker.state], 'local’s hedge was its probe, and closed it').to.deep.equal(['half-open', 'closed']);
+  });
+
+  it('a hedge denied by the budget takes no probe slot of a half-open breaker', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log = hedgeLog(hub);
+    let breaker!: CircuitBreaker;
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      breaker = new CircuitBreaker({ name: 'model:claude', failureThreshold: 1, resetTimeoutMs: 0, halfOpenTimeoutMs: Infinity, scheduler: ts });
+      (breaker.acquire() as CircuitPermit).failure(e503);
+      const claude = cold('-c|');
+      const hedges = [{ source: claude, target: 'model:claude', breaker }];
+      expectObservable(cold('5ms a|').pipe(hedge({ after: 2, hedges, budget: new HedgeBudget({ initialTokens: 0 }), hub, target: 'model:gpt' }))).toBe('5ms a|');
+      expectSubscriptions(claude.subscriptions).toBe([]);
+    });
+    expect(log).to.deep.equal(['denied#1@2 model:claude']);
+    expect(breaker.acquire(), 'its probe slot is still free').to.not.be.instanceOf(CircuitOpenError);
+  });
+
+  it('a hedge refused by the run’s budget (BudgetExceededError) fails the call at once, every other attempt cancelled', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log = hedgeLog(hub);
+    const crossed = new BudgetExceededError('modelCalls', 1, 2);
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const first = cold('10ms a|');
+      const refused = throwError(() => crossed);
+      expectObservable(attempts(first, refused).pipe(hedge({ after: 2, hub }))).toBe('--#', undefined, crossed);
+      expectSubscriptions(first.subscriptions).toBe('^-!');
+    });
+    expect(log).to.deep.equal(['started#1@2 after 2', 'cancelled#0@2']);
+    expect(ts.actions.length).to.equal(0);
   });
 
   it('a hedge that fails while another runs does not fail the call', () => {
@@ -297,6 +386,29 @@ describe('HedgeBudget', () => {
 });
 
 describe('hedge of model turns (streamModel inside a model)', () => {
+  /**
+   * A turn of a model that hedges gpt (its answer at 6 ms) on claude (its answer 1 ms after it
+   * starts) after 3 ms, through streamModel with the run's hub and budget; each model's abort
+   * signal kept in `signals`.
+   */
+  function hedgedTurn(cold: RunHelpers['cold'], ts: TestScheduler, hub: HealHub, budget: BudgetMeter, signals: Record<string, AbortSignal>): Observable<TurnEvent> {
+    const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
+    const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
+      signals[name] = context.signal;
+      return cold<TurnEvent>(marbles, values);
+    };
+    const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
+    const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
+    const hedged: Model = {
+      id: 'hedged',
+      stream: (request, context) =>
+        streamModel(gpt, request, context).pipe(
+          hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
+        ),
+    };
+    return streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+  }
+
   it('the loser’s request is aborted, the hedge is a model call for the budget, and only the winner’s events reach the consumer', () => {
     const ts = testScheduler();
     const hub = new HealHub();
@@ -309,21 +421,7 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     const signals: Record<string, AbortSignal> = {};
     const seen: TurnEvent[] = [];
     ts.run(({ cold, expectObservable }) => {
-      const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
-      const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
-        signals[name] = context.signal;
-        return cold<TurnEvent>(marbles, values);
-      };
-      const gpt = scriptedModel('gpt', [turn('gpt', '------a-(f|)')]);
-      const claude = scriptedModel('claude', [turn('claude', '-x-(f|)')]);
-      const hedged: Model = {
-        id: 'hedged',
-        stream: (request, context) =>
-          streamModel(gpt, request, context).pipe(
-            hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
-          ),
-      };
-      const turn$ = streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
+      const turn$ = hedgedTurn(cold, ts, hub, budget, signals);
       expectObservable(turn$.pipe(tap((e) => seen.push(e)), map((e) => (e.type === 'text-delta' ? e.text : e.type)))).toBe('----x-(f|)', { x: 'fast answer', f: 'finish' });
     });
     expect(seen).to.deep.equal([
@@ -335,5 +433,29 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     expect(modelCalls, 'the call itself (its first attempt is that count) and the hedge').to.equal(2);
     expect(log.filter((l) => !l.startsWith('call-')).slice(0, 3)).to.deep.equal(['hedge:model:claude#1:started', 'hedge:model:claude#1:won', 'hedge:model:gpt#0:cancelled']);
     expect(log.filter((l) => l.startsWith('call-end')).slice(0, 3)).to.deep.equal(['call-end:model:gpt:cancelled', 'call-end:model:claude:success', 'call-end:model:hedged:success']);
+  });
+
+  it('a hedge the run’s budget refuses ends the turn with BudgetExceededError, the first attempt’s request aborted', () => {
+    const ts = testScheduler();
+    const hub = new HealHub();
+    const log: string[] = [];
+    hub.events$.subscribe((e) => {
+      if (e.type === 'hedge') log.push(describeEvent(e));
+    });
+    let modelCalls = 0;
+    const budget = {
+      modelCall: () => {
+        if (++modelCalls > 1) throw new BudgetExceededError('modelCalls', 1, modelCalls);
+      },
+      usage: () => undefined,
+    };
+    const signals: Record<string, AbortSignal> = {};
+    ts.run(({ cold, expectObservable }) => {
+      const turn$ = hedgedTurn(cold, ts, hub, budget, signals);
+      expectObservable(turn$).toBe('---#', undefined, new BudgetExceededError('modelCalls', 1, 2));
+    });
+    expect(signals['gpt']!.aborted, 'the first attempt’s request is aborted').to.equal(true);
+    expect(signals['claude'], 'the hedge was never made').to.equal(undefined);
+    expect(log).to.deep.equal(['hedge:model:claude#1:started', 'hedge:model:gpt#0:cancelled']);
   });
 });

@@ -6,9 +6,10 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { asyncScheduler, firstValueFrom, type Observable } from 'rxjs';
+import { asyncScheduler, firstValueFrom, type Observable, type SchedulerLike } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
-import { hashTag, keyPart, Script } from '../../src/redis/client.js';
+import { Script } from '../../src/redis/client.js';
+import { hashTag, keyPart, keySlot } from '../../src/redis/keys.js';
 import { hashTagOf } from '../support/redisKeys.js';
 import { useRedisServer } from '../support/redisServer.js';
 
@@ -190,6 +191,54 @@ describe('a script refused mid-migration of its slot (Script.send)', () => {
       const script = new Script(commands, 'return {now, "ok"}', asyncScheduler, 1000);
       expect(await firstValueFrom(script.run(['{k}:a'], []))).to.deep.equal(['ok']);
       expect(sent.filter((a) => a[4] !== '1')).to.have.length(2);
+    });
+  }
+});
+
+describe('command deadlines on a cluster whose masters\' clocks differ (one estimate of Redis\'s clock per master)', () => {
+  const local = 1_000_000; // the node's clock, standing still: the fake masters answer at once
+  const scheduler: SchedulerLike = { now: () => local, schedule: asyncScheduler.schedule.bind(asyncScheduler) };
+  const timeoutMs = 100;
+  /** Two masters, by slot; the second one's clock 5 s ahead of the first's, far more than timeoutMs. */
+  const masters = [
+    { address: '127.0.0.1:7000', skew: 0 },
+    { address: '127.0.0.1:7001', skew: 5_000 },
+  ] as const;
+  const masterOf = (slot: number) => masters[slot < 8192 ? 0 : 1];
+  /** Each master's slack: how long before its deadline (ARGV[1]) each script reached it. */
+  let slack: Record<string, number[]>;
+  /** A master's answer to `EVALSHA sha numkeys keys… deadline …`: expired past the deadline (or a clock probe), else a grant. */
+  const answer = (args: readonly string[]): unknown[] => {
+    const master = masterOf(keySlot(args[3]!));
+    const time = local + master.skew;
+    const deadline = Number(args[3 + Number(args[2])]);
+    if (time > deadline) return [time, 'expired'];
+    slack[master.address]!.push(deadline - time);
+    return [time, 1, 0, 1];
+  };
+  const shapes = {
+    'node-redis createCluster': () => ({
+      getSlotMaster: (slot: number) => ({ address: masterOf(slot).address }),
+      sendCommand: async (_firstKey: string | undefined, _readonly: boolean | undefined, args: string[]) => answer(args),
+    }),
+    'ioredis Cluster': () => ({
+      isCluster: true,
+      slots: Array.from({ length: 16384 }, (_, slot) => [masterOf(slot).address]),
+      call: async (command: string, args: string[]) => answer([command, ...args]),
+    }),
+  };
+  for (const [shape, client] of Object.entries(shapes)) {
+    it(`${shape}: commands to either master, in turn, all run, each with exactly timeoutMs to reach it`, async () => {
+      slack = Object.fromEntries(masters.map((m) => [m.address, []]));
+      const limits = new RedisRateLimitStore({ client: client(), namespace: 'skew', timeoutMs, scheduler });
+      // a rate-limit key whose slot is on each master
+      const keys = masters.map((m) => Array.from({ length: 100 }, (_, i) => `openai-${i}`).find((k) => masterOf(keySlot(hashTag('skew', 'rl', k))) === m)!);
+      const outcomes: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        for (const key of keys) outcomes.push(await outcome(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ id: 'requests', limit: 100, periodMs: 60_000, cost: 1 }] })));
+      }
+      // (one estimate for the whole cluster: every command to the second master expired, and those to the first had 5 100 ms)
+      expect({ outcomes, slack }).to.deep.equal({ outcomes: Array(6).fill('answered'), slack: Object.fromEntries(masters.map((m) => [m.address, [timeoutMs, timeoutMs, timeoutMs]])) });
     });
   }
 });

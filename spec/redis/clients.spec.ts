@@ -7,7 +7,7 @@
  * and ioredis's cluster clients on a local 3-master Redis Cluster.
  */
 import { expect } from 'chai';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, forkJoin } from 'rxjs';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
@@ -35,6 +35,18 @@ async function nodeRedisCluster(servers: RedisClusterServers) {
   client.on('error', () => undefined);
   await client.connect();
   return client;
+}
+
+/**
+ * A rate-limit store that knows every master's clock (one estimate per master, each from a probe of
+ * its own): reservations on 100 keys, whose slots spread over every master, until they all answer.
+ * Without it, a contract case's first command to a master waits for that probe, and one cancelled
+ * meanwhile is never sent.
+ */
+async function warmedUp(limits: RedisRateLimitStore): Promise<RedisRateLimitStore> {
+  const reserve = (i: number) => limits.reserve({ key: `warm-up:${i}`, node: 'warm-up', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1_000, periodMs: 60_000, cost: 1 }] });
+  for (let i = 0; i < 20; i++) if (await firstValueFrom(forkJoin(Array.from({ length: 100 }, (_, j) => reserve(j)))).then(() => true, () => false)) break;
+  return limits;
 }
 
 /** An ioredis Cluster client, ready. */
@@ -151,6 +163,9 @@ describe('the Redis stores\' clients, by shape', () => {
       });
       // the script in every master's cache (each master learns it from its first EVAL)
       await firstValueFrom(breakers.sync('n', Array.from({ length: 100 }, (_, i) => `warm-up:${i}`)));
+      // each master's clock is its own: one probe of it (deadline 1, the script's only ARGV) per master
+      const probes = sent.filter((args) => args[0] === 'EVALSHA' && args.length === 4 + Number(args[2]) && args[3 + Number(args[2])] === '1');
+      expect(probes.length, 'one clock probe per master').to.equal(3);
       for (const n of [1, 10, 1000]) {
         const names = Array.from({ length: n }, (_, i) => `model:${n}:${i}`);
         sent.length = 0;
@@ -177,7 +192,7 @@ describe('the Redis stores\' clients, by shape', () => {
         });
         await firstValueFrom(breakers.sync('warm-up', ['warm-up']));
         await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
-        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'node-redis-cluster' }) };
+        return { breakers, limits: await warmedUp(new RedisRateLimitStore({ client, namespace: 'node-redis-cluster' })) };
       },
       async () => undefined,
     );
@@ -198,7 +213,7 @@ describe('the Redis stores\' clients, by shape', () => {
         // (the first commands may also come past their 100 ms deadline while connections open: until one answers)
         for (let i = 0; i < 20; i++) if (await firstValueFrom(breakers.sync('warm-up', Array.from({ length: 100 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
         await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
-        return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' }) };
+        return { breakers, limits: await warmedUp(new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' })) };
       },
       async () => undefined,
     );

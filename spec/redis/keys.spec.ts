@@ -3,11 +3,13 @@
  * breaker and per rate-limit key (so a fleet's keys spread over the cluster's slots instead of one
  * hot slot), every key a script touches passed in `KEYS` (none built inside Lua), all the keys of
  * one command in one slot; and what a sync costs in commands for 1, 10 and 1 000 breakers. Checked
- * on a real redis-server through a client that records every command the stores send.
+ * on a real redis-server through a client that records every command the stores send. And a
+ * key's Redis Cluster slot, as Redis computes it (keySlot).
  */
 import { expect } from 'chai';
 import { firstValueFrom, type Observable } from 'rxjs';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { hashTag, keySlot } from '../../src/redis/keys.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { hashTagOf, keysOf } from '../support/redisKeys.js';
 
@@ -81,5 +83,13 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
       expect(keysOf(sent[0]!), 'each breaker\'s verdict and node set').to.have.length(2 * n);
     }
     await breakers.close();
+  });
+});
+
+describe('keySlot: the Redis Cluster slot of a key', () => {
+  it('is what CLUSTER KEYSLOT answers (values read from redis-server 7.0), hash tags included', () => {
+    const slots = { '123456789': 12739, somekey: 11058, 'foo{hash_tag}': 2515, 'foo{}{bar}': 8363, 'foo{{bar}}zap': 4015, 'foo{bar}{zap}': 5061, '{skew:rl:openai}': 9427, 'é{ü}': 9552, '': 0 };
+    expect(Object.fromEntries(Object.keys(slots).map((key) => [key, keySlot(key)]))).to.deep.equal(slots);
+    expect(keySlot(`${hashTag('rxheal', 'b', 'model:gpt')}:votes`)).to.equal(keySlot(hashTag('rxheal', 'b', 'model:gpt')));
   });
 });

@@ -14,6 +14,7 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
 import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { hashTag } from '../../src/redis/keys.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
 import { outageCases } from '../support/outageCases.js';
@@ -81,6 +82,53 @@ describe('on a real redis-server', function () {
     },
     async () => undefined,
   );
+
+  it('a rate-limit script refused at a key midway (its slot mid-migration), then sent again, changes each limit once: adjust and reserve read every key before their first write', async () => {
+    const client = await connect();
+    // a slot mid-migration refuses a script at the first key it reaches that has moved, after what
+    // the script wrote before it (Lua has no rollback); here the real script is stopped at a key
+    // by its type (WRONGTYPE), and the refusal is the one Redis 7.0 gives mid-migration, after
+    // which the key is readable (it has "arrived"): Script.send sends the script again
+    let unreadable: string | undefined;
+    const refusing = {
+      sendCommand: async (args: string[]) => {
+        try {
+          return await client.sendCommand(args);
+        } catch (error) {
+          if (unreadable === undefined || !String((error as Error).message).includes('WRONGTYPE')) throw error;
+          await client.sendCommand(['DEL', unreadable]);
+          unreadable = undefined;
+          throw new Error('ERR Script attempted to access a non local key in a cluster node script: 0000, on @user_script:9.', { cause: error });
+        }
+      },
+    };
+    const limits = new RedisRateLimitStore({ client: refusing, namespace: 'refused', timeoutMs: 2_000 });
+    const key = fresh();
+    const tag = hashTag('refused', 'rl', key);
+    const requests = { id: 'requests', limit: 10, periodMs: 60_000 }; // one request is 6 000 ms of the limit
+    const tokens = { id: 'tokens', limit: 100, periodMs: 60_000 };
+    const tatOf = async (id: string): Promise<number> => Number(await client.get(`${tag}:${id}`));
+    const makeUnreadable = async (id: string): Promise<void> => {
+      unreadable = `${tag}:${id}`;
+      await client.sendCommand(['DEL', unreadable]); // (an arrival time of its own, if it has one: a string)
+      await client.sendCommand(['HSET', unreadable, 'moved', '1']);
+    };
+    await firstValueFrom(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ ...requests, cost: 5 }] }));
+    const reserved = await tatOf('requests');
+
+    // a cancel gives back one request and one token: the first limit's delta applied once
+    await makeUnreadable('tokens');
+    expect(await firstValueFrom(limits.adjust({ key, limits: [{ ...requests, delta: -1 }, { ...tokens, delta: -1 }] }))).to.equal(true);
+    expect(unreadable, 'the script was refused once').to.equal(undefined);
+    expect(reserved - (await tatOf('requests')), 'one request given back, not two').to.equal(6_000);
+
+    // a reservation of both: the request reserved once
+    await makeUnreadable('tokens');
+    const before = await tatOf('requests');
+    expect(await firstValueFrom(limits.reserve({ key, node: 'a', maxWaitMs: 600_000, limits: [{ ...requests, cost: 1 }, { ...tokens, cost: 1 }] }))).to.include({ granted: true });
+    expect(unreadable, 'the script was refused once').to.equal(undefined);
+    expect((await tatOf('requests')) - before, 'one request reserved, not two').to.equal(6_000);
+  });
 
   it('rateLimit: calls cancelled while their reservations are in flight give back what Redis reserved (2/min: two cancelled at once, the third starts at once)', async function () {
     this.timeout(10_000);

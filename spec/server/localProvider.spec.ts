@@ -642,6 +642,9 @@ describe('local provider', () => {
         expect(server.faults.list().map((f) => f.id)).to.deep.equal(['limit', 'off']);
         expect((await admin('/admin/faults/off', { method: 'DELETE' })).status).to.equal(200);
         expect((await admin('/admin/faults/off', { method: 'DELETE' })).status).to.equal(404);
+        // an id that is not valid percent-encoding: a 400 naming it, not a 500
+        const garbled = await admin('/admin/faults/%E0', { method: 'DELETE' });
+        expect([garbled.status, await garbled.json()]).to.deep.equal([400, { error: { message: "Invalid fault id: '%E0' is not a valid percent-encoded id." } }]);
         expect(await (await admin('/admin/faults', { method: 'DELETE' })).json()).to.deep.equal({ faults: [] });
         expect(server.faults.list()).to.deep.equal([]);
       });

@@ -193,5 +193,16 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       expect(badItem.status).to.equal(400);
       expect(await badItem.json()).to.have.nested.property('error.message').that.contains('computer_call_output');
     });
+
+    it("an id that is not valid percent-encoding (GET /v1/responses/%E0, …/cancel): a 400 in the API's shape, not a 500", async () => {
+      const body = { error: { message: "Invalid 'response_id': '%E0' is not a valid percent-encoded id.", type: 'invalid_request_error', param: null, code: null } };
+      for (const [path, method] of [['/responses/%E0', 'GET'], ['/responses/%E0?stream=true', 'GET'], ['/responses/%E0/cancel', 'POST']] as const) {
+        const response = await fetch(`${server.openAIBaseURL}${path}`, { method });
+        expect([response.status, await response.json()], `${method} ${path}`).to.deep.equal([400, body]);
+      }
+      // a well-formed id still reads as one: escaped, unknown, 404
+      const unknown = await fetch(`${server.openAIBaseURL}/responses/resp%5Fnope`);
+      expect([unknown.status, await unknown.json()]).to.deep.equal([404, { error: { message: "Response with id 'resp_nope' not found.", type: 'invalid_request_error', param: null, code: null } }]);
+    });
   });
 });

@@ -13,7 +13,7 @@ import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import type { FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { RedisBreakerStore } from '../../src/redis/index.js';
-import { hashTag } from '../../src/redis/client.js';
+import { hashTag } from '../../src/redis/keys.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);

@@ -68,7 +68,7 @@ export function circuitBreak<T>(
 export function underBreaker<T>(source: Observable<T>, breaker: CircuitBreaker, hub: HealHub | undefined): Observable<T> {
   // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
   // the same rules, so a call costs one subscriber instead of two
-  const underPermit = RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
+  const underPermit = permitRunner(source);
   return new Observable<T>((subscriber) => subscribeUnderBreaker(source, underPermit, subscriber, breaker, hub));
 }
 
@@ -89,9 +89,25 @@ export function subscribeUnderBreaker<T>(
 ): void {
   const permit = admit(breaker, subscriber, hub);
   if (permit === undefined) return;
+  runUnderPermit(source, underPermit, subscriber, permit);
+}
+
+/**
+ * One call admitted already (`permit`, from `breaker.acquire()`): `source` runs under it (by its
+ * own {@link RUN_UNDER_PERMIT} protocol when it has one, `underPermit`), which settles it by
+ * `circuitBreak`'s rules. For `hedge`, which asks a hedge's breaker before spending a token on it.
+ *
+ * @internal
+ */
+export function runUnderPermit<T>(source: Observable<T>, underPermit: RunsUnderPermit<T> | undefined, subscriber: Subscriber<T>, permit: CircuitPermit): void {
   if (underPermit) underPermit[RUN_UNDER_PERMIT](subscriber, permit);
   // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
   else source.subscribe(new PermitSubscriber(subscriber, permit));
+}
+
+/** What runs `source` under a permit of its own protocol: `source` itself when it has one ({@link RUN_UNDER_PERMIT}). @internal */
+export function permitRunner<T>(source: Observable<T>): RunsUnderPermit<T> | undefined {
+  return RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
 }
 
 /**

@@ -1,19 +1,21 @@
 import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
-import { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
+import { CircuitBreaker, type CircuitPermit } from '../core/breaker/CircuitBreaker.js';
+import type { RunsUnderPermit } from '../core/circuit/permit.js';
 import { classifyError } from '../core/errors/classify.js';
-import { InvalidOptionError } from '../core/errors/errors.js';
+import { CircuitOpenError, InvalidOptionError } from '../core/errors/errors.js';
 import { check, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import type { HedgeEvent } from '../core/events/events.js';
 import { defaultHub, type HealHub } from '../core/hub/hub.js';
 import { isDeadlineSource, type DeadlineSource } from '../core/latency/deadline.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { after } from '../core/rx/wait.js';
-import { underBreaker } from './circuitBreak.js';
+import { permitRunner, runUnderPermit, subscribeUnderBreaker } from './circuitBreak.js';
 import { HedgeBudget } from './hedgeBudget.js';
 
 /**
- * One hedge's call: what it subscribes, its name in events, and its breaker (an open one is
- * skipped; a closed one guards the call, as `circuitBreak` does).
+ * One hedge's call: what it subscribes, its name in events, and its breaker (one that would
+ * refuse it — open, or half-open with every probe slot taken — is skipped; otherwise it guards
+ * the call, as `circuitBreak` does).
  *
  * @example
  * ```ts
@@ -25,7 +27,7 @@ export interface HedgeAttempt<T> {
   readonly source: Observable<T>;
   /** Its name in `hedge` events. Defaults to the operator's `target`. */
   readonly target?: string;
-  /** Its breaker: while open, the hedge is not started (`skipped`); otherwise it runs under it. */
+  /** Its breaker: while it would refuse the hedge (open, or half-open with no probe slot free), the hedge is not started (`skipped`); otherwise it runs under it. */
   readonly breaker?: CircuitBreaker;
 }
 
@@ -83,9 +85,10 @@ const props = {
   scheduler: Scheduler,
 };
 
-/** A hedge's call, resolved once. */
+/** A hedge's call, resolved once: `source` is run under `breaker` (by its own protocol, `underPermit`, when it has one). */
 interface Candidate<T> {
   readonly source: Observable<T>;
+  readonly underPermit: RunsUnderPermit<T> | undefined;
   readonly target: string;
   readonly breaker: CircuitBreaker | undefined;
 }
@@ -101,11 +104,14 @@ interface Candidate<T> {
  * - **Budget**: each call puts `budget.ratio` tokens in, each hedge takes one; without a whole
  *   token the hedge is not started (`denied`), so a provider slow for everyone gets at most that
  *   share more calls.
- * - **Breakers**: a hedge whose breaker is open is not started (`skipped`; the next of `hedges`
- *   is tried in its place, with the same token); one that is closed guards its hedge.
+ * - **Breakers**: a hedge whose breaker would refuse it — open, or half-open with every probe
+ *   slot taken — is not started (`skipped`; the next of `hedges` is tried in its place, with the
+ *   same token); otherwise the breaker guards its hedge (a half-open one's hedge is a probe).
  * - **Failures**: an attempt that fails while another runs does not fail the call (`failed`);
  *   when the last one running fails, the call fails with its error (a hedge is not a retry:
- *   compose `retryWithBackoff` around it). After the win, the winner's error is the call's.
+ *   compose `retryWithBackoff` around it). After the win, the winner's error is the call's. A
+ *   crossed run budget (`BudgetExceededError`, a hedge refused by `streamModel`) fails the call
+ *   at once, every other attempt cancelled: the run ends with it.
  * - Events on `hub`, once a hedge was started: `started`, `won`, `cancelled` (the losers, or all
  *   when the consumer leaves), `failed`, `skipped`, `denied`.
  *
@@ -140,7 +146,7 @@ export function hedge<T>(options: HedgeOptions<T>): MonoTypeOperatorFunction<T> 
   const target = o.target ?? 'hedge';
   const hub = (o.hub as HealHub | undefined) ?? defaultHub()?.hub;
   const breaker = o.breaker;
-  const hedges = (o.hedges ?? []).map((h, i): Omit<Candidate<T>, 'source'> & { source: Observable<T> } => {
+  const hedges = (o.hedges ?? []).map((h, i): Omit<Candidate<T>, 'underPermit'> => {
     if (h instanceof Observable) return { source: h as Observable<T>, target, breaker: undefined };
     const attempt = h as HedgeAttempt<T> | undefined;
     if (typeof attempt !== 'object' || attempt === null || !(attempt.source instanceof Observable)) {
@@ -162,8 +168,8 @@ export function hedge<T>(options: HedgeOptions<T>): MonoTypeOperatorFunction<T> 
     scheduler: o.scheduler ?? asyncScheduler,
   };
   return (source) => {
-    const own: Candidate<T> = { source: breaker ? underBreaker(source, breaker, hub) : source, target, breaker };
-    const list: Candidate<T>[] = hedges.length === 0 ? [own] : hedges.map((h) => ({ ...h, source: h.breaker ? underBreaker(h.source, h.breaker, hub) : h.source }));
+    const own: Candidate<T> = { source, underPermit: permitRunner(source), target, breaker };
+    const list: Candidate<T>[] = hedges.length === 0 ? [own] : hedges.map((h) => ({ ...h, underPermit: permitRunner(h.source) }));
     return new Observable<T>((subscriber) => new HedgeRace(subscriber, own, list, rules).start());
   };
 }
@@ -213,12 +219,18 @@ class HedgeRace<T> {
     this.cancelAll(-1);
   }
 
-  private run(candidate: Candidate<T>, attempt: number): void {
+  /**
+   * Starts an attempt: under `permit` (a hedge's, asked for before its token was spent), else
+   * under its breaker, asked now (the first attempt: a refusal is the call's error), else as is.
+   */
+  private run(candidate: Candidate<T>, attempt: number, permit?: CircuitPermit): void {
     this.started++;
     this.lastStart = this.rules.scheduler.now();
     const inner = new AttemptSubscriber<T>(this, attempt, candidate.target);
     this.running.set(attempt, inner);
-    candidate.source.subscribe(inner);
+    if (permit) runUnderPermit(candidate.source, candidate.underPermit, inner, permit);
+    else if (candidate.breaker) subscribeUnderBreaker(candidate.source, candidate.underPermit, inner, candidate.breaker, this.rules.hub);
+    else candidate.source.subscribe(inner);
     // armed after subscribing: an attempt that won (or failed last) at once needs no wait
     if (!this.over && this.winner === -1 && inner === this.running.get(attempt)) this.arm();
   }
@@ -245,7 +257,11 @@ class HedgeRace<T> {
     this.timer = undefined;
   }
 
-  /** The wait is over with no item yet: the next hedge, unless its breakers are open or the budget is spent. */
+  /**
+   * The wait is over with no item yet: the next hedge, unless the budget is spent or its breaker
+   * would refuse it — open, or half-open with every probe slot taken (skipped: the next of the
+   * list takes its place, and the token goes back).
+   */
   onTimer(): void {
     this.timer = undefined;
     if (this.over || this.winner !== -1) return;
@@ -255,14 +271,24 @@ class HedgeRace<T> {
       const last = this.cursor >= this.hedges.length - 1;
       const candidate = this.hedges[Math.min(this.cursor, this.hedges.length - 1)]!;
       if (!last) this.cursor++;
-      if (candidate.breaker?.state === 'open') {
+      const { breaker } = candidate;
+      // open: skipped without touching the budget (nor asking for a permit)
+      if (breaker?.state === 'open') {
         this.report('skipped', attempt, candidate.target);
         if (last) return;
         continue;
       }
+      // the token first: a hedge the budget denies takes no half-open probe slot
       if (!this.rules.budget.withdraw()) return this.report('denied', attempt, candidate.target);
+      const permit = breaker?.acquire();
+      if (permit instanceof CircuitOpenError) {
+        this.rules.budget.refund();
+        this.report('skipped', attempt, candidate.target);
+        if (last) return;
+        continue;
+      }
       this.report('started', attempt, candidate.target, { afterMs: waited });
-      return this.run(candidate, attempt);
+      return this.run(candidate, attempt, permit);
     }
   }
 
@@ -283,7 +309,8 @@ class HedgeRace<T> {
   failed(inner: AttemptSubscriber<T>, error: unknown): void {
     if (this.over) return;
     this.running.delete(inner.attempt);
-    if (this.winner === inner.attempt || this.running.size === 0) return this.fail(error);
+    // a crossed run budget ends the call (the run ends with it): the other attempts are not awaited
+    if (this.winner === inner.attempt || this.running.size === 0 || classifyError(error).category === 'budget_exceeded') return this.fail(error);
     this.report('failed', inner.attempt, inner.target, { category: classifyError(error).category });
   }
 

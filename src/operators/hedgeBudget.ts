@@ -72,4 +72,17 @@ export class HedgeBudget {
     this.left = Math.max(0, this.left - 1);
     return true;
   }
+
+  /**
+   * A token withdrawn for a hedge that was then not started (its breaker refused it) goes back,
+   * up to `maxTokens`.
+   *
+   * @example
+   * ```ts
+   * if (budget.withdraw() && !start()) budget.refund(); // the bucket holds what it held before
+   * ```
+   */
+  refund(): void {
+    this.left = Math.min(this.maxTokens, this.left + 1);
+  }
 }

@@ -4,7 +4,7 @@
  * time is Redis `TIME`, read inside the script; deadlines leave as remaining ms. Changes are
  * published on `<namespace>:fleet`; nodes also poll every `pollMs`.
  *
- * Keys: one hash tag per breaker, `{ns:b:<name>}` (`hashTag` in `./client.ts`; `<name>` the
+ * Keys: one hash tag per breaker, `{ns:b:<name>}` (`hashTag` in `./keys.ts`; `<name>` the
  * breaker's name as one key part: `%`, `:` and braces escaped, so no two names share a key or a
  * tag), so a fleet's breakers spread over a Redis Cluster's slots: `{ns:b:<name>}` (a hash: `gen`,
  * `state`, `reason`, `until`, `lease_node`, `lease_until`), `{ns:b:<name>}:votes` and
@@ -19,7 +19,8 @@ import { asyncScheduler, forkJoin, map, type Observable, Subject, type Scheduler
 import { type BreakerStore, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum, FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import { fleetNode } from '../core/fleet/fleet.js';
-import { clientOption, hashTag, isSubscriber, listenerSubscriber, num, Script, type RedisClientLike, type ChannelSubscriber, type RedisSubscriberLike } from './client.js';
+import { clientOption, isSubscriber, listenerSubscriber, num, Script, type RedisClientLike, type ChannelSubscriber, type RedisSubscriberLike } from './client.js';
+import { hashTag } from './keys.js';
 
 const BREAKER_SCRIPT = `
 local channel = ARGV[2]

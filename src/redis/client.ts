@@ -1,7 +1,7 @@
 /**
  * What the Redis stores need of a client, and how they run their Lua scripts: `EVALSHA` with
  * `EVAL` when the script cache was lost (a restart), the server's clock read from every reply
- * (each script returns Redis `TIME`), and a deadline on every command in server time — from the
+ * (each script returns Redis `TIME`; on a cluster, each master's clock from its own replies), and a deadline on every command in server time — from the
  * first one on: before any reply, a probe of the clock goes first — so a command that reaches
  * Redis after its caller gave up (a stalled server, `CLIENT PAUSE`) changes nothing.
  *
@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { after } from '../core/rx/wait.js';
+import { keySlot } from './keys.js';
 
 /**
  * node-redis's single client (`createClient()`, v5 or v6): one command as an array of strings.
@@ -103,6 +104,12 @@ export interface Commands {
   readonly cluster: boolean;
   /** Sends `args` (`[name, …]`); `firstKey` routes it on a cluster. */
   send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
+  /**
+   * The server a command with this first key goes to now, as the client routes it (a cluster's
+   * master of the key's slot: its `host:port`, or the slot when the client does not say): each
+   * has its own clock. Absent: one server (or a Sentinel's primary), one clock.
+   */
+  server?(firstKey: string | undefined): string;
 }
 
 const isFunction = (u: unknown): boolean => typeof u === 'function';
@@ -154,11 +161,13 @@ export function clientOption(target: string, client: unknown): Commands {
 export function commandsOf(client: RedisClientLike): Commands {
   if (isFunction(field(client, 'call'))) {
     const c = client as RedisCallClient;
-    return { cluster: c.isCluster === true, send: (_firstKey, [command, ...args]) => c.call(command!, args) };
+    const send: Commands['send'] = (_firstKey, [command, ...args]) => c.call(command!, args);
+    // ioredis's Cluster: `slots[slot]` lists the slot's nodes, its master first (`host:port`)
+    return c.isCluster === true ? { cluster: true, send, server: masterBy((slot) => field(field(c, 'slots'), String(slot)), (nodes) => field(nodes, '0')) } : { cluster: false, send };
   }
   if (isFunction(field(client, 'getSlotMaster'))) {
     const c = client as RedisClusterSendCommandClient;
-    return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]) };
+    return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]), server: masterBy((slot) => c.getSlotMaster(slot), (master) => field(master, 'address')) };
   }
   if (isFunction(field(client, 'getMasterNode'))) {
     const c = client as RedisSentinelSendCommandClient;
@@ -166,6 +175,24 @@ export function commandsOf(client: RedisClientLike): Commands {
   }
   const c = client as RedisSendCommandClient;
   return { cluster: false, send: (_firstKey, args) => c.sendCommand([...args]) };
+}
+
+/**
+ * A cluster client's {@link Commands.server}: the master of a key's slot, by the client's map of
+ * slots (`nodesOf(slot)`, then its `host:port`, `addressOf`) — or the slot itself while the client
+ * has no map (before its first connection): a name that is never a master's.
+ */
+function masterBy(nodesOf: (slot: number) => unknown, addressOf: (nodes: unknown) => unknown): (firstKey: string | undefined) => string {
+  return (firstKey) => {
+    const slot = keySlot(firstKey ?? '');
+    let address: unknown;
+    try {
+      address = addressOf(nodesOf(slot));
+    } catch {
+      address = undefined;
+    }
+    return typeof address === 'string' ? address : `slot ${slot}`;
+  };
 }
 
 /**
@@ -319,15 +346,16 @@ function messageOf(error: unknown): string {
  * past its deadline. Every command carries a deadline, the first one included: until a reply has
  * shown Redis's clock, a command waits for a probe of it (the script sent with a deadline already
  * past, which the prelude turns away before anything runs), and one whose deadline passed
- * meanwhile is never sent.
+ * meanwhile is never sent. On a cluster each master's clock is its own (they may differ by more
+ * than `timeoutMs`): one estimate per master, from its own replies, and a probe of each.
  */
 export class Script {
   private readonly source: string;
   private readonly sha: string;
-  /** Server time minus local time, from the last reply (undefined before any). */
-  private offset: number | undefined;
-  /** The probe of Redis's clock under way, while there is no offset yet. */
-  private clock: Promise<void> | undefined;
+  /** Per server ({@link Commands.server}; `''` for one server): its time minus local time, from its last reply. */
+  private readonly offsets = new Map<string, number>();
+  /** Per server: the probe of its clock under way, while there is no offset for it yet. */
+  private readonly clocks = new Map<string, Promise<number>>();
 
   constructor(
     private readonly client: Commands,
@@ -350,11 +378,12 @@ export class Script {
       let live = true;
       const calledAt = this.scheduler.now();
       const call = async (): Promise<unknown[] | undefined> => {
-        if (this.offset === undefined) await this.learnClock(keys);
+        const server = this.client.server?.(keys[0]) ?? '';
+        const offset = this.offsets.get(server) ?? (await this.learnClock(server, keys));
         if (!live) return undefined;
         if (this.scheduler.now() - calledAt > this.timeoutMs) throw new ExpiredCommandError('the command was not sent: Redis\'s clock arrived after its deadline');
-        const deadline = Math.ceil(calledAt + this.offset! + this.timeoutMs);
-        const reply = this.read(await this.send(keys, [String(deadline), ...args.map(String)]));
+        const deadline = Math.ceil(calledAt + offset + this.timeoutMs);
+        const reply = this.read(server, await this.send(keys, [String(deadline), ...args.map(String)]));
         if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');
         return reply.slice(1);
       };
@@ -374,22 +403,35 @@ export class Script {
     });
   }
 
-  /** Checks a reply's leading time and keeps the clock offset it shows. */
-  private read(reply: unknown): unknown[] {
+  /**
+   * Checks a reply's leading time and keeps the clock offset it shows, as `server`'s (where the
+   * command was routed; a command redirected to another master mid-migration misattributes one
+   * reply, which that master's next reply corrects).
+   */
+  private read(server: string, reply: unknown): unknown[] {
     if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error(`unexpected reply from Redis: ${String(reply)}`);
-    this.offset = reply[0] - this.scheduler.now();
+    this.offsets.set(server, reply[0] - this.scheduler.now());
     return reply;
   }
 
-  /** Redis's clock, from a probe that cannot run the script (deadline 1: long past); one at a time, again after a failure. */
-  private learnClock(keys: readonly string[]): Promise<void> {
-    return (this.clock ??= this.send(keys, ['1']).then(
-      (reply) => void this.read(reply),
-      (error: unknown) => {
-        this.clock = undefined;
-        throw error;
-      },
-    ));
+  /** `server`'s clock offset, from a probe that cannot run the script (deadline 1: long past); one at a time per server, again after a failure. */
+  private learnClock(server: string, keys: readonly string[]): Promise<number> {
+    let clock = this.clocks.get(server);
+    if (clock === undefined) {
+      clock = this.send(keys, ['1']).then(
+        (reply) => {
+          this.clocks.delete(server);
+          this.read(server, reply);
+          return this.offsets.get(server)!;
+        },
+        (error: unknown) => {
+          this.clocks.delete(server);
+          throw error;
+        },
+      );
+      this.clocks.set(server, clock);
+    }
+    return clock;
   }
 
   /**
@@ -420,42 +462,6 @@ export class Script {
       }
     }
   }
-}
-
-/**
- * A name as one part of a Redis key (a breaker's name, a rate limiter's key, a limit's id): the
- * one rule both stores build their keys with. `%`, `:`, `{` and `}` are percent-escaped (`%25`,
- * `%3A`, `%7B`, `%7D`), so an escaped name holds no `:` and no brace, and a key — the hash tag
- * (see {@link hashTag}) and fixed suffixes (`:votes`, `:nodes`, `:<limit id>`), joined by `:` —
- * reads back one way: no two names ever share a key (the breaker `tool:x:votes` is not `tool:x`'s
- * vote set), nor a hash tag. Names with none of these characters keep their text as it is.
- *
- * @example
- * ```ts
- * keyPart('tool:x:votes'); // 'tool%3Ax%3Avotes'
- * keyPart('gpt-4o'); // 'gpt-4o'
- * ```
- */
-export function keyPart(name: string): string {
-  return name.replace(/[%:{}]/g, (c) => ESCAPES[c]!);
-}
-const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
-
-/**
- * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`) or one rate-limit key (`rl`),
- * which begins every key of it. Redis Cluster hashes only the text inside the braces, so all the
- * keys of one breaker (its verdict, votes, node set) share one slot — one script may touch them
- * all — while two breakers' keys spread over the cluster's slots (no one hot slot for a whole
- * fleet). The name is one {@link keyPart} (no `:`, no brace) and the namespace has no `}`, so the
- * tag ends where it should and reads back one way.
- *
- * @example
- * ```ts
- * hashTag('rxheal', 'b', 'model:gpt-4o'); // '{rxheal:b:model%3Agpt-4o}'
- * ```
- */
-export function hashTag(namespace: string, kind: 'b' | 'rl', name: string): string {
-  return `{${namespace}:${kind}:${keyPart(name)}}`;
 }
 
 /** A reply field as a number (Redis integers arrive as numbers, bulk strings as strings). */

@@ -2,7 +2,7 @@
  * `RedisRateLimitStore`: shared rate limits on Redis, the GCRA of `MemoryRateLimitStore`
  * (`src/core/rate-limit/rateLimitStore.ts`) in one Lua script, on Redis `TIME`.
  *
- * Keys: one hash tag per rate-limit key, `{ns:rl:<key>}` (`hashTag` in `./client.ts`; `<key>`
+ * Keys: one hash tag per rate-limit key, `{ns:rl:<key>}` (`hashTag` in `./keys.ts`; `<key>`
  * and `<limit id>` each one key part, `keyPart`: `%`, `:` and braces escaped, so no two keys or
  * ids share a key), so a fleet's keys spread over a Redis Cluster's slots: `{ns:rl:<key>}` (node
  * → last reservation) and `{ns:rl:<key>}:<limit id>` (the limit's theoretical arrival time,
@@ -14,7 +14,8 @@ import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
 import { validateOptions } from '../core/errors/options.js';
 import { redisStoreProps } from './breakerStore.js';
-import { clientOption, hashTag, keyPart, num, Script, type RedisClientLike } from './client.js';
+import { clientOption, num, Script, type RedisClientLike } from './client.js';
+import { hashTag, keyPart } from './keys.js';
 
 const RATE_LIMIT_SCRIPT = `
 -- KEYS: the key's node set, then one key per limit (its theoretical arrival time), in ARGV's order
@@ -41,9 +42,12 @@ if op == 'reserve' then
   end
   return {now, granted, math.ceil(wait), live}
 end
+-- every key read before the first write: a refusal midway (a slot mid-migration) has written nothing, so sending it again applies each delta once
+local tats = {}
+for i = 1, #KEYS - 1 do tats[i] = tatOf(i) end
 for i = 1, #KEYS - 1 do
   local limit, period, delta, floor = tonumber(ARGV[i * 4 - 1]), tonumber(ARGV[i * 4]), tonumber(ARGV[i * 4 + 1]), ARGV[i * 4 + 2]
-  local tat = math.max(now, tatOf(i) + delta * period / limit)
+  local tat = math.max(now, tats[i] + delta * period / limit)
   if floor ~= '' then tat = math.max(tat, now + tonumber(floor)) end
   store(i, tat)
 end

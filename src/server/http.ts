@@ -1,7 +1,7 @@
 /**
  * The local provider's HTTP plumbing, shared by its admin routes and its model endpoints: a JSON
- * response, and a request's JSON body read within a size limit (413 past it, 400 when it is not
- * JSON). Node only.
+ * response, a request's JSON body read within a size limit (413 past it, 400 when it is not
+ * JSON), and an id in a path decoded. Node only.
  *
  * @module
  */
@@ -51,4 +51,35 @@ export async function readJson(req: IncomingMessage, maxBodyBytes: number): Prom
   } catch {
     throw new BadRequest('the body is not valid JSON');
   }
+}
+
+/**
+ * A path segment (an id in `/v1/responses/{id}`, `/admin/faults/{id}`) percent-decoded, or
+ * `undefined` when it is not valid percent-encoding (`%E0`: no UTF-8 character), which
+ * `decodeURIComponent` throws on: the route answers 400 then.
+ *
+ * @example
+ * ```ts
+ * pathSegment('resp%5F1'); // 'resp_1'
+ * pathSegment('%E0'); // undefined
+ * ```
+ */
+export function pathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a path segment that {@link pathSegment} refused is not an id, for a 400: `what` names the id.
+ *
+ * @example
+ * ```ts
+ * badSegment("Invalid 'response_id'", '%E0'); // "Invalid 'response_id': '%E0' is not a valid percent-encoded id."
+ * ```
+ */
+export function badSegment(what: string, segment: string): string {
+  return `${what}: '${segment}' is not a valid percent-encoded id.`;
 }

@@ -21,7 +21,7 @@ import { scriptedAssistant, type Assistant } from './assistant.js';
 import { BackgroundResponses } from './backgroundResponses.js';
 import { FaultController, TimerDelayMs, type Fault } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
-import { json, readJson } from './http.js';
+import { badSegment, json, pathSegment, readJson } from './http.js';
 import { answerModelCall, type ModelEndpoint } from './modelEndpoint.js';
 import { BadRequest, errorBody, isRecord, sse } from './protocols.js';
 import { RequestLog, type MutableRequest, type ProviderActivity, type RecordedRequest } from './requests.js';
@@ -300,7 +300,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     }
     const one = /^\/admin\/faults\/([^/]+)$/.exec(path);
     if (one !== null && method === 'DELETE') {
-      const id = decodeURIComponent(one[1] ?? '');
+      const id = pathSegment(one[1] ?? '');
+      if (id === undefined) return json(res, 400, { error: { message: badSegment('Invalid fault id', one[1] ?? '') } });
       return faults.remove(id) ? json(res, 200, { faults: faults.list() }) : json(res, 404, { error: { message: `no fault with id ${JSON.stringify(id)}` } });
     }
     return json(res, 404, { error: { message: `no route for ${method} ${path}` } });
@@ -354,7 +355,11 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         return answerModelCall(endpoint, req, res, 'responses', path);
       }
       const stored = /^\/(?:v1\/)?responses\/([^/]+)(\/cancel)?$/.exec(path);
-      if (stored !== null) return storedResponse(req, res, decodeURIComponent(stored[1] ?? ''), stored[2] !== undefined);
+      if (stored !== null) {
+        const id = pathSegment(stored[1] ?? '');
+        if (id === undefined) return json(res, 400, errorBody('responses', 400, badSegment("Invalid 'response_id'", stored[1] ?? '')));
+        return storedResponse(req, res, id, stored[2] !== undefined);
+      }
       if (path === '/v1/messages') {
         if (req.method !== 'POST') return json(res, 405, errorBody('anthropic', 405, 'use POST'), { allow: 'POST' });
         return answerModelCall(endpoint, req, res, 'anthropic', path);

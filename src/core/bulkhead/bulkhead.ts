@@ -98,6 +98,8 @@ export class Bulkhead {
   private readonly running = new Set<BulkheadEntrant>();
   /** Waiting calls in arrival order (a Map keeps it, and removes one in O(1)). */
   private readonly queue = new Map<BulkheadEntrant, Waiting>();
+  /** Whether {@link admitNext}'s loop is running (a call it admitted is leaving from inside it). */
+  private draining = false;
 
   constructor(options?: BulkheadOptions) {
     const o = validateOptions('Bulkhead', bulkheadOptionProps, options);
@@ -157,15 +159,26 @@ export class Bulkhead {
     this.admitNext();
   }
 
-  /** Fills free slots from the head of the queue (a call admitted may leave at once: the loop goes on). */
+  /**
+   * Fills free slots from the head of the queue, in one loop: a call admitted may leave at once
+   * (a cached answer), and its `leave` only frees its slot — this loop, already running below it
+   * on the stack, hands that slot on. Handing it on from inside `leave` would nest one stack
+   * frame per waiting call, and a long queue would overflow the stack midway, stranding the rest.
+   */
   private admitNext(): void {
-    while (this.running.size < this.maxConcurrent && this.queue.size > 0) {
-      const [entrant, waiting] = this.queue.entries().next().value as [BulkheadEntrant, Waiting];
-      this.queue.delete(entrant);
-      waiting.timer?.unsubscribe();
-      this.running.add(entrant);
-      this.report('admitted', this.scheduler.now() - waiting.since);
-      entrant.admit();
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.running.size < this.maxConcurrent && this.queue.size > 0) {
+        const [entrant, waiting] = this.queue.entries().next().value as [BulkheadEntrant, Waiting];
+        this.queue.delete(entrant);
+        waiting.timer?.unsubscribe();
+        this.running.add(entrant);
+        this.report('admitted', this.scheduler.now() - waiting.since);
+        entrant.admit();
+      }
+    } finally {
+      this.draining = false;
     }
   }
 
