@@ -84,9 +84,11 @@ export interface FromMcpOptions {
   readonly hub?: HealHub;
   /**
    * Makes a fresh transport (e.g. `() => new StdioClientTransport({ command, args })`): a broken
-   * connection (the process exited, the connection failed, the session expired) is replaced by the
-   * next call the breaker admits, with {@link McpReconnectBackoff} between failed attempts. Without
-   * one, a broken connection stays broken (every call fails with `McpConnectionError`).
+   * connection (its transport closed — the process exited, mid-call or between calls — or the
+   * session expired) is replaced by the next call the breaker admits, before that call is sent,
+   * with {@link McpReconnectBackoff} between failed attempts. A network error of one HTTP exchange
+   * is not a broken connection: the calls in flight keep their session, the next call goes out on
+   * it. Without a factory, a closed transport stays closed (every call fails with `McpConnectionError`).
    */
   readonly reconnect?: McpTransportFactory;
   /** Waits between failed reconnection attempts. */
@@ -307,8 +309,9 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  * - **One breaker per server** (`mcp:<id>`): while open, calls fail at once with
  *   `CircuitOpenError` and, with `capabilities`, the tools are unavailable (the model is told) until
  *   a probe succeeds.
- * - **Reconnection** with `reconnect` (a transport factory): a broken connection is replaced by
- *   the next admitted call, with backoff between failed attempts and no cap; an expired
+ * - **Reconnection** with `reconnect` (a transport factory): a broken connection (a closed
+ *   transport, an expired session — not one HTTP exchange's network error) is replaced by the next
+ *   admitted call before it is sent, with backoff between failed attempts and no cap; an expired
  *   Streamable-HTTP session (404) is re-initialised and an idempotent call made once more (any other
  *   fails with {@link McpSessionExpiredError}: not run, never silently lost).
  *
