@@ -65,6 +65,18 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     expect((await stats()).calls['get_weather'] ?? 0).to.equal(before);
   });
 
+  it('a tool whose inputSchema does not compile is refused alone, named; the rest of the listing stands', async () => {
+    const c = await connect({ MCP_BAD_SCHEMA: '1' });
+    const tools = await fromMcp(c);
+    expect(tools.map((t) => t.name)).to.include.members(['echo', 'broken']);
+    expect(await run(tools, 'echo', { text: 'fine' })).to.equal('fine');
+    const error = await failure(run(tools, 'broken', { a: 1 }));
+    expect(error).to.be.instanceOf(ToolError);
+    expect((error as ToolError).phase).to.equal('validate');
+    expect((error as ToolError).message).to.match(/'broken'/).and.match(/inputSchema does not compile/).and.match(/can't resolve reference #\/\$defs\/missing/);
+    expect((await stats(c)).calls['broken'], 'never sent').to.equal(undefined);
+  });
+
   it('a success is structuredContent when present, else the text of the content', async () => {
     const tools = await fromMcp(client);
     expect(await run(tools, 'get_weather', { city: 'Paris', units: 'celsius' })).to.deep.equal({ city: 'Paris', temperature: 18, units: 'celsius' });

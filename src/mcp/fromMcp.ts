@@ -170,6 +170,20 @@ function schemaCodec(toolName: string, validate: (input: unknown) => { valid: bo
   return codec;
 }
 
+/**
+ * The validator of one tool's schema. A schema that does not compile (a `$ref` to nowhere, a bad
+ * `type`, a validator that throws) refuses every call of that tool alone, saying why: the rest of
+ * the listing stands, and the server never sees arguments nobody could check.
+ */
+function compiled(validator: McpSchemaValidator, schema: McpToolInfo['inputSchema']): (input: unknown) => { valid: boolean; errorMessage?: string | undefined } {
+  try {
+    return validator.getValidator(schema as never);
+  } catch (error) {
+    const errorMessage = `its inputSchema does not compile (${error instanceof Error ? error.message : String(error)}): the call is refused`;
+    return () => ({ valid: false, errorMessage });
+  }
+}
+
 /** A successful result as the tool's value: `structuredContent` when present, else its text (or its content, if not all text). */
 function resultValue(tool: string, result: { readonly [key: string]: unknown }): unknown {
   const content = Array.isArray(result['content']) ? (result['content'] as { type?: unknown; text?: unknown }[]) : [];
@@ -249,7 +263,7 @@ export class McpToolset {
   private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {
     const idempotent = isIdempotentTool(info);
     const name = this.prefix + info.name;
-    const validate = validator.getValidator(info.inputSchema as never);
+    const validate = compiled(validator, info.inputSchema);
     return {
       name,
       description: info.description ?? '',
