@@ -210,6 +210,8 @@ export class McpToolset {
   private validator: McpSchemaValidator | undefined;
   /** The tools of the last listing, by their MCP name. */
   listed: ReadonlyMap<string, ListedTool> = new Map();
+  /** Listings begun: only the newest one's answer (or failure) counts. */
+  private listings = 0;
 
   constructor(
     private readonly link: McpLink,
@@ -219,8 +221,24 @@ export class McpToolset {
     this.validator = validator;
   }
 
-  /** `tools/list`, every page, as rxheal tools. */
-  async list(): Promise<Tool<Record<string, unknown>, unknown>[]> {
+  /**
+   * `tools/list`, every page, as rxheal tools, which become the server's tools — unless a newer
+   * listing began meanwhile: then `undefined`, its answer and its failure alike (the newer one
+   * decides; an older list answering late never replaces it).
+   */
+  async list(): Promise<Tool<Record<string, unknown>, unknown>[] | undefined> {
+    const mine = ++this.listings;
+    try {
+      const [infos, validator] = await this.fetchAll();
+      return mine === this.listings ? this.toolsOf(infos, validator) : undefined;
+    } catch (error) {
+      if (mine === this.listings) throw error;
+      return undefined;
+    }
+  }
+
+  /** Every page of `tools/list`, and the validator to check them with. */
+  private async fetchAll(): Promise<[McpToolInfo[], McpSchemaValidator]> {
     const { client, id, timeoutMs } = this.link.settings;
     const validator = (this.validator ??= await defaultValidator());
     const infos: McpToolInfo[] = [];
@@ -240,7 +258,7 @@ export class McpToolset {
         cursors.add(cursor);
       }
     } while (cursor !== undefined);
-    return this.toolsOf(infos, validator);
+    return [infos, validator];
   }
 
   /**
@@ -344,7 +362,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
  */
 export function fromMcp(client: McpClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
-  return toolset('fromMcp', client, options).list();
+  // the toolset's only listing: never superseded
+  return toolset('fromMcp', client, options).list().then((tools) => tools!);
 }
 
 /**
@@ -368,13 +387,11 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
   }
   const tools = toolset('watchMcpTools', client, options);
   return new Observable<Tool<Record<string, unknown>, unknown>[]>((subscriber) => {
-    let latest = 0;
+    // an older listing that answers late is dropped (undefined): the newest list wins
     const refresh = (): void => {
-      const mine = ++latest;
-      // an older listing that answers late is dropped: the newest list wins
       tools.list().then(
         (list) => {
-          if (mine === latest) subscriber.next(list);
+          if (list !== undefined) subscriber.next(list);
         },
         (error: unknown) => subscriber.error(error),
       );
@@ -390,7 +407,6 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
     );
     return () => {
       active = false;
-      latest = -1;
       client.removeNotificationHandler('notifications/tools/list_changed');
     };
   });
