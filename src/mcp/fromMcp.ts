@@ -17,7 +17,7 @@ import type { HealHub } from '../core/hub/hub.js';
 import { libraryRandom } from '../core/rx/random.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
-import { McpLink, type McpClient, type McpProgressListener, type McpToolInfo, type McpTransportFactory } from './link.js';
+import { McpLink, type McpClient, type McpProgressListener, type McpRequestOptions, type McpToolInfo, type McpTransportFactory } from './link.js';
 
 export type { McpClient, McpProgressListener, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
 
@@ -276,6 +276,11 @@ export class McpToolset {
   /** One call's raw result (`isError` ones included), through the breaker and the reconnection; `onProgress` hears the server's progress notifications. */
   callRaw(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
     return this.link.call(name, args, idempotent, onProgress);
+  }
+
+  /** One request of another kind, on the same connection (`McpLink.request`: reconnected first, deadlines, cancellation; no breaker). */
+  request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
+    return this.link.request(label, send, onProgress);
   }
 
   private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {

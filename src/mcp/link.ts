@@ -187,6 +187,16 @@ export class McpLink {
   }
 
   /**
+   * One request of another kind (the proxy's prompts, resources, completions…), as a cold
+   * observable: `send` makes it with the options it is handed, on a live connection (reconnected
+   * first when known broken), with a call's deadlines and cancellation — not under the breaker,
+   * and never made again. `label` names it in errors.
+   */
+  request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
+    return this.admitted(() => this.requestOnce(label, send, onProgress));
+  }
+
+  /**
    * Work that needs a live connection: reconnected first (with a transport factory) when the
    * connection is known broken — a call found it so, or its transport closed since (a server that
    * died between calls: the next call is not sent to a closed transport, so even a destructive one
@@ -275,15 +285,20 @@ export class McpLink {
     return this.connecting;
   }
 
+  /** One `tools/call` (requestOnce's rules). */
+  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
+    return this.requestOnce(name, (options) => this.settings.client.callTool({ name, arguments: args }, undefined, options), onProgress);
+  }
+
   /**
-   * One `tools/call`: its own deadline on the scheduler — `timeoutMs` from the start, pushed back
-   * by each progress notification (the SDK's `onprogress`, which also makes it send a progress
+   * One request: its own deadline on the scheduler — `timeoutMs` from the start, pushed back by
+   * each progress notification (the SDK's `onprogress`, which also makes it send a progress
    * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
    * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
    */
-  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
-    const { client, id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
-    return new Observable((subscriber) => {
+  private requestOnce<T>(name: string, send: (options: McpRequestOptions) => Promise<T>, onProgress: McpProgressListener | undefined): Observable<T> {
+    const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+    return new Observable<T>((subscriber) => {
       const cancel = new AbortController();
       let settled = false;
       const stop = (reason: unknown): void => {
@@ -300,9 +315,9 @@ export class McpLink {
         idle?.unsubscribe();
         idle = after(timeoutMs, scheduler, () => timeUp('idle'));
       };
-      let answer: Promise<{ readonly [key: string]: unknown }>;
+      let answer: Promise<T>;
       try {
-        answer = client.callTool({ name, arguments: args }, undefined, {
+        answer = send({
           signal: cancel.signal,
           timeout: MAX_TIMER_MS,
           resetTimeoutOnProgress: true,
