@@ -43,7 +43,9 @@ const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
 describe('rxheal/mcp link: which failure, of which connection, makes the next call reconnect', () => {
   it("an old connection's expired session, failing after the new connection is up, does not make the next call replace the new one", async () => {
     const { client, calls, connects } = standIn();
-    const scheduler = new TestScheduler((a, b) => expect(a).to.deep.equal(b));
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
     const [charge] = await fromMcp(client, { reconnect: () => ({}), scheduler });
     const call = (): Promise<unknown> => lastValueFrom(charge!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>);
     const old = call().catch((error: unknown) => error);
@@ -69,7 +71,9 @@ describe('rxheal/mcp link: which failure, of which connection, makes the next ca
 
   it('a network error of one exchange (fetch failed) is not a broken connection; a closed transport (Connection closed) is', async () => {
     const { client, calls, connects } = standIn();
-    const scheduler = new TestScheduler((a, b) => expect(a).to.deep.equal(b));
+    const scheduler = new TestScheduler((a, b) => {
+      expect(a).to.deep.equal(b);
+    });
     const [charge] = await fromMcp(client, { reconnect: () => ({}), scheduler });
     const call = (): Promise<unknown> => lastValueFrom(charge!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>);
     const refused = call().catch((error: unknown) => error);
