@@ -145,6 +145,17 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
     expect(version.stdout).to.equal(`rxheal-mcp-proxy ${PACKAGE.version}\n`);
   });
 
+  it("the README's proxy section: its command lines and its host configuration are ones the proxy reads", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### Any MCP host, without code: `rxheal-mcp-proxy`'));
+    const lines = /```sh\n([\s\S]*?)```/.exec(section)![1]!.trim().split('\n');
+    for (const line of lines) expect(parseArgs(line.split(' ').slice(2)), line).not.to.have.property('error');
+    const config = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { mcpServers: Record<string, { command: string; args: string[] }> };
+    const [server] = Object.values(config.mcpServers);
+    expect(server!.args[0]).to.equal('rxheal-mcp-proxy');
+    expect(parseArgs(server!.args.slice(1))).to.have.property('serve');
+  });
+
   it('reads the flags: the breaker\'s, and a bad value refused naming it', () => {
     expect(parseArgs(['--failure-threshold', '2', '--reset-timeout', '5000', '--', 'node', 's.js'])).to.deep.equal({
       serve: { upstream: { command: 'node', args: ['s.js'] }, retries: 2, timeoutMs: 60_000, failureThreshold: 2, resetTimeoutMs: 5000 },

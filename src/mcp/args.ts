@@ -5,10 +5,24 @@
  * @module
  */
 
-/** Where the upstream is: a command to run (stdio) or a URL (Streamable HTTP). */
+/**
+ * Where the upstream is: a command to run (stdio) or a URL (Streamable HTTP).
+ *
+ * @example
+ * ```ts
+ * const upstream: Upstream = { command: 'node', args: ['server.js'] };
+ * ```
+ */
 export type Upstream = { readonly command: string; readonly args: readonly string[] } | { readonly url: string };
 
-/** What the proxy is told (cli.ts reads it from the command line). */
+/**
+ * What the proxy is told (cli.ts reads it from the command line).
+ *
+ * @example
+ * ```ts
+ * const settings: ProxySettings = { upstream: { url: 'http://127.0.0.1:3000/mcp' }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 10_000 };
+ * ```
+ */
 export interface ProxySettings {
   readonly upstream: Upstream;
   /** Retries of a safe tool's failed call. */
@@ -21,7 +35,15 @@ export interface ProxySettings {
   readonly resetTimeoutMs: number;
 }
 
-/** What a command line asks for: to serve, to print the help or the version, or the reason it is wrong. */
+/**
+ * What a command line asks for: to serve, to print the help or the version, or the reason it is wrong.
+ *
+ * @example
+ * ```ts
+ * const command: ProxyCommand = parseArgs(process.argv.slice(2));
+ * if ('error' in command) console.error(command.error);
+ * ```
+ */
 export type ProxyCommand = { readonly serve: ProxySettings } | { readonly help: true } | { readonly version: true } | { readonly error: string };
 
 const USAGE = 'usage: rxheal-mcp-proxy [--retries N] [--timeout MS] [--failure-threshold N] [--reset-timeout MS] (--url URL | -- COMMAND [ARGS...])';

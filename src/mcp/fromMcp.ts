@@ -330,7 +330,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  *
  * - **Arguments** are validated against `inputSchema` before the server is called — by the SDK's
  *   own validator (ajv) unless `validator` says otherwise: bad ones fail with a `ToolError`
- *   (`phase: 'validate'`) naming the problem, and the server never sees the call.
+ *   (`phase: 'validate'`) naming the problem, and the server never sees the call. A tool whose
+ *   schema does not compile is refused alone (each call such a `ToolError`, saying so).
  * - **`idempotent`** from the annotations: `readOnlyHint` or `idempotentHint`, and not
  *   `destructiveHint`. Any other tool is never retried automatically, whatever fails.
  * - **Results**: `structuredContent` when present, else the text of the content. `isError: true`

@@ -54,8 +54,6 @@ import { McpProtocolError, rpcDetail } from './errors.js';
 import { toolset, type McpToolset } from './fromMcp.js';
 import type { McpProgressListener } from './link.js';
 
-export type { ProxySettings, Upstream } from './args.js';
-
 /** A fresh transport to the upstream, each time it is asked (a closed one can't be restarted). */
 function transportTo(upstream: Upstream): () => Transport {
   if ('url' in upstream) return () => new StreamableHTTPClientTransport(new URL(upstream.url));
@@ -70,7 +68,14 @@ const upstreamName = (upstream: Upstream): string => ('url' in upstream ? upstre
 type Failed = { content: { type: 'text'; text: string }[]; isError: true };
 const failed = (text: string): Failed => ({ content: [{ type: 'text', text }], isError: true });
 
-/** What the proxy uses of one host request's context (the SDK's `RequestHandlerExtra`). */
+/**
+ * What the proxy uses of one host request's context (the SDK's `RequestHandlerExtra`).
+ *
+ * @example
+ * ```ts
+ * const host: HostRequest = { signal: new AbortController().signal, sendNotification: () => Promise.resolve() };
+ * ```
+ */
 export interface HostRequest {
   /** Aborted when the host cancels the request (or leaves). */
   readonly signal: AbortSignal;
@@ -110,6 +115,10 @@ function progressTo(token: string | number | undefined, host: HostRequest): { li
  * `isError` result), then the upstream called through the breaker and the reconnection, retried
  * `retries` times only for a safe tool. Settles in every case, the host's cancellation included.
  *
+ * @example
+ * ```ts
+ * server.setRequestHandler(CallToolRequestSchema, (request, extra) => forwardCall(tools, 2, request.params, extra));
+ * ```
  * @internal exported for its spec
  */
 export function forwardCall(tools: McpToolset, retries: number, params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } }, host: HostRequest): Promise<{ readonly [key: string]: unknown }> {
@@ -228,6 +237,12 @@ async function disconnect(client: Client): Promise<void> {
 /**
  * Serves on `downstream` (stdio by default) as soon as it is started; the upstream is connected
  * when the host initialises (see the module's header).
+ *
+ * @example
+ * ```ts
+ * const proxy = await startMcpProxy({ upstream: { command: 'node', args: ['server.js'] }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 });
+ * await proxy.closed;
+ * ```
  */
 export async function startMcpProxy(settings: ProxySettings, downstream: Transport = new StdioServerTransport()): Promise<McpProxy> {
   let upstream: Client | undefined;
