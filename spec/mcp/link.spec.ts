@@ -38,16 +38,22 @@ function standIn(): { client: McpClient; calls: Pending[]; connects: () => numbe
   return { client, calls, connects: () => connects };
 }
 
+/** The stand-in's one tool, from fromMcp with a transport factory; `call()` makes one call of it. */
+async function linked(): Promise<{ calls: Pending[]; connects: () => number; call: () => Promise<unknown> }> {
+  const { client, calls, connects } = standIn();
+  // virtual time: the calls' deadlines never fire while the spec settles them by hand
+  const scheduler = new TestScheduler((a, b) => {
+    expect(a).to.deep.equal(b);
+  });
+  const [charge] = await fromMcp(client, { reconnect: () => ({}), scheduler });
+  return { calls, connects, call: () => lastValueFrom(charge!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>) };
+}
+
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('rxheal/mcp link: which failure, of which connection, makes the next call reconnect', () => {
   it("an old connection's expired session, failing after the new connection is up, does not make the next call replace the new one", async () => {
-    const { client, calls, connects } = standIn();
-    const scheduler = new TestScheduler((a, b) => {
-      expect(a).to.deep.equal(b);
-    });
-    const [charge] = await fromMcp(client, { reconnect: () => ({}), scheduler });
-    const call = (): Promise<unknown> => lastValueFrom(charge!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>);
+    const { calls, connects, call } = await linked();
     const old = call().catch((error: unknown) => error);
     const expired = call().catch((error: unknown) => error);
     calls[1]!.reject(sessionGone());
@@ -70,12 +76,7 @@ describe('rxheal/mcp link: which failure, of which connection, makes the next ca
   });
 
   it('a network error of one exchange (fetch failed) is not a broken connection; a closed transport (Connection closed) is', async () => {
-    const { client, calls, connects } = standIn();
-    const scheduler = new TestScheduler((a, b) => {
-      expect(a).to.deep.equal(b);
-    });
-    const [charge] = await fromMcp(client, { reconnect: () => ({}), scheduler });
-    const call = (): Promise<unknown> => lastValueFrom(charge!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>);
+    const { calls, connects, call } = await linked();
     const refused = call().catch((error: unknown) => error);
     calls[0]!.reject(Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }));
     expect(await refused).to.be.instanceOf(TypeError);
