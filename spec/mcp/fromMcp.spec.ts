@@ -1,14 +1,16 @@
 /**
  * rxheal/mcp's fromMcp against a real MCP server (the SDK's McpServer) over stdio, a child
  * process: listing, validation, annotations, results, isError, cancellation, progress-reset
- * timeouts, a 2 MB result, a server that dies or writes garbage mid-call, JSON-RPC errors.
+ * timeouts, a 2 MB result, a server that dies or writes garbage mid-call, JSON-RPC errors, a tool
+ * whose inputSchema does not compile. And watchMcpTools with a stand-in client whose listings the
+ * spec answers out of order.
  */
 import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
-import { lastValueFrom } from 'rxjs';
-import { callTool, classifyError, isServiceFailure, reflectOnError, Reflection, shouldReflectByDefault, ToolError, InvalidOptionError } from '../../src/index.js';
-import { fromMcp, isIdempotentTool, McpConnectionError, McpProtocolError, McpTimeoutError, McpToolResultError } from '../../src/mcp/index.js';
+import { lastValueFrom, type Observable } from 'rxjs';
+import { CapabilityRegistry, CircuitBreakerRegistry, callTool, classifyError, isServiceFailure, reflectOnError, Reflection, shouldReflectByDefault, ToolError, InvalidOptionError, type Tool } from '../../src/index.js';
+import { fromMcp, isIdempotentTool, McpConnectionError, McpProtocolError, McpTimeoutError, McpToolResultError, watchMcpTools, type McpToolInfo, type McpWatchableClient } from '../../src/mcp/index.js';
 import { mcpFailure } from '../../src/mcp/errors.js';
 import { connected, failure, run, stdio, toolNamed, until } from './support.js';
 
@@ -63,6 +65,18 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     expect((error as ToolError).message).to.match(/units/).and.match(/allowed values/);
     expect(classifyError(error).category).to.equal('validation_error');
     expect((await stats()).calls['get_weather'] ?? 0).to.equal(before);
+  });
+
+  it('a tool whose inputSchema does not compile is refused alone, named; the rest of the listing stands', async () => {
+    const c = await connect({ MCP_BAD_SCHEMA: '1' });
+    const tools = await fromMcp(c);
+    expect(tools.map((t) => t.name)).to.include.members(['echo', 'broken']);
+    expect(await run(tools, 'echo', { text: 'fine' })).to.equal('fine');
+    const error = await failure(run(tools, 'broken', { a: 1 }));
+    expect(error).to.be.instanceOf(ToolError);
+    expect((error as ToolError).phase).to.equal('validate');
+    expect((error as ToolError).message).to.match(/'broken'/).and.match(/inputSchema does not compile/).and.match(/can't resolve reference #\/\$defs\/missing/);
+    expect((await stats(c)).calls['broken'], 'never sent').to.equal(undefined);
   });
 
   it('a success is structuredContent when present, else the text of the content', async () => {
@@ -168,5 +182,68 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     expect(() => fromMcp({ ...client, listTools() {}, callTool() {}, ping() {}, connect() {}, close() {}, getServerVersion() {}, discover() {} } as never)).to.throw(InvalidOptionError, /2\.x/);
     expect(() => fromMcp(client, { timeout: 5 } as never)).to.throw(InvalidOptionError, /option "timeout" must be one of the known options/);
     expect(() => fromMcp(client, { timeoutMs: -1 })).to.throw(InvalidOptionError, /timeoutMs/);
+  });
+});
+
+describe('rxheal/mcp watchMcpTools when listings answer out of order (a stand-in client)', () => {
+  interface Listing {
+    resolve(page: { tools: McpToolInfo[] }): void;
+    reject(error: unknown): void;
+  }
+  const tool = (name: string): McpToolInfo => ({ name, inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } });
+  function standIn(): { client: McpWatchableClient; listings: Listing[]; changed: () => void } {
+    const listings: Listing[] = [];
+    let handler: (() => void) | undefined;
+    const client: McpWatchableClient = {
+      listTools: () => new Promise((resolve, reject) => listings.push({ resolve, reject })),
+      // the server is gone: every call fails, so the breaker opens and disables the server's tools
+      callTool: () => Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')),
+      ping: () => Promise.resolve({}),
+      connect: () => Promise.resolve(),
+      close: () => Promise.resolve(),
+      getServerVersion: () => ({ name: 'stand-in', version: '1' }),
+      setNotificationHandler: (_schema, h) => void (handler = h as () => void),
+      removeNotificationHandler: () => void (handler = undefined),
+    };
+    return { client, listings, changed: () => handler!() };
+  }
+
+  it('an older listing that answers after a newer one changes nothing: not emitted, and the breaker disables the newest tools', async () => {
+    const { client, listings, changed } = standIn();
+    const capabilities = new CapabilityRegistry();
+    const lists: Tool<Record<string, unknown>, unknown>[][] = [];
+    const subscription = watchMcpTools(client, { capabilities, breakers: new CircuitBreakerRegistry({ failureThreshold: 1 }) }).subscribe((list) => lists.push(list));
+    await until(() => listings.length === 1);
+    listings[0]!.resolve({ tools: [tool('first')] });
+    await until(() => lists.length === 1);
+    changed();
+    changed();
+    listings[2]!.resolve({ tools: [tool('newest')] });
+    await until(() => lists.length === 2);
+    listings[1]!.resolve({ tools: [tool('older')] });
+    await new Promise((r) => setImmediate(r));
+    expect(lists.map((list) => list.map((t) => t.name))).to.deep.equal([['first'], ['newest']]);
+    await lastValueFrom(lists[1]![0]!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).catch(() => undefined);
+    expect([...capabilities.degraded().keys()], "the newest listing's tools").to.deep.equal(['newest']);
+    subscription.unsubscribe();
+  });
+
+  it("an older listing's failure after a newer one answered does not end the watch", async () => {
+    const { client, listings, changed } = standIn();
+    let failed: unknown;
+    const lists: string[][] = [];
+    const subscription = watchMcpTools(client).subscribe({ next: (list) => lists.push(list.map((t) => t.name)), error: (error: unknown) => (failed = error) });
+    await until(() => listings.length === 1);
+    changed();
+    listings[1]!.resolve({ tools: [tool('newest')] });
+    await until(() => lists.length === 1);
+    listings[0]!.reject(new McpError(ErrorCode.InternalError, 'too late'));
+    await new Promise((r) => setImmediate(r));
+    expect(failed).to.equal(undefined);
+    changed();
+    listings[2]!.resolve({ tools: [tool('later')] });
+    await until(() => lists.length === 2);
+    expect(lists).to.deep.equal([['newest'], ['later']]);
+    subscription.unsubscribe();
   });
 });

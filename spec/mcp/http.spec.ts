@@ -2,18 +2,20 @@
  * rxheal/mcp over Streamable HTTP on 127.0.0.1 (the SDK's StreamableHTTPServerTransport, stateful):
  * an expired session (the server restarted: 404) re-initialised and an idempotent call made once
  * more, a destructive one never (McpSessionExpiredError: not run); a restarted server healed by a
- * retry; a server down (connection refused) and back; a server dying mid-call; the server's Host
- * and Origin guard.
+ * retry; a server down (connection refused) and back; a server dying mid-call; one exchange's
+ * network error, which is not a dead session (the calls in flight keep their answers, no new
+ * session, and without a transport factory the next calls, retries and probes go out as before);
+ * the server's Host and Origin guard.
  */
 import { expect } from 'chai';
 import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { lastValueFrom } from 'rxjs';
-import { callTool, CircuitBreakerRegistry, classifyError, retryWithBackoff, ToolError } from '../../src/index.js';
+import { CapabilityRegistry, callTool, CircuitBreakerRegistry, classifyError, retryWithBackoff, ToolError } from '../../src/index.js';
 import { fromMcp, McpSessionExpiredError, McpTimeoutError } from '../../src/mcp/index.js';
 import { startHttpFixture, type FixtureHttpServer } from './fixtures/httpServer.js';
-import { failure, ledger, run, toolNamed } from './support.js';
+import { failure, ledger, run, toolNamed, until } from './support.js';
 
 describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', function () {
   this.timeout(20_000);
@@ -99,6 +101,46 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(classifyError(down)).to.include({ category: 'connection', retryable: true });
     server = await startHttpFixture({ ledger: book.path, port: Number(url.port) });
     expect(await run(tools, 'echo', { text: 'up' })).to.equal('up');
+  });
+
+  it('one exchange\'s network error is not a dead session: a destructive call in flight keeps its answer, the next call goes out on the same session', async () => {
+    let made = 0;
+    const tools = await fromMcp(await connect(), { id: 'web', reconnect: () => (made++, transport()) });
+    const charging = run(tools, 'charge', { amount: 7, delayMs: 2000 });
+    await until(() => book.lines().length === 1);
+    server.dropNext();
+    const lost = await failure(run(tools, 'echo', { text: 'lost' }));
+    expect(classifyError(lost)).to.include({ category: 'connection', retryable: true });
+    expect(await run(tools, 'echo', { text: 'next' })).to.equal('next');
+    expect(await charging, 'the server ran it: its result is not lost').to.equal('charged 7');
+    expect(book.lines()).to.deep.equal(['7']);
+    expect(made, 'no reconnection').to.equal(0);
+    expect(server.opened, 'no session abandoned for a new one').to.equal(1);
+  });
+
+  it('…and without a transport factory the link goes on: a read-only tool\'s retry and a destructive tool\'s next run are sent', async () => {
+    const tools = await fromMcp(await connect(), { id: 'web' });
+    server.dropNext();
+    const echo = toolNamed(tools, 'echo');
+    expect(await lastValueFrom(callTool(echo, { id: 'n1', name: 'echo', args: { text: 'again' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 })))).to.equal('again');
+    server.dropNext();
+    await failure(run(tools, 'charge', { amount: 3 }));
+    expect(book.lines(), 'the dropped charge never reached the tool').to.deep.equal([]);
+    expect(await run(tools, 'charge', { amount: 4 })).to.equal('charged 4');
+    expect(book.lines()).to.deep.equal(['4']);
+  });
+
+  it('…nor does a breaker opened by it stay open: the half-open probe reaches the server, the tools come back', async () => {
+    const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 200 });
+    const capabilities = new CapabilityRegistry();
+    const tools = await fromMcp(await connect(), { id: 'web', breakers, capabilities });
+    server.dropNext();
+    await failure(run(tools, 'echo', { text: 'x' }));
+    expect(breakers.get('mcp:web').state).to.equal('open');
+    expect(capabilities.isAvailable('echo')).to.equal(false);
+    await until(() => capabilities.isAvailable('echo'));
+    expect(breakers.get('mcp:web').state).to.equal('closed');
+    expect(await run(tools, 'echo', { text: 'back' })).to.equal('back');
   });
 
   it('a server dying mid-call: the SDK leaves the call pending (it waits to resume the stream); the timeout ends it, nothing hangs', async () => {

@@ -4,6 +4,10 @@
  * safe tool's call healed across the upstream's death (reconnected, retried), a destructive one
  * run once and answered as an `isError` result, bad arguments refused before the upstream, the
  * upstream's isError passed through, list changes forwarded, and a bad command line refused.
+ * Then what is not a tool call, passed through both ways (compared with a client straight on the
+ * upstream): identity, instructions, capabilities, the tools offered only to a client declaring
+ * sampling, elicitation or roots, prompts, completions, resources, logging, the upstream's errors.
+ * And one forwarded call the host cancels (forwardCall): it settles, and is cancelled upstream.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
@@ -11,8 +15,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { parseArgs } from '../../src/mcp/proxy.js';
-import { ledger, SERVER, until } from './support.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, McpError, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { parseArgs } from '../../src/mcp/args.js';
+import { toolset } from '../../src/mcp/fromMcp.js';
+import { forwardCall } from '../../src/mcp/proxy.js';
+import { connected, ledger, SERVER, stdio, until } from './support.js';
 
 const CLI = new URL('../../src/mcp/cli.ts', import.meta.url).pathname;
 
@@ -98,11 +105,116 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
   });
 
   it('a bad command line is refused with the usage (exit code 2)', () => {
-    expect(parseArgs(['--retries', 'x', '--', 'node'])).to.match(/bad argument "--retries" "x"/);
-    expect(parseArgs([])).to.match(/no upstream/);
-    expect(parseArgs(['--url', 'http://127.0.0.1:1/mcp'])).to.deep.include({ upstream: { url: 'http://127.0.0.1:1/mcp' }, retries: 2 });
+    expect(parseArgs(['--retries', 'x', '--', 'node'])).to.have.property('error').that.matches(/bad argument "--retries" "x"/);
+    expect(parseArgs([])).to.have.property('error').that.matches(/no upstream/);
+    expect(parseArgs(['--url', 'http://127.0.0.1:1/mcp'])).to.deep.equal({ serve: { upstream: { url: 'http://127.0.0.1:1/mcp' }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 } });
     const run = spawnSync(process.execPath, ['--import', 'tsx', CLI, '--'], { encoding: 'utf8' });
     expect(run.status).to.equal(2);
     expect(run.stderr).to.match(/usage: rxheal-mcp-proxy/);
+  });
+});
+
+describe('rxheal-mcp-proxy passes through what is not a tool call (compared with a client straight on the upstream)', function () {
+  this.timeout(30_000);
+  const capabilities: ClientCapabilities = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
+  const logs: { level: string; data: unknown }[] = [];
+  /** A host that can answer sampling, elicitation and roots. */
+  const host = (): Client => {
+    const c = new Client({ name: 'host', version: '1.0.0' }, { capabilities });
+    c.setRequestHandler(CreateMessageRequestSchema, (request) => {
+      const content = request.params.messages[0]!.content as { text?: string };
+      return { model: 'stand-in', role: 'assistant', content: { type: 'text', text: `the model says: ${content.text ?? ''}` } };
+    });
+    c.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { name: 'Ada' } }));
+    c.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }));
+    return c;
+  };
+  let proxied: Client;
+  let direct: Client;
+  before(async () => {
+    proxied = host();
+    proxied.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push({ level: n.params.level, data: n.params.data }));
+    await proxied.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['--import', 'tsx', CLI, '--', process.execPath, '--import', 'tsx', SERVER],
+        env: { ...(process.env as Record<string, string>), MCP_EXTRAS: '1' },
+        stderr: 'ignore',
+      }),
+    );
+    direct = host();
+    await direct.connect(stdio({ MCP_EXTRAS: '1' })());
+  });
+  after(async () => {
+    await Promise.all([proxied.close(), direct.close()]);
+  });
+  const text = (result: { readonly [key: string]: unknown }): string => ((result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '');
+  const rejection = (promise: Promise<unknown>): Promise<McpError> => promise.then(() => Promise.reject(new Error('expected a JSON-RPC error')), (error: McpError) => error);
+
+  it("the upstream's identity, instructions and capabilities", () => {
+    expect(proxied.getServerVersion()).to.deep.equal({ name: 'fixture', version: '1.0.0' });
+    expect(proxied.getInstructions()).to.equal('Tools that fail on purpose.');
+    expect(proxied.getServerCapabilities()).to.deep.equal(direct.getServerCapabilities());
+    expect(proxied.getServerCapabilities()).to.include.keys('tools', 'prompts', 'resources', 'completions', 'logging');
+  });
+
+  it('every tool the upstream offers this host, those for sampling, elicitation and roots included, each answered by the host', async () => {
+    const names = async (c: Client): Promise<string[]> => (await c.listTools()).tools.map((t) => t.name).sort();
+    expect(await names(proxied)).to.deep.equal(await names(direct));
+    expect(await names(proxied)).to.include.members(['ask_model', 'ask_user', 'list_roots']);
+    expect(text(await proxied.callTool({ name: 'ask_model', arguments: { question: 'why?' } }))).to.equal('the model says: why?');
+    expect(text(await proxied.callTool({ name: 'ask_user', arguments: {} }))).to.equal('hello Ada');
+    expect(text(await proxied.callTool({ name: 'list_roots', arguments: {} }))).to.equal('file:///work');
+  });
+
+  it("prompts, completions and resources as the upstream answers them, and its errors as it sent them", async () => {
+    expect(await proxied.listPrompts()).to.deep.equal(await direct.listPrompts());
+    const prompt = await proxied.getPrompt({ name: 'forecast', arguments: { city: 'Paris' } });
+    expect(prompt.messages[0]!.content).to.deep.equal({ type: 'text', text: 'What is the weather in Paris?' });
+    const completion = await proxied.complete({ ref: { type: 'ref/prompt', name: 'forecast' }, argument: { name: 'city', value: 'L' } });
+    expect(completion.completion.values).to.deep.equal(['London']);
+    expect(await proxied.listResources()).to.deep.equal(await direct.listResources());
+    const read = await proxied.readResource({ uri: 'fixture://cities' });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).to.deep.equal(['Paris', 'London', 'Tokyo']);
+    const mine = await rejection(proxied.getPrompt({ name: 'nope' }));
+    const theirs = await rejection(direct.getPrompt({ name: 'nope' }));
+    expect(mine).to.be.instanceOf(McpError);
+    expect({ code: mine.code, message: mine.message }).to.deep.equal({ code: theirs.code, message: theirs.message });
+  });
+
+  it("logging: the host's level reaches the upstream (which filters), its messages reach the host", async () => {
+    await proxied.setLoggingLevel('warning');
+    expect(text(await proxied.callTool({ name: 'log', arguments: { levels: ['debug', 'info', 'warning', 'error'] } }))).to.equal('logged');
+    await until(() => logs.length >= 2);
+    expect(logs).to.deep.equal([{ level: 'warning', data: 'a warning message' }, { level: 'error', data: 'a error message' }]);
+  });
+
+  it("the host's notifications reach the upstream (roots/list_changed)", async () => {
+    await proxied.sendRootsListChanged();
+    await until(async () => ((await proxied.callTool({ name: 'stats', arguments: {} })).structuredContent as { rootsChanged: number }).rootsChanged === 1);
+  });
+});
+
+describe('rxheal-mcp-proxy: one forwarded call the host cancels (forwardCall)', function () {
+  this.timeout(20_000);
+  it('settles (a handler left pending would be kept for ever) and is cancelled upstream; one cancelled before it starts is never sent', async () => {
+    const client = await connected(stdio());
+    try {
+      const stats = async (): Promise<{ calls: Record<string, number>; cancelled: number }> => (await client.callTool({ name: 'stats', arguments: {} })).structuredContent as never;
+      const tools = toolset('spec', client, {});
+      await tools.list();
+      const cancel = new AbortController();
+      const pending = forwardCall(tools, 2, { name: 'slow', arguments: { ms: 10_000 } }, { signal: cancel.signal, sendNotification: () => Promise.resolve() });
+      await until(async () => (await stats()).calls['slow'] === 1);
+      cancel.abort();
+      expect(await pending).to.deep.equal({ content: [{ type: 'text', text: 'cancelled by the host' }], isError: true });
+      await until(async () => (await stats()).cancelled === 1);
+      const gone = new AbortController();
+      gone.abort();
+      expect(await forwardCall(tools, 2, { name: 'echo', arguments: { text: 'x' } }, { signal: gone.signal, sendNotification: () => Promise.resolve() })).to.include({ isError: true });
+      expect((await stats()).calls['echo'], 'never sent').to.equal(undefined);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -1,8 +1,9 @@
 /**
  * rxheal/mcp over stdio when the server dies: the breaker per server (`mcp:<id>`), the tools
  * unavailable in the capability registry while it is open and restored after a probe, reconnection
- * with a transport factory (backoff between failed attempts, no cap), a destructive tool run
- * exactly once whatever fails, and tools/list_changed followed by watchMcpTools.
+ * with a transport factory (a server dead mid-call or between calls; backoff between failed
+ * attempts, no cap), a destructive tool run exactly once whatever fails, and tools/list_changed
+ * followed by watchMcpTools.
  */
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -34,6 +35,21 @@ describe('rxheal/mcp over stdio: breaker, capabilities, reconnection', function 
     expect((died as ToolError).cause).to.be.instanceOf(McpConnectionError);
     expect(made).to.equal(0);
     expect(await run(tools, 'echo', { text: 'back' })).to.equal('back');
+    expect(made).to.equal(1);
+  });
+
+  it('a server that died between calls is reconnected before the next call is sent: a destructive call, never sent to the dead one, runs once on the new process', async () => {
+    const book = ledger();
+    const transport = stdio({ MCP_LEDGER: book.path });
+    let first: StdioClientTransport | undefined;
+    let made = 0;
+    const client = await connect(() => (first = transport()));
+    const tools = await fromMcp(client, { id: 'fx', reconnect: () => (made++, transport()) });
+    expect(await run(tools, 'echo', { text: 'up' })).to.equal('up');
+    process.kill(first!.pid!, 'SIGKILL');
+    await until(() => client.transport === undefined);
+    expect(await run(tools, 'charge', { amount: 9 })).to.equal('charged 9');
+    expect(book.lines()).to.deep.equal(['9']);
     expect(made).to.equal(1);
   });
 

@@ -191,6 +191,18 @@ export function isSessionGone(error: unknown): boolean {
 }
 
 /**
+ * What a JSON-RPC error the server sent says, without the SDK's `MCP error <code>: ` before it.
+ *
+ * @example
+ * ```ts
+ * rpcDetail('MCP error -32602: Prompt nope not found'); // 'Prompt nope not found'
+ * ```
+ */
+export function rpcDetail(message: string): string {
+  return message.replace(/^MCP error -?\d+: /, '');
+}
+
+/**
  * What `fromMcp` fails with for what an MCP client threw (the table in this module's header).
  * `timeoutMs` is the limit it gave the SDK (named in a timeout's message).
  *
@@ -205,7 +217,7 @@ export function mcpFailure(server: string, tool: string, error: unknown, timeout
   if (field(error, 'name') === 'McpError' && typeof code === 'number') {
     if (code === CONNECTION_CLOSED) return new McpConnectionError(server, 'connection closed', { cause: error });
     if (code === REQUEST_TIMEOUT) return new McpTimeoutError(server, tool, timeoutMs, 'idle', { cause: error });
-    return new McpProtocolError(server, code, message.replace(/^MCP error -?\d+: /, ''), { cause: error });
+    return new McpProtocolError(server, code, rpcDetail(message), { cause: error });
   }
   if (isSessionGone(error)) return new McpSessionExpiredError(server, { cause: error });
   if (message === 'Not connected') return new McpConnectionError(server, 'not connected', { cause: error });

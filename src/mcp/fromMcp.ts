@@ -17,7 +17,7 @@ import type { HealHub } from '../core/hub/hub.js';
 import { libraryRandom } from '../core/rx/random.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
-import { McpLink, type McpClient, type McpProgressListener, type McpToolInfo, type McpTransportFactory } from './link.js';
+import { McpLink, type McpClient, type McpProgressListener, type McpRequestOptions, type McpToolInfo, type McpTransportFactory } from './link.js';
 
 export type { McpClient, McpProgressListener, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
 
@@ -84,9 +84,11 @@ export interface FromMcpOptions {
   readonly hub?: HealHub;
   /**
    * Makes a fresh transport (e.g. `() => new StdioClientTransport({ command, args })`): a broken
-   * connection (the process exited, the connection failed, the session expired) is replaced by the
-   * next call the breaker admits, with {@link McpReconnectBackoff} between failed attempts. Without
-   * one, a broken connection stays broken (every call fails with `McpConnectionError`).
+   * connection (its transport closed — the process exited, mid-call or between calls — or the
+   * session expired) is replaced by the next call the breaker admits, before that call is sent,
+   * with {@link McpReconnectBackoff} between failed attempts. A network error of one HTTP exchange
+   * is not a broken connection: the calls in flight keep their session, the next call goes out on
+   * it. Without a factory, a closed transport stays closed (every call fails with `McpConnectionError`).
    */
   readonly reconnect?: McpTransportFactory;
   /** Waits between failed reconnection attempts. */
@@ -168,6 +170,20 @@ function schemaCodec(toolName: string, validate: (input: unknown) => { valid: bo
   return codec;
 }
 
+/**
+ * The validator of one tool's schema. A schema that does not compile (a `$ref` to nowhere, a bad
+ * `type`, a validator that throws) refuses every call of that tool alone, saying why: the rest of
+ * the listing stands, and the server never sees arguments nobody could check.
+ */
+function compiled(validator: McpSchemaValidator, schema: McpToolInfo['inputSchema']): (input: unknown) => { valid: boolean; errorMessage?: string | undefined } {
+  try {
+    return validator.getValidator(schema as never);
+  } catch (error) {
+    const errorMessage = `its inputSchema does not compile (${error instanceof Error ? error.message : String(error)}): the call is refused`;
+    return () => ({ valid: false, errorMessage });
+  }
+}
+
 /** A successful result as the tool's value: `structuredContent` when present, else its text (or its content, if not all text). */
 function resultValue(tool: string, result: { readonly [key: string]: unknown }): unknown {
   const content = Array.isArray(result['content']) ? (result['content'] as { type?: unknown; text?: unknown }[]) : [];
@@ -194,6 +210,8 @@ export class McpToolset {
   private validator: McpSchemaValidator | undefined;
   /** The tools of the last listing, by their MCP name. */
   listed: ReadonlyMap<string, ListedTool> = new Map();
+  /** Listings begun: only the newest one's answer (or failure) counts. */
+  private listings = 0;
 
   constructor(
     private readonly link: McpLink,
@@ -203,8 +221,24 @@ export class McpToolset {
     this.validator = validator;
   }
 
-  /** `tools/list`, every page, as rxheal tools. */
-  async list(): Promise<Tool<Record<string, unknown>, unknown>[]> {
+  /**
+   * `tools/list`, every page, as rxheal tools, which become the server's tools — unless a newer
+   * listing began meanwhile: then `undefined`, its answer and its failure alike (the newer one
+   * decides; an older list answering late never replaces it).
+   */
+  async list(): Promise<Tool<Record<string, unknown>, unknown>[] | undefined> {
+    const mine = ++this.listings;
+    try {
+      const [infos, validator] = await this.fetchAll();
+      return mine === this.listings ? this.toolsOf(infos, validator) : undefined;
+    } catch (error) {
+      if (mine === this.listings) throw error;
+      return undefined;
+    }
+  }
+
+  /** Every page of `tools/list`, and the validator to check them with. */
+  private async fetchAll(): Promise<[McpToolInfo[], McpSchemaValidator]> {
     const { client, id, timeoutMs } = this.link.settings;
     const validator = (this.validator ??= await defaultValidator());
     const infos: McpToolInfo[] = [];
@@ -224,7 +258,7 @@ export class McpToolset {
         cursors.add(cursor);
       }
     } while (cursor !== undefined);
-    return this.toolsOf(infos, validator);
+    return [infos, validator];
   }
 
   /**
@@ -244,10 +278,15 @@ export class McpToolset {
     return this.link.call(name, args, idempotent, onProgress);
   }
 
+  /** One request of another kind, on the same connection (`McpLink.request`: reconnected first, deadlines, cancellation; no breaker). */
+  request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
+    return this.link.request(label, send, onProgress);
+  }
+
   private tool(info: McpToolInfo, validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown> {
     const idempotent = isIdempotentTool(info);
     const name = this.prefix + info.name;
-    const validate = validator.getValidator(info.inputSchema as never);
+    const validate = compiled(validator, info.inputSchema);
     return {
       name,
       description: info.description ?? '',
@@ -291,7 +330,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  *
  * - **Arguments** are validated against `inputSchema` before the server is called — by the SDK's
  *   own validator (ajv) unless `validator` says otherwise: bad ones fail with a `ToolError`
- *   (`phase: 'validate'`) naming the problem, and the server never sees the call.
+ *   (`phase: 'validate'`) naming the problem, and the server never sees the call. A tool whose
+ *   schema does not compile is refused alone (each call such a `ToolError`, saying so).
  * - **`idempotent`** from the annotations: `readOnlyHint` or `idempotentHint`, and not
  *   `destructiveHint`. Any other tool is never retried automatically, whatever fails.
  * - **Results**: `structuredContent` when present, else the text of the content. `isError: true`
@@ -307,8 +347,9 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  * - **One breaker per server** (`mcp:<id>`): while open, calls fail at once with
  *   `CircuitOpenError` and, with `capabilities`, the tools are unavailable (the model is told) until
  *   a probe succeeds.
- * - **Reconnection** with `reconnect` (a transport factory): a broken connection is replaced by
- *   the next admitted call, with backoff between failed attempts and no cap; an expired
+ * - **Reconnection** with `reconnect` (a transport factory): a broken connection (a closed
+ *   transport, an expired session — not one HTTP exchange's network error) is replaced by the next
+ *   admitted call before it is sent, with backoff between failed attempts and no cap; an expired
  *   Streamable-HTTP session (404) is re-initialised and an idempotent call made once more (any other
  *   fails with {@link McpSessionExpiredError}: not run, never silently lost).
  *
@@ -327,7 +368,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
  */
 export function fromMcp(client: McpClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
-  return toolset('fromMcp', client, options).list();
+  // the toolset's only listing: never superseded
+  return toolset('fromMcp', client, options).list().then((tools) => tools!);
 }
 
 /**
@@ -351,13 +393,11 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
   }
   const tools = toolset('watchMcpTools', client, options);
   return new Observable<Tool<Record<string, unknown>, unknown>[]>((subscriber) => {
-    let latest = 0;
+    // an older listing that answers late is dropped (undefined): the newest list wins
     const refresh = (): void => {
-      const mine = ++latest;
-      // an older listing that answers late is dropped: the newest list wins
       tools.list().then(
         (list) => {
-          if (mine === latest) subscriber.next(list);
+          if (list !== undefined) subscriber.next(list);
         },
         (error: unknown) => subscriber.error(error),
       );
@@ -373,7 +413,6 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
     );
     return () => {
       active = false;
-      latest = -1;
       client.removeNotificationHandler('notifications/tools/list_changed');
     };
   });

@@ -9,7 +9,6 @@
 import { Observable, Subscription, type SchedulerLike } from 'rxjs';
 import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
-import { classifyError } from '../core/errors/classify.js';
 import { CircuitOpenError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
@@ -87,6 +86,12 @@ export interface McpClient {
   close(): Promise<void>;
   /** The server's name and version from initialisation (its name is the default `id`). */
   getServerVersion(): { readonly name: string; readonly version: string } | undefined;
+  /**
+   * The SDK's current transport: `undefined` once it closed (a stdio server's process exited, the
+   * client was closed), so the next call reconnects before it is sent. A client without the
+   * property is taken as connected until a call finds otherwise.
+   */
+  readonly transport?: unknown;
 }
 
 /** What makes a fresh transport for a reconnection (a transport can't be restarted once closed). */
@@ -140,6 +145,8 @@ const unsubscribed = (): DOMException => new DOMException('The consumer unsubscr
 export class McpLink {
   /** The connection is known broken: the next admitted call reconnects first. */
   private stale = false;
+  /** Counts the connections: a failure marks the link broken only if it is of the current one. */
+  private generation = 0;
   private connecting: Promise<void> | undefined;
   /** Reconnections that failed in a row, and when the next may start (scheduler time). */
   private failedReconnects = 0;
@@ -180,28 +187,50 @@ export class McpLink {
   }
 
   /**
-   * Work that needs a live connection: reconnected first when the last call found it broken, then
-   * `work()` (which cancels its own request when unsubscribed). Its failures are translated
-   * (errors.ts) and a broken connection remembered.
+   * One request of another kind (the proxy's prompts, resources, completions…), as a cold
+   * observable: `send` makes it with the options it is handed, on a live connection (reconnected
+   * first when known broken), with a call's deadlines and cancellation — not under the breaker,
+   * and never made again. `label` names it in errors.
+   */
+  request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
+    return this.admitted(() => this.requestOnce(label, send, onProgress));
+  }
+
+  /**
+   * Work that needs a live connection: reconnected first (with a transport factory) when the
+   * connection is known broken — a call found it so, or its transport closed since (a server that
+   * died between calls: the next call is not sent to a closed transport, so even a destructive one
+   * runs, once, on the new connection) — then `work()` (which cancels its own request when
+   * unsubscribed). Its failures are translated (errors.ts) and a broken connection remembered.
    */
   private admitted<T>(work: () => Observable<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
       let inner: Subscription | undefined;
       const start = (): void => {
         if (subscriber.closed) return;
+        const generation = this.generation;
         inner = work().subscribe({
           next: (value) => subscriber.next(value),
           error: (error: unknown) => {
-            this.noteFailure(error);
+            this.noteFailure(error, generation);
             subscriber.error(error);
           },
           complete: () => subscriber.complete(),
         });
       };
-      if (!this.stale) start();
-      else this.ensureConnected().then(start, (error: unknown) => subscriber.error(error));
+      if (this.transportClosed()) this.stale = true;
+      const { reconnect } = this.settings;
+      // without a factory there is nothing to reconnect with: the client says how it is
+      if (!this.stale || !reconnect) start();
+      else this.ensureConnected(reconnect).then(start, (error: unknown) => subscriber.error(error));
       return () => inner?.unsubscribe();
     });
+  }
+
+  /** The SDK's client has no transport any more: it closed (a client without the property never says so). */
+  private transportClosed(): boolean {
+    const { client } = this.settings;
+    return 'transport' in client && client.transport === undefined;
   }
 
   /** `source` under the server's breaker (the hub told of its transitions once, at construction). */
@@ -209,19 +238,26 @@ export class McpLink {
     return underBreaker(source, this.settings.breaker, this.settings.hub);
   }
 
-  /** Remembers a broken connection (the next admitted call reconnects). */
-  private noteFailure(error: unknown): void {
-    if (error instanceof McpSessionExpiredError || classifyError(error).category === 'connection') this.stale = true;
+  /**
+   * Remembers a broken connection (the next admitted call reconnects): its transport closed
+   * (`McpConnectionError`: closed, not connected, a broken pipe) or its session expired — and only
+   * for a failure of the current connection (an old one's late failure says nothing of the new).
+   * A network error of one exchange (`fetch failed`, a refused or reset HTTP request) is not a dead
+   * connection: over Streamable HTTP the next request goes out on the same session, and the calls
+   * in flight on it keep their answers.
+   */
+  private noteFailure(error: unknown, generation: number): void {
+    if (generation !== this.generation) return;
+    if (error instanceof McpSessionExpiredError || error instanceof McpConnectionError) this.stale = true;
   }
 
   /**
    * A fresh connection (one at a time): the old transport closed, a new one from the factory, the
-   * client connected (initialised) on it. Without a factory, or sooner than the backoff after the
-   * last failed attempt, it fails at once with an {@link McpConnectionError}.
+   * client connected (initialised) on it. Sooner than the backoff after the last failed attempt, it
+   * fails at once with an {@link McpConnectionError}.
    */
-  private ensureConnected(): Promise<void> {
-    const { reconnect, client, id, scheduler, backoff } = this.settings;
-    if (!reconnect) return Promise.reject(new McpConnectionError(id, 'not connected, and no transport factory (`reconnect`) to reconnect with'));
+  private ensureConnected(reconnect: McpTransportFactory): Promise<void> {
+    const { client, id, scheduler, backoff } = this.settings;
     if (this.connecting) return this.connecting;
     const wait = this.nextReconnectAt - scheduler.now();
     if (wait > 0) return Promise.reject(new McpConnectionError(id, `not connected; next reconnection attempt in ${Math.ceil(wait)} ms`));
@@ -233,6 +269,7 @@ export class McpLink {
     this.connecting = attempt.then(
       () => {
         this.connecting = undefined;
+        this.generation++;
         this.stale = false;
         this.failedReconnects = 0;
         this.nextReconnectAt = 0;
@@ -248,15 +285,20 @@ export class McpLink {
     return this.connecting;
   }
 
+  /** One `tools/call` (requestOnce's rules). */
+  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
+    return this.requestOnce(name, (options) => this.settings.client.callTool({ name, arguments: args }, undefined, options), onProgress);
+  }
+
   /**
-   * One `tools/call`: its own deadline on the scheduler — `timeoutMs` from the start, pushed back
-   * by each progress notification (the SDK's `onprogress`, which also makes it send a progress
+   * One request: its own deadline on the scheduler — `timeoutMs` from the start, pushed back by
+   * each progress notification (the SDK's `onprogress`, which also makes it send a progress
    * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
    * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
    */
-  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
-    const { client, id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
-    return new Observable((subscriber) => {
+  private requestOnce<T>(name: string, send: (options: McpRequestOptions) => Promise<T>, onProgress: McpProgressListener | undefined): Observable<T> {
+    const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+    return new Observable<T>((subscriber) => {
       const cancel = new AbortController();
       let settled = false;
       const stop = (reason: unknown): void => {
@@ -273,9 +315,9 @@ export class McpLink {
         idle?.unsubscribe();
         idle = after(timeoutMs, scheduler, () => timeUp('idle'));
       };
-      let answer: Promise<{ readonly [key: string]: unknown }>;
+      let answer: Promise<T>;
       try {
-        answer = client.callTool({ name, arguments: args }, undefined, {
+        answer = send({
           signal: cancel.signal,
           timeout: MAX_TIMER_MS,
           resetTimeoutOnProgress: true,

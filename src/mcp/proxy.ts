@@ -1,11 +1,23 @@
 /**
- * The healing MCP proxy behind `rxheal-mcp-proxy` (cli.ts): an MCP server on stdio whose tools
- * are an upstream MCP server's (a stdio command or a Streamable-HTTP URL), every call forwarded
- * by `fromMcp`'s rules — arguments checked, the upstream's breaker, progress-aware timeouts,
- * reconnection — and retried (`retries` times, with backoff) only for tools whose annotations say
- * they are safe. The upstream's progress notifications go on to the host (when it asked for them,
- * with a progress token), so a host whose timeout progress resets lets a long tool finish. Results pass through as the upstream sent them (`isError` ones included); a
- * call that fails after all that is an `isError` result naming why.
+ * The healing MCP proxy behind `rxheal-mcp-proxy` (cli.ts): an MCP server on stdio standing in
+ * for an upstream MCP server (a stdio command or a Streamable-HTTP URL).
+ *
+ * - **Tool calls** are forwarded by `fromMcp`'s rules — arguments checked, the upstream's breaker,
+ *   progress-aware timeouts, reconnection — and retried (`retries` times, with backoff) only for
+ *   tools whose annotations say they are safe. The upstream's progress goes on to the host (when it
+ *   asked, with a progress token), so a host whose timeout progress resets lets a long tool
+ *   finish. Results pass through as the upstream sent them (`isError` ones included); a call that
+ *   fails after all that is an `isError` result naming why.
+ * - **Everything else passes through**: the upstream is connected when the host initialises, with
+ *   the host's client identity and capabilities (sampling, elicitation, roots: an upstream that
+ *   offers tools only to such clients offers them), and the host is answered with the upstream's
+ *   identity, instructions and capabilities. Prompts, resources, completions, logging and any
+ *   other request go to the upstream as they are (reconnected first, under the same deadlines and
+ *   cancellation, not under the breaker), its errors back as it sent them; the upstream's requests
+ *   and notifications (sampling, elicitation, roots, log messages, list and resource changes) go to
+ *   the host. Not forwarded: task-augmented requests (the `tasks` capability).
+ * - **Shutdown**: closing the proxy (cli.ts does when the host closes its stdin) closes the upstream
+ *   — an HTTP session ended with DELETE, a process with its stdin closed, then signals.
  *
  * @module
  */
@@ -14,48 +26,33 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+  ResultSchema,
+  SetLevelRequestSchema,
+  ToolListChangedNotificationSchema,
+  type ClientCapabilities,
+  type InitializeRequest,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type MessageExtraInfo,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import { catchError, firstValueFrom, from, fromEvent, map, of, race, timer, type Observable } from 'rxjs';
+import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { describeProblems, formatProblem, isLeft } from '../core/errors/options.js';
 import { errorText } from '../core/errors/sanitize.js';
+import { MAX_TIMER_MS } from '../core/rx/wait.js';
 import { retryWithBackoff } from '../operators/retryWithBackoff.js';
-import { toolset } from './fromMcp.js';
-
-/** Where the upstream is: a command to run (stdio) or a URL (Streamable HTTP). */
-export type Upstream = { readonly command: string; readonly args: readonly string[] } | { readonly url: string };
-
-/** What the proxy is told (cli.ts reads it from the command line). */
-export interface ProxySettings {
-  readonly upstream: Upstream;
-  /** Retries of a safe tool's failed call. */
-  readonly retries: number;
-  /** `fromMcp`'s `timeoutMs`. */
-  readonly timeoutMs: number;
-}
-
-const USAGE = 'usage: rxheal-mcp-proxy [--retries N] [--timeout MS] (--url URL | -- COMMAND [ARGS...])';
-
-/** The settings a command line asks for, or the reason it is wrong. */
-export function parseArgs(argv: readonly string[]): ProxySettings | string {
-  let retries = 2;
-  let timeoutMs = 60_000;
-  let url: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      const [command, ...args] = argv.slice(i + 1);
-      if (command === undefined) return `no command after --\n${USAGE}`;
-      return { upstream: { command, args }, retries, timeoutMs };
-    }
-    const value = argv[i + 1];
-    if (arg === '--retries' && value !== undefined && /^\d+$/.test(value)) retries = Number(value);
-    else if (arg === '--timeout' && value !== undefined && /^\d+$/.test(value) && Number(value) > 0) timeoutMs = Number(value);
-    else if (arg === '--url' && value !== undefined && URL.canParse(value)) url = value;
-    else return `bad argument ${JSON.stringify(arg)}${value === undefined ? '' : ` ${JSON.stringify(value)}`}\n${USAGE}`;
-    i++;
-  }
-  return url === undefined ? `no upstream: --url URL or -- COMMAND\n${USAGE}` : { upstream: { url }, retries, timeoutMs };
-}
+import type { ProxySettings, Upstream } from './args.js';
+import { McpProtocolError, rpcDetail } from './errors.js';
+import { toolset, type McpToolset } from './fromMcp.js';
+import type { McpProgressListener } from './link.js';
 
 /** A fresh transport to the upstream, each time it is asked (a closed one can't be restarted). */
 function transportTo(upstream: Upstream): () => Transport {
@@ -64,53 +61,260 @@ function transportTo(upstream: Upstream): () => Transport {
   return () => new StdioClientTransport({ command: upstream.command, args: [...upstream.args], env: process.env as Record<string, string>, stderr: 'inherit' });
 }
 
-const failed = (text: string): { content: { type: 'text'; text: string }[]; isError: true } => ({ content: [{ type: 'text', text }], isError: true });
+/** The upstream, as the proxy names it in its errors. */
+const upstreamName = (upstream: Upstream): string => ('url' in upstream ? upstream.url : [upstream.command, ...upstream.args].join(' '));
+
+/** A tool call's failure, as the host gets it. */
+type Failed = { content: { type: 'text'; text: string }[]; isError: true };
+const failed = (text: string): Failed => ({ content: [{ type: 'text', text }], isError: true });
 
 /**
- * Connects to the upstream, then serves its tools on `downstream` (stdio by default). Resolves
- * once serving; the returned function closes both sides.
+ * What the proxy uses of one host request's context (the SDK's `RequestHandlerExtra`).
+ *
+ * @example
+ * ```ts
+ * const host: HostRequest = { signal: new AbortController().signal, sendNotification: () => Promise.resolve() };
+ * ```
  */
-export async function startMcpProxy(settings: ProxySettings, downstream: Transport = new StdioServerTransport()): Promise<() => Promise<void>> {
-  const connect = transportTo(settings.upstream);
-  const client = new Client({ name: 'rxheal-mcp-proxy', version: '1.0.0' });
-  await client.connect(connect());
-  const tools = toolset('rxheal-mcp-proxy', client, { id: 'upstream', reconnect: connect, timeoutMs: settings.timeoutMs });
-  await tools.list();
-  const server = new Server({ name: 'rxheal-mcp-proxy', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.listed.values()].map((t) => t.info) as never }));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    const tool = tools.listed.get(request.params.name);
-    if (!tool) return failed(`unknown tool '${request.params.name}'; available: ${[...tools.listed.keys()].join(', ')}`);
-    const decoded = tool.args.decode(request.params.arguments ?? {});
-    if (isLeft(decoded)) return failed(describeProblems(decoded.left).map(formatProblem).join('; '));
-    // only a safe tool is tried again: anything else runs at most once, whatever fails
-    // the upstream's progress goes on to the host, under the host's own token (the proxy's timeout is reset by it too)
-    // in order: the result goes out after the progress before it (the host drops progress that arrives after the result)
-    const token = request.params._meta?.progressToken;
-    let forwarded: Promise<unknown> = Promise.resolve();
-    const forward =
-      token === undefined
-        ? undefined
-        : (progress: { progress: number; total?: number; message?: string }): void => {
-            forwarded = forwarded.then(() => extra.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } })).catch(() => undefined);
-          };
-    const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, forward).pipe(retryWithBackoff({ maxRetries: tool.idempotent ? settings.retries : 0, initialBackoffMs: 200 }));
-    return new Promise((resolve) => {
-      const subscription = call$.subscribe({
-        next: (result) => void forwarded.then(() => resolve(result as never)),
-        error: (error: unknown) => void forwarded.then(() => resolve(failed(errorText(error)))),
-      });
-      // the host cancelled: so is the upstream call
-      extra.signal.addEventListener('abort', () => subscription.unsubscribe(), { once: true });
-    });
-  });
-  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-    await tools.list();
-    await server.sendToolListChanged();
-  });
-  await server.connect(downstream);
-  return async () => {
-    await server.close();
-    await client.close();
+export interface HostRequest {
+  /** Aborted when the host cancels the request (or leaves). */
+  readonly signal: AbortSignal;
+  /** Sends a notification related to the request. */
+  sendNotification(notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; total?: number; message?: string } }): Promise<void>;
+}
+
+/**
+ * `call$`'s first value as a promise that settles whatever the host does: cancelled (or cancelled
+ * already), the call is unsubscribed — its upstream request cancelled — and the promise resolves
+ * with `cancelled` (the SDK sends nothing for a cancelled request; an unsettled handler would be
+ * kept for ever).
+ */
+function untilCancelled<T>(call$: Observable<T>, signal: AbortSignal, cancelled: T): Promise<T> {
+  if (signal.aborted) return Promise.resolve(cancelled);
+  return firstValueFrom(race(call$, fromEvent(signal, 'abort').pipe(map(() => cancelled))));
+}
+
+/**
+ * The upstream's progress on one request, sent on to the host under the host's own token (none:
+ * nothing is sent), in order; `behind(value)` resolves with `value` once the progress before it is
+ * sent (the host drops progress that arrives after the result).
+ */
+function progressTo(token: string | number | undefined, host: HostRequest): { listener: McpProgressListener | undefined; behind<T>(value: T): Promise<T> } {
+  let sent: Promise<unknown> = Promise.resolve();
+  const listener =
+    token === undefined
+      ? undefined
+      : (progress: { progress: number; total?: number; message?: string }): void => {
+          sent = sent.then(() => host.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } })).catch(() => undefined);
+        };
+  return { listener, behind: (value) => sent.then(() => value) };
+}
+
+/**
+ * One host `tools/call`, forwarded: the tool looked up and its arguments checked (a refusal is an
+ * `isError` result), then the upstream called through the breaker and the reconnection, retried
+ * `retries` times only for a safe tool. Settles in every case, the host's cancellation included.
+ *
+ * @example
+ * ```ts
+ * server.setRequestHandler(CallToolRequestSchema, (request, extra) => forwardCall(tools, 2, request.params, extra));
+ * ```
+ * @internal exported for its spec
+ */
+export function forwardCall(tools: McpToolset, retries: number, params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } }, host: HostRequest): Promise<{ readonly [key: string]: unknown }> {
+  const tool = tools.listed.get(params.name);
+  if (!tool) return Promise.resolve(failed(`unknown tool '${params.name}'; available: ${[...tools.listed.keys()].join(', ')}`));
+  const decoded = tool.args.decode(params.arguments ?? {});
+  if (isLeft(decoded)) return Promise.resolve(failed(describeProblems(decoded.left).map(formatProblem).join('; ')));
+  const progress = progressTo(params._meta?.progressToken, host);
+  // only a safe tool is tried again: anything else runs at most once, whatever fails
+  const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, progress.listener).pipe(
+    retryWithBackoff({ maxRetries: tool.idempotent ? retries : 0, initialBackoffMs: 200 }),
+    catchError((error: unknown) => of(failed(errorText(error)))),
+  );
+  return untilCancelled<{ readonly [key: string]: unknown }>(call$, host.signal, failed('cancelled by the host')).then((result) => progress.behind(result));
+}
+
+/** The upstream's JSON-RPC error as it sent it (code, message, data), else an internal error naming what failed. */
+function wireError(error: unknown): Error {
+  const rpc = error instanceof McpProtocolError ? error.cause : undefined;
+  if (rpc instanceof McpError) return Object.assign(new Error(rpcDetail(rpc.message)), { code: rpc.code, ...(rpc.data === undefined ? {} : { data: rpc.data }) });
+  return Object.assign(new Error(errorText(error)), { code: ErrorCode.InternalError });
+}
+
+/**
+ * One host request of another kind (prompts, resources, completions, logging…) made of the
+ * upstream as it is: the host's progress token swapped for the SDK's own (the upstream's progress
+ * goes back under the host's), the upstream's error rethrown as it sent it.
+ */
+function passThrough(tools: McpToolset, client: Client, request: { readonly method: string; readonly params?: { readonly [key: string]: unknown } }, host: HostRequest): Promise<{ readonly [key: string]: unknown }> {
+  const { _meta, ...rest } = (request.params ?? {}) as { _meta?: { progressToken?: string | number; [key: string]: unknown }; [key: string]: unknown };
+  const { progressToken, ...meta } = _meta ?? {};
+  const params = { ...rest, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) };
+  const progress = progressTo(progressToken, host);
+  const call$ = tools.request(request.method, (options) => client.request({ method: request.method, ...(request.params === undefined ? {} : { params }) }, ResultSchema, options), progress.listener);
+  return untilCancelled<{ readonly [key: string]: unknown }>(call$, host.signal, {}).then(
+    (result) => progress.behind(result),
+    (error: unknown) => Promise.reject(wireError(error)),
+  );
+}
+
+/** The host's client capabilities the proxy can forward the upstream's requests for. */
+function forwardable(host: ClientCapabilities): ClientCapabilities {
+  const { sampling, elicitation, roots, experimental } = host;
+  return { ...(sampling && { sampling }), ...(elicitation && { elicitation }), ...(roots && { roots }), ...(experimental && { experimental }) };
+}
+
+/** The upstream's server capabilities as the proxy serves them (tasks not forwarded; a tool list followed). */
+function served(upstream: ServerCapabilities): ServerCapabilities {
+  const capabilities = { ...upstream };
+  delete capabilities.tasks;
+  return capabilities.tools ? { ...capabilities, tools: { ...capabilities.tools, listChanged: true } } : capabilities;
+}
+
+/**
+ * `inner`, started now, every message it hears held until a server is connected to the transport
+ * returned (which then hears them, in order): what the proxy serves depends on the host's
+ * `initialize` (the upstream is connected with the host's capabilities first, and the host is
+ * answered with the upstream's). `hello` is that request; `left` is called if the host leaves first.
+ */
+async function holding(inner: Transport, left: () => void): Promise<{ hello: Promise<JSONRPCRequest>; transport: Transport }> {
+  const held: [JSONRPCMessage, MessageExtraInfo | undefined][] = [];
+  let greet!: (request: JSONRPCRequest) => void;
+  const hello = new Promise<JSONRPCRequest>((resolve) => (greet = resolve));
+  inner.onmessage = (message, extra) => {
+    held.push([message, extra]);
+    if (isInitializeRequest(message)) greet(message as JSONRPCRequest);
   };
+  inner.onclose = left;
+  inner.onerror = () => undefined;
+  await inner.start();
+  const transport: Transport = {
+    start: async () => {
+      inner.onmessage = (message, extra) => transport.onmessage?.(message, extra);
+      inner.onclose = () => transport.onclose?.();
+      inner.onerror = (error) => transport.onerror?.(error);
+      for (const [message, extra] of held.splice(0)) transport.onmessage?.(message, extra);
+    },
+    send: (message, options) => inner.send(message, options),
+    close: () => inner.close(),
+    get sessionId() {
+      return inner.sessionId;
+    },
+    setProtocolVersion: (version) => inner.setProtocolVersion?.(version),
+  };
+  return { hello, transport };
+}
+
+/**
+ * The proxy between the host and its upstream.
+ *
+ * @example
+ * ```ts
+ * const proxy = await startMcpProxy(settings);
+ * process.stdin.once('end', () => void proxy.close());
+ * await proxy.closed;
+ * ```
+ */
+export interface McpProxy {
+  /**
+   * Settles once the proxy stopped, both sides closed: resolves when `close()` was called or the
+   * host's side closed, rejects (the reason) when the upstream could not be reached as the host
+   * initialised (the host was answered with that error).
+   */
+  readonly closed: Promise<void>;
+  /** Stops: the host's side closed, then the upstream's (an HTTP session ended with DELETE, a process with its stdin closed, then signals). */
+  close(): Promise<void>;
+}
+
+/** Ends the upstream: an HTTP session with DELETE (waited for 2 s at most), then the transport closed. */
+async function disconnect(client: Client): Promise<void> {
+  const transport = client.transport;
+  if (transport instanceof StreamableHTTPClientTransport) await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), timer(2000)));
+  await client.close().catch(() => undefined);
+}
+
+/**
+ * Serves on `downstream` (stdio by default) as soon as it is started; the upstream is connected
+ * when the host initialises (see the module's header).
+ *
+ * @example
+ * ```ts
+ * const proxy = await startMcpProxy({ upstream: { command: 'node', args: ['server.js'] }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 });
+ * await proxy.closed;
+ * ```
+ */
+export async function startMcpProxy(settings: ProxySettings, downstream: Transport = new StdioServerTransport()): Promise<McpProxy> {
+  let upstream: Client | undefined;
+  let server: Server | undefined;
+  let finish!: { resolve: () => void; reject: (error: unknown) => void };
+  const closed = new Promise<void>((resolve, reject) => (finish = { resolve, reject }));
+  closed.catch(() => undefined);
+  let stopping: Promise<void> | undefined;
+  const stop = (failure?: unknown): Promise<void> =>
+    (stopping ??= Promise.resolve().then(async () => {
+      await server?.close().catch(() => undefined);
+      await downstream.close().catch(() => undefined);
+      if (upstream) await disconnect(upstream);
+      if (failure === undefined) finish.resolve();
+      else finish.reject(failure);
+    }));
+  const { hello, transport } = await holding(downstream, () => void stop());
+  void hello.then(async (request) => {
+    const params = request.params as InitializeRequest['params'];
+    const client = (upstream = new Client(params.clientInfo, { capabilities: forwardable(params.capabilities) }));
+    try {
+      server = await serve(settings, client);
+    } catch (error) {
+      const reason = new Error(`the upstream (${upstreamName(settings.upstream)}) could not be reached: ${errorText(error)}`, { cause: error });
+      await downstream.send({ jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InternalError, message: `rxheal-mcp-proxy: ${reason.message}` } }).catch(() => undefined);
+      return stop(reason);
+    }
+    // the host left while the upstream was being connected: nothing to serve
+    if (stopping) return;
+    server.onclose = () => void stop();
+    await server.connect(transport);
+  }).catch((error: unknown) => stop(error));
+  return { closed, close: () => stop() };
+}
+
+/**
+ * The upstream connected (`client`, with the host's identity and capabilities) and the server the
+ * host talks to, built from what the upstream offers.
+ */
+async function serve(settings: ProxySettings, client: Client): Promise<Server> {
+  let hostReady!: (server: Server) => void;
+  // the host hears of the upstream's requests and notifications once it is initialised
+  const ready = new Promise<Server>((resolve) => (hostReady = resolve));
+  client.fallbackRequestHandler = async (request, extra) => {
+    const host = await ready;
+    // the upstream's own deadline and cancellation rule (an elicitation may wait for a person)
+    return host.request({ method: request.method, ...(request.params === undefined ? {} : { params: request.params }) }, ResultSchema, { signal: extra.signal, timeout: MAX_TIMER_MS }) as never;
+  };
+  client.fallbackNotificationHandler = async (notification) => {
+    const host = await ready;
+    await host.notification(notification as never).catch(() => undefined);
+  };
+  const connect = transportTo(settings.upstream);
+  await client.connect(connect());
+  const breakers = new CircuitBreakerRegistry({ failureThreshold: settings.failureThreshold, resetTimeoutMs: settings.resetTimeoutMs });
+  const tools = toolset('rxheal-mcp-proxy', client, { id: 'upstream', reconnect: connect, timeoutMs: settings.timeoutMs, breakers });
+  const offered = client.getServerCapabilities() ?? {};
+  const proxy = new Server(client.getServerVersion() ?? { name: 'rxheal-mcp-proxy', version: '0.0.0' }, { capabilities: served(offered), instructions: client.getInstructions() });
+  proxy.oninitialized = () => hostReady(proxy);
+  if (offered.tools) {
+    await tools.list();
+    proxy.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.listed.values()].map((t) => t.info) as never }));
+    proxy.setRequestHandler(CallToolRequestSchema, (request, extra) => forwardCall(tools, settings.retries, request.params, extra) as never);
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      await tools.list();
+      await ready;
+      await proxy.sendToolListChanged();
+    });
+  }
+  // the upstream filters its own log messages: the host's level goes to it
+  if (offered.logging) proxy.setRequestHandler(SetLevelRequestSchema, (request, extra) => passThrough(tools, client, request, extra) as never);
+  proxy.fallbackRequestHandler = (request, extra) => passThrough(tools, client, request, extra) as never;
+  proxy.fallbackNotificationHandler = (notification) => client.notification(notification as never).catch(() => undefined);
+  return proxy;
 }
