@@ -43,11 +43,11 @@ import {
   type MessageExtraInfo,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { catchError, firstValueFrom, from, fromEvent, map, of, race, timer, type Observable } from 'rxjs';
+import { asyncScheduler, catchError, firstValueFrom, from, fromEvent, map, of, race, type Observable } from 'rxjs';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { describeProblems, formatProblem, isLeft } from '../core/errors/options.js';
 import { errorText } from '../core/errors/sanitize.js';
-import { MAX_TIMER_MS } from '../core/rx/wait.js';
+import { MAX_TIMER_MS, wait } from '../core/rx/wait.js';
 import { retryWithBackoff } from '../operators/retryWithBackoff.js';
 import type { ProxySettings, Upstream } from './args.js';
 import { McpProtocolError, rpcDetail } from './errors.js';
@@ -230,7 +230,7 @@ export interface McpProxy {
 /** Ends the upstream: an HTTP session with DELETE (waited for 2 s at most), then the transport closed. */
 async function disconnect(client: Client): Promise<void> {
   const transport = client.transport;
-  if (transport instanceof StreamableHTTPClientTransport) await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), timer(2000)));
+  if (transport instanceof StreamableHTTPClientTransport) await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), wait(2000, asyncScheduler)));
   await client.close().catch(() => undefined);
 }
 
