@@ -125,6 +125,13 @@ export class ChaosRecorder {
   private readonly requests: (readonly Message[])[] = [];
   /** Promises the run's tools and models returned that have not settled, by what returned them. */
   private readonly promises = new Map<PromiseLike<unknown>, string>();
+  /** What the wrappers deliver while the replay's clock is let go: delivered when it is held again. */
+  private readonly held: (() => void)[] = [];
+  /**
+   * Whether what a model or tool delivers may go on now: true but while a replay lets its clock
+   * go (the event loop turning for a promise that waits on real I/O), when it waits for the clock.
+   */
+  open: () => boolean = () => true;
 
   constructor(readonly scheduler: SchedulerLike = asyncScheduler) {}
 
@@ -162,6 +169,18 @@ export class ChaosRecorder {
   /** What returned the promises still pending. */
   pendingPromises(): string[] {
     return [...this.promises.values()];
+  }
+
+  /** Runs what a model or tool delivers now, or once the clock is held again (see {@link open}). */
+  deliver(work: () => void): void {
+    if (this.open()) return work();
+    this.held.push(work);
+    this.moved();
+  }
+
+  /** Delivers what waited for the clock, in order. */
+  release(): void {
+    while (this.held.length > 0 && this.open()) this.held.shift()!();
   }
 
   /** Writes down what a model call was asked. */
@@ -320,25 +339,29 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
           let cutting = false;
           const output = model.stream(request, context) as ObservableInput<TurnEvent>;
           if (recorder && isPromiseLike(output)) recorder.track(output, `model '${model.id}' call #${call}'s promise`);
+          const gate = (work: () => void): void => (recorder ? recorder.deliver(work) : work());
           inner = from(output).subscribe({
-            next: (event) => {
-              if (cutting) return;
-              if (passed >= cutAt || (event.type === 'finish' && cutAt !== Infinity)) {
-                cutting = true;
-                return cut();
-              }
-              passed++;
-              deliver(fault.kind === 'bad-tool-args' && event.type === 'tool-call' ? { ...event, args: BAD_TOOL_ARGS } : event);
-            },
-            error: (error: unknown) => {
-              if (!cutting) fail(error);
-            },
-            complete: () => {
-              if (cutting) return;
-              if (cutAt !== Infinity) return cut();
-              end('complete');
-              subscriber.complete();
-            },
+            next: (event) =>
+              gate(() => {
+                if (cutting || subscriber.closed) return;
+                if (passed >= cutAt || (event.type === 'finish' && cutAt !== Infinity)) {
+                  cutting = true;
+                  return cut();
+                }
+                passed++;
+                deliver(fault.kind === 'bad-tool-args' && event.type === 'tool-call' ? { ...event, args: BAD_TOOL_ARGS } : event);
+              }),
+            error: (error: unknown) =>
+              gate(() => {
+                if (!cutting) fail(error);
+              }),
+            complete: () =>
+              gate(() => {
+                if (cutting || subscriber.closed) return;
+                if (cutAt !== Infinity) return cut();
+                end('complete');
+                subscriber.complete();
+              }),
           });
           if (cutting) inner?.unsubscribe();
         };
@@ -420,19 +443,23 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
           return subscriber.error(error);
         }
         if (recorder && isPromiseLike(output)) recorder.track(output, `tool '${tool.name}' execution #${call}'s promise`);
+        const gate = (work: () => void): void => (recorder ? recorder.deliver(work) : work());
         inner = from(typeof output === 'string' ? [output] : output).subscribe({
-          next: (value) => {
-            recorder?.moved();
-            subscriber.next(value);
-          },
-          error: (error: unknown) => {
-            end('error');
-            subscriber.error(error);
-          },
-          complete: () => {
-            end('complete');
-            subscriber.complete();
-          },
+          next: (value) =>
+            gate(() => {
+              recorder?.moved();
+              subscriber.next(value);
+            }),
+          error: (error: unknown) =>
+            gate(() => {
+              end('error');
+              subscriber.error(error);
+            }),
+          complete: () =>
+            gate(() => {
+              end('complete');
+              subscriber.complete();
+            }),
         });
       };
       const failAfter = (ms: number, error: () => Error): { unsubscribe(): void } =>

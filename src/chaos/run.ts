@@ -17,7 +17,7 @@ import { fc } from './fastCheck.js';
 import { ChaosRecorder, chaosModel, chaosTool } from './inject.js';
 import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
-import { checkClockFree, holdVirtualTime, nextTurn } from './virtualTime.js';
+import { checkClockFree, nextTurn, VirtualClock } from './virtualTime.js';
 
 export type { ReplayOptions };
 
@@ -91,7 +91,11 @@ const AGENT_STREAM = 0x5bd1e995;
 /** Event-loop turns a pending promise gets to settle once nothing is scheduled, before the run counts as hung. */
 const PATIENCE_TURNS = 1_000;
 
-/** Replays run one after another: while one runs, every RxJS scheduler of the process is on its clock. */
+/** Microtask ticks in a row that change nothing before the run counts as settled between two steps (more while a promise it follows is pending). */
+const QUIET_TICKS = 32;
+const QUIET_TICKS_PENDING = 512;
+
+/** Replays run one after another: while one runs, it owns the clock of RxJS's schedulers. */
 let queue: Promise<unknown> = Promise.resolve();
 
 function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
@@ -107,8 +111,19 @@ function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
 class Replay {
   readonly ts = new TestScheduler(() => undefined);
   readonly recorder = new ChaosRecorder(asyncScheduler);
+  readonly clock: VirtualClock;
 
-  constructor(readonly boundMs: number) {}
+  constructor(readonly boundMs: number) {
+    this.clock = new VirtualClock(this.ts);
+    // what a model or tool delivers while the clock is let go waits for it
+    this.recorder.open = () => this.clock.held;
+  }
+
+  /** The clock held, and what waited for it delivered. */
+  hold(): void {
+    this.clock.hold();
+    this.recorder.release();
+  }
 
   /** What changes whenever anything happens: the recorder's moves and the timers scheduled. */
   private fingerprint(): string {
@@ -116,18 +131,22 @@ class Replay {
     return `${this.recorder.progress}:${this.ts.actions.length}:${next?.delay ?? ''}`;
   }
 
-  /** Lets the event loop turn until a turn changes nothing (at most `turns` turns): every microtask settles. */
-  async settle(turns = 100): Promise<boolean> {
+  /**
+   * Lets microtasks run, the clock held, until they stop moving the run: no macrotask runs
+   * meanwhile, so nothing but the run's own work sees the virtual clock.
+   */
+  async settle(): Promise<void> {
+    this.hold();
     let before = this.fingerprint();
-    let moved = false;
-    for (let i = 0; i < turns; i++) {
-      await nextTurn();
+    let quiet = 0;
+    for (;;) {
+      await Promise.resolve();
       const now = this.fingerprint();
-      if (now === before) return moved;
-      moved = true;
-      before = now;
+      if (now !== before) {
+        before = now;
+        quiet = 0;
+      } else if (++quiet >= (this.recorder.pendingPromises().length > 0 ? QUIET_TICKS_PENDING : QUIET_TICKS)) return;
     }
-    return moved;
   }
 
   /**
@@ -158,14 +177,19 @@ class Replay {
     }
   }
 
-  /** Turns the event loop (up to {@link PATIENCE_TURNS}) until something moves. */
+  /** Lets the clock go and the event loop turn (up to {@link PATIENCE_TURNS} turns) until something moves. */
   private async patience(): Promise<boolean> {
     const before = this.fingerprint();
-    for (let i = 0; i < PATIENCE_TURNS; i++) {
-      await nextTurn();
-      if (this.fingerprint() !== before) return true;
+    this.clock.release();
+    try {
+      for (let i = 0; i < PATIENCE_TURNS; i++) {
+        await nextTurn();
+        if (this.fingerprint() !== before) return true;
+      }
+      return false;
+    } finally {
+      this.hold();
     }
-    return false;
   }
 }
 
@@ -221,7 +245,7 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
   const seed = options.randomSeed ?? 0;
   const replay = new Replay(options.boundMs ?? 600_000);
   const { ts, recorder } = replay;
-  const leave = holdVirtualTime(ts);
+  replay.hold();
   const unseed = seedLibraryRandom(seededRandom(seed));
   const unhandled: string[] = [];
   const previous = rxConfig.onUnhandledError;
@@ -253,7 +277,7 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
     });
     const hung = await replay.drive(() => end !== undefined);
     // what the end sets going in microtasks (a finalizer, a promise's teardown) settles first
-    if (hung === undefined) await replay.settle();
+    await replay.settle();
     const ended: ChaosEnd = end ?? hung!;
     // what is scheduled or still subscribed at its end is what it left behind
     const pending = ts.actions.length;
@@ -268,7 +292,7 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
     ts.actions.length = 0;
     rxConfig.onUnhandledError = previous;
     unseed();
-    leave();
+    replay.clock.end();
   }
 }
 

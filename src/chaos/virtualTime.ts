@@ -1,14 +1,15 @@
 /**
  * A replay's virtual clock, held across `await`s. `TestScheduler.run` makes every RxJS scheduler
  * virtual only while its callback runs — synchronously — so a promise a tool returns, or an
- * `async` agent factory, would resume on the real clock. A replay needs the clock to stay
- * virtual while it lets microtasks run between its steps: it takes the delegates
- * `TestScheduler.run` installs (its own, made by RxJS) and keeps them installed until the replay
- * ends. The providers are RxJS's own (`rxjs/internal/scheduler/*`, what `TestScheduler.run`
- * sets); a spec checks that `asyncScheduler` is virtual across an `await` with them.
+ * `async` agent factory, would resume on the real clock. A replay needs the clock virtual while
+ * microtasks run between its steps: it takes the delegates `TestScheduler.run` installs (RxJS's
+ * own) and installs them again whenever it holds the clock. The providers are RxJS's own
+ * (`rxjs/internal/scheduler/*`, what `TestScheduler.run` sets); a spec checks that
+ * `asyncScheduler` is virtual across an `await` with them.
  *
- * While one is installed every RxJS scheduler of the process is virtual: replays run one at a
- * time (see `replaySchedule`), and nothing else in the process should use RxJS timers meanwhile.
+ * The clock is held only while nothing but the replay's own work can run (its steps and the
+ * microtasks between them): a timer of other code, or its I/O, never lands on it. When the run
+ * waits on a promise that needs real I/O, the clock is let go while the event loop turns.
  *
  * @module
  */
@@ -25,34 +26,66 @@ import { ChaosInputError } from './schedule.js';
 const PROVIDERS: readonly { delegate: unknown }[] = [animationFrameProvider, dateTimestampProvider, immediateProvider, intervalProvider, performanceTimestampProvider, timeoutProvider];
 
 /**
- * Makes every RxJS scheduler run on `ts`'s virtual clock until the returned function is called.
+ * A replay's clock: `ts`'s virtual time, given to every RxJS scheduler of the process while it is
+ * held. A replay holds it while its own code runs — the steps of the clock, and the microtasks
+ * between them, during which no other code of the process can run — and lets it go while the
+ * event loop turns for a promise that waits on real I/O (other code may run then, on real time).
  *
  * @example
  * ```ts
- * const leave = holdVirtualTime(ts);
- * try { await work(); } finally { leave(); }
+ * const clock = new VirtualClock(ts);
+ * clock.hold();
+ * try { await microtasks(); } finally { clock.end(); }
  * ```
- * @throws {ChaosInputError} inside `TestScheduler.run` (or another replay): the clock is already virtual.
+ * @throws {ChaosInputError} inside `TestScheduler.run` (or another virtual clock): the clock is
+ * virtual already.
  */
-export function holdVirtualTime(ts: TestScheduler): () => void {
-  checkClockFree();
-  let delegates: unknown[] = [];
-  ts.run(() => {
-    delegates = PROVIDERS.map((p) => p.delegate);
-  });
-  PROVIDERS.forEach((p, i) => (p.delegate = delegates[i]));
-  held = true;
-  return () => {
-    held = false;
+export class VirtualClock {
+  /** The delegates `TestScheduler.run` installs for `ts`, one per provider. */
+  private readonly delegates: readonly unknown[];
+  private holding = false;
+
+  constructor(readonly ts: TestScheduler) {
+    checkClockFree();
+    let delegates: unknown[] = [];
+    ts.run(() => {
+      delegates = PROVIDERS.map((p) => p.delegate);
+    });
+    this.delegates = delegates;
+    owner = this;
+  }
+
+  /** Whether RxJS's schedulers are on this clock now. */
+  get held(): boolean {
+    return this.holding;
+  }
+
+  /** RxJS's schedulers on this clock. */
+  hold(): void {
+    if (this.holding) return;
+    PROVIDERS.forEach((p, i) => (p.delegate = this.delegates[i]));
+    this.holding = true;
+  }
+
+  /** RxJS's schedulers on real time again (the event loop is about to turn). */
+  release(): void {
+    if (!this.holding) return;
     PROVIDERS.forEach((p) => (p.delegate = undefined));
-  };
+    this.holding = false;
+  }
+
+  /** The replay is over: real time, and the clock free for the next. */
+  end(): void {
+    this.release();
+    if (owner === this) owner = undefined;
+  }
 }
 
-/** Whether a replay holds the clock now (a second replay then waits its turn; it is no `TestScheduler.run`). */
-let held = false;
+/** The clock of the replay running now, if one is. */
+let owner: VirtualClock | undefined;
 
 /**
- * Throws when the clock is virtual and no replay holds it: the caller is inside
+ * Throws when RxJS's schedulers are virtual and no replay owns the clock: the caller is inside
  * `TestScheduler.run` (or another virtual clock), where a replay cannot run its own.
  *
  * @example
@@ -62,7 +95,7 @@ let held = false;
  * @throws {ChaosInputError} inside `TestScheduler.run`.
  */
 export function checkClockFree(): void {
-  if (!held && PROVIDERS.some((p) => p.delegate !== undefined)) {
+  if (owner === undefined && PROVIDERS.some((p) => p.delegate !== undefined)) {
     throw new ChaosInputError('a replay runs its own virtual clock: call it outside TestScheduler.run (RxJS timers are virtual already)');
   }
 }
