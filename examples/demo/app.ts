@@ -313,8 +313,11 @@ async function main(): Promise<void> {
       if (!response.ok) throw new Error(`${p.label}: HTTP ${response.status} from ${path}`);
       return response;
     });
+  /** Switches flipped so far: a read of the faults that started before the last flip is stale, and shows nothing. */
+  let flips = 0;
   /** Sets a toggle's fault on its provider (`once`: it removes itself after one use). */
   const setFault = async (p: ProviderConfig, toggle: Toggle, on: boolean, once = false): Promise<void> => {
+    flips++;
     const id = `toggle-${toggle.id}`;
     const input = checkbox(p.id, toggle.id);
     if (input) input.checked = on;
@@ -342,11 +345,13 @@ async function main(): Promise<void> {
   };
   /** Reads each local provider's faults and shows them on the toggles (after a reload, and after each answer). */
   const syncFaults = async (): Promise<void> => {
+    const asOf = flips;
     await Promise.all([
       fetch(config.mcp.admin)
         .then(async (response) => {
           if (!response.ok) throw new Error(`HTTP ${response.status}`);
           const state = (await response.json()) as { down: boolean };
+          if (flips !== asOf) return;
           $<HTMLInputElement>('#mcp-down').checked = state.down;
           showOn();
         })
@@ -354,6 +359,7 @@ async function main(): Promise<void> {
       ...locals.map(async (p) => {
         try {
           const { faults: active } = (await (await adminFetch(p, '/admin/faults')).json()) as { faults: { id: string }[] };
+          if (flips !== asOf) return;
           const ids = new Set(active.map((f) => f.id));
           for (const toggle of TOGGLES) {
             const input = checkbox(p.id, toggle.id);
@@ -402,6 +408,7 @@ async function main(): Promise<void> {
   // ---- the MCP server of the tools: down (503 to everything), or restarted (sessions forgotten) -----
   const mcpDown = $<HTMLInputElement>('#mcp-down');
   mcpDown.addEventListener('change', () => {
+    flips++;
     const on = mcpDown.checked;
     showOn();
     agent.mcpFault({ down: on }).then(
