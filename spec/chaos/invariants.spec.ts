@@ -13,6 +13,7 @@ import type { Message, TurnEvent } from '../../src/core/events/events.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { validateOutput } from '../../src/operators/validateOutput.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, scriptedModel, textDeltas, toolCall } from '../../src/testing/index.js';
@@ -57,6 +58,20 @@ describe('built-in invariants (rxheal/chaos)', function () {
         });
       const run = await replaySchedule(continuing, { models: { primary: [{ kind: 'reset', afterEvents: 1 }] } });
       expect(run.models[1]?.continuing).to.equal('It');
+      expect(run.violations).to.deep.equal([]);
+    });
+  });
+
+  describe('text-intact: a correction is no continuation', () => {
+    it('validateOutput re-asking after a whole invalid answer heals (the re-ask ends with the answer and a user message, but nothing was cut)', async () => {
+      const agent: AgentFactory = (chaos) =>
+        runAgent({
+          model: chaos.model(scriptedModel('primary', [[...textDeltas('not json'), finish()], [...textDeltas('{"n":1}'), finish()]])),
+          messages: [{ role: 'user', content: 'Give me n as JSON' }],
+          output: validateOutput(t.type({ n: t.number })),
+        });
+      const run = await replaySchedule(agent, {});
+      expect(run.models.map((a) => a.continuing)).to.deep.equal([undefined, undefined]);
       expect(run.violations).to.deep.equal([]);
     });
   });

@@ -151,9 +151,19 @@ export class ChaosRecorder {
     this.moves++;
   }
 
+  /** The text the run has shown since its last assistant message (reset-aware): what a continuation continues. */
+  private shown = '';
+
   /** Writes down a run event. */
   event(event: AgentEvent): void {
     this.events.push({ seq: this.next(), at: this.scheduler.now(), event });
+    if (event.type === 'text-delta') this.shown += event.text;
+    else if (event.type === 'reset' || (event.type === 'message' && event.message.role === 'assistant')) this.shown = '';
+  }
+
+  /** The text the run has shown of the answer it is giving (since its last assistant message, reset-aware). */
+  shownText(): string {
+    return this.shown;
   }
 
   /** Follows a promise a tool or model returned (`label` says whose) until it settles. */
@@ -188,9 +198,9 @@ export class ChaosRecorder {
     this.requests.push(messages);
   }
 
-  /** Whether an earlier model call of the run was asked exactly `messages`. */
+  /** Whether an earlier model call of the run was asked a conversation of `messages`' shape (as many messages, the same roles: a model's `adapt` may rewrite their content). */
   wasAsked(messages: readonly Message[]): boolean {
-    return this.requests.some((r) => r.length === messages.length && r.every((m, i) => m === messages[i] || JSON.stringify(m) === JSON.stringify(messages[i])));
+    return this.requests.some((r) => r.length === messages.length && r.every((m, i) => m.role === messages[i]!.role));
   }
 
   /** The `seq` of the latest assistant message of the run that made the tool call `callId`. */
@@ -242,18 +252,20 @@ function refused(model: string): Error {
 }
 
 /**
- * The partial answer a request asks to continue: the request is one the run already made (an
- * earlier call of this run was asked exactly its messages but the last two) followed by an
- * assistant's text and a user's instruction — what a `'continue'` fallback sends, across a chain
- * of continuations too. Decided from what the run itself sent, never from the text: an earlier
- * answer of the conversation followed by the user's next question is no continuation, whatever
- * words it shares with a cut call. Without a recorder, the shape alone.
+ * The partial answer a request asks to continue, decided from what the run itself sent: the
+ * request is one the run already made (an earlier call of it was asked the conversation before
+ * the last two messages) followed by an assistant's text and a user's instruction, and that text
+ * is exactly what the run has shown of its answer so far — what a `'continue'` fallback sends,
+ * across a chain of continuations too. An earlier answer of the conversation followed by the
+ * user's next question is no continuation, whatever words it shares with a cut call; nor is a
+ * correction of a whole answer (`validateOutput` took it back with a reset). Without a recorder,
+ * the shape alone.
  */
 function continuing(messages: readonly Message[], recorder: ChaosRecorder | undefined): string | undefined {
   const last = messages[messages.length - 1];
   const prev = messages[messages.length - 2];
   if (last?.role !== 'user' || prev?.role !== 'assistant' || prev.content === '' || (prev.toolCalls?.length ?? 0) > 0) return undefined;
-  if (recorder && !recorder.wasAsked(messages.slice(0, -2))) return undefined;
+  if (recorder && (prev.content !== recorder.shownText() || !recorder.wasAsked(messages.slice(0, -2)))) return undefined;
   return prev.content;
 }
 
