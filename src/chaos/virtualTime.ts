@@ -52,7 +52,7 @@ export class VirtualClock {
       delegates = PROVIDERS.map((p) => p.delegate);
     });
     this.delegates = delegates;
-    owner = this;
+    claim(this);
   }
 
   /** Whether RxJS's schedulers are on this clock now. */
@@ -83,6 +83,11 @@ export class VirtualClock {
 
 /** The clock of the replay running now, if one is. */
 let owner: VirtualClock | undefined;
+
+/** The clock of the replay starting now owns RxJS's schedulers until it ends. */
+function claim(clock: VirtualClock): void {
+  owner = clock;
+}
 
 /**
  * Throws when RxJS's schedulers are virtual and no replay owns the clock: the caller is inside
