@@ -28,7 +28,7 @@
 // the whole suite 3.5–6 min.
 /* global require, module, process */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a mocha config file is CommonJS
-const base = require('../.mocharc.json');
+const base = require('../.mocharc.cjs');
 
 // The Redis specs (spec/redis: real redis-server, a 3-master cluster and a Sentinel set started
 // by the specs, ~75 s a Node line here) run on the machine's Node (20, in the whole suite) and on

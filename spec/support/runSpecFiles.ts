@@ -1,6 +1,6 @@
 /**
  * Runs spec files the way a user's `npm test` would, in a mocha of their own (a child process,
- * tsx as the loader, the project's .mocharc.json left out): for specs a spec generates — a
+ * tsx as the loader, the project's .mocharc.cjs left out): for specs a spec generates — a
  * downloaded replay, a pasted one — to show they pass as written, or fail when they should.
  */
 import { execFile } from 'node:child_process';
