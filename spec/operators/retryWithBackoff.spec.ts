@@ -196,6 +196,39 @@ describe('retryWithBackoff', () => {
       }
     });
 
+    it('never re-runs a non-idempotent tool that ran, whatever it failed with (a plain Error, an HTTP 400, a TypeError, a 503), and reports each withheld retry', () => {
+      const hub = new HealHub();
+      const seen: HealEvent[] = [];
+      hub.events$.subscribe((e) => seen.push(e));
+      const causes = [new Error('seat taken'), e400, new TypeError('x is not a function'), e503];
+      for (const cause of causes) {
+        const failed = new ToolError({ toolName: 'book_seat', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: String(cause), cause });
+        testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+          const source = cold('-#', undefined, failed);
+          expectObservable(source.pipe(retryWithBackoff({ retryOn: 'all', hub, target: 'tool:book_seat' }))).toBe('-#', undefined, failed);
+          expectSubscriptions(source.subscriptions).toBe('^!');
+        });
+      }
+      expect(seen.map((e) => e.type === 'retry-withheld' && [e.target, e.reason, e.category])).to.deep.equal([
+        ['tool:book_seat', 'not_idempotent', 'unknown'],
+        ['tool:book_seat', 'not_idempotent', 'bad_request'],
+        ['tool:book_seat', 'not_idempotent', 'programming'],
+        ['tool:book_seat', 'not_idempotent', 'service_unavailable'],
+      ]);
+    });
+
+    it("reports no withheld retry for a non-idempotent tool's error that retryOn: 'all' does not retry anyway (a cancellation)", () => {
+      const hub = new HealHub();
+      const seen: HealEvent[] = [];
+      hub.events$.subscribe((e) => seen.push(e));
+      const aborted = Object.assign(new Error('aborted'), { name: 'AbortError' });
+      const cancelled = new ToolError({ toolName: 'book_seat', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'aborted', cause: aborted });
+      testScheduler().run(({ cold, expectObservable }) => {
+        expectObservable(cold('-#', undefined, cancelled).pipe(retryWithBackoff({ retryOn: 'all', hub }))).toBe('-#', undefined, cancelled);
+      });
+      expect(seen).to.deep.equal([]);
+    });
+
     it("'retryable' is the default rule", () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const boom = new Error('boom');

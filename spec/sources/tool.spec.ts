@@ -2,10 +2,11 @@ import { expect } from 'chai';
 import * as t from 'io-ts';
 import { NEVER, Observable, of, Subject, throwError } from 'rxjs';
 import { classifyError } from '../../src/core/errors/classify.js';
-import { HttpError, InvalidOptionError, ToolError } from '../../src/core/errors/errors.js';
+import { HttpError, InvalidOptionError, RetriesExhaustedError, ToolError } from '../../src/core/errors/errors.js';
 import type { ToolCall } from '../../src/core/events/events.js';
 import type { AbortContext } from '../../src/core/model/abortable.js';
 import { RunScope, runOf } from '../../src/core/rx/runScope.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { callTool, defineTool, toJsonSchema, unknownToolError, type ToolDefinition } from '../../src/sources/tool.js';
 import { countControllers } from '../support/abortControllers.js';
 import { thrower } from '../support/guards.js';
@@ -428,11 +429,33 @@ describe('callTool', () => {
       expect(c.strategy).to.equal('fallback');
     });
 
-    it("says why the retry is withheld (withheld: 'not_idempotent') only when the error itself was worth one", () => {
-      expect(classifyError(toolError('execute', false, new HttpError(503))).withheld).to.equal('not_idempotent');
-      expect(classifyError(toolError('execute', false, new HttpError(400)))).not.to.have.property('withheld');
-      expect(classifyError(toolError('execute', true, new HttpError(503)))).not.to.have.property('withheld');
-      expect(classifyError(toolError('validate', false))).not.to.have.property('withheld');
+    it("marks the retry withheld (withheld: 'not_idempotent') on every failure of a non-idempotent tool that ran, whatever the error, saying whether the error itself was worth one", () => {
+      expect(classifyError(toolError('execute', false, new HttpError(503)))).to.include({ retryable: false, withheld: 'not_idempotent', retryableIfIdempotent: true });
+      for (const cause of [new HttpError(400), new Error('seat taken'), new TypeError('x is not a function'), undefined]) {
+        expect(classifyError(toolError('execute', false, cause)), String(cause)).to.include({ retryable: false, withheld: 'not_idempotent', retryableIfIdempotent: false });
+      }
+      expect(classifyError(toolError('execute', true, new HttpError(503)))).not.to.have.any.keys('withheld', 'retryableIfIdempotent');
+      expect(classifyError(toolError('execute', true, new Error('seat taken')))).not.to.have.any.keys('withheld', 'retryableIfIdempotent');
+      expect(classifyError(toolError('validate', false))).not.to.have.any.keys('withheld', 'retryableIfIdempotent');
+    });
+
+    it("a real non-idempotent callTool failing with a plain Error, a 400 or a TypeError runs once under retryWithBackoff({ retryOn: 'all' }); an idempotent one is retried", () => {
+      for (const failure of [new Error('seat taken'), new HttpError(400), new TypeError('x is not a function')]) {
+        const runs = { book_seat: 0, read_seat: 0 };
+        const errors: unknown[] = [];
+        for (const [name, idempotent] of [['book_seat', false], ['read_seat', true]] as const) {
+          const tool = defineTool({ name, description: '', args: t.unknown, idempotent, execute: () => (runs[name]++, throwError(() => failure)) });
+          testScheduler().run(({ flush }) => {
+            callTool(tool, call({}, 'c', name))
+              .pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 2, jitter: 'none' }))
+              .subscribe({ error: (e: unknown) => errors.push(e) });
+            flush();
+          });
+        }
+        expect(runs, String(failure)).to.deep.equal({ book_seat: 1, read_seat: 3 });
+        expect(errors[0]).to.be.instanceOf(ToolError).and.to.include({ toolName: 'book_seat', cause: failure });
+        expect(errors[1]).to.be.instanceOf(RetriesExhaustedError);
+      }
     });
 
     it('classifies a real callTool failure the same way', () => {

@@ -112,7 +112,7 @@ export interface ResilienceSummary {
   readonly calls: { readonly model: number; readonly tool: number };
   /** Per target (`tool:<name>`, `model:<id>` — a run's model and each provider attempted —, or whatever a `retry` event names). */
   readonly targets: Readonly<Record<string, TargetSummary>>;
-  /** Retries in all; `withheld`: retries the default rules withheld for a non-idempotent tool (`retry-withheld`). */
+  /** Retries in all; `withheld`: retries withheld for a non-idempotent tool that ran (`retry-withheld`). */
   readonly retries: { readonly total: number; readonly succeeded: number; readonly withheld: number; readonly byCategory: Counts };
   /** Per breaker. */
   readonly circuits: Readonly<Record<string, CircuitSummary>>;

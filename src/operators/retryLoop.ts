@@ -44,11 +44,15 @@ export function retryAfterError<T>(error: unknown, emitted: boolean, source: Obs
   new RetryRun(source, subscriber, config, permit).onError(error, emitted);
 }
 
-/** `retryOn`'s rule: the classifier's `retryable`, or — `'all'` — every error but cancellation, a crossed budget and a withheld retry. */
-function worthRetry(classification: ErrorClassification, all: boolean): boolean {
-  if (!all) return classification.retryable;
-  const { category, withheld } = classification;
-  return withheld === undefined && category !== 'cancelled' && category !== 'budget_exceeded';
+/**
+ * What `retryOn`'s rule says of an error, the classifier's `withheld` aside: the classifier's
+ * `retryable` (for a withheld one, what it would be were the tool idempotent), or — `'all'` —
+ * every error but cancellation and a crossed budget.
+ */
+function ruleRetries(classification: ErrorClassification, all: boolean): boolean {
+  const { category, withheld, retryable, retryableIfIdempotent } = classification;
+  if (all) return category !== 'cancelled' && category !== 'budget_exceeded';
+  return withheld === undefined ? retryable : retryableIfIdempotent === true;
 }
 
 /**
@@ -164,11 +168,13 @@ class RetryRun<T> {
     if (emitted && config.afterEmit === 'error') return this.fail(error);
     const classification = guard(config.classifier, error, { now: scheduler.now() });
     if (classification instanceof Thrown) return this.fail(classification.error);
-    const retry = config.shouldRetry ? guard(config.shouldRetry, error, next) : worthRetry(classification, config.retryAll);
+    // a withheld retry (a tool that is not idempotent ran) is never made, whatever retryOn says
+    const rule = config.shouldRetry ? undefined : ruleRetries(classification, config.retryAll);
+    const retry = config.shouldRetry ? guard(config.shouldRetry, error, next) : rule === true && classification.withheld === undefined;
     if (retry instanceof Thrown) return this.fail(retry.error);
     if (!retry) {
-      // the error was worth a retry, but the tool that failed is not idempotent: say so
-      if (!config.shouldRetry && classification.withheld !== undefined) {
+      // the rule would have retried the error, but the tool that failed is not idempotent: say so
+      if (rule === true && classification.withheld !== undefined) {
         hub?.report({ type: 'retry-withheld', target: config.target, reason: classification.withheld, category: classification.category, error: errorText(error, 200) });
       }
       return this.fail(error);

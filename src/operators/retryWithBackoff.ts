@@ -63,8 +63,9 @@ export interface RetryWithBackoffBaseOptions {
   /**
    * Decides whether an error is worth a retry; `attempt` is the retry that would follow
    * (1-based). Errors it rejects pass through unchanged, at once. Defaults to `retryOn`'s rule
-   * (the classifier's `retryable`). Give one or the other, not both. If it throws, the operator
-   * errors with what it threw.
+   * (the classifier's `retryable`). Give one or the other, not both. It replaces the rules
+   * entirely, the withheld retry of a non-idempotent tool included: what it accepts is retried. If
+   * it throws, the operator errors with what it threw.
    */
   readonly shouldRetry?: (error: unknown, attempt: number) => boolean;
   /**
@@ -96,8 +97,9 @@ export interface RetryWithBackoffBaseOptions {
   /**
    * Reports a `retry` event for each retry and one `retry-succeeded` when an attempt after a retry
    * succeeds (its first value, or completion) — e.g. the run's hub in `runAgent`'s pipelines —
-   * and a `retry-withheld` event when the default rules withhold a retry the error would be worth,
-   * because a tool that is not idempotent ran. Created inside `fallbackModel`'s `perModel` without
+   * and a `retry-withheld` event when `retryOn`'s rule would retry the error but a tool that is not
+   * idempotent ran (the retry is withheld: under `'retryable'` for an error worth a retry, such as a
+   * 503; under `'all'` for any error but a cancellation or a crossed budget). Created inside `fallbackModel`'s `perModel` without
    * one, the run's hub.
    */
   readonly hub?: HealHub;
@@ -169,9 +171,9 @@ const props = {
  * Unsubscribing cancels the attempt in flight or the wait.
  *
  * Tools: a tool defined without `idempotent: true` (the safe default of `defineTool`) is never
- * re-run after it ran and failed — a side effect may have happened — even for a 503; the retry is
- * withheld, reported as a `retry-withheld` event (`reason: 'not_idempotent'`), and the error
- * passes on. Declare read-only tools `idempotent: true` to have them retried.
+ * re-run after it ran and failed — a side effect may have happened — whatever it failed with (a
+ * 503, or under `retryOn: 'all'` a plain `Error`, a 400); the retry is withheld, reported as a
+ * `retry-withheld` event (`reason: 'not_idempotent'`), and the error passes on. Declare read-only tools `idempotent: true` to have them retried.
  *
  * Coming from RxJS `retry`: `retry(3)` retries every error at once, and resubscribes after
  * values. `retryWithBackoff({ retryOn: 'all', maxRetries: 3 })` retries every error too, with

@@ -71,11 +71,19 @@ export interface ErrorClassification {
   /** How long the server asked us to wait (`retry-after-ms` / `retry-after`), in ms. */
   readonly retryAfterMs?: number;
   /**
-   * Why a retry is withheld although the error itself would be worth one (`retryable` is then
-   * false): `'not_idempotent'` — a tool that is not idempotent ran and failed, so a side effect
-   * may have happened. `retryWithBackoff` reports it as a `retry-withheld` event.
+   * Why no retry may run the call again, whatever rule asks for one (`retryable` is then false,
+   * and `retryWithBackoff` withholds the retry under `retryOn: 'all'` too): `'not_idempotent'` — a
+   * tool that is not idempotent ran and failed, so a side effect may have happened. Set on every
+   * such failure, whatever the error: a plain `Error` or a 400 as much as a 503.
+   * `retryWithBackoff` reports a `retry-withheld` event when its rule would have retried the error
+   * but for this (see {@link ErrorClassification.retryableIfIdempotent}).
    */
   readonly withheld?: 'not_idempotent';
+  /**
+   * With {@link ErrorClassification.withheld}: whether the error itself is worth a retry — what
+   * `retryable` would be, were the tool idempotent (a 503: true; a plain `Error`, a 400: false).
+   */
+  readonly retryableIfIdempotent?: boolean;
 }
 
 /** What a classifier may know beyond the error itself. */
@@ -363,9 +371,10 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       if (get(error, 'phase') === 'validate') return verdict('validation_error', false, false, 'fail_fast');
       const inner = nested(get(error, 'cause'), now, depth, seen);
       if (get(error, 'idempotent') === true) return inner;
-      // the tool ran: a side effect may have happened, so never run it again automatically
+      // the tool ran: a side effect may have happened, so never run it again automatically,
+      // whatever the error and whatever rule a retry follows
       const ran = verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
-      return inner.retryable ? { ...ran, withheld: 'not_idempotent' } : ran;
+      return { ...ran, withheld: 'not_idempotent', retryableIfIdempotent: inner.retryable };
     }
     const name = errorName(error);
     if (name === 'AI_RetryError') {
@@ -469,7 +478,7 @@ export function isServiceFailure(classification: ErrorClassification): boolean {
  * its `lastError`; otherwise `transient` when an AI SDK error says `isRetryable: true`, else
  * `unknown` (no retry, fallback allowed). A `ToolError` is judged by its
  * cause, except that bad arguments are a `validation_error` and a non-idempotent tool that ran is
- * never retryable. Our give-up errors
+ * never retryable (`withheld: 'not_idempotent'`, whatever the error). Our give-up errors
  * (`RetriesExhaustedError`, `TotalTimeoutError`, `AllFallbacksFailedError`) are never
  * retryable again.
  *

@@ -187,9 +187,9 @@ export const RetrySucceededEventCodec = t.type(
   'RetrySucceededEvent',
 );
 /**
- * A retry that the default rules withheld although the error itself is worth one: `reason`
+ * A retry that `retryWithBackoff`'s rule (`retryOn`) would have made, withheld: `reason`
  * `'not_idempotent'` — a tool that is not idempotent ran and failed, so a side effect may have
- * happened and it is never run again automatically (declare it `idempotent: true` if running it
+ * happened and it is never run again automatically, whatever the error (declare it `idempotent: true` if running it
  * twice is safe).
  */
 export const RetryWithheldEventCodec = t.intersection(
