@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import semver from 'semver';
 import { pinnedNodes } from './package/nodes.js';
-import { entryPoints, packageJson, subpathTable, versionsTable } from './package/npmPack.js';
+import { entryPoints, hostConfigs, installLines, isTarball, packageCommands, packageJson, packLine, subpathTable, tarballName, versionsTable } from './package/npmPack.js';
+import { tsBlocks } from './support/tsBlocks.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 
@@ -68,6 +69,33 @@ describe('the published package', () => {
     const floor = semver.minVersion((json['engines'] as { node: string }).node)!;
     const lines = pinnedNodes().map((n) => n.line).filter((l) => l !== floor.major);
     expect(rows[0]!.versions, `README.md:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal([shown(floor), ...lines].join(' · '));
+  });
+
+  it("starts every README command that installs or runs rxheal from the packed tarball (rxheal is not on the registry: `npm install rxheal` answers E404)", () => {
+    const commands = packageCommands();
+    expect(commands.length).to.be.greaterThan(5);
+    for (const { command, line } of commands) {
+      const words = command.split(/\s+/);
+      expect(words.filter((w) => w === 'rxheal' || w.startsWith('rxheal@')), `README.md:${line}: ${command}`).to.deep.equal([]);
+      if (words[0] === 'npx' && words.includes('rxheal-mcp-proxy')) expect(words.slice(0, 4), `README.md:${line}: npx runs the bin from the tarball`).to.satisfy((w: string[]) => w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!));
+    }
+    // an MCP host's configuration runs the bin the same way
+    const hosts = hostConfigs();
+    expect(hosts.length, 'the README has a host configuration').to.be.greaterThan(0);
+    for (const { name, command, args, line } of hosts) {
+      expect([command, ...args.slice(0, 3)], `README.md:${line}: ${name} runs the bin from the tarball`).to.satisfy((w: string[]) => w[0] === 'npx' && w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!));
+    }
+    const { command } = packLine();
+    expect(command, 'the Install section packs the repository').to.equal('npm pack');
+  });
+
+  it('names io-ts in the Install line: the README snippets that import it (defineTool) must not rely on npm hoisting it from rxheal', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const importing = tsBlocks('README.md', readme).filter((b) => /from 'io-ts'/.test(b.code));
+    expect(importing.length, 'README snippets import io-ts').to.be.greaterThan(0);
+    const root = installLines().filter((l) => l.for === 'the root entry');
+    expect(root.map((l) => l.command.split(/\s+/).slice(2))).to.deep.equal([[`/path/to/${tarballName()}`, 'rxjs', 'io-ts']]);
+    expect(pkg['dependencies'], 'io-ts is a dependency of rxheal (so npm hoists it; pnpm does not)').to.have.property('io-ts');
   });
 
   it('takes rxjs as a peer (one copy, so TestScheduler virtualises our timers)', () => {

@@ -1,7 +1,8 @@
 /**
  * The README's "With the OpenAI Agents SDK / Mastra" snippets, as a user would paste them: each
- * compiles (strict, imports included) against the real framework packages and the built rxheal,
- * and runs — with its two base URLs pointed at two local providers (rxheal/server), nothing else
+ * compiles (strict, imports included) against the real framework packages and the built rxheal —
+ * with the `@ai-sdk/provider` its install line gets there (`@ai-sdk/provider@3`: the newest 3.x;
+ * no version: the newest, 4.x), as npm resolves the line for a user — and runs — with its two base URLs pointed at two local providers (rxheal/server), nothing else
  * changed — printing the weather answer while the primary is down; Mastra's, with both down,
  * prints the error it found on `res.error`. spec/docs/snippets.spec.ts leaves these two blocks to
  * this spec: the frameworks need Node ≥ 22, so they live in spec/support/majors, and this spec
@@ -9,7 +10,9 @@
  *
  * The consumer project is a temporary folder whose node_modules are links: `rxheal` to this
  * repository (its exports map, the built dist/), the frameworks and zod to spec/support/majors,
- * `@types/node` to the project's own.
+ * `@types/node` to the project's own; `@ai-sdk/provider`, which rxheal's declarations import,
+ * is mapped (`paths`) to the copy the line gets: the project's own (3.x) or spec/support/majors'
+ * 4.x. spec/package/install.spec.ts compiles them too, in projects npm installed from the lines.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
@@ -17,18 +20,31 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
-import { agentFrameworks, FRAMEWORK_PACKAGES, importsFramework, WEATHER_ANSWER } from '../support/agentFrameworks.js';
+import semver from 'semver';
+import { agentFrameworks, FRAMEWORK_PACKAGES, frameworkOf, frameworkSnippets, WEATHER_ANSWER, type FrameworkName } from '../support/agentFrameworks.js';
 import { localProviders } from '../support/interop.js';
-import { ROOT } from '../package/npmPack.js';
-import { SNIPPET_OPTIONS, tsBlocks } from '../support/tsBlocks.js';
+import { frameworkLines, ROOT } from '../package/npmPack.js';
+import { typeErrorsIn } from '../support/tsBlocks.js';
 
 const MAJORS = join(ROOT, 'spec', 'support', 'majors', 'node_modules');
 
-/** The README's blocks that import an agent framework, by framework. */
-function frameworkSnippets(): { framework: 'agents' | 'mastra'; line: number; code: string }[] {
-  return tsBlocks('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'))
-    .filter((s) => importsFramework(s.code))
-    .map((s) => ({ framework: s.code.includes("from '@mastra/core") ? 'mastra' : 'agents', line: s.line, code: s.code }));
+/** The copies of `@ai-sdk/provider` the specs have, newest first: spec/support/majors' 4.x, the project's 3.x. */
+const PROVIDERS = [join(MAJORS, '@ai-sdk', 'provider-4'), join(ROOT, 'node_modules', '@ai-sdk', 'provider')];
+
+/**
+ * The `@ai-sdk/provider` a framework's README install line gets, as npm picks it: the newest copy
+ * inside the range the line names (`@ai-sdk/provider@3`), or the newest of all (no range).
+ */
+function providerOfLine(framework: FrameworkName): { range: string; dir: string; version: string } {
+  const line = frameworkLines().find((l) => frameworkOf(l.command) === framework);
+  expect(line, `the README's agent-framework table has a ${framework} line`).to.not.equal(undefined);
+  const word = line!.command.split(/\s+/).find((w) => w === '@ai-sdk/provider' || w.startsWith('@ai-sdk/provider@'));
+  expect(word, `${line!.command}: names @ai-sdk/provider`).to.be.a('string');
+  const range = word!.slice('@ai-sdk/provider@'.length) || '*';
+  const copies = PROVIDERS.map((dir) => ({ range, dir, version: (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version }));
+  const picked = copies.find((c) => semver.satisfies(c.version, range));
+  expect(picked, `${line!.command}: a copy of @ai-sdk/provider inside ${range} (${copies.map((c) => c.version).join(', ')})`).to.not.equal(undefined);
+  return picked!;
 }
 
 const OPENAI_URL = "'https://api.openai.com/v1'";
@@ -74,14 +90,13 @@ describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / M
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('both compile as they are (strict, imports included) against the frameworks and the built rxheal', () => {
-    const program = ts.createProgram(
-      snippets.map((s) => join(dir, `${s.framework}.ts`)),
-      SNIPPET_OPTIONS,
-    );
-    const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
-    expect(problems).to.deep.equal([]);
-  });
+  for (const framework of ['agents', 'mastra'] as const) {
+    it(`the ${framework === 'agents' ? 'OpenAI Agents SDK' : 'Mastra'} snippet compiles as it is (strict, imports included) against the framework, the built rxheal and the @ai-sdk/provider its install line gets`, () => {
+      const provider = providerOfLine(framework);
+      const problems = typeErrorsIn(dir, [`${framework}.ts`], { paths: { '@ai-sdk/provider': [join(provider.dir, 'dist', 'index.d.ts')] } });
+      expect(problems, `@ai-sdk/provider@${provider.range}: ${provider.version}`).to.deep.equal([]);
+    });
+  }
 
   /** Runs one snippet (transpiled, its base URLs the local providers') with this Node: exit code and output. */
   const runSnippet = (framework: 'agents' | 'mastra'): Promise<{ code: number | null; stdout: string; stderr: string }> => {

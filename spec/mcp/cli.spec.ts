@@ -148,12 +148,17 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
   it("the README's proxy section: its command lines and its host configuration are ones the proxy reads", () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('### Any MCP host, without code: `rxheal-mcp-proxy`'));
+    // npx runs the bin from the packed tarball (`npx -y -p <tarball> -p @modelcontextprotocol/sdk rxheal-mcp-proxy …`): what follows its name is the proxy's
+    const proxyArgs = (words: string[]): string[] => {
+      expect(words, words.join(' ')).to.include('rxheal-mcp-proxy');
+      return words.slice(words.indexOf('rxheal-mcp-proxy') + 1);
+    };
     const lines = /```sh\n([\s\S]*?)```/.exec(section)![1]!.trim().split('\n');
-    for (const line of lines) expect(parseArgs(line.split(' ').slice(2)), line).not.to.have.property('error');
+    for (const line of lines) expect(parseArgs(proxyArgs(line.split(' '))), line).not.to.have.property('error');
     const config = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as { mcpServers: Record<string, { command: string; args: string[] }> };
     const [server] = Object.values(config.mcpServers);
-    expect(server!.args[0]).to.equal('rxheal-mcp-proxy');
-    expect(parseArgs(server!.args.slice(1))).to.have.property('serve');
+    expect(server!.command).to.equal('npx');
+    expect(parseArgs(proxyArgs(server!.args))).to.have.property('serve');
   });
 
   it('reads the flags: the breaker\'s, and a bad value refused naming it', () => {

@@ -108,27 +108,99 @@ export function packageOf(specifier: string): string | undefined {
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
 }
 
+/** The file `npm pack` writes for this package (`rxheal-0.1.0.tgz`), as the README names it. */
+export function tarballName(pkg: PackageJson = packageJson()): string {
+  return `${pkg.name}-${String(pkg['version'])}.tgz`;
+}
+
+/** Whether a word of a README command is the packed tarball's path (`/path/to/rxheal-0.1.0.tgz`). */
+export const isTarball = (word: string, pkg: PackageJson = packageJson()): boolean => word.split('/').at(-1) === tarballName(pkg);
+
+/** A README command with the tarball's path (`/path/to/rxheal-0.1.0.tgz`) replaced by `path`. */
+export const withTarball = (command: string, path: string, pkg: PackageJson = packageJson()): string =>
+  command
+    .split(/\s+/)
+    .map((w) => (isTarball(w, pkg) ? path : w))
+    .join(' ');
+
+/** The commands of the ```sh blocks between two lines of the README (0-based, end excluded), with their 1-based line numbers. */
+function shellLines(lines: readonly string[], from: number, to: number): { command: string; line: number }[] {
+  const out: { command: string; line: number }[] = [];
+  let fenced = false;
+  for (let i = from; i < to; i++) {
+    const text = lines[i]!;
+    if (text.startsWith('```')) fenced = !fenced && text === '```sh';
+    else if (fenced && text.trim() !== '') out.push({ command: text.trim(), line: i + 1 });
+  }
+  return out;
+}
+
+/** The README's "Install" section: its line range (0-based, to the next `## ` heading). */
+function installSection(lines: readonly string[]): { start: number; end: number } {
+  const start = lines.findIndex((l) => l === '## Install');
+  if (start < 0) throw new Error('README.md has no "## Install" section');
+  const next = lines.findIndex((l, i) => i > start && l.startsWith('## '));
+  return { start, end: next < 0 ? lines.length : next };
+}
+
 /**
- * The `npm install` commands of the README's "Install" section, as written: the first code block's
- * (`npm install rxheal rxjs`) and each entry-point row's install cell, in order.
+ * The line of the README's "Install" section that packs the package in a clone of the repository
+ * (`npm pack`: rxheal is not on the registry yet).
+ */
+export function packLine(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; line: number } {
+  const lines = readme.split('\n');
+  const { start, end } = installSection(lines);
+  const pack = shellLines(lines, start, end).filter((l) => l.command.startsWith('npm pack'));
+  if (pack.length !== 1) throw new Error(`README.md's "Install" section has ${pack.length} npm pack lines, not one`);
+  return pack[0]!;
+}
+
+/**
+ * The `npm install` commands of the README's "Install" section, as written: its code blocks'
+ * (`npm install /path/to/rxheal-0.1.0.tgz rxjs io-ts`) and each entry-point row's install cell, in order.
  */
 export function installLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; for: string; line: number }[] {
   const lines = readme.split('\n');
-  const start = lines.findIndex((l) => l === '## Install');
-  if (start < 0) throw new Error('README.md has no "## Install" section');
-  const open = lines.findIndex((l, i) => i > start && l.startsWith('```'));
-  const close = lines.findIndex((l, i) => i > open && l === '```');
-  const root = lines
-    .slice(open + 1, close)
-    .map((text, i) => ({ command: text.trim(), for: 'the root entry', line: open + 2 + i }))
-    .filter((l) => l.command.startsWith('npm install '));
+  const { start, end } = installSection(lines);
+  const root = shellLines(lines, start, end)
+    .filter((l) => l.command.startsWith('npm install '))
+    .map((l) => ({ ...l, for: 'the root entry' }));
   const rows = subpathTable(readme).flatMap((row) => [...row.install.matchAll(/`(npm install [^`]+)`/g)].map((m) => ({ command: m[1]!, for: row.specifier, line: row.line })));
   return [...root, ...rows];
 }
 
+/** The README's `npx` lines (the package's bin, `rxheal-mcp-proxy`), from every ```sh block. */
+export function npxLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; line: number }[] {
+  const lines = readme.split('\n');
+  return shellLines(lines, 0, lines.length).filter((l) => l.command.startsWith('npx '));
+}
+
+/** The README's MCP host configurations (```json blocks with `mcpServers`): each server's command and arguments, as written. */
+export function hostConfigs(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { name: string; command: string; args: string[]; line: number }[] {
+  const out: { name: string; command: string; args: string[]; line: number }[] = [];
+  for (const m of readme.matchAll(/```json\n([\s\S]*?)```/g)) {
+    if (!m[1]!.includes('"mcpServers"')) continue;
+    const line = readme.slice(0, m.index).split('\n').length + 1;
+    const config = JSON.parse(m[1]!) as { mcpServers: Record<string, { command: string; args?: string[] }> };
+    for (const [name, server] of Object.entries(config.mcpServers)) out.push({ name, command: server.command, args: server.args ?? [], line });
+  }
+  return out;
+}
+
+/**
+ * Every command of the README that installs or runs a package (`npm install …`, `npx …`, in code
+ * blocks and code spans), as written.
+ */
+export function packageCommands(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; line: number }[] {
+  const lines = readme.split('\n');
+  const blocks = shellLines(lines, 0, lines.length).filter((l) => /^(npm install|npx) /.test(l.command));
+  const spans = lines.flatMap((text, i) => [...text.matchAll(/`((?:npm install|npx) [^`]+)`/g)].map((m) => ({ command: m[1]!, line: i + 1 })));
+  return [...blocks, ...spans].sort((a, b) => a.line - b.line);
+}
+
 /**
  * The README's agent-framework table (`| framework | through | install (Node ≥ 22) | tested |`):
- * each row's framework and whole install line (`npm install rxheal rxjs @openai/agents …`), with
+ * each row's framework and whole install line (`npm install /path/to/rxheal-0.1.0.tgz rxjs @openai/agents …`), with
  * the entries the line is for — `rxheal/ai-sdk` and each framework package it names — to load.
  */
 export function frameworkLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { framework: string; command: string; line: number }[] {

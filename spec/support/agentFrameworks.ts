@@ -20,8 +20,10 @@ import { anthropicModel } from '../../src/providers/anthropic.js';
 import type { Model } from '../../src/core/model/model.js';
 import type { Fault, LocalProvider, RecordedRequest } from '../../src/server/index.js';
 import { nextMajors } from './nextMajors.js';
+import { tsBlocks } from './tsBlocks.js';
 
 const DIR = fileURLToPath(new URL('./majors/', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The part of a zod schema builder the specs use. */
 interface Zod {
@@ -84,6 +86,19 @@ export const FRAMEWORK_PACKAGES = ['@openai/agents', '@openai/agents-extensions'
 
 /** Whether code imports an agent framework (a package or subpath of {@link FRAMEWORK_PACKAGES}). */
 export const importsFramework = (code: string): boolean => FRAMEWORK_PACKAGES.some((p) => new RegExp(`from '${p}(/[^']*)?'`).test(code));
+
+/** An agent framework of the README, by its snippet: the OpenAI Agents SDK or Mastra. */
+export type FrameworkName = 'agents' | 'mastra';
+
+/** Which framework a README snippet or install line is for (Mastra's names `@mastra/core`). */
+export const frameworkOf = (text: string): FrameworkName => (text.includes('@mastra/core') ? 'mastra' : 'agents');
+
+/** The README's blocks that import an agent framework ("With the OpenAI Agents SDK / Mastra"), by framework. */
+export function frameworkSnippets(): { framework: FrameworkName; line: number; code: string }[] {
+  return tsBlocks('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'))
+    .filter((s) => importsFramework(s.code))
+    .map((s) => ({ framework: frameworkOf(s.code), line: s.line, code: s.code }));
+}
 
 const PACKAGES = [...FRAMEWORK_PACKAGES, 'ai-7'];
 

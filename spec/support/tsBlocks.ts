@@ -1,4 +1,5 @@
 /** The ```ts blocks of a Markdown page (README.md, marble-docs/*.md), for the specs that compile and run them (spec/docs), and the options they compile with. */
+import { join } from 'node:path';
 import ts from 'typescript';
 
 /** How a snippet compiles: as a user's strict ES module (Node's resolution: the exports maps), against @types/node. */
@@ -35,4 +36,16 @@ export function tsBlocks(page: string, markdown: string): Snippet[] {
     found.push({ page, line: start + 1, code: body.join('\n') });
   }
   return found;
+}
+
+/**
+ * The type errors of `.ts` files of a consumer folder, compiled as a user's project would compile
+ * them (strict, {@link SNIPPET_OPTIONS} and `extra`), each as `file: TS<code> message`.
+ */
+export function typeErrorsIn(dir: string, files: readonly string[], extra: ts.CompilerOptions = {}): string[] {
+  const program = ts.createProgram(
+    files.map((f) => join(dir, f)),
+    { ...SNIPPET_OPTIONS, ...extra },
+  );
+  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
 }
