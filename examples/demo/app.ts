@@ -9,6 +9,7 @@
 import { snapshotBreaker, summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, MCP_BREAKER, type McpConfig, type ProviderConfig } from './agent.js';
 import type { DemoReplay } from './replay.js';
+import { MARKS } from './marks.js';
 import { runAsTest } from './runAsTest.js';
 
 interface PageConfig {
@@ -37,7 +38,7 @@ function showPageError(message: string): void {
 window.addEventListener('error', (e) => showPageError(e.message));
 window.addEventListener('unhandledrejection', (e) => showPageError(String(e.reason)));
 
-/** A fault toggle per local provider: the pill's label, what it does, the fault posted to /admin/faults (id `toggle-<id>`). */
+/** A fault toggle per local provider: its label, what it does (the log says it in these words), the fault posted to /admin/faults (id `toggle-<id>`). */
 interface Toggle {
   readonly id: string;
   readonly label: string;
@@ -45,7 +46,7 @@ interface Toggle {
   readonly fault: Readonly<Record<string, unknown>>;
 }
 const TOGGLES: readonly Toggle[] = [
-  { id: 'off', label: 'off', title: 'refuses connections', fault: { kind: 'down' } },
+  { id: 'off', label: 'down', title: 'refuses connections', fault: { kind: 'down' } },
   { id: '429', label: '429 + retry-after 1 s', title: 'rate-limited: 429 asking for a 1 s wait', fault: { kind: 'status', status: 429, retryAfter: 1 } },
   { id: '500', label: '500', title: 'HTTP 500', fault: { kind: 'status', status: 500 } },
   { id: '503', label: '503', title: 'HTTP 503', fault: { kind: 'status', status: 503 } },
@@ -329,7 +330,8 @@ async function main(): Promise<void> {
       } else {
         await adminFetch(p, `/admin/faults/${id}`, { method: 'DELETE' }).catch(() => undefined); // already gone (used up)
       }
-      note('toggle', `${p.label}: ${toggle.label} ${on ? (once ? 'on for one request' : 'on') : 'off'}`);
+      // what the provider does, in plain words: "primary: refuses connections — fault on"
+      note('toggle', `${p.label}: ${toggle.title} — fault ${on ? (once ? 'on for one request' : 'on') : 'off'}`);
     } catch (e) {
       note('error', `could not change the fault: ${String(e)}`);
     }
@@ -394,7 +396,8 @@ async function main(): Promise<void> {
       input.dataset['toggle'] = `${p.id}:${toggle.id}`;
       input.setAttribute('aria-label', `${p.label}: ${toggle.label}`);
       input.addEventListener('change', () => void setFault(p, toggle, input.checked));
-      label.append(input);
+      // the fault's name beside its toggle, shown when the table folds to a row of toggles per provider (a narrow window)
+      label.append(input, el('span', 'fault-name', toggle.label));
       cell.append(label);
       row.append(cell);
     }
@@ -513,27 +516,27 @@ async function main(): Promise<void> {
           break;
         }
         case 'retry':
-          mark('retry', `↻ ${e.target} retry ${e.attempt}/${e.max}: ${e.category}, waited ${e.delayMs} ms`, e);
+          mark('retry', `${MARKS.retry} ${e.target} retry ${e.attempt}/${e.max}: ${e.category}, waited ${e.delayMs} ms`, e);
           break;
         case 'fallback':
-          if (e.midStream && midStream === 'continue') mark('continuation', `⤳ continued on ${e.to}: ${e.from} died mid-answer (${e.reason})`, e);
-          else if (e.midStream) mark('fallback', `⤳ restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
-          else if (e.reason === 'circuit_open') mark('fallback', `⤳ ${e.from} skipped (circuit open) → ${e.to}`, e);
-          else mark('fallback', `⤳ fallback ${e.from} → ${e.to} (${e.reason})`, e);
+          if (e.midStream && midStream === 'continue') mark('continuation', `${MARKS.fallback} continued on ${e.to}: ${e.from} died mid-answer (${e.reason})`, e);
+          else if (e.midStream) mark('fallback', `${MARKS.fallback} restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
+          else if (e.reason === 'circuit_open') mark('fallback', `${MARKS.fallback} ${e.from} skipped (circuit open) → ${e.to}`, e);
+          else mark('fallback', `${MARKS.fallback} fallback ${e.from} → ${e.to} (${e.reason})`, e);
           break;
         case 'hedge':
           // the hedge sent, and who won when a hedge did (the first request winning alone is no news)
-          if (e.kind === 'started' || (e.kind === 'won' && e.attempt > 0)) mark('hedge', `⑂ ${hedgeText(e)}`, e);
+          if (e.kind === 'started' || (e.kind === 'won' && e.attempt > 0)) mark('hedge', `${MARKS.hedge} ${hedgeText(e)}`, e);
           break;
         case 'resume':
-          mark('resume', `⏵ resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`, e);
+          mark('resume', `${MARKS.resume} resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`, e);
           break;
         case 'reflection':
-          mark('reflection', `✎ ${reflectionText(e)}`, e);
+          mark('reflection', `${MARKS.reflection} ${reflectionText(e)}`, e);
           status.textContent = `${e.tool} failed: asking the model to correct its call (${e.attempt}/${e.max})…`;
           break;
         case 'degraded':
-          mark('degradation', `⚠ ${e.capability} degraded (${e.reason}): answered without it`, e);
+          mark('degradation', `${MARKS.degradation} ${e.capability} degraded (${e.reason}): answered without it`, e);
           for (const call of pending.values()) call.degraded = e.reason;
           break;
         case 'tool-call':

@@ -1,8 +1,11 @@
 /**
  * The demo page in real Chromium (Debian's `chromium`, driven by playwright-core): the agent
  * heals itself in the browser, against the two local providers — and the healing shows where
- * the user looks, at 1280×720 and at 800 px wide: markers under the answer, each linked to its
- * log line; the input, the header and the log always in the viewport, nothing overlapping.
+ * the user looks, at 1280×720, at 800 px wide and at a phone's 390 px: markers under the answer,
+ * each linked to its log line; the input, the header and the log always in the viewport, nothing
+ * overlapping, nothing cut off at the side (the fault table, the circuits' names), the summary
+ * not covered; one column under 600 px. Every glyph the page shows renders with the machine's
+ * fonts (Debian's default, DejaVu), none as the empty box of a missing glyph.
  * Screenshots go to test-artifacts/; the README's picture (docs/demo.png) is taken here too,
  * and retaken whenever the page's sources change (their hash is stored in the PNG).
  */
@@ -12,6 +15,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { MARKS } from '../../examples/demo/marks.js';
 import { startDemo, type Demo } from '../../examples/demo/serve.js';
 import { RIVER_STORY } from '../../src/server/index.js';
 import { runSpecFiles } from '../support/runSpecFiles.js';
@@ -22,10 +26,11 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const ARTIFACTS = `${ROOT}test-artifacts/`;
 const DOCS_PICTURE = `${ROOT}docs/demo.png`;
 /** What the README's picture shows (the page, the scenario, the answer's text): when one of these changes, the spec retakes it. */
-const PICTURE_SOURCES = ['examples/demo/runAsTest.ts', 'examples/demo/toolAnswers.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
+const PICTURE_SOURCES = ['examples/demo/marks.ts', 'examples/demo/runAsTest.ts', 'examples/demo/toolAnswers.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
 const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },
+  { name: '390x844', width: 390, height: 844 },
 ] as const;
 type Size = { readonly name: string; readonly width: number; readonly height: number };
 
@@ -143,10 +148,72 @@ async function expectLayout(page: Page, size: Size): Promise<void> {
     expect(chat.width, 'the chat keeps the window’s width').to.be.at.least(size.width - 40);
     expect(b['#chat']!.height, 'the chat keeps room for the conversation').to.be.at.least(150);
   }
+  if (size.width < 600) {
+    // one column: the circuits, then the summary, then the log, each the panel's width
+    const [circuits, summary, log] = [b['.panel-circuits']!, b['.panel-summary']!, b['.panel-log']!];
+    expect(summary.top, 'one column: the summary under the circuits').to.be.at.least(circuits.bottom - 0.5);
+    expect(log.top, 'one column: the log under the summary').to.be.at.least(summary.bottom - 0.5);
+    for (const part of [circuits, summary, log]) expect(part.width, 'one column: each part as wide as the panel').to.be.at.least(panel.width - 1);
+  }
+  // nothing reaches past the window's right edge (body's overflow: hidden would cut it off unseen), but inside a box
+  // that scrolls sideways (the chips on a phone), where it is scrolled to
+  const past = await page.evaluate(
+    (width) =>
+      [...document.querySelectorAll<HTMLElement>('header, #controls *, main *')]
+        .filter((e) => e.getClientRects().length > 0 && e.getBoundingClientRect().right > width + 0.5)
+        .filter((e) => {
+          for (let up = e.parentElement; up !== null; up = up.parentElement) if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX) && up.getBoundingClientRect().right <= width + 0.5) return false;
+          return true;
+        })
+        .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${e.className}`),
+    size.width,
+  );
+  expect(past, 'elements cut off at the right edge').to.deep.equal([]);
+  // every circuit's name shown whole (not squeezed to nothing or an ellipsis)
+  const names = await page.$$eval('.circuit .name', (items) => items.map((n) => ({ text: n.textContent ?? '', width: n.getBoundingClientRect().width, scroll: n.scrollWidth, client: n.clientWidth })));
+  expect(names.length, 'the circuits are listed').to.be.greaterThan(0);
+  for (const n of names) expect(n.width > 0 && n.scroll <= n.client + 1, `circuit ${n.text}: shown whole (${n.client} of ${n.scroll} px)`).to.equal(true);
+  // the summary's first row is in view and on top (not covered by the log)
+  const covered = await page.evaluate(() => {
+    const row = document.querySelector('#summary tr');
+    if (row === null) return null; // nothing to cover yet (no event since the page loaded)
+    const r = row.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + 4, r.top + r.height / 2);
+    return hit !== null && document.querySelector('.panel-summary')!.contains(hit) ? null : `covered by ${hit?.tagName.toLowerCase() ?? 'nothing'}.${hit?.className ?? ''}`;
+  });
+  expect(covered, 'the summary’s first row is seen').to.equal(null);
   // the last answer's markers are in view in the chat
   const markers = await boxes(page, ['.bubble.assistant:last-of-type .markers']);
   const last = markers['.bubble.assistant:last-of-type .markers'];
   if (last !== null && last !== undefined) expect(overlap(last, b['#chat']!), 'the last answer’s markers are in view').to.equal(true);
+}
+
+/**
+ * The fault bar, open, fits the window: every toggle of every provider inside it and reachable
+ * (the topmost element at its centre is the toggle or its label), each with its fault's name in
+ * view in its row or its column.
+ */
+async function expectFaultsFit(page: Page, size: Size): Promise<void> {
+  const toggles = await page.$$eval('[data-toggle]', (inputs) =>
+    inputs.map((input) => {
+      const r = input.getBoundingClientRect();
+      const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+      // the fault's name: its column's header when that is shown, else the toggle's own label
+      const cell = input.closest('td')!;
+      const header = (cell.closest('table') as HTMLTableElement).rows[0]!.cells[cell.cellIndex];
+      const headerShown = header !== undefined && header.getClientRects().length > 0 && header.getBoundingClientRect().right <= innerWidth + 0.5;
+      const name = (headerShown ? header.innerText : (input.closest('label') as HTMLElement).innerText).trim();
+      return { toggle: (input as HTMLElement).dataset['toggle'] ?? '', name, box: { top: r.top, left: r.left, bottom: r.bottom, right: r.right, width: r.width, height: r.height }, reachable: hit === input || (hit !== null && hit.contains(input)) };
+    }),
+  );
+  expect(toggles.length, 'a toggle per fault and local provider').to.equal(20);
+  for (const t of toggles) {
+    expect(inside(t.box, size) && t.box.width > 0, `${t.toggle} ${JSON.stringify(t.box)} inside the ${size.name} window`).to.equal(true);
+    expect(t.reachable, `${t.toggle} can be clicked (nothing on top of it)`).to.equal(true);
+    expect(t.name, `${t.toggle}: its fault's name is shown`).to.not.equal('');
+  }
+  const table = (await boxes(page, ['#faults']))['#faults']!;
+  expect(table.right, 'the fault table is not cut off').to.be.at.most(size.width + 0.5);
 }
 
 /** Markers under the last answer: kind, text, and the text of the log line each links to. */
@@ -239,9 +306,10 @@ describe('the demo page in Chromium', function () {
     await page.click(`[data-chip="${id}"]`);
     return answered(n);
   };
-  const toggle = async (selector: string): Promise<void> => {
+  /** Switches a toggle on (or off), and waits for its log line. */
+  const toggle = async (selector: string, on = true): Promise<void> => {
     const notes = (await page.$$('.note.toggle')).length;
-    await page.check(selector);
+    await page.setChecked(selector, on);
     await page.waitForFunction((count) => document.querySelectorAll('.note.toggle').length > count, notes);
   };
   const logLines = (): Promise<string[]> => page.$$eval('#log li', (items) => items.map((i) => i.textContent ?? ''));
@@ -251,6 +319,7 @@ describe('the demo page in Chromium', function () {
       it('the long-answer chip with “reset after 3 chunks” on: the partial answer is struck through, the next provider’s answer follows once, a marker links to the log', async () => {
         await open(size);
         if (size.width < 900) await page.click('#controls > summary'); // the fault bar folds on a narrow window
+        await expectFaultsFit(page, size);
         await toggle('[data-toggle="primary:reset"]');
         const answer = await chip('long');
         expect(answer).to.equal(RIVER_STORY);
@@ -403,6 +472,30 @@ describe('the demo page in Chromium', function () {
     });
   });
 
+  it('every glyph the page shows (the markers’, the header’s, the log’s) renders with the machine’s fonts, none as the empty box of a missing glyph', async () => {
+    await open();
+    const glyphs = [...new Set([...Object.values(MARKS), ...(await page.evaluate(() => document.body.innerText)), '▍'].filter((c) => c.codePointAt(0)! > 0x7f && /\S/.test(c)))];
+    const drawn = await page.evaluate((list) => {
+      // drawn in the markers' font: a glyph no font has is drawn as the .notdef box, the same for every such character;
+      // '' (nothing) and U+0378 (unassigned, in no font: the box to compare with) first (no named helper: the page has no tsx)
+      const font = `12px ${getComputedStyle(document.body).fontFamily}`;
+      const drawings = ['', '\u0378', ...list].map((text) => {
+        const canvas = document.createElement('canvas');
+        canvas.width = 48;
+        canvas.height = 32;
+        const context = canvas.getContext('2d')!;
+        context.font = font;
+        context.fillText(text, 8, 22);
+        return Array.from(context.getImageData(0, 0, 48, 32).data.filter((_, i) => i % 4 === 3)).join(',');
+      });
+      const [blank, notdef] = drawings;
+      return { notdefInked: notdef !== blank, missing: list.filter((_, i) => drawings[i + 2] === notdef) };
+    }, glyphs);
+    expect(drawn.notdefInked, 'a missing glyph draws a box (what the others are compared with)').to.equal(true);
+    expect(glyphs, 'the markers’ glyphs are among those checked').to.include.members(Object.values(MARKS));
+    expect(drawn.missing, `glyphs drawn as the missing-glyph box, of ${glyphs.join(' ')}`).to.deep.equal([]);
+  });
+
   it('serves the page’s favicon: the browser asks for it, and gets it', async () => {
     await open();
     const href = await page.$eval('link[rel="icon"]', (l) => (l as HTMLLinkElement).href);
@@ -507,8 +600,8 @@ describe('the demo page in Chromium', function () {
       expect(repeatedFragment(answer)).to.equal(undefined);
       const marks = (await markers(page)).filter((m) => m.kind === 'hedge');
       expect(marks.map((m) => m.text.replace(/after \d+ ms/, 'after N ms'))).to.deep.equal([
-        '⑂ model:primary: no first token after N ms — hedge 1 sent',
-        '⑂ model:primary: hedge 1 answered first, the other request aborted',
+        `${MARKS.hedge} model:primary: no first token after N ms — hedge 1 sent`,
+        `${MARKS.hedge} model:primary: hedge 1 answered first, the other request aborted`,
       ]);
       for (const m of marks) expect(m.line, `${m.text} links to its log line`).to.be.a('string');
       const started = Number(/after (\d+) ms/.exec(marks[0]!.text)?.[1]);
@@ -545,10 +638,20 @@ describe('the demo page in Chromium', function () {
       expect(await page.isChecked('[data-toggle="primary:503"]')).to.equal(true);
       expect(await page.isChecked('[data-toggle="secondary:off"]')).to.equal(true);
       expect(await page.isChecked('[data-toggle="primary:off"]')).to.equal(false);
-      expect(await page.textContent('#faults-on')).to.equal('— on: primary: 503, secondary: off');
-      // and unchecking one removes the fault from the provider
+      expect(await page.textContent('#faults-on')).to.equal('— on: primary: 503, secondary: down');
+      // and unchecking one removes the fault from the provider, the log saying so in plain words
+      await toggle('[data-toggle="secondary:off"]', false);
+      await page.waitForFunction(() => document.querySelector('#faults-on')?.textContent === '— on: primary: 503');
+      await toggle('[data-toggle="secondary:off"]');
       await page.uncheck('[data-toggle="primary:503"]');
-      await page.waitForFunction(() => document.querySelector('#faults-on')?.textContent === '— on: secondary: off');
+      await page.waitForFunction(() => document.querySelector('#faults-on')?.textContent === '— on: secondary: down');
+      await page.waitForFunction(() => document.querySelectorAll('.note.toggle').length >= 3);
+      // (the log starts again with the reload)
+      expect(await page.$$eval('.note.toggle .text', (items) => items.map((i) => i.textContent).reverse())).to.deep.equal([
+        'secondary: refuses connections — fault off',
+        'secondary: refuses connections — fault on',
+        'primary: HTTP 503 — fault off',
+      ]);
       await expectLayout(page, SIZES[0]);
     });
 
