@@ -12,8 +12,10 @@ export { faults, schedule, modelFault, toolFault, DEFAULT_MODEL_WEIGHTS, DEFAULT
 export type { FaultBounds, ModelFaultWeights, ScheduleArbitrary, ScheduleOptions, ToolFaultWeights } from './faults.js';
 export { ChaosInputError, compactSchedule, describeFault, validateSchedule } from './schedule.js';
 export type { FaultSchedule, ModelFault, ToolFault } from './schedule.js';
-export { BAD_TOOL_ARGS, ChaosRecorder, IS_ERROR_RESULT, chaosModel, chaosTool } from './inject.js';
-export type { AttemptOutcome, ChaosOptions, ModelAttempt, RecordedEvent, ToolExecution } from './inject.js';
+export { BAD_TOOL_ARGS, IS_ERROR_RESULT, chaosModel, chaosTool } from './inject.js';
+export type { ChaosOptions } from './inject.js';
+export { ChaosRecorder } from './recorder.js';
+export type { AttemptOutcome, ModelAttempt, RecordedEvent, ToolExecution } from './recorder.js';
 export { DOCUMENTED_ERRORS, builtinInvariants, checkInvariants } from './invariants.js';
 export type { ChaosEnd, ChaosRun, ErrorKind, Invariant, InvariantOptions, Violation } from './invariants.js';
 export { replaySchedule } from './run.js';

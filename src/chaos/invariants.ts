@@ -9,7 +9,7 @@ import { AllFallbacksFailedError, BudgetExceededError, BulkheadRejectedError, Ci
 import type { AgentEvent, AssistantMessage } from '../core/events/events.js';
 import type { Budget } from '../sources/budget.js';
 import type { FaultSchedule } from './schedule.js';
-import type { ModelAttempt, RecordedEvent, ToolExecution } from './inject.js';
+import type { ModelAttempt, RecordedEvent, ToolExecution } from './recorder.js';
 
 /**
  * How a chaos run ended: completed, errored, or `hang` — still running at the virtual-time bound,

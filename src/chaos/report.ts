@@ -8,7 +8,7 @@
 import type { AgentEvent } from '../core/events/events.js';
 import { checkIncidentVersion, type Incident } from './incident.js';
 import { DOCUMENTED_ERRORS, type ChaosRun, type ReplayOptions } from './invariants.js';
-import type { ModelAttempt, ToolExecution } from './inject.js';
+import type { ModelAttempt, ToolExecution } from './recorder.js';
 import { ChaosInputError, compactSchedule, describeFault, type FaultSchedule } from './schedule.js';
 
 /** The run lane's letter for an event, or undefined for events the diagram leaves out. */
