@@ -47,7 +47,10 @@ if (process.argv[2] === '--child') {
   const rounds = Number(process.env['AB_ROUNDS'] ?? 3);
   const results: Record<'before' | 'after', ChildResult[]> = { before: [], after: [] };
   for (let r = 0; r < rounds; r++) {
-    for (const [label, root] of [['before', beforeRoot], ['after', afterRoot]] as const) {
+    for (const [label, root] of [
+      ['before', beforeRoot],
+      ['after', afterRoot],
+    ] as const) {
       const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', root], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
       results[label].push(JSON.parse(out.trim().split('\n').pop()!) as ChildResult);
       process.stderr.write(`${label} ${r + 1}/${rounds}\n`);
@@ -57,7 +60,10 @@ if (process.argv[2] === '--child') {
     const s = stats(xs);
     return `${s.median.toFixed(s.median < 10 ? 2 : 1)} (${s.min.toFixed(s.min < 10 ? 2 : 1)}–${s.max.toFixed(s.max < 10 ? 2 : 1)})`;
   };
-  for (const [fig, unit, peer] of [['a', 'ns/call', 'cockatiel'], ['b', 'ns/value', 'rxjs']] as const) {
+  for (const [fig, unit, peer] of [
+    ['a', 'ns/call', 'cockatiel'],
+    ['b', 'ns/value', 'rxjs'],
+  ] as const) {
     console.log(`${fig === 'a' ? 'a. guarded call' : 'b. 1e6 values through the five operators'} (${rounds} processes each)`);
     for (const label of ['before', 'after'] as const) {
       const xs = results[label].map((x) => x[fig]);

@@ -21,7 +21,16 @@ async function load(root: string, tag: string): Promise<typeof Abortable> {
   const dir = fileURLToPath(new URL('../node_modules/.cache/rxheal-bench/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const out = `${dir}abortable-${tag}-${process.pid}.mjs`;
-  await build({ entryPoints: [`${root}/src/core/model/abortable.ts`], bundle: true, packages: 'external', format: 'esm', platform: 'node', target: 'es2022', outfile: out, logLevel: 'error' });
+  await build({
+    entryPoints: [`${root}/src/core/model/abortable.ts`],
+    bundle: true,
+    packages: 'external',
+    format: 'esm',
+    platform: 'node',
+    target: 'es2022',
+    outfile: out,
+    logLevel: 'error',
+  });
   try {
     return ((await import(pathToFileURL(out).href)) as { abortable: typeof Abortable }).abortable;
   } finally {
@@ -35,7 +44,14 @@ const builds: [string, typeof Abortable][] = [['after', await load(ROOT, 'after'
 if (beforeRoot) builds.unshift(['before', await load(beforeRoot, 'before')]);
 
 const value = Promise.resolve(42);
-const cases: Case[] = [{ name: 'RxJS from(promise)', run: async (n) => { for (let k = 0; k < n; k++) await lastValueFrom(from(value)); } }];
+const cases: Case[] = [
+  {
+    name: 'RxJS from(promise)',
+    run: async (n) => {
+      for (let k = 0; k < n; k++) await lastValueFrom(from(value));
+    },
+  },
+];
 for (const [tag, abortable] of builds) {
   const quiet$ = abortable(() => value);
   const reads$ = abortable(({ signal }) => (signal.aborted ? value : value));
@@ -43,11 +59,36 @@ for (const [tag, abortable] of builds) {
   const syncQuiet$ = abortable(() => [42]);
   const syncReads$ = abortable(({ signal }) => (signal.aborted ? [0] : [42]));
   cases.push(
-    { name: `${tag}: sync work, signal never read`, run: (n) => { for (let k = 0; k < n; k++) syncQuiet$.subscribe(); } },
-    { name: `${tag}: sync work, signal read`, run: (n) => { for (let k = 0; k < n; k++) syncReads$.subscribe(); } },
-    { name: `${tag}: signal never read`, run: async (n) => { for (let k = 0; k < n; k++) await lastValueFrom(quiet$); } },
-    { name: `${tag}: signal read`, run: async (n) => { for (let k = 0; k < n; k++) await lastValueFrom(reads$); } },
-    { name: `${tag}: cancelled before finishing (sync)`, run: (n) => { for (let k = 0; k < n; k++) hangs$.subscribe().unsubscribe(); } },
+    {
+      name: `${tag}: sync work, signal never read`,
+      run: (n) => {
+        for (let k = 0; k < n; k++) syncQuiet$.subscribe();
+      },
+    },
+    {
+      name: `${tag}: sync work, signal read`,
+      run: (n) => {
+        for (let k = 0; k < n; k++) syncReads$.subscribe();
+      },
+    },
+    {
+      name: `${tag}: signal never read`,
+      run: async (n) => {
+        for (let k = 0; k < n; k++) await lastValueFrom(quiet$);
+      },
+    },
+    {
+      name: `${tag}: signal read`,
+      run: async (n) => {
+        for (let k = 0; k < n; k++) await lastValueFrom(reads$);
+      },
+    },
+    {
+      name: `${tag}: cancelled before finishing (sync)`,
+      run: (n) => {
+        for (let k = 0; k < n; k++) hangs$.subscribe().unsubscribe();
+      },
+    },
   );
 }
 const samples = await interleave(cases, { n: Number(process.env['N'] ?? 50_000), reps: Number(process.env['REPS'] ?? 15), warmup: 3 });

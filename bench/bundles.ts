@@ -27,14 +27,20 @@ const verdicts = bundleVerdicts(d);
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 
 const lines = ['| case | min+gz | note |', '|---|---:|---|', ...d.rows.map((r) => `| ${r.name} | ${r.value} B | ${r.note ?? ''} |`), ''];
-lines.push('| figure | target | measured | met |', '|---|---|---|---|', ...verdicts.map((v) => `| ${v.figure} | ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`));
+lines.push(
+  '| figure | target | measured | met |',
+  '|---|---|---|---|',
+  ...verdicts.map((v) => `| ${v.figure} | ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`),
+);
 lines.push('', `${verdicts.filter((v) => v.met).length} of ${verdicts.length} met; ${seconds.toFixed(1)} s`);
 console.log(lines.join('\n'));
 
 if (rewrite) {
   const about = readCeilings().about;
   writeFileSync(CEILINGS, `${JSON.stringify(ceilingsOf(d, about), null, 2)}\n`);
-  console.error(`wrote ${relative(process.cwd(), CEILINGS)}: every ceiling at what was measured + ${HEADROOM * 100} % (review the diff; commit it with the reason)`);
+  console.error(
+    `wrote ${relative(process.cwd(), CEILINGS)}: every ceiling at what was measured + ${HEADROOM * 100} % (review the diff; commit it with the reason)`,
+  );
 }
 
 if (save) {

@@ -70,7 +70,12 @@ log('b. 1e6 synchronous values …');
 const b = await throughput(quick ? { n: 200_000, reps: 3, warmup: 1 } : { n: 1_000_000, reps: 11, warmup: 2 });
 rows.push(...b.rows);
 const bRow = b.rows.find((r) => r.name === 'rxheal five operators')!;
-verdicts.push({ figure: 'b', target: '≤ 1.0× RxJS retry+catchError+timeout+map', measured: `${bRow.ratio!.median.toFixed(2)}× (${bRow.ratio!.min.toFixed(2)}–${bRow.ratio!.max.toFixed(2)})`, met: bRow.ratio!.median <= 1 });
+verdicts.push({
+  figure: 'b',
+  target: '≤ 1.0× RxJS retry+catchError+timeout+map',
+  measured: `${bRow.ratio!.median.toFixed(2)}× (${bRow.ratio!.min.toFixed(2)}–${bRow.ratio!.max.toFixed(2)})`,
+  met: bRow.ratio!.median <= 1,
+});
 
 log('c. heap and timers …');
 const c = await heap(quick ? { n: 2_000, reps: 3 } : { n: 10_000, reps: 7 });
@@ -78,12 +83,27 @@ rows.push(...c);
 const cv = (prefix: string): number => c.find((r) => r.name.startsWith(prefix))!.value;
 const live = cv('per live subscription: rxheal');
 const timeoutLive = cv('per live subscription: RxJS timeout');
-verdicts.push({ figure: 'c', target: 'live guarded subscription ≤ RxJS timeout pending', measured: `${live.toFixed(0)} B vs ${timeoutLive.toFixed(0)} B`, met: live <= timeoutLive });
+verdicts.push({
+  figure: 'c',
+  target: 'live guarded subscription ≤ RxJS timeout pending',
+  measured: `${live.toFixed(0)} B vs ${timeoutLive.toFixed(0)} B`,
+  met: live <= timeoutLive,
+});
 const idle = cv('per idle breaker: rxheal');
 const cockatielIdle = cv('per idle breaker: cockatiel');
-verdicts.push({ figure: 'c', target: 'idle breaker ≤ cockatiel breaker', measured: `${idle.toFixed(0)} B vs ${cockatielIdle.toFixed(0)} B`, met: idle <= cockatielIdle });
+verdicts.push({
+  figure: 'c',
+  target: 'idle breaker ≤ cockatiel breaker',
+  measured: `${idle.toFixed(0)} B vs ${cockatielIdle.toFixed(0)} B`,
+  met: idle <= cockatielIdle,
+});
 const timers = c.find((r) => r.name === 'timers per idle breaker: rxheal')!;
-verdicts.push({ figure: 'c', target: '0 timers per idle breaker', measured: `${timers.value} (${timers.note})`, met: timers.value === 0 && /^0 actions/.test(timers.note ?? '') });
+verdicts.push({
+  figure: 'c',
+  target: '0 timers per idle breaker',
+  measured: `${timers.value} (${timers.note})`,
+  met: timers.value === 0 && /^0 actions/.test(timers.note ?? ''),
+});
 
 log('d. bundle sizes …');
 const d = await bundles({ exports: !quick });
@@ -95,7 +115,12 @@ const e = await outage();
 rows.push(...e.rows);
 for (const r of RXHEAL) {
   const seq = e.counts[r.name]!['sequential'];
-  verdicts.push({ figure: 'e', target: `${r.name}, sequential: ≤ ${r.bound} (${r.note})`, measured: `${seq.reached} of ${seq.calls}`, met: seq.reached <= r.bound });
+  verdicts.push({
+    figure: 'e',
+    target: `${r.name}, sequential: ≤ ${r.bound} (${r.note})`,
+    measured: `${seq.reached} of ${seq.calls}`,
+    met: seq.reached <= r.bound,
+  });
   const bursts = e.counts[r.name]!['bursts every 10 s'];
   const burstBound = 100 + Math.ceil(600_000 / 60_000);
   verdicts.push({
@@ -114,16 +139,34 @@ let coldFresh: number | undefined;
 try {
   const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./marble-cold.ts', import.meta.url))], { encoding: 'utf8' });
   coldFresh = Number(out.trim().split('\n').pop());
-  rows.push({ figure: 'f. 1 h outage marble test', name: 'first run in a fresh process', unit: 'ms', value: coldFresh, note: 'nothing JIT-compiled yet; a test suite runs it warmer' });
+  rows.push({
+    figure: 'f. 1 h outage marble test',
+    name: 'first run in a fresh process',
+    unit: 'ms',
+    value: coldFresh,
+    note: 'nothing JIT-compiled yet; a test suite runs it warmer',
+  });
 } catch (error) {
   log(`fresh-process run failed: ${String(error)}`);
 }
-verdicts.push({ figure: 'f', target: '< 100 ms', measured: `${f.cold.toFixed(1)} ms first run in this process, ${f.warm.median.toFixed(1)} ms warm median${coldFresh === undefined ? '' : `, ${coldFresh.toFixed(0)} ms in a fresh process`}`, met: f.cold < 100 && f.warm.median < 100 });
+verdicts.push({
+  figure: 'f',
+  target: '< 100 ms',
+  measured: `${f.cold.toFixed(1)} ms first run in this process, ${f.warm.median.toFixed(1)} ms warm median${coldFresh === undefined ? '' : `, ${coldFresh.toFixed(0)} ms in a fresh process`}`,
+  met: f.cold < 100 && f.warm.median < 100,
+});
 
 log('g. streaming …');
-const g = await streaming(quick ? { deltas: 2_000, answers: 1, reps: 7, warmup: 1, firsts: 10, idle: 1_000 } : { deltas: 10_000, answers: 1, reps: 21, warmup: 2, firsts: 20, idle: 10_000 });
+const g = await streaming(
+  quick
+    ? { deltas: 2_000, answers: 1, reps: 7, warmup: 1, firsts: 10, idle: 1_000 }
+    : { deltas: 10_000, answers: 1, reps: 21, warmup: 2, firsts: 20, idle: 10_000 },
+);
 rows.push(...g.rows);
-for (const [k, onGenerator] of [['pipeline', 'generatorPipeline'], ['runAgent', 'generatorRunAgent']] as const) {
+for (const [k, onGenerator] of [
+  ['pipeline', 'generatorPipeline'],
+  ['runAgent', 'generatorRunAgent'],
+] as const) {
   // issue 15's measure: rxheal on an async source (an async generator), streamText on its mock
   verdicts.push({
     figure: 'g',
@@ -139,7 +182,12 @@ for (const [k, onGenerator] of [['pipeline', 'generatorPipeline'], ['runAgent', 
     met: g.toStreamText[k] <= 0.02,
   });
   const heapRatio = g.idleHeap[k] / g.idleHeap.streamText;
-  verdicts.push({ figure: 'g', target: `${STREAM[k]}: ≤ 0.1× streamText heap per idle stream`, measured: `${heapRatio.toFixed(3)}× (${(g.idleHeap[k] / 1024).toFixed(1)} vs ${(g.idleHeap.streamText / 1024).toFixed(1)} KB)`, met: heapRatio <= 0.1 });
+  verdicts.push({
+    figure: 'g',
+    target: `${STREAM[k]}: ≤ 0.1× streamText heap per idle stream`,
+    measured: `${heapRatio.toFixed(3)}× (${(g.idleHeap[k] / 1024).toFixed(1)} vs ${(g.idleHeap.streamText / 1024).toFixed(1)} KB)`,
+    met: heapRatio <= 0.1,
+  });
 }
 verdicts.push({
   figure: 'g',
@@ -149,20 +197,41 @@ verdicts.push({
 });
 
 log('h. how cost grows …');
-const h = await scaling(quick ? { runs: [1_000, 10_000], answers: [100, 100_000], breakers: [10, 10_000], reps: 3 } : { runs: [1_000, 10_000, 100_000], answers: [100, 10_000, 1_000_000], breakers: [10, 10_000, 1_000_000], reps: 5 });
+const h = await scaling(
+  quick
+    ? { runs: [1_000, 10_000], answers: [100, 100_000], breakers: [10, 10_000], reps: 3 }
+    : { runs: [1_000, 10_000, 100_000], answers: [100, 10_000, 1_000_000], breakers: [10, 10_000, 1_000_000], reps: 5 },
+);
 rows.push(...h.rows);
 const idleValues = Object.values(h.idle);
 const spread = Math.max(...idleValues) / Math.min(...idleValues);
-verdicts.push({ figure: 'h', target: 'heap per idle run flat (largest / smallest ≤ 1.1)', measured: Object.entries(h.idle).map(([n, b]) => `${Number(n).toLocaleString('en')}: ${(b / 1024).toFixed(1)} KB`).join(', '), met: spread <= 1.1 });
+verdicts.push({
+  figure: 'h',
+  target: 'heap per idle run flat (largest / smallest ≤ 1.1)',
+  measured: Object.entries(h.idle)
+    .map(([n, b]) => `${Number(n).toLocaleString('en')}: ${(b / 1024).toFixed(1)} KB`)
+    .join(', '),
+  met: spread <= 1.1,
+});
 for (const [name, bySize] of Object.entries(h.overSource)) {
   const xs = Object.entries(bySize);
   const first = xs[0]![1];
   const last = xs[xs.length - 1]![1];
-  verdicts.push({ figure: 'h', target: `${name}: ns per delta flat (× its source, largest answer within 1.3× of the smallest's)`, measured: xs.map(([n, r]) => `${Number(n).toLocaleString('en')}: ${r.toFixed(2)}×`).join(', '), met: last <= first * 1.3 });
+  verdicts.push({
+    figure: 'h',
+    target: `${name}: ns per delta flat (× its source, largest answer within 1.3× of the smallest's)`,
+    measured: xs.map(([n, r]) => `${Number(n).toLocaleString('en')}: ${r.toFixed(2)}×`).join(', '),
+    met: last <= first * 1.3,
+  });
 }
 for (const [name, b] of Object.entries(h.heldPerDelta)) {
   const bound = name === 'runAgent' ? 7 : name.includes('continue') ? 4 : 1;
-  verdicts.push({ figure: 'h', target: `${name}: held per delta while streaming ≤ ${bound} B (3-character deltas: ${name === 'runAgent' ? 'the turn text and the fallback\'s partial text' : name.includes('continue') ? 'the partial text, flat' : 'nothing'})`, measured: `${b.toFixed(1)} B/delta`, met: b <= bound });
+  verdicts.push({
+    figure: 'h',
+    target: `${name}: held per delta while streaming ≤ ${bound} B (3-character deltas: ${name === 'runAgent' ? "the turn text and the fallback's partial text" : name.includes('continue') ? 'the partial text, flat' : 'nothing'})`,
+    measured: `${b.toFixed(1)} B/delta`,
+    met: b <= bound,
+  });
 }
 const lookups = Object.entries(h.lookupRatio);
 // flat: what the registry adds to a Map lookup does not grow with its size (a Map alone slows
@@ -205,7 +274,8 @@ log('m. Responses stream, bytes to events …');
   rows.push(...m.rows);
   verdicts.push({
     figure: 'm',
-    target: "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream; issue 22)",
+    target:
+      "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream; issue 22)",
     measured: `${m.ratio.median.toFixed(2)}× (${m.ratio.min.toFixed(2)}–${m.ratio.max.toFixed(2)}), ${m.events} events`,
     met: m.ratio.median <= 0.5,
   });
@@ -223,7 +293,9 @@ log('o. shared rate limits on Redis vs bottleneck …');
 {
   // self-contained too: its own redis-server (skipped, with a row saying so, when not installed)
   const { rateLimits } = await import('./figures/rateLimits.js');
-  const m = await rateLimits(quick ? { limit: 1_200, ms: 2_000, callers: 4, latencyCalls: 100, reps: 3 } : { limit: 1_200, ms: 4_000, callers: 4, latencyCalls: 300, reps: 7 });
+  const m = await rateLimits(
+    quick ? { limit: 1_200, ms: 2_000, callers: 4, latencyCalls: 100, reps: 3 } : { limit: 1_200, ms: 4_000, callers: 4, latencyCalls: 300, reps: 7 },
+  );
   rows.push(...m.rows);
   verdicts.push(...m.verdicts);
 }
@@ -251,7 +323,9 @@ const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
 // ---- the table
 const num = (x: number): string => (Number.isInteger(x) ? String(x) : x < 10 ? x.toFixed(2) : x < 1000 ? x.toFixed(1) : x.toFixed(0));
 const lines: string[] = [];
-lines.push(`rxheal bench — ${machine.date} — ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load ${machine.loadAverageAtStart.join('/')} → ${endLoad.join('/')}${quick ? ' — QUICK' : ''}`);
+lines.push(
+  `rxheal bench — ${machine.date} — ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, load ${machine.loadAverageAtStart.join('/')} → ${endLoad.join('/')}${quick ? ' — QUICK' : ''}`,
+);
 lines.push('');
 lines.push('| figure | case | median | min–max | ratio (paired, median, min–max) | note |');
 lines.push('|---|---|---:|---:|---|---|');

@@ -67,7 +67,8 @@ export function renderTable(results: Results): string {
 export function replaceTable(readme: string, table: string): string {
   const start = readme.indexOf(BEGIN);
   const end = readme.indexOf(END);
-  if (start < 0 || end < start || readme.indexOf(BEGIN, start + 1) >= 0) throw new Error(`README.md: the bench table markers are missing or repeated (${BEGIN} … ${END})`);
+  if (start < 0 || end < start || readme.indexOf(BEGIN, start + 1) >= 0)
+    throw new Error(`README.md: the bench table markers are missing or repeated (${BEGIN} … ${END})`);
   return readme.slice(0, start) + table + readme.slice(end + END.length);
 }
 

@@ -12,6 +12,10 @@ import { tailLatency } from './figures/tail.js';
 const calls = Number(process.argv[2] ?? 10_000);
 const k = tailLatency(calls);
 const lines = ['| case | p99 | note |', '|---|---:|---|', ...k.rows.map((r) => `| ${r.name} | ${r.value} ms | ${r.note ?? ''} |`), ''];
-lines.push('| figure | target | measured | met |', '|---|---|---|---|', ...k.verdicts.map((v) => `| ${v.figure} | ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`));
+lines.push(
+  '| figure | target | measured | met |',
+  '|---|---|---|---|',
+  ...k.verdicts.map((v) => `| ${v.figure} | ${v.target} | ${v.measured} | ${v.met ? 'yes' : '**no**'} |`),
+);
 console.log(lines.join('\n'));
 if (k.verdicts.some((v) => !v.met)) process.exitCode = 1;

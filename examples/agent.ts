@@ -100,12 +100,14 @@ const printSummary = (s: ResilienceSummary): void => {
   const pct = (rate: number | null): string => (rate === null ? '–' : `${Math.round(rate * 100)} %`);
   console.log('\nresilience summary');
   for (const [target, t] of Object.entries(s.targets)) {
-    if (t.retries > 0) console.log(`  retries   ${target}: ${t.retries} in ${t.calls} executions (${pct(t.retryRate)}), ${JSON.stringify(t.retriesByCategory)}`);
+    if (t.retries > 0)
+      console.log(`  retries   ${target}: ${t.retries} in ${t.calls} executions (${pct(t.retryRate)}), ${JSON.stringify(t.retriesByCategory)}`);
   }
   for (const [name, b] of Object.entries(s.circuits)) console.log(`  breaker   ${name}: opened ${b.opened}×, open ${b.openMs} ms`);
   console.log(`  fallbacks ${s.fallbacks.total} (${pct(s.fallbacks.perModelCall)} of model calls) ${JSON.stringify(s.fallbacks.byRoute)}`);
   console.log(`  self-correction ${s.reflections.corrected}/${s.reflections.total - s.reflections.exhausted} reflections (${pct(s.reflections.successRate)})`);
-  for (const [name, c] of Object.entries(s.capabilities)) console.log(`  degraded  ${name}: ${c.degraded}×, ${c.degradedMs} ms${c.degradedSince === undefined ? '' : ' (still)'}`);
+  for (const [name, c] of Object.entries(s.capabilities))
+    console.log(`  degraded  ${name}: ${c.degraded}×, ${c.degradedMs} ms${c.degradedSince === undefined ? '' : ' (still)'}`);
 };
 
 export function runAgentExample(): Promise<void> {

@@ -21,7 +21,10 @@ import { startLocalProvider } from 'rxheal/server';
 
 /** Runs the three steps, printing each answer and the healing behind it. */
 export async function runAiSdkExample(print: (line: string) => void = console.log): Promise<void> {
-  const [primary, backup] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 2 }), startLocalProvider({ name: 'backup', tokenDelayMs: 2 })]);
+  const [primary, backup] = await Promise.all([
+    startLocalProvider({ name: 'primary', tokenDelayMs: 2 }),
+    startLocalProvider({ name: 'backup', tokenDelayMs: 2 }),
+  ]);
   try {
     const hub = new HealHub();
     const printing = hub.events$.subscribe((e) => {
@@ -51,7 +54,11 @@ export async function runAiSdkExample(print: (line: string) => void = console.lo
         tools: {
           get_weather: tool({
             description: 'Current weather for a city',
-            inputSchema: jsonSchema<{ city: string; units?: string }>({ type: 'object', properties: { city: { type: 'string' }, units: { type: 'string' } }, required: ['city'] }),
+            inputSchema: jsonSchema<{ city: string; units?: string }>({
+              type: 'object',
+              properties: { city: { type: 'string' }, units: { type: 'string' } },
+              required: ['city'],
+            }),
             execute: ({ city }) => Promise.resolve({ city, temperature: 22, condition: 'sunny' }),
           }),
         },

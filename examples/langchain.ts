@@ -22,7 +22,10 @@ import { startLocalProvider } from 'rxheal/server';
 
 /** Runs the two steps, printing each answer and the healing behind it. */
 export async function runLangChainExample(print: (line: string) => void = console.log): Promise<void> {
-  const [primary, backup] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 2 }), startLocalProvider({ name: 'backup', tokenDelayMs: 2 })]);
+  const [primary, backup] = await Promise.all([
+    startLocalProvider({ name: 'primary', tokenDelayMs: 2 }),
+    startLocalProvider({ name: 'backup', tokenDelayMs: 2 }),
+  ]);
   try {
     const hub = new HealHub();
     const printing = hub.events$.subscribe((e) => {
@@ -44,7 +47,9 @@ export async function runLangChainExample(print: (line: string) => void = consol
 
     print('1. a chain streams; the primary drops the connection mid-answer');
     primary.faults.set({ kind: 'reset', afterChunks: 8, times: 1 });
-    const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(model).pipe(new StringOutputParser());
+    const chain = ChatPromptTemplate.fromMessages([['human', '{question}']])
+      .pipe(model)
+      .pipe(new StringOutputParser());
     let text = '';
     for await (const piece of await chain.stream({ question: 'Tell me something nice about rivers' })) text += piece;
     print(`  answer    ${text}`);

@@ -45,7 +45,8 @@ function reduced(edges: Map<number, Set<number>>): [number, number][] {
 }
 
 const label = (path: string): string => (path === 'index.ts' ? 'rxheal (index.ts)' : path.startsWith('core/') ? path.slice(5) : path);
-const isEntry = (path: string): boolean => path === 'index.ts' || ['events', 'testing', 'otel', 'server', 'redis', 'openai', 'anthropic', 'ai-sdk', 'langchain', 'providers'].includes(path);
+const isEntry = (path: string): boolean =>
+  path === 'index.ts' || ['events', 'testing', 'otel', 'server', 'redis', 'openai', 'anthropic', 'ai-sdk', 'langchain', 'providers'].includes(path);
 
 /** The diagram's Graphviz source: rooms as boxes (core in one cluster, entry points shaded), imports as arrows. */
 export function dot(): string {
@@ -89,9 +90,16 @@ export function roomsSection(): string {
   ROOMS.forEach((room, i) => {
     const own = files.filter((f) => roomOf(f) === i).map((f) => f.slice(room.path === 'index.ts' ? 0 : room.path.length + 1));
     const imports = [...(edges.get(i) ?? [])].sort((a, b) => a - b).map((j) => `\`${ROOMS[j]!.path}\``);
-    lines.push(`| ${i + 1} | \`${room.path}\` | ${room.purpose.replace(/\|/g, '\\|')} | ${own.map((f) => `\`${f}\``).join(', ')} | ${imports.join(', ') || '—'} |`);
+    lines.push(
+      `| ${i + 1} | \`${room.path}\` | ${room.purpose.replace(/\|/g, '\\|')} | ${own.map((f) => `\`${f}\``).join(', ')} | ${imports.join(', ') || '—'} |`,
+    );
   });
-  lines.push('', 'A room may import its own files and any room with a smaller number, never one with a larger: `spec/layers.spec.ts` fails on an import against this order and on any cycle between files.', '', END);
+  lines.push(
+    '',
+    'A room may import its own files and any room with a smaller number, never one with a larger: `spec/layers.spec.ts` fails on an import against this order and on any cycle between files.',
+    '',
+    END,
+  );
   return lines.join('\n');
 }
 

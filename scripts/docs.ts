@@ -26,7 +26,9 @@ export function svgName(page: string, index: number): string {
 /** Every diagram of the pages in `dir`, by SVG file name (blocks with nothing to draw have none). */
 export function renderPages(dir: string): Map<string, { page: string; line: number; title: string; svg: string }> {
   const out = new Map<string, { page: string; line: number; title: string; svg: string }>();
-  for (const page of readdirSync(dir).filter((f) => f.endsWith('.md')).sort()) {
+  for (const page of readdirSync(dir)
+    .filter((f) => f.endsWith('.md'))
+    .sort()) {
     parseBlocks(join(dir, page), readFileSync(join(dir, page), 'utf8')).forEach((block, i) => {
       const svg = diagramSvg(runBlock(block, `${page}:${block.line}`));
       if (svg !== undefined) out.set(svgName(page, i), { page, line: block.line, title: block.title, svg });
@@ -42,7 +44,9 @@ function write(dir: string): number {
   rmSync(svgDir, { recursive: true, force: true });
   mkdirSync(svgDir, { recursive: true });
   for (const [name, { svg }] of diagrams) writeFileSync(join(svgDir, name), svg);
-  for (const page of readdirSync(dir).filter((f) => f.endsWith('.md')).sort()) {
+  for (const page of readdirSync(dir)
+    .filter((f) => f.endsWith('.md'))
+    .sort()) {
     const path = join(dir, page);
     const markdown = readFileSync(path, 'utf8');
     const blocks = parseBlocks(path, markdown);

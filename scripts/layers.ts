@@ -21,27 +21,59 @@ export interface Room {
 
 /** Bottom first: a room may import itself and any room above it in this list, nothing below. */
 export const ROOMS: readonly Room[] = [
-  { path: 'core/rx', purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, lean subscribers, a run's scope` },
-  { path: 'core/errors', purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, what an error says of itself (status, headers, retry-after, API error type), and the classifier that decides whether an error is retried, counted or passed on` },
-  { path: 'core/events', purpose: 'The event model: messages, what a model stream emits, what the agent loop reports (types and io-ts codecs), and the message predicate' },
+  {
+    path: 'core/rx',
+    purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, lean subscribers, a run's scope`,
+  },
+  {
+    path: 'core/errors',
+    purpose: `What goes wrong and what it means: rxheal's error classes, option checks that throw them, redaction of error text, what an error says of itself (status, headers, retry-after, API error type), and the classifier that decides whether an error is retried, counted or passed on`,
+  },
+  {
+    path: 'core/events',
+    purpose: 'The event model: messages, what a model stream emits, what the agent loop reports (types and io-ts codecs), and the message predicate',
+  },
   { path: 'core/circuit', purpose: `A breaker's vocabulary — states, reasons, the event of each move — and the permit protocol an operator runs a call under` },
   { path: 'core/hub', purpose: 'The events hub: where every operator reports what the healing did, and how it follows breakers' },
-  { path: 'core/breaker', purpose: 'The circuit breaker state machine, its registry, snapshots and failure-rate window, and the seam it defines for a fleet (FleetOptions, the BreakerStore contract, FleetHook)' },
-  { path: 'core/fleet', purpose: `The fleet's node logic that implements the breaker's seam (votes, one prober, facts, the store link), the memory store, and the guard around any shared store` },
+  {
+    path: 'core/breaker',
+    purpose:
+      'The circuit breaker state machine, its registry, snapshots and failure-rate window, and the seam it defines for a fleet (FleetOptions, the BreakerStore contract, FleetHook)',
+  },
+  {
+    path: 'core/fleet',
+    purpose: `The fleet's node logic that implements the breaker's seam (votes, one prober, facts, the store link), the memory store, and the guard around any shared store`,
+  },
   { path: 'core/rate-limit', purpose: 'Shared rate limits: the GCRA store contract, its memory store, and the RateLimiter that reserves calls on it' },
-  { path: 'core/bulkhead', purpose: `Bulkheads: at most so many calls of a model or tool at once, a bounded FIFO queue with its timeout, the typed refusal, and the registry of bulkheads per name` },
-  { path: 'core/model', purpose: 'The model contract (Model, ModelRequest, streamModel), abortable calls, call lifecycle events, and the text a turn accumulates' },
-  { path: 'core/latency', purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles` },
+  {
+    path: 'core/bulkhead',
+    purpose: `Bulkheads: at most so many calls of a model or tool at once, a bounded FIFO queue with its timeout, the typed refusal, and the registry of bulkheads per name`,
+  },
+  {
+    path: 'core/model',
+    purpose: 'The model contract (Model, ModelRequest, streamModel), abortable calls, call lifecycle events, and the text a turn accumulates',
+  },
+  {
+    path: 'core/latency',
+    purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles`,
+  },
   { path: 'core/fallback', purpose: 'The rules of a fallback chain, once for fallbackTo and fallbackModel' },
   { path: 'core/capabilities', purpose: 'The capability registry: what degradeAfter turns off and on' },
-  { path: 'operators', purpose: 'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput, bulkhead, hedge (with its HedgeBudget)' },
+  {
+    path: 'operators',
+    purpose:
+      'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput, bulkhead, hedge (with its HedgeBudget)',
+  },
   { path: 'sources', purpose: `What produces a run's events: runAgent (the agent loop), fallbackModel, and tools` },
   { path: 'providers', purpose: 'rxheal/providers: models over HTTP (OpenAI-compatible and Anthropic) and their SSE decoders' },
   { path: 'observe', purpose: 'Reading a run: the logger and the summary of what healed' },
   { path: 'adapters', purpose: 'What the SDK adapters share (abort handling, tool-schema and error helpers)' },
   { path: 'events', purpose: 'rxheal/events: the event model alone, re-exported' },
   { path: 'testing', purpose: `rxheal/testing: scripted models and tools, marbles and virtual-time helpers for users' own specs` },
-  { path: 'chaos', purpose: `rxheal/chaos: fault schedules as fast-check arbitraries, applied in virtual time to users' own models and tools; checkHealing's invariants, shrunk failures as marble diagrams and replay specs; incidents recorded and replayed` },
+  {
+    path: 'chaos',
+    purpose: `rxheal/chaos: fault schedules as fast-check arbitraries, applied in virtual time to users' own models and tools; checkHealing's invariants, shrunk failures as marble diagrams and replay specs; incidents recorded and replayed`,
+  },
   { path: 'otel', purpose: `rxheal/otel: the hub's events as OpenTelemetry spans and metrics` },
   { path: 'server', purpose: 'rxheal/server: the local provider (OpenAI and Anthropic wire formats on 127.0.0.1) with scripted answers and faults' },
   { path: 'redis', purpose: 'rxheal/redis: the breaker and rate-limit stores on Redis (Lua scripts, one client layer)' },
@@ -49,7 +81,10 @@ export const ROOMS: readonly Room[] = [
   { path: 'anthropic', purpose: 'rxheal/anthropic: fromAnthropic, a model over the official Anthropic SDK' },
   { path: 'ai-sdk', purpose: 'rxheal/ai-sdk: fromAiSdk (an AI SDK model as an rxheal model) and toAiSdk (an rxheal model as an AI SDK one)' },
   { path: 'langchain', purpose: 'rxheal/langchain: fromLangChain and toLangChain, both directions for LangChain chat models' },
-  { path: 'mcp', purpose: `rxheal/mcp: fromMcp and watchMcpTools, an MCP server's tools as rxheal tools (schema-checked, a breaker per server, progress-aware timeouts, reconnection), and the MCP client's errors in rxheal's words` },
+  {
+    path: 'mcp',
+    purpose: `rxheal/mcp: fromMcp and watchMcpTools, an MCP server's tools as rxheal tools (schema-checked, a breaker per server, progress-aware timeouts, reconnection), and the MCP client's errors in rxheal's words`,
+  },
   { path: 'index.ts', purpose: 'rxheal: the root entry, what users compose (no framework imported)' },
 ];
 
@@ -155,7 +190,8 @@ export function upwardImports(graph: Map<string, string[]>, rooms: readonly Room
   const out: string[] = [];
   for (const [file, targets] of graph) {
     for (const target of targets) {
-      if (roomOf(target, rooms) > roomOf(file, rooms)) out.push(`${file} → ${target} (${rooms[roomOf(file, rooms)]?.path} may not import ${rooms[roomOf(target, rooms)]?.path})`);
+      if (roomOf(target, rooms) > roomOf(file, rooms))
+        out.push(`${file} → ${target} (${rooms[roomOf(file, rooms)]?.path} may not import ${rooms[roomOf(target, rooms)]?.path})`);
     }
   }
   return out;

@@ -338,7 +338,11 @@ export function diagramSvg(trace: Trace): string | undefined {
     { kind: 'O', title: [{ type: 'text', value: operatorTitle }] },
     ...streams.slice(above.length).map((s) => s.spec),
   ];
-  const rendering = renderMarbleDiagram({ content, styles: {} } as never, { styles } as never) as unknown as { document: XmlDocument; width: number; height: number };
+  const rendering = renderMarbleDiagram({ content, styles: {} } as never, { styles } as never) as unknown as {
+    document: XmlDocument;
+    width: number;
+    height: number;
+  };
   const doc = rendering.document;
   const svg = doc.documentElement;
 
@@ -356,7 +360,15 @@ export function diagramSvg(trace: Trace): string | undefined {
   const extra = doc.createElementNS(SVG_NS, 'g');
   const text = (x: number, ty: number, value: string, size: number, attrs: Record<string, string> = {}): number => {
     const el = doc.createElementNS(SVG_NS, 'text');
-    const all2: Record<string, string> = { x: String(x), y: String(ty), 'font-family': FONT, 'font-size': `${size}px`, fill: 'black', 'dominant-baseline': 'middle', ...attrs };
+    const all2: Record<string, string> = {
+      x: String(x),
+      y: String(ty),
+      'font-family': FONT,
+      'font-size': `${size}px`,
+      fill: 'black',
+      'dominant-baseline': 'middle',
+      ...attrs,
+    };
     for (const [k, v] of Object.entries(all2)) el.setAttribute(k, v);
     el.textContent = value;
     extra.appendChild(el);
@@ -375,7 +387,8 @@ export function diagramSvg(trace: Trace): string | undefined {
   const axisY = axisTop + 20;
   const tickY = axisY + 12;
   const line = doc.createElementNS(SVG_NS, 'line');
-  for (const [k, v] of Object.entries({ x1: origin, y1: axisY, x2: origin + lineEnd + STREAM_HEIGHT, y2: axisY, stroke: '#888', 'stroke-width': 1 })) line.setAttribute(k, String(v));
+  for (const [k, v] of Object.entries({ x1: origin, y1: axisY, x2: origin + lineEnd + STREAM_HEIGHT, y2: axisY, stroke: '#888', 'stroke-width': 1 }))
+    line.setAttribute(k, String(v));
   extra.appendChild(line);
   text(PADDING, tickY, 'time (ms)', AXIS_FONT, { fill: '#555' });
   let previousRight = -Infinity;
@@ -403,7 +416,10 @@ export function diagramSvg(trace: Trace): string | undefined {
   // the legend: calls' sources, inputs never subscribed, then every value its marble could not name
   const sources = [...trace.callSources]
     .filter(([name]) => !given.has(name))
-    .map(([name, notes]): [string, string] => [name, trace.unsubscribed.includes(name) ? `a call whose source (${describeSource(notes)}) is never subscribed` : `a call whose source ${describeSource(notes)}`]);
+    .map(([name, notes]): [string, string] => [
+      name,
+      trace.unsubscribed.includes(name) ? `a call whose source (${describeSource(notes)}) is never subscribed` : `a call whose source ${describeSource(notes)}`,
+    ]);
   key.entries.unshift(...sources);
   for (const name of trace.unsubscribed) if (!given.has(name) && !trace.callSources.has(name)) key.add(name, 'never subscribed');
   let ly = tickY + 22;

@@ -88,7 +88,9 @@ function responsesEvents(text: string): Record<string, { event: string; data: st
     ['O', { type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }],
     ['F', { type: 'response.completed', response: { id: 'resp_1', status: 'completed' } }],
   ];
-  return Object.fromEntries(events.map(([letter, event], i) => [letter, { event: String(event['type']), data: JSON.stringify({ ...event, sequence_number: i }) }]));
+  return Object.fromEntries(
+    events.map(([letter, event], i) => [letter, { event: String(event['type']), data: JSON.stringify({ ...event, sequence_number: i }) }]),
+  );
 }
 
 /**
@@ -359,7 +361,12 @@ export function runBlock(block: MarbleBlock, where: string): Trace {
 }
 
 /** The trace of a block that has run (and passed). */
-function trace(block: MarbleBlock, made: Made[], callLines: { title: string; letter: string; start: number; notes: Note[] }[], scope: Record<string, unknown>): Trace {
+function trace(
+  block: MarbleBlock,
+  made: Made[],
+  callLines: { title: string; letter: string; start: number; notes: Note[] }[],
+  scope: Record<string, unknown>,
+): Trace {
   const evaluated = (key: string): unknown => {
     const expr = one(block, key);
     return expr === undefined ? undefined : evaluate(expr, scope, block.file);
@@ -371,11 +378,19 @@ function trace(block: MarbleBlock, made: Made[], callLines: { title: string; let
   // inputs: each subscription of each recorded observable, in order of subscription
   const subscribed = made.flatMap((m) =>
     // a hot observable's timeline does not depend on who subscribes: drawn once
-    (m.kind === 'hot' ? m.observable.subscriptions.slice(0, 1) : m.observable.subscriptions).map((log, k) => ({ made: m, log, k, count: m.observable.subscriptions.length })),
+    (m.kind === 'hot' ? m.observable.subscriptions.slice(0, 1) : m.observable.subscriptions).map((log, k) => ({
+      made: m,
+      log,
+      k,
+      count: m.observable.subscriptions.length,
+    })),
   );
   // hot observables first (their timeline is the diagram's clock), then by subscription time
   subscribed.sort(
-    (a, b) => Number(b.made.kind === 'hot') - Number(a.made.kind === 'hot') || a.log.subscribedFrame - b.log.subscribedFrame || made.indexOf(a.made) - made.indexOf(b.made),
+    (a, b) =>
+      Number(b.made.kind === 'hot') - Number(a.made.kind === 'hot') ||
+      a.log.subscribedFrame - b.log.subscribedFrame ||
+      made.indexOf(a.made) - made.indexOf(b.made),
   );
   const single = one(block, 'source') !== undefined && !calls;
   const inputs: TraceLine[] = subscribed.map(({ made: m, log, k, count }) => {
@@ -433,7 +448,9 @@ function trace(block: MarbleBlock, made: Made[], callLines: { title: string; let
     inputs[i] = { ...inputs[i]!, title: siblings.length > 1 ? `${base} attempt ${siblings.indexOf(i) + 1}` : base };
   });
   const callSources = new Map<string, Note[]>(
-    made.filter((m) => calls && m.name !== undefined && named(block, 'source').some(([n]) => n === m.name)).map((m) => [m.name!, notesOf(m.marbles, m.values, m.error)]),
+    made
+      .filter((m) => calls && m.name !== undefined && named(block, 'source').some(([n]) => n === m.name))
+      .map((m) => [m.name!, notesOf(m.marbles, m.values, m.error)]),
   );
 
   const outputs: TraceLine[] = [];

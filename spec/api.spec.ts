@@ -27,7 +27,9 @@ describe('the public surface (api/*.api.md)', function () {
         writeFileSync(join(dir, 'expected'), expected);
         writeFileSync(join(dir, 'actual'), actual);
         // diff exits 1 when the files differ: its output is the point
-        const out = spawnSync('diff', ['-u', '--label', `api/${entry.report}`, '--label', 'built from dist/', join(dir, 'expected'), join(dir, 'actual')], { encoding: 'utf8' });
+        const out = spawnSync('diff', ['-u', '--label', `api/${entry.report}`, '--label', 'built from dist/', join(dir, 'expected'), join(dir, 'actual')], {
+          encoding: 'utf8',
+        });
         return out.stdout.split('\n').slice(0, 60).join('\n');
       } finally {
         rmSync(dir, { recursive: true, force: true });

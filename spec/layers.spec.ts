@@ -29,7 +29,10 @@ describe('layers (scripts/layers.ts)', () => {
   });
 
   it('every file of src/ is in a declared room, and every room holds a file', () => {
-    expect(sourceFiles().filter((f) => roomOf(f) < 0), 'files in no room: add their folder to ROOMS').to.deep.equal([]);
+    expect(
+      sourceFiles().filter((f) => roomOf(f) < 0),
+      'files in no room: add their folder to ROOMS',
+    ).to.deep.equal([]);
     const empty = ROOMS.filter((_, i) => !sourceFiles().some((f) => roomOf(f) === i)).map((r) => r.path);
     expect(empty, 'rooms with no file').to.deep.equal([]);
   });
@@ -47,7 +50,14 @@ describe('layers (scripts/layers.ts)', () => {
       ['e.ts', ['a.ts']],
     ]);
     expect(cycles(g)).to.deep.equal([['a.ts', 'b.ts', 'c.ts'], ['d.ts']]);
-    expect(cycles(new Map([['x.ts', importsOf('x.ts', "import type { Y } from './y.js';")], ['y.ts', importsOf('y.ts', "import { X } from './x.js';")]]))).to.deep.equal([['x.ts', 'y.ts']]);
+    expect(
+      cycles(
+        new Map([
+          ['x.ts', importsOf('x.ts', "import type { Y } from './y.js';")],
+          ['y.ts', importsOf('y.ts', "import { X } from './x.js';")],
+        ]),
+      ),
+    ).to.deep.equal([['x.ts', 'y.ts']]);
   });
 
   it('every import points to its own room or one declared before it (the breaker never imports the fleet built on it)', () => {

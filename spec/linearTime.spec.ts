@@ -64,7 +64,8 @@ describe('linear time on untrusted text (256 KiB of adversarial input per case)'
   });
 
   it('classifyError on huge messages', () => {
-    for (const text of [spaces, repeat('time '), repeat('connection '), repeat('rate '), repeat('server ')]) finishes('classify', () => classifyError(new Error(text)));
+    for (const text of [spaces, repeat('time '), repeat('connection '), repeat('rate '), repeat('server ')])
+      finishes('classify', () => classifyError(new Error(text)));
   });
 
   it('the local provider’s assistant: cityOf and tokenize on a question', () => {
@@ -90,19 +91,67 @@ describe('linear time on untrusted text (256 KiB of adversarial input per case)'
 
   it('the decoders: a huge text delta, huge tool arguments in pieces', () => {
     const text = repeat('é ');
-    finishes('openai', () => decodeChunks([`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`], openAIStreamDecoder('m')));
-    const pieces = Array.from({ length: 20_000 }, (_, i) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: i === 0 ? '{"a":"' : 'xxxxxxxxxx' } }] } }] })}\n\n`);
-    finishes('openai tool arguments', () => decodeChunks([...pieces, 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'], openAIStreamDecoder('m')));
-    const json = Array.from({ length: 20_000 }, () => `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"xxxxxxxxxx"}}\n\n`);
+    finishes('openai', () =>
+      decodeChunks(
+        [`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`],
+        openAIStreamDecoder('m'),
+      ),
+    );
+    const pieces = Array.from(
+      { length: 20_000 },
+      (_, i) =>
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: i === 0 ? '{"a":"' : 'xxxxxxxxxx' } }] } }] })}\n\n`,
+    );
+    finishes('openai tool arguments', () =>
+      decodeChunks(
+        [
+          ...pieces,
+          'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"}"}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n',
+        ],
+        openAIStreamDecoder('m'),
+      ),
+    );
+    const json = Array.from(
+      { length: 20_000 },
+      () => `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"xxxxxxxxxx"}}\n\n`,
+    );
     finishes('anthropic tool input', () =>
-      decodeChunks(['event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n', ...json, 'data: {"type":"content_block_stop","index":0}\n\ndata: {"type":"message_stop"}\n\n'], anthropicStreamDecoder('m')),
+      decodeChunks(
+        [
+          'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}\n\n',
+          ...json,
+          'data: {"type":"content_block_stop","index":0}\n\ndata: {"type":"message_stop"}\n\n',
+        ],
+        anthropicStreamDecoder('m'),
+      ),
     );
     const sse = (e: Record<string, unknown>) => `event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`;
     const completed = sse({ type: 'response.completed', response: { usage: { input_tokens: 1, output_tokens: 1 } } });
-    finishes('responses text', () => decodeChunks([sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message' } }), sse({ type: 'response.output_text.delta', output_index: 0, delta: text }), completed], openAIResponsesStreamDecoder('m')));
-    const args = Array.from({ length: 20_000 }, (_, i) => sse({ type: 'response.function_call_arguments.delta', output_index: 0, sequence_number: i + 1, delta: i === 0 ? '{"a":"' : 'xxxxxxxxxx' }));
+    finishes('responses text', () =>
+      decodeChunks(
+        [
+          sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message' } }),
+          sse({ type: 'response.output_text.delta', output_index: 0, delta: text }),
+          completed,
+        ],
+        openAIResponsesStreamDecoder('m'),
+      ),
+    );
+    const args = Array.from({ length: 20_000 }, (_, i) =>
+      sse({ type: 'response.function_call_arguments.delta', output_index: 0, sequence_number: i + 1, delta: i === 0 ? '{"a":"' : 'xxxxxxxxxx' }),
+    );
     const call = { type: 'function_call', id: 'fc', call_id: 'c', name: 'f' };
-    finishes('responses tool arguments', () => decodeChunks([sse({ type: 'response.output_item.added', output_index: 0, sequence_number: 0, item: call }), ...args, sse({ type: 'response.output_item.done', output_index: 0, sequence_number: 20_001, item: call }), completed], openAIResponsesStreamDecoder('m')));
+    finishes('responses tool arguments', () =>
+      decodeChunks(
+        [
+          sse({ type: 'response.output_item.added', output_index: 0, sequence_number: 0, item: call }),
+          ...args,
+          sse({ type: 'response.output_item.done', output_index: 0, sequence_number: 20_001, item: call }),
+          completed,
+        ],
+        openAIResponsesStreamDecoder('m'),
+      ),
+    );
   });
 
   it('continuation trimming on a repetitive tail', () => {

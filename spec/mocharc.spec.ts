@@ -25,7 +25,14 @@ describe('the mocha configuration (.mocharc.cjs)', function () {
   this.timeout(60_000);
 
   it('adds the whole suite when no spec file is named: `mocha`, `npm run spec`, options alone (values included)', () => {
-    for (const args of [[], ['--grep', 'retry'], ['-g', 'retry', '--timeout', '60000'], ['--reporter=dot', '--bail'], ['--reporter-option', 'output=x.json', '-R', 'json'], ['--no-diff', '--inspect']]) {
+    for (const args of [
+      [],
+      ['--grep', 'retry'],
+      ['-g', 'retry', '--timeout', '60000'],
+      ['--reporter=dot', '--bail'],
+      ['--reporter-option', 'output=x.json', '-R', 'json'],
+      ['--no-diff', '--inspect'],
+    ]) {
       expect(specOf('.mocharc.cjs', args), args.join(' ')).to.deep.equal([SUITE]);
     }
   });
@@ -46,7 +53,12 @@ describe('the mocha configuration (.mocharc.cjs)', function () {
 
   it("keeps the rest of the configuration either way (tsx, .ts, the majors' node_modules ignored, the timeout)", () => {
     const config = execFileSync(process.execPath, ['-e', `console.log(JSON.stringify(require('./.mocharc.cjs')))`], { cwd: ROOT, encoding: 'utf8' });
-    expect(JSON.parse(config)).to.deep.include({ 'node-option': ['import=tsx'], extension: ['ts'], ignore: ['spec/support/majors/node_modules/**'], timeout: 10000 });
+    expect(JSON.parse(config)).to.deep.include({
+      'node-option': ['import=tsx'],
+      extension: ['ts'],
+      ignore: ['spec/support/majors/node_modules/**'],
+      timeout: 10000,
+    });
   });
 
   it('`npm run spec` is `mocha` (the suite: the config adds it), and .ci/mocharc.nodes.cjs still lists its own specs, whatever the command line', () => {
@@ -80,8 +92,11 @@ describe('the mocha configuration (.mocharc.cjs)', function () {
       const file = 'spec/layers.spec.ts';
       // which files ran is the point, not whether their tests pass (mocha exits with the number failing)
       await new Promise<void>((resolve, reject) =>
-        execFile('npx', ['mocha', file, '--reporter', 'json', '--reporter-option', `output=${out}`], { cwd: ROOT, timeout: 50_000 }, (error, _stdout, stderr) =>
-          error && typeof error.code !== 'number' ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(),
+        execFile(
+          'npx',
+          ['mocha', file, '--reporter', 'json', '--reporter-option', `output=${out}`],
+          { cwd: ROOT, timeout: 50_000 },
+          (error, _stdout, stderr) => (error && typeof error.code !== 'number' ? reject(new Error(`${error.message}\n${stderr}`)) : resolve()),
         ),
       );
       const report = JSON.parse(readFileSync(out, 'utf8')) as { stats: { tests: number }; tests: { file: string }[] };

@@ -2,7 +2,18 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import semver from 'semver';
 import { pinnedNodes } from './package/nodes.js';
-import { entryPoints, hostConfigs, installLines, isTarball, packageCommands, packageJson, packLine, subpathTable, tarballName, versionsTable } from './package/npmPack.js';
+import {
+  entryPoints,
+  hostConfigs,
+  installLines,
+  isTarball,
+  packageCommands,
+  packageJson,
+  packLine,
+  subpathTable,
+  tarballName,
+  versionsTable,
+} from './package/npmPack.js';
 import { tsBlocks } from './support/tsBlocks.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, unknown>;
@@ -26,13 +37,19 @@ describe('the published package', () => {
 
   it('has an MIT LICENSE file, as package.json says', () => {
     expect(pkg['license']).to.equal('MIT');
-    expect(readFileSync(new URL('../LICENSE', import.meta.url), 'utf8')).to.match(/^MIT License\n/).and.to.contain('THE SOFTWARE IS PROVIDED "AS IS"');
+    expect(readFileSync(new URL('../LICENSE', import.meta.url), 'utf8'))
+      .to.match(/^MIT License\n/)
+      .and.to.contain('THE SOFTWARE IS PROVIDED "AS IS"');
   });
 
   it("the README's entry-point table has one row per entry point, naming exactly its optional peers and how to install them", () => {
     const rows = subpathTable();
     const json = packageJson();
-    expect(rows.map((r) => r.specifier).sort(), 'rows of the table vs entry points of the exports map').to.deep.equal(entryPoints(json).map((e) => e.specifier).sort());
+    expect(rows.map((r) => r.specifier).sort(), 'rows of the table vs entry points of the exports map').to.deep.equal(
+      entryPoints(json)
+        .map((e) => e.specifier)
+        .sort(),
+    );
     const optional = Object.keys(json.peerDependenciesMeta ?? {}).filter((p) => json.peerDependenciesMeta![p]!.optional);
     for (const row of rows) {
       for (const peer of row.peers) {
@@ -53,37 +70,62 @@ describe('the published package', () => {
     const peers = json.peerDependencies ?? {};
     const rows = versionsTable();
     expect(rows[0]?.name, 'the first row is Node').to.equal('Node');
-    expect(rows.slice(1).map((r) => r.name).sort(), 'then one row per peer dependency').to.deep.equal(Object.keys(peers).sort());
+    expect(
+      rows
+        .slice(1)
+        .map((r) => r.name)
+        .sort(),
+      'then one row per peer dependency',
+    ).to.deep.equal(Object.keys(peers).sort());
     // a range part ^X.0.0 reads "X.x", ^X.Y.0 "X.Y+"
     const shown = (min: semver.SemVer): string => (min.minor === 0 && min.patch === 0 ? `${min.major}.x` : `${min.major}.${min.minor}+`);
     for (const row of rows.slice(1)) {
       const range = peers[row.name]!;
       const parts = range.split('||').map((p) => p.trim());
-      for (const part of parts) expect(part, `${row.name}: each part of "${range}" is a ^ range (one major, no open upper bound)`).to.match(/^\^\d+\.\d+\.\d+$/);
+      for (const part of parts)
+        expect(part, `${row.name}: each part of "${range}" is a ^ range (one major, no open upper bound)`).to.match(/^\^\d+\.\d+\.\d+$/);
       const mins = parts.map((p) => semver.minVersion(p)!);
-      expect(mins.map((m) => m.major), `${row.name}: "${range}" names each major once, in order`).to.deep.equal([...new Set(mins.map((m) => m.major))].sort((a, b) => a - b));
+      expect(
+        mins.map((m) => m.major),
+        `${row.name}: "${range}" names each major once, in order`,
+      ).to.deep.equal([...new Set(mins.map((m) => m.major))].sort((a, b) => a - b));
       expect(row.versions, `README.md:${row.line}: ${row.name} as package.json's "${range}"`).to.equal(mins.map(shown).join(' · '));
       const used = json.devDependencies?.[row.name];
-      expect(used !== undefined && semver.satisfies(semver.minVersion(used)!, range), `${row.name}: the devDependency the specs run (${used}) is inside "${range}"`).to.equal(true);
+      expect(
+        used !== undefined && semver.satisfies(semver.minVersion(used)!, range),
+        `${row.name}: the devDependency the specs run (${used}) is inside "${range}"`,
+      ).to.equal(true);
     }
     const floor = semver.minVersion((json['engines'] as { node: string }).node)!;
-    const lines = pinnedNodes().map((n) => n.line).filter((l) => l !== floor.major);
-    expect(rows[0]!.versions, `README.md:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal([shown(floor), ...lines].join(' · '));
+    const lines = pinnedNodes()
+      .map((n) => n.line)
+      .filter((l) => l !== floor.major);
+    expect(rows[0]!.versions, `README.md:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal(
+      [shown(floor), ...lines].join(' · '),
+    );
   });
 
-  it("starts every README command that installs or runs rxheal from the packed tarball (rxheal is not on the registry: `npm install rxheal` answers E404)", () => {
+  it('starts every README command that installs or runs rxheal from the packed tarball (rxheal is not on the registry: `npm install rxheal` answers E404)', () => {
     const commands = packageCommands();
     expect(commands.length).to.be.greaterThan(5);
     for (const { command, line } of commands) {
       const words = command.split(/\s+/);
-      expect(words.filter((w) => w === 'rxheal' || w.startsWith('rxheal@')), `README.md:${line}: ${command}`).to.deep.equal([]);
-      if (words[0] === 'npx' && words.includes('rxheal-mcp-proxy')) expect(words.slice(0, 4), `README.md:${line}: npx runs the bin from the tarball`).to.satisfy((w: string[]) => w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!));
+      expect(
+        words.filter((w) => w === 'rxheal' || w.startsWith('rxheal@')),
+        `README.md:${line}: ${command}`,
+      ).to.deep.equal([]);
+      if (words[0] === 'npx' && words.includes('rxheal-mcp-proxy'))
+        expect(words.slice(0, 4), `README.md:${line}: npx runs the bin from the tarball`).to.satisfy(
+          (w: string[]) => w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!),
+        );
     }
     // an MCP host's configuration runs the bin the same way
     const hosts = hostConfigs();
     expect(hosts.length, 'the README has a host configuration').to.be.greaterThan(0);
     for (const { name, command, args, line } of hosts) {
-      expect([command, ...args.slice(0, 3)], `README.md:${line}: ${name} runs the bin from the tarball`).to.satisfy((w: string[]) => w[0] === 'npx' && w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!));
+      expect([command, ...args.slice(0, 3)], `README.md:${line}: ${name} runs the bin from the tarball`).to.satisfy(
+        (w: string[]) => w[0] === 'npx' && w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!),
+      );
     }
     const { command } = packLine();
     expect(command, 'the Install section packs the repository').to.equal('npm pack');
@@ -116,7 +158,8 @@ describe('the published package', () => {
     const testing = (await import('rxheal/testing')) as Record<string, unknown>;
     for (const name of ['scriptedModel', 'scriptedTool', 'fromMarbles', 'describeEvent', 'record']) expect(testing[name], name).to.be.a('function');
     const providers = (await import('rxheal/providers')) as Record<string, unknown>;
-    for (const name of ['SseParser', 'parseSse', 'fetchSse', 'decodeSse', 'openAICompatibleModel', 'anthropicModel']) expect(providers[name], name).to.be.a('function');
+    for (const name of ['SseParser', 'parseSse', 'fetchSse', 'decodeSse', 'openAICompatibleModel', 'anthropicModel'])
+      expect(providers[name], name).to.be.a('function');
     const events = (await import('rxheal/events')) as Record<string, unknown>;
     for (const name of ['TextDeltaCodec', 'ToolResultEventCodec', 'AgentEventCodec']) expect(events[name], name).to.have.property('decode');
     const otel = (await import('rxheal/otel')) as Record<string, unknown>;

@@ -32,7 +32,14 @@ export type { Watchable } from './core/circuit/permit.js';
 export { RateLimiter } from './core/rate-limit/rateLimit.js';
 export type { RateLimiterOptions, RateLimitReservation } from './core/rate-limit/rateLimit.js';
 export { MemoryRateLimitStore } from './core/rate-limit/rateLimitStore.js';
-export type { MemoryRateLimitStoreOptions, RateLimit, RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from './core/rate-limit/rateLimitStore.js';
+export type {
+  MemoryRateLimitStoreOptions,
+  RateLimit,
+  RateLimitAdjustment,
+  RateLimitGrant,
+  RateLimitRequest,
+  RateLimitStore,
+} from './core/rate-limit/rateLimitStore.js';
 export { rateLimit } from './operators/rateLimit.js';
 export type { RateLimitOptions } from './operators/rateLimit.js';
 export { RateLimitExceededError } from './core/errors/errors.js';

@@ -48,7 +48,10 @@ const loadAdapter = (): Promise<Adapter> =>
 
 /** A model streaming `deltas` text deltas then a finish, from a fresh stream per call. */
 function mockModel(deltas: number): MockLanguageModelV3 {
-  const chunks: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }];
+  const chunks: LanguageModelV3StreamPart[] = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 't' },
+  ];
   for (let i = 0; i < deltas; i++) chunks.push({ type: 'text-delta', id: 't', delta: 'token ' });
   chunks.push(
     { type: 'text-end', id: 't' },
@@ -58,7 +61,9 @@ function mockModel(deltas: number): MockLanguageModelV3 {
       usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: deltas, text: deltas, reasoning: 0 } },
     },
   );
-  return new MockLanguageModelV3({ doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: null }) }) });
+  return new MockLanguageModelV3({
+    doStream: () => Promise.resolve({ stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: null }) }),
+  });
 }
 
 /**
@@ -91,14 +96,21 @@ function reEnqueued(model: MockLanguageModelV3): { doStream: MockLanguageModelV3
   };
 }
 
-export async function aiSdkOverhead(options: { n: number; reps: number; warmup: number }): Promise<{ rows: Row[]; overhead: Stats; endToEnd: Stats; hop: Stats; beyondHop: Stats }> {
+export async function aiSdkOverhead(options: {
+  n: number;
+  reps: number;
+  warmup: number;
+}): Promise<{ rows: Row[]; overhead: Stats; endToEnd: Stats; hop: Stats; beyondHop: Stats }> {
   const { CircuitBreakerRegistry, fallbackModel, fromAiSdk, retryWithBackoff, streamModel, toAiSdk } = await loadAdapter();
   const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
   const n = options.n;
   const plain = mockModel(n);
   const hopped = reEnqueued(plain);
   const primary = fromAiSdk(mockModel(n), { id: 'primary' });
-  const retried = { id: primary.id, stream: (request: Parameters<typeof primary.stream>[0]) => streamModel(primary, request).pipe(retryWithBackoff({ maxRetries: 2 })) };
+  const retried = {
+    id: primary.id,
+    stream: (request: Parameters<typeof primary.stream>[0]) => streamModel(primary, request).pipe(retryWithBackoff({ maxRetries: 2 })),
+  };
   const healed = toAiSdk(fallbackModel([retried, fromAiSdk(mockModel(n), { id: 'backup' })], { breakers, midStream: 'continue' }));
 
   const consume = async (model: Parameters<typeof streamText>[0]['model']): Promise<void> => {

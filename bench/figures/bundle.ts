@@ -61,7 +61,11 @@ const FIVE = 'retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degrad
 
 /** The three sets with a ceiling (keyed as in bench/bundleCeilings.json `sets`). */
 export const SETS = [
-  { key: 'retry+breaker', name: 'retryWithBackoff + circuitBreak, default classifier (the set cockatiel retry+breaker covers)', exports: 'retryWithBackoff, circuitBreak' },
+  {
+    key: 'retry+breaker',
+    name: 'retryWithBackoff + circuitBreak, default classifier (the set cockatiel retry+breaker covers)',
+    exports: 'retryWithBackoff, circuitBreak',
+  },
   { key: 'five+classifier', name: 'the five operators + classifier', exports: `${FIVE}, classifyError` },
   { key: 'agent', name: 'runAgent + fallbackModel + the five operators', exports: `runAgent, fallbackModel, ${FIVE}` },
 ] as const;
@@ -145,7 +149,11 @@ export interface BundleResult {
 }
 
 export async function bundles(options: { exports: boolean } = { exports: true }, ceilings: Ceilings = readCeilings()): Promise<BundleResult> {
-  const top = (s: Size, k: number): string => s.top.slice(0, k).map(([f, b]) => `${f.replace(/^src\//, '')} ${b}`).join(', ');
+  const top = (s: Size, k: number): string =>
+    s.top
+      .slice(0, k)
+      .map(([f, b]) => `${f.replace(/^src\//, '')} ${b}`)
+      .join(', ');
   const rows: Row[] = [];
   const row = (name: string, s: Size, note?: string): Row => ({ figure: FIGURE, name, unit: 'B', value: s.gz, ...(note ? { note } : {}) });
   const checked: Checked[] = [];

@@ -54,6 +54,13 @@ export async function chaosCheck(options: { schedules: number; reps: number }): 
         note: `${per.toFixed(0)} µs per schedule; ${(virtualMs / 3_600_000).toFixed(1)} h of virtual time simulated`,
       },
     ],
-    verdicts: [{ figure: 'n', target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (issue 25)`, measured: `${(s.median / 1000).toFixed(2)} s median (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)} s)`, met: s.max < 10_000 }],
+    verdicts: [
+      {
+        figure: 'n',
+        target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (issue 25)`,
+        measured: `${(s.median / 1000).toFixed(2)} s median (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)} s)`,
+        met: s.max < 10_000,
+      },
+    ],
   };
 }

@@ -75,10 +75,20 @@ const cluster =
     return { client, ...(pubsub ? { subscriber: client } : {}), close: () => client.close().catch(() => undefined) };
   };
 
-async function node(connect: Connect, namespace: string, name: string, options: { pubsub: boolean; failureThreshold: number; resetTimeoutMs: number }): Promise<Node> {
+async function node(
+  connect: Connect,
+  namespace: string,
+  name: string,
+  options: { pubsub: boolean; failureThreshold: number; resetTimeoutMs: number },
+): Promise<Node> {
   const { client, subscriber, close } = await connect(options.pubsub);
   const store = new RedisBreakerStore({ client, ...(subscriber ? { subscriber } : {}), namespace });
-  const breaker = new CircuitBreaker({ name: 'model:x', failureThreshold: options.failureThreshold, resetTimeoutMs: options.resetTimeoutMs, fleet: { store, node: name } });
+  const breaker = new CircuitBreaker({
+    name: 'model:x',
+    failureThreshold: options.failureThreshold,
+    resetTimeoutMs: options.resetTimeoutMs,
+    fleet: { store, node: name },
+  });
   return {
     breaker,
     close: async () => {
@@ -166,7 +176,13 @@ async function deadProvider(connect: Connect, size: number, shared: boolean, ms:
   return reached;
 }
 
-export async function fleet(options: { n: number; reps: number; warmup: number; trials: number; deadMs: number }): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+export async function fleet(options: {
+  n: number;
+  reps: number;
+  warmup: number;
+  trials: number;
+  deadMs: number;
+}): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const program = findProgram({ name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server' });
   if (program === undefined) {
     return { rows: [{ figure: FIGURE, name: 'skipped: redis-server not found (apt-get install redis-server)', unit: '', value: 0 }], verdicts: [] };
@@ -195,11 +211,21 @@ export async function fleet(options: { n: number; reps: number; warmup: number; 
 }
 
 /** Every row of the figure on one topology (`where` ends each row's name and verdict). */
-async function topology(connect: Connect, where: string, options: { n: number; reps: number; warmup: number; trials: number; deadMs: number }, rows: Row[], verdicts: Verdict[]): Promise<void> {
+async function topology(
+  connect: Connect,
+  where: string,
+  options: { n: number; reps: number; warmup: number; trials: number; deadMs: number },
+  rows: Row[],
+  verdicts: Verdict[],
+): Promise<void> {
   // ---- the happy path: nothing waits on the store
   const fn = async (): Promise<number> => 42;
   const link = await connect(true);
-  const redisStore = new RedisBreakerStore({ client: link.client, ...(link.subscriber ? { subscriber: link.subscriber } : {}), namespace: `bench-happy-${process.pid}` });
+  const redisStore = new RedisBreakerStore({
+    client: link.client,
+    ...(link.subscriber ? { subscriber: link.subscriber } : {}),
+    namespace: `bench-happy-${process.pid}`,
+  });
   const memoryStore = new MemoryBreakerStore();
   const withRedis$ = defer(fn).pipe(retryWithBackoff(), circuitBreak(new CircuitBreaker({ name: 'model:x', fleet: { store: redisStore } })));
   const withMemory$ = defer(fn).pipe(retryWithBackoff(), circuitBreak(new CircuitBreaker({ name: 'model:x', fleet: { store: memoryStore } })));
@@ -207,9 +233,24 @@ async function topology(connect: Connect, where: string, options: { n: number; r
   const redisCase = `guarded call, Redis store${where}`;
   const samples = await interleave(
     [
-      { name: 'guarded call, memory store', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(withMemory$); } },
-      { name: redisCase, run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(withRedis$); } },
-      { name: 'guarded call, no fleet', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(alone$); } },
+      {
+        name: 'guarded call, memory store',
+        run: async (n) => {
+          for (let i = 0; i < n; i++) await lastValueFrom(withMemory$);
+        },
+      },
+      {
+        name: redisCase,
+        run: async (n) => {
+          for (let i = 0; i < n; i++) await lastValueFrom(withRedis$);
+        },
+      },
+      {
+        name: 'guarded call, no fleet',
+        run: async (n) => {
+          for (let i = 0; i < n; i++) await lastValueFrom(alone$);
+        },
+      },
     ],
     options,
   );
@@ -218,31 +259,67 @@ async function topology(connect: Connect, where: string, options: { n: number; r
   const happy = rowsOf(FIGURE, 'ns/call', samples, 'guarded call, memory store');
   rows.push(...(where ? happy.filter((r) => r.name === redisCase) : happy));
   const ratio = happy.find((r) => r.name === redisCase)!.ratio!;
-  verdicts.push({ figure: 'j', target: `guarded call with a Redis store${where} ≤ 1.1× the memory store`, measured: `${ratio.median.toFixed(2)}× (${ratio.min.toFixed(2)}–${ratio.max.toFixed(2)})`, met: ratio.median <= 1.1 });
+  verdicts.push({
+    figure: 'j',
+    target: `guarded call with a Redis store${where} ≤ 1.1× the memory store`,
+    measured: `${ratio.median.toFixed(2)}× (${ratio.min.toFixed(2)}–${ratio.max.toFixed(2)})`,
+    met: ratio.median <= 1.1,
+  });
 
   // ---- convergence: quorum vote → every node open
   for (const pubsub of [true, false]) {
     const s = stats(await convergence(connect, pubsub, options.trials));
     const name = `${pubsub ? 'fleet-open convergence, pub/sub (4 nodes)' : 'fleet-open convergence, pub/sub cut: poll 1000 ms (4 nodes)'}${where}`;
-    rows.push({ figure: FIGURE, name, unit: 'ms', value: s.median, min: s.min, max: s.max, note: `${options.trials} trials; the quorum-completing vote to the last node open` });
+    rows.push({
+      figure: FIGURE,
+      name,
+      unit: 'ms',
+      value: s.median,
+      min: s.min,
+      max: s.max,
+      note: `${options.trials} trials; the quorum-completing vote to the last node open`,
+    });
     const bound = pubsub ? 50 : 1_050;
-    verdicts.push({ figure: 'j', target: `${pubsub ? 'convergence with pub/sub' : 'convergence with pub/sub cut'}${where} ≤ ${bound} ms (median and max)`, measured: `median ${s.median.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`, met: s.median <= bound && s.max <= bound });
+    verdicts.push({
+      figure: 'j',
+      target: `${pubsub ? 'convergence with pub/sub' : 'convergence with pub/sub cut'}${where} ≤ ${bound} ms (median and max)`,
+      measured: `median ${s.median.toFixed(1)} ms, max ${s.max.toFixed(1)} ms`,
+      met: s.median <= bound && s.max <= bound,
+    });
   }
 
   // ---- a dead provider
   for (const size of [1, 4, 16]) {
     const [shared, independent] = await Promise.all([deadProvider(connect, size, true, options.deadMs), deadProvider(connect, size, false, options.deadMs)]);
     const note = `${options.deadMs / 1000} s, threshold 3, reset 1 s, a call every 20 ms per node`;
-    rows.push({ figure: FIGURE, name: `dead provider, ${size} node${size === 1 ? '' : 's'} sharing ${where ? 'a 3-master cluster' : 'one Redis'}`, unit: 'requests', value: shared, note });
-    if (!where) rows.push({ figure: FIGURE, name: `dead provider, ${size} independent breaker${size === 1 ? '' : 's'}`, unit: 'requests', value: independent, note });
-    if (size > 1) verdicts.push({ figure: 'j', target: `dead provider, ${size} nodes${where}: shared < independent`, measured: `${shared} vs ${independent}`, met: shared < independent });
+    rows.push({
+      figure: FIGURE,
+      name: `dead provider, ${size} node${size === 1 ? '' : 's'} sharing ${where ? 'a 3-master cluster' : 'one Redis'}`,
+      unit: 'requests',
+      value: shared,
+      note,
+    });
+    if (!where)
+      rows.push({ figure: FIGURE, name: `dead provider, ${size} independent breaker${size === 1 ? '' : 's'}`, unit: 'requests', value: independent, note });
+    if (size > 1)
+      verdicts.push({
+        figure: 'j',
+        target: `dead provider, ${size} nodes${where}: shared < independent`,
+        measured: `${shared} vs ${independent}`,
+        met: shared < independent,
+      });
   }
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   const quick = process.env['BENCH_QUICK'] === '1';
-  const { rows, verdicts } = await fleet(quick ? { n: 2_000, reps: 3, warmup: 1, trials: 3, deadMs: 3_000 } : { n: 10_000, reps: 9, warmup: 2, trials: 10, deadMs: 6_000 });
-  for (const r of rows) console.log(`${r.name}: ${r.value.toFixed(1)} ${r.unit}${r.ratio ? ` ${r.ratio.median.toFixed(2)}×` : ''}${r.min === undefined ? '' : ` (${r.min.toFixed(1)}–${r.max!.toFixed(1)})`}`);
+  const { rows, verdicts } = await fleet(
+    quick ? { n: 2_000, reps: 3, warmup: 1, trials: 3, deadMs: 3_000 } : { n: 10_000, reps: 9, warmup: 2, trials: 10, deadMs: 6_000 },
+  );
+  for (const r of rows)
+    console.log(
+      `${r.name}: ${r.value.toFixed(1)} ${r.unit}${r.ratio ? ` ${r.ratio.median.toFixed(2)}×` : ''}${r.min === undefined ? '' : ` (${r.min.toFixed(1)}–${r.max!.toFixed(1)})`}`,
+    );
   for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target}: ${v.measured}`);
   process.exit(0);
 }

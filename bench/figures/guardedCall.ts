@@ -47,27 +47,90 @@ export async function guardedCall(options: { n: number; reps: number; warmup: nu
   const opossumDefault = new Opossum(fn0);
 
   const cases: Case[] = [
-    { name: 'raw await fn(i)', run: async (n) => { for (let i = 0; i < n; i++) await fn(i); } },
-    { name: HEADLINE, run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(defer(() => fn(i)).pipe(retryOp, breakOp)); } },
-    ...(policy ? [{ name: POLICY, run: async (n: number) => { for (let i = 0; i < n; i++) await lastValueFrom(policy.call(() => fn(i))); } }] : []),
-    { name: BASELINE, run: async (n) => { for (let i = 0; i < n; i++) await cockatiel.execute(() => fn(i)); } },
-    { name: 'rxheal retryWithBackoff+circuitBreak', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(guarded$); } },
+    {
+      name: 'raw await fn(i)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await fn(i);
+      },
+    },
+    {
+      name: HEADLINE,
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(defer(() => fn(i)).pipe(retryOp, breakOp));
+      },
+    },
+    ...(policy
+      ? [
+          {
+            name: POLICY,
+            run: async (n: number) => {
+              for (let i = 0; i < n; i++) await lastValueFrom(policy.call(() => fn(i)));
+            },
+          },
+        ]
+      : []),
+    {
+      name: BASELINE,
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await cockatiel.execute(() => fn(i));
+      },
+    },
+    {
+      name: 'rxheal retryWithBackoff+circuitBreak',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(guarded$);
+      },
+    },
     {
       name: 'rxheal, pipeline built per call',
-      run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(defer(fn0).pipe(retryWithBackoff(), circuitBreak(perCallBreaker))); } },
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(defer(fn0).pipe(retryWithBackoff(), circuitBreak(perCallBreaker)));
+      },
+    },
     {
       // the operators made per call too, options checked each time
       name: 'rxheal, pipeline built per call with options',
       run: async (n) => {
-        for (let i = 0; i < n; i++) await lastValueFrom(defer(fn0).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 100, jitter: 'full' }), circuitBreak(perCallBreaker)));
+        for (let i = 0; i < n; i++)
+          await lastValueFrom(defer(fn0).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 100, jitter: 'full' }), circuitBreak(perCallBreaker)));
       },
     },
-    { name: 'cockatiel wrap(retry, breaker).execute(fn)', run: async (n) => { for (let i = 0; i < n; i++) await cockatiel.execute(fn0); } },
-    { name: 'opossum fire() (timeout off)', run: async (n) => { for (let i = 0; i < n; i++) await opossumNoTimeout.fire(); } },
-    { name: 'opossum fire() (default 10 s timeout)', run: async (n) => { for (let i = 0; i < n; i++) await opossumDefault.fire(); } },
-    { name: 'RxJS retry({count, delay})', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(rxRetry$); } },
-    { name: 'backoff-rxjs retryBackoff', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(backoff$); } },
-    { name: 'RxJS, no operator', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(plain$); } },
+    {
+      name: 'cockatiel wrap(retry, breaker).execute(fn)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await cockatiel.execute(fn0);
+      },
+    },
+    {
+      name: 'opossum fire() (timeout off)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await opossumNoTimeout.fire();
+      },
+    },
+    {
+      name: 'opossum fire() (default 10 s timeout)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await opossumDefault.fire();
+      },
+    },
+    {
+      name: 'RxJS retry({count, delay})',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(rxRetry$);
+      },
+    },
+    {
+      name: 'backoff-rxjs retryBackoff',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(backoff$);
+      },
+    },
+    {
+      name: 'RxJS, no operator',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(plain$);
+      },
+    },
   ];
   const notes = {
     [HEADLINE]: 'the shape users write: operators made once, defer + pipe per call (the two run fused)',
@@ -81,15 +144,38 @@ export async function guardedCall(options: { n: number; reps: number; warmup: nu
   // The floor runs after the main group: one more Subscriber subclass flowing through RxJS's
   // shared code makes its call sites more polymorphic for every RxJS case measured after it.
   const floorCases: Case[] = [
-    { name: 'rxheal (again, after the main group)', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(guarded$); } },
-    { name: 'RxJS, two pass-through operators (floor)', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(floor$); } },
-    { name: 'RxJS, one pass-through operator', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(floor1$); } },
-    { name: 'RxJS, no operator (again)', run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(plain$); } },
+    {
+      name: 'rxheal (again, after the main group)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(guarded$);
+      },
+    },
+    {
+      name: 'RxJS, two pass-through operators (floor)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(floor$);
+      },
+    },
+    {
+      name: 'RxJS, one pass-through operator',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(floor1$);
+      },
+    },
+    {
+      name: 'RxJS, no operator (again)',
+      run: async (n) => {
+        for (let i = 0; i < n; i++) await lastValueFrom(plain$);
+      },
+    },
   ];
   const floorSamples = await interleave(floorCases, options);
   const floorNotes = { 'RxJS, two pass-through operators (floor)': 'two Subscriber subclasses that only forward: what any two operators cost' };
   return {
-    rows: [...rowsOf(FIGURE, 'ns/call', samples, BASELINE, notes), ...rowsOf(FIGURE, 'ns/call', floorSamples, 'RxJS, two pass-through operators (floor)', floorNotes)],
+    rows: [
+      ...rowsOf(FIGURE, 'ns/call', samples, BASELINE, notes),
+      ...rowsOf(FIGURE, 'ns/call', floorSamples, 'RxJS, two pass-through operators (floor)', floorNotes),
+    ],
     samples,
   };
 }

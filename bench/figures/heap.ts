@@ -44,10 +44,14 @@ export function trackTimers(): { live: () => number; restore: () => void } {
   const saved = { setTimeout: g['setTimeout']!, clearTimeout: g['clearTimeout']!, setInterval: g['setInterval']!, clearInterval: g['clearInterval']! };
   const live = new Set<unknown>();
   g['setTimeout'] = (fn: unknown, ms: unknown, ...args: unknown[]) => {
-    const handle = saved.setTimeout((...a: unknown[]) => {
-      live.delete(handle);
-      (fn as (...x: unknown[]) => void)(...a);
-    }, ms, ...args);
+    const handle = saved.setTimeout(
+      (...a: unknown[]) => {
+        live.delete(handle);
+        (fn as (...x: unknown[]) => void)(...a);
+      },
+      ms,
+      ...args,
+    );
     live.add(handle);
     return handle;
   };
@@ -106,7 +110,10 @@ export async function heap(options: { n: number; reps: number }): Promise<Row[]>
   const fn = async (): Promise<number> => 42;
   const idle: [string, () => unknown, ((x: unknown) => void)?][] = [
     ['rxheal new CircuitBreaker()', () => new lib.CircuitBreaker()],
-    ['cockatiel circuitBreaker(handleAll, ConsecutiveBreaker(5))', () => circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) })],
+    [
+      'cockatiel circuitBreaker(handleAll, ConsecutiveBreaker(5))',
+      () => circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
+    ],
     ['opossum new CircuitBreaker(fn)', () => new Opossum(fn), (b) => (b as Opossum).shutdown()],
   ];
   for (const [name, make, dispose] of idle) {
@@ -137,7 +144,13 @@ export async function heap(options: { n: number; reps: number }): Promise<Row[]>
     return { call: () => b.fire(), dispose: () => b.shutdown() };
   });
   rows.push(
-    { figure: FIGURE, name: 'timers per idle breaker: rxheal', unit: 'timers', value: rxTimers, note: `${scheduled} actions pending on its TestScheduler after 20 calls` },
+    {
+      figure: FIGURE,
+      name: 'timers per idle breaker: rxheal',
+      unit: 'timers',
+      value: rxTimers,
+      note: `${scheduled} actions pending on its TestScheduler after 20 calls`,
+    },
     { figure: FIGURE, name: 'timers per idle breaker: cockatiel', unit: 'timers', value: cockatielTimers },
     { figure: FIGURE, name: 'timers per idle breaker: opossum (defaults)', unit: 'timers', value: opossumTimers, note: 'intervals run until shutdown()' },
   );

@@ -103,12 +103,20 @@ export function hourOfOutage(): void {
     interval(PERIOD)
       .pipe(
         take(CALLS),
-        concatMap(() => call$.pipe(map(() => 's'), catchError((e: unknown) => of(e instanceof lib.CircuitOpenError ? 'r' : 'f')))),
+        concatMap(() =>
+          call$.pipe(
+            map(() => 's'),
+            catchError((e: unknown) => of(e instanceof lib.CircuitOpenError ? 'r' : 'f')),
+          ),
+        ),
       )
       .subscribe((o) => outcomes.push(o));
     const end = (CALLS + 1) * PERIOD;
     expectObservable(breaker.state$, `^ ${end}ms !`).toBe(
-      marbles(expected.transitions.map(([t]) => t), expected.transitions.map(([, s]) => letter[s]!)),
+      marbles(
+        expected.transitions.map(([t]) => t),
+        expected.transitions.map(([, s]) => letter[s]!),
+      ),
       { c: 'closed', o: 'open', h: 'half-open' },
     );
     expectObservable(timer(end)).toBe(`${end}ms (x|)`, { x: 0 });

@@ -30,7 +30,11 @@ const HEALED = 'callTool(fromMcp(client) tool, call): schema check, breaker, dea
 type Lib = typeof import('../../src/mcp/index.js') & Pick<typeof import('../../src/index.js'), 'callTool'>;
 
 const loadMcp = (): Promise<Lib> =>
-  loadLib<Lib>(process.env['BENCH_LIB_ROOT'] ?? ROOT, 'mcp', ["export * from './src/mcp/index.ts';", "export { callTool } from './src/sources/tool.ts';"].join('\n'));
+  loadLib<Lib>(
+    process.env['BENCH_LIB_ROOT'] ?? ROOT,
+    'mcp',
+    ["export * from './src/mcp/index.ts';", "export { callTool } from './src/sources/tool.ts';"].join('\n'),
+  );
 
 /** What figure l measured: the overhead over the bare call (the target's), over the call with the same SDK options, and over stdio. */
 export interface McpOverhead {
@@ -51,7 +55,9 @@ const minus1 = (r: Stats): Stats => ({ ...r, median: r.median - 1, min: r.min - 
 export async function mcpOverhead(options: { n: number; reps: number; warmup: number }): Promise<McpOverhead> {
   const lib = await loadMcp();
   const server = new McpServer({ name: 'bench', version: '1.0.0' });
-  server.registerTool('echo', { description: 'Says it back', inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({ content: [{ type: 'text', text }] }));
+  server.registerTool('echo', { description: 'Says it back', inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({
+    content: [{ type: 'text', text }],
+  }));
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'bench', version: '1.0.0' });
@@ -71,7 +77,13 @@ export async function mcpOverhead(options: { n: number; reps: number; warmup: nu
           name: WITH_OPTIONS,
           run: async (n) => {
             const noop = (): void => undefined;
-            for (let i = 0; i < n; i++) await client.callTool({ name: 'echo', arguments: args }, undefined, { signal: new AbortController().signal, timeout: 2_147_483_647, resetTimeoutOnProgress: true, onprogress: noop });
+            for (let i = 0; i < n; i++)
+              await client.callTool({ name: 'echo', arguments: args }, undefined, {
+                signal: new AbortController().signal,
+                timeout: 2_147_483_647,
+                resetTimeoutOnProgress: true,
+                onprogress: noop,
+              });
           },
         },
         {
@@ -118,8 +130,18 @@ async function overStdio(lib: Lib, options: { n: number; reps: number; warmup: n
     const args = { text: 'hello' };
     return await interleave(
       [
-        { name: STDIO_RAW, run: async (n) => { for (let i = 0; i < n; i++) await client.callTool({ name: 'echo', arguments: args }); } },
-        { name: STDIO_HEALED, run: async (n) => { for (let i = 0; i < n; i++) await lastValueFrom(lib.callTool(echo, { id: `c${i}`, name: 'echo', args })); } },
+        {
+          name: STDIO_RAW,
+          run: async (n) => {
+            for (let i = 0; i < n; i++) await client.callTool({ name: 'echo', arguments: args });
+          },
+        },
+        {
+          name: STDIO_HEALED,
+          run: async (n) => {
+            for (let i = 0; i < n; i++) await lastValueFrom(lib.callTool(echo, { id: `c${i}`, name: 'echo', args }));
+          },
+        },
       ],
       options,
     );
@@ -132,6 +154,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const l = await mcpOverhead(process.env['BENCH_QUICK'] === '1' ? { n: 500, reps: 5, warmup: 1 } : { n: 2_000, reps: 21, warmup: 3 });
   for (const row of l.rows) console.log(`${row.name}: ${Math.round(row.value)} ns/call (${Math.round(row.min ?? 0)}–${Math.round(row.max ?? 0)})`);
   const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
-  console.log(`overhead over client.callTool: ${pct(l.overhead.median)} (${pct(l.overhead.min)}–${pct(l.overhead.max)}); +${Math.round(l.addedNs)} ns on ${Math.round(l.rawNs)} ns`);
-  console.log(`over client.callTool with the same SDK options: ${pct(l.overSameOptions.median)}; over stdio: ${pct(l.overStdio.median)} (${pct(l.overStdio.min)}–${pct(l.overStdio.max)})`);
+  console.log(
+    `overhead over client.callTool: ${pct(l.overhead.median)} (${pct(l.overhead.min)}–${pct(l.overhead.max)}); +${Math.round(l.addedNs)} ns on ${Math.round(l.rawNs)} ns`,
+  );
+  console.log(
+    `over client.callTool with the same SDK options: ${pct(l.overSameOptions.median)}; over stdio: ${pct(l.overStdio.median)} (${pct(l.overStdio.min)}–${pct(l.overStdio.max)})`,
+  );
 }

@@ -57,9 +57,10 @@ function driveRx(scenario: Scenario, guard: Guard): () => Count {
     call$.subscribe({ error: done, complete: done });
   };
   if (scenario === 'sequential') {
-    const loop = (): void => call(() => {
-      if (asyncScheduler.now() - t0 + THINK_MS < OUTAGE_MS) asyncScheduler.schedule(loop, THINK_MS);
-    });
+    const loop = (): void =>
+      call(() => {
+        if (asyncScheduler.now() - t0 + THINK_MS < OUTAGE_MS) asyncScheduler.schedule(loop, THINK_MS);
+      });
     const t0 = asyncScheduler.now();
     loop();
   } else {

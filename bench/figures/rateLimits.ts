@@ -154,7 +154,14 @@ async function accuracy(system: System, server: RedisServer, admin: Redis, nodes
   await Promise.all(all.map((n) => n.close()));
   const last = Math.max(t0, ...starts);
   const allowance = limit + (limit * (last - t0)) / 60_000;
-  return { served: starts.length, allowance, sentPerCall: sentDuring / Math.max(1, starts.length), executedPerCall: executedDuring / Math.max(1, starts.length), spanMs: last - t0, guardOpens };
+  return {
+    served: starts.length,
+    allowance,
+    sentPerCall: sentDuring / Math.max(1, starts.length),
+    executedPerCall: executedDuring / Math.max(1, starts.length),
+    spanMs: last - t0,
+    guardOpens,
+  };
 }
 
 /** µs per call, sequential and unsaturated: limited, and the same call with no limiter; paired per repetition. */
@@ -177,7 +184,13 @@ async function latency(system: System, url: string, calls: number, reps: number)
   return { limited, plain: bare };
 }
 
-export async function rateLimits(options: { limit: number; ms: number; callers: number; latencyCalls: number; reps: number }): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
+export async function rateLimits(options: {
+  limit: number;
+  ms: number;
+  callers: number;
+  latencyCalls: number;
+  reps: number;
+}): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const program = findProgram({ name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server' });
   if (program === undefined) {
     return { rows: [{ figure: FIGURE, name: 'skipped: redis-server not found (apt-get install redis-server)', unit: '', value: 0 }], verdicts: [] };
@@ -196,10 +209,33 @@ export async function rateLimits(options: { limit: number; ms: number; callers: 
         const a = await accuracy(system, server, admin, nodes, options.limit, options.ms, options.callers);
         measured[system] = a;
         const note = `${options.limit}/min (burst ${options.limit}), ${nodes} nodes × ${options.callers} callers, ${(a.spanMs / 1000).toFixed(1)} s; allowance ${a.allowance.toFixed(1)}${system !== 'bottleneck' ? `; store guard opened ${a.guardOpens}×` : ''}`;
-        rows.push({ figure: FIGURE, name: `${system}: served, ${nodes} nodes`, unit: 'calls', value: a.served, note: `${pct(a.served / a.allowance - 1)} vs allowance; ${note}` });
-        rows.push({ figure: FIGURE, name: `${system}: Redis commands sent per served call, ${nodes} nodes`, unit: 'commands', value: a.sentPerCall, note: 'every ioredis sendCommand of every connection, background ones included' });
-        rows.push({ figure: FIGURE, name: `${system}: Redis commands executed per served call, ${nodes} nodes`, unit: 'commands', value: a.executedPerCall, note: 'INFO commandstats delta, commands inside scripts included' });
-        verdicts.push({ figure: 'o', target: `${system}, ${nodes} nodes: served ≤ allowance + 1 %`, measured: `${a.served} vs ${a.allowance.toFixed(1)} (${pct(a.served / a.allowance - 1)})`, met: a.served <= a.allowance * 1.01 });
+        rows.push({
+          figure: FIGURE,
+          name: `${system}: served, ${nodes} nodes`,
+          unit: 'calls',
+          value: a.served,
+          note: `${pct(a.served / a.allowance - 1)} vs allowance; ${note}`,
+        });
+        rows.push({
+          figure: FIGURE,
+          name: `${system}: Redis commands sent per served call, ${nodes} nodes`,
+          unit: 'commands',
+          value: a.sentPerCall,
+          note: 'every ioredis sendCommand of every connection, background ones included',
+        });
+        rows.push({
+          figure: FIGURE,
+          name: `${system}: Redis commands executed per served call, ${nodes} nodes`,
+          unit: 'commands',
+          value: a.executedPerCall,
+          note: 'INFO commandstats delta, commands inside scripts included',
+        });
+        verdicts.push({
+          figure: 'o',
+          target: `${system}, ${nodes} nodes: served ≤ allowance + 1 %`,
+          measured: `${a.served} vs ${a.allowance.toFixed(1)} (${pct(a.served / a.allowance - 1)})`,
+          met: a.served <= a.allowance * 1.01,
+        });
       }
       const r = measured.rxheal!;
       const b = measured.bottleneck!;
@@ -213,7 +249,15 @@ export async function rateLimits(options: { limit: number; ms: number; callers: 
     for (const system of ['rxheal', 'bottleneck'] as const) {
       const { limited, plain } = await latency(system, server.url, options.latencyCalls, options.reps);
       const added = stats(limited.map((x, i) => x - plain[i]!));
-      rows.push({ figure: FIGURE, name: `${system}: added latency per call (one node, unsaturated)`, unit: 'µs', value: added.median, min: added.min, max: added.max, note: `${options.reps} × ${options.latencyCalls} sequential calls, minus the same call unlimited (paired); loopback` });
+      rows.push({
+        figure: FIGURE,
+        name: `${system}: added latency per call (one node, unsaturated)`,
+        unit: 'µs',
+        value: added.median,
+        min: added.min,
+        max: added.max,
+        note: `${options.reps} × ${options.latencyCalls} sequential calls, minus the same call unlimited (paired); loopback`,
+      });
     }
   } finally {
     Redis.prototype.sendCommand = original;
@@ -225,8 +269,11 @@ export async function rateLimits(options: { limit: number; ms: number; callers: 
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   const quick = process.env['BENCH_QUICK'] === '1';
-  const { rows, verdicts } = await rateLimits(quick ? { limit: 1_200, ms: 2_000, callers: 4, latencyCalls: 100, reps: 3 } : { limit: 1_200, ms: 4_000, callers: 4, latencyCalls: 300, reps: 7 });
-  for (const r of rows) console.log(`${r.name}: ${r.value.toFixed(2)} ${r.unit}${r.min === undefined ? '' : ` (${r.min.toFixed(1)}–${r.max!.toFixed(1)})`} — ${r.note ?? ''}`);
+  const { rows, verdicts } = await rateLimits(
+    quick ? { limit: 1_200, ms: 2_000, callers: 4, latencyCalls: 100, reps: 3 } : { limit: 1_200, ms: 4_000, callers: 4, latencyCalls: 300, reps: 7 },
+  );
+  for (const r of rows)
+    console.log(`${r.name}: ${r.value.toFixed(2)} ${r.unit}${r.min === undefined ? '' : ` (${r.min.toFixed(1)}–${r.max!.toFixed(1)})`} — ${r.note ?? ''}`);
   for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target}: ${v.measured}`);
   process.exit(0);
 }

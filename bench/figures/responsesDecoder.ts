@@ -53,7 +53,11 @@ const body = (chunks: readonly Uint8Array[]): ReadableStream<Uint8Array> =>
     },
   });
 
-export async function responsesDecoding(options: { n: number; reps: number; warmup: number }): Promise<{ rows: Row[]; ratio: Stats; events: number; outputs: number }> {
+export async function responsesDecoding(options: {
+  n: number;
+  reps: number;
+  warmup: number;
+}): Promise<{ rows: Row[]; ratio: Stats; events: number; outputs: number }> {
   const lib = await loadProviders();
   const { chunks, events } = bodies();
   let outputs = 0;
@@ -79,14 +83,26 @@ export async function responsesDecoding(options: { n: number; reps: number; warm
   // run(n): n passes over the four responses; ns per event below
   const samples = await interleave(
     [
-      { name: SDK, run: async (n) => { for (let i = 0; i < n; i++) await sdk(); } },
-      { name: RXHEAL, run: async (n) => { for (let i = 0; i < n; i++) await rxheal(); } },
+      {
+        name: SDK,
+        run: async (n) => {
+          for (let i = 0; i < n; i++) await sdk();
+        },
+      },
+      {
+        name: RXHEAL,
+        run: async (n) => {
+          for (let i = 0; i < n; i++) await rxheal();
+        },
+      },
     ],
     options,
   );
   const perEvent: Samples = new Map([...samples].map(([name, xs]) => [name, xs.map((x) => x / events)]));
   return {
-    rows: rowsOf(FIGURE, 'ns/event', perEvent, SDK, { [RXHEAL]: `${events} events (4 responses: reasoning with encrypted content, function calls), ${CHUNK} B chunks` }),
+    rows: rowsOf(FIGURE, 'ns/event', perEvent, SDK, {
+      [RXHEAL]: `${events} events (4 responses: reasoning with encrypted content, function calls), ${CHUNK} B chunks`,
+    }),
     ratio: pairedRatio(perEvent, RXHEAL, SDK),
     events,
     outputs,

@@ -48,7 +48,12 @@ function idleRuns(n: number): Promise<number> {
  * answer's fixed start cost is not spread over it) and, with `measureHeld`, the bytes held at
  * `finish` (after a full GC, minus before the answer).
  */
-async function longAnswer(make: (model: Model) => Observable<unknown>, deltas: number, parts: ReturnType<typeof answerParts>, measureHeld: boolean): Promise<{ ns: number; held: number }> {
+async function longAnswer(
+  make: (model: Model) => Observable<unknown>,
+  deltas: number,
+  parts: ReturnType<typeof answerParts>,
+  measureHeld: boolean,
+): Promise<{ ns: number; held: number }> {
   const mock = mockModel(parts);
   const source = rxhealModel(mock, 'primary');
   const o = make(source);
@@ -93,14 +98,25 @@ export interface ScalingResult {
   readonly timers: Record<number, number>;
 }
 
-export async function scaling(options: { runs: readonly number[]; answers: readonly number[]; breakers: readonly number[]; reps: number }): Promise<ScalingResult> {
+export async function scaling(options: {
+  runs: readonly number[];
+  answers: readonly number[];
+  breakers: readonly number[];
+  reps: number;
+}): Promise<ScalingResult> {
   const rows: Row[] = [];
 
   // concurrent idle runs
   const idle: Record<number, number> = {};
   for (const n of options.runs) {
     idle[n] = await idleRuns(n);
-    rows.push({ figure: FIGURE, name: `heap per idle run: ${n.toLocaleString('en')} runs at once`, unit: 'B', value: idle[n]!, note: 'runAgent on the healing pipeline, each waiting for a first delta' });
+    rows.push({
+      figure: FIGURE,
+      name: `heap per idle run: ${n.toLocaleString('en')} runs at once`,
+      unit: 'B',
+      value: idle[n]!,
+      note: 'runAgent on the healing pipeline, each waiting for a first delta',
+    });
   }
 
   // answer length: the pipelines and their own source, interleaved, at each size
@@ -156,7 +172,13 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
     for (const name of names) {
       const slope = (heldBytes[name]![large]! - heldBytes[name]![small]!) / (large - small);
       heldPerDelta[name] = slope;
-      rows.push({ figure: FIGURE, name: `held per delta while streaming: ${name}`, unit: 'B/delta', value: slope, note: `(held at finish with ${large.toLocaleString('en')} deltas − with ${small.toLocaleString('en')}) / difference; each delta is 3 characters` });
+      rows.push({
+        figure: FIGURE,
+        name: `held per delta while streaming: ${name}`,
+        unit: 'B/delta',
+        value: slope,
+        note: `(held at finish with ${large.toLocaleString('en')} deltas − with ${small.toLocaleString('en')}) / difference; each delta is 3 characters`,
+      });
     }
   }
 
@@ -171,7 +193,10 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
     // each breaker sees one successful call (a closed breaker that worked), counting timers made
     const tracker = trackTimers();
     try {
-      for (const name of names) defer(() => [1]).pipe(circuitBreak(registry.get(name))).subscribe();
+      for (const name of names)
+        defer(() => [1])
+          .pipe(circuitBreak(registry.get(name)))
+          .subscribe();
       timers[n] = tracker.live();
     } finally {
       tracker.restore();
@@ -183,7 +208,10 @@ export async function scaling(options: { runs: readonly number[]; answers: reado
     const samples: number[] = [];
     const floor: number[] = [];
     for (let r = 0; r < options.reps + 2; r++) {
-      for (const [into, get] of [[samples, (name: string) => registry.get(name)], [floor, (name: string) => plain.get(name)]] as const) {
+      for (const [into, get] of [
+        [samples, (name: string) => registry.get(name)],
+        [floor, (name: string) => plain.get(name)],
+      ] as const) {
         const t0 = process.hrtime.bigint();
         let hits = 0;
         for (const name of order) if (get(name)) hits++;

@@ -40,8 +40,8 @@ export const NAMES = {
   runAgent: 'rxheal runAgent (one turn, the healing pipeline)',
   streamText: 'AI SDK 6 streamText, textStream',
   generator: 'async generator source: the same answer through fromAsyncIterable, no AI SDK stream',
-  generatorPipeline: 'rxheal healing pipeline on the async generator source (issue 15\'s measure)',
-  generatorRunAgent: 'rxheal runAgent on the async generator source (issue 15\'s measure)',
+  generatorPipeline: "rxheal healing pipeline on the async generator source (issue 15's measure)",
+  generatorRunAgent: "rxheal runAgent on the async generator source (issue 15's measure)",
 } as const;
 
 /** The cases on the AI SDK mock's stream (time to first delta and idle heap are measured for these). */
@@ -138,7 +138,14 @@ export interface StreamingResult {
   readonly idleHeap: Record<SameStream, number>;
 }
 
-export async function streaming(options: { deltas: number; answers: number; reps: number; warmup: number; firsts: number; idle: number }): Promise<StreamingResult> {
+export async function streaming(options: {
+  deltas: number;
+  answers: number;
+  reps: number;
+  warmup: number;
+  firsts: number;
+  idle: number;
+}): Promise<StreamingResult> {
   const keys = Object.keys(NAMES) as (keyof typeof NAMES)[];
   const rows: Row[] = [];
 
@@ -172,7 +179,7 @@ export async function streaming(options: { deltas: number; answers: number; reps
     overSourceOf[k] = overSource.median;
     const over = onGenerator
       ? k === 'generator'
-        ? '; the same answer as the AI SDK mock\'s, from an async generator'
+        ? "; the same answer as the AI SDK mock's, from an async generator"
         : `; over its own source (the async generator) +${overSource.median.toFixed(0)} ns`
       : k === 'raw'
         ? ''
@@ -231,7 +238,16 @@ export async function streaming(options: { deltas: number; answers: number; reps
       name: `heap per idle stream: ${NAMES[k]}`,
       unit: 'B',
       value: idleHeap[k],
-      ...(k === 'streamText' ? {} : { ratio: { to: 'streamText', median: idleHeap[k] / idleHeap.streamText, min: idleHeap[k] / idleHeap.streamText, max: idleHeap[k] / idleHeap.streamText } }),
+      ...(k === 'streamText'
+        ? {}
+        : {
+            ratio: {
+              to: 'streamText',
+              median: idleHeap[k] / idleHeap.streamText,
+              min: idleHeap[k] / idleHeap.streamText,
+              max: idleHeap[k] / idleHeap.streamText,
+            },
+          }),
       note: `${options.idle} streams waiting for a first delta${k === 'raw' ? '' : `; over the raw source ${(idleHeap[k] - idleHeap.raw).toFixed(0)} B`}`,
     });
   }
@@ -260,7 +276,14 @@ export async function idleStreams(k: SameStream, n: number): Promise<number> {
         return () => void reader.cancel().catch(() => undefined);
       }
       default: {
-        const o = k === 'source' ? (source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<unknown>) : k === 'streamModel' ? streamModel(source, REQUEST) : k === 'pipeline' ? pipeline() : agentRun(model);
+        const o =
+          k === 'source'
+            ? (source.stream(REQUEST, { signal: new AbortController().signal }) as Observable<unknown>)
+            : k === 'streamModel'
+              ? streamModel(source, REQUEST)
+              : k === 'pipeline'
+                ? pipeline()
+                : agentRun(model);
         const sub = o.subscribe(QUIET);
         return () => sub.unsubscribe();
       }

@@ -32,8 +32,20 @@ export interface Distribution {
   readonly stallFactor: number;
 }
 
-export const HEAVY_TAIL: Distribution = { name: 'heavy tail (log-normal median 800 ms, σ 0.5; 1 % stalls at 10×)', medianMs: 800, sigma: 0.5, stallShare: 0.01, stallFactor: 10 };
-export const SLOW_FOR_EVERYONE: Distribution = { name: 'slow for everyone (log-normal median 8 s, σ 0.25, no stalls)', medianMs: 8000, sigma: 0.25, stallShare: 0, stallFactor: 1 };
+export const HEAVY_TAIL: Distribution = {
+  name: 'heavy tail (log-normal median 800 ms, σ 0.5; 1 % stalls at 10×)',
+  medianMs: 800,
+  sigma: 0.5,
+  stallShare: 0.01,
+  stallFactor: 10,
+};
+export const SLOW_FOR_EVERYONE: Distribution = {
+  name: 'slow for everyone (log-normal median 8 s, σ 0.25, no stalls)',
+  medianMs: 8000,
+  sigma: 0.25,
+  stallShare: 0,
+  stallFactor: 1,
+};
 
 const CALLS = 10_000;
 const ARRIVAL_MS = 50;

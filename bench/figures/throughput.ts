@@ -21,13 +21,7 @@ function drain(source: Observable<unknown>): void {
 export async function throughput(options: { n: number; reps: number; warmup: number }): Promise<{ rows: Row[]; samples: Samples }> {
   const breaker = new CircuitBreaker();
   const five = (source: Observable<unknown>): Observable<unknown> =>
-    source.pipe(
-      retryWithBackoff({ afterEmit: 'resubscribe' }),
-      circuitBreak(breaker),
-      reflectOnError(),
-      fallbackTo<unknown>(of(-1)),
-      degradeAfter(60_000, -1),
-    );
+    source.pipe(retryWithBackoff({ afterEmit: 'resubscribe' }), circuitBreak(breaker), reflectOnError(), fallbackTo<unknown>(of(-1)), degradeAfter(60_000, -1));
   const rxjs = (source: Observable<unknown>): Observable<unknown> =>
     source.pipe(
       retry({ count: 3, delay: (_e, n) => timer(500 * 2 ** (n - 1)) }),

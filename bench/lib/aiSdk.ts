@@ -17,9 +17,19 @@ const USAGE = {
 
 /** The stream parts of an answer of `deltas` text deltas (`' w0'`, `' w1'`…), then `finish`. */
 export function answerParts(deltas: number): LanguageModelV3StreamPart[] {
-  const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }];
+  const parts: LanguageModelV3StreamPart[] = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 't' },
+  ];
   for (let i = 0; i < deltas; i++) parts.push({ type: 'text-delta', id: 't', delta: ` w${i % 10}` });
-  parts.push({ type: 'text-end', id: 't' }, { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: { ...USAGE, outputTokens: { ...USAGE.outputTokens, total: deltas, text: deltas } } });
+  parts.push(
+    { type: 'text-end', id: 't' },
+    {
+      type: 'finish',
+      finishReason: { unified: 'stop', raw: 'stop' },
+      usage: { ...USAGE, outputTokens: { ...USAGE.outputTokens, total: deltas, text: deltas } },
+    },
+  );
   return parts;
 }
 
@@ -68,19 +78,30 @@ export function rxhealModel(mock: MockLanguageModelV3, id = 'mock'): Model {
         let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
         let closed = false;
         const pump = (): void => {
-          reader!.read().then(({ done, value }) => {
-            if (closed) return;
-            if (done) return subscriber.complete();
-            if (value.type === 'text-delta') subscriber.next({ type: 'text-delta', text: value.delta });
-            else if (value.type === 'finish') subscriber.next({ type: 'finish', reason: 'stop', usage: { inputTokens: value.usage.inputTokens.total ?? 0, outputTokens: value.usage.outputTokens.total ?? 0 } });
-            pump();
-          }, (error: unknown) => subscriber.error(error));
+          reader!.read().then(
+            ({ done, value }) => {
+              if (closed) return;
+              if (done) return subscriber.complete();
+              if (value.type === 'text-delta') subscriber.next({ type: 'text-delta', text: value.delta });
+              else if (value.type === 'finish')
+                subscriber.next({
+                  type: 'finish',
+                  reason: 'stop',
+                  usage: { inputTokens: value.usage.inputTokens.total ?? 0, outputTokens: value.usage.outputTokens.total ?? 0 },
+                });
+              pump();
+            },
+            (error: unknown) => subscriber.error(error),
+          );
         };
-        mock.doStream(CALL).then(({ stream }) => {
-          if (closed) return void stream.cancel();
-          reader = stream.getReader();
-          pump();
-        }, (error: unknown) => subscriber.error(error));
+        mock.doStream(CALL).then(
+          ({ stream }) => {
+            if (closed) return void stream.cancel();
+            reader = stream.getReader();
+            pump();
+          },
+          (error: unknown) => subscriber.error(error),
+        );
         return () => {
           closed = true;
           reader?.cancel().catch(() => undefined);

@@ -43,13 +43,21 @@ export class FakeClock {
   /** Replaces the globals; call {@link uninstall} in a `finally`. */
   install(): void {
     const g = globalThis as unknown as Record<string, unknown>;
-    this.saved = { setTimeout: g['setTimeout'], clearTimeout: g['clearTimeout'], setInterval: g['setInterval'], clearInterval: g['clearInterval'], now: Date.now };
-    const schedule = (interval: boolean) => (fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]): Handle => {
-      const id = ++this.seq;
-      const delay = Math.max(1, Math.floor(ms ?? 0));
-      this.timers.set(id, { id, at: this.elapsed + delay, fn, args, interval: interval ? delay : undefined });
-      return new Handle(id);
+    this.saved = {
+      setTimeout: g['setTimeout'],
+      clearTimeout: g['clearTimeout'],
+      setInterval: g['setInterval'],
+      clearInterval: g['clearInterval'],
+      now: Date.now,
     };
+    const schedule =
+      (interval: boolean) =>
+      (fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]): Handle => {
+        const id = ++this.seq;
+        const delay = Math.max(1, Math.floor(ms ?? 0));
+        this.timers.set(id, { id, at: this.elapsed + delay, fn, args, interval: interval ? delay : undefined });
+        return new Handle(id);
+      };
     const clear = (handle: unknown): void => {
       if (handle !== undefined && handle !== null) this.timers.delete(Number(handle));
     };

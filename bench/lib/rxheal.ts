@@ -29,7 +29,8 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'fromAsyncIterable'
   | 'fallbackModel'
   | 'runAgent'
-> & Partial<Pick<typeof Lib, 'callPolicy'>>;
+> &
+  Partial<Pick<typeof Lib, 'callPolicy'>>;
 
 /** Only what the benchmarks use, from the modules that define it (not the whole index). */
 const entry = `
@@ -60,7 +61,12 @@ export async function loadLib<T = Api>(root: string, tag: string, contents?: str
   mkdirSync(dir, { recursive: true });
   const out = `${dir}rxheal-${tag}-${process.pid}.mjs`;
   await build({
-    stdin: { contents: contents ?? (hasPolicy ? `${entry}export { callPolicy } from './src/operators/callPolicy.ts';\n` : entry), resolveDir: root, loader: 'ts', sourcefile: 'bench-entry.ts' },
+    stdin: {
+      contents: contents ?? (hasPolicy ? `${entry}export { callPolicy } from './src/operators/callPolicy.ts';\n` : entry),
+      resolveDir: root,
+      loader: 'ts',
+      sourcefile: 'bench-entry.ts',
+    },
     bundle: true,
     packages: 'external',
     format: 'esm',

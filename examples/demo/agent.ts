@@ -102,7 +102,13 @@ function provider(config: ProviderConfig): Model {
     case 'openai':
       return openAICompatibleModel({ id: config.id, baseURL: config.baseURL, model: config.model, ...headers });
     case 'responses':
-      return openAIResponsesModel({ id: config.id, baseURL: config.baseURL, model: config.model, ...headers, ...(config.resume ? { resume: { maxResumes: 2, idleMs: DEMO.resumeIdleMs } } : {}) });
+      return openAIResponsesModel({
+        id: config.id,
+        baseURL: config.baseURL,
+        model: config.model,
+        ...headers,
+        ...(config.resume ? { resume: { maxResumes: 2, idleMs: DEMO.resumeIdleMs } } : {}),
+      });
     case 'anthropic':
       return anthropicModel({ id: config.id, baseURL: config.baseURL, model: config.model, maxTokens: 1024, ...headers });
   }
@@ -121,7 +127,12 @@ function perModelHealing(latency: LatencyRegistry): NonNullable<FallbackModelOpt
     budgets.set(id, budget);
     return stream$.pipe(
       tracker.track(), // every attempt's time to first token: the p95 the hedge waits for
-      hedge({ after: tracker.deadline({ quantile: 0.95, floorMs: DEMO.hedgeFloorMs, ceilingMs: DEMO.hedgeCeilingMs, defaultMs: DEMO.hedgeDefaultMs, minSamples: 20 }), budget, target: `model:${id}`, hub }),
+      hedge({
+        after: tracker.deadline({ quantile: 0.95, floorMs: DEMO.hedgeFloorMs, ceilingMs: DEMO.hedgeCeilingMs, defaultMs: DEMO.hedgeDefaultMs, minSamples: 20 }),
+        budget,
+        target: `model:${id}`,
+        hub,
+      }),
       timeout({ first: DEMO.firstChunkMs, each: DEMO.idleMs }),
       retryWithBackoff({ hub, target: `model:${id}`, maxRetries: DEMO.retries, initialBackoffMs: DEMO.initialBackoffMs, jitter: 'none' }),
     );
@@ -129,7 +140,10 @@ function perModelHealing(latency: LatencyRegistry): NonNullable<FallbackModelOpt
 }
 
 /** The MCP server's tools, listed once (again after a failed listing), every call through rxheal/mcp. */
-function mcpTools(config: McpConfig, setup: { breakers: CircuitBreakerRegistry; capabilities: CapabilityRegistry; hub: HealHub }): () => Promise<readonly AnyTool[]> {
+function mcpTools(
+  config: McpConfig,
+  setup: { breakers: CircuitBreakerRegistry; capabilities: CapabilityRegistry; hub: HealHub },
+): () => Promise<readonly AnyTool[]> {
   const transport = (): StreamableHTTPClientTransport => new StreamableHTTPClientTransport(new URL(config.url));
   let listed: Promise<readonly AnyTool[]> | undefined;
   return () =>
@@ -196,7 +210,13 @@ export function demoWorld(): DemoWorld {
  * demoRun(demoWorld(), [primary, secondary], tools, [{ role: 'user', content: 'Weather in Paris?' }], 'restart').subscribe(console.log);
  * ```
  */
-export function demoRun(world: DemoWorld, models: readonly Model[], tools: readonly AnyTool[], history: readonly Message[], midStream: 'restart' | 'continue'): Observable<AgentEvent> {
+export function demoRun(
+  world: DemoWorld,
+  models: readonly Model[],
+  tools: readonly AnyTool[],
+  history: readonly Message[],
+  midStream: 'restart' | 'continue',
+): Observable<AgentEvent> {
   const { hub, breakers, capabilities, perModel } = world;
   return runAgent({
     model: fallbackModel(models, { breakers, hub, midStream, perModel }),
@@ -257,9 +277,7 @@ export function createDemoAgent(providers: readonly ProviderConfig[], mcp: McpCo
     mcpFault: (fault) => admin(fault),
     midStream: 'restart',
     ask: (history) =>
-      defer(() => from(pending.then(listTools))).pipe(
-        switchMap((mcpTools) => demoRun(world, providers.map(provider), mcpTools, history, agent.midStream)),
-      ),
+      defer(() => from(pending.then(listTools))).pipe(switchMap((mcpTools) => demoRun(world, providers.map(provider), mcpTools, history, agent.midStream))),
   };
   return agent;
 }

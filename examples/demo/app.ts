@@ -272,7 +272,12 @@ async function main(): Promise<void> {
         break;
       case 'fallback':
         // an open circuit skipped is not a fallback call: said as the marker says it
-        line = note('fallback', e.reason === 'circuit_open' ? `${e.from} skipped (circuit open) → ${e.to}` : `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`);
+        line = note(
+          'fallback',
+          e.reason === 'circuit_open'
+            ? `${e.from} skipped (circuit open) → ${e.to}`
+            : `fallback ${e.from} → ${e.to} (${e.reason}${e.midStream ? ', mid-answer' : ''})`,
+        );
         break;
       case 'resume':
         line = note('resume', `${e.target}: stream ${e.reason}, resumed ${e.responseId} after event ${e.startingAfter} (${e.attempt}/${e.max})`);
@@ -308,7 +313,8 @@ async function main(): Promise<void> {
 
   // ---- fault toggles, per local provider: read back from the provider on load ------------------
   const faults = $('#faults');
-  const checkbox = (provider: string, toggle: string): HTMLInputElement | null => document.querySelector<HTMLInputElement>(`[data-toggle="${provider}:${toggle}"]`);
+  const checkbox = (provider: string, toggle: string): HTMLInputElement | null =>
+    document.querySelector<HTMLInputElement>(`[data-toggle="${provider}:${toggle}"]`);
   const adminFetch = (p: ProviderConfig, path: string, init?: RequestInit): Promise<Response> =>
     fetch(`${p.admin}${path}`, init).then((response) => {
       if (!response.ok) throw new Error(`${p.label}: HTTP ${response.status} from ${path}`);
@@ -519,8 +525,10 @@ async function main(): Promise<void> {
           mark('retry', `${MARKS.retry} ${e.target} retry ${e.attempt}/${e.max}: ${e.category}, waited ${e.delayMs} ms`, e);
           break;
         case 'fallback':
-          if (e.midStream && midStream === 'continue') mark('continuation', `${MARKS.fallback} continued on ${e.to}: ${e.from} died mid-answer (${e.reason})`, e);
-          else if (e.midStream) mark('fallback', `${MARKS.fallback} restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
+          if (e.midStream && midStream === 'continue')
+            mark('continuation', `${MARKS.fallback} continued on ${e.to}: ${e.from} died mid-answer (${e.reason})`, e);
+          else if (e.midStream)
+            mark('fallback', `${MARKS.fallback} restarted on ${e.to}: ${e.from} died mid-answer (${e.reason}), its partial answer struck through`, e);
           else if (e.reason === 'circuit_open') mark('fallback', `${MARKS.fallback} ${e.from} skipped (circuit open) → ${e.to}`, e);
           else mark('fallback', `${MARKS.fallback} fallback ${e.from} → ${e.to} (${e.reason})`, e);
           break;
@@ -529,7 +537,11 @@ async function main(): Promise<void> {
           if (e.kind === 'started' || (e.kind === 'won' && e.attempt > 0)) mark('hedge', `${MARKS.hedge} ${hedgeText(e)}`, e);
           break;
         case 'resume':
-          mark('resume', `${MARKS.resume} resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`, e);
+          mark(
+            'resume',
+            `${MARKS.resume} resumed on ${e.target}: the stream ${e.reason} after event ${e.startingAfter}, picked up where it stopped (${e.attempt}/${e.max})`,
+            e,
+          );
           break;
         case 'reflection':
           mark('reflection', `${MARKS.reflection} ${reflectionText(e)}`, e);

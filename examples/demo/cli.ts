@@ -93,18 +93,27 @@ async function scene(title: string, providers: LocalProvider[], faults: (Fault |
   await run();
 }
 
-const [primary, secondary] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 25 }), startLocalProvider({ name: 'secondary', tokenDelayMs: 25 })]);
+const [primary, secondary] = await Promise.all([
+  startLocalProvider({ name: 'primary', tokenDelayMs: 25 }),
+  startLocalProvider({ name: 'secondary', tokenDelayMs: 25 }),
+]);
 const providers = [primary, secondary];
 const tools = await serveDemoMcp();
-const agent = createDemoAgent([
-  { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
-  { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
-], tools);
+const agent = createDemoAgent(
+  [
+    { id: 'primary', label: 'primary', protocol: 'openai', baseURL: primary.openAIBaseURL, model: 'local', admin: primary.url },
+    { id: 'secondary', label: 'secondary', protocol: 'anthropic', baseURL: secondary.anthropicBaseURL, model: 'local', admin: secondary.url },
+  ],
+  tools,
+);
 agent.hub.events$.subscribe((e) => (e.type === 'circuit' && e.kind === 'transition' && e.to === 'half-open' ? print({ ...e }) : undefined));
 const history: Message[] = [];
 try {
-  await scene('the primary answers 429 once (retry-after 1 s): retried after the wait', providers, [{ kind: 'status', status: 429, retryAfter: 1, times: 1 }], () =>
-    ask(agent, history, "What's the weather in Paris?"),
+  await scene(
+    'the primary answers 429 once (retry-after 1 s): retried after the wait',
+    providers,
+    [{ kind: 'status', status: 429, retryAfter: 1, times: 1 }],
+    () => ask(agent, history, "What's the weather in Paris?"),
   );
   await scene('the model sends bad tool arguments: reflection, then corrected arguments', providers, [{ kind: 'bad-tool-args', times: 1 }], () =>
     ask(agent, history, "What's the weather in Oslo?"),
@@ -119,19 +128,27 @@ try {
   await scene('the knowledge search is slow: degraded after 3 s, the run goes on', providers, [], () => ask(agent, history, 'What is the refund policy?'));
   agent.slowSearch = false;
   agent.breakers.get('model:primary').reset();
-  await scene('the primary is slow to its first token (3 s), once: a hedge after 1.5 s answers, the slow request is aborted', providers, [{ kind: 'slow-first-byte', delayMs: 3000, times: 1 }], () =>
-    ask(agent, history, 'Tell me about hedged requests'),
+  await scene(
+    'the primary is slow to its first token (3 s), once: a hedge after 1.5 s answers, the slow request is aborted',
+    providers,
+    [{ kind: 'slow-first-byte', delayMs: 3000, times: 1 }],
+    () => ask(agent, history, 'Tell me about hedged requests'),
   );
   await agent.mcpFault({ restart: true });
-  await scene('the MCP server of the tools restarted: a new session, the read-only call made again', providers, [], () => ask(agent, history, "What's the weather in Madrid?"));
+  await scene('the MCP server of the tools restarted: a new session, the read-only call made again', providers, [], () =>
+    ask(agent, history, "What's the weather in Madrid?"),
+  );
   await agent.mcpFault({ down: true });
   await scene('the MCP server is down: its breaker opens, its tools unavailable, the model answers without them', providers, [], () =>
     ask(agent, history, "What's the weather in Berlin?"),
   );
   await agent.mcpFault({ down: false });
   agent.midStream = 'continue';
-  await scene("the primary dies mid-answer ('continue'): the secondary continues, nothing repeated", providers, [{ kind: 'reset', afterChunks: 4, times: 1 }], () =>
-    ask(agent, history, 'Tell me something nice about rivers'),
+  await scene(
+    "the primary dies mid-answer ('continue'): the secondary continues, nothing repeated",
+    providers,
+    [{ kind: 'reset', afterChunks: 4, times: 1 }],
+    () => ask(agent, history, 'Tell me something nice about rivers'),
   );
 } finally {
   await Promise.all([...providers.map((p) => p.close()), tools.close()]);

@@ -66,7 +66,10 @@ const onReport = (r: FleetReport): void => {
   }
   if (r.type === 'call' && !r.ok && r.error === 'CircuitOpenError') rejected.set(r.node, (rejected.get(r.node) ?? 0) + 1);
 };
-const fleet = await Fleet.start(names.map((_, i) => node(i + 1)), onReport);
+const fleet = await Fleet.start(
+  names.map((_, i) => node(i + 1)),
+  onReport,
+);
 primary.activity$.subscribe((a) => {
   if (a.type !== 'request-end' || quiet) return;
   const body = a.request.body as { messages?: { content?: string }[] };

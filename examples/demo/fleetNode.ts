@@ -49,7 +49,8 @@ export interface FleetNodeConfig {
 export type FleetCommand =
   /** `callers`: how many calls this node keeps going at once (1 unless said; the same until told otherwise). */
   | { readonly cmd: 'traffic'; readonly mode: 'idle' | 'breaker' | 'limit'; readonly callers?: number }
-  | { readonly cmd: 'bad'; readonly on: boolean } | { readonly cmd: 'stop' };
+  | { readonly cmd: 'bad'; readonly on: boolean }
+  | { readonly cmd: 'stop' };
 
 /** Node → parent. */
 export type FleetReport =
@@ -80,7 +81,10 @@ const reconnectStrategy = (retries: number): number => Math.min(50 * retries, 20
 /** One server: a client and a subscriber; a cluster: one cluster client, which subscribes on a connection of its own. */
 async function connectRedis(c: FleetNodeConfig) {
   if (c.redisCluster !== undefined) {
-    const cluster = createCluster({ rootNodes: c.redisCluster.map((url) => ({ url })), defaults: { disableOfflineQueue: true, socket: { reconnectStrategy } } });
+    const cluster = createCluster({
+      rootNodes: c.redisCluster.map((url) => ({ url })),
+      defaults: { disableOfflineQueue: true, socket: { reconnectStrategy } },
+    });
     cluster.on('error', () => undefined);
     await cluster.connect();
     return { client: cluster, subscriber: cluster, close: () => cluster.close() };
@@ -137,7 +141,9 @@ async function run(model: Model, limited: boolean): Promise<AgentEvent[]> {
       messages: [{ role: 'user', content: `Hello from ${config!.node}` }],
       maxSteps: 1,
       modelPipeline: (_request, turn$, context) =>
-        limited ? turn$.pipe(rateLimit(limiter, { cost: config!.cost, hub: context.hub }), circuitBreak(breaker, { hub: context.hub })) : turn$.pipe(circuitBreak(breaker, { hub: context.hub })),
+        limited
+          ? turn$.pipe(rateLimit(limiter, { cost: config!.cost, hub: context.hub }), circuitBreak(breaker, { hub: context.hub }))
+          : turn$.pipe(circuitBreak(breaker, { hub: context.hub })),
     }).pipe(toArray()),
   );
 }
@@ -159,7 +165,17 @@ async function caller(i: number): Promise<void> {
       send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: true, ...(tokens === undefined ? {} : { tokens }) });
     } catch (error) {
       const e = error as { name?: string; message?: string };
-      send({ type: 'call', node: config!.node, mode: current, start, end: Date.now(), ok: false, error: e.name ?? 'unknown', message: String(e.message ?? ''), category: classifyError(error).category });
+      send({
+        type: 'call',
+        node: config!.node,
+        mode: current,
+        start,
+        end: Date.now(),
+        ok: false,
+        error: e.name ?? 'unknown',
+        message: String(e.message ?? ''),
+        category: classifyError(error).category,
+      });
     }
     await sleep(config!.thinkMs);
   }

@@ -146,8 +146,10 @@ export function demoMcp(): DemoMcp {
     async admin(req, res) {
       const state = (): string => JSON.stringify({ down: mcp.down, slowSearch: mcp.slowSearch, restarts, expired, calls });
       if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(state());
-      if (req.method !== 'POST') return void res.writeHead(405, { allow: 'GET, POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: `${req.method} not allowed` }));
-      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) return void res.writeHead(415, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'JSON only' }));
+      if (req.method !== 'POST')
+        return void res.writeHead(405, { allow: 'GET, POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: `${req.method} not allowed` }));
+      if (!/^application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? ''))
+        return void res.writeHead(415, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'JSON only' }));
       let change: unknown;
       try {
         change = await readBody(req);
@@ -157,7 +159,11 @@ export function demoMcp(): DemoMcp {
       const c = (change ?? {}) as { down?: unknown; slowSearch?: unknown; restart?: unknown };
       const wrong = (['down', 'slowSearch', 'restart'] as const).find((k) => c[k] !== undefined && typeof c[k] !== 'boolean');
       if (typeof change !== 'object' || change === null || wrong !== undefined) {
-        return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `expected { down?: boolean, slowSearch?: boolean, restart?: boolean }${wrong ? `, got ${wrong}: ${JSON.stringify(c[wrong])}` : ''}` }));
+        return void res.writeHead(400, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            error: `expected { down?: boolean, slowSearch?: boolean, restart?: boolean }${wrong ? `, got ${wrong}: ${JSON.stringify(c[wrong])}` : ''}`,
+          }),
+        );
       }
       if (typeof c.down === 'boolean') mcp.down = c.down;
       if (typeof c.slowSearch === 'boolean') mcp.slowSearch = c.slowSearch;

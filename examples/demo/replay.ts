@@ -46,7 +46,12 @@ function standInProvider(id: string, scheduler: SchedulerLike): Model {
   return {
     id,
     stream: (request) => {
-      const turn = scriptedAssistant({ protocol: 'openai', model: 'local', messages: request.messages, tools: (request.tools ?? []).map((tool) => ({ name: tool.name })) });
+      const turn = scriptedAssistant({
+        protocol: 'openai',
+        model: 'local',
+        messages: request.messages,
+        tools: (request.tools ?? []).map((tool) => ({ name: tool.name })),
+      });
       const n = ++calls;
       const events: TurnEvent[] = [
         ...tokenize(turn.text ?? '').map((text): TurnEvent => ({ type: 'text-delta', text })),

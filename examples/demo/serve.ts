@@ -97,7 +97,10 @@ export async function listenLocal(server: Server, port: number, options: { reado
     return attempt(port).catch((error: unknown) => {
       if (!taken(error)) throw error;
       const source = options.source === undefined ? '' : ` (${options.source})`;
-      throw new DemoPortError(`port ${port}${source} is already in use on 127.0.0.1: stop what uses it, or choose another port, e.g. PORT=${port + 1} npm start`, port);
+      throw new DemoPortError(
+        `port ${port}${source} is already in use on 127.0.0.1: stop what uses it, or choose another port, e.g. PORT=${port + 1} npm start`,
+        port,
+      );
     });
   }
   for (let p = port; p < Math.min(port + FALLBACK_TRIES, 65536); p++) {
@@ -113,7 +116,8 @@ export async function listenLocal(server: Server, port: number, options: { reado
 /** `PORT` as a port number, or a {@link DemoPortError}. */
 function portFromEnv(value: string): number {
   const port = Number(value);
-  if (!/^\d{1,5}$/.test(value.trim()) || port > 65535) throw new DemoPortError(`PORT must be a port number from 0 to 65535, got ${JSON.stringify(value)}`, value);
+  if (!/^\d{1,5}$/.test(value.trim()) || port > 65535)
+    throw new DemoPortError(`PORT must be a port number from 0 to 65535, got ${JSON.stringify(value)}`, value);
   return port;
 }
 
@@ -132,12 +136,16 @@ const DROPPED_RESPONSE_HEADERS = /^(set-cookie|connection|keep-alive|transfer-en
 function forward(req: IncomingMessage, res: ServerResponse, route: ProxyRoute): void {
   const url = new URL(route.target);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const upstream = send(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: req.headers.accept ?? '*/*', ...route.headers } }, (response) => {
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !DROPPED_RESPONSE_HEADERS.test(name)) headers[name] = value;
-    res.writeHead(response.statusCode ?? 502, headers);
-    response.pipe(res);
-  });
+  const upstream = send(
+    url,
+    { method: 'POST', headers: { 'content-type': 'application/json', accept: req.headers.accept ?? '*/*', ...route.headers } },
+    (response) => {
+      const headers: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(response.headers)) if (value !== undefined && !DROPPED_RESPONSE_HEADERS.test(name)) headers[name] = value;
+      res.writeHead(response.statusCode ?? 502, headers);
+      response.pipe(res);
+    },
+  );
   upstream.on('error', (e) => {
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: { message: `proxy: ${e.message}` } }));
@@ -152,7 +160,12 @@ const refuse = (res: ServerResponse, status: number, message: string, headers: R
 };
 
 /** The proxy's one rule: the page's own POST of JSON to the one path of a configured provider. */
-function proxyRefusal(req: IncomingMessage, guard: RequestGuard, route: ProxyRoute | undefined, rest: string): [number, string, Record<string, string>?] | undefined {
+function proxyRefusal(
+  req: IncomingMessage,
+  guard: RequestGuard,
+  route: ProxyRoute | undefined,
+  rest: string,
+): [number, string, Record<string, string>?] | undefined {
   const refused = guard.refusal(req.headers, { requireOrigin: true });
   if (refused !== undefined) return [403, refused];
   if (route === undefined || rest !== route.path) return [404, 'the proxy forwards only the endpoints the page uses'];
@@ -175,12 +188,20 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   if (env['OPENAI_BASE_URL'] && env['OPENAI_API_KEY']) {
     // OPENAI_PROTOCOL=responses: the Responses API (the proxy forwards its one POST: no resume through it)
     const path = env['OPENAI_PROTOCOL'] === 'responses' ? '/responses' : '/chat/completions';
-    routes.set('openai', { path, target: `${env['OPENAI_BASE_URL'].replace(/\/+$/, '')}${path}`, headers: { authorization: `Bearer ${env['OPENAI_API_KEY']}` } });
+    routes.set('openai', {
+      path,
+      target: `${env['OPENAI_BASE_URL'].replace(/\/+$/, '')}${path}`,
+      headers: { authorization: `Bearer ${env['OPENAI_API_KEY']}` },
+    });
     real.push({ id: 'openai', label: 'OpenAI (real)', protocol: path === '/responses' ? 'responses' : 'openai', model: env['OPENAI_MODEL'] ?? 'gpt-4o-mini' });
   }
   if (env['ANTHROPIC_API_KEY']) {
     const base = (env['ANTHROPIC_BASE_URL'] ?? 'https://api.anthropic.com').replace(/\/+$/, '');
-    routes.set('anthropic', { path: '/v1/messages', target: `${base}/v1/messages`, headers: { 'x-api-key': env['ANTHROPIC_API_KEY'], 'anthropic-version': '2023-06-01' } });
+    routes.set('anthropic', {
+      path: '/v1/messages',
+      target: `${base}/v1/messages`,
+      headers: { 'x-api-key': env['ANTHROPIC_API_KEY'], 'anthropic-version': '2023-06-01' },
+    });
     real.push({ id: 'anthropic', label: 'Anthropic (real)', protocol: 'anthropic', model: env['ANTHROPIC_MODEL'] ?? 'claude-sonnet-4-5' });
   }
 
@@ -251,7 +272,10 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   let providers: [LocalProvider, LocalProvider];
   try {
     const allowedOrigins = [url, `http://localhost:${port}`];
-    providers = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs, allowedOrigins }), startLocalProvider({ name: 'secondary', tokenDelayMs, allowedOrigins })]);
+    providers = await Promise.all([
+      startLocalProvider({ name: 'primary', tokenDelayMs, allowedOrigins }),
+      startLocalProvider({ name: 'secondary', tokenDelayMs, allowedOrigins }),
+    ]);
   } catch (error) {
     server.close();
     throw error;
@@ -293,7 +317,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`  primary   (${spoken})${' '.repeat(Math.max(1, 19 - spoken.length))}${demo.primary.url}   faults: ${demo.primary.url}/admin/faults`);
   console.log(`  secondary (Anthropic protocol) ${demo.secondary.url}   faults: ${demo.secondary.url}/admin/faults`);
   console.log(`  tools (MCP, Streamable HTTP)   ${demo.mcpConfig.url}   faults: ${demo.mcpConfig.admin}`);
-  if (demo.providers.length > 2) console.log(`  real providers first: ${demo.providers.slice(0, -2).map((p) => p.label).join(', ')}`);
+  if (demo.providers.length > 2)
+    console.log(
+      `  real providers first: ${demo.providers
+        .slice(0, -2)
+        .map((p) => p.label)
+        .join(', ')}`,
+    );
   console.log('Open the page, toggle faults beside the chat, and ask. Ctrl-C to stop.');
   let stopping = false;
   const stop = (): void => {

@@ -26,10 +26,43 @@ const SUBPATHS = {
   './openai': { frameworks: ['openai'], exports: ['fromOpenAI'] },
   './anthropic': { frameworks: ['@anthropic-ai/sdk'], exports: ['fromAnthropic'] },
   './langchain': { frameworks: ['@langchain/core'], exports: ['fromLangChain', 'toLangChain', 'RxhealChatModel', 'StreamRestartError'] },
-  './chaos': { frameworks: ['fast-check'], exports: ['checkHealing', 'assertHealing', 'replaySchedule', 'chaosModel', 'chaosTool', 'recordIncident', 'replayIncident', 'marbleDiagram', 'replaySpec', 'incidentSpec', 'ChaosInputError'] },
-  './mcp': { frameworks: ['@modelcontextprotocol/sdk'], exports: ['fromMcp', 'watchMcpTools', 'isIdempotentTool', 'McpConnectionError', 'McpProtocolError', 'McpSessionExpiredError', 'McpTimeoutError', 'McpToolResultError'] },
+  './chaos': {
+    frameworks: ['fast-check'],
+    exports: [
+      'checkHealing',
+      'assertHealing',
+      'replaySchedule',
+      'chaosModel',
+      'chaosTool',
+      'recordIncident',
+      'replayIncident',
+      'marbleDiagram',
+      'replaySpec',
+      'incidentSpec',
+      'ChaosInputError',
+    ],
+  },
+  './mcp': {
+    frameworks: ['@modelcontextprotocol/sdk'],
+    exports: [
+      'fromMcp',
+      'watchMcpTools',
+      'isIdempotentTool',
+      'McpConnectionError',
+      'McpProtocolError',
+      'McpSessionExpiredError',
+      'McpTimeoutError',
+      'McpToolResultError',
+    ],
+  },
 } as const;
-const FRAMEWORKS = [...new Set(Object.values(SUBPATHS).flatMap((s) => s.frameworks)), '@langchain/openai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible'];
+const FRAMEWORKS = [
+  ...new Set(Object.values(SUBPATHS).flatMap((s) => s.frameworks)),
+  '@langchain/openai',
+  '@ai-sdk/openai',
+  '@ai-sdk/anthropic',
+  '@ai-sdk/openai-compatible',
+];
 
 /** Every file of dist/ a file reaches through relative imports, and every bare specifier on the way. */
 function reach(entry: string): { files: Set<string>; packages: Set<string> } {
@@ -51,7 +84,9 @@ function reach(entry: string): { files: Set<string>; packages: Set<string> } {
 
 const run = (cmd: string, args: string[], cwd: string): Promise<{ code: number; out: string }> =>
   new Promise((done) =>
-    execFile(cmd, args, { cwd, timeout: 90_000 }, (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` })),
+    execFile(cmd, args, { cwd, timeout: 90_000 }, (error, stdout, stderr) =>
+      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    ),
   );
 
 describe('the adapter subpaths', function () {
@@ -89,7 +124,10 @@ describe('the adapter subpaths', function () {
     for (const [subpath, { frameworks }] of Object.entries(SUBPATHS)) {
       const name = subpath.slice(2);
       const reached = new Set([...reach(join(ROOT, `dist/${name}/index.js`)).packages, ...reach(join(ROOT, `dist/${name}/index.d.ts`)).packages]);
-      expect(frameworks.some((f) => reached.has(f)), subpath).to.equal(true);
+      expect(
+        frameworks.some((f) => reached.has(f)),
+        subpath,
+      ).to.equal(true);
     }
   });
 
@@ -106,7 +144,20 @@ describe('the adapter subpaths', function () {
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
       writeFileSync(
         join(dir, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], strict: true, skipLibCheck: false, skipDefaultLibCheck: true, types: [], outDir: 'out' }, files: ['main.ts'] }),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            lib: ['ES2022', 'DOM'],
+            strict: true,
+            skipLibCheck: false,
+            skipDefaultLibCheck: true,
+            types: [],
+            outDir: 'out',
+          },
+          files: ['main.ts'],
+        }),
       );
       writeFileSync(
         join(dir, 'main.ts'),
@@ -125,7 +176,6 @@ describe('the adapter subpaths', function () {
       expect(build.code).to.equal(0);
       const main = await run(process.execPath, [join(dir, 'out/main.js')], dir);
       expect(main.out.trim()).to.equal('healed finish unknown');
-
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -8,14 +8,22 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const RIVERS = 'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
+const RIVERS =
+  'I am the local rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
 
 /** The example's printed lines, trimmed; it must exit 0 with nothing on stderr. */
 function runExample(name: string): Promise<string[]> {
   const file = fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
   return new Promise((resolve, reject) =>
     execFile(process.execPath, ['--import', 'tsx', file], { timeout: 50_000 }, (error, stdout, stderr) =>
-      error || stderr !== '' ? reject(new Error(`${name} failed (${error?.message ?? 'exit 0'}): ${stderr}`)) : resolve(stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '')),
+      error || stderr !== ''
+        ? reject(new Error(`${name} failed (${error?.message ?? 'exit 0'}): ${stderr}`))
+        : resolve(
+            stdout
+              .split('\n')
+              .map((l) => l.trim())
+              .filter((l) => l !== ''),
+          ),
     ),
   );
 }
@@ -27,7 +35,10 @@ describe('the interop examples (run with tsx against the local provider)', funct
 
   before(() => {
     // they import rxheal by name: the built package (self-reference through the exports map)
-    expect(existsSync(fileURLToPath(new URL('../../dist/ai-sdk/index.js', import.meta.url))), 'dist/ is built (npm test builds first; else npm run build)').to.equal(true);
+    expect(
+      existsSync(fileURLToPath(new URL('../../dist/ai-sdk/index.js', import.meta.url))),
+      'dist/ is built (npm test builds first; else npm run build)',
+    ).to.equal(true);
   });
 
   it('examples/ai-sdk.ts: streamText continues an answer cut mid-stream, waits out a 429, falls back past a dead primary and its open breaker', async () => {

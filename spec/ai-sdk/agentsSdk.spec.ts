@@ -11,7 +11,18 @@ import { toAiSdk, withRxhealRetryAdvice } from '../../src/ai-sdk/index.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
-import { abortMidAnswer, agentFrameworks, armFaults, counted as countedAt, FAULT_CASES, healingChain, WEATHER, WEATHER_ANSWER, WeatherTool, type AgentsStreamedRunResult } from '../support/agentFrameworks.js';
+import {
+  abortMidAnswer,
+  agentFrameworks,
+  armFaults,
+  counted as countedAt,
+  FAULT_CASES,
+  healingChain,
+  WEATHER,
+  WEATHER_ANSWER,
+  WeatherTool,
+  type AgentsStreamedRunResult,
+} from '../support/agentFrameworks.js';
 import { localProviders, RIVERS } from '../support/interop.js';
 
 const loaded = await agentFrameworks();
@@ -52,7 +63,13 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
   /** The agent, on a fresh chain (no breakers), the model with rxheal's retry advice unless `advice` is false. */
   const agentOf = (modelSettings?: Settings, advice = true): object => {
     const model = fw.aisdk(toAiSdk(healingChain(server, backup)));
-    return new fw.OpenAIAgent({ name: 'Weather', instructions: 'Be brief.', model: advice ? withRxhealRetryAdvice(model) : model, tools: [weatherTool], modelSettings });
+    return new fw.OpenAIAgent({
+      name: 'Weather',
+      instructions: 'Be brief.',
+      model: advice ? withRxhealRetryAdvice(model) : model,
+      tools: [weatherTool],
+      modelSettings,
+    });
   };
 
   /** One run, plain or streamed: the answer (the streamed text too), or the error it ended with. */
@@ -119,7 +136,10 @@ describe(`rxheal/ai-sdk under the OpenAI Agents SDK (${title}): an Agent on aisd
       });
 
       it(`aborting the run's signal closes the provider request (the server sees the client close it)`, async () => {
-        const agent = new fw.OpenAIAgent({ name: 'Rivers', model: withRxhealRetryAdvice(fw.aisdk(toAiSdk(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' })))) });
+        const agent = new fw.OpenAIAgent({
+          name: 'Rivers',
+          model: withRxhealRetryAdvice(fw.aisdk(toAiSdk(openAICompatibleModel({ baseURL: slow.openAIBaseURL, model: 'local' })))),
+        });
         const record = await abortMidAnswer(slow, async (signal) => {
           if (!stream) return fw.run(agent, RIVERS, { signal });
           const result = await fw.run(agent, RIVERS, { stream: true, signal });

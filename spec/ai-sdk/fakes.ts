@@ -4,7 +4,13 @@
  * (Anthropic's thinking, Gemini's thought signatures), a scripted rxheal model, and the real
  * providers of a kit (AI SDK 6 or 7: spec/support/kits.ts) pointed at rxheal/server.
  */
-import type { LanguageModelV2, LanguageModelV2StreamPart, LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type {
+  LanguageModelV2,
+  LanguageModelV2StreamPart,
+  LanguageModelV3FinishReason,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
 import type { TextStreamPart, ToolSet } from 'ai';
 import { simulateReadableStream, type MockLanguageModelV3 } from 'ai/test';
 import { Observable } from 'rxjs';
@@ -19,7 +25,11 @@ export const usage = (input: number, output: number): LanguageModelV3Usage => ({
   outputTokens: { total: output, text: output, reasoning: 0 },
 });
 export const reason = (unified: LanguageModelV3FinishReason['unified'], raw: string = unified): LanguageModelV3FinishReason => ({ unified, raw });
-export const finish = (unified: LanguageModelV3FinishReason['unified'] = 'stop', u = usage(10, 3)): LanguageModelV3StreamPart => ({ type: 'finish', finishReason: reason(unified), usage: u });
+export const finish = (unified: LanguageModelV3FinishReason['unified'] = 'stop', u = usage(10, 3)): LanguageModelV3StreamPart => ({
+  type: 'finish',
+  finishReason: reason(unified),
+  usage: u,
+});
 export const text = (...deltas: string[]): LanguageModelV3StreamPart[] => [
   { type: 'text-start', id: 't' },
   ...deltas.map((delta): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 't', delta })),
@@ -28,7 +38,19 @@ export const text = (...deltas: string[]): LanguageModelV3StreamPart[] => [
 
 /** A recorded-style Anthropic stream with extended thinking: a signed thinking block, a redacted one, a tool call. */
 export const ANTHROPIC_THINKING_SSE = sseBody(
-  { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } },
+  {
+    type: 'message_start',
+    message: {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 12, output_tokens: 1 },
+    },
+  },
   { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
   { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'The user wants ' } },
   { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'the weather in Paris.' } },
@@ -42,7 +64,6 @@ export const ANTHROPIC_THINKING_SSE = sseBody(
   { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 40 } },
   { type: 'message_stop' },
 );
-
 
 /** Gemini 3's streamGenerateContent (alt=sse), as it records a function call: its thought signature rides on the call's part. */
 export const GEMINI_SIGNATURE = 'CiQBVKhc7mNvB2l0aGluZy1zaWduYXR1cmUtZm9yLXRoZS1jYWxs';
@@ -104,7 +125,14 @@ export function fakes(kit: AiSdkKit) {
     /** A mock model of the kit's spec (v3 or v4) streaming these parts (a fresh stream per call, no timers). */
     mock(...parts: AnyStreamPart[]): MockLanguageModelV3 {
       return new kit.MockLanguageModel({
-        doStream: () => Promise.resolve({ stream: kit.simulateReadableStream({ chunks: [{ type: 'stream-start', warnings: [] }, ...(parts as LanguageModelV3StreamPart[])], initialDelayInMs: null, chunkDelayInMs: null }) }),
+        doStream: () =>
+          Promise.resolve({
+            stream: kit.simulateReadableStream({
+              chunks: [{ type: 'stream-start', warnings: [] }, ...(parts as LanguageModelV3StreamPart[])],
+              initialDelayInMs: null,
+              chunkDelayInMs: null,
+            }),
+          }),
       });
     },
     /** A mock model whose stream sends `parts`, then hangs until cancelled; records the cancel. */

@@ -11,7 +11,18 @@ import { toAiSdk } from '../../src/ai-sdk/index.js';
 import { AllFallbacksFailedError } from '../../src/core/errors/errors.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
-import { abortMidAnswer, agentFrameworks, armFaults, counted as countedAt, FAULT_CASES, healingChain, WEATHER, WEATHER_ANSWER, WeatherTool, type MastraAgentLike } from '../support/agentFrameworks.js';
+import {
+  abortMidAnswer,
+  agentFrameworks,
+  armFaults,
+  counted as countedAt,
+  FAULT_CASES,
+  healingChain,
+  WEATHER,
+  WEATHER_ANSWER,
+  WeatherTool,
+  type MastraAgentLike,
+} from '../support/agentFrameworks.js';
 import { localProviders, RIVERS } from '../support/interop.js';
 
 const loaded = await agentFrameworks();

@@ -44,7 +44,11 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
               yield { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '', citations: null } };
               yield { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } };
               yield { type: 'content_block_stop', index: 0 };
-              yield { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null, container: null, stop_details: null }, usage: { output_tokens: 1 } } as unknown as Anthropic.RawMessageStreamEvent;
+              yield {
+                type: 'message_delta',
+                delta: { stop_reason: 'end_turn', stop_sequence: null, container: null, stop_details: null },
+                usage: { output_tokens: 1 },
+              } as unknown as Anthropic.RawMessageStreamEvent;
               yield { type: 'message_stop' };
             }
             return Promise.resolve(events());
@@ -53,7 +57,10 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
       };
       const request = { messages: [{ role: 'system' as const, content: 'Be brief.' }, ...ask(RIVERS).messages], tools: [] };
       const events = await turn(fromAnthropic(fake, { model: 'claude-sonnet-4-5', max_tokens: 512, stop_sequences: ['END'] }), request);
-      expect(events).to.deep.equal([{ type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'stop' }]);
+      expect(events).to.deep.equal([
+        { type: 'text-delta', text: 'Hi' },
+        { type: 'finish', reason: 'stop' },
+      ]);
       expect(calls[0]?.body).to.deep.include({ model: 'claude-sonnet-4-5', max_tokens: 512, stop_sequences: ['END'], stream: true, system: 'Be brief.' });
       expect(calls[0]?.options?.maxRetries).to.equal(0);
       expect(calls[0]?.options?.signal).to.be.instanceOf(AbortSignal);
@@ -72,9 +79,20 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
     after(() => server.close());
 
     it('a tool turn with thinking goes back as the API requires (the server refuses it otherwise); the reasoning streams apart from the answer', async () => {
-      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
-      const model = fromAnthropic(new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', logLevel: 'off' }), { model: 'local', max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 } });
-      const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+      const getWeather = defineTool({
+        name: 'get_weather',
+        description: 'Weather',
+        args: t.type({ city: t.string, units: t.string }),
+        execute: () => [{ temperature: 22, condition: 'sunny' }],
+      });
+      const model = fromAnthropic(new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', logLevel: 'off' }), {
+        model: 'local',
+        max_tokens: 2048,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+      });
+      const events = await lastValueFrom(
+        runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()),
+      );
       expect(server.requests.map((r) => r.status)).to.deep.equal([200, 200]);
       expect(events.filter((e) => e.type === 'reasoning-delta').length).to.be.greaterThan(4);
       const last = events.at(-1);

@@ -64,7 +64,18 @@ describe('bundle ceilings (bench/bundleCeilings.json)', () => {
   it('a ceiling set anew is what was measured + 3 %, rounded up', () => {
     expect(ceilingOf(10_000)).to.equal(10_300);
     expect(ceilingOf(10_399)).to.equal(10_711);
-    const table = ceilingsOf({ rows: [], checked: [{ kind: 'sets', key: 'agent', name: 'a', gz: 200, ceiling: 1 }, { kind: 'entries', key: '.', name: 'r', gz: 1_000, ceiling: 1 }], agent: 200, streamText: 1_000 }, 'about');
+    const table = ceilingsOf(
+      {
+        rows: [],
+        checked: [
+          { kind: 'sets', key: 'agent', name: 'a', gz: 200, ceiling: 1 },
+          { kind: 'entries', key: '.', name: 'r', gz: 1_000, ceiling: 1 },
+        ],
+        agent: 200,
+        streamText: 1_000,
+      },
+      'about',
+    );
     expect(table).to.deep.equal({ about: 'about', sets: { agent: { measured: 200, ceiling: 206 } }, entries: { '.': { measured: 1_000, ceiling: 1_030 } } });
   });
 });

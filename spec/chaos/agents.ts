@@ -42,7 +42,9 @@ export function desk(id: string): Model {
         const n = messages.filter((m) => m.role === 'assistant').length + 1;
         events = [...textDeltas(PREAMBLE), toolCall(`${id}-${n}`, 'book', { table: 2, at: '20:00' }), finish('tool-calls')];
       }
-      const done = events.map((e, i) => (i === events.length - 1 && e.type === 'finish' ? { ...e, usage: { inputTokens: 5, outputTokens: events.length } } : e));
+      const done = events.map((e, i) =>
+        i === events.length - 1 && e.type === 'finish' ? { ...e, usage: { inputTokens: 5, outputTokens: events.length } } : e,
+      );
       const letters = 'abcdefghijklmnopqrstuvwxyz';
       const values = Object.fromEntries(done.map((e, i) => [letters[i]!, e]));
       const marbles = `-${done.map((_, i) => letters[i]).join('-')}|`;
@@ -77,7 +79,15 @@ export const healing: AgentFactory = (chaos) =>
       perModel: (_id, stream$, { hub, target }) =>
         stream$.pipe(
           timeout({ first: 5_000, each: 2_000 }),
-          retryWithBackoff<TurnEvent>({ hub, target, maxRetries: 2, initialBackoffMs: 200, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }),
+          retryWithBackoff<TurnEvent>({
+            hub,
+            target,
+            maxRetries: 2,
+            initialBackoffMs: 200,
+            jitter: 'none',
+            afterEmit: 'restart',
+            onRestart: () => ({ type: 'reset', reason: 'retry', target }),
+          }),
         ),
     }),
     tools: [chaos.tool(book)],
@@ -85,7 +95,11 @@ export const healing: AgentFactory = (chaos) =>
     maxSteps: 6,
     budget: { maxModelCalls: 12 },
     toolPipeline: (call, call$, { hub }) =>
-      call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' }), timeout({ first: 3_000 }), reflectOnError()),
+      call$.pipe(
+        retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' }),
+        timeout({ first: 3_000 }),
+        reflectOnError(),
+      ),
   });
 
 /** Broken 1: the tool pipeline retries with RxJS's `retry` — a failed booking runs again. */
@@ -127,7 +141,10 @@ export const noDeadline: AgentFactory = (chaos) =>
 export const BUDGET = { maxModelCalls: 2 } as const;
 
 /** An agent on the primary whose model pipeline falls back to the secondary, as `fallback` says. */
-function withFallback(chaos: Chaos, fallback: (secondary: Model, request: ModelRequest, context: PipelineContext) => OperatorFunction<TurnEvent, TurnEvent>): Observable<AgentEvent> {
+function withFallback(
+  chaos: Chaos,
+  fallback: (secondary: Model, request: ModelRequest, context: PipelineContext) => OperatorFunction<TurnEvent, TurnEvent>,
+): Observable<AgentEvent> {
   const secondary = chaos.model(desk('secondary'));
   return runAgent({
     model: chaos.model(desk('primary')),

@@ -6,7 +6,17 @@
  */
 import { expect } from 'chai';
 import { BudgetExceededError } from '../../src/core/errors/errors.js';
-import { ChaosInputError, checkHealing, compactSchedule, faults, HealingError, assertHealing, replaySchedule, type HealingReport, type FaultSchedule } from '../../src/chaos/index.js';
+import {
+  ChaosInputError,
+  checkHealing,
+  compactSchedule,
+  faults,
+  HealingError,
+  assertHealing,
+  replaySchedule,
+  type HealingReport,
+  type FaultSchedule,
+} from '../../src/chaos/index.js';
 import type { Message } from '../../src/core/events/events.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import type { AgentFactory } from '../../src/chaos/index.js';
@@ -21,36 +31,50 @@ function failed(report: HealingReport): Extract<HealingReport, { ok: false }> {
 }
 
 /** Faults in a schedule: every listed fault counts. */
-const size = (s: FaultSchedule): number => Object.values(s.models ?? {}).reduce((n, l) => n + l.length, 0) + Object.values(s.tools ?? {}).reduce((n, l) => n + l.length, 0);
+const size = (s: FaultSchedule): number =>
+  Object.values(s.models ?? {}).reduce((n, l) => n + l.length, 0) + Object.values(s.tools ?? {}).reduce((n, l) => n + l.length, 0);
 
 describe('checkHealing (rxheal/chaos)', function () {
   this.timeout(60_000);
 
   it('passes the agent that heals: 300 schedules over both models and the booking tool', async () => {
-    const report = await checkHealing(healing, { faults: faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] }), runs: 300, seed: SEED, budget: { maxModelCalls: 12 } });
+    const report = await checkHealing(healing, {
+      faults: faults.schedule({ models: ['primary', 'secondary'], tools: ['book'] }),
+      runs: 300,
+      seed: SEED,
+      budget: { maxModelCalls: 12 },
+    });
     expect(report.ok, report.ok ? '' : report.message).to.equal(true);
     expect(report.runs).to.equal(300);
   });
 
   it('finds a tool pipeline that retries a non-idempotent tool, shrunk to one failed booking', async () => {
-    const report = failed(await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }));
+    const report = failed(
+      await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }),
+    );
     const { schedule, violations, marbles, spec } = report.failure;
     expect(schedule).to.deep.equal({ tools: { book: [{ kind: 'throw' }] } });
     expect(violations.map((v) => v.invariant)).to.include.members(['side-effects-once', 'healing-announced']);
-    expect(violations.find((v) => v.invariant === 'side-effects-once')?.message).to.equal("non-idempotent 'book' ran 2 times for 1 call the model made (call 'primary-1')");
+    expect(violations.find((v) => v.invariant === 'side-effects-once')?.message).to.equal(
+      "non-idempotent 'book' ran 2 times for 1 call the model made (call 'primary-1')",
+    );
     expect(marbles.split('\n')[2]).to.match(/^tool:book\s+-\s+\^#\^\|/);
     expect(spec).to.include(`const schedule = {"tools":{"book":[{"kind":"throw"}]}};`);
   });
 
   it('finds a hand-made model wrapper that concatenates two attempts, shrunk to one reset after one event', async () => {
-    const report = failed(await checkHealing(concatenates, { faults: faults.schedule({ models: ['primary'], model: { weights: { stall: 0 } } }), runs: 200, seed: SEED }));
+    const report = failed(
+      await checkHealing(concatenates, { faults: faults.schedule({ models: ['primary'], model: { weights: { stall: 0 } } }), runs: 200, seed: SEED }),
+    );
     const { schedule, violations } = report.failure;
     expect(size(schedule)).to.equal(1);
     const fault = schedule.models?.['primary']?.[0];
     expect(['reset', 'malformed']).to.include(fault?.kind);
     expect(fault).to.have.property('afterEvents', 1);
     const intact = violations.filter((v) => v.invariant === 'text-intact').map((v) => v.message);
-    expect(intact).to.deep.equal([`the assistant message "LetLet me book it." != the text of the call that answered (primary#2) " me book it."`.replace(' " me', ' "Let me')]);
+    expect(intact).to.deep.equal([
+      `the assistant message "LetLet me book it." != the text of the call that answered (primary#2) " me book it."`.replace(' " me', ' "Let me'),
+    ]);
     expect(violations.map((v) => v.invariant)).to.deep.equal(['text-intact']);
   });
 
@@ -65,7 +89,12 @@ describe('checkHealing (rxheal/chaos)', function () {
 
   it('finds a budget not enforced across fallbacks, shrunk to one failed call of the primary', async () => {
     const report = failed(
-      await checkHealing(budgetLeak, { faults: faults.schedule({ models: ['primary', 'secondary'], model: { weights: { stall: 0, 'slow-first-byte': 0 } } }), runs: 200, seed: SEED, budget: BUDGET }),
+      await checkHealing(budgetLeak, {
+        faults: faults.schedule({ models: ['primary', 'secondary'], model: { weights: { stall: 0, 'slow-first-byte': 0 } } }),
+        runs: 200,
+        seed: SEED,
+        budget: BUDGET,
+      }),
     );
     const { schedule, violations, run } = report.failure;
     expect(size(schedule)).to.equal(1);
@@ -89,8 +118,10 @@ describe('checkHealing (rxheal/chaos)', function () {
   });
 
   it('the replay spec replays exactly the shrunk run', async () => {
-    const report = failed(await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 100, seed: SEED }));
-    const literal = /const schedule = (.*);/.exec(report.failure.spec ?? "")?.[1];
+    const report = failed(
+      await checkHealing(retriesBooking, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 100, seed: SEED }),
+    );
+    const literal = /const schedule = (.*);/.exec(report.failure.spec ?? '')?.[1];
     const replayed = await replaySchedule(retriesBooking, JSON.parse(literal!) as FaultSchedule);
     expect(replayed.violations).to.deep.equal(report.failure.violations);
   });
@@ -117,10 +148,14 @@ describe('checkHealing (rxheal/chaos)', function () {
       met.add(key);
       return first ? retriesBooking(chaos) : healing(chaos);
     };
-    const report = failed(await checkHealing(flaky, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }));
+    const report = failed(
+      await checkHealing(flaky, { faults: faults.schedule({ tools: ['book'], tool: { weights: { stall: 0, timeout: 0 } } }), runs: 200, seed: SEED }),
+    );
     const { violations, spec, specMissing } = report.failure;
     expect(violations.map((v) => v.invariant)).to.include.members(['side-effects-once', 'replays-same']);
-    expect(violations.find((v) => v.invariant === 'replays-same')!.message).to.match(/^the schedule broke .*side-effects-once.* when checked and healed when replayed: the agent does not replay deterministically/);
+    expect(violations.find((v) => v.invariant === 'replays-same')!.message).to.match(
+      /^the schedule broke .*side-effects-once.* when checked and healed when replayed: the agent does not replay deterministically/,
+    );
     expect(spec).to.equal(undefined);
     expect(specMissing).to.contain('healed when replayed');
     // every "did not heal" names an invariant
@@ -130,29 +165,47 @@ describe('checkHealing (rxheal/chaos)', function () {
   });
 
   it('assertHealing throws a HealingError carrying the report', async () => {
-    await rejects(() => assertHealing(noDeadline, { faults: faults.schedule({ models: ['primary'] }), runs: 50, seed: SEED }), HealingError, /ends: the run did not end[\s\S]*model:primary[\s\S]*replaySchedule\(agent, schedule\)/);
+    await rejects(
+      () => assertHealing(noDeadline, { faults: faults.schedule({ models: ['primary'] }), runs: 50, seed: SEED }),
+      HealingError,
+      /ends: the run did not end[\s\S]*model:primary[\s\S]*replaySchedule\(agent, schedule\)/,
+    );
     expect(await assertHealing(healing, { faults: faults.schedule({ tools: ['book'] }), runs: 20, seed: SEED })).to.deep.equal({ runs: 20, seed: SEED });
   });
 
   describe('bad input', () => {
     it('an agent factory that throws synchronously is reported as such, not as a shrunk schedule', async () => {
-      await rejects(() => checkHealing(throwsAtOnce, { faults: faults.schedule({ models: ['primary'] }), runs: 10 }),
+      await rejects(
+        () => checkHealing(throwsAtOnce, { faults: faults.schedule({ models: ['primary'] }), runs: 10 }),
         ChaosInputError,
         'the agent factory threw synchronously (before any fault could act): TypeError: tools is not iterable',
       );
     });
 
     it('a schedule with a tool the agent does not have is an error naming it', async () => {
-      await rejects(() => checkHealing(healing, { faults: faults.schedule({ models: ['primary'], tools: ['refund'] }), runs: 10 }),
+      await rejects(
+        () => checkHealing(healing, { faults: faults.schedule({ models: ['primary'], tools: ['refund'] }), runs: 10 }),
         ChaosInputError,
         "the schedule has faults for tool 'refund', but the agent has no tool 'refund' under chaos.tool() (it has: 'book')",
       );
-      await rejects(() => replaySchedule(healing, { models: { tertiary: [{ kind: 'ok' }] } }), ChaosInputError, "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')");
+      await rejects(
+        () => replaySchedule(healing, { models: { tertiary: [{ kind: 'ok' }] } }),
+        ChaosInputError,
+        "no model 'tertiary' under chaos.model() (it has: 'primary', 'secondary')",
+      );
     });
 
     it('a malformed fault is an error naming it; options are checked', async () => {
-      await rejects(() => replaySchedule(healing, { models: { primary: [{ kind: 'status', status: 200 }] } }), ChaosInputError, 'schedule.models.primary[0]: status 200 is not 400–599');
-      await rejects(() => replaySchedule(healing, { tools: { book: [{ kind: 'explode' } as never] } }), ChaosInputError, `schedule.tools.book[0]: unknown tool fault kind "explode"`);
+      await rejects(
+        () => replaySchedule(healing, { models: { primary: [{ kind: 'status', status: 200 }] } }),
+        ChaosInputError,
+        'schedule.models.primary[0]: status 200 is not 400–599',
+      );
+      await rejects(
+        () => replaySchedule(healing, { tools: { book: [{ kind: 'explode' } as never] } }),
+        ChaosInputError,
+        `schedule.tools.book[0]: unknown tool fault kind "explode"`,
+      );
       await rejects(() => checkHealing(healing, { faults: {} as never }), ChaosInputError, /options.faults must be a fast-check arbitrary/);
       expect(() => faults.schedule({})).to.throw(TypeError, /name at least one model/);
       expect(() => faults.schedule({ models: ['a'], model: { weights: { explode: 1 } as never } })).to.throw(TypeError, /unknown fault kind 'explode'/);

@@ -37,7 +37,15 @@ function agentOn(models: readonly Model[], hub?: HealHub) {
       perModel: (_id, stream$, { hub: runHub, target }) =>
         stream$.pipe(
           timeout({ first: 2_000, each: 1_000 }),
-          retryWithBackoff<TurnEvent>({ hub: runHub, target, maxRetries: 2, initialBackoffMs: 30, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }),
+          retryWithBackoff<TurnEvent>({
+            hub: runHub,
+            target,
+            maxRetries: 2,
+            initialBackoffMs: 30,
+            jitter: 'none',
+            afterEmit: 'restart',
+            onRestart: () => ({ type: 'reset', reason: 'retry', target }),
+          }),
         ),
     }),
     messages: MESSAGES,
@@ -84,13 +92,21 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     lines = [];
     hubLines = [];
     // a JSON logger as pino writes one (level, time, the fields, msg), at level debug
-    const jsonTo = (out: string[]) => (level: number) => (fields: unknown, msg: unknown) => out.push(JSON.stringify({ level, time: Date.now(), pid: 1, hostname: 'h', ...(fields as object), msg }));
+    const jsonTo = (out: string[]) => (level: number) => (fields: unknown, msg: unknown) =>
+      out.push(JSON.stringify({ level, time: Date.now(), pid: 1, hostname: 'h', ...(fields as object), msg }));
     const json = jsonTo(lines);
     const hubJson = jsonTo(hubLines);
-    const logging = logEvents(hub.events$, { logger: { debug: hubJson(20), info: hubJson(30), warn: hubJson(40), error: hubJson(50) }, level: 'debug', format: 'object' });
+    const logging = logEvents(hub.events$, {
+      logger: { debug: hubJson(20), info: hubJson(30), warn: hubJson(40), error: hubJson(50) },
+      level: 'debug',
+      format: 'object',
+    });
     // logged from the run's stream (tapLogs): the hub's events and the run's own resets
     events = await lastValueFrom(
-      agentOn([http(primary, 'primary'), http(secondary, 'secondary')], hub).pipe(tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }), toArray()),
+      agentOn([http(primary, 'primary'), http(secondary, 'secondary')], hub).pipe(
+        tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }),
+        toArray(),
+      ),
     );
     logging.unsubscribe();
   });
@@ -112,7 +128,11 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     const incident = recordIncident(events);
     expect(incident.schedule).to.deep.equal({
       models: {
-        primary: [{ kind: 'status', status: 429, retryAfterMs: 40 }, { kind: 'reset', afterEvents: 2 }, { kind: 'reset', afterEvents: 2 }],
+        primary: [
+          { kind: 'status', status: 429, retryAfterMs: 40 },
+          { kind: 'reset', afterEvents: 2 },
+          { kind: 'reset', afterEvents: 2 },
+        ],
         secondary: [{ kind: 'ok' }],
       },
     });
@@ -130,7 +150,11 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     // lines carry no text: a cut is where the provider's decoder counted it (its first chunk, the role, is an event too)
     expect(fromLines.schedule).to.deep.equal({
       models: {
-        primary: [{ kind: 'status', status: 429, retryAfterMs: 40 }, { kind: 'reset', afterEvents: 3 }, { kind: 'reset', afterEvents: 3 }],
+        primary: [
+          { kind: 'status', status: 429, retryAfterMs: 40 },
+          { kind: 'reset', afterEvents: 3 },
+          { kind: 'reset', afterEvents: 3 },
+        ],
         secondary: [{ kind: 'ok' }],
       },
     });
@@ -164,7 +188,10 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
           : { type: 'call-end', kind: 'tool', name: 'get_weather', id, step: 1, at: 0, durationMs: 1, outcome: 'error', error, category: 'validation_error' },
       ];
       const events = [...model('m1'), ...tool('t1', 'units: must be celsius or fahrenheit'), ...model('m2'), ...tool('t2'), ...model('m3')];
-      expect(recordIncident(events).schedule).to.deep.equal({ models: { primary: [{ kind: 'bad-tool-args' }, { kind: 'ok' }, { kind: 'ok' }] }, tools: { get_weather: [{ kind: 'ok' }] } });
+      expect(recordIncident(events).schedule).to.deep.equal({
+        models: { primary: [{ kind: 'bad-tool-args' }, { kind: 'ok' }, { kind: 'ok' }] },
+        tools: { get_weather: [{ kind: 'ok' }] },
+      });
     });
 
     it('hedges are healing steps, from events and from the lines logEvents writes (without the measured wait)', async () => {
@@ -188,9 +215,16 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
       const line = JSON.stringify({ rxheal: 'incident/2', at: 0, event: { type: 'retry' } });
       expect(() => recordIncident(['', line])).to.throw(ChaosInputError, 'line 2: an incident line of "incident/2"; this rxheal reads "incident/1"');
       const foreign = JSON.stringify({ level: 40, time: 1, msg: 'rxheal: model call exploded, retrying later' });
-      expect(() => recordIncident(foreign)).to.throw(ChaosInputError, `line 1: "model call exploded, retrying later" is no message this rxheal's logEvents writes (a log of another version?)`);
+      expect(() => recordIncident(foreign)).to.throw(
+        ChaosInputError,
+        `line 1: "model call exploded, retrying later" is no message this rxheal's logEvents writes (a log of another version?)`,
+      );
       expect(() => recordIncident('{not json')).to.throw(ChaosInputError, 'line 1: not JSON');
-      await rejects(() => replayIncident({ version: 2 } as unknown as Incident, replayAgent), ChaosInputError, 'an incident of version 2; this rxheal reads version 1');
+      await rejects(
+        () => replayIncident({ version: 2 } as unknown as Incident, replayAgent),
+        ChaosInputError,
+        'an incident of version 2; this rxheal reads version 1',
+      );
     });
 
     it('an incident naming a model the agent does not have is an error naming it', async () => {
@@ -199,7 +233,11 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     });
 
     it('lines of other programs are skipped', async () => {
-      expect(recordIncident([JSON.stringify({ level: 30, msg: 'server started' }), JSON.stringify({ level: 30, msg: 'other: retry' })])).to.deep.equal({ version: 1, schedule: {}, healing: [] });
+      expect(recordIncident([JSON.stringify({ level: 30, msg: 'server started' }), JSON.stringify({ level: 30, msg: 'other: retry' })])).to.deep.equal({
+        version: 1,
+        schedule: {},
+        healing: [],
+      });
     });
   });
 
@@ -253,10 +291,10 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
         const out: string[] = [];
         const json = (level: number) => (fields: unknown, msg: unknown) => out.push(JSON.stringify({ level, time: 1, ...(fields as object), msg }));
         const events = await lastValueFrom(
-          agentOn([openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }), openAICompatibleModel({ baseURL: secondary.openAIBaseURL, model: 'local', id: 'secondary' })]).pipe(
-            tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }),
-            toArray(),
-          ),
+          agentOn([
+            openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }),
+            openAICompatibleModel({ baseURL: secondary.openAIBaseURL, model: 'local', id: 'secondary' }),
+          ]).pipe(tapLogs({ logger: { debug: json(20), info: json(30), warn: json(40), error: json(50) }, level: 'debug', format: 'object' }), toArray()),
         );
         return { lines: out, events };
       } finally {
@@ -292,7 +330,8 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     const asker = () =>
       scriptedModel('primary', [
         [toolCall('c1', 'lookup', { q: 'x' }), finish('tool-calls')],
-        (request) => (request.messages.at(-1)?.content === 'found' ? [...textDeltas('Found it.'), finish()] : [toolCall('c2', 'lookup', { q: 'x' }), finish('tool-calls')]),
+        (request) =>
+          request.messages.at(-1)?.content === 'found' ? [...textDeltas('Found it.'), finish()] : [toolCall('c2', 'lookup', { q: 'x' }), finish('tool-calls')],
         [...textDeltas('Found it.'), finish()],
       ]);
     const looking: AgentFactory = (chaos) => runAgent({ model: chaos.model(asker()), tools: [chaos.tool(lookup)], messages: MESSAGES });
@@ -320,4 +359,3 @@ describe('incident replay (rxheal/chaos): a live run against rxheal/server, reco
     });
   });
 });
-

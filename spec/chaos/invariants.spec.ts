@@ -31,10 +31,16 @@ describe('built-in invariants (rxheal/chaos)', function () {
     const answer = 'It will rain tomorrow.';
     const restarting: AgentFactory = (chaos) =>
       runAgent({
-        model: fallbackModel([chaos.model(scriptedModel('primary', [[...textDeltas(answer), finish()]])), chaos.model(scriptedModel('secondary', [[...textDeltas(answer), finish()]]))], {
-          breakers: new CircuitBreakerRegistry(),
-          midStream: 'restart',
-        }),
+        model: fallbackModel(
+          [
+            chaos.model(scriptedModel('primary', [[...textDeltas(answer), finish()]])),
+            chaos.model(scriptedModel('secondary', [[...textDeltas(answer), finish()]])),
+          ],
+          {
+            breakers: new CircuitBreakerRegistry(),
+            midStream: 'restart',
+          },
+        ),
         messages: conversation,
       });
 
@@ -50,10 +56,16 @@ describe('built-in invariants (rxheal/chaos)', function () {
     it("a real continuation ('continue') is still read as one, and its answer checked", async () => {
       const continuing: AgentFactory = (chaos) =>
         runAgent({
-          model: fallbackModel([chaos.model(scriptedModel('primary', [[...textDeltas(answer), finish()]])), chaos.model(scriptedModel('secondary', [[...textDeltas(' will rain tomorrow.'), finish()]]))], {
-            breakers: new CircuitBreakerRegistry(),
-            midStream: 'continue',
-          }),
+          model: fallbackModel(
+            [
+              chaos.model(scriptedModel('primary', [[...textDeltas(answer), finish()]])),
+              chaos.model(scriptedModel('secondary', [[...textDeltas(' will rain tomorrow.'), finish()]])),
+            ],
+            {
+              breakers: new CircuitBreakerRegistry(),
+              midStream: 'continue',
+            },
+          ),
           messages: conversation,
         });
       const run = await replaySchedule(continuing, { models: { primary: [{ kind: 'reset', afterEvents: 1 }] } });
@@ -66,7 +78,12 @@ describe('built-in invariants (rxheal/chaos)', function () {
     it('validateOutput re-asking after a whole invalid answer heals (the re-ask ends with the answer and a user message, but nothing was cut)', async () => {
       const agent: AgentFactory = (chaos) =>
         runAgent({
-          model: chaos.model(scriptedModel('primary', [[...textDeltas('not json'), finish()], [...textDeltas('{"n":1}'), finish()]])),
+          model: chaos.model(
+            scriptedModel('primary', [
+              [...textDeltas('not json'), finish()],
+              [...textDeltas('{"n":1}'), finish()],
+            ]),
+          ),
           messages: [{ role: 'user', content: 'Give me n as JSON' }],
           output: validateOutput(t.type({ n: t.number })),
         });
@@ -86,13 +103,21 @@ describe('built-in invariants (rxheal/chaos)', function () {
       ]);
 
     it('a booking run twice for one call is found, though another call of the tool was refused by its codec', async () => {
-      const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(model()), tools: [chaos.tool(book)], messages: [{ role: 'user', content: 'Book 1A and 7' }], toolPipeline: (_c, call$) => call$.pipe(retry(1)) });
+      const agent: AgentFactory = (chaos) =>
+        runAgent({
+          model: chaos.model(model()),
+          tools: [chaos.tool(book)],
+          messages: [{ role: 'user', content: 'Book 1A and 7' }],
+          toolPipeline: (_c, call$) => call$.pipe(retry(1)),
+        });
       const run = await replaySchedule(agent, { tools: { book: [{ kind: 'throw', status: 503 }] } });
       expect(run.tools.map((x) => [x.callId, x.outcome])).to.deep.equal([
         ['c1', 'error'],
         ['c1', 'complete'],
       ]);
-      expect(run.violations.filter((v) => v.invariant === 'side-effects-once').map((v) => v.message)).to.deep.equal(["non-idempotent 'book' ran 2 times for 1 call the model made (call 'c1')"]);
+      expect(run.violations.filter((v) => v.invariant === 'side-effects-once').map((v) => v.message)).to.deep.equal([
+        "non-idempotent 'book' ran 2 times for 1 call the model made (call 'c1')",
+      ]);
     });
 
     it('the same call ids in two turns are two calls (models reuse ids): no violation', async () => {
@@ -101,7 +126,8 @@ describe('built-in invariants (rxheal/chaos)', function () {
         [toolCall('c1', 'book', { seat: '2B' }), finish('tool-calls')],
         [...textDeltas('Booked both.'), finish()],
       ]);
-      const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(twice), tools: [chaos.tool(book)], messages: [{ role: 'user', content: 'Book 1A, then 2B' }] });
+      const agent: AgentFactory = (chaos) =>
+        runAgent({ model: chaos.model(twice), tools: [chaos.tool(book)], messages: [{ role: 'user', content: 'Book 1A, then 2B' }] });
       const run = await replaySchedule(agent, {});
       expect(run.tools.map((x) => x.callId)).to.deep.equal(['c1', 'c1']);
       expect(run.violations).to.deep.equal([]);
@@ -123,10 +149,14 @@ describe('built-in invariants (rxheal/chaos)', function () {
           tools: [chaos.tool(tool('websearch')), chaos.tool(tool('search'))],
           messages: [{ role: 'user', content: 'Search both' }],
           toolPipeline: (call, call$, { hub }) =>
-            call.name === 'websearch' ? call$.pipe(retryWithBackoff({ hub, target: 'tool:websearch', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' })) : call$.pipe(retry(1)),
+            call.name === 'websearch'
+              ? call$.pipe(retryWithBackoff({ hub, target: 'tool:websearch', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }))
+              : call$.pipe(retry(1)),
         });
       const run = await replaySchedule(agent, { tools: { websearch: [{ kind: 'throw', status: 503 }], search: [{ kind: 'throw', status: 503 }] } });
-      expect(run.violations.filter((v) => v.invariant === 'healing-announced').map((v) => v.message)).to.deep.equal(["'search' ran 2 times for 1 calls and 0 announced retries: a retry the hub never saw"]);
+      expect(run.violations.filter((v) => v.invariant === 'healing-announced').map((v) => v.message)).to.deep.equal([
+        "'search' ran 2 times for 1 calls and 0 announced retries: a retry the hub never saw",
+      ]);
     });
   });
 

@@ -55,7 +55,8 @@ describe('replaySchedule: promises in virtual time', function () {
         model: chaos.model(forecaster()),
         tools: [chaos.tool(asyncWeather)],
         messages: QUESTION,
-        toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' })),
+        toolPipeline: (call, call$, { hub }) =>
+          call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' })),
       });
     const run = await replaySchedule(agent, { tools: { get_weather: [{ kind: 'throw', status: 503 }] } });
     expect(run.violations).to.deep.equal([]);
@@ -101,7 +102,13 @@ describe('replaySchedule: promises in virtual time', function () {
   });
 
   it('a promise that never settles is a hang that names it, not "waits on nothing"', async () => {
-    const forever = defineTool({ name: 'get_weather', description: 'never answers', args: t.type({ city: t.string }), idempotent: true, execute: () => new Promise<string>(() => undefined) });
+    const forever = defineTool({
+      name: 'get_weather',
+      description: 'never answers',
+      args: t.type({ city: t.string }),
+      idempotent: true,
+      execute: () => new Promise<string>(() => undefined),
+    });
     const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(forecaster()), tools: [chaos.tool(forever)], messages: QUESTION });
     const run = await replaySchedule(agent, {});
     expect(run.end.kind).to.equal('hang');
@@ -112,11 +119,17 @@ describe('replaySchedule: promises in virtual time', function () {
   it('a stall no deadline ends: "waits on nothing" (no timer, no promise)', async () => {
     const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(forecaster()), tools: [chaos.tool(asyncWeather)], messages: QUESTION });
     const run = await replaySchedule(agent, { models: { primary: [{ kind: 'stall', afterEvents: 0 }] } });
-    expect(run.end.kind === 'hang' && run.end.reason).to.equal('it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)');
+    expect(run.end.kind === 'hang' && run.end.reason).to.equal(
+      'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)',
+    );
   });
 
   it('an async factory that rejects, or never settles, is a ChaosInputError naming it', async () => {
-    await rejects(() => replaySchedule(async () => Promise.reject(new Error('no key')), {}), ChaosInputError, "the agent factory's promise rejected (before any fault could act): Error: no key");
+    await rejects(
+      () => replaySchedule(async () => Promise.reject(new Error('no key')), {}),
+      ChaosInputError,
+      "the agent factory's promise rejected (before any fault could act): Error: no key",
+    );
     await rejects(() => replaySchedule(() => new Promise<never>(() => undefined), {}), ChaosInputError, "the agent factory's promise never settled");
   });
 
@@ -130,7 +143,11 @@ describe('replaySchedule: promises in virtual time', function () {
 
   it('replays made at once run one after another, each on its own clock', async () => {
     const agent: AgentFactory = (chaos) => runAgent({ model: chaos.model(forecaster()), tools: [chaos.tool(asyncWeather)], messages: QUESTION });
-    const runs = await Promise.all([replaySchedule(agent, {}), replaySchedule(agent, { tools: { get_weather: [{ kind: 'slow', delayMs: 500 }] } }), replaySchedule(agent, {})]);
+    const runs = await Promise.all([
+      replaySchedule(agent, {}),
+      replaySchedule(agent, { tools: { get_weather: [{ kind: 'slow', delayMs: 500 }] } }),
+      replaySchedule(agent, {}),
+    ]);
     expect(runs.map((r) => [r.end.kind, r.end.at, r.violations.length])).to.deep.equal([
       ['complete', 0, 0],
       ['complete', 500, 0],
@@ -147,9 +164,18 @@ describe('replaySchedule: seeded randomness', function () {
     runAgent({
       model: chaos.model(scriptedModel('primary', [[...textDeltas('Fine.'), finish('stop')]])),
       messages: QUESTION,
-      modelPipeline: (_request, turn$, { hub }) => turn$.pipe(retryWithBackoff<TurnEvent>({ hub, target: 'model:primary', maxRetries: 4, initialBackoffMs: 1_000 })),
+      modelPipeline: (_request, turn$, { hub }) =>
+        turn$.pipe(retryWithBackoff<TurnEvent>({ hub, target: 'model:primary', maxRetries: 4, initialBackoffMs: 1_000 })),
     });
-  const schedule = { models: { primary: [{ kind: 'status', status: 503 }, { kind: 'status', status: 503 }, { kind: 'status', status: 503 }] } } as const;
+  const schedule = {
+    models: {
+      primary: [
+        { kind: 'status', status: 503 },
+        { kind: 'status', status: 503 },
+        { kind: 'status', status: 503 },
+      ],
+    },
+  } as const;
   const waits = (events: readonly { event: AgentEvent }[]): number[] => events.flatMap(({ event }) => (event.type === 'retry' ? [event.delayMs] : []));
 
   it('20 replays of one schedule under the default jitter are the same run', async () => {

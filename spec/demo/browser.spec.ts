@@ -26,7 +26,17 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const ARTIFACTS = `${ROOT}test-artifacts/`;
 const DOCS_PICTURE = `${ROOT}docs/demo.png`;
 /** What the README's picture shows (the page, the scenario, the answer's text): when one of these changes, the spec retakes it. */
-const PICTURE_SOURCES = ['examples/demo/marks.ts', 'examples/demo/runAsTest.ts', 'examples/demo/toolAnswers.ts', 'examples/demo/mcpTools.ts', 'examples/demo/index.html', 'examples/demo/styles.css', 'examples/demo/app.ts', 'examples/demo/agent.ts', 'spec/demo/browser.spec.ts'];
+const PICTURE_SOURCES = [
+  'examples/demo/marks.ts',
+  'examples/demo/runAsTest.ts',
+  'examples/demo/toolAnswers.ts',
+  'examples/demo/mcpTools.ts',
+  'examples/demo/index.html',
+  'examples/demo/styles.css',
+  'examples/demo/app.ts',
+  'examples/demo/agent.ts',
+  'spec/demo/browser.spec.ts',
+];
 const SIZES = [
   { name: '1280x720', width: 1280, height: 720 },
   { name: '800x720', width: 800, height: 720 },
@@ -50,13 +60,18 @@ function repeatedFragment(text: string): string | undefined {
 
 const sourcesHash = (): string => {
   const hash = createHash('sha256');
-  for (const file of PICTURE_SOURCES) hash.update(file).update('\0').update(readFileSync(`${ROOT}${file}`)).update('\0');
+  for (const file of PICTURE_SOURCES)
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(`${ROOT}${file}`))
+      .update('\0');
   return hash.update(RIVER_STORY).digest('hex');
 };
 
 /** The value of a PNG's `tEXt` chunk `key`, if any. */
 function pngText(png: Buffer, key: string): string | undefined {
-  for (let at = 8; at + 12 <= png.length; ) {
+  for (let at = 8; at + 12 <= png.length;) {
     const length = png.readUInt32BE(at);
     const type = png.toString('latin1', at + 4, at + 8);
     if (type === 'tEXt') {
@@ -110,8 +125,10 @@ async function boxes(page: Page, selectors: readonly string[]): Promise<Record<s
   }, selectors);
 }
 
-const overlap = (a: Box, b: Box): boolean => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
-const inside = (a: Box, size: { width: number; height: number }): boolean => a.top >= 0 && a.left >= 0 && a.bottom <= size.height + 0.5 && a.right <= size.width + 0.5;
+const overlap = (a: Box, b: Box): boolean =>
+  Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+const inside = (a: Box, size: { width: number; height: number }): boolean =>
+  a.top >= 0 && a.left >= 0 && a.bottom <= size.height + 0.5 && a.right <= size.width + 0.5;
 
 /**
  * The layout holds: no page scroll; header, input, send button and log inside the viewport;
@@ -119,10 +136,30 @@ const inside = (a: Box, size: { width: number; height: number }): boolean => a.t
  * beside the chat on a wide window, under it (the chat keeping the window's width) on a narrow one.
  */
 async function expectLayout(page: Page, size: Size): Promise<void> {
-  const scroll = await page.evaluate(() => ({ h: document.documentElement.scrollHeight, w: document.documentElement.scrollWidth, ih: innerHeight, iw: innerWidth }));
+  const scroll = await page.evaluate(() => ({
+    h: document.documentElement.scrollHeight,
+    w: document.documentElement.scrollWidth,
+    ih: innerHeight,
+    iw: innerWidth,
+  }));
   expect(scroll.h, 'the page does not scroll vertically').to.be.at.most(scroll.ih);
   expect(scroll.w, 'the page does not scroll horizontally').to.be.at.most(scroll.iw);
-  const b = await boxes(page, ['header', '#controls', '.chat-pane', 'aside', '#degraded', '#chat', '#chips', '#ask', '#question', '#send', '.panel-circuits', '.panel-summary', '.panel-log', '#log']);
+  const b = await boxes(page, [
+    'header',
+    '#controls',
+    '.chat-pane',
+    'aside',
+    '#degraded',
+    '#chat',
+    '#chips',
+    '#ask',
+    '#question',
+    '#send',
+    '.panel-circuits',
+    '.panel-summary',
+    '.panel-log',
+    '#log',
+  ]);
   for (const selector of ['header', '#question', '#send', '.panel-log', '#log', '#chat', '#chips']) {
     expect(b[selector], `${selector} is shown`).not.to.equal(null);
     expect(inside(b[selector]!, size), `${selector} ${JSON.stringify(b[selector])} is inside the ${size.name} viewport`).to.equal(true);
@@ -162,7 +199,8 @@ async function expectLayout(page: Page, size: Size): Promise<void> {
       [...document.querySelectorAll<HTMLElement>('header, #controls *, main *')]
         .filter((e) => e.getClientRects().length > 0 && e.getBoundingClientRect().right > width + 0.5)
         .filter((e) => {
-          for (let up = e.parentElement; up !== null; up = up.parentElement) if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX) && up.getBoundingClientRect().right <= width + 0.5) return false;
+          for (let up = e.parentElement; up !== null; up = up.parentElement)
+            if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX) && up.getBoundingClientRect().right <= width + 0.5) return false;
           return true;
         })
         .map((e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}.${e.className}`),
@@ -170,7 +208,9 @@ async function expectLayout(page: Page, size: Size): Promise<void> {
   );
   expect(past, 'elements cut off at the right edge').to.deep.equal([]);
   // every circuit's name shown whole (not squeezed to nothing or an ellipsis)
-  const names = await page.$$eval('.circuit .name', (items) => items.map((n) => ({ text: n.textContent ?? '', width: n.getBoundingClientRect().width, scroll: n.scrollWidth, client: n.clientWidth })));
+  const names = await page.$$eval('.circuit .name', (items) =>
+    items.map((n) => ({ text: n.textContent ?? '', width: n.getBoundingClientRect().width, scroll: n.scrollWidth, client: n.clientWidth })),
+  );
   expect(names.length, 'the circuits are listed').to.be.greaterThan(0);
   for (const n of names) expect(n.width > 0 && n.scroll <= n.client + 1, `circuit ${n.text}: shown whole (${n.client} of ${n.scroll} px)`).to.equal(true);
   // the summary's first row is in view and on top (not covered by the log)
@@ -179,7 +219,9 @@ async function expectLayout(page: Page, size: Size): Promise<void> {
     if (row === null) return null; // nothing to cover yet (no event since the page loaded)
     const r = row.getBoundingClientRect();
     const hit = document.elementFromPoint(r.left + 4, r.top + r.height / 2);
-    return hit !== null && document.querySelector('.panel-summary')!.contains(hit) ? null : `covered by ${hit?.tagName.toLowerCase() ?? 'nothing'}.${hit?.className ?? ''}`;
+    return hit !== null && document.querySelector('.panel-summary')!.contains(hit)
+      ? null
+      : `covered by ${hit?.tagName.toLowerCase() ?? 'nothing'}.${hit?.className ?? ''}`;
   });
   expect(covered, 'the summary’s first row is seen').to.equal(null);
   // the last answer's markers are in view in the chat
@@ -203,7 +245,12 @@ async function expectFaultsFit(page: Page, size: Size): Promise<void> {
       const header = (cell.closest('table') as HTMLTableElement).rows[0]!.cells[cell.cellIndex];
       const headerShown = header !== undefined && header.getClientRects().length > 0 && header.getBoundingClientRect().right <= innerWidth + 0.5;
       const name = (headerShown ? header.innerText : (input.closest('label') as HTMLElement).innerText).trim();
-      return { toggle: (input as HTMLElement).dataset['toggle'] ?? '', name, box: { top: r.top, left: r.left, bottom: r.bottom, right: r.right, width: r.width, height: r.height }, reachable: hit === input || (hit !== null && hit.contains(input)) };
+      return {
+        toggle: (input as HTMLElement).dataset['toggle'] ?? '',
+        name,
+        box: { top: r.top, left: r.left, bottom: r.bottom, right: r.right, width: r.width, height: r.height },
+        reachable: hit === input || (hit !== null && hit.contains(input)),
+      };
     }),
   );
   expect(toggles.length, 'a toggle per fault and local provider').to.equal(20);
@@ -222,7 +269,12 @@ async function markers(page: Page): Promise<{ kind: string; text: string; href: 
     items.map((item) => {
       const link = item.querySelector('a');
       const href = link?.getAttribute('href') ?? '';
-      return { kind: (item as HTMLElement).dataset['kind'] ?? '', text: item.textContent ?? '', href, line: href.startsWith('#') ? (document.querySelector(href)?.textContent ?? null) : null };
+      return {
+        kind: (item as HTMLElement).dataset['kind'] ?? '',
+        text: item.textContent ?? '',
+        href,
+        line: href.startsWith('#') ? (document.querySelector(href)?.textContent ?? null) : null,
+      };
     }),
   );
 }
@@ -260,7 +312,8 @@ describe('the demo page in Chromium', function () {
     page.on('pageerror', (e) => pageErrors.push(e.message));
     page.on('console', (m) => {
       // the tools' MCP server's failures (a restart's 404, down's 503) are the demo's, as the providers' are
-      if (m.type() === 'error' && m.location().url.startsWith(demo.url) && !m.location().url.startsWith(`${demo.url}/mcp`)) ownErrors.push(`${m.text()} (${m.location().url})`);
+      if (m.type() === 'error' && m.location().url.startsWith(demo.url) && !m.location().url.startsWith(`${demo.url}/mcp`))
+        ownErrors.push(`${m.text()} (${m.location().url})`);
     });
     await page.goto(demo.url);
     await page.waitForSelector('body[data-ready="true"]');
@@ -292,7 +345,9 @@ describe('the demo page in Chromium', function () {
 
   /** Waits for the n-th answer to finish (or fail); returns its text (struck-through parts aside). */
   const answered = async (n: number): Promise<string> => {
-    await page.waitForFunction((count) => document.querySelectorAll('.bubble.assistant.done, .bubble.assistant.failed').length >= count, n, { timeout: 30_000 });
+    await page.waitForFunction((count) => document.querySelectorAll('.bubble.assistant.done, .bubble.assistant.failed').length >= count, n, {
+      timeout: 30_000,
+    });
     return (await page.$$eval('.bubble.assistant', (b, i) => b[i]?.querySelector('.live')?.textContent ?? '', n - 1)) ?? '';
   };
   const ask = async (question: string): Promise<string> => {
@@ -347,11 +402,13 @@ describe('the demo page in Chromium', function () {
       it('the weather chip: bad tool arguments → a reflection marker, its text without escape noise; the model corrects itself', async () => {
         await open(size);
         const answer = await chip('weather');
-        expect(answer).to.equal("It is 22 °C and sunny in Paris.");
+        expect(answer).to.equal('It is 22 °C and sunny in Paris.');
         const marks = await markers(page);
         const reflection = marks.find((m) => m.kind === 'reflection');
         // the MCP server's inputSchema checked by the SDK's own validator (ajv), before the server sees the call
-        expect(reflection?.text).to.contain("reflection on get_weather (1/3): expected arguments matching the input schema of 'get_weather' (data/units must be equal to one of the allowed values)");
+        expect(reflection?.text).to.contain(
+          "reflection on get_weather (1/3): expected arguments matching the input schema of 'get_weather' (data/units must be equal to one of the allowed values)",
+        );
         expect(reflection?.line).to.contain('reflection on get_weather (1/3)');
         const log = await logLines();
         expect(log.join('\n'), 'no escaped quotes in the log').not.to.contain('\\"');
@@ -373,7 +430,11 @@ describe('the demo page in Chromium', function () {
         expect(statuses).to.include('knowledge_search degraded (no result within 3000 ms): answering without it');
         expect(statuses.filter((s) => s.includes('knowledge_search answered'))).to.deep.equal([]);
         // the degradation's log line has its own class, not the banner's (no yellow box in the log)
-        const entry = await page.$eval('#log li.degradation', (li) => ({ className: li.className, background: getComputedStyle(li).backgroundColor, marginLeft: getComputedStyle(li).marginLeft }));
+        const entry = await page.$eval('#log li.degradation', (li) => ({
+          className: li.className,
+          background: getComputedStyle(li).backgroundColor,
+          marginLeft: getComputedStyle(li).marginLeft,
+        }));
         expect(entry.className).to.equal('note degradation');
         expect(entry.background).to.equal('rgba(0, 0, 0, 0)');
         expect(entry.marginLeft).to.equal('0px');
@@ -407,14 +468,23 @@ describe('the demo page in Chromium', function () {
       await open(size);
       expect(await chip('long')).to.equal(RIVER_STORY);
       const longMarks = await markers(page);
-      expect(longMarks.map((m) => m.kind), longMarks.map((m) => m.text).join(' | ')).to.deep.equal(['fallback']);
+      expect(
+        longMarks.map((m) => m.kind),
+        longMarks.map((m) => m.text).join(' | '),
+      ).to.deep.equal(['fallback']);
       expect(await page.getAttribute('[data-breaker="model:primary"]', 'data-state'), 'the mid-answer death opened the primary’s circuit').to.equal('open');
 
       expect(await chip('weather')).to.equal('It is 22 °C and sunny in Paris.');
       const weather = await markers(page);
-      expect(weather.map((m) => m.text).filter((t) => t.includes('skipped')), 'the next chip starts from closed circuits').to.deep.equal([]);
+      expect(
+        weather.map((m) => m.text).filter((t) => t.includes('skipped')),
+        'the next chip starts from closed circuits',
+      ).to.deep.equal([]);
       expect(weather.map((m) => m.kind)).to.deep.equal(['reflection']);
-      expect((await logLines()).some((l) => l.includes('circuit model:primary: open → closed (reset)')), 'the fresh start is in the log').to.equal(true);
+      expect(
+        (await logLines()).some((l) => l.includes('circuit model:primary: open → closed (reset)')),
+        'the fresh start is in the log',
+      ).to.equal(true);
       await expectLayout(page, size);
 
       await chip('refund');
@@ -428,7 +498,10 @@ describe('the demo page in Chromium', function () {
         await page.waitForTimeout(100);
         rows = await summaryRows();
       }
-      expect(rows.filter((r) => !r.inView).map((r) => r.text), 'summary rows clipped').to.deep.equal([]);
+      expect(
+        rows.filter((r) => !r.inView).map((r) => r.text),
+        'summary rows clipped',
+      ).to.deep.equal([]);
       expect(rows.map((r) => r.text)).to.include.members(['fallbacks per model call1 (17 %)', 'reflections1']);
       expect(rows.some((r) => r.text.startsWith('knowledge_search degraded1×'))).to.equal(true);
       expect(await page.isVisible('#summary-more'), 'no hint when nothing is hidden').to.equal(false);
@@ -463,18 +536,27 @@ describe('the demo page in Chromium', function () {
       await ask("What's the weather in Paris?");
       const marks = await markers(page);
       expect(marks.map((m) => m.text)).to.include('⤳ model:primary skipped (circuit open) → model:secondary');
-      expect(marks.find((m) => m.text.includes('skipped'))?.line, 'its log line says it the same way').to.contain('model:primary skipped (circuit open) → model:secondary');
+      expect(marks.find((m) => m.text.includes('skipped'))?.line, 'its log line says it the same way').to.contain(
+        'model:primary skipped (circuit open) → model:secondary',
+      );
       const rows = await page.$$eval('#summary tr', (trs) => trs.map((r) => r.textContent ?? ''));
       // two model calls (the tool call, the answer): the first fell back after its retries, the second skipped the open circuit
       expect(rows).to.include('model calls / tool calls2 / 1');
       expect(rows).to.include('fallbacks per model call1 (50 %)');
-      expect(rows.some((r) => /^model:primary opened1× · open \d+\.\d s · 1 rejected$/.test(r)), rows.join(' | ')).to.equal(true);
+      expect(
+        rows.some((r) => /^model:primary opened1× · open \d+\.\d s · 1 rejected$/.test(r)),
+        rows.join(' | '),
+      ).to.equal(true);
     });
   });
 
   it('every glyph the page shows (the markers’, the header’s, the log’s) renders with the machine’s fonts, none as the empty box of a missing glyph', async () => {
     await open();
-    const glyphs = [...new Set([...Object.values(MARKS), ...(await page.evaluate(() => document.body.innerText)), '▍'].filter((c) => c.codePointAt(0)! > 0x7f && /\S/.test(c)))];
+    const glyphs = [
+      ...new Set(
+        [...Object.values(MARKS), ...(await page.evaluate(() => document.body.innerText)), '▍'].filter((c) => c.codePointAt(0)! > 0x7f && /\S/.test(c)),
+      ),
+    ];
     const drawn = await page.evaluate((list) => {
       // drawn in the markers' font: a glyph no font has is drawn as the .notdef box, the same for every such character;
       // '' (nothing) and U+0378 (unassigned, in no font: the box to compare with) first (no named helper: the page has no tsx)
@@ -534,7 +616,8 @@ describe('the demo page in Chromium', function () {
       expect(summary.some((r) => /^model:primary opened1×/.test(r))).to.equal(true);
       expect(summary.some((r) => /^retries \(succeeded\)2 \(0\)$/.test(r))).to.equal(true);
       // no new event while the circuit stays open: its open time still counts up
-      const openFor = (): Promise<number> => page.$eval('[data-summary="circuit:model:primary"] td', (td) => Number(/open (\d+\.\d) s/.exec(td.textContent ?? '')?.[1]));
+      const openFor = (): Promise<number> =>
+        page.$eval('[data-summary="circuit:model:primary"] td', (td) => Number(/open (\d+\.\d) s/.exec(td.textContent ?? '')?.[1]));
       const first = await openFor();
       await page.waitForFunction((before) => {
         const text = document.querySelector('[data-summary="circuit:model:primary"] td')?.textContent ?? '';
@@ -596,7 +679,9 @@ describe('the demo page in Chromium', function () {
     it('the slow-first-token chip: a hedge after 1.5 s answers, the slow request aborted — hedge markers linked to the log, one answer, nothing mixed', async () => {
       await open();
       const answer = await chip('hedge');
-      expect(answer).to.equal('I am the local rxheal assistant. You said: "Tell me about hedged requests". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.');
+      expect(answer).to.equal(
+        'I am the local rxheal assistant. You said: "Tell me about hedged requests". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
+      );
       expect(repeatedFragment(answer)).to.equal(undefined);
       const marks = (await markers(page)).filter((m) => m.kind === 'hedge');
       expect(marks.map((m) => m.text.replace(/after \d+ ms/, 'after N ms'))).to.deep.equal([
@@ -609,7 +694,10 @@ describe('the demo page in Chromium', function () {
       expect((await logLines()).some((l) => l.includes('model:primary: the first request cancelled (another answered first)'))).to.equal(true);
       // the slow request was aborted by the client, not answered
       await page.waitForFunction(() => true); // (the abort reaches the server within the same answer)
-      expect(demo.primary.requests.filter((r) => r.end === 'client-closed'), 'the slow request, aborted by the page').to.have.length.greaterThan(0);
+      expect(
+        demo.primary.requests.filter((r) => r.end === 'client-closed'),
+        'the slow request, aborted by the page',
+      ).to.have.length.greaterThan(0);
       await expectLayout(page, SIZES[0]);
     });
 

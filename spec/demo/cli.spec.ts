@@ -18,7 +18,9 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
 
   before(async () => {
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out, stderr) => (error || stderr !== '' ? reject(error ?? new Error(stderr)) : resolve(out))),
+      execFile(process.execPath, ['--import', 'tsx', CLI], { timeout: 50_000 }, (error, out, stderr) =>
+        error || stderr !== '' ? reject(error ?? new Error(stderr)) : resolve(out),
+      ),
     );
     lines = timeline(stdout);
   });
@@ -45,7 +47,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
 
   it('shows the healing: the retry after retry-after, the reflection, the breaker opening and being skipped, the degradation, the mid-answer fallback', () => {
     expect(lines).to.include('retry     model:primary 1/2 in 1000 ms (rate_limit)');
-    expect(lines.some((l) => l.startsWith('reflect   The tool \'get_weather\' failed'))).to.equal(true);
+    expect(lines.some((l) => l.startsWith("reflect   The tool 'get_weather' failed"))).to.equal(true);
     expect(lines).to.include('circuit   model:primary closed → open (failure_threshold)');
     expect(lines).to.include('fallback  model:primary → model:secondary (circuit_open)');
     expect(lines).to.include('degraded  knowledge_search: no result within 3000 ms');
@@ -54,13 +56,20 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
 
   it('hedges a slow first token: the hedge sent after 1.5 s wins, the slow request cancelled', () => {
     const hedges = lines.filter((l) => l.startsWith('hedge')).map((l) => l.replace(/after \d+ ms/, 'after N ms'));
-    expect(hedges).to.deep.equal(['hedge     model:primary attempt 1 started after N ms', 'hedge     model:primary attempt 1 won', 'hedge     model:primary attempt 0 cancelled']);
+    expect(hedges).to.deep.equal([
+      'hedge     model:primary attempt 1 started after N ms',
+      'hedge     model:primary attempt 1 won',
+      'hedge     model:primary attempt 0 cancelled',
+    ]);
   });
 
   it('the tools over MCP: a restarted server costs nothing (a new session, the call made again); a server down opens its circuit and degrades its tools', () => {
     const madrid = lines.indexOf('answer    It is 22 °C and sunny in Madrid.');
-    const before = lines.slice(lines.lastIndexOf('user      What\'s the weather in Madrid?'), madrid);
-    expect(before.filter((l) => /^(circuit|retry|failed)/.test(l)), 'no failure seen, no retry').to.deep.equal([]);
+    const before = lines.slice(lines.lastIndexOf("user      What's the weather in Madrid?"), madrid);
+    expect(
+      before.filter((l) => /^(circuit|retry|failed)/.test(l)),
+      'no failure seen, no retry',
+    ).to.deep.equal([]);
     expect(lines).to.include('circuit   mcp:tools closed → open (failure_threshold)');
     expect(lines).to.include("degraded  get_weather: MCP server 'tools' is unavailable (circuit open)");
     expect(lines).to.include("degraded  knowledge_search: MCP server 'tools' is unavailable (circuit open)");

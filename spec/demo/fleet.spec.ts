@@ -12,7 +12,9 @@ describe('npm run demo:fleet (three processes, one redis-server, a dead primary)
   before(async function () {
     requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' });
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', DEMO], { timeout: 80_000, env: { ...process.env, REDIS_URL: '' } }, (error, out) => (error ? reject(error) : resolve(out))),
+      execFile(process.execPath, ['--import', 'tsx', DEMO], { timeout: 80_000, env: { ...process.env, REDIS_URL: '' } }, (error, out) =>
+        error ? reject(error) : resolve(out),
+      ),
     );
     lines = stdout
       .split('\n')
@@ -28,7 +30,10 @@ describe('npm run demo:fleet (three processes, one redis-server, a dead primary)
     for (const [, i] of probes) {
       // between a probe and the next transition, exactly one request reaches the primary: the probe
       const next = lines.findIndex((l, j) => j > i && / → /.test(l) && !l.startsWith('primary'));
-      expect(lines.slice(i + 1, next).filter((l) => l.startsWith('primary ←')), lines[i]).to.have.length(1);
+      expect(
+        lines.slice(i + 1, next).filter((l) => l.startsWith('primary ←')),
+        lines[i],
+      ).to.have.length(1);
     }
   });
 
@@ -38,7 +43,12 @@ describe('npm run demo:fleet (three processes, one redis-server, a dead primary)
     const after = lines.slice(back);
     expect(after.filter((l) => l.startsWith('primary ←'))).to.deep.equal([after.find((l) => l.startsWith('primary ←'))!]);
     expect(after.find((l) => l.startsWith('primary ←'))).to.match(/: 200$/);
-    expect(after.filter((l) => / → closed /.test(l)).map((l) => l.split(' ')[0]).sort()).to.deep.equal(['p1', 'p2', 'p3']);
+    expect(
+      after
+        .filter((l) => / → closed /.test(l))
+        .map((l) => l.split(' ')[0])
+        .sort(),
+    ).to.deep.equal(['p1', 'p2', 'p3']);
     expect(after[after.length - 1]).to.match(/^all three closed/);
   });
 });

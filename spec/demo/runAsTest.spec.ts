@@ -34,7 +34,10 @@ describe('the demo: “Download this run as a test”', function () {
   const saved: { file: string; title: string }[] = [];
 
   before(async () => {
-    [primary, secondary] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 5 }), startLocalProvider({ name: 'secondary', tokenDelayMs: 5 })]);
+    [primary, secondary] = await Promise.all([
+      startLocalProvider({ name: 'primary', tokenDelayMs: 5 }),
+      startLocalProvider({ name: 'secondary', tokenDelayMs: 5 }),
+    ]);
     tools = await serveDemoMcp();
     agent = createDemoAgent(
       [
@@ -52,13 +55,25 @@ describe('the demo: “Download this run as a test”', function () {
   });
 
   /** One question as the page asks it (faults on the providers first): the answer's download, and how it was asked. */
-  const answer = async (question: string, faults: readonly (Fault | undefined)[] = []): Promise<{ download: RunAsTest; asked: DemoReplay; events: AgentEvent[] }> => {
+  const answer = async (
+    question: string,
+    faults: readonly (Fault | undefined)[] = [],
+  ): Promise<{ download: RunAsTest; asked: DemoReplay; events: AgentEvent[] }> => {
     [primary, secondary].forEach((p, i) => p.faults.set(faults[i] ? [faults[i]] : []));
     history.push({ role: 'user', content: question });
-    const asked: DemoReplay = { history: [...history], midStream: agent.midStream, open: agent.breakers.names().filter((n) => agent.breakers.get(n).state !== 'closed'), providers: ['primary', 'secondary'] };
+    const asked: DemoReplay = {
+      history: [...history],
+      midStream: agent.midStream,
+      open: agent.breakers.names().filter((n) => agent.breakers.get(n).state !== 'closed'),
+      providers: ['primary', 'secondary'],
+    };
     const events: AgentEvent[] = [];
     await new Promise<void>((resolve) =>
-      new Observable<AgentEvent>((subscriber) => agent.ask(history).subscribe(subscriber)).subscribe({ next: (e) => events.push(e), error: () => resolve(), complete: () => resolve() }),
+      new Observable<AgentEvent>((subscriber) => agent.ask(history).subscribe(subscriber)).subscribe({
+        next: (e) => events.push(e),
+        error: () => resolve(),
+        complete: () => resolve(),
+      }),
     );
     for (const e of events) if (e.type === 'message') history.push(e.message);
     const download = runAsTest(events, asked, saved.length + 1);
@@ -129,7 +144,11 @@ describe('the demo: “Download this run as a test”', function () {
   it("the primary dies mid-answer ('restart'): the fallback and the partial answer reset, replayed at the same event", async () => {
     const run = await answer('Tell me a story about a river', [{ kind: 'reset', afterChunks: 4, times: 1 }]);
     expect(run.download.incident.schedule.models?.['primary']).to.deep.equal([{ kind: 'reset', afterEvents: 4 }]);
-    expect(await replaysTheSame(run)).to.deep.equal(['circuit model:primary closed > open', 'fallback model:primary > model:secondary', 'reset fallback model:secondary']);
+    expect(await replaysTheSame(run)).to.deep.equal([
+      'circuit model:primary closed > open',
+      'fallback model:primary > model:secondary',
+      'reset fallback model:secondary',
+    ]);
   });
 
   it('the downloads, saved in the project, pass as written in a mocha of their own; one whose healing differs fails, naming the step', async () => {
@@ -137,7 +156,19 @@ describe('the demo: “Download this run as a test”', function () {
     // a tampered copy: the incident says a second retry happened
     const tampered = join(downloads, 'tampered.spec.ts');
     const first = runAsTest([], { history: [{ role: 'user', content: 'Hi' }], midStream: 'restart' }, 0);
-    writeFileSync(tampered, incidentSpec({ ...first.incident, healing: ['retry model:primary #1 after 400 ms'] }, { from: '../examples/demo/replay.js', chaos: '../src/chaos/index.js', agent: 'demoReplayAgent', agentArgs: [{ history: [{ role: 'user', content: 'Hi' }], midStream: 'restart' }], title: 'tampered' }));
+    writeFileSync(
+      tampered,
+      incidentSpec(
+        { ...first.incident, healing: ['retry model:primary #1 after 400 ms'] },
+        {
+          from: '../examples/demo/replay.js',
+          chaos: '../src/chaos/index.js',
+          agent: 'demoReplayAgent',
+          agentArgs: [{ history: [{ role: 'user', content: 'Hi' }], midStream: 'restart' }],
+          title: 'tampered',
+        },
+      ),
+    );
     const run = await runSpecFiles([...saved.map((s) => s.file), tampered]);
     expect(run.passed).to.deep.equal(saved.map((s) => JSON.parse(s.title) as string));
     expect(run.failed.map((f) => f.title)).to.deep.equal(['tampered']);

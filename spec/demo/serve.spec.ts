@@ -22,7 +22,11 @@ const SERVE = fileURLToPath(new URL('../../examples/demo/serve.ts', import.meta.
 const send = rawRequest;
 
 /** A stand-in for the real APIs: records every request that reaches it, with its headers. */
-async function fakeUpstream(): Promise<{ url: string; seen: { method: string; path: string; headers: IncomingHttpHeaders; body: string }[]; close(): Promise<void> }> {
+async function fakeUpstream(): Promise<{
+  url: string;
+  seen: { method: string; path: string; headers: IncomingHttpHeaders; body: string }[];
+  close(): Promise<void>;
+}> {
   const seen: { method: string; path: string; headers: IncomingHttpHeaders; body: string }[] = [];
   const server = createServer((req, res) => {
     let body = '';
@@ -115,7 +119,12 @@ describe('npm start (examples/demo/serve.ts)', function () {
       demo = await startDemo({
         port: 0,
         tokenDelayMs: 1,
-        env: { OPENAI_BASE_URL: `${upstream.url}/v1`, OPENAI_API_KEY: 'sk-secret-openai', ANTHROPIC_API_KEY: 'sk-ant-secret', ANTHROPIC_BASE_URL: upstream.url },
+        env: {
+          OPENAI_BASE_URL: `${upstream.url}/v1`,
+          OPENAI_API_KEY: 'sk-secret-openai',
+          ANTHROPIC_API_KEY: 'sk-ant-secret',
+          ANTHROPIC_BASE_URL: upstream.url,
+        },
       });
       page = { host: `127.0.0.1:${demo.port}`, origin: demo.url };
     });
@@ -126,13 +135,23 @@ describe('npm start (examples/demo/serve.ts)', function () {
     beforeEach(() => (upstream.seen.length = 0));
 
     it('forwards the page’s own POST of JSON to the one endpoint each provider is used for, adding the key', async () => {
-      const openai = await send(demo.port, { method: 'POST', path: '/proxy/openai/chat/completions', headers: { origin: page.origin, 'content-type': 'application/json' }, body: json });
+      const openai = await send(demo.port, {
+        method: 'POST',
+        path: '/proxy/openai/chat/completions',
+        headers: { origin: page.origin, 'content-type': 'application/json' },
+        body: json,
+      });
       expect(openai.status).to.equal(200);
       expect(openai.text).to.equal('{"ok":true}');
       expect(openai.headers['x-request-id']).to.equal('up_1');
       expect(openai.headers['set-cookie'], 'upstream cookies are not passed on').to.equal(undefined);
       expect(openai.headers['access-control-allow-origin'], 'nor the upstream’s CORS grant').to.equal(undefined);
-      const anthropic = await send(demo.port, { method: 'POST', path: '/proxy/anthropic/v1/messages', headers: { origin: page.origin, 'content-type': 'application/json; charset=utf-8' }, body: json });
+      const anthropic = await send(demo.port, {
+        method: 'POST',
+        path: '/proxy/anthropic/v1/messages',
+        headers: { origin: page.origin, 'content-type': 'application/json; charset=utf-8' },
+        body: json,
+      });
       expect(anthropic.status).to.equal(200);
       expect(upstream.seen.map((r) => `${r.method} ${r.path}`)).to.deep.equal(['POST /v1/chat/completions', 'POST /v1/messages']);
       expect(upstream.seen[0]!.headers.authorization).to.equal('Bearer sk-secret-openai');
@@ -162,7 +181,12 @@ describe('npm start (examples/demo/serve.ts)', function () {
         expect(response.text).not.to.contain('sk-');
       }
       // the page's own origin, but not JSON: not what the page sends
-      const text = await send(demo.port, { method: 'POST', path: '/proxy/openai/chat/completions', headers: { origin: page.origin, 'content-type': 'text/plain' }, body: json });
+      const text = await send(demo.port, {
+        method: 'POST',
+        path: '/proxy/openai/chat/completions',
+        headers: { origin: page.origin, 'content-type': 'text/plain' },
+        body: json,
+      });
       expect(text.status).to.equal(415);
       expect(upstream.seen).to.deep.equal([]);
     });
@@ -178,7 +202,12 @@ describe('npm start (examples/demo/serve.ts)', function () {
       ] as const) {
         const variants: Record<string, string>[] = [{ host: rebound, origin: `http://${rebound}` }, { host: rebound }];
         for (const headers of variants) {
-          const response = await send(demo.port, { method, path, headers: { ...headers, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: json } : {}) });
+          const response = await send(demo.port, {
+            method,
+            path,
+            headers: { ...headers, 'content-type': 'application/json' },
+            ...(method === 'POST' ? { body: json } : {}),
+          });
           expect(response.status, `${method} ${path} ${JSON.stringify(headers)}`).to.equal(403);
         }
       }
@@ -206,7 +235,12 @@ describe('npm start (examples/demo/serve.ts)', function () {
         expect(response.status, `${method} ${path}`).to.equal(status);
       }
       // a request without an Origin (not the page: curl, another program) gets no key either
-      const noOrigin = await send(demo.port, { method: 'POST', path: '/proxy/openai/chat/completions', headers: { 'content-type': 'application/json' }, body: json });
+      const noOrigin = await send(demo.port, {
+        method: 'POST',
+        path: '/proxy/openai/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: json,
+      });
       expect(noOrigin.status).to.equal(403);
       expect(upstream.seen).to.deep.equal([]);
     });
@@ -219,7 +253,9 @@ describe('npm start (examples/demo/serve.ts)', function () {
         ['primary', demo.primary.openAIBaseURL],
         ['secondary', demo.secondary.anthropicBaseURL],
       ]);
-      const viaLocalhost = JSON.parse((await send(demo.port, { method: 'GET', path: '/config.json', headers: { host: `localhost:${demo.port}` } })).text) as { providers: { baseURL: string }[] };
+      const viaLocalhost = JSON.parse((await send(demo.port, { method: 'GET', path: '/config.json', headers: { host: `localhost:${demo.port}` } })).text) as {
+        providers: { baseURL: string }[];
+      };
       expect(viaLocalhost.providers[0]!.baseURL).to.equal(`http://localhost:${demo.port}/proxy/openai`);
       expect(JSON.stringify(config)).not.to.contain('secret');
     });
@@ -241,22 +277,40 @@ describe('npm start (examples/demo/serve.ts)', function () {
     });
 
     it('the tools’ MCP server (/mcp) and its faults (/mcp/admin): the page’s own origin only, a rebound Host refused, switches checked', async () => {
-      const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '1' } } });
+      const initialize = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '1' } },
+      });
       const mcpHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
       const own = await send(demo.port, { method: 'POST', path: '/mcp', headers: { ...mcpHeaders, origin: page.origin }, body: initialize });
       expect(own.status).to.equal(200);
       expect(own.headers['mcp-session-id']).to.be.a('string');
       for (const headers of [{ origin: 'https://evil.example' }, { host: `evil.example:${demo.port}` }] as Record<string, string>[]) {
-        for (const [path, body] of [['/mcp', initialize], ['/mcp/admin', '{"down":true}']] as const) {
+        for (const [path, body] of [
+          ['/mcp', initialize],
+          ['/mcp/admin', '{"down":true}'],
+        ] as const) {
           const refused = await send(demo.port, { method: 'POST', path, headers: { ...mcpHeaders, ...headers }, body });
           expect(refused.status, `${path} ${JSON.stringify(headers)}`).to.equal(403);
         }
       }
       expect(demo.mcp.down).to.equal(false);
-      const bad = await send(demo.port, { method: 'POST', path: '/mcp/admin', headers: { 'content-type': 'application/json', origin: page.origin }, body: '{"down":"yes"}' });
+      const bad = await send(demo.port, {
+        method: 'POST',
+        path: '/mcp/admin',
+        headers: { 'content-type': 'application/json', origin: page.origin },
+        body: '{"down":"yes"}',
+      });
       expect(bad.status).to.equal(400);
       expect(JSON.parse(bad.text).error).to.contain('got down: "yes"');
-      const set = await send(demo.port, { method: 'POST', path: '/mcp/admin', headers: { 'content-type': 'application/json', origin: page.origin }, body: '{"down":true}' });
+      const set = await send(demo.port, {
+        method: 'POST',
+        path: '/mcp/admin',
+        headers: { 'content-type': 'application/json', origin: page.origin },
+        body: '{"down":true}',
+      });
       expect(set.status).to.equal(200);
       expect(demo.mcp.down).to.equal(true);
       const down = await send(demo.port, { method: 'POST', path: '/mcp', headers: { ...mcpHeaders, origin: page.origin }, body: initialize });
@@ -280,7 +334,9 @@ describe('npm start (examples/demo/serve.ts)', function () {
         const events = await lastValueFrom(agent.ask([{ role: 'user', content: 'Tell me something nice about rivers' }]).pipe(toArray()));
         expect(events.filter((e) => e.type === 'resume')).to.have.length(1);
         expect(events.filter((e) => e.type === 'fallback' || e.type === 'reset')).to.deep.equal([]);
-        expect(events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('')).to.match(/^I am the local rxheal assistant\. You said: "Tell me something nice about rivers"\./);
+        expect(events.map((e) => (e.type === 'text-delta' ? e.text : '')).join('')).to.match(
+          /^I am the local rxheal assistant\. You said: "Tell me something nice about rivers"\./,
+        );
         expect(demo.primary.requests.map((r) => r.path)).to.deep.equal(['/v1/responses']);
       } finally {
         await demo.close();
@@ -288,10 +344,18 @@ describe('npm start (examples/demo/serve.ts)', function () {
     });
 
     it('OPENAI_PROTOCOL=responses: the real OpenAI is spoken with the Responses API through the proxy (its one POST)', async () => {
-      const demo = await startDemo({ port: 0, tokenDelayMs: 1, env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-x', OPENAI_PROTOCOL: 'responses' } });
+      const demo = await startDemo({
+        port: 0,
+        tokenDelayMs: 1,
+        env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'sk-x', OPENAI_PROTOCOL: 'responses' },
+      });
       try {
         expect(demo.providers[0]).to.include({ id: 'openai', protocol: 'responses', baseURL: `${demo.url}/proxy/openai` });
-        const refused = await fetch(`${demo.url}/proxy/openai/chat/completions`, { method: 'POST', headers: { origin: demo.url, 'content-type': 'application/json' }, body: '{}' });
+        const refused = await fetch(`${demo.url}/proxy/openai/chat/completions`, {
+          method: 'POST',
+          headers: { origin: demo.url, 'content-type': 'application/json' },
+          body: '{}',
+        });
         expect(refused.status).to.equal(404);
       } finally {
         await demo.close();
@@ -355,14 +419,19 @@ describe('npm start (examples/demo/serve.ts)', function () {
       try {
         const taken = portOf(held);
         const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-          const child = execFile(process.execPath, ['--import', 'tsx', SERVE], { env: { ...process.env, PORT: String(taken) }, timeout: 25_000 }, (_error, stdout, stderr) =>
-            resolve({ code: child.exitCode, stdout, stderr }),
+          const child = execFile(
+            process.execPath,
+            ['--import', 'tsx', SERVE],
+            { env: { ...process.env, PORT: String(taken) }, timeout: 25_000 },
+            (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
           );
         });
         expect(result.code).to.equal(1);
         const lines = result.stderr.trim().split('\n');
         expect(lines).to.have.length(1);
-        expect(lines[0]).to.equal(`rxheal demo: port ${taken} (PORT) is already in use on 127.0.0.1: stop what uses it, or choose another port, e.g. PORT=${taken + 1} npm start`);
+        expect(lines[0]).to.equal(
+          `rxheal demo: port ${taken} (PORT) is already in use on 127.0.0.1: stop what uses it, or choose another port, e.g. PORT=${taken + 1} npm start`,
+        );
         expect(result.stderr).not.to.match(/\bat .+:\d+:\d+/);
         expect(result.stdout).to.equal('');
       } finally {

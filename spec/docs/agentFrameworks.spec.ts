@@ -41,7 +41,11 @@ function providerOfLine(framework: FrameworkName): { range: string; dir: string;
   const word = line!.command.split(/\s+/).find((w) => w === '@ai-sdk/provider' || w.startsWith('@ai-sdk/provider@'));
   expect(word, `${line!.command}: names @ai-sdk/provider`).to.be.a('string');
   const range = word!.slice('@ai-sdk/provider@'.length) || '*';
-  const copies = PROVIDERS.map((dir) => ({ range, dir, version: (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version }));
+  const copies = PROVIDERS.map((dir) => ({
+    range,
+    dir,
+    version: (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version,
+  }));
   const picked = copies.find((c) => semver.satisfies(c.version, range));
   expect(picked, `${line!.command}: a copy of @ai-sdk/provider inside ${range} (${copies.map((c) => c.version).join(', ')})`).to.not.equal(undefined);
   return picked!;
@@ -108,7 +112,9 @@ describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / M
     // the Agents SDK's tracing would export to OpenAI (a key, the network): off, as the SDK documents
     const env = { PATH: process.env['PATH'] ?? '', OPENAI_AGENTS_DISABLE_TRACING: '1' };
     return new Promise((resolve) => {
-      const child = execFile(process.execPath, [file], { cwd: dir, env, timeout: 50_000 }, (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+      const child = execFile(process.execPath, [file], { cwd: dir, env, timeout: 50_000 }, (_error, stdout, stderr) =>
+        resolve({ code: child.exitCode, stdout, stderr }),
+      );
     });
   };
 
@@ -122,7 +128,7 @@ describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / M
     });
   }
 
-  it("the Mastra snippet with both providers down: stream() resolves, no text, and the snippet prints the error it finds on res.error", async () => {
+  it('the Mastra snippet with both providers down: stream() resolves, no text, and the snippet prints the error it finds on res.error', async () => {
     providers.server.faults.set({ kind: 'down' });
     providers.backup.faults.set({ kind: 'down' });
     const { code, stdout, stderr } = await runSnippet('mastra');

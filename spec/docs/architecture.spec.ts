@@ -20,7 +20,9 @@ describe('docs/architecture.md (npm run architecture)', function () {
   it('its diagram is the one the code makes today, and shows every room', async () => {
     const current = await svg();
     expect(readFileSync(SVG, 'utf8') === current, 'docs/architecture.svg is stale: run `npm run architecture`').to.equal(true);
-    const labels = [...current.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]!.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n))));
+    const labels = [...current.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) =>
+      m[1]!.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n))),
+    );
     for (const room of ROOMS) {
       const name = room.path === 'index.ts' ? 'rxheal (index.ts)' : room.path.replace(/^core\//, '');
       expect(labels, room.path).to.include(name);
@@ -32,7 +34,9 @@ describe('docs/architecture.md (npm run architecture)', function () {
     const paths = [...new Set([...page.matchAll(/`(src\/[\w./-]+\.ts)`/g)].map((m) => m[1]!))];
     expect(paths.length).to.be.greaterThan(15);
     expect(paths.filter((p) => !existsSync(join(ROOT, p)))).to.deep.equal([]);
-    expect(page).to.match(/## The path of one model call/).and.to.match(/## The path of one tool call/);
+    expect(page)
+      .to.match(/## The path of one model call/)
+      .and.to.match(/## The path of one tool call/);
   });
 
   it('has one row per room, in the order of scripts/layers.ts', () => {

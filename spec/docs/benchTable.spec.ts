@@ -14,7 +14,16 @@ describe("the README's benchmark table (bench/readmeTable.ts)", () => {
 
   it('shows the date, the machine, the load and every target with what was measured', () => {
     const results: Results = {
-      machine: { cpu: 'CPU X', cores: 2, node: 'v20.20.2', date: '2026-11-30T18:40:12.000Z', loadAverageAtStart: [9.71, 5, 2], loadAverageAtEnd: [11.02, 8, 4], seconds: 412.4, quick: false },
+      machine: {
+        cpu: 'CPU X',
+        cores: 2,
+        node: 'v20.20.2',
+        date: '2026-11-30T18:40:12.000Z',
+        loadAverageAtStart: [9.71, 5, 2],
+        loadAverageAtEnd: [11.02, 8, 4],
+        seconds: 412.4,
+        quick: false,
+      },
       verdicts: [
         { figure: 'a', target: '≤ 1.0× cockatiel', measured: '0.70× (0.6–0.8)', met: true },
         { figure: 'd', target: 'bundle | gz', measured: '8 007 B', met: false },
@@ -32,11 +41,22 @@ describe("the README's benchmark table (bench/readmeTable.ts)", () => {
 
   it('says when a figure was measured again on its own (npm run bench:bundles -- --save: figure d)', () => {
     const results: Results = {
-      machine: { cpu: 'CPU X', cores: 2, node: 'v20.20.2', date: '2026-11-30T18:40:12.000Z', loadAverageAtStart: [1, 1, 1], loadAverageAtEnd: [1, 1, 1], seconds: 100, quick: false },
+      machine: {
+        cpu: 'CPU X',
+        cores: 2,
+        node: 'v20.20.2',
+        date: '2026-11-30T18:40:12.000Z',
+        loadAverageAtStart: [1, 1, 1],
+        loadAverageAtEnd: [1, 1, 1],
+        seconds: 100,
+        quick: false,
+      },
       verdicts: [{ figure: 'd', target: 'x ≤ 10 B', measured: '9 B', met: true }],
       remeasured: { figure: 'd', date: '2026-12-01T05:07:00.000Z', by: 'npm run bench:bundles -- --save' },
     };
-    expect(renderTable(results)).to.contain('Figure d measured again on 2026-12-01 05:07 UTC (`npm run bench:bundles -- --save`; bundle sizes do not depend on the machine). 1 of 1 targets met.');
+    expect(renderTable(results)).to.contain(
+      'Figure d measured again on 2026-12-01 05:07 UTC (`npm run bench:bundles -- --save`; bundle sizes do not depend on the machine). 1 of 1 targets met.',
+    );
     expect(renderTable({ machine: results.machine, verdicts: results.verdicts })).not.to.contain('measured again');
   });
 

@@ -51,7 +51,9 @@ export function programs(page: string, markdown: string, section?: string): Prog
 
 const run = (file: string): Promise<{ code: number; out: string; err: string }> =>
   new Promise((done) =>
-    execFile(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out: stdout, err: stderr })),
+    execFile(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) =>
+      done({ code: error ? ((error as { code?: number }).code ?? 1) : 0, out: stdout, err: stderr }),
+    ),
   );
 
 describe('the chaos docs: each program prints what the page says it prints', function () {

@@ -25,7 +25,13 @@ interface Node {
 export function parseXml(xml: string): Node {
   const root: Node = { name: '#root', attrs: {}, children: [], text: '' };
   const stack: Node[] = [root];
-  const unescape = (s: string): string => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+  const unescape = (s: string): string =>
+    s
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&apos;/g, "'")
+      .replace(/&amp;/g, '&');
   let i = 0;
   while (i < xml.length) {
     const open = xml.indexOf('<', i);
@@ -66,7 +72,10 @@ function translation(transform: string | undefined): [number, number] {
   let y = 0;
   if (transform === undefined) return [x, y];
   for (const m of transform.matchAll(/(\w+)\(([^)]*)\)/g)) {
-    const args = m[2]!.split(/[\s,]+/).filter(Boolean).map(Number);
+    const args = m[2]!
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .map(Number);
     if (m[1] === 'translate') {
       x += args[0] ?? 0;
       y += args[1] ?? 0;
@@ -91,7 +100,12 @@ export function boxes(svg: Node): { boxes: Box[]; misfits: string[] } {
     const y = dy + ty;
     const lines = node.children.filter((c) => c.name === 'line');
     const ellipse = node.children.find((c) => c.name === 'ellipse');
-    if (node.name === 'g' && lines.length === 2 && node.children.length === 2 && lines.every((l) => num(l, 'x1') !== num(l, 'x2') && num(l, 'y1') !== num(l, 'y2'))) {
+    if (
+      node.name === 'g' &&
+      lines.length === 2 &&
+      node.children.length === 2 &&
+      lines.every((l) => num(l, 'x1') !== num(l, 'x2') && num(l, 'y1') !== num(l, 'y2'))
+    ) {
       const xs = lines.flatMap((l) => [num(l, 'x1'), num(l, 'x2')]);
       const ys = lines.flatMap((l) => [num(l, 'y1'), num(l, 'y2')]);
       out.push({ kind: 'error', x1: x + Math.min(...xs), y1: y + Math.min(...ys), x2: x + Math.max(...xs), y2: y + Math.max(...ys), what: '✕' });
@@ -110,7 +124,15 @@ export function boxes(svg: Node): { boxes: Box[]; misfits: string[] } {
     }
     if (node.name === 'line') {
       const vertical = num(node, 'x1') === num(node, 'x2') && Math.abs(num(node, 'y2') - num(node, 'y1')) >= 20;
-      if (vertical) out.push({ kind: 'complete', x1: x + num(node, 'x1') - 1, y1: y + Math.min(num(node, 'y1'), num(node, 'y2')), x2: x + num(node, 'x1') + 1, y2: y + Math.max(num(node, 'y1'), num(node, 'y2')), what: '|' });
+      if (vertical)
+        out.push({
+          kind: 'complete',
+          x1: x + num(node, 'x1') - 1,
+          y1: y + Math.min(num(node, 'y1'), num(node, 'y2')),
+          x2: x + num(node, 'x1') + 1,
+          y2: y + Math.max(num(node, 'y1'), num(node, 'y2')),
+          what: '|',
+        });
     }
     if (node.name === 'text' && node.text.trim() !== '') {
       const [ox, oy] = [x + num(node, 'x'), y + num(node, 'y')];
@@ -134,7 +156,8 @@ export function overlaps(list: Box[]): string[] {
       const b = list[j]!;
       const w = Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1);
       const h = Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1);
-      if (w > 0.5 && h > 0.5) found.push(`${a.kind} ${a.what} at ${Math.round(a.x1)},${Math.round(a.y1)} overlaps ${b.kind} ${b.what} at ${Math.round(b.x1)},${Math.round(b.y1)}`);
+      if (w > 0.5 && h > 0.5)
+        found.push(`${a.kind} ${a.what} at ${Math.round(a.x1)},${Math.round(a.y1)} overlaps ${b.kind} ${b.what} at ${Math.round(b.x1)},${Math.round(b.y1)}`);
     }
   }
   return found;
@@ -142,7 +165,9 @@ export function overlaps(list: Box[]): string[] {
 
 describe('marble-docs/svg (the rendered diagrams)', function () {
   this.timeout(60_000);
-  const files = readdirSync(SVG).filter((f) => f.endsWith('.svg')).sort();
+  const files = readdirSync(SVG)
+    .filter((f) => f.endsWith('.svg'))
+    .sort();
   let rendered = new Map<string, { page: string; line: number; title: string; svg: string }>();
 
   before(() => {
@@ -151,7 +176,9 @@ describe('marble-docs/svg (the rendered diagrams)', function () {
 
   it('every diagram is rendered as `npm run docs` renders it today (run it after changing a block or the renderer)', () => {
     expect(files, 'the SVG files').to.deep.equal([...rendered.keys()].sort());
-    const stale = [...rendered].filter(([name, { svg }]) => readFileSync(join(SVG, name), 'utf8') !== svg).map(([name, { page, line }]) => `${name} (${page}:${line})`);
+    const stale = [...rendered]
+      .filter(([name, { svg }]) => readFileSync(join(SVG, name), 'utf8') !== svg)
+      .map(([name, { page, line }]) => `${name} (${page}:${line})`);
     expect(stale, 'stale: run npm run docs').to.deep.equal([]);
   });
 
@@ -175,8 +202,20 @@ describe('marble-docs/svg (the rendered diagrams)', function () {
     expect(shown).to.have.length(2);
     expect(shown).to.include('marble-docs/svg/retryWithBackoff-1.svg');
     const svg = parseXml(readFileSync(join(ROOT, 'marble-docs/svg/retryWithBackoff-1.svg'), 'utf8'));
-    const texts = boxes(svg).boxes.filter((b) => b.kind === 'text').map((b) => b.what);
-    for (const label of ['"attempt 1"', '"attempt 2"', '"attempt 3"', '"attempt 4"', '"500 ms"', '"1 000 ms"', '"2 000 ms"', '"RetriesExhaustedError after 4 attempts"']) expect(texts).to.include(label);
+    const texts = boxes(svg)
+      .boxes.filter((b) => b.kind === 'text')
+      .map((b) => b.what);
+    for (const label of [
+      '"attempt 1"',
+      '"attempt 2"',
+      '"attempt 3"',
+      '"attempt 4"',
+      '"500 ms"',
+      '"1 000 ms"',
+      '"2 000 ms"',
+      '"RetriesExhaustedError after 4 attempts"',
+    ])
+      expect(texts).to.include(label);
     // the four attempts' ✕, left to right, each gap wider than the one before
     const errors = boxes(svg)
       .boxes.filter((b) => b.kind === 'error')

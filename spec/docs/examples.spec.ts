@@ -36,7 +36,10 @@ describe('the shipped examples', () => {
     const wrong: string[] = [];
     for (const file of files) {
       const specifiers = importsOf(readFileSync(join(ROOT, file), 'utf8'));
-      expect(specifiers.some((s) => s === 'rxheal' || s.startsWith('rxheal/')), `${file} imports rxheal`).to.equal(true);
+      expect(
+        specifiers.some((s) => s === 'rxheal' || s.startsWith('rxheal/')),
+        `${file} imports rxheal`,
+      ).to.equal(true);
       for (const s of specifiers) if (s.startsWith('.') && !/^\.\/[\w-]+\.js$/.test(s)) wrong.push(`${file}: '${s}'`);
       // a sibling it imports is shipped too
       for (const s of specifiers) if (/^\.\/[\w-]+\.js$/.test(s)) expect(files, `${file} imports ${s}`).to.include(`examples/${s.slice(2, -3)}.ts`);

@@ -50,7 +50,13 @@ export function anchors(markdown: string): Set<string> {
 }
 
 function pages(): string[] {
-  return ['README.md', ...readdirSync(join(ROOT, 'marble-docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `marble-docs/${f}`)];
+  return [
+    'README.md',
+    ...readdirSync(join(ROOT, 'marble-docs'))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `marble-docs/${f}`),
+  ];
 }
 
 describe('links in README and marble-docs (each resolves inside the published tarball)', function () {
@@ -72,7 +78,8 @@ describe('links in README and marble-docs (each resolves inside the published ta
       if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) continue;
       const path = decodeURIComponent(target.replace(/[#?].*$/, ''));
       const file = relative(ROOT, normalize(join(ROOT, dirname(page), path)));
-      if (!packed.has(file)) broken.push(`${page}:${line} → ${target} (${file} is not in the tarball: ship it via package.json "files", or link an absolute URL)`);
+      if (!packed.has(file))
+        broken.push(`${page}:${line} → ${target} (${file} is not in the tarball: ship it via package.json "files", or link an absolute URL)`);
     }
     expect(broken).to.deep.equal([]);
   });
@@ -97,7 +104,10 @@ describe('commands and paths the docs name exist', () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
   it('every `npm run NAME` / `npm start` / `npm test` in README, marble-docs and the examples is a package.json script', () => {
-    const texts = [...pages().map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]), ...['examples/basic.ts', 'examples/agent.ts'].map((p) => [p, readFileSync(join(ROOT, p), 'utf8')])];
+    const texts = [
+      ...pages().map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]),
+      ...['examples/basic.ts', 'examples/agent.ts'].map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]),
+    ];
     const missing: string[] = [];
     let count = 0;
     for (const [page, text] of texts) {

@@ -44,19 +44,52 @@ const ANSWER = /^I am the local rxheal assistant\. You said: "Hi"/;
 
 /** Each client, asked one question through `baseURL`: the answer's text. */
 const clients: Record<string, (baseURL: string) => Promise<string>> = {
-  openAICompatibleModel: async (baseURL) => text(await lastValueFrom(streamModel(openAICompatibleModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
-  openAIResponsesModel: async (baseURL) => text(await lastValueFrom(streamModel(openAIResponsesModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
-  fromOpenAIResponses: async (baseURL) => text(await lastValueFrom(streamModel(fromOpenAIResponses(new OpenAI({ baseURL, apiKey: 'local' }), { model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
-  anthropicModel: async (baseURL) => text(await lastValueFrom(streamModel(anthropicModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()))),
-  openai: async (baseURL) => (await new OpenAI({ baseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', messages: [{ role: 'user', content: QUESTION }] })).choices[0]?.message.content ?? '',
-  '@langchain/openai': async (baseURL) => String((await new ChatOpenAI({ model: 'local', apiKey: 'local', configuration: { baseURL }, maxRetries: 0 }).invoke(QUESTION)).content),
+  openAICompatibleModel: async (baseURL) =>
+    text(
+      await lastValueFrom(
+        streamModel(openAICompatibleModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()),
+      ),
+    ),
+  openAIResponsesModel: async (baseURL) =>
+    text(
+      await lastValueFrom(
+        streamModel(openAIResponsesModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()),
+      ),
+    ),
+  fromOpenAIResponses: async (baseURL) =>
+    text(
+      await lastValueFrom(
+        streamModel(fromOpenAIResponses(new OpenAI({ baseURL, apiKey: 'local' }), { model: 'local' }), {
+          messages: [{ role: 'user', content: QUESTION }],
+          tools: [],
+        }).pipe(toArray()),
+      ),
+    ),
+  anthropicModel: async (baseURL) =>
+    text(
+      await lastValueFrom(
+        streamModel(anthropicModel({ baseURL, model: 'local' }), { messages: [{ role: 'user', content: QUESTION }], tools: [] }).pipe(toArray()),
+      ),
+    ),
+  openai: async (baseURL) =>
+    (await new OpenAI({ baseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', messages: [{ role: 'user', content: QUESTION }] }))
+      .choices[0]?.message.content ?? '',
+  '@langchain/openai': async (baseURL) =>
+    String((await new ChatOpenAI({ model: 'local', apiKey: 'local', configuration: { baseURL }, maxRetries: 0 }).invoke(QUESTION)).content),
   '@anthropic-ai/sdk': async (baseURL) => {
-    const message = await new Anthropic({ baseURL, apiKey: 'local', maxRetries: 0 }).messages.create({ model: 'local', max_tokens: 200, messages: [{ role: 'user', content: QUESTION }] });
+    const message = await new Anthropic({ baseURL, apiKey: 'local', maxRetries: 0 }).messages.create({
+      model: 'local',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: QUESTION }],
+    });
     return message.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
   },
-  '@ai-sdk/openai-compatible': async (baseURL) => (await generateText({ model: createOpenAICompatible({ name: 'local', baseURL })('local'), prompt: QUESTION, maxRetries: 0 })).text,
-  '@ai-sdk/openai': async (baseURL) => (await generateText({ model: createOpenAI({ baseURL, apiKey: 'local' }).chat('local'), prompt: QUESTION, maxRetries: 0 })).text,
-  '@ai-sdk/anthropic': async (baseURL) => (await generateText({ model: createAnthropic({ baseURL, apiKey: 'local' })('local'), prompt: QUESTION, maxOutputTokens: 200, maxRetries: 0 })).text,
+  '@ai-sdk/openai-compatible': async (baseURL) =>
+    (await generateText({ model: createOpenAICompatible({ name: 'local', baseURL })('local'), prompt: QUESTION, maxRetries: 0 })).text,
+  '@ai-sdk/openai': async (baseURL) =>
+    (await generateText({ model: createOpenAI({ baseURL, apiKey: 'local' }).chat('local'), prompt: QUESTION, maxRetries: 0 })).text,
+  '@ai-sdk/anthropic': async (baseURL) =>
+    (await generateText({ model: createAnthropic({ baseURL, apiKey: 'local' })('local'), prompt: QUESTION, maxOutputTokens: 200, maxRetries: 0 })).text,
 };
 
 function text(events: { type: string; text?: string }[]): string {
@@ -71,7 +104,9 @@ describe('docs/local-provider.md: the base URL each client takes', function () {
   let server: LocalProvider;
   const rows = table();
   const urlOf = (expression: string): string =>
-    ({ openAIBaseURL: server.openAIBaseURL, anthropicBaseURL: server.anthropicBaseURL, '${anthropicBaseURL}/v1': `${server.anthropicBaseURL}/v1` })[expression] ?? `unknown base URL ${expression}`;
+    ({ openAIBaseURL: server.openAIBaseURL, anthropicBaseURL: server.anthropicBaseURL, '${anthropicBaseURL}/v1': `${server.anthropicBaseURL}/v1` })[
+      expression
+    ] ?? `unknown base URL ${expression}`;
 
   before(async () => {
     server = await startLocalProvider({ tokenDelayMs: 1 });

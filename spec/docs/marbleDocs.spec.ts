@@ -17,7 +17,16 @@ describe('marble-docs (every diagram runs against the real operator)', () => {
 
   it('has a page with diagrams for each of the five operators, bulkhead, hedge and rxheal/mcp', () => {
     const pages = new Set(blocks.map((b) => basename(b.file)));
-    for (const page of ['retryWithBackoff.md', 'circuitBreak.md', 'reflectOnError.md', 'fallbackTo.md', 'degradeAfter.md', 'bulkhead.md', 'hedge.md', 'mcp.md']) {
+    for (const page of [
+      'retryWithBackoff.md',
+      'circuitBreak.md',
+      'reflectOnError.md',
+      'fallbackTo.md',
+      'degradeAfter.md',
+      'bulkhead.md',
+      'hedge.md',
+      'mcp.md',
+    ]) {
       expect(pages.has(page), page).to.equal(true);
     }
   });

@@ -42,9 +42,12 @@ describe('README: the interop sections', function () {
     }
   });
 
-  it("the AI SDK section shows fromAiSdk(model, { id }), which two models sharing a provider name and model id need: fallbackModel refuses their default ids", () => {
+  it('the AI SDK section shows fromAiSdk(model, { id }), which two models sharing a provider name and model id need: fallbackModel refuses their default ids', () => {
     const ai = snippets().filter((s) => s.section === 'rxheal/ai-sdk');
-    expect(ai.some((s) => /fromAiSdk\([^()]*(\([^()]*\))?[^()]*, \{ id: '/.test(s.code)), 'a snippet passes { id }').to.equal(true);
+    expect(
+      ai.some((s) => /fromAiSdk\([^()]*(\([^()]*\))?[^()]*, \{ id: '/.test(s.code)),
+      'a snippet passes { id }',
+    ).to.equal(true);
     const gateway = (baseURL: string) => createOpenAICompatible({ name: 'gateway', baseURL })('gpt-4o');
     const [east, west] = [gateway('https://east.example.com/v1'), gateway('https://west.example.com/v1')];
     expect(fromAiSdk(east).id).to.equal(fromAiSdk(west).id);
@@ -73,7 +76,9 @@ describe('README: the interop sections', function () {
         noEmit: true,
         skipLibCheck: true,
       });
-      const problems = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+      const problems = ts
+        .getPreEmitDiagnostics(program)
+        .map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
       expect(problems).to.deep.equal([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

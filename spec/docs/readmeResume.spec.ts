@@ -26,7 +26,7 @@ function sectionSnippet(heading: string): string {
   return block![1]!;
 }
 
-describe("README: the resume snippet, run as it is against rxheal/server", function () {
+describe('README: the resume snippet, run as it is against rxheal/server', function () {
   this.timeout(60_000);
 
   it('prints one resume (dropped, after event 8) and the whole answer, each word once', async () => {

@@ -19,7 +19,13 @@ const VIRTUAL = join(ROOT, 'spec', 'docs', '__snippets__');
 
 function pages(): string[] {
   const docs = join(ROOT, 'marble-docs');
-  return [join(ROOT, 'README.md'), ...readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => join(docs, f))];
+  return [
+    join(ROOT, 'README.md'),
+    ...readdirSync(docs)
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => join(docs, f)),
+  ];
 }
 
 const blocks = pages().flatMap((path) => tsBlocks(relative(ROOT, path), readFileSync(path, 'utf8')));

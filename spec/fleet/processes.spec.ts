@@ -67,7 +67,9 @@ function views(fleet: () => Fleet, primary: () => LocalProvider, nodes: readonly
   const callsIn = (from: number, to = Infinity): CallReport[] => fleet().calls.filter((c) => c.start >= from && c.start < to);
   const dead = (): void => void primary().faults.set([{ kind: 'status', status: 503 }]);
   const allClosedAfter = (t: number, ms: number): Promise<unknown> =>
-    Promise.all(nodes.map((node) => fleet().waitFor((r) => r.type === 'transition' && r.node === node && r.to === 'closed' && r.at >= t, ms, `${node} closed`)));
+    Promise.all(
+      nodes.map((node) => fleet().waitFor((r) => r.type === 'transition' && r.node === node && r.to === 'closed' && r.at >= t, ms, `${node} closed`)),
+    );
 
   /** No call hangs (none lasts `boundMs`) and no store error reaches a caller. */
   function callersUnharmed(from: number, to = Infinity, boundMs = 2_000, allowed = CALLER_ERRORS): void {
@@ -76,7 +78,10 @@ function views(fleet: () => Fleet, primary: () => LocalProvider, nodes: readonly
     const slowest = Math.max(...calls.map((c) => c.end - c.start));
     expect(slowest, 'the slowest call (ms): none hangs').to.be.below(boundMs);
     const seen = new Set(calls.filter((c) => !c.ok).map((c) => c.error!));
-    expect([...seen].filter((name) => !allowed.has(name)), 'errors callers saw').to.deep.equal([]);
+    expect(
+      [...seen].filter((name) => !allowed.has(name)),
+      'errors callers saw',
+    ).to.deep.equal([]);
   }
 
   return { requestsIn, transitionsIn, callsIn, dead, allClosedAfter, callersUnharmed };
@@ -116,7 +121,9 @@ async function deadPrimary(fleet: Fleet, v: Views): Promise<void> {
   // every complete window after the first: the probe and nothing else — unless a node's store
   // calls failed (a loaded machine: replies past the 100 ms bound) and it decided alone, probing
   // on its own (open → half-open by its own timer, reason reset_timeout): one more probe each
-  const alone = bounds.map((start, i) => phase.filter((t) => t.to === 'half-open' && t.reason === 'reset_timeout' && t.at >= start && t.at < (bounds[i + 1] ?? t1)).length);
+  const alone = bounds.map(
+    (start, i) => phase.filter((t) => t.to === 'half-open' && t.reason === 'reset_timeout' && t.at >= start && t.at < (bounds[i + 1] ?? t1)).length,
+  );
   perWindow.slice(1).forEach((count, i) => expect(count, `window ${i + 2} (${alone[i + 1]} nodes probing alone)`).to.be.at.most(PROBES * (1 + alone[i + 1]!)));
   const shared = perWindow.slice(1, -1).filter((_, i) => alone[i + 1] === 0);
   expect(shared, 'complete windows with no node alone: one probe each').to.deep.equal(shared.map(() => PROBES));
@@ -172,13 +179,20 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     await primary?.close();
   });
 
-  const v = views(() => fleet!, () => primary!, nodes);
+  const v = views(
+    () => fleet!,
+    () => primary!,
+    nodes,
+  );
   const { transitionsIn, callsIn, dead, allClosedAfter, callersUnharmed } = v;
 
   let phaseEnd = 0;
   /** When the primary came back (phase 2): a later phase's failure shows every move since. */
   let revivedAt = 0;
-  const movesSince = (t: number): string => transitionsIn(t).map((m) => `${m.at - t} ms ${m.node} ${m.from}→${m.to} ${m.reason}`).join('; ');
+  const movesSince = (t: number): string =>
+    transitionsIn(t)
+      .map((m) => `${m.at - t} ms ${m.node} ${m.from}→${m.to} ${m.reason}`)
+      .join('; ');
 
   it(DEAD_PRIMARY, async () => {
     await deadPrimary(fleet!, v);
@@ -205,7 +219,10 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     expect(others, `the others never moved (moves since the primary came back: ${movesSince(revivedAt)})`).to.deep.equal([]);
     const good = callsIn(t0, t1).filter((c) => c.node !== 'n4');
     expect(good.length).to.be.greaterThan(20);
-    expect(good.every((c) => c.ok), 'the others kept answering').to.equal(true);
+    expect(
+      good.every((c) => c.ok),
+      'the others kept answering',
+    ).to.equal(true);
     await fleet!.waitFor((r) => r.type === 'transition' && r.node === 'n4' && r.to === 'closed' && r.at >= t1, 3_000, 'n4 closed again');
     phaseEnd = Date.now();
   });
@@ -222,7 +239,11 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     await redis!.restart();
     const restarted = Date.now();
     // the restarted Redis is empty: the nodes re-send their verdicts (votes) and the fleet verdict forms again
-    await fleet!.waitFor((r) => r.type === 'transition' && r.at >= restarted && (r.reason === 'fleet_open' || r.reason === 'probe_lease'), 6_000, 'a fleet-driven move after the restart');
+    await fleet!.waitFor(
+      (r) => r.type === 'transition' && r.at >= restarted && (r.reason === 'fleet_open' || r.reason === 'probe_lease'),
+      6_000,
+      'a fleet-driven move after the restart',
+    );
     callersUnharmed(killed);
     phaseEnd = Date.now();
   });
@@ -232,7 +253,11 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     expect(await redis!.command('CLIENT PAUSE 2500 ALL')).to.equal('+OK');
     await sleep(2_500);
     const resumed = Date.now();
-    await fleet!.waitFor((r) => r.type === 'transition' && r.at >= resumed && (r.reason === 'probe_lease' || r.reason.startsWith('fleet_')), 6_000, 'a fleet-driven move after the pause');
+    await fleet!.waitFor(
+      (r) => r.type === 'transition' && r.at >= resumed && (r.reason === 'probe_lease' || r.reason.startsWith('fleet_')),
+      6_000,
+      'a fleet-driven move after the pause',
+    );
     // a call that waited on Redis would have lasted the pause
     callersUnharmed(paused, Infinity, 2_500);
     const revived = Date.now();
@@ -241,7 +266,7 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     phaseEnd = Date.now();
   });
 
-  it('a shared tokens/min limit holds across the 4 processes (within one reservation\'s estimate error per process), Redis paused in the middle included', async () => {
+  it("a shared tokens/min limit holds across the 4 processes (within one reservation's estimate error per process), Redis paused in the middle included", async () => {
     const t0 = Date.now();
     fleet!.tell({ cmd: 'traffic', mode: 'limit' });
     await sleep(2_000);
@@ -257,8 +282,13 @@ describe('a real fleet: 4 processes, one redis-server, a dead primary (rxheal/se
     const last = Math.max(...primary!.requests.filter((r) => r.startedAt >= t0).map((r) => r.startedAt));
     const allowance = TOKENS_PER_MINUTE + (TOKENS_PER_MINUTE * (last - t0)) / 60_000;
     const overshoot = Math.max(0, ...served.map((c) => (c.tokens ?? 0) - COST));
-    console.log(`      tokens/min ${TOKENS_PER_MINUTE}: ${tokens} tokens served by ${served.length} calls reaching the provider within ${last - t0} ms (allowance ${allowance.toFixed(0)}, + ${N} × ${overshoot} estimate error); ${calls.length - served.length} calls refused past maxWaitMs`);
-    expect(served.every((c) => c.tokens !== undefined), 'every served call reported its usage').to.equal(true);
+    console.log(
+      `      tokens/min ${TOKENS_PER_MINUTE}: ${tokens} tokens served by ${served.length} calls reaching the provider within ${last - t0} ms (allowance ${allowance.toFixed(0)}, + ${N} × ${overshoot} estimate error); ${calls.length - served.length} calls refused past maxWaitMs`,
+    );
+    expect(
+      served.every((c) => c.tokens !== undefined),
+      'every served call reported its usage',
+    ).to.equal(true);
     expect(tokens).to.be.at.most(allowance + N * overshoot);
     // four independent limiters would have served about four times the allowance
     expect(tokens).to.be.above(allowance / 2);
@@ -289,7 +319,11 @@ describe('a real fleet on a 3-master Redis Cluster: 4 processes, a dead primary 
     await primary?.close();
   });
 
-  const v = views(() => fleet!, () => primary!, nodes);
+  const v = views(
+    () => fleet!,
+    () => primary!,
+    nodes,
+  );
   it(DEAD_PRIMARY, () => deadPrimary(fleet!, v));
   it(RECOVERY, () => recovery(fleet!, primary!, v).then(() => undefined));
 });

@@ -46,4 +46,5 @@ export async function collect(stream: AsyncIterable<AIMessageChunk>): Promise<AI
 }
 
 /** The real ChatOpenAI, pointed at a local provider (no retries of its own, usage streamed). */
-export const chatOpenAI = (s: LocalProvider, model = 'local') => new ChatOpenAI({ model, apiKey: 'test', configuration: { baseURL: s.openAIBaseURL }, maxRetries: 0, streamUsage: true });
+export const chatOpenAI = (s: LocalProvider, model = 'local') =>
+  new ChatOpenAI({ model, apiKey: 'test', configuration: { baseURL: s.openAIBaseURL }, maxRetries: 0, streamUsage: true });

@@ -46,7 +46,9 @@ describe('rxheal/langchain', function () {
       });
 
       it('FakeStreamingChatModel with whole tool_calls: one tool-call each, finish tool-calls', async () => {
-        const model = new FakeStreamingChatModel({ chunks: [chunk({ content: '', tool_calls: [{ id: 't1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }] })] });
+        const model = new FakeStreamingChatModel({
+          chunks: [chunk({ content: '', tool_calls: [{ id: 't1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }] })],
+        });
         expect(await turn(fromLangChain(model), ask('Weather?', [WEATHER_TOOL]))).to.deep.equal([
           { type: 'tool-call', id: 't1', name: 'get_weather', args: { city: 'Paris' } },
           { type: 'finish', reason: 'tool-calls' },
@@ -84,7 +86,10 @@ describe('rxheal/langchain', function () {
       });
 
       it("a finish reason 'error' (OpenRouter's, through ChatOpenAI) is an IncompleteStreamError, never a finish", async () => {
-        const model = new ScriptedChatModel([chunk({ content: 'The answ' }), chunk({ content: '', response_metadata: { finish_reason: 'error', model_provider: 'openai' } })]);
+        const model = new ScriptedChatModel([
+          chunk({ content: 'The answ' }),
+          chunk({ content: '', response_metadata: { finish_reason: 'error', model_provider: 'openai' } }),
+        ]);
         const error = await turnError(fromLangChain(model), ask('Hi'));
         expect(error).to.be.instanceOf(IncompleteStreamError);
         expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
@@ -104,16 +109,23 @@ describe('rxheal/langchain', function () {
         await turn(fromLangChain(model), afterWeather('call_1'));
         const { messages, tools } = model.seen[0]!;
         expect(messages.map((m) => m.getType())).to.deep.equal(['system', 'human', 'ai', 'tool']);
-        expect((messages[2] as AIMessage).tool_calls).to.deep.equal([{ id: 'call_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' }]);
+        expect((messages[2] as AIMessage).tool_calls).to.deep.equal([
+          { id: 'call_1', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, type: 'tool_call' },
+        ]);
         expect(messages[3]).to.include({ tool_call_id: 'call_1', status: 'success' });
-        expect(tools).to.deep.equal([{ type: 'function', function: { name: 'get_weather', description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.parameters } }]);
+        expect(tools).to.deep.equal([
+          { type: 'function', function: { name: 'get_weather', description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.parameters } },
+        ]);
       });
 
       it('an error thrown mid-stream errors the turn after the text it had given', async () => {
         const boom = new HttpError(503);
         const seen: TurnEvent[] = [];
         const error = await new Promise<unknown>((resolve) =>
-          streamModel(fromLangChain(new ScriptedChatModel([chunk({ content: 'Hel' })], boom)), ask('Hi')).subscribe({ next: (e) => seen.push(e), error: resolve }),
+          streamModel(fromLangChain(new ScriptedChatModel([chunk({ content: 'Hel' })], boom)), ask('Hi')).subscribe({
+            next: (e) => seen.push(e),
+            error: resolve,
+          }),
         );
         expect(error).to.equal(boom);
         expect(seen).to.deep.equal([{ type: 'text-delta', text: 'Hel' }]);
@@ -123,7 +135,9 @@ describe('rxheal/langchain', function () {
         const openaiLike = () => new ScriptedChatModel([chunk({ content: 'Hel', response_metadata: { model_provider: 'openai' } })]);
         expect(await turnError(fromLangChain(openaiLike()), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
         expect((await turn(fromLangChain(openaiLike(), { requireFinishReason: false }), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
-        expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
+        expect(await turnError(fromLangChain(new FakeListChatModel({ responses: ['Hi'] }), { requireFinishReason: true }), ask('Hi'))).to.be.instanceOf(
+          IncompleteStreamError,
+        );
       });
 
       // issue 19 (checks): over ChatAnthropic a cleanly cut body passed as a complete answer. Its
@@ -131,9 +145,21 @@ describe('rxheal/langchain', function () {
       // model_provider 'anthropic', text deltas (a bare string without tools), message_delta with
       // the stop_reason in additional_kwargs; message_stop makes no chunk; the SDK ends a cut stream quietly
       describe('ChatAnthropic: the stop_reason is the end marker', () => {
-        const start = () => chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5' }, response_metadata: { model_provider: 'anthropic', usage: {} }, usage_metadata: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } });
+        const start = () =>
+          chunk({
+            content: '',
+            additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5' },
+            response_metadata: { model_provider: 'anthropic', usage: {} },
+            usage_metadata: { input_tokens: 12, output_tokens: 1, total_tokens: 13 },
+          });
         const delta = (text: string) => chunk({ content: text });
-        const stopped = (stop_reason: string, output_tokens = 5) => chunk({ content: '', additional_kwargs: { stop_reason, stop_sequence: null }, response_metadata: {}, usage_metadata: { input_tokens: 0, output_tokens, total_tokens: output_tokens } });
+        const stopped = (stop_reason: string, output_tokens = 5) =>
+          chunk({
+            content: '',
+            additional_kwargs: { stop_reason, stop_sequence: null },
+            response_metadata: {},
+            usage_metadata: { input_tokens: 0, output_tokens, total_tokens: output_tokens },
+          });
         class AnthropicLike extends ScriptedChatModel {
           override _llmType(): string {
             return 'anthropic';
@@ -142,18 +168,39 @@ describe('rxheal/langchain', function () {
 
         it("message_delta's stop_reason (in additional_kwargs) is the finish reason: end_turn → stop, max_tokens → length, tool_use → tool-calls", async () => {
           const stop = await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), delta(' today.'), stopped('end_turn')])), ask('Weather?'));
-          expect(stop).to.deep.equal([{ type: 'text-delta', text: 'Sunny' }, { type: 'text-delta', text: ' today.' }, { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 6 } }]);
-          expect((await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), stopped('max_tokens')])), ask('Weather?'))).at(-1)).to.deep.include({ type: 'finish', reason: 'length' });
-          const call = chunk({ content: [{ index: 0, type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'toolu_1', name: 'get_weather', args: '' }], response_metadata: { model_provider: 'anthropic' } });
-          const args = chunk({ content: [{ index: 0, type: 'input_json_delta', input: '{"city":"Oslo"}' }] as never, tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '{"city":"Oslo"}' }], response_metadata: { model_provider: 'anthropic' } });
-          expect((await turn(fromLangChain(new ScriptedChatModel([start(), call, args, stopped('tool_use')])), ask('Weather?', [WEATHER_TOOL]))).at(-1)).to.deep.include({ type: 'finish', reason: 'tool-calls' });
+          expect(stop).to.deep.equal([
+            { type: 'text-delta', text: 'Sunny' },
+            { type: 'text-delta', text: ' today.' },
+            { type: 'finish', reason: 'stop', usage: { inputTokens: 12, outputTokens: 6 } },
+          ]);
+          expect((await turn(fromLangChain(new ScriptedChatModel([start(), delta('Sunny'), stopped('max_tokens')])), ask('Weather?'))).at(-1)).to.deep.include({
+            type: 'finish',
+            reason: 'length',
+          });
+          const call = chunk({
+            content: [{ index: 0, type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: '' }] as never,
+            tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, id: 'toolu_1', name: 'get_weather', args: '' }],
+            response_metadata: { model_provider: 'anthropic' },
+          });
+          const args = chunk({
+            content: [{ index: 0, type: 'input_json_delta', input: '{"city":"Oslo"}' }] as never,
+            tool_call_chunks: [{ type: 'tool_call_chunk', index: 0, args: '{"city":"Oslo"}' }],
+            response_metadata: { model_provider: 'anthropic' },
+          });
+          expect(
+            (await turn(fromLangChain(new ScriptedChatModel([start(), call, args, stopped('tool_use')])), ask('Weather?', [WEATHER_TOOL]))).at(-1),
+          ).to.deep.include({ type: 'finish', reason: 'tool-calls' });
         });
 
         it('a stream cut before message_delta is an IncompleteStreamError, never a complete answer: by its model_provider, or (older ChatAnthropic, no model_provider) its _llmType(); requireFinishReason: false opts out', async () => {
           expect(await turnError(fromLangChain(new ScriptedChatModel([start(), delta('Sunny')])), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
-          const older = () => new AnthropicLike([chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant' } }), delta('Sunny')]);
+          const older = () =>
+            new AnthropicLike([chunk({ content: '', additional_kwargs: { id: 'msg_01', type: 'message', role: 'assistant' } }), delta('Sunny')]);
           expect(await turnError(fromLangChain(older()), ask('Weather?'))).to.be.instanceOf(IncompleteStreamError);
-          expect((await turn(fromLangChain(older(), { requireFinishReason: false }), ask('Weather?'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop' });
+          expect((await turn(fromLangChain(older(), { requireFinishReason: false }), ask('Weather?'))).at(-1)).to.deep.equal({
+            type: 'finish',
+            reason: 'stop',
+          });
         });
       });
 
@@ -204,7 +251,12 @@ describe('rxheal/langchain', function () {
           chatChunk({}, 'stop'),
           '[DONE]',
         );
-        const chat = new ChatOpenAI({ model: 'deepseek-reasoner', apiKey: 'k', configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(body).fetch }, maxRetries: 0 });
+        const chat = new ChatOpenAI({
+          model: 'deepseek-reasoner',
+          apiKey: 'k',
+          configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(body).fetch },
+          maxRetries: 0,
+        });
         expect(await turn(fromLangChain(chat), ask('Hi'))).to.deep.equal([
           { type: 'reasoning-delta', text: 'Think' },
           { type: 'reasoning-delta', text: 'ing.' },
@@ -240,10 +292,19 @@ describe('rxheal/langchain', function () {
           }
         }
         // a whole answer: ChatAnthropic's last chunk carries the stop_reason (a cut one is refused)
-        const model = new AnthropicLike([chunk({ content: 'ok' }), chunk({ content: '', additional_kwargs: { stop_reason: 'end_turn', stop_sequence: null } })]);
+        const model = new AnthropicLike([
+          chunk({ content: 'ok' }),
+          chunk({ content: '', additional_kwargs: { stop_reason: 'end_turn', stop_sequence: null } }),
+        ]);
         const request = afterWeather('toolu_1');
         const messages = request.messages.map((m) =>
-          m.role === 'assistant' ? { ...m, content: 'Checking.', reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }] } : m,
+          m.role === 'assistant'
+            ? {
+                ...m,
+                content: 'Checking.',
+                reasoning: [{ text: 'Paris, celsius.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }, { text: 'unsigned' }],
+              }
+            : m,
         );
         await turn(fromLangChain(model), { ...request, messages });
         const ai = model.seen[0]!.messages[2] as AIMessage;
@@ -268,7 +329,9 @@ describe('rxheal/langchain', function () {
       it('text with usage and finish stop; a tool call; an answer from a tool result', async () => {
         const events = await turn(fromLangChain(chatOpenAI(server)), ask(RIVERS));
         expect(textOf(events)).to.equal(RIVERS_ANSWER);
-        expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' }).and.have.nested.property('usage.outputTokens', events.length - 1);
+        expect(events.at(-1))
+          .to.deep.include({ type: 'finish', reason: 'stop' })
+          .and.have.nested.property('usage.outputTokens', events.length - 1);
         const call = await turn(fromLangChain(chatOpenAI(server)), ask("What's the weather in Paris?", [WEATHER_TOOL]));
         expect(call).to.deep.equal([
           { type: 'tool-call', id: (call[0] as { id: string }).id, name: 'get_weather', args: { city: 'Paris', units: 'celsius' } },
@@ -278,7 +341,13 @@ describe('rxheal/langchain', function () {
       });
 
       it('an error event mid-stream: the SDK’s status-less APIError, classified by its type (server_error, retryable)', async () => {
-        server.faults.set({ kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: 'The server had an error processing your request.', times: 1 });
+        server.faults.set({
+          kind: 'stream-error',
+          afterChunks: 2,
+          errorType: 'server_error',
+          message: 'The server had an error processing your request.',
+          times: 1,
+        });
         const error = await turnError(fromLangChain(chatOpenAI(server)), ask(RIVERS));
         expect(classifyError(error)).to.deep.include({ category: 'server_error', retryable: true });
       });
@@ -302,7 +371,10 @@ describe('rxheal/langchain', function () {
 
       it("healing: a connection reset mid-answer with midStream 'continue' → continued, nothing lost or doubled", async () => {
         server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
-        const events = await turn(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }), ask(RIVERS));
+        const events = await turn(
+          fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }),
+          ask(RIVERS),
+        );
         expect(textOf(events)).to.equal(RIVERS_ANSWER);
         expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
       });
@@ -313,7 +385,15 @@ describe('rxheal/langchain', function () {
       // gpt-5.1-codex-max, recorded by vercel/ai: a reasoning summary and a call, two more calls, the answer
       const codex = recordedResponses('openai-responses-codex-calculator.jsonl');
       const answer = codex[3]!;
-      const CALCULATOR = { name: 'calculator', description: 'A minimal calculator for basic arithmetic. Call it once per step.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string', enum: ['add', 'subtract', 'multiply', 'divide'] } }, required: ['a', 'b', 'op'] } };
+      const CALCULATOR = {
+        name: 'calculator',
+        description: 'A minimal calculator for basic arithmetic. Call it once per step.',
+        parameters: {
+          type: 'object',
+          properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string', enum: ['add', 'subtract', 'multiply', 'divide'] } },
+          required: ['a', 'b', 'op'],
+        },
+      };
       const replays: ResponsesReplay[] = [];
       const replay = async (...responses: ResponseEvents[]) => {
         const r = await replayResponses(responses);
@@ -322,7 +402,8 @@ describe('rxheal/langchain', function () {
       };
       after(() => Promise.all(replays.map((r) => r.close())));
       // ChatOpenAI picks the Responses API itself for codex models (and for useResponsesApi, built-in tools, reasoning summaries…)
-      const codexModel = (r: ResponsesReplay) => new ChatOpenAI({ model: 'gpt-5.1-codex-max', apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
+      const codexModel = (r: ResponsesReplay) =>
+        new ChatOpenAI({ model: 'gpt-5.1-codex-max', apiKey: 'k', configuration: { baseURL: r.baseURL }, maxRetries: 0 });
       /** The recorded response with its last event (response.completed) replaced, or dropped. */
       const ending = (events: ResponseEvents, last?: (completed: Record<string, unknown>) => Record<string, unknown>): ResponseEvents => {
         const completed = events.at(-1)!;
@@ -343,7 +424,13 @@ describe('rxheal/langchain', function () {
           args: t.type({ a: t.number, b: t.number, op: t.keyof({ add: null, subtract: null, multiply: null, divide: null }) }),
           execute: ({ a, b, op }) => of({ add: a + b, subtract: a - b, multiply: a * b, divide: a / b }[op]),
         });
-        const events = await lastValueFrom(runAgent({ model: fromLangChain(codexModel(r)), tools: [calculator], messages: [{ role: 'user', content: 'Compute ((12 + 7) × 3) × 10 with the calculator.' }] }).pipe(toArray()));
+        const events = await lastValueFrom(
+          runAgent({
+            model: fromLangChain(codexModel(r)),
+            tools: [calculator],
+            messages: [{ role: 'user', content: 'Compute ((12 + 7) × 3) × 10 with the calculator.' }],
+          }).pipe(toArray()),
+        );
         const results = events.flatMap((e) => (e.type === 'tool-result' ? [e.result] : []));
         expect(results).to.deep.equal([19, 57, 570]);
         const final = events.at(-1);
@@ -354,8 +441,13 @@ describe('rxheal/langchain', function () {
       it("the first turn: the reasoning summary as reasoning, the call, then finish tool-calls with response.completed's usage", async () => {
         const r = await replay(codex[0]!);
         const events = await turn(fromLangChain(codexModel(r)), ask('Compute ((12 + 7) × 3) × 10.', [CALCULATOR]));
-        const thought = events.filter((e) => e.type === 'reasoning-delta').map((e) => (e as { text: string }).text).join('');
-        expect(thought).to.equal("**Calculating step-by-step using calculator**\n\nI'll compute 12 plus 7, then multiply the result by 3, and finally multiply that by 10, reporting the final product.");
+        const thought = events
+          .filter((e) => e.type === 'reasoning-delta')
+          .map((e) => (e as { text: string }).text)
+          .join('');
+        expect(thought).to.equal(
+          "**Calculating step-by-step using calculator**\n\nI'll compute 12 plus 7, then multiply the result by 3, and finally multiply that by 10, reporting the final product.",
+        );
         expect(events.filter((e) => e.type !== 'reasoning-delta')).to.deep.equal([
           { type: 'reasoning-end' },
           { type: 'tool-call', id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', name: 'calculator', args: { a: 12, b: 7, op: 'add' } },
@@ -375,12 +467,16 @@ describe('rxheal/langchain', function () {
       it('still refused: a stream that ends without response.completed — cut mid-answer, or right before it — is an IncompleteStreamError, never a short answer', async () => {
         const cuts = [ending(answer), answer.slice(0, answer.findIndex((e) => e['type'] === 'response.output_text.delta') + 3), codex[0]!.slice(0, -3)];
         const r = await replay(...cuts);
-        for (const [i] of cuts.entries()) expect(await turnError(fromLangChain(codexModel(r)), ask('x', [CALCULATOR])), `cut ${i}`).to.be.instanceOf(IncompleteStreamError);
+        for (const [i] of cuts.entries())
+          expect(await turnError(fromLangChain(codexModel(r)), ask('x', [CALCULATOR])), `cut ${i}`).to.be.instanceOf(IncompleteStreamError);
       });
 
-      it("still refused: a failed response — the recorded insufficient_quota error event then response.failed — is an error, classified; response.failed alone (LangChain drops it) ends without response.completed: IncompleteStreamError", async () => {
+      it('still refused: a failed response — the recorded insufficient_quota error event then response.failed — is an error, classified; response.failed alone (LangChain drops it) ends without response.completed: IncompleteStreamError', async () => {
         const failed = recordedResponses('openai-responses-failed.jsonl')[0]!;
-        const r = await replay(failed, failed.filter((e) => e['type'] !== 'error'));
+        const r = await replay(
+          failed,
+          failed.filter((e) => e['type'] !== 'error'),
+        );
         const quota = await turnError(fromLangChain(codexModel(r)), ask('x'));
         // the SDK throws the error event's status-less APIError; its type says what it was
         expect(quota, String(quota)).to.be.instanceOf(HttpError);
@@ -404,7 +500,9 @@ describe('rxheal/langchain', function () {
             chunk({ content: [], response_metadata: { model_provider: 'openai', object: 'response', status, incomplete_details: null } }),
           ]);
           for (const requireFinishReason of [undefined, false]) {
-            expect(await turnError(fromLangChain(model, { requireFinishReason }), ask('x')), `${status}, ${String(requireFinishReason)}`).to.be.instanceOf(IncompleteStreamError);
+            expect(await turnError(fromLangChain(model, { requireFinishReason }), ask('x')), `${status}, ${String(requireFinishReason)}`).to.be.instanceOf(
+              IncompleteStreamError,
+            );
           }
         }
       });

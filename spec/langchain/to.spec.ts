@@ -40,7 +40,13 @@ describe('rxheal/langchain', function () {
     });
 
     it('.stream(): text chunks, then usage_metadata and finish_reason on the last', async () => {
-      const chat = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ' world' }, { type: 'finish', reason: 'length', usage: { inputTokens: 4, outputTokens: 2 } }]));
+      const chat = toLangChain(
+        scripted('s', () => [
+          { type: 'text-delta', text: 'Hello' },
+          { type: 'text-delta', text: ' world' },
+          { type: 'finish', reason: 'length', usage: { inputTokens: 4, outputTokens: 2 } },
+        ]),
+      );
       const all = await collect(await chat.stream('Hi'));
       expect(all.content).to.equal('Hello world');
       expect(all.usage_metadata).to.deep.include({ input_tokens: 4, output_tokens: 2, total_tokens: 6 });
@@ -60,8 +66,14 @@ describe('rxheal/langchain', function () {
           ];
         },
       };
-      const getWeather = tool(async ({ city }) => `sunny in ${city}`, { name: 'get_weather', description: 'Current weather for a city', schema: z.object({ city: z.string() }) });
-      const answer = await toLangChain(model).bindTools([getWeather]).invoke([new SystemMessage('Be brief.'), new HumanMessage('Weather in Oslo?')]);
+      const getWeather = tool(async ({ city }) => `sunny in ${city}`, {
+        name: 'get_weather',
+        description: 'Current weather for a city',
+        schema: z.object({ city: z.string() }),
+      });
+      const answer = await toLangChain(model)
+        .bindTools([getWeather])
+        .invoke([new SystemMessage('Be brief.'), new HumanMessage('Weather in Oslo?')]);
       expect(answer.content).to.equal('Checking.');
       expect(answer.tool_calls).to.deep.equal([{ id: 'c1', name: 'get_weather', args: { city: 'Oslo' }, type: 'tool_call' }]);
       expect(answer.usage_metadata).to.deep.include({ input_tokens: 5, output_tokens: 3 });
@@ -78,13 +90,35 @@ describe('rxheal/langchain', function () {
       const requests: ModelRequest[] = [];
       const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
       const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };
-      const weather = { type: 'function' as const, function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } };
+      const weather = {
+        type: 'function' as const,
+        function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> },
+      };
       const before = server.requests.length;
-      for (const tool_choice of ['any', 'required', 'none', 'auto', 'get_weather', { type: 'function', function: { name: 'get_weather' } }, { type: 'tool', name: 'get_weather' }]) {
+      for (const tool_choice of [
+        'any',
+        'required',
+        'none',
+        'auto',
+        'get_weather',
+        { type: 'function', function: { name: 'get_weather' } },
+        { type: 'tool', name: 'get_weather' },
+      ]) {
         await toLangChain(spy).bindTools([weather], { tool_choice }).invoke("What's the weather in Paris?");
       }
-      await toLangChain(spy).bindTools([weather]).invoke("What's the weather in Paris?", { tool_choice: 'none' } as never);
-      expect(requests.map((r) => r.toolChoice)).to.deep.equal(['required', 'required', 'none', 'auto', { tool: 'get_weather' }, { tool: 'get_weather' }, { tool: 'get_weather' }, 'none']);
+      await toLangChain(spy)
+        .bindTools([weather])
+        .invoke("What's the weather in Paris?", { tool_choice: 'none' } as never);
+      expect(requests.map((r) => r.toolChoice)).to.deep.equal([
+        'required',
+        'required',
+        'none',
+        'auto',
+        { tool: 'get_weather' },
+        { tool: 'get_weather' },
+        { tool: 'get_weather' },
+        'none',
+      ]);
       expect(server.requests.slice(before).map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).to.deep.equal([
         'required',
         'required',
@@ -98,10 +132,16 @@ describe('rxheal/langchain', function () {
     });
 
     it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) forces its tool, as ChatOpenAI does, and gives the call's arguments", async () => {
-      const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather' });
+      const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(
+        z.object({ city: z.string(), units: z.string() }),
+        { name: 'get_weather' },
+      );
       expect(await structured.invoke("What's the weather in Paris?")).to.deep.equal({ city: 'Paris', units: 'celsius' });
       expect((server.requests.at(-1)!.body as { tool_choice?: unknown }).tool_choice).to.deep.equal({ type: 'function', function: { name: 'get_weather' } });
-      const raw = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(z.object({ city: z.string(), units: z.string() }), { name: 'get_weather', includeRaw: true });
+      const raw = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(
+        z.object({ city: z.string(), units: z.string() }),
+        { name: 'get_weather', includeRaw: true },
+      );
       const both = await raw.invoke("What's the weather in Oslo?");
       expect(both.parsed).to.deep.equal({ city: 'Oslo', units: 'celsius' });
       expect(both.raw.getType()).to.equal('ai');
@@ -118,7 +158,10 @@ describe('rxheal/langchain', function () {
 
     it('a tool loop over a real rxheal model (openAICompatibleModel against rxheal/server): tool call, ToolMessage, answer', async () => {
       const chat = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).bindTools([
-        { type: 'function', function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> } },
+        {
+          type: 'function',
+          function: { name: 'get_weather', description: 'Current weather for a city', parameters: WEATHER_TOOL.parameters as Record<string, unknown> },
+        },
       ]);
       const history: BaseMessage[] = [new HumanMessage("What's the weather in Paris?")];
       const first = await chat.invoke(history);
@@ -131,7 +174,9 @@ describe('rxheal/langchain', function () {
     it("a chain (prompt → model → parser) streams healed: a model dying mid-answer is continued ('continue'), nothing lost or doubled", async () => {
       server.faults.set({ kind: 'reset', afterChunks: 6, times: 1 });
       const chat = toLangChain(fallbackModel([fromLangChain(chatOpenAI(server, 'a')), fromLangChain(chatOpenAI(backup, 'b'))], { midStream: 'continue' }));
-      const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(chat).pipe(new StringOutputParser());
+      const chain = ChatPromptTemplate.fromMessages([['human', '{question}']])
+        .pipe(chat)
+        .pipe(new StringOutputParser());
       let text = '';
       for await (const piece of await chain.stream({ question: RIVERS })) text += piece;
       expect(text).to.equal(RIVERS_ANSWER);
@@ -139,7 +184,14 @@ describe('rxheal/langchain', function () {
 
     it('an error mid-stream: the stream throws it after the chunks it had given', async () => {
       const boom = new HttpError(500);
-      const chat = toLangChain(scripted('s', () => concat(from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]), throwError(() => boom))));
+      const chat = toLangChain(
+        scripted('s', () =>
+          concat(
+            from<TurnEvent[]>([{ type: 'text-delta', text: 'Hel' }]),
+            throwError(() => boom),
+          ),
+        ),
+      );
       const got: string[] = [];
       const error = await (async () => {
         for await (const c of await chat.stream('Hi')) got.push(String(c.content));
@@ -152,13 +204,26 @@ describe('rxheal/langchain', function () {
     });
 
     it('a reset after a chunk was yielded: StreamRestartError (a chain can’t take back what it got); before any, invisible', async () => {
-      const after = toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'First' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]));
+      const after = toLangChain(
+        scripted('s', () => [
+          { type: 'text-delta', text: 'First' },
+          { type: 'reset', reason: 'fallback', target: 'model:b' },
+          { type: 'text-delta', text: 'Second' },
+          { type: 'finish', reason: 'stop' },
+        ]),
+      );
       const error = await collect(await after.stream('Hi')).then(
         () => undefined,
         (e: unknown) => e,
       );
       expect(error).to.be.instanceOf(StreamRestartError);
-      const before = toLangChain(scripted('s', () => [{ type: 'reset', reason: 'retry', target: 'model:s' }, { type: 'text-delta', text: 'Whole' }, { type: 'finish', reason: 'stop' }]));
+      const before = toLangChain(
+        scripted('s', () => [
+          { type: 'reset', reason: 'retry', target: 'model:s' },
+          { type: 'text-delta', text: 'Whole' },
+          { type: 'finish', reason: 'stop' },
+        ]),
+      );
       expect((await collect(await before.stream('Hi'))).content).to.equal('Whole');
       // .invoke() collects: a reset just discards what was collected
       expect((await after.invoke('Hi')).content).to.equal('Second');
@@ -215,18 +280,27 @@ describe('rxheal/langchain', function () {
 
       it(".stream(): reasoning as standard reasoning blocks (the signature on the block, a redacted block as redacted_thinking), each concatenating into one block; contentBlocks shows them, .text and a chain's StringOutputParser leave them out; streaming callbacks see them", async () => {
         const tokens: unknown[] = [];
-        const callbacks = [{ handleLLMNewToken: (_token: string, _idx: unknown, _run: string, _parent?: string, _tags?: string[], fields?: { chunk?: ChatGenerationChunk }) => void tokens.push(fields?.chunk?.message.content) }];
+        const callbacks = [
+          {
+            handleLLMNewToken: (_token: string, _idx: unknown, _run: string, _parent?: string, _tags?: string[], fields?: { chunk?: ChatGenerationChunk }) =>
+              void tokens.push(fields?.chunk?.message.content),
+          },
+        ];
         const all = await collect(await toLangChain(scripted('s', thinkingTurn)).stream('Hi', { callbacks }));
         expect(all.content).to.deep.equal([
           { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 },
           { type: 'redacted_thinking', data: 'EmwK', index: 1 },
           { type: 'text', text: 'Sunny.', index: 2 },
         ]);
-        expect(all.contentBlocks.filter((b) => b.type === 'reasoning')).to.deep.equal([{ type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 }]);
+        expect(all.contentBlocks.filter((b) => b.type === 'reasoning')).to.deep.equal([
+          { type: 'reasoning', reasoning: 'The user wants Paris.', signature: 'sig-1', index: 0 },
+        ]);
         expect(all.text).to.equal('Sunny.');
         expect(tokens).to.deep.include([{ type: 'reasoning', reasoning: 'The user wants', index: 0 }]);
         expect(tokens).to.deep.include([{ type: 'redacted_thinking', data: 'EmwK', index: 1 }]);
-        const chain = ChatPromptTemplate.fromMessages([['human', '{question}']]).pipe(toLangChain(scripted('s', thinkingTurn))).pipe(new StringOutputParser());
+        const chain = ChatPromptTemplate.fromMessages([['human', '{question}']])
+          .pipe(toLangChain(scripted('s', thinkingTurn)))
+          .pipe(new StringOutputParser());
         let text = '';
         for await (const piece of await chain.stream({ question: 'Weather?' })) text += piece;
         expect(text).to.equal('Sunny.');
@@ -234,7 +308,15 @@ describe('rxheal/langchain', function () {
 
       it('unsigned reasoning: reasoning blocks without a signature; text before any reasoning stays string content', async () => {
         const all = await collect(
-          await toLangChain(scripted('s', () => [{ type: 'text-delta', text: 'Hm. ' }, { type: 'reasoning-delta', text: 'musing' }, { type: 'reasoning-end' }, { type: 'text-delta', text: 'Answer' }, { type: 'finish', reason: 'stop' }])).stream('Hi'),
+          await toLangChain(
+            scripted('s', () => [
+              { type: 'text-delta', text: 'Hm. ' },
+              { type: 'reasoning-delta', text: 'musing' },
+              { type: 'reasoning-end' },
+              { type: 'text-delta', text: 'Answer' },
+              { type: 'finish', reason: 'stop' },
+            ]),
+          ).stream('Hi'),
         );
         expect(all.content).to.deep.equal([
           { type: 'text', text: 'Hm. ' },
@@ -246,7 +328,13 @@ describe('rxheal/langchain', function () {
 
       it('a reset after reasoning was yielded: StreamRestartError (reasoning counts as yielded); a reset before anything: invisible; .invoke() discards the reasoning collected before a reset', async () => {
         const afterReasoning = toLangChain(
-          scripted('s', () => [{ type: 'reasoning-delta', text: 'First thoughts' }, { type: 'reset', reason: 'fallback', target: 'model:b' }, { type: 'reasoning-delta', text: 'Second thoughts' }, { type: 'text-delta', text: 'Second' }, { type: 'finish', reason: 'stop' }]),
+          scripted('s', () => [
+            { type: 'reasoning-delta', text: 'First thoughts' },
+            { type: 'reset', reason: 'fallback', target: 'model:b' },
+            { type: 'reasoning-delta', text: 'Second thoughts' },
+            { type: 'text-delta', text: 'Second' },
+            { type: 'finish', reason: 'stop' },
+          ]),
         );
         const error = await collect(await afterReasoning.stream('Hi')).then(
           () => undefined,
@@ -282,13 +370,26 @@ describe('rxheal/langchain', function () {
 
       it("an AI message's reasoning → the assistant message's reasoning: ChatAnthropic's thinking / redacted_thinking blocks, our own reasoning blocks (an answer fed back), reasoning_content", async () => {
         const requests: ModelRequest[] = [];
-        const model: Model = { id: 's', stream: (request) => (requests.push(request), [{ type: 'text-delta', text: 'ok' }, { type: 'finish', reason: 'stop' }]) };
+        const model: Model = {
+          id: 's',
+          stream: (request) => (
+            requests.push(request),
+            [
+              { type: 'text-delta', text: 'ok' },
+              { type: 'finish', reason: 'stop' },
+            ]
+          ),
+        };
         const chat = toLangChain(model);
         const ours = await toLangChain(scripted('t', thinkingTurn)).invoke('Weather?');
         await chat.invoke([
           new HumanMessage('Weather?'),
           new AIMessage({
-            content: [{ type: 'thinking', thinking: 'Need the tool.', signature: 'sig-a' }, { type: 'redacted_thinking', data: 'EmwK' }, { type: 'text', text: 'Checking.' }],
+            content: [
+              { type: 'thinking', thinking: 'Need the tool.', signature: 'sig-a' },
+              { type: 'redacted_thinking', data: 'EmwK' },
+              { type: 'text', text: 'Checking.' },
+            ],
             tool_calls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' }, type: 'tool_call' }],
           }),
           new ToolMessage({ tool_call_id: 'toolu_1', content: 'sunny' }),
@@ -299,8 +400,20 @@ describe('rxheal/langchain', function () {
         ]);
         const assistants = requests[0]!.messages.filter((m) => m.role === 'assistant');
         expect(assistants.map((m) => (m.role === 'assistant' ? [m.content, m.reasoning] : []))).to.deep.equal([
-          ['Checking.', [{ text: 'Need the tool.', signature: 'sig-a' }, { text: '', redactedData: 'EmwK' }]],
-          ['Sunny.', [{ text: 'The user wants Paris.', signature: 'sig-1' }, { text: '', redactedData: 'EmwK' }]],
+          [
+            'Checking.',
+            [
+              { text: 'Need the tool.', signature: 'sig-a' },
+              { text: '', redactedData: 'EmwK' },
+            ],
+          ],
+          [
+            'Sunny.',
+            [
+              { text: 'The user wants Paris.', signature: 'sig-1' },
+              { text: '', redactedData: 'EmwK' },
+            ],
+          ],
           ['Rain.', [{ text: 'Forecast says rain.' }]],
         ]);
       });
@@ -312,7 +425,10 @@ describe('rxheal/langchain', function () {
           chunk({ content: [{ index: 0, type: 'thinking', signature: 'sig-rt' }] as never, response_metadata: { model_provider: 'anthropic' } }),
           chunk({ content: [{ index: 1, type: 'redacted_thinking', data: 'EmwK' }] as never, response_metadata: { model_provider: 'anthropic' } }),
           chunk({ content: [{ index: 2, type: 'text', text: 'Hello' }] as never, response_metadata: { model_provider: 'anthropic' } }),
-          chunk({ content: [{ index: 2, type: 'text', text: ' there' }] as never, response_metadata: { model_provider: 'anthropic', stop_reason: 'end_turn' } }),
+          chunk({
+            content: [{ index: 2, type: 'text', text: ' there' }] as never,
+            response_metadata: { model_provider: 'anthropic', stop_reason: 'end_turn' },
+          }),
         ];
         /** Reasoning, redacted and text blocks, whichever shape (ChatAnthropic's translated, or ours). */
         const shape = (message: AIMessageChunk) =>

@@ -61,12 +61,7 @@ describe('leaks: cancellation reaches the work', () => {
       ts.maxFrames = Infinity;
       const breakers = new CircuitBreakerRegistry({ scheduler: ts });
       const sub = callTool(tool, { id: 'c1', name: 'search', args: { q: 'x' } })
-        .pipe(
-          retryWithBackoff({ scheduler: ts }),
-          circuitBreak(breakers.get('tool:search')),
-          reflectOnError(),
-          degradeAfter(3_000, 'none', { scheduler: ts }),
-        )
+        .pipe(retryWithBackoff({ scheduler: ts }), circuitBreak(breakers.get('tool:search')), reflectOnError(), degradeAfter(3_000, 'none', { scheduler: ts }))
         .subscribe();
       expect(pending.observed).to.equal(true);
       sub.unsubscribe();
@@ -108,8 +103,14 @@ describe('leaks: cancellation reaches the work', () => {
         messages: [{ role: 'user', content: 'hi' }],
         scheduler: ts,
         toolPipeline: (call, call$, { hub }) =>
-          call$.pipe(retryWithBackoff({ scheduler: ts, hub, target: `tool:${call.name}` }), circuitBreak(breakers.get(`tool:${call.name}`), { hub }), reflectOnError(), degradeAfter(10_000, 'none', { scheduler: ts })),
-        modelPipeline: (_request, turn$, { hub }) => turn$.pipe(retryWithBackoff({ scheduler: ts, hub, target: 'model:fake', afterEmit: 'error' }), circuitBreak(breakers.get('model:fake'), { hub })),
+          call$.pipe(
+            retryWithBackoff({ scheduler: ts, hub, target: `tool:${call.name}` }),
+            circuitBreak(breakers.get(`tool:${call.name}`), { hub }),
+            reflectOnError(),
+            degradeAfter(10_000, 'none', { scheduler: ts }),
+          ),
+        modelPipeline: (_request, turn$, { hub }) =>
+          turn$.pipe(retryWithBackoff({ scheduler: ts, hub, target: 'model:fake', afterEmit: 'error' }), circuitBreak(breakers.get('model:fake'), { hub })),
       });
       const sub = run$.subscribe({ next: (e) => events.push(e), error: () => undefined });
       // the tool is running: finish it, so the second model turn starts streaming
@@ -166,7 +167,8 @@ describe('leaks: cancellation reaches the work', () => {
           model,
           tools: [tool],
           messages: [{ role: 'user', content: 'hi' }],
-          toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, jitter: 'none' }), circuitBreak(breakers.get(`tool:${call.name}`), { hub }), reflectOnError()),
+          toolPipeline: (call, call$, { hub }) =>
+            call$.pipe(retryWithBackoff({ hub, jitter: 'none' }), circuitBreak(breakers.get(`tool:${call.name}`), { hub }), reflectOnError()),
         }).subscribe({ complete: () => (completed = true) });
         flush();
         executions = tool.executions.length;

@@ -37,19 +37,32 @@ interface Rig {
   readonly op: OperatorFunction<unknown, unknown>;
 }
 
-const toolError = (cause: unknown): ToolError => new ToolError({ toolName: 'search', callId: 'c1', phase: 'execute', args: {}, idempotent: true, message: 'bad units', cause });
+const toolError = (cause: unknown): ToolError =>
+  new ToolError({ toolName: 'search', callId: 'c1', phase: 'execute', args: {}, idempotent: true, message: 'bad units', cause });
 
 const RIGS: Record<string, () => Rig> = {
-  'retryWithBackoff': () => {
+  retryWithBackoff: () => {
     const ts = scheduler();
-    return { ts, source: new Subject(), others: [], op: retryWithBackoff({ scheduler: ts, jitter: 'none', maxRetries: 2 }) as MonoTypeOperatorFunction<unknown> };
+    return {
+      ts,
+      source: new Subject(),
+      others: [],
+      op: retryWithBackoff({ scheduler: ts, jitter: 'none', maxRetries: 2 }) as MonoTypeOperatorFunction<unknown>,
+    };
   },
   'retryWithBackoff (totalTimeoutMs, restart)': () => {
     const ts = scheduler();
-    const op = retryWithBackoff<unknown>({ scheduler: ts, jitter: 'none', maxRetries: 2, totalTimeoutMs: 60_000, afterEmit: 'restart', onRestart: () => 'reset' });
+    const op = retryWithBackoff<unknown>({
+      scheduler: ts,
+      jitter: 'none',
+      maxRetries: 2,
+      totalTimeoutMs: 60_000,
+      afterEmit: 'restart',
+      onRestart: () => 'reset',
+    });
     return { ts, source: new Subject(), others: [], op };
   },
-  'circuitBreak': () => {
+  circuitBreak: () => {
     const ts = scheduler();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     return { ts, source: new Subject(), others: [], op: circuitBreak(breaker) };
@@ -57,12 +70,19 @@ const RIGS: Record<string, () => Rig> = {
   'retryWithBackoff → circuitBreak (fused; totalTimeoutMs, restart)': () => {
     const ts = scheduler();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
-    const retry = retryWithBackoff<unknown>({ scheduler: ts, jitter: 'none', maxRetries: 2, totalTimeoutMs: 60_000, afterEmit: 'restart', onRestart: () => 'reset' });
+    const retry = retryWithBackoff<unknown>({
+      scheduler: ts,
+      jitter: 'none',
+      maxRetries: 2,
+      totalTimeoutMs: 60_000,
+      afterEmit: 'restart',
+      onRestart: () => 'reset',
+    });
     const op: MonoTypeOperatorFunction<unknown> = (s) => s.pipe(retry, circuitBreak(breaker));
     return { ts, source: new Subject(), others: [], op };
   },
-  'reflectOnError': () => ({ ts: scheduler(), source: new Subject(), others: [], op: reflectOnError() }),
-  'fallbackTo': () => {
+  reflectOnError: () => ({ ts: scheduler(), source: new Subject(), others: [], op: reflectOnError() }),
+  fallbackTo: () => {
     const alternative = new Subject<unknown>();
     return { ts: scheduler(), source: new Subject(), others: [alternative], op: fallbackTo<unknown>(alternative) };
   },
@@ -73,9 +93,14 @@ const RIGS: Record<string, () => Rig> = {
     const op = fallbackTo<unknown>({ name: 'backup', source: alternative, breaker }, { midStream: 'restart', onRestart: () => 'reset' });
     return { ts, source: new Subject(), others: [alternative], op };
   },
-  'degradeAfter': () => {
+  degradeAfter: () => {
     const ts = scheduler();
-    return { ts, source: new Subject(), others: [], op: degradeAfter({ firstMs: 1_000, idleMs: 500 }, 'degraded', { scheduler: ts, onError: (e) => e instanceof HttpError && e.status === 503 }) };
+    return {
+      ts,
+      source: new Subject(),
+      others: [],
+      op: degradeAfter({ firstMs: 1_000, idleMs: 500 }, 'degraded', { scheduler: ts, onError: (e) => e instanceof HttpError && e.status === 503 }),
+    };
   },
   'all five composed': () => {
     const ts = scheduler();
@@ -100,7 +125,7 @@ const ENDINGS: Record<string, (rig: Rig, sub: Subscription) => void> = {
     rig.source.next(1);
     sub.unsubscribe();
   },
-  'completed': (rig) => {
+  completed: (rig) => {
     rig.source.next(1);
     rig.source.complete();
     for (const o of rig.others) o.complete();
@@ -188,7 +213,7 @@ describe('leaks: nothing is left after a subscription ends', () => {
     });
   });
 
-  describe("breaker events: observers go when their subscriptions do", () => {
+  describe('breaker events: observers go when their subscriptions do', () => {
     it('state$ and events$ leave no observer behind', () => {
       const breaker = new CircuitBreaker({ scheduler: scheduler() });
       const subject = (breaker as unknown as { subject?: Subject<unknown> }).subject;

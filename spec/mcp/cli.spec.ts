@@ -55,7 +55,12 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     child.stderr.resume();
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'host', version: '1.0.0' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'host', version: '1.0.0' } },
+    };
     child.stdin.write(`${JSON.stringify(initialize)}\n`);
     await until(() => out.includes('"id":1'), 15_000);
     expect(out).to.include('"result"');
@@ -81,7 +86,9 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
     let err = '';
     proxy.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
     proxy.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-    proxy.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'host', version: '1.0.0' } } })}\n`);
+    proxy.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'host', version: '1.0.0' } } })}\n`,
+    );
     await until(() => proxy.exitCode !== null, 15_000);
     expect(proxy.exitCode).to.equal(1);
     const answer = JSON.parse(out.trim()) as { id: number; error: { message: string } };
@@ -110,7 +117,13 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
 
     it("the breaker's flags: --failure-threshold 1 opens it at the first failure, --reset-timeout lets a call probe again soon", async () => {
       const host = new Client({ name: 'host', version: '1.0.0' });
-      await host.connect(new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI, '--retries', '0', '--failure-threshold', '1', '--reset-timeout', '300', '--url', server.url.href], stderr: 'ignore' }));
+      await host.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: ['--import', 'tsx', CLI, '--retries', '0', '--failure-threshold', '1', '--reset-timeout', '300', '--url', server.url.href],
+          stderr: 'ignore',
+        }),
+      );
       try {
         server.dropNext();
         const lost = await host.callTool({ name: 'echo', arguments: { text: 'x' } });
@@ -128,7 +141,9 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
   it('without its peer @modelcontextprotocol/sdk it says so in one line (exit code 1), no stack trace', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', HIDE_SDK, CLI, '--', 'node', 'server.js'], { encoding: 'utf8' });
     expect(run.status).to.equal(1);
-    expect(run.stderr.trim().split('\n')).to.deep.equal(['rxheal-mcp-proxy: needs @modelcontextprotocol/sdk 1.x (an optional peer of rxheal): npm install @modelcontextprotocol/sdk']);
+    expect(run.stderr.trim().split('\n')).to.deep.equal([
+      'rxheal-mcp-proxy: needs @modelcontextprotocol/sdk 1.x (an optional peer of rxheal): npm install @modelcontextprotocol/sdk',
+    ]);
     // what needs no peer still answers
     const help = spawnSync(process.execPath, ['--import', 'tsx', '--import', HIDE_SDK, CLI, '--help'], { encoding: 'utf8' });
     expect(help.status).to.equal(0);
@@ -137,7 +152,17 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
   it('--help: the usage, every option with its default, the peer to install and a host configuration; --version: the package version', () => {
     const help = spawnSync(process.execPath, ['--import', 'tsx', CLI, '--help'], { encoding: 'utf8' });
     expect(help.status).to.equal(0);
-    for (const text of ['usage: rxheal-mcp-proxy', '--retries N', '--timeout MS', '--failure-threshold N', '--reset-timeout MS', '--url URL', 'npm install @modelcontextprotocol/sdk', '"mcpServers"']) expect(help.stdout).to.include(text);
+    for (const text of [
+      'usage: rxheal-mcp-proxy',
+      '--retries N',
+      '--timeout MS',
+      '--failure-threshold N',
+      '--reset-timeout MS',
+      '--url URL',
+      'npm install @modelcontextprotocol/sdk',
+      '"mcpServers"',
+    ])
+      expect(help.stdout).to.include(text);
     const config = /(\{\n\s+"mcpServers"[\s\S]*\n {2}\})/.exec(help.stdout)?.[1];
     expect(JSON.parse(config!).mcpServers.weather.args.slice(0, 1)).to.deep.equal(['rxheal-mcp-proxy']);
     const version = spawnSync(process.execPath, ['--import', 'tsx', CLI, '--version'], { encoding: 'utf8' });
@@ -161,11 +186,13 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
     expect(parseArgs(proxyArgs(server!.args))).to.have.property('serve');
   });
 
-  it('reads the flags: the breaker\'s, and a bad value refused naming it', () => {
+  it("reads the flags: the breaker's, and a bad value refused naming it", () => {
     expect(parseArgs(['--failure-threshold', '2', '--reset-timeout', '5000', '--', 'node', 's.js'])).to.deep.equal({
       serve: { upstream: { command: 'node', args: ['s.js'] }, retries: 2, timeoutMs: 60_000, failureThreshold: 2, resetTimeoutMs: 5000 },
     });
-    expect(parseArgs(['--failure-threshold', '0', '--', 'node'])).to.have.property('error').that.matches(/bad argument "--failure-threshold" "0"/);
+    expect(parseArgs(['--failure-threshold', '0', '--', 'node']))
+      .to.have.property('error')
+      .that.matches(/bad argument "--failure-threshold" "0"/);
     expect(parseArgs(['--version'])).to.deep.equal({ version: true });
   });
 });

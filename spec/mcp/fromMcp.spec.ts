@@ -9,8 +9,30 @@ import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { lastValueFrom, type Observable } from 'rxjs';
-import { CapabilityRegistry, CircuitBreakerRegistry, callTool, classifyError, isServiceFailure, reflectOnError, Reflection, shouldReflectByDefault, ToolError, InvalidOptionError, type Tool } from '../../src/index.js';
-import { fromMcp, isIdempotentTool, McpConnectionError, McpProtocolError, McpTimeoutError, McpToolResultError, watchMcpTools, type McpToolInfo, type McpWatchableClient } from '../../src/mcp/index.js';
+import {
+  CapabilityRegistry,
+  CircuitBreakerRegistry,
+  callTool,
+  classifyError,
+  isServiceFailure,
+  reflectOnError,
+  Reflection,
+  shouldReflectByDefault,
+  ToolError,
+  InvalidOptionError,
+  type Tool,
+} from '../../src/index.js';
+import {
+  fromMcp,
+  isIdempotentTool,
+  McpConnectionError,
+  McpProtocolError,
+  McpTimeoutError,
+  McpToolResultError,
+  watchMcpTools,
+  type McpToolInfo,
+  type McpWatchableClient,
+} from '../../src/mcp/index.js';
 import { mcpFailure } from '../../src/mcp/errors.js';
 import { connected, failure, run, stdio, toolNamed, until } from './support.js';
 
@@ -39,7 +61,12 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     const weather = toolNamed(tools, 'fx_get_weather');
     expect(weather.description).to.equal('Current temperature of a city');
     expect(weather.parameters).to.deep.equal(listed.find((t) => t.name === 'get_weather')!.inputSchema);
-    expect(Object.fromEntries(tools.map((t) => [t.name, t.idempotent]))).to.include({ fx_get_weather: true, fx_echo: true, fx_charge: false, fx_add_tool: false });
+    expect(Object.fromEntries(tools.map((t) => [t.name, t.idempotent]))).to.include({
+      fx_get_weather: true,
+      fx_echo: true,
+      fx_charge: false,
+      fx_add_tool: false,
+    });
     expect(isIdempotentTool({ annotations: { readOnlyHint: true, destructiveHint: true } })).to.equal(false);
     expect(isIdempotentTool({})).to.equal(false);
     // the server is called by its own name
@@ -56,13 +83,15 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     expect(tools).to.have.length((await client.listTools()).tools.length + 8);
   });
 
-  it('validates the arguments against inputSchema with the SDK\'s validator first: a ToolError (validate) and the server never sees the call', async () => {
+  it("validates the arguments against inputSchema with the SDK's validator first: a ToolError (validate) and the server never sees the call", async () => {
     const tools = await fromMcp(client);
     const before = (await stats()).calls['get_weather'] ?? 0;
     const error = await failure(run(tools, 'get_weather', { city: 'Paris', units: 'kelvin' }));
     expect(error).to.be.instanceOf(ToolError);
     expect((error as ToolError).phase).to.equal('validate');
-    expect((error as ToolError).message).to.match(/units/).and.match(/allowed values/);
+    expect((error as ToolError).message)
+      .to.match(/units/)
+      .and.match(/allowed values/);
     expect(classifyError(error).category).to.equal('validation_error');
     expect((await stats()).calls['get_weather'] ?? 0).to.equal(before);
   });
@@ -75,7 +104,10 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
     const error = await failure(run(tools, 'broken', { a: 1 }));
     expect(error).to.be.instanceOf(ToolError);
     expect((error as ToolError).phase).to.equal('validate');
-    expect((error as ToolError).message).to.match(/'broken'/).and.match(/inputSchema does not compile/).and.match(/can't resolve reference #\/\$defs\/missing/);
+    expect((error as ToolError).message)
+      .to.match(/'broken'/)
+      .and.match(/inputSchema does not compile/)
+      .and.match(/can't resolve reference #\/\$defs\/missing/);
     expect((await stats(c)).calls['broken'], 'never sent').to.equal(undefined);
   });
 
@@ -136,7 +168,9 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
   it('a 2 MB result arrives whole', async () => {
     const tools = await fromMcp(client);
     const value = await run(tools, 'big', { bytes: 2 * 1024 * 1024 });
-    expect(value).to.be.a('string').with.length(2 * 1024 * 1024);
+    expect(value)
+      .to.be.a('string')
+      .with.length(2 * 1024 * 1024);
   });
 
   it('a server writing a line that is not JSON-RPC mid-call: the call fails by its timeout, never hangs', async () => {
@@ -179,7 +213,9 @@ describe('rxheal/mcp fromMcp over stdio (a real McpServer in a child process)', 
 
   it('bad input gets a clear error at once: a client that is not an MCP 1.x Client, an unknown option', () => {
     expect(() => fromMcp({} as never)).to.throw(InvalidOptionError, /option "client" must be an MCP Client/);
-    expect(() => fromMcp({ ...client, listTools() {}, callTool() {}, ping() {}, connect() {}, close() {}, getServerVersion() {}, discover() {} } as never)).to.throw(InvalidOptionError, /2\.x/);
+    expect(() =>
+      fromMcp({ ...client, listTools() {}, callTool() {}, ping() {}, connect() {}, close() {}, getServerVersion() {}, discover() {} } as never),
+    ).to.throw(InvalidOptionError, /2\.x/);
     expect(() => fromMcp(client, { timeout: 5 } as never)).to.throw(InvalidOptionError, /option "timeout" must be one of the known options/);
     expect(() => fromMcp(client, { timeoutMs: -1 })).to.throw(InvalidOptionError, /timeoutMs/);
   });
@@ -212,7 +248,9 @@ describe('rxheal/mcp watchMcpTools when listings answer out of order (a stand-in
     const { client, listings, changed } = standIn();
     const capabilities = new CapabilityRegistry();
     const lists: Tool<Record<string, unknown>, unknown>[][] = [];
-    const subscription = watchMcpTools(client, { capabilities, breakers: new CircuitBreakerRegistry({ failureThreshold: 1 }) }).subscribe((list) => lists.push(list));
+    const subscription = watchMcpTools(client, { capabilities, breakers: new CircuitBreakerRegistry({ failureThreshold: 1 }) }).subscribe((list) =>
+      lists.push(list),
+    );
     await until(() => listings.length === 1);
     listings[0]!.resolve({ tools: [tool('first')] });
     await until(() => lists.length === 1);

@@ -54,7 +54,7 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(made, 'one new session').to.equal(1);
   });
 
-  it('…inside one permit of the server\'s breaker: a breaker that opens on the first failure stays closed, the call answered (the demo\'s settings)', async () => {
+  it("…inside one permit of the server's breaker: a breaker that opens on the first failure stays closed, the call answered (the demo's settings)", async () => {
     const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
     const tools = await fromMcp(await connect(), { id: 'web', reconnect: transport, breakers });
     expect(await run(tools, 'echo', { text: 'before' })).to.equal('before');
@@ -70,7 +70,9 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(await run(tools, 'echo', { text: 'before' })).to.equal('before');
     await server.restart();
     const echo = toolNamed(tools, 'echo');
-    expect(await lastValueFrom(callTool(echo, { id: 'r', name: 'echo', args: { text: 'after' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 })))).to.equal('after');
+    expect(
+      await lastValueFrom(callTool(echo, { id: 'r', name: 'echo', args: { text: 'after' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 }))),
+    ).to.equal('after');
     expect(made, 'one new session').to.equal(1);
   });
 
@@ -103,7 +105,7 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(await run(tools, 'echo', { text: 'up' })).to.equal('up');
   });
 
-  it('one exchange\'s network error is not a dead session: a destructive call in flight keeps its answer, the next call goes out on the same session', async () => {
+  it("one exchange's network error is not a dead session: a destructive call in flight keeps its answer, the next call goes out on the same session", async () => {
     let made = 0;
     const tools = await fromMcp(await connect(), { id: 'web', reconnect: () => (made++, transport()) });
     const charging = run(tools, 'charge', { amount: 7, delayMs: 2000 });
@@ -118,11 +120,13 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
     expect(server.opened, 'no session abandoned for a new one').to.equal(1);
   });
 
-  it('…and without a transport factory the link goes on: a read-only tool\'s retry and a destructive tool\'s next run are sent', async () => {
+  it("…and without a transport factory the link goes on: a read-only tool's retry and a destructive tool's next run are sent", async () => {
     const tools = await fromMcp(await connect(), { id: 'web' });
     server.dropNext();
     const echo = toolNamed(tools, 'echo');
-    expect(await lastValueFrom(callTool(echo, { id: 'n1', name: 'echo', args: { text: 'again' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 })))).to.equal('again');
+    expect(
+      await lastValueFrom(callTool(echo, { id: 'n1', name: 'echo', args: { text: 'again' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 }))),
+    ).to.equal('again');
     server.dropNext();
     await failure(run(tools, 'charge', { amount: 3 }));
     expect(book.lines(), 'the dropped charge never reached the tool').to.deep.equal([]);
@@ -155,10 +159,13 @@ describe('rxheal/mcp over Streamable HTTP (a real McpServer on 127.0.0.1)', func
   it('the fixture server is guarded: a foreign Host is refused (421), a browser Origin too (403)', async () => {
     const status = (headers: Record<string, string>): Promise<number> =>
       new Promise((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port: Number(server.url.port), path: '/mcp', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          { host: '127.0.0.1', port: Number(server.url.port), path: '/mcp', method: 'POST', headers: { 'content-type': 'application/json', ...headers } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end('{}');
       });

@@ -17,7 +17,8 @@ interface Pending {
 }
 
 /** What a Streamable-HTTP client throws for a 404 to a request carrying a session id. */
-const sessionGone = (): Error => Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint: {"error":"Session not found"}'), { name: 'StreamableHTTPError', code: 404 });
+const sessionGone = (): Error =>
+  Object.assign(new Error('Streamable HTTP error: Error POSTing to endpoint: {"error":"Session not found"}'), { name: 'StreamableHTTPError', code: 404 });
 
 function standIn(): { client: McpClient; calls: Pending[]; connects: () => number } {
   const calls: Pending[] = [];
@@ -78,7 +79,9 @@ describe('rxheal/mcp link: which failure, of which connection, makes the next ca
   it('a network error of one exchange (fetch failed) is not a broken connection; a closed transport (Connection closed) is', async () => {
     const { calls, connects, call } = await linked();
     const refused = call().catch((error: unknown) => error);
-    calls[0]!.reject(Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }));
+    calls[0]!.reject(
+      Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }),
+    );
     expect(await refused).to.be.instanceOf(TypeError);
     const after = call();
     await flush();

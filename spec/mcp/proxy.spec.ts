@@ -15,7 +15,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema, McpError, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  type ClientCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import { parseArgs } from '../../src/mcp/args.js';
 import { toolset } from '../../src/mcp/fromMcp.js';
 import { forwardCall } from '../../src/mcp/proxy.js';
@@ -44,7 +51,7 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
   after(async () => {
     await client.close();
   });
-  const text = (result: { readonly [key: string]: unknown }): string => ((result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '');
+  const text = (result: { readonly [key: string]: unknown }): string => (result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '';
 
   it('lists the upstream tools as they are (names, schemas, annotations)', async () => {
     const { tools } = await client.listTools();
@@ -54,7 +61,7 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
     expect(tools.map((t) => t.name)).to.include.members(['echo', 'charge', 'flaky', 'stats']);
   });
 
-  it('forwards the upstream\'s progress to the host, under the host\'s own progress token: a host timeout reset by progress lets a long tool finish', async () => {
+  it("forwards the upstream's progress to the host, under the host's own progress token: a host timeout reset by progress lets a long tool finish", async () => {
     const seen: { progress: number; total?: number }[] = [];
     // 6 steps of 400 ms (2.4 s) against a host timeout of 1 s that each progress notification resets
     const result = await client.callTool({ name: 'progress', arguments: { steps: 6, intervalMs: 400 } }, undefined, {
@@ -105,9 +112,15 @@ describe('rxheal-mcp-proxy between an MCP client and a faulty upstream', functio
   });
 
   it('a bad command line is refused with the usage (exit code 2)', () => {
-    expect(parseArgs(['--retries', 'x', '--', 'node'])).to.have.property('error').that.matches(/bad argument "--retries" "x"/);
-    expect(parseArgs([])).to.have.property('error').that.matches(/no upstream/);
-    expect(parseArgs(['--url', 'http://127.0.0.1:1/mcp'])).to.deep.equal({ serve: { upstream: { url: 'http://127.0.0.1:1/mcp' }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 } });
+    expect(parseArgs(['--retries', 'x', '--', 'node']))
+      .to.have.property('error')
+      .that.matches(/bad argument "--retries" "x"/);
+    expect(parseArgs([]))
+      .to.have.property('error')
+      .that.matches(/no upstream/);
+    expect(parseArgs(['--url', 'http://127.0.0.1:1/mcp'])).to.deep.equal({
+      serve: { upstream: { url: 'http://127.0.0.1:1/mcp' }, retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 },
+    });
     const run = spawnSync(process.execPath, ['--import', 'tsx', CLI, '--'], { encoding: 'utf8' });
     expect(run.status).to.equal(2);
     expect(run.stderr).to.match(/usage: rxheal-mcp-proxy/);
@@ -148,8 +161,12 @@ describe('rxheal-mcp-proxy passes through what is not a tool call (compared with
   after(async () => {
     await Promise.all([proxied.close(), direct.close()]);
   });
-  const text = (result: { readonly [key: string]: unknown }): string => ((result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '');
-  const rejection = (promise: Promise<unknown>): Promise<McpError> => promise.then(() => Promise.reject(new Error('expected a JSON-RPC error')), (error: McpError) => error);
+  const text = (result: { readonly [key: string]: unknown }): string => (result['content'] as { text: string }[] | undefined)?.[0]?.text ?? '';
+  const rejection = (promise: Promise<unknown>): Promise<McpError> =>
+    promise.then(
+      () => Promise.reject(new Error('expected a JSON-RPC error')),
+      (error: McpError) => error,
+    );
 
   it("the upstream's identity, instructions and capabilities", () => {
     expect(proxied.getServerVersion()).to.deep.equal({ name: 'fixture', version: '1.0.0' });
@@ -167,7 +184,7 @@ describe('rxheal-mcp-proxy passes through what is not a tool call (compared with
     expect(text(await proxied.callTool({ name: 'list_roots', arguments: {} }))).to.equal('file:///work');
   });
 
-  it("prompts, completions and resources as the upstream answers them, and its errors as it sent them", async () => {
+  it('prompts, completions and resources as the upstream answers them, and its errors as it sent them', async () => {
     expect(await proxied.listPrompts()).to.deep.equal(await direct.listPrompts());
     const prompt = await proxied.getPrompt({ name: 'forecast', arguments: { city: 'Paris' } });
     expect(prompt.messages[0]!.content).to.deep.equal({ type: 'text', text: 'What is the weather in Paris?' });
@@ -186,7 +203,10 @@ describe('rxheal-mcp-proxy passes through what is not a tool call (compared with
     await proxied.setLoggingLevel('warning');
     expect(text(await proxied.callTool({ name: 'log', arguments: { levels: ['debug', 'info', 'warning', 'error'] } }))).to.equal('logged');
     await until(() => logs.length >= 2);
-    expect(logs).to.deep.equal([{ level: 'warning', data: 'a warning message' }, { level: 'error', data: 'a error message' }]);
+    expect(logs).to.deep.equal([
+      { level: 'warning', data: 'a warning message' },
+      { level: 'error', data: 'a error message' },
+    ]);
   });
 
   it("the host's notifications reach the upstream (roots/list_changed)", async () => {
@@ -200,7 +220,8 @@ describe('rxheal-mcp-proxy: one forwarded call the host cancels (forwardCall)', 
   it('settles (a handler left pending would be kept for ever) and is cancelled upstream; one cancelled before it starts is never sent', async () => {
     const client = await connected(stdio());
     try {
-      const stats = async (): Promise<{ calls: Record<string, number>; cancelled: number }> => (await client.callTool({ name: 'stats', arguments: {} })).structuredContent as never;
+      const stats = async (): Promise<{ calls: Record<string, number>; cancelled: number }> =>
+        (await client.callTool({ name: 'stats', arguments: {} })).structuredContent as never;
       const tools = toolset('spec', client, {});
       await tools.list();
       const cancel = new AbortController();
@@ -211,7 +232,9 @@ describe('rxheal-mcp-proxy: one forwarded call the host cancels (forwardCall)', 
       await until(async () => (await stats()).cancelled === 1);
       const gone = new AbortController();
       gone.abort();
-      expect(await forwardCall(tools, 2, { name: 'echo', arguments: { text: 'x' } }, { signal: gone.signal, sendNotification: () => Promise.resolve() })).to.include({ isError: true });
+      expect(
+        await forwardCall(tools, 2, { name: 'echo', arguments: { text: 'x' } }, { signal: gone.signal, sendNotification: () => Promise.resolve() }),
+      ).to.include({ isError: true });
       expect((await stats()).calls['echo'], 'never sent').to.equal(undefined);
     } finally {
       await client.close();

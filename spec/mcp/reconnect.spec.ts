@@ -9,7 +9,16 @@ import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { lastValueFrom } from 'rxjs';
-import { CapabilityRegistry, CircuitBreakerRegistry, CircuitOpenError, callTool, classifyError, retryWithBackoff, ToolError, type Tool } from '../../src/index.js';
+import {
+  CapabilityRegistry,
+  CircuitBreakerRegistry,
+  CircuitOpenError,
+  callTool,
+  classifyError,
+  retryWithBackoff,
+  ToolError,
+  type Tool,
+} from '../../src/index.js';
 import { fromMcp, McpConnectionError, watchMcpTools } from '../../src/mcp/index.js';
 import { connected, failure, ledger, run, stdio, toolNamed, until } from './support.js';
 
@@ -63,7 +72,12 @@ describe('rxheal/mcp over stdio: breaker, capabilities, reconnection', function 
     };
     const client = await connect(good);
     // a breaker that does not open here: the backoff alone is under test
-    const tools = await fromMcp(client, { id: 'fx', reconnect: factory, reconnectBackoff: { initialMs: 300, maxMs: 300 }, breakers: new CircuitBreakerRegistry({ failureThreshold: 100 }) });
+    const tools = await fromMcp(client, {
+      id: 'fx',
+      reconnect: factory,
+      reconnectBackoff: { initialMs: 300, maxMs: 300 },
+      breakers: new CircuitBreakerRegistry({ failureThreshold: 100 }),
+    });
     await failure(run(tools, 'crash', {}));
     const first = await failure(run(tools, 'echo', { text: 'x' }));
     expect((first as ToolError).message).to.match(/reconnection failed/);
@@ -120,13 +134,21 @@ describe('rxheal/mcp over stdio: breaker, capabilities, reconnection', function 
     const tools = await fromMcp(client, { id: 'fx', reconnect: transport });
     const charge = toolNamed(tools, 'charge');
     expect(charge.idempotent).to.equal(false);
-    const error = await failure(lastValueFrom(callTool(charge, { id: 'p1', name: 'charge', args: { amount: 42, die: true } }).pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 10 }))));
+    const error = await failure(
+      lastValueFrom(
+        callTool(charge, { id: 'p1', name: 'charge', args: { amount: 42, die: true } }).pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 10 })),
+      ),
+    );
     expect(error).to.be.instanceOf(ToolError);
     expect((error as ToolError).cause).to.be.instanceOf(McpConnectionError);
     expect(classifyError(error)).to.include({ retryable: false, withheld: 'not_idempotent' });
     expect(book.lines()).to.deep.equal(['42']);
     // an idempotent tool is retried over the same failure, on a reconnected server
-    expect(await lastValueFrom(callTool(toolNamed(tools, 'echo'), { id: 'p2', name: 'echo', args: { text: 'ok' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 })))).to.equal('ok');
+    expect(
+      await lastValueFrom(
+        callTool(toolNamed(tools, 'echo'), { id: 'p2', name: 'echo', args: { text: 'ok' } }).pipe(retryWithBackoff({ maxRetries: 2, initialBackoffMs: 10 })),
+      ),
+    ).to.equal('ok');
     expect(book.lines()).to.deep.equal(['42']);
   });
 

@@ -7,7 +7,16 @@
 import { expect } from 'chai';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { lastValueFrom, toArray } from 'rxjs';
-import { CapabilityRegistry, CircuitBreakerRegistry, reflectOnError, retryWithBackoff, runAgent, type AgentEvent, type Message, type ModelRequest } from '../../src/index.js';
+import {
+  CapabilityRegistry,
+  CircuitBreakerRegistry,
+  reflectOnError,
+  retryWithBackoff,
+  runAgent,
+  type AgentEvent,
+  type Message,
+  type ModelRequest,
+} from '../../src/index.js';
 import { finish, scriptedModel, textDeltas, toolCall } from '../../src/testing/index.js';
 import { fromMcp } from '../../src/mcp/index.js';
 import { connected, stdio } from './support.js';
@@ -52,19 +61,23 @@ describe('runAgent with rxheal/mcp tools (a real McpServer over stdio)', functio
         model,
         tools,
         messages: [{ role: 'user', content: 'Weather in Paris?' }],
-        toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 10 }), reflectOnError()),
+        toolPipeline: (call, call$, { hub }) =>
+          call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 10 }), reflectOnError()),
       }).pipe(toArray()),
     );
     expect(events.filter((e) => e.type === 'reflection')).to.have.length(2);
     expect(seen[0]).to.match(/units/);
     expect(seen[1]).to.contain("unknown city 'Pariss'; known cities: Paris, London, Tokyo");
-    const answer = events.filter((e) => e.type === 'text-delta').map((e) => (e as { text: string }).text).join('');
+    const answer = events
+      .filter((e) => e.type === 'text-delta')
+      .map((e) => (e as { text: string }).text)
+      .join('');
     expect(answer).to.equal('It is 18 °C in Paris.');
     const after = ((await client.callTool({ name: 'stats', arguments: {} })).structuredContent as { calls: Record<string, number> }).calls['get_weather'] ?? 0;
     expect(after - before, 'the schema-refused call never reached the server; the other two did, once each').to.equal(2);
   });
 
-  it('the degradation path: the server\'s breaker open, the next turn\'s instruction says its tools are unavailable', async () => {
+  it("the degradation path: the server's breaker open, the next turn's instruction says its tools are unavailable", async () => {
     const dying = await connected(stdio());
     const capabilities = new CapabilityRegistry();
     const tools = await fromMcp(dying, { id: 'fx', breakers: new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 }), capabilities });
@@ -76,7 +89,12 @@ describe('runAgent with rxheal/mcp tools (a real McpServer over stdio)', functio
       },
     ]);
     const events = await lastValueFrom(runAgent({ model, tools, capabilities, messages: [{ role: 'user', content: 'Crash it' }] }).pipe(toArray()));
-    expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { text: string }).text).join('')).to.equal('told');
+    expect(
+      events
+        .filter((e) => e.type === 'text-delta')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+    ).to.equal('told');
     expect(events.some((e) => e.type === 'degraded' && e.capability === 'echo')).to.equal(true);
     await dying.close();
   });

@@ -11,7 +11,13 @@ export const SERVER = new URL('./fixtures/stdioServer.ts', import.meta.url).path
 
 /** A fresh transport to the stdio fixture (a new child process each time). */
 export function stdio(env: Record<string, string> = {}): () => StdioClientTransport {
-  return () => new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', SERVER], env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' });
+  return () =>
+    new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', SERVER],
+      env: { ...(process.env as Record<string, string>), ...env },
+      stderr: 'ignore',
+    });
 }
 
 export async function connected(transport: () => unknown): Promise<Client> {
@@ -54,5 +60,13 @@ export async function until(condition: () => boolean | Promise<boolean>, ms = 50
 /** A fresh ledger file for the destructive tool, and its lines. */
 export function ledger(): { path: string; lines: () => string[] } {
   const path = join(mkdtempSync(join(tmpdir(), 'rxheal-mcp-')), 'ledger');
-  return { path, lines: () => (existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l !== '') : []) };
+  return {
+    path,
+    lines: () =>
+      existsSync(path)
+        ? readFileSync(path, 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+        : [],
+  };
 }

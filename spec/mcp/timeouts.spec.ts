@@ -38,7 +38,9 @@ describe('rxheal/mcp timeouts in virtual time', () => {
     scheduler.run(({ flush }) => {
       let failedAt = -1;
       let failure: unknown;
-      from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({ error: (e: unknown) => ((failedAt = scheduler.now()), (failure = e)) });
+      from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({
+        error: (e: unknown) => ((failedAt = scheduler.now()), (failure = e)),
+      });
       const { options } = calls[0]!;
       expect(options.onprogress, 'onprogress is wired (so the SDK sends a progress token)').to.be.a('function');
       expect(options.resetTimeoutOnProgress).to.equal(true);
@@ -61,7 +63,9 @@ describe('rxheal/mcp timeouts in virtual time', () => {
     scheduler.run(({ flush }) => {
       let failedAt = -1;
       let failure: unknown;
-      from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({ error: (e: unknown) => ((failedAt = scheduler.now()), (failure = e)) });
+      from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({
+        error: (e: unknown) => ((failedAt = scheduler.now()), (failure = e)),
+      });
       for (let at = 100; at < 3000; at += 100) scheduler.schedule(() => calls[0]!.options.onprogress!({ progress: at }), at);
       flush();
       expect(failedAt).to.equal(1000);
@@ -95,7 +99,12 @@ describe('rxheal/mcp timeouts in virtual time', () => {
     const scheduler = new TestScheduler((a, b) => {
       expect(a).to.deep.equal(b);
     });
-    const broken: McpClient = { ...client, callTool: () => { throw new RangeError('broken client'); } };
+    const broken: McpClient = {
+      ...client,
+      callTool: () => {
+        throw new RangeError('broken client');
+      },
+    };
     const [tool] = await fromMcp(broken, { timeoutMs: 400, scheduler });
     let failure: unknown;
     from(tool!.execute({}, { signal: new AbortController().signal }) as Observable<unknown>).subscribe({ error: (e: unknown) => (failure = e) });

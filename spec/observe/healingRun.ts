@@ -44,7 +44,11 @@ export function healingRunConfig(hub: HealHub) {
   const breakers = new CircuitBreakerRegistry({ failureThreshold: 5, resetTimeoutMs: 60_000 });
   const primary = scriptedModel('primary', [
     { marbles: '10ms #', error: new HttpError(503, {}, 'Service Unavailable') },
-    at(10, [toolCall('c4', 'get_weather', { city: 'NYC', units: 'celsius' }), toolCall('c5', 'knowledge_search', { query: 'umbrella policy' }), finish('tool-calls', { inputTokens: 200, outputTokens: 25 })]),
+    at(10, [
+      toolCall('c4', 'get_weather', { city: 'NYC', units: 'celsius' }),
+      toolCall('c5', 'knowledge_search', { query: 'umbrella policy' }),
+      finish('tool-calls', { inputTokens: 200, outputTokens: 25 }),
+    ]),
     at(10, [...textDeltas('It is 22 °C and sunny in NYC.'), finish('stop', { inputTokens: 300, outputTokens: 12 })]),
   ]);
   const secondary = scriptedModel('secondary', [
@@ -60,10 +64,14 @@ export function healingRunConfig(hub: HealHub) {
     idempotent: true,
   });
   const broken = scriptedTool('broken_api', [{ error: new HttpError(503, {}, 'Service Unavailable') }], { idempotent: true });
-  const search = scriptedTool('knowledge_search', [
-    { marbles: '5000ms (r|)', values: { r: 'slow docs' } },
-    { marbles: '200ms (r|)', values: { r: 'umbrella policy: free' } },
-  ], { args: t.type({ query: t.string }), idempotent: true });
+  const search = scriptedTool(
+    'knowledge_search',
+    [
+      { marbles: '5000ms (r|)', values: { r: 'slow docs' } },
+      { marbles: '200ms (r|)', values: { r: 'umbrella policy: free' } },
+    ],
+    { args: t.type({ query: t.string }), idempotent: true },
+  );
 
   const toolPipeline = (call: ToolCall, call$: Observable<unknown>, { hub }: PipelineContext): Observable<unknown> => {
     switch (call.name) {

@@ -60,7 +60,11 @@ describe('logEvents / tapLogs (structured logs)', () => {
       const { logger, calls } = memoryLogger();
       runHealingRun((events$) => logEvents(events$, { logger }));
       expect(calls).to.have.length(13);
-      expect(calls[0]).to.deep.equal(['warn', { from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', mid_stream: false }, 'rxheal: fallback activated']);
+      expect(calls[0]).to.deep.equal([
+        'warn',
+        { from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', mid_stream: false },
+        'rxheal: fallback activated',
+      ]);
       expect(calls[6]).to.deep.include.members(['warn', 'rxheal: circuit breaker opened']);
       expect(calls[6]![1]).to.deep.include({ tool_name: 'broken_api', failures: 5, reason: 'failure_threshold' });
       expect(calls[10]).to.deep.equal([
@@ -113,7 +117,10 @@ describe('logEvents / tapLogs (structured logs)', () => {
         ),
       );
       expect(calls).to.deep.equal([
-        ['warn', 'WARN rxheal: tool call failed, retrying tool_name=get_weather attempt=1 max=3 backoff_ms=500 error="Invalid units" category=validation_error'],
+        [
+          'warn',
+          'WARN rxheal: tool call failed, retrying tool_name=get_weather attempt=1 max=3 backoff_ms=500 error="Invalid units" category=validation_error',
+        ],
         ['info', 'INFO rxheal: retry succeeded tool_name=get_weather attempt=2'],
         ['warn', 'WARN rxheal: circuit breaker opened tool_name=broken_api failures=5 reason=failure_threshold'],
       ]);
@@ -122,46 +129,142 @@ describe('logEvents / tapLogs (structured logs)', () => {
     });
 
     it('a withheld retry is a warning naming the tool, the reason and the error', () => {
-      const withheld: HealEvent = { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' };
+      const withheld: HealEvent = {
+        type: 'retry-withheld',
+        target: 'tool:send_email',
+        reason: 'not_idempotent',
+        category: 'service_unavailable',
+        error: 'HTTP 503',
+      };
       expect(formatLogLine(logRecord(withheld)!)).to.equal(
         'WARN rxheal: retry withheld: tool not idempotent tool_name=send_email reason=not_idempotent category=service_unavailable error="HTTP 503"',
       );
     });
 
     it('reset_ms comes from the transition event, when it carries the reset timeout (retryAfterMs)', () => {
-      const opened = { type: 'circuit', breaker: 'tool:broken_api', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 5, retryAfterMs: 60_000 } as HealEvent;
-      expect(formatLogLine(logRecord(opened)!)).to.equal('WARN rxheal: circuit breaker opened tool_name=broken_api failures=5 reset_ms=60000 reason=failure_threshold');
+      const opened = {
+        type: 'circuit',
+        breaker: 'tool:broken_api',
+        kind: 'transition',
+        from: 'closed',
+        to: 'open',
+        reason: 'failure_threshold',
+        failures: 5,
+        retryAfterMs: 60_000,
+      } as HealEvent;
+      expect(formatLogLine(logRecord(opened)!)).to.equal(
+        'WARN rxheal: circuit breaker opened tool_name=broken_api failures=5 reset_ms=60000 reason=failure_threshold',
+      );
     });
   });
 
   describe('logRecord: every resilience event has a level and a message', () => {
     const cases: [HealEvent, LogLevel, string][] = [
       [retry, 'warn', 'tool call failed, retrying tool_name=get_weather attempt=1 max=3 backoff_ms=500 error="Invalid units" category=validation_error'],
-      [{ type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'rate_limit' }, 'warn', 'model call failed, retrying model=gpt-4o attempt=2 max=3 backoff_ms=1000 category=rate_limit'],
-      [{ type: 'retry', target: 'source', attempt: 1, max: 3, delayMs: 500, category: 'timeout', error: 'late' }, 'warn', 'call failed, retrying target=source attempt=1 max=3 backoff_ms=500 error="late" category=timeout'],
+      [
+        { type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'rate_limit' },
+        'warn',
+        'model call failed, retrying model=gpt-4o attempt=2 max=3 backoff_ms=1000 category=rate_limit',
+      ],
+      [
+        { type: 'retry', target: 'source', attempt: 1, max: 3, delayMs: 500, category: 'timeout', error: 'late' },
+        'warn',
+        'call failed, retrying target=source attempt=1 max=3 backoff_ms=500 error="late" category=timeout',
+      ],
       [{ type: 'retry-succeeded', target: 'model:gpt-4o', attempt: 3 }, 'info', 'retry succeeded model=gpt-4o attempt=3'],
-      [{ type: 'circuit', breaker: 'weather-api', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0 }, 'info', 'circuit breaker half-open breaker=weather-api reason=reset_timeout'],
-      [{ type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 }, 'info', 'circuit breaker closed model=primary reason=probe_success'],
-      [{ type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'open', reason: 'probe_failure', failures: 0 }, 'warn', 'circuit breaker opened model=primary failures=0 from=half-open reason=probe_failure'],
-      [{ type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 12_000 }, 'warn', 'call rejected by open circuit model=primary retry_after_ms=12000'],
-      [{ type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'connection', midStream: true }, 'warn', 'fallback activated from=model:primary to=model:secondary reason=connection mid_stream=true'],
-      [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 4, max: 3, exhausted: true, prompt: '…' }, 'warn', 'reflections exhausted, tool abandoned tool_name=get_weather call_id=c1 attempt=4 max=3'],
-      [{ type: 'degraded', capability: 'knowledge_search', reason: 'failed (timeout)' }, 'warn', 'capability degraded capability=knowledge_search reason="failed (timeout)"'],
+      [
+        { type: 'circuit', breaker: 'weather-api', kind: 'transition', from: 'open', to: 'half-open', reason: 'reset_timeout', failures: 0 },
+        'info',
+        'circuit breaker half-open breaker=weather-api reason=reset_timeout',
+      ],
+      [
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'closed', reason: 'probe_success', failures: 0 },
+        'info',
+        'circuit breaker closed model=primary reason=probe_success',
+      ],
+      [
+        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'half-open', to: 'open', reason: 'probe_failure', failures: 0 },
+        'warn',
+        'circuit breaker opened model=primary failures=0 from=half-open reason=probe_failure',
+      ],
+      [
+        { type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 12_000 },
+        'warn',
+        'call rejected by open circuit model=primary retry_after_ms=12000',
+      ],
+      [
+        { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'connection', midStream: true },
+        'warn',
+        'fallback activated from=model:primary to=model:secondary reason=connection mid_stream=true',
+      ],
+      [
+        { type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 4, max: 3, exhausted: true, prompt: '…' },
+        'warn',
+        'reflections exhausted, tool abandoned tool_name=get_weather call_id=c1 attempt=4 max=3',
+      ],
+      [
+        { type: 'degraded', capability: 'knowledge_search', reason: 'failed (timeout)' },
+        'warn',
+        'capability degraded capability=knowledge_search reason="failed (timeout)"',
+      ],
       [{ type: 'budget-exceeded', resource: 'tokens', limit: 10_000, used: 10_412 }, 'error', 'budget exceeded resource=tokens limit=10000 used=10412'],
       [{ type: 'reset', reason: 'fallback', target: 'model:secondary' }, 'debug', 'partial output discarded reason=fallback model=secondary'],
-      [{ type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 8, queued: 3 }, 'info', 'call queued by bulkhead bulkhead=model:gpt active=8 queued=3'],
-      [{ type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 8, queued: 2, waitMs: 40 }, 'info', 'call admitted by bulkhead bulkhead=model:gpt active=8 queued=2 wait_ms=40'],
-      [{ type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 8, queued: 16, reason: 'full' }, 'warn', 'call refused by bulkhead bulkhead=tool:search active=8 queued=16 reason=full'],
+      [
+        { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 8, queued: 3 },
+        'info',
+        'call queued by bulkhead bulkhead=model:gpt active=8 queued=3',
+      ],
+      [
+        { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 8, queued: 2, waitMs: 40 },
+        'info',
+        'call admitted by bulkhead bulkhead=model:gpt active=8 queued=2 wait_ms=40',
+      ],
+      [
+        { type: 'bulkhead', bulkhead: 'tool:search', kind: 'rejected', active: 8, queued: 16, reason: 'full' },
+        'warn',
+        'call refused by bulkhead bulkhead=tool:search active=8 queued=16 reason=full',
+      ],
       [{ type: 'hedge', target: 'model:gpt', kind: 'started', attempt: 1, at: 950, afterMs: 950 }, 'info', 'hedge started model=gpt attempt=1 after_ms=950'],
       [{ type: 'hedge', target: 'model:gpt', kind: 'won', attempt: 1, at: 1200 }, 'info', 'hedge won model=gpt attempt=1'],
       [{ type: 'hedge', target: 'model:gpt', kind: 'cancelled', attempt: 0, at: 1200 }, 'debug', 'hedge cancelled model=gpt attempt=0'],
-      [{ type: 'hedge', target: 'model:claude', kind: 'failed', attempt: 1, at: 1300, category: 'server_error' }, 'warn', 'hedge failed model=claude attempt=1 category=server_error'],
+      [
+        { type: 'hedge', target: 'model:claude', kind: 'failed', attempt: 1, at: 1300, category: 'server_error' },
+        'warn',
+        'hedge failed model=claude attempt=1 category=server_error',
+      ],
       [{ type: 'hedge', target: 'model:claude', kind: 'skipped', attempt: 1, at: 950 }, 'info', 'hedge skipped: circuit open model=claude attempt=1'],
       [{ type: 'hedge', target: 'tool:search', kind: 'denied', attempt: 1, at: 950 }, 'info', 'hedge denied: budget spent tool_name=search attempt=1'],
-      [{ type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 }, 'debug', 'latency observed model=gpt kind=first count=100 p50_ms=410 p95_ms=950 p99_ms=1800'],
-      [{ type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'reset' }, 'warn', 'stream dropped, resuming model=gpt response_id=resp_1 starting_after=12 attempt=1 max=2 error="reset"'],
-      [{ type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 30, attempt: 2, max: 2, reason: 'stalled' }, 'warn', 'stream stalled, resuming model=gpt response_id=resp_1 starting_after=30 attempt=2 max=2'],
-      [{ type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 90, durationMs: 90, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' }, 'debug', 'model call failed model=gpt-4o call_id=step-1.1 step=1 duration_ms=90 error="HTTP 503" category=service_unavailable'],
+      [
+        { type: 'latency', target: 'model:gpt', kind: 'first', count: 100, p50: 410, p95: 950, p99: 1800 },
+        'debug',
+        'latency observed model=gpt kind=first count=100 p50_ms=410 p95_ms=950 p99_ms=1800',
+      ],
+      [
+        { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'reset' },
+        'warn',
+        'stream dropped, resuming model=gpt response_id=resp_1 starting_after=12 attempt=1 max=2 error="reset"',
+      ],
+      [
+        { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 30, attempt: 2, max: 2, reason: 'stalled' },
+        'warn',
+        'stream stalled, resuming model=gpt response_id=resp_1 starting_after=30 attempt=2 max=2',
+      ],
+      [
+        {
+          type: 'call-end',
+          kind: 'model',
+          name: 'gpt-4o',
+          id: 'step-1.1',
+          step: 1,
+          at: 90,
+          durationMs: 90,
+          outcome: 'error',
+          error: 'HTTP 503',
+          category: 'service_unavailable',
+        },
+        'debug',
+        'model call failed model=gpt-4o call_id=step-1.1 step=1 duration_ms=90 error="HTTP 503" category=service_unavailable',
+      ],
     ];
     for (const [event, level, text] of cases) {
       it(`${event.type} → ${level.toUpperCase()} ${text.slice(0, text.indexOf('=') > 0 ? text.lastIndexOf(' ', text.indexOf('=')) : undefined)}`, () => {
@@ -194,10 +297,11 @@ describe('logEvents / tapLogs (structured logs)', () => {
 
     it('a logger without debug() drops debug records; without error() error records go to warn()', () => {
       const { logger, calls } = memoryLogger(['info', 'warn']);
-      logEvents(
-        of<HealEvent[]>({ type: 'reset', reason: 'retry', target: 'model:m' }, { type: 'budget-exceeded', resource: 'steps', limit: 10, used: 11 }),
-        { logger, format: 'text', level: 'debug' },
-      );
+      logEvents(of<HealEvent[]>({ type: 'reset', reason: 'retry', target: 'model:m' }, { type: 'budget-exceeded', resource: 'steps', limit: 10, used: 11 }), {
+        logger,
+        format: 'text',
+        level: 'debug',
+      });
       expect(calls).to.deep.equal([['warn', 'ERROR rxheal: budget exceeded resource=steps limit=10 used=11']]);
     });
 
@@ -207,7 +311,9 @@ describe('logEvents / tapLogs (structured logs)', () => {
         expect(() => logEvents(of(retry), options as never), JSON.stringify(options)).to.throw(InvalidOptionError);
         expect(() => tapLogs(options as never), JSON.stringify(options)).to.throw(InvalidOptionError);
       }
-      expect(() => logEvents(of(retry), { level: 'verbose' as LogLevel })).to.throw('logEvents: option "level" must be "debug" | "info" | "warn" | "error", got "verbose"');
+      expect(() => logEvents(of(retry), { level: 'verbose' as LogLevel })).to.throw(
+        'logEvents: option "level" must be "debug" | "info" | "warn" | "error", got "verbose"',
+      );
     });
   });
 
@@ -225,7 +331,9 @@ describe('logEvents / tapLogs (structured logs)', () => {
     const { logger, calls } = memoryLogger();
     const events: AgentEvent[] = [{ type: 'text-delta', text: 'Hi' }, retry, { type: 'finish', reason: 'stop' }];
     let out: AgentEvent[] = [];
-    of(...events).pipe(tapLogs({ logger, format: 'text' }), toArray()).subscribe((all) => (out = all));
+    of(...events)
+      .pipe(tapLogs({ logger, format: 'text' }), toArray())
+      .subscribe((all) => (out = all));
     expect(out).to.deep.equal(events);
     expect(out[1]).to.equal(retry);
     expect(calls).to.have.length(1);

@@ -28,7 +28,14 @@ const RUN_SUMMARY: ResilienceSummary = {
       retryRate: 1 / 3,
     },
     // the 5th retry was rejected by the open breaker: 5 retries, 5 executions
-    'tool:broken_api': { calls: 5, errors: { service_unavailable: 5 }, retries: 5, retriesByCategory: { service_unavailable: 5 }, retriesSucceeded: 0, retryRate: 1 },
+    'tool:broken_api': {
+      calls: 5,
+      errors: { service_unavailable: 5 },
+      retries: 5,
+      retriesByCategory: { service_unavailable: 5 },
+      retriesSucceeded: 0,
+      retryRate: 1,
+    },
     'tool:knowledge_search': { calls: 2, errors: {}, retries: 0, retriesByCategory: {}, retriesSucceeded: 0, retryRate: 0 },
   },
   retries: { total: 6, succeeded: 1, withheld: 0, byCategory: { service_unavailable: 6 } },
@@ -77,12 +84,26 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
       // while open, the running summary counts the open period up to each event's time
       const during = summaries.find((s) => s.at === 3040)!;
       expect(during.circuits['tool:broken_api']).to.deep.include({ state: 'open', openMs: 2610, openSince: 430 });
-      expect(during.capabilities['knowledge-search']).to.deep.equal({ degraded: 1, restored: 0, degradedMs: 10, degradedSince: 3030, reason: 'no result within 3000 ms' });
+      expect(during.capabilities['knowledge-search']).to.deep.equal({
+        degraded: 1,
+        restored: 0,
+        degradedMs: 10,
+        degradedSince: 3030,
+        reason: 'no result within 3000 ms',
+      });
     });
   });
 
   describe('self-correction', () => {
-    const reflection = (tool: string, attempt: number, exhausted = false): AgentEvent => ({ type: 'reflection', tool, callId: `${tool}-${attempt}`, attempt, max: 2, exhausted, prompt: '…' });
+    const reflection = (tool: string, attempt: number, exhausted = false): AgentEvent => ({
+      type: 'reflection',
+      tool,
+      callId: `${tool}-${attempt}`,
+      attempt,
+      max: 2,
+      exhausted,
+      prompt: '…',
+    });
 
     it("a reflection followed by a success of that tool (tool-result, or a call-end 'success') is a correction", () => {
       const s = summarizeEvents([
@@ -121,7 +142,8 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
   });
 
   describe('breakers', () => {
-    const transition = (from: string, to: string, reason: string): HealEvent => ({ type: 'circuit', breaker: 'model:primary', kind: 'transition', from, to, reason, failures: 0 }) as HealEvent;
+    const transition = (from: string, to: string, reason: string): HealEvent =>
+      ({ type: 'circuit', breaker: 'model:primary', kind: 'transition', from, to, reason, failures: 0 }) as HealEvent;
 
     it('opened, closed, time open per period (to half-open), longest and mean; a failed probe opens it again', () => {
       const s = summarizeEvents(
@@ -176,9 +198,22 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
       retriesSucceeded: 1,
       retryRate: 0.5,
     });
-    expect(s.targets['tool:search']).to.deep.equal({ calls: 0, errors: {}, retries: 1, retriesByCategory: { timeout: 1 }, retriesSucceeded: 0, retryRate: null });
+    expect(s.targets['tool:search']).to.deep.equal({
+      calls: 0,
+      errors: {},
+      retries: 1,
+      retriesByCategory: { timeout: 1 },
+      retriesSucceeded: 0,
+      retryRate: null,
+    });
     expect(s.retries).to.deep.equal({ total: 3, succeeded: 1, withheld: 0, byCategory: { rate_limit: 1, server_error: 1, timeout: 1 } });
-    expect(s.fallbacks).to.deep.equal({ total: 1, midStream: 1, byRoute: { 'model:gpt-4o > model:claude': 1 }, byReason: { rate_limit: 1 }, perModelCall: 0.25 });
+    expect(s.fallbacks).to.deep.equal({
+      total: 1,
+      midStream: 1,
+      byRoute: { 'model:gpt-4o > model:claude': 1 },
+      byReason: { rate_limit: 1 },
+      perModelCall: 0.25,
+    });
     expect(s.budgetExceeded).to.deep.equal({ tokens: 1 });
   });
 
@@ -232,7 +267,15 @@ describe('summarize / summarizeEvents (the article’s resilience metrics)', () 
       const error = new Error('boom');
       let log!: ReturnType<typeof record<ResilienceSummary>>;
       testScheduler().run(({ flush }) => {
-        log = record(summarize(concat(of<AgentEvent>({ type: 'budget-exceeded', resource: 'steps', limit: 10, used: 11 }), throwError(() => error)), { emit: 'final' }));
+        log = record(
+          summarize(
+            concat(
+              of<AgentEvent>({ type: 'budget-exceeded', resource: 'steps', limit: 10, used: 11 }),
+              throwError(() => error),
+            ),
+            { emit: 'final' },
+          ),
+        );
         flush();
       });
       expect(log.events.map(([, s]) => s.budgetExceeded)).to.deep.equal([{ steps: 1 }]);

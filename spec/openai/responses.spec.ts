@@ -51,7 +51,10 @@ for (const kit of OPENAI_KITS) {
   describe(`rxheal/openai: fromOpenAIResponses (${kit.label}, recorded Responses streams on loopback)`, function () {
     this.timeout(20_000);
     const client = (baseURL: string): OpenAIResponsesClient => new kit.OpenAI({ baseURL, apiKey: 'k', logLevel: 'off' });
-    const withReplay = async <T>(responses: readonly ResponseEvents[], run: (baseURL: string, requests: Awaited<ReturnType<typeof replayResponses>>['requests']) => Promise<T>): Promise<T> => {
+    const withReplay = async <T>(
+      responses: readonly ResponseEvents[],
+      run: (baseURL: string, requests: Awaited<ReturnType<typeof replayResponses>>['requests']) => Promise<T>,
+    ): Promise<T> => {
       const replay = await replayResponses(responses);
       try {
         return await run(replay.baseURL, replay.requests);
@@ -63,11 +66,17 @@ for (const kit of OPENAI_KITS) {
     it("runAgent: a reasoning model's tool turns — the same events and request bodies as openAIResponsesModel on the same recording", async () => {
       const codex = recordedResponses('openai-responses-codex-calculator.jsonl');
       const viaSdk = await withReplay(codex, async (baseURL, requests) => ({
-        events: await lastValueFrom(runAgent({ model: fromOpenAIResponses(client(baseURL), { model: 'gpt-5.1-codex-max' }, { id: 'm' }), tools: [calculator], messages: question }).pipe(toArray())),
+        events: await lastValueFrom(
+          runAgent({ model: fromOpenAIResponses(client(baseURL), { model: 'gpt-5.1-codex-max' }, { id: 'm' }), tools: [calculator], messages: question }).pipe(
+            toArray(),
+          ),
+        ),
         bodies: requests.map((r) => r.body),
       }));
       const viaFetch = await withReplay(codex, async (baseURL, requests) => ({
-        events: await lastValueFrom(runAgent({ model: openAIResponsesModel({ baseURL, model: 'gpt-5.1-codex-max', id: 'm' }), tools: [calculator], messages: question }).pipe(toArray())),
+        events: await lastValueFrom(
+          runAgent({ model: openAIResponsesModel({ baseURL, model: 'gpt-5.1-codex-max', id: 'm' }), tools: [calculator], messages: question }).pipe(toArray()),
+        ),
         bodies: requests.map((r) => r.body),
       }));
       const last = viaSdk.events.at(-1);
@@ -79,27 +88,36 @@ for (const kit of OPENAI_KITS) {
       expect(viaSdk.bodies[1]).to.include({ store: false });
     });
 
-    it("an error event mid-stream (insufficient_quota; openai 6 passes it on as an event, 7 throws a status-less APIError) → HttpError 429, not retryable, fallback", async () => {
-      const error = await withReplay(recordedResponses('openai-responses-failed.jsonl'), (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+    it('an error event mid-stream (insufficient_quota; openai 6 passes it on as an event, 7 throws a status-less APIError) → HttpError 429, not retryable, fallback', async () => {
+      const error = await withReplay(recordedResponses('openai-responses-failed.jsonl'), (baseURL) =>
+        turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')),
+      );
       expect(error).to.be.instanceOf(HttpError).with.property('status', 429);
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: false, fallback: true });
     });
 
     it('response.failed (server_error) → HttpError 500, retryable; a stream cut before its completion → IncompleteStreamError; a malformed event → MalformedStreamError', async () => {
       const answer = recordedResponses('openai-responses-codex-calculator.jsonl')[3]!;
-      const failed: ResponseEvents = [...answer.slice(0, 5), { type: 'response.failed', sequence_number: 999, response: { status: 'failed', error: { code: 'server_error', message: 'The server had an error' } } }];
+      const failed: ResponseEvents = [
+        ...answer.slice(0, 5),
+        { type: 'response.failed', sequence_number: 999, response: { status: 'failed', error: { code: 'server_error', message: 'The server had an error' } } },
+      ];
       const error = await withReplay([failed], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
       expect(error).to.be.instanceOf(HttpError).with.property('status', 500);
       expect(classifyError(error)).to.deep.include({ retryable: true, fallback: true });
       const cut = await withReplay([answer.slice(0, 6)], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
       expect(cut).to.be.instanceOf(IncompleteStreamError);
-      const reordered = await withReplay([[answer[0]!, answer[2]!, answer[1]!, ...answer.slice(3)]], (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')));
+      const reordered = await withReplay([[answer[0]!, answer[2]!, answer[1]!, ...answer.slice(3)]], (baseURL) =>
+        turnError(fromOpenAIResponses(client(baseURL), { model: 'm' }), ask('Hi')),
+      );
       expect(reordered).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('sequence_number');
     });
 
     it('the client-run items of params.tools: a declared custom tool becomes a tool call; the request carries params (model, tools, settings)', async () => {
       const custom = recordedResponses('openai-responses-custom-tool.jsonl');
-      const events = await withReplay(custom, (baseURL) => turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools: [{ type: 'custom', name: 'write_sql' }] }), ask('Users over 25?')));
+      const events = await withReplay(custom, (baseURL) =>
+        turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools: [{ type: 'custom', name: 'write_sql' }] }), ask('Users over 25?')),
+      );
       expect(events[0]).to.deep.include({ type: 'tool-call', id: 'call_custom_sql_001', name: 'write_sql', args: 'SELECT * FROM users WHERE age > 25' });
       const undeclared = await withReplay(custom, (baseURL) => turnError(fromOpenAIResponses(client(baseURL), { model: 'gpt-5' }), ask('Users over 25?')));
       expect(undeclared).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('custom_tool_call');

@@ -111,7 +111,9 @@ describe('bulkhead', () => {
     const seen = { values: 0, completed: 0, failed: 0, errors: 0 };
     for (let i = 0; i < n; i++) {
       const call$ = i % 2 === 0 ? of(i) : throwError(() => new HttpError(500));
-      call$.pipe(bulkhead(b)).subscribe({ next: () => seen.values++, complete: () => seen.completed++, error: () => (i % 2 === 0 ? seen.errors++ : seen.failed++) });
+      call$
+        .pipe(bulkhead(b))
+        .subscribe({ next: () => seen.values++, complete: () => seen.completed++, error: () => (i % 2 === 0 ? seen.errors++ : seen.failed++) });
     }
     expect([b.active, b.queued]).to.deep.equal([1, n]);
     holder.complete();
@@ -126,7 +128,10 @@ describe('bulkhead', () => {
     const n = 2000;
     let values = 0;
     let completed = 0;
-    for (let i = 0; i < n; i++) of(i).pipe(bulkhead(b), repeat(3)).subscribe({ next: () => values++, complete: () => completed++ });
+    for (let i = 0; i < n; i++)
+      of(i)
+        .pipe(bulkhead(b), repeat(3))
+        .subscribe({ next: () => values++, complete: () => completed++ });
     for (const h of holders) h.complete();
     expect([values, completed, b.active, b.queued]).to.deep.equal([3 * n, n, 0, 0]);
   });
@@ -172,7 +177,9 @@ describe('bulkhead', () => {
       const b = new Bulkhead({ name: 'b', maxConcurrent: 1, scheduler: ts });
       let n = 0;
       const flaky = defer(() => (n++ === 0 ? throwError(() => new HttpError(503)) : of('ok')));
-      expectObservable(flaky.pipe(bulkhead(b), retryWithBackoff({ maxRetries: 1, initialBackoffMs: 0, jitter: 'none', scheduler: ts }))).toBe('(o|)', { o: 'ok' });
+      expectObservable(flaky.pipe(bulkhead(b), retryWithBackoff({ maxRetries: 1, initialBackoffMs: 0, jitter: 'none', scheduler: ts }))).toBe('(o|)', {
+        o: 'ok',
+      });
     });
   });
 

@@ -31,8 +31,14 @@ describe('callPolicy', () => {
       expect(() => callPolicy({ breaker: 'b' as never })).to.throw(InvalidOptionError, 'callPolicy: option "breaker"');
       expect(() => callPolicy({ hub: {} as never })).to.throw(InvalidOptionError, 'callPolicy: option "hub"');
       expect(() => callPolicy({ retries: 3 } as never)).to.throw(InvalidOptionError, 'option "retries"');
-      expect(() => callPolicy({ retry: { maxRetries: -1 } })).to.throw(InvalidOptionError, 'callPolicy: option "retry.maxRetries" must be a non-negative integer or Infinity, got -1');
-      expect(() => callPolicy({ breaker: { failureThreshold: 0 } })).to.throw(InvalidOptionError, 'callPolicy: option "breaker.failureThreshold" must be a positive integer, got 0');
+      expect(() => callPolicy({ retry: { maxRetries: -1 } })).to.throw(
+        InvalidOptionError,
+        'callPolicy: option "retry.maxRetries" must be a non-negative integer or Infinity, got -1',
+      );
+      expect(() => callPolicy({ breaker: { failureThreshold: 0 } })).to.throw(
+        InvalidOptionError,
+        'callPolicy: option "breaker.failureThreshold" must be a positive integer, got 0',
+      );
       const error = (() => {
         try {
           callPolicy({ retry: { jitter: 'lots' as never } });
@@ -97,11 +103,23 @@ describe('callPolicy', () => {
 
     it('a breaker whose isFailure throws: the call fails with what it threw and counts as failed, as circuitBreak does (the guard rule)', async () => {
       const boom = new Error('isFailure broke');
-      const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000, isFailure: () => { throw boom; } });
+      const breaker = new CircuitBreaker({
+        failureThreshold: 1,
+        resetTimeoutMs: 60_000,
+        isFailure: () => {
+          throw boom;
+        },
+      });
       const noRetry = callPolicy({ retry: false, breaker });
       expect(await lastValueFrom(noRetry.call(() => Promise.reject(new HttpError(503)))).catch((e: unknown) => e)).to.equal(boom);
       expect(breaker.state).to.equal('open');
-      const piped = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 60_000, isFailure: () => { throw boom; } });
+      const piped = new CircuitBreaker({
+        failureThreshold: 1,
+        resetTimeoutMs: 60_000,
+        isFailure: () => {
+          throw boom;
+        },
+      });
       expect(await lastValueFrom(defer(() => Promise.reject(new HttpError(503))).pipe(circuitBreak(piped))).catch((e: unknown) => e)).to.equal(boom);
     });
 
@@ -169,7 +187,11 @@ describe('callPolicy', () => {
       testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
         const source = cold('-#', undefined, new HttpError(503));
         const policy = callPolicy({ retry: { maxRetries: 2, initialBackoffMs: 10, jitter: 'none' }, breaker: { failureThreshold: 5 } });
-        expectObservable(policy.call(() => source)).toBe('33ms #', undefined, new RetriesExhaustedError(3, [new HttpError(503), new HttpError(503), new HttpError(503)]));
+        expectObservable(policy.call(() => source)).toBe(
+          '33ms #',
+          undefined,
+          new RetriesExhaustedError(3, [new HttpError(503), new HttpError(503), new HttpError(503)]),
+        );
         expectSubscriptions(source.subscriptions).toBe(['^!', '11ms ^!', '32ms ^!']);
       });
     });
@@ -215,7 +237,10 @@ describe('callPolicy', () => {
       maxRetries: fc.integer({ min: 0, max: 3 }),
       failureThreshold: fc.integer({ min: 1, max: 4 }),
       script: fc.array(fc.constantFrom<Outcome>('ok', '503', '503', '400', 'throw', 'hang'), { minLength: 1, maxLength: 8 }),
-      calls: fc.array(fc.record({ cancel: fc.constantFrom('no' as const, 'no' as const, 'sync' as const, 'tick' as const), wait: fc.boolean() }), { minLength: 1, maxLength: 8 }),
+      calls: fc.array(fc.record({ cancel: fc.constantFrom('no' as const, 'no' as const, 'sync' as const, 'tick' as const), wait: fc.boolean() }), {
+        minLength: 1,
+        maxLength: 8,
+      }),
     });
 
     /** Runs the scenario's calls (real promises, microtask timing); the log of all a user can see. */
@@ -235,7 +260,15 @@ describe('callPolicy', () => {
         return outcome === 'ok' ? Promise.resolve(`v${n}`) : Promise.reject(new HttpError(outcome === '503' ? 503 : 400));
       };
       const retry = { maxRetries: s.maxRetries, initialBackoffMs: 0, jitter: 'none' as const, scheduler: asapScheduler };
-      const make = policy ? ((p) => () => p.call(work))(callPolicy({ retry, breaker })) : ((r, b) => () => defer(work).pipe(r, b))(retryWithBackoff<string>(retry), circuitBreak<string>(breaker));
+      const make = policy
+        ? (
+            (p) => () =>
+              p.call(work)
+          )(callPolicy({ retry, breaker }))
+        : (
+            (r, b) => () =>
+              defer(work).pipe(r, b)
+          )(retryWithBackoff<string>(retry), circuitBreak<string>(breaker));
       const subs: Subscription[] = [];
       for (const [i, call] of s.calls.entries()) {
         const sub = make().subscribe({
@@ -265,7 +298,18 @@ describe('callPolicy', () => {
     });
 
     it('the comparison sees a difference: a scenario that fails logs work runs, errors and transitions', async () => {
-      const log = await run({ maxRetries: 1, failureThreshold: 1, script: ['503'], calls: [{ cancel: 'no', wait: true }, { cancel: 'no', wait: true }] }, true);
+      const log = await run(
+        {
+          maxRetries: 1,
+          failureThreshold: 1,
+          script: ['503'],
+          calls: [
+            { cancel: 'no', wait: true },
+            { cancel: 'no', wait: true },
+          ],
+        },
+        true,
+      );
       expect(log).to.deep.equal([
         'work #0 503',
         'work #1 503',

@@ -37,7 +37,12 @@ function label(error: unknown): string {
 /** Each trigger value is a source: it is called through the breaker; errors become labels. */
 function callsThrough(breaker: CircuitBreaker, triggers: Observable<Observable<string>>): Observable<string> {
   return triggers.pipe(
-    mergeMap((source) => source.pipe(circuitBreak(breaker), catchError((e: unknown) => of(label(e))))),
+    mergeMap((source) =>
+      source.pipe(
+        circuitBreak(breaker),
+        catchError((e: unknown) => of(label(e))),
+      ),
+    ),
   );
 }
 
@@ -128,14 +133,7 @@ describe('circuitBreak', () => {
           r: 'open(weather-api, 1)',
           a: 'a',
         });
-        expectSubscriptions(failing.subscriptions).toBe([
-          '^!',
-          '--^!',
-          '----^!',
-          '------^!',
-          '--------^!',
-          '60009ms ^!',
-        ]);
+        expectSubscriptions(failing.subscriptions).toBe(['^!', '--^!', '----^!', '------^!', '--------^!', '60009ms ^!']);
         expectSubscriptions(early.subscriptions).toBe([]);
         expectSubscriptions(ok.subscriptions).toBe(['120010ms ^!']);
         ts.schedule(
@@ -155,13 +153,13 @@ describe('circuitBreak', () => {
     it('a rejected call errors in the very frame it subscribes, synchronously', () => {
       virtual(({ cold, at, expectObservable, expectSubscriptions }) => {
         const breaker = new CircuitBreaker({ name: 'weather-api', failureThreshold: 1 });
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
-        const source = cold<string>('-a|');
-        expectObservable(source.pipe(circuitBreak(breaker)), '5ms ^').toBe(
-          '5ms #',
-          undefined,
-          new CircuitOpenError('weather-api', 59_995),
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
         );
+        const source = cold<string>('-a|');
+        expectObservable(source.pipe(circuitBreak(breaker)), '5ms ^').toBe('5ms #', undefined, new CircuitOpenError('weather-api', 59_995));
         expectSubscriptions(source.subscriptions).toBe([]);
         at(7, () => {
           let error: unknown;
@@ -259,15 +257,17 @@ describe('circuitBreak', () => {
         const breaker = new CircuitBreaker({ name: 'llm', failureThreshold: 1, resetTimeoutMs: 100 });
         const source = cold<string>('10ms (a|)');
         const log: unknown[][] = [];
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         at(100, () => {
           for (let i = 0; i < 100; i++) call(ts, log, source.pipe(circuitBreak(breaker)));
         });
         expectSubscriptions(source.subscriptions).toBe(['100ms ^ 9ms !']);
         at(111, () => {
-          expect(log.filter(([, kind]) => kind === 'error')).to.deep.equal(
-            Array.from({ length: 99 }, () => [100, 'error', 'open(llm, 0)']),
-          );
+          expect(log.filter(([, kind]) => kind === 'error')).to.deep.equal(Array.from({ length: 99 }, () => [100, 'error', 'open(llm, 0)']));
           expect(log.filter(([, kind]) => kind !== 'error')).to.deep.equal([
             [110, 'next', 'a'],
             [110, 'complete'],
@@ -308,7 +308,11 @@ describe('circuitBreak', () => {
       virtual(({ cold, at, expectObservable, expectSubscriptions }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
         const events = recordEvents(breaker);
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         const probe = cold<string>('-a 50ms b|');
         expectObservable(probe.pipe(circuitBreak(breaker)), '100ms ^ 9ms !').toBe('100ms -a');
         expectSubscriptions(probe.subscriptions).toBe('100ms ^ 9ms !');
@@ -323,7 +327,11 @@ describe('circuitBreak', () => {
     it('take(1) downstream of a streaming probe counts as a success', () => {
       virtual(({ cold, at, expectObservable }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         const stream = cold<string>('-t-t-t-#', undefined, e503);
         expectObservable(stream.pipe(circuitBreak(breaker), take(1)), '100ms ^').toBe('100ms -(t|)');
         at(102, () => expect(breaker.state).to.equal('closed'));
@@ -361,13 +369,13 @@ describe('circuitBreak', () => {
       virtual(({ cold, at, expectObservable }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
         const events = recordEvents(breaker);
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
-        const bad = new HttpError(400);
-        expectObservable(cold<string>('-#', undefined, bad).pipe(circuitBreak(breaker)), '100ms ^').toBe(
-          '101ms #',
-          undefined,
-          bad,
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
         );
+        const bad = new HttpError(400);
+        expectObservable(cold<string>('-#', undefined, bad).pipe(circuitBreak(breaker)), '100ms ^').toBe('101ms #', undefined, bad);
         at(102, () => expect(breaker.state).to.equal('half-open'));
         expectObservable(cold<string>('-(n|)').pipe(circuitBreak(breaker)), '103ms ^').toBe('104ms (n|)');
         at(105, () => expect(events.map((e) => e[3])).to.deep.equal(['failure_threshold', 'reset_timeout', 'probe_success']));
@@ -380,7 +388,11 @@ describe('circuitBreak', () => {
       virtual(({ cold, at, expectObservable }) => {
         const breaker = new CircuitBreaker({ name: 'tool', failureThreshold: 1, resetTimeoutMs: 100, halfOpenTimeoutMs: 30 });
         const events = recordEvents(breaker);
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         const hung = cold<string>('50ms (a|)');
         // the call itself is not cut: its value still reaches the subscriber
         expectObservable(hung.pipe(circuitBreak(breaker)), '100ms ^').toBe('150ms (a|)');
@@ -404,7 +416,11 @@ describe('circuitBreak', () => {
       virtual(({ cold, at, expectObservable }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
         const events = recordEvents(breaker);
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         expectObservable(cold<string>('500ms a|').pipe(circuitBreak(breaker)), '100ms ^').toBe('600ms a|');
         at(199, () => expect(breaker.state).to.equal('half-open'));
         at(201, () => {
@@ -417,7 +433,11 @@ describe('circuitBreak', () => {
     it('halfOpenTimeoutMs Infinity disables the deadline', () => {
       virtual(({ at }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100, halfOpenTimeoutMs: Infinity });
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         at(100, () => NEVER.pipe(circuitBreak(breaker)).subscribe());
         at(1_000_000, () => expect(breaker.state).to.equal('half-open'));
       });
@@ -544,7 +564,9 @@ describe('circuitBreak', () => {
         const badRequest = new HttpError(400);
         const through = (e: unknown): void => {
           let seen: unknown;
-          throwError(() => e).pipe(circuitBreak(breaker)).subscribe({ error: (x: unknown) => (seen = x) });
+          throwError(() => e)
+            .pipe(circuitBreak(breaker))
+            .subscribe({ error: (x: unknown) => (seen = x) });
           expect(seen).to.equal(e); // passed on unchanged
         };
         at(0, () => {
@@ -567,9 +589,15 @@ describe('circuitBreak', () => {
           inner.isolate();
           for (let i = 0; i < 10; i++) {
             of('x').pipe(circuitBreak(inner), circuitBreak(outer)).subscribe(ignore);
-            throwError(() => new HttpError(422)).pipe(circuitBreak(outer)).subscribe(ignore);
-            throwError(() => new TypeError('undefined is not a function')).pipe(circuitBreak(outer)).subscribe(ignore);
-            throwError(() => new DOMException('aborted', 'AbortError')).pipe(circuitBreak(outer)).subscribe(ignore);
+            throwError(() => new HttpError(422))
+              .pipe(circuitBreak(outer))
+              .subscribe(ignore);
+            throwError(() => new TypeError('undefined is not a function'))
+              .pipe(circuitBreak(outer))
+              .subscribe(ignore);
+            throwError(() => new DOMException('aborted', 'AbortError'))
+              .pipe(circuitBreak(outer))
+              .subscribe(ignore);
           }
           expect(outer.state).to.equal('closed');
         });
@@ -594,9 +622,15 @@ describe('circuitBreak', () => {
           isFailure: (e) => e instanceof HttpError && e.status === 400,
         });
         at(0, () => {
-          for (let i = 0; i < 10; i++) throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore);
+          for (let i = 0; i < 10; i++)
+            throwError(() => e503)
+              .pipe(circuitBreak(breaker))
+              .subscribe(ignore);
           expect(breaker.state).to.equal('closed');
-          for (let i = 0; i < 2; i++) throwError(() => new HttpError(400)).pipe(circuitBreak(breaker)).subscribe(ignore);
+          for (let i = 0; i < 2; i++)
+            throwError(() => new HttpError(400))
+              .pipe(circuitBreak(breaker))
+              .subscribe(ignore);
           expect(breaker.state).to.equal('open');
         });
       });
@@ -670,11 +704,7 @@ describe('circuitBreak', () => {
     it('a retry downstream sees the new state: it gets CircuitOpenError, and the source is not called again', () => {
       virtual(({ cold, expectObservable, expectSubscriptions }) => {
         const source = cold<string>('-#', undefined, e503);
-        expectObservable(source.pipe(circuitBreak({ name: 'svc' }), retry(10))).toBe(
-          '-----#',
-          undefined,
-          new CircuitOpenError('svc', 60_000),
-        );
+        expectObservable(source.pipe(circuitBreak({ name: 'svc' }), retry(10))).toBe('-----#', undefined, new CircuitOpenError('svc', 60_000));
         expectSubscriptions(source.subscriptions).toBe(['^!', '-^!', '--^!', '---^!', '----^!']);
       });
     });
@@ -683,7 +713,11 @@ describe('circuitBreak', () => {
       virtual(({ cold, at }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 10 });
         let seen = '';
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         at(10, () =>
           cold<string>('-(a|)')
             .pipe(circuitBreak(breaker))
@@ -697,7 +731,12 @@ describe('circuitBreak', () => {
   // found by the MCP work (issue 23): a breaker listener that ends the very call whose outcome
   // moved the breaker made the operator deliver to a subscriber already torn down (a TypeError)
   describe('a breaker listener that unsubscribes the call whose outcome it is handling', () => {
-    for (const [outcome, fused] of [['error', false], ['complete', false], ['error', true], ['complete', true]] as const) {
+    for (const [outcome, fused] of [
+      ['error', false],
+      ['complete', false],
+      ['error', true],
+      ['complete', true],
+    ] as const) {
       it(`on the ${outcome === 'error' ? 'failure that opens the breaker' : 'success that closes it'}${fused ? ', after retryWithBackoff (fused)' : ''}: the call just ends, nothing thrown, nothing delivered after the unsubscribe`, () => {
         // closed, one failure from open; or half-open, one success from closed
         const target = outcome === 'error' ? new CircuitBreaker({ failureThreshold: 1 }) : halfOpenBreaker(new VirtualTimeScheduler());
@@ -728,7 +767,11 @@ describe('circuitBreak', () => {
         let n = 0;
         const flaky = defer(() => (n++ === 0 ? source : ok));
         // one earlier failure: a second failed call would open it
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         expectObservable(flaky.pipe(retryWithBackoff(retries), circuitBreak(breaker))).toBe('- 100ms -a|');
         expectSubscriptions(source.subscriptions).toBe('^!');
         expectSubscriptions(ok.subscriptions).toBe('- 100ms ^-!');
@@ -754,7 +797,11 @@ describe('circuitBreak', () => {
       virtual(({ cold, expectObservable, expectSubscriptions, at }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 100 });
         const events = recordEvents(breaker);
-        at(0, () => throwError(() => e503).pipe(circuitBreak(breaker)).subscribe(ignore));
+        at(0, () =>
+          throwError(() => e503)
+            .pipe(circuitBreak(breaker))
+            .subscribe(ignore),
+        );
         const probe = cold<string>('-#', undefined, e503);
         const next = cold<string>('-b|');
         // the probe fails at 101, waits 100 ms to retry, and is unsubscribed at 150, mid-wait
@@ -793,7 +840,10 @@ describe('circuitBreak', () => {
       await lastValueFrom(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker))).catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 5));
       expect(breaker.state).to.equal('half-open');
-      const probe = defer(async () => Promise.reject(new HttpError(503))).pipe(retryWithBackoff({ maxRetries: 3, initialBackoffMs: 10_000, jitter: 'none' }), circuitBreak(breaker));
+      const probe = defer(async () => Promise.reject(new HttpError(503))).pipe(
+        retryWithBackoff({ maxRetries: 3, initialBackoffMs: 10_000, jitter: 'none' }),
+        circuitBreak(breaker),
+      );
       const sub = probe.subscribe({ error: () => undefined });
       await new Promise((resolve) => setTimeout(resolve, 5)); // the attempt has failed; the retry waits 10 s
       sub.unsubscribe();
@@ -868,7 +918,8 @@ describe('circuitBreak: isFailure throws (the guard rule)', () => {
         const boom = new Boom('isFailure');
         const breaker = halfOpenBreaker(scheduler, { isFailure: thrower(boom) });
         const { source, live, subscriptions } = failingSource(kind, scheduler, e503);
-        const result = shape === 'alone' ? source.pipe(circuitBreak(breaker)) : source.pipe(retryWithBackoff({ maxRetries: 0, scheduler }), circuitBreak(breaker));
+        const result =
+          shape === 'alone' ? source.pipe(circuitBreak(breaker)) : source.pipe(retryWithBackoff({ maxRetries: 0, scheduler }), circuitBreak(breaker));
         const events: string[] = [];
         breaker.events$.subscribe((e) => events.push(`${e.from}>${e.to}:${e.reason}`));
         expectThrowDownstream(result, boom, { scheduler, live, subscriptions, breaker });

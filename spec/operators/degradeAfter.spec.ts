@@ -299,10 +299,16 @@ describe('degradeAfter', () => {
       const reasons: string[] = [];
       capabilities.events$.subscribe((e) => e.type === 'degraded' && reasons.push(e.reason));
       testScheduler().run(({ cold, flush }) => {
-        cold('-a 500ms b|').pipe(degradeAfter({ firstMs: 1000, idleMs: 200 }, 'd', { capability: 'a', capabilities })).subscribe();
+        cold('-a 500ms b|')
+          .pipe(degradeAfter({ firstMs: 1000, idleMs: 200 }, 'd', { capability: 'a', capabilities }))
+          .subscribe();
         const secret = new HttpError(503, {}, 'token=abc123 overloaded');
-        cold('-#', undefined, secret).pipe(degradeAfter(1000, 'd', { capability: 'b', capabilities, onError: true })).subscribe();
-        cold('5000ms a|').pipe(degradeAfter(1000, 'd', { capability: 'c', capabilities, describe: (r) => `custom ${r.kind} ${r.afterMs}` })).subscribe();
+        cold('-#', undefined, secret)
+          .pipe(degradeAfter(1000, 'd', { capability: 'b', capabilities, onError: true }))
+          .subscribe();
+        cold('5000ms a|')
+          .pipe(degradeAfter(1000, 'd', { capability: 'c', capabilities, describe: (r) => `custom ${r.kind} ${r.afterMs}` }))
+          .subscribe();
         flush();
       });
       expect(reasons).to.deep.equal(['failed (service_unavailable)', 'stalled: no data for 200 ms', 'custom first 1000']);
@@ -336,7 +342,9 @@ describe('degradeAfter', () => {
       const log = recordHub(hub);
       const capabilities = new CapabilityRegistry({ hub });
       testScheduler().run(({ cold, flush }) => {
-        cold('500ms a|').pipe(degradeAfter(100, 'd', { capability: 'search', capabilities, hub })).subscribe();
+        cold('500ms a|')
+          .pipe(degradeAfter(100, 'd', { capability: 'search', capabilities, hub }))
+          .subscribe();
         flush();
       });
       expect(log).to.deep.equal([{ type: 'degraded', capability: 'search', reason: 'no result within 100 ms' }]);
@@ -389,7 +397,18 @@ describe('degradeAfter', () => {
       const ts = testScheduler();
       ts.run(({ cold, expectObservable, expectSubscriptions }) => {
         const source = cold('5ms a|');
-        expectObservable(source.pipe(degradeAfter({ deadlineMs: () => { throw new Boom('deadlineMs'); } }, 'd'))).toBe('#', undefined, new Boom('deadlineMs'));
+        expectObservable(
+          source.pipe(
+            degradeAfter(
+              {
+                deadlineMs: () => {
+                  throw new Boom('deadlineMs');
+                },
+              },
+              'd',
+            ),
+          ),
+        ).toBe('#', undefined, new Boom('deadlineMs'));
         expectObservable(source.pipe(degradeAfter({ firstMs: 5, idleMs: { deadlineMs: () => 0 } }, 'd'))).toBe(
           '#',
           undefined,
@@ -432,7 +451,10 @@ describe('degradeAfter', () => {
     });
 
     it('requires a capability name with capabilities or hub', () => {
-      expect(() => degradeAfter(100, 'd', { capabilities: new CapabilityRegistry() })).to.throw(InvalidOptionError, /"capability" must be a non-empty string when capabilities is given/);
+      expect(() => degradeAfter(100, 'd', { capabilities: new CapabilityRegistry() })).to.throw(
+        InvalidOptionError,
+        /"capability" must be a non-empty string when capabilities is given/,
+      );
       expect(() => degradeAfter(100, 'd', { hub: new HealHub() })).to.throw(InvalidOptionError, /"capability" must be a non-empty string when hub is given/);
     });
   });
@@ -441,7 +463,10 @@ describe('degradeAfter', () => {
 describe('degradeAfter: a user callback that throws (the guard rule)', () => {
   /** A registry whose own methods throw (a subclass: what a custom registry might do). */
   class ThrowingRegistry extends CapabilityRegistry {
-    constructor(private readonly boom: Boom, private readonly which: 'disable' | 'enable') {
+    constructor(
+      private readonly boom: Boom,
+      private readonly which: 'disable' | 'enable',
+    ) {
       super();
     }
     override disable(name: string, reason: string): boolean {
@@ -458,9 +483,21 @@ describe('degradeAfter: a user callback that throws (the guard rule)', () => {
     ['onError (predicate)', 'error', (boom) => ({ degraded: 'd', options: { onError: thrower(boom) } })],
     ['degraded (factory), on error', 'error', (boom) => ({ degraded: thrower(boom), options: { onError: true } })],
     ['degraded (factory), on the deadline', 'deadline', (boom) => ({ degraded: thrower(boom), options: {} })],
-    ['describe, on error', 'error', (boom) => ({ degraded: 'd', options: { onError: true, capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } })],
-    ['describe, on the deadline', 'deadline', (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } })],
-    ['a registry whose disable() throws', 'deadline', (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new ThrowingRegistry(boom, 'disable') } })],
+    [
+      'describe, on error',
+      'error',
+      (boom) => ({ degraded: 'd', options: { onError: true, capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } }),
+    ],
+    [
+      'describe, on the deadline',
+      'deadline',
+      (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new CapabilityRegistry(), describe: thrower(boom) } }),
+    ],
+    [
+      'a registry whose disable() throws',
+      'deadline',
+      (boom) => ({ degraded: 'd', options: { capability: 'search', capabilities: new ThrowingRegistry(boom, 'disable') } }),
+    ],
   ];
   for (const [callback, on, make] of cases) {
     for (const kind of on === 'error' ? KINDS : (['async'] as const)) {
@@ -469,7 +506,9 @@ describe('degradeAfter: a user callback that throws (the guard rule)', () => {
         const boom = new Boom(callback);
         const { degraded, options } = make(boom);
         const { source, live, subscriptions } =
-          on === 'error' ? failingSource(kind, scheduler, e503) : { source: new Observable<never>(() => () => undefined), live: () => 0, subscriptions: () => 1 };
+          on === 'error'
+            ? failingSource(kind, scheduler, e503)
+            : { source: new Observable<never>(() => () => undefined), live: () => 0, subscriptions: () => 1 };
         expectThrowDownstream(source.pipe(degradeAfter(100, degraded, { ...options, scheduler })), boom, { scheduler, live, subscriptions });
       });
     }

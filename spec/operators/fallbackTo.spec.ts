@@ -77,7 +77,14 @@ describe('fallbackTo', () => {
         const result = cold('-#', undefined, e503).pipe(fallbackTo(cold('-#', undefined, e502), cold('-#', undefined, e500)));
         expectObservable(result).toBe('---#', undefined, new AllFallbacksFailedError([e503, e502, e500]));
       });
-      const error = caught(throwError(() => e503).pipe(fallbackTo(throwError(() => e502), throwError(() => e500))));
+      const error = caught(
+        throwError(() => e503).pipe(
+          fallbackTo(
+            throwError(() => e502),
+            throwError(() => e500),
+          ),
+        ),
+      );
       expect(error).to.be.instanceOf(AllFallbacksFailedError);
       const all = error as AllFallbacksFailedError;
       expect(all.errors).to.have.length(3);
@@ -90,12 +97,25 @@ describe('fallbackTo', () => {
     it('works through synchronous failures, and keeps the alternative that is in flight cancellable', () => {
       const values: string[] = [];
       throwError(() => e503)
-        .pipe(fallbackTo<string>(throwError(() => e502), of('x')))
+        .pipe(
+          fallbackTo<string>(
+            throwError(() => e502),
+            of('x'),
+          ),
+        )
         .subscribe((v) => values.push(v));
       expect(values).to.deep.equal(['x']);
       testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
         const slow = cold('-----x|');
-        expectObservable(throwError(() => e503).pipe(fallbackTo(throwError(() => e502), slow)), '^ 2ms !').toBe('');
+        expectObservable(
+          throwError(() => e503).pipe(
+            fallbackTo(
+              throwError(() => e502),
+              slow,
+            ),
+          ),
+          '^ 2ms !',
+        ).toBe('');
         expectSubscriptions(slow.subscriptions).toBe('^ 2ms !');
       });
     });
@@ -115,7 +135,11 @@ describe('fallbackTo', () => {
 
   describe('which errors fall back', () => {
     it('programming errors, cancellation and budget errors propagate at once, unchanged', () => {
-      const errors = [new TypeError('x is not a function'), Object.assign(new Error('aborted'), { name: 'AbortError' }), new BudgetExceededError('tokens', 10, 12)];
+      const errors = [
+        new TypeError('x is not a function'),
+        Object.assign(new Error('aborted'), { name: 'AbortError' }),
+        new BudgetExceededError('tokens', 10, 12),
+      ];
       for (const error of errors) {
         testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
           const alt = cold('-x|');
@@ -170,12 +194,16 @@ describe('fallbackTo', () => {
       });
       expect(calls).to.equal(0);
       const values: string[] = [];
-      await new Promise<void>((resolve) => throwError(() => e502).pipe(fallbackTo(factory)).subscribe({ next: (v) => values.push(v), complete: resolve }));
+      await new Promise<void>((resolve) =>
+        throwError(() => e502)
+          .pipe(fallbackTo(factory))
+          .subscribe({ next: (v) => values.push(v), complete: resolve }),
+      );
       expect(values).to.deep.equal(['from promise']);
       expect(seen).to.deep.equal([e503, e502]);
     });
 
-    it("a factory that throws fails that alternative: judged like any of its errors", () => {
+    it('a factory that throws fails that alternative: judged like any of its errors', () => {
       const bug = new TypeError('factory bug');
       expect(
         caught(
@@ -276,7 +304,14 @@ describe('fallbackTo', () => {
         expectObservable(result).toBe('--#', undefined, new AllFallbacksFailedError([e503, new CircuitOpenError('backup', Infinity), e500]));
         expectSubscriptions(backup.subscriptions).toBe([]);
       });
-      const error = caught(throwError(() => e503).pipe(fallbackTo({ name: 'backup', source: () => of(1), breaker }, throwError(() => e500)))) as AllFallbacksFailedError;
+      const error = caught(
+        throwError(() => e503).pipe(
+          fallbackTo(
+            { name: 'backup', source: () => of(1), breaker },
+            throwError(() => e500),
+          ),
+        ),
+      ) as AllFallbacksFailedError;
       expect(error.errors[1]).to.be.instanceOf(CircuitOpenError);
       expect((error.errors[1] as CircuitOpenError).breaker).to.equal('backup');
     });
@@ -315,7 +350,13 @@ describe('fallbackTo', () => {
             const probe = breaker.acquire(); // half-open: the one probe slot, held
             expect(probe).not.to.be.instanceOf(Error);
             throwError(() => e503)
-              .pipe(fallbackTo({ name: 'backup', source: backup, breaker }, throwError(() => e500), { hub }))
+              .pipe(
+                fallbackTo(
+                  { name: 'backup', source: backup, breaker },
+                  throwError(() => e500),
+                  { hub },
+                ),
+              )
               .subscribe({ error: (e: unknown) => (error = e) });
           },
         });
@@ -364,7 +405,9 @@ describe('fallbackTo', () => {
       const log = recordHub(hub);
       const breaker = new CircuitBreaker({ name: 'backup', failureThreshold: 1 });
       testScheduler().run(({ cold, flush }) => {
-        cold('-#', undefined, e503).pipe(fallbackTo({ name: 'backup', source: cold('-#', undefined, e502), breaker }, cold('-x|'), { hub })).subscribe();
+        cold('-#', undefined, e503)
+          .pipe(fallbackTo({ name: 'backup', source: cold('-#', undefined, e502), breaker }, cold('-x|'), { hub }))
+          .subscribe();
         flush();
       });
       // (60 000 ms later the breaker announces half-open: the run flushes that far)
@@ -431,7 +474,15 @@ describe('fallbackTo', () => {
       // a model that wraps another: the primary is its first attempt, the alternative the second
       const wrapper: Model = {
         id: 'wrapper',
-        stream: (req, context) => streamModel(scripted('primary', throwError(() => e503)), req, context).pipe(fallbackTo<TurnEvent>(backup, { request: req, context, hub: own })),
+        stream: (req, context) =>
+          streamModel(
+            scripted(
+              'primary',
+              throwError(() => e503),
+            ),
+            req,
+            context,
+          ).pipe(fallbackTo<TurnEvent>(backup, { request: req, context, hub: own })),
       };
       streamModel(wrapper, request, { hub: run, budget, callId: 'step-1.1', step: 1 }).subscribe();
       expect(counted).to.deep.equal(['call', 'call', 'usage 4']);
@@ -447,7 +498,10 @@ describe('fallbackTo', () => {
 
     it('requires options.request for a Model', () => {
       const model: Model = { id: 'backup', stream: () => [] };
-      expect(() => fallbackTo<TurnEvent>(model)).to.throw(InvalidOptionError, /"request" must be a ModelRequest when an alternative is a Model \(alternatives\[0\]: 'backup'\)/);
+      expect(() => fallbackTo<TurnEvent>(model)).to.throw(
+        InvalidOptionError,
+        /"request" must be a ModelRequest when an alternative is a Model \(alternatives\[0\]: 'backup'\)/,
+      );
     });
   });
 
@@ -502,7 +556,10 @@ describe('fallbackTo', () => {
     });
 
     it("requires onRestart with midStream: 'restart', and only then", () => {
-      expect(() => fallbackTo(of(1), { midStream: 'restart' } as never)).to.throw(InvalidOptionError, /"onRestart" must be a function when midStream is 'restart'/);
+      expect(() => fallbackTo(of(1), { midStream: 'restart' } as never)).to.throw(
+        InvalidOptionError,
+        /"onRestart" must be a function when midStream is 'restart'/,
+      );
       expect(() => fallbackTo(of(1), { onRestart: () => 1 } as never)).to.throw(InvalidOptionError, /"midStream" must be 'restart' when onRestart is given/);
     });
 
@@ -520,11 +577,16 @@ describe('fallbackTo: a user callback that throws (the guard rule)', () => {
     ['classifier', (boom) => fallbackTo<unknown>(of('alt'), { classifier: thrower(boom) }), []],
     ['onRestart', (boom) => fallbackTo<unknown>(of('alt'), { midStream: 'restart', onRestart: thrower(boom) }), ['partial']],
     ['a factory alternative', (boom) => fallbackTo<unknown>(thrower(boom)), []],
-    ['a named factory alternative with a breaker', (boom, scheduler) => fallbackTo<unknown>({ name: 'backup', source: thrower(boom), breaker: new CircuitBreaker({ scheduler }) }), []],
+    [
+      'a named factory alternative with a breaker',
+      (boom, scheduler) => fallbackTo<unknown>({ name: 'backup', source: thrower(boom), breaker: new CircuitBreaker({ scheduler }) }),
+      [],
+    ],
     ['a Model alternative whose stream() throws', (boom) => fallbackTo<unknown>({ id: 'backup', stream: thrower(boom) } satisfies Model, { request }), []],
     [
       "an alternative's breaker whose isFailure throws",
-      (boom, scheduler) => fallbackTo<unknown>({ name: 'backup', source: throwError(() => e502), breaker: new CircuitBreaker({ scheduler, isFailure: thrower(boom) }) }),
+      (boom, scheduler) =>
+        fallbackTo<unknown>({ name: 'backup', source: throwError(() => e502), breaker: new CircuitBreaker({ scheduler, isFailure: thrower(boom) }) }),
       [],
     ],
   ];

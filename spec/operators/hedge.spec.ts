@@ -33,7 +33,8 @@ function attempts<T>(...list: Observable<T>[]): Observable<T> {
 function hedgeLog(hub: HealHub): string[] {
   const log: string[] = [];
   hub.events$.subscribe((e: HealEvent) => {
-    if (e.type === 'hedge') log.push(`${e.kind}#${e.attempt}@${e.at}${e.afterMs === undefined ? '' : ` after ${e.afterMs}`}${e.target === 'hedge' ? '' : ` ${e.target}`}`);
+    if (e.type === 'hedge')
+      log.push(`${e.kind}#${e.attempt}@${e.at}${e.afterMs === undefined ? '' : ` after ${e.afterMs}`}${e.target === 'hedge' ? '' : ` ${e.target}`}`);
   });
   return log;
 }
@@ -133,12 +134,7 @@ describe('hedge', () => {
       expectSubscriptions(local.subscriptions).toBe('--^-!');
       expectSubscriptions(gpt.subscriptions).toBe('^--!');
     });
-    expect(log).to.deep.equal([
-      'skipped#1@2 model:claude',
-      'started#1@2 after 2 model:local',
-      'won#1@3 model:local',
-      'cancelled#0@3 model:gpt',
-    ]);
+    expect(log).to.deep.equal(['skipped#1@2 model:claude', 'started#1@2 after 2 model:local', 'won#1@3 model:local', 'cancelled#0@3 model:gpt']);
   });
 
   it('no hedge at all when the source’s own breaker is open and it is the only candidate', () => {
@@ -222,7 +218,9 @@ describe('hedge', () => {
       (breaker.acquire() as CircuitPermit).failure(e503);
       const claude = cold('-c|');
       const hedges = [{ source: claude, target: 'model:claude', breaker }];
-      expectObservable(cold('5ms a|').pipe(hedge({ after: 2, hedges, budget: new HedgeBudget({ initialTokens: 0 }), hub, target: 'model:gpt' }))).toBe('5ms a|');
+      expectObservable(cold('5ms a|').pipe(hedge({ after: 2, hedges, budget: new HedgeBudget({ initialTokens: 0 }), hub, target: 'model:gpt' }))).toBe(
+        '5ms a|',
+      );
       expectSubscriptions(claude.subscriptions).toBe([]);
     });
     expect(log).to.deep.equal(['denied#1@2 model:claude']);
@@ -329,7 +327,17 @@ describe('hedge', () => {
     const ts = testScheduler();
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold('10ms a|');
-      expectObservable(first.pipe(hedge({ after: { deadlineMs: () => { throw new Error('boom'); } } }))).toBe('#', undefined, new Error('boom'));
+      expectObservable(
+        first.pipe(
+          hedge({
+            after: {
+              deadlineMs: () => {
+                throw new Error('boom');
+              },
+            },
+          }),
+        ),
+      ).toBe('#', undefined, new Error('boom'));
       expectObservable(first.pipe(hedge({ after: { deadlineMs: () => NaN } }))).toBe(
         '#',
         undefined,
@@ -391,8 +399,18 @@ describe('hedge of model turns (streamModel inside a model)', () => {
    * starts) after 3 ms, through streamModel with the run's hub and budget; each model's abort
    * signal kept in `signals`.
    */
-  function hedgedTurn(cold: RunHelpers['cold'], ts: TestScheduler, hub: HealHub, budget: BudgetMeter, signals: Record<string, AbortSignal>): Observable<TurnEvent> {
-    const values = { a: { type: 'text-delta', text: 'slow answer' }, x: { type: 'text-delta', text: 'fast answer' }, f: { type: 'finish', reason: 'stop' } } as const;
+  function hedgedTurn(
+    cold: RunHelpers['cold'],
+    ts: TestScheduler,
+    hub: HealHub,
+    budget: BudgetMeter,
+    signals: Record<string, AbortSignal>,
+  ): Observable<TurnEvent> {
+    const values = {
+      a: { type: 'text-delta', text: 'slow answer' },
+      x: { type: 'text-delta', text: 'fast answer' },
+      f: { type: 'finish', reason: 'stop' },
+    } as const;
     const turn = (name: string, marbles: string) => (_request: ModelRequest, context: ModelContext) => {
       signals[name] = context.signal;
       return cold<TurnEvent>(marbles, values);
@@ -403,7 +421,13 @@ describe('hedge of model turns (streamModel inside a model)', () => {
       id: 'hedged',
       stream: (request, context) =>
         streamModel(gpt, request, context).pipe(
-          hedge({ after: 3, hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }], hub: context.hub, target: 'model:gpt', scheduler: context.scheduler }),
+          hedge({
+            after: 3,
+            hedges: [{ source: streamModel(claude, request, context), target: 'model:claude' }],
+            hub: context.hub,
+            target: 'model:gpt',
+            scheduler: context.scheduler,
+          }),
         ),
     };
     return streamModel(hedged, { messages: [{ role: 'user', content: 'hi' }], tools: [] }, { hub, budget, scheduler: ts, callId: 'step-1.1', step: 1 });
@@ -422,7 +446,12 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     const seen: TurnEvent[] = [];
     ts.run(({ cold, expectObservable }) => {
       const turn$ = hedgedTurn(cold, ts, hub, budget, signals);
-      expectObservable(turn$.pipe(tap((e) => seen.push(e)), map((e) => (e.type === 'text-delta' ? e.text : e.type)))).toBe('----x-(f|)', { x: 'fast answer', f: 'finish' });
+      expectObservable(
+        turn$.pipe(
+          tap((e) => seen.push(e)),
+          map((e) => (e.type === 'text-delta' ? e.text : e.type)),
+        ),
+      ).toBe('----x-(f|)', { x: 'fast answer', f: 'finish' });
     });
     expect(seen).to.deep.equal([
       { type: 'text-delta', text: 'fast answer' },
@@ -431,8 +460,16 @@ describe('hedge of model turns (streamModel inside a model)', () => {
     expect(signals['gpt']!.aborted, 'the loser’s request is aborted').to.equal(true);
     expect(signals['claude']!.aborted, 'the winner ran to its end').to.equal(false);
     expect(modelCalls, 'the call itself (its first attempt is that count) and the hedge').to.equal(2);
-    expect(log.filter((l) => !l.startsWith('call-')).slice(0, 3)).to.deep.equal(['hedge:model:claude#1:started', 'hedge:model:claude#1:won', 'hedge:model:gpt#0:cancelled']);
-    expect(log.filter((l) => l.startsWith('call-end')).slice(0, 3)).to.deep.equal(['call-end:model:gpt:cancelled', 'call-end:model:claude:success', 'call-end:model:hedged:success']);
+    expect(log.filter((l) => !l.startsWith('call-')).slice(0, 3)).to.deep.equal([
+      'hedge:model:claude#1:started',
+      'hedge:model:claude#1:won',
+      'hedge:model:gpt#0:cancelled',
+    ]);
+    expect(log.filter((l) => l.startsWith('call-end')).slice(0, 3)).to.deep.equal([
+      'call-end:model:gpt:cancelled',
+      'call-end:model:claude:success',
+      'call-end:model:hedged:success',
+    ]);
   });
 
   it('a hedge the run’s budget refuses ends the turn with BudgetExceededError, the first attempt’s request aborted', () => {

@@ -19,19 +19,33 @@ import { virtual, type VirtualRun } from '../support/marbles.js';
 
 type Run = VirtualRun;
 
-const label = (e: unknown): string => (e instanceof RateLimitExceededError ? `refused:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e));
+const label = (e: unknown): string =>
+  e instanceof RateLimitExceededError ? `refused:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e);
 
 const finish = (inputTokens: number, outputTokens: number): TurnEvent => ({ type: 'finish', reason: 'stop', usage: { inputTokens, outputTokens } });
 
 /** Calls through `rateLimit(limiter, options)` at each letter of `marbles`, each subscribing `sources[letter]`. */
-function calls<T>(run: Run, limiter: RateLimiter, marbles: string, sources: Record<string, Observable<T>>, options?: RateLimitOptions<T>): Observable<T | string> {
-  return run.hot(marbles, sources).pipe(mergeMap((source) => source.pipe(rateLimit(limiter, options), catchError((e: unknown) => of(label(e))))));
+function calls<T>(
+  run: Run,
+  limiter: RateLimiter,
+  marbles: string,
+  sources: Record<string, Observable<T>>,
+  options?: RateLimitOptions<T>,
+): Observable<T | string> {
+  return run.hot(marbles, sources).pipe(
+    mergeMap((source) =>
+      source.pipe(
+        rateLimit(limiter, options),
+        catchError((e: unknown) => of(label(e))),
+      ),
+    ),
+  );
 }
 
 const limiter = (options: Partial<RateLimiterOptions>): RateLimiter => new RateLimiter({ name: 'openai:prod', ...options });
 
 describe('rateLimit and RateLimiter (virtual time)', () => {
-  it('GCRA: a whole period\'s worth at once, then one unit every period/limit; past maxWaitMs, refused at once', () => {
+  it("GCRA: a whole period's worth at once, then one unit every period/limit; past maxWaitMs, refused at once", () => {
     virtual((run) => {
       // 2 per minute: two at once, the third waits 30 s, the fourth would wait 60 s > 30 s
       const l = limiter({ requestsPerMinute: 2, maxWaitMs: 30_000 });
@@ -55,11 +69,15 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       // 1 000 tokens/min: one token is 60 ms. A call estimated 600, using 300, then one estimated 600
       const reconciled = limiter({ tokensPerMinute: 1000 });
       const turn = { t: run.cold('-(f|)', { f: finish(100, 200) }) };
-      run.expectObservable(calls(run, reconciled, 't 9ms t', turn, { cost: 600 }).pipe(map((v) => (typeof v === 'string' ? v : v.type)))).toBe('-f 9ms f', { f: 'finish' });
+      run
+        .expectObservable(calls(run, reconciled, 't 9ms t', turn, { cost: 600 }).pipe(map((v) => (typeof v === 'string' ? v : v.type))))
+        .toBe('-f 9ms f', { f: 'finish' });
       // the same without the reconciliation (usage never reported): the second call waits 11 990 ms
       const estimated = limiter({ tokensPerMinute: 1000 });
       const silent = { t: run.cold('-(d|)', { d: { type: 'text-delta', text: 'x' } as TurnEvent }) };
-      run.expectObservable(calls(run, estimated, 't 9ms t', silent, { cost: 600 }).pipe(map((v) => (typeof v === 'string' ? v : v.type)))).toBe('-d 11999ms d', { d: 'text-delta' });
+      run
+        .expectObservable(calls(run, estimated, 't 9ms t', silent, { cost: 600 }).pipe(map((v) => (typeof v === 'string' ? v : v.type))))
+        .toBe('-d 11999ms d', { d: 'text-delta' });
     });
   });
 
@@ -112,7 +130,14 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       run.expectSubscriptions(x.subscriptions).toBe('30100ms ^!');
       // the shared store holds nothing for it: a whole period's reservation at 300 (run at 350, answered at 450) needs no wait
       const probe = { key: 'openai:prod', node: 'probe', maxWaitMs: Infinity, limits: [{ id: 'requests', limit: 2, periodMs: 60_000, cost: 2 }] };
-      run.expectObservable(run.cold('300ms p').pipe(mergeMap(() => store.reserve(probe)), map((g) => g.waitMs))).toBe('450ms w', { w: 0 });
+      run
+        .expectObservable(
+          run.cold('300ms p').pipe(
+            mergeMap(() => store.reserve(probe)),
+            map((g) => g.waitMs),
+          ),
+        )
+        .toBe('450ms w', { w: 0 });
     });
   });
 
@@ -155,11 +180,13 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       // two calls fail to reach the store (at 10 and 20): its breaker opens at the second, and 1 s
       // later lets one call try again; the calls go through on the local share (no burst: 100 ms apart)
       run.expectObservable(calls(run, a, '10ms x 9ms x', s, { hub })).toBe('110ms x 99ms x', { x: 'x' });
-      run.expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `${e.breaker}:${e.from}>${e.to}` : e.type)))).toBe('10ms r 9ms (or) 996ms h', {
-        r: 'rate-limited',
-        o: 'rate-limit-store:openai:prod:closed>open',
-        h: 'rate-limit-store:openai:prod:open>half-open',
-      });
+      run
+        .expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `${e.breaker}:${e.from}>${e.to}` : e.type))))
+        .toBe('10ms r 9ms (or) 996ms h', {
+          r: 'rate-limited',
+          o: 'rate-limit-store:openai:prod:closed>open',
+          h: 'rate-limit-store:openai:prod:open>half-open',
+        });
     });
   });
 
@@ -188,7 +215,7 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
     });
   });
 
-  it("a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) holds every process back 60 s at most", () => {
+  it('a 429 whose retry-after is beyond 60 s (an HTTP date read on a clock a day behind) holds every process back 60 s at most', () => {
     virtual((run) => {
       const store = new MemoryRateLimitStore();
       const a = limiter({ requestsPerMinute: 600, store, node: 'a' });
@@ -198,7 +225,9 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
         r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' })),
         x: run.cold('(x|)'),
       };
-      expect(classifyError(new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }), { now: 1 }).retryAfterMs, 'what the node reads').to.equal(86_399_999);
+      expect(classifyError(new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }), { now: 1 }).retryAfterMs, 'what the node reads').to.equal(
+        86_399_999,
+      );
       run.expectObservable(calls(run, a, 'r', s)).toBe('-y', { y: 'http 429' });
       // b's call at 5 waits until 60 001 (60 s after the 429), not a day
       run.expectObservable(calls(run, b, '-----x', s)).toBe('60001ms x');
@@ -260,7 +289,18 @@ describe('rateLimit and RateLimiter (virtual time)', () => {
       const breaker = new CircuitBreaker({ failureThreshold: 1 });
       const l = limiter({ requestsPerMinute: 1, maxWaitMs: 0 });
       const s = { x: run.cold('(x|)') };
-      run.hot('(xxx)', s).pipe(mergeMap((src) => src.pipe(rateLimit(l), circuitBreak(breaker), catchError((e: unknown) => of(label(e)))))).subscribe();
+      run
+        .hot('(xxx)', s)
+        .pipe(
+          mergeMap((src) =>
+            src.pipe(
+              rateLimit(l),
+              circuitBreak(breaker),
+              catchError((e: unknown) => of(label(e))),
+            ),
+          ),
+        )
+        .subscribe();
       run.flush();
       expect(breaker.state).to.equal('closed');
     });

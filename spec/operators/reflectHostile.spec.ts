@@ -61,7 +61,10 @@ function hostileRun(
           tools: [tool],
           messages: [{ role: 'user', content: 'Weather in Paris?' }],
           toolPipeline: (call, call$, { hub }) =>
-            call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }), reflectOnError(options.reflect)),
+            call$.pipe(
+              retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }),
+              reflectOnError(options.reflect),
+            ),
         }),
       );
       flush();
@@ -138,7 +141,10 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     });
 
     it('1 MB of arguments and a 1 MB message with {args} in the template: both parts capped', () => {
-      const run = hostileRun(new Error(huge), { args: { city: 'y'.repeat(MB), units: 'celsius' }, reflect: { template: '{error} / {args}', maxErrorChars: 500 } });
+      const run = hostileRun(new Error(huge), {
+        args: { city: 'y'.repeat(MB), units: 'celsius' },
+        reflect: { template: '{error} / {args}', maxErrorChars: 500 },
+      });
       const message = expectRunWentOn(run);
       expect(message.content.length).to.be.at.most(2 + 500 + CUT_NOTE + 3 + 500 + CUT_NOTE);
     });
@@ -182,7 +188,7 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     it('a tool name the model made up, full of placeholders: reflected on (unknown tool), named literally', () => {
       const run = hostileRun(new Error('never thrown'), { toolName: '{error}{args}', reflect: { template } });
       const content = expectRunWentOn(run).content;
-      expect(content.startsWith('tool={error}{args} error="unknown tool \'{error}{args}\'; available: \'get_weather\'"')).to.equal(true);
+      expect(content.startsWith("tool={error}{args} error=\"unknown tool '{error}{args}'; available: 'get_weather'\"")).to.equal(true);
     });
   });
 
@@ -222,7 +228,10 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
 
     it('not reflected (transient: retried, then reported as a tool error): retry, call-end and tool-error events, tool message', () => {
       const tool = scriptedTool('get_weather', [{ error: new HttpError(503, {}, errorMessage, { message: errorMessage }) }], { idempotent: true });
-      const model = scriptedModel('m', [[toolCall('c1', 'get_weather', args), finish('tool-calls')], [...textDeltas('Sorry, the weather service failed.'), finish()]]);
+      const model = scriptedModel('m', [
+        [toolCall('c1', 'get_weather', args), finish('tool-calls')],
+        [...textDeltas('Sorry, the weather service failed.'), finish()],
+      ]);
       let log: ReturnType<typeof record<AgentEvent>> | undefined;
       testScheduler().run(({ flush }) => {
         log = record(
@@ -230,14 +239,24 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
             model,
             tools: [tool],
             messages: [{ role: 'user', content: 'Weather in Paris?' }],
-            toolPipeline: (_call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: 'tool:get_weather', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }), reflectOnError()),
+            toolPipeline: (_call, call$, { hub }) =>
+              call$.pipe(retryWithBackoff({ hub, target: 'tool:get_weather', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }), reflectOnError()),
           }),
         );
         flush();
       });
       const events = log!.events.map(([, e]) => e);
       const toolMessage = model.requests[1]?.messages.find((m): m is ToolMessage => m.role === 'tool');
-      const run: HostileRun = { completed: log!.completed(), error: log!.error(), events, toolMessage, reflection: undefined, toolError: events.find((e): e is ToolErrorEvent => e.type === 'tool-error'), unhandled: [], wallMs: 0 };
+      const run: HostileRun = {
+        completed: log!.completed(),
+        error: log!.error(),
+        events,
+        toolMessage,
+        reflection: undefined,
+        toolError: events.find((e): e is ToolErrorEvent => e.type === 'tool-error'),
+        unhandled: [],
+        wallMs: 0,
+      };
       expectRunWentOn(run);
       expect(events.some((e) => e.type === 'retry')).to.equal(true);
       expect(toolMessage!.content.startsWith('Error: ')).to.equal(true);
@@ -258,7 +277,10 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     // redact the quoted value.
     it('an Authorization value in JSON (tool arguments, error bodies) is redacted', () => {
       const basic = 'Basic dXNlcjpwYXNzd29yZA==';
-      const run = hostileRun(new Error(`403: {"headers":{"Authorization":"${basic}"}}`), { args: { city: 'Paris', headers: { Authorization: basic } }, reflect: { template: '{error} / {args}' } });
+      const run = hostileRun(new Error(`403: {"headers":{"Authorization":"${basic}"}}`), {
+        args: { city: 'Paris', headers: { Authorization: basic } },
+        reflect: { template: '{error} / {args}' },
+      });
       expectRunWentOn(run);
       for (const text of exposedTexts(run)) expect(text).not.to.contain('dXNlcjpwYXNzd29yZA');
     });
@@ -270,7 +292,14 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
     // whole key, or `(?:\w*[_-])?` before the names).
     it('secret keys with a prefix (db_password, client_secret, refresh_token, openai_api_key) are redacted', () => {
       const values = { db_password: 'DBPASS-1', client_secret: 'CLIENT-SECRET-2', refresh_token: 'REFRESH-3', openai_api_key: 'OPENAI-KEY-4' };
-      const run = hostileRun(new Error(`config rejected: ${Object.entries(values).map(([k, v]) => `${k}=${v}`).join('&')}`), { args: { city: 'Paris', ...values }, reflect: { template: '{error} / {args}' } });
+      const run = hostileRun(
+        new Error(
+          `config rejected: ${Object.entries(values)
+            .map(([k, v]) => `${k}=${v}`)
+            .join('&')}`,
+        ),
+        { args: { city: 'Paris', ...values }, reflect: { template: '{error} / {args}' } },
+      );
       expectRunWentOn(run);
       for (const text of exposedTexts(run)) for (const v of Object.values(values)) expect(text, v).not.to.contain(v);
     });
@@ -356,7 +385,15 @@ describe('reflectOnError end to end: hostile tool errors (runAgent)', () => {
       ['a bigint', 10n, '"10n"'],
       ['a function', function weatherFailed() {}, '"function weatherFailed"'],
       ['a cyclic object', cyclic, '"[object Object]"'],
-      ['an object whose toJSON throws', { toJSON: () => { throw new Error('toJSON'); } }, '"[object Object]"'],
+      [
+        'an object whose toJSON throws',
+        {
+          toJSON: () => {
+            throw new Error('toJSON');
+          },
+        },
+        '"[object Object]"',
+      ],
       ['an object with a 1 MB toJSON', { toJSON: () => 'j'.repeat(MB) }, '"\\"jjjj'],
       ['an Error whose message, name and cause getters throw', throwingGetters, '"unknown error"'],
       ['a Proxy whose every trap throws', hostileProxy, '"unknown error"'],

@@ -85,9 +85,7 @@ function expectInvalid(options: unknown, option: string): InvalidOptionError {
 describe('reflectOnError', () => {
   describe('the prompt', () => {
     it('default template: the reference text with the error JSON-quoted', () => {
-      expect(DEFAULT_REFLECTION_TEMPLATE).to.equal(
-        "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.",
-      );
+      expect(DEFAULT_REFLECTION_TEMPLATE).to.equal("The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.");
       const error = executeError(new Error('Invalid units. Supported: celsius, fahrenheit'));
       const r = reflect(error, reflectOnError());
       expect(r.prompt).to.equal(
@@ -136,9 +134,7 @@ describe('reflectOnError', () => {
         toolError({ args: { city: 'nyc', units: 'kelvin' } }),
         reflectOnError({ template: 'tool={tool_name} error={error} args={args} attempt={attempt} max={max}', maxReflections: 5 }),
       );
-      expect(r.prompt).to.equal(
-        'tool=get_weather error="Invalid units. Supported: celsius, fahrenheit" args={"city":"nyc","units":"kelvin"} attempt=1 max=5',
-      );
+      expect(r.prompt).to.equal('tool=get_weather error="Invalid units. Supported: celsius, fahrenheit" args={"city":"nyc","units":"kelvin"} attempt=1 max=5');
     });
 
     it('fills a placeholder used twice, and leaves unknown braces alone', () => {
@@ -210,7 +206,7 @@ describe('reflectOnError', () => {
           'Tell the user it is unavailable right now and continue without it.',
       );
       expect(third.prompt).to.equal(
-        "The tool 'get_weather' has failed 3 times in a row (last error: \"Invalid units. Supported: celsius, fahrenheit\"). " +
+        'The tool \'get_weather\' has failed 3 times in a row (last error: "Invalid units. Supported: celsius, fahrenheit"). ' +
           'Do not call it again. Tell the user it is unavailable right now and continue without it.',
       );
     });
@@ -406,7 +402,12 @@ describe('reflectOnError', () => {
     });
 
     it('passes errors that are not ToolErrors through unchanged', () => {
-      for (const error of [new Error('plain'), new HttpError(400), 'a string', { message: 'ToolError-looking', name: 'ToolError', toolName: 'x', phase: 'validate' }]) {
+      for (const error of [
+        new Error('plain'),
+        new HttpError(400),
+        'a string',
+        { message: 'ToolError-looking', name: 'ToolError', toolName: 'x', phase: 'validate' },
+      ]) {
         passesThrough(error, reflectOnError());
       }
       testScheduler().run(({ cold, expectObservable }) => {

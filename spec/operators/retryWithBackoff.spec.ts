@@ -26,21 +26,14 @@ describe('retryWithBackoff', () => {
         const result = source.pipe(retryWithBackoff({ jitter: 'none' }));
         const exhausted = new RetriesExhaustedError(4, [e503, e503, e503, e503]);
         expectObservable(result).toBe('3508ms #', undefined, exhausted);
-        expectSubscriptions(source.subscriptions).toBe([
-          '^-!',
-          '502ms ^-!',
-          '1504ms ^-!',
-          '3506ms ^-!',
-        ]);
+        expectSubscriptions(source.subscriptions).toBe(['^-!', '502ms ^-!', '1504ms ^-!', '3506ms ^-!']);
       });
     });
 
     it('caps each delay at maxBackoffMs (30 000 by default)', () => {
       const delays: number[] = [];
       testScheduler().run(({ expectObservable }) => {
-        const result = throwError(() => e503).pipe(
-          retryWithBackoff({ jitter: 'none', maxRetries: 9, onRetry: (i) => delays.push(i.delayMs) }),
-        );
+        const result = throwError(() => e503).pipe(retryWithBackoff({ jitter: 'none', maxRetries: 9, onRetry: (i) => delays.push(i.delayMs) }));
         // 500+1000+2000+4000+8000+16000+30000+30000+30000 = 121 500
         expectObservable(result).toBe('121500ms #', undefined, new RetriesExhaustedError(10, Array(10).fill(e503)));
       });
@@ -50,9 +43,7 @@ describe('retryWithBackoff', () => {
     it('follows initialBackoffMs, backoffMultiplier and maxBackoffMs', () => {
       testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
         const source = cold('#', undefined, e503);
-        const result = source.pipe(
-          retryWithBackoff({ jitter: 'none', maxRetries: 4, initialBackoffMs: 10, backoffMultiplier: 3, maxBackoffMs: 50 }),
-        );
+        const result = source.pipe(retryWithBackoff({ jitter: 'none', maxRetries: 4, initialBackoffMs: 10, backoffMultiplier: 3, maxBackoffMs: 50 }));
         expectObservable(result).toBe('140ms #', undefined, new RetriesExhaustedError(5, Array(5).fill(e503)));
         // waits: 10, 30, 50 (capped 90), 50 (capped 270)
         expectSubscriptions(source.subscriptions).toBe(['(^!)', '10ms (^!)', '40ms (^!)', '90ms (^!)', '140ms (^!)']);
@@ -129,10 +120,7 @@ describe('retryWithBackoff', () => {
       });
       let seen: unknown;
       of(1)
-        .pipe(
-          () => throwError(() => e400),
-          retryWithBackoff(),
-        )
+        .pipe(() => throwError(() => e400), retryWithBackoff())
         .subscribe({ error: (e: unknown) => (seen = e) });
       expect(seen).to.equal(e400);
     });
@@ -150,9 +138,7 @@ describe('retryWithBackoff', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const boom = new Error('boom');
         const source = cold('-#', undefined, boom);
-        const result = source.pipe(
-          retryWithBackoff({ jitter: 'none', initialBackoffMs: 10, shouldRetry: (e, n) => (calls.push([e, n]), n < 3) }),
-        );
+        const result = source.pipe(retryWithBackoff({ jitter: 'none', initialBackoffMs: 10, shouldRetry: (e, n) => (calls.push([e, n]), n < 3) }));
         // fails at 1, 12, 33 (waits 10 and 20); the 3rd retry is refused: boom passes through unchanged
         expectObservable(result).toBe('33ms #', undefined, boom);
       });
@@ -179,7 +165,11 @@ describe('retryWithBackoff', () => {
       for (const error of [new Error('flaky'), new TypeError('x is not a function')]) {
         testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
           const source = cold('-#', undefined, error);
-          expectObservable(source.pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }))).toBe('12ms #', undefined, new RetriesExhaustedError(2, [error, error]));
+          expectObservable(source.pipe(retryWithBackoff({ retryOn: 'all', maxRetries: 1, initialBackoffMs: 10, jitter: 'none' }))).toBe(
+            '12ms #',
+            undefined,
+            new RetriesExhaustedError(2, [error, error]),
+          );
           expectSubscriptions(source.subscriptions).toBe(['^!', '11ms ^!']);
         });
       }
@@ -222,7 +212,15 @@ describe('retryWithBackoff', () => {
       const seen: HealEvent[] = [];
       hub.events$.subscribe((e) => seen.push(e));
       const aborted = Object.assign(new Error('aborted'), { name: 'AbortError' });
-      const cancelled = new ToolError({ toolName: 'book_seat', callId: 'c', args: {}, phase: 'execute', idempotent: false, message: 'aborted', cause: aborted });
+      const cancelled = new ToolError({
+        toolName: 'book_seat',
+        callId: 'c',
+        args: {},
+        phase: 'execute',
+        idempotent: false,
+        message: 'aborted',
+        cause: aborted,
+      });
       testScheduler().run(({ cold, expectObservable }) => {
         expectObservable(cold('-#', undefined, cancelled).pipe(retryWithBackoff({ retryOn: 'all', hub }))).toBe('-#', undefined, cancelled);
       });
@@ -473,7 +471,9 @@ describe('retryWithBackoff', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         expectObservable(cold('-#', undefined, sent).pipe(retryWithBackoff({ hub, target: 'tool:send_email' }))).toBe('-#', undefined, sent);
       });
-      expect(seen).to.deep.equal([{ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' }]);
+      expect(seen).to.deep.equal([
+        { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' },
+      ]);
     });
 
     it("reports no 'retry-withheld' for an error not worth a retry anyway, nor when shouldRetry decides", () => {
@@ -585,7 +585,10 @@ describe('retryWithBackoff', () => {
     });
 
     it("requires onRestart with afterEmit: 'restart', and only then", () => {
-      expect(() => retryWithBackoff({ afterEmit: 'restart' } as never)).to.throw(InvalidOptionError, /"onRestart" must be a function when afterEmit is 'restart'/);
+      expect(() => retryWithBackoff({ afterEmit: 'restart' } as never)).to.throw(
+        InvalidOptionError,
+        /"onRestart" must be a function when afterEmit is 'restart'/,
+      );
       expect(() => retryWithBackoff({ onRestart: () => 1 } as never)).to.throw(InvalidOptionError, /"afterEmit"/);
     });
 

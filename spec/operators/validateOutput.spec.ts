@@ -93,9 +93,13 @@ describe('validateOutput', () => {
         },
       ]);
       expect(() => validator.check('x')).to.throw(exploded);
-      expect(() => validateOutput([() => {
-        throw 'plain string';
-      }]).check('x')).to.throw('plain string');
+      expect(() =>
+        validateOutput([
+          () => {
+            throw 'plain string';
+          },
+        ]).check('x'),
+      ).to.throw('plain string');
     });
   });
 

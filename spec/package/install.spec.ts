@@ -46,7 +46,22 @@ import { frameworkOf, frameworkSnippets } from '../support/agentFrameworks.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { typeErrorsIn } from '../support/tsBlocks.js';
 import { startHttpFixture, type FixtureHttpServer } from '../mcp/fixtures/httpServer.js';
-import { expectLoaded, frameworkLines, hostConfigs, installLines, isTarball, loadEntries, npmEnv, npxLines, packageJson, packLine, ROOT, subpathTable, tarballName, withTarball } from './npmPack.js';
+import {
+  expectLoaded,
+  frameworkLines,
+  hostConfigs,
+  installLines,
+  isTarball,
+  loadEntries,
+  npmEnv,
+  npxLines,
+  packageJson,
+  packLine,
+  ROOT,
+  subpathTable,
+  tarballName,
+  withTarball,
+} from './npmPack.js';
 import { INSTALL_NODES, nodeOfLine, pinnedNodes, type NodeBinary } from './nodes.js';
 
 const pkg = packageJson();
@@ -70,7 +85,10 @@ const LINES = [20, 24];
 const frameworks = frameworkLines();
 const FRAMEWORK_NODE = 24;
 /** What a framework line's project loads: `rxheal/ai-sdk` and each framework package it names (not rxheal, rxjs, zod, the AI SDK's types). */
-const frameworkEntries = (command: string): string[] => ['rxheal/ai-sdk', ...packagesOf(command).filter((name) => ![pkg.name, 'rxjs', 'zod', '@ai-sdk/provider'].includes(name))];
+const frameworkEntries = (command: string): string[] => [
+  'rxheal/ai-sdk',
+  ...packagesOf(command).filter((name) => ![pkg.name, 'rxjs', 'zod', '@ai-sdk/provider'].includes(name)),
+];
 
 /** What one npm command did. */
 interface Run {
@@ -95,7 +113,13 @@ function npmWith(node: string, cwd: string, args: string[]): Promise<Run> {
 }
 
 /** One README line as npm args: `npm install /path/to/rxheal-0.1.0.tgz rxjs` → `install <tarball> rxjs`, plus the spec's cache and notice flags. */
-const argsOf = (command: string, tarball: string): string[] => [...withTarball(command, tarball).split(/\s+/).slice(1), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'];
+const argsOf = (command: string, tarball: string): string[] => [
+  ...withTarball(command, tarball).split(/\s+/).slice(1),
+  '--prefer-offline',
+  '--no-audit',
+  '--no-fund',
+  '--loglevel=warn',
+];
 
 /** The names a line installs (`ai @ai-sdk/provider`, the tarball as rxheal), versions stripped. */
 const packagesOf = (command: string): string[] =>
@@ -172,13 +196,21 @@ async function work(node: NodeBinary, dir: string, tarball: string): Promise<Nod
       fresh.push(row);
     }
   }
-  return { npmNode: (JSON.parse(version.stdout || '{}') as Record<string, string>)['node'] ?? `(npm version failed: ${version.stderr})`, root, rows, frameworks: fresh };
+  return {
+    npmNode: (JSON.parse(version.stdout || '{}') as Record<string, string>)['node'] ?? `(npm version failed: ${version.stderr})`,
+    root,
+    rows,
+    frameworks: fresh,
+  };
 }
 
 /** A README line's outcome: exit 0, nothing on stderr, `npm ls` clean, the peers it installed inside rxheal's ranges. Returns the top-level versions. */
 function expectInstalled({ command, install, ls }: Installed): Record<string, string> {
   expect(install.status, `${command} exited with ${install.status}:\n${install.stderr}`).to.equal(0);
-  expect(install.stderr.split('\n').filter((l) => l.trim() !== ''), `${command}: what npm printed on stderr`).to.deep.equal([]);
+  expect(
+    install.stderr.split('\n').filter((l) => l.trim() !== ''),
+    `${command}: what npm printed on stderr`,
+  ).to.deep.equal([]);
   const tree = JSON.parse(ls.stdout || '{}') as { problems?: string[]; dependencies?: Record<string, { version: string }> };
   expect({ status: ls.status, problems: tree.problems ?? [] }, `npm ls --all after ${command}:\n${ls.stderr}`).to.deep.equal({ status: 0, problems: [] });
   const versions = Object.fromEntries(Object.entries(tree.dependencies ?? {}).map(([name, d]) => [name, d.version]));
@@ -213,7 +245,10 @@ interface ProxyRun {
 
 /** The environment a host gives the command: the given Node first on PATH, npm's cache first (the spec's flag), no `npm_*` of an enclosing npm. */
 const hostEnv = (node: string): Record<string, string> =>
-  ({ ...npmEnv(), PATH: `${dirname(node)}${delimiter}${process.env['PATH'] ?? ''}`, npm_config_prefer_offline: 'true', npm_config_loglevel: 'warn' }) as Record<string, string>;
+  ({ ...npmEnv(), PATH: `${dirname(node)}${delimiter}${process.env['PATH'] ?? ''}`, npm_config_prefer_offline: 'true', npm_config_loglevel: 'warn' }) as Record<
+    string,
+    string
+  >;
 
 /**
  * Runs a README `npx` command (its words, the tarball's path and the upstream's URL put in) as an
@@ -221,7 +256,12 @@ const hostEnv = (node: string): Record<string, string> =>
  * it lists, the text of a call of `tool`, and the processes it started that outlive the client's
  * close (stdin closed, then SIGTERM to npx) by 5 s — ended then.
  */
-async function throughProxy(node: string, cwd: string, words: readonly string[], tool: { name: string; arguments?: Record<string, unknown> }): Promise<ProxyRun> {
+async function throughProxy(
+  node: string,
+  cwd: string,
+  words: readonly string[],
+  tool: { name: string; arguments?: Record<string, unknown> },
+): Promise<ProxyRun> {
   const transport = new StdioClientTransport({ command: words[0]!, args: words.slice(1), cwd, env: hostEnv(node), stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -308,7 +348,11 @@ async function processTree(root: number): Promise<Started[]> {
     all.set(Number(entry), { pid: Number(entry), since: fields[19]!, command, parent: Number(fields[1]) });
   }
   const tree: Started[] = [];
-  for (let next = [all.get(root)].filter((p) => p !== undefined); next.length > 0; next = [...all.values()].filter((p) => next.some((n) => n.pid === p.parent))) {
+  for (
+    let next = [all.get(root)].filter((p) => p !== undefined);
+    next.length > 0;
+    next = [...all.values()].filter((p) => next.some((n) => n.pid === p.parent))
+  ) {
     tree.push(...next.map(({ pid, since, command }) => ({ pid, since, command })));
   }
   return tree;
@@ -367,7 +411,8 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
     expect(packed!.stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('> '))).to.deep.equal([]);
     expect(packed!.stderr).to.match(/> rxheal@\S+ prepack\n> npm run build/);
     const named = (command: string): number => command.split(/\s+/).filter((w) => isTarball(w)).length;
-    for (const { command, line } of [...rootLines, ...frameworks, ...proxyLines]) expect(named(command), `README.md:${line}: ${command} starts from ${tarballName()}`).to.equal(1);
+    for (const { command, line } of [...rootLines, ...frameworks, ...proxyLines])
+      expect(named(command), `README.md:${line}: ${command} starts from ${tarballName()}`).to.equal(1);
     // the entry-point table's lines add peers to the project the root line made
     for (const { command, line } of peerLines) expect(named(command), `README.md:${line}: ${command}`).to.equal(0);
   });
@@ -401,7 +446,11 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
         it(`\`${command}\` for ${specifier} (README.md:${readmeLine}), after the root line: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${specifier} loads by import and require`, async () => {
           const installed = await done.rows[i]!;
           const versions = expectInstalled(installed);
-          console.log(`      Node ${found?.version}: ${packagesOf(command).map((name) => `${name} ${versions[name]}`).join(', ')}`);
+          console.log(
+            `      Node ${found?.version}: ${packagesOf(command)
+              .map((name) => `${name} ${versions[name]}`)
+              .join(', ')}`,
+          );
           expectLoaded(loadEntries(installed.project, 'esm', [specifier], node), loadEntries(installed.project, 'cjs', [specifier], node), [{ specifier }]);
         });
       });
@@ -413,7 +462,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
           it(`\`${command}\` (the ${framework} row, README.md:${readmeLine}), in a fresh project: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${entries.join(', ')} load by import; the README's ${framework} snippet (README.md:${snippet?.line}) compiles there`, async () => {
             const installed = await done.frameworks[i]!;
             const versions = expectInstalled(installed);
-            console.log(`      Node ${found?.version}: ${packagesOf(command).filter((name) => name !== pkg.name).map((name) => `${name} ${versions[name]}`).join(', ')}`);
+            console.log(
+              `      Node ${found?.version}: ${packagesOf(command)
+                .filter((name) => name !== pkg.name)
+                .map((name) => `${name} ${versions[name]}`)
+                .join(', ')}`,
+            );
             const loaded = loadEntries(installed.project, 'esm', entries, node);
             for (const entry of entries) expect(loaded[entry], `import('${entry}')`).to.be.an('array').that.is.not.empty;
             // Node's types (the snippet reads process.env): what the line installed (the Agents SDK brings them), else a
@@ -425,7 +479,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
               await symlink(join(ROOT, 'node_modules', '@types', 'node'), nodeTypes, 'dir');
             }
             await writeFile(join(installed.project, 'snippet.ts'), snippet!.code);
-            expect(typeErrorsIn(installed.project, ['snippet.ts']), `README.md:${snippet!.line}, with ${Object.entries(versions).map(([n, v]) => `${n} ${v}`).join(', ')}`).to.deep.equal([]);
+            expect(
+              typeErrorsIn(installed.project, ['snippet.ts']),
+              `README.md:${snippet!.line}, with ${Object.entries(versions)
+                .map(([n, v]) => `${n} ${v}`)
+                .join(', ')}`,
+            ).to.deep.equal([]);
           });
         });
       }
@@ -437,12 +496,18 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
           await mkdir(host, { recursive: true });
           await writeFile(join(host, 'package.json'), JSON.stringify({ name: 'host', private: true, type: 'module' }));
           // the upstreams the README's lines and host configuration name
-          for (const upstreamFile of new Set(['my-server.js', ...hostConfigs().map((c) => c.args.at(-1)!)])) await writeFile(join(host, upstreamFile), MY_SERVER);
+          for (const upstreamFile of new Set(['my-server.js', ...hostConfigs().map((c) => c.args.at(-1)!)]))
+            await writeFile(join(host, upstreamFile), MY_SERVER);
         });
 
         for (const { command, line: readmeLine } of proxyLines) {
           const kind = command.endsWith(' --help') ? 'help' : command.includes(' -- ') ? 'stdio' : 'url';
-          const does = { help: 'prints the usage and exits 0', stdio: 'the proxy lists the upstream’s tools and answers a call, the upstream (node my-server.js) on this Node; closed, nothing of it is left running', url: 'the proxy lists the upstream’s tools and answers a call; closed, nothing of it is left running' }[kind];
+          const does = {
+            help: 'prints the usage and exits 0',
+            stdio:
+              'the proxy lists the upstream’s tools and answers a call, the upstream (node my-server.js) on this Node; closed, nothing of it is left running',
+            url: 'the proxy lists the upstream’s tools and answers a call; closed, nothing of it is left running',
+          }[kind];
           it(`\`${command}\` (README.md:${readmeLine}): ${does}`, async () => {
             const words = withTarball(command, packed!.tarball).split(/\s+/);
             if (kind === 'help') {
@@ -454,7 +519,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
             const run =
               kind === 'stdio'
                 ? await throughProxy(node, host, words, { name: 'node_version' })
-                : await throughProxy(node, host, words.map((w) => (/^https?:\/\//.test(w) ? upstream!.url.href : w)), { name: 'echo', arguments: { text: 'healed' } });
+                : await throughProxy(
+                    node,
+                    host,
+                    words.map((w) => (/^https?:\/\//.test(w) ? upstream!.url.href : w)),
+                    { name: 'echo', arguments: { text: 'healed' } },
+                  );
             if (kind === 'stdio') expect({ tools: run.tools, text: run.text }, run.stderr).to.deep.equal({ tools: ['node_version'], text: found?.version });
             else {
               expect(run.tools, run.stderr).to.include.members(['echo', 'get_weather']);
@@ -466,7 +536,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
 
         for (const { name, command, args, line: readmeLine } of hostConfigs()) {
           it(`the host configuration "${name}" (README.md:${readmeLine}): \`${command} ${args.join(' ')}\` started as a host starts it, the proxy answers a call of its upstream (node ${args.at(-1)}); closed, nothing of it is left running`, async () => {
-            const run = await throughProxy(node, host, [command, ...args].map((w) => (isTarball(w) ? packed!.tarball : w)), { name: 'node_version' });
+            const run = await throughProxy(
+              node,
+              host,
+              [command, ...args].map((w) => (isTarball(w) ? packed!.tarball : w)),
+              { name: 'node_version' },
+            );
             expect({ tools: run.tools, text: run.text }, run.stderr).to.deep.equal({ tools: ['node_version'], text: found?.version });
             expect(run.left, 'processes left running after the host closed the proxy').to.deep.equal([]);
           });

@@ -48,6 +48,7 @@ export function nodeOfLine(line: number): { found?: NodeBinary; expected: string
   const pinned = pinnedNodes().find((n) => n.line === line);
   if (pinned && existsSync(pinned.path)) return { found: { line, version: pinned.version, path: pinned.path, source: 'pinned' }, expected: pinned.path };
   const running = process.versions.node;
-  if (Number(running.split('.')[0]) === line) return { found: { line, version: running, path: process.execPath, source: 'running' }, expected: process.execPath };
+  if (Number(running.split('.')[0]) === line)
+    return { found: { line, version: running, path: process.execPath, source: 'running' }, expected: process.execPath };
   return { expected: pinned?.path ?? `a Node ${line} binary (.ci/node/package.json pins none)` };
 }

@@ -94,7 +94,8 @@ export function subpathTable(readme: string = readFileSync(join(ROOT, 'README.md
 }
 
 /** The examples the package ships (its `files` entries under examples/). */
-export const shippedExamples = (pkg: PackageJson = packageJson()): string[] => ((pkg['files'] ?? []) as string[]).filter((f) => /^examples\/[^/]+\.ts$/.test(f));
+export const shippedExamples = (pkg: PackageJson = packageJson()): string[] =>
+  ((pkg['files'] ?? []) as string[]).filter((f) => /^examples\/[^/]+\.ts$/.test(f));
 
 /** Every module specifier a TypeScript file imports (static and dynamic). */
 export function importsOf(code: string): string[] {
@@ -165,7 +166,9 @@ export function installLines(readme: string = readFileSync(join(ROOT, 'README.md
   const root = shellLines(lines, start, end)
     .filter((l) => l.command.startsWith('npm install '))
     .map((l) => ({ ...l, for: 'the root entry' }));
-  const rows = subpathTable(readme).flatMap((row) => [...row.install.matchAll(/`(npm install [^`]+)`/g)].map((m) => ({ command: m[1]!, for: row.specifier, line: row.line })));
+  const rows = subpathTable(readme).flatMap((row) =>
+    [...row.install.matchAll(/`(npm install [^`]+)`/g)].map((m) => ({ command: m[1]!, for: row.specifier, line: row.line })),
+  );
   return [...root, ...rows];
 }
 
@@ -234,7 +237,11 @@ console.log(JSON.stringify(out));`;
 }
 
 /** Every entry loads and exports something; ESM and CommonJS see the same names. */
-export function expectLoaded(esm: Record<string, string[] | string>, cjs: Record<string, string[] | string>, list: readonly { readonly specifier: string }[]): void {
+export function expectLoaded(
+  esm: Record<string, string[] | string>,
+  cjs: Record<string, string[] | string>,
+  list: readonly { readonly specifier: string }[],
+): void {
   for (const { specifier } of list) {
     expect(esm[specifier], `import('${specifier}')`).to.be.an('array').that.is.not.empty;
     expect(cjs[specifier], `require('${specifier}') (each entry needs a "default" condition for require(esm))`).to.be.an('array').that.is.not.empty;

@@ -44,7 +44,12 @@ function npm(cwd: string, args: string[]): void {
 
 /** `npm install <tarball>` as a user types it (scripts allowed, warnings shown): what npm printed on stderr. */
 function npmInstall(cwd: string, tarball: string): string {
-  const result = spawnSync('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], { cwd, env: npmEnv(), encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+  const result = spawnSync('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=warn'], {
+    cwd,
+    env: npmEnv(),
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   if (result.status !== 0) throw new Error(`npm install ${tarball} failed: ${result.stderr}`);
   return result.stderr;
 }
@@ -117,7 +122,8 @@ describe('the packed tarball in a fresh consumer project', function () {
 
   it('packs the built entry points, their types, the LICENSE and the README', () => {
     for (const { specifier, conditions } of entries) {
-      for (const [condition, target] of Object.entries(conditions)) expect(packed.has(target.slice(2)), `${specifier} "${condition}": ${target}`).to.equal(true);
+      for (const [condition, target] of Object.entries(conditions))
+        expect(packed.has(target.slice(2)), `${specifier} "${condition}": ${target}`).to.equal(true);
     }
     for (const file of ['LICENSE', 'README.md', 'package.json']) expect(packed.has(file), file).to.equal(true);
   });
@@ -151,7 +157,9 @@ describe('the packed tarball in a fresh consumer project', function () {
       ] as const) {
         const result = spawnSync(process.execPath, ['-e', source], { cwd: consumer, encoding: 'utf8' });
         expect(result.status, `${kind}: ${result.stderr}`).to.equal(1);
-        expect(result.stderr, kind).to.contain('rxheal/chaos needs fast-check (4.x), an optional peer dependency of rxheal that is not installed: npm install --save-dev fast-check');
+        expect(result.stderr, kind).to.contain(
+          'rxheal/chaos needs fast-check (4.x), an optional peer dependency of rxheal that is not installed: npm install --save-dev fast-check',
+        );
       }
     });
 
@@ -193,7 +201,10 @@ export const names: string[] = Object.keys(rxheal);
       const code = result.outputFiles[0]!.text;
       expect(code.match(/["']node:[a-z/_]+["']/g) ?? []).to.deep.equal([]);
       const imports = result.metafile.outputs[Object.keys(result.metafile.outputs)[0]!]!.imports;
-      expect(imports.filter((i) => i.external), 'nothing left for the runtime to resolve').to.deep.equal([]);
+      expect(
+        imports.filter((i) => i.external),
+        'nothing left for the runtime to resolve',
+      ).to.deep.equal([]);
     });
   });
 
@@ -206,7 +217,10 @@ export const names: string[] = Object.keys(rxheal);
       if (wanted.length > 0) npm(consumer, ['install', ...wanted, '@types/json-schema@^7.0.15']);
       // and what the shipped examples import besides rxheal (the frameworks they heal, zod…), as a user copying one installs it
       const extra = [...new Set(examples.flatMap((file) => importsOf(readFileSync(join(consumer, 'node_modules', pkg.name, file), 'utf8')).map(packageOf)))]
-        .filter((name): name is string => name !== undefined && name !== pkg.name && !optionalPeers.includes(name) && name !== 'rxjs' && !(name in (pkg['dependencies'] as object)))
+        .filter(
+          (name): name is string =>
+            name !== undefined && name !== pkg.name && !optionalPeers.includes(name) && name !== 'rxjs' && !(name in (pkg['dependencies'] as object)),
+        )
         .map((name) => `${name}@${devDependencies[name] ?? 'latest'}`);
       if (extra.length > 0) npm(consumer, ['install', ...extra]);
     });

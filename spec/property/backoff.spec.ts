@@ -74,8 +74,14 @@ describe('property: backoff maths', () => {
           const base = baseDelay(n, policy);
           const d = backoffDelay(n, prev, policy);
           if (policy.jitter === 'full') expect(d).to.be.at.least(0).and.at.most(Math.floor(base));
-          if (policy.jitter === 'equal') expect(d).to.be.at.least(Math.round(base / 2)).and.at.most(Math.round(base));
-          if (policy.jitter === 'decorrelated') expect(d).to.be.at.least(Math.round(Math.min(policy.initialBackoffMs, policy.maxBackoffMs))).and.at.most(policy.maxBackoffMs);
+          if (policy.jitter === 'equal')
+            expect(d)
+              .to.be.at.least(Math.round(base / 2))
+              .and.at.most(Math.round(base));
+          if (policy.jitter === 'decorrelated')
+            expect(d)
+              .to.be.at.least(Math.round(Math.min(policy.initialBackoffMs, policy.maxBackoffMs)))
+              .and.at.most(policy.maxBackoffMs);
         },
       ),
       { numRuns: 500 },
@@ -89,7 +95,9 @@ describe('property: backoff maths', () => {
         anyRandom.chain((r) => fc.tuple(policyArb(r), fc.double({ min: 0, max: 1e6, noNaN: true }), retryIndex, previous)),
         ([policy, cap, n, prev]) => {
           const d = backoffDelay(n, prev, { ...policy, maxBackoffMs: cap });
-          expect(d).to.be.at.least(0).and.at.most(cap + 0.5);
+          expect(d)
+            .to.be.at.least(0)
+            .and.at.most(cap + 0.5);
         },
       ),
       { numRuns: 300 },

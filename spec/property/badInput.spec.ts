@@ -84,7 +84,11 @@ const breakerOptions: Record<string, OptionCase> = {
   isFailure: { bad: NOT_FUNCTION },
   window: {
     bad: [
-      'rolling', 1, null, {}, fn,
+      'rolling',
+      1,
+      null,
+      {},
+      fn,
       { failureRateThreshold: 0, minimumCalls: 1, windowMs: 1 },
       { failureRateThreshold: 1.5, minimumCalls: 1, windowMs: 1 },
       { failureRateThreshold: NaN, minimumCalls: 1, windowMs: 1 },
@@ -181,7 +185,17 @@ const FACTORIES: Record<string, Factory> = {
     make: (o) => fallbackTo(o['alternative'] as never),
     options: {
       alternative: {
-        bad: [1, 'x', null, true, { name: '', source: of(1) }, { name: 'a', source: 1 }, { name: 'a', source: of(1), breaker: {} }, { name: 'a', source: of(1), extra: 1 }, { id: 'm', stream: fn }],
+        bad: [
+          1,
+          'x',
+          null,
+          true,
+          { name: '', source: of(1) },
+          { name: 'a', source: 1 },
+          { name: 'a', source: of(1), breaker: {} },
+          { name: 'a', source: of(1), extra: 1 },
+          { id: 'm', stream: fn },
+        ],
         related: ['alternatives', 'alternatives[0]', 'request'],
         // a plain object is read as the options argument: its keys are the options named
         alsoNamed: (v) => (typeof v === 'object' && v !== null ? Object.keys(v) : []),
@@ -216,7 +230,8 @@ const FACTORIES: Record<string, Factory> = {
   },
   validateOutput: {
     target: 'validateOutput',
-    make: (o) => validateOutput(('rule' in o ? o['rule'] : [fn]) as never, 'maxCorrections' in o ? ({ maxCorrections: o['maxCorrections'] } as never) : undefined),
+    make: (o) =>
+      validateOutput(('rule' in o ? o['rule'] : [fn]) as never, 'maxCorrections' in o ? ({ maxCorrections: o['maxCorrections'] } as never) : undefined),
     options: {
       rule: { bad: [[], [1], 'x', {}, null, 1, [fn, 'x']] },
       maxCorrections: { bad: [...NOT_NUMBER, ...NEGATIVE, ...NOT_INTEGER, Infinity] },
@@ -260,7 +275,11 @@ const FACTORIES: Record<string, Factory> = {
     unknownKeys: true,
     options: {
       // sparse arrays are a gap (see below)
-      models: { bad: [[], 'm', null, [{}], [model, model], [{ id: '', stream: fn }]], related: ['models[0]', 'models[1].id', 'models[0].id'], junk: junk.filter((v) => !isSparse(v)) },
+      models: {
+        bad: [[], 'm', null, [{}], [model, model], [{ id: '', stream: fn }]],
+        related: ['models[0]', 'models[1].id', 'models[0].id'],
+        junk: junk.filter((v) => !isSparse(v)),
+      },
       id: { bad: EMPTY_STRING },
       breakers: { bad: [{}, new CircuitBreaker(), 1] },
       adapt: { bad: NOT_FUNCTION },
@@ -278,7 +297,15 @@ const FACTORIES: Record<string, Factory> = {
     make: (o) => restoreBreaker(new CircuitBreaker(), o['snapshot'] as never),
     options: {
       snapshot: {
-        bad: [null, 1, {}, { version: 2 }, { version: 1, name: 'x', state: 'ajar', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }, { version: 1, name: 'x', state: 'open', isolated: 'no', openUntil: null, consecutiveFailures: 0, window: null }, { version: 1, name: 'x', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: -1, window: null }],
+        bad: [
+          null,
+          1,
+          {},
+          { version: 2 },
+          { version: 1, name: 'x', state: 'ajar', isolated: false, openUntil: null, consecutiveFailures: 0, window: null },
+          { version: 1, name: 'x', state: 'open', isolated: 'no', openUntil: null, consecutiveFailures: 0, window: null },
+          { version: 1, name: 'x', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: -1, window: null },
+        ],
       },
     },
   },
@@ -306,7 +333,6 @@ function rejects(f: Factory, option: string, value: unknown, related?: readonly 
   expectNamed(thrown, f.target, option, related);
 }
 
-
 let cases = 0;
 for (const f of Object.values(FACTORIES)) for (const o of Object.values(f.options)) cases += o.bad.length;
 
@@ -331,16 +357,20 @@ describe(`bad input: every public option rejects bad values by name (${cases} ta
       if (f.unknownKeys) {
         it('rejects an unknown option, naming it', () => {
           fc.assert(
-            fc.property(fc.string({ minLength: 1 }).filter((k) => !(k in f.options) && !['__proto__', 'constructor', ...(f.ignoredKeys ?? [])].includes(k)), junk, (key, value) => {
-              if (value === undefined) return;
-              let thrown: unknown;
-              try {
-                f.make({ [key]: value });
-              } catch (e) {
-                thrown = e;
-              }
-              expectNamed(thrown, f.target, key);
-            }),
+            fc.property(
+              fc.string({ minLength: 1 }).filter((k) => !(k in f.options) && !['__proto__', 'constructor', ...(f.ignoredKeys ?? [])].includes(k)),
+              junk,
+              (key, value) => {
+                if (value === undefined) return;
+                let thrown: unknown;
+                try {
+                  f.make({ [key]: value });
+                } catch (e) {
+                  thrown = e;
+                }
+                expectNamed(thrown, f.target, key);
+              },
+            ),
             { numRuns: 25 },
           );
         });
@@ -378,8 +408,14 @@ describe(`bad input: every public option rejects bad values by name (${cases} ta
 
   describe('errors show the value they reject', () => {
     it('message: target, option, what was expected and the value given', () => {
-      expect(() => retryWithBackoff({ maxRetries: -1 })).to.throw(InvalidOptionError, 'retryWithBackoff: option "maxRetries" must be a non-negative integer or Infinity, got -1');
-      expect(() => new CircuitBreaker({ window: { failureRateThreshold: 2, minimumCalls: 1, windowMs: 1 } })).to.throw(InvalidOptionError, /"window".*got \{"failureRateThreshold":2/);
+      expect(() => retryWithBackoff({ maxRetries: -1 })).to.throw(
+        InvalidOptionError,
+        'retryWithBackoff: option "maxRetries" must be a non-negative integer or Infinity, got -1',
+      );
+      expect(() => new CircuitBreaker({ window: { failureRateThreshold: 2, minimumCalls: 1, windowMs: 1 } })).to.throw(
+        InvalidOptionError,
+        /"window".*got \{"failureRateThreshold":2/,
+      );
       expect(() => degradeAfter({ firstMs: 0 }, 'x')).to.throw(InvalidOptionError, /"deadline.firstMs".*got 0/);
     });
   });

@@ -280,7 +280,8 @@ export function runAgainstModel(config: ModelConfig, commands: readonly Command[
         });
         if ('retryAfterMs' in predicted) {
           if (!(rejection instanceof CircuitOpenError)) fail(step, 'admission', 'admitted', 'rejected');
-          if ((rejection as CircuitOpenError).retryAfterMs !== predicted.retryAfterMs) fail(step, 'retryAfterMs', (rejection as CircuitOpenError).retryAfterMs, predicted.retryAfterMs);
+          if ((rejection as CircuitOpenError).retryAfterMs !== predicted.retryAfterMs)
+            fail(step, 'retryAfterMs', (rejection as CircuitOpenError).retryAfterMs, predicted.retryAfterMs);
           if (subject.observed) fail(step, 'source subscribed after rejection', true, false);
         } else {
           if (rejection !== undefined) fail(step, 'admission', 'rejected', 'admitted');

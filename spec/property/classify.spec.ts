@@ -4,9 +4,27 @@ import { classifyError, createClassifier, isServiceFailure, type ErrorCategory, 
 import { HttpError, RetriesExhaustedError, ToolError } from '../../src/core/errors/errors.js';
 
 const CATEGORIES: ReadonlySet<ErrorCategory> = new Set<ErrorCategory>([
-  'cancelled', 'programming', 'circuit_open', 'budget_exceeded', 'request_timeout', 'conflict', 'rate_limit', 'server_error',
-  'bad_gateway', 'service_unavailable', 'gateway_timeout', 'bad_request', 'unauthorized', 'forbidden', 'not_found',
-  'validation_error', 'client_error', 'timeout', 'connection', 'transient', 'unknown',
+  'cancelled',
+  'programming',
+  'circuit_open',
+  'budget_exceeded',
+  'request_timeout',
+  'conflict',
+  'rate_limit',
+  'server_error',
+  'bad_gateway',
+  'service_unavailable',
+  'gateway_timeout',
+  'bad_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'validation_error',
+  'client_error',
+  'timeout',
+  'connection',
+  'transient',
+  'unknown',
 ]);
 const STRATEGIES = new Set(['exponential_backoff', 'retry_with_longer_timeout', 'fallback', 'fail_fast', 'abort']);
 
@@ -27,8 +45,19 @@ function hostile(target: object = {}): object {
     throw new Error('hostile');
   };
   return new Proxy(target, {
-    get: boom, has: boom, getPrototypeOf: boom, ownKeys: boom, getOwnPropertyDescriptor: boom, apply: boom, construct: boom,
-    set: boom, defineProperty: boom, deleteProperty: boom, isExtensible: boom, preventExtensions: boom, setPrototypeOf: boom,
+    get: boom,
+    has: boom,
+    getPrototypeOf: boom,
+    ownKeys: boom,
+    getOwnPropertyDescriptor: boom,
+    apply: boom,
+    construct: boom,
+    set: boom,
+    defineProperty: boom,
+    deleteProperty: boom,
+    isExtensible: boom,
+    preventExtensions: boom,
+    setPrototypeOf: boom,
   });
 }
 
@@ -61,56 +90,122 @@ const throwingGetters = fc
 
 /** Headers that misbehave (built lazily where fast-check would trip over them). */
 const hostileHeaders = fc.oneof(
-  fc.constant({ get: (): never => { throw new Error('get'); } }),
-  fc.constant({ get: (): unknown => ({ toString: (): never => { throw new Error('toString'); } }) }),
+  fc.constant({
+    get: (): never => {
+      throw new Error('get');
+    },
+  }),
+  fc.constant({
+    get: (): unknown => ({
+      toString: (): never => {
+        throw new Error('toString');
+      },
+    }),
+  }),
   fc.dictionary(fc.constantFrom('retry-after', 'Retry-After', 'retry-after-ms', 'x-should-retry', 'x'), fc.anything()),
   fc.record({ 'retry-after': fc.oneof(fc.string(), fc.constantFrom('1e308', '-1', 'Infinity', 'NaN', '16 days', 'Thu, 01 Jan 2099 00:00:00 GMT', '0x10')) }),
   fc.record({ 'retry-after-ms': fc.oneof(fc.string(), fc.constantFrom('1e308', '-5', 'Infinity', '1.5')) }),
 );
 
 /** A chain of causes `depth` deep, optionally closed into a cycle. */
-const causeChain = fc.record({ depth: fc.integer({ min: 0, max: 200 }), cyclic: fc.boolean(), leaf: fc.anything(), wrapper: fc.constantFrom('error', 'retries', 'tool', 'plain') }).map(({ depth, cyclic, leaf, wrapper }) => {
-  const first: { cause?: unknown } = wrapper === 'plain' ? {} : new Error('outer');
-  let current: { cause?: unknown } = first;
-  for (let i = 0; i < depth; i++) {
-    const next: { cause?: unknown } =
-      wrapper === 'retries' ? new RetriesExhaustedError(1, [leaf]) : wrapper === 'tool' ? new ToolError({ toolName: 't', callId: 'c', phase: 'execute', args: {}, idempotent: true, message: 'tool failed', cause: leaf }) : new Error(`level ${i}`);
-    current.cause = next;
-    current = next;
-  }
-  current.cause = cyclic ? first : leaf;
-  return first;
-});
+const causeChain = fc
+  .record({ depth: fc.integer({ min: 0, max: 200 }), cyclic: fc.boolean(), leaf: fc.anything(), wrapper: fc.constantFrom('error', 'retries', 'tool', 'plain') })
+  .map(({ depth, cyclic, leaf, wrapper }) => {
+    const first: { cause?: unknown } = wrapper === 'plain' ? {} : new Error('outer');
+    let current: { cause?: unknown } = first;
+    for (let i = 0; i < depth; i++) {
+      const next: { cause?: unknown } =
+        wrapper === 'retries'
+          ? new RetriesExhaustedError(1, [leaf])
+          : wrapper === 'tool'
+            ? new ToolError({ toolName: 't', callId: 'c', phase: 'execute', args: {}, idempotent: true, message: 'tool failed', cause: leaf })
+            : new Error(`level ${i}`);
+      current.cause = next;
+      current = next;
+    }
+    current.cause = cyclic ? first : leaf;
+    return first;
+  });
 
 describe('property: classifyError is total', () => {
   it('never throws and is well formed for fc.anything()', () => {
-    fc.assert(fc.property(fc.anything({ withBigInt: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true, withTypedArray: true, withSparseArray: true }), (v) => wellFormed(classifyError(v))), { numRuns: 300 });
+    fc.assert(
+      fc.property(
+        fc.anything({
+          withBigInt: true,
+          withBoxedValues: true,
+          withDate: true,
+          withMap: true,
+          withSet: true,
+          withNullPrototype: true,
+          withTypedArray: true,
+          withSparseArray: true,
+        }),
+        (v) => wellFormed(classifyError(v)),
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('never throws for objects with throwing getters, hostile or revoked proxies, in any position', () => {
     // hostile values are built inside the predicate: fast-check itself must not touch them
-    type Hostile = 'proxy' | 'function proxy' | 'revoked' | 'cause: proxy' | 'cause: revoked' | 'headers: proxy' | 'headers: revoked' | 'response.headers: proxy' | 'status: proxy';
+    type Hostile =
+      | 'proxy'
+      | 'function proxy'
+      | 'revoked'
+      | 'cause: proxy'
+      | 'cause: revoked'
+      | 'headers: proxy'
+      | 'headers: revoked'
+      | 'response.headers: proxy'
+      | 'status: proxy';
     const build = (kind: Hostile): unknown => {
       switch (kind) {
-        case 'proxy': return hostile();
-        case 'function proxy': return hostile(() => undefined);
-        case 'revoked': return revoked();
-        case 'cause: proxy': return { cause: hostile() };
-        case 'cause: revoked': return new Error('wrapped', { cause: revoked() });
-        case 'headers: proxy': return new HttpError(503, hostile() as never);
-        case 'headers: revoked': return { status: 429, headers: revoked() };
-        case 'response.headers: proxy': return { response: { status: 503, headers: hostile() } };
-        case 'status: proxy': return { status: hostile(), statusCode: revoked(), response: hostile() };
+        case 'proxy':
+          return hostile();
+        case 'function proxy':
+          return hostile(() => undefined);
+        case 'revoked':
+          return revoked();
+        case 'cause: proxy':
+          return { cause: hostile() };
+        case 'cause: revoked':
+          return new Error('wrapped', { cause: revoked() });
+        case 'headers: proxy':
+          return new HttpError(503, hostile() as never);
+        case 'headers: revoked':
+          return { status: 429, headers: revoked() };
+        case 'response.headers: proxy':
+          return { response: { status: 503, headers: hostile() } };
+        case 'status: proxy':
+          return { status: hostile(), statusCode: revoked(), response: hostile() };
       }
     };
-    const kinds: Hostile[] = ['proxy', 'function proxy', 'revoked', 'cause: proxy', 'cause: revoked', 'headers: proxy', 'headers: revoked', 'response.headers: proxy', 'status: proxy'];
+    const kinds: Hostile[] = [
+      'proxy',
+      'function proxy',
+      'revoked',
+      'cause: proxy',
+      'cause: revoked',
+      'headers: proxy',
+      'headers: revoked',
+      'response.headers: proxy',
+      'status: proxy',
+    ];
     const now = fc.option(fc.integer({ min: -1e15, max: 1e15 }), { nil: undefined });
     const ctx = (t: number | undefined) => (t === undefined ? {} : { now: t });
-    fc.assert(fc.property(fc.constantFrom(...kinds), now, (kind, t) => wellFormed(classifyError(build(kind), ctx(t)))), { numRuns: 100 });
-    fc.assert(fc.property(throwingGetters, now, (v, t) => wellFormed(classifyError(v, ctx(t)))), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.constantFrom(...kinds), now, (kind, t) => wellFormed(classifyError(build(kind), ctx(t)))),
+      { numRuns: 100 },
+    );
+    fc.assert(
+      fc.property(throwingGetters, now, (v, t) => wellFormed(classifyError(v, ctx(t)))),
+      { numRuns: 300 },
+    );
     fc.assert(
       fc.property(hostileHeaders, fc.constantFrom('HttpError', 'status', 'response'), now, (headers, where, t) => {
-        const v = where === 'HttpError' ? new HttpError(503, headers as never) : where === 'status' ? { status: 429, headers } : { response: { status: 503, headers } };
+        const v =
+          where === 'HttpError' ? new HttpError(503, headers as never) : where === 'status' ? { status: 429, headers } : { response: { status: 503, headers } };
         wellFormed(classifyError(v, ctx(t)));
       }),
       { numRuns: 300 },
@@ -118,25 +213,24 @@ describe('property: classifyError is total', () => {
   });
 
   it('never throws for deep and cyclic cause chains', () => {
-    fc.assert(fc.property(causeChain, (v) => wellFormed(classifyError(v))), { numRuns: 200 });
+    fc.assert(
+      fc.property(causeChain, (v) => wellFormed(classifyError(v))),
+      { numRuns: 200 },
+    );
   });
 
   it('a classifier with broken rules still answers: rules that throw or return junk are skipped', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.oneof(fc.constant('throw' as const), fc.anything()), { maxLength: 4 }),
-        fc.anything(),
-        (rules, error) => {
-          const classify = createClassifier({
-            rules: rules.map((r) => () => {
-              if (r === 'throw') throw new Error('rule');
-              // anything that is not an object is "not mine"; an object is taken as the answer
-              return (typeof r === 'object' && r !== null ? undefined : r) as undefined;
-            }),
-          });
-          wellFormed(classify(error));
-        },
-      ),
+      fc.property(fc.array(fc.oneof(fc.constant('throw' as const), fc.anything()), { maxLength: 4 }), fc.anything(), (rules, error) => {
+        const classify = createClassifier({
+          rules: rules.map((r) => () => {
+            if (r === 'throw') throw new Error('rule');
+            // anything that is not an object is "not mine"; an object is taken as the answer
+            return (typeof r === 'object' && r !== null ? undefined : r) as undefined;
+          }),
+        });
+        wellFormed(classify(error));
+      }),
       { numRuns: 200 },
     );
   });

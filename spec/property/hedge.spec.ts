@@ -26,7 +26,9 @@ describe('property: hedge never mixes two attempts’ output', () => {
     // one timeline per attempt (maxHedges + 1 of them): each is subscribed at most once
     const arb = fc
       .integer({ min: 1, max: 4 })
-      .chain((maxHedges) => fc.tuple(fc.array(attemptArb, { minLength: maxHedges + 1, maxLength: maxHedges + 1 }), fc.integer({ min: 0, max: 8 }), fc.constant(maxHedges)));
+      .chain((maxHedges) =>
+        fc.tuple(fc.array(attemptArb, { minLength: maxHedges + 1, maxLength: maxHedges + 1 }), fc.integer({ min: 0, max: 8 }), fc.constant(maxHedges)),
+      );
     fc.assert(
       fc.property(arb, ([list, after, maxHedges]) => {
         const ts = testScheduler();

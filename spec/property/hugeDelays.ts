@@ -26,7 +26,15 @@ export const delayArb: fc.Arbitrary<number> = fc.oneof(
 );
 
 export type Waiter = 'wait' | 'retry-after' | 'totalTimeoutMs' | 'degradeAfter first' | 'degradeAfter idle' | 'resetTimeoutMs' | 'halfOpenTimeoutMs';
-export const WAITERS: readonly Waiter[] = ['wait', 'retry-after', 'totalTimeoutMs', 'degradeAfter first', 'degradeAfter idle', 'resetTimeoutMs', 'halfOpenTimeoutMs'];
+export const WAITERS: readonly Waiter[] = [
+  'wait',
+  'retry-after',
+  'totalTimeoutMs',
+  'degradeAfter first',
+  'degradeAfter idle',
+  'resetTimeoutMs',
+  'halfOpenTimeoutMs',
+];
 
 /**
  * Starts `waiter` with `delay` at virtual time 0 and returns when it fired (virtual ms; `undefined`
@@ -45,7 +53,9 @@ export function fireTime(waiter: Waiter, delay: number): { at: number | undefine
       // fails at 0 asking for `delay`; the retry (second subscription) is what fires
       let n = 0;
       const source = new Observable<never>((s) => (n++ === 0 ? s.error(new HttpError(429, { 'retry-after-ms': String(delay) })) : fired()));
-      source.pipe(retryWithBackoff({ scheduler, maxRetries: 1, initialBackoffMs: 0, jitter: 'none', maxRetryAfterMs: Infinity })).subscribe({ error: () => undefined });
+      source
+        .pipe(retryWithBackoff({ scheduler, maxRetries: 1, initialBackoffMs: 0, jitter: 'none', maxRetryAfterMs: Infinity }))
+        .subscribe({ error: () => undefined });
       break;
     }
     case 'totalTimeoutMs':

@@ -38,7 +38,10 @@ export const lateScenarioArb: fc.Arbitrary<LateScenario> = fc
   .record({
     via: fc.constantFrom<LateScenario['via']>('abortable', 'callTool', 'streamModel'),
     readAtOnce: fc.boolean(),
-    reads: fc.array(fc.integer({ min: 0, max: 20 }).map((n) => 2 * n + 1), { maxLength: 4 }),
+    reads: fc.array(
+      fc.integer({ min: 0, max: 20 }).map((n) => 2 * n + 1),
+      { maxLength: 4 },
+    ),
     finishAt: fc.option(even, { nil: undefined }),
     finishWith: fc.constantFrom<LateScenario['finishWith']>('complete', 'error'),
     unsubscribeAt: fc.option(even, { nil: undefined }),

@@ -17,7 +17,12 @@ describe('property: the shared rate limit holds exactly what the calls that ran 
   });
 
   it('the check sees late answers: past the timeout, the local share decides and the shared store holds nothing', () => {
-    const s: RefundScenario = { latencyMs: 10, replyLatencyMs: 20, timeoutMs: 20, calls: [{ at: 2, cost: 2, runsMs: 4, used: 1, endsWith: 'complete', cancelAfter: undefined }] };
+    const s: RefundScenario = {
+      latencyMs: 10,
+      replyLatencyMs: 20,
+      timeoutMs: 20,
+      calls: [{ at: 2, cost: 2, runsMs: 4, used: 1, endsWith: 'complete', cancelAfter: undefined }],
+    };
     const r = runRefunds(s);
     expect(r.started).to.deep.equal([1]);
     expect({ requests: r.requests, tokens: r.tokens }).to.deep.equal({ requests: 0, tokens: 0 });

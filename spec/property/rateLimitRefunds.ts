@@ -54,7 +54,10 @@ const callArb: fc.Arbitrary<RefundCall> = fc.record({
   runsMs: fc.integer({ min: 1, max: 40 }).map((n) => 2 * n),
   used: fc.option(fc.integer({ min: 0, max: 8 }), { nil: undefined }),
   endsWith: fc.constantFrom<RefundCall['endsWith']>('complete', 'error'),
-  cancelAfter: fc.option(fc.integer({ min: 0, max: 60 }).map((n) => 2 * n + 1), { nil: undefined }),
+  cancelAfter: fc.option(
+    fc.integer({ min: 0, max: 60 }).map((n) => 2 * n + 1),
+    { nil: undefined },
+  ),
 });
 
 export const refundScenarioArb: fc.Arbitrary<RefundScenario> = fc
@@ -82,7 +85,15 @@ export function runRefunds(s: RefundScenario): RefundRun {
   const limiter = new RateLimiter({ name: 'k', requestsPerMinute: LIMIT, tokensPerMinute: LIMIT, store, node: 'n', scheduler });
   const limit = (id: string) => ({ id, limit: LIMIT, periodMs: 60_000 });
   // sent at 0, it runs at latencyMs: before any call's reservation (calls start at 2 or later)
-  store.adjust({ key: 'k', limits: [{ ...limit('requests'), floorMs: FLOOR_MS }, { ...limit('tokens'), floorMs: FLOOR_MS }] }).subscribe();
+  store
+    .adjust({
+      key: 'k',
+      limits: [
+        { ...limit('requests'), floorMs: FLOOR_MS },
+        { ...limit('tokens'), floorMs: FLOOR_MS },
+      ],
+    })
+    .subscribe();
   const started = s.calls.map(() => 0);
   const ended = s.calls.map(() => false);
   s.calls.forEach((c, i) => {
@@ -96,7 +107,12 @@ export function runRefunds(s: RefundScenario): RefundRun {
       return () => end.unsubscribe();
     });
     scheduler.schedule(() => {
-      const call = source.pipe(rateLimit(limiter, { cost: c.cost }), catchError(() => of(undefined))).subscribe({ complete: () => (ended[i] = true) });
+      const call = source
+        .pipe(
+          rateLimit(limiter, { cost: c.cost }),
+          catchError(() => of(undefined)),
+        )
+        .subscribe({ complete: () => (ended[i] = true) });
       if (c.cancelAfter !== undefined) {
         scheduler.schedule(() => {
           ended[i] = true;
@@ -133,7 +149,10 @@ export function checkRefunds(s: RefundScenario, r: RefundRun): void {
     const reported = c.used !== undefined && c.endsWith === 'complete' && (c.cancelAfter === undefined || startedBy(s, c) + c.runsMs < c.at + c.cancelAfter);
     tokens += reported ? c.used! : c.cost;
   });
-  expect({ requests: r.requests, tokens: r.tokens }, shared ? 'the started calls, exactly' : 'nothing: the local share decided, every late grant given back').to.deep.equal({ requests, tokens });
+  expect(
+    { requests: r.requests, tokens: r.tokens },
+    shared ? 'the started calls, exactly' : 'nothing: the local share decided, every late grant given back',
+  ).to.deep.equal({ requests, tokens });
 }
 
 /** When a call whose reservation the shared store answered in time is started: on the answer (no call waits). */

@@ -29,7 +29,13 @@ export const attemptArb = (allowNever: boolean, maxRetryAfterS = 90): fc.Arbitra
 
 /** The error an attempt ends with, if it ends with one. */
 export function attemptError(a: Attempt): HttpError | undefined {
-  return a.end === '503' ? new HttpError(503) : a.end === '400' ? new HttpError(400) : a.end === '429' ? new HttpError(429, { 'retry-after': String(a.retryAfterS) }) : undefined;
+  return a.end === '503'
+    ? new HttpError(503)
+    : a.end === '400'
+      ? new HttpError(400)
+      : a.end === '429'
+        ? new HttpError(429, { 'retry-after': String(a.retryAfterS) })
+        : undefined;
 }
 
 /** An attempt as an observable (virtual time): `value(i)` for its i-th value, then its end. */
@@ -53,7 +59,12 @@ export interface RetryDraw {
 }
 
 /** The options for a draw: jitter from `randoms` (cycled), `onRestart` giving `marker`. */
-export function retryOptions<T>(draw: RetryDraw, randoms: readonly number[], marker: T, extra: { onRetry?: (i: RetryInfo) => void } = {}): RetryWithBackoffOptions<T> {
+export function retryOptions<T>(
+  draw: RetryDraw,
+  randoms: readonly number[],
+  marker: T,
+  extra: { onRetry?: (i: RetryInfo) => void } = {},
+): RetryWithBackoffOptions<T> {
   let r = 0;
   const { afterEmit, ...rest } = draw;
   const common = { ...rest, ...extra, random: () => randoms[r++ % randoms.length]! };
@@ -67,7 +78,13 @@ interface Scenario {
 }
 
 /** Random retry options within the given maxima (every option the operator has but callbacks). */
-export const retryDrawArb = (max: { retries: number; initial: number; cap: number; retryAfter: number; total: number }): fc.Arbitrary<RetryDraw & { backoffMultiplier: number }> =>
+export const retryDrawArb = (max: {
+  retries: number;
+  initial: number;
+  cap: number;
+  retryAfter: number;
+  total: number;
+}): fc.Arbitrary<RetryDraw & { backoffMultiplier: number }> =>
   fc
     .record({
       maxRetries: fc.integer({ min: 0, max: max.retries }),
@@ -83,8 +100,8 @@ export const retryDrawArb = (max: { retries: number; initial: number; cap: numbe
     // maxBackoffMs >= initialBackoffMs (the operator rejects the opposite at construction)
     .map((options) => ({ ...options, maxBackoffMs: Math.max(options.maxBackoffMs, options.initialBackoffMs) }));
 
-export const scenarioArb: fc.Arbitrary<Scenario> = retryDrawArb({ retries: 6, initial: 2_000, cap: 10_000, retryAfter: 120_000, total: 60_000 })
-  .chain((options) =>
+export const scenarioArb: fc.Arbitrary<Scenario> = retryDrawArb({ retries: 6, initial: 2_000, cap: 10_000, retryAfter: 120_000, total: 60_000 }).chain(
+  (options) =>
     fc.record({
       options: fc.constant(options),
       randoms: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 8 }),
@@ -94,7 +111,7 @@ export const scenarioArb: fc.Arbitrary<Scenario> = retryDrawArb({ retries: 6, in
         .array(attemptArb(options.totalTimeoutMs !== undefined), { minLength: 1, maxLength: 8 })
         .map((list) => (options.resetOnSuccess ? [...list.slice(0, -1), { ...list[list.length - 1]!, values: 0 }] : list)),
     }),
-  );
+);
 
 interface Outcome {
   subscriptions: number;

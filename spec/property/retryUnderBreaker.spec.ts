@@ -14,7 +14,10 @@ describe('property: retryWithBackoff fused into circuitBreak', () => {
         breaker: { failureThreshold: 1, resetTimeoutMs: 1_000 },
         randoms: [0.5],
         script: [{ latency: 10, values: 0, end: '503', retryAfterS: 0 }],
-        calls: [{ at: 0, cancelAfter: undefined }, { at: 500, cancelAfter: undefined }],
+        calls: [
+          { at: 0, cancelAfter: undefined },
+          { at: 500, cancelAfter: undefined },
+        ],
       },
       true,
     );

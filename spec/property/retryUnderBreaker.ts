@@ -35,30 +35,30 @@ interface Scenario {
 
 export const scenarioArb: fc.Arbitrary<Scenario> = fc
   .record({
-  retry: retryDrawArb({ retries: 4, initial: 1_000, cap: 4_000, retryAfter: 6_000, total: 8_000 }),
-  breaker: fc.oneof(
-    fc.record({
-      failureThreshold: fc.integer({ min: 1, max: 3 }),
-      resetTimeoutMs: fc.integer({ min: 1, max: 5_000 }),
-      halfOpenMaxCalls: fc.integer({ min: 1, max: 2 }),
-      halfOpenTimeoutMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined }),
-    }),
-    fc.record({
-      window: fc.record({
-        windowMs: fc.integer({ min: 100, max: 10_000 }),
-        minimumCalls: fc.integer({ min: 1, max: 4 }),
-        failureRateThreshold: fc.double({ min: 0.1, max: 1, noNaN: true }),
+    retry: retryDrawArb({ retries: 4, initial: 1_000, cap: 4_000, retryAfter: 6_000, total: 8_000 }),
+    breaker: fc.oneof(
+      fc.record({
+        failureThreshold: fc.integer({ min: 1, max: 3 }),
+        resetTimeoutMs: fc.integer({ min: 1, max: 5_000 }),
+        halfOpenMaxCalls: fc.integer({ min: 1, max: 2 }),
+        halfOpenTimeoutMs: fc.option(fc.integer({ min: 1, max: 3_000 }), { nil: undefined }),
       }),
-      resetTimeoutMs: fc.integer({ min: 1, max: 5_000 }),
+      fc.record({
+        window: fc.record({
+          windowMs: fc.integer({ min: 100, max: 10_000 }),
+          minimumCalls: fc.integer({ min: 1, max: 4 }),
+          failureRateThreshold: fc.double({ min: 0.1, max: 1, noNaN: true }),
+        }),
+        resetTimeoutMs: fc.integer({ min: 1, max: 5_000 }),
+      }),
+    ),
+    randoms: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 6 }),
+    script: fc.array(attemptArb(true, 5), { minLength: 1, maxLength: 10 }),
+    calls: fc.array(fc.record({ at: fc.integer({ min: 0, max: 20_000 }), cancelAfter: fc.option(fc.integer({ min: 0, max: 6_000 }), { nil: undefined }) }), {
+      minLength: 1,
+      maxLength: 8,
     }),
-  ),
-  randoms: fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 6 }),
-  script: fc.array(attemptArb(true, 5), { minLength: 1, maxLength: 10 }),
-  calls: fc.array(
-    fc.record({ at: fc.integer({ min: 0, max: 20_000 }), cancelAfter: fc.option(fc.integer({ min: 0, max: 6_000 }), { nil: undefined }) }),
-    { minLength: 1, maxLength: 8 },
-  ),
-})
+  })
   // with resetOnSuccess an attempt that emits and then fails resets the count: repeated (the
   // script cycles) it would retry forever, by design; so failing attempts emit nothing then
   .map((s) => (s.retry.resetOnSuccess ? { ...s, script: s.script.map((a) => (a.end === 'complete' || a.end === 'never' ? a : { ...a, values: 0 })) } : s));

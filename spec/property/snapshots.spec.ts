@@ -14,8 +14,21 @@ describe('property: breaker snapshots', () => {
   });
 
   it('the checks see a window that stopped sliding: a latest bucket far ahead would keep the breaker from opening', () => {
-    const config = { failureThreshold: 1, resetTimeoutMs: 10, halfOpenMaxCalls: 1, window: { failureRateThreshold: 1, minimumCalls: 2, windowMs: 100 } } as const;
-    const odd = { version: 2, name: 'b', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: { bucketMs: 10, latest: 1e9, calls: Array(10).fill(0), failures: Array(10).fill(0) } };
+    const config = {
+      failureThreshold: 1,
+      resetTimeoutMs: 10,
+      halfOpenMaxCalls: 1,
+      window: { failureRateThreshold: 1, minimumCalls: 2, windowMs: 100 },
+    } as const;
+    const odd = {
+      version: 2,
+      name: 'b',
+      state: 'closed',
+      isolated: false,
+      openUntil: null,
+      consecutiveFailures: 0,
+      window: { bucketMs: 10, latest: 1e9, calls: Array(10).fill(0), failures: Array(10).fill(0) },
+    };
     const outcome = restoreOdd(config, new VirtualTimeScheduler(), odd);
     expect(outcome.accepted).to.equal(false);
     expect((outcome.error as InvalidOptionError).option).to.equal('snapshot.window.latest');

@@ -38,7 +38,11 @@ export const breakerConfigArb = (rateWeight = 1): fc.Arbitrary<BreakerConfig> =>
       { weight: 1, arbitrary: fc.constant('consecutive' as const) },
       {
         weight: rateWeight,
-        arbitrary: fc.record({ failureRateThreshold: fc.constantFrom(0.25, 0.5, 1), minimumCalls: fc.integer({ min: 1, max: 4 }), windowMs: fc.integer({ min: 10, max: 1_000 }) }),
+        arbitrary: fc.record({
+          failureRateThreshold: fc.constantFrom(0.25, 0.5, 1),
+          minimumCalls: fc.integer({ min: 1, max: 4 }),
+          windowMs: fc.integer({ min: 10, max: 1_000 }),
+        }),
       },
     ),
   });
@@ -86,32 +90,37 @@ export function apply(breaker: CircuitBreaker, scheduler: VirtualTimeScheduler, 
   return `${step} ${breaker.state}`;
 }
 
-export const roundTripProperty = fc.property(breakerConfigArb(), fc.array(stepArb, { maxLength: 25 }), fc.array(stepArb, { minLength: 1, maxLength: 25 }), (config, before, afterward) => {
-  const scheduler = new VirtualTimeScheduler();
-  const original = makeBreaker(config, scheduler);
-  for (const step of before) apply(original, scheduler, step);
-  const snapshot = JSON.parse(JSON.stringify(snapshotBreaker(original))) as CircuitSnapshot;
-  const restored = makeBreaker(config, scheduler);
-  restoreBreaker(restored, snapshot);
-  const log = (b: CircuitBreaker): string[] => {
-    const events: string[] = [];
-    b.events$.subscribe((e) => events.push(`${e.at} ${e.from}>${e.to} ${e.reason} ${e.failures}`));
-    return events;
-  };
-  const events = [log(original), log(restored)];
-  expect(snapshotBreaker(restored), 'restored at once').to.deep.equal(snapshotBreaker(original));
-  for (const step of afterward) {
-    // both see each step at the same moment: time moves once, for both
-    if (typeof step === 'object') {
-      advance(scheduler, step.advance);
-      expect(restored.state, `after +${step.advance}`).to.equal(original.state);
-    } else {
-      expect(apply(restored, scheduler, step), `step ${String(step)}`).to.equal(apply(original, scheduler, step));
+export const roundTripProperty = fc.property(
+  breakerConfigArb(),
+  fc.array(stepArb, { maxLength: 25 }),
+  fc.array(stepArb, { minLength: 1, maxLength: 25 }),
+  (config, before, afterward) => {
+    const scheduler = new VirtualTimeScheduler();
+    const original = makeBreaker(config, scheduler);
+    for (const step of before) apply(original, scheduler, step);
+    const snapshot = JSON.parse(JSON.stringify(snapshotBreaker(original))) as CircuitSnapshot;
+    const restored = makeBreaker(config, scheduler);
+    restoreBreaker(restored, snapshot);
+    const log = (b: CircuitBreaker): string[] => {
+      const events: string[] = [];
+      b.events$.subscribe((e) => events.push(`${e.at} ${e.from}>${e.to} ${e.reason} ${e.failures}`));
+      return events;
+    };
+    const events = [log(original), log(restored)];
+    expect(snapshotBreaker(restored), 'restored at once').to.deep.equal(snapshotBreaker(original));
+    for (const step of afterward) {
+      // both see each step at the same moment: time moves once, for both
+      if (typeof step === 'object') {
+        advance(scheduler, step.advance);
+        expect(restored.state, `after +${step.advance}`).to.equal(original.state);
+      } else {
+        expect(apply(restored, scheduler, step), `step ${String(step)}`).to.equal(apply(original, scheduler, step));
+      }
+      expect(snapshotBreaker(restored)).to.deep.equal(snapshotBreaker(original));
     }
-    expect(snapshotBreaker(restored)).to.deep.equal(snapshotBreaker(original));
-  }
-  expect(events[1]).to.deep.equal(events[0]);
-});
+    expect(events[1]).to.deep.equal(events[0]);
+  },
+);
 
 // ------------------------------------------------------------------------------ odd snapshots
 
@@ -222,7 +231,12 @@ const oddCaseArb = fc
       now: fc.constant(scheduler.now()),
       snapshot: fc.constant(snapshot),
       // the window's fields are where most can go wrong: drawn as often as the rest together
-      path: snapshot.window ? fc.oneof(fc.constantFrom(...paths(snapshot).filter((p) => !p.startsWith('window'))), fc.constantFrom(...paths(snapshot).filter((p) => p.startsWith('window')))) : fc.constantFrom(...paths(snapshot)),
+      path: snapshot.window
+        ? fc.oneof(
+            fc.constantFrom(...paths(snapshot).filter((p) => !p.startsWith('window'))),
+            fc.constantFrom(...paths(snapshot).filter((p) => p.startsWith('window'))),
+          )
+        : fc.constantFrom(...paths(snapshot)),
     });
   })
   .chain((c) => oddValue(mutateValue(c.snapshot, c.path)).map((value) => ({ ...c, value })));

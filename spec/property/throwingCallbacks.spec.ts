@@ -8,7 +8,12 @@ describe('property: a user callback that throws never hangs a pipeline', () => {
   });
 
   it('the checks see a throw: a classifier throwing on its first call ends the run with it', () => {
-    const o = runScenario({ rig: 'retry → circuitBreak (fused)', callback: 'classifier', throwAt: 1, script: [{ sync: false, latency: 5, values: 0, end: '503' }] });
+    const o = runScenario({
+      rig: 'retry → circuitBreak (fused)',
+      callback: 'classifier',
+      throwAt: 1,
+      script: [{ sync: false, latency: 5, values: 0, end: '503' }],
+    });
     expect([o.threw, o.errored, o.error]).to.deep.equal([true, true, o.boom]);
     expect([o.live, o.pendingAtEnd, o.leakedPermit]).to.deep.equal([0, 0, false]);
   });

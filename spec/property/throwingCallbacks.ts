@@ -66,16 +66,14 @@ export interface Scenario {
   readonly script: readonly Step[];
 }
 
-export const scenarioArb: fc.Arbitrary<Scenario> = fc
-  .constantFrom(...(Object.keys(RIGS) as RigName[]))
-  .chain((rig) =>
-    fc.record({
-      rig: fc.constant(rig),
-      callback: fc.constantFrom(...Object.keys(RIGS[rig])),
-      throwAt: fc.integer({ min: 1, max: 3 }),
-      script: fc.array(stepArb, { minLength: 1, maxLength: 5 }),
-    }),
-  );
+export const scenarioArb: fc.Arbitrary<Scenario> = fc.constantFrom(...(Object.keys(RIGS) as RigName[])).chain((rig) =>
+  fc.record({
+    rig: fc.constant(rig),
+    callback: fc.constantFrom(...Object.keys(RIGS[rig])),
+    throwAt: fc.integer({ min: 1, max: 3 }),
+    script: fc.array(stepArb, { minLength: 1, maxLength: 5 }),
+  }),
+);
 
 /** One run's result. */
 export interface Outcome {
@@ -118,7 +116,9 @@ export function runScenario(s: Scenario): Outcome {
   const tool = s.rig === 'reflectOnError';
   const errorOf = (end: Step['end']): unknown => {
     const http = new HttpError(end === '503' ? 503 : 400);
-    return tool ? new ToolError({ toolName: 't', callId: 'c', args: {}, phase: end === '400' ? 'validate' : 'execute', idempotent: true, message: `${end}`, cause: http }) : http;
+    return tool
+      ? new ToolError({ toolName: 't', callId: 'c', args: {}, phase: end === '400' ? 'validate' : 'execute', idempotent: true, message: `${end}`, cause: http })
+      : http;
   };
   /** The scripted source: the n-th subscription plays the n-th step (the last repeats). */
   const scripted = <V>(value: (i: number) => V, last?: V): Observable<V> =>
@@ -142,7 +142,13 @@ export function runScenario(s: Scenario): Outcome {
 
   const breakers: CircuitBreaker[] = [];
   const breaker = (): CircuitBreaker => {
-    const b = new CircuitBreaker({ scheduler, failureThreshold: 1, resetTimeoutMs: 30, halfOpenTimeoutMs: Infinity, isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))) });
+    const b = new CircuitBreaker({
+      scheduler,
+      failureThreshold: 1,
+      resetTimeoutMs: 30,
+      halfOpenTimeoutMs: Infinity,
+      isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))),
+    });
     breakers.push(b);
     return b;
   };
@@ -187,17 +193,23 @@ export function runScenario(s: Scenario): Outcome {
       break;
     case 'degradeAfter':
       result = source.pipe(
-        degradeAfter(25, cb('degraded', () => 'degraded'), {
-          scheduler,
-          onError: cb('onError', (e: unknown) => e instanceof HttpError && e.status === 503),
-          capability: 'search',
-          capabilities: new CapabilityRegistry(),
-          describe: cb('describe', () => 'slow'),
-        }),
+        degradeAfter(
+          25,
+          cb('degraded', () => 'degraded'),
+          {
+            scheduler,
+            onError: cb('onError', (e: unknown) => e instanceof HttpError && e.status === 503),
+            capability: 'search',
+            capabilities: new CapabilityRegistry(),
+            describe: cb('describe', () => 'slow'),
+          },
+        ),
       );
       break;
     case 'reflectOnError':
-      result = source.pipe(reflectOnError({ shouldReflect: cb('shouldReflect', (e: ToolError) => e.phase === 'validate'), classifier: cb('classifier', classifyError) }));
+      result = source.pipe(
+        reflectOnError({ shouldReflect: cb('shouldReflect', (e: ToolError) => e.phase === 'validate'), classifier: cb('classifier', classifyError) }),
+      );
       break;
     case 'fallbackModel': {
       const turn = (): Observable<TurnEvent> => scripted<TurnEvent>((i) => ({ type: 'text-delta', text: `t${i}` }), { type: 'finish', reason: 'stop' });
@@ -205,7 +217,13 @@ export function runScenario(s: Scenario): Outcome {
         { id: 'a', stream: cb('stream', turn) },
         { id: 'b', stream: turn },
       ];
-      const registry = new CircuitBreakerRegistry({ scheduler, failureThreshold: 1, resetTimeoutMs: 30, halfOpenTimeoutMs: Infinity, isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))) });
+      const registry = new CircuitBreakerRegistry({
+        scheduler,
+        failureThreshold: 1,
+        resetTimeoutMs: 30,
+        halfOpenTimeoutMs: Infinity,
+        isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))),
+      });
       const model = fallbackModel(models, {
         breakers: registry,
         adapt: cb('adapt', (r) => r),
@@ -235,7 +253,11 @@ export function runScenario(s: Scenario): Outcome {
     out.pendingAtTerminal = scheduler.actions.length;
     out.noticesAtTerminal = breakers.filter((b) => b.state === 'open').length;
   };
-  const { unhandled, stopped, thrown: flushError } = watchRxjs(() => {
+  const {
+    unhandled,
+    stopped,
+    thrown: flushError,
+  } = watchRxjs(() => {
     result.subscribe({
       next: (v) => out.values.push(v),
       error: (e: unknown) => {

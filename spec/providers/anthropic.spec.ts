@@ -20,7 +20,8 @@ const fromFixture = (name: string, options: Parameters<typeof fixtureFetch>[1] =
   const fake = fixtureFetch(fixture(name), options);
   return { ...fake, model: anthropicModel({ model: 'claude-test', fetch: fake.fetch }) };
 };
-const fromText = (body: string, options: Parameters<typeof fixtureFetch>[1] = {}) => anthropicModel({ model: 'claude-test', fetch: fixtureFetch(body, options).fetch });
+const fromText = (body: string, options: Parameters<typeof fixtureFetch>[1] = {}) =>
+  anthropicModel({ model: 'claude-test', fetch: fixtureFetch(body, options).fetch });
 const sseOf = (...events: unknown[]): string => events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
 
 describe('anthropicModel', () => {
@@ -44,11 +45,23 @@ describe('anthropicModel', () => {
       const { fetch, calls } = fixtureFetch(fixture('anthropic-text.sse'));
       await lastValueFrom(streamModel(anthropicModel({ model: 'claude-test', apiKey: 'sk-ant-test', fetch, headers: { 'anthropic-beta': 'x' } }), ask('Hi')));
       expect(calls[0]?.url).to.equal('https://api.anthropic.com/v1/messages');
-      expect(calls[0]?.init.headers).to.deep.include({ 'x-api-key': 'sk-ant-test', 'anthropic-version': ANTHROPIC_VERSION, 'anthropic-beta': 'x', 'content-type': 'application/json' });
+      expect(calls[0]?.init.headers).to.deep.include({
+        'x-api-key': 'sk-ant-test',
+        'anthropic-version': ANTHROPIC_VERSION,
+        'anthropic-beta': 'x',
+        'content-type': 'application/json',
+      });
       expect(ANTHROPIC_VERSION).to.equal('2023-06-01');
-      expect(calls[0]?.body).to.deep.equal({ model: 'claude-test', max_tokens: 4096, stream: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] });
+      expect(calls[0]?.body).to.deep.equal({
+        model: 'claude-test',
+        max_tokens: 4096,
+        stream: true,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
+      });
       const local = fixtureFetch(fixture('anthropic-text.sse'));
-      await lastValueFrom(streamModel(anthropicModel({ model: 'm', baseURL: 'http://127.0.0.1:9/', maxTokens: 100, body: { temperature: 0 }, fetch: local.fetch }), ask('Hi')));
+      await lastValueFrom(
+        streamModel(anthropicModel({ model: 'm', baseURL: 'http://127.0.0.1:9/', maxTokens: 100, body: { temperature: 0 }, fetch: local.fetch }), ask('Hi')),
+      );
       expect(local.calls[0]?.url).to.equal('http://127.0.0.1:9/v1/messages');
       expect(local.calls[0]?.init.headers).not.to.have.property('x-api-key');
       expect(local.calls[0]?.body).to.deep.include({ max_tokens: 100, temperature: 0 });
@@ -122,7 +135,7 @@ describe('anthropicModel', () => {
   });
 
   describe('extended thinking: reasoning read, and sent back', () => {
-    it('an assistant message\'s signed and redacted reasoning goes first, as thinking and redacted_thinking blocks; unsigned reasoning is not sent', () => {
+    it("an assistant message's signed and redacted reasoning goes first, as thinking and redacted_thinking blocks; unsigned reasoning is not sent", () => {
       const messages: Message[] = [
         { role: 'user', content: 'Weather in Oslo?' },
         {
@@ -143,7 +156,13 @@ describe('anthropicModel', () => {
         ],
       });
       // reasoning alone (no text, no calls) is still a turn the API gets back
-      const alone = anthropicRequestBody('claude', 1, { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: '', reasoning: [{ text: 't', signature: 's' }] }], tools: [] });
+      const alone = anthropicRequestBody('claude', 1, {
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: '', reasoning: [{ text: 't', signature: 's' }] },
+        ],
+        tools: [],
+      });
       expect((alone['messages'] as { content: unknown[] }[])[1]!.content).to.deep.equal([{ type: 'thinking', thinking: 't', signature: 's' }]);
     });
 
@@ -155,7 +174,12 @@ describe('anthropicModel', () => {
         return fixtureFetch(bodies[sent.length - 1]!).fetch(_url, init);
       }) as typeof globalThis.fetch;
       const model = anthropicModel({ model: 'claude-sonnet-4-5', fetch, body: { thinking: { type: 'enabled', budget_tokens: 2048 } } });
-      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 3 }] });
+      const getWeather = defineTool({
+        name: 'get_weather',
+        description: 'Weather',
+        args: t.type({ city: t.string, units: t.string }),
+        execute: () => [{ temperature: 3 }],
+      });
       const events = await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: 'Weather in Oslo?' }] }).pipe(toArray()));
       expect(sent).to.have.length(2);
       const assistant = (sent[1]!['messages'] as { role: string; content: Record<string, unknown>[] }[])[1]!;
@@ -222,7 +246,10 @@ describe('anthropicModel', () => {
 
     it('input usage = input + cache creation + cache read, wherever they appear (message_delta carrying cache tokens alone: 32, not 17)', async () => {
       const body = sseOf(
-        { type: 'message_start', message: { id: 'msg_1', content: [], usage: { input_tokens: 17, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } } },
+        {
+          type: 'message_start',
+          message: { id: 'msg_1', content: [], usage: { input_tokens: 17, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } },
+        },
         { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
         { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } },
         { type: 'content_block_stop', index: 0 },
@@ -231,8 +258,13 @@ describe('anthropicModel', () => {
       );
       const { events } = await collect(streamModel(fromText(body), ask('x')));
       expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 4 } });
-      const onlyDelta = sseOf({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 3, cache_read_input_tokens: 7, output_tokens: 2 } }, { type: 'message_stop' });
-      expect((await collect(streamModel(fromText(onlyDelta), ask('x')))).events).to.deep.equal([{ type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } }]);
+      const onlyDelta = sseOf(
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 3, cache_read_input_tokens: 7, output_tokens: 2 } },
+        { type: 'message_stop' },
+      );
+      expect((await collect(streamModel(fromText(onlyDelta), ask('x')))).events).to.deep.equal([
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } },
+      ]);
     });
 
     it('a spliced stream (a message_start with another id while a message is open) → MalformedStreamError, its tool call never emitted; the same id again is harmless', async () => {
@@ -314,7 +346,9 @@ describe('anthropicModel', () => {
     it('maps every stop reason', async () => {
       const reasons = { end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool-calls', max_tokens: 'length', refusal: 'content-filter', pause_turn: 'other' };
       for (const [stop, reason] of Object.entries(reasons)) {
-        const { events } = await collect(streamModel(fromText(sseOf({ type: 'message_delta', delta: { stop_reason: stop } }, { type: 'message_stop' })), ask('x')));
+        const { events } = await collect(
+          streamModel(fromText(sseOf({ type: 'message_delta', delta: { stop_reason: stop } }, { type: 'message_stop' })), ask('x')),
+        );
         expect(events, stop).to.deep.equal([{ type: 'finish', reason }]);
       }
     });
@@ -374,7 +408,9 @@ describe('anthropicModel', () => {
         const { error } = await collect(streamModel(fromText(sseOf(bad, { type: 'message_stop' })), ask('x')));
         expect(error, JSON.stringify(bad)).to.be.instanceOf(MalformedStreamError);
       }
-      const { events, error } = await collect(streamModel(fromText(sseOf({ type: 'brand_new_event', x: 1 }, { type: 'ping' }, { type: 'message_stop' })), ask('x')));
+      const { events, error } = await collect(
+        streamModel(fromText(sseOf({ type: 'brand_new_event', x: 1 }, { type: 'ping' }, { type: 'message_stop' })), ask('x')),
+      );
       expect(error).to.equal(undefined);
       expect(events).to.deep.equal([{ type: 'finish', reason: 'other' }]);
     });
@@ -385,7 +421,9 @@ describe('anthropicModel', () => {
       expect((error as HttpError).status).to.equal(429);
       expect((error as HttpError).message).to.contain('per-minute rate limit');
       expect(classifyError(error, { now: 0 })).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 7000 });
-      const overloaded = await collect(streamModel(fromText('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', { status: 529 }), ask('x')));
+      const overloaded = await collect(
+        streamModel(fromText('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', { status: 529 }), ask('x')),
+      );
       expect(classifyError(overloaded.error)).to.include({ category: 'service_unavailable', retryable: true });
     });
 
@@ -540,7 +578,10 @@ describe('anthropicModel', () => {
       server.faults.set({ kind: 'status', status: 429, retryAfter: 1, times: 1 });
       const { error } = await collect(streamModel(model, ask('Hi')));
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryAfterMs: 1000 });
-      expect((error as HttpError).body).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: "Too Many Requests from 'anthropic-spec' (local fault)" } });
+      expect((error as HttpError).body).to.deep.equal({
+        type: 'error',
+        error: { type: 'rate_limit_error', message: "Too Many Requests from 'anthropic-spec' (local fault)" },
+      });
     });
 
     it('reset after 2 chunks → 2 deltas, then a retryable IncompleteStreamError', async () => {
@@ -570,7 +611,10 @@ describe('anthropicModel', () => {
     });
 
     it('malformed event → MalformedStreamError; bad tool args → kelvin', async () => {
-      server.faults.set([{ kind: 'malformed', times: 1 }, { kind: 'bad-tool-args', times: 1 }]);
+      server.faults.set([
+        { kind: 'malformed', times: 1 },
+        { kind: 'bad-tool-args', times: 1 },
+      ]);
       const first = await collect(streamModel(model, ask('Hello')));
       expect(first.events).to.deep.equal([]);
       expect(first.error).to.be.instanceOf(MalformedStreamError);

@@ -8,7 +8,8 @@ describe('recorded streams split at every byte', () => {
 
   it('covers the recorded fixtures: index-1 gateways, reasoning models, cache tokens, thinking, tool_use, multi-byte text', () => {
     const names = streams.map((s) => s.name);
-    for (const name of ['openai-index1-gateway.sse', 'openai-reasoning-content.sse', 'anthropic-cache-thinking.sse', 'anthropic-tool-use.sse']) expect(names).to.include(name);
+    for (const name of ['openai-index1-gateway.sse', 'openai-reasoning-content.sse', 'anthropic-cache-thinking.sse', 'anthropic-tool-use.sse'])
+      expect(names).to.include(name);
     for (const { text } of streams) expect(encoder.encode(text).length).to.be.greaterThan(text.length - 1);
   });
 
@@ -55,7 +56,8 @@ describe('recorded streams split at every byte', () => {
         for (let i = 1; i < bytes.length; i++) {
           if ((bytes[i]! & 0xc0) === 0x80) insideCharacter++;
           const outcome = decodeChunks(cutAt(bytes, [i]), decoder());
-          if (outcome.events.length !== whole.events.length || JSON.stringify(outcome) !== JSON.stringify(whole)) expect(outcome, `cut at byte ${i}`).to.deep.equal(whole);
+          if (outcome.events.length !== whole.events.length || JSON.stringify(outcome) !== JSON.stringify(whole))
+            expect(outcome, `cut at byte ${i}`).to.deep.equal(whole);
         }
         expect(decodeChunks(cutAt(bytes, [...bytes.keys()].slice(1)), decoder()), 'byte by byte').to.deep.equal(whole);
         if ([...text].some((c) => c.charCodeAt(0) > 0x7f)) expect(insideCharacter, 'cuts inside a multi-byte character').to.be.greaterThan(0);

@@ -26,9 +26,13 @@ describe('openAICompatibleModel', () => {
 
     it('refuses a body asking for more than one answer (n > 1) at construction: every choice of the stream is read as the one answer', () => {
       for (const n of [2, 0, '1']) {
-        expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).to.throw(InvalidOptionError, 'openAICompatibleModel: option "body.n"');
+        expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).to.throw(
+          InvalidOptionError,
+          'openAICompatibleModel: option "body.n"',
+        );
       }
-      for (const n of [1, null, undefined]) expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).not.to.throw();
+      for (const n of [1, null, undefined])
+        expect(() => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { n } }), String(n)).not.to.throw();
     });
 
     it('is named openai:<model> unless given an id', () => {
@@ -40,10 +44,22 @@ describe('openAICompatibleModel', () => {
   describe('the request', () => {
     it('POSTs to <baseURL>/chat/completions with bearer auth, custom headers and extra body fields', async () => {
       const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
-      const model = openAICompatibleModel({ baseURL: 'https://api.example.test/v1/', apiKey: 'sk-test', model: 'gpt-4o-mini', headers: { 'OpenAI-Organization': 'org-1' }, body: { temperature: 0, model: 'ignored' }, fetch });
+      const model = openAICompatibleModel({
+        baseURL: 'https://api.example.test/v1/',
+        apiKey: 'sk-test',
+        model: 'gpt-4o-mini',
+        headers: { 'OpenAI-Organization': 'org-1' },
+        body: { temperature: 0, model: 'ignored' },
+        fetch,
+      });
       await lastValueFrom(streamModel(model, ask('Hi')));
       expect(calls[0]?.url).to.equal('https://api.example.test/v1/chat/completions');
-      expect(calls[0]?.init.headers).to.deep.include({ authorization: 'Bearer sk-test', 'OpenAI-Organization': 'org-1', 'content-type': 'application/json', accept: 'text/event-stream' });
+      expect(calls[0]?.init.headers).to.deep.include({
+        authorization: 'Bearer sk-test',
+        'OpenAI-Organization': 'org-1',
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      });
       expect(calls[0]?.body).to.deep.equal({
         temperature: 0,
         model: 'gpt-4o-mini',
@@ -63,7 +79,14 @@ describe('openAICompatibleModel', () => {
       const messages: Message[] = [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: "What's the weather in NYC?" },
-        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_weather', args: { city: 'NYC', units: 'kelvin' } }, { id: 'c2', name: 'get_weather', args: '{"city": "NY' }] },
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [
+            { id: 'c1', name: 'get_weather', args: { city: 'NYC', units: 'kelvin' } },
+            { id: 'c2', name: 'get_weather', args: '{"city": "NY' },
+          ],
+        },
         { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: 'Invalid units', isError: true },
         { role: 'tool', toolCallId: 'c2', toolName: 'get_weather', content: 'bad JSON' },
         { role: 'assistant', content: 'It is sunny.' },
@@ -98,7 +121,8 @@ describe('openAICompatibleModel', () => {
   describe('tool choice', () => {
     it("toolChoice → tool_choice: 'auto', 'none', 'required' as they are, { tool } as a function; none without tools or without a choice", () => {
       const tools = [weatherTool];
-      const sent = (toolChoice?: ModelRequest['toolChoice'], withTools = tools) => openAIRequestBody('m', { messages: [{ role: 'user', content: 'x' }], tools: withTools, ...(toolChoice ? { toolChoice } : {}) })['tool_choice'];
+      const sent = (toolChoice?: ModelRequest['toolChoice'], withTools = tools) =>
+        openAIRequestBody('m', { messages: [{ role: 'user', content: 'x' }], tools: withTools, ...(toolChoice ? { toolChoice } : {}) })['tool_choice'];
       expect(sent('auto')).to.equal('auto');
       expect(sent('none')).to.equal('none');
       expect(sent('required')).to.equal('required');
@@ -112,12 +136,22 @@ describe('openAICompatibleModel', () => {
     it("an assistant message's unsigned reasoning goes back as reasoning_content; Anthropic's signed and redacted blocks do not", () => {
       const messages: Message[] = [
         { role: 'user', content: 'x' },
-        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'f', args: {} }], reasoning: [{ text: 'Think ' }, { text: 'signed', signature: 's' }, { text: '', redactedData: 'r' }, { text: 'twice.' }] },
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'c1', name: 'f', args: {} }],
+          reasoning: [{ text: 'Think ' }, { text: 'signed', signature: 's' }, { text: '', redactedData: 'r' }, { text: 'twice.' }],
+        },
         { role: 'tool', toolCallId: 'c1', toolName: 'f', content: '1' },
         { role: 'assistant', content: 'Done.', reasoning: [{ text: 'only signed', signature: 's' }] },
       ];
       const sent = openAIRequestBody('m', { messages, tools: [] })['messages'] as unknown[];
-      expect(sent[1]).to.deep.equal({ role: 'assistant', content: null, reasoning_content: 'Think twice.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] });
+      expect(sent[1]).to.deep.equal({
+        role: 'assistant',
+        content: null,
+        reasoning_content: 'Think twice.',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      });
       expect(sent[3]).to.deep.equal({ role: 'assistant', content: 'Done.' });
     });
 
@@ -129,10 +163,19 @@ describe('openAICompatibleModel', () => {
         return fixtureFetch(bodies[sent.length - 1]!).fetch(url, init);
       }) as typeof globalThis.fetch;
       const model = openAICompatibleModel({ baseURL: 'https://api.deepseek.com/v1', model: 'deepseek-reasoner', fetch });
-      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 9 }] });
+      const getWeather = defineTool({
+        name: 'get_weather',
+        description: 'Weather',
+        args: t.type({ city: t.string, units: t.string }),
+        execute: () => [{ temperature: 9 }],
+      });
       await lastValueFrom(runAgent({ model, tools: [getWeather], messages: [{ role: 'user', content: 'Weather in Tokyo?' }] }).pipe(toArray()));
       expect(sent).to.have.length(2);
-      expect((sent[1]!['messages'] as Record<string, unknown>[])[1]).to.deep.include({ role: 'assistant', content: 'Let me check — 東京.', reasoning_content: 'Weather needs a tool.' });
+      expect((sent[1]!['messages'] as Record<string, unknown>[])[1]).to.deep.include({
+        role: 'assistant',
+        content: 'Let me check — 東京.',
+        reasoning_content: 'Weather needs a tool.',
+      });
     });
   });
 
@@ -191,7 +234,9 @@ describe('openAICompatibleModel', () => {
     });
 
     it('a finish_reason but no usage and no [DONE] is still incomplete (the usage may be missing)', async () => {
-      const chunks = fixture('openai-text.sse').split('\n\n').filter((c) => c.trim() !== '');
+      const chunks = fixture('openai-text.sse')
+        .split('\n\n')
+        .filter((c) => c.trim() !== '');
       const cut = chunks.filter((c) => !c.includes('"usage":{') && !c.includes('[DONE]')).join('\n\n') + '\n\n';
       const fake = fixtureFetch(cut);
       const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
@@ -200,9 +245,13 @@ describe('openAICompatibleModel', () => {
     });
 
     it('a finish_reason and then its usage, the body ending without [DONE] (llama.cpp-style servers): the answer is whole', async () => {
-      const whole = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(fixture('openai-text.sse')).fetch }), ask('x')));
+      const whole = await collect(
+        streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(fixture('openai-text.sse')).fetch }), ask('x')),
+      );
       const cut = fixture('openai-text.sse').split('data: [DONE]')[0] ?? '';
-      const { events, error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(cut).fetch }), ask('x')));
+      const { events, error } = await collect(
+        streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(cut).fetch }), ask('x')),
+      );
       expect(error).to.equal(undefined);
       expect(events).to.deep.equal(whole.events);
       expect(events.at(-1)).to.have.property('usage');
@@ -226,7 +275,13 @@ describe('openAICompatibleModel', () => {
     });
 
     it('chunks of the wrong shape are malformed too', async () => {
-      for (const data of ['{"choices":{}}', '{"choices":[1]}', '{"choices":[{"index":0,"delta":{"tool_calls":[7]}}]}', '{"usage":{"prompt_tokens":"many"}}', '"text"']) {
+      for (const data of [
+        '{"choices":{}}',
+        '{"choices":[1]}',
+        '{"choices":[{"index":0,"delta":{"tool_calls":[7]}}]}',
+        '{"usage":{"prompt_tokens":"many"}}',
+        '"text"',
+      ]) {
         const fake = fixtureFetch(`data: ${data}\n\n`);
         const { error } = await collect(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fake.fetch }), ask('x')));
         expect(error, data).to.be.instanceOf(MalformedStreamError);
@@ -350,7 +405,11 @@ describe('openAICompatibleModel', () => {
     });
 
     it('a role-only chunk of index 0, then the answer at index 1: one answer', async () => {
-      const { events, error } = await run('{"choices":[{"index":0,"delta":{"role":"assistant"}}]}', '{"choices":[{"index":1,"delta":{"content":"Hi"},"finish_reason":"stop"}]}', '[DONE]');
+      const { events, error } = await run(
+        '{"choices":[{"index":0,"delta":{"role":"assistant"}}]}',
+        '{"choices":[{"index":1,"delta":{"content":"Hi"},"finish_reason":"stop"}]}',
+        '[DONE]',
+      );
       expect(error).to.equal(undefined);
       expect(text(events)).to.equal('Hi');
     });
@@ -398,7 +457,12 @@ describe('openAICompatibleModel', () => {
         '{"choices":[{"index":0,"delta":{"content":"mine"}},{"index":1,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}',
         '{"choices":[{"index":0,"delta":{"reasoning_content":"hm"}},{"index":1,"delta":{"refusal":"no"}}]}',
       ]) {
-        const { events, error } = await run('{"choices":[{"index":0,"delta":{"content":"Hi. "}}]}', two, '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]');
+        const { events, error } = await run(
+          '{"choices":[{"index":0,"delta":{"content":"Hi. "}}]}',
+          two,
+          '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+          '[DONE]',
+        );
         expect(text(events), two).to.equal('Hi. ');
         expect(error, two).to.be.instanceOf(MalformedStreamError);
         expect((error as Error).message, two).to.contain('two choices (index 0 and 1) carry content in one chunk');
@@ -409,7 +473,11 @@ describe('openAICompatibleModel', () => {
         '[DONE]',
       );
       expect(harmless.error).to.equal(undefined);
-      expect(harmless.events).to.deep.equal([{ type: 'text-delta', text: 'mine' }, { type: 'text-delta', text: ', all' }, { type: 'finish', reason: 'stop' }]);
+      expect(harmless.events).to.deep.equal([
+        { type: 'text-delta', text: 'mine' },
+        { type: 'text-delta', text: ', all' },
+        { type: 'finish', reason: 'stop' },
+      ]);
     });
 
     it('ignores empty content and events after [DONE]; a refusal is text', async () => {
@@ -426,7 +494,10 @@ describe('openAICompatibleModel', () => {
     });
 
     it('reads every shape an answer arrives in: content parts, the legacy function_call, parsed arguments, a one-chunk message; reasoning apart from the answer', async () => {
-      const parts = await run('{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"A"},{"type":"text","text":"B"}]},"finish_reason":"stop"}]}', '[DONE]');
+      const parts = await run(
+        '{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"A"},{"type":"text","text":"B"}]},"finish_reason":"stop"}]}',
+        '[DONE]',
+      );
       expect(text(parts.events)).to.equal('AB');
       expect(parts.events[0]).to.deep.equal({ type: 'reasoning-delta', text: 'hm' });
       const legacy = await run(
@@ -438,28 +509,47 @@ describe('openAICompatibleModel', () => {
         { type: 'tool-call', id: 'call_0', name: 'get_weather', args: { city: 'NYC' } },
         { type: 'finish', reason: 'tool-calls' },
       ]);
-      const parsed = await run('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":{"n":1}}}]},"finish_reason":"tool_calls"}]}', '[DONE]');
+      const parsed = await run(
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":{"n":1}}}]},"finish_reason":"tool_calls"}]}',
+        '[DONE]',
+      );
       expect(parsed.events[0]).to.deep.equal({ type: 'tool-call', id: 'c1', name: 'f', args: { n: 1 } });
       const message = await run('{"choices":[{"index":0,"message":{"role":"assistant","content":"All at once."},"finish_reason":"stop"}]}', '[DONE]');
       expect(text(message.events)).to.equal('All at once.');
-      const reasoning = await run('{"choices":[{"index":0,"delta":{"reasoning_content":"Let me think."}}]}', '{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}', '[DONE]');
-      expect(reasoning.events).to.deep.equal([{ type: 'reasoning-delta', text: 'Let me think.' }, { type: 'text-delta', text: '42' }, { type: 'finish', reason: 'stop' }]);
+      const reasoning = await run(
+        '{"choices":[{"index":0,"delta":{"reasoning_content":"Let me think."}}]}',
+        '{"choices":[{"index":0,"delta":{"content":"42"},"finish_reason":"stop"}]}',
+        '[DONE]',
+      );
+      expect(reasoning.events).to.deep.equal([
+        { type: 'reasoning-delta', text: 'Let me think.' },
+        { type: 'text-delta', text: '42' },
+        { type: 'finish', reason: 'stop' },
+      ]);
     });
 
     it('reasoning as gateways send it: reasoning_content (DeepSeek, vLLM), reasoning (OpenRouter, Ollama), both (one read), Mistral thinking parts; not text is an error', async () => {
-      const deltas = async (...data: string[]) => (await run(...data.map((d) => `{"choices":[{"index":0,"delta":${d}}]}`), '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]')).events;
+      const deltas = async (...data: string[]) =>
+        (await run(...data.map((d) => `{"choices":[{"index":0,"delta":${d}}]}`), '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}', '[DONE]'))
+          .events;
       expect(await deltas('{"reasoning":"Via OpenRouter."}', '{"content":"A"}')).to.deep.equal([
         { type: 'reasoning-delta', text: 'Via OpenRouter.' },
         { type: 'text-delta', text: 'A' },
         { type: 'finish', reason: 'stop' },
       ]);
-      expect(await deltas('{"reasoning_content":"Once.","reasoning":"Once."}')).to.deep.equal([{ type: 'reasoning-delta', text: 'Once.' }, { type: 'finish', reason: 'stop' }]);
+      expect(await deltas('{"reasoning_content":"Once.","reasoning":"Once."}')).to.deep.equal([
+        { type: 'reasoning-delta', text: 'Once.' },
+        { type: 'finish', reason: 'stop' },
+      ]);
       expect(await deltas('{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Mistral "},{"type":"text","text":"thinks."}]}]}')).to.deep.equal([
         { type: 'reasoning-delta', text: 'Mistral ' },
         { type: 'reasoning-delta', text: 'thinks.' },
         { type: 'finish', reason: 'stop' },
       ]);
-      expect(await deltas('{"reasoning_content":null,"reasoning":""}', '{"content":"B"}')).to.deep.equal([{ type: 'text-delta', text: 'B' }, { type: 'finish', reason: 'stop' }]);
+      expect(await deltas('{"reasoning_content":null,"reasoning":""}', '{"content":"B"}')).to.deep.equal([
+        { type: 'text-delta', text: 'B' },
+        { type: 'finish', reason: 'stop' },
+      ]);
       const bad = await run('{"choices":[{"index":0,"delta":{"reasoning":{"text":"x"}}}]}', '[DONE]');
       expect(bad.error).to.be.instanceOf(MalformedStreamError);
     });
@@ -495,7 +585,13 @@ describe('openAICompatibleModel', () => {
       expect(error).to.be.instanceOf(HttpError);
       expect((error as HttpError).status).to.equal(429);
       expect((error as HttpError).body).to.deep.equal(JSON.parse(body));
-      expect(classifyError(error, { now: 0 })).to.deep.equal({ retryable: true, fallback: true, category: 'rate_limit', strategy: 'exponential_backoff', retryAfterMs: 3000 });
+      expect(classifyError(error, { now: 0 })).to.deep.equal({
+        retryable: true,
+        fallback: true,
+        category: 'rate_limit',
+        strategy: 'exponential_backoff',
+        retryAfterMs: 3000,
+      });
     });
 
     it('x-should-retry: false makes a 500 not retryable', async () => {
@@ -552,8 +648,18 @@ describe('openAICompatibleModel', () => {
       'error chunk': JSON.stringify({ error: { message: 'boom', type: 'server_error' } }),
       'error object (vLLM)': JSON.stringify({ object: 'error', message: 'boom', type: 'BadRequestError', param: null, code: 400 }),
       "finish_reason 'error', index 0": choice(0, {}, 'error'),
-      'text, index 1, and the finish_reason, index 0, in one chunk': JSON.stringify({ choices: [{ index: 1, delta: { content: 'b' }, finish_reason: null }, { index: 0, delta: {}, finish_reason: 'stop' }] }),
-      'text in two choices of one chunk': JSON.stringify({ choices: [{ index: 0, delta: { content: 'b' } }, { index: 1, delta: { content: 'c' } }] }),
+      'text, index 1, and the finish_reason, index 0, in one chunk': JSON.stringify({
+        choices: [
+          { index: 1, delta: { content: 'b' }, finish_reason: null },
+          { index: 0, delta: {}, finish_reason: 'stop' },
+        ],
+      }),
+      'text in two choices of one chunk': JSON.stringify({
+        choices: [
+          { index: 0, delta: { content: 'b' } },
+          { index: 1, delta: { content: 'c' } },
+        ],
+      }),
       '[DONE]': '[DONE]',
       'malformed JSON': '{"choices":',
     };
@@ -592,7 +698,9 @@ describe('openAICompatibleModel', () => {
       // after [DONE] the stream is complete and the rest of the body is never read
       done: Object.fromEntries(Object.keys(events).map((e) => [e, [[], 'complete']])),
     };
-    specStateTable(states, events, table, (list) => openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(list.map((d) => `data: ${d}\n\n`).join('')).fetch }));
+    specStateTable(states, events, table, (list) =>
+      openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(list.map((d) => `data: ${d}\n\n`).join('')).fetch }),
+    );
   });
 
   describe('against the local provider (real HTTP on 127.0.0.1)', () => {
@@ -639,7 +747,9 @@ describe('openAICompatibleModel', () => {
       const { error } = await collect(streamModel(model, ask('Hi')));
       expect(error).to.be.instanceOf(HttpError);
       expect(classifyError(error)).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 2000 });
-      expect((error as HttpError).body).to.deep.include({ error: { message: "Too Many Requests from 'openai-spec' (local fault)", type: 'rate_limit_exceeded', param: null, code: 'rate_limit_exceeded' } });
+      expect((error as HttpError).body).to.deep.include({
+        error: { message: "Too Many Requests from 'openai-spec' (local fault)", type: 'rate_limit_exceeded', param: null, code: 'rate_limit_exceeded' },
+      });
     });
 
     it('reset after 3 chunks → exactly 3 deltas, then a retryable IncompleteStreamError', async () => {
@@ -691,4 +801,3 @@ describe('openAICompatibleModel', () => {
     });
   });
 });
-

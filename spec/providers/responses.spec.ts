@@ -54,8 +54,20 @@ const usage = { input_tokens: 10, output_tokens: 4, total_tokens: 14 };
 const completed = (extra: Event = {}): Event => ({ type: 'response.completed', response: { status: 'completed', usage, ...extra } });
 const added = (output_index: number, item: Event): Event => ({ type: 'response.output_item.added', output_index, item });
 const done = (output_index: number, item: Event): Event => ({ type: 'response.output_item.done', output_index, item });
-const textDelta = (output_index: number, delta: string): Event => ({ type: 'response.output_text.delta', output_index, content_index: 0, item_id: 'msg', delta });
-const summary = (output_index: number, delta: string, summary_index = 0): Event => ({ type: 'response.reasoning_summary_text.delta', output_index, summary_index, item_id: 'rs', delta });
+const textDelta = (output_index: number, delta: string): Event => ({
+  type: 'response.output_text.delta',
+  output_index,
+  content_index: 0,
+  item_id: 'msg',
+  delta,
+});
+const summary = (output_index: number, delta: string, summary_index = 0): Event => ({
+  type: 'response.reasoning_summary_text.delta',
+  output_index,
+  summary_index,
+  item_id: 'rs',
+  delta,
+});
 const FINISH = { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 4 } } as const;
 
 const asSse = responsesSse;
@@ -77,7 +89,19 @@ function awkwardCuts(bytes: Uint8Array, limit = 160): number[] {
   return Array.from({ length: limit }, (_, k) => all[Math.floor((k * all.length) / limit)]!);
 }
 
-const RECORDED = ['codex-calculator', 'web-search', 'custom-tool', 'shell', 'mcp-approval', 'id-rotation', 'code-interpreter', 'image-generation', 'apply-patch', 'local-shell', 'failed'] as const;
+const RECORDED = [
+  'codex-calculator',
+  'web-search',
+  'custom-tool',
+  'shell',
+  'mcp-approval',
+  'id-rotation',
+  'code-interpreter',
+  'image-generation',
+  'apply-patch',
+  'local-shell',
+  'failed',
+] as const;
 /** The client tools each recording's request declared. */
 const DECLARED = RESPONSES_DECLARED as Partial<Record<(typeof RECORDED)[number], Event[]>>;
 
@@ -150,7 +174,13 @@ describe('providers: OpenAI Responses API', function () {
         completed(),
       ]);
       expect(events).to.deep.equal([
-        { type: 'tool-call', id: 'call_done', name: 'get_weather', args: { city: 'Paris', units: 'celsius' }, providerMetadata: { openai: { itemId: 'fc_1' } } },
+        {
+          type: 'tool-call',
+          id: 'call_done',
+          name: 'get_weather',
+          args: { city: 'Paris', units: 'celsius' },
+          providerMetadata: { openai: { itemId: 'fc_1' } },
+        },
         { ...FINISH, reason: 'tool-calls' },
       ]);
     });
@@ -166,20 +196,38 @@ describe('providers: OpenAI Responses API', function () {
     });
 
     it('items the client must run: a tool-call with the raw input and the whole item when the request declared the tool; a MalformedStreamError naming the item type when it did not — never dropped', () => {
-      const custom = [added(0, { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql', input: '' }), { type: 'response.custom_tool_call_input.delta', output_index: 0, delta: 'SELECT 1' }, done(0, { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql' }), completed()];
+      const custom = [
+        added(0, { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql', input: '' }),
+        { type: 'response.custom_tool_call_input.delta', output_index: 0, delta: 'SELECT 1' },
+        done(0, { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql' }),
+        completed(),
+      ];
       expect(decode(custom, [{ type: 'custom', name: 'write_sql' }]).events[0]).to.deep.equal({
         type: 'tool-call',
         id: 'call_sql',
         name: 'write_sql',
         args: 'SELECT 1',
-        providerMetadata: { openai: { itemId: 'ct', itemType: 'custom_tool_call', item: { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql' } } },
+        providerMetadata: {
+          openai: { itemId: 'ct', itemType: 'custom_tool_call', item: { type: 'custom_tool_call', id: 'ct', call_id: 'call_sql', name: 'write_sql' } },
+        },
       });
       const undeclared = decode(custom);
       expect(undeclared.error).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('custom_tool_call').and.contains('write_sql');
-      const shell = [added(0, { type: 'shell_call', id: 'sh', call_id: 'call_sh' }), done(0, { type: 'shell_call', id: 'sh', call_id: 'call_sh', action: { commands: ['ls'] } }), completed()];
+      const shell = [
+        added(0, { type: 'shell_call', id: 'sh', call_id: 'call_sh' }),
+        done(0, { type: 'shell_call', id: 'sh', call_id: 'call_sh', action: { commands: ['ls'] } }),
+        completed(),
+      ];
       expect(decode(shell, [{ type: 'shell' }]).events[0]).to.deep.include({ type: 'tool-call', id: 'call_sh', name: 'shell', args: { commands: ['ls'] } });
-      expect(decode(shell, [{ type: 'function', name: 'other' }]).error).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('shell_call');
-      const search = (execution: string) => [added(0, { type: 'tool_search_call', id: 'ts' }), done(0, { type: 'tool_search_call', id: 'ts', call_id: 'call_ts', execution, arguments: { goal: 'weather' } }), completed()];
+      expect(decode(shell, [{ type: 'function', name: 'other' }]).error)
+        .to.be.instanceOf(MalformedStreamError)
+        .with.property('message')
+        .that.contains('shell_call');
+      const search = (execution: string) => [
+        added(0, { type: 'tool_search_call', id: 'ts' }),
+        done(0, { type: 'tool_search_call', id: 'ts', call_id: 'call_ts', execution, arguments: { goal: 'weather' } }),
+        completed(),
+      ];
       expect(decode(search('client'), [{ type: 'tool_search' }]).events[0]).to.deep.include({ name: 'tool_search', args: { goal: 'weather' } });
       expect(decode(search('server')).events).to.deep.equal([FINISH]);
     });
@@ -211,7 +259,11 @@ describe('providers: OpenAI Responses API', function () {
       ['something_new', 'other'],
     ] as const) {
       it(`response.incomplete (${why}) → finish '${reason}'`, () => {
-        const { events } = decode([added(0, { type: 'message' }), textDelta(0, 'Par'), { type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: why }, usage } }]);
+        const { events } = decode([
+          added(0, { type: 'message' }),
+          textDelta(0, 'Par'),
+          { type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: why }, usage } },
+        ]);
         expect(events.at(-1)).to.deep.equal({ ...FINISH, reason });
       });
     }
@@ -222,7 +274,12 @@ describe('providers: OpenAI Responses API', function () {
       ['invalid_prompt', 400, { category: 'bad_request', retryable: false, fallback: true }],
     ] as const) {
       it(`response.failed with error code ${code} → HttpError ${status} (${verdict.retryable ? 'retryable' : 'not retryable'}); no finish after it`, () => {
-        const { events, error } = decode([added(0, { type: 'message' }), textDelta(0, 'Hel'), { type: 'response.failed', response: { status: 'failed', error: { code, message: `failed: ${code}` } } }, completed()]);
+        const { events, error } = decode([
+          added(0, { type: 'message' }),
+          textDelta(0, 'Hel'),
+          { type: 'response.failed', response: { status: 'failed', error: { code, message: `failed: ${code}` } } },
+          completed(),
+        ]);
         expect(events).to.deep.equal([{ type: 'text-delta', text: 'Hel' }]);
         expect(error).to.be.instanceOf(HttpError).with.property('status', status);
         expect(classifyError(error)).to.deep.include(verdict);
@@ -230,7 +287,9 @@ describe('providers: OpenAI Responses API', function () {
     }
 
     it("the top-level error event (after the 200: 'service_unavailable_error', 'invalid_request_error', its code on the event or under error) → HttpError with the status it implies", () => {
-      const unavailable = decode([{ type: 'error', sequence_number: 3, code: 'service_unavailable_error', message: 'The server is overloaded', param: null }]).error;
+      const unavailable = decode([
+        { type: 'error', sequence_number: 3, code: 'service_unavailable_error', message: 'The server is overloaded', param: null },
+      ]).error;
       expect(unavailable).to.be.instanceOf(HttpError).with.property('status', 503);
       expect(classifyError(unavailable)).to.deep.include({ retryable: true, fallback: true });
       const invalid = decode([{ type: 'error', error: { type: 'invalid_request_error', code: null, message: 'bad' } }]).error;
@@ -246,7 +305,12 @@ describe('providers: OpenAI Responses API', function () {
       ]);
       expect(repeated.events).to.deep.equal([{ type: 'text-delta', text: 'a' }]);
       expect(repeated.error).to.be.instanceOf(MalformedStreamError).with.property('message').that.contains('sequence_number 2 after 2');
-      expect(decode([{ type: 'response.created', sequence_number: 5, response: {} }, { type: 'response.in_progress', sequence_number: 4, response: {} }]).error).to.be.instanceOf(MalformedStreamError);
+      expect(
+        decode([
+          { type: 'response.created', sequence_number: 5, response: {} },
+          { type: 'response.in_progress', sequence_number: 4, response: {} },
+        ]).error,
+      ).to.be.instanceOf(MalformedStreamError);
       expect(decode([completed(), textDelta(0, 'late'), { type: 'error', code: 'server_error' }]).events).to.deep.equal([FINISH]);
     });
 
@@ -291,7 +355,11 @@ describe('providers: OpenAI Responses API', function () {
     ];
 
     it('stateless by default: store false, include reasoning.encrypted_content; input items with the reasoning the API produced (encrypted content carried), the call as function_call, its result as function_call_output; tools as function tools (strict false), tool_choice', () => {
-      const body = openAIResponsesBody('gpt-5-mini', { messages: conversation, tools: [WEATHER_TOOL], toolChoice: { tool: 'get_weather' } }, { reasoning: { effort: 'low' }, include: ['file_search_call.results'] });
+      const body = openAIResponsesBody(
+        'gpt-5-mini',
+        { messages: conversation, tools: [WEATHER_TOOL], toolChoice: { tool: 'get_weather' } },
+        { reasoning: { effort: 'low' }, include: ['file_search_call.results'] },
+      );
       expect(body).to.deep.equal({
         reasoning: { effort: 'low' },
         include: ['file_search_call.results', 'reasoning.encrypted_content'],
@@ -323,7 +391,12 @@ describe('providers: OpenAI Responses API', function () {
     });
 
     it("client-run calls go back as the items they came as, each result as its call type's output item", () => {
-      const call = (id: string, itemType: string, args: unknown, item: Event = { type: itemType, id: `i_${id}`, call_id: id, status: 'completed' }) => ({ id, name: itemType, args, providerMetadata: { openai: { itemId: `i_${id}`, itemType, item } } });
+      const call = (id: string, itemType: string, args: unknown, item: Event = { type: itemType, id: `i_${id}`, call_id: id, status: 'completed' }) => ({
+        id,
+        name: itemType,
+        args,
+        providerMetadata: { openai: { itemId: `i_${id}`, itemType, item } },
+      });
       const messages: Message[] = [
         {
           role: 'assistant',
@@ -364,7 +437,10 @@ describe('providers: OpenAI Responses API', function () {
   });
 
   describe('recorded streams (vercel/ai fixtures, spec/fixtures/SOURCES.md)', () => {
-    const recordings = Object.fromEntries(RECORDED.map((name) => [name, recordedResponses(`openai-responses-${name}.jsonl`)])) as Record<(typeof RECORDED)[number], ResponseEvents[]>;
+    const recordings = Object.fromEntries(RECORDED.map((name) => [name, recordedResponses(`openai-responses-${name}.jsonl`)])) as Record<
+      (typeof RECORDED)[number],
+      ResponseEvents[]
+    >;
     /** The outcome of each response of a recording, decoded from its events. */
     const outcomes = (name: (typeof RECORDED)[number]) => recordings[name].map((events) => decode(events, DECLARED[name] ?? []));
     const textOf = (events: readonly TurnEvent[]) => events.flatMap((e) => (e.type === 'text-delta' ? [e.text] : [])).join('');
@@ -380,7 +456,9 @@ describe('providers: OpenAI Responses API', function () {
       expect(textOf(codex[3]!.events)).to.equal('The final result is **570**.');
       const end = codex[0]!.events.find((e) => e.type === 'reasoning-end');
       expect(end).to.have.nested.property('providerMetadata.openai.itemId').that.matches(/^rs_/);
-      expect(end).to.have.nested.property('providerMetadata.openai.reasoningEncryptedContent').that.matches(/^gAAAA/);
+      expect(end)
+        .to.have.nested.property('providerMetadata.openai.reasoningEncryptedContent')
+        .that.matches(/^gAAAA/);
       expect(codex.map((o) => o.events.at(-1))).to.deep.equal([
         { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 134, outputTokens: 28 } },
         { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 221, outputTokens: 26 } },
@@ -400,10 +478,21 @@ describe('providers: OpenAI Responses API', function () {
       expect(rotating.error).to.equal(undefined);
       expect(textOf(rotating.events)).to.contain('There are');
       // the client-run items, declared: a tool-call each with its raw input
-      expect(outcomes('custom-tool')[0]!.events[0]).to.deep.include({ type: 'tool-call', id: 'call_custom_sql_001', name: 'write_sql', args: 'SELECT * FROM users WHERE age > 25' });
-      expect(outcomes('shell')[0]!.events[0]).to.deep.include({ name: 'shell', args: { commands: ['ls -a ~/Desktop'], max_output_length: 8912, timeout_ms: null } });
+      expect(outcomes('custom-tool')[0]!.events[0]).to.deep.include({
+        type: 'tool-call',
+        id: 'call_custom_sql_001',
+        name: 'write_sql',
+        args: 'SELECT * FROM users WHERE age > 25',
+      });
+      expect(outcomes('shell')[0]!.events[0]).to.deep.include({
+        name: 'shell',
+        args: { commands: ['ls -a ~/Desktop'], max_output_length: 8912, timeout_ms: null },
+      });
       expect(outcomes('apply-patch')[0]!.events[0]).to.deep.include({ name: 'apply_patch' }).and.have.nested.property('args.path', 'shopping-checklist.md');
-      expect(outcomes('local-shell')[0]!.events.find((e) => e.type === 'tool-call')).to.deep.include({ name: 'local_shell', args: { type: 'exec', command: ['ls', '-a', '~'], env: {} } });
+      expect(outcomes('local-shell')[0]!.events.find((e) => e.type === 'tool-call')).to.deep.include({
+        name: 'local_shell',
+        args: { type: 'exec', command: ['ls', '-a', '~'], env: {} },
+      });
       expect(outcomes('mcp-approval')[0]!.events.find((e) => e.type === 'tool-call')).to.deep.include({ name: 'mcp_approval_request' });
       // an error event (insufficient_quota), then response.failed: the first one ends it
       const failed = outcomes('failed')[0]!;
@@ -443,7 +532,7 @@ describe('providers: OpenAI Responses API', function () {
   });
 
   describe('openAIResponsesModel over HTTP on loopback', () => {
-    it('runAgent: a reasoning model\'s tool turns (the codex recording) — each request carries the reasoning item with its encrypted content, the calls and their outputs; the answer', async () => {
+    it("runAgent: a reasoning model's tool turns (the codex recording) — each request carries the reasoning item with its encrypted content, the calls and their outputs; the answer", async () => {
       const replay = await replayResponses(recordedResponses('openai-responses-codex-calculator.jsonl'));
       try {
         const calculator = defineTool({
@@ -453,7 +542,9 @@ describe('providers: OpenAI Responses API', function () {
           execute: ({ a, b, op }) => [op === 'add' ? a + b : a * b],
         });
         const model = openAIResponsesModel({ baseURL: replay.baseURL, model: 'gpt-5.1-codex-max', apiKey: 'k' });
-        const events = await lastValueFrom(runAgent({ model, tools: [calculator], messages: [{ role: 'user', content: 'Compute (12 + 7) × 3 × 10 with the calculator.' }] }).pipe(toArray()));
+        const events = await lastValueFrom(
+          runAgent({ model, tools: [calculator], messages: [{ role: 'user', content: 'Compute (12 + 7) × 3 × 10 with the calculator.' }] }).pipe(toArray()),
+        );
         const last = events.at(-1);
         expect(last?.type === 'message' && last.message.content).to.equal('The final result is **570**.');
         expect(replay.requests.map((r) => r.path)).to.deep.equal(['/v1/responses', '/v1/responses', '/v1/responses', '/v1/responses']);
@@ -462,7 +553,9 @@ describe('providers: OpenAI Responses API', function () {
         expect(second['include']).to.deep.equal(['reasoning.encrypted_content']);
         const input = second['input'] as Event[];
         expect(input.map((i) => i['type'] ?? i['role'])).to.deep.equal(['user', 'reasoning', 'function_call', 'function_call_output']);
-        expect(input[1]).to.have.property('encrypted_content').that.matches(/^gAAAA/);
+        expect(input[1])
+          .to.have.property('encrypted_content')
+          .that.matches(/^gAAAA/);
         expect(input[3]).to.deep.equal({ type: 'function_call_output', call_id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', output: '19' });
         expect((replay.requests[3]!.body['input'] as Event[]).filter((i) => i['type'] === 'function_call_output')).to.have.length(3);
       } finally {
@@ -473,9 +566,16 @@ describe('providers: OpenAI Responses API', function () {
     it("a cut body (the recording's events up to its middle): IncompleteStreamError; a 429 before the stream: HttpError with retry-after", async () => {
       const events = recordedResponses('openai-responses-codex-calculator.jsonl')[3]!;
       const cut = asSse(events.slice(0, Math.floor(events.length / 2)), 'event+data');
-      const model = (text: string, options: Parameters<typeof fixtureFetch>[1] = {}) => openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(text, options).fetch });
+      const model = (text: string, options: Parameters<typeof fixtureFetch>[1] = {}) =>
+        openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: fixtureFetch(text, options).fetch });
       expect(await turnError(model(cut), ask('Hi'))).to.be.instanceOf(IncompleteStreamError);
-      const limited = await turnError(model(JSON.stringify({ error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '2' } }), ask('Hi'));
+      const limited = await turnError(
+        model(JSON.stringify({ error: { message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' } }), {
+          status: 429,
+          headers: { 'content-type': 'application/json', 'retry-after': '2' },
+        }),
+        ask('Hi'),
+      );
       expect(classifyError(limited)).to.deep.include({ category: 'rate_limit', retryable: true, retryAfterMs: 2000 });
       const whole = await turn(model(asSse(events, 'data')), ask('Hi'));
       expect(whole.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 299, outputTokens: 12 } });

@@ -79,7 +79,9 @@ describe('resume rule (resumableResponses), in virtual time', () => {
       expectSubscriptions(get.subscriptions).toBe('-----^---!');
     });
     expect(h.reopened).to.deep.equal([['resp_1', 4]]);
-    expect(h.resumes).to.deep.equal([{ type: 'resume', target: 'model:m', responseId: 'resp_1', startingAfter: 4, attempt: 1, max: 2, reason: 'dropped', error: dropped.message }]);
+    expect(h.resumes).to.deep.equal([
+      { type: 'resume', target: 'model:m', responseId: 'resp_1', startingAfter: 4, attempt: 1, max: 2, reason: 'dropped', error: dropped.message },
+    ]);
     expect(h.cancelled).to.deep.equal([]);
   });
 
@@ -111,7 +113,13 @@ describe('resume rule (resumableResponses), in virtual time', () => {
       const post = run.cold('cpiab#', SSE, dropped);
       const get = run.cold('-yof', SSE);
       h = harness(run, { maxResumes: 2, idleMs: Infinity }, post, [get]);
-      run.expectObservable(h.out$).toBe('---ab-#', OUT, new MalformedStreamError('m', 'the resumed stream starts at sequence_number 6, not 5 (events lost or repeated across the seam)', ''));
+      run
+        .expectObservable(h.out$)
+        .toBe(
+          '---ab-#',
+          OUT,
+          new MalformedStreamError('m', 'the resumed stream starts at sequence_number 6, not 5 (events lost or repeated across the seam)', ''),
+        );
     });
     expect(h.cancelled).to.deep.equal(['resp_1']);
   });
@@ -121,7 +129,13 @@ describe('resume rule (resumableResponses), in virtual time', () => {
       const post = run.cold('cpiab#', SSE, dropped);
       const get = run.cold('-bxyof', SSE);
       const h = harness(run, { maxResumes: 2, idleMs: Infinity }, post, [get]);
-      run.expectObservable(h.out$).toBe('---ab-#', OUT, new MalformedStreamError('m', 'the resumed stream starts at sequence_number 4, not 5 (events lost or repeated across the seam)', ''));
+      run
+        .expectObservable(h.out$)
+        .toBe(
+          '---ab-#',
+          OUT,
+          new MalformedStreamError('m', 'the resumed stream starts at sequence_number 4, not 5 (events lost or repeated across the seam)', ''),
+        );
     });
   });
 
@@ -165,7 +179,10 @@ describe('resume rule (resumableResponses), in virtual time', () => {
 
   it('a network error of a resuming request (fetch’s TypeError) is a drop: resumed again while resumes remain', () => {
     virtual((run) => {
-      const h = harness(run, { maxResumes: 2, idleMs: Infinity }, run.cold('cpia#', SSE, dropped), [run.cold('-#', SSE, new TypeError('fetch failed')), run.cold('bxyof', SSE)]);
+      const h = harness(run, { maxResumes: 2, idleMs: Infinity }, run.cold('cpia#', SSE, dropped), [
+        run.cold('-#', SSE, new TypeError('fetch failed')),
+        run.cold('bxyof', SSE),
+      ]);
       run.expectObservable(h.out$).toBe('---a-bxy-(f|)', OUT);
     });
   });

@@ -66,7 +66,10 @@ describe('SSE', () => {
     it('checkProviderOptions: unknown keys, bad values and missing required options throw InvalidOptionError', () => {
       const codecs = { model: NonEmptyString };
       expect(() => checkProviderOptions('x', codecs, { model: 'm' }, ['model'])).not.to.throw();
-      expect(() => checkProviderOptions('x', codecs, {}, ['model'])).to.throw(InvalidOptionError, 'x: option "model" must be a non-empty string, got undefined');
+      expect(() => checkProviderOptions('x', codecs, {}, ['model'])).to.throw(
+        InvalidOptionError,
+        'x: option "model" must be a non-empty string, got undefined',
+      );
       expect(() => checkProviderOptions('x', codecs, undefined, ['model'])).to.throw(InvalidOptionError);
       expect(() => checkProviderOptions('x', codecs, { model: '' }, [])).to.throw(InvalidOptionError);
       expect(() => checkProviderOptions('x', codecs, { modle: 'm' }, [])).to.throw(InvalidOptionError, 'modle');
@@ -157,10 +160,14 @@ describe('SSE', () => {
       const { stream, state } = body(['data: a\n\ndata: 0123', '456789', 'abc'], { end: false });
       const { fetch } = fakeFetch(() => new Response(stream));
       const seen: string[] = [];
-      const error = await new Promise((resolve) => fetchSse({ ...request, fetch, maxEventSize: 8 }).subscribe({ next: (e) => seen.push(e.data), error: resolve }));
+      const error = await new Promise((resolve) =>
+        fetchSse({ ...request, fetch, maxEventSize: 8 }).subscribe({ next: (e) => seen.push(e.data), error: resolve }),
+      );
       expect(seen).to.deep.equal(['a']);
       expect(error).to.be.instanceOf(MalformedStreamError);
-      expect((error as Error).message).to.equal("Malformed event in the stream of 'test-model': an event is larger than maxEventSize (8 characters); if the provider really sends events this large, raise maxEventSize");
+      expect((error as Error).message).to.equal(
+        "Malformed event in the stream of 'test-model': an event is larger than maxEventSize (8 characters); if the provider really sends events this large, raise maxEventSize",
+      );
       await tick();
       expect(state.cancelled).to.equal(true);
     });
@@ -203,7 +210,8 @@ describe('SSE', () => {
     });
 
     it('an outside signal already aborted: the request never starts', async () => {
-      const fetch = ((_url: string, init: RequestInit) => (init.signal?.aborted ? Promise.reject(init.signal.reason) : Promise.resolve(new Response('')))) as unknown as typeof globalThis.fetch;
+      const fetch = ((_url: string, init: RequestInit) =>
+        init.signal?.aborted ? Promise.reject(init.signal.reason) : Promise.resolve(new Response(''))) as unknown as typeof globalThis.fetch;
       const outside = new AbortController();
       outside.abort(new DOMException('gone', 'AbortError'));
       const error = await lastValueFrom(fetchSse({ ...request, fetch, signal: outside.signal })).catch((e: unknown) => e);
@@ -237,9 +245,13 @@ describe('SSE', () => {
 
     it('errors with what push throws, and with what end throws when the body ends early', async () => {
       const bad = fakeFetch(() => new Response(body(['data: a\n\ndata: BAD\n\n']).stream));
-      expect(await lastValueFrom(decodeSse({ ...request, fetch: bad.fetch }, () => new Upper())).catch((e: unknown) => e)).to.be.instanceOf(MalformedStreamError);
+      expect(await lastValueFrom(decodeSse({ ...request, fetch: bad.fetch }, () => new Upper())).catch((e: unknown) => e)).to.be.instanceOf(
+        MalformedStreamError,
+      );
       const short = fakeFetch(() => new Response(body(['data: a\n\n']).stream));
-      expect(await lastValueFrom(decodeSse({ ...request, fetch: short.fetch }, () => new Upper())).catch((e: unknown) => e)).to.be.instanceOf(IncompleteStreamError);
+      expect(await lastValueFrom(decodeSse({ ...request, fetch: short.fetch }, () => new Upper())).catch((e: unknown) => e)).to.be.instanceOf(
+        IncompleteStreamError,
+      );
     });
   });
 });

@@ -35,7 +35,10 @@ const name = fc.oneof(
  * escaped parts (breakers: hash, `:votes`, `:nodes`; rate limits: the node set, one key per limit id).
  */
 const breakerKeys = (ns: string, n: string): string[] => ['', ':votes', ':nodes'].map((suffix) => `${hashTag(ns, 'b', n)}${suffix}`);
-const limitKeys = (ns: string, key: string, ids: readonly string[]): string[] => [hashTag(ns, 'rl', key), ...ids.map((id) => `${hashTag(ns, 'rl', key)}:${keyPart(id)}`)];
+const limitKeys = (ns: string, key: string, ids: readonly string[]): string[] => [
+  hashTag(ns, 'rl', key),
+  ...ids.map((id) => `${hashTag(ns, 'rl', key)}:${keyPart(id)}`),
+];
 
 describe('names in Redis keys (keyPart: one rule for both stores)', () => {
   it('an escaped name never contains ":" or a brace, and two names never escape alike (property)', () => {
@@ -62,7 +65,7 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
     );
   });
 
-  it('one hash tag per name: a breaker\'s keys share it, a limiter key\'s keys share it, no two names (or kinds) share one (property)', () => {
+  it("one hash tag per name: a breaker's keys share it, a limiter key's keys share it, no two names (or kinds) share one (property)", () => {
     fc.assert(
       fc.property(name, name, fc.uniqueArray(name, { maxLength: 3 }), (a, b, ids) => {
         for (const keys of [breakerKeys('ns', a), limitKeys('ns', a, ids)]) expect(new Set(keys.map(hashTagOf)).size).to.equal(1);
@@ -75,9 +78,12 @@ describe('names in Redis keys (keyPart: one rule for both stores)', () => {
 
   it('leaves names without ":", "%" or braces as they are', () => {
     fc.assert(
-      fc.property(fc.string().filter((n) => !/[%:{}]/.test(n)), (n) => {
-        expect(keyPart(n)).to.equal(n);
-      }),
+      fc.property(
+        fc.string().filter((n) => !/[%:{}]/.test(n)),
+        (n) => {
+          expect(keyPart(n)).to.equal(n);
+        },
+      ),
     );
   });
 });
@@ -195,7 +201,7 @@ describe('a script refused mid-migration of its slot (Script.send)', () => {
   }
 });
 
-describe('command deadlines on a cluster whose masters\' clocks differ (one estimate of Redis\'s clock per master)', () => {
+describe("command deadlines on a cluster whose masters' clocks differ (one estimate of Redis's clock per master)", () => {
   const local = 1_000_000; // the node's clock, standing still: the fake masters answer at once
   const scheduler: SchedulerLike = { now: () => local, schedule: asyncScheduler.schedule.bind(asyncScheduler) };
   const timeoutMs = 100;
@@ -235,10 +241,14 @@ describe('command deadlines on a cluster whose masters\' clocks differ (one esti
       const keys = masters.map((m) => Array.from({ length: 100 }, (_, i) => `openai-${i}`).find((k) => masterOf(keySlot(hashTag('skew', 'rl', k))) === m)!);
       const outcomes: string[] = [];
       for (let round = 0; round < 3; round++) {
-        for (const key of keys) outcomes.push(await outcome(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ id: 'requests', limit: 100, periodMs: 60_000, cost: 1 }] })));
+        for (const key of keys)
+          outcomes.push(await outcome(limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [{ id: 'requests', limit: 100, periodMs: 60_000, cost: 1 }] })));
       }
       // (one estimate for the whole cluster: every command to the second master expired, and those to the first had 5 100 ms)
-      expect({ outcomes, slack }).to.deep.equal({ outcomes: Array(6).fill('answered'), slack: Object.fromEntries(masters.map((m) => [m.address, [timeoutMs, timeoutMs, timeoutMs]])) });
+      expect({ outcomes, slack }).to.deep.equal({
+        outcomes: Array(6).fill('answered'),
+        slack: Object.fromEntries(masters.map((m) => [m.address, [timeoutMs, timeoutMs, timeoutMs]])),
+      });
     });
   }
 });

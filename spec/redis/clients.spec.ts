@@ -20,7 +20,6 @@ import { outageCases, type Outage } from '../support/outageCases.js';
 import { ioredisPair } from '../support/ioredisPair.js';
 import { refusal } from '../support/refusal.js';
 
-
 const redisServer = { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does)' };
 const redisCli = { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' };
 
@@ -44,17 +43,30 @@ async function nodeRedisCluster(servers: RedisClusterServers) {
  * meanwhile is never sent.
  */
 async function warmedUp(limits: RedisRateLimitStore): Promise<RedisRateLimitStore> {
-  const reserve = (i: number) => limits.reserve({ key: `warm-up:${i}`, node: 'warm-up', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1_000, periodMs: 60_000, cost: 1 }] });
-  for (let i = 0; i < 20; i++) if (await firstValueFrom(forkJoin(Array.from({ length: 100 }, (_, j) => reserve(j)))).then(() => true, () => false)) break;
+  const reserve = (i: number) =>
+    limits.reserve({ key: `warm-up:${i}`, node: 'warm-up', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1_000, periodMs: 60_000, cost: 1 }] });
+  for (let i = 0; i < 20; i++)
+    if (
+      await firstValueFrom(forkJoin(Array.from({ length: 100 }, (_, j) => reserve(j)))).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
   return limits;
 }
 
 /** An ioredis Cluster client, ready. */
 function ioredisCluster(servers: RedisClusterServers): Promise<Cluster> {
-  return ioredisReady(new Cluster(servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } }));
+  return ioredisReady(
+    new Cluster(
+      servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+      { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
+    ),
+  );
 }
 
-describe('the Redis stores\' clients, by shape', () => {
+describe("the Redis stores' clients, by shape", () => {
   const stores = {
     RedisBreakerStore: (o: object) => new RedisBreakerStore(o as never),
     RedisRateLimitStore: (o: object) => new RedisRateLimitStore(o as never),
@@ -70,13 +82,21 @@ describe('the Redis stores\' clients, by shape', () => {
       expect(old.message).to.include('no call()').and.include('ioredis 5');
       const missing = refusal(() => make({}));
       expect([missing.option, missing.message]).to.satisfy(([o, m]: [string, string]) => o === 'client' && m.includes('required'));
-      for (const client of [{ sendCommand: async () => [0] }, { call: async () => [0] }, { sendCommand: async () => [0], getSlotMaster: () => undefined }, { sendCommand: async () => [0], getMasterNode: () => undefined }]) expect(() => make({ client })).to.not.throw();
+      for (const client of [
+        { sendCommand: async () => [0] },
+        { call: async () => [0] },
+        { sendCommand: async () => [0], getSlotMaster: () => undefined },
+        { sendCommand: async () => [0], getMasterNode: () => undefined },
+      ])
+        expect(() => make({ client })).to.not.throw();
     });
   }
 
   it('RedisBreakerStore: a subscriber of neither shape is refused naming subscriber (an ioredis one needs on and off for its message events)', () => {
     const client = { call: async () => [0] };
-    const error = refusal(() => new RedisBreakerStore({ client, subscriber: { call: async () => 1, subscribe: async () => 1, unsubscribe: async () => 1 } as never }));
+    const error = refusal(
+      () => new RedisBreakerStore({ client, subscriber: { call: async () => 1, subscribe: async () => 1, unsubscribe: async () => 1 } as never }),
+    );
     expect(error.option).to.equal('subscriber');
     expect(error.message).to.include('ioredis (call, subscribe, unsubscribe, on, off)');
   });
@@ -162,7 +182,12 @@ describe('the Redis stores\' clients, by shape', () => {
         await client.close();
       });
       // the script in every master's cache (each master learns it from its first EVAL)
-      await firstValueFrom(breakers.sync('n', Array.from({ length: 100 }, (_, i) => `warm-up:${i}`)));
+      await firstValueFrom(
+        breakers.sync(
+          'n',
+          Array.from({ length: 100 }, (_, i) => `warm-up:${i}`),
+        ),
+      );
       // each master's clock is its own: one probe of it (deadline 1, the script's only ARGV) per master
       const probes = sent.filter((args) => args[0] === 'EVALSHA' && args.length === 4 + Number(args[2]) && args[3 + Number(args[2])] === '1');
       expect(probes.length, 'one clock probe per master').to.equal(3);
@@ -211,7 +236,19 @@ describe('the Redis stores\' clients, by shape', () => {
         // second command sent while that connection opens waits until the client disconnects (seen
         // with 5.11): the case of a cancelled reservation would then miss it. Connect to every master first.
         // (the first commands may also come past their 100 ms deadline while connections open: until one answers)
-        for (let i = 0; i < 20; i++) if (await firstValueFrom(breakers.sync('warm-up', Array.from({ length: 100 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
+        for (let i = 0; i < 20; i++)
+          if (
+            await firstValueFrom(
+              breakers.sync(
+                'warm-up',
+                Array.from({ length: 100 }, (_, j) => `warm-up:${j}`),
+              ),
+            ).then(
+              () => true,
+              () => false,
+            )
+          )
+            break;
         await new Promise((resolve) => setTimeout(resolve, 100)); // SUBSCRIBE acknowledged
         return { breakers, limits: await warmedUp(new RedisRateLimitStore({ client, namespace: 'ioredis-cluster' })) };
       },
@@ -233,6 +270,17 @@ describe('the Redis stores\' clients, by shape', () => {
       },
       outage,
     );
-    outageCases('ioredis Cluster', () => ioredisPair(() => new Cluster(servers!.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } })), outage);
+    outageCases(
+      'ioredis Cluster',
+      () =>
+        ioredisPair(
+          () =>
+            new Cluster(
+              servers!.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+              { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
+            ),
+        ),
+      outage,
+    );
   });
 });

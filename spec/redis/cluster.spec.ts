@@ -35,7 +35,14 @@ const kinds: Record<string, (servers: RedisClusterServers) => Promise<Clients>> 
     await client.connect();
     return { client, subscriber: client, close: () => client.close() };
   },
-  'ioredis Cluster': (servers) => ioredisPair(() => new Cluster(servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } })),
+  'ioredis Cluster': (servers) =>
+    ioredisPair(
+      () =>
+        new Cluster(
+          servers.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+          { enableOfflineQueue: false, redisOptions: { maxRetriesPerRequest: 1 } },
+        ),
+    ),
 };
 
 describe('the Redis stores on a changing 3-master Redis Cluster', function () {
@@ -62,7 +69,19 @@ describe('the Redis stores on a changing 3-master Redis Cluster', function () {
         breakers = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace, timeoutMs: 5_000, pollMs: 200 });
         limits = new RedisRateLimitStore({ client: clients.client, namespace, timeoutMs: 5_000 });
         // every master's connection open, the script in every cache
-        for (let i = 0; i < 20; i++) if (await get(breakers.sync('warm-up', Array.from({ length: 60 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
+        for (let i = 0; i < 20; i++)
+          if (
+            await get(
+              breakers.sync(
+                'warm-up',
+                Array.from({ length: 60 }, (_, j) => `warm-up:${j}`),
+              ),
+            ).then(
+              () => true,
+              () => false,
+            )
+          )
+            break;
       });
       after(async () => {
         await breakers.close();
@@ -135,19 +154,41 @@ describe('the Redis stores on a changing 3-master Redis Cluster', function () {
         expect(answered).to.be.greaterThan(20);
       });
 
-      it('a fleet on the cluster, its slot moved: two nodes\' breakers open by quorum, the third opens too (fleet_open) without a failure of its own; no store error reaches a call', async () => {
+      it("a fleet on the cluster, its slot moved: two nodes' breakers open by quorum, the third opens too (fleet_open) without a failure of its own; no store error reaches a call", async () => {
         const name = `model:${kind}:fleet`;
-        const node = (id: string) => new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store: breakers, node: id, quorum: { minNodes: 2, minFraction: 0 } } });
+        const node = (id: string) =>
+          new CircuitBreaker({
+            name,
+            failureThreshold: 1,
+            resetTimeoutMs: 60_000,
+            fleet: { store: breakers, node: id, quorum: { minNodes: 2, minFraction: 0 } },
+          });
         const [a, b, c] = [node('a'), node('b'), node('c')];
         const slot = await servers!.slotOf(`{${namespace}:b:${name.replace(/:/g, '%3A')}}`);
         const from = await servers!.owner(slot);
-        await servers!.moveSlot(slot, servers!.nodes.find((n) => n.id !== from.id)!);
-        const fail = (breaker: CircuitBreaker) => get(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name))));
+        await servers!.moveSlot(
+          slot,
+          servers!.nodes.find((n) => n.id !== from.id)!,
+        );
+        const fail = (breaker: CircuitBreaker) =>
+          get(
+            throwError(() => new HttpError(503)).pipe(
+              circuitBreak(breaker),
+              catchError((e: unknown) => of((e as Error).name)),
+            ),
+          );
         expect(await fail(a)).to.equal('HttpError');
         expect(await fail(b)).to.equal('HttpError');
         for (let i = 0; i < 100 && c.state !== 'open'; i++) await sleep(20);
         expect(c.state, 'the third node, by the fleet verdict').to.equal('open');
-        expect(await get(of('x').pipe(circuitBreak(c), catchError((e: unknown) => of((e as Error).name))))).to.equal('CircuitOpenError');
+        expect(
+          await get(
+            of('x').pipe(
+              circuitBreak(c),
+              catchError((e: unknown) => of((e as Error).name)),
+            ),
+          ),
+        ).to.equal('CircuitOpenError');
       });
     });
   }

@@ -15,7 +15,7 @@ import { hashTagOf, keysOf } from '../support/redisKeys.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
 
-describe('the Redis stores\' keys, on a real redis-server', function () {
+describe("the Redis stores' keys, on a real redis-server", function () {
   this.timeout(20_000);
   const { redis } = useRedisServer();
 
@@ -26,7 +26,7 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
     return { client: { sendCommand: (args: string[]) => (sent.push(args), inner.sendCommand(args)) }, sent };
   }
 
-  it('one hash tag per breaker and per rate-limit key; every key a script touches is in KEYS, each command\'s keys in one slot', async () => {
+  it("one hash tag per breaker and per rate-limit key; every key a script touches is in KEYS, each command's keys in one slot", async () => {
     const { client, sent } = await recording();
     const namespace = 'layout';
     const breakers = new RedisBreakerStore({ client, namespace });
@@ -47,8 +47,26 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
     await get(breakers.sync('n3', names));
     const limit = (id: string) => ({ id, limit: 10, periodMs: 60_000 });
     for (const key of ['openai:prod', 'openai:prod:requests']) {
-      await get(limits.reserve({ key, node: 'n1', maxWaitMs: 0, limits: [{ ...limit('requests'), cost: 1 }, { ...limit('tokens'), cost: 5 }] }));
-      await get(limits.adjust({ key, limits: [{ ...limit('tokens'), delta: -2 }, { ...limit('requests'), floorMs: 1_000 }] }));
+      await get(
+        limits.reserve({
+          key,
+          node: 'n1',
+          maxWaitMs: 0,
+          limits: [
+            { ...limit('requests'), cost: 1 },
+            { ...limit('tokens'), cost: 5 },
+          ],
+        }),
+      );
+      await get(
+        limits.adjust({
+          key,
+          limits: [
+            { ...limit('tokens'), delta: -2 },
+            { ...limit('requests'), floorMs: 1_000 },
+          ],
+        }),
+      );
     }
     await breakers.close();
 
@@ -63,7 +81,10 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
     // every key left in Redis was declared in KEYS by some command (none built inside Lua)
     const stored = (await (await redis.connect()).keys('*')).sort();
     expect(stored.length).to.be.greaterThan(10);
-    expect(stored.filter((k) => !declared.has(k)), 'keys no command declared').to.deep.equal([]);
+    expect(
+      stored.filter((k) => !declared.has(k)),
+      'keys no command declared',
+    ).to.deep.equal([]);
     // one hash tag per breaker and per rate-limit key: 4 breakers and 2 limiter keys, 6 tags, none the namespace's alone
     const tags = new Set(stored.map(hashTagOf));
     expect(tags.size, [...tags].join(' ')).to.equal(6);
@@ -80,7 +101,7 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
       const verdicts = await get(breakers.sync('n', names));
       expect(verdicts.map((v) => v.name)).to.deep.equal(names);
       expect(sent.length, `${n} breakers`).to.equal(1);
-      expect(keysOf(sent[0]!), 'each breaker\'s verdict and node set').to.have.length(2 * n);
+      expect(keysOf(sent[0]!), "each breaker's verdict and node set").to.have.length(2 * n);
     }
     await breakers.close();
   });
@@ -88,7 +109,17 @@ describe('the Redis stores\' keys, on a real redis-server', function () {
 
 describe('keySlot: the Redis Cluster slot of a key', () => {
   it('is what CLUSTER KEYSLOT answers (values read from redis-server 7.0), hash tags included', () => {
-    const slots = { '123456789': 12739, somekey: 11058, 'foo{hash_tag}': 2515, 'foo{}{bar}': 8363, 'foo{{bar}}zap': 4015, 'foo{bar}{zap}': 5061, '{skew:rl:openai}': 9427, 'é{ü}': 9552, '': 0 };
+    const slots = {
+      '123456789': 12739,
+      somekey: 11058,
+      'foo{hash_tag}': 2515,
+      'foo{}{bar}': 8363,
+      'foo{{bar}}zap': 4015,
+      'foo{bar}{zap}': 5061,
+      '{skew:rl:openai}': 9427,
+      'é{ü}': 9552,
+      '': 0,
+    };
     expect(Object.fromEntries(Object.keys(slots).map((key) => [key, keySlot(key)]))).to.deep.equal(slots);
     expect(keySlot(`${hashTag('rxheal', 'b', 'model:gpt')}:votes`)).to.equal(keySlot(hashTag('rxheal', 'b', 'model:gpt')));
   });

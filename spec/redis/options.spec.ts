@@ -17,8 +17,7 @@ const stores = {
   RedisRateLimitStore: (o: object) => new RedisRateLimitStore({ client, ...o }),
 };
 
-
-describe('the Redis stores\' options', () => {
+describe("the Redis stores' options", () => {
   for (const [store, make] of Object.entries(stores)) {
     describe(store, () => {
       it('a namespace holding "}" is refused, naming namespace and the value (its hash tag would be empty or cut short)', () => {
@@ -42,7 +41,7 @@ describe('the Redis stores\' options', () => {
   }
 });
 
-describe('the Redis stores\' derived TTLs, on a real redis-server', function () {
+describe("the Redis stores' derived TTLs, on a real redis-server", function () {
   this.timeout(20_000);
   let server: RedisServer | undefined;
   let redis: ReturnType<typeof createClient> | undefined;

@@ -36,7 +36,11 @@ interface Clients {
 }
 
 const kinds: Record<string, (s: RedisSentinels) => Promise<Clients>> = {
-  'ioredis (sentinels)': (s) => ioredisPair(() => new Redis({ sentinels: s.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: s.name, enableOfflineQueue: false, maxRetriesPerRequest: 1 })),
+  'ioredis (sentinels)': (s) =>
+    ioredisPair(
+      () =>
+        new Redis({ sentinels: s.sentinels.map((port) => ({ host: '127.0.0.1', port })), name: s.name, enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
+    ),
   'node-redis createSentinel': async (s) => {
     const client = createSentinel({ name: s.name, sentinelRootNodes: s.sentinels.map((port) => ({ host: '127.0.0.1', port })) });
     client.on('error', () => undefined);
@@ -54,7 +58,17 @@ const LIMIT_NODES = 3;
  * starts after its wait and uses its estimate) until `stop()`, which reports each start.
  */
 function limitTraffic(client: RedisClientLike, key: string): { stop(): Promise<{ at: number; local: boolean }[]> } {
-  const limiters = Array.from({ length: LIMIT_NODES }, (_, i) => new RateLimiter({ name: key, tokensPerMinute: LIMIT, maxWaitMs: 1_000, store: new RedisRateLimitStore({ client, namespace: 'sentinel-limit' }), node: `n${i}` }));
+  const limiters = Array.from(
+    { length: LIMIT_NODES },
+    (_, i) =>
+      new RateLimiter({
+        name: key,
+        tokensPerMinute: LIMIT,
+        maxWaitMs: 1_000,
+        store: new RedisRateLimitStore({ client, namespace: 'sentinel-limit' }),
+        node: `n${i}`,
+      }),
+  );
   const starts: { at: number; local: boolean }[] = [];
   let running = true;
   const callers = limiters.flatMap((limiter) =>
@@ -88,7 +102,11 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
   this.timeout(90_000);
   let sentinels: RedisSentinels | undefined;
   before(async function () {
-    const server = requireProgram(this, { name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server (.ci/run does; a sentinel is redis-server --sentinel)' });
+    const server = requireProgram(this, {
+      name: 'redis-server',
+      command: 'redis-server',
+      install: 'apt-get install redis-server (.ci/run does; a sentinel is redis-server --sentinel)',
+    });
     const cli = requireProgram(this, { name: 'redis-cli', command: 'redis-cli', install: 'apt-get install redis-server (.ci/run does; it ships redis-cli)' });
     sentinels = await startRedisSentinels(server, cli);
   });
@@ -110,7 +128,8 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
         const limitStarted = performance.now();
         limit = limitTraffic(clients.client, `openai:${kind.replace(/\W/g, '-')}`);
         const name = `model:${kind}:fleet`;
-        const node = (id: string) => new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store, node: id, quorum: { minNodes: 2, minFraction: 0 } } });
+        const node = (id: string) =>
+          new CircuitBreaker({ name, failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store, node: id, quorum: { minNodes: 2, minFraction: 0 } } });
         const [a, b, c] = [node('a'), node('b'), node('c')];
         // callers' calls through every node, all along: none may fail, none may wait
         let running = true;
@@ -121,7 +140,12 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
           while (running) {
             for (const breaker of [a, b, c]) {
               const started = performance.now();
-              const out = await get(of('ok').pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name))));
+              const out = await get(
+                of('ok').pipe(
+                  circuitBreak(breaker),
+                  catchError((e: unknown) => of((e as Error).name)),
+                ),
+              );
               slowest = Math.max(slowest, performance.now() - started);
               calls++;
               if (out !== 'ok') failures.push(out);
@@ -155,17 +179,28 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
         // the verdict made before the failover, on the new primary: the same generation
         let after: { state: string; generation: number } | undefined;
         for (let i = 0; i < 100 && after === undefined; i++) {
-          after = await get(store.sync('admin', [`model:${kind}:kept`])).then((v) => v[0], () => undefined);
+          after = await get(store.sync('admin', [`model:${kind}:kept`])).then(
+            (v) => v[0],
+            () => undefined,
+          );
           if (after === undefined) await sleep(100);
         }
         expect(after, 'the store answers on the new primary').to.not.equal(undefined);
         const slowestStoreCall = Math.max(...bounded);
-        console.log(`      ${kind}: SENTINEL failover took ${Math.round(promoted - failingOver)} ms; the store answered on the new primary ${Math.round(performance.now() - promoted)} ms after it; ${calls} caller calls, the slowest ${Math.round(slowest)} ms; the slowest guarded store call ${Math.round(slowestStoreCall)} ms`);
-        expect(slowestStoreCall, 'a guarded store call answers or fails within its bound (timeoutMs 100, and a loaded machine\'s slack)').to.be.below(600);
+        console.log(
+          `      ${kind}: SENTINEL failover took ${Math.round(promoted - failingOver)} ms; the store answered on the new primary ${Math.round(performance.now() - promoted)} ms after it; ${calls} caller calls, the slowest ${Math.round(slowest)} ms; the slowest guarded store call ${Math.round(slowestStoreCall)} ms`,
+        );
+        expect(slowestStoreCall, "a guarded store call answers or fails within its bound (timeoutMs 100, and a loaded machine's slack)").to.be.below(600);
         expect(after).to.include({ state: 'isolated', generation: kept.generation });
 
         // the fleet on the new primary: two nodes open by quorum, the third follows
-        const fail = (breaker: CircuitBreaker) => get(throwError(() => new HttpError(503)).pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name))));
+        const fail = (breaker: CircuitBreaker) =>
+          get(
+            throwError(() => new HttpError(503)).pipe(
+              circuitBreak(breaker),
+              catchError((e: unknown) => of((e as Error).name)),
+            ),
+          );
         await sleep(1_200); // a node's guard that opened during the failover tries the store again after 1 s
         expect(await fail(a)).to.equal('HttpError');
         expect(await fail(b)).to.equal('HttpError');
@@ -189,7 +224,10 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
         expect(tokens, 'tokens served').to.be.at.most(allowance + error);
         // the bucket survived: a state rebuilt empty on the new primary would serve a second burst
         expect(tokens, 'no second burst').to.be.below(allowance + LIMIT / 2);
-        expect(starts.some((s) => !s.local && s.at > promoted), 'shared grants on the new primary').to.equal(true);
+        expect(
+          starts.some((s) => !s.local && s.at > promoted),
+          'shared grants on the new primary',
+        ).to.equal(true);
       } finally {
         await limit?.stop();
         await store.close();
@@ -211,7 +249,14 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
           await breakers.close();
           await clients.close();
         });
-        for (let i = 0; i < 20; i++) if (await get(breakers.sync('warm-up', ['warm-up'])).then(() => true, () => false)) break;
+        for (let i = 0; i < 20; i++)
+          if (
+            await get(breakers.sync('warm-up', ['warm-up'])).then(
+              () => true,
+              () => false,
+            )
+          )
+            break;
         await sleep(100); // SUBSCRIBE acknowledged
         return { breakers, limits: new RedisRateLimitStore({ client: clients.client, namespace }) };
       },
@@ -223,9 +268,13 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
 
   // last: the restart empties the primary
   for (const [kind, connect] of Object.entries(kinds)) {
-    outageCases(kind, () => connect(sentinels!), () => ({
-      pause: async (ms, mode) => void (await sentinels!.cli(await sentinels!.primary(), 'CLIENT', 'PAUSE', String(ms), mode)),
-      restart: () => sentinels!.restartPrimary(),
-    }));
+    outageCases(
+      kind,
+      () => connect(sentinels!),
+      () => ({
+        pause: async (ms, mode) => void (await sentinels!.cli(await sentinels!.primary(), 'CLIENT', 'PAUSE', String(ms), mode)),
+        restart: () => sentinels!.restartPrimary(),
+      }),
+    );
   }
 });

@@ -118,14 +118,36 @@ describe('on a real redis-server', function () {
 
     // a cancel gives back one request and one token: the first limit's delta applied once
     await makeUnreadable('tokens');
-    expect(await firstValueFrom(limits.adjust({ key, limits: [{ ...requests, delta: -1 }, { ...tokens, delta: -1 }] }))).to.equal(true);
+    expect(
+      await firstValueFrom(
+        limits.adjust({
+          key,
+          limits: [
+            { ...requests, delta: -1 },
+            { ...tokens, delta: -1 },
+          ],
+        }),
+      ),
+    ).to.equal(true);
     expect(unreadable, 'the script was refused once').to.equal(undefined);
     expect(reserved - (await tatOf('requests')), 'one request given back, not two').to.equal(6_000);
 
     // a reservation of both: the request reserved once
     await makeUnreadable('tokens');
     const before = await tatOf('requests');
-    expect(await firstValueFrom(limits.reserve({ key, node: 'a', maxWaitMs: 600_000, limits: [{ ...requests, cost: 1 }, { ...tokens, cost: 1 }] }))).to.include({ granted: true });
+    expect(
+      await firstValueFrom(
+        limits.reserve({
+          key,
+          node: 'a',
+          maxWaitMs: 600_000,
+          limits: [
+            { ...requests, cost: 1 },
+            { ...tokens, cost: 1 },
+          ],
+        }),
+      ),
+    ).to.include({ granted: true });
     expect(unreadable, 'the script was refused once').to.equal(undefined);
     expect((await tatOf('requests')) - before, 'one request reserved, not two').to.equal(6_000);
   });

@@ -36,8 +36,19 @@ import { STATUS_CODES, request as httpRequest } from 'node:http';
 import { AI_SDK_KITS, OPENAI_KITS } from '../support/kits.js';
 import { rawRequest } from '../support/rawHttp.js';
 
-const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', stream: true, messages: [{ role: 'user', content }], ...extra });
-const anthropicBody = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content }], ...extra });
+const openAIBody = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: 'local',
+  stream: true,
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
+const anthropicBody = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: 'local',
+  max_tokens: 100,
+  stream: true,
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
 const weatherSpec = { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object' } } };
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
@@ -47,7 +58,10 @@ const raw = rawRequest;
 
 /** The data of each SSE event of a response (JSON-parsed unless `[DONE]`), with its event name. */
 async function events(response: Response): Promise<{ event: string; data: Record<string, unknown> | '[DONE]' }[]> {
-  return parseSse(await response.text()).map((e) => ({ event: e.event, data: e.data === '[DONE]' ? '[DONE]' : (JSON.parse(e.data) as Record<string, unknown>) }));
+  return parseSse(await response.text()).map((e) => ({
+    event: e.event,
+    data: e.data === '[DONE]' ? '[DONE]' : (JSON.parse(e.data) as Record<string, unknown>),
+  }));
 }
 
 const weatherTool = () => {
@@ -65,7 +79,12 @@ const weatherTool = () => {
   return { tool, executions };
 };
 
-const ask = (content: string, tools: AssistantRequest['tools'] = []): AssistantRequest => ({ protocol: 'openai', model: 'local', messages: [{ role: 'user', content }], tools });
+const ask = (content: string, tools: AssistantRequest['tools'] = []): AssistantRequest => ({
+  protocol: 'openai',
+  model: 'local',
+  messages: [{ role: 'user', content }],
+  tools,
+});
 
 describe('local provider', () => {
   describe('startLocalProvider options', () => {
@@ -146,12 +165,18 @@ describe('local provider', () => {
     });
 
     it('a weather question → get_weather (celsius, or fahrenheit when asked)', () => {
-      expect(scriptedAssistant(ask("What's the weather in NYC?", [weather, search]))).to.deep.equal({ toolCalls: [{ name: 'get_weather', args: { city: 'NYC', units: 'celsius' } }] });
-      expect(scriptedAssistant(ask('Temperature in Austin in Fahrenheit?', [weather]))).to.deep.equal({ toolCalls: [{ name: 'get_weather', args: { city: 'Austin', units: 'fahrenheit' } }] });
+      expect(scriptedAssistant(ask("What's the weather in NYC?", [weather, search]))).to.deep.equal({
+        toolCalls: [{ name: 'get_weather', args: { city: 'NYC', units: 'celsius' } }],
+      });
+      expect(scriptedAssistant(ask('Temperature in Austin in Fahrenheit?', [weather]))).to.deep.equal({
+        toolCalls: [{ name: 'get_weather', args: { city: 'Austin', units: 'fahrenheit' } }],
+      });
     });
 
     it('a knowledge question → knowledge_search with the question', () => {
-      expect(scriptedAssistant(ask('What is your refund policy?', [weather, search]))).to.deep.equal({ toolCalls: [{ name: 'knowledge_search', args: { query: 'What is your refund policy?' } }] });
+      expect(scriptedAssistant(ask('What is your refund policy?', [weather, search]))).to.deep.equal({
+        toolCalls: [{ name: 'knowledge_search', args: { query: 'What is your refund policy?' } }],
+      });
     });
 
     it('without the tool, or with it listed as unavailable in the system prompt, answers without calling it', () => {
@@ -159,7 +184,10 @@ describe('local provider', () => {
       const degraded: AssistantRequest = {
         ...ask('What is the refund policy?', [search]),
         messages: [
-          { role: 'system', content: 'Be helpful.\n\nThese capabilities are unavailable right now:\n- knowledge_search: no result within 3000 ms\nDo not try to use them.' },
+          {
+            role: 'system',
+            content: 'Be helpful.\n\nThese capabilities are unavailable right now:\n- knowledge_search: no result within 3000 ms\nDo not try to use them.',
+          },
           { role: 'user', content: 'What is the refund policy?' },
         ],
       };
@@ -173,7 +201,10 @@ describe('local provider', () => {
       expect(tokenize(RIVER_STORY)).to.have.length(90);
       const request = ask('Tell me a story about a river');
       const partial = tokenize(RIVER_STORY).slice(0, 3).join('');
-      const rest = scriptedAssistant({ ...request, messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }] });
+      const rest = scriptedAssistant({
+        ...request,
+        messages: [...request.messages, { role: 'assistant', content: partial }, { role: 'user', content: DEFAULT_CONTINUE_INSTRUCTION }],
+      });
       expect(partial + rest.text).to.equal(RIVER_STORY);
       expect(scriptedAssistant(ask('Tell me something nice about rivers')).text, 'not a story request').to.match(/^I am the local rxheal assistant/);
     });
@@ -187,7 +218,9 @@ describe('local provider', () => {
     const afterCall = (result: string, isError = false, args: unknown = { city: 'NYC', units: 'kelvin' }): Message[] => [
       { role: 'user', content: "What's the weather in NYC?" },
       { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'get_weather', args }] },
-      isError ? { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: result, isError } : { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: result },
+      isError
+        ? { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: result, isError }
+        : { role: 'tool', toolCallId: 'c1', toolName: 'get_weather', content: result },
     ];
 
     it('answers from a weather result', () => {
@@ -196,14 +229,20 @@ describe('local provider', () => {
     });
 
     it('after a failed call (an error, or a reflection prompt) → calls the tool again with corrected arguments', () => {
-      const reflection = "The tool 'get_weather' failed with: units: expected \"celsius\" | \"fahrenheit\", got \"kelvin\". Analyze what went wrong and provide corrected arguments.";
-      expect(scriptedAssistant({ ...ask(''), messages: afterCall(reflection), tools: [weather] })).to.deep.equal({ toolCalls: [{ name: 'get_weather', args: { city: 'NYC', units: 'celsius' } }] });
+      const reflection =
+        'The tool \'get_weather\' failed with: units: expected "celsius" | "fahrenheit", got "kelvin". Analyze what went wrong and provide corrected arguments.';
+      expect(scriptedAssistant({ ...ask(''), messages: afterCall(reflection), tools: [weather] })).to.deep.equal({
+        toolCalls: [{ name: 'get_weather', args: { city: 'NYC', units: 'celsius' } }],
+      });
       expect(scriptedAssistant({ ...ask(''), messages: afterCall('Error: boom'), tools: [weather] }).toolCalls).to.have.length(1);
     });
 
     it('gives up on a tool after 3 failures in a row, or when told not to call it again', () => {
-      const exhausted = "The tool 'get_weather' has failed 3 times in a row (last error: x). Do not call it again. Tell the user it is unavailable right now and continue without it.";
-      expect(scriptedAssistant({ ...ask(''), messages: afterCall(exhausted, true), tools: [weather] }).text).to.match(/^Sorry, the get_weather tool is not working/);
+      const exhausted =
+        "The tool 'get_weather' has failed 3 times in a row (last error: x). Do not call it again. Tell the user it is unavailable right now and continue without it.";
+      expect(scriptedAssistant({ ...ask(''), messages: afterCall(exhausted, true), tools: [weather] }).text).to.match(
+        /^Sorry, the get_weather tool is not working/,
+      );
       const three: Message[] = [
         { role: 'user', content: "What's the weather in NYC?" },
         ...[1, 2, 3].flatMap((i): Message[] => [
@@ -267,28 +306,51 @@ describe('local provider', () => {
 
     it('OpenAI protocol: a tool call with its arguments in pieces', async () => {
       const all = await events(await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Lima?', { tools: [weatherSpec] })));
-      const pieces = all.flatMap((e) => (e.data === '[DONE]' ? [] : ((e.data['choices'] as { delta: { tool_calls?: { function: { arguments: string } }[] } }[])[0]?.delta.tool_calls ?? [])));
+      const pieces = all.flatMap((e) =>
+        e.data === '[DONE]' ? [] : ((e.data['choices'] as { delta: { tool_calls?: { function: { arguments: string } }[] } }[])[0]?.delta.tool_calls ?? []),
+      );
       expect(pieces.length).to.be.greaterThan(3);
       expect(JSON.parse(pieces.map((p) => p.function.arguments).join(''))).to.deep.equal({ city: 'Lima', units: 'celsius' });
     });
 
     it('Anthropic protocol: the Messages event sequence', async () => {
-      const all = await events(await post(`${server.url}/v1/messages`, anthropicBody('Weather in Lima?', { tools: [{ name: 'get_weather', input_schema: {} }] })));
+      const all = await events(
+        await post(`${server.url}/v1/messages`, anthropicBody('Weather in Lima?', { tools: [{ name: 'get_weather', input_schema: {} }] })),
+      );
       const names = all.map((e) => e.event);
       expect(names.slice(0, 2)).to.deep.equal(['message_start', 'content_block_start']);
       expect(names.slice(-4)).to.deep.equal(['content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
       expect(all.every((e) => e.data !== '[DONE]' && e.data['type'] === e.event)).to.equal(true);
-      expect(all[1]?.data).to.deep.include({ content_block: { type: 'tool_use', id: 'toolu_' + (all[0]?.data as { message: { id: string } }).message.id.slice(8) + '_0', name: 'get_weather', input: {} } });
+      expect(all[1]?.data).to.deep.include({
+        content_block: {
+          type: 'tool_use',
+          id: 'toolu_' + (all[0]?.data as { message: { id: string } }).message.id.slice(8) + '_0',
+          name: 'get_weather',
+          input: {},
+        },
+      });
       expect(all.at(-2)?.data).to.deep.include({ delta: { stop_reason: 'tool_use', stop_sequence: null } });
     });
 
     it('answers without streaming too (stream absent or false), in both protocols', async () => {
-      const openai = (await (await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Oslo?', { stream: false, tools: [weatherSpec] }))).json()) as Record<string, unknown>;
+      const openai = (await (
+        await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Oslo?', { stream: false, tools: [weatherSpec] }))
+      ).json()) as Record<string, unknown>;
       expect(openai['object']).to.equal('chat.completion');
       expect(openai['choices']).to.deep.equal([
         {
           index: 0,
-          message: { role: 'assistant', content: null, tool_calls: [{ id: (openai['choices'] as { message: { tool_calls: { id: string }[] } }[])[0]?.message.tool_calls[0]?.id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo","units":"celsius"}' } }] },
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              {
+                id: (openai['choices'] as { message: { tool_calls: { id: string }[] } }[])[0]?.message.tool_calls[0]?.id,
+                type: 'function',
+                function: { name: 'get_weather', arguments: '{"city":"Oslo","units":"celsius"}' },
+              },
+            ],
+          },
           finish_reason: 'tool_calls',
         },
       ]);
@@ -306,7 +368,10 @@ describe('local provider', () => {
         messages: [
           { role: 'user', content: 'Weather in Oslo?' },
           { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_x', name: 'get_weather', input: { city: 'Oslo', units: 'fahrenheit' } }] },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: [{ type: 'text', text: '{"temperature":41,"condition":"rainy"}' }] }] },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: [{ type: 'text', text: '{"temperature":41,"condition":"rainy"}' }] }],
+          },
         ],
         tools: [{ name: 'get_weather', input_schema: {} }],
       };
@@ -377,7 +442,10 @@ describe('local provider', () => {
           expect(response.headers['access-control-allow-origin'], `${route.method} ${route.path}`).to.equal(undefined);
           expect(response.text, `${route.method} ${route.path}: reveals nothing`).not.to.contain('req_');
         }
-        expect(server.faults.list().map((f) => f.id), 'faults unchanged').to.deep.equal(['keep']);
+        expect(
+          server.faults.list().map((f) => f.id),
+          'faults unchanged',
+        ).to.deep.equal(['keep']);
         expect(server.requests.length, 'nothing recorded').to.equal(before);
       };
 
@@ -386,8 +454,15 @@ describe('local provider', () => {
         await refusedEverywhere({ origin: 'https://evil.example' }, 'text/plain');
         await refusedEverywhere({ origin: 'null' });
         await refusedEverywhere({ origin: 'http://127.0.0.1:5174' });
-        const refused = await raw(server.port, { method: 'POST', path: '/admin/faults', headers: { host: host(), origin: 'https://evil.example', 'content-type': 'text/plain' }, body: '{"kind":"down"}' });
-        expect(JSON.parse(refused.text)).to.deep.include({ error: { message: "rxheal local provider 'spec': Origin \"https://evil.example\" is not allowed (add it to allowedOrigins)", type: 'forbidden' } });
+        const refused = await raw(server.port, {
+          method: 'POST',
+          path: '/admin/faults',
+          headers: { host: host(), origin: 'https://evil.example', 'content-type': 'text/plain' },
+          body: '{"kind":"down"}',
+        });
+        expect(JSON.parse(refused.text)).to.deep.include({
+          error: { message: 'rxheal local provider \'spec\': Origin "https://evil.example" is not allowed (add it to allowedOrigins)', type: 'forbidden' },
+        });
       });
 
       it('a preflight from a foreign origin is refused: no CORS grant, no Private Network Access grant', async () => {
@@ -427,10 +502,17 @@ describe('local provider', () => {
         const named = await startLocalProvider({ tokenDelayMs: 1, allowedHosts: ['devbox.lan:9999'], allowedOrigins: ['http://devbox.lan:5173'] });
         try {
           expect((await raw(named.port, { method: 'GET', path: '/health', headers: { host: 'devbox.lan:9999' } })).status).to.equal(200);
-          const page = await raw(named.port, { method: 'GET', path: '/health', headers: { host: `127.0.0.1:${named.port}`, origin: 'http://devbox.lan:5173' } });
+          const page = await raw(named.port, {
+            method: 'GET',
+            path: '/health',
+            headers: { host: `127.0.0.1:${named.port}`, origin: 'http://devbox.lan:5173' },
+          });
           expect(page.status).to.equal(200);
           expect(page.headers['access-control-allow-origin']).to.equal('http://devbox.lan:5173');
-          expect((await raw(named.port, { method: 'GET', path: '/health', headers: { host: `127.0.0.1:${named.port}`, origin: 'http://127.0.0.1:5173' } })).status, 'the default is replaced').to.equal(403);
+          expect(
+            (await raw(named.port, { method: 'GET', path: '/health', headers: { host: `127.0.0.1:${named.port}`, origin: 'http://127.0.0.1:5173' } })).status,
+            'the default is replaced',
+          ).to.equal(403);
         } finally {
           await named.close();
         }
@@ -438,7 +520,11 @@ describe('local provider', () => {
 
       it('Private Network Access: granted only with allowPrivateNetwork, and only to an allowed origin', async () => {
         const ask = (port: number, origin: string) =>
-          raw(port, { method: 'OPTIONS', path: '/v1/chat/completions', headers: { host: `127.0.0.1:${port}`, origin, 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' } });
+          raw(port, {
+            method: 'OPTIONS',
+            path: '/v1/chat/completions',
+            headers: { host: `127.0.0.1:${port}`, origin, 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' },
+          });
         const denied = await ask(server.port, 'http://127.0.0.1:5173');
         expect(denied.status).to.equal(204);
         expect(denied.headers['access-control-allow-private-network']).to.equal(undefined);
@@ -533,15 +619,29 @@ describe('local provider', () => {
         const own = await startLocalProvider({ tokenDelayMs: 1, faults: { kind: 'stall', afterChunks: 1 } });
         const never = own.waitForRequest((r) => r.path === '/nowhere');
         const stalled = own.waitForRequest((r) => r.path === '/v1/chat/completions');
-        const settled = (p: Promise<unknown>) => p.then((value) => ({ value }), (error: unknown) => ({ error }));
+        const settled = (p: Promise<unknown>) =>
+          p.then(
+            (value) => ({ value }),
+            (error: unknown) => ({ error }),
+          );
         const outcomes = [settled(never), settled(stalled)];
         const response = await post(`${own.url}/v1/chat/completions`, openAIBody('Hi'));
-        const reading = response.body!.getReader().read().then(() => undefined, () => undefined);
+        const reading = response
+          .body!.getReader()
+          .read()
+          .then(
+            () => undefined,
+            () => undefined,
+          );
         for (let waited = 0; own.requests.length === 0 && waited < 2000; waited += 5) await new Promise((resolve) => setTimeout(resolve, 5));
         await own.close();
         await reading;
         const [n, st] = await Promise.all(outcomes);
-        expect(n).to.have.property('error').that.is.instanceOf(Error).with.property('message').that.matches(/closed before a request it waited for ended/);
+        expect(n)
+          .to.have.property('error')
+          .that.is.instanceOf(Error)
+          .with.property('message')
+          .that.matches(/closed before a request it waited for ended/);
         expect(st).to.have.nested.property('value.end', 'server-closed');
         const late = await settled(own.waitForRequest((r) => r.path === '/nowhere'));
         expect(late).to.have.property('error').that.is.instanceOf(Error);
@@ -556,11 +656,24 @@ describe('local provider', () => {
           throw boom;
         });
         const fine = server.waitForRequest((r) => Number(r.id.slice(4)) > before);
-        const settled = broken.then(() => 'resolved', (error: unknown) => error);
+        const settled = broken.then(
+          () => 'resolved',
+          (error: unknown) => error,
+        );
         await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text();
         expect(await settled).to.equal(boom);
         expect(await fine).to.deep.include({ end: 'completed' });
-        expect(await server.waitForRequest(() => { throw boom; }).then(() => 'resolved', (error: unknown) => error), 'a request had ended already').to.equal(boom);
+        expect(
+          await server
+            .waitForRequest(() => {
+              throw boom;
+            })
+            .then(
+              () => 'resolved',
+              (error: unknown) => error,
+            ),
+          'a request had ended already',
+        ).to.equal(boom);
         expect((await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).status).to.equal(200);
       });
 
@@ -575,7 +688,9 @@ describe('local provider', () => {
       it('reset after more chunks than the answer has: still cut before the final events', async () => {
         server.faults.set({ kind: 'reset', afterChunks: 10_000, times: 1 });
         const model = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
-        const error = await lastValueFrom(streamModel(model, { messages: [{ role: 'user', content: 'Hi' }], tools: [] }).pipe(toArray())).catch((e: unknown) => e);
+        const error = await lastValueFrom(streamModel(model, { messages: [{ role: 'user', content: 'Hi' }], tools: [] }).pipe(toArray())).catch(
+          (e: unknown) => e,
+        );
         expect(classifyError(error).category).to.equal('connection');
       });
 
@@ -597,16 +712,23 @@ describe('local provider', () => {
       it('stream-error: the protocol’s error event, then the end', async () => {
         server.faults.set({ kind: 'stream-error', errorType: 'rate_limit_error', afterChunks: 1, times: 2 });
         const anthropic = parseSse(await (await post(`${server.url}/v1/messages`, anthropicBody('Hi'))).text());
-        expect(anthropic.at(-1)).to.deep.equal({ event: 'error', data: '{"type":"error","error":{"type":"rate_limit_error","message":"The stream failed (local fault)"}}' });
+        expect(anthropic.at(-1)).to.deep.equal({
+          event: 'error',
+          data: '{"type":"error","error":{"type":"rate_limit_error","message":"The stream failed (local fault)"}}',
+        });
         const openai = parseSse(await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text());
-        expect(JSON.parse(openai.at(-1)?.data ?? '')).to.deep.equal({ error: { message: 'The stream failed (local fault)', type: 'rate_limit_exceeded', param: null, code: null } });
+        expect(JSON.parse(openai.at(-1)?.data ?? '')).to.deep.equal({
+          error: { message: 'The stream failed (local fault)', type: 'rate_limit_exceeded', param: null, code: null },
+        });
       });
 
       it('bad-tool-args: custom arguments; not used up by a turn without tool calls', async () => {
         server.faults.set({ kind: 'bad-tool-args', args: { town: 1 }, times: 1 });
         await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text();
         expect(server.faults.list()).to.have.length(1);
-        const body = (await (await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Oslo?', { stream: false, tools: [weatherSpec] }))).json()) as {
+        const body = (await (
+          await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Oslo?', { stream: false, tools: [weatherSpec] }))
+        ).json()) as {
           choices: { message: { tool_calls: { function: { arguments: string } }[] } }[];
         };
         expect(body.choices[0]?.message.tool_calls[0]?.function.arguments).to.equal('{"town":1}');
@@ -644,7 +766,10 @@ describe('local provider', () => {
         expect((await admin('/admin/faults/off', { method: 'DELETE' })).status).to.equal(404);
         // an id that is not valid percent-encoding: a 400 naming it, not a 500
         const garbled = await admin('/admin/faults/%E0', { method: 'DELETE' });
-        expect([garbled.status, await garbled.json()]).to.deep.equal([400, { error: { message: "Invalid fault id: '%E0' is not a valid percent-encoded id." } }]);
+        expect([garbled.status, await garbled.json()]).to.deep.equal([
+          400,
+          { error: { message: "Invalid fault id: '%E0' is not a valid percent-encoded id." } },
+        ]);
         expect(await (await admin('/admin/faults', { method: 'DELETE' })).json()).to.deep.equal({ faults: [] });
         expect(server.faults.list()).to.deep.equal([]);
       });
@@ -674,11 +799,23 @@ describe('local provider', () => {
       it('GET /admin/requests lists requests with what happened; activity$ and /admin/events report them live', async () => {
         const events$ = await fetch(`${server.url}/admin/events`);
         const reader = events$.body!.getReader();
-        const live = firstValueFrom(server.activity$.pipe(filter((a): a is Extract<ProviderActivity, { type: 'request-end' }> => a.type === 'request-end'), take(1)));
+        const live = firstValueFrom(
+          server.activity$.pipe(
+            filter((a): a is Extract<ProviderActivity, { type: 'request-end' }> => a.type === 'request-end'),
+            take(1),
+          ),
+        );
         server.faults.set({ kind: 'status', status: 418, times: 1 });
         await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi'))).text();
         const ended = await live;
-        expect(ended.request).to.deep.include({ protocol: 'openai', path: '/v1/chat/completions', stream: true, status: 418, faults: ['status'], end: 'completed' });
+        expect(ended.request).to.deep.include({
+          protocol: 'openai',
+          path: '/v1/chat/completions',
+          stream: true,
+          status: 418,
+          faults: ['status'],
+          end: 'completed',
+        });
         const listed = (await (await fetch(`${server.url}/admin/requests`)).json()) as { requests: { id: string }[] };
         expect(listed.requests.at(-1)?.id).to.equal(ended.request.id);
         let text = '';
@@ -746,7 +883,9 @@ describe('local provider', () => {
       try {
         // a reader that reads nothing: the response is paused, so the client stops reading the socket
         const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) =>
-          httpRequest({ host: '127.0.0.1', port: server.port, path: '/admin/events', headers: { host: `127.0.0.1:${server.port}` } }, resolve).on('error', reject).end(),
+          httpRequest({ host: '127.0.0.1', port: server.port, path: '/admin/events', headers: { host: `127.0.0.1:${server.port}` } }, resolve)
+            .on('error', reject)
+            .end(),
         );
         response.pause();
         // 400 fault changes of ~64 KB each: ~26 MB of events, far more than the socket buffers hold
@@ -807,11 +946,13 @@ describe('local provider', () => {
     const anthropicTool = { name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } };
 
     it("'none' offers no tool; a named tool only that one; otherwise the assistant decides (OpenAI and Anthropic formats)", async () => {
-      const openai = (extra: Record<string, unknown>) => post(`${server.openAIBaseURL}/chat/completions`, openAIBody(weather, { tools: [weatherSpec], ...extra }));
+      const openai = (extra: Record<string, unknown>) =>
+        post(`${server.openAIBaseURL}/chat/completions`, openAIBody(weather, { tools: [weatherSpec], ...extra }));
       expect(await toolsCalled(await openai({}))).to.deep.equal(['get_weather']);
       expect(await toolsCalled(await openai({ tool_choice: 'none' }))).to.deep.equal([]);
       expect(await toolsCalled(await openai({ tool_choice: { type: 'function', function: { name: 'knowledge_search' } } }))).to.deep.equal([]);
-      const anthropic = (extra: Record<string, unknown>) => post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody(weather, { tools: [anthropicTool], ...extra }));
+      const anthropic = (extra: Record<string, unknown>) =>
+        post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody(weather, { tools: [anthropicTool], ...extra }));
       expect(await toolsCalled(await anthropic({ tool_choice: { type: 'any' } }))).to.deep.equal(['get_weather']);
       expect(await toolsCalled(await anthropic({ tool_choice: { type: 'none' } }))).to.deep.equal([]);
       expect(await toolsCalled(await anthropic({ tool_choice: { type: 'tool', name: 'get_weather' } }))).to.deep.equal(['get_weather']);
@@ -827,18 +968,31 @@ describe('local provider', () => {
     const think = { thinking: { type: 'enabled', budget_tokens: 1024 } };
 
     it('Anthropic: a signed thinking block first when thinking is on; none without', async () => {
-      const on = await events(await post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody("What's the weather in NYC?", { ...think, tools: [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } }] })));
+      const on = await events(
+        await post(
+          `${server.anthropicBaseURL}/v1/messages`,
+          anthropicBody("What's the weather in NYC?", { ...think, tools: [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } }] }),
+        ),
+      );
       const starts = on.filter((e) => e.event === 'content_block_start').map((e) => (e.data as { content_block: { type: string } }).content_block.type);
       expect(starts).to.deep.equal(['thinking', 'tool_use']);
-      const thought = on.flatMap((e) => (e.event === 'content_block_delta' && (e.data as { delta: { type: string } }).delta.type === 'thinking_delta' ? [(e.data as { delta: { thinking: string } }).delta.thinking] : [])).join('');
+      const thought = on
+        .flatMap((e) =>
+          e.event === 'content_block_delta' && (e.data as { delta: { type: string } }).delta.type === 'thinking_delta'
+            ? [(e.data as { delta: { thinking: string } }).delta.thinking]
+            : [],
+        )
+        .join('');
       expect(thought).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.');
       const signature = on.find((e) => e.event === 'content_block_delta' && (e.data as { delta: { type: string } }).delta.type === 'signature_delta');
       expect((signature?.data as { delta: { signature: string } }).delta.signature).to.equal(thinkingSignature(thought));
       const off = await events(await post(`${server.anthropicBaseURL}/v1/messages`, anthropicBody('Hi')));
-      expect(off.some((e) => e.event === 'content_block_start' && (e.data as { content_block: { type: string } }).content_block.type === 'thinking')).to.equal(false);
+      expect(off.some((e) => e.event === 'content_block_start' && (e.data as { content_block: { type: string } }).content_block.type === 'thinking')).to.equal(
+        false,
+      );
     });
 
-    it('Anthropic: a tool turn sent back without its thinking block, or with an altered signature, is a 400 in the API\'s words', async () => {
+    it("Anthropic: a tool turn sent back without its thinking block, or with an altered signature, is a 400 in the API's words", async () => {
       const toolTurn = (first: unknown[]) => ({
         ...anthropicBody('x', think),
         messages: [
@@ -849,17 +1003,27 @@ describe('local provider', () => {
       });
       const missing = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'text', text: 'Let me check.' }]));
       expect(missing.status).to.equal(400);
-      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain('Expected `thinking` or `redacted_thinking`, but found `text`');
-      const altered = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'thinking', thinking: 'made up', signature: thinkingSignature('something else') }]));
+      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain(
+        'Expected `thinking` or `redacted_thinking`, but found `text`',
+      );
+      const altered = await post(
+        `${server.anthropicBaseURL}/v1/messages`,
+        toolTurn([{ type: 'thinking', thinking: 'made up', signature: thinkingSignature('something else') }]),
+      );
       expect(altered.status).to.equal(400);
       expect(((await altered.json()) as { error: { message: string } }).error.message).to.contain('Invalid `signature` in `thinking` block');
-      const whole = await post(`${server.anthropicBaseURL}/v1/messages`, toolTurn([{ type: 'thinking', thinking: 'mine', signature: thinkingSignature('mine') }]));
+      const whole = await post(
+        `${server.anthropicBaseURL}/v1/messages`,
+        toolTurn([{ type: 'thinking', thinking: 'mine', signature: thinkingSignature('mine') }]),
+      );
       expect(whole.status).to.equal(200);
       await whole.text();
     });
 
     it('OpenAI format (DeepSeek): reasoning_content deltas first; a tool-call turn sent back without its reasoning_content is a 400', async () => {
-      const on = await events(await post(`${server.openAIBaseURL}/chat/completions`, openAIBody("What's the weather in NYC?", { ...think, tools: [weatherSpec] })));
+      const on = await events(
+        await post(`${server.openAIBaseURL}/chat/completions`, openAIBody("What's the weather in NYC?", { ...think, tools: [weatherSpec] })),
+      );
       const reasoning = on.flatMap((e) => {
         const delta = e.data === '[DONE]' ? undefined : (e.data['choices'] as { delta: { reasoning_content?: string } }[] | undefined)?.[0]?.delta;
         return typeof delta?.reasoning_content === 'string' ? [delta.reasoning_content] : [];
@@ -869,13 +1033,20 @@ describe('local provider', () => {
         ...openAIBody('x', think),
         messages: [
           { role: 'user', content: "What's the weather in NYC?" },
-          { role: 'assistant', content: null, ...(reasoningContent ? { reasoning_content: reasoningContent } : {}), tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"NYC","units":"celsius"}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            ...(reasoningContent ? { reasoning_content: reasoningContent } : {}),
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"NYC","units":"celsius"}' } }],
+          },
           { role: 'tool', tool_call_id: 'c1', content: '{"temperature":22}' },
         ],
       });
       const missing = await post(`${server.openAIBaseURL}/chat/completions`, back());
       expect(missing.status).to.equal(400);
-      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain('Missing `reasoning_content` field in the assistant message at message index 1');
+      expect(((await missing.json()) as { error: { message: string } }).error.message).to.contain(
+        'Missing `reasoning_content` field in the assistant message at message index 1',
+      );
       const whole = await post(`${server.openAIBaseURL}/chat/completions`, back('I will call get_weather.'));
       expect(whole.status).to.equal(200);
       await whole.text();
@@ -888,7 +1059,9 @@ describe('local provider', () => {
           protocol === 'anthropic'
             ? anthropicModel({ baseURL: server.anthropicBaseURL, model: 'local', body: think })
             : openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local', body: think });
-        const events: AgentEvent[] = await lastValueFrom(runAgent({ model, tools: [tool], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+        const events: AgentEvent[] = await lastValueFrom(
+          runAgent({ model, tools: [tool], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()),
+        );
         const answer = events.at(-1);
         expect(answer?.type === 'message' && answer.message.content).to.equal('It is 22 °C and sunny in NYC.');
         expect(executions).to.have.length(1);
@@ -923,23 +1096,51 @@ describe('local provider', () => {
     };
     /** Each client as a user has it: rxheal's own models and the SDKs (whose messages prefix the status), each failing on the server's fault. */
     const clients: Record<string, () => Promise<unknown>> = {
-      openAICompatibleModel: () => lastValueFrom(streamModel(openAICompatibleModel({ id: 'gpt', baseURL: server.openAIBaseURL, model: 'local' }), { messages: user, tools: [] })),
-      anthropicModel: () => lastValueFrom(streamModel(anthropicModel({ id: 'claude', baseURL: server.anthropicBaseURL, model: 'local' }), { messages: user, tools: [] })),
+      openAICompatibleModel: () =>
+        lastValueFrom(streamModel(openAICompatibleModel({ id: 'gpt', baseURL: server.openAIBaseURL, model: 'local' }), { messages: user, tools: [] })),
+      anthropicModel: () =>
+        lastValueFrom(streamModel(anthropicModel({ id: 'claude', baseURL: server.anthropicBaseURL, model: 'local' }), { messages: user, tools: [] })),
       // the openai SDK of each major this Node runs (6; 7 on Node >= 22)
       ...Object.fromEntries(
         OPENAI_KITS.map(({ label, OpenAI }) => [
           `${label} SDK`,
-          async () => drain(await new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({ model: 'local', stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+          async () =>
+            drain(
+              await new OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local', maxRetries: 0 }).chat.completions.create({
+                model: 'local',
+                stream: true,
+                messages: [{ role: 'user', content: 'Hi' }],
+              }),
+            ),
         ]),
       ),
       '@anthropic-ai/sdk': async () =>
-        drain(await new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'local', maxRetries: 0 }).messages.create({ model: 'local', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'Hi' }] })),
+        drain(
+          await new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'local', maxRetries: 0 }).messages.create({
+            model: 'local',
+            max_tokens: 100,
+            stream: true,
+            messages: [{ role: 'user', content: 'Hi' }],
+          }),
+        ),
     };
     // the AI SDK providers of each major this Node runs (6; 7 on Node >= 22)
     const aiSdk: Record<string, () => Promise<unknown>> = Object.fromEntries(
       AI_SDK_KITS.flatMap(({ major, generateText, createOpenAICompatible, createAnthropic }) => [
-        [`@ai-sdk/openai-compatible (AI SDK ${major})`, () => generateText({ model: createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL })('local'), prompt: 'Hi', maxRetries: 0 })],
-        [`@ai-sdk/anthropic (AI SDK ${major})`, () => generateText({ model: createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'local' })('local'), prompt: 'Hi', maxOutputTokens: 100, maxRetries: 0 })],
+        [
+          `@ai-sdk/openai-compatible (AI SDK ${major})`,
+          () => generateText({ model: createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL })('local'), prompt: 'Hi', maxRetries: 0 }),
+        ],
+        [
+          `@ai-sdk/anthropic (AI SDK ${major})`,
+          () =>
+            generateText({
+              model: createAnthropic({ baseURL: `${server.anthropicBaseURL}/v1`, apiKey: 'local' })('local'),
+              prompt: 'Hi',
+              maxOutputTokens: 100,
+              maxRetries: 0,
+            }),
+        ],
       ]),
     );
     const times = (text: string, word: string): number => text.split(new RegExp(`\\b${word}\\b`)).length - 1;
@@ -982,11 +1183,20 @@ describe('local provider', () => {
       const hub = new HealHub();
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 5, resetTimeoutMs: 60_000 });
       const model = fallbackModel(
-        [openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }), anthropicModel({ baseURL: secondary.anthropicBaseURL, model: 'local', id: 'secondary' })],
+        [
+          openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }),
+          anthropicModel({ baseURL: secondary.anthropicBaseURL, model: 'local', id: 'secondary' }),
+        ],
         { hub, breakers },
       );
       const events: AgentEvent[] = await lastValueFrom(
-        runAgent({ model, hub, tools: [tool], instruction: 'You are a helpful assistant.', messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()),
+        runAgent({
+          model,
+          hub,
+          tools: [tool],
+          instruction: 'You are a helpful assistant.',
+          messages: [{ role: 'user', content: "What's the weather in NYC?" }],
+        }).pipe(toArray()),
       );
       const labels = events.map(describeEvent).filter((l) => !l.startsWith('call-') && !l.startsWith('text:'));
       expect(labels).to.deep.equal([
@@ -1028,7 +1238,10 @@ describe('local provider', () => {
     });
 
     it('a 429 is retried after its retry-after; bad tool arguments from the model → the tool rejects them, reflection, the model corrects itself', async () => {
-      primary.faults.set([{ kind: 'bad-tool-args', times: 1 }, { kind: 'status', status: 429, retryAfterMs: 5, times: 1 }]);
+      primary.faults.set([
+        { kind: 'bad-tool-args', times: 1 },
+        { kind: 'status', status: 429, retryAfterMs: 5, times: 1 },
+      ]);
       const { tool, executions } = weatherTool();
       const model = openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' });
       const events = await lastValueFrom(
@@ -1068,11 +1281,14 @@ describe('local provider', () => {
 
     it('HttpError from the primary carries the provider’s JSON error body', async () => {
       primary.faults.set({ kind: 'status', status: 503 });
-      const error = await lastValueFrom(streamModel(openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local' }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] })).catch((e: unknown) => e);
+      const error = await lastValueFrom(
+        streamModel(openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local' }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] }),
+      ).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(HttpError);
-      expect((error as HttpError).body).to.deep.equal({ error: { message: "Service Unavailable from 'primary' (local fault)", type: 'server_error', param: null, code: null } });
+      expect((error as HttpError).body).to.deep.equal({
+        error: { message: "Service Unavailable from 'primary' (local fault)", type: 'server_error', param: null, code: null },
+      });
       primary.faults.clear();
     });
   });
 });
-

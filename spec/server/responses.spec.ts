@@ -32,7 +32,8 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
   afterEach(() => server.faults.clear());
 
   const model = (body: Record<string, unknown> = {}) => openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local', body });
-  const post = (body: unknown) => fetch(`${server.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body: unknown) =>
+    fetch(`${server.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   describe('the wire', () => {
     it('streamed: response.created, in_progress, each item added / its deltas / done, response.completed — every event with the next sequence_number, its type also the SSE event name', async () => {
@@ -46,7 +47,13 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       });
       expect(events.map((e) => e['sequence_number'])).to.deep.equal(events.map((_, i) => i));
       const types = events.map((e) => e['type']);
-      expect(types.slice(0, 5)).to.deep.equal(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta']);
+      expect(types.slice(0, 5)).to.deep.equal([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.output_text.delta',
+      ]);
       expect(types.slice(-4)).to.deep.equal(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
       const completed = events.at(-1)!['response'] as Record<string, unknown>;
       expect(completed).to.include({ status: 'completed', model: 'local' });
@@ -54,9 +61,24 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
     });
 
     it('not streamed: one response object with its output items and usage', async () => {
-      const response = (await (await post({ model: 'local', input: "What's the weather in Paris?", tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER_TOOL.parameters }] })).json()) as Record<string, unknown>;
+      const response = (await (
+        await post({
+          model: 'local',
+          input: "What's the weather in Paris?",
+          tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER_TOOL.parameters }],
+        })
+      ).json()) as Record<string, unknown>;
       expect(response).to.include({ object: 'response', status: 'completed' });
-      expect(response['output']).to.deep.equal([{ type: 'function_call', id: `fc_${String(response['id']).slice(5)}_0`, call_id: (response['output'] as { call_id: string }[])[0]!.call_id, name: 'get_weather', arguments: '{"city":"Paris","units":"celsius"}', status: 'completed' }]);
+      expect(response['output']).to.deep.equal([
+        {
+          type: 'function_call',
+          id: `fc_${String(response['id']).slice(5)}_0`,
+          call_id: (response['output'] as { call_id: string }[])[0]!.call_id,
+          name: 'get_weather',
+          arguments: '{"city":"Paris","units":"celsius"}',
+          status: 'completed',
+        },
+      ]);
       expect(response['usage']).to.have.property('total_tokens').that.is.a('number');
     });
 
@@ -81,7 +103,8 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
         const whole = await client.responses.create({ model: 'local', input: RIVERS });
         expect(whole.output_text).to.equal(RIVERS_ANSWER);
         let streamed = '';
-        for await (const event of await client.responses.create({ model: 'local', input: RIVERS, stream: true })) if (event.type === 'response.output_text.delta') streamed += event.delta;
+        for await (const event of await client.responses.create({ model: 'local', input: RIVERS, stream: true }))
+          if (event.type === 'response.output_text.delta') streamed += event.delta;
         expect(streamed).to.equal(RIVERS_ANSWER);
         const helper = client.responses.stream({ model: 'local', input: RIVERS });
         const final = await helper.finalResponse();
@@ -94,8 +117,22 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       it(`${kit.label}: @ai-sdk/openai's default (Responses) model answers, and calls the tool`, async () => {
         const responses = kit.createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'local' })('local');
         expect((await kit.generateText({ model: responses, prompt: RIVERS, maxRetries: 0 })).text).to.equal(RIVERS_ANSWER);
-        const getWeather = kit.tool({ description: 'Weather', inputSchema: kit.jsonSchema<{ city: string; units: string }>({ type: 'object', properties: { city: { type: 'string' }, units: { type: 'string' } }, required: ['city'] }), execute: () => Promise.resolve({ temperature: 22, condition: 'sunny' }) });
-        const result = await kit.generateText({ model: responses, prompt: "What's the weather in Paris?", tools: { get_weather: getWeather }, stopWhen: kit.stepCountIs(2), maxRetries: 0 });
+        const getWeather = kit.tool({
+          description: 'Weather',
+          inputSchema: kit.jsonSchema<{ city: string; units: string }>({
+            type: 'object',
+            properties: { city: { type: 'string' }, units: { type: 'string' } },
+            required: ['city'],
+          }),
+          execute: () => Promise.resolve({ temperature: 22, condition: 'sunny' }),
+        });
+        const result = await kit.generateText({
+          model: responses,
+          prompt: "What's the weather in Paris?",
+          tools: { get_weather: getWeather },
+          stopWhen: kit.stepCountIs(2),
+          maxRetries: 0,
+        });
         expect(result.steps[0]!.toolCalls.map((c) => c.toolName)).to.deep.equal(['get_weather']);
         expect(result.text).to.equal('It is 22 °C and sunny in Paris.');
       });
@@ -103,7 +140,12 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
   });
 
   describe('reasoning (reasoning: { effort, summary } asked for)', () => {
-    const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
+    const getWeather = defineTool({
+      name: 'get_weather',
+      description: 'Weather',
+      args: t.type({ city: t.string, units: t.string }),
+      execute: () => [{ temperature: 22, condition: 'sunny' }],
+    });
     const question: Message[] = [{ role: 'user', content: "What's the weather in NYC?" }];
 
     it('a summary streams as reasoning, the item ends with encrypted content; a stateless tool turn through runAgent sends it back and completes (200, 200)', async () => {
@@ -112,7 +154,9 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       expect(server.requests.slice(before).map((r) => r.status)).to.deep.equal([200, 200]);
       expect(events.filter((e) => e.type === 'reasoning-delta').length).to.be.greaterThan(4);
       const end = events.find((e) => e.type === 'reasoning-end');
-      expect(end).to.have.nested.property('providerMetadata.openai.reasoningEncryptedContent').that.matches(/^local-enc-/);
+      expect(end)
+        .to.have.nested.property('providerMetadata.openai.reasoningEncryptedContent')
+        .that.matches(/^local-enc-/);
       const last = events.at(-1);
       expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in NYC.');
       const input = (server.requests.at(-1)!.body as { input: Record<string, unknown>[] }).input;
@@ -133,10 +177,15 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       expect(JSON.stringify((without as HttpError).body)).to.contain("without its required 'reasoning' item");
       expect(classifyError(without)).to.deep.include({ category: 'bad_request', retryable: false });
       const meta = (end.providerMetadata as { openai: { itemId: string; reasoningEncryptedContent: string } }).openai;
-      const altered = await turnError(model(THINKING), { messages: back([{ text: '', providerMetadata: { openai: { ...meta, reasoningEncryptedContent: `${meta.reasoningEncryptedContent}x` } } }]), tools: [WEATHER_TOOL] });
+      const altered = await turnError(model(THINKING), {
+        messages: back([{ text: '', providerMetadata: { openai: { ...meta, reasoningEncryptedContent: `${meta.reasoningEncryptedContent}x` } } }]),
+        tools: [WEATHER_TOOL],
+      });
       expect(JSON.stringify((altered as HttpError).body)).to.contain('could not be verified');
       // sent back as it came: answered
-      expect(textOf(await turn(model(THINKING), { messages: back([{ text: '', providerMetadata: end.providerMetadata! }]), tools: [WEATHER_TOOL] }))).to.equal('It is 22 °C and sunny in NYC.');
+      expect(textOf(await turn(model(THINKING), { messages: back([{ text: '', providerMetadata: end.providerMetadata! }]), tools: [WEATHER_TOOL] }))).to.equal(
+        'It is 22 °C and sunny in NYC.',
+      );
     });
   });
 
@@ -191,18 +240,29 @@ describe("rxheal/server: OpenAI's Responses API (POST /v1/responses)", function 
       expect(notObject.status).to.equal(400);
       const badItem = await post({ model: 'local', input: [{ type: 'computer_call_output', call_id: 'c' }] });
       expect(badItem.status).to.equal(400);
-      expect(await badItem.json()).to.have.nested.property('error.message').that.contains('computer_call_output');
+      expect(await badItem.json())
+        .to.have.nested.property('error.message')
+        .that.contains('computer_call_output');
     });
 
     it("an id that is not valid percent-encoding (GET /v1/responses/%E0, …/cancel): a 400 in the API's shape, not a 500", async () => {
-      const body = { error: { message: "Invalid 'response_id': '%E0' is not a valid percent-encoded id.", type: 'invalid_request_error', param: null, code: null } };
-      for (const [path, method] of [['/responses/%E0', 'GET'], ['/responses/%E0?stream=true', 'GET'], ['/responses/%E0/cancel', 'POST']] as const) {
+      const body = {
+        error: { message: "Invalid 'response_id': '%E0' is not a valid percent-encoded id.", type: 'invalid_request_error', param: null, code: null },
+      };
+      for (const [path, method] of [
+        ['/responses/%E0', 'GET'],
+        ['/responses/%E0?stream=true', 'GET'],
+        ['/responses/%E0/cancel', 'POST'],
+      ] as const) {
         const response = await fetch(`${server.openAIBaseURL}${path}`, { method });
         expect([response.status, await response.json()], `${method} ${path}`).to.deep.equal([400, body]);
       }
       // a well-formed id still reads as one: escaped, unknown, 404
       const unknown = await fetch(`${server.openAIBaseURL}/responses/resp%5Fnope`);
-      expect([unknown.status, await unknown.json()]).to.deep.equal([404, { error: { message: "Response with id 'resp_nope' not found.", type: 'invalid_request_error', param: null, code: null } }]);
+      expect([unknown.status, await unknown.json()]).to.deep.equal([
+        404,
+        { error: { message: "Response with id 'resp_nope' not found.", type: 'invalid_request_error', param: null, code: null } },
+      ]);
     });
   });
 });

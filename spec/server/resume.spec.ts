@@ -30,13 +30,23 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
   after(() => server.close());
   afterEach(() => server.faults.clear());
 
-  const post = (body: unknown) => fetch(`${server.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body: unknown) =>
+    fetch(`${server.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const events = (text: string) =>
     text
       .split('\n\n')
       .filter((f) => f.trim() !== '')
-      .map((f) => JSON.parse(f.split('\n').find((l) => l.startsWith('data: '))!.slice(6)) as Record<string, unknown>);
-  const resumable = (resume: Parameters<typeof openAIResponsesModel>[0]['resume'] = true) => openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local', resume });
+      .map(
+        (f) =>
+          JSON.parse(
+            f
+              .split('\n')
+              .find((l) => l.startsWith('data: '))!
+              .slice(6),
+          ) as Record<string, unknown>,
+      );
+  const resumable = (resume: Parameters<typeof openAIResponsesModel>[0]['resume'] = true) =>
+    openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local', resume });
   /** One call's events, and the hub's. */
   async function call(model = resumable()): Promise<{ events: TurnEvent[]; heal: HealEvent[] }> {
     const hub = new HealHub();
@@ -62,14 +72,19 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
 
     it('a background response goes on being generated when its connection is cut, and is read whole afterwards; background with store: false is a 400', async () => {
       server.faults.add({ kind: 'reset', afterChunks: 3, times: 1 });
-      const cut = await post({ model: 'local', stream: true, background: true, input: RIVERS }).then((r) => r.text()).then(
-        () => 'ended',
-        () => 'cut',
-      );
+      const cut = await post({ model: 'local', stream: true, background: true, input: RIVERS })
+        .then((r) => r.text())
+        .then(
+          () => 'ended',
+          () => 'cut',
+        );
       expect(cut).to.equal('cut');
       const id = `resp_${server.requests.at(-1)!.id}`;
       for (;;) {
-        const object = (await (await fetch(`${server.openAIBaseURL}/responses/${id}`)).json()) as { status: string; output: { content?: { text: string }[] }[] };
+        const object = (await (await fetch(`${server.openAIBaseURL}/responses/${id}`)).json()) as {
+          status: string;
+          output: { content?: { text: string }[] }[];
+        };
         if (object.status === 'completed') {
           expect(object.output[0]!.content![0]!.text).to.equal(RIVERS_ANSWER);
           break;
@@ -84,10 +99,18 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
     it('unknown id → 404 in the API’s error shape; POST …/cancel stops a running response (status cancelled), refuses a completed one; Host and Origin are checked as on every route', async () => {
       const unknown = await fetch(`${server.openAIBaseURL}/responses/resp_nope?stream=true`);
       expect(unknown.status).to.equal(404);
-      expect(await unknown.json()).to.deep.equal({ error: { message: "Response with id 'resp_nope' not found.", type: 'invalid_request_error', param: null, code: null } });
+      expect(await unknown.json()).to.deep.equal({
+        error: { message: "Response with id 'resp_nope' not found.", type: 'invalid_request_error', param: null, code: null },
+      });
       const slow = await startLocalProvider({ name: 'slow', tokenDelayMs: 200 });
       try {
-        const started = (await (await fetch(`${slow.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'local', background: true, input: RIVERS }) })).json()) as { id: string; status: string };
+        const started = (await (
+          await fetch(`${slow.openAIBaseURL}/responses`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'local', background: true, input: RIVERS }),
+          })
+        ).json()) as { id: string; status: string };
         expect(started.status).to.equal('in_progress');
         const cancelled = (await (await fetch(`${slow.openAIBaseURL}/responses/${started.id}/cancel`, { method: 'POST' })).json()) as { status: string };
         expect(cancelled.status).to.equal('cancelled');
@@ -138,9 +161,27 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
 
     it('expires a response backgroundTtlMs after it ended, on the server’s scheduler (then 404)', async () => {
       let now = 0;
-      const clocked = await startLocalProvider({ name: 'ttl', tokenDelayMs: 0, backgroundTtlMs: 1000, scheduler: { now: () => now, schedule: () => { throw new Error('not used'); } } as never });
+      const clocked = await startLocalProvider({
+        name: 'ttl',
+        tokenDelayMs: 0,
+        backgroundTtlMs: 1000,
+        scheduler: {
+          now: () => now,
+          schedule: () => {
+            throw new Error('not used');
+          },
+        } as never,
+      });
       try {
-        const all = events(await (await fetch(`${clocked.openAIBaseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'local', stream: true, background: true, input: RIVERS }) })).text());
+        const all = events(
+          await (
+            await fetch(`${clocked.openAIBaseURL}/responses`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ model: 'local', stream: true, background: true, input: RIVERS }),
+            })
+          ).text(),
+        );
         const id = (all[0]!['response'] as { id: string }).id;
         now = 999;
         expect((await fetch(`${clocked.openAIBaseURL}/responses/${id}`)).status).to.equal(200);
@@ -171,7 +212,13 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
       expect(server.requests.length - posts).to.equal(1); // one POST: nothing generated twice
       const resumes = cut.heal.filter((e) => e.type === 'resume');
       expect(resumes).to.have.length(1);
-      expect(resumes[0]).to.deep.include({ target: 'model:openai-responses:local', attempt: 1, max: 2, reason: 'dropped', responseId: `resp_${server.requests.at(-1)!.id}` });
+      expect(resumes[0]).to.deep.include({
+        target: 'model:openai-responses:local',
+        attempt: 1,
+        max: 2,
+        reason: 'dropped',
+        responseId: `resp_${server.requests.at(-1)!.id}`,
+      });
       // the last event before the cut: created, in_progress, item added, part added, 4 deltas
       expect(resumes[0]).to.have.property('startingAfter', 7);
     });
@@ -190,11 +237,24 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
       expect(heal.filter((e) => e.type === 'resume').map((e) => (e.type === 'resume' ? e.attempt : 0))).to.deep.equal([1, 2]);
       // given up: the response was cancelled (nobody reads it)
       const id = `resp_${server.requests.at(-1)!.id}`;
-      for (let i = 0; i < 50 && ((await (await fetch(`${server.openAIBaseURL}/responses/${id}`)).json()) as { status: string }).status !== 'cancelled'; i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 50 && ((await (await fetch(`${server.openAIBaseURL}/responses/${id}`)).json()) as { status: string }).status !== 'cancelled'; i++)
+        await new Promise((r) => setTimeout(r, 5));
       expect(((await (await fetch(`${server.openAIBaseURL}/responses/${id}`)).json()) as { status: string }).status).to.equal('cancelled');
       // the same, under retries: the fault is used up by then, the retry's stream completes
       server.faults.add({ kind: 'reset', afterChunks: 2, times: 3 });
-      const retried = await lastValueFrom(streamModel(model, ask(RIVERS), { hub }).pipe(retryWithBackoff<TurnEvent>({ hub, target: 'model:openai-responses:local', initialBackoffMs: 1, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:openai-responses:local' }) }), toArray()));
+      const retried = await lastValueFrom(
+        streamModel(model, ask(RIVERS), { hub }).pipe(
+          retryWithBackoff<TurnEvent>({
+            hub,
+            target: 'model:openai-responses:local',
+            initialBackoffMs: 1,
+            jitter: 'none',
+            afterEmit: 'restart',
+            onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:openai-responses:local' }),
+          }),
+          toArray(),
+        ),
+      );
       expect(heal.filter((e) => e.type === 'retry')).to.have.length(1);
       const afterReset = retried.slice(retried.findIndex((e) => e.type === 'reset') + 1);
       expect(textOf(afterReset)).to.equal(RIVERS_ANSWER);
@@ -213,15 +273,35 @@ describe('resume: a cut Responses stream picked up where it stopped (rxheal/serv
     });
 
     it('a reasoning model’s tool turn through runAgent, its first turn cut twice mid-reasoning (the POST, then the first GET): resumed each time, the reasoning whole and once, the stored reasoning goes back by id (no encrypted content asked for), the turn completes', async () => {
-      const getWeather = defineTool({ name: 'get_weather', description: 'Weather', args: t.type({ city: t.string, units: t.string }), execute: () => [{ temperature: 22, condition: 'sunny' }] });
-      const thinking = openAIResponsesModel({ baseURL: server.openAIBaseURL, model: 'local', resume: true, body: { reasoning: { effort: 'low', summary: 'auto' } } });
+      const getWeather = defineTool({
+        name: 'get_weather',
+        description: 'Weather',
+        args: t.type({ city: t.string, units: t.string }),
+        execute: () => [{ temperature: 22, condition: 'sunny' }],
+      });
+      const thinking = openAIResponsesModel({
+        baseURL: server.openAIBaseURL,
+        model: 'local',
+        resume: true,
+        body: { reasoning: { effort: 'low', summary: 'auto' } },
+      });
       server.faults.add({ kind: 'reset', afterChunks: 3, times: 2 });
       const before = server.requests.length;
-      const events = await lastValueFrom(runAgent({ model: thinking, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()));
+      const events = await lastValueFrom(
+        runAgent({ model: thinking, tools: [getWeather], messages: [{ role: 'user', content: "What's the weather in NYC?" }] }).pipe(toArray()),
+      );
       expect(events.filter((e) => e.type === 'resume')).to.have.length(2);
-      expect(events.filter((e) => e.type === 'tool-call').map((e) => (e.type === 'tool-call' ? e.args : undefined))).to.deep.equal([{ city: 'NYC', units: 'celsius' }]);
-      const firstTurn = events.slice(0, events.findIndex((e) => e.type === 'tool-call'));
-      const reasoning = firstTurn.filter((e) => e.type === 'reasoning-delta').map((e) => (e.type === 'reasoning-delta' ? e.text : '')).join('');
+      expect(events.filter((e) => e.type === 'tool-call').map((e) => (e.type === 'tool-call' ? e.args : undefined))).to.deep.equal([
+        { city: 'NYC', units: 'celsius' },
+      ]);
+      const firstTurn = events.slice(
+        0,
+        events.findIndex((e) => e.type === 'tool-call'),
+      );
+      const reasoning = firstTurn
+        .filter((e) => e.type === 'reasoning-delta')
+        .map((e) => (e.type === 'reasoning-delta' ? e.text : ''))
+        .join('');
       expect(reasoning).to.equal('The user asks: "What\'s the weather in NYC?". I\'ll call get_weather.'); // whole, each token once
       const last = events.at(-1);
       expect(last?.type === 'message' && last.message.content).to.equal('It is 22 °C and sunny in NYC.');

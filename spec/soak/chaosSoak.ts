@@ -106,7 +106,10 @@ function soakModel(id: string): Model {
         finish(tools.length > 0 ? 'tool-calls' : 'stop', { inputTokens: 5, outputTokens: 3 }),
       ];
       const values = Object.fromEntries(events.map((e, i) => [String.fromCharCode(65 + i), e]));
-      return fromMarbles({ marbles: `${events.map((_, i) => `${i === 0 ? '' : '9ms '}${String.fromCharCode(65 + i)}`).join(' ')} |`, values }, context.scheduler);
+      return fromMarbles(
+        { marbles: `${events.map((_, i) => `${i === 0 ? '' : '9ms '}${String.fromCharCode(65 + i)}`).join(' ')} |`, values },
+        context.scheduler,
+      );
     },
   };
 }
@@ -116,9 +119,21 @@ const Query = t.type({ q: t.string });
 /** The soak's tools: lookup (idempotent), book (a side effect: never run twice), search (slow, idempotent). */
 function soakTools(): ReturnType<typeof defineTool<{ q: string }, unknown>>[] {
   return [
-    defineTool({ name: 'lookup', description: 'Looks an order up', args: Query, idempotent: true, execute: () => timer(20).pipe(map(() => ({ ok: 'lookup' }))) }),
+    defineTool({
+      name: 'lookup',
+      description: 'Looks an order up',
+      args: Query,
+      idempotent: true,
+      execute: () => timer(20).pipe(map(() => ({ ok: 'lookup' }))),
+    }),
     defineTool({ name: 'book', description: 'Books a table', args: Query, idempotent: false, execute: () => timer(30).pipe(map(() => ({ ok: 'book' }))) }),
-    defineTool({ name: 'search', description: 'Searches the docs', args: Query, idempotent: true, execute: () => timer(400).pipe(map(() => ({ ok: 'search' }))) }),
+    defineTool({
+      name: 'search',
+      description: 'Searches the docs',
+      args: Query,
+      idempotent: true,
+      execute: () => timer(400).pipe(map(() => ({ ok: 'search' }))),
+    }),
   ];
 }
 
@@ -174,7 +189,11 @@ export function soakAgent(shape: SoakShape): AgentFactory {
     const models = MODEL_IDS.slice(0, shape.models).map((id): Model => {
       const chaotic = chaos.model(soakModel(id));
       if (shape.modelAfterEmit === 'restart') return chaotic;
-      return { id, stream: (request, context) => deadlines(streamModel(chaotic, request, context)).pipe(retryWithBackoff({ ...retries, hub: context.hub, target: `model:${id}`, afterEmit: 'error' })) };
+      return {
+        id,
+        stream: (request, context) =>
+          deadlines(streamModel(chaotic, request, context)).pipe(retryWithBackoff({ ...retries, hub: context.hub, target: `model:${id}`, afterEmit: 'error' })),
+      };
     });
     const reflect = reflectOnError({ maxReflections: 2 });
     return runAgent({
@@ -184,7 +203,15 @@ export function soakAgent(shape: SoakShape): AgentFactory {
         ...(shape.modelAfterEmit === 'restart'
           ? {
               perModel: (_id: string, stream$: Observable<TurnEvent>, { hub, target }: { hub?: import('../../src/core/hub/hub.js').HealHub; target: string }) =>
-                deadlines(stream$).pipe(retryWithBackoff<TurnEvent>({ ...retries, ...(hub ? { hub } : {}), target, afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) })),
+                deadlines(stream$).pipe(
+                  retryWithBackoff<TurnEvent>({
+                    ...retries,
+                    ...(hub ? { hub } : {}),
+                    target,
+                    afterEmit: 'restart',
+                    onRestart: () => ({ type: 'reset', reason: 'retry', target }),
+                  }),
+                ),
             }
           : {}),
       }),
@@ -254,19 +281,41 @@ export function healingCounter(): { readonly healed: Histogram; readonly ends: H
 }
 
 /** What the soak's report counts as healing (of every event type seen). */
-const HEALING = ['retry', 'retry-withheld', 'fallback', 'reset', 'continued', 'reflection', 'degraded', 'tool-error', 'circuit-opened', 'circuit-rejected', 'chain-retry', 'budget-exceeded'];
+const HEALING = [
+  'retry',
+  'retry-withheld',
+  'fallback',
+  'reset',
+  'continued',
+  'reflection',
+  'degraded',
+  'tool-error',
+  'circuit-opened',
+  'circuit-rejected',
+  'chain-retry',
+  'budget-exceeded',
+];
 
 /** The soak's budget (what budget-held checks). */
 export const SOAK_BUDGET = { maxModelCalls: 24, maxToolCalls: 12 } as const;
 
 /** One of the four combinations of mid-stream handling and model retries, three models. */
-export const soakShape = (midStream: SoakShape['midStream'], modelAfterEmit: SoakShape['modelAfterEmit']): SoakShape => ({ models: 3, midStream, modelAfterEmit, modelRetries: 1, budget: SOAK_BUDGET, maxSteps: 8 });
+export const soakShape = (midStream: SoakShape['midStream'], modelAfterEmit: SoakShape['modelAfterEmit']): SoakShape => ({
+  models: 3,
+  midStream,
+  modelAfterEmit,
+  modelRetries: 1,
+  budget: SOAK_BUDGET,
+  maxSteps: 8,
+});
 
 /** The soak's schedules: cuts mid-answer weighted up (ok 8, reset 4: a continuation needs a model's every attempt cut). */
-export const soakSchedules = (): ScheduleArbitrary => faults.schedule({ models: [...MODEL_IDS], tools: [...TOOL_NAMES], maxCalls: 5, model: { weights: { ok: 8, reset: 4 } } });
+export const soakSchedules = (): ScheduleArbitrary =>
+  faults.schedule({ models: [...MODEL_IDS], tools: [...TOOL_NAMES], maxCalls: 5, model: { weights: { ok: 8, reset: 4 } } });
 
 /** Harsher schedules over two models (down, statuses and cuts as often as ok): whole turns fail, for the chain retry. */
-export const harshSchedules = (): ScheduleArbitrary => faults.schedule({ models: MODEL_IDS.slice(0, 2), tools: [...TOOL_NAMES], maxCalls: 6, model: { weights: { ok: 3, status: 3, down: 2, reset: 2 } } });
+export const harshSchedules = (): ScheduleArbitrary =>
+  faults.schedule({ models: MODEL_IDS.slice(0, 2), tools: [...TOOL_NAMES], maxCalls: 6, model: { weights: { ok: 3, status: 3, down: 2, reset: 2 } } });
 
 /**
  * The agent soak at any size (`npm run soak`: 10 000 runs): checkHealing over the four
@@ -280,13 +329,22 @@ export async function runChaosSoak(options: { readonly runs: number; readonly se
   const problems: string[] = [];
   const shared = new CircuitBreakerRegistry(BREAKER_DEFAULTS);
   const cases: [string, SoakShape, ScheduleArbitrary, Invariant[]][] = [
-    ...(['restart', 'continue'] as const).flatMap((m) => (['error', 'restart'] as const).map((a): [string, SoakShape, ScheduleArbitrary, Invariant[]] => [`${m}/${a}`, soakShape(m, a), soakSchedules(), []])),
+    ...(['restart', 'continue'] as const).flatMap((m) =>
+      (['error', 'restart'] as const).map((a): [string, SoakShape, ScheduleArbitrary, Invariant[]] => [`${m}/${a}`, soakShape(m, a), soakSchedules(), []]),
+    ),
     ['chain retry + total budget', { ...soakShape('restart', 'error'), models: 2, chain: { retries: 2, totalMs: 20_000 } }, harshSchedules(), []],
     ['shared registry', { ...soakShape('continue', 'restart'), breakers: shared }, soakSchedules(), [noObserverLeft(shared)]],
   ];
   let runs = 0;
   for (const [name, shape, schedules, extra] of cases) {
-    const report = await checkHealing(soakAgent(shape), { faults: schedules, runs: per, seed: options.seed, budget: SOAK_BUDGET, invariants: [reasoningIntact, ...extra, count], spec: { from: './chaosSoak.js' } });
+    const report = await checkHealing(soakAgent(shape), {
+      faults: schedules,
+      runs: per,
+      seed: options.seed,
+      budget: SOAK_BUDGET,
+      invariants: [reasoningIntact, ...extra, count],
+      spec: { from: './chaosSoak.js' },
+    });
     runs += report.runs;
     if (!report.ok) problems.push(`[${name}, seed ${options.seed}] ${report.message}`);
   }

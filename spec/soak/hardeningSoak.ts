@@ -116,7 +116,16 @@ export function generateHardening(rng: Rng): HardeningScenario {
 }
 
 /** The errors a run may end with, besides a thrown callback's. */
-const ALLOWED = [RetriesExhaustedError, TotalTimeoutError, CircuitOpenError, AllFallbacksFailedError, BudgetExceededError, HttpError, IncompleteStreamError, ToolError];
+const ALLOWED = [
+  RetriesExhaustedError,
+  TotalTimeoutError,
+  CircuitOpenError,
+  AllFallbacksFailedError,
+  BudgetExceededError,
+  HttpError,
+  IncompleteStreamError,
+  ToolError,
+];
 
 interface Trace {
   readonly events: AgentEvent[];
@@ -148,7 +157,14 @@ export function runHardening(s: HardeningScenario): Trace & { scheduler: NodeTim
           return normal(...args);
         };
 
-  const breaker = new CircuitBreaker({ name: 'model', failureThreshold: 3, resetTimeoutMs: 1_000, halfOpenTimeoutMs: 5_000, scheduler, isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))) });
+  const breaker = new CircuitBreaker({
+    name: 'model',
+    failureThreshold: 3,
+    resetTimeoutMs: 1_000,
+    halfOpenTimeoutMs: 5_000,
+    scheduler,
+    isFailure: cb('isFailure', (e: unknown) => isServiceFailure(classifyError(e))),
+  });
   try {
     restoreBreaker(breaker, s.snapshot.value as CircuitSnapshot);
     trace.restore = s.snapshot.odd ? `odd ${s.snapshot.odd} taken` : 'valid';
@@ -292,12 +308,12 @@ export function runHardening(s: HardeningScenario): Trace & { scheduler: NodeTim
     for (const read of call.reads) {
       if (read.at === call.cancelledAt) continue; // the same moment: either order is right
       const expected = call.cancelledAt !== undefined && read.at > call.cancelledAt;
-      if (read.aborted !== expected) trace.problems.push(`tool call ${i}: signal read at ${read.at} aborted=${read.aborted}, cancelled at ${String(call.cancelledAt)}`);
+      if (read.aborted !== expected)
+        trace.problems.push(`tool call ${i}: signal read at ${read.at} aborted=${read.aborted}, cancelled at ${String(call.cancelledAt)}`);
     }
   }
   return { ...trace, scheduler, breaker };
 }
-
 
 export function runHardeningSoak(options: { runs: number; seed: number }): SoakReport {
   const { runs, seed } = options;

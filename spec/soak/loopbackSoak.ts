@@ -15,7 +15,15 @@ import { config as rxConfig, defer, map, mergeMap, Observable, Subject, throwErr
 import { CapabilityRegistry } from '../../src/core/capabilities/CapabilityRegistry.js';
 import { CircuitBreakerRegistry } from '../../src/core/breaker/registry.js';
 import { classifyError } from '../../src/core/errors/classify.js';
-import { AllFallbacksFailedError, BudgetExceededError, CircuitOpenError, HttpError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../../src/core/errors/errors.js';
+import {
+  AllFallbacksFailedError,
+  BudgetExceededError,
+  CircuitOpenError,
+  HttpError,
+  RetriesExhaustedError,
+  ToolError,
+  TotalTimeoutError,
+} from '../../src/core/errors/errors.js';
 import { AgentEventCodec, type AgentEvent } from '../../src/core/events/events.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
@@ -120,14 +128,13 @@ function isKnownModelError(e: unknown): boolean {
  * The terminal errors a run may end with, given its configuration. Returns the outcome label, or
  * a problem.
  */
-export function terminalOutcome(
-  error: unknown,
-  s: RunLimits,
-): { label: string; problem?: string } {
+export function terminalOutcome(error: unknown, s: RunLimits): { label: string; problem?: string } {
   if (error instanceof AllFallbacksFailedError) {
     const bad = error.errors.filter((e) => !isKnownModelError(e));
-    if (error.errors.length !== s.models.length) return { label: 'AllFallbacksFailedError', problem: `AllFallbacksFailedError lists ${error.errors.length} errors for ${s.models.length} models` };
-    if (bad.length > 0) return { label: 'AllFallbacksFailedError', problem: `AllFallbacksFailedError lists unclassified errors: ${bad.map(String).join('; ')}` };
+    if (error.errors.length !== s.models.length)
+      return { label: 'AllFallbacksFailedError', problem: `AllFallbacksFailedError lists ${error.errors.length} errors for ${s.models.length} models` };
+    if (bad.length > 0)
+      return { label: 'AllFallbacksFailedError', problem: `AllFallbacksFailedError lists unclassified errors: ${bad.map(String).join('; ')}` };
     return { label: 'AllFallbacksFailedError' };
   }
   if (error instanceof BudgetExceededError) {
@@ -138,7 +145,8 @@ export function terminalOutcome(
   }
   if (error instanceof RetriesExhaustedError) {
     if (s.chainRetries === 0) return { label: 'RetriesExhaustedError', problem: 'RetriesExhaustedError reached the run without a chain retry' };
-    if (!(error.cause instanceof AllFallbacksFailedError)) return { label: 'RetriesExhaustedError', problem: `RetriesExhaustedError caused by ${String(error.cause)}` };
+    if (!(error.cause instanceof AllFallbacksFailedError))
+      return { label: 'RetriesExhaustedError', problem: `RetriesExhaustedError caused by ${String(error.cause)}` };
     return { label: 'RetriesExhaustedError' };
   }
   if (error instanceof TotalTimeoutError) {
@@ -149,7 +157,10 @@ export function terminalOutcome(
     if (s.onExhausted !== 'error') return { label: 'ToolError', problem: `ToolError ended a run with onExhausted 'instruct': ${error.message}` };
     return { label: 'ToolError(reflections exhausted)' };
   }
-  return { label: `unexpected ${(error as Error | undefined)?.name ?? typeof error}`, problem: `unexpected terminal error: ${String((error as Error | undefined)?.stack ?? error)}` };
+  return {
+    label: `unexpected ${(error as Error | undefined)?.name ?? typeof error}`,
+    problem: `unexpected terminal error: ${String((error as Error | undefined)?.stack ?? error)}`,
+  };
 }
 
 /** Per-turn text checks: what a consumer assembles (deltas appended, `reset` clears) is each assistant message. */
@@ -202,7 +213,13 @@ function providerFaults(rng: Rng): Fault[] {
     switch (kind) {
       case 'status': {
         const status = rng.pick([429, 500, 503, 503, 400]);
-        out.push({ kind: 'status', status, ...(status === 429 ? { retryAfterMs: rng.int(10, 60) } : {}), ...(status === 503 && rng.chance(0.3) ? { shouldRetry: false } : {}), ...base });
+        out.push({
+          kind: 'status',
+          status,
+          ...(status === 429 ? { retryAfterMs: rng.int(10, 60) } : {}),
+          ...(status === 503 && rng.chance(0.3) ? { shouldRetry: false } : {}),
+          ...base,
+        });
         break;
       }
       case 'down':
@@ -317,8 +334,20 @@ export async function runLoopbackSoak(options: LoopbackSoakOptions): Promise<Soa
           executions.set(id, (executions.get(id) ?? 0) + 1);
           const roll = rng.weighted({ ok: 6, http503: 1, rejected: 1 });
           bump(faultsSeen, `tool:${roll}`);
-          if (roll === 'http503') return liveTool(after(5, throwError(() => new HttpError(503))));
-          if (roll === 'rejected') return liveTool(after(5, throwError(() => new Error('the weather backend rejected the request'))));
+          if (roll === 'http503')
+            return liveTool(
+              after(
+                5,
+                throwError(() => new HttpError(503)),
+              ),
+            );
+          if (roll === 'rejected')
+            return liveTool(
+              after(
+                5,
+                throwError(() => new Error('the weather backend rejected the request')),
+              ),
+            );
           return liveTool(timer(5).pipe(map(() => ({ city, temperature: units === 'celsius' ? 22 : 72, units, condition: 'sunny' }))));
         },
       });
@@ -410,10 +439,17 @@ export async function runLoopbackSoak(options: LoopbackSoakOptions): Promise<Soa
           } else {
             // both providers run the same scripted assistant: one attempt's whole text, exactly
             const expected = scriptedAssistant({ protocol: 'openai', model: 'local', messages: last.messages, tools: last.tools }).text ?? '';
-            if (final.message.content !== expected) runProblems.push(`final answer ${JSON.stringify(final.message.content)} != the whole answer ${JSON.stringify(expected)} (${midStream})`);
+            if (final.message.content !== expected)
+              runProblems.push(`final answer ${JSON.stringify(final.message.content)} != the whole answer ${JSON.stringify(expected)} (${midStream})`);
           }
         } else {
-          const { label, problem } = terminalOutcome(trace.error, { models: ['primary', 'secondary'], budget: {}, chainRetries: 0, totalTimeoutMs: undefined, onExhausted });
+          const { label, problem } = terminalOutcome(trace.error, {
+            models: ['primary', 'secondary'],
+            budget: {},
+            chainRetries: 0,
+            totalTimeoutMs: undefined,
+            onExhausted,
+          });
           bump(outcomes, label);
           if (problem) runProblems.push(problem);
         }
@@ -474,6 +510,13 @@ export async function runLoopbackSoak(options: LoopbackSoakOptions): Promise<Soa
     healing,
     problems,
     leaks: { breakerObserversMax, breakerObserversTotal },
-    figures: { 'run ms mean': (runMsTotal / Math.max(1, made)).toFixed(0), 'run ms max': runMsMax.toFixed(0), questions: JSON.stringify(questions), requests, 'request ends': JSON.stringify(ends), 'active resources after': JSON.stringify(now) },
+    figures: {
+      'run ms mean': (runMsTotal / Math.max(1, made)).toFixed(0),
+      'run ms max': runMsMax.toFixed(0),
+      questions: JSON.stringify(questions),
+      requests,
+      'request ends': JSON.stringify(ends),
+      'active resources after': JSON.stringify(now),
+    },
   };
 }

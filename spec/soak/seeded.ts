@@ -117,4 +117,3 @@ export function formatReport(report: SoakReport): string {
   if (report.problems.length > 20) lines.push(`      … and ${report.problems.length - 20} more problems`);
   return lines.join('\n');
 }
-

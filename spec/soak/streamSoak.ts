@@ -48,7 +48,11 @@ const PIECES = ['a', 'é', '°', '—', '東', '🌞', ' ', '"', '\\', 'x'];
 /** A one-delta stream of `text` in either protocol. */
 function longStream(protocol: 'openai' | 'anthropic', text: string): string {
   if (protocol === 'openai') {
-    return [JSON.stringify({ choices: [{ index: 1, delta: { content: 'ok' } }] }), JSON.stringify({ choices: [{ index: 1, delta: { content: text }, finish_reason: 'stop' }] }), '[DONE]']
+    return [
+      JSON.stringify({ choices: [{ index: 1, delta: { content: 'ok' } }] }),
+      JSON.stringify({ choices: [{ index: 1, delta: { content: text }, finish_reason: 'stop' }] }),
+      '[DONE]',
+    ]
       .map((d) => `data: ${d}\n\n`)
       .join('');
   }
@@ -91,16 +95,19 @@ export function runStreamSoak(options: StreamSoakOptions): StreamSoakReport {
     const length = 1 + int(maxLine);
     longestLine = Math.max(longestLine, length);
     const parts: string[] = [];
-    for (let n = 0; n < length; ) {
+    for (let n = 0; n < length;) {
       const piece = PIECES[int(PIECES.length)]!.repeat(1 + int(4096));
       parts.push(piece);
       n += piece.length;
     }
-    const text = parts.join('').slice(0, length).replace(/[\uD800-\uDBFF]$/, 'x');
+    const text = parts
+      .join('')
+      .slice(0, length)
+      .replace(/[\uD800-\uDBFF]$/, 'x');
     const protocol = rand() < 0.5 ? 'openai' : 'anthropic';
     const bytes = encoder.encode(longStream(protocol, text));
     const chunks: Uint8Array[] = [];
-    for (let from = 0; from < bytes.length; ) {
+    for (let from = 0; from < bytes.length;) {
       const size = 1 + int(64 * 1024);
       chunks.push(bytes.subarray(from, from + size));
       from += size;
@@ -108,7 +115,8 @@ export function runStreamSoak(options: StreamSoakOptions): StreamSoakReport {
     const decoder = (): ReturnType<typeof openAIStreamDecoder> => (protocol === 'openai' ? openAIStreamDecoder('long') : anthropicStreamDecoder('long'));
     const whole = decodeChunks(chunks, decoder());
     const shown = whole.events.map((e: TurnEvent) => (e.type === 'text-delta' ? e.text : '')).join('');
-    if (whole.error !== undefined || shown !== `ok${text}`) problems.push(`run ${run}: a ${protocol} line of ${length} characters: ${whole.error?.message ?? 'text differs'}`);
+    if (whole.error !== undefined || shown !== `ok${text}`)
+      problems.push(`run ${run}: a ${protocol} line of ${length} characters: ${whole.error?.message ?? 'text differs'}`);
     // a cap below the long event but above the ones before it (each under 300 characters)
     if (length <= 300) continue;
     const capped = decodeChunks(chunks, decoder(), { maxEventSize: 300 + int(length - 300) });

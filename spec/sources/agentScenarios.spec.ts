@@ -19,13 +19,18 @@ import { shownText } from '../support/shown.js';
 
 const ask = (content: string): Message[] => [{ role: 'user', content }];
 
-
 describe('agent scenarios (end to end through runAgent)', () => {
   describe('3. provider chain primary → secondary → tertiary, a breaker each', () => {
     it('primary 503s until its breaker opens; later requests skip it without a call', () => {
       const answer = (text: string) => [...textDeltas(text), finish()];
-      const primary = scriptedModel('primary', Array.from({ length: 3 }, () => ({ marbles: '-#', error: new HttpError(503) })));
-      const secondary = scriptedModel('secondary', Array.from({ length: 5 }, (_, i) => answer(`answer ${i + 1}`)));
+      const primary = scriptedModel(
+        'primary',
+        Array.from({ length: 3 }, () => ({ marbles: '-#', error: new HttpError(503) })),
+      );
+      const secondary = scriptedModel(
+        'secondary',
+        Array.from({ length: 5 }, (_, i) => answer(`answer ${i + 1}`)),
+      );
       const tertiary = scriptedModel('tertiary', []);
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
       const hub = new HealHub();
@@ -80,7 +85,10 @@ describe('agent scenarios (end to end through runAgent)', () => {
   });
 
   describe('4. the primary dies after 3 text deltas', () => {
-    const partial = { a: { type: 'text-delta', text: 'The' }, b: { type: 'text-delta', text: ' weather' }, c: { type: 'text-delta', text: ' in' } } as Record<string, TurnEvent>;
+    const partial = { a: { type: 'text-delta', text: 'The' }, b: { type: 'text-delta', text: ' weather' }, c: { type: 'text-delta', text: ' in' } } as Record<
+      string,
+      TurnEvent
+    >;
     const primary = () => scriptedModel('primary', [{ marbles: '-a-b-c-#', values: partial, error: new HttpError(503) }]);
 
     it("'restart': the consumer sees reset, then the secondary's full answer; the message holds only that answer", () => {
@@ -91,7 +99,12 @@ describe('agent scenarios (end to end through runAgent)', () => {
         flush();
         events = log.events.map(([, e]) => e);
       });
-      expect(events.map(describeEvent).filter((l) => !l.startsWith('call-')).slice(0, 6)).to.deep.equal([
+      expect(
+        events
+          .map(describeEvent)
+          .filter((l) => !l.startsWith('call-'))
+          .slice(0, 6),
+      ).to.deep.equal([
         'text:The',
         'text: weather',
         'text: in',
@@ -123,10 +136,14 @@ describe('agent scenarios (end to end through runAgent)', () => {
   describe('5. a knowledge search slower than 3 000 ms', () => {
     it('the run continues without it, degraded is emitted, the next request carries the suffix, and a later fast search restores it', () => {
       const capabilities = new CapabilityRegistry();
-      const search = scriptedTool('knowledge_search', [
-        { marbles: '5000ms (r|)', values: { r: 'slow docs' } },
-        { marbles: '200ms (r|)', values: { r: 'fast docs' } },
-      ], { args: t.type({ query: t.string }), idempotent: true });
+      const search = scriptedTool(
+        'knowledge_search',
+        [
+          { marbles: '5000ms (r|)', values: { r: 'slow docs' } },
+          { marbles: '200ms (r|)', values: { r: 'fast docs' } },
+        ],
+        { args: t.type({ query: t.string }), idempotent: true },
+      );
       const model = scriptedModel('m', [
         [toolCall('s1', 'knowledge_search', { query: 'refunds' }), finish('tool-calls')],
         [...textDeltas('I could not search; from memory: 30 days.'), finish()],

@@ -39,7 +39,10 @@ import { describeEvent, finish, pendingActions, record, scriptedModel, scriptedT
 
 const ask = (content: string) => [{ role: 'user' as const, content }];
 const answer = (text: string, usage?: { inputTokens: number; outputTokens: number }): TurnEvent[] => [...textDeltas(text), finish('stop', usage)];
-const deltas = { a: { type: 'text-delta', text: 'The' }, b: { type: 'text-delta', text: ' weather' }, c: { type: 'text-delta', text: ' in' } } as Record<string, TurnEvent>;
+const deltas = { a: { type: 'text-delta', text: 'The' }, b: { type: 'text-delta', text: ' weather' }, c: { type: 'text-delta', text: ' in' } } as Record<
+  string,
+  TurnEvent
+>;
 
 /** A model that streams "The weather in" (1 ms apart), then dies with `error`. */
 const diesMidAnswer = (id: string, error: unknown = new HttpError(503)) => scriptedModel(id, [{ marbles: '-a-b-c-#', values: deltas, error }]);
@@ -60,7 +63,6 @@ function story(run$: Observable<AgentEvent>) {
   return { log, all, labels: all.filter((l) => !l.startsWith('call-')), pending, events: log.events.map(([, e]) => e) };
 }
 
-
 const THE_ANSWER = 'The weather in NYC is sunny.';
 const ANSWER_LABELS = ['text:The', 'text: weather', 'text: in', 'text: NYC', 'text: is', 'text: sunny.'];
 
@@ -70,7 +72,9 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const gpt = diesMidAnswer('gpt');
       const claude = scriptedModel('claude', [answer(THE_ANSWER)]);
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 });
-      const { all, log, events } = story(runAgent({ model: fallbackModel([gpt, claude], { breakers, midStream: 'restart' }), messages: ask("What's the weather in NYC?") }));
+      const { all, log, events } = story(
+        runAgent({ model: fallbackModel([gpt, claude], { breakers, midStream: 'restart' }), messages: ask("What's the weather in NYC?") }),
+      );
       expect(all).to.deep.equal([
         'call-start:model:fallback(gpt, claude)',
         'call-start:model:gpt',
@@ -88,7 +92,13 @@ describe('one run, one story (issue 11, from the README and the reference docume
         'call-end:model:fallback(gpt, claude):success',
         'message:assistant',
       ]);
-      expect(events.find((e) => e.type === 'fallback')).to.deep.equal({ type: 'fallback', from: 'model:gpt', to: 'model:claude', reason: 'service_unavailable', midStream: true });
+      expect(events.find((e) => e.type === 'fallback')).to.deep.equal({
+        type: 'fallback',
+        from: 'model:gpt',
+        to: 'model:claude',
+        reason: 'service_unavailable',
+        midStream: true,
+      });
       expect(shown(events)).to.equal(THE_ANSWER);
       expect(log.end()).to.deep.equal({ kind: 'complete', at: 7 });
     });
@@ -99,8 +109,8 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 });
       const model = fallbackModel([gpt, claude], { breakers });
       const ts = new TestScheduler((a, b) => {
-    expect(a).to.deep.equal(b);
-  });
+        expect(a).to.deep.equal(b);
+      });
       const logs: Recording<AgentEvent>[] = [];
       ts.run(({ flush }) => {
         logs.push(record(runAgent({ model, messages: ask('first') })));
@@ -117,7 +127,9 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const gpt = diesMidAnswer('gpt');
       // claude repeats the tail (" in") before continuing: trimmed
       const claude = scriptedModel('claude', [answer(' in NYC is sunny.')]);
-      const { labels, events } = story(runAgent({ model: fallbackModel([gpt, claude], { midStream: 'continue' }), messages: ask("What's the weather in NYC?") }));
+      const { labels, events } = story(
+        runAgent({ model: fallbackModel([gpt, claude], { midStream: 'continue' }), messages: ask("What's the weather in NYC?") }),
+      );
       expect(labels).to.deep.equal([
         'text:The',
         'text: weather',
@@ -137,7 +149,10 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const own = new HealHub();
       const heard: string[] = [];
       own.events$.pipe(filter((e) => e.type === 'fallback')).subscribe((e) => heard.push(describeEvent(e)));
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('A.'), answer('B.')]);
       const model = fallbackModel([gpt, claude], { hub: own });
       const separate = story(runAgent({ model, messages: ask('q') }));
@@ -193,8 +208,8 @@ describe('one run, one story (issue 11, from the README and the reference docume
         },
       ]);
       const ts = new TestScheduler((a, b) => {
-    expect(a).to.deep.equal(b);
-  });
+        expect(a).to.deep.equal(b);
+      });
       ts.run(({ flush }) => {
         const subscription = runAgent({ model: fallbackModel([gpt, claude]), messages: ask('q') }).subscribe();
         asyncScheduler.schedule(() => subscription.unsubscribe(), 5);
@@ -243,18 +258,26 @@ describe('one run, one story (issue 11, from the README and the reference docume
     });
 
     it('per-model retries count too: each retry of a model is one more call', () => {
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('Yes.')]);
       const model = fallbackModel([gpt, claude], {
         perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 1, initialBackoffMs: 100, jitter: 'none' })),
       });
       const enough = story(runAgent({ model, messages: ask('q'), budget: { maxModelCalls: 3 } }));
       expect(enough.log.completed()).to.equal(true);
-      const gpt2 = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt2 = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude2 = scriptedModel('claude', [answer('Never.')]);
       const short = story(
         runAgent({
-          model: fallbackModel([gpt2, claude2], { perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 1, initialBackoffMs: 100, jitter: 'none' })) }),
+          model: fallbackModel([gpt2, claude2], {
+            perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 1, initialBackoffMs: 100, jitter: 'none' })),
+          }),
           messages: ask('q'),
           budget: { maxModelCalls: 2 },
         }),
@@ -264,7 +287,10 @@ describe('one run, one story (issue 11, from the README and the reference docume
     });
 
     it('fallbackTo with a model alternative, given the run’s context: counted, and its fallback reaches the run', () => {
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('Yes.'), answer('Yes.')]);
       const config = (maxModelCalls: number): AgentConfig => ({
         model: gpt,
@@ -282,7 +308,10 @@ describe('one run, one story (issue 11, from the README and the reference docume
 
     it('tokens: each provider attempt’s finish.usage counts once, across models and turns', () => {
       const read = scriptedTool('read', [{ result: 'r' }], { idempotent: true });
-      const gpt = scriptedModel('gpt', [[toolCall('c1', 'read', {}), finish('tool-calls', { inputTokens: 40, outputTokens: 10 })], { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        [toolCall('c1', 'read', {}), finish('tool-calls', { inputTokens: 40, outputTokens: 10 })],
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('Done.', { inputTokens: 60, outputTokens: 5 })]);
       const { log, labels } = story(runAgent({ model: fallbackModel([gpt, claude]), tools: [read], messages: ask('q'), budget: { maxTokens: 100 } }));
       const error = log.error() as BudgetExceededError;
@@ -311,7 +340,8 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const model = fallbackModel([gpt, claude], {
         breakers,
         midStream: 'restart',
-        perModel: (id, stream$, { hub }) => stream$.pipe(retryWithBackoff({ hub, target: `model:${id}`, maxRetries: 1, initialBackoffMs: 500, jitter: 'none' })),
+        perModel: (id, stream$, { hub }) =>
+          stream$.pipe(retryWithBackoff({ hub, target: `model:${id}`, maxRetries: 1, initialBackoffMs: 500, jitter: 'none' })),
       });
       const { all, log } = story(runAgent({ model, messages: ask("What's the weather in NYC?") }));
       expect(all).to.deep.equal([
@@ -336,7 +366,10 @@ describe('one run, one story (issue 11, from the README and the reference docume
 
     it("the issue's shape, no hub passed — retry and the model's own breaker inside perModel: their events are in the run's stream; an open breaker skips the model", () => {
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 });
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('One.'), answer('Two.')]);
       const model = fallbackModel([gpt, claude], {
         perModel: (id, stream$) => stream$.pipe(retryWithBackoff({ maxRetries: 1, initialBackoffMs: 100, jitter: 'none' }), circuitBreak(breakers.get(id))),
@@ -349,7 +382,14 @@ describe('one run, one story (issue 11, from the README and the reference docume
         flush();
       });
       const [first, second] = logs.map((log) => log.events.map(([, e]) => describeEvent(e)).filter((l) => !l.startsWith('call-')));
-      expect(first).to.deep.equal(['retry:model:gpt#1', 'circuit:gpt:closed>open', 'fallback:model:gpt>model:claude', 'text:One.', 'finish:stop', 'message:assistant']);
+      expect(first).to.deep.equal([
+        'retry:model:gpt#1',
+        'circuit:gpt:closed>open',
+        'fallback:model:gpt>model:claude',
+        'text:One.',
+        'finish:stop',
+        'message:assistant',
+      ]);
       // rejected before the model is called: the chain moves on as for an open breaker of its own
       expect(second).to.deep.equal(['circuit:gpt:rejected', 'fallback:model:gpt>model:claude', 'text:Two.', 'finish:stop', 'message:assistant']);
       expect(logs[1]!.events.map(([, e]) => e).find((e) => e.type === 'fallback')).to.deep.include({ reason: 'circuit_open' });
@@ -373,7 +413,16 @@ describe('one run, one story (issue 11, from the README and the reference docume
     it('a perModel that throws or returns no Observable errors the turn (the model is not called)', () => {
       const gpt = scriptedModel('gpt', [answer('Hi.')]);
       const boom = new Error('perModel bug');
-      const threw = story(runAgent({ model: fallbackModel([gpt], { perModel: () => { throw boom; } }), messages: ask('q') }));
+      const threw = story(
+        runAgent({
+          model: fallbackModel([gpt], {
+            perModel: () => {
+              throw boom;
+            },
+          }),
+          messages: ask('q'),
+        }),
+      );
       expect(threw.log.error()).to.equal(boom);
       const wrong = story(runAgent({ model: fallbackModel([gpt], { perModel: () => 42 as never }), messages: ask('q') }));
       expect(String((wrong.log.error() as Error).message)).to.match(/perModel\('gpt', …\) must return an Observable/);
@@ -445,7 +494,12 @@ describe('one run, one story (issue 11, from the README and the reference docume
       expect(email.executions).to.have.length(1);
       const read = scriptedTool('send_email', [{ error: new HttpError(503) }, { result: 'sent' }], { idempotent: true });
       const retried = story(
-        runAgent({ model: emailModel(), tools: [read], messages: ask('Email Ann'), toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` })) }),
+        runAgent({
+          model: emailModel(),
+          tools: [read],
+          messages: ask('Email Ann'),
+          toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` })),
+        }),
       );
       expect(retried.labels.filter((l) => l.startsWith('retry'))).to.deep.equal(['retry:tool:send_email#1', 'retry-succeeded:tool:send_email#2']);
     });
@@ -454,7 +508,12 @@ describe('one run, one story (issue 11, from the README and the reference docume
       const tool = sendEmail();
       const model = scriptedModel('m', [[toolCall('e1', 'send_email', { to: 42 }), finish('tool-calls')], answer('Which address?')]);
       const { labels } = story(
-        runAgent({ model, tools: [tool], messages: ask('Email Ann'), toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` }), reflectOnError()) }),
+        runAgent({
+          model,
+          tools: [tool],
+          messages: ask('Email Ann'),
+          toolPipeline: (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` }), reflectOnError()),
+        }),
       );
       expect(labels.filter((l) => /^(retry|reflection|tool-error)/.test(l))).to.deep.equal(['tool-error:send_email', 'reflection:send_email#1/3']);
     });
@@ -464,9 +523,16 @@ describe('one run, one story (issue 11, from the README and the reference docume
     it('retries a plain Error that the default leaves alone', () => {
       const flaky = scriptedTool('lookup', [{ error: new Error('flaky backend') }, { result: 42 }], { idempotent: true });
       const model = () => scriptedModel('m', [[toolCall('l1', 'lookup', {}), finish('tool-calls')], answer('42.')]);
-      const pipeline = (retryOn: 'all' | 'retryable'): AgentConfig['toolPipeline'] => (call, call$, { hub }) => call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, retryOn, jitter: 'none' }));
+      const pipeline =
+        (retryOn: 'all' | 'retryable'): AgentConfig['toolPipeline'] =>
+        (call, call$, { hub }) =>
+          call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, retryOn, jitter: 'none' }));
       const all = story(runAgent({ model: model(), tools: [flaky], messages: ask('q'), toolPipeline: pipeline('all') }));
-      expect(all.labels.filter((l) => /^(retry|tool-result|tool-error)/.test(l))).to.deep.equal(['retry:tool:lookup#1', 'retry-succeeded:tool:lookup#2', 'tool-result:lookup']);
+      expect(all.labels.filter((l) => /^(retry|tool-result|tool-error)/.test(l))).to.deep.equal([
+        'retry:tool:lookup#1',
+        'retry-succeeded:tool:lookup#2',
+        'tool-result:lookup',
+      ]);
       const flaky2 = scriptedTool('lookup', [{ error: new Error('flaky backend') }, { result: 42 }], { idempotent: true });
       const byDefault = story(runAgent({ model: model(), tools: [flaky2], messages: ask('q'), toolPipeline: pipeline('retryable') }));
       expect(byDefault.labels.filter((l) => /^(retry|tool-result|tool-error)/.test(l))).to.deep.equal(['tool-error:lookup']);
@@ -475,7 +541,12 @@ describe('one run, one story (issue 11, from the README and the reference docume
     it('never retries a crossed budget, even with retryOn: "all"', () => {
       const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, answer('never')]);
       const { log, labels } = story(
-        runAgent({ model: gpt, messages: ask('q'), budget: { maxModelCalls: 1 }, modelPipeline: (_r, turn$, { hub }) => turn$.pipe(retryWithBackoff({ hub, target: 'model:gpt', retryOn: 'all', maxRetries: 5 })) }),
+        runAgent({
+          model: gpt,
+          messages: ask('q'),
+          budget: { maxModelCalls: 1 },
+          modelPipeline: (_r, turn$, { hub }) => turn$.pipe(retryWithBackoff({ hub, target: 'model:gpt', retryOn: 'all', maxRetries: 5 })),
+        }),
       );
       expect(labels).to.deep.equal(['retry:model:gpt#1', 'budget-exceeded:modelCalls']);
       expect(log.error()).to.be.instanceOf(BudgetExceededError);
@@ -485,7 +556,10 @@ describe('one run, one story (issue 11, from the README and the reference docume
   describe('6. rxheal/testing: how and when a run ended, and no timer left behind', () => {
     it('record() gives the end and its virtual time; pendingActions() shows the deadline is gone', () => {
       const capabilities = new CapabilityRegistry();
-      const search = scriptedTool('knowledge_search', [{ marbles: '5000ms (r|)', values: { r: 'late' } }], { args: t.type({ query: t.string }), idempotent: true });
+      const search = scriptedTool('knowledge_search', [{ marbles: '5000ms (r|)', values: { r: 'late' } }], {
+        args: t.type({ query: t.string }),
+        idempotent: true,
+      });
       const model = scriptedModel('m', [[toolCall('s1', 'knowledge_search', { query: 'refunds' }), finish('tool-calls')], answer('From memory: 30 days.')]);
       const { log, labels, pending } = story(
         runAgent({
@@ -564,7 +638,8 @@ describe('one run, one story (issue 11, from the README and the reference docume
       ]);
       const reflection = events.find((e) => e.type === 'reflection');
       expect(reflection).to.deep.include({
-        prompt: 'The tool \'get_weather\' failed with: "units: expected \\"celsius\\" | \\"fahrenheit\\", got \\"kelvin\\"". Analyze what went wrong and provide corrected arguments.',
+        prompt:
+          'The tool \'get_weather\' failed with: "units: expected \\"celsius\\" | \\"fahrenheit\\", got \\"kelvin\\"". Analyze what went wrong and provide corrected arguments.',
       });
       expect(executions).to.deep.equal([{ city: 'NYC', units: 'celsius' }]);
       expect(log.completed()).to.equal(true);

@@ -47,7 +47,6 @@ const delta = (text: string): TurnEvent => ({ type: 'text-delta', text });
 const stop: TurnEvent = { type: 'finish', reason: 'stop' };
 const reset = (id: string): TurnEvent => ({ type: 'reset', reason: 'fallback', target: `model:${id}` });
 
-
 function collect(ts: TestScheduler, source: Observable<TurnEvent>): { events: TurnEvent[]; error: () => unknown } {
   const events: TurnEvent[] = [];
   let error: unknown;
@@ -206,7 +205,17 @@ describe('fallbackModel', () => {
       expect(fallbacks).to.deep.equal([
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
-        { type: 'circuit', breaker: 'model:primary', kind: 'transition', from: 'closed', to: 'open', reason: 'failure_threshold', failures: 3, at: 201, retryAfterMs: 60_000 },
+        {
+          type: 'circuit',
+          breaker: 'model:primary',
+          kind: 'transition',
+          from: 'closed',
+          to: 'open',
+          reason: 'failure_threshold',
+          failures: 3,
+          at: 201,
+          retryAfterMs: 60_000,
+        },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'service_unavailable', midStream: false },
         { type: 'circuit', breaker: 'model:primary', kind: 'rejected', retryAfterMs: 59_901 },
         { type: 'fallback', from: 'model:primary', to: 'model:secondary', reason: 'circuit_open', midStream: false },
@@ -343,7 +352,12 @@ describe('fallbackModel', () => {
         const primary = scripted('primary', cold('-r-#', { r: think }, e503));
         const secondary = scripted('secondary', cold('-s-(f|)', { s: delta('Sunny.'), f: stop }));
         const model = fallbackModel([primary, secondary], { midStream: 'continue' });
-        expectObservable(streamModel(model, request)).toBe('-r-xs-(f|)', { r: think, x: { type: 'reset', reason: 'fallback', target: 'model:secondary' }, s: delta('Sunny.'), f: stop });
+        expectObservable(streamModel(model, request)).toBe('-r-xs-(f|)', {
+          r: think,
+          x: { type: 'reset', reason: 'fallback', target: 'model:secondary' },
+          s: delta('Sunny.'),
+          f: stop,
+        });
         flush();
         expect(secondary.requests).to.deep.equal([request]);
       });
@@ -356,7 +370,11 @@ describe('fallbackModel', () => {
         [['The weather in NYC is'], [' is', ' sunny.'], 'The weather in NYC is sunny.'],
         [['The weather in NYC is'], ['in NYC is sunny.'], 'The weather in NYC is sunny.'],
         // a long repeat is trimmed even when it starts mid-word
-        [['Temperatures: 22°C in NYC, 18°C in Boston'], ['C in NYC, 18°C in Boston, 25°C in Miami.'], 'Temperatures: 22°C in NYC, 18°C in Boston, 25°C in Miami.'],
+        [
+          ['Temperatures: 22°C in NYC, 18°C in Boston'],
+          ['C in NYC, 18°C in Boston, 25°C in Miami.'],
+          'Temperatures: 22°C in NYC, 18°C in Boston, 25°C in Miami.',
+        ],
       ];
       for (const [partial, continuation, expected] of cases) {
         const ts = testScheduler();
@@ -384,7 +402,13 @@ describe('fallbackModel', () => {
 
     it("'continue' trims in time linear in the overlap window: a repetitive 3 000-character tail, a continuation one character a delta (it took over 30 s)", () => {
       const tail = 'ab'.repeat(1500);
-      const primary = scripted('primary', concat(of(delta(tail)), throwError(() => e503)));
+      const primary = scripted(
+        'primary',
+        concat(
+          of(delta(tail)),
+          throwError(() => e503),
+        ),
+      );
       const secondary = scripted('secondary', concat(from([...tail.slice(0, 2000)].map(delta)), of(delta('!'), stop)));
       let shownText = '';
       let error: unknown;
@@ -402,14 +426,14 @@ describe('fallbackModel', () => {
         const repeat = { n: delta('NYC is'), s: delta(' sunny.'), f: stop };
         const secondary = scripted('secondary', cold('-n-s-(f|)', repeat));
         // the repeat (6 characters) is longer than maxOverlap: passed on at once, untrimmed
-        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 5 }), request)).toBe(
-          '-a-b-c--n-s-(f|)',
-          { ...partialValues, ...repeat },
-        );
-        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 0 }), request)).toBe(
-          '-a-b-c--n-s-(f|)',
-          { ...partialValues, ...repeat },
-        );
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 5 }), request)).toBe('-a-b-c--n-s-(f|)', {
+          ...partialValues,
+          ...repeat,
+        });
+        expectObservable(streamModel(fallbackModel([primary, secondary], { midStream: 'continue', maxOverlap: 0 }), request)).toBe('-a-b-c--n-s-(f|)', {
+          ...partialValues,
+          ...repeat,
+        });
       });
     });
 
@@ -445,7 +469,15 @@ describe('fallbackModel', () => {
     describe("issue 19, defect 6: 'continue' with a perModel retry that restarts (afterEmit: 'restart') inside the continuation", () => {
       const hello = { a: delta('Hello wor') };
       const restarting: FallbackModelOptions['perModel'] = (_id, stream$, { target }) =>
-        stream$.pipe(retryWithBackoff<TurnEvent>({ maxRetries: 1, initialBackoffMs: 10, jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target }) }));
+        stream$.pipe(
+          retryWithBackoff<TurnEvent>({
+            maxRetries: 1,
+            initialBackoffMs: 10,
+            jitter: 'none',
+            afterEmit: 'restart',
+            onRestart: () => ({ type: 'reset', reason: 'retry', target }),
+          }),
+        );
       const retryReset: TurnEvent = { type: 'reset', reason: 'retry', target: 'model:secondary' };
 
       it("the reset takes back only the continuation's own text: the consumer is shown the partial text again, then the retried continuation ('Hello world! How are you?', not 'ld! How are you?')", () => {
@@ -454,8 +486,18 @@ describe('fallbackModel', () => {
           // the primary has no retry (perModel passes it as is); the continuation's first attempt fails after 'ld!'
           const primary = scripted('primary', cold('-a-#', hello, e503));
           const secondary = scripted('secondary', cold('-b-#', { b: delta('ld!') }, e503), cold('-c-(f|)', { c: delta('ld! How are you?'), f: stop }));
-          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
-          expectObservable(streamModel(model, request)).toBe('-a--b-(Rp) 7ms c-(f|)', { ...hello, b: delta('ld!'), R: retryReset, p: delta('Hello wor'), c: delta('ld! How are you?'), f: stop });
+          const model = fallbackModel([primary, secondary], {
+            midStream: 'continue',
+            perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)),
+          });
+          expectObservable(streamModel(model, request)).toBe('-a--b-(Rp) 7ms c-(f|)', {
+            ...hello,
+            b: delta('ld!'),
+            R: retryReset,
+            p: delta('Hello wor'),
+            c: delta('ld! How are you?'),
+            f: stop,
+          });
           flush();
           // both attempts of the continuation continue the same partial text
           expect(secondary.requests).to.deep.equal([continueRequest('Hello wor'), continueRequest('Hello wor')]);
@@ -472,13 +514,26 @@ describe('fallbackModel', () => {
           const end: TurnEvent = { type: 'reasoning-end', signature: 'sig-1' };
           const primary = scripted('primary', cold('-r-m-e-a-#', { r: think, m: more, e: end, ...hello }, e503));
           const own: TurnEvent = { type: 'reasoning-delta', text: 'Continue after "wor".' };
-          const secondary = scripted('secondary', cold('-o-b-#', { o: own, b: delta('ld!') }, e503), cold('-c-(f|)', { c: delta('ld! How are you?'), f: stop }));
-          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
+          const secondary = scripted(
+            'secondary',
+            cold('-o-b-#', { o: own, b: delta('ld!') }, e503),
+            cold('-c-(f|)', { c: delta('ld! How are you?'), f: stop }),
+          );
+          const model = fallbackModel([primary, secondary], {
+            midStream: 'continue',
+            perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)),
+          });
           const { events, error } = collect(ts, streamModel(model, request));
           flush();
           expect(error()).to.equal(undefined);
           const afterReset = events.slice(events.findIndex((e) => e.type === 'reset') + 1);
-          expect(afterReset).to.deep.equal([{ type: 'reasoning-delta', text: 'A greeting, then a question.' }, end, delta('Hello wor'), delta('ld! How are you?'), stop]);
+          expect(afterReset).to.deep.equal([
+            { type: 'reasoning-delta', text: 'A greeting, then a question.' },
+            end,
+            delta('Hello wor'),
+            delta('ld! How are you?'),
+            stop,
+          ]);
         });
       });
 
@@ -488,7 +543,10 @@ describe('fallbackModel', () => {
           const primary = scripted('primary', cold('-a-#', hello, e503));
           // 'wor' could still be a repeat: held, never shown; the retry's attempt repeats it again
           const secondary = scripted('secondary', cold('-w-#', { w: delta('wor') }, e503), cold('-x-(f|)', { x: delta('world! How are you?'), f: stop }));
-          const model = fallbackModel([primary, secondary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)) });
+          const model = fallbackModel([primary, secondary], {
+            midStream: 'continue',
+            perModel: (id, s$, c) => (id === 'primary' ? s$ : restarting(id, s$, c)),
+          });
           expectObservable(streamModel(model, request)).toBe('-a-- 12ms -x-(f|)', { ...hello, x: delta('ld! How are you?'), f: stop });
         });
       });
@@ -497,7 +555,12 @@ describe('fallbackModel', () => {
         testScheduler().run(({ cold, expectObservable }) => {
           const primary = scripted('primary', cold('-a-#', hello, e503), cold('-h-(f|)', { h: delta('Hello world!'), f: stop }));
           const model = fallbackModel([primary], { midStream: 'continue', perModel: restarting });
-          expectObservable(streamModel(model, request)).toBe('-a-R 9ms -h-(f|)', { ...hello, R: { ...retryReset, target: 'model:primary' }, h: delta('Hello world!'), f: stop });
+          expectObservable(streamModel(model, request)).toBe('-a-R 9ms -h-(f|)', {
+            ...hello,
+            R: { ...retryReset, target: 'model:primary' },
+            h: delta('Hello world!'),
+            f: stop,
+          });
         });
       });
 
@@ -507,7 +570,10 @@ describe('fallbackModel', () => {
           const primary = scripted('primary', cold('-a-#', hello, e503));
           const secondary = scripted('secondary', cold('-b-#', { b: delta('ld!') }, e503), cold('-c-#', { c: delta('ld! How') }, e503));
           const tertiary = scripted('tertiary', cold('-t-(f|)', { t: delta(' are you?'), f: stop }));
-          const model = fallbackModel([primary, secondary, tertiary], { midStream: 'continue', perModel: (id, s$, c) => (id === 'secondary' ? restarting(id, s$, c) : s$) });
+          const model = fallbackModel([primary, secondary, tertiary], {
+            midStream: 'continue',
+            perModel: (id, s$, c) => (id === 'secondary' ? restarting(id, s$, c) : s$),
+          });
           const { events, error } = collect(ts, streamModel(model, request));
           flush();
           expect(error()).to.equal(undefined);
@@ -643,7 +709,8 @@ describe('fallbackModel', () => {
         const model = fallbackModel([scripted('primary', first, second), scripted('secondary', backup)], {
           breakers,
           hub,
-          perModel: (_id, stream$, context) => stream$.pipe(retryWithBackoff({ hub: context.hub, target: context.target, maxRetries: 1, initialBackoffMs: 10, jitter: 'none' })),
+          perModel: (_id, stream$, context) =>
+            stream$.pipe(retryWithBackoff({ hub: context.hub, target: context.target, maxRetries: 1, initialBackoffMs: 10, jitter: 'none' })),
         });
         expectObservable(streamModel(model, request)).toBe('13ms x-(s|)', { x: delta('Sunny.'), s: stop });
         expectSubscriptions(first.subscriptions).toBe('^!');
@@ -679,7 +746,14 @@ describe('fallbackModel', () => {
       const secondary = scripted('secondary', of(delta('b'), stop));
       const bug = new Error('perModel bug');
       let error: unknown;
-      streamModel(fallbackModel([primary, secondary], { perModel: () => { throw bug; } }), request).subscribe({ error: (e: unknown) => (error = e) });
+      streamModel(
+        fallbackModel([primary, secondary], {
+          perModel: () => {
+            throw bug;
+          },
+        }),
+        request,
+      ).subscribe({ error: (e: unknown) => (error = e) });
       expect(error).to.equal(bug);
       expect([primary.requests.length, secondary.requests.length]).to.deep.equal([0, 0]);
     });
@@ -691,7 +765,13 @@ describe('fallbackModel', () => {
       const spy = (id: string, turn: Observable<TurnEvent>): Model => ({ id, stream: (_r, context) => (seen.push(context), turn) });
       const budget: BudgetMeter = { modelCall: () => undefined, usage: () => undefined };
       const run = new HealHub();
-      const model = fallbackModel([spy('a', throwError(() => e503)), spy('b', of(delta('b'), stop))]);
+      const model = fallbackModel([
+        spy(
+          'a',
+          throwError(() => e503),
+        ),
+        spy('b', of(delta('b'), stop)),
+      ]);
       streamModel(model, request, { hub: run, budget, scheduler: asyncScheduler, callId: 'step-2.1', step: 2 }).subscribe();
       expect(seen.map((c) => [c.hub === run, c.budget === budget, c.scheduler === asyncScheduler, c.callId, c.step])).to.deep.equal([
         [true, true, true, 'step-2.1/1', 2],
@@ -705,7 +785,16 @@ describe('fallbackModel', () => {
         const run = new HealHub();
         const [fromOwn, fromRun] = [recordHub(own), recordHub(run)];
         const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
-        const model = fallbackModel([scripted('a', throwError(() => e503)), scripted('b', of(delta('b'), stop))], { hub: own, breakers });
+        const model = fallbackModel(
+          [
+            scripted(
+              'a',
+              throwError(() => e503),
+            ),
+            scripted('b', of(delta('b'), stop)),
+          ],
+          { hub: own, breakers },
+        );
         streamModel(model, request, { hub: run }).subscribe();
         const story = (log: HealEvent[]) => log.map((e) => (e.type === 'circuit' && e.kind === 'transition' ? `circuit:${e.breaker}:${e.to}` : e.type));
         expect(story(fromOwn)).to.deep.equal(['circuit:model:a:open', 'fallback']);
@@ -713,7 +802,20 @@ describe('fallbackModel', () => {
         // the same hub for both: once
         const same = new HealHub();
         const fromSame = recordHub(same);
-        streamModel(fallbackModel([scripted('c', throwError(() => e503)), scripted('d', of(stop))], { hub: same }), request, { hub: same }).subscribe();
+        streamModel(
+          fallbackModel(
+            [
+              scripted(
+                'c',
+                throwError(() => e503),
+              ),
+              scripted('d', of(stop)),
+            ],
+            { hub: same },
+          ),
+          request,
+          { hub: same },
+        ).subscribe();
         expect(fromSame.map((e) => e.type)).to.deep.equal(['fallback']);
       });
     });
@@ -763,8 +865,12 @@ describe('fallbackModel: a user callback that throws (the guard rule)', () => {
     ['adapt', (boom) => ({ adapt: thrower(boom) }), false],
     ['shouldFallback', (boom) => ({ shouldFallback: thrower(boom) }), false],
     ['classifier', (boom) => ({ classifier: thrower(boom) }), false],
-    ["a breaker's isFailure (breakers registry)", (boom, scheduler) => ({ breakers: new CircuitBreakerRegistry({ scheduler, isFailure: thrower(boom) }) }), false],
-    ['the primary model\'s stream()', () => ({}), true],
+    [
+      "a breaker's isFailure (breakers registry)",
+      (boom, scheduler) => ({ breakers: new CircuitBreakerRegistry({ scheduler, isFailure: thrower(boom) }) }),
+      false,
+    ],
+    ["the primary model's stream()", () => ({}), true],
   ];
   for (const [callback, options, streamThrows] of cases) {
     for (const kind of KINDS) {

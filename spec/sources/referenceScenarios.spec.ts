@@ -114,9 +114,13 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     const plugin = { maxRetries: 3, initialBackoffMs: 500, backoffMultiplier: 2, maxBackoffMs: 30_000, jitter: 'none' } as const;
 
     it('a flaky tool: retried after 500, 1 000 and 2 000 ms, the 4th attempt succeeds; the run goes on with its result', () => {
-      const api = scriptedTool('flaky_api', [{ error: new HttpError(503) }, { error: new HttpError(503) }, { error: new HttpError(503) }, { result: { ok: true } }], {
-        idempotent: true,
-      });
+      const api = scriptedTool(
+        'flaky_api',
+        [{ error: new HttpError(503) }, { error: new HttpError(503) }, { error: new HttpError(503) }, { result: { ok: true } }],
+        {
+          idempotent: true,
+        },
+      );
       const model = scriptedModel('m', [[toolCall('c1', 'flaky_api', {}), finish('tool-calls')], answer('Done.')]);
       const { log, pending } = runToEnd({
         model,
@@ -155,9 +159,7 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     it('the cap: delays double up to 30 000 ms and stay there', () => {
       const delays = virtual((ts) => {
         const seen: number[] = [];
-        const log = record(
-          throwError(() => new HttpError(503)).pipe(retryWithBackoff({ ...plugin, maxRetries: 9, onRetry: (i) => seen.push(i.delayMs) })),
-        );
+        const log = record(throwError(() => new HttpError(503)).pipe(retryWithBackoff({ ...plugin, maxRetries: 9, onRetry: (i) => seen.push(i.delayMs) })));
         ts.flush();
         expect(log.error()).to.be.instanceOf(RetriesExhaustedError);
         expect((log.error() as RetriesExhaustedError).attempts).to.equal(10);
@@ -167,7 +169,7 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       expect(delays).to.deep.equal([500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
     });
 
-    it('four failures: RetriesExhaustedError at 3 500 ms, every attempt\'s error kept', () => {
+    it("four failures: RetriesExhaustedError at 3 500 ms, every attempt's error kept", () => {
       virtual((ts) => {
         let n = 0;
         const log = record(defer(() => throwError(() => new HttpError(503, undefined, `attempt ${++n}`))).pipe(retryWithBackoff(plugin)));
@@ -181,7 +183,9 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     });
 
     it('the reference log lines: "tool call failed, retrying … attempt=1 max=3 backoff_ms=500 error=…", then "retry succeeded … attempt=2"', () => {
-      const weather = scriptedTool('get_weather', [{ error: new HttpError(503, undefined, 'Service Unavailable') }, { result: { temperature: 22 } }], { idempotent: true });
+      const weather = scriptedTool('get_weather', [{ error: new HttpError(503, undefined, 'Service Unavailable') }, { result: { temperature: 22 } }], {
+        idempotent: true,
+      });
       const model = scriptedModel('m', [[toolCall('c1', 'get_weather', { city: 'NYC' }), finish('tool-calls')], answer('22 °C.')]);
       const { log } = runToEnd({
         model,
@@ -253,10 +257,13 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         role: 'tool',
         toolCallId: 'c1',
         content:
-          "The tool 'get_weather' failed with: \"Invalid units. Supported: celsius, fahrenheit\". Analyze what went wrong and provide corrected arguments.",
+          'The tool \'get_weather\' failed with: "Invalid units. Supported: celsius, fahrenheit". Analyze what went wrong and provide corrected arguments.',
       });
       expect(model.requests[2]!.messages.at(-1)).to.deep.include({ role: 'tool', toolCallId: 'c2', content: '{"temperature":22,"condition":"sunny"}' });
-      expect(inOrder(labels(log), ['tool-call:get_weather', 'finish:tool-calls', 'message:assistant', 'tool-error:get_weather', 'reflection:get_weather#1/3']), JSON.stringify(labels(log))).to.equal(true);
+      expect(
+        inOrder(labels(log), ['tool-call:get_weather', 'finish:tool-calls', 'message:assistant', 'tool-error:get_weather', 'reflection:get_weather#1/3']),
+        JSON.stringify(labels(log)),
+      ).to.equal(true);
       expect(logLines(log)).to.include('INFO rxheal: reflection injected tool_name=get_weather call_id=c1 attempt=1 max=3');
       expect(summarizeEvents(log.events).reflections).to.deep.include({ total: 1, corrected: 1, successRate: 1 });
     });
@@ -288,7 +295,7 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         'reflection:get_weather#exhausted',
       ]);
       expect(String(model.requests[4]!.messages.at(-1)!.content)).to.equal(
-        "The tool 'get_weather' has failed 4 times in a row (last error: \"Invalid units\"). Do not call it again. Tell the user it is unavailable right now and continue without it.",
+        'The tool \'get_weather\' has failed 4 times in a row (last error: "Invalid units"). Do not call it again. Tell the user it is unavailable right now and continue without it.',
       );
       expect(logLines(log)).to.include('WARN rxheal: reflections exhausted, tool abandoned tool_name=get_weather call_id=c4 attempt=4 max=3');
       expect(log.completed()).to.equal(true);
@@ -394,7 +401,7 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       });
     });
 
-    it('the article\'s variant: half_open_max_calls = 3 — three probe successes close it, a failure among them re-opens it', () => {
+    it("the article's variant: half_open_max_calls = 3 — three probe successes close it, a failure among them re-opens it", () => {
       virtual((ts) => {
         const breaker = new CircuitBreaker({ name: 'openai', failureThreshold: 5, resetTimeoutMs: 30_000, halfOpenMaxCalls: 3 });
         const states: string[] = [];
@@ -449,7 +456,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     it('per-model breakers: GPT-4o failing does not affect Claude', () => {
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 2, resetTimeoutMs: 60_000 });
       const gpt = scriptedModel('gpt-4o', Array(5).fill({ marbles: '-#', error: new HttpError(503) }));
-      const claude = scriptedModel('claude', Array.from({ length: 5 }, (_, i) => answer(`answer ${i}`)));
+      const claude = scriptedModel(
+        'claude',
+        Array.from({ length: 5 }, (_, i) => answer(`answer ${i}`)),
+      );
       const model = fallbackModel([gpt, claude], { breakers });
       const logs: Recording<AgentEvent>[] = [];
       virtual((ts) => {
@@ -591,18 +601,21 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
   });
 
   describe('fallback routing: primary → secondary → tertiary, a breaker each', () => {
-    it('all providers failing: AllFallbacksFailedError with each provider\'s error, in order', () => {
+    it("all providers failing: AllFallbacksFailedError with each provider's error, in order", () => {
       const errors = [new HttpError(503), new HttpError(429), new HttpError(500)];
       const models = ['openai', 'anthropic', 'google'].map((id, i) => scriptedModel(id, [{ marbles: '-#', error: errors[i] }]));
       const { log } = runToEnd({ model: fallbackModel(models, { breakers: new CircuitBreakerRegistry() }), messages: ask('q') });
       const error = log.error() as AllFallbacksFailedError;
       expect(error).to.be.instanceOf(AllFallbacksFailedError);
       expect(error.errors).to.deep.equal(errors);
-      expect(labels(log).filter((l) => l.startsWith('fallback'))).to.deep.equal(['fallback:model:openai>model:anthropic', 'fallback:model:anthropic>model:google']);
+      expect(labels(log).filter((l) => l.startsWith('fallback'))).to.deep.equal([
+        'fallback:model:openai>model:anthropic',
+        'fallback:model:anthropic>model:google',
+      ]);
       expect(error.message).to.contain('3 alternatives failed');
     });
 
-    it('a programming error (TypeError, …: the Ruby module\'s non-fallback errors) passes through at once: no other model would fix it', () => {
+    it("a programming error (TypeError, …: the Ruby module's non-fallback errors) passes through at once: no other model would fix it", () => {
       for (const bug of [new TypeError('undefined is not a function'), new RangeError('bad length'), new SyntaxError('bad JSON in our code')]) {
         const gpt = scriptedModel('gpt', [{ marbles: '-#', error: bug }]);
         const claude = scriptedModel('claude', [answer('y')]);
@@ -625,14 +638,25 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     });
 
     it("mid-stream 'restart': a reset, then the secondary's whole answer; nothing lost, nothing doubled, in the UI and in history", () => {
-      const gpt = scriptedModel('gpt', [{ marbles: '-a-b-#', values: { a: { type: 'text-delta', text: 'Rivers' }, b: { type: 'text-delta', text: ' run' } }, error: new HttpError(502) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-a-b-#', values: { a: { type: 'text-delta', text: 'Rivers' }, b: { type: 'text-delta', text: ' run' } }, error: new HttpError(502) },
+      ]);
       const claude = scriptedModel('claude', [answer('Rivers run to the sea.')]);
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
       const { log } = runToEnd({ model: fallbackModel([gpt, claude], { breakers, midStream: 'restart' }), messages: ask('story') });
-      expect(labels(log).slice(0, 5)).to.deep.equal(['text:Rivers', 'text: run', 'circuit:model:gpt:closed>open', 'fallback:model:gpt>model:claude', 'reset:fallback']);
+      expect(labels(log).slice(0, 5)).to.deep.equal([
+        'text:Rivers',
+        'text: run',
+        'circuit:model:gpt:closed>open',
+        'fallback:model:gpt>model:claude',
+        'reset:fallback',
+      ]);
       expect(shown(log)).to.equal('Rivers run to the sea.');
       const streamed = log.events.map(([, e]) => e).filter((e) => e.type === 'text-delta' || e.type === 'reset');
-      const afterReset = streamed.slice(streamed.findIndex((e) => e.type === 'reset') + 1).map((e) => (e as { text: string }).text).join('');
+      const afterReset = streamed
+        .slice(streamed.findIndex((e) => e.type === 'reset') + 1)
+        .map((e) => (e as { text: string }).text)
+        .join('');
       expect(afterReset).to.equal('Rivers run to the sea.');
       const [, fallback] = ofType(log, 'fallback')[0]!;
       expect(fallback).to.deep.include({ reason: 'bad_gateway', midStream: true });
@@ -640,11 +664,17 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     });
 
     it("mid-stream 'continue': the secondary continues the partial text; a repeated tail is trimmed; every word once", () => {
-      const gpt = scriptedModel('gpt', [{ marbles: '-a-b-#', values: { a: { type: 'text-delta', text: 'Rivers run' }, b: { type: 'text-delta', text: ' to the' } }, error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-a-b-#', values: { a: { type: 'text-delta', text: 'Rivers run' }, b: { type: 'text-delta', text: ' to the' } }, error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [[...textDeltas(' to the sea, always.'), finish()]]);
       const { log } = runToEnd({ model: fallbackModel([gpt, claude], { midStream: 'continue' }), messages: ask('story') });
       expect(labels(log)).not.to.include('reset:fallback');
-      const text = log.events.map(([, e]) => e).filter((e) => e.type === 'text-delta').map((e) => (e as { text: string }).text).join('');
+      const text = log.events
+        .map(([, e]) => e)
+        .filter((e) => e.type === 'text-delta')
+        .map((e) => (e as { text: string }).text)
+        .join('');
       expect(text).to.equal('Rivers run to the sea, always.');
       expect(shown(log)).to.equal('Rivers run to the sea, always.');
       expect(claude.requests[0]!.messages.slice(-2)[0]).to.deep.equal({ role: 'assistant', content: 'Rivers run to the' });
@@ -677,7 +707,7 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       expect(logLines(logs[1]!)[1]).to.equal('WARN rxheal: fallback activated from=model:gpt to=model:claude reason=circuit_open mid_stream=false');
     });
 
-    it('perModel: each model retried (500, 1 000 ms) before the chain falls back; every event in the run\'s stream', () => {
+    it("perModel: each model retried (500, 1 000 ms) before the chain falls back; every event in the run's stream", () => {
       const gpt = scriptedModel('gpt', Array(3).fill({ marbles: '-#', error: new HttpError(503) }));
       const claude = scriptedModel('claude', [answer('Fine.')]);
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1 });
@@ -691,7 +721,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         [1, 'model:gpt', 500],
         [502, 'model:gpt', 1000],
       ]);
-      expect(inOrder(labels(log), ['retry:model:gpt#1', 'retry:model:gpt#2', 'circuit:model:gpt:closed>open', 'fallback:model:gpt>model:claude']), JSON.stringify(labels(log))).to.equal(true);
+      expect(
+        inOrder(labels(log), ['retry:model:gpt#1', 'retry:model:gpt#2', 'circuit:model:gpt:closed>open', 'fallback:model:gpt>model:claude']),
+        JSON.stringify(labels(log)),
+      ).to.equal(true);
     });
   });
 
@@ -700,7 +733,14 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
 
     it('the knowledge search takes 6 s: degraded at 3 s, the run goes on, the next prompt says it is unavailable; a later fast search restores it', () => {
       const capabilities = new CapabilityRegistry();
-      const search = scriptedTool('knowledge_search', [{ marbles: '6000ms (r|)', values: { r: ['doc'] } }, { marbles: '10ms (r|)', values: { r: ['refund: 30 days'] } }], { idempotent: true });
+      const search = scriptedTool(
+        'knowledge_search',
+        [
+          { marbles: '6000ms (r|)', values: { r: ['doc'] } },
+          { marbles: '10ms (r|)', values: { r: ['refund: 30 days'] } },
+        ],
+        { idempotent: true },
+      );
       const model = scriptedModel('m', [
         [toolCall('c1', 'knowledge_search', { query: 'refund' }), finish('tool-calls')],
         answer('Knowledge base search is temporarily unavailable; usually refunds take 30 days.'),
@@ -712,7 +752,8 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         tools: [search],
         capabilities,
         instruction: 'You are a helpful assistant.',
-        toolPipeline: (call: { name: string }, call$: Observable<unknown>) => call$.pipe(degradeAfter(3000, 'unavailable', { capability: call.name, capabilities })),
+        toolPipeline: (call: { name: string }, call$: Observable<unknown>) =>
+          call$.pipe(degradeAfter(3000, 'unavailable', { capability: call.name, capabilities })),
       };
       const first = runToEnd({ ...config, messages: ask('refund policy?') });
       expect(first.log.end()).to.deep.equal({ kind: 'complete', at: 3000 });
@@ -736,12 +777,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       expect(summary.capabilities['knowledge_search']).to.deep.include({ degraded: 1 });
     });
 
-    it('timeout-based degradation (the article\'s get_enriched_context): no RAG result within 3 s → proceed with null, never block', () => {
+    it("timeout-based degradation (the article's get_enriched_context): no RAG result within 3 s → proceed with null, never block", () => {
       virtual((ts) => {
         const slow = scriptedTool('rag', [{ marbles: '5000ms (r|)', values: { r: 'docs' } }]);
-        const log = record(
-          defer(() => slow.execute(undefined, { signal: new AbortController().signal }) as Observable<string>).pipe(degradeAfter(3000, null)),
-        );
+        const log = record(defer(() => slow.execute(undefined, { signal: new AbortController().signal }) as Observable<string>).pipe(degradeAfter(3000, null)));
         ts.flush();
         expect(log.events).to.deep.equal([[3000, null]]);
         expect(log.end()).to.deep.equal({ kind: 'complete', at: 3000 });
@@ -756,7 +795,8 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       const stalled = new Error('stalled');
       const { log, pending } = runToEnd({
         model: fallbackModel([gpt, claude], {
-          perModel: (_id, s$) => s$.pipe(degradeAfter({ firstMs: 8000, idleMs: 4000 }, () => throwError(() => Object.assign(stalled, { name: 'TimeoutError' })))),
+          perModel: (_id, s$) =>
+            s$.pipe(degradeAfter({ firstMs: 8000, idleMs: 4000 }, () => throwError(() => Object.assign(stalled, { name: 'TimeoutError' })))),
         }),
         messages: ask('q'),
       });
@@ -771,7 +811,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
   describe('total timeouts', () => {
     it('an attempt in flight at the budget is cancelled exactly then: TotalTimeoutError, elapsed = budget', () => {
       virtual((ts) => {
-        const gpt = scriptedModel('gpt', [{ marbles: '100ms #', error: new HttpError(503) }, { marbles: '20000ms (f|)', values: { f: finish() } }]);
+        const gpt = scriptedModel('gpt', [
+          { marbles: '100ms #', error: new HttpError(503) },
+          { marbles: '20000ms (f|)', values: { f: finish() } },
+        ]);
         const log = record(
           runAgent({
             model: gpt,
@@ -799,7 +842,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       });
       // attempt 1 fails at 1000, waits 500; attempt 2 fails at 2500: a 1000 ms wait would end at 3500 ≥ 3000 → give up at 2500
       // (the reason is the classification of the TotalTimeoutError, which names its cause: the 503)
-      expect(ofType(log, 'fallback')[0]).to.deep.equal([2500, { type: 'fallback', from: 'model:gpt', to: 'model:claude', reason: 'service_unavailable', midStream: false }]);
+      expect(ofType(log, 'fallback')[0]).to.deep.equal([
+        2500,
+        { type: 'fallback', from: 'model:gpt', to: 'model:claude', reason: 'service_unavailable', midStream: false },
+      ]);
       expect(gpt.calls).to.equal(2);
       expect(log.completed()).to.equal(true);
     });
@@ -828,12 +874,15 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       const { log } = runToEnd({ model, messages: ask('sql?'), output: validateOutput([noDangerousSql], { maxCorrections: 3 }) });
       expect(model.calls).to.equal(4);
       expect(log.completed()).to.equal(true);
-      const last = log.events.map(([, e]) => e).filter((e) => e.type === 'message').at(-1);
+      const last = log.events
+        .map(([, e]) => e)
+        .filter((e) => e.type === 'message')
+        .at(-1);
       expect(last).to.deep.equal({ type: 'message', message: { role: 'assistant', content: 'DROP TABLE users;', validated: false } });
     });
   });
 
-  describe('error classification: retryable vs fatal (the article\'s table, the Ruby module\'s defaults)', () => {
+  describe("error classification: retryable vs fatal (the article's table, the Ruby module's defaults)", () => {
     it('429/500/502/503/504 retryable (exponential backoff); 400/401/403/404/422 fatal; timeouts and connection errors retryable; unknown fail fast', () => {
       const retryable = { 429: 'rate_limit', 500: 'server_error', 502: 'bad_gateway', 503: 'service_unavailable', 504: 'gateway_timeout' } as const;
       const fatal = { 400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 422: 'validation_error' } as const;
@@ -845,7 +894,11 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       }
       const timeout = Object.assign(new Error('timed out'), { name: 'TimeoutError' });
       expect(classifyError(timeout)).to.deep.include({ retryable: true, category: 'timeout', strategy: 'retry_with_longer_timeout' });
-      expect(classifyError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).to.deep.include({ retryable: true, category: 'connection', strategy: 'exponential_backoff' });
+      expect(classifyError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).to.deep.include({
+        retryable: true,
+        category: 'connection',
+        strategy: 'exponential_backoff',
+      });
       expect(classifyError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).to.deep.include({ retryable: true, category: 'connection' });
       expect(classifyError(new TypeError('x is not a function'))).to.deep.include({ retryable: false, fallback: false, category: 'programming' });
       expect(classifyError(new Error('something odd'))).to.deep.include({ retryable: false, category: 'unknown' });
@@ -858,9 +911,12 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     });
   });
 
-  describe('monitoring self-healing (the article\'s metrics)', () => {
+  describe("monitoring self-healing (the article's metrics)", () => {
     it('breaker open time, retry rate per provider and error type, fallback frequency, self-correction rate, degraded time — from one run', () => {
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(429) }, { marbles: '-#', error: new HttpError(503) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(429) },
+        { marbles: '-#', error: new HttpError(503) },
+      ]);
       const claude = scriptedModel('claude', [answer('ok')]);
       const breakers = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000 });
       const model = fallbackModel([gpt, claude], { breakers, perModel: (_id, s$) => s$.pipe(retryWithBackoff({ maxRetries: 1, jitter: 'none' })) });
@@ -875,16 +931,22 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
     });
   });
 
-  describe('more of the plugin\'s rules, at agent level', () => {
+  describe("more of the plugin's rules, at agent level", () => {
     it('a tool returning its result as a plain string: the model gets the whole string, not its last character', () => {
-      const weather = defineTool({ name: 'get_weather', description: 'w', args: t.type({ city: t.string }), idempotent: true, execute: ({ city }) => `Sunny in ${city}` });
+      const weather = defineTool({
+        name: 'get_weather',
+        description: 'w',
+        args: t.type({ city: t.string }),
+        idempotent: true,
+        execute: ({ city }) => `Sunny in ${city}`,
+      });
       const model = scriptedModel('m', [[toolCall('c1', 'get_weather', { city: 'Paris' }), finish('tool-calls')], answer('Sunny.')]);
       const { log } = runToEnd({ model, tools: [weather], messages: ask('w?') });
       expect(ofType(log, 'tool-result')[0]![1].result).to.equal('Sunny in Paris');
       expect(model.requests[1]!.messages.at(-1)).to.deep.include({ role: 'tool', content: 'Sunny in Paris' });
     });
 
-    it('a 429 with retry-after: 2 waits the server\'s 2 000 ms instead of 500', () => {
+    it("a 429 with retry-after: 2 waits the server's 2 000 ms instead of 500", () => {
       const api = scriptedTool('api', [{ error: new HttpError(429, { 'retry-after': '2' }) }, { result: 'ok' }], { idempotent: true });
       const model = scriptedModel('m', [[toolCall('c1', 'api', {}), finish('tool-calls')], answer('done')]);
       const { log } = runToEnd({
@@ -955,7 +1017,14 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         messages: ask('q'),
         budget: { maxModelCalls: 2 },
         modelPipeline: (request, turn$, context) =>
-          turn$.pipe(fallbackTo<TurnEvent>(claude, { request, context, midStream: 'restart', onRestart: (): TurnEvent => ({ type: 'reset', reason: 'fallback', target: 'model:claude' }) })),
+          turn$.pipe(
+            fallbackTo<TurnEvent>(claude, {
+              request,
+              context,
+              midStream: 'restart',
+              onRestart: (): TurnEvent => ({ type: 'reset', reason: 'fallback', target: 'model:claude' }),
+            }),
+          ),
       });
       expect(log.completed()).to.equal(true);
       expect(shown(log)).to.equal('Whole answer.');
@@ -988,7 +1057,10 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       expect(ok.log.completed()).to.equal(true);
       expect(labels(ok.log).filter((l) => l.startsWith('retry'))).to.deep.equal(['retry:model:gpt#1', 'retry:model:gpt#2', 'retry-succeeded:model:gpt#3']);
       const gpt2 = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }, answer('Hi.')]);
-      const patient2: Model = { id: 'p2', stream: (request, context) => streamModel(gpt2, request, context).pipe(retryWithBackoff({ scheduler: context.scheduler, jitter: 'none' })) };
+      const patient2: Model = {
+        id: 'p2',
+        stream: (request, context) => streamModel(gpt2, request, context).pipe(retryWithBackoff({ scheduler: context.scheduler, jitter: 'none' })),
+      };
       const over = runToEnd({ model: patient2, messages: ask('hi'), budget: { maxModelCalls: 2 } });
       expect((over.log.error() as BudgetExceededError).used).to.equal(3);
       expect(gpt2.calls).to.equal(2);
@@ -1027,7 +1099,11 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         expectSubscriptions(source.subscriptions).toBe(['^--!', '---^--!', '------^--!', '---------^--!']);
         const plain = cold('--#', undefined, boom);
         // retryOn all, defaults: 500 → 1 000 → 2 000 (jitter none), then RetriesExhaustedError
-        expectObservable(plain.pipe(retryWithBackoff({ retryOn: 'all', jitter: 'none' }))).toBe('3508ms #', undefined, new RetriesExhaustedError(4, Array(4).fill(boom)));
+        expectObservable(plain.pipe(retryWithBackoff({ retryOn: 'all', jitter: 'none' }))).toBe(
+          '3508ms #',
+          undefined,
+          new RetriesExhaustedError(4, Array(4).fill(boom)),
+        );
         // without retryOn, a plain Error is not retried: it passes through at once
         expectObservable(plain.pipe(retryWithBackoff({ jitter: 'none' }))).toBe('--#', undefined, boom);
       });
@@ -1038,8 +1114,13 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
         expect(actual).to.deep.equal(expected);
       });
       ts.run(({ expectObservable }) => {
-        const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-#', error: new HttpError(503) }]);
-        const log = record(runAgent({ model: gpt, messages: ask('q'), modelPipeline: (_r, turn$) => turn$.pipe(retryWithBackoff({ maxRetries: 1, jitter: 'none' })) }));
+        const gpt = scriptedModel('gpt', [
+          { marbles: '-#', error: new HttpError(503) },
+          { marbles: '-#', error: new HttpError(503) },
+        ]);
+        const log = record(
+          runAgent({ model: gpt, messages: ask('q'), modelPipeline: (_r, turn$) => turn$.pipe(retryWithBackoff({ maxRetries: 1, jitter: 'none' })) }),
+        );
         expectObservable(pendingAt(ts, 600)).toBe('600ms (n|)', { n: 0 });
         ts.flush();
         expect(log.end()).to.deep.include({ kind: 'error', at: 502 });
@@ -1048,10 +1129,13 @@ describe('reference scenarios (agent level, public API, virtual time)', () => {
       });
     });
 
-    it('OpenTelemetry: one child span per provider attempt (retries and the fallback) under the run\'s model-call span', () => {
+    it("OpenTelemetry: one child span per provider attempt (retries and the fallback) under the run's model-call span", () => {
       const exporter = new InMemorySpanExporter();
       const tracer = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('scenario');
-      const gpt = scriptedModel('gpt', [{ marbles: '-#', error: new HttpError(503) }, { marbles: '-a-#', values: { a: { type: 'text-delta', text: 'Hi' } }, error: new HttpError(502) }]);
+      const gpt = scriptedModel('gpt', [
+        { marbles: '-#', error: new HttpError(503) },
+        { marbles: '-a-#', values: { a: { type: 'text-delta', text: 'Hi' } }, error: new HttpError(502) },
+      ]);
       const claude = scriptedModel('claude', [[...textDeltas('Hello there.'), finish('stop', { inputTokens: 10, outputTokens: 3 })]]);
       const model = fallbackModel([gpt, claude], { perModel: (_id, s$) => s$.pipe(retryWithBackoff({ maxRetries: 1, jitter: 'none' })) });
       virtual((ts) => {

@@ -97,7 +97,7 @@ describe('runAgent', () => {
         'message:assistant',
       ]);
       const prompt =
-        "The tool 'get_weather' failed with: \"Invalid units. Supported: celsius, fahrenheit\". Analyze what went wrong and provide corrected arguments.";
+        'The tool \'get_weather\' failed with: "Invalid units. Supported: celsius, fahrenheit". Analyze what went wrong and provide corrected arguments.';
       const reflection = result.events.map(([, e]) => e).find((e) => e.type === 'reflection');
       expect(reflection).to.deep.equal({ type: 'reflection', tool: 'get_weather', callId: 'call_1', attempt: 1, max: 3, exhausted: false, prompt });
       // what the model received
@@ -134,15 +134,24 @@ describe('runAgent', () => {
         [toolCall('call_1', 'get_weather', { city: 'nyc', units: 'kelvin' }), finish('tool-calls')],
         [...textDeltas('Sorry.'), finish('stop')],
       ]);
-      const result = run(runAgent({ model, tools: [tool], hub, messages: [{ role: 'user', content: 'weather?' }], toolPipeline: (_call, call$) => call$.pipe(reflectOnError()) }));
+      const result = run(
+        runAgent({
+          model,
+          tools: [tool],
+          hub,
+          messages: [{ role: 'user', content: 'weather?' }],
+          toolPipeline: (_call, call$) => call$.pipe(reflectOnError()),
+        }),
+      );
       expect(fromHub.filter((l) => l.startsWith('reflection:'))).to.deep.equal(['reflection:get_weather#1/3']);
-      expect(result.labels.filter((l) => l.startsWith('reflection:') || l.startsWith('tool-error:'))).to.deep.equal(['tool-error:get_weather', 'reflection:get_weather#1/3']);
+      expect(result.labels.filter((l) => l.startsWith('reflection:') || l.startsWith('tool-error:'))).to.deep.equal([
+        'tool-error:get_weather',
+        'reflection:get_weather#1/3',
+      ]);
     });
 
     it('uses the exact default template of the reference', () => {
-      expect(DEFAULT_REFLECTION_TEMPLATE).to.equal(
-        "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.",
-      );
+      expect(DEFAULT_REFLECTION_TEMPLATE).to.equal("The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.");
     });
 
     it('sends a decode failure to the model without executing the tool, naming each bad field', () => {
@@ -234,7 +243,7 @@ describe('runAgent', () => {
       ]);
       const toolMessages = model.requests.slice(1).map((r) => lastMessage(r) as ToolMessage);
       expect(toolMessages[3]!.content).to.equal(
-        "The tool 'broken_api' has failed 4 times in a row (last error: \"upstream returned garbage\"). Do not call it again. Tell the user it is unavailable right now and continue without it.",
+        'The tool \'broken_api\' has failed 4 times in a row (last error: "upstream returned garbage"). Do not call it again. Tell the user it is unavailable right now and continue without it.',
       );
       expect(toolMessages[5]!.content).to.match(/^Error: Circuit 'tool:broken_api' is open; next probe in \d+ ms$/);
       expect(toolMessages[5]!.isError).to.equal(true);
@@ -259,17 +268,20 @@ describe('runAgent', () => {
     });
 
     it('a success of the tool resets its count', () => {
-      const flaky = scriptedTool('flaky', [{ error: new Error('bad input') }, { error: new Error('bad input') }, { result: 'ok' }, { error: new Error('bad input') }]);
+      const flaky = scriptedTool('flaky', [
+        { error: new Error('bad input') },
+        { error: new Error('bad input') },
+        { result: 'ok' },
+        { error: new Error('bad input') },
+      ]);
       const model = scriptedModel('fake', [
         ...Array.from({ length: 4 }, (_, i) => [toolCall(`c${i}`, 'flaky', {}), finish('tool-calls')]),
         [...textDeltas('done'), finish()],
       ]);
-      const result = run(runAgent({ model, tools: [flaky], messages: [{ role: 'user', content: 'x' }], toolPipeline: (_c, call$) => call$.pipe(reflectOnError()) }));
-      expect(result.labels.filter((l) => l.startsWith('reflection'))).to.deep.equal([
-        'reflection:flaky#1/3',
-        'reflection:flaky#2/3',
-        'reflection:flaky#1/3',
-      ]);
+      const result = run(
+        runAgent({ model, tools: [flaky], messages: [{ role: 'user', content: 'x' }], toolPipeline: (_c, call$) => call$.pipe(reflectOnError()) }),
+      );
+      expect(result.labels.filter((l) => l.startsWith('reflection'))).to.deep.equal(['reflection:flaky#1/3', 'reflection:flaky#2/3', 'reflection:flaky#1/3']);
     });
 
     it('counts per run by default, across runs with countAcrossRuns', () => {
@@ -333,7 +345,15 @@ describe('runAgent', () => {
       expect(result.labels).to.include('tool-result:read_inbox');
       const retry = result.events.find(([, e]) => e.type === 'retry');
       expect(retry?.[0]).to.equal(0);
-      expect(retry?.[1]).to.deep.equal({ type: 'retry', target: 'tool:read_inbox', attempt: 1, max: 3, delayMs: 500, category: 'service_unavailable', error: 'HTTP 503' });
+      expect(retry?.[1]).to.deep.equal({
+        type: 'retry',
+        target: 'tool:read_inbox',
+        attempt: 1,
+        max: 3,
+        delayMs: 500,
+        category: 'service_unavailable',
+        error: 'HTTP 503',
+      });
       const result$ = result.events.find(([, e]) => e.type === 'tool-result');
       expect(result$?.[0]).to.equal(500);
     });
@@ -403,7 +423,10 @@ describe('runAgent', () => {
 
     it("hands the pipelines the run's budget and scheduler (a model context for fallbackTo)", () => {
       const contexts: PipelineContext[] = [];
-      const model = scriptedModel('m', [[toolCall('c', 'read', {}), finish('tool-calls')], [...textDeltas('ok'), finish()]]);
+      const model = scriptedModel('m', [
+        [toolCall('c', 'read', {}), finish('tool-calls')],
+        [...textDeltas('ok'), finish()],
+      ]);
       const read = scriptedTool('read', [{ result: 1 }]);
       run(
         runAgent({
@@ -435,7 +458,10 @@ describe('runAgent', () => {
 
     it('maxSteps: a model that never stops gives up with BudgetExceededError (steps), never silently', () => {
       const read = scriptedTool('read', [{ result: 1 }]);
-      const model = scriptedModel('loop', Array.from({ length: 5 }, (_, i) => [toolCall(`c${i}`, 'read', {}), finish('tool-calls')]));
+      const model = scriptedModel(
+        'loop',
+        Array.from({ length: 5 }, (_, i) => [toolCall(`c${i}`, 'read', {}), finish('tool-calls')]),
+      );
       const result = run(runAgent({ model, tools: [read], messages: [{ role: 'user', content: 'x' }], maxSteps: 3 }));
       expect(model.calls).to.equal(3);
       const error = result.error() as BudgetExceededError;
@@ -490,7 +516,13 @@ describe('runAgent', () => {
           model,
           messages: [{ role: 'user', content: 'x' }],
           modelPipeline: (_r, turn$) =>
-            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:fake' }) })),
+            turn$.pipe(
+              retryWithBackoff<TurnEvent>({
+                jitter: 'none',
+                afterEmit: 'restart',
+                onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:fake' }),
+              }),
+            ),
         }),
       );
       expect(result.labels.slice(0, 3)).to.deep.equal(['text:The wea', 'reset:retry', 'text:The']);
@@ -513,7 +545,9 @@ describe('runAgent', () => {
           model,
           messages: [{ role: 'user', content: 'x' }],
           modelPipeline: (_r, turn$) =>
-            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) })),
+            turn$.pipe(
+              retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) }),
+            ),
         }),
       );
       expect(result.error()).to.equal(undefined);
@@ -534,7 +568,10 @@ describe('runAgent', () => {
       });
       testScheduler().run(({ expectObservable }) => {
         const model = scriptedModel('m', [[toolCall('c', 'wait', {}), finish('tool-calls')]]);
-        const events$ = runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent), filter((l) => !l.startsWith('call-')));
+        const events$ = runAgent({ model, tools: [tool], messages: [{ role: 'user', content: 'x' }] }).pipe(
+          map(describeEvent),
+          filter((l) => !l.startsWith('call-')),
+        );
         expectObservable(events$, '^ 50ms !').toBe('(abc)', { a: 'tool-call:wait', b: 'finish:tool-calls', c: 'message:assistant' });
       });
       expect(aborted).to.have.length(1);
@@ -543,7 +580,13 @@ describe('runAgent', () => {
       let model!: ReturnType<typeof scriptedModel>;
       testScheduler().run(({ expectObservable }) => {
         model = scriptedModel('m', [{ marbles: '-a 100ms b', values: { a: { type: 'text-delta', text: 'x' }, b: { type: 'text-delta', text: 'y' } } }]);
-        expectObservable(runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(map(describeEvent), filter((l) => !l.startsWith('call-'))), '^ 10ms !').toBe('-a', { a: 'text:x' });
+        expectObservable(
+          runAgent({ model, messages: [{ role: 'user', content: 'x' }] }).pipe(
+            map(describeEvent),
+            filter((l) => !l.startsWith('call-')),
+          ),
+          '^ 10ms !',
+        ).toBe('-a', { a: 'text:x' });
       });
       expect(model.cancelled).to.equal(1);
     });
@@ -589,7 +632,11 @@ describe('runAgent', () => {
 
     it('a reset discards the partial turn’s reasoning with its text; a turn without reasoning has no reasoning field', () => {
       const model = scriptedModel('m', [
-        { marbles: '-(ab)-#', values: { a: { type: 'reasoning-delta', text: 'first try' }, b: { type: 'text-delta', text: 'The wea' } }, error: new HttpError(503) },
+        {
+          marbles: '-(ab)-#',
+          values: { a: { type: 'reasoning-delta', text: 'first try' }, b: { type: 'text-delta', text: 'The wea' } },
+          error: new HttpError(503),
+        },
         [...textDeltas('The weather is fine.'), finish()],
       ]);
       const result = run(
@@ -597,7 +644,9 @@ describe('runAgent', () => {
           model,
           messages: [{ role: 'user', content: 'x' }],
           modelPipeline: (_r, turn$) =>
-            turn$.pipe(retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) })),
+            turn$.pipe(
+              retryWithBackoff<TurnEvent>({ jitter: 'none', afterEmit: 'restart', onRestart: () => ({ type: 'reset', reason: 'retry', target: 'model:m' }) }),
+            ),
         }),
       );
       expect(result.labels.slice(0, 3)).to.deep.equal(['reasoning:first try', 'text:The wea', 'reset:retry']);
@@ -669,9 +718,37 @@ describe('runAgent', () => {
       const calls = result.events.filter(([, e]) => e.type === 'call-start' || e.type === 'call-end').map(([time, e]) => [time, e]);
       expect(calls).to.deep.equal([
         [0, { type: 'call-start', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 0 }],
-        [5, { type: 'call-end', kind: 'model', name: 'm', id: 'step-1.1', step: 1, at: 5, durationMs: 5, outcome: 'success', usage: { inputTokens: 7, outputTokens: 3 } }],
+        [
+          5,
+          {
+            type: 'call-end',
+            kind: 'model',
+            name: 'm',
+            id: 'step-1.1',
+            step: 1,
+            at: 5,
+            durationMs: 5,
+            outcome: 'success',
+            usage: { inputTokens: 7, outputTokens: 3 },
+          },
+        ],
         [5, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5 }],
-        [5, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 5, durationMs: 0, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable', status: 503 }],
+        [
+          5,
+          {
+            type: 'call-end',
+            kind: 'tool',
+            name: 'read',
+            id: 'c1',
+            step: 1,
+            at: 5,
+            durationMs: 0,
+            outcome: 'error',
+            error: 'HTTP 503',
+            category: 'service_unavailable',
+            status: 503,
+          },
+        ],
         [105, { type: 'call-start', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 105 }],
         [125, { type: 'call-end', kind: 'tool', name: 'read', id: 'c1', step: 1, at: 125, durationMs: 20, outcome: 'success' }],
         [125, { type: 'call-start', kind: 'model', name: 'm', id: 'step-2.1', step: 2, at: 125 }],
@@ -726,10 +803,14 @@ describe('runAgent: a user callback that throws (the guard rule)', () => {
     ['toolPipeline', (boom) => ({ tools: [echo], toolPipeline: thrower(boom) }), [callsTool, answers]],
     ['modelPipeline', (boom) => ({ modelPipeline: thrower(boom) }), [answers]],
     ['capabilities.systemPromptSuffix (a custom source)', (boom) => ({ capabilities: { systemPromptSuffix: thrower(boom), events$: NEVER } }), [answers]],
-    ['capabilities.systemPromptSuffix, on the second turn', (boom) => {
-      let calls = 0;
-      return { tools: [echo], capabilities: { systemPromptSuffix: () => (calls++ === 0 ? '' : thrower(boom)()), events$: NEVER } };
-    }, [callsTool, answers]],
+    [
+      'capabilities.systemPromptSuffix, on the second turn',
+      (boom) => {
+        let calls = 0;
+        return { tools: [echo], capabilities: { systemPromptSuffix: () => (calls++ === 0 ? '' : thrower(boom)()), events$: NEVER } };
+      },
+      [callsTool, answers],
+    ],
     ['a validateOutput check', (boom) => ({ output: validateOutput([thrower(boom)]) }), [answers]],
     ['output.correction (a custom validator)', (boom) => ({ output: { maxCorrections: 1, check: () => ['too short'], correction: thrower(boom) } }), [answers]],
     ["the model's stream()", (boom) => ({ model: { id: 'm', stream: thrower(boom) } }), [answers]],
@@ -762,7 +843,15 @@ describe('runAgent: a user callback that throws (the guard rule)', () => {
 
   for (const [part, tool] of [
     ['execute', defineTool({ name: 'echo', description: 'echo', args: t.unknown, execute: thrower(new Boom('execute')) })],
-    ['its args codec', defineTool({ name: 'echo', description: 'echo', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(new Boom('codec')), t.identity), execute: () => ['ok'] })],
+    [
+      'its args codec',
+      defineTool({
+        name: 'echo',
+        description: 'echo',
+        args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(new Boom('codec')), t.identity),
+        execute: () => ['ok'],
+      }),
+    ],
   ] as const) {
     it(`a tool whose ${part} throws: the model is told (a tool-error), the run goes on`, () => {
       const scheduler = new VirtualTimeScheduler();

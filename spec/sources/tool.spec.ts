@@ -225,9 +225,12 @@ describe('callTool', () => {
 
   describe('execute failures', () => {
     const cases: [string, (boom: unknown) => ToolDefinition<unknown, unknown>['execute']][] = [
-      ['thrown synchronously', (boom) => () => {
-        throw boom;
-      }],
+      [
+        'thrown synchronously',
+        (boom) => () => {
+          throw boom;
+        },
+      ],
       ['a rejected promise', (boom) => () => Promise.reject(boom)],
       ['an emitted observable error', (boom) => () => throwError(() => boom)],
     ];
@@ -319,7 +322,12 @@ describe('callTool', () => {
 
   it('is cold: nothing runs until subscribe, and each subscription runs again', () => {
     let decodes = 0;
-    const counting = new t.Type<unknown, unknown, unknown>('counting', (_u): _u is unknown => true, (u) => (decodes++, t.success(u)), t.identity);
+    const counting = new t.Type<unknown, unknown, unknown>(
+      'counting',
+      (_u): _u is unknown => true,
+      (u) => (decodes++, t.success(u)),
+      t.identity,
+    );
     let runs = 0;
     const tool = defineTool({ name: 'x', description: '', args: counting, execute: () => (runs++, of(runs)) });
     const call$ = callTool(tool, call({}, 'c', 'x'));
@@ -367,14 +375,27 @@ describe('callTool', () => {
     it('creates the AbortController lazily: a tool that never reads signal works and constructs none', () => {
       const Original = globalThis.AbortController;
       const quiet = countControllers(() => {
-        callTool(defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER }), call({}, 'c', 'quiet')).subscribe().unsubscribe();
+        callTool(defineTool({ name: 'quiet', description: '', args: t.unknown, execute: () => NEVER }), call({}, 'c', 'quiet'))
+          .subscribe()
+          .unsubscribe();
         const done = defineTool({ name: 'done', description: '', args: t.unknown, execute: () => ['ok'] });
         return collect(callTool(done, call({}, 'c', 'done'))).values;
       });
       expect(quiet).to.deep.equal({ result: ['ok'], constructed: 0 });
       let signal: AbortSignal | undefined;
-      const reader = defineTool({ name: 'reader', description: '', args: t.unknown, execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER) });
-      expect(countControllers(() => callTool(reader, call({}, 'c', 'reader')).subscribe().unsubscribe()).constructed).to.equal(1);
+      const reader = defineTool({
+        name: 'reader',
+        description: '',
+        args: t.unknown,
+        execute: (_a, context: AbortContext) => ((signal = context.signal), NEVER),
+      });
+      expect(
+        countControllers(() =>
+          callTool(reader, call({}, 'c', 'reader'))
+            .subscribe()
+            .unsubscribe(),
+        ).constructed,
+      ).to.equal(1);
       expect(signal?.aborted).to.equal(true);
       expect(globalThis.AbortController).to.equal(Original);
     });
@@ -430,9 +451,17 @@ describe('callTool', () => {
     });
 
     it("marks the retry withheld (withheld: 'not_idempotent') on every failure of a non-idempotent tool that ran, whatever the error, saying whether the error itself was worth one", () => {
-      expect(classifyError(toolError('execute', false, new HttpError(503)))).to.include({ retryable: false, withheld: 'not_idempotent', retryableIfIdempotent: true });
+      expect(classifyError(toolError('execute', false, new HttpError(503)))).to.include({
+        retryable: false,
+        withheld: 'not_idempotent',
+        retryableIfIdempotent: true,
+      });
       for (const cause of [new HttpError(400), new Error('seat taken'), new TypeError('x is not a function'), undefined]) {
-        expect(classifyError(toolError('execute', false, cause)), String(cause)).to.include({ retryable: false, withheld: 'not_idempotent', retryableIfIdempotent: false });
+        expect(classifyError(toolError('execute', false, cause)), String(cause)).to.include({
+          retryable: false,
+          withheld: 'not_idempotent',
+          retryableIfIdempotent: false,
+        });
       }
       expect(classifyError(toolError('execute', true, new HttpError(503)))).not.to.have.any.keys('withheld', 'retryableIfIdempotent');
       expect(classifyError(toolError('execute', true, new Error('seat taken')))).not.to.have.any.keys('withheld', 'retryableIfIdempotent');
@@ -443,7 +472,10 @@ describe('callTool', () => {
       for (const failure of [new Error('seat taken'), new HttpError(400), new TypeError('x is not a function')]) {
         const runs = { book_seat: 0, read_seat: 0 };
         const errors: unknown[] = [];
-        for (const [name, idempotent] of [['book_seat', false], ['read_seat', true]] as const) {
+        for (const [name, idempotent] of [
+          ['book_seat', false],
+          ['read_seat', true],
+        ] as const) {
           const tool = defineTool({ name, description: '', args: t.unknown, idempotent, execute: () => (runs[name]++, throwError(() => failure)) });
           testScheduler().run(({ flush }) => {
             callTool(tool, call({}, 'c', name))
@@ -538,7 +570,12 @@ describe('toJsonSchema', () => {
   it('renders a union of string literals as an enum, other unions as anyOf', () => {
     expect(toJsonSchema(t.union([t.literal('celsius'), t.literal('fahrenheit')]))).to.deep.equal({ type: 'string', enum: ['celsius', 'fahrenheit'] });
     expect(toJsonSchema(t.union([t.string, t.number]))).to.deep.equal({ anyOf: [{ type: 'string' }, { type: 'number' }] });
-    expect(toJsonSchema(t.union([t.literal('a'), t.literal(1)]))).to.deep.equal({ anyOf: [{ const: 'a', type: 'string' }, { const: 1, type: 'number' }] });
+    expect(toJsonSchema(t.union([t.literal('a'), t.literal(1)]))).to.deep.equal({
+      anyOf: [
+        { const: 'a', type: 'string' },
+        { const: 1, type: 'number' },
+      ],
+    });
   });
 
   it('renders refinements, brands, exact and strict types by their base type', () => {
@@ -579,7 +616,9 @@ describe('callTool: a signal read late (after an await in execute)', () => {
         return 'done';
       },
     });
-    callTool(tool, call({}, 'c', 'x')).subscribe().unsubscribe();
+    callTool(tool, call({}, 'c', 'x'))
+      .subscribe()
+      .unsubscribe();
     await settle();
     await settle();
     expect(late?.aborted).to.equal(true);
@@ -590,9 +629,21 @@ describe('callTool: a user callback that throws (the guard rule)', () => {
   const boom = new Error('tool bug');
   const cases: [string, ToolDefinition<unknown, unknown>, (error: unknown) => void][] = [
     ['execute, synchronously', { name: 'x', description: '', args: t.unknown, execute: thrower(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
-    ['execute, later (a rejected promise)', { name: 'x', description: '', args: t.unknown, execute: () => Promise.reject(boom) }, (e) => expect((e as ToolError).cause).to.equal(boom)],
-    ['execute, returning no ObservableInput', { name: 'x', description: '', args: t.unknown, execute: () => undefined as never }, (e) => expect((e as ToolError).cause).to.be.instanceOf(TypeError)],
-    ['the args codec', { name: 'x', description: '', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(boom), t.identity), execute: () => ['ok'] }, (e) => expect(e).to.equal(boom)],
+    [
+      'execute, later (a rejected promise)',
+      { name: 'x', description: '', args: t.unknown, execute: () => Promise.reject(boom) },
+      (e) => expect((e as ToolError).cause).to.equal(boom),
+    ],
+    [
+      'execute, returning no ObservableInput',
+      { name: 'x', description: '', args: t.unknown, execute: () => undefined as never },
+      (e) => expect((e as ToolError).cause).to.be.instanceOf(TypeError),
+    ],
+    [
+      'the args codec',
+      { name: 'x', description: '', args: new t.Type<unknown>('Hostile', (_u): _u is unknown => true, thrower(boom), t.identity), execute: () => ['ok'] },
+      (e) => expect(e).to.equal(boom),
+    ],
   ];
   for (const [part, definition, check] of cases) {
     it(`${part} throws → the error downstream`, async () => {

@@ -161,7 +161,10 @@ export function healingChain(primary: LocalProvider, backup: LocalProvider): Mod
       openAICompatibleModel({ baseURL: primary.openAIBaseURL, model: 'local', id: 'primary' }),
       anthropicModel({ baseURL: backup.anthropicBaseURL, model: 'local', apiKey: 'local', id: 'backup' }),
     ],
-    { midStream: 'continue', perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 2, initialBackoffMs: 10 })) },
+    {
+      midStream: 'continue',
+      perModel: (_id, stream$, { hub, target }) => stream$.pipe(retryWithBackoff({ hub, target, maxRetries: 2, initialBackoffMs: 10 })),
+    },
   );
 }
 
@@ -202,7 +205,11 @@ export function armFaults(c: FaultCase, primary: LocalProvider, backup: LocalPro
 }
 
 /** What `body` resolved with, and the requests each provider saw while it ran. */
-export async function counted<T>(primary: LocalProvider, backup: LocalProvider, body: () => Promise<T>): Promise<{ result: T; primary: number; backup: number }> {
+export async function counted<T>(
+  primary: LocalProvider,
+  backup: LocalProvider,
+  body: () => Promise<T>,
+): Promise<{ result: T; primary: number; backup: number }> {
   const [p, b] = [primary.requests.length, backup.requests.length];
   const result = await body();
   return { result, primary: primary.requests.length - p, backup: backup.requests.length - b };

@@ -98,7 +98,11 @@ export function recordedResponsesStreams(): { name: string; text: string; decode
         responses[responses.length - 1]!.push(event);
       }
       const declared = responsesDeclaredTools({ tools: RESPONSES_DECLARED[name] ?? [] });
-      return responses.map((events, i) => ({ name: `${file} #${i}`, text: responsesSse(events), decoder: () => openAIResponsesStreamDecoder('recorded', declared) }));
+      return responses.map((events, i) => ({
+        name: `${file} #${i}`,
+        text: responsesSse(events),
+        decoder: () => openAIResponsesStreamDecoder('recorded', declared),
+      }));
     });
 }
 

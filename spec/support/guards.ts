@@ -56,7 +56,15 @@ export function failingSource<T>(
 
 /** A breaker already half-open with one probe slot and no probe deadline: a permit never settled keeps the slot taken for ever. */
 export function halfOpenBreaker(scheduler: VirtualTimeScheduler, options: ConstructorParameters<typeof CircuitBreaker>[0] = {}): CircuitBreaker {
-  const breaker = new CircuitBreaker({ name: 'guarded', failureThreshold: 1, halfOpenMaxCalls: 1, halfOpenTimeoutMs: Infinity, resetTimeoutMs: 1_000, scheduler, ...options });
+  const breaker = new CircuitBreaker({
+    name: 'guarded',
+    failureThreshold: 1,
+    halfOpenMaxCalls: 1,
+    halfOpenTimeoutMs: Infinity,
+    resetTimeoutMs: 1_000,
+    scheduler,
+    ...options,
+  });
   // open it (a counted failure), then let the reset timeout pass
   const permit = breaker.acquire();
   if (permit instanceof CircuitOpenError) throw permit;
@@ -125,7 +133,11 @@ export function expectThrowDownstream(
   const run = { values: [] as unknown[], error: undefined as unknown, errored: false, completed: false, pendingAtError: -1 };
   let subscriptionsAtError = -1;
   let notice = 0;
-  const { unhandled, stopped, thrown: escaped } = watchRxjs(() => {
+  const {
+    unhandled,
+    stopped,
+    thrown: escaped,
+  } = watchRxjs(() => {
     result.subscribe({
       next: (v) => run.values.push(v),
       error: (e: unknown) => {

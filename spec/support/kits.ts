@@ -48,7 +48,8 @@ export interface OpenAIKit {
   readonly OpenAI: typeof OpenAI;
 }
 
-const version = (name: string): string => (JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
+const version = (name: string): string =>
+  (JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), 'utf8')) as { version: string }).version;
 
 const AI_SDK_6: AiSdkKit = {
   label: `AI SDK 6 (ai ${version('ai')}, @ai-sdk/provider ${version('@ai-sdk/provider')})`,
@@ -102,7 +103,9 @@ export const AI_SDK_KITS: readonly AiSdkKit[] = next.ok
   : [AI_SDK_6];
 
 /** The openai SDK kits this machine runs: 6, and 7 on Node ≥ 22. */
-export const OPENAI_KITS: readonly OpenAIKit[] = next.ok ? [OPENAI_6, { label: `openai ${next.majors.versions['openai']}`, major: 7, OpenAI: next.majors.OpenAI }] : [OPENAI_6];
+export const OPENAI_KITS: readonly OpenAIKit[] = next.ok
+  ? [OPENAI_6, { label: `openai ${next.majors.versions['openai']}`, major: 7, OpenAI: next.majors.OpenAI }]
+  : [OPENAI_6];
 
 /**
  * In a describe of a spec that runs per kit: one skipped case naming the 7.x lines and why they

@@ -45,7 +45,9 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 /** `npm ci` in spec/support/majors, unless its node_modules came from this very lockfile. */
 function install(): void {
-  const lock = createHash('sha256').update(readFileSync(join(DIR, 'package-lock.json'))).digest('hex');
+  const lock = createHash('sha256')
+    .update(readFileSync(join(DIR, 'package-lock.json')))
+    .digest('hex');
   if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lock) return;
   execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
   writeFileSync(STAMP, lock);
@@ -53,7 +55,15 @@ function install(): void {
 
 function versionsOf(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const alias of ['ai-7', '@ai-sdk/provider-4', '@ai-sdk/openai-compatible-3', '@ai-sdk/openai-4', '@ai-sdk/anthropic-4', '@ai-sdk/google-4', 'openai-7']) {
+  for (const alias of [
+    'ai-7',
+    '@ai-sdk/provider-4',
+    '@ai-sdk/openai-compatible-3',
+    '@ai-sdk/openai-4',
+    '@ai-sdk/anthropic-4',
+    '@ai-sdk/google-4',
+    'openai-7',
+  ]) {
     const pkg = JSON.parse(readFileSync(join(DIR, 'node_modules', alias, 'package.json'), 'utf8')) as { name: string; version: string };
     out[pkg.name] = pkg.version;
   }
@@ -70,7 +80,10 @@ const noticed = new Set<string>();
 export function nextMajors(): Promise<NextMajorsResult> {
   loading ??= (async (): Promise<NextMajorsResult> => {
     if (NODE_MAJOR < 22) {
-      return { ok: false, reason: `AI SDK 7 and openai 7 need Node ≥ 22 (this is Node ${process.versions.node}): .ci/run runs these specs on Node 22 and Node 24` };
+      return {
+        ok: false,
+        reason: `AI SDK 7 and openai 7 need Node ≥ 22 (this is Node ${process.versions.node}): .ci/run runs these specs on Node 22 and Node 24`,
+      };
     }
     try {
       install();

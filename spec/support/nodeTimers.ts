@@ -24,7 +24,9 @@ export class NodeTimerScheduler extends VirtualTimeScheduler {
     if (!(delay <= NODE_TIMEOUT_MAX)) {
       this.warnings.push(delay);
       if (this.warnings.length > this.maxWarnings) {
-        throw new Error(`${this.warnings.length} TimeoutOverflowWarning(s) (delays ${this.warnings.slice(0, 3).join(', ')}…): more than ${this.maxWarnings} timers clamped to 1 ms`);
+        throw new Error(
+          `${this.warnings.length} TimeoutOverflowWarning(s) (delays ${this.warnings.slice(0, 3).join(', ')}…): more than ${this.maxWarnings} timers clamped to 1 ms`,
+        );
       }
       delay = 1;
     }

@@ -45,7 +45,19 @@ export function outageCases(kind: string, connect: () => Promise<StoreClients>, 
         await clients.close();
       });
       // the store learns Redis's clock (and, on a cluster, the client its masters)
-      for (let i = 0; i < 20; i++) if (await get(s.sync('warm-up', Array.from({ length: 20 }, (_, j) => `warm-up:${j}`))).then(() => true, () => false)) break;
+      for (let i = 0; i < 20; i++)
+        if (
+          await get(
+            s.sync(
+              'warm-up',
+              Array.from({ length: 20 }, (_, j) => `warm-up:${j}`),
+            ),
+          ).then(
+            () => true,
+            () => false,
+          )
+        )
+          break;
       return s;
     };
     after(async () => {
@@ -78,7 +90,14 @@ export function outageCases(kind: string, connect: () => Promise<StoreClients>, 
       let calls = 0;
       while (performance.now() - started < 900) {
         const t = performance.now();
-        seen.add(await get(of('ok').pipe(circuitBreak(breaker), catchError((e: unknown) => of((e as Error).name)))));
+        seen.add(
+          await get(
+            of('ok').pipe(
+              circuitBreak(breaker),
+              catchError((e: unknown) => of((e as Error).name)),
+            ),
+          ),
+        );
         slowest = Math.max(slowest, performance.now() - t);
         calls++;
         await sleep(5);
@@ -88,7 +107,10 @@ export function outageCases(kind: string, connect: () => Promise<StoreClients>, 
       expect(slowest, 'the slowest call, ms (acquire() is local)').to.be.below(250);
       let answered = false;
       for (let i = 0; i < 60 && !answered; i++) {
-        answered = await get(s.sync('a', [breaker.name])).then(() => true, () => false);
+        answered = await get(s.sync('a', [breaker.name])).then(
+          () => true,
+          () => false,
+        );
         if (!answered) await sleep(50);
       }
       expect(answered, 'the store answers after the pause').to.equal(true);

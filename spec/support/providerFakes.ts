@@ -68,7 +68,11 @@ export const OPENROUTER_ERROR_502 = sseBody(
 export async function collect(events$: Observable<TurnEvent>): Promise<{ events: TurnEvent[]; error: unknown }> {
   const events: TurnEvent[] = [];
   return new Promise((resolve) =>
-    events$.subscribe({ next: (e) => events.push(e), error: (error: unknown) => resolve({ events, error }), complete: () => resolve({ events, error: undefined }) }),
+    events$.subscribe({
+      next: (e) => events.push(e),
+      error: (error: unknown) => resolve({ events, error }),
+      complete: () => resolve({ events, error: undefined }),
+    }),
   );
 }
 
@@ -77,7 +81,11 @@ export const ask = (content: string, tools: ModelRequest['tools'] = []): ModelRe
 export const weatherTool = {
   name: 'get_weather',
   description: 'Current weather for a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city', 'units'] },
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, units: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+    required: ['city', 'units'],
+  },
 };
 export const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

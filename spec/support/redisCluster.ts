@@ -53,7 +53,8 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
   const children: ChildProcess[] = [];
   const ports: number[] = [];
   const argsOf: string[][] = [];
-  const command = async (port: number, ...args: string[]): Promise<string> => (await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })).stdout.trim();
+  const command = async (port: number, ...args: string[]): Promise<string> =>
+    (await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })).stdout.trim();
   try {
     for (let i = 0; i < masters; i++) {
       const port = await freePort();
@@ -61,7 +62,26 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
       const dir = mkdtempSync(join(tmpdir(), 'rxheal-cluster-'));
       dirs.push(dir);
       ports.push(port);
-      const args = ['--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes', '--cluster-port', String(bus), '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', dir];
+      const args = [
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(bus),
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '5000',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ];
       argsOf.push(args);
       children.push(spawn(server, args, { stdio: 'ignore' }));
     }
@@ -71,7 +91,9 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
     for (const port of ports) {
       await until(async () => {
         const info = await command(port, 'CLUSTER', 'INFO').catch(() => '');
-        const known = (await command(port, 'CLUSTER', 'NODES').catch(() => '')).split('\n').filter((l) => l.split(' ')[2]?.includes('master') === true && !l.includes('fail')).length;
+        const known = (await command(port, 'CLUSTER', 'NODES').catch(() => ''))
+          .split('\n')
+          .filter((l) => l.split(' ')[2]?.includes('master') === true && !l.includes('fail')).length;
         return info.includes('cluster_state:ok') && known === masters;
       }, `the cluster seen from ${port}`);
     }
@@ -111,7 +133,8 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
         if (keys.length === 0) break;
         await command(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...keys);
       }
-      for (const n of [to, from, ...nodes.filter((x) => x.id !== to.id && x.id !== from.id)]) await command(n.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
+      for (const n of [to, from, ...nodes.filter((x) => x.id !== to.id && x.id !== from.id)])
+        await command(n.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id);
     },
     async flushScripts() {
       for (const n of nodes) await command(n.port, 'SCRIPT', 'FLUSH');
@@ -120,7 +143,11 @@ export async function startRedisCluster(server: string, cli: string, masters = 3
       const i = ports.indexOf(node.port);
       await stopChild(children[i]!, 'SIGKILL');
       children[i] = spawn(server, argsOf[i]!, { stdio: 'ignore' });
-      for (const port of ports) await until(async () => (await command(port, 'CLUSTER', 'INFO').catch(() => '')).includes('cluster_state:ok'), `the cluster whole again, seen from ${port}`);
+      for (const port of ports)
+        await until(
+          async () => (await command(port, 'CLUSTER', 'INFO').catch(() => '')).includes('cluster_state:ok'),
+          `the cluster whole again, seen from ${port}`,
+        );
     },
     async stop() {
       await Promise.all(children.map((c) => stopChild(c, 'SIGTERM')));

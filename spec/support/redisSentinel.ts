@@ -39,18 +39,24 @@ export interface RedisSentinels {
 export async function startRedisSentinels(server: string, cli: string): Promise<RedisSentinels> {
   const dir = mkdtempSync(join(tmpdir(), 'rxheal-sentinel-'));
   const children: ChildProcess[] = [];
-  const command = async (port: number, ...args: string[]): Promise<string> => (await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })).stdout.trim();
+  const command = async (port: number, ...args: string[]): Promise<string> =>
+    (await run(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 20_000 })).stdout.trim();
   const primaryPort = await freePort();
   const replicaPort = await freePort();
   const sentinels = [await freePort(), await freePort(), await freePort()];
   /** The data nodes' processes by port, and how to start one. */
   const dataChildren = new Map<number, ChildProcess>();
   const data = (port: number, extra: string[]): void => {
-    const child = spawn(server, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, ...extra], { stdio: 'ignore' });
+    const child = spawn(
+      server,
+      ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir, '--dbfilename', `dump-${port}.rdb`, ...extra],
+      { stdio: 'ignore' },
+    );
     children.push(child);
     dataChildren.set(port, child);
   };
-  const primaryOf = async (sentinel: number): Promise<number> => Number((await command(sentinel, 'SENTINEL', 'get-master-addr-by-name', 'mymaster')).split('\n')[1]);
+  const primaryOf = async (sentinel: number): Promise<number> =>
+    Number((await command(sentinel, 'SENTINEL', 'get-master-addr-by-name', 'mymaster')).split('\n')[1]);
   try {
     data(primaryPort, []);
     data(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]);
@@ -60,7 +66,16 @@ export async function startRedisSentinels(server: string, cli: string): Promise<
       const conf = join(dir, `sentinel-${port}.conf`);
       writeFileSync(
         conf,
-        [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`, 'sentinel down-after-milliseconds mymaster 2000', 'sentinel failover-timeout mymaster 3000', 'sentinel parallel-syncs mymaster 1', ''].join('\n'),
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`,
+          'sentinel down-after-milliseconds mymaster 2000',
+          'sentinel failover-timeout mymaster 3000',
+          'sentinel parallel-syncs mymaster 1',
+          '',
+        ].join('\n'),
       );
       children.push(spawn(server, [conf, '--sentinel'], { stdio: 'ignore' }));
     }

@@ -46,7 +46,9 @@ export async function replayResponses(responses: readonly ResponseEvents[]): Pro
       requests.push({ path: req.url ?? '', body });
       const events = req.method === 'POST' && req.url === '/v1/responses' ? responses[requests.length - 1] : undefined;
       if (events === undefined) {
-        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no recorded response for request ${requests.length}`, type: 'server_error' } }));
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: `no recorded response for request ${requests.length}`, type: 'server_error' } }));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -64,14 +64,18 @@ export function sdkAdapterSuite(c: SdkAdapterCase): void {
       ]);
       expect(withoutIds(events)).to.deep.equal(withoutIds(await turn(c.reference(server), ask("What's the weather in Paris?", [WEATHER_TOOL]))));
       // the tool went out as the protocol's tool definition
-      expect(JSON.stringify(server.requests.at(-2)?.body)).to.contain('get_weather').and.contain('"city"');
+      expect(JSON.stringify(server.requests.at(-2)?.body))
+        .to.contain('get_weather')
+        .and.contain('"city"');
     });
 
     it('a conversation with a system message, a tool call and its result reaches the model: it answers from the result', async () => {
       const events = await turn(c.make(server), afterWeather('call_1'));
       expect(textOf(events)).to.equal('It is 22 °C and sunny in Paris.');
       expect(events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' });
-      expect(JSON.stringify(server.requests.at(-1)?.body)).to.contain('Be brief.').and.contain('call_1');
+      expect(JSON.stringify(server.requests.at(-1)?.body))
+        .to.contain('Be brief.')
+        .and.contain('call_1');
     });
 
     it("finish reason 'length' (a model cut at its token limit)", async () => {

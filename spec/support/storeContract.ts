@@ -30,7 +30,7 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
     });
     after(done);
 
-    it('a vote alone opens nothing; a second node\'s vote opens the verdict for openMs (reason quorum)', async () => {
+    it("a vote alone opens nothing; a second node's vote opens the verdict for openMs (reason quorum)", async () => {
       const name = fresh();
       const one = await get(s.breakers.vote('a', name, quorum, 60_000));
       expect(one).to.include({ state: 'closed', reason: 'none' });
@@ -80,7 +80,7 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
       expect((await get(s.breakers.acquireProbe('b', name, 60))).granted, 'after the lease').to.equal(true);
     });
 
-    it('only the lease holder\'s result counts: success closes, failure re-opens', async () => {
+    it("only the lease holder's result counts: success closes, failure re-opens", async () => {
       const name = fresh();
       await get(s.breakers.fact('a', name, 1));
       await sleep(10);
@@ -98,7 +98,7 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
       expect(await get(s.breakers.probeResult('c', second, true, 1_000))).to.include({ state: 'closed', reason: 'probe_success' });
     });
 
-    it('a stale open verdict (its period over, its prober\'s lease run out without a result): a new quorum opens it anew for openMs', async () => {
+    it("a stale open verdict (its period over, its prober's lease run out without a result): a new quorum opens it anew for openMs", async () => {
       const name = fresh();
       await get(s.breakers.vote('a', name, quorum, 40));
       const opened = await get(s.breakers.vote('b', name, quorum, 40));
@@ -154,7 +154,13 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
     it('isolate and reset by hand; every change is published on changes$ with its generation', async () => {
       const name = fresh();
       // Only this name's changes: an earlier spec's publication may still be on its way.
-      const published = firstValueFrom(s.breakers.changes$.pipe(filter((v: FleetVerdict) => v.name === name), take(2), toArray()));
+      const published = firstValueFrom(
+        s.breakers.changes$.pipe(
+          filter((v: FleetVerdict) => v.name === name),
+          take(2),
+          toArray(),
+        ),
+      );
       const isolated = await get(s.breakers.isolate('a', name));
       expect(isolated).to.include({ state: 'isolated', remainingMs: Infinity });
       const reset = await get(s.breakers.reset('b', name));
@@ -166,7 +172,7 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
       ]);
     });
 
-    it('sync answers every name\'s verdict in order', async () => {
+    it("sync answers every name's verdict in order", async () => {
       const [x, y] = [fresh(), fresh()];
       await get(s.breakers.isolate('a', y));
       const verdicts = await get(s.breakers.sync('a', [x, y]));
@@ -185,7 +191,7 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
     after(done);
     const minute = (id: string, limit: number, cost: number) => ({ id, limit, periodMs: 60_000, cost });
 
-    it('GCRA: a period\'s burst at once, then waits of period/limit per unit; past maxWaitMs, not granted and nothing reserved', async () => {
+    it("GCRA: a period's burst at once, then waits of period/limit per unit; past maxWaitMs, not granted and nothing reserved", async () => {
       const key = fresh();
       const reserve = (node: string, cost: number) => get(s.limits.reserve({ key, node, maxWaitMs: 30_000, limits: [minute('requests', 2, cost)] }));
       expect(await reserve('a', 1)).to.include({ granted: true, waitMs: 0 });
@@ -201,7 +207,8 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
 
     it('every limit at once: granted only if all fit; cost > 1 for tokens', async () => {
       const key = fresh();
-      const both = (tokens: number) => get(s.limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [minute('requests', 100, 1), minute('tokens', 1000, tokens)] }));
+      const both = (tokens: number) =>
+        get(s.limits.reserve({ key, node: 'a', maxWaitMs: 0, limits: [minute('requests', 100, 1), minute('tokens', 1000, tokens)] }));
       expect((await both(900)).granted).to.equal(true);
       expect((await both(200)).granted, 'tokens would wait').to.equal(false);
       expect((await both(100)).granted).to.equal(true);
@@ -230,4 +237,3 @@ export function contract(kind: string, make: () => Promise<Stores>, done: () => 
     });
   });
 }
-

@@ -47,5 +47,7 @@ export function typeErrorsIn(dir: string, files: readonly string[], extra: ts.Co
     files.map((f) => join(dir, f)),
     { ...SNIPPET_OPTIONS, ...extra },
   );
-  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+  return ts
+    .getPreEmitDiagnostics(program)
+    .map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
 }

@@ -5,7 +5,18 @@ import { HttpError, ToolError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, ModelEvent, TurnEvent } from '../../src/core/events/events.js';
 import { streamModel, type ModelRequest } from '../../src/core/model/model.js';
 import { callTool } from '../../src/sources/tool.js';
-import { describeEvent, finish, fromMarbles, pendingActions, pendingAt, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
+import {
+  describeEvent,
+  finish,
+  fromMarbles,
+  pendingActions,
+  pendingAt,
+  record,
+  scriptedModel,
+  scriptedTool,
+  textDeltas,
+  toolCall,
+} from '../../src/testing/index.js';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { degradeAfter } from '../../src/operators/degradeAfter.js';
@@ -150,14 +161,22 @@ describe('rxheal/testing', () => {
 
     it('textDeltas rejoin to the original text', () => {
       const text = 'The weather in  NYC is\n22 °C, sunny.  ';
-      expect(textDeltas(text).map((e) => (e as { text: string }).text).join('')).to.equal(text);
+      expect(
+        textDeltas(text)
+          .map((e) => (e as { text: string }).text)
+          .join(''),
+      ).to.equal(text);
     });
 
     it('toolCall and finish build events', () => {
       expect(toolCall('c1', 'get_weather', { city: 'NYC' })).to.deep.equal({ type: 'tool-call', id: 'c1', name: 'get_weather', args: { city: 'NYC' } });
       expect(finish()).to.deep.equal({ type: 'finish', reason: 'stop' });
       expect(finish('tool-calls')).to.deep.equal({ type: 'finish', reason: 'tool-calls' });
-      expect(finish('stop', { inputTokens: 10, outputTokens: 2 })).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } });
+      expect(finish('stop', { inputTokens: 10, outputTokens: 2 })).to.deep.equal({
+        type: 'finish',
+        reason: 'stop',
+        usage: { inputTokens: 10, outputTokens: 2 },
+      });
       expect(Object.keys(finish('length'))).to.deep.equal(['type', 'reason']);
     });
   });
@@ -201,7 +220,11 @@ describe('rxheal/testing', () => {
     });
 
     it('plays marble turns in virtual time, erroring at #', () => {
-      const values: Record<string, TurnEvent> = { a: { type: 'text-delta', text: 'The' }, b: { type: 'text-delta', text: ' wea' }, c: { type: 'text-delta', text: 'ther' } };
+      const values: Record<string, TurnEvent> = {
+        a: { type: 'text-delta', text: 'The' },
+        b: { type: 'text-delta', text: ' wea' },
+        c: { type: 'text-delta', text: 'ther' },
+      };
       const e503 = new HttpError(503);
       testScheduler().run(({ expectObservable }) => {
         const model = scriptedModel('primary', [{ marbles: '-a-b-c-#', values, error: e503 }]);
@@ -324,7 +347,10 @@ describe('rxheal/testing', () => {
       [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 4, max: 3, exhausted: true, prompt: 'p' }, 'reflection:get_weather#exhausted'],
       [{ type: 'retry', target: 'tool:x', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' }, 'retry:tool:x#1'],
       [{ type: 'retry-succeeded', target: 'tool:x', attempt: 2 }, 'retry-succeeded:tool:x#2'],
-      [{ type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' }, 'retry-withheld:tool:send_email:not_idempotent'],
+      [
+        { type: 'retry-withheld', target: 'tool:send_email', reason: 'not_idempotent', category: 'service_unavailable' },
+        'retry-withheld:tool:send_email:not_idempotent',
+      ],
       [{ type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1/1', step: 1, at: 0, parentId: 'step-1.1' }, 'call-start:model:gpt'],
       [{ type: 'call-end', kind: 'tool', name: 'x', id: 'c1', step: 1, at: 3, durationMs: 3, outcome: 'cancelled' }, 'call-end:tool:x:cancelled'],
       [{ type: 'circuit', breaker: 'tool:x', kind: 'transition', from: 'closed', to: 'open', reason: 'failures', failures: 5 }, 'circuit:tool:x:closed>open'],
@@ -392,7 +418,9 @@ describe('rxheal/testing', () => {
       ts.run(({ cold, expectObservable }) => {
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1000 });
         breaker.state$.subscribe(); // the notice is scheduled only while someone observes the breaker
-        cold('-#', undefined, new Error('503')).pipe(circuitBreak(breaker)).subscribe({ error: () => undefined });
+        cold('-#', undefined, new Error('503'))
+          .pipe(circuitBreak(breaker))
+          .subscribe({ error: () => undefined });
         expectObservable(pendingAt(ts, 200)).toBe('200ms (n|)', { n: 1 });
       });
     });
@@ -464,7 +492,7 @@ describe('rxheal/testing', () => {
 });
 
 describe('rxheal/testing: huge delays and late signals', () => {
-  it('fromMarbles waits a 3e9 ms gap whole, even under Node\'s timer clamp', () => {
+  it("fromMarbles waits a 3e9 ms gap whole, even under Node's timer clamp", () => {
     const scheduler = new NodeTimerScheduler();
     const seen: [number, string][] = [];
     fromMarbles<string>({ marbles: '3000000000ms a|', values: { a: 'a' } }, scheduler).subscribe((v) => seen.push([scheduler.now(), v]));

@@ -101,7 +101,11 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
         // with what the provider attached to each call (Gemini's thought signature), as it came
         for (const call of message.toolCalls ?? []) {
           const providerOptions = call.providerMetadata as SharedV3ProviderOptions | undefined;
-          content.push(providerOptions ? { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args, providerOptions } : { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args });
+          content.push(
+            providerOptions
+              ? { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args, providerOptions }
+              : { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args },
+          );
         }
         prompt.push({ role: 'assistant', content });
         break;
@@ -274,7 +278,12 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   const id = o.id ?? `${model.provider}:${model.modelId}`;
   const settings = (o.settings ?? {}) as AiSdkCallSettings;
   if (settings.reasoning !== undefined && !REASONING_EFFORTS.includes(settings.reasoning)) {
-    throw new InvalidOptionError('fromAiSdk', 'settings.reasoning', settings.reasoning, `one of ${REASONING_EFFORTS.map((r) => `'${r}'`).join(', ')} (AI SDK 7's reasoning call option)`);
+    throw new InvalidOptionError(
+      'fromAiSdk',
+      'settings.reasoning',
+      settings.reasoning,
+      `one of ${REASONING_EFFORTS.map((r) => `'${r}'`).join(', ')} (AI SDK 7's reasoning call option)`,
+    );
   }
   const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
   const made: Model = {

@@ -112,7 +112,13 @@ export class PartDecoder {
         const id = String(part['id']);
         if (part['providerExecuted'] === true) this.providerExecuted.add(id);
         else if (!this.called.has(id)) {
-          this.inputs.set(id, { name: String(part['toolName'] ?? ''), json: '', raw: part['inputEncoding'] === 'text', ended: false, metadata: isObject(part['providerMetadata']) ? part['providerMetadata'] : undefined });
+          this.inputs.set(id, {
+            name: String(part['toolName'] ?? ''),
+            json: '',
+            raw: part['inputEncoding'] === 'text',
+            ended: false,
+            metadata: isObject(part['providerMetadata']) ? part['providerMetadata'] : undefined,
+          });
         }
         return;
       }
@@ -135,7 +141,9 @@ export class PartDecoder {
         this.inputs.delete(id);
         // `input`: the arguments as JSON text (an object from some hand-written models)
         const input = part['input'];
-        out.next(toolCallEvent(id, String(part['toolName'] ?? ''), typeof input === 'string' ? parseToolArguments(input) : (input ?? {}), part['providerMetadata']));
+        out.next(
+          toolCallEvent(id, String(part['toolName'] ?? ''), typeof input === 'string' ? parseToolArguments(input) : (input ?? {}), part['providerMetadata']),
+        );
         return;
       }
       case 'finish':
@@ -207,7 +215,11 @@ export class PartDecoder {
     // what an AI SDK provider finishes with when the stream ended without a finish reason (a cut
     // connection): v2's 'unknown', v3's { unified: 'other', raw: undefined }, v4's 'interrupted'
     if (unified === 'unknown' || unified === 'interrupted' || (isObject(reasonField) && unified === 'other' && raw === undefined)) {
-      throw new IncompleteStreamError(this.model, `the provider sent no finish reason (the stream was cut${unified === 'interrupted' ? `: 'interrupted'` : ''})`, this.parts);
+      throw new IncompleteStreamError(
+        this.model,
+        `the provider sent no finish reason (the stream was cut${unified === 'interrupted' ? `: 'interrupted'` : ''})`,
+        this.parts,
+      );
     }
     const out: TurnEvent[] = [];
     // reasoning the provider never ended ends here, with what its parts carried

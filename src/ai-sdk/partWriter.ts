@@ -74,7 +74,9 @@ export class PartWriter extends Subscriber<TurnEvent> {
           if (this.reasoningId === undefined && providerMetadata === undefined) return;
           // a block of no text (redacted, or a signature alone) opens with its metadata, as @ai-sdk/anthropic's redacted blocks do
           this.openReasoning(providerMetadata);
-          this.controller.enqueue(providerMetadata ? { type: 'reasoning-end', id: this.reasoningId!, providerMetadata } : { type: 'reasoning-end', id: this.reasoningId! });
+          this.controller.enqueue(
+            providerMetadata ? { type: 'reasoning-end', id: this.reasoningId!, providerMetadata } : { type: 'reasoning-end', id: this.reasoningId! },
+          );
           this.reasoningId = undefined;
           this.delivered = true;
           return;
@@ -116,7 +118,9 @@ export class PartWriter extends Subscriber<TurnEvent> {
     if (this.reasoningId !== undefined) return;
     this.closeText();
     this.reasoningId = `reasoning-${this.blocks++}`;
-    this.controller.enqueue(providerMetadata ? { type: 'reasoning-start', id: this.reasoningId, providerMetadata } : { type: 'reasoning-start', id: this.reasoningId });
+    this.controller.enqueue(
+      providerMetadata ? { type: 'reasoning-start', id: this.reasoningId, providerMetadata } : { type: 'reasoning-start', id: this.reasoningId },
+    );
   }
 
   private fail(error: unknown): void {

@@ -92,7 +92,12 @@ function adviceFor(error: unknown): RxhealRetryAdvice {
 export function withRxhealRetryAdvice<M extends AgentsModelLike>(model: M): WithRxhealRetryAdvice<M> {
   const m = model as Partial<Record<'getResponse' | 'getStreamedResponse', unknown>> | null | undefined;
   if (typeof m !== 'object' || m === null || typeof m.getResponse !== 'function' || typeof m.getStreamedResponse !== 'function') {
-    throw new InvalidOptionError('withRxhealRetryAdvice', 'model', model, 'an OpenAI Agents SDK model ({ getResponse, getStreamedResponse }: aisdk(toAiSdk(…)))');
+    throw new InvalidOptionError(
+      'withRxhealRetryAdvice',
+      'model',
+      model,
+      'an OpenAI Agents SDK model ({ getResponse, getStreamedResponse }: aisdk(toAiSdk(…)))',
+    );
   }
   const getRetryAdvice = (args: { readonly error: unknown }): RxhealRetryAdvice => adviceFor(args?.error);
   return new Proxy(model, {

@@ -43,9 +43,14 @@ export function sealOf(metadata: unknown, into: Seal = {}): Seal {
 }
 
 /** A seal (a reasoning part or event) as provider metadata: its `providerMetadata`, Anthropic's signature or redacted data added; `undefined` for none. */
-export function sealMetadata(seal: { readonly signature?: string; readonly redactedData?: string; readonly providerMetadata?: Record<string, unknown> }): SharedV3ProviderMetadata | undefined {
+export function sealMetadata(seal: {
+  readonly signature?: string;
+  readonly redactedData?: string;
+  readonly providerMetadata?: Record<string, unknown>;
+}): SharedV3ProviderMetadata | undefined {
   const out: Record<string, Record<string, unknown>> = {};
-  if (seal.providerMetadata !== undefined) for (const [provider, value] of Object.entries(seal.providerMetadata)) if (isObject(value)) out[provider] = { ...value };
+  if (seal.providerMetadata !== undefined)
+    for (const [provider, value] of Object.entries(seal.providerMetadata)) if (isObject(value)) out[provider] = { ...value };
   if (seal.signature !== undefined) out['anthropic'] = { ...out['anthropic'], signature: seal.signature };
   else if (seal.redactedData !== undefined) out['anthropic'] = { ...out['anthropic'], redactedData: seal.redactedData };
   return Object.keys(out).length > 0 ? (out as SharedV3ProviderMetadata) : undefined;

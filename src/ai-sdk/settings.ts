@@ -25,7 +25,16 @@ export type AiSdkCallSettings = Omit<LanguageModelV3CallOptions, 'prompt' | 'too
 };
 
 /** The values of AI SDK 7's `reasoning` call option (spec v4), in its order. */
-export const REASONING_EFFORTS: readonly NonNullable<AiSdkCallSettings['reasoning']>[] = ['provider-default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+export const REASONING_EFFORTS: readonly NonNullable<AiSdkCallSettings['reasoning']>[] = [
+  'provider-default',
+  'none',
+  'minimal',
+  'low',
+  'medium',
+  'high',
+  'xhigh',
+  'max',
+];
 
 /**
  * Where {@link toAiSdk} puts the AI SDK call's settings on the request it hands its rxheal

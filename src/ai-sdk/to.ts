@@ -50,7 +50,15 @@ function unsupported(at: string, what: string): never {
 function fileDataKind(data: unknown): string {
   if (typeof data === 'object' && data !== null && !(data instanceof Uint8Array) && !(data instanceof URL)) {
     const type = (data as { type?: unknown }).type;
-    return type === 'data' ? 'inline data' : type === 'url' ? 'a URL' : type === 'reference' ? 'a provider file reference' : type === 'text' ? 'inline text' : 'data';
+    return type === 'data'
+      ? 'inline data'
+      : type === 'url'
+        ? 'a URL'
+        : type === 'reference'
+          ? 'a provider file reference'
+          : type === 'text'
+            ? 'inline text'
+            : 'data';
   }
   return data instanceof URL ? 'a URL' : 'inline data';
 }
@@ -114,7 +122,11 @@ function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]):
           if (part.type === 'text') text += part.text;
           else if (part.type === 'tool-call') {
             if (part.providerExecuted !== true) {
-              toolCalls.push(part.providerOptions ? { id: part.toolCallId, name: part.toolName, args: part.input, providerMetadata: part.providerOptions } : { id: part.toolCallId, name: part.toolName, args: part.input });
+              toolCalls.push(
+                part.providerOptions
+                  ? { id: part.toolCallId, name: part.toolName, args: part.input, providerMetadata: part.providerOptions }
+                  : { id: part.toolCallId, name: part.toolName, args: part.input },
+              );
             }
           } else if (part.type === 'reasoning') {
             // with its signature or redacted data (Anthropic's) and other providers' metadata,
@@ -125,8 +137,15 @@ function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]):
           else if (type === 'custom' || type === 'reasoning-file') {
             // spec v4: provider-specific content, a file made while reasoning — an rxheal
             // conversation has no place for them (the models inside get the rest of the message)
-            const what = type === 'custom' ? `custom content '${String((part as { kind?: unknown }).kind)}'` : `a reasoning file (${String((part as { mediaType?: unknown }).mediaType)})`;
-            warnings.push({ type: 'unsupported', feature: `prompt[${i}].content[${j}]: ${what}`, details: 'rxheal conversations carry text, reasoning text, tool calls and tool results: the part was left out' });
+            const what =
+              type === 'custom'
+                ? `custom content '${String((part as { kind?: unknown }).kind)}'`
+                : `a reasoning file (${String((part as { mediaType?: unknown }).mediaType)})`;
+            warnings.push({
+              type: 'unsupported',
+              feature: `prompt[${i}].content[${j}]: ${what}`,
+              details: 'rxheal conversations carry text, reasoning text, tool calls and tool results: the part was left out',
+            });
           }
           // provider-executed tool results: not part of an rxheal conversation
         });
@@ -138,7 +157,11 @@ function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]):
         for (const part of message.content) {
           if (part.type !== 'tool-result') continue; // approval responses: the AI SDK resolves them
           const { content, isError } = toolResultText(part.output);
-          messages.push(isError ? { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content, isError } : { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content });
+          messages.push(
+            isError
+              ? { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content, isError }
+              : { role: 'tool', toolCallId: part.toolCallId, toolName: part.toolName, content },
+          );
         }
         break;
     }
@@ -165,7 +188,12 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
   warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
-  const request: RequestWithSettings = { messages: fromPrompt(prompt, warnings), tools, ...(choice === undefined ? {} : { toolChoice: choice }), [CALL_SETTINGS]: settings as AiSdkCallSettings };
+  const request: RequestWithSettings = {
+    messages: fromPrompt(prompt, warnings),
+    tools,
+    ...(choice === undefined ? {} : { toolChoice: choice }),
+    [CALL_SETTINGS]: settings as AiSdkCallSettings,
+  };
   return { request, warnings };
 }
 

@@ -103,7 +103,10 @@ export function fromAnthropic(client: AnthropicMessagesClient, params: Anthropic
   return sdkModel({
     id,
     open: (request, signal) =>
-      messages.create(anthropicRequestBody(params.model, params.max_tokens, request, params) as unknown as Anthropic.MessageCreateParamsStreaming, { signal, maxRetries }),
+      messages.create(anthropicRequestBody(params.model, params.max_tokens, request, params) as unknown as Anthropic.MessageCreateParamsStreaming, {
+        signal,
+        maxRetries,
+      }),
     toEvent: (event) => ({ event: String((event as { type?: unknown }).type), data: JSON.stringify(event) }),
     decoder: anthropicStreamDecoder,
   });

@@ -92,7 +92,8 @@ function describeFailure(failure: HealingFailure, seed: number, runs: number): s
 
 /** Whether `u` is a fast-check arbitrary (what `faults.schedule` returns, or one of the user's). */
 const isArbitrary = (u: unknown): u is Arbitrary<FaultSchedule> =>
-  u instanceof fc.Arbitrary || (typeof u === 'object' && u !== null && typeof (u as Arbitrary<unknown>).generate === 'function' && typeof (u as Arbitrary<unknown>).shrink === 'function');
+  u instanceof fc.Arbitrary ||
+  (typeof u === 'object' && u !== null && typeof (u as Arbitrary<unknown>).generate === 'function' && typeof (u as Arbitrary<unknown>).shrink === 'function');
 
 /**
  * Runs the agent factory under `options.runs` schedules drawn from `options.faults`, each in
@@ -118,14 +119,23 @@ const isArbitrary = (u: unknown): u is Arbitrary<FaultSchedule> =>
  * observable, schedules naming a model or tool the agent does not wrap, or bad options.
  */
 export async function checkHealing(agent: AgentFactory, options: CheckHealingOptions): Promise<HealingReport> {
-  if (!isArbitrary(options?.faults)) throw new ChaosInputError(`checkHealing: options.faults must be a fast-check arbitrary of schedules (what faults.schedule returns), got ${String(options?.faults)}`);
+  if (!isArbitrary(options?.faults))
+    throw new ChaosInputError(
+      `checkHealing: options.faults must be a fast-check arbitrary of schedules (what faults.schedule returns), got ${String(options?.faults)}`,
+    );
   const runs = options.runs ?? 100;
   if (!Number.isInteger(runs) || runs < 1) throw new ChaosInputError(`checkHealing: options.runs must be a whole number >= 1, got ${String(runs)}`);
-  if (options.seed !== undefined && !Number.isSafeInteger(options.seed)) throw new ChaosInputError(`checkHealing: options.seed must be a whole number, got ${String(options.seed)}`);
+  if (options.seed !== undefined && !Number.isSafeInteger(options.seed))
+    throw new ChaosInputError(`checkHealing: options.seed must be a whole number, got ${String(options.seed)}`);
   // the agent as it is, without faults: a factory that throws is reported as such
   await replaySchedule(agent, {}, options);
   const names = (options.faults as Partial<ScheduleArbitrary>)[SCHEDULE_NAMES];
-  if (names) await replaySchedule(agent, { models: Object.fromEntries(names.models.map((n) => [n, []])), tools: Object.fromEntries(names.tools.map((n) => [n, []])) }, options);
+  if (names)
+    await replaySchedule(
+      agent,
+      { models: Object.fromEntries(names.models.map((n) => [n, []])), tools: Object.fromEntries(names.tools.map((n) => [n, []])) },
+      options,
+    );
   let inputError: unknown;
   // what the last failing run broke: fast-check's counterexample is the last schedule that failed
   let broken: { readonly schedule: FaultSchedule; readonly violations: readonly Violation[] } | undefined;
@@ -162,7 +172,8 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
   let spec: string | undefined;
   let specMissing: string | undefined;
   if (run.violations.length === 0) {
-    specMissing = 'the shrunk schedule healed when replayed, so a spec replaying it would pass: make the agent replay deterministically first (see replays-same)';
+    specMissing =
+      'the shrunk schedule healed when replayed, so a spec replaying it would pass: make the agent replay deterministically first (see replays-same)';
   } else {
     try {
       spec = replaySpec(run, options.spec);

@@ -14,7 +14,8 @@
 import type FastCheck from 'fast-check';
 
 /** The error an import of `rxheal/chaos` fails with when fast-check is not installed. */
-export const MISSING_FAST_CHECK = 'rxheal/chaos needs fast-check (4.x), an optional peer dependency of rxheal that is not installed: npm install --save-dev fast-check';
+export const MISSING_FAST_CHECK =
+  'rxheal/chaos needs fast-check (4.x), an optional peer dependency of rxheal that is not installed: npm install --save-dev fast-check';
 
 /** Loads fast-check, or throws {@link MISSING_FAST_CHECK} (the resolution error as its cause). */
 function load(): typeof FastCheck {

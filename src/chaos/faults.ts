@@ -74,20 +74,31 @@ export const DEFAULT_MODEL_WEIGHTS: Readonly<Record<ModelFault['kind'], number>>
  * faults.schedule({ tools: ['book'], tool: { weights: { ...DEFAULT_TOOL_WEIGHTS, throw: 6 } } });
  * ```
  */
-export const DEFAULT_TOOL_WEIGHTS: Readonly<Record<ToolFault['kind'], number>> = Object.freeze({ ok: 8, throw: 2, timeout: 1, stall: 1, 'is-error': 1, slow: 1 });
+export const DEFAULT_TOOL_WEIGHTS: Readonly<Record<ToolFault['kind'], number>> = Object.freeze({
+  ok: 8,
+  throw: 2,
+  timeout: 1,
+  stall: 1,
+  'is-error': 1,
+  slow: 1,
+});
 
 /** A whole number of at most 2³¹−1 that is `>= min`, or a `ChaosInputError` naming `where` and the value. */
 function whole(value: unknown, where: string, min = 0): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 2_147_483_647) throw new ChaosInputError(`faults: ${where} must be a whole number >= ${min}, got ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 2_147_483_647)
+    throw new ChaosInputError(`faults: ${where} must be a whole number >= ${min}, got ${String(value)}`);
   return value;
 }
 
 const bounded = (bounds: FaultBounds | undefined, where: string) => {
-  if (bounds !== undefined && (typeof bounds !== 'object' || bounds === null)) throw new ChaosInputError(`faults: ${where} must be an object of bounds, got ${String(bounds)}`);
+  if (bounds !== undefined && (typeof bounds !== 'object' || bounds === null))
+    throw new ChaosInputError(`faults: ${where} must be an object of bounds, got ${String(bounds)}`);
   const statuses = bounds?.statuses ?? [429, 500, 503];
-  if (!Array.isArray(statuses) || statuses.length === 0) throw new ChaosInputError(`faults: ${where}.statuses must be a non-empty array of HTTP statuses, got ${String(statuses)}`);
+  if (!Array.isArray(statuses) || statuses.length === 0)
+    throw new ChaosInputError(`faults: ${where}.statuses must be a non-empty array of HTTP statuses, got ${String(statuses)}`);
   statuses.forEach((s, i) => {
-    if (!Number.isInteger(s) || s < 400 || s > 599) throw new ChaosInputError(`faults: ${where}.statuses[${i}] must be an HTTP error status (400–599), got ${String(s)}`);
+    if (!Number.isInteger(s) || s < 400 || s > 599)
+      throw new ChaosInputError(`faults: ${where}.statuses[${i}] must be an HTTP error status (400–599), got ${String(s)}`);
   });
   return {
     delay: fc.integer({ min: 0, max: whole(bounds?.maxDelayMs ?? 5_000, `${where}.maxDelayMs`) }),
@@ -98,11 +109,18 @@ const bounded = (bounds: FaultBounds | undefined, where: string) => {
 };
 
 /** `fc.oneof` over the weighted kinds, `ok` first (shrinking goes toward the first). */
-function weighted<F>(weights: Readonly<Record<string, number>>, defaults: Readonly<Record<string, number>>, arbs: Readonly<Record<string, Arbitrary<F>>>, where: string): Arbitrary<F> {
-  if (typeof weights !== 'object' || weights === null) throw new ChaosInputError(`faults: ${where} must be an object of weights by fault kind, got ${String(weights)}`);
+function weighted<F>(
+  weights: Readonly<Record<string, number>>,
+  defaults: Readonly<Record<string, number>>,
+  arbs: Readonly<Record<string, Arbitrary<F>>>,
+  where: string,
+): Arbitrary<F> {
+  if (typeof weights !== 'object' || weights === null)
+    throw new ChaosInputError(`faults: ${where} must be an object of weights by fault kind, got ${String(weights)}`);
   for (const [k, w] of Object.entries(weights)) {
     if (!(k in defaults)) throw new ChaosInputError(`faults: unknown fault kind '${k}' in ${where} (known: ${Object.keys(defaults).join(', ')})`);
-    if (typeof w !== 'number' || !Number.isFinite(w) || w < 0) throw new ChaosInputError(`faults: ${where}.${k} must be a finite number >= 0 (0 leaves the kind out), got ${String(w)}`);
+    if (typeof w !== 'number' || !Number.isFinite(w) || w < 0)
+      throw new ChaosInputError(`faults: ${where}.${k} must be a finite number >= 0 (0 leaves the kind out), got ${String(w)}`);
   }
   const kinds = Object.keys(defaults).filter((k) => (weights[k] ?? defaults[k]!) > 0);
   if (kinds.length === 0) throw new ChaosInputError(`faults: every weight in ${where} is 0`);
@@ -130,9 +148,11 @@ export function modelFault(options: { readonly weights?: ModelFaultWeights; read
   const b = bounded(options.bounds, 'model.bounds');
   const arbs: Record<ModelFault['kind'], Arbitrary<ModelFault>> = {
     ok: fc.constant({ kind: 'ok' }),
-    status: fc.record({ status: b.status, retryAfterMs: fc.option(b.delay, { nil: undefined }) }).map(({ status, retryAfterMs }) =>
-      status === 429 && retryAfterMs !== undefined ? { kind: 'status', status, retryAfterMs } : { kind: 'status', status },
-    ),
+    status: fc
+      .record({ status: b.status, retryAfterMs: fc.option(b.delay, { nil: undefined }) })
+      .map(({ status, retryAfterMs }) =>
+        status === 429 && retryAfterMs !== undefined ? { kind: 'status', status, retryAfterMs } : { kind: 'status', status },
+      ),
     down: b.down.map((forMs) => ({ kind: 'down', forMs })),
     reset: b.afterEvents.map((afterEvents) => ({ kind: 'reset', afterEvents })),
     malformed: b.afterEvents.map((afterEvents) => ({ kind: 'malformed', afterEvents })),
@@ -203,7 +223,9 @@ export const SCHEDULE_NAMES = Symbol.for('rxheal.chaos.scheduleNames');
  * const schedules: ScheduleArbitrary = faults.schedule({ models: ['gpt'], tools: ['search'] });
  * ```
  */
-export type ScheduleArbitrary = Arbitrary<FaultSchedule> & { readonly [SCHEDULE_NAMES]: { readonly models: readonly string[]; readonly tools: readonly string[] } };
+export type ScheduleArbitrary = Arbitrary<FaultSchedule> & {
+  readonly [SCHEDULE_NAMES]: { readonly models: readonly string[]; readonly tools: readonly string[] };
+};
 
 /**
  * Fault schedules for an agent's models and tools: for each, a list of up to `maxCalls` faults.
@@ -219,7 +241,8 @@ export function schedule(options: ScheduleOptions): ScheduleArbitrary {
   const maxLength = whole(options.maxCalls ?? 4, 'maxCalls');
   const names = (key: 'models' | 'tools'): string[] => {
     const list = options[key] ?? [];
-    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === '')) throw new ChaosInputError(`faults.schedule: ${key} must be an array of non-empty names, got ${JSON.stringify(list)}`);
+    if (!Array.isArray(list) || list.some((n) => typeof n !== 'string' || n === ''))
+      throw new ChaosInputError(`faults.schedule: ${key} must be an array of non-empty names, got ${JSON.stringify(list)}`);
     return [...list];
   };
   const models = names('models');

@@ -108,7 +108,14 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
   if (call) {
     const kind = call[1] as 'model' | 'tool';
     const name = str(kind === 'model' ? f['model'] : f['tool_name']) ?? '';
-    const base = { kind, name, id: String(f['call_id'] ?? ''), step: num(f['step']), at: 0, ...(typeof f['parent_id'] === 'string' ? { parentId: f['parent_id'] } : {}) };
+    const base = {
+      kind,
+      name,
+      id: String(f['call_id'] ?? ''),
+      step: num(f['step']),
+      at: 0,
+      ...(typeof f['parent_id'] === 'string' ? { parentId: f['parent_id'] } : {}),
+    };
     if (call[2] === 'started') return { type: 'call-start', ...base };
     const outcome = call[2] === 'finished' ? 'success' : call[2] === 'failed' ? 'error' : 'cancelled';
     const error = str(f['error']);
@@ -126,7 +133,14 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     };
   }
   if (/^(model |tool |)call failed, retrying$/.test(message)) {
-    return { type: 'retry', target: target(f), attempt: num(f['attempt']), max: num(f['max']), delayMs: num(f['backoff_ms']), category: String(f['category'] ?? '') };
+    return {
+      type: 'retry',
+      target: target(f),
+      attempt: num(f['attempt']),
+      max: num(f['max']),
+      delayMs: num(f['backoff_ms']),
+      category: String(f['category'] ?? ''),
+    };
   }
   switch (message) {
     case 'fallback activated':
@@ -141,14 +155,29 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
       return { type: 'budget-exceeded', resource: String(f['resource']), limit: num(f['limit']), used: num(f['used']) };
     case 'reflection injected':
     case 'reflections exhausted, tool abandoned':
-      return { type: 'reflection', tool: String(f['tool_name']), callId: String(f['call_id'] ?? ''), attempt: num(f['attempt']), max: num(f['max']), exhausted: message !== 'reflection injected' } as AgentEvent;
+      return {
+        type: 'reflection',
+        tool: String(f['tool_name']),
+        callId: String(f['call_id'] ?? ''),
+        attempt: num(f['attempt']),
+        max: num(f['max']),
+        exhausted: message !== 'reflection injected',
+      } as AgentEvent;
     case 'circuit breaker opened':
     case 'circuit breaker half-open':
     case 'circuit breaker closed': {
       const to: CircuitState = message === 'circuit breaker opened' ? 'open' : message === 'circuit breaker half-open' ? 'half-open' : 'closed';
       // logged without `from`: it came the usual way into that state
       const from = CIRCUIT_STATES.has(f['from']) ? (f['from'] as CircuitState) : USUAL_CIRCUIT_FROM[to];
-      return { type: 'circuit', kind: 'transition', breaker: target(f), from, to, reason: String(f['reason'] ?? ''), failures: num(f['failures']) } as AgentEvent;
+      return {
+        type: 'circuit',
+        kind: 'transition',
+        breaker: target(f),
+        from,
+        to,
+        reason: String(f['reason'] ?? ''),
+        failures: num(f['failures']),
+      } as AgentEvent;
     }
     case 'call rejected by open circuit':
       return { type: 'circuit', kind: 'rejected', breaker: target(f), retryAfterMs: num(f['retry_after_ms']) } as AgentEvent;
@@ -168,7 +197,15 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
       if (hedge !== undefined) {
         const afterMs = f['after_ms'];
         const category = str(f['category']);
-        return { type: 'hedge', kind: hedge, target: target(f), attempt: num(f['attempt']), at: 0, ...(typeof afterMs === 'number' ? { afterMs } : {}), ...(category === undefined ? {} : { category }) };
+        return {
+          type: 'hedge',
+          kind: hedge,
+          target: target(f),
+          attempt: num(f['attempt']),
+          at: 0,
+          ...(typeof afterMs === 'number' ? { afterMs } : {}),
+          ...(category === undefined ? {} : { category }),
+        };
       }
       throw new ChaosInputError(`${where}: ${JSON.stringify(message)} is no message this rxheal's logEvents writes (a log of another version?)`);
     }
@@ -253,8 +290,11 @@ function modelFault(end: Extract<HealEvent, { type: 'call-end' }>, deltas: numbe
   if (end.category === 'timeout') return { kind: 'stall', afterEvents: deltas ?? 0 };
   if (end.category === 'connection') return { kind: 'down', forMs: 0 };
   const status = statusOf(end);
-  if (status !== undefined) return status === 429 && retryAfter !== undefined ? { kind: 'status', status, retryAfterMs: retryAfter } : { kind: 'status', status };
-  throw new ChaosInputError(`${where}: cannot tell how model call '${end.id}' of '${end.name}' failed: ${JSON.stringify(error)} (category ${String(end.category)})`);
+  if (status !== undefined)
+    return status === 429 && retryAfter !== undefined ? { kind: 'status', status, retryAfterMs: retryAfter } : { kind: 'status', status };
+  throw new ChaosInputError(
+    `${where}: cannot tell how model call '${end.id}' of '${end.name}' failed: ${JSON.stringify(error)} (category ${String(end.category)})`,
+  );
 }
 
 /** A tool execution's fault, from what its `call-end` said. */
@@ -342,7 +382,8 @@ export function recordIncident(input: readonly AgentEvent[] | string | readonly 
 /** An incident of another version than this rxheal's: a `ChaosInputError` naming it (for `replayIncident` and `incidentSpec`). */
 export function checkIncidentVersion(where: string, verb: 'reads' | 'writes', incident: unknown): void {
   const version = (incident as { version?: unknown } | undefined)?.version;
-  if (version !== INCIDENT_VERSION) throw new ChaosInputError(`${where}: an incident of version ${JSON.stringify(version)}; this rxheal ${verb} version ${INCIDENT_VERSION}`);
+  if (version !== INCIDENT_VERSION)
+    throw new ChaosInputError(`${where}: an incident of version ${JSON.stringify(version)}; this rxheal ${verb} version ${INCIDENT_VERSION}`);
 }
 
 /**
@@ -400,7 +441,10 @@ export async function replayIncident(incident: Incident, agent: AgentFactory, op
     ...Object.entries(incident.schedule.models ?? {}).map(([id, list]): [string, number] => [`model:${id}`, list.length]),
     ...Object.entries(incident.schedule.tools ?? {}).map(([name, list]): [string, number] => [`tool:${name}`, list.length]),
   ]);
-  const calls = callCounts([...run.models.map((a): [string, number] => [`model:${a.model}`, 1]), ...run.tools.map((t): [string, number] => [`tool:${t.tool}`, 1])]);
+  const calls = callCounts([
+    ...run.models.map((a): [string, number] => [`model:${a.model}`, 1]),
+    ...run.tools.map((t): [string, number] => [`tool:${t.tool}`, 1]),
+  ]);
   const sameHealing = healing.length === incident.healing.length && healing.every((s, i) => s === incident.healing[i]);
   const sameCalls = JSON.stringify(calls) === JSON.stringify(expectedCalls);
   return { run, healing, expected: incident.healing, calls, expectedCalls, same: sameHealing && sameCalls };

@@ -46,7 +46,10 @@ const isPromiseLike = (u: unknown): u is PromiseLike<unknown> => typeof (u as Pr
 
 /** The error a provider that refuses connections fails with (as `fetch` does). */
 function refused(model: string): Error {
-  return Object.assign(new TypeError(`fetch failed (chaos: '${model}' is down)`), { code: 'ECONNREFUSED', cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1'), { code: 'ECONNREFUSED' }) });
+  return Object.assign(new TypeError(`fetch failed (chaos: '${model}' is down)`), {
+    code: 'ECONNREFUSED',
+    cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1'), { code: 'ECONNREFUSED' }),
+  });
 }
 
 /**
@@ -208,7 +211,10 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
  * IS_ERROR_RESULT; // { isError: true, content: [{ type: 'text', text: 'chaos: the tool reported an error' }] }
  * ```
  */
-export const IS_ERROR_RESULT = Object.freeze({ isError: true, content: Object.freeze([Object.freeze({ type: 'text', text: 'chaos: the tool reported an error' })]) });
+export const IS_ERROR_RESULT = Object.freeze({
+  isError: true,
+  content: Object.freeze([Object.freeze({ type: 'text', text: 'chaos: the tool reported an error' })]),
+});
 
 /**
  * The user's tool, under a fault schedule: its n-th execution gets
@@ -235,7 +241,19 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
       const fault: ToolFault = faults[call - 1] ?? { kind: 'ok' };
       const callId = typeof context?.callId === 'string' ? context.callId : undefined;
       const turn = callId === undefined ? undefined : recorder?.turnOf(callId);
-      const execution: ToolExecution = { kind: 'tool', tool: tool.name, call, fault, idempotent: tool.idempotent, callId, turn, seq: recorder?.next() ?? 0, startedAt: scheduler.now(), endedAt: undefined, outcome: 'open' };
+      const execution: ToolExecution = {
+        kind: 'tool',
+        tool: tool.name,
+        call,
+        fault,
+        idempotent: tool.idempotent,
+        callId,
+        turn,
+        seq: recorder?.next() ?? 0,
+        startedAt: scheduler.now(),
+        endedAt: undefined,
+        outcome: 'open',
+      };
       recorder?.tools.push(execution);
       const end = (outcome: AttemptOutcome): void => {
         if (execution.outcome !== 'open' || recorder?.closed === true) return;
@@ -283,10 +301,14 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
           run();
           break;
         case 'throw':
-          timer = failAfter(fault.afterMs ?? 0, () => (fault.status !== undefined ? new HttpError(fault.status, {}, `chaos: HTTP ${fault.status}`) : new Error(`chaos: '${tool.name}' failed`)));
+          timer = failAfter(fault.afterMs ?? 0, () =>
+            fault.status !== undefined ? new HttpError(fault.status, {}, `chaos: HTTP ${fault.status}`) : new Error(`chaos: '${tool.name}' failed`),
+          );
           break;
         case 'timeout':
-          timer = failAfter(fault.afterMs, () => Object.assign(new Error(`chaos: '${tool.name}' timed out after ${fault.afterMs} ms`), { name: 'TimeoutError' }));
+          timer = failAfter(fault.afterMs, () =>
+            Object.assign(new Error(`chaos: '${tool.name}' timed out after ${fault.afterMs} ms`), { name: 'TimeoutError' }),
+          );
           break;
         case 'stall':
           break;

@@ -5,7 +5,19 @@
  *
  * @module
  */
-import { AllFallbacksFailedError, BudgetExceededError, BulkheadRejectedError, CircuitOpenError, HttpError, IncompleteStreamError, MalformedStreamError, RateLimitExceededError, RetriesExhaustedError, ToolError, TotalTimeoutError } from '../core/errors/errors.js';
+import {
+  AllFallbacksFailedError,
+  BudgetExceededError,
+  BulkheadRejectedError,
+  CircuitOpenError,
+  HttpError,
+  IncompleteStreamError,
+  MalformedStreamError,
+  RateLimitExceededError,
+  RetriesExhaustedError,
+  ToolError,
+  TotalTimeoutError,
+} from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage } from '../core/events/events.js';
 import type { Budget } from '../sources/budget.js';
 import type { FaultSchedule } from './schedule.js';
@@ -218,9 +230,14 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
     const whole = answered.text;
     const partial = answered.continuing;
     if (partial === undefined) {
-      if (message.content !== whole) problems.push(`the assistant message ${JSON.stringify(message.content)} != the text of the call that answered (${answered.model}#${answered.call}) ${JSON.stringify(whole)}`);
+      if (message.content !== whole)
+        problems.push(
+          `the assistant message ${JSON.stringify(message.content)} != the text of the call that answered (${answered.model}#${answered.call}) ${JSON.stringify(whole)}`,
+        );
     } else if (!message.content.startsWith(partial) || !whole.endsWith(message.content.slice(partial.length))) {
-      problems.push(`the assistant message ${JSON.stringify(message.content)} is not the partial ${JSON.stringify(partial)} continued by ${answered.model}#${answered.call}'s ${JSON.stringify(whole)}`);
+      problems.push(
+        `the assistant message ${JSON.stringify(message.content)} is not the partial ${JSON.stringify(partial)} continued by ${answered.model}#${answered.call}'s ${JSON.stringify(whole)}`,
+      );
     }
   }
   return problems;
@@ -254,7 +271,8 @@ function budgetHeld(run: Omit<ChaosRun, 'violations'>, budget: Budget | undefine
   if (!budget) return [];
   const problems: string[] = [];
   const { maxModelCalls, maxToolCalls, maxTokens } = budget;
-  if (maxModelCalls !== undefined && run.models.length > maxModelCalls) problems.push(`${run.models.length} model calls were made, the budget is ${maxModelCalls}`);
+  if (maxModelCalls !== undefined && run.models.length > maxModelCalls)
+    problems.push(`${run.models.length} model calls were made, the budget is ${maxModelCalls}`);
   if (maxToolCalls !== undefined && run.tools.length > maxToolCalls) problems.push(`${run.tools.length} tool executions ran, the budget is ${maxToolCalls}`);
   if (maxTokens !== undefined) {
     let spent = 0;
@@ -280,7 +298,8 @@ function healingAnnounced(run: Omit<ChaosRun, 'violations'>): string[] {
     const attempts = run.models.filter((a) => a.seq > from && a.seq < to);
     for (let i = 1; i < attempts.length; i++) {
       const a = attempts[i]!;
-      if (!announced(attempts[i - 1]!.seq, a.seq)) problems.push(`${a.model}#${a.call} was another attempt of a turn, and nothing on the hub said so (no retry, fallback or hedge event before it)`);
+      if (!announced(attempts[i - 1]!.seq, a.seq))
+        problems.push(`${a.model}#${a.call} was another attempt of a turn, and nothing on the hub said so (no retry, fallback or hedge event before it)`);
     }
     from = to;
   }
@@ -290,8 +309,11 @@ function healingAnnounced(run: Omit<ChaosRun, 'violations'>): string[] {
   for (const name of new Set(run.tools.map((t) => t.tool))) {
     const ran = run.tools.filter((t) => t.tool === name).length;
     // the target names this tool exactly (`tool:<name>` or `<name>`): a retry of 'websearch' is no retry of 'search'
-    const retries = run.events.filter(({ event: e }) => (e.type === 'retry' || (e.type === 'hedge' && e.kind === 'started')) && (e.target === `tool:${name}` || e.target === name)).length;
-    if (ran > (asked.get(name) ?? 0) + retries) problems.push(`'${name}' ran ${ran} times for ${asked.get(name) ?? 0} calls and ${retries} announced retries: a retry the hub never saw`);
+    const retries = run.events.filter(
+      ({ event: e }) => (e.type === 'retry' || (e.type === 'hedge' && e.kind === 'started')) && (e.target === `tool:${name}` || e.target === name),
+    ).length;
+    if (ran > (asked.get(name) ?? 0) + retries)
+      problems.push(`'${name}' ran ${ran} times for ${asked.get(name) ?? 0} calls and ${retries} announced retries: a retry the hub never saw`);
   }
   return problems;
 }
@@ -300,7 +322,8 @@ function nothingLeft(run: Omit<ChaosRun, 'violations'>): string[] {
   const problems = run.unhandled.map((u) => `an error RxJS could not deliver: ${u}`);
   if (run.end.kind === 'hang') return problems;
   if (run.pending > 0) problems.push(`${run.pending} action${run.pending === 1 ? ' was' : 's were'} still scheduled after the run ended`);
-  if (run.live > 0) problems.push(`${run.live} model stream${run.live === 1 ? '' : 's'} or tool execution${run.live === 1 ? '' : 's'} still running after the run ended`);
+  if (run.live > 0)
+    problems.push(`${run.live} model stream${run.live === 1 ? '' : 's'} or tool execution${run.live === 1 ? '' : 's'} still running after the run ended`);
   return problems;
 }
 

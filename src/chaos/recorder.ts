@@ -211,4 +211,3 @@ export class ChaosRecorder {
     return this.models.filter((a) => a.outcome === 'open').length + this.tools.filter((t) => t.outcome === 'open').length;
   }
 }
-

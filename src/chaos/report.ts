@@ -177,7 +177,10 @@ export interface ReplaySpecNaming {
  * @throws {ChaosInputError} for options the spec cannot carry without `naming.options`, and for
  * names that would not make valid source.
  */
-export function replaySpec(run: Omit<ChaosRun, 'violations' | 'options'> & { readonly violations?: ChaosRun['violations']; readonly options?: ReplayOptions }, naming: ReplaySpecNaming = {}): string {
+export function replaySpec(
+  run: Omit<ChaosRun, 'violations' | 'options'> & { readonly violations?: ChaosRun['violations']; readonly options?: ReplayOptions },
+  naming: ReplaySpecNaming = {},
+): string {
   const agent = naming.agent ?? 'agent';
   const schedule = scheduleSource(compactSchedule(run.schedule));
   const options = naming.options === undefined ? optionsSource(run.options ?? {}) : { text: naming.options, imports: [] };
@@ -219,7 +222,10 @@ function optionsSource(o: ReplayOptions): { readonly text: string | undefined; r
     const classes = o.errors.filter((k) => typeof k !== 'string');
     const entries: string[] = [];
     if (DOCUMENTED_ERRORS.every((k) => o.errors!.includes(k))) entries.push('...DOCUMENTED_ERRORS');
-    else if (classes.length > 0) entries.push(`...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ${JSON.stringify(classes.map((k) => (k as { name: string }).name))}.includes(kind.name))`);
+    else if (classes.length > 0)
+      entries.push(
+        `...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ${JSON.stringify(classes.map((k) => (k as { name: string }).name))}.includes(kind.name))`,
+      );
     if (classes.length > 0) imports.push('DOCUMENTED_ERRORS');
     for (const k of o.errors) if (typeof k === 'string') entries.push(JSON.stringify(k));
     parts.push(`errors: [${entries.join(', ')}]`);
@@ -264,9 +270,11 @@ function checkNaming(where: string, naming: ReplaySpecNaming): void {
   }
   for (const key of ['from', 'chaos'] as const) {
     const value = naming[key];
-    if (value !== undefined && !MODULE.test(value)) throw new ChaosInputError(`${where}: naming.${key} ${JSON.stringify(value)} is not a module specifier (no quotes, backslashes or line breaks)`);
+    if (value !== undefined && !MODULE.test(value))
+      throw new ChaosInputError(`${where}: naming.${key} ${JSON.stringify(value)} is not a module specifier (no quotes, backslashes or line breaks)`);
   }
-  if (naming.runner !== undefined && !RUNNERS.has(naming.runner)) throw new ChaosInputError(`${where}: naming.runner ${JSON.stringify(naming.runner)} is none of 'globals', 'node:test', 'vitest'`);
+  if (naming.runner !== undefined && !RUNNERS.has(naming.runner))
+    throw new ChaosInputError(`${where}: naming.runner ${JSON.stringify(naming.runner)} is none of 'globals', 'node:test', 'vitest'`);
 }
 
 const optionsArg = (naming: ReplaySpecNaming): string => (naming.options === undefined ? '' : `, ${naming.options}`);
@@ -328,7 +336,10 @@ export interface IncidentSpecNaming extends ReplaySpecNaming {
 export function incidentSpec(incident: Incident, naming: IncidentSpecNaming = {}): string {
   checkIncidentVersion('incidentSpec', 'writes', incident);
   (naming.agentArgs ?? []).forEach((arg, i) => {
-    if (!isJson(arg)) throw new ChaosInputError(`incidentSpec: naming.agentArgs[${i}] is not a JSON value (a function, undefined, a class instance or a cycle cannot be written into the spec)`);
+    if (!isJson(arg))
+      throw new ChaosInputError(
+        `incidentSpec: naming.agentArgs[${i}] is not a JSON value (a function, undefined, a class instance or a cycle cannot be written into the spec)`,
+      );
   });
   const agent = naming.agent ?? 'agent';
   const made = naming.agentArgs === undefined ? agent : `${agent}(${naming.agentArgs.map((a) => source(a, '')).join(', ')})`;

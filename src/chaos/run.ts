@@ -71,10 +71,12 @@ const isPromiseLike = (u: unknown): u is PromiseLike<unknown> => typeof (u as Pr
 function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | undefined {
   const list = (set: Set<string>): string => [...set].map((n) => `'${n}'`).join(', ') || 'none';
   for (const name of Object.keys(schedule.tools ?? {})) {
-    if (!recorder.wrappedTools.has(name)) return `the schedule has faults for tool '${name}', but the agent has no tool '${name}' under chaos.tool() (it has: ${list(recorder.wrappedTools)})`;
+    if (!recorder.wrappedTools.has(name))
+      return `the schedule has faults for tool '${name}', but the agent has no tool '${name}' under chaos.tool() (it has: ${list(recorder.wrappedTools)})`;
   }
   for (const id of Object.keys(schedule.models ?? {})) {
-    if (!recorder.wrappedModels.has(id)) return `the schedule has faults for model '${id}', but the agent has no model '${id}' under chaos.model() (it has: ${list(recorder.wrappedModels)})`;
+    if (!recorder.wrappedModels.has(id))
+      return `the schedule has faults for model '${id}', but the agent has no model '${id}' under chaos.model() (it has: ${list(recorder.wrappedModels)})`;
   }
   return undefined;
 }
@@ -171,7 +173,8 @@ class Replay {
             : 'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)';
         return { kind: 'hang', at: ts.now(), reason };
       }
-      if (next.delay > boundMs) return { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms (its next timer is due at ${next.delay} ms)` };
+      if (next.delay > boundMs)
+        return { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms (its next timer is due at ${next.delay} ms)` };
       ts.maxFrames = next.delay;
       ts.flush();
       if (done()) return undefined;
@@ -235,9 +238,12 @@ export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, opt
 /** What replayOptions checks: bounds and seeds that are numbers. */
 function checkReplayOptions(options: ReplayOptions): void {
   const { boundMs, randomSeed } = options;
-  if (boundMs !== undefined && !(typeof boundMs === 'number' && boundMs >= 0)) throw new ChaosInputError(`options.boundMs must be a number of ms >= 0, got ${String(boundMs)}`);
-  if (randomSeed !== undefined && !Number.isSafeInteger(randomSeed)) throw new ChaosInputError(`options.randomSeed must be a whole number, got ${String(randomSeed)}`);
-  if (options.invariants !== undefined && !Array.isArray(options.invariants)) throw new ChaosInputError(`options.invariants must be an array of invariants, got ${String(options.invariants)}`);
+  if (boundMs !== undefined && !(typeof boundMs === 'number' && boundMs >= 0))
+    throw new ChaosInputError(`options.boundMs must be a number of ms >= 0, got ${String(boundMs)}`);
+  if (randomSeed !== undefined && !Number.isSafeInteger(randomSeed))
+    throw new ChaosInputError(`options.randomSeed must be a whole number, got ${String(randomSeed)}`);
+  if (options.invariants !== undefined && !Array.isArray(options.invariants))
+    throw new ChaosInputError(`options.invariants must be an array of invariants, got ${String(options.invariants)}`);
 }
 
 async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions): Promise<Omit<ChaosRun, 'violations'>> {
@@ -307,6 +313,7 @@ async function made(promise: PromiseLike<unknown>, replay: Replay): Promise<unkn
   replay.recorder.track(settled, "the agent factory's promise");
   const hung = await replay.drive(() => outcome !== undefined);
   if (outcome === undefined) throw new ChaosInputError(`the agent factory's promise never settled: ${hung?.reason ?? 'nothing moved it'}`);
-  if (!outcome.ok) throw new ChaosInputError(`the agent factory's promise rejected (before any fault could act): ${label(outcome.error)}`, { cause: outcome.error });
+  if (!outcome.ok)
+    throw new ChaosInputError(`the agent factory's promise rejected (before any fault could act): ${label(outcome.error)}`, { cause: outcome.error });
   return outcome.value;
 }

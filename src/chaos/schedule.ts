@@ -141,7 +141,8 @@ function toolFaultProblem(f: unknown): string | undefined {
 export function validateSchedule(schedule: unknown, where = 'schedule'): FaultSchedule {
   if (typeof schedule !== 'object' || schedule === null) throw new ChaosInputError(`${where}: expected { models?, tools? }, got ${String(schedule)}`);
   const s = schedule as Record<string, unknown>;
-  for (const key of Object.keys(s)) if (key !== 'models' && key !== 'tools') throw new ChaosInputError(`${where}: unknown key '${key}' (expected models, tools)`);
+  for (const key of Object.keys(s))
+    if (key !== 'models' && key !== 'tools') throw new ChaosInputError(`${where}: unknown key '${key}' (expected models, tools)`);
   for (const [part, problem] of [
     ['models', modelFaultProblem],
     ['tools', toolFaultProblem],

@@ -23,7 +23,14 @@ import { timeoutProvider } from 'rxjs/internal/scheduler/timeoutProvider';
 import { ChaosInputError } from './schedule.js';
 
 /** Every provider `TestScheduler.run` gives a delegate. */
-const PROVIDERS: readonly { delegate: unknown }[] = [animationFrameProvider, dateTimestampProvider, immediateProvider, intervalProvider, performanceTimestampProvider, timeoutProvider];
+const PROVIDERS: readonly { delegate: unknown }[] = [
+  animationFrameProvider,
+  dateTimestampProvider,
+  immediateProvider,
+  intervalProvider,
+  performanceTimestampProvider,
+  timeoutProvider,
+];
 
 /**
  * A replay's clock: `ts`'s virtual time, given to every RxJS scheduler of the process while it is

@@ -194,10 +194,13 @@ export class ChunkReader {
     if (this.finishReason === 'error') throw new IncompleteStreamError(this.model, "finish reason 'error'", this.chunks);
     const out: TurnEvent[] = [];
     this.endReasoning(out);
-    this.calls.forEach((call, i) => out.push({ type: 'tool-call', id: call.id || `call_${i}`, name: call.name, args: 'parsed' in call ? call.parsed : parseToolArguments(call.args) }));
+    this.calls.forEach((call, i) =>
+      out.push({ type: 'tool-call', id: call.id || `call_${i}`, name: call.name, args: 'parsed' in call ? call.parsed : parseToolArguments(call.args) }),
+    );
     const reason: FinishReason =
       this.finishReason === undefined ? (this.calls.length > 0 ? 'tool-calls' : 'stop') : (FINISH_REASONS[this.finishReason] ?? 'other');
-    const usage: Usage | undefined = this.input === undefined && this.output === undefined ? undefined : { inputTokens: this.input ?? 0, outputTokens: this.output ?? 0 };
+    const usage: Usage | undefined =
+      this.input === undefined && this.output === undefined ? undefined : { inputTokens: this.input ?? 0, outputTokens: this.output ?? 0 };
     out.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
     return out;
   }
@@ -207,7 +210,12 @@ export class ChunkReader {
     const index = num(piece['index']);
     const id = typeof piece['id'] === 'string' ? piece['id'] : undefined;
     // by index; without one, a piece with a new id starts a call, others continue the last one
-    let call = index !== undefined ? this.byIndex.get(index) : id === undefined || id === this.calls[this.calls.length - 1]?.id ? this.calls[this.calls.length - 1] : undefined;
+    let call =
+      index !== undefined
+        ? this.byIndex.get(index)
+        : id === undefined || id === this.calls[this.calls.length - 1]?.id
+          ? this.calls[this.calls.length - 1]
+          : undefined;
     // another call's start (its id and name) at an index already taken (Ollama gives every
     // parallel call index 0): a new call, not more of that one
     const starts = id !== undefined && id !== '' && typeof piece['name'] === 'string' && piece['name'] !== '';

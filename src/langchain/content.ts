@@ -10,7 +10,16 @@ import type { ReasoningPart } from '../core/events/events.js';
 import { isObject } from '../adapters/common.js';
 
 /** Content block types that carry no answer text (tool-use echoes, reasoning): skipped. */
-export const NON_TEXT_BLOCKS = new Set(['tool_use', 'tool_call', 'input_json_delta', 'thinking', 'redacted_thinking', 'reasoning', 'reasoning_content', 'server_tool_use']);
+export const NON_TEXT_BLOCKS = new Set([
+  'tool_use',
+  'tool_call',
+  'input_json_delta',
+  'thinking',
+  'redacted_thinking',
+  'reasoning',
+  'reasoning_content',
+  'server_tool_use',
+]);
 
 /** A non-empty string, or `undefined`. */
 const nonEmpty = (u: unknown): string | undefined => (typeof u === 'string' && u !== '' ? u : undefined);

@@ -56,11 +56,22 @@ function toMessages(messages: readonly Message[], thinking: boolean): BaseMessag
         return new AIMessage({
           content: blocks.length > 0 ? (message.content === '' ? blocks : [...blocks, { type: 'text', text: message.content }]) : message.content,
           tool_calls: valid.map((c) => ({ id: c.id, name: c.name, args: c.args as Record<string, unknown>, type: 'tool_call' as const })),
-          invalid_tool_calls: invalid.map((c) => ({ id: c.id, name: c.name, args: argumentsText(c.args), error: 'not a JSON object', type: 'invalid_tool_call' as const })),
+          invalid_tool_calls: invalid.map((c) => ({
+            id: c.id,
+            name: c.name,
+            args: argumentsText(c.args),
+            error: 'not a JSON object',
+            type: 'invalid_tool_call' as const,
+          })),
         });
       }
       case 'tool':
-        return new ToolMessage({ content: message.content, tool_call_id: message.toolCallId, name: message.toolName, status: message.isError ? 'error' : 'success' });
+        return new ToolMessage({
+          content: message.content,
+          tool_call_id: message.toolCallId,
+          name: message.toolName,
+          status: message.isError ? 'error' : 'success',
+        });
     }
   });
 }
@@ -205,7 +216,9 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
     const messages = toMessages(request.messages, thinking);
     if (request.tools.length === 0) return chatModel.stream(messages, { signal });
     if (typeof chatModel.bindTools !== 'function') {
-      return Promise.reject(new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'));
+      return Promise.reject(
+        new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'),
+      );
     }
     const choice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice, thinking);
     return chatModel.bindTools(openAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, { signal });
@@ -213,6 +226,9 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   return {
     id,
     stream: (request, context) =>
-      decodeEvents(fromAsyncIterable(() => iterate(id, () => open(request, context.signal))).pipe(endWith(END)), () => new ChunkReader(id, requireFinishReason)),
+      decodeEvents(
+        fromAsyncIterable(() => iterate(id, () => open(request, context.signal))).pipe(endWith(END)),
+        () => new ChunkReader(id, requireFinishReason),
+      ),
   };
 }

@@ -123,7 +123,11 @@ const LANGCHAIN_FINISH: Readonly<Record<FinishReason, string>> = {
   other: 'other',
 };
 
-const usageMetadata = (usage: Usage) => ({ input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens });
+const usageMetadata = (usage: Usage) => ({
+  input_tokens: usage.inputTokens,
+  output_tokens: usage.outputTokens,
+  total_tokens: usage.inputTokens + usage.outputTokens,
+});
 
 /** A chunk of one reasoning content block (no text). */
 const reasoningChunk = (block: ContentBlock): ChatGenerationChunk => new ChatGenerationChunk({ text: '', message: new AIMessageChunk({ content: [block] }) });
@@ -173,7 +177,10 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
     return 'rxheal';
   }
 
-  override bindTools(tools: BindToolsInput[], kwargs?: Partial<RxhealChatModelCallOptions>): Runnable<BaseLanguageModelInput, AIMessageChunk, RxhealChatModelCallOptions> {
+  override bindTools(
+    tools: BindToolsInput[],
+    kwargs?: Partial<RxhealChatModelCallOptions>,
+  ): Runnable<BaseLanguageModelInput, AIMessageChunk, RxhealChatModelCallOptions> {
     return this.withConfig({ ...kwargs, tools });
   }
 
@@ -195,7 +202,11 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
    * `midStream: 'continue'`). Aborting `options.signal`, or the consumer stopping, unsubscribes
    * (the model's requests are aborted).
    */
-  override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
     const request = this.request(messages, options);
     let yielded = false;
     /** The next content block's index: text, reasoning and tool calls share them. */
@@ -220,26 +231,37 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           const open = reasoningBlock;
           reasoningBlock = undefined;
           if (event.redactedData !== undefined) chunk = reasoningChunk({ type: 'redacted_thinking', data: event.redactedData, index: next++ });
-          else if (event.signature !== undefined) chunk = reasoningChunk({ type: 'reasoning', reasoning: '', signature: event.signature, index: open ?? next++ });
+          else if (event.signature !== undefined)
+            chunk = reasoningChunk({ type: 'reasoning', reasoning: '', signature: event.signature, index: open ?? next++ });
           else continue; // an unsigned end: the block just ends
           break;
         }
         case 'text-delta':
           if (event.text === '') continue;
           textBlock ??= next++;
-          chunk = new ChatGenerationChunk({ text: event.text, message: new AIMessageChunk({ content: blocks ? [{ type: 'text', text: event.text, index: textBlock }] : event.text }) });
+          chunk = new ChatGenerationChunk({
+            text: event.text,
+            message: new AIMessageChunk({ content: blocks ? [{ type: 'text', text: event.text, index: textBlock }] : event.text }),
+          });
           break;
         case 'tool-call':
           chunk = new ChatGenerationChunk({
             text: '',
-            message: new AIMessageChunk({ content: '', tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argumentsText(event.args), index: next++ }] }),
+            message: new AIMessageChunk({
+              content: '',
+              tool_call_chunks: [{ type: 'tool_call_chunk', id: event.id, name: event.name, args: argumentsText(event.args), index: next++ }],
+            }),
           });
           break;
         case 'finish': {
           const finish_reason = LANGCHAIN_FINISH[event.reason];
           chunk = new ChatGenerationChunk({
             text: '',
-            message: new AIMessageChunk({ content: '', response_metadata: { finish_reason }, ...(event.usage ? { usage_metadata: usageMetadata(event.usage) } : {}) }),
+            message: new AIMessageChunk({
+              content: '',
+              response_metadata: { finish_reason },
+              ...(event.usage ? { usage_metadata: usageMetadata(event.usage) } : {}),
+            }),
             generationInfo: { finish_reason },
           });
           break;
@@ -254,7 +276,8 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
       yield chunk;
       // streaming callbacks (LangGraph's messages mode, streamEvents from .invoke) see text and reasoning
       if (event.type === 'text-delta') await runManager?.handleLLMNewToken(event.text, undefined, undefined, undefined, undefined, { chunk });
-      else if (event.type === 'reasoning-delta' || event.type === 'reasoning-end') await runManager?.handleLLMNewToken('', undefined, undefined, undefined, undefined, { chunk });
+      else if (event.type === 'reasoning-delta' || event.type === 'reasoning-end')
+        await runManager?.handleLLMNewToken('', undefined, undefined, undefined, undefined, { chunk });
     }
   }
 
@@ -318,7 +341,15 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
           });
           return {
             generations: [{ text, message: ai, generationInfo: { finish_reason } }],
-            llmOutput: event.usage ? { tokenUsage: { promptTokens: event.usage.inputTokens, completionTokens: event.usage.outputTokens, totalTokens: event.usage.inputTokens + event.usage.outputTokens } } : {},
+            llmOutput: event.usage
+              ? {
+                  tokenUsage: {
+                    promptTokens: event.usage.inputTokens,
+                    completionTokens: event.usage.outputTokens,
+                    totalTokens: event.usage.inputTokens + event.usage.outputTokens,
+                  },
+                }
+              : {},
           };
         }
       }

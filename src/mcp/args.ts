@@ -105,7 +105,12 @@ const NUMBERS: ReadonlyMap<string, { readonly key: Exclude<keyof ProxySettings, 
  * ```
  */
 export function parseArgs(argv: readonly string[]): ProxyCommand {
-  const settings: { -readonly [K in Exclude<keyof ProxySettings, 'upstream'>]: number } = { retries: 2, timeoutMs: 60_000, failureThreshold: 5, resetTimeoutMs: 60_000 };
+  const settings: { -readonly [K in Exclude<keyof ProxySettings, 'upstream'>]: number } = {
+    retries: 2,
+    timeoutMs: 60_000,
+    failureThreshold: 5,
+    resetTimeoutMs: 60_000,
+  };
   let url: string | undefined;
   const wrong = (detail: string): ProxyCommand => ({ error: `${detail}\n${USAGE}\n(rxheal-mcp-proxy --help says more)` });
   for (let i = 0; i < argv.length; i++) {

@@ -31,7 +31,8 @@ if ('error' in command) {
 
 /** The optional peer is not installed: the proxy's own module could not load it. */
 const missingSdk = (error: unknown): boolean =>
-  (error as { code?: unknown } | null)?.code === 'ERR_MODULE_NOT_FOUND' && String((error as { message?: unknown }).message).includes('@modelcontextprotocol/sdk');
+  (error as { code?: unknown } | null)?.code === 'ERR_MODULE_NOT_FOUND' &&
+  String((error as { message?: unknown }).message).includes('@modelcontextprotocol/sdk');
 
 const fail = (message: string): never => {
   process.stderr.write(`rxheal-mcp-proxy: ${message}\n`);

@@ -111,11 +111,15 @@ const props = {
   reconnectBackoff: check(
     '{ initialMs?: a finite number > 0, maxMs?: a number >= 0 or Infinity }',
     (u): u is McpReconnectBackoff =>
-      typeof u === 'object' && u !== null &&
+      typeof u === 'object' &&
+      u !== null &&
       ((u as McpReconnectBackoff).initialMs === undefined || PositiveNumber.is((u as McpReconnectBackoff).initialMs)) &&
       ((u as McpReconnectBackoff).maxMs === undefined || NonNegativeOrInfinity.is((u as McpReconnectBackoff).maxMs)),
   ),
-  validator: check('a JSON Schema validator (with getValidator)', (u): u is McpSchemaValidator => typeof (u as McpSchemaValidator | null)?.getValidator === 'function'),
+  validator: check(
+    'a JSON Schema validator (with getValidator)',
+    (u): u is McpSchemaValidator => typeof (u as McpSchemaValidator | null)?.getValidator === 'function',
+  ),
   scheduler: Scheduler,
 };
 
@@ -125,9 +129,15 @@ const CLIENT_METHODS = ['listTools', 'callTool', 'ping', 'connect', 'close', 'ge
 function checkClient(target: string, client: unknown): McpClient {
   const c = client as Record<string, unknown> | null | undefined;
   const missing = CLIENT_METHODS.find((m) => typeof c?.[m] !== 'function');
-  if (missing !== undefined) throw new InvalidOptionError(target, 'client', client, `an MCP Client of @modelcontextprotocol/sdk 1.x, connected (no ${missing}())`);
+  if (missing !== undefined)
+    throw new InvalidOptionError(target, 'client', client, `an MCP Client of @modelcontextprotocol/sdk 1.x, connected (no ${missing}())`);
   if (typeof c?.['discover'] === 'function') {
-    throw new InvalidOptionError(target, 'client', client, 'a Client of @modelcontextprotocol/sdk 1.x (a 2.x Client takes callTool options second: not supported yet)');
+    throw new InvalidOptionError(
+      target,
+      'client',
+      client,
+      'a Client of @modelcontextprotocol/sdk 1.x (a 2.x Client takes callTool options second: not supported yet)',
+    );
   }
   return client as McpClient;
 }
@@ -155,7 +165,10 @@ async function defaultValidator(): Promise<McpSchemaValidator> {
 }
 
 /** An io-ts codec that checks arguments with the compiled schema (its problem names the validator's message). */
-function schemaCodec(toolName: string, validate: (input: unknown) => { valid: boolean; errorMessage?: string | undefined }): t.Type<Record<string, unknown>, unknown, unknown> {
+function schemaCodec(
+  toolName: string,
+  validate: (input: unknown) => { valid: boolean; errorMessage?: string | undefined },
+): t.Type<Record<string, unknown>, unknown, unknown> {
   const codec: t.Type<Record<string, unknown>, unknown, unknown> = new t.Type<Record<string, unknown>, unknown, unknown>(
     `arguments matching the input schema of '${toolName}'`,
     (u): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u) && validate(u).valid,
@@ -175,7 +188,10 @@ function schemaCodec(toolName: string, validate: (input: unknown) => { valid: bo
  * `type`, a validator that throws) refuses every call of that tool alone, saying why: the rest of
  * the listing stands, and the server never sees arguments nobody could check.
  */
-function compiled(validator: McpSchemaValidator, schema: McpToolInfo['inputSchema']): (input: unknown) => { valid: boolean; errorMessage?: string | undefined } {
+function compiled(
+  validator: McpSchemaValidator,
+  schema: McpToolInfo['inputSchema'],
+): (input: unknown) => { valid: boolean; errorMessage?: string | undefined } {
   try {
     return validator.getValidator(schema as never);
   } catch (error) {
@@ -316,7 +332,13 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     hub: o.hub,
     capabilities: o.capabilities,
     reconnect: o.reconnect,
-    backoff: { initialBackoffMs: o.reconnectBackoff?.initialMs ?? 1000, maxBackoffMs: o.reconnectBackoff?.maxMs ?? 30_000, backoffMultiplier: 2, jitter: 'equal', random: libraryRandom },
+    backoff: {
+      initialBackoffMs: o.reconnectBackoff?.initialMs ?? 1000,
+      maxBackoffMs: o.reconnectBackoff?.maxMs ?? 30_000,
+      backoffMultiplier: 2,
+      jitter: 'equal',
+      random: libraryRandom,
+    },
     timeoutMs: o.timeoutMs ?? 60_000,
     maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? Infinity,
     scheduler,
@@ -369,7 +391,9 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  */
 export function fromMcp(client: McpClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
   // the toolset's only listing: never superseded
-  return toolset('fromMcp', client, options).list().then((tools) => tools!);
+  return toolset('fromMcp', client, options)
+    .list()
+    .then((tools) => tools!);
 }
 
 /**

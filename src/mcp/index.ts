@@ -18,5 +18,15 @@
  * @module
  */
 export { fromMcp, isIdempotentTool, watchMcpTools } from './fromMcp.js';
-export type { FromMcpOptions, McpClient, McpProgressListener, McpReconnectBackoff, McpRequestOptions, McpSchemaValidator, McpToolInfo, McpTransportFactory, McpWatchableClient } from './fromMcp.js';
+export type {
+  FromMcpOptions,
+  McpClient,
+  McpProgressListener,
+  McpReconnectBackoff,
+  McpRequestOptions,
+  McpSchemaValidator,
+  McpToolInfo,
+  McpTransportFactory,
+  McpWatchableClient,
+} from './fromMcp.js';
 export { McpConnectionError, McpProtocolError, McpSessionExpiredError, McpTimeoutError, McpToolResultError } from './errors.js';

@@ -77,7 +77,11 @@ export interface McpClient {
   /** `tools/list`, one page (`nextCursor` asks for the next). */
   listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ tools: readonly McpToolInfo[]; nextCursor?: string }>;
   /** `tools/call` (no result schema: the SDK's default). */
-  callTool(params: { name: string; arguments?: Record<string, unknown> }, resultSchema?: undefined, options?: McpRequestOptions): Promise<{ readonly [key: string]: unknown }>;
+  callTool(
+    params: { name: string; arguments?: Record<string, unknown> },
+    resultSchema?: undefined,
+    options?: McpRequestOptions,
+  ): Promise<{ readonly [key: string]: unknown }>;
   /** `ping`: the probe of a half-open breaker. */
   ping(options?: McpRequestOptions): Promise<unknown>;
   /** Connects (and initialises) on a fresh transport: used to reconnect. */
@@ -377,24 +381,27 @@ export class McpLink {
 
   private probe(): void {
     this.probing?.unsubscribe();
-    const ping$ = this.admitted(() => new Observable<unknown>((subscriber) => {
-      const cancel = new AbortController();
-      let settled = false;
-      this.settings.client.ping({ signal: cancel.signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
-        (value) => {
-          settled = true;
-          subscriber.next(value);
-          subscriber.complete();
-        },
-        (error: unknown) => {
-          settled = true;
-          subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs));
-        },
-      );
-      return () => {
-        if (!settled) cancel.abort(unsubscribed());
-      };
-    }));
+    const ping$ = this.admitted(
+      () =>
+        new Observable<unknown>((subscriber) => {
+          const cancel = new AbortController();
+          let settled = false;
+          this.settings.client.ping({ signal: cancel.signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
+            (value) => {
+              settled = true;
+              subscriber.next(value);
+              subscriber.complete();
+            },
+            (error: unknown) => {
+              settled = true;
+              subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs));
+            },
+          );
+          return () => {
+            if (!settled) cancel.abort(unsubscribed());
+          };
+        }),
+    );
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
     // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
     // the breaker is half-open again with nobody probing, probe again

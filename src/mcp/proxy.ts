@@ -80,7 +80,10 @@ export interface HostRequest {
   /** Aborted when the host cancels the request (or leaves). */
   readonly signal: AbortSignal;
   /** Sends a notification related to the request. */
-  sendNotification(notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; total?: number; message?: string } }): Promise<void>;
+  sendNotification(notification: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; total?: number; message?: string };
+  }): Promise<void>;
 }
 
 /**
@@ -105,7 +108,9 @@ function progressTo(token: string | number | undefined, host: HostRequest): { li
     token === undefined
       ? undefined
       : (progress: { progress: number; total?: number; message?: string }): void => {
-          sent = sent.then(() => host.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } })).catch(() => undefined);
+          sent = sent
+            .then(() => host.sendNotification({ method: 'notifications/progress', params: { ...progress, progressToken: token } }))
+            .catch(() => undefined);
         };
   return { listener, behind: (value) => sent.then(() => value) };
 }
@@ -121,7 +126,12 @@ function progressTo(token: string | number | undefined, host: HostRequest): { li
  * ```
  * @internal exported for its spec
  */
-export function forwardCall(tools: McpToolset, retries: number, params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } }, host: HostRequest): Promise<{ readonly [key: string]: unknown }> {
+export function forwardCall(
+  tools: McpToolset,
+  retries: number,
+  params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } },
+  host: HostRequest,
+): Promise<{ readonly [key: string]: unknown }> {
   const tool = tools.listed.get(params.name);
   if (!tool) return Promise.resolve(failed(`unknown tool '${params.name}'; available: ${[...tools.listed.keys()].join(', ')}`));
   const decoded = tool.args.decode(params.arguments ?? {});
@@ -138,7 +148,8 @@ export function forwardCall(tools: McpToolset, retries: number, params: { name: 
 /** The upstream's JSON-RPC error as it sent it (code, message, data), else an internal error naming what failed. */
 function wireError(error: unknown): Error {
   const rpc = error instanceof McpProtocolError ? error.cause : undefined;
-  if (rpc instanceof McpError) return Object.assign(new Error(rpcDetail(rpc.message)), { code: rpc.code, ...(rpc.data === undefined ? {} : { data: rpc.data }) });
+  if (rpc instanceof McpError)
+    return Object.assign(new Error(rpcDetail(rpc.message)), { code: rpc.code, ...(rpc.data === undefined ? {} : { data: rpc.data }) });
   return Object.assign(new Error(errorText(error)), { code: ErrorCode.InternalError });
 }
 
@@ -147,12 +158,21 @@ function wireError(error: unknown): Error {
  * upstream as it is: the host's progress token swapped for the SDK's own (the upstream's progress
  * goes back under the host's), the upstream's error rethrown as it sent it.
  */
-function passThrough(tools: McpToolset, client: Client, request: { readonly method: string; readonly params?: { readonly [key: string]: unknown } }, host: HostRequest): Promise<{ readonly [key: string]: unknown }> {
+function passThrough(
+  tools: McpToolset,
+  client: Client,
+  request: { readonly method: string; readonly params?: { readonly [key: string]: unknown } },
+  host: HostRequest,
+): Promise<{ readonly [key: string]: unknown }> {
   const { _meta, ...rest } = (request.params ?? {}) as { _meta?: { progressToken?: string | number; [key: string]: unknown }; [key: string]: unknown };
   const { progressToken, ...meta } = _meta ?? {};
   const params = { ...rest, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) };
   const progress = progressTo(progressToken, host);
-  const call$ = tools.request(request.method, (options) => client.request({ method: request.method, ...(request.params === undefined ? {} : { params }) }, ResultSchema, options), progress.listener);
+  const call$ = tools.request(
+    request.method,
+    (options) => client.request({ method: request.method, ...(request.params === undefined ? {} : { params }) }, ResultSchema, options),
+    progress.listener,
+  );
   return untilCancelled<{ readonly [key: string]: unknown }>(call$, host.signal, {}).then(
     (result) => progress.behind(result),
     (error: unknown) => Promise.reject(wireError(error)),
@@ -230,7 +250,8 @@ export interface McpProxy {
 /** Ends the upstream: an HTTP session with DELETE (waited for 2 s at most), then the transport closed. */
 async function disconnect(client: Client): Promise<void> {
   const transport = client.transport;
-  if (transport instanceof StreamableHTTPClientTransport) await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), wait(2000, asyncScheduler)));
+  if (transport instanceof StreamableHTTPClientTransport)
+    await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), wait(2000, asyncScheduler)));
   await client.close().catch(() => undefined);
 }
 
@@ -260,21 +281,25 @@ export async function startMcpProxy(settings: ProxySettings, downstream: Transpo
       else finish.reject(failure);
     }));
   const { hello, transport } = await holding(downstream, () => void stop());
-  void hello.then(async (request) => {
-    const params = request.params as InitializeRequest['params'];
-    const client = (upstream = new Client(params.clientInfo, { capabilities: forwardable(params.capabilities) }));
-    try {
-      server = await serve(settings, client);
-    } catch (error) {
-      const reason = new Error(`the upstream (${upstreamName(settings.upstream)}) could not be reached: ${errorText(error)}`, { cause: error });
-      await downstream.send({ jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InternalError, message: `rxheal-mcp-proxy: ${reason.message}` } }).catch(() => undefined);
-      return stop(reason);
-    }
-    // the host left while the upstream was being connected: nothing to serve
-    if (stopping) return;
-    server.onclose = () => void stop();
-    await server.connect(transport);
-  }).catch((error: unknown) => stop(error));
+  void hello
+    .then(async (request) => {
+      const params = request.params as InitializeRequest['params'];
+      const client = (upstream = new Client(params.clientInfo, { capabilities: forwardable(params.capabilities) }));
+      try {
+        server = await serve(settings, client);
+      } catch (error) {
+        const reason = new Error(`the upstream (${upstreamName(settings.upstream)}) could not be reached: ${errorText(error)}`, { cause: error });
+        await downstream
+          .send({ jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InternalError, message: `rxheal-mcp-proxy: ${reason.message}` } })
+          .catch(() => undefined);
+        return stop(reason);
+      }
+      // the host left while the upstream was being connected: nothing to serve
+      if (stopping) return;
+      server.onclose = () => void stop();
+      await server.connect(transport);
+    })
+    .catch((error: unknown) => stop(error));
   return { closed, close: () => stop() };
 }
 
@@ -289,7 +314,10 @@ async function serve(settings: ProxySettings, client: Client): Promise<Server> {
   client.fallbackRequestHandler = async (request, extra) => {
     const host = await ready;
     // the upstream's own deadline and cancellation rule (an elicitation may wait for a person)
-    return host.request({ method: request.method, ...(request.params === undefined ? {} : { params: request.params }) }, ResultSchema, { signal: extra.signal, timeout: MAX_TIMER_MS }) as never;
+    return host.request({ method: request.method, ...(request.params === undefined ? {} : { params: request.params }) }, ResultSchema, {
+      signal: extra.signal,
+      timeout: MAX_TIMER_MS,
+    }) as never;
   };
   client.fallbackNotificationHandler = async (notification) => {
     const host = await ready;
@@ -300,7 +328,10 @@ async function serve(settings: ProxySettings, client: Client): Promise<Server> {
   const breakers = new CircuitBreakerRegistry({ failureThreshold: settings.failureThreshold, resetTimeoutMs: settings.resetTimeoutMs });
   const tools = toolset('rxheal-mcp-proxy', client, { id: 'upstream', reconnect: connect, timeoutMs: settings.timeoutMs, breakers });
   const offered = client.getServerCapabilities() ?? {};
-  const proxy = new Server(client.getServerVersion() ?? { name: 'rxheal-mcp-proxy', version: '0.0.0' }, { capabilities: served(offered), instructions: client.getInstructions() });
+  const proxy = new Server(client.getServerVersion() ?? { name: 'rxheal-mcp-proxy', version: '0.0.0' }, {
+    capabilities: served(offered),
+    instructions: client.getInstructions(),
+  });
   proxy.oninitialized = () => hostReady(proxy);
   if (offered.tools) {
     await tools.list();

@@ -98,8 +98,7 @@ export interface LogEventsOptions {
 const props = {
   logger: check(
     'a logger with info() and warn() (console, pino, …)',
-    (u): u is LoggerLike =>
-      typeof u === 'object' && u !== null && typeof (u as LoggerLike).info === 'function' && typeof (u as LoggerLike).warn === 'function',
+    (u): u is LoggerLike => typeof u === 'object' && u !== null && typeof (u as LoggerLike).info === 'function' && typeof (u as LoggerLike).warn === 'function',
   ),
   format: oneOf('text', 'object'),
   level: oneOf(...LEVELS),
@@ -175,7 +174,13 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
       if (e.to === 'half-open' || e.to === 'closed') return toRecord('info', `circuit breaker ${e.to}`, { ...name, from, reason: e.reason });
       // on a transition to open, `retryAfterMs` (when the event has it) is the breaker's reset timeout
       const resetMs = (e as { retryAfterMs?: unknown }).retryAfterMs;
-      return toRecord('warn', 'circuit breaker opened', { ...name, failures: e.failures, reset_ms: typeof resetMs === 'number' ? resetMs : undefined, from, reason: e.reason });
+      return toRecord('warn', 'circuit breaker opened', {
+        ...name,
+        failures: e.failures,
+        reset_ms: typeof resetMs === 'number' ? resetMs : undefined,
+        from,
+        reason: e.reason,
+      });
     }
     case 'fallback':
       return toRecord('warn', 'fallback activated', { from: e.from, to: e.to, reason: e.reason, mid_stream: e.midStream });
@@ -208,7 +213,12 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         reason: e.reason,
       });
     case 'hedge':
-      return toRecord(HEDGE_LEVELS[e.kind], HEDGE_MESSAGES[e.kind], { ...who(e.target, 'target'), attempt: e.attempt, after_ms: e.afterMs, category: e.category });
+      return toRecord(HEDGE_LEVELS[e.kind], HEDGE_MESSAGES[e.kind], {
+        ...who(e.target, 'target'),
+        attempt: e.attempt,
+        after_ms: e.afterMs,
+        category: e.category,
+      });
     case 'latency':
       return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });
     case 'resume':
@@ -243,7 +253,14 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
   }
 }
 
-const HEDGE_LEVELS: Readonly<Record<HedgeEvent['kind'], LogLevel>> = { started: 'info', won: 'info', cancelled: 'debug', failed: 'warn', skipped: 'info', denied: 'info' };
+const HEDGE_LEVELS: Readonly<Record<HedgeEvent['kind'], LogLevel>> = {
+  started: 'info',
+  won: 'info',
+  cancelled: 'debug',
+  failed: 'warn',
+  skipped: 'info',
+  denied: 'info',
+};
 
 /** A record without its undefined fields. */
 function toRecord(level: LogLevel, message: string, fields: Readonly<Record<string, LogValue | undefined>>): LogRecord {

@@ -122,7 +122,10 @@ export function fromOpenAI(client: OpenAIChatClient, params: OpenAIChatParams, o
  */
 export interface OpenAIResponsesClient {
   readonly responses: {
-    create(body: OpenAI.Responses.ResponseCreateParamsStreaming, options?: OpenAI.RequestOptions): PromiseLike<AsyncIterable<OpenAI.Responses.ResponseStreamEvent>>;
+    create(
+      body: OpenAI.Responses.ResponseCreateParamsStreaming,
+      options?: OpenAI.RequestOptions,
+    ): PromiseLike<AsyncIterable<OpenAI.Responses.ResponseStreamEvent>>;
   };
 }
 
@@ -191,7 +194,11 @@ export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenA
   const declared = responsesDeclaredTools(extra);
   return sdkModel({
     id,
-    open: (request, signal) => responses.create(openAIResponsesBody(params.model as string, request, extra) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal, maxRetries }),
+    open: (request, signal) =>
+      responses.create(openAIResponsesBody(params.model as string, request, extra) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, {
+        signal,
+        maxRetries,
+      }),
     toEvent: (event) => ({ event: 'message', data: JSON.stringify(event) }),
     decoder: (model) => openAIResponsesStreamDecoder(model, declared),
   });

@@ -70,9 +70,14 @@ const props = {
  */
 export function callPolicy<R = never>(options?: CallPolicyOptions<R>): CallPolicy<R> {
   const o = validateOptions('callPolicy', props, options);
-  const retry = o.retry === false ? undefined : nested('retry', () => retryWithBackoff<unknown>((o.retry ?? undefined) as RetryWithBackoffOptions<unknown> | undefined));
+  const retry =
+    o.retry === false ? undefined : nested('retry', () => retryWithBackoff<unknown>((o.retry ?? undefined) as RetryWithBackoffOptions<unknown> | undefined));
   const breaker =
-    o.breaker === false ? undefined : o.breaker instanceof CircuitBreaker ? o.breaker : nested('breaker', () => new CircuitBreaker(o.breaker as CircuitBreakerOptions | undefined));
+    o.breaker === false
+      ? undefined
+      : o.breaker instanceof CircuitBreaker
+        ? o.breaker
+        : nested('breaker', () => new CircuitBreaker(o.breaker as CircuitBreakerOptions | undefined));
   const hub = o.hub as HealHub | undefined;
   if (breaker) hub?.watch(breaker);
   return new Policy<R>(retry, breaker, hub);

@@ -48,10 +48,7 @@ export interface CircuitBreakOptions {
  * @param options `hub`: report transitions and rejections as `circuit` events.
  * @throws {InvalidOptionError} at once, for invalid breaker options.
  */
-export function circuitBreak<T>(
-  breakerOrOptions: CircuitBreaker | CircuitBreakerOptions = {},
-  options?: CircuitBreakOptions,
-): MonoTypeOperatorFunction<T> {
+export function circuitBreak<T>(breakerOrOptions: CircuitBreaker | CircuitBreakerOptions = {}, options?: CircuitBreakOptions): MonoTypeOperatorFunction<T> {
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
   const hub = (validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined) ?? defaultHub()?.hub;
   hub?.watch(breaker);

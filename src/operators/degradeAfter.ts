@@ -118,7 +118,8 @@ type Ms = number | DeadlineSource;
 function parseDeadline(deadline: unknown): { firstMs: Ms; idleMs: Ms } {
   if (isDeadlineSource(deadline)) return { firstMs: deadline, idleMs: Infinity };
   if (typeof deadline === 'number') {
-    if (!isDeadline(deadline) || !Number.isFinite(deadline)) throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a finite number > 0 (ms) or { firstMs?, idleMs? }');
+    if (!isDeadline(deadline) || !Number.isFinite(deadline))
+      throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a finite number > 0 (ms) or { firstMs?, idleMs? }');
     return { firstMs: deadline, idleMs: Infinity };
   }
   const o: unknown = deadline;
@@ -126,11 +127,14 @@ function parseDeadline(deadline: unknown): { firstMs: Ms; idleMs: Ms } {
     throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a finite number > 0 (ms) or { firstMs?, idleMs? }');
   }
   for (const key of Object.keys(o)) {
-    if (key !== 'firstMs' && key !== 'idleMs') throw new InvalidOptionError('degradeAfter', `deadline.${key}`, (o as Record<string, unknown>)[key], 'absent (known: firstMs, idleMs)');
+    if (key !== 'firstMs' && key !== 'idleMs')
+      throw new InvalidOptionError('degradeAfter', `deadline.${key}`, (o as Record<string, unknown>)[key], 'absent (known: firstMs, idleMs)');
   }
   const { firstMs, idleMs } = o as DegradeDeadline;
-  if (idleMs !== undefined && !isDeadline(idleMs) && !isDeadlineSource(idleMs)) throw new InvalidOptionError('degradeAfter', 'deadline.idleMs', idleMs, DEADLINE);
-  if (firstMs !== undefined && !isDeadline(firstMs) && !isDeadlineSource(firstMs)) throw new InvalidOptionError('degradeAfter', 'deadline.firstMs', firstMs, DEADLINE);
+  if (idleMs !== undefined && !isDeadline(idleMs) && !isDeadlineSource(idleMs))
+    throw new InvalidOptionError('degradeAfter', 'deadline.idleMs', idleMs, DEADLINE);
+  if (firstMs !== undefined && !isDeadline(firstMs) && !isDeadlineSource(firstMs))
+    throw new InvalidOptionError('degradeAfter', 'deadline.firstMs', firstMs, DEADLINE);
   if (firstMs === undefined && idleMs === undefined) throw new InvalidOptionError('degradeAfter', 'deadline', deadline, 'a deadline with firstMs or idleMs');
   return { firstMs: firstMs ?? idleMs ?? Infinity, idleMs: idleMs ?? Infinity };
 }
@@ -189,8 +193,9 @@ export function degradeAfter<T, D>(
   const scheduler = o.scheduler ?? asyncScheduler;
   const own = o.describe as ((reason: DegradeReason) => string) | undefined;
   const describe = (reason: DegradeReason, firstMs: number, idleMs: number): string =>
-    own ? own(reason) :
-      reason.kind === 'first'
+    own
+      ? own(reason)
+      : reason.kind === 'first'
         ? `no result within ${firstMs} ms`
         : reason.kind === 'idle'
           ? `stalled: no data for ${idleMs} ms`
@@ -255,7 +260,9 @@ class DegradeAfter<T, D> extends Observable<T | D> {
 function read(deadline: Ms): number | Thrown {
   if (typeof deadline === 'number') return deadline;
   const ms = guard(() => deadline.deadlineMs());
-  return ms instanceof Thrown || isDeadline(ms) ? ms : new Thrown(new InvalidOptionError('degradeAfter', 'deadline', ms, 'from deadlineMs(), a number > 0 (ms) or Infinity'));
+  return ms instanceof Thrown || isDeadline(ms)
+    ? ms
+    : new Thrown(new InvalidOptionError('degradeAfter', 'deadline', ms, 'from deadlineMs(), a number > 0 (ms) or Infinity'));
 }
 
 /**

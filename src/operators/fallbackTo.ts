@@ -155,13 +155,9 @@ const props = {
   name: NonEmptyString,
   request: check(
     'a ModelRequest ({ messages: [], tools: [] })',
-    (u): u is ModelRequest =>
-      typeof u === 'object' && u !== null && Array.isArray((u as ModelRequest).messages) && Array.isArray((u as ModelRequest).tools),
+    (u): u is ModelRequest => typeof u === 'object' && u !== null && Array.isArray((u as ModelRequest).messages) && Array.isArray((u as ModelRequest).tools),
   ),
-  midStream: check(
-    `"error" | "restart" ("continue" is fallbackModel's)`,
-    (u): u is 'error' | 'restart' => u === 'error' || u === 'restart',
-  ),
+  midStream: check(`"error" | "restart" ("continue" is fallbackModel's)`, (u): u is 'error' | 'restart' => u === 'error' || u === 'restart'),
   onRestart: Func,
   context: check('a model context ({ hub?, budget?, scheduler?, callId?, step? })', (u): u is ModelCallContext => typeof u === 'object' && u !== null),
 };
@@ -198,7 +194,8 @@ function toCandidate<T>(value: unknown, i: number, request: ModelRequest | undef
   if (typeof value === 'function') return { name: `alternative ${i + 1}`, breaker: undefined, start: value as FallbackFactory<T> };
   if (isNamed(value)) {
     for (const key of Object.keys(value)) {
-      if (key !== 'name' && key !== 'source' && key !== 'breaker') throw new InvalidOptionError('fallbackTo', `${at}.${key}`, (value as unknown as Record<string, unknown>)[key], 'absent (known: name, source, breaker)');
+      if (key !== 'name' && key !== 'source' && key !== 'breaker')
+        throw new InvalidOptionError('fallbackTo', `${at}.${key}`, (value as unknown as Record<string, unknown>)[key], 'absent (known: name, source, breaker)');
     }
     const { name, source, breaker } = value;
     if (typeof name !== 'string' || name === '') throw new InvalidOptionError('fallbackTo', `${at}.name`, name, 'a non-empty string');

@@ -152,7 +152,8 @@ export function hedge<T>(options: HedgeOptions<T>): MonoTypeOperatorFunction<T> 
     if (typeof attempt !== 'object' || attempt === null || !(attempt.source instanceof Observable)) {
       throw new InvalidOptionError('hedge', `hedges[${i}]`, h, 'an observable or { source: Observable, target?, breaker? }');
     }
-    if (attempt.target !== undefined && !NonEmptyString.is(attempt.target)) throw new InvalidOptionError('hedge', `hedges[${i}].target`, attempt.target, 'a non-empty string');
+    if (attempt.target !== undefined && !NonEmptyString.is(attempt.target))
+      throw new InvalidOptionError('hedge', `hedges[${i}].target`, attempt.target, 'a non-empty string');
     if (attempt.breaker !== undefined && !(attempt.breaker instanceof CircuitBreaker)) {
       throw new InvalidOptionError('hedge', `hedges[${i}].breaker`, attempt.breaker, 'a CircuitBreaker');
     }
@@ -245,7 +246,8 @@ class HedgeRace<T> {
     else {
       const read = guard(() => wait.deadlineMs());
       if (read instanceof Thrown) return this.fail(read.error);
-      if (typeof read !== 'number' || !(read >= 0)) return this.fail(new InvalidOptionError('hedge', 'after.deadlineMs()', read, 'a number >= 0 (ms) or Infinity'));
+      if (typeof read !== 'number' || !(read >= 0))
+        return this.fail(new InvalidOptionError('hedge', 'after.deadlineMs()', read, 'a number >= 0 (ms) or Infinity'));
       delay = read;
     }
     if (delay === Infinity) return;

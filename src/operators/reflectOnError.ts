@@ -7,8 +7,7 @@ import { markFatal, runOf, type RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 
 /** The reference's reflection prompt. */
-export const DEFAULT_REFLECTION_TEMPLATE =
-  "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.";
+export const DEFAULT_REFLECTION_TEMPLATE = "The tool '{tool_name}' failed with: {error}. Analyze what went wrong and provide corrected arguments.";
 
 /** What the model is told once a tool has failed more than `maxReflections` times in a row. */
 export const DEFAULT_EXHAUSTED_TEMPLATE =
@@ -68,7 +67,17 @@ export interface ReflectOnErrorOptions {
   readonly classifier?: ErrorClassifier;
 }
 
-const TRANSIENT = new Set(['request_timeout', 'rate_limit', 'server_error', 'bad_gateway', 'service_unavailable', 'gateway_timeout', 'timeout', 'connection', 'transient']);
+const TRANSIENT = new Set([
+  'request_timeout',
+  'rate_limit',
+  'server_error',
+  'bad_gateway',
+  'service_unavailable',
+  'gateway_timeout',
+  'timeout',
+  'connection',
+  'transient',
+]);
 const NEVER = new Set(['cancelled', 'budget_exceeded', 'circuit_open']);
 
 /**

@@ -40,7 +40,14 @@ export interface RetryInfo {
  *
  * @internal
  */
-export function retryAfterError<T>(error: unknown, emitted: boolean, source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>, permit: CircuitPermit | undefined): void {
+export function retryAfterError<T>(
+  error: unknown,
+  emitted: boolean,
+  source: Observable<T>,
+  subscriber: Subscriber<T>,
+  config: RetryConfig<T>,
+  permit: CircuitPermit | undefined,
+): void {
   new RetryRun(source, subscriber, config, permit).onError(error, emitted);
 }
 
@@ -175,7 +182,13 @@ class RetryRun<T> {
     if (!retry) {
       // the rule would have retried the error, but the tool that failed is not idempotent: say so
       if (rule === true && classification.withheld !== undefined) {
-        hub?.report({ type: 'retry-withheld', target: config.target, reason: classification.withheld, category: classification.category, error: errorText(error, 200) });
+        hub?.report({
+          type: 'retry-withheld',
+          target: config.target,
+          reason: classification.withheld,
+          category: classification.category,
+          error: errorText(error, 200),
+        });
       }
       return this.fail(error);
     }
@@ -196,7 +209,15 @@ class RetryRun<T> {
     }
     this.retries = next;
     const info: RetryInfo = { attempt: next, maxRetries, error, classification, delayMs, emitted };
-    hub?.report({ type: 'retry', target: config.target, attempt: next, max: maxRetries, delayMs, category: classification.category, error: errorText(error, 200) });
+    hub?.report({
+      type: 'retry',
+      target: config.target,
+      attempt: next,
+      max: maxRetries,
+      delayMs,
+      category: classification.category,
+      error: errorText(error, 200),
+    });
     const retrying = config.onRetry ? guard(config.onRetry, info) : undefined;
     if (retrying instanceof Thrown) return this.fail(retrying.error);
     if (emitted && config.onRestart) {

@@ -38,10 +38,7 @@ export interface ValidateOutputOptions {
  * ```
  * @throws {InvalidOptionError} for a bad codec, check list or option.
  */
-export function validateOutput(
-  rule: t.Mixed | readonly OutputCheck[],
-  options?: ValidateOutputOptions,
-): OutputValidator {
+export function validateOutput(rule: t.Mixed | readonly OutputCheck[], options?: ValidateOutputOptions): OutputValidator {
   const o = validateOptions('validateOutput', { maxCorrections: NonNegativeInteger }, options);
   const checks: readonly OutputCheck[] = rule instanceof t.Type ? [codecCheck(rule)] : rule;
   if (!Array.isArray(checks) || checks.length === 0 || !checks.every((c) => typeof c === 'function')) {

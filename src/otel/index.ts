@@ -49,9 +49,15 @@ export interface InstrumentOptions {
 }
 
 const props = {
-  tracer: check('an OpenTelemetry Tracer (startSpan())', (u): u is Tracer => typeof u === 'object' && u !== null && typeof (u as Tracer).startSpan === 'function'),
-  meter: check('an OpenTelemetry Meter (createCounter(), createHistogram())', (u): u is Meter =>
-    typeof u === 'object' && u !== null && typeof (u as Meter).createCounter === 'function' && typeof (u as Meter).createHistogram === 'function'),
+  tracer: check(
+    'an OpenTelemetry Tracer (startSpan())',
+    (u): u is Tracer => typeof u === 'object' && u !== null && typeof (u as Tracer).startSpan === 'function',
+  ),
+  meter: check(
+    'an OpenTelemetry Meter (createCounter(), createHistogram())',
+    (u): u is Meter =>
+      typeof u === 'object' && u !== null && typeof (u as Meter).createCounter === 'function' && typeof (u as Meter).createHistogram === 'function',
+  ),
   scheduler: Scheduler,
 };
 
@@ -112,7 +118,10 @@ function instrumentsOf(meter: Meter): Instruments {
     reflections: meter.createCounter('rxheal.reflections', { description: 'Reflection prompts injected after a tool error', unit: '{reflection}' }),
     degradations: meter.createCounter('rxheal.degradations', { description: 'Capabilities degraded', unit: '{degradation}' }),
     budgets: meter.createCounter('rxheal.budget.exceeded', { description: 'Runs stopped by a budget', unit: '{run}' }),
-    hedges: meter.createCounter('rxheal.hedges', { description: 'What hedging did with each attempt: started, won, cancelled, failed, skipped, denied', unit: '{attempt}' }),
+    hedges: meter.createCounter('rxheal.hedges', {
+      description: 'What hedging did with each attempt: started, won, cancelled, failed, skipped, denied',
+      unit: '{attempt}',
+    }),
     bulkheads: meter.createCounter('rxheal.bulkhead.calls', { description: 'Calls a bulkhead queued, admitted from its queue, or refused', unit: '{call}' }),
     resumes: meter.createCounter('rxheal.resumes', { description: 'Cut streams picked up again where they stopped (dropped or stalled)', unit: '{resume}' }),
   };
@@ -237,8 +246,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     return undefined;
   };
   /** Rule 1: the call named `target` (the one just ended, or open, latest first). */
-  const byTarget = (target: string): Span | undefined =>
-    ended?.call.target === target ? ended.call.span : latestOpen((c) => c.target === target)?.span;
+  const byTarget = (target: string): Span | undefined => (ended?.call.target === target ? ended.call.span : latestOpen((c) => c.target === target)?.span);
   /** Rules 1 and 2 for a target. */
   const spanFor = (target: string): Span | undefined => {
     const own = byTarget(target);
@@ -290,7 +298,13 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
           m.transitions.add(1, { 'rxheal.breaker': e.breaker, 'rxheal.circuit.from': e.from, 'rxheal.circuit.to': e.to });
           spanFor(e.breaker)?.addEvent(
             'rxheal.circuit.transition',
-            { 'rxheal.breaker': e.breaker, 'rxheal.circuit.from': e.from, 'rxheal.circuit.to': e.to, 'rxheal.circuit.reason': e.reason, 'rxheal.circuit.failures': e.failures },
+            {
+              'rxheal.breaker': e.breaker,
+              'rxheal.circuit.from': e.from,
+              'rxheal.circuit.to': e.to,
+              'rxheal.circuit.reason': e.reason,
+              'rxheal.circuit.failures': e.failures,
+            },
             now(),
           );
         } else {
@@ -426,7 +440,10 @@ export function instrumentLatency(source: LatencySource, options?: Pick<Instrume
   }
   const o = validateOptions('instrumentLatency', { meter: props.meter }, options);
   const meter = o.meter ?? metrics.getMeter('rxheal');
-  const first = meter.createObservableGauge('rxheal.latency.first_item', { description: 'Observed time to the first item (first token) of a model or tool, by quantile', unit: 'ms' });
+  const first = meter.createObservableGauge('rxheal.latency.first_item', {
+    description: 'Observed time to the first item (first token) of a model or tool, by quantile',
+    unit: 'ms',
+  });
   const gap = meter.createObservableGauge('rxheal.latency.gap', { description: 'Observed time between the items of a model or tool, by quantile', unit: 'ms' });
   const samples = meter.createObservableGauge('rxheal.latency.samples', { description: 'Samples the latency quantiles are read from', unit: '{sample}' });
   const observe = (result: ObservableResult, target: string, q: LatencyQuantiles): void => {

@@ -154,7 +154,9 @@ export function anthropicRequestBody(
     const last = messages[messages.length - 1];
     if (last !== undefined && last.role === next.role) {
       // tool results go first in a user turn, as the API asks
-      last.content = next.content.some((b) => b['type'] === 'tool_result') ? [...last.content, ...next.content].sort(toolResultsFirst) : [...last.content, ...next.content];
+      last.content = next.content.some((b) => b['type'] === 'tool_result')
+        ? [...last.content, ...next.content].sort(toolResultsFirst)
+        : [...last.content, ...next.content];
     } else {
       messages.push(next);
     }
@@ -169,7 +171,8 @@ export function anthropicRequestBody(
       input_schema: toolParameters(tool),
     }));
     const choice = request.toolChoice;
-    if (choice !== undefined) body['tool_choice'] = typeof choice === 'object' ? { type: 'tool', name: choice.tool } : { type: choice === 'required' ? 'any' : choice };
+    if (choice !== undefined)
+      body['tool_choice'] = typeof choice === 'object' ? { type: 'tool', name: choice.tool } : { type: choice === 'required' ? 'any' : choice };
   }
   return body;
 }
@@ -202,7 +205,6 @@ export function anthropicErrorStatus(type: unknown): number {
   return errorTypeStatus(type) ?? 500;
 }
 
-
 interface OpenBlock {
   readonly type: string;
   readonly id: string;
@@ -214,7 +216,8 @@ interface OpenBlock {
 }
 
 /** A thinking block's end, with its signature when it got one. */
-const reasoningEnd = (block: OpenBlock): TurnEvent => (block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature });
+const reasoningEnd = (block: OpenBlock): TurnEvent =>
+  block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature };
 
 /** Delta types that carry nothing of the answer (anything else unknown in a text or tool_use block is an error). */
 const SKIPPED_DELTAS = new Set(['citations_delta']);
@@ -256,7 +259,10 @@ class EventDecoder {
         if (this.started) {
           // the same message announced again is harmless; another one is a spliced stream
           if (message['id'] === this.messageId) return [];
-          throw this.malformed(`a second message_start (id ${String(message['id'])}) while message ${String(this.messageId)} is open: two streams spliced`, sse);
+          throw this.malformed(
+            `a second message_start (id ${String(message['id'])}) while message ${String(this.messageId)} is open: two streams spliced`,
+            sse,
+          );
         }
         this.started = true;
         this.messageId = message['id'];
@@ -355,7 +361,9 @@ class EventDecoder {
         this.done = true;
         const { input, cacheCreation, cacheRead, output } = this.usage;
         const usage: Usage | undefined =
-          input === undefined && cacheCreation === undefined && cacheRead === undefined ? undefined : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
+          input === undefined && cacheCreation === undefined && cacheRead === undefined
+            ? undefined
+            : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
         const reason = this.stopReason ?? 'other';
         ends.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
         return ends;

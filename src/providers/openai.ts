@@ -53,7 +53,16 @@ export interface OpenAICompatibleModelOptions {
 }
 
 /** The option codecs of `openAICompatibleModel`, and of `openAIResponsesModel`, which takes the same options. */
-export const OPENAI_OPTION_PROPS = { baseURL: HttpUrl, apiKey: AnyString, model: NonEmptyString, headers: StringRecord, body: PlainObject, fetch: Func, id: NonEmptyString, maxEventSize: PositiveInteger };
+export const OPENAI_OPTION_PROPS = {
+  baseURL: HttpUrl,
+  apiKey: AnyString,
+  model: NonEmptyString,
+  headers: StringRecord,
+  body: PlainObject,
+  fetch: Func,
+  id: NonEmptyString,
+  maxEventSize: PositiveInteger,
+};
 
 // ---------------------------------------------------------------------------------------------
 // request
@@ -88,7 +97,10 @@ function toOpenAIMessage(message: Message): Record<string, unknown> {
       const out: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && message.content === '' ? null : message.content };
       // the unsigned reasoning an OpenAI-compatible server streamed goes back as it came (DeepSeek's
       // thinking mode refuses a tool-call turn without it); signed or redacted blocks are Anthropic's
-      const thought = (message.reasoning ?? []).reduce((all, part) => (part.signature === undefined && part.redactedData === undefined ? all + part.text : all), '');
+      const thought = (message.reasoning ?? []).reduce(
+        (all, part) => (part.signature === undefined && part.redactedData === undefined ? all + part.text : all),
+        '',
+      );
       if (thought !== '') out['reasoning_content'] = thought;
       if (calls.length > 0) {
         out['tool_calls'] = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText(call.args) } }));
@@ -178,7 +190,6 @@ interface PendingCall {
   args: string;
 }
 
-
 /** A reasoning field's text: undefined when absent or empty; not text is a MalformedStreamError (it would be lost). */
 function reasoningOf(u: unknown, field: string, model: string, data: string): string | undefined {
   if (u === undefined || u === null || u === '') return undefined;
@@ -256,7 +267,11 @@ class ChunkDecoder {
       if (!isObject(delta)) throw new MalformedStreamError(this.model, 'a choice\'s "delta" is not an object', sse.data);
       if (carriesContent(delta)) {
         if (carrier !== undefined) {
-          throw new MalformedStreamError(this.model, `two choices (index ${String(carrier)} and ${index}) carry content in one chunk: rxheal reads one answer (do not ask for n > 1)`, sse.data);
+          throw new MalformedStreamError(
+            this.model,
+            `two choices (index ${String(carrier)} and ${index}) carry content in one chunk: rxheal reads one answer (do not ask for n > 1)`,
+            sse.data,
+          );
         }
         carrier = index;
       }
@@ -286,7 +301,8 @@ class ChunkDecoder {
    * it), text (`content` as a string or text parts, `refusal`) and tool-call pieces.
    */
   private readDelta(delta: Record<string, unknown>, data: string, out: TurnEvent[]): void {
-    const thought = reasoningOf(delta['reasoning_content'], '"reasoning_content"', this.model, data) ?? reasoningOf(delta['reasoning'], '"reasoning"', this.model, data);
+    const thought =
+      reasoningOf(delta['reasoning_content'], '"reasoning_content"', this.model, data) ?? reasoningOf(delta['reasoning'], '"reasoning"', this.model, data);
     if (thought !== undefined) out.push({ type: 'reasoning-delta', text: thought });
     const content = delta['content'];
     if (typeof content === 'string') {
@@ -335,9 +351,11 @@ class ChunkDecoder {
 
   private addPiece(piece: unknown, data: string): void {
     if (!isObject(piece)) throw new MalformedStreamError(this.model, 'a tool_calls entry is not an object', data);
-    if (this.finishReason !== undefined) throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
+    if (this.finishReason !== undefined)
+      throw new MalformedStreamError(this.model, 'a tool call piece after the finish_reason (its call was already emitted)', data);
     const fnField = piece['function'];
-    if (fnField !== undefined && fnField !== null && !isObject(fnField)) throw new MalformedStreamError(this.model, 'a tool call\'s "function" is not an object', data);
+    if (fnField !== undefined && fnField !== null && !isObject(fnField))
+      throw new MalformedStreamError(this.model, 'a tool call\'s "function" is not an object', data);
     const fn = isObject(fnField) ? fnField : {};
     const id = typeof piece['id'] === 'string' ? piece['id'] : '';
     const last = this.calls[this.calls.length - 1];
@@ -355,7 +373,8 @@ class ChunkDecoder {
     if (typeof fn['name'] === 'string' && fn['name'] !== '' && call.name === '') call.name = fn['name'];
     const args = fn['arguments'];
     if (typeof args === 'string') call.args += args;
-    else if (isObject(args)) call.args += JSON.stringify(args); // servers that send the arguments parsed
+    else if (isObject(args))
+      call.args += JSON.stringify(args); // servers that send the arguments parsed
     else if (args !== undefined && args !== null) throw new MalformedStreamError(this.model, 'tool call arguments are neither text nor an object', data);
   }
 

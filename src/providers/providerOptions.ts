@@ -17,8 +17,9 @@ import { isObject } from './sse.js';
  * StringRecord.is({ 'x-api-key': 'k' }); // true
  * ```
  */
-export const StringRecord = check('an object of string values', (u): u is Record<string, string> =>
-  typeof u === 'object' && u !== null && !Array.isArray(u) && Object.values(u).every((v) => typeof v === 'string'),
+export const StringRecord = check(
+  'an object of string values',
+  (u): u is Record<string, string> => typeof u === 'object' && u !== null && !Array.isArray(u) && Object.values(u).every((v) => typeof v === 'string'),
 );
 /**
  * Option codec: any non-array object.

@@ -91,7 +91,8 @@ function withoutStatus(item: Record<string, unknown>): Record<string, unknown> {
 /** The type of item each tool call id was (the assistant's calls so far), for its result's output item. */
 function callTypes(messages: readonly Message[]): Map<string, string> {
   const types = new Map<string, string>();
-  for (const m of messages) if (m.role === 'assistant') for (const call of m.toolCalls ?? []) types.set(call.id, String(openaiMeta(call)?.['itemType'] ?? 'function_call'));
+  for (const m of messages)
+    if (m.role === 'assistant') for (const call of m.toolCalls ?? []) types.set(call.id, String(openaiMeta(call)?.['itemType'] ?? 'function_call'));
   return types;
 }
 
@@ -107,7 +108,11 @@ function outputItem(type: string, result: Extract<Message, { role: 'tool' }>): R
   const failed = result.isError === true;
   switch (type) {
     case 'shell_call':
-      return { type: 'shell_call_output', call_id, output: [{ stdout: failed ? '' : result.content, stderr: failed ? result.content : '', outcome: { type: 'exit', exit_code: failed ? 1 : 0 } }] };
+      return {
+        type: 'shell_call_output',
+        call_id,
+        output: [{ stdout: failed ? '' : result.content, stderr: failed ? result.content : '', outcome: { type: 'exit', exit_code: failed ? 1 : 0 } }],
+      };
     case 'apply_patch_call':
       return { type: 'apply_patch_call_output', call_id, status: failed ? 'failed' : 'completed', output: result.content };
     case 'mcp_approval_request':
@@ -136,8 +141,15 @@ function inputItems(messages: readonly Message[], store: boolean): Record<string
         for (const call of message.toolCalls ?? []) {
           const meta = openaiMeta(call);
           const item = meta?.['item'];
-          if (meta?.['itemType'] === 'custom_tool_call') items.push({ type: 'custom_tool_call', call_id: call.id, name: call.name, input: typeof call.args === 'string' ? call.args : argumentsText(call.args) });
-          else if (typeof meta?.['itemType'] === 'string' && isObject(item)) items.push(withoutStatus(item)); // another client-run item: sent back as it came
+          if (meta?.['itemType'] === 'custom_tool_call')
+            items.push({
+              type: 'custom_tool_call',
+              call_id: call.id,
+              name: call.name,
+              input: typeof call.args === 'string' ? call.args : argumentsText(call.args),
+            });
+          else if (typeof meta?.['itemType'] === 'string' && isObject(item))
+            items.push(withoutStatus(item)); // another client-run item: sent back as it came
           else items.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: argumentsText(call.args) });
         }
         break;
@@ -269,7 +281,8 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
         resume,
         {
           open: () => fetchSse({ ...base, url, body: payload }),
-          reopen: (responseId, after) => fetchSse({ ...base, method: 'GET', url: `${url}/${encodeURIComponent(responseId)}?stream=true&starting_after=${after}`, body: undefined }),
+          reopen: (responseId, after) =>
+            fetchSse({ ...base, method: 'GET', url: `${url}/${encodeURIComponent(responseId)}?stream=true&starting_after=${after}`, body: undefined }),
           cancel: (responseId) => cancelResponse(options.fetch ?? globalThis.fetch, `${url}/${encodeURIComponent(responseId)}/cancel`, sent),
         },
         context.scheduler ?? asyncScheduler,
@@ -292,4 +305,3 @@ function cancelResponse(fetchImpl: typeof fetch, url: string, headers: Readonly<
     // a custom fetch that throws: nothing to cancel with
   }
 }
-

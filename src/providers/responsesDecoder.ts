@@ -100,7 +100,8 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     const raw = (): string => data ?? safeJson(event);
     const sequence = event['sequence_number'];
     if (typeof sequence === 'number') {
-      if (sequence <= this.lastSequence) throw new MalformedStreamError(this.model, `sequence_number ${sequence} after ${this.lastSequence} (an event repeated or out of order)`, raw());
+      if (sequence <= this.lastSequence)
+        throw new MalformedStreamError(this.model, `sequence_number ${sequence} after ${this.lastSequence} (an event repeated or out of order)`, raw());
       this.lastSequence = sequence;
     }
     const type = event['type'];
@@ -177,13 +178,35 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     this.items.delete(index);
     const type = String(done['type']);
     if (type === 'reasoning') return this.reasoningEnd(index, item, done);
-    if (type === 'function_call') return [this.call(this.str(done, 'call_id', raw), this.str(done, 'name', raw), parseToolArguments(typeof done['arguments'] === 'string' ? done['arguments'] : item.input), { openai: { itemId: done['id'] } })];
-    const tool = type === 'custom_tool_call' ? this.str(done, 'name', raw) : type === 'tool_search_call' && done['execution'] === 'client' ? 'tool_search' : CLIENT_ITEMS[type];
+    if (type === 'function_call')
+      return [
+        this.call(
+          this.str(done, 'call_id', raw),
+          this.str(done, 'name', raw),
+          parseToolArguments(typeof done['arguments'] === 'string' ? done['arguments'] : item.input),
+          { openai: { itemId: done['id'] } },
+        ),
+      ];
+    const tool =
+      type === 'custom_tool_call'
+        ? this.str(done, 'name', raw)
+        : type === 'tool_search_call' && done['execution'] === 'client'
+          ? 'tool_search'
+          : CLIENT_ITEMS[type];
     if (tool === undefined) return []; // a message, or an item the provider ran itself
     if (!this.declared(tool)) {
-      throw new MalformedStreamError(this.model, `a ${type} item for tool '${tool}', which the request did not declare (it waits for a result rxheal can't give)`, raw());
+      throw new MalformedStreamError(
+        this.model,
+        `a ${type} item for tool '${tool}', which the request did not declare (it waits for a result rxheal can't give)`,
+        raw(),
+      );
     }
-    const input = type === 'custom_tool_call' ? (typeof done['input'] === 'string' ? done['input'] : item.input) : (done['action'] ?? done['operation'] ?? done['arguments'] ?? {});
+    const input =
+      type === 'custom_tool_call'
+        ? typeof done['input'] === 'string'
+          ? done['input']
+          : item.input
+        : (done['action'] ?? done['operation'] ?? done['arguments'] ?? {});
     const id = typeof done['call_id'] === 'string' ? done['call_id'] : this.str(done, 'id', raw);
     return [this.call(id, tool, input, { openai: { itemId: done['id'], itemType: type, item: done } })];
   }
@@ -198,7 +221,10 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     const out: TurnEvent[] = [];
     if (item.pending !== '') out.push({ type: 'reasoning-delta', text: item.pending });
     const encrypted = done['encrypted_content'];
-    const end: ReasoningEnd = { type: 'reasoning-end', providerMetadata: { openai: { itemId: done['id'] ?? null, reasoningEncryptedContent: typeof encrypted === 'string' ? encrypted : null } } };
+    const end: ReasoningEnd = {
+      type: 'reasoning-end',
+      providerMetadata: { openai: { itemId: done['id'] ?? null, reasoningEncryptedContent: typeof encrypted === 'string' ? encrypted : null } },
+    };
     out.push(end);
     if (this.streaming === index) {
       this.streaming = undefined;
@@ -218,7 +244,8 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     const response = event['response'];
     if (!isObject(response)) throw new MalformedStreamError(this.model, `${String(event['type'])} without its "response"`, raw());
     for (const item of this.items.values()) {
-      if (item.type === 'function_call' || Object.hasOwn(CLIENT_ITEMS, item.type)) throw new MalformedStreamError(this.model, `a ${item.type} item was still open at the end of the response`, raw());
+      if (item.type === 'function_call' || Object.hasOwn(CLIENT_ITEMS, item.type))
+        throw new MalformedStreamError(this.model, `a ${item.type} item was still open at the end of the response`, raw());
     }
     const out: TurnEvent[] = [];
     // reasoning never done: its waiting text, unsigned (no item to send back)
@@ -258,7 +285,8 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
 
   private itemField(event: Record<string, unknown>, raw: () => string): Record<string, unknown> {
     const item = event['item'];
-    if (!isObject(item) || typeof item['type'] !== 'string') throw new MalformedStreamError(this.model, `${String(event['type'])} without an "item" of a type`, raw());
+    if (!isObject(item) || typeof item['type'] !== 'string')
+      throw new MalformedStreamError(this.model, `${String(event['type'])} without an "item" of a type`, raw());
     return item;
   }
 

@@ -222,7 +222,12 @@ export function resumableResponses(
             const sequence = event['sequence_number'];
             if (seam) {
               seam = false;
-              if (sequence !== last + 1) throw new MalformedStreamError(model, `the resumed stream starts at sequence_number ${String(sequence)}, not ${last + 1} (events lost or repeated across the seam)`, sse.data);
+              if (sequence !== last + 1)
+                throw new MalformedStreamError(
+                  model,
+                  `the resumed stream starts at sequence_number ${String(sequence)}, not ${last + 1} (events lost or repeated across the seam)`,
+                  sse.data,
+                );
             }
             out = state.pushEvent(event, sse.data);
             if (typeof sequence === 'number') last = sequence;

@@ -276,7 +276,10 @@ export function decodeSse<T>(request: SseRequest, decoder: () => StreamDecoder<T
  * const turn$ = decodeEvents(sdkChunks$.pipe(map((c) => ({ event: 'message', data: JSON.stringify(c) }))), () => openAIStreamDecoder('sdk'));
  * ```
  */
-export function decodeEvents<T, E = SseEvent>(events: Observable<E>, decoder: () => { readonly done: boolean; push(event: E): readonly T[]; end(): void }): Observable<T> {
+export function decodeEvents<T, E = SseEvent>(
+  events: Observable<E>,
+  decoder: () => { readonly done: boolean; push(event: E): readonly T[]; end(): void },
+): Observable<T> {
   return new Observable<T>((subscriber) => {
     const state = decoder();
     return events.subscribe({

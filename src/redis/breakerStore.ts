@@ -16,10 +16,29 @@
  * @module
  */
 import { asyncScheduler, forkJoin, map, type Observable, Subject, type SchedulerLike } from 'rxjs';
-import { type BreakerStore, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum, FLEET_NODE, registerFleetNode, type FleetNode } from '../core/breaker/fleetSeam.js';
+import {
+  type BreakerStore,
+  type FleetReason,
+  type FleetState,
+  type FleetVerdict,
+  type ProbeLease,
+  type Quorum,
+  FLEET_NODE,
+  registerFleetNode,
+  type FleetNode,
+} from '../core/breaker/fleetSeam.js';
 import { NonEmptyString, PositiveIntegerMs, PositiveNumber, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import { fleetNode } from '../core/fleet/fleet.js';
-import { clientOption, isSubscriber, listenerSubscriber, num, Script, type RedisClientLike, type ChannelSubscriber, type RedisSubscriberLike } from './client.js';
+import {
+  clientOption,
+  isSubscriber,
+  listenerSubscriber,
+  num,
+  Script,
+  type RedisClientLike,
+  type ChannelSubscriber,
+  type RedisSubscriberLike,
+} from './client.js';
 import { hashTag } from './keys.js';
 
 const BREAKER_SCRIPT = `
@@ -145,10 +164,16 @@ export interface RedisBreakerStoreOptions {
 
 /** The client's own check is `clientOption` (it names what a client lacks); here, any value passes. */
 const RedisClient = check('a Redis client', (_client: unknown): _client is RedisClientLike => true);
-const RedisSubscriber = check('a Redis subscriber connection: node-redis (subscribe(channel, listener), unsubscribe) or ioredis (call, subscribe, unsubscribe, on, off)', isSubscriber);
+const RedisSubscriber = check(
+  'a Redis subscriber connection: node-redis (subscribe(channel, listener), unsubscribe) or ioredis (call, subscribe, unsubscribe, on, off)',
+  isSubscriber,
+);
 
 /** A namespace: the keys' Cluster hash tag is `{namespace}`, so a `}` would make it empty or cut it short. */
-const Namespace = check('a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})', (u): u is string => NonEmptyString.is(u) && !u.includes('}'));
+const Namespace = check(
+  'a non-empty string without "}" (the keys\' Cluster hash tag is {namespace})',
+  (u): u is string => NonEmptyString.is(u) && !u.includes('}'),
+);
 
 /** Option checks shared by both Redis stores (`nodeTtlMs` in whole ms: the scripts pass it to PEXPIRE). */
 export const redisStoreProps = { client: RedisClient, namespace: Namespace, timeoutMs: PositiveNumber, nodeTtlMs: PositiveIntegerMs, scheduler: Scheduler };
@@ -254,7 +279,12 @@ export class RedisBreakerStore implements BreakerStore {
 
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
     const syncOf = (batch: readonly string[]): Observable<FleetVerdict[]> =>
-      this.run(batch.flatMap((name) => this.keys(name).filter((_, i) => i !== 1)), 'sync', node, []).pipe(map((r) => batch.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
+      this.run(
+        batch.flatMap((name) => this.keys(name).filter((_, i) => i !== 1)),
+        'sync',
+        node,
+        [],
+      ).pipe(map((r) => batch.map((name, i) => verdictOf(name, r.slice(i * 5, i * 5 + 5)))));
     // one server: one command for every breaker; a cluster: one per breaker (each its own slot), sent at once
     if (!this.cluster || names.length <= 1) return syncOf(names);
     return forkJoin(names.map((name) => syncOf([name]))).pipe(map((batches) => batches.flat()));

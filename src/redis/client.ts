@@ -113,7 +113,8 @@ export interface Commands {
 }
 
 const isFunction = (u: unknown): boolean => typeof u === 'function';
-const field = (u: unknown, key: string): unknown => (typeof u === 'object' || typeof u === 'function') && u !== null ? (u as Record<string, unknown>)[key] : undefined;
+const field = (u: unknown, key: string): unknown =>
+  (typeof u === 'object' || typeof u === 'function') && u !== null ? (u as Record<string, unknown>)[key] : undefined;
 
 /**
  * Why `client` cannot be the stores' client (what it lacks), or undefined when it can: the one
@@ -128,7 +129,8 @@ export function clientProblem(client: unknown): string | undefined {
   const shapes = 'a Redis client: node-redis createClient(), createCluster() or createSentinel() (sendCommand), or ioredis 5 Redis or Cluster (call)';
   if (isFunction(field(client, 'call'))) return undefined;
   // ioredis before 5 has sendCommand(Command) and no call(): every command would throw
-  if (isFunction(field(client, 'defineCommand'))) return `${shapes} (it looks like ioredis, whose sendCommand takes a Command object, and has no call(): ioredis 5 or later)`;
+  if (isFunction(field(client, 'defineCommand')))
+    return `${shapes} (it looks like ioredis, whose sendCommand takes a Command object, and has no call(): ioredis 5 or later)`;
   if (isFunction(field(client, 'sendCommand'))) return undefined;
   return `${shapes} (it has neither sendCommand nor call)`;
 }
@@ -163,11 +165,27 @@ export function commandsOf(client: RedisClientLike): Commands {
     const c = client as RedisCallClient;
     const send: Commands['send'] = (_firstKey, [command, ...args]) => c.call(command!, args);
     // ioredis's Cluster: `slots[slot]` lists the slot's nodes, its master first (`host:port`)
-    return c.isCluster === true ? { cluster: true, send, server: masterBy((slot) => field(field(c, 'slots'), String(slot)), (nodes) => field(nodes, '0')) } : { cluster: false, send };
+    return c.isCluster === true
+      ? {
+          cluster: true,
+          send,
+          server: masterBy(
+            (slot) => field(field(c, 'slots'), String(slot)),
+            (nodes) => field(nodes, '0'),
+          ),
+        }
+      : { cluster: false, send };
   }
   if (isFunction(field(client, 'getSlotMaster'))) {
     const c = client as RedisClusterSendCommandClient;
-    return { cluster: true, send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]), server: masterBy((slot) => c.getSlotMaster(slot), (master) => field(master, 'address')) };
+    return {
+      cluster: true,
+      send: (firstKey, args) => c.sendCommand(firstKey, false, [...args]),
+      server: masterBy(
+        (slot) => c.getSlotMaster(slot),
+        (master) => field(master, 'address'),
+      ),
+    };
   }
   if (isFunction(field(client, 'getMasterNode'))) {
     const c = client as RedisSentinelSendCommandClient;
@@ -381,7 +399,8 @@ export class Script {
         const server = this.client.server?.(keys[0]) ?? '';
         const offset = this.offsets.get(server) ?? (await this.learnClock(server, keys));
         if (!live) return undefined;
-        if (this.scheduler.now() - calledAt > this.timeoutMs) throw new ExpiredCommandError('the command was not sent: Redis\'s clock arrived after its deadline');
+        if (this.scheduler.now() - calledAt > this.timeoutMs)
+          throw new ExpiredCommandError("the command was not sent: Redis's clock arrived after its deadline");
         const deadline = Math.ceil(calledAt + offset + this.timeoutMs);
         const reply = this.read(server, await this.send(keys, [String(deadline), ...args.map(String)]));
         if (reply[1] === 'expired') throw new ExpiredCommandError('the command reached Redis after its deadline');

@@ -25,4 +25,13 @@ export type { RedisBreakerStoreOptions } from './breakerStore.js';
 export { RedisRateLimitStore } from './rateLimitStore.js';
 export type { RedisRateLimitStoreOptions } from './rateLimitStore.js';
 export { ExpiredCommandError } from './client.js';
-export type { RedisCallClient, RedisCallSubscriber, RedisClientLike, RedisClusterSendCommandClient, RedisListenerSubscriber, RedisSendCommandClient, RedisSentinelSendCommandClient, RedisSubscriberLike } from './client.js';
+export type {
+  RedisCallClient,
+  RedisCallSubscriber,
+  RedisClientLike,
+  RedisClusterSendCommandClient,
+  RedisListenerSubscriber,
+  RedisSendCommandClient,
+  RedisSentinelSendCommandClient,
+  RedisSubscriberLike,
+} from './client.js';

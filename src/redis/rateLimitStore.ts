@@ -105,7 +105,9 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {
     const args = ['reserve', request.node, this.nodeTtlMs, request.maxWaitMs, ...request.limits.flatMap((l) => [l.limit, l.periodMs, l.cost])];
-    return this.script.run(this.keys(request.key, request.limits), args).pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
+    return this.script
+      .run(this.keys(request.key, request.limits), args)
+      .pipe(map((r) => ({ granted: num(r[0]) === 1, waitMs: num(r[1]), liveNodes: num(r[2]) })));
   }
 
   adjust(adjustment: RateLimitAdjustment): Observable<true> {

@@ -220,7 +220,10 @@ function corrected(name: string, previous: unknown, question: string): unknown {
   const prev = isRecord(previous) ? previous : {};
   if (name === 'get_weather') {
     const wanted = weatherArgs(question);
-    return { city: typeof prev['city'] === 'string' && prev['city'] !== '' ? prev['city'] : wanted.city, units: prev['units'] === 'fahrenheit' ? 'fahrenheit' : 'celsius' };
+    return {
+      city: typeof prev['city'] === 'string' && prev['city'] !== '' ? prev['city'] : wanted.city,
+      units: prev['units'] === 'fahrenheit' ? 'fahrenheit' : 'celsius',
+    };
   }
   if (name === 'knowledge_search') return { query: typeof prev['query'] === 'string' && prev['query'] !== '' ? prev['query'] : question };
   return prev;
@@ -247,7 +250,8 @@ function knowledgeAnswer(content: string): string {
     return "I couldn't search the knowledge base right now, so I can't look that up. Please try again later.";
   }
   const result = parseJson(content);
-  const text = typeof result === 'string' ? result : Array.isArray(result) ? result.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('; ') : content;
+  const text =
+    typeof result === 'string' ? result : Array.isArray(result) ? result.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('; ') : content;
   return `According to the knowledge base: ${clip(text, 300)}`;
 }
 

@@ -7,7 +7,17 @@
  */
 import { Subject, type Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import { Bool, NonEmptyString, NonNegativeInteger, NonNegativeNumber, PositiveInteger, check, oneOf, validateOptions, type Props } from '../core/errors/options.js';
+import {
+  Bool,
+  NonEmptyString,
+  NonNegativeInteger,
+  NonNegativeNumber,
+  PositiveInteger,
+  check,
+  oneOf,
+  validateOptions,
+  type Props,
+} from '../core/errors/options.js';
 import { PlainObject } from '../providers/providerOptions.js';
 
 /**
@@ -195,7 +205,10 @@ const HttpStatus = check('an integer from 400 to 599', (u): u is number => Numbe
  * TimerDelayMs.is(3e9);  // false
  * ```
  */
-export const TimerDelayMs = check('a number of ms from 0 to 2147483647 (Node fires longer timers at once)', (u): u is number => typeof u === 'number' && u >= 0 && u <= 2147483647);
+export const TimerDelayMs = check(
+  'a number of ms from 0 to 2147483647 (Node fires longer timers at once)',
+  (u): u is number => typeof u === 'number' && u >= 0 && u <= 2147483647,
+);
 const common = { kind: oneOf(...FAULT_KINDS), id: NonEmptyString, times: PositiveInteger };
 const FAULT_PROPS: Readonly<Record<FaultKind, Props>> = {
   status: { ...common, status: HttpStatus, retryAfter: NonNegativeNumber, retryAfterMs: NonNegativeInteger, shouldRetry: Bool, message: NonEmptyString },

@@ -26,7 +26,20 @@ import { answerModelCall, type ModelEndpoint } from './modelEndpoint.js';
 import { BadRequest, errorBody, isRecord, sse } from './protocols.js';
 import { RequestLog, type MutableRequest, type ProviderActivity, type RecordedRequest } from './requests.js';
 
-export type { ActiveFault, BadToolArgsFault, DownFault, Fault, FaultBase, FaultKind, MalformedFault, ResetFault, SlowFirstByteFault, StallFault, StatusFault, StreamErrorFault } from './faults.js';
+export type {
+  ActiveFault,
+  BadToolArgsFault,
+  DownFault,
+  Fault,
+  FaultBase,
+  FaultKind,
+  MalformedFault,
+  ResetFault,
+  SlowFirstByteFault,
+  StallFault,
+  StatusFault,
+  StreamErrorFault,
+} from './faults.js';
 export { FaultController, validateFault } from './faults.js';
 export type { Protocol } from './protocols.js';
 export type { ProviderActivity, RecordedRequest } from './requests.js';
@@ -152,7 +165,10 @@ const optionProps = {
   eventsBufferBytes: NonNegativeInteger,
   backgroundTtlMs: TimerDelayMs,
   maxBackgroundResponses: PositiveInteger,
-  scheduler: check('a scheduler (with now())', (u): u is SchedulerLike => typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function'),
+  scheduler: check(
+    'a scheduler (with now())',
+    (u): u is SchedulerLike => typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function',
+  ),
 };
 
 /**
@@ -213,7 +229,12 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   validateOptions('startLocalProvider', optionProps, options);
   const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant, allowPrivateNetwork = false } = options;
   const { maxRecordedRequests = 1000, maxRecordedBytes = 16 * MIB, maxBodyBytes = 4 * MIB, eventsBufferBytes = MIB } = options;
-  const background = new BackgroundResponses(options.scheduler ?? asyncScheduler, options.backgroundTtlMs ?? 600_000, options.maxBackgroundResponses ?? 100, tokenDelayMs);
+  const background = new BackgroundResponses(
+    options.scheduler ?? asyncScheduler,
+    options.backgroundTtlMs ?? 600_000,
+    options.maxBackgroundResponses ?? 100,
+    tokenDelayMs,
+  );
   const allowedOrigins = (options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS).map((o) => parseOrigin('startLocalProvider', 'allowedOrigins', o));
   /** Set once listening (the port is known then); no request arrives before. */
   let guard: RequestGuard | undefined;
@@ -226,7 +247,18 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   let closing = false;
 
   faults.changes$.subscribe((list) => activity.next({ type: 'faults', faults: list }));
-  const endpoint: ModelEndpoint = { name, faults, assistant, tokenDelayMs, maxBodyBytes, log, running, closing: () => closing, nextId: () => `req_${++seq}`, background };
+  const endpoint: ModelEndpoint = {
+    name,
+    faults,
+    assistant,
+    tokenDelayMs,
+    maxBodyBytes,
+    log,
+    running,
+    closing: () => closing,
+    nextId: () => `req_${++seq}`,
+    background,
+  };
 
   /** CORS for an allowed origin only (echoed, never `*`); the PNA grant only when asked for. */
   const cors = (req: IncomingMessage, res: ServerResponse, origin: string | undefined): void => {
@@ -238,9 +270,13 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     if (req.method === 'OPTIONS') {
       res.setHeader('access-control-allow-methods', 'GET, POST, PUT, DELETE, OPTIONS');
       const asked = req.headers['access-control-request-headers'];
-      res.setHeader('access-control-allow-headers', typeof asked === 'string' && asked !== '' ? asked : 'content-type, authorization, x-api-key, anthropic-version');
+      res.setHeader(
+        'access-control-allow-headers',
+        typeof asked === 'string' && asked !== '' ? asked : 'content-type, authorization, x-api-key, anthropic-version',
+      );
       res.setHeader('access-control-max-age', '600');
-      if (allowPrivateNetwork && req.headers['access-control-request-private-network'] === 'true') res.setHeader('access-control-allow-private-network', 'true');
+      if (allowPrivateNetwork && req.headers['access-control-request-private-network'] === 'true')
+        res.setHeader('access-control-allow-private-network', 'true');
     }
   };
 
@@ -311,12 +347,14 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
 
   const storedResponse = async (req: IncomingMessage, res: ServerResponse, id: string, cancel: boolean): Promise<void> => {
     const method = req.method ?? 'GET';
-    if (cancel ? method !== 'POST' : method !== 'GET') return json(res, 405, errorBody('responses', 405, `use ${cancel ? 'POST' : 'GET'}`), { allow: cancel ? 'POST' : 'GET' });
+    if (cancel ? method !== 'POST' : method !== 'GET')
+      return json(res, 405, errorBody('responses', 405, `use ${cancel ? 'POST' : 'GET'}`), { allow: cancel ? 'POST' : 'GET' });
     const response = background.get(id);
     // only background responses are kept; an expired one is gone
     if (response === undefined) return json(res, 404, errorBody('responses', 404, `Response with id '${id}' not found.`));
     if (cancel) {
-      if (response.status === 'completed') return json(res, 400, errorBody('responses', 400, `Response with id '${id}' has already completed and cannot be cancelled.`));
+      if (response.status === 'completed')
+        return json(res, 400, errorBody('responses', 400, `Response with id '${id}' has already completed and cannot be cancelled.`));
       background.cancel(id);
       return json(res, 200, response.object());
     }
@@ -324,7 +362,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     if (query.get('stream') !== 'true') return json(res, 200, response.object());
     const after = query.get('starting_after');
     const startingAfter = after === null ? -1 : Number(after);
-    if (!Number.isInteger(startingAfter) || startingAfter < -1) return json(res, 400, errorBody('responses', 400, `Invalid 'starting_after': ${JSON.stringify(after)} (expected a sequence_number, an integer >= 0).`));
+    if (!Number.isInteger(startingAfter) || startingAfter < -1)
+      return json(res, 400, errorBody('responses', 400, `Invalid 'starting_after': ${JSON.stringify(after)} (expected a sequence_number, an integer >= 0).`));
     const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.flushHeaders();
@@ -383,7 +422,12 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
       server.off('error', reject);
       const address = server.address() as AddressInfo;
       const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
-      guard = requestGuard({ port: address.port, bound: address.address, origins: allowedOrigins, ...(options.allowedHosts ? { hosts: options.allowedHosts } : {}) });
+      guard = requestGuard({
+        port: address.port,
+        bound: address.address,
+        origins: allowedOrigins,
+        ...(options.allowedHosts ? { hosts: options.allowedHosts } : {}),
+      });
       let closed: Promise<void> | undefined;
       resolve({
         url,

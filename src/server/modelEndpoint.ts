@@ -38,7 +38,15 @@ import {
 } from './protocols.js';
 import type { MutableRequest, RequestLog } from './requests.js';
 import type { BackgroundResponses } from './backgroundResponses.js';
-import { fromResponses, responsesAsksForThinking, responsesFrames, responsesJson, responsesMalformedFrame, responsesRunningJson, responsesStreamErrorFrame } from './responsesProtocol.js';
+import {
+  fromResponses,
+  responsesAsksForThinking,
+  responsesFrames,
+  responsesJson,
+  responsesMalformedFrame,
+  responsesRunningJson,
+  responsesStreamErrorFrame,
+} from './responsesProtocol.js';
 
 /** What the model endpoints need of the server they answer for. */
 export interface ModelEndpoint {
@@ -87,7 +95,17 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
   }
   const body = raw.value;
   const stream = body['stream'] === true;
-  const record: MutableRequest = { id: endpoint.nextId(), protocol, path, stream, body, bodyBytes: raw.bytes, startedAt: asyncScheduler.now(), faults: [], chunks: 0 };
+  const record: MutableRequest = {
+    id: endpoint.nextId(),
+    protocol,
+    path,
+    stream,
+    body,
+    bodyBytes: raw.bytes,
+    startedAt: asyncScheduler.now(),
+    faults: [],
+    chunks: 0,
+  };
   log.start(record);
 
   const controller = new AbortController();
@@ -127,7 +145,12 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
       if (status.retryAfterMs !== undefined) extra['retry-after-ms'] = String(status.retryAfterMs);
       if (status.shouldRetry !== undefined) extra['x-should-retry'] = String(status.shouldRetry);
       // the message says what a real API's does, not the status: every client already prefixes that
-      return json(res, status.status, errorBody(protocol, status.status, status.message ?? `${STATUS_CODES[status.status] ?? 'Error'} from '${name}' (local fault)`), extra);
+      return json(
+        res,
+        status.status,
+        errorBody(protocol, status.status, status.message ?? `${STATUS_CODES[status.status] ?? 'Error'} from '${name}' (local fault)`),
+        extra,
+      );
     }
 
     let conversation: { messages: Message[]; tools: AssistantTool[] };
@@ -158,7 +181,9 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     const tokens = tokenize(text);
     const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
     // thinking asked for: a short, signed reasoning block first (the API's own shape)
-    const thought = (protocol === 'responses' ? responsesAsksForThinking(body) : asksForThinking(body)) ? reasoningFor(conversation.messages, calls) : undefined;
+    const thought = (protocol === 'responses' ? responsesAsksForThinking(body) : asksForThinking(body))
+      ? reasoningFor(conversation.messages, calls)
+      : undefined;
     const reasoning = thought === undefined ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
     const answer: Answer = {
       id: protocol === 'openai' ? `chatcmpl-${record.id}` : protocol === 'responses' ? record.id : `msg_${record.id}`,
@@ -178,7 +203,12 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
         record.status = 400;
         return json(res, 400, errorBody(protocol, 400, "Background mode requires 'store' to be true: a background response is stored."), headers);
       }
-      const stored = endpoint.background.start({ id: `resp_${answer.id}`, frames: responsesFrames(answer, body), running: responsesRunningJson(answer, body), done: responsesJson(answer, body) });
+      const stored = endpoint.background.start({
+        id: `resp_${answer.id}`,
+        frames: responsesFrames(answer, body),
+        running: responsesRunningJson(answer, body),
+        done: responsesJson(answer, body),
+      });
       record.status = 200;
       if (!stream) return json(res, 200, stored.object(), headers);
       const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
@@ -190,12 +220,21 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
 
     if (!stream) {
       record.status = 200;
-      return json(res, 200, protocol === 'openai' ? openAIJson(answer) : protocol === 'responses' ? responsesJson(answer, body) : anthropicJson(answer), headers);
+      return json(
+        res,
+        200,
+        protocol === 'openai' ? openAIJson(answer) : protocol === 'responses' ? responsesJson(answer, body) : anthropicJson(answer),
+        headers,
+      );
     }
 
     const streamOptions = body['stream_options'];
     const frames =
-      protocol === 'openai' ? openAIFrames(answer, isRecord(streamOptions) && streamOptions['include_usage'] === true) : protocol === 'responses' ? responsesFrames(answer, body) : anthropicFrames(answer);
+      protocol === 'openai'
+        ? openAIFrames(answer, isRecord(streamOptions) && streamOptions['include_usage'] === true)
+        : protocol === 'responses'
+          ? responsesFrames(answer, body)
+          : anthropicFrames(answer);
     /** Frames written so far: a Responses fault event is numbered as the next one. */
     let written = 0;
     const fault = faults.consume('reset', 'stall', 'malformed', 'stream-error');
@@ -206,8 +245,7 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     record.status = 200;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
     res.flushHeaders();
-    const write = (chunk: string): Promise<void> =>
-      new Promise((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
+    const write = (chunk: string): Promise<void> => new Promise((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
 
     /** Acts on the stream fault; true when the stream must stop here. */
     const act = async (): Promise<boolean> => {

@@ -49,7 +49,8 @@ export interface Frame {
   readonly part: 'preamble' | 'content' | 'closing';
 }
 
-export const sse = (data: unknown, event?: string): string => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+export const sse = (data: unknown, event?: string): string =>
+  `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 
 /** A tool call's JSON arguments cut into pieces, as providers stream them. */
 export function argumentPieces(args: unknown): string[] {
@@ -109,11 +110,20 @@ export function anthropicFrames(answer: Answer): Frame[] {
   let index = 0;
   if (answer.reasoning) {
     // a thinking block, as the API streams one: empty at its start, its deltas, then its signature
-    frames.push({ part: 'preamble', text: sse({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }, 'content_block_start') });
+    frames.push({
+      part: 'preamble',
+      text: sse({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }, 'content_block_start'),
+    });
     for (const token of answer.reasoning.tokens) {
-      frames.push({ part: 'content', text: sse({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: token } }, 'content_block_delta') });
+      frames.push({
+        part: 'content',
+        text: sse({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: token } }, 'content_block_delta'),
+      });
     }
-    frames.push({ part: 'preamble', text: sse({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: answer.reasoning.signature } }, 'content_block_delta') });
+    frames.push({
+      part: 'preamble',
+      text: sse({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: answer.reasoning.signature } }, 'content_block_delta'),
+    });
     frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
     index++;
   }
@@ -132,14 +142,24 @@ export function anthropicFrames(answer: Answer): Frame[] {
       text: sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }, 'content_block_start'),
     });
     for (const piece of argumentPieces(call.args)) {
-      frames.push({ part: 'content', text: sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta') });
+      frames.push({
+        part: 'content',
+        text: sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }, 'content_block_delta'),
+      });
     }
     frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
     index++;
   }
   frames.push({
     part: 'closing',
-    text: sse({ type: 'message_delta', delta: { stop_reason: ANTHROPIC_STOP[answer.finishReason], stop_sequence: null }, usage: { output_tokens: answer.outputTokens } }, 'message_delta'),
+    text: sse(
+      {
+        type: 'message_delta',
+        delta: { stop_reason: ANTHROPIC_STOP[answer.finishReason], stop_sequence: null },
+        usage: { output_tokens: answer.outputTokens },
+      },
+      'message_delta',
+    ),
   });
   frames.push({ part: 'closing', text: sse({ type: 'message_stop' }, 'message_stop') });
   return frames;
@@ -159,7 +179,13 @@ export function openAIJson(answer: Answer): unknown {
           content: answer.text === '' && answer.toolCalls.length > 0 ? null : answer.text,
           ...(answer.reasoning ? { reasoning_content: answer.reasoning.tokens.join('') } : {}),
           ...(answer.toolCalls.length > 0
-            ? { tool_calls: answer.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) } })) }
+            ? {
+                tool_calls: answer.toolCalls.map((c) => ({
+                  id: c.id,
+                  type: 'function',
+                  function: { name: c.name, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) },
+                })),
+              }
             : {}),
         },
         finish_reason: OPENAI_FINISH[answer.finishReason],
@@ -230,9 +256,7 @@ export const isRecord = isObject;
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content
-      .map((part) => (typeof part === 'string' ? part : isRecord(part) && typeof part['text'] === 'string' ? part['text'] : ''))
-      .join('');
+    return content.map((part) => (typeof part === 'string' ? part : isRecord(part) && typeof part['text'] === 'string' ? part['text'] : '')).join('');
   }
   return content === undefined || content === null ? '' : JSON.stringify(content);
 }
@@ -344,13 +368,19 @@ export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]
       const calls = Array.isArray(m['tool_calls']) ? (m['tool_calls'] as unknown[]).filter(isRecord) : [];
       const toolCalls = calls.map((c) => {
         const fn = isRecord(c['function']) ? c['function'] : {};
-        const call = { id: String(c['id'] ?? ''), name: String(fn['name'] ?? ''), args: parseToolArguments(typeof fn['arguments'] === 'string' ? fn['arguments'] : '') };
+        const call = {
+          id: String(c['id'] ?? ''),
+          name: String(fn['name'] ?? ''),
+          args: parseToolArguments(typeof fn['arguments'] === 'string' ? fn['arguments'] : ''),
+        };
         names.set(call.id, call.name);
         return call;
       });
       // DeepSeek's thinking mode: a tool-call turn goes back with its reasoning_content
       if (thinking && toolCalls.length > 0 && (typeof m['reasoning_content'] !== 'string' || m['reasoning_content'] === '')) {
-        throw new BadRequest(`Missing \`reasoning_content\` field in the assistant message at message index ${index}: with thinking on, a turn that called tools must be sent back with its reasoning_content`);
+        throw new BadRequest(
+          `Missing \`reasoning_content\` field in the assistant message at message index ${index}: with thinking on, a turn that called tools must be sent back with its reasoning_content`,
+        );
       }
       messages.push(toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content });
     } else if (role === 'tool') {
@@ -399,7 +429,9 @@ export function fromAnthropic(body: Record<string, unknown>): { messages: Messag
     else if (text !== '') messages.push({ role: 'user', content: text });
   }
   const tools = Array.isArray(body['tools'])
-    ? (body['tools'] as unknown[]).filter(isRecord).map((tool): AssistantTool => ({ name: String(tool['name'] ?? ''), description: String(tool['description'] ?? ''), parameters: tool['input_schema'] }))
+    ? (body['tools'] as unknown[])
+        .filter(isRecord)
+        .map((tool): AssistantTool => ({ name: String(tool['name'] ?? ''), description: String(tool['description'] ?? ''), parameters: tool['input_schema'] }))
     : [];
   return { messages, tools };
 }

@@ -34,7 +34,10 @@ export function encryptedReasoning(text: string): string {
 function verified(blob: unknown): boolean {
   if (typeof blob !== 'string' || !blob.startsWith('local-enc-')) return false;
   try {
-    const { text, signature } = JSON.parse(Buffer.from(blob.slice('local-enc-'.length), 'base64url').toString('utf8')) as { text?: unknown; signature?: unknown };
+    const { text, signature } = JSON.parse(Buffer.from(blob.slice('local-enc-'.length), 'base64url').toString('utf8')) as {
+      text?: unknown;
+      signature?: unknown;
+    };
     return typeof text === 'string' && signature === thinkingSignature(text);
   } catch {
     return false;
@@ -45,8 +48,24 @@ function verified(blob: unknown): boolean {
 function outputItems(answer: Answer, body: Record<string, unknown>): Record<string, unknown>[] {
   const items: Record<string, unknown>[] = [];
   if (answer.reasoning) items.push(reasoningItem(answer, body));
-  if (answer.text !== '') items.push({ type: 'message', id: `msg_${answer.id}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: answer.text, annotations: [] }] });
-  answer.toolCalls.forEach((call, i) => items.push({ type: 'function_call', id: `fc_${answer.id}_${i}`, call_id: call.id, name: call.name, arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args), status: 'completed' }));
+  if (answer.text !== '')
+    items.push({
+      type: 'message',
+      id: `msg_${answer.id}`,
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: answer.text, annotations: [] }],
+    });
+  answer.toolCalls.forEach((call, i) =>
+    items.push({
+      type: 'function_call',
+      id: `fc_${answer.id}_${i}`,
+      call_id: call.id,
+      name: call.name,
+      arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
+      status: 'completed',
+    }),
+  );
   return items;
 }
 
@@ -56,7 +75,12 @@ function reasoningItem(answer: Answer, body: Record<string, unknown>): Record<st
   const reasoning = isRecord(body['reasoning']) ? body['reasoning'] : {};
   const summary = reasoning['summary'] !== undefined && reasoning['summary'] !== null ? [{ type: 'summary_text', text }] : [];
   const include = Array.isArray(body['include']) ? body['include'] : [];
-  return { type: 'reasoning', id: `rs_${answer.id}`, summary, encrypted_content: include.includes('reasoning.encrypted_content') ? encryptedReasoning(text) : null };
+  return {
+    type: 'reasoning',
+    id: `rs_${answer.id}`,
+    summary,
+    encrypted_content: include.includes('reasoning.encrypted_content') ? encryptedReasoning(text) : null,
+  };
 }
 
 function usageOf(answer: Answer): Record<string, unknown> {
@@ -98,21 +122,61 @@ export function responsesFrames(answer: Answer, body: Record<string, unknown>): 
   const whole = outputItems(answer, body);
   whole.forEach((item, output_index) => {
     const id = item['id'];
-    push('preamble', { type: 'response.output_item.added', output_index, item: item['type'] === 'function_call' ? { ...item, arguments: '', status: 'in_progress' } : { ...item, ...(item['type'] === 'message' ? { content: [], status: 'in_progress' } : { summary: [], encrypted_content: null }) } });
+    push('preamble', {
+      type: 'response.output_item.added',
+      output_index,
+      item:
+        item['type'] === 'function_call'
+          ? { ...item, arguments: '', status: 'in_progress' }
+          : { ...item, ...(item['type'] === 'message' ? { content: [], status: 'in_progress' } : { summary: [], encrypted_content: null }) },
+    });
     if (item['type'] === 'reasoning') {
       if ((item['summary'] as unknown[]).length > 0) {
-        push('preamble', { type: 'response.reasoning_summary_part.added', item_id: id, output_index, summary_index: 0, part: { type: 'summary_text', text: '' } });
-        for (const delta of answer.reasoning!.tokens) push('content', { type: 'response.reasoning_summary_text.delta', item_id: id, output_index, summary_index: 0, delta });
-        push('preamble', { type: 'response.reasoning_summary_text.done', item_id: id, output_index, summary_index: 0, text: answer.reasoning!.tokens.join('') });
-        push('preamble', { type: 'response.reasoning_summary_part.done', item_id: id, output_index, summary_index: 0, part: (item['summary'] as unknown[])[0] });
+        push('preamble', {
+          type: 'response.reasoning_summary_part.added',
+          item_id: id,
+          output_index,
+          summary_index: 0,
+          part: { type: 'summary_text', text: '' },
+        });
+        for (const delta of answer.reasoning!.tokens)
+          push('content', { type: 'response.reasoning_summary_text.delta', item_id: id, output_index, summary_index: 0, delta });
+        push('preamble', {
+          type: 'response.reasoning_summary_text.done',
+          item_id: id,
+          output_index,
+          summary_index: 0,
+          text: answer.reasoning!.tokens.join(''),
+        });
+        push('preamble', {
+          type: 'response.reasoning_summary_part.done',
+          item_id: id,
+          output_index,
+          summary_index: 0,
+          part: (item['summary'] as unknown[])[0],
+        });
       }
     } else if (item['type'] === 'message') {
-      push('preamble', { type: 'response.content_part.added', item_id: id, output_index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
-      for (const delta of answer.tokens) push('content', { type: 'response.output_text.delta', item_id: id, output_index, content_index: 0, delta, logprobs: [] });
+      push('preamble', {
+        type: 'response.content_part.added',
+        item_id: id,
+        output_index,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      });
+      for (const delta of answer.tokens)
+        push('content', { type: 'response.output_text.delta', item_id: id, output_index, content_index: 0, delta, logprobs: [] });
       push('preamble', { type: 'response.output_text.done', item_id: id, output_index, content_index: 0, text: answer.text, logprobs: [] });
-      push('preamble', { type: 'response.content_part.done', item_id: id, output_index, content_index: 0, part: { type: 'output_text', text: answer.text, annotations: [] } });
+      push('preamble', {
+        type: 'response.content_part.done',
+        item_id: id,
+        output_index,
+        content_index: 0,
+        part: { type: 'output_text', text: answer.text, annotations: [] },
+      });
     } else {
-      for (const delta of argumentPieces(item['arguments'])) push('content', { type: 'response.function_call_arguments.delta', item_id: id, output_index, delta });
+      for (const delta of argumentPieces(item['arguments']))
+        push('content', { type: 'response.function_call_arguments.delta', item_id: id, output_index, delta });
       push('preamble', { type: 'response.function_call_arguments.done', item_id: id, output_index, arguments: item['arguments'] });
     }
     push('preamble', { type: 'response.output_item.done', output_index, item });
@@ -138,7 +202,11 @@ export function responsesMalformedFrame(sequence: number): string {
 }
 
 /** The API's codes for the fault's error types (Anthropic's names in the fault, as for the other protocols). */
-const ERROR_CODES: Readonly<Record<string, string>> = { rate_limit_error: 'rate_limit_exceeded', overloaded_error: 'server_is_overloaded', api_error: 'server_error' };
+const ERROR_CODES: Readonly<Record<string, string>> = {
+  rate_limit_error: 'rate_limit_exceeded',
+  overloaded_error: 'server_is_overloaded',
+  api_error: 'server_error',
+};
 
 /** The top-level `error` event the API sends after its 200, numbered as the next event. */
 export function responsesStreamErrorFrame(fault: StreamErrorFault, sequence: number): string {
@@ -159,12 +227,16 @@ function checkReasoningBack(items: readonly Record<string, unknown>[]): void {
     const type = item['type'];
     if (type === 'reasoning') {
       if (!verified(item['encrypted_content'])) {
-        throw new BadRequest(`input[${i}]: the encrypted content of reasoning item ${showValue(item['id'])} could not be verified (send it back as it came, with include: ['reasoning.encrypted_content'])`);
+        throw new BadRequest(
+          `input[${i}]: the encrypted content of reasoning item ${showValue(item['id'])} could not be verified (send it back as it came, with include: ['reasoning.encrypted_content'])`,
+        );
       }
       reasoning = item;
     } else if (type === 'function_call') {
       if (reasoning === undefined) {
-        throw new BadRequest(`input[${i}]: item of type 'function_call' (call_id ${showValue(item['call_id'])}) was provided without its required 'reasoning' item: with store false, send the reasoning item back with its encrypted_content`);
+        throw new BadRequest(
+          `input[${i}]: item of type 'function_call' (call_id ${showValue(item['call_id'])}) was provided without its required 'reasoning' item: with store false, send the reasoning item back with its encrypted_content`,
+        );
       }
     } else if (type !== 'function_call_output') reasoning = undefined; // a new turn starts
   });
@@ -173,10 +245,15 @@ function checkReasoningBack(items: readonly Record<string, unknown>[]): void {
 /** A Responses request's input (and `instructions`) as rxheal messages, and its function tools. */
 export function fromResponses(body: Record<string, unknown>): { messages: Message[]; tools: AssistantTool[] } {
   const input = body['input'];
-  const items: Record<string, unknown>[] = typeof input === 'string' ? [{ role: 'user', content: input }] : Array.isArray(input) ? (input as unknown[]).map((item, i) => {
-        if (!isRecord(item)) throw new BadRequest(`input[${i}]: each input item must be an object`);
-        return item;
-      }) : [];
+  const items: Record<string, unknown>[] =
+    typeof input === 'string'
+      ? [{ role: 'user', content: input }]
+      : Array.isArray(input)
+        ? (input as unknown[]).map((item, i) => {
+            if (!isRecord(item)) throw new BadRequest(`input[${i}]: each input item must be an object`);
+            return item;
+          })
+        : [];
   if (typeof input !== 'string' && !Array.isArray(input)) throw new BadRequest("Missing required parameter: 'input'.");
   if (responsesAsksForThinking(body) && body['store'] === false) checkReasoningBack(items);
   const messages: Message[] = [];
@@ -192,7 +269,11 @@ export function fromResponses(body: Record<string, unknown>): { messages: Messag
       else if (role === 'assistant') messages.push({ role: 'assistant', content });
       else throw new BadRequest(`input[${i}].role: unknown role ${showValue(role)}`);
     } else if (type === 'function_call') {
-      const call = { id: String(item['call_id'] ?? ''), name: String(item['name'] ?? ''), args: parseToolArguments(typeof item['arguments'] === 'string' ? item['arguments'] : '') };
+      const call = {
+        id: String(item['call_id'] ?? ''),
+        name: String(item['name'] ?? ''),
+        args: parseToolArguments(typeof item['arguments'] === 'string' ? item['arguments'] : ''),
+      };
       names.set(call.id, call.name);
       const last = messages[messages.length - 1];
       // the calls of one turn follow its text (or start a turn of their own)
@@ -206,10 +287,12 @@ export function fromResponses(body: Record<string, unknown>): { messages: Messag
     }
   });
   const tools = Array.isArray(body['tools'])
-    ? (body['tools'] as unknown[]).filter((tool) => isRecord(tool) && tool['type'] === 'function').map((tool): AssistantTool => {
-        const fn = tool as Record<string, unknown>;
-        return { name: String(fn['name'] ?? ''), description: String(fn['description'] ?? ''), parameters: fn['parameters'] };
-      })
+    ? (body['tools'] as unknown[])
+        .filter((tool) => isRecord(tool) && tool['type'] === 'function')
+        .map((tool): AssistantTool => {
+          const fn = tool as Record<string, unknown>;
+          return { name: String(fn['name'] ?? ''), description: String(fn['description'] ?? ''), parameters: fn['parameters'] };
+        })
     : [];
   return { messages, tools };
 }

@@ -101,7 +101,10 @@ export interface AgentConfig {
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
 const Arr = check('an array', (u): u is readonly unknown[] => Array.isArray(u));
 const props = {
-  model: check('a Model ({ id, stream })', (u): u is Model => typeof u === 'object' && u !== null && typeof (u as Model).stream === 'function' && NonEmptyString.is((u as Model).id)),
+  model: check(
+    'a Model ({ id, stream })',
+    (u): u is Model => typeof u === 'object' && u !== null && typeof (u as Model).stream === 'function' && NonEmptyString.is((u as Model).id),
+  ),
   tools: Arr,
   messages: Arr,
   instruction: check('a string', (u): u is string => typeof u === 'string'),
@@ -135,7 +138,12 @@ export function resolveAgent(config: AgentConfig): ResolvedAgent {
     if (!isMessage(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
   (config.tools ?? []).forEach((tool, i) => {
-    const ok = typeof tool === 'object' && tool !== null && NonEmptyString.is(tool.name) && typeof tool.execute === 'function' && typeof tool.args?.decode === 'function';
+    const ok =
+      typeof tool === 'object' &&
+      tool !== null &&
+      NonEmptyString.is(tool.name) &&
+      typeof tool.execute === 'function' &&
+      typeof tool.args?.decode === 'function';
     if (!ok) throw new InvalidOptionError('runAgent', `tools[${i}]`, tool, 'a Tool (from defineTool)');
   });
   // no tools (a chat): one shared empty table, not a Map per call

@@ -105,7 +105,10 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
 
   const chain: Chain = { list, names, links, ownHub, ownGuards, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
   // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
-  return withModelsInside({ id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) }, list);
+  return withModelsInside(
+    { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) },
+    list,
+  );
 }
 
 /** What every call of one `fallbackModel` shares: its models, breakers and options, resolved once. */
@@ -401,6 +404,7 @@ function heal(
   const { hub, budget, scheduler, callId, step } = context;
   // operators created in perModel without a hub report to the run's (and ours)
   const healed: unknown = withDefaultHub(hub && { hub, target }, () => perModel(model.id, stream$, { hub, budget, scheduler, callId, step, target, model }));
-  if (!isObservable(healed)) throw new TypeError(`fallbackModel: perModel('${model.id}', …) must return an Observable of the model's events, got ${typeof healed}`);
+  if (!isObservable(healed))
+    throw new TypeError(`fallbackModel: perModel('${model.id}', …) must return an Observable of the model's events, got ${typeof healed}`);
   return healed as Observable<TurnEvent>;
 }

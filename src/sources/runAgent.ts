@@ -137,7 +137,11 @@ class TurnOutput {
         break;
       case 'tool-call':
         // with what the provider needs back with it (a Gemini thought signature), when it sent some
-        this.calls.push(event.providerMetadata === undefined ? { id: event.id, name: event.name, args: event.args } : { id: event.id, name: event.name, args: event.args, providerMetadata: event.providerMetadata });
+        this.calls.push(
+          event.providerMetadata === undefined
+            ? { id: event.id, name: event.name, args: event.args }
+            : { id: event.id, name: event.name, args: event.args, providerMetadata: event.providerMetadata },
+        );
         break;
       case 'finish':
         this.finish = event;
@@ -376,7 +380,15 @@ class AgentRun {
           return {
             events: [
               { type: 'tool-error', id: call.id, name: call.name, error: errorText(value.error), category: classifyError(value.error).category },
-              { type: 'reflection', tool: value.toolName, callId: value.callId, attempt: value.attempt, max: value.max, exhausted: value.exhausted, prompt: value.prompt },
+              {
+                type: 'reflection',
+                tool: value.toolName,
+                callId: value.callId,
+                attempt: value.attempt,
+                max: value.max,
+                exhausted: value.exhausted,
+                prompt: value.prompt,
+              },
             ],
             message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: value.prompt, isError: true },
           };
@@ -402,5 +414,4 @@ class AgentRun {
   private context(): PipelineContext {
     return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler };
   }
-
 }

@@ -85,10 +85,7 @@ export function finish(reason: FinishReason = 'stop', usage?: Usage): Finish {
 }
 
 /** One scripted model turn: events emitted at once, a marble script, or a function of the request. */
-export type ScriptedTurn =
-  | readonly TurnEvent[]
-  | MarbleScript<TurnEvent>
-  | ((request: ModelRequest, context: AbortContext) => ObservableInput<TurnEvent>);
+export type ScriptedTurn = readonly TurnEvent[] | MarbleScript<TurnEvent> | ((request: ModelRequest, context: AbortContext) => ObservableInput<TurnEvent>);
 
 /** A fake model that also records what it was asked. */
 export interface ScriptedModel extends Model {
@@ -134,7 +131,11 @@ export function scriptedModel(id: string, turns: readonly ScriptedTurn[], option
         return throwError(() => new Error(`scriptedModel '${id}' has no turn ${calls} (script has ${turns.length})`));
       }
       const source: Observable<TurnEvent> =
-        typeof turn === 'function' ? from(turn(request, context)) : Array.isArray(turn) ? from(turn as readonly TurnEvent[]) : fromMarbles(turn as MarbleScript<TurnEvent>, scheduler);
+        typeof turn === 'function'
+          ? from(turn(request, context))
+          : Array.isArray(turn)
+            ? from(turn as readonly TurnEvent[])
+            : fromMarbles(turn as MarbleScript<TurnEvent>, scheduler);
       return new Observable<TurnEvent>((subscriber) => {
         let done = false;
         const subscription = source.subscribe({

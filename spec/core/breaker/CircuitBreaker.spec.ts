@@ -48,18 +48,8 @@ describe('CircuitBreaker', () => {
       ['halfOpenMaxCalls 0', { halfOpenMaxCalls: 0 }, 'halfOpenMaxCalls', 'got 0'],
       ['halfOpenTimeoutMs 0', { halfOpenTimeoutMs: 0 }, 'halfOpenTimeoutMs', 'got 0'],
       ['isFailure "yes"', { isFailure: 'yes' }, 'isFailure', 'got "yes"'],
-      [
-        'window { failureRateThreshold: 2 }',
-        { window: { failureRateThreshold: 2, minimumCalls: 4, windowMs: 10_000 } },
-        'window',
-        '"failureRateThreshold":2',
-      ],
-      [
-        'window { minimumCalls: 0 }',
-        { window: { failureRateThreshold: 0.5, minimumCalls: 0, windowMs: 10_000 } },
-        'window',
-        '"minimumCalls":0',
-      ],
+      ['window { failureRateThreshold: 2 }', { window: { failureRateThreshold: 2, minimumCalls: 4, windowMs: 10_000 } }, 'window', '"failureRateThreshold":2'],
+      ['window { minimumCalls: 0 }', { window: { failureRateThreshold: 0.5, minimumCalls: 0, windowMs: 10_000 } }, 'window', '"minimumCalls":0'],
       ["window 'rolling'", { window: 'rolling' }, 'window', 'got "rolling"'],
       ['scheduler {}', { scheduler: {} }, 'scheduler', 'got {}'],
       ["name ''", { name: '' }, 'name', 'got ""'],
@@ -327,13 +317,20 @@ describe('CircuitBreaker', () => {
         // timers of more than 1 ms that fire 1 ms before the clock reads their time, as Node's setTimeout can before Date.now() does
         const early: SchedulerLike = {
           now: () => ts.now(),
-          schedule: ((work: (this: SchedulerAction<unknown>, state?: unknown) => void, delay = 0, state?: unknown) => ts.schedule(work, delay > 1 ? delay - 1 : delay, state)) as SchedulerLike['schedule'],
+          schedule: ((work: (this: SchedulerAction<unknown>, state?: unknown) => void, delay = 0, state?: unknown) =>
+            ts.schedule(work, delay > 1 ? delay - 1 : delay, state)) as SchedulerLike['schedule'],
         };
         const breaker = new CircuitBreaker({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: early });
         const seen: [number, string][] = [];
         breaker.state$.subscribe((state) => seen.push([ts.now(), state]));
         at(10, () => fail(breaker, 1));
-        at(5_000, () => expect(seen).to.deep.equal([[0, 'closed'], [10, 'open'], [1_010, 'half-open']]));
+        at(5_000, () =>
+          expect(seen).to.deep.equal([
+            [0, 'closed'],
+            [10, 'open'],
+            [1_010, 'half-open'],
+          ]),
+        );
       });
     });
 
@@ -471,10 +468,14 @@ describe('CircuitBreaker', () => {
       const scheduler: SchedulerLike = {
         now: () => ts.now(),
         schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription {
-          const action = ts.schedule(function (this: SchedulerAction<T>, s?: T) {
-            live.delete(action);
-            work.call(this, s);
-          }, delay, state);
+          const action = ts.schedule(
+            function (this: SchedulerAction<T>, s?: T) {
+              live.delete(action);
+              work.call(this, s);
+            },
+            delay,
+            state,
+          );
           live.add(action);
           action.add(() => live.delete(action));
           return action;
@@ -525,7 +526,12 @@ describe('CircuitBreaker', () => {
         const later: (string | number)[][] = [];
         at(700, () => void breaker.state$.subscribe((s) => later.push([ts.now(), s])));
         at(701, () => expect(breakerActions()).to.equal(1));
-        at(1_001, () => expect(later).to.deep.equal([[700, 'open'], [1_000, 'half-open']]));
+        at(1_001, () =>
+          expect(later).to.deep.equal([
+            [700, 'open'],
+            [1_000, 'half-open'],
+          ]),
+        );
       });
     });
 
@@ -540,11 +546,16 @@ describe('CircuitBreaker', () => {
           admit(breaker).failure(e503());
           expect(events).to.deep.equal([[1_600, 'open', 'probe_failure']]);
         });
-        at(2_601, () => expect(events).to.deep.equal([[1_600, 'open', 'probe_failure'], [2_600, 'half-open', 'reset_timeout']]));
+        at(2_601, () =>
+          expect(events).to.deep.equal([
+            [1_600, 'open', 'probe_failure'],
+            [2_600, 'half-open', 'reset_timeout'],
+          ]),
+        );
       });
     });
 
-    it("a registry follows its breakers only while its events$ is observed (breakers made meanwhile included)", () => {
+    it('a registry follows its breakers only while its events$ is observed (breakers made meanwhile included)', () => {
       virtual(({ ts, at, breakerActions }) => {
         const registry = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
         const seen: (string | number)[][] = [];

@@ -220,7 +220,12 @@ describe('restoreBreaker: window width and bucket data', () => {
   const rate = { failureRateThreshold: 0.5, minimumCalls: 4, windowMs: 1_000 } as const;
 
   /** A failure-rate breaker on `ts` with `calls` calls at `at`, the first `failures` of them failed. */
-  function withCalls(ts: TestScheduler, window: typeof rate | { failureRateThreshold: number; minimumCalls: number; windowMs: number }, failures: number, successes: number): CircuitBreaker {
+  function withCalls(
+    ts: TestScheduler,
+    window: typeof rate | { failureRateThreshold: number; minimumCalls: number; windowMs: number },
+    failures: number,
+    successes: number,
+  ): CircuitBreaker {
     const breaker = new CircuitBreaker({ window, scheduler: ts });
     fail(breaker, failures);
     succeed(breaker, successes);

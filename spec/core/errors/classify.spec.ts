@@ -109,12 +109,7 @@ describe('classifyError', () => {
       expectVerdict(classifyError(new TypeError('fetch failed', { cause })), TIMEOUT);
     });
 
-    const browserMessages = [
-      'Failed to fetch',
-      'NetworkError when attempting to fetch resource.',
-      'Load failed',
-      'Network request failed',
-    ];
+    const browserMessages = ['Failed to fetch', 'NetworkError when attempting to fetch resource.', 'Load failed', 'Network request failed'];
     for (const message of browserMessages) {
       it(`browser TypeError('${message}') → connection`, () => {
         expect(classifyError(new TypeError(message))).to.deep.equal(CONNECTION);
@@ -284,9 +279,7 @@ describe('classifyError', () => {
     });
 
     it('reads `response.status` from a plain response object', () => {
-      expect(classifyError(errorWith('Request failed', { response: { status: 422 } })).category).to.equal(
-        'validation_error',
-      );
+      expect(classifyError(errorWith('Request failed', { response: { status: 422 } })).category).to.equal('validation_error');
     });
 
     it('reads a three-digit string status', () => {
@@ -410,9 +403,7 @@ describe('classifyError', () => {
     });
 
     it('a timeout error with an HTTP status is classified by the status', () => {
-      expect(classifyError(errorWith('timed out', { name: 'TimeoutError', status: 504 })).category).to.equal(
-        'gateway_timeout',
-      );
+      expect(classifyError(errorWith('timed out', { name: 'TimeoutError', status: 504 })).category).to.equal('gateway_timeout');
     });
 
     it("a message like 'Request timed out' → timeout with retry_with_longer_timeout", () => {
@@ -421,16 +412,7 @@ describe('classifyError', () => {
   });
 
   describe('network error codes', () => {
-    const codes = [
-      'ECONNRESET',
-      'ECONNREFUSED',
-      'EPIPE',
-      'EAI_AGAIN',
-      'ENOTFOUND',
-      'UND_ERR_SOCKET',
-      'UND_ERR_CONNECT_TIMEOUT',
-      'UND_ERR_HEADERS_TIMEOUT',
-    ];
+    const codes = ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT'];
     for (const code of codes) {
       it(`code ${code} → connection, retryable`, () => {
         expect(classifyError(errorWith('network trouble', { code }))).to.deep.equal(CONNECTION);

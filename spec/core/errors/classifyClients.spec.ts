@@ -95,12 +95,15 @@ describe('classifyError on errors as real clients throw them', function () {
    * neither (the Anthropic SDK's, fetch's), once.
    */
   const rowsOf = (oa: OpenAIKit, ai: AiSdkKit, first: boolean): Row[] => {
-    const openai = (options: { timeout?: number } = {}) => new oa.OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', maxRetries: 0, logLevel: 'off', ...options });
+    const openai = (options: { timeout?: number } = {}) =>
+      new oa.OpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test', maxRetries: 0, logLevel: 'off', ...options });
     /** Streams one chat completion with the official OpenAI SDK, to the end. */
-    const openaiStream = (signal?: AbortSignal, options: { timeout?: number } = {}) => async () => {
-      const stream = await openai(options).chat.completions.create({ model: 'local', messages, stream: true }, signal ? { signal } : {});
-      for await (const chunk of stream) void chunk;
-    };
+    const openaiStream =
+      (signal?: AbortSignal, options: { timeout?: number } = {}) =>
+      async () => {
+        const stream = await openai(options).chat.completions.create({ model: 'local', messages, stream: true }, signal ? { signal } : {});
+        for await (const chunk of stream) void chunk;
+      };
     const aiModels: Record<string, () => LanguageModelV3> = {
       '@ai-sdk/openai-compatible': () => ai.createOpenAICompatible({ name: 'local', baseURL: server.openAIBaseURL, includeUsage: true })('local'),
       '@ai-sdk/openai (chat)': () => ai.createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'test' }).chat('local'),
@@ -108,7 +111,10 @@ describe('classifyError on errors as real clients throw them', function () {
     };
     /** A provider's `doStream`: the first `error` part's error, or what the call or the stream threw. */
     const aiStream = (model: () => LanguageModelV3, signal?: AbortSignal) => async () => {
-      const { stream } = await model().doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: messages[0]!.content }] }], ...(signal ? { abortSignal: signal } : {}) });
+      const { stream } = await model().doStream({
+        prompt: [{ role: 'user', content: [{ type: 'text', text: messages[0]!.content }] }],
+        ...(signal ? { abortSignal: signal } : {}),
+      });
       const reader = stream.getReader();
       for (;;) {
         const { done, value } = await reader.read();
@@ -124,15 +130,27 @@ describe('classifyError on errors as real clients throw them', function () {
     const rows: Row[] = [
       // 6. a malformed chunk: a provider fault, not a bug in the caller
       { item: 6, label: 'openai SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => openaiStream(), expected: BAD_GATEWAY },
-      { item: 6, kitFree: true, label: 'anthropic SDK, malformed chunk → SyntaxError from the SDK', fault: malformed, produce: () => anthropicStream(), expected: BAD_GATEWAY },
-      ...Object.entries(aiModels).map(
-        ([name, model]): Row => ({ item: 6, label: `${name}, malformed chunk → error part AI_JSONParseError`, fault: malformed, produce: () => aiStream(model), expected: BAD_GATEWAY }),
-      ),
+      {
+        item: 6,
+        kitFree: true,
+        label: 'anthropic SDK, malformed chunk → SyntaxError from the SDK',
+        fault: malformed,
+        produce: () => anthropicStream(),
+        expected: BAD_GATEWAY,
+      },
+      ...Object.entries(aiModels).map(([name, model]): Row => ({
+        item: 6,
+        label: `${name}, malformed chunk → error part AI_JSONParseError`,
+        fault: malformed,
+        produce: () => aiStream(model),
+        expected: BAD_GATEWAY,
+      })),
       {
         item: 6,
         kitFree: true,
         label: "fetch's Response.json() on a malformed body → SyntaxError from undici",
-        produce: () => () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then(async () => new Response('{"answer": "Hel').json()),
+        produce: () => () =>
+          fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then(async () => new Response('{"answer": "Hel').json()),
         expected: BAD_GATEWAY,
       },
       // 7. mid-stream error events: no status, the type says what it is
@@ -146,7 +164,13 @@ describe('classifyError on errors as real clients throw them', function () {
       {
         item: 7,
         label: "openai SDK, mid-stream error { type: 'rate_limit_exceeded' } → APIError without status",
-        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'rate_limit_error', message: 'Request limit reached for gpt-4o on requests per min', times: 1 },
+        fault: {
+          kind: 'stream-error',
+          afterChunks: 2,
+          errorType: 'rate_limit_error',
+          message: 'Request limit reached for gpt-4o on requests per min',
+          times: 1,
+        },
         produce: () => openaiStream(),
         expected: { category: 'rate_limit', retryable: true, fallback: true },
       },
@@ -170,19 +194,23 @@ describe('classifyError on errors as real clients throw them', function () {
         item: 7,
         kitFree: true,
         label: "anthropic SDK, mid-stream event: error { type: 'invalid_request_error' } → not retryable",
-        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum', times: 1 },
+        fault: {
+          kind: 'stream-error',
+          afterChunks: 2,
+          errorType: 'invalid_request_error',
+          message: 'prompt is too long: 210000 tokens > 200000 maximum',
+          times: 1,
+        },
         produce: () => anthropicStream(),
         expected: { category: 'bad_request', retryable: false, fallback: true },
       },
-      ...['@ai-sdk/openai-compatible', '@ai-sdk/openai (chat)'].map(
-        (name): Row => ({
-          item: 7,
-          label: `${name}, mid-stream error → error part { type: 'server_error' } (a plain object)`,
-          fault: { kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: OPENAI_SERVER_ERROR, times: 1 },
-          produce: () => aiStream(aiModels[name]!),
-          expected: SERVER_ERROR,
-        }),
-      ),
+      ...['@ai-sdk/openai-compatible', '@ai-sdk/openai (chat)'].map((name): Row => ({
+        item: 7,
+        label: `${name}, mid-stream error → error part { type: 'server_error' } (a plain object)`,
+        fault: { kind: 'stream-error', afterChunks: 2, errorType: 'server_error', message: OPENAI_SERVER_ERROR, times: 1 },
+        produce: () => aiStream(aiModels[name]!),
+        expected: SERVER_ERROR,
+      })),
       {
         item: 7,
         label: "@ai-sdk/anthropic, mid-stream error → error part { type: 'api_error' } (a plain object)",
@@ -194,21 +222,64 @@ describe('classifyError on errors as real clients throw them', function () {
         item: 7,
         label: "openai SDK RateLimitError { type: 'insufficient_quota' } (hand-built: the server can't send that type) → no retry, fallback",
         produce: () => async () => {
-          throw new oa.OpenAI.RateLimitError(429, { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' }, undefined, new Headers());
+          throw new oa.OpenAI.RateLimitError(
+            429,
+            { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' },
+            undefined,
+            new Headers(),
+          );
         },
         expected: { category: 'rate_limit', retryable: false, fallback: true },
       },
       // 8. the user aborted
       { item: 8, label: 'openai SDK, aborted request → APIUserAbortError', produce: () => openaiStream(aborted()), expected: CANCELLED },
       { item: 8, kitFree: true, label: 'anthropic SDK, aborted request → APIUserAbortError', produce: () => anthropicStream(aborted()), expected: CANCELLED },
-      { item: 8, label: '@ai-sdk/openai-compatible, aborted request → AbortError', produce: () => aiStream(aiModels['@ai-sdk/openai-compatible']!, aborted()), expected: CANCELLED },
+      {
+        item: 8,
+        label: '@ai-sdk/openai-compatible, aborted request → AbortError',
+        produce: () => aiStream(aiModels['@ai-sdk/openai-compatible']!, aborted()),
+        expected: CANCELLED,
+      },
       // the same status errors from every client (the SDKs' own classes, the AI SDK's APICallError)
-      { item: 9, label: 'openai SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => openaiStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
-      { item: 9, kitFree: true, label: 'anthropic SDK, 429 with retry-after: 2 → RateLimitError', fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 }, produce: () => anthropicStream(), expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 } },
-      { item: 9, label: 'openai SDK, 503 → InternalServerError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => openaiStream(), expected: UNAVAILABLE },
-      { item: 9, kitFree: true, label: 'anthropic SDK, 503 → ServiceUnavailableError', fault: { kind: 'status', status: 503, times: 1 }, produce: () => anthropicStream(), expected: UNAVAILABLE },
+      {
+        item: 9,
+        label: 'openai SDK, 429 with retry-after: 2 → RateLimitError',
+        fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 },
+        produce: () => openaiStream(),
+        expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 },
+      },
+      {
+        item: 9,
+        kitFree: true,
+        label: 'anthropic SDK, 429 with retry-after: 2 → RateLimitError',
+        fault: { kind: 'status', status: 429, retryAfter: 2, times: 1 },
+        produce: () => anthropicStream(),
+        expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 },
+      },
+      {
+        item: 9,
+        label: 'openai SDK, 503 → InternalServerError',
+        fault: { kind: 'status', status: 503, times: 1 },
+        produce: () => openaiStream(),
+        expected: UNAVAILABLE,
+      },
+      {
+        item: 9,
+        kitFree: true,
+        label: 'anthropic SDK, 503 → ServiceUnavailableError',
+        fault: { kind: 'status', status: 503, times: 1 },
+        produce: () => anthropicStream(),
+        expected: UNAVAILABLE,
+      },
       { item: 9, label: 'openai SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => openaiStream(), expected: CONNECTION },
-      { item: 9, kitFree: true, label: 'anthropic SDK, dead port → APIConnectionError', fault: { kind: 'down', times: 1 }, produce: () => anthropicStream(), expected: CONNECTION },
+      {
+        item: 9,
+        kitFree: true,
+        label: 'anthropic SDK, dead port → APIConnectionError',
+        fault: { kind: 'down', times: 1 },
+        produce: () => anthropicStream(),
+        expected: CONNECTION,
+      },
       {
         item: 9,
         label: 'openai SDK, slow first byte past its timeout → APIConnectionTimeoutError',
@@ -224,7 +295,13 @@ describe('classifyError on errors as real clients throw them', function () {
           produce: () => aiStream(model),
           expected: { category: 'rate_limit', retryable: true, fallback: true, retryAfterMs: 2000 },
         },
-        { item: 9, label: `${name}, 503 → APICallError`, fault: { kind: 'status', status: 503, times: 1 }, produce: () => aiStream(model), expected: UNAVAILABLE },
+        {
+          item: 9,
+          label: `${name}, 503 → APICallError`,
+          fault: { kind: 'status', status: 503, times: 1 },
+          produce: () => aiStream(model),
+          expected: UNAVAILABLE,
+        },
         {
           item: 9,
           label: `${name}, 400 → APICallError (not retryable)`,
@@ -232,8 +309,20 @@ describe('classifyError on errors as real clients throw them', function () {
           produce: () => aiStream(model),
           expected: { category: 'bad_request', retryable: false, fallback: true },
         },
-        { item: 9, label: `${name}, dead port → APICallError without status`, fault: { kind: 'down', times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
-        { item: 9, label: `${name}, connection reset mid-stream → APICallError with statusCode 200`, fault: { kind: 'reset', afterChunks: 2, times: 1 }, produce: () => aiStream(model), expected: CONNECTION },
+        {
+          item: 9,
+          label: `${name}, dead port → APICallError without status`,
+          fault: { kind: 'down', times: 1 },
+          produce: () => aiStream(model),
+          expected: CONNECTION,
+        },
+        {
+          item: 9,
+          label: `${name}, connection reset mid-stream → APICallError with statusCode 200`,
+          fault: { kind: 'reset', afterChunks: 2, times: 1 },
+          produce: () => aiStream(model),
+          expected: CONNECTION,
+        },
       ]),
       {
         item: 9,
@@ -280,9 +369,12 @@ describe('classifyError on errors as real clients throw them', function () {
       ['JSON.parse of a bad literal in your code', () => JSON.parse('{')],
       ["new Function('{')", () => new Function('{')],
       ["new RegExp('(') (a pattern built at run time)", () => new RegExp(['('].join(''))],
-      ["a hand-thrown SyntaxError('Unexpected token')", () => {
-        throw new SyntaxError('Unexpected token');
-      }],
+      [
+        "a hand-thrown SyntaxError('Unexpected token')",
+        () => {
+          throw new SyntaxError('Unexpected token');
+        },
+      ],
     ];
     for (const [label, fn] of cases) {
       it(`${label} → programming`, async () => {
@@ -303,7 +395,7 @@ describe('classifyError on errors as real clients throw them', function () {
       expect(verdictOf(fromApp, PROGRAMMING)).to.deep.equal(PROGRAMMING);
     });
 
-    it("a SyntaxError thrown inside a dependency that is not a JSON parse (a template compiled with new Function) stays programming", () => {
+    it('a SyntaxError thrown inside a dependency that is not a JSON parse (a template compiled with new Function) stays programming', () => {
       const fromLib = Object.assign(new SyntaxError("Unexpected token '}'"), {
         stack: "SyntaxError: Unexpected token '}'\n    at new Function (<anonymous>)\n    at compile (/app/node_modules/templating/index.js:10:5)",
       });
@@ -312,8 +404,12 @@ describe('classifyError on errors as real clients throw them', function () {
 
     it("openai 7's own SyntaxError in JSON.parse's place ('Error reading response: malformed server-sent event JSON.') is a malformed response when a dependency threw it; thrown from the app's file, programming", () => {
       const message = 'Error reading response: malformed server-sent event JSON.';
-      const fromSdk = Object.assign(new SyntaxError(message), { stack: `SyntaxError: ${message}\n    at Stream.iterator (/app/node_modules/openai/core/streaming.js:148:19)\n    at main (/app/src/index.js:3:1)` });
-      const fromApp = Object.assign(new SyntaxError(message), { stack: `SyntaxError: ${message}\n    at readAll (/app/src/read.js:8:20)\n    at /app/node_modules/x/index.js:1:1` });
+      const fromSdk = Object.assign(new SyntaxError(message), {
+        stack: `SyntaxError: ${message}\n    at Stream.iterator (/app/node_modules/openai/core/streaming.js:148:19)\n    at main (/app/src/index.js:3:1)`,
+      });
+      const fromApp = Object.assign(new SyntaxError(message), {
+        stack: `SyntaxError: ${message}\n    at readAll (/app/src/read.js:8:20)\n    at /app/node_modules/x/index.js:1:1`,
+      });
       expect(verdictOf(fromSdk, BAD_GATEWAY)).to.deep.equal(BAD_GATEWAY);
       expect(verdictOf(fromApp, PROGRAMMING)).to.deep.equal(PROGRAMMING);
     });
@@ -331,75 +427,107 @@ describe('classifyError on errors as real clients throw them', function () {
   });
 
   AI_SDK_KITS.forEach((ai, i) =>
-  describe(`recorded responses the local provider cannot send, served to the real clients by their fetch — with ${OPENAI_KITS[i]!.label} and ${ai.label}`, () => {
-    const OpenAI = OPENAI_KITS[i]!.OpenAI;
-    const { createOpenAICompatible, createOpenAI } = ai;
-    /** OpenRouter's mid-stream error: a chunk with an error whose code is a number, and finish_reason 'error'. */
-    /** OpenAI's 429 for a spent quota: retrying never helps. */
-    const quota = JSON.stringify({ error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
-    const quotaFetch = () => fixtureFetch(quota, { status: 429, headers: { 'content-type': 'application/json' } }).fetch;
-    const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }];
-    /** A provider's doStream: the first error part's error, or what the call threw. */
-    const firstErrorPart = (model: LanguageModelV3) => async () => {
-      const { stream } = await model.doStream({ prompt });
-      const reader = stream.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        if (value.type === 'error') throw value.error;
-      }
-    };
-    const rows: readonly { label: string; produce: () => () => Promise<unknown>; expected: Expected; kitFree?: true }[] = [
-      {
-        label: "openai SDK, OpenRouter's mid-stream error { code: 502 } → APIError without status → bad_gateway, retryable",
-        produce: () => async () => {
-          const client = new OpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', maxRetries: 0, logLevel: 'off', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch });
-          for await (const c of await client.chat.completions.create({ model: 'm', messages, stream: true })) void c;
+    describe(`recorded responses the local provider cannot send, served to the real clients by their fetch — with ${OPENAI_KITS[i]!.label} and ${ai.label}`, () => {
+      const OpenAI = OPENAI_KITS[i]!.OpenAI;
+      const { createOpenAICompatible, createOpenAI } = ai;
+      /** OpenRouter's mid-stream error: a chunk with an error whose code is a number, and finish_reason 'error'. */
+      /** OpenAI's 429 for a spent quota: retrying never helps. */
+      const quota = JSON.stringify({
+        error: {
+          message: 'You exceeded your current quota, please check your plan and billing details.',
+          type: 'insufficient_quota',
+          param: null,
+          code: 'insufficient_quota',
         },
-        expected: { category: 'bad_gateway', retryable: true, fallback: true },
-      },
-      {
-        kitFree: true,
-        label: "LangChain ChatOpenAI, OpenRouter's mid-stream error { code: 502 } → bad_gateway, retryable",
-        produce: () => async () => {
-          const chat = new ChatOpenAI({ model: 'm', apiKey: 'k', maxRetries: 0, configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch } });
-          for await (const c of await chat.stream('Hi')) void c;
-        },
-        expected: { category: 'bad_gateway', retryable: true, fallback: true },
-      },
-      {
-        label: "@ai-sdk/openai-compatible, OpenRouter's mid-stream error → error part { code: 502 } → bad_gateway, retryable",
-        produce: () => firstErrorPart(createOpenAICompatible({ name: 'or', baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch })('m')),
-        expected: { category: 'bad_gateway', retryable: true, fallback: true },
-      },
-      {
-        label: '@ai-sdk/openai-compatible, a stream cut before any finish_reason → error part AI_InvalidResponseDataError → bad_gateway, retryable',
-        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'It is' }))).fetch })('m')),
-        expected: BAD_GATEWAY,
-      },
-      {
-        kitFree: true,
-        label: "openAICompatibleModel, 429 insufficient_quota → HttpError (the type is in its body) → not retryable, fallback",
-        produce: () => () => lastValueFrom(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: quotaFetch() }), { messages: [{ role: 'user', content: 'Hi' }], tools: [] })),
-        expected: { category: 'rate_limit', retryable: false, fallback: true },
-      },
-      {
-        label: "@ai-sdk/openai-compatible, 429 insufficient_quota → APICallError (the type is in its data) → not retryable, fallback",
-        produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: quotaFetch() })('m')),
-        expected: { category: 'rate_limit', retryable: false, fallback: true },
-      },
-      {
-        label: "@ai-sdk/openai (chat), 429 insufficient_quota → APICallError → not retryable, fallback",
-        produce: () => firstErrorPart(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: quotaFetch() }).chat('m')),
-        expected: { category: 'rate_limit', retryable: false, fallback: true },
-      },
-    ];
-    for (const row of rows.filter((r) => i === 0 || r.kitFree !== true)) {
-      it(row.label, async () => {
-        const error = await thrown(row.produce());
-        expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
       });
-    }
-  }),
+      const quotaFetch = () => fixtureFetch(quota, { status: 429, headers: { 'content-type': 'application/json' } }).fetch;
+      const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }];
+      /** A provider's doStream: the first error part's error, or what the call threw. */
+      const firstErrorPart = (model: LanguageModelV3) => async () => {
+        const { stream } = await model.doStream({ prompt });
+        const reader = stream.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          if (value.type === 'error') throw value.error;
+        }
+      };
+      const rows: readonly { label: string; produce: () => () => Promise<unknown>; expected: Expected; kitFree?: true }[] = [
+        {
+          label: "openai SDK, OpenRouter's mid-stream error { code: 502 } → APIError without status → bad_gateway, retryable",
+          produce: () => async () => {
+            const client = new OpenAI({
+              baseURL: 'http://x.test/v1',
+              apiKey: 'k',
+              maxRetries: 0,
+              logLevel: 'off',
+              fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch,
+            });
+            for await (const c of await client.chat.completions.create({ model: 'm', messages, stream: true })) void c;
+          },
+          expected: { category: 'bad_gateway', retryable: true, fallback: true },
+        },
+        {
+          kitFree: true,
+          label: "LangChain ChatOpenAI, OpenRouter's mid-stream error { code: 502 } → bad_gateway, retryable",
+          produce: () => async () => {
+            const chat = new ChatOpenAI({
+              model: 'm',
+              apiKey: 'k',
+              maxRetries: 0,
+              configuration: { baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch },
+            });
+            for await (const c of await chat.stream('Hi')) void c;
+          },
+          expected: { category: 'bad_gateway', retryable: true, fallback: true },
+        },
+        {
+          label: "@ai-sdk/openai-compatible, OpenRouter's mid-stream error → error part { code: 502 } → bad_gateway, retryable",
+          produce: () =>
+            firstErrorPart(createOpenAICompatible({ name: 'or', baseURL: 'http://x.test/v1', fetch: fixtureFetch(OPENROUTER_ERROR_502).fetch })('m')),
+          expected: { category: 'bad_gateway', retryable: true, fallback: true },
+        },
+        {
+          label: '@ai-sdk/openai-compatible, a stream cut before any finish_reason → error part AI_InvalidResponseDataError → bad_gateway, retryable',
+          produce: () =>
+            firstErrorPart(
+              createOpenAICompatible({
+                name: 'c',
+                baseURL: 'http://x.test/v1',
+                fetch: fixtureFetch(sseBody(chatChunk({ role: 'assistant', content: 'It is' }))).fetch,
+              })('m'),
+            ),
+          expected: BAD_GATEWAY,
+        },
+        {
+          kitFree: true,
+          label: 'openAICompatibleModel, 429 insufficient_quota → HttpError (the type is in its body) → not retryable, fallback',
+          produce: () => () =>
+            lastValueFrom(
+              streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch: quotaFetch() }), {
+                messages: [{ role: 'user', content: 'Hi' }],
+                tools: [],
+              }),
+            ),
+          expected: { category: 'rate_limit', retryable: false, fallback: true },
+        },
+        {
+          label: '@ai-sdk/openai-compatible, 429 insufficient_quota → APICallError (the type is in its data) → not retryable, fallback',
+          produce: () => firstErrorPart(createOpenAICompatible({ name: 'c', baseURL: 'http://x.test/v1', fetch: quotaFetch() })('m')),
+          expected: { category: 'rate_limit', retryable: false, fallback: true },
+        },
+        {
+          label: '@ai-sdk/openai (chat), 429 insufficient_quota → APICallError → not retryable, fallback',
+          produce: () => firstErrorPart(createOpenAI({ baseURL: 'http://x.test/v1', apiKey: 'k', fetch: quotaFetch() }).chat('m')),
+          expected: { category: 'rate_limit', retryable: false, fallback: true },
+        },
+      ];
+      for (const row of rows.filter((r) => i === 0 || r.kitFree !== true)) {
+        it(row.label, async () => {
+          const error = await thrown(row.produce());
+          expect(verdictOf(error, row.expected)).to.deep.equal(row.expected);
+        });
+      }
+    }),
   );
 });

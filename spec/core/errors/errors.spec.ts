@@ -75,12 +75,8 @@ describe('errors', () => {
     });
 
     it('describes the last error in the message, with plural/singular attempts', () => {
-      expect(new RetriesExhaustedError(3, [new Error('a'), new Error('b')]).message).to.equal(
-        'Gave up after 3 attempts: Error: b',
-      );
-      expect(new RetriesExhaustedError(1, [new RangeError('only')]).message).to.equal(
-        'Gave up after 1 attempt: RangeError: only',
-      );
+      expect(new RetriesExhaustedError(3, [new Error('a'), new Error('b')]).message).to.equal('Gave up after 3 attempts: Error: b');
+      expect(new RetriesExhaustedError(1, [new RangeError('only')]).message).to.equal('Gave up after 1 attempt: RangeError: only');
     });
 
     it('renders a non-Error last value safely', () => {

@@ -9,7 +9,11 @@ describe('sanitizeText', () => {
       ['a JWT bearer token', 'Bearer eyJhbGciOi.J9eyJzdWIi.OiIxMjM0 expired', 'Bearer [REDACTED] expired'],
       ['an sk- key', 'invalid key sk-abc123456789 provided', 'invalid key sk-[REDACTED] provided'],
       ['an sk-proj- key', 'key sk-proj-AbC_123-xyz.', 'key sk-[REDACTED].'],
-      ['api_key= in a query string, keeping the other parameters', 'GET https://x.io/v1?api_key=abc123&city=nyc failed', 'GET https://x.io/v1?api_key=[REDACTED]&city=nyc failed'],
+      [
+        'api_key= in a query string, keeping the other parameters',
+        'GET https://x.io/v1?api_key=abc123&city=nyc failed',
+        'GET https://x.io/v1?api_key=[REDACTED]&city=nyc failed',
+      ],
       ['apiKey: with a quoted value', 'config apiKey: "abc123" rejected', 'config apiKey: "[REDACTED]" rejected'],
       ['api-key= and case', 'API-KEY=Zz9', 'API-KEY=[REDACTED]'],
       ['token=', 'callback?token=t0k3n', 'callback?token=[REDACTED]'],
@@ -85,7 +89,8 @@ describe('sanitizeText', () => {
 
 /** Characters of the secrets below: none of them occurs in the surrounding text nor in '[REDACTED]'. */
 const SECRET_CHARS = 'FGHJKMNPQUVWXYZ0123456789';
-const pem = (kind: string, p: string, nl = '\n') => `-----BEGIN ${kind}PRIVATE KEY-----${nl}${Array.from({ length: 30 }, () => p.repeat(4).slice(0, 64)).join(nl)}${nl}-----END ${kind}PRIVATE KEY-----`;
+const pem = (kind: string, p: string, nl = '\n') =>
+  `-----BEGIN ${kind}PRIVATE KEY-----${nl}${Array.from({ length: 30 }, () => p.repeat(4).slice(0, 64)).join(nl)}${nl}-----END ${kind}PRIVATE KEY-----`;
 
 /** Each format: how a secret `p` appears, and (for `p = SECRET`) what is left of it. */
 const FORMATS: readonly (readonly [string, (p: string) => string, string])[] = [
@@ -95,12 +100,20 @@ const FORMATS: readonly (readonly [string, (p: string) => string, string])[] = [
   ['a bare AIza… key', (p) => `key AIza${p}${p} rejected`, 'key AIza[REDACTED] rejected'],
   ['api_key= in a URL', (p) => `https://x.io/v1?api_key=${p}&city=nyc`, 'https://x.io/v1?api_key=[REDACTED]&city=nyc'],
   ['token= in a URL', (p) => `https://x.io/cb?state=1&token=${p}`, 'https://x.io/cb?state=1&token=[REDACTED]'],
-  ['a signed URL (X-Amz-Signature)', (p) => `https://b.s3.test/o?X-Amz-Signature=${p}&X-Amz-Date=1`, 'https://b.s3.test/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1'],
+  [
+    'a signed URL (X-Amz-Signature)',
+    (p) => `https://b.s3.test/o?X-Amz-Signature=${p}&X-Amz-Date=1`,
+    'https://b.s3.test/o?X-Amz-Signature=[REDACTED]&X-Amz-Date=1',
+  ],
   ['AWS_SECRET_ACCESS_KEY=', (p) => `AWS_SECRET_ACCESS_KEY=${p}`, 'AWS_SECRET_ACCESS_KEY=[REDACTED]'],
   ['aws_session_token:', (p) => `aws_session_token: ${p}`, 'aws_session_token: [REDACTED]'],
   ['a PEM private key block', (p) => pem('RSA ', p), '-----BEGIN RSA PRIVATE KEY-----[REDACTED]'],
   ['an OpenSSH private key block', (p) => pem('OPENSSH ', p), '-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]'],
-  ['"private_key" in JSON (a service account)', (p) => `{"type":"service_account","private_key":"${pem('', p, '\\n')}\\n","x":1}`, '{"type":"service_account","private_key":"[REDACTED]","x":1}'],
+  [
+    '"private_key" in JSON (a service account)',
+    (p) => `{"type":"service_account","private_key":"${pem('', p, '\\n')}\\n","x":1}`,
+    '{"type":"service_account","private_key":"[REDACTED]","x":1}',
+  ],
   ['a Cookie: header', (p) => `Cookie: session=${p}; theme=dark\nnext`, 'Cookie: [REDACTED]\nnext'],
   ['a Set-Cookie: header', (p) => `set-cookie: sid=${p}; Path=/; HttpOnly`, 'set-cookie: [REDACTED]'],
   ['a GitHub token (ghp_)', (p) => `token ghp_${p}${p} expired`, 'token ghp_[REDACTED] expired'],
@@ -155,7 +168,8 @@ describe('sanitizeText: the table of secret formats', () => {
   });
 
   it('isSecretName: names ending in a secret word', () => {
-    for (const name of ['password', 'db_password', 'client_secret', 'openai_api_key', 'AWS_SECRET_ACCESS_KEY', 'private_key', 'apiKey', 'refreshToken']) expect(isSecretName(name), name).to.equal(true);
+    for (const name of ['password', 'db_password', 'client_secret', 'openai_api_key', 'AWS_SECRET_ACCESS_KEY', 'private_key', 'apiKey', 'refreshToken'])
+      expect(isSecretName(name), name).to.equal(true);
     for (const name of ['max_tokens', 'model', 'tokenizer', 'secret value', '']) expect(isSecretName(name), name).to.equal(false);
   });
 });

@@ -62,7 +62,6 @@ const validModelEvents: ModelEvent[] = [
   { type: 'finish', reason: 'other' },
 ];
 
-
 describe('event codecs', () => {
   describe('ToolCallCodec', () => {
     it('accepts any args, requires id and name', () => {

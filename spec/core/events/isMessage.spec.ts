@@ -5,8 +5,20 @@ import { isMessage } from '../../../src/core/events/isMessage.js';
 
 /** Values near a message's shape: each field absent, right or wrong in type, plus junk. */
 const field = fc.oneof(fc.constant(undefined), fc.string(), fc.boolean(), fc.integer(), fc.constant(null), fc.anything());
-const toolCall = fc.oneof(fc.record({ id: field, name: field, args: fc.anything(), providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) }, { requiredKeys: [] }), fc.anything());
-const reasoningPart = fc.oneof(fc.record({ text: field, signature: field, redactedData: field, providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) }, { requiredKeys: [] }), fc.anything());
+const toolCall = fc.oneof(
+  fc.record(
+    { id: field, name: field, args: fc.anything(), providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) },
+    { requiredKeys: [] },
+  ),
+  fc.anything(),
+);
+const reasoningPart = fc.oneof(
+  fc.record(
+    { text: field, signature: field, redactedData: field, providerMetadata: fc.oneof(field, fc.dictionary(fc.string(), fc.anything())) },
+    { requiredKeys: [] },
+  ),
+  fc.anything(),
+);
 const nearMessage = fc.record(
   {
     role: fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'bot', ''), fc.anything()),
@@ -39,7 +51,16 @@ describe('isMessage (the predicate runAgent checks messages with)', () => {
     expect(isMessage({ role: 'tool', toolCallId: '1', toolName: 'f', content: 'x', isError: true })).to.equal(true);
     expect(isMessage({ role: 'tool', content: 'x' })).to.equal(false);
     expect(isMessage({ role: 'assistant', content: 'x', toolCalls: [{ id: 1, name: 'f' }] })).to.equal(false);
-    expect(isMessage({ role: 'assistant', content: '', reasoning: [{ text: 'hm', signature: 's' }, { text: '', redactedData: 'd' }] })).to.equal(true);
+    expect(
+      isMessage({
+        role: 'assistant',
+        content: '',
+        reasoning: [
+          { text: 'hm', signature: 's' },
+          { text: '', redactedData: 'd' },
+        ],
+      }),
+    ).to.equal(true);
     expect(isMessage({ role: 'assistant', content: '', reasoning: [{ signature: 's' }] })).to.equal(false);
     expect(isMessage([{ role: 'user', content: 'x' }])).to.equal(false);
   });

@@ -64,7 +64,14 @@ describe('fallbackChain (the rules fallbackTo and fallbackModel share)', () => {
     function chain(ts: ReturnType<typeof testScheduler>): { links: ChainLink[]; open: CircuitBreaker } {
       const open = new CircuitBreaker({ name: 'b', failureThreshold: 1, resetTimeoutMs: 1_000, scheduler: ts });
       open.isolate();
-      return { open, links: [{ name: 'a', breaker: undefined }, { name: 'b', breaker: open }, { name: 'c', breaker: undefined }] };
+      return {
+        open,
+        links: [
+          { name: 'a', breaker: undefined },
+          { name: 'b', breaker: open },
+          { name: 'c', breaker: undefined },
+        ],
+      };
     }
 
     it('returns the next alternative, reporting the hand-over with the hop as given', () => {

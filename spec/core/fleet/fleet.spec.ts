@@ -20,7 +20,12 @@ type Run = VirtualRun;
 const label = (e: unknown): string => (e instanceof CircuitOpenError ? `open:${e.retryAfterMs}` : e instanceof HttpError ? `http ${e.status}` : String(e));
 
 /** Breakers named `model` on nodes `nodes`, sharing `store`. */
-function fleetOf(nodes: readonly string[], store: BreakerStore, options: Omit<CircuitBreakerOptions, 'fleet'> = {}, fleet: Omit<FleetOptions, 'store' | 'node'> = {}): CircuitBreaker[] {
+function fleetOf(
+  nodes: readonly string[],
+  store: BreakerStore,
+  options: Omit<CircuitBreakerOptions, 'fleet'> = {},
+  fleet: Omit<FleetOptions, 'store' | 'node'> = {},
+): CircuitBreaker[] {
   return nodes.map((node) => new CircuitBreaker({ name: 'model', failureThreshold: 2, resetTimeoutMs: 100, ...options, fleet: { store, node, ...fleet } }));
 }
 
@@ -37,7 +42,14 @@ function calls(run: Run, breaker: CircuitBreaker, marbles: string): Observable<s
     s: run.cold('-(s|)'),
     r: run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' })),
   };
-  return run.hot(marbles, sources).pipe(mergeMap((source) => source.pipe(circuitBreak(breaker), catchError((e: unknown) => of(label(e))))));
+  return run.hot(marbles, sources).pipe(
+    mergeMap((source) =>
+      source.pipe(
+        circuitBreak(breaker),
+        catchError((e: unknown) => of(label(e))),
+      ),
+    ),
+  );
 }
 
 /** The values of a marble-comparable stream, for `toBe(…, V)`. */
@@ -142,7 +154,7 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('the prober\'s failure re-opens every node for a fresh period', () => {
+    it("the prober's failure re-opens every node for a fresh period", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
         const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
@@ -150,8 +162,12 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, b!, '-----f-f').subscribe();
         run.expectObservable(calls(run, c!, '110ms f')).toBe('110ms -x', V);
         // a: held through the new period (fleet_probe_failure), then its own probe under the lease
-        run.expectObservable(moves(a!)).toBe('----x 106ms f 99ms hc', { x: 'open:failure_threshold', f: 'open:fleet_probe_failure', h: 'half-open:probe_lease', c: 'closed:probe_success' });
-        run.expectObservable(moves(c!)).toBe('--------x 101ms hp 100ms c', { x: 'open:fleet_open', h: 'half-open:probe_lease', p: 'open:probe_failure', c: 'closed:fleet_probe_success' });
+        run
+          .expectObservable(moves(a!))
+          .toBe('----x 106ms f 99ms hc', { x: 'open:failure_threshold', f: 'open:fleet_probe_failure', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run
+          .expectObservable(moves(c!))
+          .toBe('--------x 101ms hp 100ms c', { x: 'open:fleet_open', h: 'half-open:probe_lease', p: 'open:probe_failure', c: 'closed:fleet_probe_success' });
         // a stays open through the new period (111 + 100), then probes itself
         run.expectObservable(calls(run, a!, '200ms s 10ms s')).toBe('200ms y 10ms -s', { y: 'open:11', s: 's' });
       });
@@ -191,7 +207,12 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
     /** How a probe may end before any value without an outcome: each one gives its permit back. */
     const cancellations: Record<string, (run: Run, breaker: CircuitBreaker) => Observable<unknown>> = {
       "the user's unsubscribe": (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), takeUntil(run.cold('5ms x'))),
-      'an idle deadline (timeout after the breaker)': (run, breaker) => run.cold('-').pipe(circuitBreak(breaker), timeout({ each: 5 }), catchError(() => of('idle'))),
+      'an idle deadline (timeout after the breaker)': (run, breaker) =>
+        run.cold('-').pipe(
+          circuitBreak(breaker),
+          timeout({ each: 5 }),
+          catchError(() => of('idle')),
+        ),
     };
     for (const [how, cancelled] of Object.entries(cancellations)) {
       it(`a probe cancelled before any value (${how}) leaves no second prober: once its lease ran out and another node took it, the first admits no probe`, () => {
@@ -202,7 +223,10 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
           calls(run, b!, '-----f-f').subscribe();
           // the fleet opened at 8 until 108; a probes under the lease at 110 (until 160), and its
           // probe is cancelled at 115 before any value: its permit goes back, a stays half-open
-          run.hot('110ms p').pipe(mergeMap(() => cancelled(run, a!))).subscribe();
+          run
+            .hot('110ms p')
+            .pipe(mergeMap(() => cancelled(run, a!)))
+            .subscribe();
           // a's lease ran out at 160: b takes it at 170 and probes (its success at 180)
           run.expectObservable(run.hot('170ms p').pipe(mergeMap(() => run.cold('10ms (s|)').pipe(circuitBreak(b!))))).toBe('180ms s');
           // a, called at 175 while b probes, holds no lease: rejected (b's probe runs), not a second probe;
@@ -214,21 +238,28 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
             o: 'open:fleet_open',
             c: 'closed:fleet_probe_success',
           });
-          run.expectObservable(moves(b!)).toBe('--------x 161ms h 9ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+          run
+            .expectObservable(moves(b!))
+            .toBe('--------x 161ms h 9ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
         });
       });
     }
 
-    it('a probe cancelled before any value, the node idle since: the fleet prober\'s success closes it (half-open without the lease, it waits on the prober like an open node)', () => {
+    it("a probe cancelled before any value, the node idle since: the fleet prober's success closes it (half-open without the lease, it waits on the prober like an open node)", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
         const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
-        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        run
+          .hot('110ms p')
+          .pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x')))))
+          .subscribe();
         // b takes the lapsed lease at 170 and succeeds at 180: a, half-open and idle, closes with it
         calls(run, b!, '170ms s').subscribe();
-        run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:fleet_probe_success' });
+        run
+          .expectObservable(moves(a!))
+          .toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:fleet_probe_success' });
       });
     });
 
@@ -238,7 +269,10 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         const [a, b] = fleetOf(['a', 'b'], store, {}, { probeLeaseMs: 50 });
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
-        run.hot('110ms p').pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x'))))).subscribe();
+        run
+          .hot('110ms p')
+          .pipe(mergeMap(() => run.cold('-').pipe(circuitBreak(a!), takeUntil(run.cold('5ms x')))))
+          .subscribe();
         // a's lease ran out at 160; a calls at 170: the lease is free, a takes it again and probes; its success closes the fleet
         run.expectObservable(calls(run, a!, '170ms s')).toBe('170ms -s', V);
         run.expectObservable(moves(a!)).toBe('----x 105ms h 60ms c', { x: 'open:failure_threshold', h: 'half-open:probe_lease', c: 'closed:probe_success' });
@@ -263,7 +297,17 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         const store = new MemoryBreakerStore();
         const [a, b, c] = fleetOf(['a', 'b', 'c'], store);
         const skewed = run.cold('-#', undefined, new HttpError(429, { 'retry-after': 'Fri, 02 Jan 1970 00:00:00 GMT' }));
-        run.hot('-r').pipe(mergeMap(() => skewed.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        run
+          .hot('-r')
+          .pipe(
+            mergeMap(() =>
+              skewed.pipe(
+                circuitBreak(a!),
+                catchError(() => of('r')),
+              ),
+            ),
+          )
+          .subscribe();
         // c probes when the 60 s are over (60 002); its success closes a and b
         run.expectObservable(moves(a!)).toBe('--x 60000ms c', { x: 'open:rate_limit', c: 'closed:fleet_probe_success' });
         run.expectObservable(moves(b!)).toBe('--x 60000ms c', { x: 'open:fleet_rate_limit', c: 'closed:fleet_probe_success' });
@@ -292,7 +336,9 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, a!, '-f-f').subscribe();
         calls(run, c!, '-f-f').subscribe();
         // …b, closed again by hand at 55 (a local restore), opens on its own evidence at 59 (until 159)
-        run.at(55, () => restoreBreaker(b!, { version: 1, name: 'model', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }));
+        run.at(55, () =>
+          restoreBreaker(b!, { version: 1, name: 'model', state: 'closed', isolated: false, openUntil: null, consecutiveFailures: 0, window: null }),
+        );
         calls(run, b!, '56ms f-f').subscribe();
         // the fleet's probe at 110 succeeds: c (held) closes, b (its own deadline 159) stays open
         run.expectObservable(calls(run, a!, '110ms s')).toBe('110ms -s', V);
@@ -309,7 +355,10 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       cut = false;
       readonly injected = new Subject<FleetVerdict>();
       readonly changes$: Observable<FleetVerdict>;
-      constructor(readonly inner: MemoryBreakerStore, pollMs: number) {
+      constructor(
+        readonly inner: MemoryBreakerStore,
+        pollMs: number,
+      ) {
         this.pollMs = pollMs;
         this.changes$ = merge(inner.changes$.pipe(mergeMap((v) => (this.cut ? [] : [v]))), this.injected);
       }
@@ -392,7 +441,17 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         run.at(0, () => (store.down = true));
         // a's 429 (retry-after 5 s) at 2 never reaches the store; the poll at 500 fails too, and the store's breaker opens
         const limited = run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' }));
-        run.hot('-r').pipe(mergeMap(() => limited.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        run
+          .hot('-r')
+          .pipe(
+            mergeMap(() =>
+              limited.pipe(
+                circuitBreak(a!),
+                catchError(() => of('r')),
+              ),
+            ),
+          )
+          .subscribe();
         run.at(1200, () => (store.down = false));
         // the poll at 1500 answers: a sends its fact again for the 3 502 ms left, and b is held until 5 002 (one vote would hold nobody);
         // b's call at 5 100 takes the probe lease, and its success closes the fleet
@@ -409,7 +468,17 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         run.at(1, () => (store.down = true));
         run.at(3, () => (store.down = false));
         const limited = run.cold('-#', undefined, new HttpError(429, { 'retry-after': '5' }));
-        run.hot('-r').pipe(mergeMap(() => limited.pipe(circuitBreak(a!), catchError(() => of('r'))))).subscribe();
+        run
+          .hot('-r')
+          .pipe(
+            mergeMap(() =>
+              limited.pipe(
+                circuitBreak(a!),
+                catchError(() => of('r')),
+              ),
+            ),
+          )
+          .subscribe();
         // the poll at 50 answers, a's fact goes again: b is held until 5 002
         run.expectObservable(moves(b!)).toBe('50ms x', { x: 'open:fleet_rate_limit' });
         run.expectObservable(calls(run, b!, '60ms s')).toBe('60ms y', { y: 'open:4942' });
@@ -417,7 +486,7 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('fleet.hub hears the store\'s health: fleet-store closed → open when it stops answering (each node alone), half-open → closed when it answers again', () => {
+    it("fleet.hub hears the store's health: fleet-store closed → open when it stops answering (each node alone), half-open → closed when it answers again", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore({ pollMs: 500 });
         const hub = new HealHub();
@@ -438,11 +507,11 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('a hub given as fleet.hub is validated; one without listeners follows nothing (the store\'s breaker keeps no observer)', () => {
+    it("a hub given as fleet.hub is validated; one without listeners follows nothing (the store's breaker keeps no observer)", () => {
       expect(() => new CircuitBreaker({ name: 'x', fleet: { store: new MemoryBreakerStore(), hub: {} as HealHub } })).to.throw(InvalidOptionError, 'fleet.hub');
     });
 
-    it('the prober\'s result lost and every node closed alone: a bad node opening later never probes for the fleet (the stale open verdict no longer binds the nodes that left it)', () => {
+    it("the prober's result lost and every node closed alone: a bad node opening later never probes for the fleet (the stale open verdict no longer binds the nodes that left it)", () => {
       // seen on the real fleet under load: the store kept the verdict open (the prober's success
       // never reached it), every node had closed on its own, then one bad node opened, took the
       // still-open verdict's lease, and its failed probe re-opened every node
@@ -452,7 +521,10 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
         // the fleet opened at 8 until 108; a probes under the lease (2 ms), the store dies meanwhile
-        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run
+          .hot('108ms p')
+          .pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!))))
+          .subscribe();
         run.at(109, () => (store.down = true));
         // b and bad, told nothing (their lease request fails), probe on their own and close
         calls(run, b!, '112ms s').subscribe();
@@ -475,14 +547,17 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('the prober\'s result lost and every node closed alone: when the provider fails again, a new quorum opens every node anew (the stale open verdict does not block it)', () => {
+    it("the prober's result lost and every node closed alone: when the provider fails again, a new quorum opens every node anew (the stale open verdict does not block it)", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
         const [a, b, c] = fleetOf(['a', 'b', 'c'], store, {}, { probeLeaseMs: 50 });
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
         // the fleet opened at 8 until 108; a probes under the lease, its success (110) lost (store down)
-        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run
+          .hot('108ms p')
+          .pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!))))
+          .subscribe();
         run.at(109, () => (store.down = true));
         calls(run, b!, '112ms s').subscribe();
         run.at(115, () => (store.down = false));
@@ -497,14 +572,17 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('the prober\'s success lost (the store down for an instant): sent again when the store answers, and the fleet closes then', () => {
+    it("the prober's success lost (the store down for an instant): sent again when the store answers, and the fleet closes then", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore({ pollMs: 50 });
         const [a, b] = fleetOf(['a', 'b'], store);
         calls(run, a!, '-f-f').subscribe();
         calls(run, b!, '-----f-f').subscribe();
         // the fleet opened at 8 until 108; a probes under the lease (2 ms) and succeeds at 110, while the store is down
-        run.hot('108ms p').pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!)))).subscribe();
+        run
+          .hot('108ms p')
+          .pipe(mergeMap(() => run.cold('--(s|)').pipe(circuitBreak(a!))))
+          .subscribe();
         run.at(109, () => (store.down = true));
         run.at(111, () => (store.down = false));
         // b, held, is not left waiting for a's lease (30 s) and another probe: the next poll (150)
@@ -539,7 +617,9 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
         const three = new CircuitBreakerRegistry({ failureThreshold: 1, fleet: { store, node: 'three' } });
         const breaker = three.get('model:x');
         breaker.state; // created now (joined the fleet)
-        run.expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? e.reason : e.type)))).toBe('--x', { x: 'fleet_open' });
+        run
+          .expectObservable(hub.events$.pipe(map((e) => (e.type === 'circuit' && e.kind === 'transition' ? e.reason : e.type))))
+          .toBe('--x', { x: 'fleet_open' });
         hub.watch(breaker);
         calls(run, one.get('model:x'), '-f').subscribe();
         calls(run, two.get('model:x'), '-f').subscribe();
@@ -560,14 +640,16 @@ describe('fleet (N breakers sharing one MemoryBreakerStore, virtual time)', () =
       });
     });
 
-    it('without node ids, a process is one node: with a second process\'s vote, the quorum is reached; its breakers of one name probe once', () => {
+    it("without node ids, a process is one node: with a second process's vote, the quorum is reached; its breakers of one name probe once", () => {
       virtual((run) => {
         const store = new MemoryBreakerStore();
         const [one, two] = [1, 2].map(() => new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 100, fleet: { store } }));
         const [other] = fleetOf(['other'], store, { name: 'model:x', failureThreshold: 1 });
         calls(run, one!.get('model:x'), '-f').subscribe();
         calls(run, other!, '---f').subscribe();
-        run.expectObservable(moves(two!.get('model:x'))).toBe('----o 100ms hc', { o: 'open:fleet_open', h: 'half-open:probe_lease', c: 'closed:probe_success' });
+        run
+          .expectObservable(moves(two!.get('model:x')))
+          .toBe('----o 100ms hc', { o: 'open:fleet_open', h: 'half-open:probe_lease', c: 'closed:probe_success' });
         // the fleet opened at 4 until 104; the process's two breakers of model:x call after it: one
         // probes (under the process's lease), the other waits on it, as another process's would
         run.expectObservable(calls(run, two!.get('model:x'), '105ms s')).toBe('105ms -s', V);

@@ -166,7 +166,11 @@ describe('withDefaultHub / defaultHub (operators created in a callback report to
       withDefaultHub({ hub: inner, target: 'model:claude' }, () => seen.push(defaultHub()?.target));
       seen.push(defaultHub()?.hub === run);
     });
-    expect(() => withDefaultHub({ hub: run, target: 'x' }, () => { throw new Error('bug'); })).to.throw('bug');
+    expect(() =>
+      withDefaultHub({ hub: run, target: 'x' }, () => {
+        throw new Error('bug');
+      }),
+    ).to.throw('bug');
     expect(seen).to.deep.equal(['model:gpt', 'model:claude', true]);
     expect(defaultHub()).to.equal(undefined);
   });
@@ -186,7 +190,8 @@ describe('withDefaultHub / defaultHub (operators created in a callback report to
       source.pipe(retryWithBackoff({ maxRetries: 1 })).subscribe({ error: () => undefined });
       flush();
     });
-    const label = (e: HealEvent) => (e.type === 'retry' ? `retry:${e.target}` : e.type === 'circuit' && e.kind === 'transition' ? `circuit:${e.breaker}:${e.to}` : e.type);
+    const label = (e: HealEvent) =>
+      e.type === 'retry' ? `retry:${e.target}` : e.type === 'circuit' && e.kind === 'transition' ? `circuit:${e.breaker}:${e.to}` : e.type;
     expect(fromRun.map(label)).to.deep.equal(['retry:model:gpt', 'circuit:model:gpt:open', 'circuit:model:gpt:half-open']); // the flush runs the reset timer too
     expect(fromOwn.map(label)).to.deep.equal(['retry:mine']);
   });

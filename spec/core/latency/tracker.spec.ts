@@ -135,9 +135,21 @@ describe('LatencyDeadline', () => {
   });
 
   it('is kept between floorMs and ceilingMs', () => {
-    expect(filled(20, () => 10).deadline({ quantile: 0.99, factor: 2, floorMs: 500, defaultMs: 1000 }).deadlineMs()).to.equal(500);
-    expect(filled(20, () => 20_000).deadline({ quantile: 0.99, factor: 2, ceilingMs: 30_000, defaultMs: 1000 }).deadlineMs()).to.equal(30_000);
-    expect(filled(20, () => 0).deadline({ quantile: 0.5, defaultMs: 1000 }).deadlineMs()).to.equal(1); // never 0
+    expect(
+      filled(20, () => 10)
+        .deadline({ quantile: 0.99, factor: 2, floorMs: 500, defaultMs: 1000 })
+        .deadlineMs(),
+    ).to.equal(500);
+    expect(
+      filled(20, () => 20_000)
+        .deadline({ quantile: 0.99, factor: 2, ceilingMs: 30_000, defaultMs: 1000 })
+        .deadlineMs(),
+    ).to.equal(30_000);
+    expect(
+      filled(20, () => 0)
+        .deadline({ quantile: 0.5, defaultMs: 1000 })
+        .deadlineMs(),
+    ).to.equal(1); // never 0
   });
 
   it('reads the gaps with of: gap, and follows new samples', () => {

@@ -6,7 +6,6 @@ import { testScheduler } from '../../support/marbles.js';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-
 describe('abortable', () => {
   it('is cold: work runs once per subscription, never before', () => {
     let runs = 0;
@@ -64,7 +63,10 @@ describe('abortable', () => {
     let signal: AbortSignal | undefined;
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const inner = cold('-a-b-c|');
-      expectObservable(abortable((c) => ((signal = c.signal), inner)), '^--!').toBe('-a-');
+      expectObservable(
+        abortable((c) => ((signal = c.signal), inner)),
+        '^--!',
+      ).toBe('-a-');
       expectSubscriptions(inner.subscriptions).toBe('^--!');
     });
     expect(signal?.aborted).to.equal(true);
@@ -96,12 +98,16 @@ describe('abortable', () => {
 
   it('creates the AbortController only when work reads signal', () => {
     const quiet = countControllers(() => {
-      abortable(() => NEVER).subscribe().unsubscribe();
+      abortable(() => NEVER)
+        .subscribe()
+        .unsubscribe();
       abortable(() => [1]).subscribe();
     });
     expect(quiet.constructed).to.equal(0);
     const reading = countControllers(() => {
-      abortable((c) => (void c.signal, void c.signal, NEVER)).subscribe().unsubscribe();
+      abortable((c) => (void c.signal, void c.signal, NEVER))
+        .subscribe()
+        .unsubscribe();
     });
     expect(reading.constructed).to.equal(1);
   });
@@ -134,7 +140,9 @@ describe('abortable: a signal read late (after an await)', () => {
 
   it('a late read after the work completed or failed is not aborted (nothing to cancel)', () => {
     let completed: AbortContext | undefined;
-    abortable((c) => ((completed = c), ['done'])).subscribe().unsubscribe();
+    abortable((c) => ((completed = c), ['done']))
+      .subscribe()
+      .unsubscribe();
     expect(completed!.signal.aborted).to.equal(false);
     let failed: AbortContext | undefined;
     const failures = new Subject<never>();
@@ -161,7 +169,9 @@ describe('abortable: a signal read late (after an await)', () => {
   it('stays lazy: no AbortController when work never reads signal, on completion or unsubscription', () => {
     const { constructed } = countControllers(() => {
       abortable(() => ['x']).subscribe();
-      abortable(() => NEVER).subscribe().unsubscribe();
+      abortable(() => NEVER)
+        .subscribe()
+        .unsubscribe();
     });
     expect(constructed).to.equal(0);
   });

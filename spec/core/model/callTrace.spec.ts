@@ -15,7 +15,12 @@ function trace(source: (cold: (m: string) => Observable<unknown>) => Observable<
   const log: HealEvent[] = [];
   hub.events$.subscribe((e) => log.push(e));
   testScheduler().run(({ cold, flush }) => {
-    traced(hub, asyncScheduler, call, source((m) => cold(m, { f }, new HttpError(503)))).subscribe({ error: () => undefined });
+    traced(
+      hub,
+      asyncScheduler,
+      call,
+      source((m) => cold(m, { f }, new HttpError(503))),
+    ).subscribe({ error: () => undefined });
     flush();
   });
   return log;
@@ -30,7 +35,16 @@ describe('traced (call-start / call-end)', () => {
   });
 
   it('an error: its text, category and HTTP status', () => {
-    expect(trace((cold) => cold('-#'))[1]).to.deep.equal({ type: 'call-end', ...call, at: 1, durationMs: 1, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable', status: 503 });
+    expect(trace((cold) => cold('-#'))[1]).to.deep.equal({
+      type: 'call-end',
+      ...call,
+      at: 1,
+      durationMs: 1,
+      outcome: 'error',
+      error: 'HTTP 503',
+      category: 'service_unavailable',
+      status: 503,
+    });
   });
 
   it('unsubscribed before the end: cancelled', () => {
@@ -52,7 +66,12 @@ describe('traced (call-start / call-end)', () => {
     try {
       const gone = new Subscriber<unknown>();
       gone.unsubscribe();
-      traced(hub, asyncScheduler, call, defer(() => (subscribed++, NEVER))).subscribe(gone);
+      traced(
+        hub,
+        asyncScheduler,
+        call,
+        defer(() => (subscribed++, NEVER)),
+      ).subscribe(gone);
     } finally {
       config.onUnhandledError = previous;
     }

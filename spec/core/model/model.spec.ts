@@ -5,7 +5,15 @@ import { BudgetExceededError, IncompleteStreamError } from '../../../src/core/er
 import { HealHub } from '../../../src/core/hub/hub.js';
 import type { TurnEvent } from '../../../src/core/events/events.js';
 import type { AbortContext } from '../../../src/core/model/abortable.js';
-import { eachValueFrom, fromAsyncIterable, streamModel, type BudgetMeter, type Model, type ModelContext, type ModelRequest } from '../../../src/core/model/model.js';
+import {
+  eachValueFrom,
+  fromAsyncIterable,
+  streamModel,
+  type BudgetMeter,
+  type Model,
+  type ModelContext,
+  type ModelRequest,
+} from '../../../src/core/model/model.js';
 import * as root from '../../../src/index.js';
 import { testScheduler } from '../../support/marbles.js';
 
@@ -47,14 +55,23 @@ describe('streamModel', () => {
     const seen: ModelRequest[] = [];
     const model: Model = {
       id: 'echo',
-      stream: (req) => (seen.push(req), [{ type: 'text-delta', text: 'hi' }, { type: 'finish', reason: 'stop' }]),
+      stream: (req) => (
+        seen.push(req),
+        [
+          { type: 'text-delta', text: 'hi' },
+          { type: 'finish', reason: 'stop' },
+        ]
+      ),
     };
     const turn$ = streamModel(model, request);
     expect(seen).to.deep.equal([]);
     const events: TurnEvent[] = [];
     turn$.subscribe((e) => events.push(e));
     expect(seen).to.deep.equal([request]);
-    expect(events).to.deep.equal([{ type: 'text-delta', text: 'hi' }, { type: 'finish', reason: 'stop' }]);
+    expect(events).to.deep.equal([
+      { type: 'text-delta', text: 'hi' },
+      { type: 'finish', reason: 'stop' },
+    ]);
     turn$.subscribe();
     expect(seen.length).to.equal(2);
   });
@@ -123,7 +140,11 @@ describe('streamModel', () => {
 
   it('keeps the model’s timing in virtual time', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const values: Record<string, TurnEvent> = { a: { type: 'text-delta', text: 'Hel' }, b: { type: 'text-delta', text: 'lo' }, f: { type: 'finish', reason: 'stop' } };
+      const values: Record<string, TurnEvent> = {
+        a: { type: 'text-delta', text: 'Hel' },
+        b: { type: 'text-delta', text: 'lo' },
+        f: { type: 'finish', reason: 'stop' },
+      };
       const model: Model = { id: 'timed', stream: () => cold('-a-b-(f|)', values) };
       expectObservable(streamModel(model, request)).toBe('-a-b-(f|)', values);
     });
@@ -167,7 +188,13 @@ describe('streamModel with a run context (the model contract)', () => {
     const hub = new HealHub();
     const { budget } = meter();
     let context: ModelContext | undefined;
-    const sub = streamModel({ id: 'm', stream: (_r, c) => ((context = c), NEVER) }, request, { hub, budget, scheduler: asyncScheduler, callId: 'run-1', step: 3 }).subscribe();
+    const sub = streamModel({ id: 'm', stream: (_r, c) => ((context = c), NEVER) }, request, {
+      hub,
+      budget,
+      scheduler: asyncScheduler,
+      callId: 'run-1',
+      step: 3,
+    }).subscribe();
     expect([context!.hub, context!.budget, context!.scheduler, context!.callId, context!.step]).to.deep.equal([hub, budget, asyncScheduler, 'run-1', 3]);
     const signal = context!.signal;
     sub.unsubscribe();

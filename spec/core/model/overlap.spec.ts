@@ -71,11 +71,15 @@ describe('overlap (continuation trimming)', () => {
 
     it('agrees with the definition on random text', () => {
       fc.assert(
-        fc.property(fc.string({ unit: fc.constantFrom('a', 'b', ' '), maxLength: 30 }), fc.string({ unit: fc.constantFrom('a', 'b', ' '), maxLength: 30 }), (window, text) => {
-          const expected: number[] = [];
-          for (let k = Math.min(window.length, text.length); k > 0; k--) if (window.endsWith(text.slice(0, k))) expected.push(k);
-          expect(overlapLengths(window, text)).to.deep.equal(expected);
-        }),
+        fc.property(
+          fc.string({ unit: fc.constantFrom('a', 'b', ' '), maxLength: 30 }),
+          fc.string({ unit: fc.constantFrom('a', 'b', ' '), maxLength: 30 }),
+          (window, text) => {
+            const expected: number[] = [];
+            for (let k = Math.min(window.length, text.length); k > 0; k--) if (window.endsWith(text.slice(0, k))) expected.push(k);
+            expect(overlapLengths(window, text)).to.deep.equal(expected);
+          },
+        ),
         { numRuns: 500 },
       );
     });
@@ -117,7 +121,9 @@ describe('overlap (continuation trimming)', () => {
           fc.integer({ min: 0, max: 45 }),
           fc.integer({ min: 1, max: 20 }),
           (partial, deltas, maxOverlap, longOverlap) => {
-            expect(run(new OverlapTrimmer(partial, maxOverlap, longOverlap), deltas)).to.deep.equal(run(new ReferenceTrimmer(partial, maxOverlap, longOverlap), deltas));
+            expect(run(new OverlapTrimmer(partial, maxOverlap, longOverlap), deltas)).to.deep.equal(
+              run(new ReferenceTrimmer(partial, maxOverlap, longOverlap), deltas),
+            );
           },
         ),
         { numRuns: 3000 },

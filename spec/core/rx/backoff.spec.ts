@@ -12,9 +12,7 @@ const policy = (over: Partial<BackoffPolicy> = {}): BackoffPolicy => ({
 
 describe('backoff', () => {
   it('baseDelay is min(initial · multiplierⁿ, max): the reference 500 → 1000 → 2000 … 30000', () => {
-    expect([0, 1, 2, 3, 4, 5, 6, 7].map((n) => baseDelay(n, policy()))).to.deep.equal([
-      500, 1000, 2000, 4000, 8000, 16000, 30000, 30000,
-    ]);
+    expect([0, 1, 2, 3, 4, 5, 6, 7].map((n) => baseDelay(n, policy()))).to.deep.equal([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
   });
 
   it('stays at the cap when multiplierⁿ overflows', () => {

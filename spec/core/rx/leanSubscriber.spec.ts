@@ -110,7 +110,10 @@ describe('LeanSubscriber', () => {
     lean.add(() => {
       throw error;
     });
-    expect(() => lean.unsubscribe()).to.throw(UnsubscriptionError).with.property('errors').that.deep.equals([error]);
+    expect(() => lean.unsubscribe())
+      .to.throw(UnsubscriptionError)
+      .with.property('errors')
+      .that.deep.equals([error]);
     expect(lean.closed).to.equal(true);
   });
 

@@ -44,7 +44,7 @@ describe('wait / after (src/core/rx/wait.ts: every wait in rxheal)', () => {
       });
     });
 
-    it('no timer is ever armed above 2³¹−1 ms: under Node\'s clamp a 3e9 ms wait still fires at 3e9, not after 1 ms', () => {
+    it("no timer is ever armed above 2³¹−1 ms: under Node's clamp a 3e9 ms wait still fires at 3e9, not after 1 ms", () => {
       const ts = new NodeTimerScheduler();
       const firedAt: number[] = [];
       after(3e9, ts, () => firedAt.push(ts.now()));
@@ -84,7 +84,11 @@ describe('wait / after (src/core/rx/wait.ts: every wait in rxheal)', () => {
       const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
       process.on('warning', onWarning);
       let fired = 0;
-      const subs = [after(3e9, asyncScheduler, () => fired++), wait(30 * DAY, asyncScheduler).subscribe(() => fired++), after(Infinity, asyncScheduler, () => fired++)];
+      const subs = [
+        after(3e9, asyncScheduler, () => fired++),
+        wait(30 * DAY, asyncScheduler).subscribe(() => fired++),
+        after(Infinity, asyncScheduler, () => fired++),
+      ];
       try {
         await new Promise((resolve) => setTimeout(resolve, 50));
         // warnings are emitted on the next tick
@@ -110,7 +114,13 @@ describe('wait / after (src/core/rx/wait.ts: every wait in rxheal)', () => {
 
     it('finds the source tree and the pattern catches each form', () => {
       expect(files(SRC).length).to.be.greaterThan(20);
-      for (const line of ['timer(5, scheduler)', 'this.scheduler.schedule(() => x, 5)', 'scheduler.schedule<number>(work, 1)', 'setTimeout(f, 1)', 'setInterval(f)']) {
+      for (const line of [
+        'timer(5, scheduler)',
+        'this.scheduler.schedule(() => x, 5)',
+        'scheduler.schedule<number>(work, 1)',
+        'setTimeout(f, 1)',
+        'setInterval(f)',
+      ]) {
         expect(TIMER.test(line), line).to.equal(true);
       }
       for (const line of ['timer?.unsubscribe()', 'let timer: Subscription', 'after(5, scheduler, work)', 'wait(5, scheduler)']) {
@@ -139,8 +149,12 @@ describe('wait / after (src/core/rx/wait.ts: every wait in rxheal)', () => {
     /** Runs a module with tsx in a fresh Node; resolves with its stdout once it exits (killed after 20 s: it hung). */
     const runNode = (code: string): Promise<string> =>
       new Promise((resolve, reject) =>
-        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: new URL('../../../', import.meta.url).pathname, timeout: 20_000 }, (error, stdout, stderr) =>
-          error ? reject(new Error(`${error.killed ? 'still running after 20 s (killed)' : `exit ${String(error.code)}`}: ${stderr}`)) : resolve(stdout),
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', '--input-type=module', '-e', code],
+          { cwd: new URL('../../../', import.meta.url).pathname, timeout: 20_000 },
+          (error, stdout, stderr) =>
+            error ? reject(new Error(`${error.killed ? 'still running after 20 s (killed)' : `exit ${String(error.code)}`}: ${stderr}`)) : resolve(stdout),
         ),
       );
 

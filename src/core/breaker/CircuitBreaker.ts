@@ -15,17 +15,7 @@ import { after } from '../rx/wait.js';
 import type { CircuitEvent, CircuitState, TransitionReason } from '../circuit/state.js';
 import { RateWindow } from './rateWindow.js';
 import { FleetOptionsCheck, fleetNodeFor, type FleetBreaker, type FleetHook, type FleetOptions } from './fleetSeam.js';
-import {
-  Func,
-  NonEmptyString,
-  NonNegativeNumber,
-  PositiveInteger,
-  PositiveNumber,
-  Ratio,
-  Scheduler,
-  check,
-  validateOptions,
-} from '../errors/options.js';
+import { Func, NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Ratio, Scheduler, check, validateOptions } from '../errors/options.js';
 
 /** A failure-rate window: open when, over the last `windowMs`, at least `minimumCalls` calls
  * finished and the share of failures reached `failureRateThreshold`. */
@@ -80,7 +70,11 @@ const windowCodec = check(
   '"consecutive" or { failureRateThreshold: (0, 1], minimumCalls: integer >= 1, windowMs: > 0 }',
   (u): u is 'consecutive' | FailureRateWindow =>
     u === 'consecutive' ||
-    (typeof u === 'object' && u !== null && Ratio.is((u as FailureRateWindow).failureRateThreshold) && PositiveInteger.is((u as FailureRateWindow).minimumCalls) && PositiveNumber.is((u as FailureRateWindow).windowMs)),
+    (typeof u === 'object' &&
+      u !== null &&
+      Ratio.is((u as FailureRateWindow).failureRateThreshold) &&
+      PositiveInteger.is((u as FailureRateWindow).minimumCalls) &&
+      PositiveNumber.is((u as FailureRateWindow).windowMs)),
 );
 
 /** Option checks of {@link CircuitBreakerOptions}; also used by `circuitBreak` and the registry. */
@@ -260,10 +254,7 @@ export class CircuitBreaker implements Watchable {
       case 'closed':
         return new Permit(this, this.generation, false);
       case 'open':
-        return new CircuitOpenError(
-          this.name,
-          this.isolatedByHand ? Infinity : Math.max(0, this.openUntil - this.scheduler.now()),
-        );
+        return new CircuitOpenError(this.name, this.isolatedByHand ? Infinity : Math.max(0, this.openUntil - this.scheduler.now()));
       case 'half-open': {
         if (this.probes.size >= this.halfOpenMaxCalls) return new CircuitOpenError(this.name, 0);
         // in a fleet, a probe only under the probe lease: without it the fleet may move the breaker
@@ -307,7 +298,8 @@ export class CircuitBreaker implements Watchable {
       // with a fleet, only the holder of the probe lease goes half-open (or a node left alone)
       const reason = this.fleet ? this.fleet.gate(calling) : 'reset_timeout';
       // (the gate may have moved the breaker: a later deadline, a close)
-      if (reason !== false && this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil) this.enter('half-open', reason, 0, 'open');
+      if (reason !== false && this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil)
+        this.enter('half-open', reason, 0, 'open');
     }
   }
 
@@ -384,7 +376,10 @@ export class CircuitBreaker implements Watchable {
     if (from !== to || extra.reopened === true) {
       const at = this.scheduler.now();
       const { retryAfterMs } = extra;
-      const event: CircuitEvent = retryAfterMs === undefined ? { breaker: this.name, from, to, at, reason, failures } : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
+      const event: CircuitEvent =
+        retryAfterMs === undefined
+          ? { breaker: this.name, from, to, at, reason, failures }
+          : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
       this.fleet?.transition(event);
       if (this.listeners) for (const listener of this.listeners) listener(event);
       this.subject?.next(event);
@@ -433,7 +428,13 @@ export class CircuitBreaker implements Watchable {
         const reopened = to === 'open' && this.current === 'open' && !this.isolatedByHand && this.scheduler.now() >= this.openUntil;
         this.isolatedByHand = until === Infinity;
         const retryAfterMs = Math.max(0, until - this.scheduler.now());
-        this.enter(to, reason, 0, this.current, to === 'closed' ? {} : until === Infinity ? { openUntil: until, reopened } : { openUntil: until, retryAfterMs, reopened });
+        this.enter(
+          to,
+          reason,
+          0,
+          this.current,
+          to === 'closed' ? {} : until === Infinity ? { openUntil: until, reopened } : { openUntil: until, retryAfterMs, reopened },
+        );
       },
       refresh: () => this.refresh(),
     };

@@ -32,7 +32,6 @@ import type { HealHub } from '../hub/hub.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { check } from '../errors/options.js';
 
-
 /**
  * A breaker's state fleet-wide.
  *
@@ -316,7 +315,12 @@ export function fleetNodeFor(target: string, fleet: FleetOptions): FleetNode {
   const store = fleet.store as (BreakerStore & { [FLEET_NODE]?: FleetNode }) | undefined;
   const node = (typeof store === 'object' && store !== null ? store[FLEET_NODE] : undefined) ?? registered;
   if (node === undefined) {
-    throw new InvalidOptionError(target, 'fleet.store', store, 'a BreakerStore carrying the fleet\'s node logic (MemoryBreakerStore, RedisBreakerStore, or a store of your own with `readonly [FLEET_NODE] = fleetNode`)');
+    throw new InvalidOptionError(
+      target,
+      'fleet.store',
+      store,
+      "a BreakerStore carrying the fleet's node logic (MemoryBreakerStore, RedisBreakerStore, or a store of your own with `readonly [FLEET_NODE] = fleetNode`)",
+    );
   }
   node.validate(target, fleet);
   return node;

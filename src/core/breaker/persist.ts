@@ -56,7 +56,10 @@ export function snapshotBreaker(breaker: CircuitBreaker): CircuitSnapshot {
     openUntil: b.current === 'open' && !b.isolatedByHand ? b.openUntil : null,
     consecutiveFailures: b.consecutive,
     halfOpenSuccesses: b.current === 'half-open' ? b.probeSuccesses : 0,
-    window: b.rate && w ? { bucketMs: b.rate.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] } : null,
+    window:
+      b.rate && w
+        ? { bucketMs: b.rate.windowMs / BUCKETS, latest: Number.isFinite(w.latest) ? w.latest : null, calls: [...w.calls], failures: [...w.failures] }
+        : null,
   };
 }
 

@@ -49,7 +49,8 @@ export class CircuitBreakerRegistry {
   constructor(defaults: Omit<CircuitBreakerOptions, 'name'> = {}) {
     validateOptions('CircuitBreakerRegistry', circuitBreakerOptionProps, defaults);
     const fleet = defaults.fleet === undefined ? undefined : fleetNodeFor('CircuitBreakerRegistry', defaults.fleet);
-    if ('name' in defaults) throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
+    if ('name' in defaults)
+      throw new InvalidOptionError('CircuitBreakerRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
     // a fleet: the registry's breakers are one node (this process's, by default), whatever breakers it holds
     this.defaults = fleet && defaults.fleet!.node === undefined ? { ...defaults, fleet: { ...defaults.fleet!, node: fleet.nodeId() } } : defaults;
   }
@@ -61,7 +62,7 @@ export class CircuitBreakerRegistry {
   get(name: string, overrides?: Omit<CircuitBreakerOptions, 'name'>): CircuitBreaker {
     // no default `{}`: a lookup allocates nothing
     if (typeof overrides === 'object' && overrides !== null && 'name' in overrides) {
-      throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, 'absent (the name is get()\'s first argument)');
+      throw new InvalidOptionError('CircuitBreakerRegistry.get', 'name', (overrides as { name?: unknown }).name, "absent (the name is get()'s first argument)");
     }
     let breaker = this.breakers.get(name);
     if (!breaker) {

@@ -93,7 +93,12 @@ export function readWindow(u: unknown, version: 1 | 2, bucketMs: number, now: nu
     if (!empty) throw badSnapshot('snapshot.window', u, `version 2 (bucketMs: ${bucketMs}) or empty: a version-1 window does not record its bucket width`);
     return { latest: -Infinity, calls, failures };
   }
-  if (w['bucketMs'] !== bucketMs) throw badSnapshot('snapshot.window.bucketMs', w['bucketMs'], `${bucketMs} (this breaker's windowMs / ${BUCKETS}): windows of other widths cannot be restored`);
+  if (w['bucketMs'] !== bucketMs)
+    throw badSnapshot(
+      'snapshot.window.bucketMs',
+      w['bucketMs'],
+      `${bucketMs} (this breaker's windowMs / ${BUCKETS}): windows of other widths cannot be restored`,
+    );
   const latest = w['latest'];
   if (latest === null) return { latest: -Infinity, calls, failures };
   const nowBucket = Math.floor(now / bucketMs);
@@ -109,10 +114,13 @@ export function readSnapshot(u: unknown): CircuitSnapshot | CircuitSnapshotV1 {
   const s = u as Record<string, unknown>;
   if (s['version'] !== 1 && s['version'] !== 2) throw badSnapshot('snapshot.version', s['version'], '2 (or 1)');
   if (typeof s['name'] !== 'string') throw badSnapshot('snapshot.name', s['name'], 'a string');
-  if (s['state'] !== 'closed' && s['state'] !== 'open' && s['state'] !== 'half-open') throw badSnapshot('snapshot.state', s['state'], '"closed" | "open" | "half-open"');
+  if (s['state'] !== 'closed' && s['state'] !== 'open' && s['state'] !== 'half-open')
+    throw badSnapshot('snapshot.state', s['state'], '"closed" | "open" | "half-open"');
   if (typeof s['isolated'] !== 'boolean') throw badSnapshot('snapshot.isolated', s['isolated'], 'a boolean');
-  if (s['openUntil'] !== null && !Number.isFinite(s['openUntil'])) throw badSnapshot('snapshot.openUntil', s['openUntil'], 'a finite number (scheduler time) or null');
+  if (s['openUntil'] !== null && !Number.isFinite(s['openUntil']))
+    throw badSnapshot('snapshot.openUntil', s['openUntil'], 'a finite number (scheduler time) or null');
   if (!isCount(s['consecutiveFailures'])) throw badSnapshot('snapshot.consecutiveFailures', s['consecutiveFailures'], 'a non-negative integer');
-  if (s['halfOpenSuccesses'] !== undefined && !isCount(s['halfOpenSuccesses'])) throw badSnapshot('snapshot.halfOpenSuccesses', s['halfOpenSuccesses'], 'a non-negative integer');
+  if (s['halfOpenSuccesses'] !== undefined && !isCount(s['halfOpenSuccesses']))
+    throw badSnapshot('snapshot.halfOpenSuccesses', s['halfOpenSuccesses'], 'a non-negative integer');
   return u as CircuitSnapshot | CircuitSnapshotV1;
 }

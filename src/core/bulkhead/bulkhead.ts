@@ -223,7 +223,8 @@ export class BulkheadRegistry {
 
   constructor(private readonly defaults: Omit<BulkheadOptions, 'name'> = {}) {
     validateOptions('BulkheadRegistry', bulkheadOptionProps, defaults);
-    if ('name' in defaults) throw new InvalidOptionError('BulkheadRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
+    if ('name' in defaults)
+      throw new InvalidOptionError('BulkheadRegistry', 'name', (defaults as { name?: unknown }).name, 'absent (names are given to get())');
   }
 
   /** The bulkhead called `name`, created with the defaults and `overrides` on first use (later `overrides` are ignored). */

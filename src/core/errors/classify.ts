@@ -17,7 +17,19 @@ import {
   TotalTimeoutError,
 } from './errors.js';
 import { check, validateOptions } from './options.js';
-import { apiErrorType, get, headersOf, impliedStatus, isInstance, isResponseParseError, message, parseRetryAfter, readHeader, readStatus, str } from './readError.js';
+import {
+  apiErrorType,
+  get,
+  headersOf,
+  impliedStatus,
+  isInstance,
+  isResponseParseError,
+  message,
+  parseRetryAfter,
+  readHeader,
+  readStatus,
+  str,
+} from './readError.js';
 
 /** What kind of failure an error is. */
 export type ErrorCategory =
@@ -173,16 +185,8 @@ const DEFAULT_PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/try again|retry later|please retry/i, 'transient'],
 ];
 
-const verdict = (
-  category: ErrorCategory,
-  retryable: boolean,
-  fallback: boolean,
-  strategy: RecoveryStrategy,
-  retryAfterMs?: number,
-): ErrorClassification =>
-  retryAfterMs === undefined
-    ? { retryable, fallback, category, strategy }
-    : { retryable, fallback, category, strategy, retryAfterMs };
+const verdict = (category: ErrorCategory, retryable: boolean, fallback: boolean, strategy: RecoveryStrategy, retryAfterMs?: number): ErrorClassification =>
+  retryAfterMs === undefined ? { retryable, fallback, category, strategy } : { retryable, fallback, category, strategy, retryAfterMs };
 
 const UNKNOWN = verdict('unknown', false, true, 'fallback');
 /** A response that could not be read: as `MalformedStreamError` (502). */
@@ -244,13 +248,7 @@ function classifyHttp(error: unknown, status: number, now: number, type: string 
   const override = readHeader(headers, 'x-should-retry')?.trim().toLowerCase();
   if (override === 'true') retryable = true;
   else if (override === 'false') retryable = false;
-  return verdict(
-    category,
-    retryable,
-    true,
-    retryable ? 'exponential_backoff' : 'fail_fast',
-    parseRetryAfter(headers, now),
-  );
+  return verdict(category, retryable, true, retryable ? 'exponential_backoff' : 'fail_fast', parseRetryAfter(headers, now));
 }
 
 function codeOf(error: unknown): string | undefined {
@@ -273,12 +271,7 @@ const AI_SDK_MALFORMED: ReadonlySet<string> = new Set(['AI_JSONParseError', 'AI_
 
 function isProgramming(error: unknown, name: string | undefined): boolean {
   if (name !== undefined && PROGRAMMING.has(name)) return true;
-  return (
-    isInstance(error, TypeError) ||
-    isInstance(error, RangeError) ||
-    isInstance(error, ReferenceError) ||
-    isInstance(error, SyntaxError)
-  );
+  return isInstance(error, TypeError) || isInstance(error, RangeError) || isInstance(error, ReferenceError) || isInstance(error, SyntaxError);
 }
 
 /** The give-up errors of our own operators: never retried again, judged by their cause. */
@@ -308,9 +301,7 @@ function isGiveUp(error: unknown, name: string | undefined): boolean {
 export function createClassifier(options: ClassifierOptions = {}): ErrorClassifier {
   validateOptions('createClassifier', classifierProps, options);
   const rules = options.rules ?? [];
-  const extra = (options.retryablePatterns ?? []).map((p) =>
-    typeof p === 'string' ? new RegExp(p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i') : p,
-  );
+  const extra = (options.retryablePatterns ?? []).map((p) => (typeof p === 'string' ? new RegExp(p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i') : p));
 
   const byMessage = (text: string): ErrorCategory | undefined => {
     if (text === '') return undefined;
@@ -351,7 +342,13 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
     // no status (an error event mid-stream): the body's code or API error type says what it would have been
     const implied = impliedStatus(error);
     if (implied !== undefined) return classifyHttp(error, implied, now);
-    if (name === 'TimeoutError' || name === 'APIConnectionTimeoutError' || cls === 'APIConnectionTimeoutError' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT') {
+    if (
+      name === 'TimeoutError' ||
+      name === 'APIConnectionTimeoutError' ||
+      cls === 'APIConnectionTimeoutError' ||
+      code === 'ETIMEDOUT' ||
+      code === 'ESOCKETTIMEDOUT'
+    ) {
       return verdict('timeout', true, true, 'retry_with_longer_timeout');
     }
     if (isNetworkCode(code)) return verdict('connection', true, true, 'exponential_backoff');

@@ -6,9 +6,7 @@
  */
 
 /** Headers as they arrive from `fetch` (`Headers`) or from an SDK (a plain record, any case). */
-export type HeadersLike =
-  | { get(name: string): string | null }
-  | Readonly<Record<string, string | readonly string[] | number | undefined>>;
+export type HeadersLike = { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | number | undefined>>;
 
 /**
  * A call was rejected because its circuit breaker is open (or half-open with every probe slot
@@ -34,11 +32,7 @@ export class CircuitOpenError extends Error {
   readonly retryAfterMs: number;
 
   constructor(breaker: string, retryAfterMs: number, options?: { cause?: unknown }) {
-    super(
-      `Circuit '${breaker}' is open` +
-        (Number.isFinite(retryAfterMs) ? `; next probe in ${retryAfterMs} ms` : ' (isolated)'),
-      options,
-    );
+    super(`Circuit '${breaker}' is open` + (Number.isFinite(retryAfterMs) ? `; next probe in ${retryAfterMs} ms` : ' (isolated)'), options);
     this.breaker = breaker;
     this.retryAfterMs = retryAfterMs;
   }
@@ -182,12 +176,7 @@ export class HttpError extends Error {
   /** The response body, when it was read. */
   readonly body?: unknown;
 
-  constructor(
-    status: number,
-    headers: HeadersLike = {},
-    body?: unknown,
-    options?: { message?: string; cause?: unknown },
-  ) {
+  constructor(status: number, headers: HeadersLike = {}, body?: unknown, options?: { message?: string; cause?: unknown }) {
     super(options?.message ?? `HTTP ${status}${bodySnippet(body)}`, { cause: options?.cause });
     this.status = status;
     this.headers = headers;
@@ -221,15 +210,7 @@ export class ToolError extends Error {
   /** Whether the tool is safe to run twice. */
   readonly idempotent: boolean;
 
-  constructor(fields: {
-    toolName: string;
-    callId: string;
-    args: unknown;
-    phase: ToolPhase;
-    idempotent: boolean;
-    message: string;
-    cause?: unknown;
-  }) {
+  constructor(fields: { toolName: string; callId: string; args: unknown; phase: ToolPhase; idempotent: boolean; message: string; cause?: unknown }) {
     super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.toolName = fields.toolName;
     this.callId = fields.callId;

@@ -103,7 +103,10 @@ export const NonNegativeIntegerOrInfinity = check(
  * PositiveIntegerMs.is(1.5); // false
  * ```
  */
-export const PositiveIntegerMs = check('an integer number of ms from 1 to 2147483647', (u): u is number => Number.isInteger(u) && (u as number) >= 1 && (u as number) <= 2 ** 31 - 1);
+export const PositiveIntegerMs = check(
+  'an integer number of ms from 1 to 2147483647',
+  (u): u is number => Number.isInteger(u) && (u as number) >= 1 && (u as number) <= 2 ** 31 - 1,
+);
 /** An integer ≥ 1. */
 export const PositiveInteger = check('a positive integer', (u): u is number => Number.isInteger(u) && (u as number) >= 1);
 /** A number ≥ 1. */

@@ -123,8 +123,7 @@ export function errorText(error: unknown, maxChars: number = DEFAULT_MAX_ERROR_C
     else if (error instanceof Error) {
       const message: unknown = error.message;
       text = typeof message === 'string' ? message || String(error.name) : showValue(message);
-    }
-    else text = showValue(error);
+    } else text = showValue(error);
   } catch {
     text = 'unknown error';
   }

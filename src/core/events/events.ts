@@ -58,10 +58,7 @@ export const AssistantMessageCodec = t.intersection(
   'AssistantMessage',
 );
 export const ToolMessageCodec = t.intersection(
-  [
-    t.type({ role: t.literal('tool'), toolCallId: t.string, toolName: t.string, content: t.string }),
-    t.partial({ isError: t.boolean }),
-  ],
+  [t.type({ role: t.literal('tool'), toolCallId: t.string, toolName: t.string, content: t.string }), t.partial({ isError: t.boolean })],
   'ToolMessage',
 );
 /** Any conversation message. */
@@ -93,10 +90,7 @@ export const UsageCodec = t.type({ inputTokens: t.number, outputTokens: t.number
 /** Token counts of one model call. */
 export type Usage = t.TypeOf<typeof UsageCodec>;
 
-export const FinishReasonCodec = t.keyof(
-  { stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null },
-  'FinishReason',
-);
+export const FinishReasonCodec = t.keyof({ stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null }, 'FinishReason');
 /** Why a model turn ended. */
 export type FinishReason = t.TypeOf<typeof FinishReasonCodec>;
 
@@ -120,10 +114,7 @@ export const ReasoningEndCodec = t.intersection(
   [t.type({ type: t.literal('reasoning-end') }), t.partial({ signature: t.string, redactedData: t.string, providerMetadata: t.UnknownRecord })],
   'ReasoningEnd',
 );
-export const FinishCodec = t.intersection(
-  [t.type({ type: t.literal('finish'), reason: FinishReasonCodec }), t.partial({ usage: UsageCodec })],
-  'Finish',
-);
+export const FinishCodec = t.intersection([t.type({ type: t.literal('finish'), reason: FinishReasonCodec }), t.partial({ usage: UsageCodec })], 'Finish');
 /** What a model stream emits. */
 export const ModelEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec], 'ModelEvent');
 
@@ -155,10 +146,7 @@ export type ModelEvent = t.TypeOf<typeof ModelEventCodec>;
 // agent events
 // ---------------------------------------------------------------------------------------------
 
-export const ToolResultEventCodec = t.type(
-  { type: t.literal('tool-result'), id: t.string, name: t.string, result: t.unknown },
-  'ToolResultEvent',
-);
+export const ToolResultEventCodec = t.type({ type: t.literal('tool-result'), id: t.string, name: t.string, result: t.unknown }, 'ToolResultEvent');
 export const ToolErrorEventCodec = t.type(
   { type: t.literal('tool-error'), id: t.string, name: t.string, error: t.string, category: t.string },
   'ToolErrorEvent',
@@ -182,10 +170,7 @@ export const RetryEventCodec = t.intersection(
   ],
   'RetryEvent',
 );
-export const RetrySucceededEventCodec = t.type(
-  { type: t.literal('retry-succeeded'), target: t.string, attempt: t.number },
-  'RetrySucceededEvent',
-);
+export const RetrySucceededEventCodec = t.type({ type: t.literal('retry-succeeded'), target: t.string, attempt: t.number }, 'RetrySucceededEvent');
 /**
  * A retry that `retryWithBackoff`'s rule (`retryOn`) would have made, withheld: `reason`
  * `'not_idempotent'` — a tool that is not idempotent ran and failed, so a side effect may have
@@ -193,10 +178,7 @@ export const RetrySucceededEventCodec = t.type(
  * twice is safe).
  */
 export const RetryWithheldEventCodec = t.intersection(
-  [
-    t.type({ type: t.literal('retry-withheld'), target: t.string, reason: t.literal('not_idempotent'), category: t.string }),
-    t.partial({ error: t.string }),
-  ],
+  [t.type({ type: t.literal('retry-withheld'), target: t.string, reason: t.literal('not_idempotent'), category: t.string }), t.partial({ error: t.string })],
   'RetryWithheldEvent',
 );
 export const CallKindCodec = t.keyof({ model: null, tool: null }, 'CallKind');
@@ -253,15 +235,9 @@ export const ResetEventCodec = t.type(
   { type: t.literal('reset'), reason: t.keyof({ retry: null, fallback: null, correction: null }), target: t.string },
   'ResetEvent',
 );
-export const DegradedEventCodec = t.type(
-  { type: t.literal('degraded'), capability: t.string, reason: t.string },
-  'DegradedEvent',
-);
+export const DegradedEventCodec = t.type({ type: t.literal('degraded'), capability: t.string, reason: t.string }, 'DegradedEvent');
 export const RestoredEventCodec = t.type({ type: t.literal('restored'), capability: t.string }, 'RestoredEvent');
-export const BudgetEventCodec = t.type(
-  { type: t.literal('budget-exceeded'), resource: t.string, limit: t.number, used: t.number },
-  'BudgetEvent',
-);
+export const BudgetEventCodec = t.type({ type: t.literal('budget-exceeded'), resource: t.string, limit: t.number, used: t.number }, 'BudgetEvent');
 export const ValidationEventCodec = t.type(
   { type: t.literal('validation'), valid: t.boolean, attempt: t.number, problems: t.array(t.string) },
   'ValidationEvent',
@@ -273,10 +249,7 @@ export const MessageEventCodec = t.type({ type: t.literal('message'), message: M
  * instead; `local`: decided on this node's local share (the shared store did not answer).
  */
 export const RateLimitedEventCodec = t.intersection(
-  [
-    t.type({ type: t.literal('rate-limited'), limiter: t.string, waitMs: t.number, cost: t.number }),
-    t.partial({ rejected: t.boolean, local: t.boolean }),
-  ],
+  [t.type({ type: t.literal('rate-limited'), limiter: t.string, waitMs: t.number, cost: t.number }), t.partial({ rejected: t.boolean, local: t.boolean })],
   'RateLimitedEvent',
 );
 
@@ -288,7 +261,13 @@ export const RateLimitedEventCodec = t.intersection(
  */
 export const BulkheadEventCodec = t.intersection(
   [
-    t.type({ type: t.literal('bulkhead'), bulkhead: t.string, kind: t.keyof({ queued: null, admitted: null, rejected: null }), active: t.number, queued: t.number }),
+    t.type({
+      type: t.literal('bulkhead'),
+      bulkhead: t.string,
+      kind: t.keyof({ queued: null, admitted: null, rejected: null }),
+      active: t.number,
+      queued: t.number,
+    }),
     t.partial({ waitMs: t.number, reason: t.keyof({ full: null, queue_timeout: null }) }),
   ],
   'BulkheadEvent',
@@ -375,10 +354,7 @@ export const HealEventCodec = t.union(
 
 /** What a model turn emits once operators are applied: model events, and `reset` when a retry or
  * fallback starts the turn over. */
-export const TurnEventCodec = t.union(
-  [TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec],
-  'TurnEvent',
-);
+export const TurnEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec], 'TurnEvent');
 
 /** Everything `runAgent` emits. */
 export const AgentEventCodec = t.union(

@@ -21,7 +21,11 @@ const isBoolean = (u: unknown): u is boolean => typeof u === 'boolean';
 const optional = (u: unknown, is: (v: unknown) => boolean): boolean => u === undefined || is(u);
 const isToolCall = (u: unknown): boolean => isRecord(u) && isString(u['id']) && isString(u['name']) && optional(u['providerMetadata'], isUnknownRecord);
 const isReasoningPart = (u: unknown): boolean =>
-  isRecord(u) && isString(u['text']) && optional(u['signature'], isString) && optional(u['redactedData'], isString) && optional(u['providerMetadata'], isUnknownRecord);
+  isRecord(u) &&
+  isString(u['text']) &&
+  optional(u['signature'], isString) &&
+  optional(u['redactedData'], isString) &&
+  optional(u['providerMetadata'], isUnknownRecord);
 
 /**
  * Whether `u` is a conversation message (`system`, `user`, `assistant` or `tool`, with the

@@ -127,7 +127,10 @@ export function nextAlternative(links: readonly ChainLink[], start: number, hop:
  * input.subscribe({ error: (e) => onError(e, called()) });
  * ```
  */
-export function guardedAttempt<T>(start: () => ObservableInput<T>, guard: MonoTypeOperatorFunction<T> | undefined): { readonly input: Observable<T>; readonly called: () => boolean } {
+export function guardedAttempt<T>(
+  start: () => ObservableInput<T>,
+  guard: MonoTypeOperatorFunction<T> | undefined,
+): { readonly input: Observable<T>; readonly called: () => boolean } {
   let called = false;
   const input = defer(() => {
     called = true;

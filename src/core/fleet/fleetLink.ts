@@ -105,7 +105,12 @@ export class FleetLink implements MemberLink {
     }
     for (const [node, list] of byNode) {
       this.guard
-        .run(() => this.store.sync(node, list.map((m) => m.breaker.name)))
+        .run(() =>
+          this.store.sync(
+            node,
+            list.map((m) => m.breaker.name),
+          ),
+        )
         .subscribe({
           next: (verdicts) =>
             verdicts.forEach((v, i) => {

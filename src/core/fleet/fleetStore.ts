@@ -10,7 +10,17 @@ import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscript
 import { after } from '../rx/wait.js';
 import { NonNegativeNumber, PositiveNumber, Scheduler, validateOptions } from '../errors/options.js';
 import { fleetNode } from './fleet.js';
-import { FLEET_NODE, registerFleetNode, type BreakerStore, type FleetNode, type FleetReason, type FleetState, type FleetVerdict, type ProbeLease, type Quorum } from '../breaker/fleetSeam.js';
+import {
+  FLEET_NODE,
+  registerFleetNode,
+  type BreakerStore,
+  type FleetNode,
+  type FleetReason,
+  type FleetState,
+  type FleetVerdict,
+  type ProbeLease,
+  type Quorum,
+} from '../breaker/fleetSeam.js';
 
 /** A new verdict generation: above the last one and at least the store time (survives data loss). */
 export function nextGeneration(previous: number, nowMs: number): number {
@@ -25,7 +35,14 @@ export function nextGeneration(previous: number, nowMs: number): number {
  * deadline). A command sent cannot be unsent: unsubscribing stops listening for the answer, never
  * the operation — as on Redis, where the script runs whether or not its caller still waits.
  */
-export function simulated<T>(scheduler: SchedulerLike, latencyMs: number, timeoutMs: number, isDown: () => boolean, op: () => T, replyLatencyMs = 0): Observable<T> {
+export function simulated<T>(
+  scheduler: SchedulerLike,
+  latencyMs: number,
+  timeoutMs: number,
+  isDown: () => boolean,
+  op: () => T,
+  replyLatencyMs = 0,
+): Observable<T> {
   return new Observable<T>((subscriber) => {
     const sentAt = scheduler.now();
     let reply: Subscription | undefined;
@@ -133,11 +150,13 @@ export class MemoryBreakerStore implements BreakerStore {
   }
 
   sync(node: string, names: readonly string[]): Observable<readonly FleetVerdict[]> {
-    return this.run(() => names.map((name) => {
-      const e = this.entry(name);
-      e.nodes.set(node, this.now());
-      return this.verdict(name, e);
-    }));
+    return this.run(() =>
+      names.map((name) => {
+        const e = this.entry(name);
+        e.nodes.set(node, this.now());
+        return this.verdict(name, e);
+      }),
+    );
   }
 
   vote(node: string, name: string, quorum: Quorum, openMs: number): Observable<FleetVerdict> {

@@ -240,7 +240,12 @@ export class Member implements FleetHook {
 
   private probeResult(success: boolean): void {
     this.lease = 'none';
-    this.link.call(this, (s) => s.probeResult(this.node, this.breaker.name, success, this.breaker.resetTimeoutMs), undefined, () => (this.unsentSuccess = success));
+    this.link.call(
+      this,
+      (s) => s.probeResult(this.node, this.breaker.name, success, this.breaker.resetTimeoutMs),
+      undefined,
+      () => (this.unsentSuccess = success),
+    );
   }
 
   /**

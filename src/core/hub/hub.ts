@@ -66,7 +66,8 @@ export class HealHub {
    */
   follow(subscriber: Subscriber<HealEvent>): void {
     const followers = this.followers;
-    this.followers = followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
+    this.followers =
+      followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
     if (followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
   }
 

@@ -32,4 +32,3 @@ export interface DeadlineSource {
 export function isDeadlineSource(u: unknown): u is DeadlineSource {
   return typeof u === 'object' && u !== null && typeof (u as DeadlineSource).deadlineMs === 'function';
 }
-

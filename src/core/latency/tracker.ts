@@ -132,7 +132,15 @@ const Quantile = check('a number in (0, 1)', (u): u is number => typeof u === 'n
 const Factor = check('a finite number > 0', (u): u is number => typeof u === 'number' && Number.isFinite(u) && u > 0);
 const Floor = check('a finite number >= 0 (ms)', (u): u is number => typeof u === 'number' && Number.isFinite(u) && u >= 0);
 const Ms = check('a number > 0 (ms) or Infinity', (u): u is number => typeof u === 'number' && u > 0);
-const deadlineProps = { of: check("'first' or 'gap'", (u): u is LatencyKind => u === 'first' || u === 'gap'), quantile: Quantile, factor: Factor, floorMs: Floor, ceilingMs: Ms, defaultMs: Ms, minSamples: PositiveInteger };
+const deadlineProps = {
+  of: check("'first' or 'gap'", (u): u is LatencyKind => u === 'first' || u === 'gap'),
+  quantile: Quantile,
+  factor: Factor,
+  floorMs: Floor,
+  ceilingMs: Ms,
+  defaultMs: Ms,
+  minSamples: PositiveInteger,
+};
 
 /** One kind's two windows: what the one running now holds, and the one before it. */
 class Windows {
@@ -247,7 +255,15 @@ export class LatencyTracker {
     windows.record(ms, this.scheduler.now());
     if (this.hub && ++this.recorded[kind] % this.reportEvery === 0) {
       const h = windows.read(this.scheduler.now());
-      this.hub.report({ type: 'latency', target: this.name, kind, count: h.totalCount, p50: h.getValueAtPercentile(50), p95: h.getValueAtPercentile(95), p99: h.getValueAtPercentile(99) });
+      this.hub.report({
+        type: 'latency',
+        target: this.name,
+        kind,
+        count: h.totalCount,
+        p50: h.getValueAtPercentile(50),
+        p95: h.getValueAtPercentile(95),
+        p99: h.getValueAtPercentile(99),
+      });
     }
   }
 

@@ -268,7 +268,8 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
     };
     // one subscriber, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
     const turn = new ModelTurn(model, request, handed);
-    if (hub && call) turn.subscribe(budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceSubscriber(subscriber, hub, scheduler, call));
+    if (hub && call)
+      turn.subscribe(budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceSubscriber(subscriber, hub, scheduler, call));
     else turn.subscribe(budget ? new UsageSubscriber(subscriber, budget, served) : subscriber);
   });
 }

@@ -15,7 +15,15 @@ import { rateLimitFactMs } from '../errors/classify.js';
 import { headersOf, readHeader } from '../errors/readError.js';
 import { InvalidOptionError, RateLimitExceededError } from '../errors/errors.js';
 import { NonEmptyString, NonNegativeNumber, PositiveInteger, PositiveNumber, Scheduler, validateOptions } from '../errors/options.js';
-import { MemoryRateLimitStore, RateLimitStoreCheck, type RateLimit, type RateLimitAdjustment, type RateLimitGrant, type RateLimitRequest, type RateLimitStore } from './rateLimitStore.js';
+import {
+  MemoryRateLimitStore,
+  RateLimitStoreCheck,
+  type RateLimit,
+  type RateLimitAdjustment,
+  type RateLimitGrant,
+  type RateLimitRequest,
+  type RateLimitStore,
+} from './rateLimitStore.js';
 import { StoreGuard, randomNodeId, storeBreakerOptions } from '../fleet/storeGuard.js';
 
 /**
@@ -174,17 +182,19 @@ export class RateLimiter {
       }).pipe(map((g) => ({ ...g, local: true })));
       const decided$ = !this.guard
         ? this.sent(request).pipe(map((g) => ({ ...g, local: false })))
-        : this.guard.run(() => {
-            this.resendFloors();
-            return this.sent(request);
-          }).pipe(
-            map((g) => {
-              this.heard(g.liveNodes);
-              this.alone = false;
-              return { ...g, local: false };
-            }),
-            catchError(() => local$),
-          );
+        : this.guard
+            .run(() => {
+              this.resendFloors();
+              return this.sent(request);
+            })
+            .pipe(
+              map((g) => {
+                this.heard(g.liveNodes);
+                this.alone = false;
+                return { ...g, local: false };
+              }),
+              catchError(() => local$),
+            );
       return decided$.pipe(
         map((g) => {
           if (!g.granted) throw new RateLimitExceededError(this.name, g.waitMs, this.maxWaitMs);
@@ -302,12 +312,14 @@ export class RateLimiter {
     else if (local) onLocal();
     else {
       const sentAt = this.scheduler.now();
-      this.guard.run(() => this.store.adjust(adjustment)).subscribe({
-        error: () => {
-          onLocal();
-          this.keepFloors(adjustment, sentAt);
-        },
-      });
+      this.guard
+        .run(() => this.store.adjust(adjustment))
+        .subscribe({
+          error: () => {
+            onLocal();
+            this.keepFloors(adjustment, sentAt);
+          },
+        });
     }
   }
 

@@ -98,7 +98,8 @@ export interface RateLimitStore {
 /** A structural check for option validation. */
 export const RateLimitStoreCheck = check(
   'a RateLimitStore (reserve, adjust)',
-  (u): u is RateLimitStore => typeof u === 'object' && u !== null && typeof (u as RateLimitStore).reserve === 'function' && typeof (u as RateLimitStore).adjust === 'function',
+  (u): u is RateLimitStore =>
+    typeof u === 'object' && u !== null && typeof (u as RateLimitStore).reserve === 'function' && typeof (u as RateLimitStore).adjust === 'function',
 );
 
 /**
@@ -155,7 +156,13 @@ export interface MemoryRateLimitStoreOptions {
   readonly nodeTtlMs?: number;
 }
 
-const memoryOptionProps = { scheduler: Scheduler, latencyMs: NonNegativeNumber, replyLatencyMs: NonNegativeNumber, timeoutMs: PositiveNumber, nodeTtlMs: PositiveNumber };
+const memoryOptionProps = {
+  scheduler: Scheduler,
+  latencyMs: NonNegativeNumber,
+  replyLatencyMs: NonNegativeNumber,
+  timeoutMs: PositiveNumber,
+  nodeTtlMs: PositiveNumber,
+};
 
 /**
  * The {@link RateLimitStore} reference model in one process, on a scheduler: GCRA per limit,
