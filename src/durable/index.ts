@@ -1,0 +1,26 @@
+/**
+ * `rxheal/durable`: where runs are journaled so that they survive their process — the store
+ * contract's two embedded stores: {@link fileJournal}, one append-only, checksummed, fsync'd file
+ * per run (the default), and {@link memoryJournal}, the reference model for specs in virtual time.
+ * Redis and Postgres stores are `redisJournal` (`rxheal/redis`) and `postgresJournal`
+ * (`rxheal/postgres`); the contract's types (`JournalStore`, `JournalSession`) and errors
+ * (`RunLockedError`, `JournalCorruptError`) are the root's.
+ *
+ * @example
+ * ```ts
+ * import { firstValueFrom } from 'rxjs';
+ * import { fileJournal } from 'rxheal/durable';
+ *
+ * const journal = fileJournal({ dir: './runs' });
+ * const session = await firstValueFrom(journal.claim({ runId: 'order-7421', holder: `worker-${process.pid}`, leaseMs: 30_000 }));
+ * console.log(`resuming after ${session.entries.length} records`);
+ * await firstValueFrom(session.append({ v: 1, type: 'step', n: session.entries.length }));
+ * await firstValueFrom(session.release());
+ * ```
+ *
+ * @module
+ */
+export { fileJournal } from './fileJournal.js';
+export type { FileJournalOptions } from './fileJournal.js';
+export { memoryJournal } from '../core/journal/memoryJournal.js';
+export type { MemoryJournalOptions } from '../core/journal/memoryJournal.js';
