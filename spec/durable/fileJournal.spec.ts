@@ -47,7 +47,11 @@ describe('fileJournal: the file', () => {
     const session = await get(store.claim({ runId, holder: 'writer', leaseMs: 60_000 }));
     for (let i = 0; i < n; i++) await get(session.append({ i, pad: 'p'.repeat(i * 10) }));
     await done(session.release());
-    const path = join(dir, runId.replace(/[A-Z]/g, (c) => `^${c.toLowerCase()}`), 'journal');
+    const path = join(
+      dir,
+      runId.replace(/[A-Z]/g, (c) => `^${c.toLowerCase()}`),
+      'journal',
+    );
     return { path, size: statSync(path).size };
   }
 
@@ -71,11 +75,14 @@ describe('fileJournal: the file', () => {
   for (const [kind, tear] of [
     ['fewer bytes than a header', (path: string) => appendFileSync(path, Buffer.from([1, 2, 3, 4, 5]))],
     ['a header whose body is cut short', (path: string) => appendFileSync(path, frame(entryBody(2, 3, '{"cut":true}')).subarray(0, 20))],
-    ['a last body whose checksum fails', (path: string) => {
-      const whole = frame(entryBody(2, 3, '{"bad":true}'));
-      whole[whole.length - 2] ^= 0xff;
-      appendFileSync(path, whole);
-    }],
+    [
+      'a last body whose checksum fails',
+      (path: string) => {
+        const whole = frame(entryBody(2, 3, '{"bad":true}'));
+        whole[whole.length - 2] ^= 0xff;
+        appendFileSync(path, whole);
+      },
+    ],
     ['a header of zeros (a power cut after the length grew)', (path: string) => appendFileSync(path, Buffer.alloc(4096))],
   ] as const) {
     it(`a torn last record — ${kind} — is dropped by read and cut off by the next claim`, async () => {

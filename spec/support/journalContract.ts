@@ -57,7 +57,8 @@ export function journalContract(kind: string, make: () => Promise<JournalViews>,
   describe(`${kind}: the journal store contract`, function () {
     this.timeout(20_000);
     let s: JournalViews;
-    const claim = (store: JournalStore, runId: string, holder: string, leaseMs = 60_000): Promise<JournalSession> => get(store.claim({ runId, holder, leaseMs }));
+    const claim = (store: JournalStore, runId: string, holder: string, leaseMs = 60_000): Promise<JournalSession> =>
+      get(store.claim({ runId, holder, leaseMs }));
     before(async () => {
       s = await make();
     });

@@ -57,7 +57,7 @@ const code = (error: unknown): unknown => (error as { code?: unknown } | undefin
 
 /** Writes all of `bytes` at the end of the file (`O_APPEND`: a short write goes on where it stopped). */
 async function appendAll(handle: FileHandle, bytes: Buffer): Promise<void> {
-  for (let written = 0; written < bytes.length; ) written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten;
+  for (let written = 0; written < bytes.length;) written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten;
 }
 
 /** The journal of a new run: its header under a temporary name, fsync'd, then linked (an existing journal is never replaced). */
@@ -84,7 +84,7 @@ async function create(dir: string, path: string): Promise<void> {
 async function readScan(handle: FileHandle, path: string): Promise<Scan> {
   const { size } = await handle.stat();
   const bytes = Buffer.allocUnsafe(size);
-  for (let read = 0; read < size; ) {
+  for (let read = 0; read < size;) {
     const n = (await handle.read(bytes, read, size - read, read)).bytesRead;
     if (n === 0) return scan(path, bytes.subarray(0, read));
     read += n;
@@ -208,7 +208,11 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
   return {
     claim(claim: JournalClaim): Observable<JournalSession> {
       const c = validateClaim('fileJournal.claim', claim);
-      return claimed(c.runId, 'fileJournal', abortable(() => take(c)));
+      return claimed(
+        c.runId,
+        'fileJournal',
+        abortable(() => take(c)),
+      );
     },
     read(runId: string): Observable<readonly JournalEntry[]> {
       const id = validateRunId('fileJournal.read', runId);
@@ -223,4 +227,3 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     },
   };
 }
-

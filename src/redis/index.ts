@@ -24,6 +24,8 @@ export { RedisBreakerStore } from './breakerStore.js';
 export type { RedisBreakerStoreOptions } from './breakerStore.js';
 export { RedisRateLimitStore } from './rateLimitStore.js';
 export type { RedisRateLimitStoreOptions } from './rateLimitStore.js';
+export { redisJournal } from './journalStore.js';
+export type { RedisJournalOptions } from './journalStore.js';
 export { ExpiredCommandError } from './client.js';
 export type {
   RedisCallClient,

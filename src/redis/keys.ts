@@ -29,7 +29,7 @@ export function keyPart(name: string): string {
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
 /**
- * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`) or one rate-limit key (`rl`),
+ * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`), one rate-limit key (`rl`) or one journaled run (`j`),
  * which begins every key of it. Redis Cluster hashes only the text inside the braces, so all the
  * keys of one breaker (its verdict, votes, node set) share one slot — one script may touch them
  * all — while two breakers' keys spread over the cluster's slots (no one hot slot for a whole
@@ -41,7 +41,7 @@ const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{':
  * hashTag('rxheal', 'b', 'model:gpt-4o'); // '{rxheal:b:model%3Agpt-4o}'
  * ```
  */
-export function hashTag(namespace: string, kind: 'b' | 'rl', name: string): string {
+export function hashTag(namespace: string, kind: 'b' | 'rl' | 'j', name: string): string {
   return `{${namespace}:${kind}:${keyPart(name)}}`;
 }
 

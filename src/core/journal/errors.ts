@@ -25,7 +25,7 @@ const WHY: Readonly<Record<RunLockReason, string>> = {
   held: 'is held by another holder',
   taken: 'was taken by another claim since this session claimed it',
   released: 'was released by this session',
-  interrupted: "cannot be written by this session: an earlier append failed with its outcome unknown (claim the run again to read what was committed)",
+  interrupted: 'cannot be written by this session: an earlier append failed with its outcome unknown (claim the run again to read what was committed)',
 };
 
 /**
@@ -54,7 +54,8 @@ export class RunLockedError extends Error {
   readonly retryAfterMs: number | undefined;
 
   constructor(runId: string, reason: RunLockReason, lease: { readonly holder?: string; readonly until?: number; readonly retryAfterMs?: number } = {}) {
-    const by = lease.holder === undefined ? '' : ` (by ${JSON.stringify(lease.holder)}${lease.retryAfterMs === undefined ? '' : ` for ${lease.retryAfterMs} ms more`})`;
+    const by =
+      lease.holder === undefined ? '' : ` (by ${JSON.stringify(lease.holder)}${lease.retryAfterMs === undefined ? '' : ` for ${lease.retryAfterMs} ms more`})`;
     super(`Run ${JSON.stringify(runId)} ${WHY[reason]}${reason === 'held' ? by : ''}`);
     this.runId = runId;
     this.reason = reason;

@@ -165,7 +165,8 @@ const claimProps = { runId: RunId, holder: NonEmptyString, leaseMs: LeaseMs };
  */
 export function validateClaim(target: string, claim: unknown): JournalClaim {
   const o = validateOptions(target, claimProps, claim);
-  for (const key of ['runId', 'holder', 'leaseMs'] as const) if (o[key] === undefined) throw new InvalidOptionError(target, key, undefined, claimProps[key].name);
+  for (const key of ['runId', 'holder', 'leaseMs'] as const)
+    if (o[key] === undefined) throw new InvalidOptionError(target, key, undefined, claimProps[key].name);
   return o as JournalClaim;
 }
 

@@ -35,7 +35,8 @@ interface Run {
   lease: { holder: string; until: number; released: boolean } | undefined;
 }
 
-type Claimed = { readonly refused: { holder: string; until: number; retryAfterMs: number } } | { readonly generation: number; readonly entries: JournalEntry[] };
+type Claimed =
+  { readonly refused: { holder: string; until: number; retryAfterMs: number } } | { readonly generation: number; readonly entries: JournalEntry[] };
 
 const entriesOf = (records: readonly string[]): JournalEntry[] => records.map((text, seq) => ({ seq, data: JSON.parse(text) as JournalEntry['data'] }));
 
