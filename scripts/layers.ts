@@ -46,6 +46,10 @@ export const ROOMS: readonly Room[] = [
   },
   { path: 'core/rate-limit', purpose: 'Shared rate limits: the GCRA store contract, its memory store, and the RateLimiter that reserves calls on it' },
   {
+    path: 'core/journal',
+    purpose: `The run journal's store contract (JournalStore, JournalSession, the run-id and record rules), its errors, the one session every store hands out, and memoryJournal, the reference model on a scheduler`,
+  },
+  {
     path: 'core/bulkhead',
     purpose: `Bulkheads: at most so many calls of a model or tool at once, a bounded FIFO queue with its timeout, the typed refusal, and the registry of bulkheads per name`,
   },
@@ -76,7 +80,12 @@ export const ROOMS: readonly Room[] = [
   },
   { path: 'otel', purpose: `rxheal/otel: the hub's events as OpenTelemetry spans and metrics` },
   { path: 'server', purpose: 'rxheal/server: the local provider (OpenAI and Anthropic wire formats on 127.0.0.1) with scripted answers and faults' },
-  { path: 'redis', purpose: 'rxheal/redis: the breaker and rate-limit stores on Redis (Lua scripts, one client layer)' },
+  {
+    path: 'durable',
+    purpose: `rxheal/durable: fileJournal, one append-only checksummed file per run with a lease of lock files (and memoryJournal re-exported)`,
+  },
+  { path: 'redis', purpose: 'rxheal/redis: the breaker, rate-limit and journal stores on Redis (Lua scripts, one client layer)' },
+  { path: 'postgres', purpose: 'rxheal/postgres: postgresJournal, the run journal in one Postgres table with a lease row per run' },
   { path: 'openai', purpose: 'rxheal/openai: fromOpenAI, a model over the official openai SDK' },
   { path: 'anthropic', purpose: 'rxheal/anthropic: fromAnthropic, a model over the official Anthropic SDK' },
   { path: 'ai-sdk', purpose: 'rxheal/ai-sdk: fromAiSdk (an AI SDK model as an rxheal model) and toAiSdk (an rxheal model as an AI SDK one)' },

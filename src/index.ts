@@ -68,6 +68,9 @@ export {
   TotalTimeoutError,
 } from './core/errors/errors.js';
 export type { GiveUpReason, HeadersLike } from './core/errors/errors.js';
+export { JournalCorruptError, RunLockedError } from './core/journal/errors.js';
+export type { RunLockReason } from './core/journal/errors.js';
+export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
 export { ToolError } from './core/errors/errors.js';
 export type { ToolPhase } from './core/errors/errors.js';
 export { HealHub } from './core/hub/hub.js';

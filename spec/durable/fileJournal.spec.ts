@@ -31,6 +31,8 @@ journalContract('fileJournal', async () => {
   return { a: fileJournal({ dir }), b: fileJournal({ dir }) };
 });
 
+/** Flips bits of one byte of `bytes`. */
+const flip = (bytes: Buffer, at: number, mask = 0x01): void => void bytes.writeUInt8(bytes.readUInt8(at) ^ mask, at);
 const get = <T>(o: import('rxjs').Observable<T>): Promise<T> => firstValueFrom(o);
 const done = (o: import('rxjs').Observable<unknown>): Promise<unknown> => lastValueFrom(o, { defaultValue: undefined });
 
@@ -79,7 +81,7 @@ describe('fileJournal: the file', () => {
       'a last body whose checksum fails',
       (path: string) => {
         const whole = frame(entryBody(2, 3, '{"bad":true}'));
-        whole[whole.length - 2] ^= 0xff;
+        flip(whole, whole.length - 2, 0xff);
         appendFileSync(path, whole);
       },
     ],
@@ -106,7 +108,7 @@ describe('fileJournal: the file', () => {
     const { path } = await written(runId, 3);
     const at = offsets(path)[2]!; // the second entry
     const bytes = readFileSync(path);
-    bytes[at + 14] ^= 0x01;
+    flip(bytes, at + 14);
     writeFileSync(path, bytes);
     const e = corrupt(await failure(store.read(runId)), path);
     expect(e.offset).to.equal(at);
@@ -114,7 +116,7 @@ describe('fileJournal: the file', () => {
     expect(e.message).to.include(`${path} is corrupt at offset ${at}: the record's checksum does not match`);
     expect(corrupt(await failure(store.claim({ runId, holder: 'next', leaseMs: 60_000 })), path).offset).to.equal(at);
     const header = readFileSync(path);
-    header[at + 1] ^= 0x01; // its length too: the header's own checksum fails
+    flip(header, at + 1); // its length too: the header's own checksum fails
     writeFileSync(path, header);
     expect(corrupt(await failure(store.read(runId)), path).reason).to.equal("the record's header checksum does not match");
   });
@@ -123,7 +125,7 @@ describe('fileJournal: the file', () => {
     const runId = freshRun();
     const { path } = await written(runId, 2);
     const bytes = readFileSync(path);
-    bytes[offsets(path)[1]! + 13] ^= 0x01;
+    flip(bytes, offsets(path)[1]! + 13);
     writeFileSync(path, bytes);
     corrupt(await failure(store.claim({ runId, holder: 'a', leaseMs: 60_000 })), path);
     corrupt(await failure(store.claim({ runId, holder: 'b', leaseMs: 60_000 })), path); // not RunLockedError: nothing holds it

@@ -17,6 +17,7 @@
  */
 /// <reference types="node" />
 import { link, mkdir, open, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
@@ -62,7 +63,7 @@ async function appendAll(handle: FileHandle, bytes: Buffer): Promise<void> {
 
 /** The journal of a new run: its header under a temporary name, fsync'd, then linked (an existing journal is never replaced). */
 async function create(dir: string, path: string): Promise<void> {
-  const temp = join(dir, `tmp.journal.${process.pid}.${Math.random().toString(36).slice(2)}`);
+  const temp = join(dir, `tmp.journal.${randomBytes(8).toString('hex')}`);
   const handle = await open(temp, 'wx');
   try {
     await appendAll(handle, FILE_HEADER);
