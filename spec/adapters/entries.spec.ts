@@ -65,13 +65,15 @@ const FRAMEWORKS = [
 ];
 
 /** Every file of dist/ a file reaches through relative imports, and every bare specifier on the way. */
-function reach(entry: string): { files: Set<string>; packages: Set<string> } {
+function reach(entry: string, options: { readonly docs?: boolean } = {}): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
   const packages = new Set<string>();
   const visit = (file: string): void => {
     if (files.has(file)) return;
     files.add(file);
-    const text = readFileSync(file, 'utf8');
+    const read = readFileSync(file, 'utf8');
+    // `docs: false`: not the imports of TSDoc examples (`/** … import pg from 'pg' … */`)
+    const text = options.docs === false ? read.replace(/\/\*\*[\s\S]*?\*\//g, '') : read;
     for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]|\/\/\/\s*<reference types="([^"]+)"/g)) {
       const spec = m[1] ?? m[2]!;
       if (spec.startsWith('.')) visit(resolve(dirname(file), file.endsWith('.d.ts') ? spec.replace(/\.js$/, '.d.ts') : spec));
@@ -109,6 +111,27 @@ describe('the adapter subpaths', function () {
       }
     });
   }
+
+  it('rxheal/durable and rxheal/postgres: in the exports map, resolve to the built ESM, and reach no peer but rxjs (a pg pool is taken by shape: pg an optional peer and a devDependency, never imported)', async () => {
+    const stores = { durable: ['fileJournal', 'memoryJournal'], postgres: ['postgresJournal', 'postgresJournalSchema'] };
+    for (const [name, functions] of Object.entries(stores)) {
+      expect(pkg.exports[`./${name}`]).to.deep.equal({
+        types: `./dist/${name}/index.d.ts`,
+        import: `./dist/${name}/index.js`,
+        default: `./dist/${name}/index.js`,
+      });
+      const built = (await import(`rxheal/${name}`)) as Record<string, unknown>;
+      for (const f of functions) expect(built[f], f).to.be.a('function');
+      for (const file of [`dist/${name}/index.js`, `dist/${name}/index.d.ts`])
+        expect(
+          [...reach(join(ROOT, file), { docs: false }).packages].filter((p) => p in pkg.peerDependencies),
+          `${file}: the peers it reaches`,
+        ).to.deep.equal(['rxjs']);
+    }
+    expect(pkg.peerDependenciesMeta['pg']?.optional).to.equal(true);
+    expect(pkg.devDependencies).to.have.property('pg');
+    expect(pkg.dependencies).not.to.have.property('pg');
+  });
 
   it('the root entry reaches no framework: not in its code, not in its types', () => {
     const code = reach(join(ROOT, 'dist/index.js'));
