@@ -300,6 +300,15 @@ log('o. shared rate limits on Redis vs bottleneck …');
   verdicts.push(...m.verdicts);
 }
 
+log('p. journal commit per step …');
+{
+  // self-contained: the file journal in a temp folder, a redis-server and a PostgreSQL of its own (each skipped, with a row saying so, when not installed)
+  const { journalCommit } = await import('./figures/journal.js');
+  const p = await journalCommit(quick ? { n: 200, reps: 3 } : { n: 500, reps: 7 });
+  rows.push(...p.rows);
+  verdicts.push(...p.verdicts);
+}
+
 log('k. tail latency (virtual time) …');
 {
   // deterministic: a seeded simulated provider in virtual time (bench/figures/tail.ts says its parameters)
