@@ -67,7 +67,8 @@ export async function journalCommit(options: { n: number; reps: number }): Promi
   ];
   try {
     const redisProgram = findProgram({ name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server' });
-    if (redisProgram === undefined) rows.push({ figure: FIGURE, name: 'Redis: skipped, redis-server not found (apt-get install redis-server)', unit: '', value: 0 });
+    if (redisProgram === undefined)
+      rows.push({ figure: FIGURE, name: 'Redis: skipped, redis-server not found (apt-get install redis-server)', unit: '', value: 0 });
     else {
       for (const fsync of [false, true]) {
         const server: RedisServer = await startRedis(redisProgram);
@@ -83,12 +84,15 @@ export async function journalCommit(options: { n: number; reps: number }): Promi
         stores.push([
           fsync ? 'Redis, appendfsync always (loopback)' : 'Redis (loopback)',
           redisJournal(client),
-          fsync ? 'node-redis; every write in the AOF, fsync’d before Redis answers' : 'node-redis; acknowledged in memory (no persistence, as the specs start it)',
+          fsync
+            ? 'node-redis; every write in the AOF, fsync’d before Redis answers'
+            : 'node-redis; acknowledged in memory (no persistence, as the specs start it)',
         ]);
       }
     }
     const pgProgram = findProgram(postgresProgram());
-    if (pgProgram === undefined) rows.push({ figure: FIGURE, name: 'Postgres: skipped, PostgreSQL not found (apt-get install postgresql)', unit: '', value: 0 });
+    if (pgProgram === undefined)
+      rows.push({ figure: FIGURE, name: 'Postgres: skipped, PostgreSQL not found (apt-get install postgresql)', unit: '', value: 0 });
     else {
       const server: PostgresServer = await startPostgres(pgProgram);
       closers.push(() => server.stop());
@@ -143,7 +147,12 @@ export async function journalCommit(options: { n: number; reps: number }): Promi
       max: c.max,
       note: `${claims.length} claims: the lease taken (link + fsync of the folder), the claim record appended and fsync'd, 100 entries read and checked`,
     });
-    verdicts.push({ figure: 'p', target: 'claiming a 100-entry run on the file journal (the store’s share of a resume) ≤ 20 ms median', measured: `${c.median.toFixed(2)} ms`, met: c.median <= 20 });
+    verdicts.push({
+      figure: 'p',
+      target: 'claiming a 100-entry run on the file journal (the store’s share of a resume) ≤ 20 ms median',
+      measured: `${c.median.toFixed(2)} ms`,
+      met: c.median <= 20,
+    });
   } finally {
     for (const close of closers) await close().catch(() => undefined);
   }
