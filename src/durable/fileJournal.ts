@@ -20,12 +20,12 @@ import { link, mkdir, open, readFile, unlink, type FileHandle } from 'node:fs/pr
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
-import { validateClaim, validateRunId, type JournalClaim, type JournalEntry, type JournalSession, type JournalStore } from '../core/journal/journal.js';
-import { claimed, type Grant } from '../core/journal/session.js';
+import type { JournalClaim, JournalStore } from '../core/journal/journal.js';
+import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
 import { claimBody, entryBody, FILE_HEADER, frame, scan, type Scan } from './format.js';
 import { newestGeneration, readLease, rewriteLease, syncDir, takeLease } from './lease.js';
@@ -206,18 +206,11 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     }
   };
 
-  return {
-    claim(claim: JournalClaim): Observable<JournalSession> {
-      const c = validateClaim('fileJournal.claim', claim);
-      return claimed(
-        c.runId,
-        'fileJournal',
-        abortable(() => take(c)),
-      );
-    },
-    read(runId: string): Observable<readonly JournalEntry[]> {
-      const id = validateRunId('fileJournal.read', runId);
-      const path = join(root, folderOf(id), 'journal');
+  return journalStore(
+    'fileJournal',
+    (claim) => abortable(() => take(claim)),
+    (runId) => {
+      const path = join(root, folderOf(runId), 'journal');
       return abortable(async ({ signal }) => {
         const bytes = await readFile(path, { signal }).catch((error: unknown) => {
           if (code(error) === 'ENOENT') return undefined;
@@ -226,5 +219,5 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
         return bytes === undefined ? [] : scan(path, bytes).entries;
       });
     },
-  };
+  );
 }

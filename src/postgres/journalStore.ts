@@ -19,20 +19,11 @@
  *
  * @module
  */
-import { type Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { Bool, check, validateOptions } from '../core/errors/options.js';
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
-import {
-  parseRecord,
-  validateClaim,
-  validateRunId,
-  type JournalClaim,
-  type JournalEntry,
-  type JournalSession,
-  type JournalStore,
-} from '../core/journal/journal.js';
-import { claimed, type Grant } from '../core/journal/session.js';
+import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
+import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
 
 /**
@@ -215,18 +206,9 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
     }
   };
 
-  return {
-    claim(claim: JournalClaim): Observable<JournalSession> {
-      const c = validateClaim('postgresJournal.claim', claim);
-      return claimed(
-        c.runId,
-        'postgresJournal',
-        abortable(() => take(c)),
-      );
-    },
-    read(runId: string): Observable<readonly JournalEntry[]> {
-      const id = validateRunId('postgresJournal.read', runId);
-      return abortable(() => entries(id));
-    },
-  };
+  return journalStore(
+    'postgresJournal',
+    (claim) => abortable(() => take(claim)),
+    (runId) => abortable(() => entries(runId)),
+  );
 }

@@ -22,16 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import { PositiveIntegerMs, PositiveNumber, Scheduler, validateOptions } from '../core/errors/options.js';
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
-import {
-  parseRecord,
-  validateClaim,
-  validateRunId,
-  type JournalClaim,
-  type JournalEntry,
-  type JournalSession,
-  type JournalStore,
-} from '../core/journal/journal.js';
-import { claimed, type Grant } from '../core/journal/session.js';
+import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
+import { journalStore, type Grant } from '../core/journal/session.js';
 import { redisStoreProps } from './breakerStore.js';
 import { clientOption, num, Script, type RedisClientLike } from './client.js';
 import { hashTag } from './keys.js';
@@ -170,25 +162,18 @@ export function redisJournal(client: RedisClientLike, options?: RedisJournalOpti
     };
   };
 
-  return {
-    claim(claim: JournalClaim): Observable<JournalSession> {
-      const c = validateClaim('redisJournal.claim', claim);
-      const token = randomBytes(12).toString('hex');
-      const acquire = run(c.runId, ['claim', token, c.holder, Math.ceil(c.leaseMs)]).pipe(
-        map((reply) => {
-          if (reply[0] === 'held') {
-            const until = num(reply[2]);
-            const holder = String(reply[1]);
-            throw new RunLockedError(c.runId, 'held', { ...(holder === '' ? {} : { holder }), until, retryAfterMs: num(reply[3]) });
-          }
-          return grant(c, token, entriesOf(c.runId, reply[1]));
-        }),
-      );
-      return claimed(c.runId, 'redisJournal', acquire);
-    },
-    read(runId: string): Observable<readonly JournalEntry[]> {
-      const id = validateRunId('redisJournal.read', runId);
-      return run(id, ['read']).pipe(map((reply) => entriesOf(id, reply[1])));
-    },
+  const take = (c: JournalClaim): Observable<Grant> => {
+    const token = randomBytes(12).toString('hex');
+    return run(c.runId, ['claim', token, c.holder, Math.ceil(c.leaseMs)]).pipe(
+      map((reply) => {
+        if (reply[0] === 'held') {
+          const holder = String(reply[1]);
+          const until = num(reply[2]);
+          throw new RunLockedError(c.runId, 'held', { ...(holder === '' ? {} : { holder }), until, retryAfterMs: num(reply[3]) });
+        }
+        return grant(c, token, entriesOf(c.runId, reply[1]));
+      }),
+    );
   };
+  return journalStore('redisJournal', take, (runId) => run(runId, ['read']).pipe(map((reply) => entriesOf(runId, reply[1]))));
 }

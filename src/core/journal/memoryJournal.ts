@@ -10,8 +10,8 @@ import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
 import { NonNegativeNumber, Scheduler, validateOptions } from '../errors/options.js';
 import { simulated } from '../fleet/fleetStore.js';
 import { RunLockedError } from './errors.js';
-import { validateClaim, validateRunId, type JournalClaim, type JournalEntry, type JournalSession, type JournalStore } from './journal.js';
-import { claimed, type Grant } from './session.js';
+import type { JournalClaim, JournalEntry, JournalStore } from './journal.js';
+import { journalStore, type Grant } from './session.js';
 
 /**
  * Options of {@link memoryJournal}.
@@ -94,28 +94,20 @@ export function memoryJournal(options?: MemoryJournalOptions): JournalStore {
     };
   };
 
-  return {
-    claim(claim: JournalClaim): Observable<JournalSession> {
-      const c = validateClaim('memoryJournal.claim', claim);
-      const acquire = op((): Claimed => {
-        const now = scheduler.now();
-        const run = runOf(c.runId);
-        const lease = run.lease;
-        if (lease !== undefined && !lease.released && lease.until > now && lease.holder !== c.holder)
-          return { refused: { holder: lease.holder, until: lease.until, retryAfterMs: lease.until - now } };
-        run.lease = { holder: c.holder, until: now + c.leaseMs, released: false };
-        return { generation: ++run.generation, entries: entriesOf(run.records) };
-      }).pipe(
-        map((r) => {
-          if ('refused' in r) throw new RunLockedError(c.runId, 'held', r.refused);
-          return grant(c.runId, c, r.generation, r.entries);
-        }),
-      );
-      return claimed(c.runId, 'memoryJournal', acquire);
-    },
-    read(runId: string): Observable<readonly JournalEntry[]> {
-      const id = validateRunId('memoryJournal.read', runId);
-      return op(() => entriesOf(runs.get(id)?.records ?? []));
-    },
-  };
+  const take = (c: JournalClaim): Observable<Grant> =>
+    op((): Claimed => {
+      const now = scheduler.now();
+      const run = runOf(c.runId);
+      const lease = run.lease;
+      if (lease !== undefined && !lease.released && lease.until > now && lease.holder !== c.holder)
+        return { refused: { holder: lease.holder, until: lease.until, retryAfterMs: lease.until - now } };
+      run.lease = { holder: c.holder, until: now + c.leaseMs, released: false };
+      return { generation: ++run.generation, entries: entriesOf(run.records) };
+    }).pipe(
+      map((r) => {
+        if ('refused' in r) throw new RunLockedError(c.runId, 'held', r.refused);
+        return grant(c.runId, c, r.generation, r.entries);
+      }),
+    );
+  return journalStore('memoryJournal', take, (runId) => op(() => entriesOf(runs.get(runId)?.records ?? [])));
 }

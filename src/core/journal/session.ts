@@ -9,7 +9,7 @@
  */
 import { Observable, type Subscriber } from 'rxjs';
 import { RunLockedError, type RunLockReason } from './errors.js';
-import { recordText, type JournalEntry, type JournalSession } from './journal.js';
+import { recordText, validateClaim, validateRunId, type JournalClaim, type JournalEntry, type JournalSession, type JournalStore } from './journal.js';
 
 /**
  * What a store granted with a claim: the entries it read back after taking the lease, and its
@@ -167,4 +167,30 @@ export function claimed(runId: string, target: string, acquire: Observable<Grant
       wanted = false;
     };
   });
+}
+
+/**
+ * A store from its two operations, the checks and the session made here for every store:
+ * `take` takes a checked claim's lease and reads its entries (the {@link Grant}), `read` reads a
+ * checked run id's entries. `target` names the store in errors (`'fileJournal'`).
+ *
+ * @example
+ * ```ts
+ * const store = journalStore('fileJournal', (claim) => abortable(() => take(claim)), (runId) => abortable(() => readRun(runId)));
+ * ```
+ */
+export function journalStore(
+  target: string,
+  take: (claim: JournalClaim) => Observable<Grant>,
+  read: (runId: string) => Observable<readonly JournalEntry[]>,
+): JournalStore {
+  return {
+    claim(claim: JournalClaim): Observable<JournalSession> {
+      const c = validateClaim(`${target}.claim`, claim);
+      return claimed(c.runId, target, take(c));
+    },
+    read(runId: string): Observable<readonly JournalEntry[]> {
+      return read(validateRunId(`${target}.read`, runId));
+    },
+  };
 }
