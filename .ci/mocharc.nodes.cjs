@@ -14,6 +14,8 @@
 //   the only place they run.
 // - the providers and the server (spec/providers, spec/server): Node's fetch, web streams,
 //   AbortSignal and http server, which change between Node lines.
+// - the file journal (spec/durable: Node's fs — O_APPEND, link, fsync — and zlib.crc32, in real
+//   processes), and the Postgres journal with the Redis specs (below: pg's sockets, as node-redis's).
 // - the agent frameworks (the OpenAI Agents SDK, Mastra 1.x: spec/ai-sdk/agentsSdk.spec.ts,
 //   spec/ai-sdk/mastra.spec.ts, and the README's snippets for them, spec/docs/agentFrameworks.spec.ts):
 //   they need Node >= 22 (spec/support/majors), so here is the only place they run.
@@ -35,6 +37,7 @@ const base = require('../.mocharc.cjs');
 // Node 24, not on Node 22 between them: npm resolves node-redis and ioredis the same on 22 and 24
 // (neither declares an engines split), and the clients' socket code is Node's net module on both
 // ends of the range. Measured: a fresh-clone .ci/run took 870 s with them on 22 (Node 22 phase 183 s).
+// The Postgres journal's specs (spec/postgres, ~25 s) follow the same rule, for the same reason (pg).
 const major = Number(process.versions.node.split('.')[0]);
 const redisHere = major !== 22;
 
@@ -50,7 +53,8 @@ module.exports = {
     'spec/anthropic/**/*.spec.ts',
     'spec/langchain/**/*.spec.ts',
     'spec/otel/**/*.spec.ts',
-    ...(redisHere ? ['spec/redis/**/*.spec.ts'] : []),
+    ...(redisHere ? ['spec/redis/**/*.spec.ts', 'spec/postgres/**/*.spec.ts'] : []),
+    'spec/durable/**/*.spec.ts',
     'spec/providers/**/*.spec.ts',
     'spec/server/**/*.spec.ts',
     'spec/docs/agentFrameworks.spec.ts',
