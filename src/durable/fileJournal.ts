@@ -161,7 +161,11 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
   };
 
   const take = async (claim: JournalClaim): Promise<Grant> => {
-    rootReady ??= mkdir(root, { recursive: true });
+    // made once; a failure (a permission, a full disk) is tried again by the next claim
+    rootReady ??= mkdir(root, { recursive: true }).catch((error: unknown) => {
+      rootReady = undefined;
+      throw error;
+    });
     await rootReady;
     const dir = join(root, folderOf(claim.runId));
     const made = await mkdir(dir, { recursive: true });
