@@ -76,7 +76,9 @@ export function processContract(kind: string, at: () => StoreAt): void {
       for (const w of workers.splice(0)) await w.stop();
     });
 
-    it('six processes claiming at the same instant — a run never claimed, then a lapsed lease — exactly one wins each time', async () => {
+    it('six processes claiming at the same instant — a run never claimed, then a lapsed lease — exactly one wins each time', async function () {
+      // six Node processes start (tsx) on two shared cores: slow on a loaded machine
+      this.timeout(240_000);
       const racers = await start(6);
       for (let round = 0; round < 8; round++) {
         const runId = freshRun();
@@ -85,7 +87,8 @@ export function processContract(kind: string, at: () => StoreAt): void {
           expect((await racers[0]!.send({ op: 'claim', runId, holder: 'seed', leaseMs: 100 })).ok).to.equal(true);
           await sleep(150);
         }
-        const when = Date.now() + 300;
+        // an instant far enough ahead that every process has its command first (else it claims on arrival)
+        const when = Date.now() + 500;
         const answers = await Promise.all(racers.map((w, i) => w.send({ op: 'claim', runId, holder: `racer-${i}`, leaseMs: 60_000, at: when })));
         const won = answers.flatMap((a, i) => (a.ok ? [i] : []));
         expect(won, `round ${round}: ${JSON.stringify(answers)}`).to.have.length(1);
@@ -156,7 +159,9 @@ export function processContract(kind: string, at: () => StoreAt): void {
           expect(e.data['pad']).to.equal(String((e.data['i'] as number) % 10).repeat(200_000));
         });
         expect((await w!.send({ op: 'appendLoop', runId, size: 200_000 })).value).to.equal('looping');
-        await sleep(100 + 80 * round);
+        // killed once it has appended, at a different point each round
+        for (let i = 0; i < 500 && w!.loop.length === 0; i++) await sleep(20);
+        await sleep(30 + 70 * round);
         w!.signal('SIGKILL');
         await w!.exited;
         acknowledged = entries.length + w!.loop.length;
