@@ -9,6 +9,12 @@
  * again: an append that overlapped another's claim is never reported as written, and — being of
  * an older generation than that claim's record — is never read as the run's.
  *
+ * Only a holder whose generation is the newest cuts a torn tail, and only when no newer claim's
+ * record is in the file (the bytes could be a newer holder's write in progress). What is left: a
+ * claimer stopped in the instant between that check and its `ftruncate` while another process
+ * claims the run whole — then the newer claim's record may be cut, which that claim, or the next
+ * read, reports (`RunLockedError`, `JournalCorruptError`): never a silent loss.
+ *
  * The lease is on the store's scheduler clock (`Date.now()` by default): processes sharing a
  * folder share one machine's clock — or a network file system's, whose `link` must be atomic
  * (NFSv3+ is; and `O_APPEND` must be honoured, which NFS does not promise: prefer a local disk).
@@ -137,7 +143,10 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
           const now = await readScan(handle, path);
           if (now.generation !== generation) throw await taken();
           if (now.entries.length !== seq) throw new JournalCorruptError('file', path, `${now.entries.length} entries where this session wrote ${seq}`);
-          if (now.torn) await handle.truncate(now.end);
+          if (now.torn) {
+            if ((await newestGeneration(dir)) !== generation) throw await taken();
+            await handle.truncate(now.end);
+          }
           end = now.end;
         }
         const bytes = frame(entryBody(generation, seq, text));
@@ -193,17 +202,23 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
       await create(dir, path);
       return open(path, APPEND);
     });
+    const overtaken = async (): Promise<RunLockedError> => {
+      const lease = await readLease(dir);
+      return new RunLockedError(claim.runId, 'held', lease?.holder === undefined ? {} : { holder: lease.holder, until: lease.until });
+    };
     try {
       const before = await readScan(handle, path);
-      if (before.torn) await handle.truncate(before.end);
+      // a newer claim's record already there: this claim was slow, and lost (a torn tail is then the newer holder's write in progress: never cut)
+      if (before.generation > generation) throw await overtaken();
+      if (before.torn) {
+        if ((await newestGeneration(dir)) !== generation) throw await overtaken();
+        await handle.truncate(before.end);
+      }
       await appendAll(handle, frame(claimBody(generation)));
       await handle.datasync();
       // read again after the claim record: what a former holder appended before it counts too
       const after = await readScan(handle, path);
-      if (after.generation !== generation || (await newestGeneration(dir)) !== generation) {
-        const lease = await readLease(dir);
-        throw new RunLockedError(claim.runId, 'held', lease?.holder === undefined ? {} : { holder: lease.holder, until: lease.until });
-      }
+      if (after.generation !== generation || (await newestGeneration(dir)) !== generation) throw await overtaken();
       return grant(claim.runId, claim, dir, path, generation, after);
     } finally {
       await handle.close();
