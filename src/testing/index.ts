@@ -362,3 +362,15 @@ export function pendingAt(scheduler: TestScheduler, ms: number): Observable<numb
     }),
   );
 }
+
+/**
+ * One run's shared state, as `runAgent` makes one per run: give a `toolPipeline` its
+ * `context.scope` when you test the pipeline outside a run.
+ *
+ * @example
+ * ```ts
+ * const scope = new RunScope();
+ * scope.toolSucceeded('get_weather'); // what a run does when a tool succeeds: its failures start over
+ * ```
+ */
+export { RunScope } from '../core/rx/runScope.js';
