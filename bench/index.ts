@@ -3,10 +3,10 @@
  * interleaved (every repetition runs every case once, after a warm-up), reports medians with
  * min–max, and ratios paired within a repetition (this machine is shared and noisy). Prints a
  * table and writes the results, with the machine it ran on, to `bench/results.local.json`
- * (untracked). Only `--save` updates the committed `bench/results.json` and the README's table.
+ * (untracked). Only `--save` updates the committed `bench/results.json` and bench/README.md's table.
  *
  *   npx tsx bench/index.ts            # full run (npm run bench)
- *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + README
+ *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + bench/README.md's table
  *   BENCH_QUICK=1 npx tsx bench/index.ts
  *   npx tsx bench/bundles.ts          # npm run bench:bundles: figure d alone (no timing, seconds)
  *
@@ -344,13 +344,13 @@ lines.push(`${seconds.toFixed(1)} s`);
 console.log(lines.join('\n'));
 
 const results = { machine: { ...machine, loadAverageAtEnd: endLoad, seconds: Math.round(seconds * 10) / 10, quick }, rows, verdicts };
-// every run keeps its results in an untracked file; the committed ones (and the README's table,
+// every run keeps its results in an untracked file; the committed ones (and bench/README.md's table,
 // generated from them) change only when asked
 const out = resultsPath(process.argv);
 writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-log(`wrote ${relative(process.cwd(), out)}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the README table)'}`);
+log(`wrote ${relative(process.cwd(), out)}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the table in bench/README.md)'}`);
 if (save) {
   const { current, expected } = expectedReadme();
   if (current !== expected) writeFileSync(README, expected);
-  log('README.md: benchmark table regenerated from bench/results.json');
+  log('bench/README.md: benchmark table regenerated from bench/results.json');
 }
