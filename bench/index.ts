@@ -167,10 +167,10 @@ for (const [k, onGenerator] of [
   ['pipeline', 'generatorPipeline'],
   ['runAgent', 'generatorRunAgent'],
 ] as const) {
-  // issue 15's measure: rxheal on an async source (an async generator), streamText on its mock
+  // each on its own source: rxheal on an async source (an async generator), streamText on its mock
   verdicts.push({
     figure: 'g',
-    target: `${STREAM[k]}, issue 15's measure — rxheal on an async generator source, streamText on its AI SDK mock, the same answer: ≤ 0.02× streamText per delta`,
+    target: `${STREAM[k]}, each on its own source — rxheal on an async generator source, streamText on its AI SDK mock, the same answer: ≤ 0.02× streamText per delta`,
     measured: `${g.toStreamText[onGenerator].toFixed(3)}× (${g.perDelta[onGenerator].toFixed(0)} vs ${g.perDelta.streamText.toFixed(0)} ns/delta)`,
     met: g.toStreamText[onGenerator] <= 0.02,
   });
@@ -251,7 +251,7 @@ rows.push(...ai.rows);
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
 verdicts.push({
   figure: 'i',
-  target: "rxheal's healing ≤ 3 % of streamText's own cost per text delta (issue 12 measured ~1.5 %)",
+  target: "rxheal's healing ≤ 3 % of streamText's own cost per text delta (~1.5 % when first measured)",
   measured: `${pct(ai.overhead.median)} (${pct(ai.overhead.min)}–${pct(ai.overhead.max)}), of which the second ReadableStream every adapter needs ${pct(ai.hop.median)} and rxheal beyond it ${pct(ai.beyondHop.median)}; end to end, paired: +${pct(ai.endToEnd.median)} (${pct(ai.endToEnd.min)}–${pct(ai.endToEnd.max)})`,
   met: ai.overhead.median <= 0.03,
 });
@@ -262,7 +262,7 @@ log('l. MCP tool call …');
   rows.push(...k.rows);
   verdicts.push({
     figure: 'l',
-    target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer (issue 23)',
+    target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer',
     measured: `+${pct(k.overhead.median)} (${pct(k.overhead.min)}–${pct(k.overhead.max)}) per call, +${Math.round(k.addedNs / 1000)} µs on ${Math.round(k.rawNs / 1000)} µs; over client.callTool given the same signal, progress callback and timeout: +${pct(k.overSameOptions.median)}; over stdio: +${pct(k.overStdio.median)}`,
     met: k.overhead.median <= 0.03,
   });
@@ -275,7 +275,7 @@ log('m. Responses stream, bytes to events …');
   verdicts.push({
     figure: 'm',
     target:
-      "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream; issue 22)",
+      "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream)",
     measured: `${m.ratio.median.toFixed(2)}× (${m.ratio.min.toFixed(2)}–${m.ratio.max.toFixed(2)}), ${m.events} events`,
     met: m.ratio.median <= 0.5,
   });
