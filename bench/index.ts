@@ -274,8 +274,7 @@ log('m. Responses stream, bytes to events …');
   rows.push(...m.rows);
   verdicts.push({
     figure: 'm',
-    target:
-      "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream)",
+    target: "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream)",
     measured: `${m.ratio.median.toFixed(2)}× (${m.ratio.min.toFixed(2)}–${m.ratio.max.toFixed(2)}), ${m.events} events`,
     met: m.ratio.median <= 0.5,
   });

@@ -40,8 +40,8 @@ export const NAMES = {
   runAgent: 'rxheal runAgent (one turn, the healing pipeline)',
   streamText: 'AI SDK 6 streamText, textStream',
   generator: 'async generator source: the same answer through fromAsyncIterable, no AI SDK stream',
-  generatorPipeline: "rxheal healing pipeline on the async generator source (each on its own source)",
-  generatorRunAgent: "rxheal runAgent on the async generator source (each on its own source)",
+  generatorPipeline: 'rxheal healing pipeline on the async generator source (each on its own source)',
+  generatorRunAgent: 'rxheal runAgent on the async generator source (each on its own source)',
 } as const;
 
 /** The cases on the AI SDK mock's stream (time to first delta and idle heap are measured for these). */
