@@ -413,7 +413,14 @@ describe('the demo page in Chromium', function () {
         const log = await logLines();
         expect(log.join('\n'), 'no escaped quotes in the log').not.to.contain('\\"');
         expect(marks.map((m) => m.text).join('\n'), 'nor under the answer').not.to.contain('\\"');
-        expect(await page.isChecked('[data-toggle="primary:bad-args"]'), 'the one-shot fault, used up, reads back as off').to.equal(false);
+        // read back from the provider after the answer (the page asks it once the answer is in)
+        const usedUp = await page
+          .waitForFunction(() => document.querySelector<HTMLInputElement>('[data-toggle="primary:bad-args"]')?.checked === false, undefined, { timeout: 5_000 })
+          .then(
+            () => true,
+            () => false,
+          );
+        expect(usedUp, 'the one-shot fault, used up, reads back as off').to.equal(true);
         await expectLayout(page, size);
         await page.screenshot({ path: `${ARTIFACTS}demo-weather-reflection-${size.name}.png` });
       });
