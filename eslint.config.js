@@ -16,7 +16,7 @@ const timingRule = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'docs/api/**', 'test-artifacts/**', 'marble-docs/**/*.svg'] },
+  { ignores: ['dist/**', 'node_modules/**', 'docs/site/**', 'test-artifacts/**', 'marble-docs/**/*.svg'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

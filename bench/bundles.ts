@@ -4,12 +4,12 @@
  * agent set against AI SDK `streamText` — on stdout. Exit 1 when a verdict is not met.
  *
  *   npx tsx bench/bundles.ts              # npm run bench:bundles
- *   npx tsx bench/bundles.ts --save       # also figure d in bench/results.json, and the README's table
+ *   npx tsx bench/bundles.ts --save       # also figure d in bench/results.json, and bench/README.md's table
  *   npx tsx bench/bundles.ts --ceilings   # write bench/bundleCeilings.json anew: measured + 3 %
  *
  * Bundle sizes do not depend on the machine or its load, so `--save` replaces figure d's rows and
  * verdicts in the committed results of the last full run (the other figures stay as they were
- * measured) and says so in the README's table. `--ceilings` moves every ceiling, down as well as
+ * measured) and says so in bench/README.md's table. `--ceilings` moves every ceiling, down as well as
  * up: review the diff and commit it with the reason (bench/README.md, "Bundle ceilings").
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -61,7 +61,7 @@ if (save) {
   writeFileSync(RESULTS, `${JSON.stringify(next, null, 2)}\n`);
   const { current, expected } = expectedReadme();
   if (current !== expected) writeFileSync(README, expected);
-  console.error(`wrote ${relative(process.cwd(), RESULTS)} (figure d) and the README's table`);
+  console.error(`wrote ${relative(process.cwd(), RESULTS)} (figure d) and bench/README.md's table`);
 }
 
 if (!rewrite && verdicts.some((v) => !v.met)) process.exitCode = 1;

@@ -3,10 +3,10 @@
  * interleaved (every repetition runs every case once, after a warm-up), reports medians with
  * min–max, and ratios paired within a repetition (this machine is shared and noisy). Prints a
  * table and writes the results, with the machine it ran on, to `bench/results.local.json`
- * (untracked). Only `--save` updates the committed `bench/results.json` and the README's table.
+ * (untracked). Only `--save` updates the committed `bench/results.json` and bench/README.md's table.
  *
  *   npx tsx bench/index.ts            # full run (npm run bench)
- *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + README
+ *   npx tsx bench/index.ts --save     # npm run bench -- --save: also bench/results.json + bench/README.md's table
  *   BENCH_QUICK=1 npx tsx bench/index.ts
  *   npx tsx bench/bundles.ts          # npm run bench:bundles: figure d alone (no timing, seconds)
  *
@@ -167,10 +167,10 @@ for (const [k, onGenerator] of [
   ['pipeline', 'generatorPipeline'],
   ['runAgent', 'generatorRunAgent'],
 ] as const) {
-  // issue 15's measure: rxheal on an async source (an async generator), streamText on its mock
+  // each on its own source: rxheal on an async source (an async generator), streamText on its mock
   verdicts.push({
     figure: 'g',
-    target: `${STREAM[k]}, issue 15's measure — rxheal on an async generator source, streamText on its AI SDK mock, the same answer: ≤ 0.02× streamText per delta`,
+    target: `${STREAM[k]}, each on its own source — rxheal on an async generator source, streamText on its AI SDK mock, the same answer: ≤ 0.02× streamText per delta`,
     measured: `${g.toStreamText[onGenerator].toFixed(3)}× (${g.perDelta[onGenerator].toFixed(0)} vs ${g.perDelta.streamText.toFixed(0)} ns/delta)`,
     met: g.toStreamText[onGenerator] <= 0.02,
   });
@@ -251,7 +251,7 @@ rows.push(...ai.rows);
 const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
 verdicts.push({
   figure: 'i',
-  target: "rxheal's healing ≤ 3 % of streamText's own cost per text delta (issue 12 measured ~1.5 %)",
+  target: "rxheal's healing ≤ 3 % of streamText's own cost per text delta (~1.5 % when first measured)",
   measured: `${pct(ai.overhead.median)} (${pct(ai.overhead.min)}–${pct(ai.overhead.max)}), of which the second ReadableStream every adapter needs ${pct(ai.hop.median)} and rxheal beyond it ${pct(ai.beyondHop.median)}; end to end, paired: +${pct(ai.endToEnd.median)} (${pct(ai.endToEnd.min)}–${pct(ai.endToEnd.max)})`,
   met: ai.overhead.median <= 0.03,
 });
@@ -262,7 +262,7 @@ log('l. MCP tool call …');
   rows.push(...k.rows);
   verdicts.push({
     figure: 'l',
-    target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer (issue 23)',
+    target: 'a fromMcp tool call ≤ 3 % over client.callTool on the same in-process McpServer',
     measured: `+${pct(k.overhead.median)} (${pct(k.overhead.min)}–${pct(k.overhead.max)}) per call, +${Math.round(k.addedNs / 1000)} µs on ${Math.round(k.rawNs / 1000)} µs; over client.callTool given the same signal, progress callback and timeout: +${pct(k.overSameOptions.median)}; over stdio: +${pct(k.overStdio.median)}`,
     met: k.overhead.median <= 0.03,
   });
@@ -274,8 +274,7 @@ log('m. Responses stream, bytes to events …');
   rows.push(...m.rows);
   verdicts.push({
     figure: 'm',
-    target:
-      "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream; issue 22)",
+    target: "SseParser + ResponsesDecoder ≤ 0.5× the openai SDK's Stream.fromSSEResponse per event, same bytes (a recorded reasoning + tool-call stream)",
     measured: `${m.ratio.median.toFixed(2)}× (${m.ratio.min.toFixed(2)}–${m.ratio.max.toFixed(2)}), ${m.events} events`,
     met: m.ratio.median <= 0.5,
   });
@@ -353,13 +352,13 @@ lines.push(`${seconds.toFixed(1)} s`);
 console.log(lines.join('\n'));
 
 const results = { machine: { ...machine, loadAverageAtEnd: endLoad, seconds: Math.round(seconds * 10) / 10, quick }, rows, verdicts };
-// every run keeps its results in an untracked file; the committed ones (and the README's table,
+// every run keeps its results in an untracked file; the committed ones (and bench/README.md's table,
 // generated from them) change only when asked
 const out = resultsPath(process.argv);
 writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-log(`wrote ${relative(process.cwd(), out)}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the README table)'}`);
+log(`wrote ${relative(process.cwd(), out)}${save ? '' : ' (npm run bench -- --save updates bench/results.json and the table in bench/README.md)'}`);
 if (save) {
   const { current, expected } = expectedReadme();
   if (current !== expected) writeFileSync(README, expected);
-  log('README.md: benchmark table regenerated from bench/results.json');
+  log('bench/README.md: benchmark table regenerated from bench/results.json');
 }

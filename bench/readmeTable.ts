@@ -1,10 +1,10 @@
 /**
- * The README's benchmark table, generated from `bench/results.json` (the committed results of
+ * The benchmark table of bench/README.md, generated from `bench/results.json` (the committed results of
  * `npm run bench -- --save`): the run's date, machine and load, then every target with what was
- * measured. It sits between two markers in README.md; nothing else of the README is touched.
+ * measured. It sits between two markers in bench/README.md; nothing else of that page is touched.
  *
  *   npx tsx bench/readmeTable.ts           # rewrite the table from bench/results.json
- *   npx tsx bench/readmeTable.ts --check   # exit 1 if README.md's table is not what the results say
+ *   npx tsx bench/readmeTable.ts --check   # exit 1 if bench/README.md's table is not what the results say
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +38,8 @@ export const LOCAL_RESULTS = fileURLToPath(new URL('./results.local.json', impor
 export function resultsPath(argv: readonly string[]): string {
   return argv.includes('--save') ? RESULTS : LOCAL_RESULTS;
 }
-export const README = fileURLToPath(new URL('../README.md', import.meta.url));
+/** The page the table lives on: bench/README.md (the repository's README links to it). */
+export const README = fileURLToPath(new URL('./README.md', import.meta.url));
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
@@ -68,11 +69,11 @@ export function replaceTable(readme: string, table: string): string {
   const start = readme.indexOf(BEGIN);
   const end = readme.indexOf(END);
   if (start < 0 || end < start || readme.indexOf(BEGIN, start + 1) >= 0)
-    throw new Error(`README.md: the bench table markers are missing or repeated (${BEGIN} … ${END})`);
+    throw new Error(`bench/README.md: the bench table markers are missing or repeated (${BEGIN} … ${END})`);
   return readme.slice(0, start) + table + readme.slice(end + END.length);
 }
 
-/** The README as it should be for the committed results. */
+/** bench/README.md as it should be for the committed results. */
 export function expectedReadme(): { current: string; expected: string } {
   const results = JSON.parse(readFileSync(RESULTS, 'utf8')) as Results;
   const current = readFileSync(README, 'utf8');
@@ -83,11 +84,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { current, expected } = expectedReadme();
   if (process.argv.includes('--check')) {
     if (current !== expected) {
-      console.error('README.md: the benchmark table differs from bench/results.json; run npx tsx bench/readmeTable.ts');
+      console.error('bench/README.md: the benchmark table differs from bench/results.json; run npx tsx bench/readmeTable.ts');
       process.exit(1);
     }
   } else if (current !== expected) {
     writeFileSync(README, expected);
-    console.error('README.md: benchmark table updated from bench/results.json');
+    console.error('bench/README.md: benchmark table updated from bench/results.json');
   }
 }

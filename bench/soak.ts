@@ -72,7 +72,7 @@ function judge(report: SoakReport): void {
 
 // the agent soak on rxheal/chaos's checkHealing (spec/soak/chaosSoak.ts): fast-check's seed is a 32-bit integer
 if (wanted('agent')) judge(await runChaosSoak({ runs: agentRuns, seed: seed | 0 }));
-// issue 10's classes (throwing callbacks, huge delays, late signals, odd snapshots): spec/soak/hardeningSoak.ts
+// the hardening classes (throwing callbacks, huge delays, late signals, odd snapshots): spec/soak/hardeningSoak.ts
 if (wanted('agent')) judge(runHardeningSoak({ runs: agentRuns, seed }));
 if (wanted('loopback')) judge(await runLoopbackSoak({ runs: loopbackRuns, seed, budgetMs: 50_000 }));
 // the stream soak: recorded streams split at random bytes, long lines (--only streams, --stream-runs N)

@@ -2,10 +2,13 @@
  * `npm run docs`: runs every ```marble block of marble-docs/*.md against the real operators (a
  * block that fails stops here, as in `npm test`), draws each one from what its run did
  * (scripts/marbleDiagram.ts, swirly's node renderer, no browser) into marble-docs/svg/, links each
- * SVG under its block, then builds the TypeDoc reference (docs/api) from the TSDoc of every
- * export, with the marble-docs pages included.
+ * SVG under its block, then builds the docs site with TypeDoc (typedoc.json) into docs/site/: the
+ * README as its landing page, the guides (docs/Guides.md and its children) and the operators' pages
+ * (docs/Operators.md: marble-docs/), and the API reference of every entry point from the TSDoc of
+ * every export. spec/docs/site.spec.ts builds the same site, checks its links and opens it in
+ * Chromium.
  *
- *   npm run docs                          # every page, then TypeDoc
+ *   npm run docs                          # every page, then the site
  *   npm run docs -- --no-typedoc          # diagrams only
  *   npm run docs -- --dir some/dir        # the pages of another folder (its svg/ beside them)
  */

@@ -72,7 +72,11 @@ export const ROOMS: readonly Room[] = [
   { path: 'providers', purpose: 'rxheal/providers: models over HTTP (OpenAI-compatible and Anthropic) and their SSE decoders' },
   { path: 'observe', purpose: 'Reading a run: the logger and the summary of what healed' },
   { path: 'adapters', purpose: 'What the SDK adapters share (abort handling, tool-schema and error helpers)' },
-  { path: 'events', purpose: 'rxheal/events: the event model alone, re-exported' },
+  { path: 'events', purpose: 'rxheal/events: the event model alone, re-exported, with the log records and summaries read from it' },
+  {
+    path: 'fleet',
+    purpose: 'rxheal/fleet: breakers and rate limits beyond one process — the memory stores, the store contracts with their node logic, breaker snapshots',
+  },
   { path: 'testing', purpose: `rxheal/testing: scripted models and tools, marbles and virtual-time helpers for users' own specs` },
   {
     path: 'chaos',

@@ -26,9 +26,9 @@ import {
   RetriesExhaustedError,
   TotalTimeoutError,
   ToolError,
-  readHeader,
   type AgentEvent,
 } from '../src/index.js';
+import { readHeader } from '../src/providers/index.js';
 import { describeEvent } from '../src/testing/index.js';
 import { named, one } from './marbleBlocks.js';
 import type { Note, Trace, TraceLine } from './marbleRun.js';

@@ -13,6 +13,8 @@ import { catchError, defer, mergeMap, Observable, of, tap, type OperatorFunction
 import { TestScheduler } from 'rxjs/testing';
 import * as rxheal from '../src/index.js';
 import * as providers from '../src/providers/index.js';
+import * as fleet from '../src/fleet/index.js';
+import * as events from '../src/events/index.js';
 import { BulkheadRejectedError, CircuitOpenError, HttpError, type TurnEvent } from '../src/index.js';
 import * as testing from '../src/testing/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -94,13 +96,15 @@ function responsesEvents(text: string): Record<string, { event: string; data: st
 }
 
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/testing, rxheal/mcp as `mcp`, rxheal/chaos,
+ * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/fleet, rxheal/events, rxheal/testing, rxheal/mcp as `mcp`, rxheal/chaos,
  * io-ts as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
  * and `mcpTool(options)`.
  */
 export const base: Readonly<Record<string, unknown>> = {
   ...rx,
+  ...events,
   ...providers,
+  ...fleet,
   ...rxheal,
   ...testing,
   ...chaos,

@@ -10,6 +10,9 @@ import {
   packageCommands,
   packageJson,
   packLine,
+  page,
+  PAGES,
+  userPages,
   subpathTable,
   tarballName,
   versionsTable,
@@ -65,7 +68,7 @@ describe('the published package', () => {
     expect(rows[0]).to.include({ specifier: 'rxheal' }).and.to.have.property('peers').that.deep.equals([]);
   });
 
-  it("the README's versions table names each peer's majors as its range does (one ^ range a major, no open upper bound, the version the specs use inside), and the Node lines .ci/run tests on", () => {
+  it("the install guide's versions table names each peer's majors as its range does (one ^ range a major, no open upper bound, the version the specs use inside), and the Node lines .ci/run tests on", () => {
     const json = packageJson();
     const peers = json.peerDependencies ?? {};
     const rows = versionsTable();
@@ -89,7 +92,7 @@ describe('the published package', () => {
         mins.map((m) => m.major),
         `${row.name}: "${range}" names each major once, in order`,
       ).to.deep.equal([...new Set(mins.map((m) => m.major))].sort((a, b) => a - b));
-      expect(row.versions, `README.md:${row.line}: ${row.name} as package.json's "${range}"`).to.equal(mins.map(shown).join(' · '));
+      expect(row.versions, `${PAGES.install}:${row.line}: ${row.name} as package.json's "${range}"`).to.equal(mins.map(shown).join(' · '));
       const used = json.devDependencies?.[row.name];
       expect(
         used !== undefined && semver.satisfies(semver.minVersion(used)!, range),
@@ -100,30 +103,30 @@ describe('the published package', () => {
     const lines = pinnedNodes()
       .map((n) => n.line)
       .filter((l) => l !== floor.major);
-    expect(rows[0]!.versions, `README.md:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal(
+    expect(rows[0]!.versions, `${PAGES.install}:${rows[0]!.line}: the engines floor, then each Node line .ci/node pins`).to.equal(
       [shown(floor), ...lines].join(' · '),
     );
   });
 
-  it('starts every README command that installs or runs rxheal from the packed tarball (rxheal is not on the registry: `npm install rxheal` answers E404)', () => {
-    const commands = packageCommands();
+  it('starts every command of the README and the guides that installs or runs rxheal from the packed tarball (rxheal is not on the registry: `npm install rxheal` answers E404)', () => {
+    const commands = userPages().flatMap((where) => packageCommands(page(where)).map((c) => ({ ...c, where })));
     expect(commands.length).to.be.greaterThan(5);
-    for (const { command, line } of commands) {
+    for (const { command, line, where } of commands) {
       const words = command.split(/\s+/);
       expect(
         words.filter((w) => w === 'rxheal' || w.startsWith('rxheal@')),
-        `README.md:${line}: ${command}`,
+        `${where}:${line}: ${command}`,
       ).to.deep.equal([]);
       if (words[0] === 'npx' && words.includes('rxheal-mcp-proxy'))
-        expect(words.slice(0, 4), `README.md:${line}: npx runs the bin from the tarball`).to.satisfy(
+        expect(words.slice(0, 4), `${where}:${line}: npx runs the bin from the tarball`).to.satisfy(
           (w: string[]) => w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!),
         );
     }
     // an MCP host's configuration runs the bin the same way
     const hosts = hostConfigs();
-    expect(hosts.length, 'the README has a host configuration').to.be.greaterThan(0);
+    expect(hosts.length, `${PAGES.mcp} has a host configuration`).to.be.greaterThan(0);
     for (const { name, command, args, line } of hosts) {
-      expect([command, ...args.slice(0, 3)], `README.md:${line}: ${name} runs the bin from the tarball`).to.satisfy(
+      expect([command, ...args.slice(0, 3)], `${PAGES.mcp}:${line}: ${name} runs the bin from the tarball`).to.satisfy(
         (w: string[]) => w[0] === 'npx' && w[1] === '-y' && w[2] === '-p' && isTarball(w[3]!),
       );
     }
@@ -131,10 +134,9 @@ describe('the published package', () => {
     expect(command, 'the Install section packs the repository').to.equal('npm pack');
   });
 
-  it('names io-ts in the Install line: the README snippets that import it (defineTool) must not rely on npm hoisting it from rxheal', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const importing = tsBlocks('README.md', readme).filter((b) => /from 'io-ts'/.test(b.code));
-    expect(importing.length, 'README snippets import io-ts').to.be.greaterThan(0);
+  it('names io-ts in the Install line: the snippets of the README and the guides that import it (defineTool) must not rely on npm hoisting it from rxheal', () => {
+    const importing = userPages().flatMap((where) => tsBlocks(where, page(where)).filter((b) => /from 'io-ts'/.test(b.code)));
+    expect(importing.map((b) => b.page)).to.include('README.md');
     const root = installLines().filter((l) => l.for === 'the root entry');
     expect(root.map((l) => l.command.split(/\s+/).slice(2))).to.deep.equal([[`/path/to/${tarballName()}`, 'rxjs', 'io-ts']]);
     expect(pkg['dependencies'], 'io-ts is a dependency of rxheal (so npm hoists it; pnpm does not)').to.have.property('io-ts');

@@ -1,12 +1,44 @@
+/**
+ * `rxheal`: the learnable core — the operators, the circuit breaker and its registry, the errors
+ * and the classifier, the agent loop (`runAgent`, `fallbackModel`, `defineTool`), the models over
+ * `fetch`, and what the operators take (hubs, registries, budgets). Everything else has a
+ * subpath of its own: the fleet's stores and breaker snapshots in `rxheal/fleet`, the event codecs
+ * and log helpers in `rxheal/events`, the protocol layer and the header and error helpers in
+ * `rxheal/providers`, fakes in `rxheal/testing`. CHANGELOG.md says where each moved name went.
+ *
+ * @example
+ * ```ts
+ * import { circuitBreak, retryWithBackoff } from 'rxheal';
+ * callWeather$.pipe(retryWithBackoff({ maxRetries: 3 }), circuitBreak({ failureThreshold: 5 }));
+ * ```
+ *
+ * @module
+ */
+
+// the operators
 export { retryWithBackoff } from './operators/retryWithBackoff.js';
 export type { RetryInfo, RetryWithBackoffOptions, RetryWithBackoffBaseOptions } from './operators/retryWithBackoff.js';
 export { circuitBreak } from './operators/circuitBreak.js';
+export type { CircuitBreakOptions } from './operators/circuitBreak.js';
 export { callPolicy } from './operators/callPolicy.js';
 export type { CallPolicy, CallPolicyOptions } from './operators/callPolicy.js';
+export { reflectOnError, Reflection } from './operators/reflectOnError.js';
+export type { ReflectOnErrorOptions } from './operators/reflectOnError.js';
+export { validateOutput } from './operators/validateOutput.js';
+export type { OutputCheck, OutputValidator, ValidateOutputOptions } from './operators/validateOutput.js';
+export { fallbackTo } from './operators/fallbackTo.js';
+export type { FallbackAlternative, FallbackFactory, FallbackInfo, FallbackToBaseOptions, FallbackToOptions, NamedFallback } from './operators/fallbackTo.js';
+export { degradeAfter } from './operators/degradeAfter.js';
+export type { DegradeAfterOptions, DegradeDeadline, DegradeReason, Degraded } from './operators/degradeAfter.js';
+export { rateLimit } from './operators/rateLimit.js';
+export type { RateLimitOptions } from './operators/rateLimit.js';
+export { bulkhead } from './operators/bulkhead.js';
+export { hedge } from './operators/hedge.js';
+export type { HedgeAttempt, HedgeOptions } from './operators/hedge.js';
+
+// what the operators take: breakers, the hub they report to, capabilities, limits, bulkheads, latency, the hedge budget
 export { CircuitBreaker } from './core/breaker/CircuitBreaker.js';
 export { CircuitBreakerRegistry } from './core/breaker/registry.js';
-// persisting breakers: functions of their own, so a plain circuitBreak bundles none of it
-export { restoreBreaker, restoreRegistry, snapshotBreaker, snapshotRegistry } from './core/breaker/persist.js';
 export type {
   CircuitBreakerOptions,
   CircuitEvent,
@@ -18,33 +50,43 @@ export type {
   FailureRateWindow,
   TransitionReason,
 } from './core/breaker/CircuitBreaker.js';
-// fleets: breaker verdicts and rate limits shared across processes (Redis stores in rxheal/redis)
-export { MemoryBreakerStore } from './core/fleet/fleetStore.js';
-export type { MemoryBreakerStoreOptions } from './core/fleet/fleetStore.js';
-export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum } from './core/breaker/fleetSeam.js';
-export type { FleetOptions, QuorumOptions } from './core/breaker/fleetSeam.js';
-// a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
-export { fleetNode } from './core/fleet/fleet.js';
-export { FLEET_NODE } from './core/breaker/fleetSeam.js';
-export type { FleetBreaker, FleetHook, FleetNode } from './core/breaker/fleetSeam.js';
-export type { GuardBreaker } from './core/fleet/storeGuard.js';
+// a breaker's `fleet` option and a limiter's `store` take rxheal/fleet's stores: their types (FleetOptions, BreakerStore, RateLimitStore) are there
 export type { Watchable } from './core/circuit/permit.js';
+export { HealHub } from './core/hub/hub.js';
+export { CapabilityRegistry } from './core/capabilities/CapabilityRegistry.js';
+export type { CapabilityEvent, CapabilityRegistryOptions } from './core/capabilities/CapabilityRegistry.js';
 export { RateLimiter } from './core/rate-limit/rateLimit.js';
 export type { RateLimiterOptions, RateLimitReservation } from './core/rate-limit/rateLimit.js';
-export { MemoryRateLimitStore } from './core/rate-limit/rateLimitStore.js';
-export type {
-  MemoryRateLimitStoreOptions,
-  RateLimit,
-  RateLimitAdjustment,
-  RateLimitGrant,
-  RateLimitRequest,
-  RateLimitStore,
-} from './core/rate-limit/rateLimitStore.js';
-export { rateLimit } from './operators/rateLimit.js';
-export type { RateLimitOptions } from './operators/rateLimit.js';
-export { RateLimitExceededError } from './core/errors/errors.js';
-export { classifyError, createClassifier, isServiceFailure } from './core/errors/classify.js';
-export { impliedStatus, parseRetryAfter, readHeader } from './core/errors/readError.js';
+export { Bulkhead, BulkheadRegistry } from './core/bulkhead/bulkhead.js';
+export type { BulkheadEntrant, BulkheadOptions } from './core/bulkhead/bulkhead.js';
+export { LatencyTracker } from './core/latency/tracker.js';
+export type { LatencyDeadline, DerivedDeadlineOptions, LatencyKind, LatencyQuantiles, LatencySnapshot, LatencyTrackerOptions } from './core/latency/tracker.js';
+export type { DeadlineSource } from './core/latency/deadline.js';
+export { LatencyRegistry } from './core/latency/registry.js';
+export { HedgeBudget } from './operators/hedgeBudget.js';
+export type { HedgeBudgetOptions } from './operators/hedgeBudget.js';
+export type { BackoffPolicy, Jitter } from './core/rx/backoff.js';
+
+// the errors, and the classifier that reads any thrown value
+export {
+  AllFallbacksFailedError,
+  BudgetExceededError,
+  BulkheadRejectedError,
+  CircuitOpenError,
+  HttpError,
+  IncompleteStreamError,
+  InvalidOptionError,
+  MalformedStreamError,
+  RateLimitExceededError,
+  RetriesExhaustedError,
+  ToolError,
+  TotalTimeoutError,
+} from './core/errors/errors.js';
+export type { BulkheadRejection, GiveUpReason, HeadersLike, ToolPhase } from './core/errors/errors.js';
+export { JournalCorruptError, RunLockedError } from './core/journal/errors.js';
+export type { RunLockReason } from './core/journal/errors.js';
+export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
+export { classifyError, createClassifier } from './core/errors/classify.js';
 export type {
   ClassificationRule,
   ClassifierOptions,
@@ -54,56 +96,22 @@ export type {
   ErrorClassifier,
   RecoveryStrategy,
 } from './core/errors/classify.js';
-export { backoffDelay, baseDelay } from './core/rx/backoff.js';
-export type { BackoffPolicy, Jitter } from './core/rx/backoff.js';
-export {
-  AllFallbacksFailedError,
-  BudgetExceededError,
-  CircuitOpenError,
-  HttpError,
-  IncompleteStreamError,
-  InvalidOptionError,
-  MalformedStreamError,
-  RetriesExhaustedError,
-  TotalTimeoutError,
-} from './core/errors/errors.js';
-export type { GiveUpReason, HeadersLike } from './core/errors/errors.js';
-export { JournalCorruptError, RunLockedError } from './core/journal/errors.js';
-export type { RunLockReason } from './core/journal/errors.js';
-export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
-export { ToolError } from './core/errors/errors.js';
-export type { ToolPhase } from './core/errors/errors.js';
-export { HealHub } from './core/hub/hub.js';
-export { sanitizeText, errorText } from './core/errors/sanitize.js';
-export type * from './core/events/events.js';
-// the union codecs; each event's and message's own codec is in rxheal/events
-export { AgentEventCodec, HealEventCodec, MessageCodec, ModelEventCodec, ToolCallCodec, TurnEventCodec, UsageCodec } from './core/events/events.js';
-export { reflectOnError, shouldReflectByDefault, Reflection, DEFAULT_REFLECTION_TEMPLATE, DEFAULT_EXHAUSTED_TEMPLATE } from './operators/reflectOnError.js';
-export type { ReflectOnErrorOptions } from './operators/reflectOnError.js';
-export { validateOutput } from './operators/validateOutput.js';
-export type { OutputCheck, OutputValidator, ValidateOutputOptions } from './operators/validateOutput.js';
-export type { CircuitBreakOptions } from './operators/circuitBreak.js';
-export { abortable } from './core/model/abortable.js';
-export type { AbortContext } from './core/model/abortable.js';
-export { streamModel, fromAsyncIterable, eachValueFrom } from './core/model/model.js';
+
+// the agent: models, tools, the loop
+export { streamModel } from './core/model/model.js';
 export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
-export { defineTool, callTool, toJsonSchema } from './sources/tool.js';
+export type { AbortContext } from './core/model/abortable.js';
+export { defineTool, callTool } from './sources/tool.js';
 export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
-export { RunScope } from './core/rx/runScope.js';
-export { fallbackTo } from './operators/fallbackTo.js';
-export type { FallbackAlternative, FallbackFactory, FallbackInfo, FallbackToBaseOptions, FallbackToOptions, NamedFallback } from './operators/fallbackTo.js';
-export { fallbackModel, DEFAULT_CONTINUE_INSTRUCTION } from './sources/fallbackModel.js';
+export type { RunScope } from './core/rx/runScope.js';
+export { fallbackModel } from './sources/fallbackModel.js';
 export type { FallbackModelOptions, PerModelContext } from './sources/fallbackModel.js';
-export { degradeAfter } from './operators/degradeAfter.js';
-export type { DegradeAfterOptions, DegradeDeadline, DegradeReason, Degraded } from './operators/degradeAfter.js';
-export { CapabilityRegistry } from './core/capabilities/CapabilityRegistry.js';
-export type { CapabilityEvent, CapabilityRegistryOptions } from './core/capabilities/CapabilityRegistry.js';
-export { formatLogLine, logEvents, logRecord, tapLogs } from './observe/logger.js';
-export type { LogEventsOptions, LoggerLike, LogLevel, LogRecord, LogValue } from './observe/logger.js';
-export { summarize, summarizeEvents } from './observe/summarize.js';
-export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';
+// the event model's types (their io-ts codecs, as values, are rxheal/events')
+export type * from './core/events/events.js';
+
+// the models over fetch (their protocol layer is rxheal/providers)
 export { openAICompatibleModel } from './providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './providers/openai.js';
 export { openAIResponsesModel } from './providers/responses.js';
@@ -111,21 +119,9 @@ export type { OpenAIResponsesModelOptions } from './providers/responses.js';
 export type { ResponsesResumeOptions } from './providers/responsesResume.js';
 export { anthropicModel } from './providers/anthropic.js';
 export type { AnthropicModelOptions } from './providers/anthropic.js';
-// the protocol layer (SSE parsing, decoders, request bodies) is rxheal/providers
-// observed latency: trackers on HdrHistogram, and deadlines derived from their quantiles
-export { LatencyTracker } from './core/latency/tracker.js';
-// LatencyDeadline is made by tracker.deadline(): its type alone keeps the root under 80 runtime exports
-export type { LatencyDeadline, DerivedDeadlineOptions, LatencyKind, LatencyQuantiles, LatencySnapshot, LatencyTrackerOptions } from './core/latency/tracker.js';
-export type { DeadlineSource } from './core/latency/deadline.js';
-export { LatencyRegistry } from './core/latency/registry.js';
-// bulkheads: so many calls of a model or tool at once, a bounded queue, a typed refusal
-export { Bulkhead, BulkheadRegistry } from './core/bulkhead/bulkhead.js';
-export type { BulkheadEntrant, BulkheadOptions } from './core/bulkhead/bulkhead.js';
-export { bulkhead } from './operators/bulkhead.js';
-export { BulkheadRejectedError } from './core/errors/errors.js';
-export type { BulkheadRejection } from './core/errors/errors.js';
-// hedging the slow tail: a second attempt when the first is slow to deliver, within a budget
-export { hedge } from './operators/hedge.js';
-export type { HedgeAttempt, HedgeOptions } from './operators/hedge.js';
-export { HedgeBudget } from './operators/hedgeBudget.js';
-export type { HedgeBudgetOptions } from './operators/hedgeBudget.js';
+
+// reading a run: logs and the summary of what healed (log records and formatting: rxheal/events)
+export { logEvents } from './observe/logger.js';
+export type { LogEventsOptions, LoggerLike, LogLevel, LogRecord, LogValue } from './observe/logger.js';
+export { summarize } from './observe/summarize.js';
+export type { CapabilitySummary, CircuitSummary, Counts, ResilienceSummary, SummarizeOptions, TargetSummary, TimedEvent } from './observe/summarize.js';

@@ -4,8 +4,8 @@
  * non-idempotent booking tool behind retryWithBackoff, a deadline and reflectOnError — under 1 000
  * fault schedules drawn by fast-check over both models and the tool (seed 25), each run in
  * `TestScheduler` virtual time and checked against the seven invariants. Wall time of the whole
- * check, on the machine's clock (the runs themselves are virtual); the verdict is issue 25's
- * target: under 10 s. Repeated `reps` times (a fresh check each time, the same schedules).
+ * check, on the machine's clock (the runs themselves are virtual); the verdict is quick enough
+ * for a user's own spec: under 10 s. Repeated `reps` times (a fresh check each time, the same schedules).
  */
 import { checkHealing, faults } from '../../src/chaos/index.js';
 import { healing } from '../../spec/chaos/agents.js';
@@ -57,7 +57,7 @@ export async function chaosCheck(options: { schedules: number; reps: number }): 
     verdicts: [
       {
         figure: 'n',
-        target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (issue 25)`,
+        target: `checkHealing passes a correct agent for ${options.schedules.toLocaleString('en')} schedules in < 10 s (quick enough for a spec of one's own)`,
         measured: `${(s.median / 1000).toFixed(2)} s median (${(s.min / 1000).toFixed(2)}–${(s.max / 1000).toFixed(2)} s)`,
         met: s.max < 10_000,
       },

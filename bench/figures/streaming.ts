@@ -17,7 +17,7 @@
  *
  * Two ways to compare per delta, both in the same interleaved run: the rows above put rxheal on
  * the very stream `streamText` reads (reading that stream alone costs ~0.02–0.03× `streamText`,
- * so no pipeline on it can be under 0.02×); issue 15 measured rxheal on an async source instead
+ * so no pipeline on it can be under 0.02×); the first measure took rxheal on an async source instead
  * — the `generator` rows: the same answer (same deltas, same text) from an async generator
  * through `fromAsyncIterable`, then the same healing pipeline and `runAgent` — against
  * `streamText` on its mock.
@@ -40,8 +40,8 @@ export const NAMES = {
   runAgent: 'rxheal runAgent (one turn, the healing pipeline)',
   streamText: 'AI SDK 6 streamText, textStream',
   generator: 'async generator source: the same answer through fromAsyncIterable, no AI SDK stream',
-  generatorPipeline: "rxheal healing pipeline on the async generator source (issue 15's measure)",
-  generatorRunAgent: "rxheal runAgent on the async generator source (issue 15's measure)",
+  generatorPipeline: 'rxheal healing pipeline on the async generator source (each on its own source)',
+  generatorRunAgent: 'rxheal runAgent on the async generator source (each on its own source)',
 } as const;
 
 /** The cases on the AI SDK mock's stream (time to first delta and idle heap are measured for these). */

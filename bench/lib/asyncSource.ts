@@ -1,5 +1,5 @@
 /**
- * The source issue 15 measured rxheal on: an answer from an async generator (what a model over
+ * The source rxheal's per-delta cost was first measured on: an answer from an async generator (what a model over
  * an SDK's `for await` stream is), through `fromAsyncIterable` — the same text-delta events as
  * the AI SDK mock's stream (`aiSdk.ts`, `answerParts`: `' w0'`, `' w1'`…, then `finish`), so
  * rxheal and `streamText` carry the same answer. Compiled like the library (see `rxheal.ts`).

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as Lib from '../../src/index.js';
+import type * as Providers from '../../src/providers/index.js';
 
 /** What the benchmarks use (and the pass-through floor operator, compiled the same way). */
 export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pick<
@@ -26,10 +27,10 @@ export type Api = { passThrough: typeof import('./floor.js').passThrough } & Pic
   | 'CircuitOpenError'
   | 'CircuitBreakerRegistry'
   | 'streamModel'
-  | 'fromAsyncIterable'
   | 'fallbackModel'
   | 'runAgent'
 > &
+  Pick<typeof Providers, 'fromAsyncIterable'> &
   Partial<Pick<typeof Lib, 'callPolicy'>>;
 
 /** Only what the benchmarks use, from the modules that define it (not the whole index). */

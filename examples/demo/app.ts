@@ -6,7 +6,8 @@
  * them on load), and suggestion chips that each show one healing path. Runs in the browser;
  * bundled by the demo server with esbuild.
  */
-import { snapshotBreaker, summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
+import { snapshotBreaker } from '../../src/fleet/index.js';
+import { summarize, type AgentEvent, type CircuitBreaker, type HealEvent, type Message, type ResilienceSummary } from '../../src/index.js';
 import { createDemoAgent, DEMO, MCP_BREAKER, type McpConfig, type ProviderConfig } from './agent.js';
 import type { DemoReplay } from './replay.js';
 import { MARKS } from './marks.js';

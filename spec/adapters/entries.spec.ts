@@ -1,7 +1,8 @@
 /**
  * The adapter subpaths as a user installs them: `rxheal/ai-sdk`, `rxheal/openai`,
  * `rxheal/anthropic`, `rxheal/langchain`, `rxheal/mcp`, `rxheal/chaos` (on fast-check) resolve through the exports map to the built ESM; each
- * framework is an optional peer; the root entry (code and types) never reaches a framework, and a
+ * framework is an optional peer; the subpaths on no framework (`rxheal/fleet`, `rxheal/events`,
+ * `rxheal/providers`) resolve the same way and reach none; the root entry (code and types) never reaches a framework, and a
  * consumer project that installs none builds, typechecks and runs against it.
  */
 import { expect } from 'chai';
@@ -131,6 +132,27 @@ describe('the adapter subpaths', function () {
     expect(pkg.peerDependenciesMeta['pg']?.optional).to.equal(true);
     expect(pkg.devDependencies).to.have.property('pg');
     expect(pkg.dependencies).not.to.have.property('pg');
+  });
+
+  /** The subpaths built on no framework, and what each exports (values). */
+  const PLAIN = {
+    './fleet': ['MemoryBreakerStore', 'MemoryRateLimitStore', 'fleetNode', 'snapshotRegistry', 'restoreRegistry', 'snapshotBreaker', 'restoreBreaker'],
+    './events': ['AgentEventCodec', 'MessageCodec', 'tapLogs', 'logRecord', 'formatLogLine', 'summarizeEvents'],
+    './providers': ['readHeader', 'parseRetryAfter', 'impliedStatus', 'sanitizeText', 'errorText', 'baseDelay', 'abortable', 'fromAsyncIterable'],
+  } as const;
+  for (const [subpath, names] of Object.entries(PLAIN)) {
+    it(`rxheal${subpath.slice(1)}: in the exports map, resolves to the built ESM with ${names.join(', ')}, and reaches no framework`, async () => {
+      const name = subpath.slice(2);
+      expect(pkg.exports[subpath]).to.deep.equal({ types: `./dist/${name}/index.d.ts`, import: `./dist/${name}/index.js`, default: `./dist/${name}/index.js` });
+      const built = (await import(`rxheal/${name}`)) as Record<string, unknown>;
+      for (const e of names) expect(built[e], e).to.not.equal(undefined);
+      const reached = [...reach(join(ROOT, `dist/${name}/index.js`)).packages, ...reach(join(ROOT, `dist/${name}/index.d.ts`)).packages];
+      expect(reached.filter((p) => FRAMEWORKS.includes(p))).to.deep.equal([]);
+    });
+  }
+  it('rxheal/fleet: its FLEET_NODE is the symbol every copy of rxheal agrees on', async () => {
+    const fleet = (await import('rxheal/fleet')) as { FLEET_NODE: symbol };
+    expect(fleet.FLEET_NODE).to.equal(Symbol.for('rxheal.fleetNode'));
   });
 
   it('the root entry reaches no framework: not in its code, not in its types', () => {

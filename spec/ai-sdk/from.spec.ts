@@ -181,7 +181,7 @@ describe('rxheal/ai-sdk', function () {
         });
       });
 
-      // issue 21: AI SDK 7's LanguageModelV4 parts (read by shape: the same on either kit's mock)
+      // AI SDK 7's LanguageModelV4 parts (read by shape: the same on either kit's mock)
       describe('spec v4 stream parts (AI SDK 7)', () => {
         it('ping (a heartbeat) is ignored, never an error, wherever it comes', async () => {
           const model = mock(

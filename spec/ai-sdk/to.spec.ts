@@ -249,7 +249,7 @@ describe('rxheal/ai-sdk', function () {
         expect(inner.doStreamCalls[0]).to.include({ temperature: 0.2, topP: 0.5, maxOutputTokens: 50 });
       });
 
-      // issue 19 (checks): settings a model inside can't take were dropped without a word
+      // found by a review of the checks: settings a model inside can't take were dropped without a word
       it("settings a model inside can't take are warned about, as AI SDK providers do ('unsupported', naming the model): in the stream-start part and generateText's warnings; fromAiSdk models inside take them, so none", async () => {
         const logging = (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS;
         (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
@@ -612,7 +612,7 @@ describe('rxheal/ai-sdk', function () {
         ).to.throw(InvalidOptionError, /name/);
       });
 
-      // issue 21: what AI SDK 7's own call options do with an rxheal model inside
+      // what AI SDK 7's own call options do with an rxheal model inside
       if (kit.major === 7) {
         describe("AI SDK 7's own options: reasoning, streamRetries, timeout", () => {
           it("streamText's reasoning option travels to the fromAiSdk models inside: a real @ai-sdk/openai-compatible 3 sends it as reasoning_effort", async () => {
@@ -693,7 +693,7 @@ describe('rxheal/ai-sdk', function () {
     });
   reportSkippedMajors('toAiSdk: rxheal Model → LanguageModelV3 under streamText / generateText');
 
-  // issue 21: the prompt of a spec v4 caller (or of ai@7's conversion, which tags nothing it
+  // the prompt of a spec v4 caller (or of ai@7's conversion, which tags nothing it
   // passes down but file data it untags), handed straight to doStream
   describe('toAiSdk: spec v4 prompts (AI SDK 7: tagged file data, custom and reasoning-file parts)', () => {
     const requests: ModelRequest[] = [];

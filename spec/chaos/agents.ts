@@ -1,6 +1,6 @@
 /**
  * The agents of the chaos specs (and of the bench row): one that heals, and four broken on
- * purpose, each in one way the Definition of done of issue 25 names. Every factory builds its
+ * purpose, each in one way an agent's healing goes wrong (a stall, an unclassified error, a repeated side effect, a budget overrun). Every factory builds its
  * world fresh per run (models, breakers) and wraps its models and tools with `chaos`.
  */
 import * as t from 'io-ts';

@@ -1,5 +1,5 @@
 /**
- * The README's "With the OpenAI Agents SDK / Mastra" snippets, as a user would paste them: each
+ * The frameworks guide's "With the OpenAI Agents SDK and Mastra" snippets (docs/guides/frameworks.md), as a user would paste them: each
  * compiles (strict, imports included) against the real framework packages and the built rxheal —
  * with the `@ai-sdk/provider` its install line gets there (`@ai-sdk/provider@3`: the newest 3.x;
  * no version: the newest, 4.x), as npm resolves the line for a user — and runs — with its two base URLs pointed at two local providers (rxheal/server), nothing else
@@ -37,7 +37,7 @@ const PROVIDERS = [join(MAJORS, '@ai-sdk', 'provider-4'), join(ROOT, 'node_modul
  */
 function providerOfLine(framework: FrameworkName): { range: string; dir: string; version: string } {
   const line = frameworkLines().find((l) => frameworkOf(l.command) === framework);
-  expect(line, `the README's agent-framework table has a ${framework} line`).to.not.equal(undefined);
+  expect(line, `the frameworks guide's agent-framework table has a ${framework} line`).to.not.equal(undefined);
   const word = line!.command.split(/\s+/).find((w) => w === '@ai-sdk/provider' || w.startsWith('@ai-sdk/provider@'));
   expect(word, `${line!.command}: names @ai-sdk/provider`).to.be.a('string');
   const range = word!.slice('@ai-sdk/provider@'.length) || '*';
@@ -56,15 +56,15 @@ const ANTHROPIC_URL = "'https://api.anthropic.com'";
 
 const loaded = await agentFrameworks();
 
-describe("README: the agent frameworks' snippets (With the OpenAI Agents SDK / Mastra), compiled against the real packages and run against local providers", function () {
+describe("the frameworks guide: the agent frameworks' snippets (With the OpenAI Agents SDK and Mastra), compiled against the real packages and run against local providers", function () {
   this.timeout(60_000);
   const snippets = frameworkSnippets();
 
   it('the section has one snippet a framework, each pointing at the two providers its run replaces', () => {
     expect(snippets.map((s) => s.framework)).to.deep.equal(['agents', 'mastra']);
     for (const s of snippets) {
-      expect(s.code.split(OPENAI_URL).length - 1, `README.md:${s.line}: ${OPENAI_URL} once`).to.equal(1);
-      expect(s.code.split(ANTHROPIC_URL).length - 1, `README.md:${s.line}: ${ANTHROPIC_URL} once`).to.equal(1);
+      expect(s.code.split(OPENAI_URL).length - 1, `docs/guides/frameworks.md:${s.line}: ${OPENAI_URL} once`).to.equal(1);
+      expect(s.code.split(ANTHROPIC_URL).length - 1, `docs/guides/frameworks.md:${s.line}: ${ANTHROPIC_URL} once`).to.equal(1);
     }
   });
 

@@ -1,5 +1,5 @@
 /**
- * The programs of marble-docs/chaos.md and of the README's "Prove your agent heals" are run as a
+ * The programs of marble-docs/chaos.md and of the guide "Prove your agent heals" are run as a
  * user runs them (node, tsx, the built package through its own name: rxheal/chaos resolves by
  * self-reference to dist/), and each prints exactly the ```text block that follows it: the shrunk
  * failure's marble diagram, the replayed incident's healing. (spec/docs/snippets.spec.ts compiles
@@ -60,7 +60,7 @@ describe('the chaos docs: each program prints what the page says it prints', fun
   this.timeout(120_000);
   const found = [
     ...programs('marble-docs/chaos.md', readFileSync(join(ROOT, 'marble-docs', 'chaos.md'), 'utf8')),
-    ...programs('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'), '## Prove your agent heals'),
+    ...programs('docs/guides/proving-healing.md', readFileSync(join(ROOT, 'docs', 'guides', 'proving-healing.md'), 'utf8')),
   ];
 
   before(() => {
@@ -69,9 +69,9 @@ describe('the chaos docs: each program prints what the page says it prints', fun
   });
   after(() => rmSync(RUN_DIR, { recursive: true, force: true }));
 
-  it('finds the shrunk failure and the replayed incident in chaos.md, and the README program', () => {
+  it("finds the shrunk failure and the replayed incident in chaos.md, and the guide's program", () => {
     expect(found.filter((p) => p.where.startsWith('marble-docs/chaos.md')).length).to.equal(2);
-    expect(found.filter((p) => p.where.startsWith('README.md')).length).to.equal(1);
+    expect(found.filter((p) => p.where.startsWith('docs/guides/proving-healing.md')).length).to.equal(1);
   });
 
   found.forEach((program, i) => {

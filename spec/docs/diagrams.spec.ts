@@ -2,8 +2,8 @@
  * The rendered diagrams (marble-docs/svg/*.svg, from `npm run docs`): each is what the renderer
  * makes of its block today (so none is stale), is linked under its block, and reads cleanly — no
  * two marbles, error marks, completion bars or labels overlap (the SVG is parsed and each shape's
- * box computed), and every marble's name fits inside it. The README shows two of them, the
- * reference backoff among them with its attempts spaced 500 → 1 000 → 2 000 ms and labelled.
+ * box computed), and every marble's name fits inside it. The testing guide shows two of them, the
+ * default backoff among them with its attempts spaced 500 → 1 000 → 2 000 ms and labelled.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -196,9 +196,9 @@ describe('marble-docs/svg (the rendered diagrams)', function () {
     });
   }
 
-  it('the README shows two diagrams; the reference backoff has one line per attempt, spaced 500 → 1 000 → 2 000 ms, with those labels', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const shown = [...readme.matchAll(/\]\((marble-docs\/svg\/[\w-]+\.svg)\)/g)].map((m) => m[1]!);
+  it('the testing guide shows two diagrams; the default backoff has one line per attempt, spaced 500 → 1 000 → 2 000 ms, with those labels', () => {
+    const guide = readFileSync(join(ROOT, 'docs', 'guides', 'testing.md'), 'utf8');
+    const shown = [...guide.matchAll(/\]\(\.\.\/\.\.\/(marble-docs\/svg\/[\w-]+\.svg)\)/g)].map((m) => m[1]!);
     expect(shown).to.have.length(2);
     expect(shown).to.include('marble-docs/svg/retryWithBackoff-1.svg');
     const svg = parseXml(readFileSync(join(ROOT, 'marble-docs/svg/retryWithBackoff-1.svg'), 'utf8'));

@@ -1,8 +1,9 @@
 /**
- * Every relative link and image of README.md and marble-docs/*.md resolves to a file that
+ * Every relative link and image of README.md, the guides (docs/guides/*.md, and the site's index
+ * pages docs/Guides.md and docs/Operators.md) and marble-docs/*.md resolves to a file that
  * `npm pack` puts in the tarball (so it works on the package page and in node_modules, not only
  * in a clone), and every `#anchor` names a heading of its page. Absolute http(s) links are not
- * fetched.
+ * fetched. (The built site's links: spec/docs/site.spec.ts.)
  */
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -50,16 +51,15 @@ export function anchors(markdown: string): Set<string> {
 }
 
 function pages(): string[] {
-  return [
-    'README.md',
-    ...readdirSync(join(ROOT, 'marble-docs'))
+  const dir = (name: string): string[] =>
+    readdirSync(join(ROOT, name))
       .filter((f) => f.endsWith('.md'))
       .sort()
-      .map((f) => `marble-docs/${f}`),
-  ];
+      .map((f) => `${name}/${f}`);
+  return ['README.md', 'docs/Guides.md', 'docs/Operators.md', ...dir('docs/guides'), ...dir('marble-docs')];
 }
 
-describe('links in README and marble-docs (each resolves inside the published tarball)', function () {
+describe('links in README, the guides and marble-docs (each resolves inside the published tarball)', function () {
   this.timeout(60_000);
   let packed = new Set<string>();
   const all = pages().flatMap((page) => links(page, readFileSync(join(ROOT, page), 'utf8')));
@@ -102,10 +102,11 @@ describe('links in README and marble-docs (each resolves inside the published ta
 describe('commands and paths the docs name exist', () => {
   const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const contributing = readFileSync(join(ROOT, 'CONTRIBUTING.md'), 'utf8');
 
-  it('every `npm run NAME` / `npm start` / `npm test` in README, marble-docs and the examples is a package.json script', () => {
+  it('every `npm run NAME` / `npm start` / `npm test` in README, the guides, marble-docs, CONTRIBUTING.md, bench/README.md and the examples is a package.json script', () => {
     const texts = [
-      ...pages().map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]),
+      ...[...pages(), 'CONTRIBUTING.md', 'bench/README.md'].map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]),
       ...['examples/basic.ts', 'examples/agent.ts'].map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]),
     ];
     const missing: string[] = [];
@@ -132,8 +133,8 @@ describe('commands and paths the docs name exist', () => {
     expect(scripts['start']).to.contain('examples/demo/');
   });
 
-  it("the README's Layout names folders that exist, and says what examples/ and examples/demo/ are run with", () => {
-    const layout = /## Layout\n[\s\S]*?\n```[a-z]*\n([\s\S]*?)```/.exec(readme)?.[1];
+  it("CONTRIBUTING.md's Layout names folders that exist, and says what examples/ and examples/demo/ are run with", () => {
+    const layout = /## Layout\n[\s\S]*?\n```[a-z]*\n([\s\S]*?)```/.exec(contributing)?.[1];
     expect(layout, 'a ## Layout section with a fenced block').to.be.a('string');
     const folders = [...layout!.matchAll(/^(\S+\/)\s/gm)].map((m) => m[1]!);
     expect(folders.length).to.be.greaterThan(5);

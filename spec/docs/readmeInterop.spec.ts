@@ -1,5 +1,5 @@
 /**
- * The README's interop sections ("## With …": the Vercel AI SDK, the official OpenAI and
+ * The frameworks guide's interop sections (docs/guides/frameworks.md, "## With …": the Vercel AI SDK, the official OpenAI and
  * Anthropic SDKs, LangChain.js): every ```ts snippet, before and after, is complete — imports
  * included — and compiles against the real framework packages and the built rxheal subpaths.
  */
@@ -16,9 +16,9 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECTIONS = ['rxheal/ai-sdk', 'rxheal/openai', 'rxheal/anthropic', 'rxheal/langchain'];
 
-/** The ```ts blocks of each README section whose heading names one of the subpaths. */
+/** The ```ts blocks of each section of the frameworks guide whose heading names one of the subpaths. */
 function snippets(): { section: string; code: string }[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'guides', 'frameworks.md'), 'utf8');
   const out: { section: string; code: string }[] = [];
   for (const part of readme.split(/^## /m)) {
     const heading = part.slice(0, part.indexOf('\n'));
@@ -29,7 +29,7 @@ function snippets(): { section: string; code: string }[] {
   return out;
 }
 
-describe('README: the interop sections', function () {
+describe('the frameworks guide: the interop sections', function () {
   this.timeout(60_000);
 
   it('has a section per framework, each with a before and an after of at most ten lines (then, at most, one more snippet of that subpath)', () => {

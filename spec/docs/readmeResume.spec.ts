@@ -1,5 +1,5 @@
 /**
- * The README's "Resuming a cut stream" snippet, run as it is: a program of its own (written next
+ * The agents guide's "Resuming a cut stream" snippet (docs/guides/agents.md), run as it is: a program of its own (written next
  * to the package, so `rxheal` and `rxheal/server` resolve to the build through the exports map, as
  * for a user), started with Node and tsx. Its local Responses API cuts the first connection after
  * five tokens; what it prints must be one resume after event 8 (created, in_progress, the item and
@@ -15,18 +15,18 @@ import { RIVERS_ANSWER } from '../support/interop.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The ```ts block of the README's section `heading`. */
+/** The ```ts block of the agents guide's section `heading`. */
 function sectionSnippet(heading: string): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf(`\n### ${heading}`);
+  const guide = readFileSync(join(ROOT, 'docs', 'guides', 'agents.md'), 'utf8');
+  const start = guide.indexOf(`\n## ${heading}`);
   expect(start, heading).to.be.greaterThan(-1);
-  const section = readme.slice(start + 1, readme.indexOf('\n### ', start + 1));
+  const section = guide.slice(start + 1, guide.indexOf('\n## ', start + 1));
   const block = /^```ts\n([\s\S]*?)^```$/m.exec(section);
   expect(block, `a ts block under ${heading}`).to.not.equal(null);
   return block![1]!;
 }
 
-describe('README: the resume snippet, run as it is against rxheal/server', function () {
+describe('the agents guide: the resume snippet, run as it is against rxheal/server', function () {
   this.timeout(60_000);
 
   it('prints one resume (dropped, after event 8) and the whole answer, each word once', async () => {

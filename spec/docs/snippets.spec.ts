@@ -1,5 +1,5 @@
 /**
- * Every ```ts block of README.md and marble-docs/*.md is a complete program, as a user would paste
+ * Every ```ts block of README.md, the guides (docs/guides/*.md) and marble-docs/*.md is a complete program, as a user would paste
  * it: its imports included, nothing declared out of thin air. All of them are typechecked in one
  * TypeScript program (strict) against the built package, through the package's own name
  * ('rxheal', 'rxheal/testing', … resolve by self-reference through the exports map, exactly as in
@@ -18,14 +18,12 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const VIRTUAL = join(ROOT, 'spec', 'docs', '__snippets__');
 
 function pages(): string[] {
-  const docs = join(ROOT, 'marble-docs');
-  return [
-    join(ROOT, 'README.md'),
-    ...readdirSync(docs)
+  const dir = (name: string): string[] =>
+    readdirSync(join(ROOT, name))
       .filter((f) => f.endsWith('.md'))
       .sort()
-      .map((f) => join(docs, f)),
-  ];
+      .map((f) => join(ROOT, name, f));
+  return [join(ROOT, 'README.md'), ...dir('docs/guides'), ...dir('marble-docs')];
 }
 
 const blocks = pages().flatMap((path) => tsBlocks(relative(ROOT, path), readFileSync(path, 'utf8')));
@@ -59,7 +57,7 @@ function compile(): Map<string, string[]> {
   return byFile;
 }
 
-describe('README and marble-docs ```ts snippets (complete, and compiled against the built package)', function () {
+describe('README, guides and marble-docs ```ts snippets (complete, and compiled against the built package)', function () {
   this.timeout(60_000);
   let diagnostics = new Map<string, string[]>();
 
@@ -69,11 +67,12 @@ describe('README and marble-docs ```ts snippets (complete, and compiled against 
   });
 
   it(`leaves the agent frameworks' blocks to spec/docs/agentFrameworks.spec.ts (${left.map((s) => `${s.page}:${s.line}`).join(', ')})`, () => {
-    expect(left.map((s) => s.page)).to.deep.equal(['README.md', 'README.md']);
+    expect(left.map((s) => s.page)).to.deep.equal(['docs/guides/frameworks.md', 'docs/guides/frameworks.md']);
   });
 
-  it('finds snippets in the README and in the marble-docs pages', () => {
-    expect(snippets.filter((s) => s.page === 'README.md').length).to.be.greaterThan(2);
+  it('finds snippets in the README, in the guides and in the marble-docs pages', () => {
+    expect(snippets.filter((s) => s.page === 'README.md').length).to.be.at.least(2);
+    expect(snippets.filter((s) => s.page.startsWith('docs/guides/')).length).to.be.greaterThan(10);
     expect(snippets.filter((s) => s.page.startsWith('marble-docs/')).length).to.be.greaterThan(2);
   });
 

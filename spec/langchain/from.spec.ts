@@ -140,7 +140,7 @@ describe('rxheal/langchain', function () {
         );
       });
 
-      // issue 19 (checks): over ChatAnthropic a cleanly cut body passed as a complete answer. Its
+      // found by a review of the checks: over ChatAnthropic a cleanly cut body passed as a complete answer. Its
       // chunks as @langchain/anthropic makes them (utils/message_outputs.ts): message_start with
       // model_provider 'anthropic', text deltas (a bare string without tools), message_delta with
       // the stop_reason in additional_kwargs; message_stop makes no chunk; the SDK ends a cut stream quietly
@@ -379,7 +379,7 @@ describe('rxheal/langchain', function () {
         expect(events.filter((e) => e.type === 'reset')).to.deep.equal([]);
       });
     });
-    // issue 19, defect 7: a Responses stream ends with response.completed, whose metadata carries
+    // a Responses stream cut before its end taken for an answer: a Responses stream ends with response.completed, whose metadata carries
     // the response's `status`, not a finish reason; every complete answer was refused
     describe('ChatOpenAI on the Responses API (a codex model; useResponsesApi): recorded streams replayed on 127.0.0.1', () => {
       // gpt-5.1-codex-max, recorded by vercel/ai: a reasoning summary and a call, two more calls, the answer

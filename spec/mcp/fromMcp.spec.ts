@@ -14,14 +14,13 @@ import {
   CircuitBreakerRegistry,
   callTool,
   classifyError,
-  isServiceFailure,
   reflectOnError,
   Reflection,
-  shouldReflectByDefault,
   ToolError,
   InvalidOptionError,
   type Tool,
 } from '../../src/index.js';
+import { isServiceFailure, shouldReflectByDefault } from '../../src/providers/index.js';
 import {
   fromMcp,
   isIdempotentTool,

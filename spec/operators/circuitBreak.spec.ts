@@ -728,7 +728,7 @@ describe('circuitBreak', () => {
     });
   });
 
-  // found by the MCP work (issue 23): a breaker listener that ends the very call whose outcome
+  // found by the MCP adapter's specs: a breaker listener that ends the very call whose outcome
   // moved the breaker made the operator deliver to a subscriber already torn down (a TypeError)
   describe('a breaker listener that unsubscribes the call whose outcome it is handling', () => {
     for (const [outcome, fused] of [

@@ -236,7 +236,7 @@ describe('degradeAfter', () => {
     });
   });
 
-  describe('capabilities (issue 3, definition of done 5)', () => {
+  describe('capabilities: a degraded tool marked unavailable, the model told, restored after an on-time success', () => {
     it('a knowledge search slower than 3000 ms: degraded emitted, capability disabled; a later fast search restores it', () => {
       const ts = testScheduler();
       const capabilities = new CapabilityRegistry();

@@ -1,5 +1,5 @@
 /**
- * The README's install lines, as written, as a new user types them, on Node 20 (the engines
+ * The install lines of the README and the guides, as written, as a new user types them, on Node 20 (the engines
  * floor, 20.19.0) and Node 24 — the binaries .ci/node pins (bash .ci/run installs them; without
  * one, that Node's suite runs on the machine's Node when it is of that line, else it is skipped
  * with a printed notice, and under CI=true it fails). Node 22 is left out: npm resolves every line
@@ -16,11 +16,11 @@
  * line must be accepted by rxheal's peer ranges as npm resolves it there: no ERESOLVE, never
  * `--legacy-peer-deps`, nothing at all on stderr (no EBADENGINE or other warning), `npm ls --all`
  * clean, the resolved peers inside package.json's ranges, and the entry the line is for loads by
- * `import` and `require` on that Node. On Node 24 only, the agent-framework table's lines too
+ * `import` and `require` on that Node. On Node 24 only, the frameworks guide's agent-framework table's lines too
  * (whole lines, each in a fresh project: the frameworks need Node ≥ 22), with the same checks,
- * `rxheal/ai-sdk` and the frameworks loading by `import`, and the README's snippet for that
+ * `rxheal/ai-sdk` and the frameworks loading by `import`, and the guide's snippet for that
  * framework compiling in the project the line made (what `tsc` sees after a user's install, not
- * the repository's own copies). And on each Node, the `npx` lines of `rxheal-mcp-proxy` (`npx -y
+ * the repository's own copies). And on each Node, the MCP guide's `npx` lines of `rxheal-mcp-proxy` (`npx -y
  * -p /path/to/rxheal-0.1.0.tgz -p @modelcontextprotocol/sdk rxheal-mcp-proxy …`), run by the SDK's
  * client as an MCP host runs them: the stdio line with its `node my-server.js` upstream (a small
  * MCP server the spec writes), the URL line against the rxheal/mcp specs' HTTP fixture; the npx
@@ -57,6 +57,7 @@ import {
   npxLines,
   packageJson,
   packLine,
+  PAGES,
   ROOT,
   subpathTable,
   tarballName,
@@ -411,8 +412,12 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
     expect(packed!.stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('> '))).to.deep.equal([]);
     expect(packed!.stderr).to.match(/> rxheal@\S+ prepack\n> npm run build/);
     const named = (command: string): number => command.split(/\s+/).filter((w) => isTarball(w)).length;
-    for (const { command, line } of [...rootLines, ...frameworks, ...proxyLines])
-      expect(named(command), `README.md:${line}: ${command} starts from ${tarballName()}`).to.equal(1);
+    for (const { command, line, where } of [
+      ...rootLines.map((l) => ({ ...l, where: PAGES.readme })),
+      ...frameworks.map((l) => ({ ...l, where: PAGES.frameworks })),
+      ...proxyLines.map((l) => ({ ...l, where: PAGES.mcp })),
+    ])
+      expect(named(command), `${where}:${line}: ${command} starts from ${tarballName()}`).to.equal(1);
     // the entry-point table's lines add peers to the project the root line made
     for (const { command, line } of peerLines) expect(named(command), `README.md:${line}: ${command}`).to.equal(0);
   });
@@ -459,7 +464,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
         frameworks.forEach(({ command, framework, line: readmeLine }, i) => {
           const entries = frameworkEntries(command);
           const snippet = snippets.find((s) => s.framework === frameworkOf(command));
-          it(`\`${command}\` (the ${framework} row, README.md:${readmeLine}), in a fresh project: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${entries.join(', ')} load by import; the README's ${framework} snippet (README.md:${snippet?.line}) compiles there`, async () => {
+          it(`\`${command}\` (the ${framework} row, ${PAGES.frameworks}:${readmeLine}), in a fresh project: nothing on stderr, npm ls clean, peers inside rxheal's ranges; ${entries.join(', ')} load by import; the guide's ${framework} snippet (${PAGES.frameworks}:${snippet?.line}) compiles there`, async () => {
             const installed = await done.frameworks[i]!;
             const versions = expectInstalled(installed);
             console.log(
@@ -472,7 +477,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
             for (const entry of entries) expect(loaded[entry], `import('${entry}')`).to.be.an('array').that.is.not.empty;
             // Node's types (the snippet reads process.env): what the line installed (the Agents SDK brings them), else a
             // TypeScript user's own, the project's linked in
-            expect(snippet, `a README snippet for ${framework}`).to.not.equal(undefined);
+            expect(snippet, `a snippet of ${PAGES.frameworks} for ${framework}`).to.not.equal(undefined);
             const nodeTypes = join(installed.project, 'node_modules', '@types', 'node');
             if (!existsSync(nodeTypes)) {
               await mkdir(dirname(nodeTypes), { recursive: true });
@@ -481,7 +486,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
             await writeFile(join(installed.project, 'snippet.ts'), snippet!.code);
             expect(
               typeErrorsIn(installed.project, ['snippet.ts']),
-              `README.md:${snippet!.line}, with ${Object.entries(versions)
+              `${PAGES.frameworks}:${snippet!.line}, with ${Object.entries(versions)
                 .map(([n, v]) => `${n} ${v}`)
                 .join(', ')}`,
             ).to.deep.equal([]);
@@ -508,7 +513,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
               'the proxy lists the upstream’s tools and answers a call, the upstream (node my-server.js) on this Node; closed, nothing of it is left running',
             url: 'the proxy lists the upstream’s tools and answers a call; closed, nothing of it is left running',
           }[kind];
-          it(`\`${command}\` (README.md:${readmeLine}): ${does}`, async () => {
+          it(`\`${command}\` (${PAGES.mcp}:${readmeLine}): ${does}`, async () => {
             const words = withTarball(command, packed!.tarball).split(/\s+/);
             if (kind === 'help') {
               const run = await npxOnce(node, host, words);
@@ -535,7 +540,7 @@ describe("the README's install lines, as written, in a fresh project on Node 20 
         }
 
         for (const { name, command, args, line: readmeLine } of hostConfigs()) {
-          it(`the host configuration "${name}" (README.md:${readmeLine}): \`${command} ${args.join(' ')}\` started as a host starts it, the proxy answers a call of its upstream (node ${args.at(-1)}); closed, nothing of it is left running`, async () => {
+          it(`the host configuration "${name}" (${PAGES.mcp}:${readmeLine}): \`${command} ${args.join(' ')}\` started as a host starts it, the proxy answers a call of its upstream (node ${args.at(-1)}); closed, nothing of it is left running`, async () => {
             const run = await throughProxy(
               node,
               host,

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
@@ -62,6 +62,31 @@ export function entryPoints(pkg: PackageJson = packageJson()): EntryPoint[] {
       specifier: key === '.' ? pkg.name : `${pkg.name}/${key.slice(2)}`,
       conditions: typeof target === 'string' ? { default: target } : target,
     }));
+}
+
+/**
+ * The pages the package specs read, relative to the repository: the README (its Install section
+ * and table of entry points), the install guide (the versions table), the frameworks guide (the
+ * agent frameworks' install lines and snippets) and the MCP guide (the proxy's `npx` lines and a
+ * host's configuration).
+ */
+export const PAGES = {
+  readme: 'README.md',
+  install: 'docs/guides/install.md',
+  frameworks: 'docs/guides/frameworks.md',
+  mcp: 'docs/guides/mcp-tools.md',
+} as const;
+
+/** A page of the docs, by its path relative to the repository. */
+export const page = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
+
+/** The pages a user copies commands from: the README and every guide. */
+export function userPages(): string[] {
+  const guides = readdirSync(join(ROOT, 'docs', 'guides'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/guides/${f}`);
+  return [PAGES.readme, ...guides];
 }
 
 /** One row of the README's "Entry points" table. */
@@ -172,14 +197,14 @@ export function installLines(readme: string = readFileSync(join(ROOT, 'README.md
   return [...root, ...rows];
 }
 
-/** The README's `npx` lines (the package's bin, `rxheal-mcp-proxy`), from every ```sh block. */
-export function npxLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; line: number }[] {
+/** The `npx` lines of a page (the MCP guide's by default: the package's bin, `rxheal-mcp-proxy`), from every ```sh block. */
+export function npxLines(readme: string = page(PAGES.mcp)): { command: string; line: number }[] {
   const lines = readme.split('\n');
   return shellLines(lines, 0, lines.length).filter((l) => l.command.startsWith('npx '));
 }
 
-/** The README's MCP host configurations (```json blocks with `mcpServers`): each server's command and arguments, as written. */
-export function hostConfigs(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { name: string; command: string; args: string[]; line: number }[] {
+/** The MCP host configurations of a page (the MCP guide's by default; ```json blocks with `mcpServers`): each server's command and arguments, as written. */
+export function hostConfigs(readme: string = page(PAGES.mcp)): { name: string; command: string; args: string[]; line: number }[] {
   const out: { name: string; command: string; args: string[]; line: number }[] = [];
   for (const m of readme.matchAll(/```json\n([\s\S]*?)```/g)) {
     if (!m[1]!.includes('"mcpServers"')) continue;
@@ -191,7 +216,7 @@ export function hostConfigs(readme: string = readFileSync(join(ROOT, 'README.md'
 }
 
 /**
- * Every command of the README that installs or runs a package (`npm install …`, `npx …`, in code
+ * Every command of a page that installs or runs a package (`npm install …`, `npx …`, in code
  * blocks and code spans), as written.
  */
 export function packageCommands(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { command: string; line: number }[] {
@@ -202,19 +227,19 @@ export function packageCommands(readme: string = readFileSync(join(ROOT, 'README
 }
 
 /**
- * The README's agent-framework table (`| framework | through | install (Node ≥ 22) | tested |`):
+ * The agent-framework table of the frameworks guide (`| framework | through | install (Node ≥ 22) | tested |`):
  * each row's framework and whole install line (`npm install /path/to/rxheal-0.1.0.tgz rxjs @openai/agents …`), with
  * the entries the line is for — `rxheal/ai-sdk` and each framework package it names — to load.
  */
-export function frameworkLines(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): { framework: string; command: string; line: number }[] {
+export function frameworkLines(readme: string = page(PAGES.frameworks)): { framework: string; command: string; line: number }[] {
   const lines = readme.split('\n');
   const header = lines.findIndex((l) => l.startsWith('| framework | through | install (Node ≥ 22) |'));
-  if (header < 0) throw new Error('README.md has no agent-framework table ("| framework | through | install (Node ≥ 22) | tested |")');
+  if (header < 0) throw new Error(`${PAGES.frameworks} has no agent-framework table ("| framework | through | install (Node ≥ 22) | tested |")`);
   const out: { framework: string; command: string; line: number }[] = [];
   for (let i = header + 2; i < lines.length && lines[i]!.startsWith('|'); i++) {
     const cells = lines[i]!.split('|').map((c) => c.trim());
     const command = /`(npm install [^`]+)`/.exec(cells[3] ?? '')?.[1];
-    if (command === undefined) throw new Error(`README.md:${i + 1}: an agent-framework row without an install line`);
+    if (command === undefined) throw new Error(`${PAGES.frameworks}:${i + 1}: an agent-framework row without an install line`);
     out.push({ framework: cells[1]!, command, line: i + 1 });
   }
   return out;
@@ -249,7 +274,7 @@ export function expectLoaded(
   }
 }
 
-/** One row of the README's "needs | versions | tested" table (Node, rxjs and each optional peer). */
+/** One row of the install guide's "needs | versions | tested" table (Node, rxjs and each optional peer). */
 export interface VersionsRow {
   /** `Node`, or the package a code span names (`ai`). */
   readonly name: string;
@@ -258,11 +283,11 @@ export interface VersionsRow {
   readonly line: number;
 }
 
-/** The README's versions table: the rows after its `| needs | versions | tested |` header. */
-export function versionsTable(readme: string = readFileSync(join(ROOT, 'README.md'), 'utf8')): VersionsRow[] {
+/** The install guide's versions table: the rows after its `| needs | versions | tested |` header. */
+export function versionsTable(readme: string = page(PAGES.install)): VersionsRow[] {
   const lines = readme.split('\n');
   const header = lines.findIndex((l) => /^\|\s*needs\s*\|\s*versions\s*\|\s*tested\s*\|$/.test(l));
-  if (header < 0) throw new Error('README.md has no "| needs | versions | tested |" table');
+  if (header < 0) throw new Error(`${PAGES.install} has no "| needs | versions | tested |" table`);
   const rows: VersionsRow[] = [];
   for (let i = header + 2; i < lines.length && lines[i]!.startsWith('|'); i++) {
     const cells = lines[i]!.split('|').map((c) => c.trim());

@@ -1,6 +1,7 @@
 /**
- * The hardening classes of issue 10 as properties, for `bench/soak.ts` (tens of thousands of
- * runs each): throwing user callbacks, huge delays, signals read late, odd breaker snapshots.
+ * The classes of failure a hardening review found, as properties, for `bench/soak.ts` (tens of
+ * thousands of runs each): throwing user callbacks, huge delays, signals read late, odd breaker
+ * snapshots.
  * Each also runs a few hundred times in its own spec file next to this one.
  */
 import type fc from 'fast-check';

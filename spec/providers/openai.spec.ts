@@ -414,7 +414,7 @@ describe('openAICompatibleModel', () => {
       expect(text(events)).to.equal('Hi');
     });
 
-    // issue 19, defect 8: rxheal asks for one answer (n = 1), so every choice of the stream is that
+    // a gateway that numbers its one choice 1: rxheal asks for one answer (n = 1), so every choice of the stream is that
     // answer, whatever its index; only two choices carrying content in one chunk are ambiguous
     it("vercel/ai's own n=1 streams (its doStream fixtures: content at index 1, the finish at index 0) are one answer, not 'a second choice'", async () => {
       const deltas = await collect(streamModel(model('openai-vercel-stream-text-deltas.sse').model, ask('Hello')));

@@ -614,7 +614,7 @@ describe('local provider', () => {
         await own.close(); // idempotent
       });
 
-      // issue 19 (checks): waitForRequest never settled when the server closed first
+      // found by a review of the checks: waitForRequest never settled when the server closed first
       it('waitForRequest settles when the server closes first: a wait no request answered rejects at close(), a wait made after close() at once; a running request it matches still resolves it (server-closed)', async () => {
         const own = await startLocalProvider({ tokenDelayMs: 1, faults: { kind: 'stall', afterChunks: 1 } });
         const never = own.waitForRequest((r) => r.path === '/nowhere');

@@ -1,5 +1,5 @@
 /**
- * Resume over real HTTP on 127.0.0.1 (issue 22, item 5): rxheal/server keeps background responses
+ * Resume over real HTTP on 127.0.0.1: rxheal/server keeps background responses
  * (`background: true`, stored), serves `GET /v1/responses/{id}` (the object, or its stream again
  * after `starting_after`), cancels them and expires them; openAIResponsesModel({ resume }) picks a
  * stream cut mid-answer (the `reset` fault) or stalled (the `stall` fault, `idleMs`) up where it

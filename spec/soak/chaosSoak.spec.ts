@@ -1,10 +1,10 @@
 /**
- * The agent soak on checkHealing (issue 25, item 3): the soak's agent (./chaosSoak.ts) in each of
+ * The agent soak on checkHealing — the project's own agent proved the way users prove theirs: the soak's agent (./chaosSoak.ts) in each of
  * its four combinations of mid-stream handling and model retries, under fault schedules over its
  * three models and three tools that fast-check draws (and would shrink), checked against
  * checkHealing's invariants plus the soak's reasoning check. The bugs the seeded soak (retired:
  * this replaces it) caught are kept as fixed cases: the schedules that reproduce them, replayed,
- * and the checks shown to catch their symptoms — defect 6 (found at seed 20 250 611 aimed at
+ * and the checks shown to catch their symptoms — a continuation taken back by its own retry (found at seed 20 250 611 aimed at
  * 'continue' + perModel restart), the spliced reasoning, the shared-registry observer leak, the
  * turn that ended without finish. Beyond the four combinations: a chain retry with a total budget
  * around the fallback chain, and one breaker registry shared by every run.
@@ -122,7 +122,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
   });
 
   describe('fixed cases: what the seeded soak caught', () => {
-    // issue 19, defect 6 (fixed in d31cc33; the seeded soak found it at seed 20 250 611 aimed at
+    // a continuation taken back by a retry (fixed in d31cc33; the seeded soak found it at seed 20 250 611 aimed at
     // 'continue' + perModel restart, and at seed 42 in 2 000 runs): a model's own retry restarting
     // a continuation took back the partial text too — the final message was the continuation alone
     // alpha answers its two tool rounds, then is cut 'alpha: kalo mine' into its answer three times
@@ -135,7 +135,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       },
     } as const;
 
-    it("defect 6: a continuation restarted by its own retry keeps the partial text ('continue', perModel restart)", async () => {
+    it("a continuation restarted by its own retry keeps the partial text ('continue', perModel restart)", async () => {
       const run = await replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, {
         budget: BUDGET,
         invariants: [reasoningIntact],
@@ -151,7 +151,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       expect(last?.type === 'message' && last.message.content).to.equal(answerOf('alpha'));
     });
 
-    it('defect 6 has teeth: the final message as the continuation alone is a text-intact violation', async () => {
+    it('the continuation check has teeth: the final message as the continuation alone is a text-intact violation', async () => {
       const run = await replaySchedule(soakAgent({ ...shape('continue', 'restart'), modelRetries: 2 }), defect6, { budget: BUDGET });
       const events = run.events.map((e, i) =>
         i === run.events.length - 1 && e.event.type === 'message' && e.event.message.role === 'assistant'
@@ -167,7 +167,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       );
     });
 
-    // issue 19 (found by the seeded soak: up to 21 observers on one breaker for batches of 20 runs
+    // a leak of breaker observers (found by the seeded soak: up to 21 observers on one breaker for batches of 20 runs
     // sharing a registry): HealHub.watch subscribed to a breaker's events and never unsubscribed,
     // so each run through circuitBreak / fallbackModel on a shared registry left one observer
     // holding its hub. The soak above runs on a shared registry with noObserverLeft; this is the
@@ -214,7 +214,7 @@ describe(`agent soak on checkHealing (${RUNS} schedules per combination, seed ${
       expect(checkInvariants(run, [noObserverLeft(breakers)])).to.deep.equal([]);
     });
 
-    // issue 19 (found by the seeded soak: 230 of 10 000 runs at seed 42): a model whose stream
+    // a stream cut without a finish taken for an answer (found by the seeded soak: 230 of 10 000 runs at seed 42): a model whose stream
     // completed without a finish event was taken for a success — no retry, no fallback — and the
     // run ended with an unclassified Error. Now an IncompleteStreamError inside the model call.
     it('a model turn that ends without finish is healed by the fallback, or ends the run with a classified error', async () => {

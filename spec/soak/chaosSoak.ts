@@ -161,7 +161,7 @@ function chainRetry(chain: NonNullable<SoakShape['chain']>): NonNullable<AgentCo
 /**
  * With one registry shared by every run: once a run has ended, no breaker of it keeps an observer
  * for that run (a hub's watch outliving its run: memory and per-transition work growing with the
- * number of runs — the leak the seeded soak found, fixed in issue 19).
+ * number of runs — the leak the seeded soak found, since fixed).
  */
 export function noObserverLeft(breakers: CircuitBreakerRegistry): Invariant {
   return {

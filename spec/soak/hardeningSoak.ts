@@ -1,5 +1,6 @@
 /**
- * The hardening fault soak (issue 10's classes), shared by `spec/soak/hardeningSoak.spec.ts`
+ * The hardening fault soak (the classes of failure a hardening review found: huge delays, late
+ * signals, throwing callbacks, refunds, snapshots), shared by `spec/soak/hardeningSoak.spec.ts`
  * (reduced size, inside `npm test`) and `bench/soak.ts` (full size, `npm run soak`).
  *
  * Seeded agent runs in virtual time under Node's timer rule (`NodeTimerScheduler`: a timer above

@@ -66,7 +66,7 @@ function story(run$: Observable<AgentEvent>) {
 const THE_ANSWER = 'The weather in NYC is sunny.';
 const ANSWER_LABELS = ['text:The', 'text: weather', 'text: in', 'text: NYC', 'text: is', 'text: sunny.'];
 
-describe('one run, one story (issue 11, from the README and the reference documents)', () => {
+describe('one run, one story (the run stream the agents guide describes)', () => {
   describe('1. the run hears the model chain: a dead primary mid-answer', () => {
     it("'restart' (the README's agent): circuit and fallback are in the run's stream, then reset and the whole answer", () => {
       const gpt = diesMidAnswer('gpt');

@@ -69,7 +69,7 @@ const request: ModelRequest = {
   tools: [{ name: 'get_weather', description: 'Current weather for a city' }],
 };
 
-/** The primary of definition of done 4: three text deltas, then a 503. */
+/** The primary that dies mid-stream: three text deltas, then a 503. */
 const partialValues = { a: delta('The wea'), b: delta('ther in NYC'), c: delta(' is') };
 const PARTIAL = 'The weather in NYC is';
 
@@ -168,7 +168,7 @@ describe('fallbackModel', () => {
     });
   });
 
-  describe('issue 3, definition of done 3: primary → secondary → tertiary, a breaker each', () => {
+  describe('a chain of three: primary → secondary → tertiary, a breaker each', () => {
     it('the primary 503s until its breaker opens; later requests skip it without a call; after the reset timeout it is probed again', () => {
       const hub = new HealHub();
       const log = recordHub(hub);
@@ -261,7 +261,7 @@ describe('fallbackModel', () => {
     });
   });
 
-  describe('issue 3, definition of done 4: the primary dies after 3 text deltas', () => {
+  describe('mid-stream: the primary dies after 3 text deltas', () => {
     it("'restart' (default): the consumer sees reset, then the secondary's full answer", () => {
       testScheduler().run(({ cold, expectObservable, flush }) => {
         const primary = scripted('primary', cold('-a-b-c-#', partialValues, e503));
@@ -466,7 +466,7 @@ describe('fallbackModel', () => {
       });
     });
 
-    describe("issue 19, defect 6: 'continue' with a perModel retry that restarts (afterEmit: 'restart') inside the continuation", () => {
+    describe("a continuation taken back: 'continue' with a perModel retry that restarts (afterEmit: 'restart') inside the continuation", () => {
       const hello = { a: delta('Hello wor') };
       const restarting: FallbackModelOptions['perModel'] = (_id, stream$, { target }) =>
         stream$.pipe(

@@ -30,13 +30,10 @@ import {
   defineTool,
   degradeAfter,
   fallbackModel,
-  formatLogLine,
-  logRecord,
   reflectOnError,
   retryWithBackoff,
   runAgent,
   streamModel,
-  summarizeEvents,
   fallbackTo,
   validateOutput,
   type Model,
@@ -44,6 +41,7 @@ import {
   type Message,
   type TurnEvent,
 } from '../../src/index.js';
+import { formatLogLine, logRecord, summarizeEvents } from '../../src/events/index.js';
 import {
   describeEvent,
   finish,

@@ -54,7 +54,7 @@ function run(events$: Observable<AgentEvent>) {
 const lastMessage = (request: { messages: readonly unknown[] } | undefined) => request?.messages[request.messages.length - 1];
 
 describe('runAgent', () => {
-  describe('the reference weather transcript (reflection)', () => {
+  describe('the weather transcript (reflection)', () => {
     it('reflects on the bad call, the model corrects its arguments, and answers', () => {
       const { tool, executions } = weatherTool();
       const model = scriptedModel('fake', [

@@ -93,9 +93,9 @@ export type FrameworkName = 'agents' | 'mastra';
 /** Which framework a README snippet or install line is for (Mastra's names `@mastra/core`). */
 export const frameworkOf = (text: string): FrameworkName => (text.includes('@mastra/core') ? 'mastra' : 'agents');
 
-/** The README's blocks that import an agent framework ("With the OpenAI Agents SDK / Mastra"), by framework. */
+/** The frameworks guide's blocks that import an agent framework ("With the OpenAI Agents SDK and Mastra"), by framework. */
 export function frameworkSnippets(): { framework: FrameworkName; line: number; code: string }[] {
-  return tsBlocks('README.md', readFileSync(join(ROOT, 'README.md'), 'utf8'))
+  return tsBlocks('docs/guides/frameworks.md', readFileSync(join(ROOT, 'docs', 'guides', 'frameworks.md'), 'utf8'))
     .filter((s) => importsFramework(s.code))
     .map((s) => ({ framework: frameworkOf(s.code), line: s.line, code: s.code }));
 }

@@ -121,7 +121,12 @@ export async function* iterate(model: string, open: () => PromiseLike<AsyncItera
  *
  * @example
  * ```ts
- * const spec: SdkStreamSpec = { id: 'sdk', open: (req, signal) => client.stream(req, { signal }), toEvent: (c) => ({ event: 'message', data: JSON.stringify(c) }), decoder: openAIStreamDecoder };
+ * const spec: SdkStreamSpec = {
+ *   id: 'sdk',
+ *   open: (req, signal) => client.stream(req, { signal }),
+ *   toEvent: (c) => ({ event: 'message', data: JSON.stringify(c) }),
+ *   decoder: openAIStreamDecoder,
+ * };
  * ```
  */
 export interface SdkStreamSpec {
@@ -141,7 +146,12 @@ export interface SdkStreamSpec {
  *
  * @example
  * ```ts
- * const model = sdkModel({ id: 'anthropic:claude', open: (req, signal) => client.messages.create(body(req), { signal, maxRetries: 0 }), toEvent: (e) => ({ event: e.type, data: JSON.stringify(e) }), decoder: anthropicStreamDecoder });
+ * const model = sdkModel({
+ *   id: 'anthropic:claude',
+ *   open: (req, signal) => client.messages.create(body(req), { signal, maxRetries: 0 }),
+ *   toEvent: (e) => ({ event: e.type, data: JSON.stringify(e) }),
+ *   decoder: anthropicStreamDecoder,
+ * });
  * ```
  */
 export function sdkModel(spec: SdkStreamSpec): Model {

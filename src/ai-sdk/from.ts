@@ -256,7 +256,10 @@ const fromProps = { id: NonEmptyString, settings: PlainObject };
  * import { fromAiSdk } from 'rxheal/ai-sdk';
  *
  * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
- * const model = fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'), { settings: { temperature: 0 } })], { breakers, midStream: 'continue' });
+ * const model = fallbackModel([fromAiSdk(openai('gpt-4o')), fromAiSdk(anthropic('claude-sonnet-4-5'), { settings: { temperature: 0 } })], {
+ *   breakers,
+ *   midStream: 'continue',
+ * });
  * runAgent({ model, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
  * ```
  * @throws {InvalidOptionError} at once, for something that is not an AI SDK model object (a

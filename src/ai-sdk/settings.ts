@@ -68,7 +68,8 @@ export function settingsWarnings(settings: Readonly<Record<string, unknown>>, ig
   const details =
     names.length === 1
       ? `rxheal model ${names[0]} takes no AI SDK call settings (only fromAiSdk models do): set it on the model itself`
-      : `rxheal models ${names.slice(0, -1).join(', ')} and ${names.at(-1)} take no AI SDK call settings (only fromAiSdk models do): set it on the models themselves`;
+      : `rxheal models ${names.slice(0, -1).join(', ')} and ${names.at(-1)} take no AI ` +
+        `SDK call settings (only fromAiSdk models do): set it on the models themselves`;
   return Object.keys(settings)
     .filter((key) => key !== 'providerOptions' && key !== 'headers')
     .map((feature) => ({ type: 'unsupported', feature, details }));

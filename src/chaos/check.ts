@@ -166,7 +166,10 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
           ...seen,
           {
             invariant: 'replays-same',
-            message: `the schedule broke ${seen.map((v) => v.invariant).join(', ') || 'an invariant'} when checked and healed when replayed: the agent does not replay deterministically (randomness of its own not drawn from chaos.random, or state kept between runs: a breaker, a cache or a counter made outside the factory)`,
+            message:
+              `the schedule broke ${seen.map((v) => v.invariant).join(', ') || 'an invariant'} when checked and healed when replayed: ` +
+              `the agent does not replay deterministically (randomness of its own not drawn from chaos.random, ` +
+              `or state kept between runs: a breaker, a cache or a counter made outside the factory)`,
           },
         ];
   let spec: string | undefined;

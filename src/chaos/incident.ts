@@ -30,7 +30,11 @@ export const INCIDENT_VERSION = 1;
  *
  * @example
  * ```ts
- * const incident: Incident = { version: 1, schedule: { models: { primary: [{ kind: 'status', status: 503 }] } }, healing: ['retry model:primary #1 after 200 ms'] };
+ * const incident: Incident = {
+ *   version: 1,
+ *   schedule: { models: { primary: [{ kind: 'status', status: 503 }] } },
+ *   healing: ['retry model:primary #1 after 200 ms'],
+ * };
  * ```
  */
 export interface Incident {

@@ -232,11 +232,13 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
     if (partial === undefined) {
       if (message.content !== whole)
         problems.push(
-          `the assistant message ${JSON.stringify(message.content)} != the text of the call that answered (${answered.model}#${answered.call}) ${JSON.stringify(whole)}`,
+          `the assistant message ${JSON.stringify(message.content)} != the text of the call ` +
+            `that answered (${answered.model}#${answered.call}) ${JSON.stringify(whole)}`,
         );
     } else if (!message.content.startsWith(partial) || !whole.endsWith(message.content.slice(partial.length))) {
       problems.push(
-        `the assistant message ${JSON.stringify(message.content)} is not the partial ${JSON.stringify(partial)} continued by ${answered.model}#${answered.call}'s ${JSON.stringify(whole)}`,
+        `the assistant message ${JSON.stringify(message.content)} is not the partial ` +
+          `${JSON.stringify(partial)} continued by ${answered.model}#${answered.call}'s ${JSON.stringify(whole)}`,
       );
     }
   }
@@ -330,15 +332,23 @@ function nothingLeft(run: Omit<ChaosRun, 'violations'>): string[] {
 /**
  * The invariants every run is checked against, in order:
  *
- * | name | the run | catches |
- * | --- | --- | --- |
- * | `ends` | completes or errors within the virtual-time bound | a stall no deadline ends, a wait that never fires, a retry loop without end |
- * | `typed-outcome` | answers (a final assistant message), or fails with one of `errors` | an unclassified error escaping (a TypeError, a bare timeout), a run that ends on a tool call |
- * | `text-intact` | shows (deltas, reset-aware) what each assistant message says, and that message is the whole text of the call that answered, or a delivered partial continued | two attempts' text concatenated, a lost or doubled delta, a reset that takes back too much, an answer (an empty one too) that no model call gave: errors swallowed into a canned reply |
- * | `side-effects-once` | runs a tool declared `idempotent: false` at most once per tool call the model made (counted by the call's id) | a pipeline that retries a booking, a hedge or restart that runs it again |
- * | `budget-held` | makes no more model calls or tool executions than the budget, calls no model after its tokens are spent | fallbacks or retries outside the run's budget |
- * | `healing-announced` | says on the hub (its events) every attempt after the first of a turn and every tool retry | a silent `retry()`, a fallback made outside the run's hub |
- * | `nothing-left` | leaves nothing scheduled, no stream or execution subscribed, no undeliverable error | a deadline left armed, a stream never torn down |
+ * - `ends`: the run completes or errors within the virtual-time bound. Catches a stall no deadline
+ *   ends, a wait that never fires, a retry loop without end.
+ * - `typed-outcome`: it answers (a final assistant message), or fails with one of `errors`. Catches
+ *   an unclassified error escaping (a TypeError, a bare timeout), a run that ends on a tool call.
+ * - `text-intact`: it shows (deltas, reset-aware) what each assistant message says, and that
+ *   message is the whole text of the call that answered, or a delivered partial continued. Catches
+ *   two attempts' text concatenated, a lost or doubled delta, a reset that takes back too much, an
+ *   answer (an empty one too) that no model call gave: errors swallowed into a canned reply.
+ * - `side-effects-once`: it runs a tool declared `idempotent: false` at most once per tool call the
+ *   model made (counted by the call's id). Catches a pipeline that retries a booking, a hedge or
+ *   restart that runs it again.
+ * - `budget-held`: it makes no more model calls or tool executions than the budget, calls no model
+ *   after its tokens are spent. Catches fallbacks or retries outside the run's budget.
+ * - `healing-announced`: it says on the hub (its events) every attempt after the first of a turn
+ *   and every tool retry. Catches a silent `retry()`, a fallback made outside the run's hub.
+ * - `nothing-left`: it leaves nothing scheduled, no stream or execution subscribed, no
+ *   undeliverable error. Catches a deadline left armed, a stream never torn down.
  *
  * `side-effects-once` knows a side effect only by the tool's `idempotent` declaration: a tool
  * declared idempotent that is not (a payment marked safe to repeat) is retried without a word

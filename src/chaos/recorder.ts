@@ -192,7 +192,10 @@ export class ChaosRecorder {
     this.requests.push(messages);
   }
 
-  /** Whether an earlier model call of the run was asked a conversation of `messages`' shape (as many messages, the same roles: a model's `adapt` may rewrite their content). */
+  /**
+   * Whether an earlier model call of the run was asked a conversation of `messages`' shape (as
+   * many messages, the same roles: a model's `adapt` may rewrite their content).
+   */
   wasAsked(messages: readonly Message[]): boolean {
     return this.requests.some((r) => r.length === messages.length && r.every((m, i) => m.role === messages[i]!.role));
   }

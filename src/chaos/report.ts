@@ -205,7 +205,8 @@ export function replaySpec(
 function optionsSource(o: ReplayOptions): { readonly text: string | undefined; readonly imports: readonly string[] } {
   const refuse = (what: string): never => {
     throw new ChaosInputError(
-      `replaySpec: the run was checked with ${what}, which a spec cannot write out, and a spec without it could pass on the agent that failed: export the options and name the export (replaySpec's naming.options, checkHealing's spec: { options: '…' })`,
+      `replaySpec: the run was checked with ${what}, which a spec cannot write out, and a spec without it could pass on the agent ` +
+        `that failed: export the options and name the export (replaySpec's naming.options, checkHealing's spec: { options: '…' })`,
     );
   };
   const parts: string[] = [];
@@ -224,7 +225,8 @@ function optionsSource(o: ReplayOptions): { readonly text: string | undefined; r
     if (DOCUMENTED_ERRORS.every((k) => o.errors!.includes(k))) entries.push('...DOCUMENTED_ERRORS');
     else if (classes.length > 0)
       entries.push(
-        `...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ${JSON.stringify(classes.map((k) => (k as { name: string }).name))}.includes(kind.name))`,
+        `...DOCUMENTED_ERRORS.filter((kind) => typeof kind !== 'string' && ` +
+          `${JSON.stringify(classes.map((k) => (k as { name: string }).name))}.includes(kind.name))`,
       );
     if (classes.length > 0) imports.push('DOCUMENTED_ERRORS');
     for (const k of o.errors) if (typeof k === 'string') entries.push(JSON.stringify(k));

@@ -30,7 +30,11 @@ export type { ReplayOptions };
  * @example
  * ```ts
  * const agent: AgentFactory = (chaos) =>
- *   runAgent({ model: fallbackModel([chaos.model(primary), chaos.model(secondary)], { breakers: new CircuitBreakerRegistry() }), tools: [chaos.tool(book)], messages });
+ *   runAgent({
+ *     model: fallbackModel([chaos.model(primary), chaos.model(secondary)], { breakers: new CircuitBreakerRegistry() }),
+ *     tools: [chaos.tool(book)],
+ *     messages,
+ *   });
  * ```
  */
 export interface Chaos {
@@ -169,7 +173,8 @@ class Replay {
         if (waiting.length > 0 && (await this.patience())) continue;
         const reason =
           waiting.length > 0
-            ? `it waits on promises that never settled: ${waiting.join(', ')} (no timer is scheduled; a promise waiting on real I/O or a real timer does not settle in virtual time)`
+            ? `it waits on promises that never settled: ${waiting.join(', ')} (no timer is scheduled; ` +
+              `a promise waiting on real I/O or a real timer does not settle in virtual time)`
             : 'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)';
         return { kind: 'hang', at: ts.now(), reason };
       }

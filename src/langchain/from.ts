@@ -197,7 +197,9 @@ function modelName(chatModel: object): string | undefined {
  * import { fromLangChain } from 'rxheal/langchain';
  *
  * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3 });
- * const model = fallbackModel([fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 })), fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }))], { breakers });
+ * const gpt4o = fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 }));
+ * const mini = fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }));
+ * const model = fallbackModel([gpt4o, mini], { breakers });
  * runAgent({ model, tools: [], messages: [{ role: 'user', content: 'Hi' }] }).subscribe(console.log);
  * ```
  * @throws {InvalidOptionError} at once, for something that is not a chat model (no `stream`), or

@@ -11,7 +11,9 @@
  * import { fallbackModel } from 'rxheal';
  * import { fromLangChain, toLangChain } from 'rxheal/langchain';
  *
- * const chat = toLangChain(fallbackModel([fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 })), fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }))], { midStream: 'continue' }));
+ * const gpt4o = fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 }));
+ * const mini = fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }));
+ * const chat = toLangChain(fallbackModel([gpt4o, mini], { midStream: 'continue' }));
  * for await (const chunk of await chat.stream('Hello')) process.stdout.write(String(chunk.content));
  * ```
  *

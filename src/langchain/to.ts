@@ -408,7 +408,10 @@ function forcingTheTool(chat: RxhealChatModel): RxhealChatModel {
  *
  * const breakers = new CircuitBreakerRegistry({ failureThreshold: 3, resetTimeoutMs: 60_000 });
  * const chat = toLangChain(
- *   fallbackModel([fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 })), fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }))], { breakers, midStream: 'continue' }),
+ *   fallbackModel(
+ *     [fromLangChain(new ChatOpenAI({ model: 'gpt-4o', maxRetries: 0 })), fromLangChain(new ChatOpenAI({ model: 'gpt-4o-mini', maxRetries: 0 }))],
+ *     { breakers, midStream: 'continue' },
+ *   ),
  * );
  * const answer = await chat.bindTools([getWeather]).invoke("What's the weather in Paris?");
  * ```

@@ -140,7 +140,8 @@ function callOf(target: string): string {
  * | `budget-exceeded` | error | budget exceeded |
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
  * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
- * | `hedge` started / won / cancelled, failed, skipped, denied | info / info / debug, warn, info, info | hedge started / hedge won / hedge cancelled, hedge failed, hedge skipped: circuit open, hedge denied: budget spent |
+ * | `hedge` started / won / cancelled | info / info / debug | hedge started / hedge won / hedge cancelled |
+ * | `hedge` failed / skipped / denied | warn / info / info | hedge failed / hedge skipped: circuit open / hedge denied: budget spent |
  * | `latency` | debug | latency observed |
  * | `call-start` / `call-end` | debug | tool call started / finished / failed / cancelled (model call …) |
  * | `reset` | debug | partial output discarded |

@@ -32,7 +32,7 @@ export interface CallPolicy<R = never> {
   /**
    * A cold observable of one guarded call: each subscription calls `work` (again on each retry),
    * exactly as `defer(work).pipe(retryWithBackoff(retry), circuitBreak(breaker, { hub }))` would,
-   * and unsubscribing aborts `context.signal` of the attempt in flight (as {@link abortable}).
+   * and unsubscribing aborts `context.signal` of the attempt in flight (as `abortable` of rxheal/providers does).
    */
   call<T>(work: (context: AbortContext) => ObservableInput<T>): Observable<T | R>;
 }

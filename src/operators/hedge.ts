@@ -27,7 +27,10 @@ export interface HedgeAttempt<T> {
   readonly source: Observable<T>;
   /** Its name in `hedge` events. Defaults to the operator's `target`. */
   readonly target?: string;
-  /** Its breaker: while it would refuse the hedge (open, or half-open with no probe slot free), the hedge is not started (`skipped`); otherwise it runs under it. */
+  /**
+   * Its breaker: while it would refuse the hedge (open, or half-open with no probe slot free), the
+   * hedge is not started (`skipped`); otherwise it runs under it.
+   */
   readonly breaker?: CircuitBreaker;
 }
 
@@ -136,7 +139,9 @@ interface Candidate<T> {
  * ```
  * @example A hedge on another model, skipped while its breaker is open
  * ```ts
- * streamModel(gpt, request).pipe(hedge({ after: 2000, hedges: [{ source: streamModel(claude, request), target: 'model:claude', breaker: breakers.get('model:claude') }] }));
+ * streamModel(gpt, request).pipe(
+ *   hedge({ after: 2000, hedges: [{ source: streamModel(claude, request), target: 'model:claude', breaker: breakers.get('model:claude') }] }),
+ * );
  * ```
  * @throws {InvalidOptionError} at once, for a missing `after` or an invalid option.
  */

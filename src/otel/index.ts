@@ -66,7 +66,10 @@ const props = {
  *
  * @example
  * ```ts
- * new MeterProvider({ views: [{ instrumentName: 'rxheal.retry.backoff', aggregation: { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM, options: { boundaries: [...BACKOFF_BUCKETS_MS, 120_000] } } }] });
+ * const boundaries = [...BACKOFF_BUCKETS_MS, 120_000];
+ * new MeterProvider({
+ *   views: [{ instrumentName: 'rxheal.retry.backoff', aggregation: { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM, options: { boundaries } } }],
+ * });
  * ```
  */
 export const BACKOFF_BUCKETS_MS: readonly number[] = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];

@@ -244,7 +244,12 @@ export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>):
  *
  * @example
  * ```ts
- * const gpt = openAIResponsesModel({ baseURL: 'https://api.openai.com/v1', apiKey: process.env.OPENAI_API_KEY, model: 'gpt-5-mini', body: { reasoning: { effort: 'low', summary: 'auto' } } });
+ * const gpt = openAIResponsesModel({
+ *   baseURL: 'https://api.openai.com/v1',
+ *   apiKey: process.env.OPENAI_API_KEY,
+ *   model: 'gpt-5-mini',
+ *   body: { reasoning: { effort: 'low', summary: 'auto' } },
+ * });
  * runAgent({ model: fallbackModel([gpt, local]), tools: [getWeather], messages }).subscribe(render);
  * ```
  * @throws {InvalidOptionError} at once, for a missing or invalid option.

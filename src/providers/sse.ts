@@ -77,7 +77,12 @@ export function parseEventJson(model: string, data: string): Record<string, unkn
  *
  * @example
  * ```ts
- * const request: SseRequest = { model: 'openai:gpt-4o', url: 'https://api.openai.com/v1/chat/completions', headers: { authorization: 'Bearer sk-…' }, body: { stream: true } };
+ * const request: SseRequest = {
+ *   model: 'openai:gpt-4o',
+ *   url: 'https://api.openai.com/v1/chat/completions',
+ *   headers: { authorization: 'Bearer sk-…' },
+ *   body: { stream: true },
+ * };
  * ```
  */
 export interface SseRequest {

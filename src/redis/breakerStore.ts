@@ -146,9 +146,15 @@ return out(verdict(hash))
  * ```
  */
 export interface RedisBreakerStoreOptions {
-  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
+  /**
+   * A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()`
+   * (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`).
+   */
   readonly client: RedisClientLike;
-  /** A second connection for pub/sub (node-redis `client.duplicate()`, connected; or an ioredis `Redis` / `Cluster`). Without it, changes arrive by the poll only. */
+  /**
+   * A second connection for pub/sub (node-redis `client.duplicate()`, connected; or an ioredis
+   * `Redis` / `Cluster`). Without it, changes arrive by the poll only.
+   */
   readonly subscriber?: RedisSubscriberLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key and of the channel. Defaults to `'rxheal'`. */
   readonly namespace?: string;

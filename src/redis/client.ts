@@ -52,7 +52,9 @@ export interface RedisClusterSendCommandClient {
  *
  * @example
  * ```ts
- * const client: RedisSentinelSendCommandClient = await createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }).on('error', () => {}).connect();
+ * const client: RedisSentinelSendCommandClient = await createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] })
+ *   .on('error', () => {})
+ *   .connect();
  * ```
  */
 export interface RedisSentinelSendCommandClient {

@@ -63,7 +63,10 @@ return {now, 1}
  * ```
  */
 export interface RedisRateLimitStoreOptions {
-  /** A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()` (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`). */
+  /**
+   * A client by shape ({@link RedisClientLike}): node-redis `createClient()` / `createCluster()`
+   * (`disableOfflineQueue: true`), ioredis `Redis` / `Cluster` (`enableOfflineQueue: false`).
+   */
   readonly client: RedisClientLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;

@@ -102,7 +102,8 @@ const STORY = /\b(story|stories|at length|in detail|long answer)\b/i;
  *
  * @example
  * ```ts
- * scriptedAssistant({ protocol: 'openai', model: 'local', messages: [{ role: 'user', content: 'Tell me a story about a river' }], tools: [] }).text === RIVER_STORY; // true
+ * const messages: Message[] = [{ role: 'user', content: 'Tell me a story about a river' }];
+ * scriptedAssistant({ protocol: 'openai', model: 'local', messages, tools: [] }).text === RIVER_STORY; // true
  * ```
  */
 export const RIVER_STORY =
@@ -278,7 +279,8 @@ function knowledgeAnswer(content: string): string {
  *
  * @example
  * ```ts
- * scriptedAssistant({ protocol: 'openai', model: 'local', messages: [{ role: 'user', content: "What's the weather in Paris?" }], tools: [{ name: 'get_weather' }] });
+ * const messages: Message[] = [{ role: 'user', content: "What's the weather in Paris?" }];
+ * scriptedAssistant({ protocol: 'openai', model: 'local', messages, tools: [{ name: 'get_weather' }] });
  * // { toolCalls: [{ name: 'get_weather', args: { city: 'Paris', units: 'celsius' } }] }
  * ```
  */
@@ -354,6 +356,8 @@ export const scriptedAssistant: Assistant = (request) => {
   }
   const quoted = clip(question.replace(/\s+/g, ' ').trim(), 120);
   return {
-    text: `I am the local rxheal assistant. You said: "${quoted}". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.`,
+    text:
+      `I am the local rxheal assistant. You said: "${quoted}". Ask me about the ` +
+      `weather in a city, or about the refund policy, and I will use a tool to answer.`,
   };
 };

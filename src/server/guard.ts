@@ -153,7 +153,10 @@ export function requestGuard(options: RequestGuardOptions): RequestGuard {
     refusal(headers, { requireOrigin = false } = {}) {
       const host = hostOf(headers);
       if (host === undefined || !hosts.has(host)) {
-        return `Host ${host === undefined ? '(none)' : JSON.stringify(header(headers, 'host'))} is not allowed: this server answers only to ${[...hosts].join(', ')} (DNS-rebinding guard; add it to ${hostsOption})`;
+        return (
+          `Host ${host === undefined ? '(none)' : JSON.stringify(header(headers, 'host'))} is not allowed: this ` +
+          `server answers only to ${[...hosts].join(', ')} (DNS-rebinding guard; add it to ${hostsOption})`
+        );
       }
       const origin = header(headers, 'origin');
       if (origin !== undefined) {

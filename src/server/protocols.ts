@@ -345,7 +345,8 @@ function checkThinkingBack(raw: readonly unknown[]): void {
   const type = isRecord(first) ? String(first['type']) : typeof first;
   if (type !== 'thinking' && type !== 'redacted_thinking') {
     throw new BadRequest(
-      `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`,
+      `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${type}\`. When \`thinking\` is enabled, ` +
+        `a final \`assistant\` message must start with a thinking block (preceding the lastmost set of \`tool_use\` and \`tool_result\` blocks).`,
     );
   }
 }
@@ -379,7 +380,8 @@ export function fromOpenAI(body: Record<string, unknown>): { messages: Message[]
       // DeepSeek's thinking mode: a tool-call turn goes back with its reasoning_content
       if (thinking && toolCalls.length > 0 && (typeof m['reasoning_content'] !== 'string' || m['reasoning_content'] === '')) {
         throw new BadRequest(
-          `Missing \`reasoning_content\` field in the assistant message at message index ${index}: with thinking on, a turn that called tools must be sent back with its reasoning_content`,
+          `Missing \`reasoning_content\` field in the assistant message at message index ${index}: ` +
+            `with thinking on, a turn that called tools must be sent back with its reasoning_content`,
         );
       }
       messages.push(toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content });

@@ -228,14 +228,16 @@ function checkReasoningBack(items: readonly Record<string, unknown>[]): void {
     if (type === 'reasoning') {
       if (!verified(item['encrypted_content'])) {
         throw new BadRequest(
-          `input[${i}]: the encrypted content of reasoning item ${showValue(item['id'])} could not be verified (send it back as it came, with include: ['reasoning.encrypted_content'])`,
+          `input[${i}]: the encrypted content of reasoning item ${showValue(item['id'])} could not ` +
+            `be verified (send it back as it came, with include: ['reasoning.encrypted_content'])`,
         );
       }
       reasoning = item;
     } else if (type === 'function_call') {
       if (reasoning === undefined) {
         throw new BadRequest(
-          `input[${i}]: item of type 'function_call' (call_id ${showValue(item['call_id'])}) was provided without its required 'reasoning' item: with store false, send the reasoning item back with its encrypted_content`,
+          `input[${i}]: item of type 'function_call' (call_id ${showValue(item['call_id'])}) was provided without ` +
+            `its required 'reasoning' item: with store false, send the reasoning item back with its encrypted_content`,
         );
       }
     } else if (type !== 'function_call_output') reasoning = undefined; // a new turn starts

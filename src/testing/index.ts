@@ -207,7 +207,8 @@ export function scriptedTool<R>(
  * A short label for an agent event, for compact assertions: `text:Hello`, `tool-call:get_weather`,
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
  * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
- * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`, `latency:model:gpt:first#100`, `resume:model:gpt#1@12`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
+ * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`,
+ * `latency:model:gpt:first#100`, `resume:model:gpt#1@12`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
  * `reasoning-end:signed`…
  *
  * @example
@@ -362,3 +363,15 @@ export function pendingAt(scheduler: TestScheduler, ms: number): Observable<numb
     }),
   );
 }
+
+/**
+ * One run's shared state, as `runAgent` makes one per run: give a `toolPipeline` its
+ * `context.scope` when you test the pipeline outside a run.
+ *
+ * @example
+ * ```ts
+ * const scope = new RunScope();
+ * scope.toolSucceeded('get_weather'); // what a run does when a tool succeeds: its failures start over
+ * ```
+ */
+export { RunScope } from '../core/rx/runScope.js';

@@ -82,7 +82,7 @@ describe('an open breaker never keeps a process alive (real processes)', functio
   it('a fleet link polls while breakers are attached; closing the store ends it and the process exits', async () => {
     const outcome = await runChild(`
       const { CircuitBreakerRegistry } = await import(src + 'index.ts');
-      const { MemoryBreakerStore } = await import(src + 'index.ts');
+      const { MemoryBreakerStore } = await import(src + 'fleet/index.ts');
       const { HttpError } = await import(src + 'index.ts');
       const store = new MemoryBreakerStore({ pollMs: 100 });
       const registry = new CircuitBreakerRegistry({ failureThreshold: 1, resetTimeoutMs: 60_000, fleet: { store } });
@@ -106,7 +106,7 @@ describe('an open breaker never keeps a process alive (real processes)', functio
     const outcome = await runChild(
       `
       const { CircuitBreaker, CircuitBreakerRegistry } = await import(src + 'index.ts');
-      const { MemoryBreakerStore } = await import(src + 'index.ts');
+      const { MemoryBreakerStore } = await import(src + 'fleet/index.ts');
       const { RedisBreakerStore } = await import(src + 'redis/index.ts');
       const { HttpError } = await import(src + 'index.ts');
       const memory = new MemoryBreakerStore({ pollMs: 100 });
@@ -153,8 +153,8 @@ describe('an open breaker never keeps a process alive (real processes)', functio
       } catch (e) {
         console.log('refused', e.name, e.option);
       }
-      const { FLEET_NODE } = await import(src + 'index.ts');
-      const { fleetNode } = await import(src + 'index.ts');
+      const { FLEET_NODE } = await import(src + 'fleet/index.ts');
+      const { fleetNode } = await import(src + 'fleet/index.ts');
       const mine = new CircuitBreaker({ fleet: { store: { ...store, [FLEET_NODE]: fleetNode } } });
       console.log('joined', mine.state);
     `);

@@ -1,5 +1,5 @@
 /**
- * The classifier on errors as each real client throws them (issue 10, items 6–9): the official
+ * The classifier on errors as each real client throws them (not as a test imagines them): the official
  * `openai` (6.x and 7.x) and `@anthropic-ai/sdk` (1.x) clients, and the AI SDK 6 and 7 providers
  * (`@ai-sdk/openai-compatible`, `@ai-sdk/openai`, `@ai-sdk/anthropic`, `generateText`), pointed at
  * the local provider of `rxheal/server` with its faults (malformed chunk, mid-stream error event,
@@ -364,7 +364,7 @@ describe('classifyError on errors as real clients throw them', function () {
   );
   reportSkippedMajors('the openai SDK and AI SDK rows');
 
-  describe("item 6: a SyntaxError from the user's own code stays programming", () => {
+  describe("a SyntaxError from the user's own code stays programming", () => {
     const cases: readonly (readonly [string, () => unknown])[] = [
       ['JSON.parse of a bad literal in your code', () => JSON.parse('{')],
       ["new Function('{')", () => new Function('{')],

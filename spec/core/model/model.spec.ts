@@ -15,6 +15,7 @@ import {
   type ModelRequest,
 } from '../../../src/core/model/model.js';
 import * as root from '../../../src/index.js';
+import * as providers from '../../../src/providers/index.js';
 import { testScheduler } from '../../support/marbles.js';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -406,8 +407,8 @@ describe('fromAsyncIterable', () => {
 });
 
 describe('eachValueFrom', () => {
-  it('is exported (from the package root too) and iterates an observable with for await', async () => {
-    expect(root.eachValueFrom).to.equal(eachValueFrom);
+  it('is exported (from rxheal/providers too) and iterates an observable with for await', async () => {
+    expect(providers.eachValueFrom).to.equal(eachValueFrom);
     const seen: number[] = [];
     for await (const value of eachValueFrom(from([1, 2, 3]))) seen.push(value);
     expect(seen).to.deep.equal([1, 2, 3]);

@@ -117,7 +117,7 @@ export interface Quorum {
  * The store also carries the fleet's node logic, under {@link FLEET_NODE}: a breaker reaches
  * the fleet code through the store it is given, so breakers without a `fleet` option bundle
  * none of it. A store of your own adds `readonly [FLEET_NODE] = fleetNode` (both exported by
- * `rxheal`); one that wraps a `MemoryBreakerStore` or `RedisBreakerStore` may omit it (rxheal's
+ * `rxheal/fleet`); one that wraps a `MemoryBreakerStore` or `RedisBreakerStore` may omit it (rxheal's
  * stores make their node logic known to every breaker when constructed). Either way, complete
  * `changes$` to let go of the store: each process's link to it (its `changes$` subscription and
  * its `pollMs` poll, which keeps a Node process alive) ends then.

@@ -9,7 +9,7 @@ import { InvalidOptionError } from '../errors/errors.js';
 import { BUCKETS } from './rateWindow.js';
 
 /**
- * A breaker's state as plain JSON, from {@link snapshotBreaker}, for {@link restoreBreaker}.
+ * A breaker's state as plain JSON, from `snapshotBreaker`, for `restoreBreaker` (both rxheal/fleet's).
  *
  * @example
  * ```ts
@@ -50,7 +50,7 @@ export interface CircuitSnapshotWindow {
 }
 
 /**
- * A version-1 snapshot (before the window recorded its bucket width). {@link restoreBreaker}
+ * A version-1 snapshot (before the window recorded its bucket width). `restoreBreaker`
  * takes it when it is unambiguous: no window, an empty one, or a breaker without a failure-rate
  * window.
  *

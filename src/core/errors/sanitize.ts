@@ -17,7 +17,9 @@ type Replacer = (substring: string, ...groups: string[]) => string;
  * `openai_api_key`, `AWS_SECRET_ACCESS_KEY`, `private_key`, `session_token`…): the name may have
  * any prefix, so only its ending is matched.
  */
-const SECRET_NAME_END = String.raw`(?:api[_-]?key|apikey|secret[_-]?access[_-]?key|private[_-]?key|access[_-]?token|auth[_-]?token|refresh[_-]?token|token|secret|password|passwd|passphrase)`;
+const SECRET_NAME_END =
+  String.raw`(?:api[_-]?key|apikey|secret[_-]?access[_-]?key|private[_-]?key|access[_-]?token|` +
+  String.raw`auth[_-]?token|refresh[_-]?token|token|secret|password|passwd|passphrase)`;
 
 /**
  * The formats redacted, in order. Every pattern is linear (eslint-plugin-regexp checks the

@@ -3,8 +3,8 @@
  * emits to its consumer. Each type has an io-ts codec (`…Codec`) to validate data crossing a
  * boundary (a provider, a server, a test fixture). Names follow the Vercel AI SDK's style.
  *
- * The root entry exports every type and the union codecs (`MessageCodec`, `TurnEventCodec`,
- * `AgentEventCodec`, …); `rxheal/events` has each event's and message's own codec as well.
+ * The root entry exports every type; the codecs, as values, are `rxheal/events`' (each event's
+ * and message's own, and the unions `MessageCodec`, `TurnEventCodec`, `AgentEventCodec`, …).
  *
  * @example
  * ```ts

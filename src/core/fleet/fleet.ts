@@ -98,7 +98,7 @@ function attachFleet(breaker: FleetBreaker, options: FleetOptions): FleetHook {
  *
  * @example
  * ```ts
- * import { FLEET_NODE, fleetNode, type BreakerStore } from 'rxheal';
+ * import { FLEET_NODE, fleetNode, type BreakerStore } from 'rxheal/fleet';
  *
  * class MyStore implements BreakerStore {
  *   readonly [FLEET_NODE] = fleetNode;

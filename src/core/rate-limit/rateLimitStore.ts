@@ -85,7 +85,9 @@ export interface RateLimitAdjustment {
  * @example
  * ```ts
  * const store: RateLimitStore = new MemoryRateLimitStore();
- * store.reserve({ key: 'k', node: 'n', maxWaitMs: 1000, limits: [{ id: 'requests', limit: 60, periodMs: 60_000, cost: 1 }] }).subscribe((g) => console.log(g.waitMs));
+ * store
+ *   .reserve({ key: 'k', node: 'n', maxWaitMs: 1000, limits: [{ id: 'requests', limit: 60, periodMs: 60_000, cost: 1 }] })
+ *   .subscribe((g) => console.log(g.waitMs));
  * ```
  */
 export interface RateLimitStore {
