@@ -67,7 +67,7 @@ const RIGS: Record<string, () => Rig> = {
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     return { ts, source: new Subject(), others: [], op: circuitBreak(breaker) };
   },
-  'retryWithBackoff → circuitBreak (fused; totalTimeoutMs, restart)': () => {
+  'retryWithBackoff → circuitBreak (totalTimeoutMs, restart)': () => {
     const ts = scheduler();
     const breaker = new CircuitBreaker({ scheduler: ts, failureThreshold: 1, resetTimeoutMs: 1_000 });
     const retry = retryWithBackoff<unknown>({

@@ -1,12 +1,10 @@
 /**
- * A circuit breaker's admission to one call, the internal protocol that lets an operator run a
- * call under a permit acquired by a `circuitBreak` piped right after it, and the one by which a
- * hub or a registry follows a breaker's transitions. Kept apart from the breaker so that
- * `retryWithBackoff` and the hub can use them without bundling the breaker.
+ * A circuit breaker's admission to one call, and the internal protocol by which a hub or a
+ * registry follows a breaker's transitions. Kept apart from the breaker so that operators and
+ * the hub can use them without bundling the breaker.
  *
  * @module
  */
-import type { Subscriber } from 'rxjs';
 import type { CircuitEvent } from './state.js';
 
 /**
@@ -52,22 +50,6 @@ export function settleUnsubscribed(permit: CircuitPermit, emitted: boolean): voi
  */
 export function failWith(permit: CircuitPermit | undefined, error: unknown): unknown {
   return permit ? permit.failure(error) : error;
-}
-
-/**
- * Internal protocol between operators: an observable carrying this key can run one subscription
- * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
- * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s
- * own subscriber would. `retryWithBackoff` implements it, so `retryWithBackoff()` followed by
- * `circuitBreak()` costs one subscriber per call instead of two.
- *
- * @internal
- */
-export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
-
-/** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
-export interface RunsUnderPermit<T> {
-  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
 }
 
 /**
