@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { Observable, type Subscriber } from 'rxjs';
+import { Observable, Subject, type Subscription } from 'rxjs';
 import type { CircuitEvent } from '../circuit/state.js';
 import type { HealEvent } from '../events/events.js';
-import { WATCH, type Watchable } from '../circuit/permit.js';
+import type { Watchable } from '../circuit/permit.js';
 
 /**
  * A stream of {@link HealEvent}s. Give one to operators (`hub` option) and to `runAgent`, which
@@ -21,16 +21,11 @@ import { WATCH, type Watchable } from '../circuit/permit.js';
  * ```
  */
 export class HealHub {
-  /**
-   * Who follows `events$`, in subscription order: one subscriber, several (an array replaced, not
-   * changed, on each subscription and unsubscription: a report goes to those following when it
-   * began, as a Subject's does), or none. Not a Subject: a run's hub has one follower, the run,
-   * and a Subject's arrays and subscription closures weighed more than the rest of an idle run's hub.
-   */
-  private followers: Subscriber<HealEvent> | readonly Subscriber<HealEvent>[] | undefined = undefined;
-  /** Breakers watched (followed while the hub has subscribers); made at the first watch. */
-  private watched: Set<Watchable> | undefined;
-  /** How the hub follows a watched breaker: one listener for all of them, not a subscription each. */
+  /** The events' channel, made at the first subscriber (a hub nobody listens to holds none). */
+  private subject: Subject<HealEvent> | undefined;
+  /** Breakers watched, and while the hub has subscribers, the subscription following each; made at the first watch. */
+  private watched: Map<Watchable, Subscription | undefined> | undefined;
+  /** How the hub reports a watched breaker's transition: one function for all of them. */
   private readonly onTransition = ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
     this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
 
@@ -41,76 +36,37 @@ export class HealHub {
    * operators reporting nor the other listeners: RxJS reports the throw (`config.onUnhandledError`),
    * as for any subscriber.
    */
-  readonly events$: Observable<HealEvent> = new HubEvents(this);
+  readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
+    const subject = (this.subject ??= new Subject<HealEvent>());
+    const first = !subject.observed;
+    subject.subscribe(subscriber);
+    if (first) this.follow(true);
+    return () => {
+      // (the subject has let go of `subscriber` already: its own teardown came first)
+      if (!subject.observed) this.follow(false);
+    };
+  });
 
   /** Reports one event to every subscriber. */
   report(event: HealEvent): void {
-    const followers = this.followers;
-    if (followers === undefined) return;
-    if (!Array.isArray(followers)) (followers as Subscriber<HealEvent>).next(event);
-    else for (const follower of followers) follower.next(event);
+    this.subject?.next(event);
   }
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
   watch(breaker: Watchable): void {
-    const watched = (this.watched ??= new Set());
+    const watched = (this.watched ??= new Map());
     if (watched.has(breaker)) return;
-    watched.add(breaker);
-    if (this.followers !== undefined) breaker[WATCH](this.onTransition, true);
+    watched.set(breaker, this.subject?.observed === true ? breaker.events$.subscribe(this.onTransition) : undefined);
   }
 
-  /**
-   * A subscriber to `events$` starts following (the first one: watched breakers are followed too).
-   *
-   * @internal for `events$`
-   */
-  follow(subscriber: Subscriber<HealEvent>): void {
-    const followers = this.followers;
-    this.followers =
-      followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
-    if (followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
-  }
-
-  /**
-   * A subscriber to `events$` stops following (the last one: watched breakers are no longer followed).
-   *
-   * @internal for `events$`
-   */
-  unfollow(subscriber: Subscriber<HealEvent>): void {
-    const followers = this.followers;
-    if (followers === subscriber) this.followers = undefined;
-    else if (Array.isArray(followers)) {
-      const i = followers.indexOf(subscriber);
-      if (i < 0) return;
-      const rest = followers.filter((_, j) => j !== i);
-      this.followers = rest.length === 1 ? rest[0] : rest;
-    } else return;
-    if (this.followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, false);
-  }
-}
-
-/** A hub's `events$`: each subscription follows the hub until it ends. */
-class HubEvents extends Observable<HealEvent> {
-  constructor(private readonly hub: HealHub) {
-    super();
-  }
-
-  /** RxJS calls this for each subscription. */
-  protected _subscribe(subscriber: Subscriber<HealEvent>): Following {
-    this.hub.follow(subscriber);
-    return new Following(this.hub, subscriber);
-  }
-}
-
-/** One subscription to a hub's `events$`, as its teardown: one object, no closures. */
-class Following {
-  constructor(
-    private readonly hub: HealHub,
-    private readonly subscriber: Subscriber<HealEvent>,
-  ) {}
-
-  unsubscribe(): void {
-    this.hub.unfollow(this.subscriber);
+  /** The first subscriber came (`on`), or the last one left: every watched breaker is followed, or let go. */
+  private follow(on: boolean): void {
+    const watched = this.watched;
+    if (watched === undefined) return;
+    for (const [breaker, following] of watched) {
+      following?.unsubscribe();
+      watched.set(breaker, on ? breaker.events$.subscribe(this.onTransition) : undefined);
+    }
   }
 }
 
