@@ -1,5 +1,5 @@
 import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
-import { Abortable, type AbortContext } from '../core/model/abortable.js';
+import { abortable, type AbortContext } from '../core/model/abortable.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
@@ -99,7 +99,7 @@ class Policy<R> implements CallPolicy<R> {
 
   call<T>(work: (context: AbortContext) => ObservableInput<T>): Observable<T | R> {
     // the pipeline `retryWithBackoff(retry)` then `circuitBreak(breaker, { hub })` makes, on the cancellable work
-    const attempts = new Abortable(work) as Observable<unknown>;
+    const attempts = abortable(work) as Observable<unknown>;
     const retried = this.retry ? this.retry(attempts) : attempts;
     return (this.breaker ? underBreaker(retried, this.breaker, this.hub) : retried) as Observable<T | R>;
   }
