@@ -64,5 +64,6 @@ export function failWith(permit: CircuitPermit | undefined, error: unknown): unk
  * ```
  */
 export interface Watchable {
+  /** Every transition, as it happens. */
   readonly events$: Observable<CircuitEvent>;
 }
