@@ -42,9 +42,9 @@ import { describeEvent } from '../../src/testing/index.js';
 import { breakerObservers } from '../support/observers.js';
 import { bump, Rng, type Histogram, type SoakReport } from './seeded.js';
 
-/** Whether a hub's (private) channel still has a subscriber to its events (the run's own subscription ends with it). */
+/** Whether a hub still has a (private) follower, a subscriber to its events (the run's own subscription ends with it). */
 function hubObserved(hub: HealHub): boolean {
-  return (hub as unknown as { subject?: { observed: boolean } }).subject?.observed === true;
+  return (hub as unknown as { followers: unknown }).followers !== undefined;
 }
 
 function capabilitiesObserved(capabilities: CapabilityRegistry): boolean {

@@ -824,7 +824,7 @@ describe('runAgent: a user callback that throws (the guard rule)', () => {
         const result = runAgent({ model: playing(kind, scheduler, turns), messages: [...user], hub, scheduler, ...config(boom) });
         expectThrowDownstream(result, boom, { scheduler });
         // the run's subscription to its hub ended with it
-        expect((hub as unknown as { subject?: { observed: boolean } }).subject?.observed ?? false).to.equal(false);
+        expect((hub as unknown as { followers: unknown }).followers).to.equal(undefined);
       });
     }
   }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Observable, Subject, type Subscription } from 'rxjs';
+import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import type { CircuitEvent } from '../circuit/state.js';
 import type { HealEvent } from '../events/events.js';
 import type { Watchable } from '../circuit/permit.js';
@@ -21,13 +21,21 @@ import type { Watchable } from '../circuit/permit.js';
  * ```
  */
 export class HealHub {
-  /** The events' channel, made at the first subscriber (a hub nobody listens to holds none). */
-  private subject: Subject<HealEvent> | undefined;
+  /**
+   * Who follows `events$`, in subscription order: one subscriber, several (an array replaced, not
+   * changed, on each subscription and unsubscription: a report goes to those following when it
+   * began, as a Subject's does), or none. Not a Subject: a run's hub has one follower, the run,
+   * and a Subject's arrays and per-subscriber subscriptions weigh ~0.55 kB a run (figure g, heap
+   * per idle stream: bench/README.md).
+   */
+  private followers: Subscriber<HealEvent> | readonly Subscriber<HealEvent>[] | undefined = undefined;
   /** Breakers watched, and while the hub has subscribers, the subscription following each; made at the first watch. */
   private watched: Map<Watchable, Subscription | undefined> | undefined;
-  /** How the hub reports a watched breaker's transition: one function for all of them. */
-  private readonly onTransition = ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
-    this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  /** How the hub hears a watched breaker's transitions: one observer for all of them. */
+  private readonly onTransition: Partial<Observer<CircuitEvent>> = {
+    next: ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
+      this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+  };
 
   /**
    * Every event reported, as it happens. Hot: subscribe before the work starts. Watched breakers
@@ -37,26 +45,39 @@ export class HealHub {
    * as for any subscriber.
    */
   readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
-    const subject = (this.subject ??= new Subject<HealEvent>());
-    const first = !subject.observed;
-    subject.subscribe(subscriber);
-    if (first) this.follow(true);
-    return () => {
-      // (the subject has let go of `subscriber` already: its own teardown came first)
-      if (!subject.observed) this.follow(false);
-    };
+    const followers = this.followers;
+    this.followers =
+      followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
+    if (followers === undefined) this.follow(true);
+    return () => this.unfollow(subscriber);
   });
 
   /** Reports one event to every subscriber. */
   report(event: HealEvent): void {
-    this.subject?.next(event);
+    const followers = this.followers;
+    if (followers === undefined) return;
+    if (!Array.isArray(followers)) (followers as Subscriber<HealEvent>).next(event);
+    else for (const follower of followers) follower.next(event);
   }
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
   watch(breaker: Watchable): void {
     const watched = (this.watched ??= new Map());
     if (watched.has(breaker)) return;
-    watched.set(breaker, this.subject?.observed === true ? breaker.events$.subscribe(this.onTransition) : undefined);
+    watched.set(breaker, this.followers !== undefined ? breaker.events$.subscribe(this.onTransition) : undefined);
+  }
+
+  /** A subscriber to `events$` leaves (the last one: watched breakers are let go). */
+  private unfollow(subscriber: Subscriber<HealEvent>): void {
+    const followers = this.followers;
+    if (followers === subscriber) this.followers = undefined;
+    else if (Array.isArray(followers)) {
+      const i = followers.indexOf(subscriber);
+      if (i < 0) return;
+      const rest = followers.filter((_, j) => j !== i);
+      this.followers = rest.length === 1 ? rest[0] : rest;
+    } else return;
+    if (this.followers === undefined) this.follow(false);
   }
 
   /** The first subscriber came (`on`), or the last one left: every watched breaker is followed, or let go. */
