@@ -116,6 +116,11 @@ const answerOf = (events: readonly [number, AgentEvent][]): string | undefined =
     .filter((e): e is Extract<AgentEvent, { type: 'message' }> => e.type === 'message' && e.message.role === 'assistant' && !e.message.toolCalls?.length)
     .at(-1)?.message.content;
 
+/** A copy of `o` without `keys`. */
+function without<T extends object, K extends keyof T>(o: T, ...keys: K[]): Omit<T, K> {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k as K))) as Omit<T, K>;
+}
+
 /** Runs `body` in virtual time, to the end. */
 function virtual(body: () => void): void {
   testScheduler().run(({ flush }) => {
@@ -140,7 +145,7 @@ describe('durable runs (runAgent with a journal, resumeAgent) in virtual time', 
   it('a run without a journal and with one give the same answer and the same events but for when they come', () => {
     const world = new World();
     let r!: Recording<AgentEvent>;
-    const { runId: _r, journal: _j, ...plain } = config(world, memoryJournal());
+    const plain = without(config(world, memoryJournal()), 'runId', 'journal');
     virtual(() => (r = record(runAgent(plain))));
     expect(answerOf(r.events)).to.equal(uncut.answer);
     expect(r.events.length).to.equal(uncut.events);
@@ -361,7 +366,7 @@ describe('durable runs (runAgent with a journal, resumeAgent) in virtual time', 
 
     it('a tool that needs approval without a journal is refused at construction', () => {
       const world = new World();
-      const { runId: _r, journal: _j, ...plain } = config(world, memoryJournal(), { needsApproval: true });
+      const plain = without(config(world, memoryJournal(), { needsApproval: true }), 'runId', 'journal');
       expect(() => runAgent(plain))
         .to.throw(InvalidOptionError, /tool 'book' needs approval/)
         .with.property('option', 'journal');
@@ -442,11 +447,11 @@ describe('durable runs (runAgent with a journal, resumeAgent) in virtual time', 
       expect(() => runAgent({ ...config(world, journal), runId: 'a/b' }))
         .to.throw(InvalidOptionError, /1 to 100 characters/)
         .with.property('option', 'runId');
-      const { journal: _j, ...noJournal } = config(world, journal);
+      const noJournal = without(config(world, journal), 'journal');
       expect(() => resumeAgent(noJournal as never))
         .to.throw(InvalidOptionError, /resumeAgent resumes a journaled run/)
         .with.property('option', 'journal');
-      const { runId: _r, ...noRunId } = config(world, journal);
+      const noRunId = without(config(world, journal), 'runId');
       expect(() => resumeAgent(noRunId as never))
         .to.throw(InvalidOptionError)
         .with.property('option', 'runId');

@@ -31,7 +31,7 @@ describe('a journaled run on the file journal (a real directory), resumed from d
       const last = request.messages.at(-1)!;
       if (last.role !== 'tool') return of(toolCall('c1', 'lookup', { q: 'LH 400' }), toolCall('c2', 'pay', { amount: 90 }), finish('tool-calls'));
       const tools = request.messages.filter((m) => m.role === 'tool').map((m) => m.content);
-      return of({ type: 'text-delta', text: `Done: ${tools.join(' / ')}` }, finish());
+      return of<ModelEvent[]>({ type: 'text-delta', text: `Done: ${tools.join(' / ')}` }, finish());
     },
   };
   let lookups = 0;

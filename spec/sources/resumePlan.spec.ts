@@ -110,12 +110,12 @@ describe('resumePlan (a journal read as what to do next; pure)', () => {
     );
     expect(approved.status).to.equal('in-progress');
     expect(approved.next).to.deep.include({ kind: 'tools' });
-    expect((approved.next as { calls: { state: string }[] }).calls.map((c) => c.state)).to.deep.equal(['done', 'approved']);
+    expect((approved.next as { readonly calls: readonly { state: string }[] }).calls.map((c) => c.state)).to.deep.equal(['done', 'approved']);
     const denied = resumePlan('r1', entries(start, turnRecord, suspended, { v: 1, type: 'decision', callId: 'c2', approved: false, reason: 'too dear' }));
-    expect((denied.next as { calls: unknown[] }).calls[1]).to.deep.equal({ call: call2, state: 'denied', reason: 'too dear' });
+    expect((denied.next as { readonly calls: readonly unknown[] }).calls[1]).to.deep.equal({ call: call2, state: 'denied', reason: 'too dear' });
     // an approved call that started and never finished is interrupted like any other
     const cut = resumePlan('r1', entries(start, turnRecord, suspended, { v: 1, type: 'decision', callId: 'c2', approved: true }, started('c2', 1)));
-    expect((cut.next as { calls: { state: string }[] }).calls[1]!.state).to.equal('interrupted');
+    expect((cut.next as { readonly calls: readonly { state: string }[] }).calls[1]!.state).to.equal('interrupted');
   });
 
   it('refuses a journal that is not an rxheal run (first record not a v: 1 start), a record of a newer version, a record that does not decode', () => {
