@@ -129,15 +129,31 @@ export interface AgentConfig {
  */
 export type Approval = { readonly approved: true } | { readonly approved: false; readonly reason: string };
 
-/** What `resumeAgent` takes: a journaled run's configuration, and the approvals it waits for. */
+/**
+ * What `resumeAgent` takes: a journaled run's configuration, and the approvals it waits for.
+ *
+ * @example
+ * ```ts
+ * const resume: ResumeConfig = { ...config, runId: 'order-7421', journal, approvals: { call_1: { approved: true } } };
+ * ```
+ */
 export interface ResumeConfig extends AgentConfig {
+  /** The run to resume (its id in `journal`). */
   readonly runId: string;
+  /** Where it is journaled. */
   readonly journal: JournalStore;
   /** Decisions on the calls the run waits for, by call id: approved calls run, denied ones answer the model that they were denied and why. */
   readonly approvals?: Readonly<Record<string, Approval>>;
 }
 
-/** A journaled run's own settings, resolved. */
+/**
+ * A journaled run's own settings, resolved.
+ *
+ * @example
+ * ```ts
+ * const { runId, leaseMs } = resolveAgent(config).durable!;
+ * ```
+ */
 export interface DurableSettings {
   readonly runId: string;
   readonly journal: JournalStore;

@@ -38,13 +38,27 @@ import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
 
-/** What one tool call yields: the events to emit and the tool message. */
+/**
+ * What one tool call yields: the events to emit and the tool message.
+ *
+ * @example
+ * ```ts
+ * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
+ * ```
+ */
 export interface ToolOutcome {
   readonly events: readonly AgentEvent[];
   readonly message: ToolMessage;
 }
 
-/** What the agent loop lends a journaled run. */
+/**
+ * What the agent loop lends a journaled run.
+ *
+ * @example
+ * ```ts
+ * const durable = new DurableRun(host, agent, agent.durable!);
+ * ```
+ */
 export interface DurableHost {
   emit(event: AgentEvent): void;
   /** Runs a step of the loop, a throw ending the run. */
@@ -72,11 +86,25 @@ const jsonData = (record: RunRecord) => asData(JSON.parse(JSON.stringify(record)
 const randomHolder = (): string =>
   `rxheal-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
 
-/** The text a model gets for a call whose outcome a resume cannot know. */
+/**
+ * The text a model gets for a call whose outcome a resume cannot know.
+ *
+ * @example
+ * ```ts
+ * unknownOutcomeText('book'); // 'The outcome of book is unknown: …'
+ * ```
+ */
 export const unknownOutcomeText = (tool: string): string =>
   `The outcome of ${tool} is unknown: it may or may not have happened (the run was interrupted while it ran). Check before trying again.`;
 
-/** The configuration's fingerprint, as the start record keeps it. */
+/**
+ * The configuration's fingerprint, as the start record keeps it.
+ *
+ * @example
+ * ```ts
+ * fingerprintOf(resolveAgent(config)).models; // ['gpt-5-mini']
+ * ```
+ */
 export function fingerprintOf(agent: ResolvedAgent): Fingerprint {
   const { config, specs } = agent;
   const models = [config.model.id, ...(modelsInside(config.model) ?? []).map((m) => m.id)];
@@ -85,7 +113,14 @@ export function fingerprintOf(agent: ResolvedAgent): Fingerprint {
   ) as Fingerprint;
 }
 
-/** What differs between the journaled configuration and this one. */
+/**
+ * What differs between the journaled configuration and this one.
+ *
+ * @example
+ * ```ts
+ * differences(plan.fingerprint!, fingerprintOf(agent), plan.initial, config.messages); // [{ kind: 'tool', detail: '"book" is gone' }]
+ * ```
+ */
 export function differences(was: Fingerprint, now: Fingerprint, wasMessages: readonly Message[], nowMessages: readonly Message[]) {
   const out: { kind: JournalChange; detail: string }[] = [];
   if (was.instruction !== now.instruction) out.push({ kind: 'instruction', detail: 'the instruction changed' });
@@ -110,7 +145,15 @@ function replayedError(error: { readonly name: string; readonly message: string 
   return e;
 }
 
-/** One journaled run: its session, its lease, its records. */
+/**
+ * One journaled run: its session, its lease, its records.
+ *
+ * @example
+ * ```ts
+ * const durable = new DurableRun(host, agent, agent.durable!);
+ * durable.start();
+ * ```
+ */
 export class DurableRun {
   private session: JournalSession | undefined;
   private readonly work = new Subscription();

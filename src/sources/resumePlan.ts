@@ -17,16 +17,35 @@ import { decodeRecords, type Fingerprint, type PendingApproval, type RunRecord, 
  * - `not-started`: no execution began;
  * - `awaiting-approval`: the run suspended for it, and no decision was given;
  * - `approved` / `denied`: a decision was journaled (and it did not start since).
+ *
+ * @example
+ * ```ts
+ * const waiting = calls.filter((c: CallState) => c.state === 'awaiting-approval');
+ * ```
  */
 export type CallState =
   | { readonly call: ToolCall; readonly state: 'done'; readonly message: ToolMessage }
   | { readonly call: ToolCall; readonly state: 'interrupted' | 'not-started' | 'awaiting-approval' | 'approved' }
   | { readonly call: ToolCall; readonly state: 'denied'; readonly reason: string };
 
-/** Where the run stands. */
+/**
+ * Where the run stands.
+ *
+ * @example
+ * ```ts
+ * const over = (s: RunStatus) => s === 'answered' || s === 'failed';
+ * ```
+ */
 export type RunStatus = 'new' | 'in-progress' | 'answered' | 'failed' | 'suspended';
 
-/** What a resume does, read from the journal (see {@link resumePlan}). */
+/**
+ * What a resume does, read from the journal (see {@link resumePlan}).
+ *
+ * @example
+ * ```ts
+ * const plan: ResumePlan = resumePlan('order-7421', session.entries);
+ * ```
+ */
 export interface ResumePlan {
   readonly status: RunStatus;
   /** The configuration the run started with (undefined for a new run). */

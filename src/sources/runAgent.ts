@@ -71,7 +71,14 @@ export function runAgent(config: AgentConfig): Observable<AgentEvent> {
   return new Agent(resolveAgent(config));
 }
 
-/** An agent from a checked config (what `resumeAgent` builds too). */
+/**
+ * An agent from a checked config (what `resumeAgent` builds too).
+ *
+ * @example
+ * ```ts
+ * agentOf(resolveAgent(config, 'resumeAgent'));
+ * ```
+ */
 export function agentOf(agent: ResolvedAgent): Observable<AgentEvent> {
   return new Agent(agent);
 }

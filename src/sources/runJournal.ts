@@ -22,13 +22,28 @@ import { JournalCorruptError } from '../core/journal/errors.js';
 import type { JournalData, JournalEntry } from '../core/journal/journal.js';
 import { describeProblems, formatProblem, isLeft } from '../core/errors/options.js';
 
-/** The version this rxheal writes and reads. */
+/**
+ * The version this rxheal writes and reads.
+ *
+ * @example
+ * ```ts
+ * const record = { v: RECORD_VERSION, type: 'tool-start', callId: 'c1', tool: 'book', used };
+ * ```
+ */
 export const RECORD_VERSION = 1;
 
 const UsedCodec = t.type({ modelCalls: t.number, toolCalls: t.number, tokens: t.number }, 'Used');
-/** What a run's budget had spent when a record was written. */
+/**
+ * What a run's budget had spent when a record was written.
+ *
+ * @example
+ * ```ts
+ * const used: Used = { modelCalls: 1, toolCalls: 0, tokens: 15 };
+ * ```
+ */
 export type Used = t.TypeOf<typeof UsedCodec>;
 
+/** The codec of a {@link Fingerprint}. */
 export const FingerprintCodec = t.type(
   {
     instruction: t.string,
@@ -37,7 +52,14 @@ export const FingerprintCodec = t.type(
   },
   'Fingerprint',
 );
-/** What a resume must find unchanged (or `allowChanged`): the instruction, the tools' names and argument schemas, the models' ids. */
+/**
+ * What a resume must find unchanged (or `allowChanged`): the instruction, the tools' names and argument schemas, the models' ids.
+ *
+ * @example
+ * ```ts
+ * const f: Fingerprint = { instruction: 'Be brief.', tools: [{ name: 'book', schema: { type: 'object' } }], models: ['gpt-5-mini'] };
+ * ```
+ */
 export type Fingerprint = t.TypeOf<typeof FingerprintCodec>;
 
 const v = t.literal(RECORD_VERSION);
@@ -63,22 +85,57 @@ const EndRecordCodec = t.union(
   ],
   'EndRecord',
 );
+/** The codec of every record of a journaled run (see the module's list). */
 export const RunRecordCodec = t.union(
   [StartRecordCodec, MessageRecordCodec, ToolStartRecordCodec, SuspendedRecordCodec, DecisionRecordCodec, EndRecordCodec],
   'RunRecord',
 );
 
-/** One record of a journaled run (see the module's list). */
+/**
+ * One record of a journaled run (see the module's list).
+ *
+ * @example
+ * ```ts
+ * const end: RunRecord = { v: 1, type: 'end', outcome: 'answer' };
+ * ```
+ */
 export type RunRecord = t.TypeOf<typeof RunRecordCodec>;
+/**
+ * A run's first record.
+ *
+ * @example
+ * ```ts
+ * const start: StartRecord = { v: 1, type: 'start', fingerprint, messages };
+ * ```
+ */
 export type StartRecord = t.TypeOf<typeof StartRecordCodec>;
+/**
+ * Completed messages and the events to replay for them.
+ *
+ * @example
+ * ```ts
+ * const r: MessageRecord = { v: 1, type: 'message', messages: [m], events: [{ type: 'message', message: m }], used };
+ * ```
+ */
 export type MessageRecord = t.TypeOf<typeof MessageRecordCodec>;
-/** A tool call waiting for approval. */
+/**
+ * A tool call waiting for approval.
+ *
+ * @example
+ * ```ts
+ * const p: PendingApproval = { callId: 'c2', tool: 'book', args: { flight: 'LH 400' } };
+ * ```
+ */
 export type PendingApproval = t.TypeOf<typeof PendingCodec>;
 
 /**
  * A run's entries as records, checked: record 0 is a `start` of version 1, every record decodes,
  * none is of a newer version.
  *
+ * @example
+ * ```ts
+ * const records = decodeRecords('order-7421', session.entries);
+ * ```
  * @throws {JournalCorruptError} naming the run and the seq of the first record that is not one
  *   (`store: 'run'`: the records are whole, but not a run this rxheal can read).
  */
@@ -100,10 +157,24 @@ export function decodeRecords(runId: string, entries: readonly JournalEntry[]): 
   });
 }
 
-/** Records as the store takes them (the codecs' types are JSON data). */
+/**
+ * Records as the store takes them (the codecs' types are JSON data).
+ *
+ * @example
+ * ```ts
+ * session.append(asData(record));
+ * ```
+ */
 export const asData = (record: RunRecord): JournalData => record as unknown as JournalData;
 
-/** A `message` record. */
+/**
+ * A `message` record.
+ *
+ * @example
+ * ```ts
+ * messageRecord([toolMessage], [{ type: 'tool-result', id: 'c1', name: 'book', result: 'ok' }], used, { callId: 'c1' });
+ * ```
+ */
 export function messageRecord(
   messages: readonly Message[],
   events: readonly AgentEvent[],

@@ -71,7 +71,14 @@ export interface ToolContext extends AbortContext {
   readonly callId?: string;
 }
 
-/** A tool's context: the attempt's signal (made only when read) and its call's id. */
+/**
+ * A tool's context: the attempt's signal (made only when read) and its call's id.
+ *
+ * @example
+ * ```ts
+ * tool.execute(args, new CallContext(attempt, call.id));
+ * ```
+ */
 export class CallContext implements ToolContext {
   constructor(
     private readonly attempt: AbortContext,

@@ -7,7 +7,15 @@
 import type { Finish, ReasoningPart, ToolCall, TurnEvent } from '../core/events/events.js';
 import { TextBuffer } from '../core/model/textBuffer.js';
 
-/** What one turn gathered from the model pipeline; a `reset` discards it. */
+/**
+ * What one turn gathered from the model pipeline; a `reset` discards it.
+ *
+ * @example
+ * ```ts
+ * const output = new TurnOutput();
+ * output.add({ type: 'text-delta', text: 'Hi' });
+ * ```
+ */
 export class TurnOutput {
   /** The turn's text, kept flat (a 10⁶-delta answer costs its characters, not a rope of cells). */
   private readonly buffer = new TextBuffer();

@@ -127,7 +127,9 @@ export type JournalChange = 'instruction' | 'tool' | 'schema' | 'model' | 'messa
  */
 export class JournalMismatchError extends Error {
   override readonly name = 'JournalMismatchError';
+  /** The run resumed. */
   readonly runId: string;
+  /** Each difference: its kind (what `allowChanged` accepts) and what changed. */
   readonly differences: readonly { readonly kind: JournalChange; readonly detail: string }[];
 
   constructor(runId: string, differences: readonly { readonly kind: JournalChange; readonly detail: string }[]) {
@@ -155,8 +157,11 @@ export class ToolOutcomeUnknownError extends Error {
   override readonly name = 'ToolOutcomeUnknownError';
 
   constructor(
+    /** The run resumed. */
     readonly runId: string,
+    /** The tool whose outcome is unknown. */
     readonly tool: string,
+    /** The model's tool call it answered. */
     readonly callId: string,
   ) {
     super(`run ${JSON.stringify(runId)}: the outcome of ${tool} (call ${callId}) is unknown: it started before the crash and never finished`);
