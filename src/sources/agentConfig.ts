@@ -99,7 +99,7 @@ export interface AgentConfig {
   /** Where call durations are read (`call-start` / `call-end` events), and the journal's lease renewed. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
   /**
-   * The run's id in `journal` ({@link RUN_ID_RULE}): with `journal`, the run is journaled so that
+   * The run's id in `journal` (1 to 100 letters, digits, `_`, `-` or `.`, the first not `.`): with `journal`, the run is journaled so that
    * it survives its process (see `resumeAgent`). A run the journal already holds is resumed.
    */
   readonly runId?: string;
