@@ -14,7 +14,10 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   'tool-result': [{ type: 'tool-result', id: 'c1', name: 'get_weather', result: { temperature: 22 } }],
   'tool-error': [{ type: 'tool-error', id: 'c1', name: 'get_weather', error: 'Invalid units', category: 'unknown' }],
   validation: [{ type: 'validation', valid: false, attempt: 1, problems: ['city: expected string, got 1'] }],
-  message: [{ type: 'message', message: { role: 'assistant', content: 'Done.' } }, { type: 'message', message: { role: 'user', content: 'Hi' }, replayed: true }],
+  message: [
+    { type: 'message', message: { role: 'assistant', content: 'Done.' } },
+    { type: 'message', message: { role: 'user', content: 'Hi' }, replayed: true },
+  ],
   'approval-requested': [{ type: 'approval-requested', callId: 'c1', tool: 'book_flight', args: { flight: 'LH 400' } }],
   suspended: [{ type: 'suspended', runId: 'order-7421' }],
   'tool-outcome-unknown': [{ type: 'tool-outcome-unknown', callId: 'c1', tool: 'book_flight' }],
