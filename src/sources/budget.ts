@@ -56,6 +56,18 @@ export class BudgetTracker implements BudgetMeter {
     private readonly hub: HealHub,
   ) {}
 
+  /** What was spent so far (a journaled run records it with each step). */
+  used(): { modelCalls: number; toolCalls: number; tokens: number } {
+    return { modelCalls: this.modelCalls, toolCalls: this.toolCalls, tokens: this.tokens };
+  }
+
+  /** A resumed run: what its journal says was spent already (no fresh budget). */
+  restore(used: { readonly modelCalls: number; readonly toolCalls: number; readonly tokens: number }): void {
+    this.modelCalls = used.modelCalls;
+    this.toolCalls = used.toolCalls;
+    this.tokens = used.tokens;
+  }
+
   modelCall(): void {
     this.check('modelCalls', this.budget.maxModelCalls, ++this.modelCalls);
   }

@@ -15,6 +15,9 @@
  * @module
  */
 import * as t from 'io-ts';
+import { ApprovalRequestedEventCodec, SuspendedEventCodec, ToolOutcomeUnknownEventCodec } from './runEvents.js';
+
+export * from './runEvents.js';
 
 // ---------------------------------------------------------------------------------------------
 // messages
@@ -356,19 +359,28 @@ export const HealEventCodec = t.union(
  * fallback starts the turn over. */
 export const TurnEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec], 'TurnEvent');
 
-/** Everything `runAgent` emits. */
-export const AgentEventCodec = t.union(
+/**
+ * Everything `runAgent` emits. An event of a resumed run read back from its journal, not happening
+ * now, carries `replayed: true`.
+ */
+export const AgentEventCodec = t.intersection(
   [
-    TextDeltaCodec,
-    ReasoningDeltaCodec,
-    ReasoningEndCodec,
-    ToolCallEventCodec,
-    FinishCodec,
-    ToolResultEventCodec,
-    ToolErrorEventCodec,
-    ValidationEventCodec,
-    MessageEventCodec,
-    HealEventCodec,
+    t.union([
+      TextDeltaCodec,
+      ReasoningDeltaCodec,
+      ReasoningEndCodec,
+      ToolCallEventCodec,
+      FinishCodec,
+      ToolResultEventCodec,
+      ToolErrorEventCodec,
+      ValidationEventCodec,
+      MessageEventCodec,
+      HealEventCodec,
+      ApprovalRequestedEventCodec,
+      SuspendedEventCodec,
+      ToolOutcomeUnknownEventCodec,
+    ]),
+    t.partial({ replayed: t.literal(true) }),
   ],
   'AgentEvent',
 );
