@@ -470,7 +470,7 @@ describe('providers: OpenAI Responses API', function () {
       expect(web.error).to.equal(undefined);
       expect(web.events.filter((e) => e.type === 'reasoning-end')).to.have.length(7);
       expect(textOf(web.events)).to.match(/^I checked today’s tech headlines/);
-      expect(web.events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 31073, outputTokens: 4416 } });
+      expect(web.events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 31073, outputTokens: 4416, cachedInputTokens: 3712, reasoningTokens: 3712 } });
       expect(outcomes('code-interpreter')[0]!.events.filter((e) => e.type === 'tool-call')).to.deep.equal([]);
       expect(outcomes('image-generation')[0]!.events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' });
       // item ids that change on every event (a GitHub Copilot recording): read by output_index
