@@ -76,6 +76,8 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
     private readonly hub: HealHub,
     private readonly scheduler: SchedulerLike,
     private readonly call: TracedCall,
+    /** For a model call: whether it made no calls of its own (the provider's fallbacks are reported by the innermost call that saw them). */
+    private readonly innermost: () => boolean = () => true,
   ) {
     super(destination);
     this.started = scheduler.now();
@@ -89,7 +91,7 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
     if (this.call.kind === 'model') {
       if (event.type === 'finish') {
         if (event.usage) this.usage = event.usage;
-        if (event.providerFallbacks) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
+        if (event.providerFallbacks && this.innermost()) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
       }
     } else if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
     this.destination.next(value);
