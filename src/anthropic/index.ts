@@ -19,6 +19,7 @@ import { anthropicBetas, anthropicBodyOptions, anthropicRequestBody, anthropicSt
 import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
+export type { AnthropicBodyOptions, AnthropicCacheOptions } from '../providers/anthropic.js';
 
 /**
  * What {@link fromAnthropic} needs of a client: `messages.create` with `stream: true`. An

@@ -21,6 +21,7 @@ import { openAIResponsesStreamDecoder } from '../providers/responsesDecoder.js';
 import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
+export type { ResponsesPromptCache } from '../providers/responses.js';
 
 /**
  * What {@link fromOpenAI} needs of a client: `chat.completions.create` with `stream: true`. An

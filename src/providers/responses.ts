@@ -190,7 +190,14 @@ export interface ResponsesPromptCache {
   readonly breakpoints?: number;
 }
 
-/** The checked {@link ResponsesPromptCache} of an option named `target`.`promptCache`. */
+/**
+ * The check of a `promptCache` option ({@link ResponsesPromptCache}), for `checkProviderOptions`.
+ *
+ * @example
+ * ```ts
+ * PromptCacheCheck.is({ key: 'conversation-42', retention: '24h' }); // true
+ * ```
+ */
 export const PromptCacheCheck = check(
   "{ key?: non-empty string, retention?: 'in_memory' | '24h', ttl?: '30m', breakpoints?: 1 to 4 }",
   (u): u is ResponsesPromptCache =>

@@ -30,6 +30,7 @@ import { RequestLog, type MutableRequest, type ProviderActivity, type RecordedRe
 export type {
   ActiveFault,
   BadToolArgsFault,
+  BlockedFault,
   DownFault,
   Fault,
   FaultBase,

@@ -87,15 +87,14 @@ export type Message = t.TypeOf<typeof MessageCodec>;
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Token counts of one model call. `inputTokens` is every input token the call was billed for,
- * cache reads and writes included; `outputTokens` every output token, reasoning included (budgets
- * count `inputTokens + outputTokens`, so a cached token counts as one token). Where the API
- * reports them: `cachedInputTokens` — of the input, how many were read from the prompt cache
- * (Anthropic `cache_read_input_tokens`, OpenAI `cached_tokens`); `cacheWriteTokens` — how many
- * were written to it (Anthropic `cache_creation_input_tokens`); `reasoningTokens` — of the
- * output, how many were reasoning; `iterations` — how many samplings the provider ran for the
- * call on its side (Anthropic `usage.iterations`: a server-side fallback, a compaction), when
- * more than one (budgets count each as a model call).
+ * Token counts of one model call. `inputTokens`: every input token billed, cache reads and writes
+ * included; `outputTokens`: every output token, reasoning included (budgets count their sum: a
+ * cached token counts as one). Where the API reports them: `cachedInputTokens` — of the input,
+ * those read from the prompt cache (Anthropic `cache_read_input_tokens`, OpenAI `cached_tokens`);
+ * `cacheWriteTokens` — those written to it (Anthropic `cache_creation_input_tokens`);
+ * `reasoningTokens` — of the output, the reasoning; `iterations` — the samplings the provider ran
+ * on its side (Anthropic `usage.iterations`: a server-side fallback), when more than one (budgets
+ * count each as a model call).
  */
 export const UsageCodec = t.intersection(
   [
@@ -132,15 +131,14 @@ export const ReasoningEndCodec = t.intersection(
   'ReasoningEnd',
 );
 /**
- * A fallback the provider made on its own side within one call (Anthropic's server-side fallback):
- * the model blocked, the model that took over, and `midStream` — whether the call had emitted
- * before it (then a `reset` took that output back).
+ * A fallback the provider made on its side in one call (Anthropic's server-side fallback): the
+ * blocked model, the one that took over, `midStream` (a `reset` took back what came before).
  */
 export const ProviderFallbackCodec = t.intersection([t.type({ from: t.string, to: t.string }), t.partial({ midStream: t.boolean })], 'ProviderFallback');
 /**
- * Ends a model turn. `providerFallbacks`: the fallbacks the provider made on its side during the
- * turn, in order (the answer is the last `to`'s); `recommendedModel`: the model the provider
- * recommends for a turn it stopped (Anthropic's `stop_details.recommended_model` on a refusal).
+ * Ends a model turn. `providerFallbacks`: the provider's own fallbacks during the turn, in order
+ * (the answer is the last `to`'s); `recommendedModel`: the model the provider recommends for a
+ * turn it stopped (Anthropic's `stop_details.recommended_model` on a refusal).
  */
 export const FinishCodec = t.intersection(
   [
