@@ -257,7 +257,11 @@ describe('anthropicModel', () => {
         { type: 'message_stop' },
       );
       const { events } = await collect(streamModel(fromText(body), ask('x')));
-      expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 4, cachedInputTokens: 5, cacheWriteTokens: 10 } });
+      expect(events.at(-1)).to.deep.equal({
+        type: 'finish',
+        reason: 'stop',
+        usage: { inputTokens: 32, outputTokens: 4, cachedInputTokens: 5, cacheWriteTokens: 10 },
+      });
       const onlyDelta = sseOf(
         { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 3, cache_read_input_tokens: 7, output_tokens: 2 } },
         { type: 'message_stop' },
