@@ -101,10 +101,11 @@ describe('rxheal/server: what providers do on their side', function () {
         const second = await turn(model, [...question, assistantOf(first), { role: 'user', content: 'And lakes?' }]);
         expect(second.at(-1)).to.have.property('type', 'finish');
       }
-      const sent = server.requests.filter((r) => (r.body['messages'] as unknown[]).length === 3);
+      const bodyOf = (r: { body: unknown }) => r.body as Record<string, unknown>;
+      const sent = server.requests.filter((r) => (bodyOf(r)['messages'] as unknown[]).length === 3);
       expect(sent).to.have.length(2);
       for (const request of sent) {
-        const assistant = (request.body['messages'] as { content: Record<string, unknown>[] }[])[1]!;
+        const assistant = (bodyOf(request)['messages'] as { content: Record<string, unknown>[] }[])[1]!;
         expect(assistant.content[0]).to.have.property('type', 'compaction');
         expect(request.status).to.equal(200);
       }
@@ -119,12 +120,17 @@ describe('rxheal/server: what providers do on their side', function () {
       const first = await turn(gpt);
       const ends = first.filter((e) => e.type === 'reasoning-end');
       expect(ends).to.have.length(1);
-      const item = (ends[0]!.type === 'reasoning-end' && (ends[0]!.providerMetadata?.['openai'] as { item: Record<string, unknown> }).item)!;
+      const end = ends[0]!;
+      const item = end.type === 'reasoning-end' ? (end.providerMetadata?.['openai'] as { item: Record<string, unknown> }).item : {};
       expect(item).to.include({ type: 'compaction' });
       expect(String(item['encrypted_content'])).to.match(/^local-cmp-/);
       const second = await turn(gpt, [...question, assistantOf(first), { role: 'user', content: 'And lakes?' }]);
       expect(second.at(-1)).to.have.property('type', 'finish');
-      expect(server.requests.at(-1)!.body['input']).to.deep.include({ type: 'compaction', id: item['id'], encrypted_content: item['encrypted_content'] });
+      expect((server.requests.at(-1)!.body as Record<string, unknown>)['input']).to.deep.include({
+        type: 'compaction',
+        id: item['id'],
+        encrypted_content: item['encrypted_content'],
+      });
       const foreign = await fetch(`${server.openAIBaseURL}/responses`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
