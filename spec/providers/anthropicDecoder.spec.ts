@@ -254,6 +254,37 @@ describe('providers: Anthropic, what the Messages API added this year', () => {
       expect(error).to.be.instanceOf(BudgetExceededError).with.property('resource', 'modelCalls');
     });
 
+    it("a compaction is never carried over: a 'continue' fallback after it hands the next model the partial text alone (the whole transcript, uncompacted)", async () => {
+      // the recording cut after its compaction block and a few text deltas (no message_stop): the stream drops
+      const lines = fixture('anthropic-compaction.jsonl')
+        .split('\n')
+        .filter((l) => l !== '');
+      const cut = lines.slice(0, lines.findIndex((l) => l.includes('" history"')) + 1).join('\n');
+      const claude = anthropicModel({ model: 'claude-opus-4-6', fetch: sequenceFetch([anthropicSse(cut)]).fetch, id: 'claude' });
+      const seen: Message[][] = [];
+      const next: Model = {
+        id: 'next',
+        stream: (request) => {
+          seen.push([...request.messages]);
+          return [
+            { type: 'text-delta', text: ', you asked for a summary.' },
+            { type: 'finish', reason: 'stop' },
+          ] as TurnEvent[];
+        },
+      };
+      const events = await collect(
+        runAgent({ model: fallbackModel([claude, next], { midStream: 'continue' }), tools: [], messages: [{ role: 'user', content: 'Summarise' }] }),
+      );
+      expect(events.flatMap((e) => (e.type === 'text-delta' ? [e.text] : [])).join('')).to.equal('Based on the conversation history, you asked for a summary.');
+      expect(seen).to.have.length(1);
+      expect(seen[0]).to.deep.equal([
+        { role: 'user', content: 'Summarise' },
+        { role: 'assistant', content: 'Based on the conversation history' },
+        { role: 'user', content: seen[0]![2]!.content },
+      ]);
+      expect(JSON.stringify(seen[0])).not.to.contain('compaction');
+    });
+
     it('fine-grained tool streaming: the input that is not JSON stays raw, the tool rejects it (validate), reflectOnError has the model correct it, and the answer follows', async () => {
       const second = sse(
         start,
