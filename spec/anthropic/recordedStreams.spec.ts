@@ -59,6 +59,26 @@ describe('rxheal/anthropic: fromAnthropic on recorded streams (server-side fallb
     });
   }
 
+  it('fine-grained tool streaming (the fixture written from the API reference): eager_input_streaming on every tool, the input that is not JSON kept raw, cache reads in usage — as rxheal decodes the bytes', async () => {
+    const text = fixture('anthropic-eager-tool-input.sse');
+    const replay = await replayMessages([text]);
+    try {
+      const claude = fromAnthropic(
+        new Anthropic({ baseURL: replay.baseURL, apiKey: 'test', logLevel: 'off' }),
+        { model: 'claude-sonnet-4-5', max_tokens: 1024 },
+        { eagerInputStreaming: true },
+      );
+      const tools = [{ name: 'get_weather', description: 'The weather' }];
+      const events = await lastValueFrom(streamModel(claude, { messages: [{ role: 'user', content: 'Weather in Zürich?' }], tools }).pipe(toArray()));
+      expect(events).to.deep.equal(decodeChunks([text], anthropicStreamDecoder('recorded')).events);
+      expect(events.find((e) => e.type === 'tool-call')).to.deep.include({ args: '{"city": "Zürich", "units": celsius}' });
+      expect(events.at(-1)).to.deep.include({ usage: { inputTokens: 412 + 1536, outputTokens: 38, cachedInputTokens: 1536 } });
+      expect((replay.requests[0]!.body['tools'] as Record<string, unknown>[])[0]).to.have.property('eager_input_streaming', true);
+    } finally {
+      await replay.close();
+    }
+  });
+
   it('a compaction turn, then the next: the block goes back first in the assistant turn, with the context-management and compaction betas', async () => {
     const text = anthropicSse(fixture('anthropic-compaction.jsonl'));
     const replay = await replayMessages([text, text]);
