@@ -116,10 +116,10 @@ export type * from './core/events/events.js';
 export { openAICompatibleModel } from './providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './providers/openai.js';
 export { openAIResponsesModel } from './providers/responses.js';
-export type { OpenAIResponsesModelOptions } from './providers/responses.js';
+export type { OpenAIResponsesModelOptions, ResponsesPromptCache } from './providers/responses.js';
 export type { ResponsesResumeOptions } from './providers/responsesResume.js';
 export { anthropicModel } from './providers/anthropic.js';
-export type { AnthropicModelOptions } from './providers/anthropic.js';
+export type { AnthropicModelOptions, AnthropicCacheOptions, AnthropicFallbacks } from './providers/anthropic.js';
 
 // reading a run: logs and the summary of what healed (log records and formatting: rxheal/events)
 export { logEvents } from './observe/logger.js';
