@@ -26,7 +26,8 @@ async function violations(registry: Registry, record: (options: InstrumentOption
   for (const span of exporter.getFinishedSpans() as ReadableSpan[]) {
     if (span.attributes['gen_ai.operation.name'] === undefined) problems.push(`span ${span.name}: no gen_ai.operation.name`);
     for (const [key, value] of Object.entries(span.attributes)) attribute(`span ${span.name}`, key, value);
-    for (const event of span.events) for (const [key, value] of Object.entries(event.attributes ?? {})) attribute(`span ${span.name} event ${event.name}`, key, value);
+    for (const event of span.events)
+      for (const [key, value] of Object.entries(event.attributes ?? {})) attribute(`span ${span.name} event ${event.name}`, key, value);
   }
   for (const [name, points] of Object.entries(await collect())) {
     if (name.startsWith(OWN)) {

@@ -85,7 +85,8 @@ export function readRegistry(dir = REGISTRY): Registry {
   const groups = yamlFiles(join(dir, 'model')).flatMap((file) => groupsOf(readFileSync(file, 'utf8')));
   const byId = new Map(groups.map((g) => [g.id, g]));
   const attributes = new Map<string, readonly string[]>();
-  for (const g of groups) if (g.type === 'attribute_group' && g.id.startsWith('registry.')) for (const [key, values] of g.attributes) attributes.set(key, values);
+  for (const g of groups)
+    if (g.type === 'attribute_group' && g.id.startsWith('registry.')) for (const [key, values] of g.attributes) attributes.set(key, values);
   const refsOf = (g: Group | undefined): string[] => (g ? [...g.refs, ...refsOf(g.extends === undefined ? undefined : byId.get(g.extends))] : []);
   const metrics = new Map<string, readonly string[]>();
   for (const g of groups) if (g.type === 'metric' && g.metric !== undefined) metrics.set(g.metric, refsOf(g));

@@ -47,7 +47,10 @@ export function pipelineRetry(options: InstrumentOptions): void {
  * then tool `wx_forecast` of an MCP server answers `isError` and `search` fails; the run errors
  * with a 429 at 100 ms. `usage` gives the cache counts under other names when asked.
  */
-export function eventByEvent(options: InstrumentOptions, usage: Record<string, number> = { cachedInputTokens: 600, cacheWriteTokens: 100, reasoningTokens: 20 }): void {
+export function eventByEvent(
+  options: InstrumentOptions,
+  usage: Record<string, number> = { cachedInputTokens: 600, cacheWriteTokens: 100, reasoningTokens: 20 },
+): void {
   testScheduler().run(({ flush }) => {
     const events$ = new Subject<HealEvent>();
     // inside run(), asyncScheduler is the virtual clock
@@ -63,14 +66,36 @@ export function eventByEvent(options: InstrumentOptions, usage: Record<string, n
     at(70, [
       { type: 'hedge', target: 'model:gpt', kind: 'won', attempt: 1, at: 70 },
       { type: 'hedge', target: 'model:gpt', kind: 'cancelled', attempt: 0, at: 70 },
-      { type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1/1', step: 1, at: 70, durationMs: 70, outcome: 'success', parentId: 'step-1.1', usage: total },
+      {
+        type: 'call-end',
+        kind: 'model',
+        name: 'gpt',
+        id: 'step-1.1/1',
+        step: 1,
+        at: 70,
+        durationMs: 70,
+        outcome: 'success',
+        parentId: 'step-1.1',
+        usage: total,
+      },
       { type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 70, durationMs: 70, outcome: 'success', usage: total },
       { type: 'call-start', kind: 'tool', name: 'wx_forecast', id: 't1', step: 1, at: 70 },
       { type: 'call-start', kind: 'tool', name: 'search', id: 't2', step: 1, at: 70 },
     ]);
     at(90, [
       { type: 'call-end', kind: 'tool', name: 'wx_forecast', id: 't1', step: 1, at: 90, durationMs: 20, outcome: 'success', isError: true },
-      { type: 'call-end', kind: 'tool', name: 'search', id: 't2', step: 1, at: 90, durationMs: 20, outcome: 'error', error: 'HTTP 503', category: 'service_unavailable' },
+      {
+        type: 'call-end',
+        kind: 'tool',
+        name: 'search',
+        id: 't2',
+        step: 1,
+        at: 90,
+        durationMs: 20,
+        outcome: 'error',
+        error: 'HTTP 503',
+        category: 'service_unavailable',
+      },
     ]);
     asyncScheduler.schedule(() => events$.error(new HttpError(429)), 100);
     flush();

@@ -58,4 +58,3 @@ export function plain(span: ReadableSpan) {
     events: span.events.map((e) => [e.name, ms(e.time), { ...e.attributes }]),
   };
 }
-

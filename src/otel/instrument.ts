@@ -12,6 +12,7 @@ import { validateOptions } from '../core/errors/options.js';
 import { classifyError } from '../core/errors/classify.js';
 import { count, genAiInstrumentsOf, instrumentsOf, recordTokens, usageAttributes } from './metrics.js';
 import { hrTime, props, semconvOf, type InstrumentOptions, type McpServerTelemetry } from './options.js';
+import { spanEventOf } from './spanEvents.js';
 
 /** One model call or tool execution in flight (or just ended). */
 interface Call {
@@ -202,7 +203,12 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
 
   /** `'latest'`: the span of one provider attempt (or of a segment of it), from `start`. */
   const attemptSpan = (call: Call, start: number): Span => {
-    const attributes: Attributes = { ...modelAttributes(call.name), 'rxheal.call.id': call.id, 'rxheal.step': call.step, 'rxheal.attempt.number': call.attempt };
+    const attributes: Attributes = {
+      ...modelAttributes(call.name),
+      'rxheal.call.id': call.id,
+      'rxheal.step': call.step,
+      'rxheal.attempt.number': call.attempt,
+    };
     if (call.parentId !== undefined) attributes['rxheal.call.parent_id'] = call.parentId;
     if (call.reason !== undefined) attributes['rxheal.attempt.reason'] = call.reason;
     return tracer.startSpan(`chat ${call.name}`, { kind: SpanKind.CLIENT, startTime: hrTime(start), attributes }, under(call.op?.span ?? run));
@@ -240,7 +246,13 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       return call;
     }
     if (e.kind === 'tool') {
-      const attributes: Attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': e.name, 'gen_ai.tool.call.id': e.id, 'rxheal.call.id': e.id, 'rxheal.step': e.step };
+      const attributes: Attributes = {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': e.name,
+        'gen_ai.tool.call.id': e.id,
+        'rxheal.call.id': e.id,
+        'rxheal.step': e.step,
+      };
       const server = mcpOf(e.name);
       if (server) {
         attributes['mcp.method.name'] = 'tools/call';
@@ -294,7 +306,10 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     const span = call.span;
     if (span) {
       span.setAttribute('rxheal.call.outcome', e.outcome);
-      if (e.usage) span.setAttributes(latest ? usageAttributes(e.usage) : { 'gen_ai.usage.input_tokens': e.usage.inputTokens, 'gen_ai.usage.output_tokens': e.usage.outputTokens });
+      if (e.usage)
+        span.setAttributes(
+          latest ? usageAttributes(e.usage) : { 'gen_ai.usage.input_tokens': e.usage.inputTokens, 'gen_ai.usage.output_tokens': e.usage.outputTokens },
+        );
       if (e.outcome === 'error') {
         span.setAttribute('error.type', e.category ?? '_OTHER');
         span.setStatus({ code: SpanStatusCode.ERROR, ...(e.error !== undefined ? { message: e.error } : {}) });
@@ -330,7 +345,12 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     const key = `${e.target} ${e.attempt}`;
     if (e.kind === 'started' && e.attempt > 0 && op && e.target.startsWith(MODEL_ATTEMPT)) {
       const name = e.target.slice(MODEL_ATTEMPT.length);
-      const attributes: Attributes = { ...modelAttributes(name), 'rxheal.step': op.step, 'rxheal.attempt.number': ++op.attempts, 'rxheal.attempt.reason': 'hedge' };
+      const attributes: Attributes = {
+        ...modelAttributes(name),
+        'rxheal.step': op.step,
+        'rxheal.attempt.number': ++op.attempts,
+        'rxheal.attempt.reason': 'hedge',
+      };
       hedges.set(key, tracer.startSpan(`chat ${name}`, { kind: SpanKind.CLIENT, startTime: hrTime(e.at), attributes }, under(op.span)));
       return;
     }
@@ -361,107 +381,25 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
 
   const onHeal = (e: HealEvent): void => {
     count(m, e);
-    switch (e.type) {
-      case 'call-start':
-        endPending();
-        open.push(startCall(e, e.at));
-        return;
-      case 'call-end':
-        endPending();
-        return onCallEnd(e);
-      case 'retry':
-        spanFor(e.target)?.addEvent(
-          'rxheal.retry',
-          {
-            'rxheal.retry.attempt': e.attempt,
-            'rxheal.retry.max': e.max,
-            'rxheal.retry.delay_ms': e.delayMs,
-            'error.type': e.category,
-            ...(e.error !== undefined ? { 'rxheal.error': e.error } : {}),
-          },
-          nowHr(),
-        );
-        if (latest) continues(e.target, 'retry');
-        return;
-      case 'retry-succeeded':
-        spanFor(e.target)?.addEvent('rxheal.retry.succeeded', { 'rxheal.retry.attempt': e.attempt }, nowHr());
-        return;
-      case 'retry-withheld':
-        spanFor(e.target)?.addEvent(
-          'rxheal.retry.withheld',
-          { 'rxheal.target': e.target, 'error.type': e.category, 'rxheal.retry.withheld_reason': e.reason },
-          nowHr(),
-        );
-        return;
-      case 'circuit':
-        if (e.kind === 'transition') {
-          spanFor(e.breaker)?.addEvent(
-            'rxheal.circuit.transition',
-            {
-              'rxheal.breaker': e.breaker,
-              'rxheal.circuit.from': e.from,
-              'rxheal.circuit.to': e.to,
-              'rxheal.circuit.reason': e.reason,
-              'rxheal.circuit.failures': e.failures,
-            },
-            nowHr(),
-          );
-        } else spanFor(e.breaker)?.addEvent('rxheal.circuit.rejected', { 'rxheal.breaker': e.breaker, 'rxheal.circuit.retry_after_ms': e.retryAfterMs }, nowHr());
-        return;
-      case 'fallback':
-        spanFor(e.from)?.addEvent(
-          'rxheal.fallback',
-          { 'rxheal.fallback.from': e.from, 'rxheal.fallback.to': e.to, 'rxheal.fallback.reason': e.reason, 'rxheal.fallback.mid_stream': e.midStream },
-          nowHr(),
-        );
-        if (latest) continues(e.from, 'fallback');
-        return;
-      case 'reflection': {
-        const call = ended?.call.kind === 'tool' && ended.call.id === e.callId ? ended.call : latestOpen((c) => c.kind === 'tool' && c.id === e.callId);
-        call?.span?.addEvent(
-          'rxheal.reflection',
-          { 'gen_ai.tool.name': e.tool, 'rxheal.reflection.attempt': e.attempt, 'rxheal.reflection.max': e.max, 'rxheal.reflection.exhausted': e.exhausted },
-          nowHr(),
-        );
-        return;
-      }
-      case 'degraded':
-        spanOf(ended?.call)?.addEvent('rxheal.degraded', { 'rxheal.capability': e.capability, 'rxheal.degraded.reason': e.reason }, nowHr());
-        return;
-      case 'restored':
-        spanOf(ended?.call)?.addEvent('rxheal.restored', { 'rxheal.capability': e.capability }, nowHr());
-        return;
-      case 'hedge': {
-        const attributes: Attributes = { 'rxheal.hedge.kind': e.kind, 'rxheal.hedge.attempt': e.attempt };
-        if (e.afterMs !== undefined) attributes['rxheal.hedge.after_ms'] = e.afterMs;
-        if (e.category !== undefined) attributes['error.type'] = e.category;
-        spanFor(e.target)?.addEvent('rxheal.hedge', attributes, hrTime(e.at));
-        if (latest) onHedge(e);
-        return;
-      }
-      case 'bulkhead': {
-        const details: Attributes = { 'rxheal.bulkhead': e.bulkhead, 'rxheal.bulkhead.kind': e.kind };
-        if (e.reason !== undefined) details['rxheal.bulkhead.reason'] = e.reason;
-        Object.assign(details, { 'rxheal.bulkhead.active': e.active, 'rxheal.bulkhead.queued': e.queued });
-        if (e.waitMs !== undefined) details['rxheal.bulkhead.wait_ms'] = e.waitMs;
-        spanFor(e.bulkhead)?.addEvent('rxheal.bulkhead', details, nowHr());
-        return;
-      }
-      case 'resume': {
-        const attributes: Attributes = {
-          'rxheal.resume.reason': e.reason,
-          'rxheal.resume.attempt': e.attempt,
-          'rxheal.resume.max': e.max,
-          'rxheal.resume.response_id': e.responseId,
-          'rxheal.resume.starting_after': e.startingAfter,
-        };
-        if (e.error !== undefined) attributes['rxheal.error'] = e.error;
-        if (!(latest && onResume(e, attributes))) spanFor(e.target)?.addEvent('rxheal.resume', attributes, nowHr());
-        return;
-      }
-      default:
-        return;
+    if (e.type === 'call-start' || e.type === 'call-end') {
+      endPending();
+      if (e.type === 'call-start') open.push(startCall(e, e.at));
+      else onCallEnd(e);
+      return;
     }
+    const event = spanEventOf(e);
+    if (!event) return;
+    if (latest && e.type === 'resume' && onResume(e, event.attributes)) return;
+    let span: Span | undefined;
+    if (e.type === 'reflection') {
+      const call = ended?.call.kind === 'tool' && ended.call.id === e.callId ? ended.call : latestOpen((c) => c.kind === 'tool' && c.id === e.callId);
+      span = call?.span;
+    } else span = event.about === undefined ? spanOf(ended?.call) : spanFor(event.about);
+    span?.addEvent(event.name, event.attributes, hrTime(event.at ?? scheduler.now()));
+    if (!latest) return;
+    if (e.type === 'retry') continues(e.target, 'retry');
+    else if (e.type === 'fallback') continues(e.from, 'fallback');
+    else if (e.type === 'hedge') onHedge(e);
   };
 
   let closed = false;
