@@ -217,11 +217,11 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
       expect(search.attributes['error.type']).to.equal('service_unavailable');
     });
 
-    it('a run that errors: its invoke_agent span ends then, status ERROR with the error’s category', () => {
+    it('a run that errors: its invoke_agent span ends then, status ERROR with the error’s name', () => {
       const { exporter, options } = sdk();
       eventByEvent(options);
       const run = exporter.getFinishedSpans().find((s) => s.name === 'invoke_agent')!;
-      expect([ms(run.startTime), ms(run.endTime), run.attributes['error.type'], run.status.code]).to.deep.equal([0, 100, 'rate_limit', SpanStatusCode.ERROR]);
+      expect([ms(run.startTime), ms(run.endTime), run.attributes['error.type'], run.status.code]).to.deep.equal([0, 100, 'HttpError', SpanStatusCode.ERROR]);
     });
   });
 

@@ -9,7 +9,6 @@ import { asyncScheduler, type Observable, type Subscription } from 'rxjs';
 import type { AgentEvent, CallEndEvent, CallStartEvent, HealEvent } from '../core/events/events.js';
 import { after } from '../core/rx/wait.js';
 import { validateOptions } from '../core/errors/options.js';
-import { classifyError } from '../core/errors/classify.js';
 import { count, genAiInstrumentsOf, instrumentsOf, recordTokens, usageAttributes } from './metrics.js';
 import { hrTime, props, semconvOf, type InstrumentOptions, type McpServerTelemetry } from './options.js';
 import { spanEventOf } from './spanEvents.js';
@@ -71,8 +70,8 @@ const MODEL_ATTEMPT = 'model:';
  *   `cancelled`); on error `error.type` (the error category) and status ERROR with the error text.
  *
  * **Spans (`'latest'`)**: one `invoke_agent [agentName]` span (INTERNAL, `gen_ai.agent.name`) for the
- * stream — subscribe to one run's events — from subscription to its end (status ERROR, `error.type`,
- * if it errors); under it, one logical `chat <model>` span (CLIENT) per step's model turn, covering
+ * stream — subscribe to one run's events — from subscription to its end (status ERROR, `error.type`
+ * the error's name, if it errors); under it, one logical `chat <model>` span (CLIENT) per step's model turn, covering
  * its retries and fallbacks, and one child `chat <model>` span per provider attempt in it, with
  * `gen_ai.provider.name`, its usage (`gen_ai.usage.*`, cache and reasoning counts when reported),
  * `error.type`, `rxheal.attempt.number` and, past the first, `rxheal.attempt.reason`: `retry`,
@@ -423,7 +422,8 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     op = undefined;
     if (!run) return;
     if (error !== undefined) {
-      run.setAttribute('error.type', classifyError(error).category);
+      // the error's class name (the conventions' error.type): rxheal's classifier is not bundled here
+      run.setAttribute('error.type', error instanceof Error ? error.name : '_OTHER');
       run.setStatus({ code: SpanStatusCode.ERROR });
     }
     run.end(at);

@@ -20,7 +20,14 @@ import type { HealEvent, Usage } from '../core/events/events.js';
  */
 export const BACKOFF_BUCKETS_MS: readonly number[] = [0, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
 
-/** rxheal's counters and histogram of the healing. */
+/**
+ * rxheal's counters and histogram of the healing.
+ *
+ * @example
+ * ```ts
+ * const m: Instruments = instrumentsOf(meter);
+ * ```
+ */
 export interface Instruments {
   readonly retries: Counter;
   readonly withheld: Counter;
@@ -36,7 +43,14 @@ export interface Instruments {
   readonly resumes: Counter;
 }
 
-/** rxheal's instruments on `meter`. */
+/**
+ * rxheal's instruments on `meter`.
+ *
+ * @example
+ * ```ts
+ * const m = instrumentsOf(metrics.getMeter('rxheal'));
+ * ```
+ */
 export function instrumentsOf(meter: Meter): Instruments {
   return {
     retries: meter.createCounter('rxheal.retries', { description: 'Retries scheduled, by target and error category', unit: '{retry}' }),
@@ -61,7 +75,14 @@ export function instrumentsOf(meter: Meter): Instruments {
   };
 }
 
-/** Counts `e` on rxheal's instruments (events that are not counted pass). */
+/**
+ * Counts `e` on rxheal's instruments (events that are not counted pass).
+ *
+ * @example
+ * ```ts
+ * count(m, { type: 'fallback', from: 'model:gpt', to: 'model:claude', reason: 'rate_limit', midStream: false });
+ * ```
+ */
 export function count(m: Instruments, e: HealEvent): void {
   switch (e.type) {
     case 'retry': {
@@ -111,13 +132,27 @@ const DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56
 /** Bucket boundaries of `gen_ai.client.token.usage`: the conventions' advice (powers of 4). */
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 
-/** The GenAI conventions' client metrics (`'latest'`). */
+/**
+ * The GenAI conventions' client metrics (`'latest'`).
+ *
+ * @example
+ * ```ts
+ * const g: GenAiInstruments = genAiInstrumentsOf(meter);
+ * ```
+ */
 export interface GenAiInstruments {
   readonly duration: Histogram;
   readonly tokens: Histogram;
 }
 
-/** The GenAI conventions' client metrics on `meter`. */
+/**
+ * The GenAI conventions' client metrics on `meter`.
+ *
+ * @example
+ * ```ts
+ * genAiInstrumentsOf(meter).duration.record(0.42, { 'gen_ai.operation.name': 'chat' });
+ * ```
+ */
 export function genAiInstrumentsOf(meter: Meter): GenAiInstruments {
   return {
     duration: meter.createHistogram('gen_ai.client.operation.duration', {
@@ -133,7 +168,14 @@ export function genAiInstrumentsOf(meter: Meter): GenAiInstruments {
   };
 }
 
-/** Token counts a provider may report beside input and output. */
+/**
+ * Token counts a provider may report beside input and output.
+ *
+ * @example
+ * ```ts
+ * const detail: TokenDetail = { cacheRead: 600, cacheCreation: 100 };
+ * ```
+ */
 export interface TokenDetail {
   /** Input tokens read from the provider's prompt cache. */
   readonly cacheRead?: number;
@@ -149,6 +191,11 @@ const count0 = (u: unknown): number | undefined => (typeof u === 'number' && Num
  * The cache and reasoning counts of a usage, read by name whichever an adapter fills
  * (`cachedInputTokens` / `cacheReadInputTokens`, `cacheWriteTokens` / `cacheCreationInputTokens`,
  * `reasoningTokens`): `Usage` itself guarantees only input and output.
+ *
+ * @example
+ * ```ts
+ * tokenDetail({ inputTokens: 1000, outputTokens: 5, cachedInputTokens: 600 } as Usage); // { cacheRead: 600 }
+ * ```
  */
 export function tokenDetail(usage: Usage): TokenDetail {
   const u = usage as Usage & Record<string, unknown>;
@@ -162,7 +209,14 @@ export function tokenDetail(usage: Usage): TokenDetail {
   };
 }
 
-/** A usage as the conventions' span attributes (`gen_ai.usage.*`, cache and reasoning counts when reported). */
+/**
+ * A usage as the conventions' span attributes (`gen_ai.usage.*`, cache and reasoning counts when reported).
+ *
+ * @example
+ * ```ts
+ * span.setAttributes(usageAttributes({ inputTokens: 12, outputTokens: 3 }));
+ * ```
+ */
 export function usageAttributes(usage: Usage): Attributes {
   const d = tokenDetail(usage);
   const attributes: Attributes = { 'gen_ai.usage.input_tokens': usage.inputTokens, 'gen_ai.usage.output_tokens': usage.outputTokens };
@@ -177,6 +231,11 @@ export function usageAttributes(usage: Usage): Attributes {
  * tokens — split by `rxheal.token.cache` (`none`, `read`, `creation`) when the provider reported
  * cache counts, so the points of one attempt still add up to its input (the cached tokens are
  * part of the input count, as the conventions count it).
+ *
+ * @example
+ * ```ts
+ * recordTokens(g.tokens, { inputTokens: 12, outputTokens: 3 }, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt' });
+ * ```
  */
 export function recordTokens(tokens: Histogram, usage: Usage, attributes: Attributes): void {
   const d = tokenDetail(usage);

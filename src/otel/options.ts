@@ -88,7 +88,14 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'obj
 const isStringList = (u: unknown): boolean => Array.isArray(u) && u.every((s) => typeof s === 'string');
 const optionalString = (u: unknown): boolean => u === undefined || typeof u === 'string';
 
-/** The checks of {@link InstrumentOptions}. */
+/**
+ * The checks of {@link InstrumentOptions}.
+ *
+ * @example
+ * ```ts
+ * const o = validateOptions('instrument', props, { semconv: 'latest' });
+ * ```
+ */
 export const props = {
   tracer: check(
     'an OpenTelemetry Tracer (startSpan())',
@@ -122,17 +129,39 @@ export const props = {
   ),
 };
 
-/** The value of `OTEL_SEMCONV_STABILITY_OPT_IN` that opts in to the current GenAI conventions. */
+/**
+ * The value of `OTEL_SEMCONV_STABILITY_OPT_IN` (a comma-separated list) that opts in to the current
+ * GenAI conventions.
+ *
+ * @example
+ * ```ts
+ * process.env.OTEL_SEMCONV_STABILITY_OPT_IN = GEN_AI_OPT_IN; // before instrument() is called
+ * ```
+ */
 export const GEN_AI_OPT_IN = 'gen_ai_latest_experimental';
 
-/** The conventions spoken: the option, else the environment's opt-in, read now. */
+/**
+ * The conventions spoken: the option, else the environment's opt-in, read now.
+ *
+ * @example
+ * ```ts
+ * semconvOf(undefined); // 'latest' with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, else 'legacy'
+ * ```
+ */
 export function semconvOf(option: Semconv | undefined): Semconv {
   if (option !== undefined) return option;
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.OTEL_SEMCONV_STABILITY_OPT_IN;
   return env !== undefined && env.split(',').some((v) => v.trim() === GEN_AI_OPT_IN) ? 'latest' : 'legacy';
 }
 
-/** Scheduler milliseconds as HrTime, so the SDK never reads a small (virtual) time as performance-relative. */
+/**
+ * Scheduler milliseconds as HrTime, so the SDK never reads a small (virtual) time as performance-relative.
+ *
+ * @example
+ * ```ts
+ * hrTime(1500); // [1, 500_000_000]
+ * ```
+ */
 export function hrTime(ms: number): HrTime {
   const seconds = Math.floor(ms / 1000);
   return [seconds, Math.round((ms - seconds * 1000) * 1e6)];

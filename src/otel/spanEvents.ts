@@ -7,7 +7,14 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { HealEvent } from '../core/events/events.js';
 
-/** One span event: its name and attributes, its time when the event has one, and the target it is about. */
+/**
+ * One span event: its name and attributes, its time when the event has one, and the target it is about.
+ *
+ * @example
+ * ```ts
+ * const event: SpanEvent = { name: 'rxheal.retry', attributes: { 'rxheal.retry.attempt': 1 }, about: 'tool:search' };
+ * ```
+ */
 export interface SpanEvent {
   readonly name: string;
   readonly attributes: Attributes;
@@ -17,7 +24,14 @@ export interface SpanEvent {
   readonly about?: string;
 }
 
-/** The span event of a healing event; `undefined` for calls, resets, budgets and the others only counted. */
+/**
+ * The span event of a healing event; `undefined` for calls, resets, budgets and the others only counted.
+ *
+ * @example
+ * ```ts
+ * spanEventOf({ type: 'retry-succeeded', target: 'tool:search', attempt: 2 }); // { name: 'rxheal.retry.succeeded', … }
+ * ```
+ */
 export function spanEventOf(e: HealEvent): SpanEvent | undefined {
   switch (e.type) {
     case 'retry': {
