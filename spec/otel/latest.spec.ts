@@ -58,6 +58,12 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
         [3030, 3040],
         [3540, 3550],
       ]);
+      // a chain's span names a provider only when all its attempts went to one
+      expect(spans.filter((s) => s.name === 'chat fallback(primary, secondary)').map((s) => s.attributes['gen_ai.provider.name'])).to.deep.equal([
+        undefined,
+        'openai',
+        'openai',
+      ]);
       expect(new Set(spans.map((s) => s.spanContext().traceId)).size).to.equal(1);
       expect(spans.some((s) => 'gen_ai.system' in s.attributes)).to.equal(false);
     });
@@ -67,7 +73,14 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
       healingRun(options);
       const collected = await collect();
       const chat = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'fallback(primary, secondary)' };
-      expect(collected['gen_ai.client.operation.duration']).to.deep.equal([[chat, { count: 3, sum: 0.05, min: 0.01, max: 0.03 }]]);
+      // step 1 tried two providers: the chain's span names none; steps 2 and 3 went to openai only
+      expect(collected['gen_ai.client.operation.duration']).to.deep.equal([
+        [chat, { count: 1, sum: 0.03, min: 0.03, max: 0.03 }],
+        [
+          { ...chat, 'gen_ai.provider.name': 'openai' },
+          { count: 2, sum: 0.02, min: 0.01, max: 0.01 },
+        ],
+      ]);
       const attempt = (model: string, provider: string, type: string) => ({
         'gen_ai.operation.name': 'chat',
         'gen_ai.request.model': model,
@@ -222,6 +235,43 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
       eventByEvent(options);
       const run = exporter.getFinishedSpans().find((s) => s.name === 'invoke_agent')!;
       expect([ms(run.startTime), ms(run.endTime), run.attributes['error.type'], run.status.code]).to.deep.equal([0, 100, 'HttpError', SpanStatusCode.ERROR]);
+    });
+  });
+
+  describe('lifecycle', () => {
+    it("unsubscribing ends the run, its logical chat and the attempt in flight, marked 'unfinished', and records no duration", async () => {
+      const { exporter, options, collect } = sdk();
+      testScheduler().run(({ flush }) => {
+        const events$ = new Subject<HealEvent>();
+        const subscription = instrument(events$, { ...options, semconv: 'latest' });
+        events$.next({ type: 'call-start', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 0 });
+        flush();
+        subscription.unsubscribe();
+        events$.next({ type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 0, durationMs: 0, outcome: 'success' });
+        flush();
+      });
+      expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['rxheal.call.outcome'], s.attributes['rxheal.attempt.number']])).to.deep.equal([
+        ['chat gpt', 'unfinished', 1],
+        ['chat gpt', 'unfinished', undefined],
+        ['invoke_agent', undefined, undefined],
+      ]);
+      expect((await collect())['gen_ai.client.operation.duration']).to.equal(undefined);
+    });
+
+    it('a model call that ended without its start being seen: its operation and attempt from at - durationMs', () => {
+      const { exporter, options } = sdk();
+      testScheduler().run(({ flush }) => {
+        const events$ = new Subject<HealEvent>();
+        instrument(events$, { ...options, semconv: 'latest' });
+        events$.next({ type: 'call-end', kind: 'model', name: 'gpt', id: 'step-1.1', step: 1, at: 900, durationMs: 400, outcome: 'success' });
+        events$.complete();
+        flush();
+      });
+      expect(tree(exporter.getFinishedSpans())).to.deep.equal([
+        ['chat gpt', 'chat gpt', 500, 900],
+        ['chat gpt', 'invoke_agent', 500, 900],
+        ['invoke_agent', '-', 0, 900],
+      ]);
     });
   });
 

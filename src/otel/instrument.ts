@@ -49,6 +49,8 @@ interface Operation {
   next: string | undefined;
   /** The run's model call ended: the operation ends at the end of the instant unless a retry or fallback follows. */
   closing: CallEndEvent | undefined;
+  /** The providers its attempts went to (`''`: one not named in `providers`). */
+  readonly providers: Set<string>;
 }
 
 const MODEL_ATTEMPT = 'model:';
@@ -72,7 +74,8 @@ const MODEL_ATTEMPT = 'model:';
  * **Spans (`'latest'`)**: one `invoke_agent [agentName]` span (INTERNAL, `gen_ai.agent.name`) for the
  * stream — subscribe to one run's events — from subscription to its end (status ERROR, `error.type`
  * the error's name, if it errors); under it, one logical `chat <model>` span (CLIENT) per step's model turn, covering
- * its retries and fallbacks, and one child `chat <model>` span per provider attempt in it, with
+ * its retries and fallbacks (`gen_ai.provider.name` from `providers`, else the one provider all its
+ * attempts went to), and one child `chat <model>` span per provider attempt in it, with
  * `gen_ai.provider.name`, its usage (`gen_ai.usage.*`, cache and reasoning counts when reported),
  * `error.type`, `rxheal.attempt.number` and, past the first, `rxheal.attempt.reason`: `retry`,
  * `fallback`, `hedge` (a hedge's attempt, from its `hedge` events) or `resume` (a resumed stream:
@@ -159,11 +162,14 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
   let endOfInstant: Subscription | undefined;
   /** `'latest'`: the logical operation of the step's model turn. */
   let op: Operation | undefined;
+  /** The latest time an event carried (or the scheduler's at subscription): the run's span ends no earlier. */
+  let latestAt = scheduler.now();
   /** `'latest'`: hedges' attempts in flight, by `<target> <attempt>`. */
   const hedges = new Map<string, Span>();
 
+  const providerOf = (model: string): string | undefined => (Object.prototype.hasOwnProperty.call(providers, model) ? providers[model] : undefined);
   const provider = (model: string): Attributes => {
-    const name = Object.prototype.hasOwnProperty.call(providers, model) ? providers[model] : undefined;
+    const name = providerOf(model);
     return name === undefined ? {} : { [latest ? 'gen_ai.provider.name' : 'gen_ai.system']: name };
   };
   const modelAttributes = (model: string): Attributes => ({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model, ...provider(model) });
@@ -174,9 +180,15 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     const closing = op?.closing;
     if (!op || !closing) return;
     const span = op.span;
+    const attributes = modelAttributes(op.name);
+    // a chain not named in `providers` whose attempts all went to one provider: that provider
+    const [only] = op.providers;
+    if (attributes['gen_ai.provider.name'] === undefined && op.providers.size === 1 && only !== '') {
+      attributes['gen_ai.provider.name'] = only;
+      span.setAttribute('gen_ai.provider.name', only!);
+    }
     span.setAttribute('rxheal.call.outcome', closing.outcome);
     if (closing.usage) span.setAttributes(usageAttributes(closing.usage));
-    const attributes = modelAttributes(op.name);
     if (closing.outcome === 'error') {
       attributes['error.type'] = closing.category ?? '_OTHER';
       span.setAttribute('error.type', attributes['error.type']);
@@ -282,6 +294,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
         attempts: 0,
         next: undefined,
         closing: undefined,
+        providers: new Set(),
       };
     }
     const owner = parent?.op ?? op!;
@@ -299,6 +312,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     const call = i < 0 ? startCall(e, start) : open.splice(i, 1)[0]!;
     if (latest && call.kind === 'model' && call.children === 0) {
       call.span = attemptSpan(call, call.segment);
+      call.op?.providers.add(providerOf(call.name) ?? '');
       if (e.usage && g) recordTokens(g.tokens, e.usage, modelAttributes(call.name));
     }
     if (latest && call.kind === 'model' && call.parentId === undefined && call.op === op) op!.closing = e;
@@ -350,6 +364,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
         'rxheal.attempt.number': ++op.attempts,
         'rxheal.attempt.reason': 'hedge',
       };
+      op.providers.add(providerOf(name) ?? '');
       hedges.set(key, tracer.startSpan(`chat ${name}`, { kind: SpanKind.CLIENT, startTime: hrTime(e.at), attributes }, under(op.span)));
       return;
     }
@@ -380,6 +395,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
 
   const onHeal = (e: HealEvent): void => {
     count(m, e);
+    if ('at' in e && typeof e.at === 'number') latestAt = Math.max(latestAt, e.at);
     if (e.type === 'call-start' || e.type === 'call-end') {
       endPending();
       if (e.type === 'call-start') open.push(startCall(e, e.at));
@@ -426,7 +442,7 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       run.setAttribute('error.type', error instanceof Error ? error.name : '_OTHER');
       run.setStatus({ code: SpanStatusCode.ERROR });
     }
-    run.end(at);
+    run.end(hrTime(Math.max(scheduler.now(), latestAt)));
   };
 
   const subscription = events$.subscribe({
