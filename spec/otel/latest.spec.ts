@@ -7,7 +7,7 @@ import { GEN_AI_OPT_IN, instrument } from '../../src/otel/index.js';
 import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { testScheduler } from '../support/marbles.js';
 import { ms, sdk } from './sdk.js';
-import { eventByEvent, healingRun, pipelineRetry } from './scenarios.js';
+import { eventByEvent, healingRun, perModelRetries, pipelineRetry } from './scenarios.js';
 
 /** Each span: name, its parent's name (or '-'), start and end in ms. */
 function tree(spans: readonly ReadableSpan[]) {
@@ -127,6 +127,40 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
         { count: 1, sum: 3, min: 3, max: 3 },
       ],
     ]);
+  });
+
+  it('a fallbackModel retrying each model: the attempts under one logical chat, reasons retry then fallback', () => {
+    const { exporter, options } = sdk();
+    perModelRetries(options);
+    const spans = exporter.getFinishedSpans();
+    const op = spans.find((s) => s.name === 'chat fallback(gpt, claude)')!;
+    const attempts = spans.filter((s) => s.parentSpanContext?.spanId === op.spanContext().spanId);
+    expect(
+      attempts.map((s) => pick(s, 'gen_ai.request.model', 'gen_ai.provider.name', 'rxheal.attempt.number', 'rxheal.attempt.reason', 'error.type')),
+    ).to.deep.equal([
+      {
+        'gen_ai.request.model': 'gpt',
+        'gen_ai.provider.name': 'openai',
+        'rxheal.attempt.number': 1,
+        'rxheal.attempt.reason': undefined,
+        'error.type': 'service_unavailable',
+      },
+      {
+        'gen_ai.request.model': 'gpt',
+        'gen_ai.provider.name': 'openai',
+        'rxheal.attempt.number': 2,
+        'rxheal.attempt.reason': 'retry',
+        'error.type': 'bad_gateway',
+      },
+      {
+        'gen_ai.request.model': 'claude',
+        'gen_ai.provider.name': 'anthropic',
+        'rxheal.attempt.number': 3,
+        'rxheal.attempt.reason': 'fallback',
+        'error.type': undefined,
+      },
+    ]);
+    expect(op.attributes['gen_ai.provider.name']).to.equal(undefined);
   });
 
   describe('event by event: a resumed stream, a hedge, cache counts, an MCP tool, a run that errors', () => {

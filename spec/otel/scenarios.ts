@@ -4,18 +4,19 @@
  * with what the other two lack (a resumed stream, a hedge, cache counts, an MCP tool, a run that
  * errors).
  */
-import { asyncScheduler, Subject } from 'rxjs';
+import { asyncScheduler, share, Subject } from 'rxjs';
 import { HttpError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { instrument, type InstrumentOptions } from '../../src/otel/index.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { finish, scriptedModel, textDeltas } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 import { runHealingRun } from '../observe/healingRun.js';
 
 /** The providers of the healing run's models. */
-export const PROVIDERS = { primary: 'openai', secondary: 'anthropic', m: 'openai', gpt: 'openai' };
+export const PROVIDERS = { primary: 'openai', secondary: 'anthropic', m: 'openai', gpt: 'openai', claude: 'anthropic' };
 
 /** The scripted healing run (fallback, reflection, retries, breaker, degradation), opted in. */
 export function healingRun(options: InstrumentOptions): void {
@@ -98,6 +99,24 @@ export function eventByEvent(
       },
     ]);
     asyncScheduler.schedule(() => events$.error(new HttpError(429)), 100);
+    flush();
+  });
+}
+
+/** fallbackModel([gpt, claude]) retrying each model once: gpt 503s, is retried and 502s mid-answer, claude answers. */
+export function perModelRetries(options: InstrumentOptions): void {
+  const gpt = scriptedModel('gpt', [
+    { marbles: '-#', error: new HttpError(503) },
+    { marbles: '-a-#', values: { a: { type: 'text-delta', text: 'Hi' } }, error: new HttpError(502) },
+  ]);
+  const claude = scriptedModel('claude', [[...textDeltas('Hello there.'), finish('stop', { inputTokens: 10, outputTokens: 3 })]]);
+  const model = fallbackModel([gpt, claude], {
+    perModel: (_id, s$, { hub }) => s$.pipe(retryWithBackoff({ hub, target: `model:${_id}`, maxRetries: 1, jitter: 'none' })),
+  });
+  testScheduler().run(({ flush }) => {
+    const run$ = runAgent({ model, messages: [{ role: 'user', content: 'hi' }] }).pipe(share());
+    instrument(run$, { ...options, semconv: 'latest', providers: PROVIDERS });
+    run$.subscribe();
     flush();
   });
 }
