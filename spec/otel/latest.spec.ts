@@ -7,7 +7,7 @@ import { GEN_AI_OPT_IN, instrument } from '../../src/otel/index.js';
 import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import { testScheduler } from '../support/marbles.js';
 import { ms, sdk } from './sdk.js';
-import { eventByEvent, healingRun, perModelRetries, pipelineRetry } from './scenarios.js';
+import { eventByEvent, healingRun, hedgedTurn, perModelRetries, pipelineRetry } from './scenarios.js';
 
 /** Each span: name, its parent's name (or '-'), start and end in ms. */
 function tree(spans: readonly ReadableSpan[]) {
@@ -161,6 +161,52 @@ describe('rxheal/otel on the current GenAI conventions (semconv: latest)', () =>
       },
     ]);
     expect(op.attributes['gen_ai.provider.name']).to.equal(undefined);
+  });
+
+  it("a run's turn hedged: the hedge's traced call is the attempt with reason hedge (no span made up for it); the operation answers with the winner", async () => {
+    const { exporter, options, collect } = sdk();
+    hedgedTurn(options);
+    const spans = exporter.getFinishedSpans();
+    expect(tree(spans)).to.deep.equal([
+      ['chat m', 'chat m', 0, 60],
+      ['chat m', 'chat m', 50, 60],
+      ['chat m', 'invoke_agent', 0, 60],
+      ['invoke_agent', '-', 0, 60],
+    ]);
+    expect(
+      spans.map((s) => pick(s, 'rxheal.call.id', 'rxheal.attempt.number', 'rxheal.attempt.reason', 'rxheal.call.outcome', 'gen_ai.usage.output_tokens')),
+    ).to.deep.equal([
+      {
+        'rxheal.call.id': 'step-1.1',
+        'rxheal.attempt.number': 1,
+        'rxheal.attempt.reason': undefined,
+        'rxheal.call.outcome': 'cancelled',
+        'gen_ai.usage.output_tokens': undefined,
+      },
+      {
+        'rxheal.call.id': 'step-1.2',
+        'rxheal.attempt.number': 2,
+        'rxheal.attempt.reason': 'hedge',
+        'rxheal.call.outcome': 'success',
+        'gen_ai.usage.output_tokens': 1,
+      },
+      {
+        'rxheal.call.id': 'step-1.1',
+        'rxheal.attempt.number': undefined,
+        'rxheal.attempt.reason': undefined,
+        'rxheal.call.outcome': 'success',
+        'gen_ai.usage.output_tokens': 1,
+      },
+      {
+        'rxheal.call.id': undefined,
+        'rxheal.attempt.number': undefined,
+        'rxheal.attempt.reason': undefined,
+        'rxheal.call.outcome': undefined,
+        'gen_ai.usage.output_tokens': undefined,
+      },
+    ]);
+    const duration = (await collect())['gen_ai.client.operation.duration']!;
+    expect(duration.map(([a, v]) => [a['error.type'], (v as { sum: number }).sum])).to.deep.equal([[undefined, 0.06]]);
   });
 
   describe('event by event: a resumed stream, a hedge, cache counts, an MCP tool, a run that errors', () => {

@@ -4,7 +4,7 @@ import { runHealingRun } from '../observe/healingRun.js';
 import { instrument, type InstrumentOptions } from '../../src/otel/index.js';
 import { readRegistry, type Registry } from './registry.js';
 import { sdk } from './sdk.js';
-import { eventByEvent, healingRun, perModelRetries, pipelineRetry, PROVIDERS } from './scenarios.js';
+import { eventByEvent, healingRun, hedgedTurn, perModelRetries, pipelineRetry, PROVIDERS } from './scenarios.js';
 
 /** rxheal's own namespace: names the conventions leave to the instrumentation. */
 const OWN = 'rxheal.';
@@ -65,6 +65,10 @@ describe('rxheal/otel against the semantic conventions registry (spec/fixtures/o
 
   it('a fallbackModel retrying each model: likewise', async () => {
     expect(await violations(registry, perModelRetries)).to.deep.equal([]);
+  });
+
+  it("a run's turn hedged: likewise", async () => {
+    expect(await violations(registry, hedgedTurn)).to.deep.equal([]);
   });
 
   it('a resumed stream, a hedge, cache counts, an MCP tool, a run that errors: likewise', async () => {

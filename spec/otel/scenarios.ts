@@ -8,6 +8,7 @@ import { asyncScheduler, share, Subject } from 'rxjs';
 import { HttpError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, HealEvent } from '../../src/core/events/events.js';
 import { instrument, type InstrumentOptions } from '../../src/otel/index.js';
+import { hedge } from '../../src/operators/hedge.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
@@ -115,6 +116,27 @@ export function perModelRetries(options: InstrumentOptions): void {
   });
   testScheduler().run(({ flush }) => {
     const run$ = runAgent({ model, messages: [{ role: 'user', content: 'hi' }] }).pipe(share());
+    instrument(run$, { ...options, semconv: 'latest', providers: PROVIDERS });
+    run$.subscribe();
+    flush();
+  });
+}
+
+/** Model `m`'s turn hedged in the model pipeline after 50 ms: the first attempt would answer at 500 ms, the hedge answers at 60 ms. */
+export function hedgedTurn(options: InstrumentOptions): void {
+  const model = scriptedModel('m', [
+    { marbles: '500ms (ab|)', values: { a: { type: 'text-delta', text: 'slow' }, b: { type: 'finish', reason: 'stop' } } },
+    {
+      marbles: '10ms (ab|)',
+      values: { a: { type: 'text-delta', text: 'fast' }, b: { type: 'finish', reason: 'stop', usage: { inputTokens: 4, outputTokens: 1 } } },
+    },
+  ]);
+  testScheduler().run(({ flush }) => {
+    const run$ = runAgent({
+      model,
+      messages: [{ role: 'user', content: 'hi' }],
+      modelPipeline: (_req, turn$, { hub }) => turn$.pipe(hedge({ after: 50, target: 'model:m', hub })),
+    }).pipe(share());
     instrument(run$, { ...options, semconv: 'latest', providers: PROVIDERS });
     run$.subscribe();
     flush();

@@ -49,6 +49,8 @@ interface Operation {
   next: string | undefined;
   /** The run's model call ended: the operation ends at the end of the instant unless a retry or fallback follows. */
   closing: CallEndEvent | undefined;
+  /** The last of its run's calls that answered (a hedge's winner ends before its losers are cancelled). */
+  answer: CallEndEvent | undefined;
   /** The providers its attempts went to (`''`: one not named in `providers`). */
   readonly providers: Set<string>;
 }
@@ -78,7 +80,8 @@ const MODEL_ATTEMPT = 'model:';
  * attempts went to), and one child `chat <model>` span per provider attempt in it, with
  * `gen_ai.provider.name`, its usage (`gen_ai.usage.*`, cache and reasoning counts when reported),
  * `error.type`, `rxheal.attempt.number` and, past the first, `rxheal.attempt.reason`: `retry`,
- * `fallback`, `hedge` (a hedge's attempt, from its `hedge` events) or `resume` (a resumed stream:
+ * `fallback`, `hedge` (a hedge's attempt: the call it makes when that is traced — a run's turn hedged —, else a
+ * span made from its `hedge` events) or `resume` (a resumed stream:
  * the cut connection's span ends, `error.type` `dropped` / `stalled`, where the resumed one starts);
  * `execute_tool <tool>` spans under the run, `error.type: 'tool_error'` for an `isError` result,
  * and for an MCP server's tools (`mcp`) `mcp.method.name: 'tools/call'`, `mcp.protocol.version`,
@@ -166,6 +169,8 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
   let latestAt = scheduler.now();
   /** `'latest'`: hedges' attempts in flight, by `<target> <attempt>`. */
   const hedges = new Map<string, Span>();
+  /** `'latest'`: the hedge just started, until a traced call claims it or the instant ends. */
+  let unclaimed: { key: string; name: string; at: number; op: Operation; timer: Subscription } | undefined;
 
   const providerOf = (model: string): string | undefined => (Object.prototype.hasOwnProperty.call(providers, model) ? providers[model] : undefined);
   const provider = (model: string): Attributes => {
@@ -294,10 +299,15 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
         attempts: 0,
         next: undefined,
         closing: undefined,
+        answer: undefined,
         providers: new Set(),
       };
     }
     const owner = parent?.op ?? op!;
+    if (owner.next === 'hedge' && unclaimed?.op === owner) {
+      unclaimed.timer.unsubscribe();
+      unclaimed = undefined;
+    }
     reason ??= owner.next ?? (owner.attempts > 0 ? 'retry' : undefined);
     owner.next = undefined;
     owner.closing = undefined;
@@ -315,7 +325,11 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       call.op?.providers.add(providerOf(call.name) ?? '');
       if (e.usage && g) recordTokens(g.tokens, e.usage, modelAttributes(call.name));
     }
-    if (latest && call.kind === 'model' && call.parentId === undefined && call.op === op) op!.closing = e;
+    // the run's call ended: the operation ends with it unless another of its calls is open (a hedge's), with the answer if one came
+    if (latest && call.kind === 'model' && call.parentId === undefined && op && call.op === op) {
+      if (e.outcome === 'success') op.answer = e;
+      if (!open.some((c) => c.op === op && c.parentId === undefined)) op.closing = e.outcome !== 'success' && op.answer ? { ...op.answer, at: e.at } : e;
+    }
     const span = call.span;
     if (span) {
       span.setAttribute('rxheal.call.outcome', e.outcome);
@@ -354,18 +368,29 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
     op.closing = undefined;
   };
 
+  /** A hedge's attempt no traced call has claimed by the end of its instant: a span of its own, from its `hedge` events. */
+  const hedgeSpan = (): void => {
+    const h = unclaimed;
+    unclaimed = undefined;
+    if (!h || h.op !== op) return;
+    if (h.op.next === 'hedge') h.op.next = undefined;
+    const attributes: Attributes = {
+      ...modelAttributes(h.name),
+      'rxheal.step': h.op.step,
+      'rxheal.attempt.number': ++h.op.attempts,
+      'rxheal.attempt.reason': 'hedge',
+    };
+    h.op.providers.add(providerOf(h.name) ?? '');
+    hedges.set(h.key, tracer.startSpan(`chat ${h.name}`, { kind: SpanKind.CLIENT, startTime: hrTime(h.at), attributes }, under(h.op.span)));
+  };
+
   const onHedge = (e: Extract<HealEvent, { type: 'hedge' }>): void => {
     const key = `${e.target} ${e.attempt}`;
     if (e.kind === 'started' && e.attempt > 0 && op && e.target.startsWith(MODEL_ATTEMPT)) {
-      const name = e.target.slice(MODEL_ATTEMPT.length);
-      const attributes: Attributes = {
-        ...modelAttributes(name),
-        'rxheal.step': op.step,
-        'rxheal.attempt.number': ++op.attempts,
-        'rxheal.attempt.reason': 'hedge',
-      };
-      op.providers.add(providerOf(name) ?? '');
-      hedges.set(key, tracer.startSpan(`chat ${name}`, { kind: SpanKind.CLIENT, startTime: hrTime(e.at), attributes }, under(op.span)));
+      // the hedge subscribes its attempt right after: a traced one (a run's turn hedged) is the attempt, reason hedge
+      op.next = 'hedge';
+      unclaimed?.timer.unsubscribe();
+      unclaimed = { key, name: e.target.slice(MODEL_ATTEMPT.length), at: e.at, op, timer: after(0, scheduler, hedgeSpan) };
       return;
     }
     const span = hedges.get(key);
@@ -427,6 +452,10 @@ export function instrument(events$: Observable<AgentEvent>, options?: Instrument
       if (latest && call.kind === 'model' && call.children === 0) call.span = attemptSpan(call, call.segment);
       call.span?.setAttribute('rxheal.call.outcome', 'unfinished');
       call.span?.end(at);
+    }
+    if (unclaimed) {
+      unclaimed.timer.unsubscribe();
+      hedgeSpan();
     }
     for (const span of hedges.values()) {
       span.setAttribute('rxheal.call.outcome', 'unfinished');
