@@ -170,9 +170,9 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
     expect(version.stdout).to.equal(`rxheal-mcp-proxy ${PACKAGE.version}\n`);
   });
 
-  it("the README's proxy section: its command lines and its host configuration are ones the proxy reads", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### Any MCP host, without code: `rxheal-mcp-proxy`'));
+  it("the MCP guide's proxy section: its command lines and its host configuration are ones the proxy reads", () => {
+    const guide = readFileSync(new URL('../../docs/guides/mcp-tools.md', import.meta.url), 'utf8');
+    const section = guide.slice(guide.indexOf('## Any MCP host, without code: `rxheal-mcp-proxy`'));
     // npx runs the bin from the packed tarball (`npx -y -p <tarball> -p @modelcontextprotocol/sdk rxheal-mcp-proxy …`): what follows its name is the proxy's
     const proxyArgs = (words: string[]): string[] => {
       expect(words, words.join(' ')).to.include('rxheal-mcp-proxy');

@@ -14,7 +14,6 @@ import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { check, Hub, NonEmptyString, NonNegativeOrInfinity, PositiveNumber, Scheduler, Func, validateOptions } from '../core/errors/options.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { libraryRandom } from '../core/rx/random.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
 import { McpLink, type McpClient, type McpProgressListener, type McpRequestOptions, type McpToolInfo, type McpTransportFactory } from './link.js';
@@ -332,13 +331,7 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     hub: o.hub,
     capabilities: o.capabilities,
     reconnect: o.reconnect,
-    backoff: {
-      initialBackoffMs: o.reconnectBackoff?.initialMs ?? 1000,
-      maxBackoffMs: o.reconnectBackoff?.maxMs ?? 30_000,
-      backoffMultiplier: 2,
-      jitter: 'equal',
-      random: libraryRandom,
-    },
+    reconnectBackoff: { initialMs: o.reconnectBackoff?.initialMs ?? 1000, maxMs: o.reconnectBackoff?.maxMs ?? 30_000 },
     timeoutMs: o.timeoutMs ?? 60_000,
     maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? Infinity,
     scheduler,
