@@ -37,7 +37,8 @@ export interface McpSchemaValidator {
 
 /**
  * How long between reconnection attempts that fail in a row: `initialMs · 2ⁿ`, at most `maxMs`,
- * half of it random ("equal" jitter). There is no cap on the number of attempts.
+ * half of it random ("equal" jitter) — `retryWithBackoff`'s waits, the failure's `retry-after`
+ * when longer. There is no cap on the number of attempts.
  *
  * @example
  * ```ts
@@ -364,7 +365,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  *   a probe succeeds.
  * - **Reconnection** with `reconnect` (a transport factory): a broken connection (a closed
  *   transport, an expired session — not one HTTP exchange's network error) is replaced by the next
- *   admitted call before it is sent, with backoff between failed attempts and no cap; an expired
+ *   admitted call before it is sent, one attempt at a time, with backoff between failed attempts
+ *   (or the failure's `retry-after`, when longer) and no cap; an expired
  *   Streamable-HTTP session (404) is re-initialised and an idempotent call made once more (any other
  *   fails with {@link McpSessionExpiredError}: not run, never silently lost).
  *
