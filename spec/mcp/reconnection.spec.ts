@@ -88,6 +88,19 @@ describe('rxheal/mcp reconnection in virtual time (retryWithBackoff over the nex
     expect(connections()).to.equal(1);
   });
 
+  it('the backoff doubles after each failed attempt, without a cap when maxMs is Infinity', async () => {
+    const { scheduler, attempts, ask } = standIn({ initialMs: 100, maxMs: Infinity });
+    for (let n = 0; n < 4; n++) {
+      ask();
+      await settle();
+      attempts[n]!.reject(new Error('spawn ENOENT'));
+      await settle();
+      const wait = refusedFor(ask().outcome);
+      expect(wait).to.be.within(50 * 2 ** n, 100 * 2 ** n);
+      scheduler.advanceTo(scheduler.now() + wait);
+    }
+  });
+
   it("a failure's retry-after is honoured: no attempt before the server said", async () => {
     const { scheduler, attempts, ask } = standIn({ initialMs: 100, maxMs: 100 });
     ask();

@@ -64,7 +64,8 @@ export class Reconnection {
       maxRetries: Infinity,
       // the first wait is capped like every other (initialMs above maxMs: maxMs)
       initialBackoffMs: Math.min(initialMs, maxMs),
-      maxBackoffMs: maxMs,
+      // no cap (Infinity): the largest finite number, which retryWithBackoff takes
+      maxBackoffMs: Math.min(maxMs, Number.MAX_VALUE),
       classifier: everyFailure,
       maxRetryAfterMs: Infinity,
       onRetry: (info) => this.backingOff(info),
