@@ -143,12 +143,7 @@ export class McpLink {
    * the second run opens a new session first): the call once more; any other outcome, and a
    * second expiry, as it is.
    */
-  private readonly againOnExpiredSession = retryWithBackoff<{ readonly [key: string]: unknown }>({
-    maxRetries: 1,
-    initialBackoffMs: 0,
-    jitter: 'none',
-    shouldRetry: (error, retry) => retry === 1 && error instanceof McpSessionExpiredError,
-  });
+  private readonly againOnExpiredSession: MonoTypeOperatorFunction<{ readonly [key: string]: unknown }>;
   /** The capability names of the server's tools (kept current by `fromMcp`). */
   names: readonly string[] = [];
   /** Following the breaker while its tools are degraded. */
@@ -158,6 +153,13 @@ export class McpLink {
   constructor(readonly settings: LinkSettings) {
     const { id, client, reconnect, reconnectBackoff, scheduler, breaker, hub } = settings;
     this.breaker = circuitBreak(breaker, { hub });
+    this.againOnExpiredSession = retryWithBackoff({
+      maxRetries: 1,
+      initialBackoffMs: 0,
+      jitter: 'none',
+      shouldRetry: (error, retry) => retry === 1 && error instanceof McpSessionExpiredError,
+      scheduler,
+    });
     this.reconnection =
       reconnect &&
       new Reconnection({ id, client, reconnect, ...reconnectBackoff, scheduler }, () => {
