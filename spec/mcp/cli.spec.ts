@@ -172,7 +172,9 @@ describe('rxheal-mcp-proxy: its command line and its process', function () {
 
   it("the MCP guide's proxy section: its command lines and its host configuration are ones the proxy reads", () => {
     const guide = readFileSync(new URL('../../docs/guides/mcp-tools.md', import.meta.url), 'utf8');
-    const section = guide.slice(guide.indexOf('## Any MCP host, without code: `rxheal-mcp-proxy`'));
+    const heading = '## Any MCP host, without code: `rxheal-mcp-proxy`';
+    expect(guide).to.include(heading);
+    const section = guide.slice(guide.indexOf(heading));
     // npx runs the bin from the packed tarball (`npx -y -p <tarball> -p @modelcontextprotocol/sdk rxheal-mcp-proxy …`): what follows its name is the proxy's
     const proxyArgs = (words: string[]): string[] => {
       expect(words, words.join(' ')).to.include('rxheal-mcp-proxy');

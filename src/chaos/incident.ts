@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { HTTP_CATEGORIES } from '../core/errors/classify.js';
+import { HTTP_CATEGORIES } from '../core/errors/httpCategories.js';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
 import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';

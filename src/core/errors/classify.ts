@@ -16,6 +16,7 @@ import {
   ToolError,
   TotalTimeoutError,
 } from './errors.js';
+import { HTTP_CATEGORIES, type ErrorCategory } from './httpCategories.js';
 import { check, validateOptions } from './options.js';
 import {
   apiErrorType,
@@ -31,33 +32,7 @@ import {
   str,
 } from './readError.js';
 
-/** What kind of failure an error is. */
-export type ErrorCategory =
-  | 'cancelled'
-  | 'programming'
-  | 'circuit_open'
-  // our own rate limiter refused the call before sending it (RateLimitExceededError)
-  | 'throttled'
-  // a bulkhead had no slot (or queue place) for the call (BulkheadRejectedError)
-  | 'bulkhead_full'
-  | 'budget_exceeded'
-  | 'request_timeout'
-  | 'conflict'
-  | 'rate_limit'
-  | 'server_error'
-  | 'bad_gateway'
-  | 'service_unavailable'
-  | 'gateway_timeout'
-  | 'bad_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'validation_error'
-  | 'client_error'
-  | 'timeout'
-  | 'connection'
-  | 'transient'
-  | 'unknown';
+export type { ErrorCategory } from './httpCategories.js';
 
 /** What to do about an error. */
 export type RecoveryStrategy =
@@ -135,24 +110,6 @@ const classifierProps = {
     'an array of strings and RegExps',
     (u): u is readonly (string | RegExp)[] => Array.isArray(u) && u.every((p) => typeof p === 'string' || p instanceof RegExp),
   ),
-};
-
-/** The category of each HTTP status the classifier knows by number (others: `client_error` / `server_error`). */
-export const HTTP_CATEGORIES: Readonly<Record<number, ErrorCategory>> = {
-  400: 'bad_request',
-  401: 'unauthorized',
-  403: 'forbidden',
-  404: 'not_found',
-  408: 'request_timeout',
-  409: 'conflict',
-  422: 'validation_error',
-  429: 'rate_limit',
-  500: 'server_error',
-  502: 'bad_gateway',
-  503: 'service_unavailable',
-  504: 'gateway_timeout',
-  // Anthropic's "overloaded" status
-  529: 'service_unavailable',
 };
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

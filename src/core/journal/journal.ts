@@ -55,7 +55,7 @@ export interface JournalEntry {
  * ```
  */
 export interface JournalClaim {
-  /** The run's id: see {@link RUN_ID_RULE}, the same in every store. */
+  /** The run's id: 1 to 100 characters, each a letter, a digit, '_', '-' or '.', the first not '.' — the same rule in every store. */
   readonly runId: string;
   /** Who claims: a non-empty string; the same holder may claim its own live lease again. */
   readonly holder: string;
@@ -95,7 +95,7 @@ export interface JournalSession {
 }
 
 /**
- * Where runs are journaled. Implementations: {@link memoryJournal} (the reference model, in
+ * Where runs are journaled. Implementations: `memoryJournal` (`rxheal/durable`; the reference model, in
  * virtual time), `fileJournal` (`rxheal/durable`), `redisJournal` (`rxheal/redis`) and
  * `postgresJournal` (`rxheal/postgres`).
  *
