@@ -6,7 +6,19 @@
  *
  * @module
  */
-import { concat, defer, filter, Observable, tap, throwError, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import {
+  concat,
+  defer,
+  filter,
+  identity,
+  Observable,
+  tap,
+  throwError,
+  type MonoTypeOperatorFunction,
+  type OperatorFunction,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs';
 import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { CircuitOpenError } from '../core/errors/errors.js';
@@ -144,6 +156,8 @@ export class McpLink {
    * second expiry, as it is.
    */
   private readonly againOnExpiredSession: MonoTypeOperatorFunction<{ readonly [key: string]: unknown }>;
+  /** Each request name's deadlines (`deadlinesOf`). */
+  private readonly deadlines = new Map<string, OperatorFunction<unknown, unknown>>();
   /** The capability names of the server's tools (kept current by `fromMcp`). */
   names: readonly string[] = [];
   /** Following the breaker while its tools are degraded. */
@@ -198,14 +212,14 @@ export class McpLink {
    * unsubscribed). Its failures are translated (errors.ts) and a broken connection remembered.
    */
   private admitted<T>(work: () => Observable<T>): Observable<T> {
-    const run$ = defer(() => {
+    const run = (): Observable<T> => {
       const generation = this.generation;
       return work().pipe(tap({ error: (error: unknown) => this.noteFailure(error, generation) }));
-    });
+    };
     return defer(() => {
       if (this.transportClosed()) this.stale = true;
       // without a factory there is nothing to reconnect with: the client says how it is
-      return this.stale && this.reconnection ? concat(this.reconnection.connected$, run$) : run$;
+      return this.stale && this.reconnection ? concat(this.reconnection.connected$, defer(run)) : run();
     });
   }
 
@@ -237,7 +251,7 @@ export class McpLink {
    * cancels it before the error goes downstream: the server hears of it whatever downstream does.
    */
   private requestOnce<T>(name: string, send: (options: McpRequestOptions) => Promise<T>, onProgress: McpProgressListener | undefined): Observable<T> {
-    const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+    const { id, timeoutMs } = this.settings;
     const request$ = new Observable<T | typeof PROGRESS>((subscriber) => {
       const cancel = new AbortController();
       let settled = false;
@@ -273,14 +287,35 @@ export class McpLink {
       // left before the answer (or a deadline passed): the request is cancelled, never after it came
       return () => void (settled || cancel.abort(unsubscribed()));
     });
-    const idle$ =
-      timeoutMs === Infinity
-        ? request$
-        : request$.pipe(deadline({ firstMs: timeoutMs, idleMs: timeoutMs }, scheduler, () => new McpTimeoutError(id, name, timeoutMs, 'idle')));
-    const answer$ = idle$.pipe(filter((event): event is T => event !== PROGRESS));
-    return maxTotalTimeoutMs === Infinity
-      ? answer$
-      : answer$.pipe(deadline({ firstMs: maxTotalTimeoutMs }, scheduler, () => new McpTimeoutError(id, name, maxTotalTimeoutMs, 'total')));
+    return request$.pipe(this.deadlinesOf(name)) as Observable<T>;
+  }
+
+  /**
+   * The deadlines of the requests named `name`, made once per name (`degradeAfter` checks its
+   * options when it is made; the names are the server's tools and the proxy's request methods),
+   * the progress notifications dropped between the two.
+   */
+  private deadlinesOf(name: string): OperatorFunction<unknown, unknown> {
+    let deadlines = this.deadlines.get(name);
+    if (deadlines === undefined) {
+      const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+      const idle =
+        timeoutMs === Infinity
+          ? identity
+          : deadline({ firstMs: timeoutMs, idleMs: timeoutMs }, scheduler, () => new McpTimeoutError(id, name, timeoutMs, 'idle'));
+      const total =
+        maxTotalTimeoutMs === Infinity
+          ? identity
+          : deadline({ firstMs: maxTotalTimeoutMs }, scheduler, () => new McpTimeoutError(id, name, maxTotalTimeoutMs, 'total'));
+      deadlines = (request$) =>
+        request$.pipe(
+          idle,
+          filter((event) => event !== PROGRESS),
+          total,
+        );
+      this.deadlines.set(name, deadlines);
+    }
+    return deadlines;
   }
 
   /** After a call through the breaker: an open breaker makes the tools unavailable and starts the probing. */
@@ -336,6 +371,10 @@ export class McpLink {
 }
 
 /** A deadline on the scheduler (`degradeAfter`'s), missed: `error()` downstream, the source unsubscribed first. */
-function deadline<T>(at: { readonly firstMs: number; readonly idleMs?: number }, scheduler: SchedulerLike, error: () => unknown): MonoTypeOperatorFunction<T> {
-  return degradeAfter<T, never>(at, () => throwError(error), { scheduler }) as MonoTypeOperatorFunction<T>;
+function deadline(
+  at: { readonly firstMs: number; readonly idleMs?: number },
+  scheduler: SchedulerLike,
+  error: () => unknown,
+): OperatorFunction<unknown, unknown> {
+  return degradeAfter<unknown, never>(at, () => throwError(error), { scheduler });
 }
