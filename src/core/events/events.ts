@@ -15,6 +15,9 @@
  * @module
  */
 import * as t from 'io-ts';
+import { ApprovalRequestedEventCodec, SuspendedEventCodec, ToolOutcomeUnknownEventCodec } from './runEvents.js';
+
+export * from './runEvents.js';
 
 // ---------------------------------------------------------------------------------------------
 // messages
@@ -86,8 +89,24 @@ export type Message = t.TypeOf<typeof MessageCodec>;
 // model events
 // ---------------------------------------------------------------------------------------------
 
-export const UsageCodec = t.type({ inputTokens: t.number, outputTokens: t.number }, 'Usage');
-/** Token counts of one model call. */
+/**
+ * Token counts of one model call. `inputTokens`: every input token billed, cache reads and writes
+ * included; `outputTokens`: every output token, reasoning included (budgets count their sum: a
+ * cached token counts as one). Where the API reports them: `cachedInputTokens` — of the input,
+ * those read from the prompt cache (Anthropic `cache_read_input_tokens`, OpenAI `cached_tokens`);
+ * `cacheWriteTokens` — those written to it (Anthropic `cache_creation_input_tokens`);
+ * `reasoningTokens` — of the output, the reasoning; `iterations` — the samplings the provider ran
+ * on its side (Anthropic `usage.iterations`: a server-side fallback), when more than one (budgets
+ * count each as a model call).
+ */
+export const UsageCodec = t.intersection(
+  [
+    t.type({ inputTokens: t.number, outputTokens: t.number }),
+    t.partial({ cachedInputTokens: t.number, cacheWriteTokens: t.number, reasoningTokens: t.number, iterations: t.number }),
+  ],
+  'Usage',
+);
+/** Token counts of one model call (see {@link UsageCodec}). */
 export type Usage = t.TypeOf<typeof UsageCodec>;
 
 export const FinishReasonCodec = t.keyof({ stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null }, 'FinishReason');
@@ -114,7 +133,23 @@ export const ReasoningEndCodec = t.intersection(
   [t.type({ type: t.literal('reasoning-end') }), t.partial({ signature: t.string, redactedData: t.string, providerMetadata: t.UnknownRecord })],
   'ReasoningEnd',
 );
-export const FinishCodec = t.intersection([t.type({ type: t.literal('finish'), reason: FinishReasonCodec }), t.partial({ usage: UsageCodec })], 'Finish');
+/**
+ * A fallback the provider made on its side in one call (Anthropic's server-side fallback): the
+ * blocked model, the one that took over, `midStream` (a `reset` took back what came before).
+ */
+export const ProviderFallbackCodec = t.intersection([t.type({ from: t.string, to: t.string }), t.partial({ midStream: t.boolean })], 'ProviderFallback');
+/**
+ * Ends a model turn. `providerFallbacks`: the provider's own fallbacks during the turn, in order
+ * (the answer is the last `to`'s); `recommendedModel`: the model the provider recommends for a
+ * turn it stopped (Anthropic's `stop_details.recommended_model` on a refusal).
+ */
+export const FinishCodec = t.intersection(
+  [
+    t.type({ type: t.literal('finish'), reason: FinishReasonCodec }),
+    t.partial({ usage: UsageCodec, providerFallbacks: t.array(ProviderFallbackCodec), recommendedModel: t.string }),
+  ],
+  'Finish',
+);
 /** What a model stream emits. */
 export const ModelEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec], 'ModelEvent');
 
@@ -126,8 +161,10 @@ export type ReasoningDelta = t.TypeOf<typeof ReasoningDeltaCodec>;
 export type ReasoningEnd = t.TypeOf<typeof ReasoningEndCodec>;
 /** A complete tool call (arguments assembled), with the provider's metadata for it when it sent some (see {@link ToolCallCodec}). */
 export type ToolCallEvent = t.TypeOf<typeof ToolCallEventCodec>;
-/** The end of a model turn. */
+/** The end of a model turn (see {@link FinishCodec}). */
 export type Finish = t.TypeOf<typeof FinishCodec>;
+/** A fallback the provider made on its side (see {@link ProviderFallbackCodec}). */
+export type ProviderFallback = t.TypeOf<typeof ProviderFallbackCodec>;
 /**
  * What a model stream emits: `text-delta`, `tool-call`, then one `finish`; a reasoning model also
  * `reasoning-delta`s, each block closed by a `reasoning-end` (with its signature, if any).
@@ -225,10 +262,17 @@ export const CircuitEventCodec = t.intersection(
 /**
  * A hand-over to the next alternative. `reason`: the failed one's error category, or
  * `'circuit_open'` past an alternative its breaker rejected. `midStream`: the alternative left had
- * emitted before it failed (a hop past a skipped one never has).
+ * emitted before it failed (a hop past a skipped one never has). `providerSide: true`: the
+ * provider made it on its side within one call (Anthropic's server-side fallback: `from` and `to`
+ * are `model:<the provider's model name>`, `reason` `'provider_fallback'`), reported by the call's
+ * trace; no client-side fallback follows from it. `recommendedModel`: the model the provider
+ * recommended, when it said.
  */
-export const FallbackEventCodec = t.type(
-  { type: t.literal('fallback'), from: t.string, to: t.string, reason: t.string, midStream: t.boolean },
+export const FallbackEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('fallback'), from: t.string, to: t.string, reason: t.string, midStream: t.boolean }),
+    t.partial({ providerSide: t.boolean, recommendedModel: t.string }),
+  ],
   'FallbackEvent',
 );
 export const ResetEventCodec = t.type(
@@ -356,19 +400,28 @@ export const HealEventCodec = t.union(
  * fallback starts the turn over. */
 export const TurnEventCodec = t.union([TextDeltaCodec, ReasoningDeltaCodec, ReasoningEndCodec, ToolCallEventCodec, FinishCodec, ResetEventCodec], 'TurnEvent');
 
-/** Everything `runAgent` emits. */
-export const AgentEventCodec = t.union(
+/**
+ * Everything `runAgent` emits. An event of a resumed run read back from its journal, not happening
+ * now, carries `replayed: true`.
+ */
+export const AgentEventCodec = t.intersection(
   [
-    TextDeltaCodec,
-    ReasoningDeltaCodec,
-    ReasoningEndCodec,
-    ToolCallEventCodec,
-    FinishCodec,
-    ToolResultEventCodec,
-    ToolErrorEventCodec,
-    ValidationEventCodec,
-    MessageEventCodec,
-    HealEventCodec,
+    t.union([
+      TextDeltaCodec,
+      ReasoningDeltaCodec,
+      ReasoningEndCodec,
+      ToolCallEventCodec,
+      FinishCodec,
+      ToolResultEventCodec,
+      ToolErrorEventCodec,
+      ValidationEventCodec,
+      MessageEventCodec,
+      HealEventCodec,
+      ApprovalRequestedEventCodec,
+      SuspendedEventCodec,
+      ToolOutcomeUnknownEventCodec,
+    ]),
+    t.partial({ replayed: t.literal(true) }),
   ],
   'AgentEvent',
 );

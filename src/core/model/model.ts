@@ -269,7 +269,11 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
     // one subscriber, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
     const turn = new ModelTurn(model, request, handed);
     if (hub && call)
-      turn.subscribe(budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceSubscriber(subscriber, hub, scheduler, call));
+      turn.subscribe(
+        budget
+          ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served)
+          : new TraceSubscriber(subscriber, hub, scheduler, call, () => served.children === 0),
+      );
     else turn.subscribe(budget ? new UsageSubscriber(subscriber, budget, served) : subscriber);
   });
 }
@@ -310,7 +314,7 @@ class MeteredTrace extends TraceSubscriber<TurnEvent> {
     private readonly budget: BudgetMeter,
     private readonly served: ServedCall,
   ) {
-    super(destination, hub, scheduler, call);
+    super(destination, hub, scheduler, call, () => served.children === 0);
   }
 
   protected override _next(event: TurnEvent): void {
