@@ -75,6 +75,13 @@ export interface ChaosRun {
   readonly live: number;
   /** Errors RxJS could not deliver (thrown in a callback) during the run. */
   readonly unhandled: readonly string[];
+  /**
+   * Where the run could have crashed, in order (journal writes in flight and committed, calls
+   * started, a model's first words; see `crashAt`) — up to its crash, when it crashed.
+   */
+  readonly crashPoints: readonly string[];
+  /** With `crashAt`: where it crashed and when (virtual ms); absent when the run ended before reaching that point. */
+  readonly crash?: { readonly point: string; readonly at: number };
   readonly violations: readonly Violation[];
 }
 
@@ -117,6 +124,14 @@ export interface ReplayOptions extends InvariantOptions {
    * replaced): a run that depends on it may not replay the same.
    */
   readonly randomSeed?: number;
+  /**
+   * Crash mode (what `checkHealing({ crash: true })` replays): the run is killed at its
+   * `crashAt`th crash point (1-based; see `ChaosRun.crashPoints` for the list a run passes) and
+   * resumed from `chaos.journal` by a fresh agent from the factory, then checked against the same
+   * schedule's run without a crash (`crash-anywhere`) and by the invariants that hold across a
+   * crash (`ends`, `typed-outcome`, `side-effects-once`, `nothing-left` and the custom ones).
+   */
+  readonly crashAt?: number;
 }
 
 /**
