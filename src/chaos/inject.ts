@@ -253,6 +253,7 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
         startedAt: scheduler.now(),
         endedAt: undefined,
         outcome: 'open',
+        ran: false,
       };
       recorder?.tools.push(execution);
       const end = (outcome: AttemptOutcome): void => {
@@ -264,6 +265,7 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
       let inner: { unsubscribe(): void } | undefined;
       const run = (): void => {
         let output: ObservableInput<unknown>;
+        execution.ran = true;
         try {
           output = tool.execute(args, context);
         } catch (error) {

@@ -260,9 +260,15 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
   return problems;
 }
 
-function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>): string[] {
+/**
+ * A non-idempotent tool at most once per call. Across a crash (`acrossCrash`), only executions
+ * whose own `execute` ran count: one a fault stood in for had no effect in the world, so a resumed
+ * run whose `verify` truthfully says "not done" may run it (the run that never crashed is held to
+ * the stricter rule: there the agent could not know).
+ */
+export function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>, acrossCrash = false): string[] {
   const problems: string[] = [];
-  const once = run.tools.filter((t) => !t.idempotent);
+  const once = run.tools.filter((t) => !t.idempotent && (!acrossCrash || t.ran));
   // per call: the executions of one tool call the model made (its id, in the turn that asked for it)
   const perCall = new Map<string, ToolExecution[]>();
   for (const t of once) {

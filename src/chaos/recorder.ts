@@ -75,6 +75,8 @@ export interface ToolExecution {
   readonly startedAt: number;
   endedAt: number | undefined;
   outcome: AttemptOutcome;
+  /** Whether the tool's own `execute` was called (its effect under way): false when the fault stood in for it (`throw`, `timeout`, `stall`, `is-error`). */
+  ran: boolean;
 }
 
 /**

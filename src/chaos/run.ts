@@ -19,7 +19,7 @@ import { fc } from './fastCheck.js';
 import { chaosModel, chaosTool } from './inject.js';
 import { ChaosRecorder } from './recorder.js';
 import { CrashPoints, crashAnywhere } from './crash.js';
-import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type Invariant, type ReplayOptions } from './invariants.js';
+import { builtinInvariants, checkInvariants, sideEffectsOnce, type ChaosEnd, type ChaosRun, type Invariant, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
 import { checkClockFree, nextTurn, VirtualClock } from './virtualTime.js';
 
@@ -262,7 +262,7 @@ export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, opt
 }
 
 /** The invariants that hold across a crash (the others speak of one process's stream: its text, its hub, its budget). */
-const ACROSS_A_CRASH = new Set(['ends', 'typed-outcome', 'side-effects-once', 'nothing-left']);
+const ACROSS_A_CRASH = new Set(['ends', 'typed-outcome', 'nothing-left']);
 
 /**
  * The run crashed at `options.crashAt` and resumed, checked against `baseline` (the same
@@ -281,6 +281,7 @@ async function crashedOnce(agent: AgentFactory, schedule: FaultSchedule, options
   const run = await replayOnce(agent, schedule, options);
   const invariants: Invariant[] = [
     ...builtinInvariants(options).filter((i) => ACROSS_A_CRASH.has(i.name)),
+    { name: 'side-effects-once', check: (r: Omit<ChaosRun, 'violations'>) => sideEffectsOnce(r, true) },
     ...(run.crash === undefined ? [] : [{ name: 'crash-anywhere', check: (r: Omit<ChaosRun, 'violations'>) => crashAnywhere(r, baseline, run.crash!.point) }]),
     ...(options.invariants ?? []),
   ];
