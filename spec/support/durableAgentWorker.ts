@@ -103,7 +103,11 @@ function killing(store: JournalStore): JournalStore {
   });
   return {
     read: (runId) => store.read(runId),
-    claim: (claim) => new Observable((o) => store.claim(claim).subscribe({ ...o, next: (s) => o.next(session(s)) })),
+    // (a Subscriber's error and complete are its prototype's: each forwarded by name, or a refused claim would go unhandled)
+    claim: (claim) =>
+      new Observable<JournalSession>((o) =>
+        store.claim(claim).subscribe({ next: (s) => o.next(session(s)), error: (e: unknown) => o.error(e), complete: () => o.complete() }),
+      ),
   };
 }
 
