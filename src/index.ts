@@ -83,8 +83,8 @@ export {
   TotalTimeoutError,
 } from './core/errors/errors.js';
 export type { BulkheadRejection, GiveUpReason, HeadersLike, ToolPhase } from './core/errors/errors.js';
-export { JournalCorruptError, RunLockedError } from './core/journal/errors.js';
-export type { RunLockReason } from './core/journal/errors.js';
+export { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError } from './core/journal/errors.js';
+export type { JournalChange, RunLockReason } from './core/journal/errors.js';
 export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
 export { classifyError, createClassifier } from './core/errors/classify.js';
 export type {
@@ -102,9 +102,10 @@ export { streamModel } from './core/model/model.js';
 export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
 export type { AbortContext } from './core/model/abortable.js';
 export { defineTool, callTool } from './sources/tool.js';
-export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema } from './sources/tool.js';
+export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema, Verified } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
-export type { AgentConfig, AnyTool, Budget, CapabilitySource, PipelineContext } from './sources/runAgent.js';
+export type { AgentConfig, AnyTool, Approval, Budget, CapabilitySource, PipelineContext, ResumeConfig } from './sources/runAgent.js';
+export { resumeAgent } from './sources/resumeAgent.js';
 export type { RunScope } from './core/rx/runScope.js';
 export { fallbackModel } from './sources/fallbackModel.js';
 export type { FallbackModelOptions, PerModelContext } from './sources/fallbackModel.js';
@@ -115,10 +116,10 @@ export type * from './core/events/events.js';
 export { openAICompatibleModel } from './providers/openai.js';
 export type { OpenAICompatibleModelOptions } from './providers/openai.js';
 export { openAIResponsesModel } from './providers/responses.js';
-export type { OpenAIResponsesModelOptions } from './providers/responses.js';
+export type { OpenAIResponsesModelOptions, ResponsesPromptCache } from './providers/responses.js';
 export type { ResponsesResumeOptions } from './providers/responsesResume.js';
 export { anthropicModel } from './providers/anthropic.js';
-export type { AnthropicModelOptions } from './providers/anthropic.js';
+export type { AnthropicModelOptions, AnthropicCacheOptions, AnthropicFallbacks } from './providers/anthropic.js';
 
 // reading a run: logs and the summary of what healed (log records and formatting: rxheal/events)
 export { logEvents } from './observe/logger.js';

@@ -121,7 +121,7 @@ describe('rxheal/ai-sdk', function () {
           });
         }
 
-        it('usage without totals: the sum of its parts (input: noCache + cacheRead + cacheWrite; output: text + reasoning)', async () => {
+        it('usage without totals: the sum of its parts (input: noCache + cacheRead + cacheWrite; output: text + reasoning), the shares kept', async () => {
           const parts: LanguageModelV3Usage = {
             inputTokens: { total: undefined, noCache: 5, cacheRead: 20, cacheWrite: 7 },
             outputTokens: { total: undefined, text: 3, reasoning: 4 },
@@ -129,7 +129,7 @@ describe('rxheal/ai-sdk', function () {
           expect((await turn(fromAiSdk(mock(...text('x'), finish('stop', parts))), ask('Hi'))).at(-1)).to.deep.equal({
             type: 'finish',
             reason: 'stop',
-            usage: { inputTokens: 32, outputTokens: 7 },
+            usage: { inputTokens: 32, outputTokens: 7, cachedInputTokens: 20, cacheWriteTokens: 7, reasoningTokens: 4 },
           });
         });
 

@@ -43,6 +43,27 @@ describe('rxheal/ai-sdk', function () {
         expect(await result.totalUsage).to.deep.include({ inputTokens: 7, outputTokens: 2, totalTokens: 9 });
       });
 
+      it("the prompt cache's reads and writes and the reasoning share reach the AI SDK's usage (cacheRead, cacheWrite, noCache, reasoning), and fromAiSdk reads them back", async () => {
+        const cached = { inputTokens: 100, outputTokens: 12, cachedInputTokens: 80, cacheWriteTokens: 15, reasoningTokens: 5 };
+        const model = scripted('s', () => [
+          { type: 'text-delta', text: 'Hi' },
+          { type: 'finish', reason: 'stop', usage: cached },
+        ]);
+        const result = streamText({ model: toAiSdk(model), prompt: 'Hi', maxRetries: 0 });
+        const usage = (await result.totalUsage) as {
+          inputTokenDetails?: Record<string, unknown>;
+          outputTokenDetails?: Record<string, unknown>;
+          cachedInputTokens?: number;
+        };
+        expect(usage).to.deep.include({ inputTokens: 100, outputTokens: 12 });
+        if (usage.inputTokenDetails) {
+          expect(usage.inputTokenDetails).to.deep.include({ cacheReadTokens: 80, cacheWriteTokens: 15, noCacheTokens: 5 });
+          expect(usage.outputTokenDetails).to.deep.include({ reasoningTokens: 5, textTokens: 7 });
+        } else expect(usage.cachedInputTokens).to.equal(80);
+        const back = await turn(fromAiSdk(toAiSdk(model)), ask('Hi'));
+        expect(back.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: cached });
+      });
+
       it("streamText's toolChoice becomes the request's toolChoice (every rxheal model gets it: a real one sends tool_choice), and fromAiSdk hands it on as the AI SDK's", async () => {
         const getWeather = tool({
           description: 'Current weather for a city',

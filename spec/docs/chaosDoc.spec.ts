@@ -69,9 +69,9 @@ describe('the chaos docs: each program prints what the page says it prints', fun
   });
   after(() => rmSync(RUN_DIR, { recursive: true, force: true }));
 
-  it("finds the shrunk failure and the replayed incident in chaos.md, and the guide's program", () => {
+  it("finds the shrunk failure and the replayed incident in chaos.md, and the guide's two programs (healing, crashes)", () => {
     expect(found.filter((p) => p.where.startsWith('marble-docs/chaos.md')).length).to.equal(2);
-    expect(found.filter((p) => p.where.startsWith('docs/guides/proving-healing.md')).length).to.equal(1);
+    expect(found.filter((p) => p.where.startsWith('docs/guides/proving-healing.md')).length).to.equal(2);
   });
 
   found.forEach((program, i) => {

@@ -53,6 +53,22 @@ describe('rxheal/langchain', function () {
       expect(all.response_metadata).to.deep.include({ finish_reason: 'length' });
     });
 
+    it("the prompt cache's reads and writes and the reasoning share: usage_metadata's input_token_details and output_token_details, and back through fromLangChain", async () => {
+      const cached = { inputTokens: 100, outputTokens: 12, cachedInputTokens: 80, cacheWriteTokens: 15, reasoningTokens: 5 };
+      const model = scripted('s', () => [
+        { type: 'text-delta', text: 'Hi' },
+        { type: 'finish', reason: 'stop', usage: cached },
+      ]);
+      const all = await collect(await toLangChain(model).stream('Hi'));
+      expect(all.usage_metadata).to.deep.include({
+        input_tokens: 100,
+        output_tokens: 12,
+        input_token_details: { cache_read: 80, cache_creation: 15 },
+        output_token_details: { reasoning: 5 },
+      });
+      expect((await turn(fromLangChain(toLangChain(model)), ask('Hi'))).at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: cached });
+    });
+
     it('.invoke(): one AIMessage with text, tool calls and usage; the request has the messages and bound tools', async () => {
       const requests: ModelRequest[] = [];
       const model: Model = {

@@ -10,7 +10,7 @@ import * as t from 'io-ts';
 import { lastValueFrom, toArray } from 'rxjs';
 import { classifyError } from '../../src/core/errors/classify.js';
 import { HttpError, IncompleteStreamError, InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
-import { streamModel } from '../../src/core/model/model.js';
+import { streamModel, type Model } from '../../src/core/model/model.js';
 import { fromOpenAIResponses, type OpenAIResponsesClient } from '../../src/openai/index.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { openAIResponsesModel } from '../../src/providers/responses.js';
@@ -62,6 +62,41 @@ for (const kit of OPENAI_KITS) {
         await replay.close();
       }
     };
+
+    it('server-side compaction (the recorded compaction turn, then the next): the same events as openAIResponsesModel, the item sent back opaque, the cache fields in the body', async () => {
+      const [compacted] = recordedResponses('openai-responses-compaction.jsonl');
+      const params = { model: 'gpt-5.2', context_management: [{ type: 'compaction', compact_threshold: 50_000 }] } as never;
+      const twoTurns = (model: Model) => async () => {
+        const first = await lastValueFrom(streamModel(model, ask('Compare the frameworks.')).pipe(toArray()));
+        const end = first.find((e) => e.type === 'reasoning-end');
+        const text = first.flatMap((e) => (e.type === 'text-delta' ? [e.text] : [])).join('');
+        const reasoning = end?.type === 'reasoning-end' && end.providerMetadata ? [{ text: '', providerMetadata: end.providerMetadata }] : [];
+        await lastValueFrom(
+          streamModel(model, {
+            messages: [...ask('Compare the frameworks.').messages, { role: 'assistant', content: text, reasoning }, { role: 'user', content: 'And testing?' }],
+            tools: [],
+          }).pipe(toArray()),
+        );
+        return first;
+      };
+      const promptCache = { key: 'conversation-42', retention: '24h' } as const;
+      const viaSdk = await withReplay([compacted!, compacted!], async (baseURL, requests) => ({
+        events: await twoTurns(fromOpenAIResponses(client(baseURL), params, { promptCache }))(),
+        bodies: requests.map((r) => r.body),
+      }));
+      const viaFetch = await withReplay([compacted!, compacted!], async (baseURL, requests) => ({
+        events: await twoTurns(
+          openAIResponsesModel({ baseURL, model: 'gpt-5.2', body: { context_management: [{ type: 'compaction', compact_threshold: 50_000 }] }, promptCache }),
+        )(),
+        bodies: requests.map((r) => r.body),
+      }));
+      expect(viaSdk.events).to.deep.equal(viaFetch.events);
+      expect(viaSdk.events.at(-1)).to.deep.include({ usage: { inputTokens: 51097, outputTokens: 2505, cachedInputTokens: 49792 } });
+      const item = compacted!.find((e) => e['type'] === 'response.output_item.done' && (e['item'] as { type: string }).type === 'compaction')!['item'];
+      expect(viaSdk.bodies[1]!['input']).to.deep.include(item);
+      expect(viaSdk.bodies[0]).to.deep.include({ prompt_cache_key: 'conversation-42', prompt_cache_retention: '24h' });
+      expect(viaSdk.bodies).to.deep.equal(viaFetch.bodies);
+    });
 
     it("runAgent: a reasoning model's tool turns — the same events and request bodies as openAIResponsesModel on the same recording", async () => {
       const codex = recordedResponses('openai-responses-codex-calculator.jsonl');

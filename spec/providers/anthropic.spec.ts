@@ -205,7 +205,7 @@ describe('anthropicModel', () => {
           { type: 'text-delta', text: 'It' },
           { type: 'text-delta', text: ' is 22 °C' },
           { type: 'text-delta', text: ' and sunny — in NYC 🌞.' },
-          { type: 'finish', reason: 'stop', usage: { inputTokens: 480, outputTokens: 15 } },
+          { type: 'finish', reason: 'stop', usage: { inputTokens: 480, outputTokens: 15, cachedInputTokens: 8 } },
         ]);
       });
     }
@@ -224,7 +224,7 @@ describe('anthropicModel', () => {
         { type: 'text-delta', text: 'Let me check.' },
         { type: 'tool-call', id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', args: { city: 'New York', units: 'celsius' } },
         { type: 'tool-call', id: 'toolu_01Ab2CdEfGhIjKlMnOpQrStU', name: 'list_cities', args: {} },
-        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 480, outputTokens: 89 } },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 480, outputTokens: 89, cachedInputTokens: 8 } },
       ]);
     });
 
@@ -257,13 +257,17 @@ describe('anthropicModel', () => {
         { type: 'message_stop' },
       );
       const { events } = await collect(streamModel(fromText(body), ask('x')));
-      expect(events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 32, outputTokens: 4 } });
+      expect(events.at(-1)).to.deep.equal({
+        type: 'finish',
+        reason: 'stop',
+        usage: { inputTokens: 32, outputTokens: 4, cachedInputTokens: 5, cacheWriteTokens: 10 },
+      });
       const onlyDelta = sseOf(
         { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 3, cache_read_input_tokens: 7, output_tokens: 2 } },
         { type: 'message_stop' },
       );
       expect((await collect(streamModel(fromText(onlyDelta), ask('x')))).events).to.deep.equal([
-        { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2 } },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outputTokens: 2, cachedInputTokens: 7 } },
       ]);
     });
 
@@ -477,7 +481,9 @@ describe('anthropicModel', () => {
       'malformed JSON': '{"type":',
     };
     const fin = (reason: string, input?: number, output?: number): TurnEvent =>
-      (input === undefined ? { type: 'finish', reason } : { type: 'finish', reason, usage: { inputTokens: input, outputTokens: output } }) as TurnEvent;
+      (input === undefined
+        ? { type: 'finish', reason }
+        : { type: 'finish', reason, usage: { inputTokens: input, outputTokens: output, cachedInputTokens: 3, cacheWriteTokens: 2 } }) as TurnEvent;
     const I = 'IncompleteStreamError';
     const M = 'MalformedStreamError';
     const b: TurnEvent = { type: 'text-delta', text: 'b' };

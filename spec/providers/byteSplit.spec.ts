@@ -21,7 +21,7 @@ describe('recorded streams split at every byte', () => {
         { type: 'reasoning-delta', text: 'answer briefly.' },
         { type: 'text-delta', text: 'Sunny, 22 °C' },
         { type: 'text-delta', text: ' in Zürich ☀️.' },
-        { type: 'finish', reason: 'stop', usage: { inputTokens: 14, outputTokens: 61 } },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 14, outputTokens: 61, reasoningTokens: 48 } },
       ],
     });
     expect(byName['openai-reasoning-content.sse']).to.deep.equal({
@@ -30,7 +30,7 @@ describe('recorded streams split at every byte', () => {
         { type: 'text-delta', text: 'Let me' },
         { type: 'text-delta', text: ' check — 東京.' },
         { type: 'tool-call', id: 'call_0_8f2a7c1e', name: 'get_weather', args: { city: 'Tōkyō', units: 'celsius' } },
-        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 96, outputTokens: 40 } },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 96, outputTokens: 40, cachedInputTokens: 64, reasoningTokens: 12 } },
       ],
     });
     expect(byName['anthropic-cache-thinking.sse']).to.deep.equal({
@@ -40,7 +40,7 @@ describe('recorded streams split at every byte', () => {
         { type: 'text-delta', text: 'Checking Oslo — ' },
         { type: 'text-delta', text: 'one moment ⏳' },
         { type: 'tool-call', id: 'toolu_01Jx4Vb8Nq2Tz6Wc1Hs9Lp3R', name: 'get_weather', args: { city: 'Oslo', units: 'celsius' } },
-        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 17 + 2048 + 4096, outputTokens: 112 } },
+        { type: 'finish', reason: 'tool-calls', usage: { inputTokens: 17 + 2048 + 4096, outputTokens: 112, cachedInputTokens: 4096, cacheWriteTokens: 2048 } },
       ],
     });
   });

@@ -429,7 +429,7 @@ describe('openAICompatibleModel', () => {
       expect(reasoning.error).to.equal(undefined);
       expect(reasoning.events).to.deep.equal([
         { type: 'text-delta', text: 'Hello, World!' },
-        { type: 'finish', reason: 'stop', usage: { inputTokens: 15, outputTokens: 20 } },
+        { type: 'finish', reason: 'stop', usage: { inputTokens: 15, outputTokens: 20, reasoningTokens: 10 } },
       ]);
     });
 

@@ -30,7 +30,7 @@ import { openAIResponsesBody, openAIResponsesModel, responsesDeclaredTools } fro
 import { openAIResponsesStreamDecoder } from '../../src/providers/responsesDecoder.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
-import { cutAt, decodeChunks, LINE_ENDINGS, RESPONSES_DECLARED, responsesSse } from '../support/decodeChunks.js';
+import { awkwardCuts, cutAt, decodeChunks, LINE_ENDINGS, RESPONSES_DECLARED, responsesSse } from '../support/decodeChunks.js';
 import { ask, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
 import { fixtureFetch } from '../support/providerFakes.js';
 import { recordedResponses, replayResponses, type ResponseEvents } from '../support/responsesReplay.js';
@@ -72,23 +72,6 @@ const FINISH = { type: 'finish', reason: 'stop', usage: { inputTokens: 10, outpu
 
 const asSse = responsesSse;
 
-/**
- * The byte offsets where a cut is awkward: around every line break and into the field name after
- * it, inside every multi-byte character — at most `limit`, spread evenly over the stream (each cut
- * replays the whole stream: `npm run soak` sweeps them all).
- */
-function awkwardCuts(bytes: Uint8Array, limit = 160): number[] {
-  const cuts = new Set<number>();
-  for (let i = 1; i < bytes.length; i++) {
-    const b = bytes[i]!;
-    if ((b & 0xc0) === 0x80) cuts.add(i); // inside a UTF-8 character
-    if (b === 0x0a || b === 0x0d) for (let d = -1; d <= 6; d++) if (i + d > 0 && i + d < bytes.length) cuts.add(i + d); // around a line break, into "data: " / "event: "
-  }
-  const all = [...cuts].sort((a, b) => a - b);
-  if (all.length <= limit) return all;
-  return Array.from({ length: limit }, (_, k) => all[Math.floor((k * all.length) / limit)]!);
-}
-
 const RECORDED = [
   'codex-calculator',
   'web-search',
@@ -101,6 +84,7 @@ const RECORDED = [
   'apply-patch',
   'local-shell',
   'failed',
+  'compaction',
 ] as const;
 /** The client tools each recording's request declared. */
 const DECLARED = RESPONSES_DECLARED as Partial<Record<(typeof RECORDED)[number], Event[]>>;
@@ -470,7 +454,11 @@ describe('providers: OpenAI Responses API', function () {
       expect(web.error).to.equal(undefined);
       expect(web.events.filter((e) => e.type === 'reasoning-end')).to.have.length(7);
       expect(textOf(web.events)).to.match(/^I checked today’s tech headlines/);
-      expect(web.events.at(-1)).to.deep.equal({ type: 'finish', reason: 'stop', usage: { inputTokens: 31073, outputTokens: 4416 } });
+      expect(web.events.at(-1)).to.deep.equal({
+        type: 'finish',
+        reason: 'stop',
+        usage: { inputTokens: 31073, outputTokens: 4416, cachedInputTokens: 3712, reasoningTokens: 3712 },
+      });
       expect(outcomes('code-interpreter')[0]!.events.filter((e) => e.type === 'tool-call')).to.deep.equal([]);
       expect(outcomes('image-generation')[0]!.events.at(-1)).to.deep.include({ type: 'finish', reason: 'stop' });
       // item ids that change on every event (a GitHub Copilot recording): read by output_index

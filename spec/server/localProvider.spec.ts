@@ -299,7 +299,7 @@ describe('local provider', () => {
       expect(deltas.filter((d) => d?.finish_reason === 'stop')).to.have.length(1);
       const usage = chunks.at(-1);
       expect(usage?.['choices']).to.deep.equal([]);
-      expect(usage?.['usage']).to.have.keys('prompt_tokens', 'completion_tokens', 'total_tokens');
+      expect(usage?.['usage']).to.have.keys('prompt_tokens', 'completion_tokens', 'total_tokens', 'prompt_tokens_details');
       const without = (await events(await post(`${server.url}/v1/chat/completions`, openAIBody('Hi')))).filter((e) => e.data !== '[DONE]' && e.data['usage']);
       expect(without, 'no usage chunk unless stream_options.include_usage').to.deep.equal([]);
     });

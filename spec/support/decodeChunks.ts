@@ -106,5 +106,43 @@ export function recordedResponsesStreams(): { name: string; text: string; decode
     });
 }
 
+/**
+ * The byte offsets where a cut is awkward: around every line break and into the field name after
+ * it, inside every multi-byte character — at most `limit`, spread evenly over the stream (each cut
+ * replays the whole stream: `npm run soak` sweeps them all).
+ */
+export function awkwardCuts(bytes: Uint8Array, limit = 160): number[] {
+  const cuts = new Set<number>();
+  for (let i = 1; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if ((b & 0xc0) === 0x80) cuts.add(i); // inside a UTF-8 character
+    if (b === 0x0a || b === 0x0d) for (let d = -1; d <= 6; d++) if (i + d > 0 && i + d < bytes.length) cuts.add(i + d); // around a line break, into "data: " / "event: "
+  }
+  const all = [...cuts].sort((a, b) => a - b);
+  if (all.length <= limit) return all;
+  return Array.from({ length: limit }, (_, k) => all[Math.floor((k * all.length) / limit)]!);
+}
+
+/**
+ * Every recorded Anthropic Messages stream kept one event per line (`anthropic-*.jsonl`, as
+ * vercel/ai records them), as the Server-Sent Events the API sends (`event: <type>` + `data:`).
+ */
+export function recordedAnthropicStreams(): { name: string; text: string; decoder: () => StreamDecoder<TurnEvent> }[] {
+  const dir = new URL('../fixtures/', import.meta.url);
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('anthropic-') && f.endsWith('.jsonl'))
+    .sort()
+    .map((name) => ({ name, text: anthropicSse(readFileSync(new URL(name, dir), 'utf8')), decoder: () => anthropicStreamDecoder('recorded') }));
+}
+
+/** Events kept one JSON object per line as the Messages API's Server-Sent Events. */
+export function anthropicSse(lines: string): string {
+  return lines
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => `event: ${String((JSON.parse(line) as { type?: unknown }).type)}\ndata: ${line}\n\n`)
+    .join('');
+}
+
 /** The three line endings of `text/event-stream`. */
 export const LINE_ENDINGS = { LF: (t: string) => t, CRLF: (t: string) => t.replace(/\n/g, '\r\n'), CR: (t: string) => t.replace(/\n/g, '\r') } as const;

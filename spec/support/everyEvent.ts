@@ -14,7 +14,13 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   'tool-result': [{ type: 'tool-result', id: 'c1', name: 'get_weather', result: { temperature: 22 } }],
   'tool-error': [{ type: 'tool-error', id: 'c1', name: 'get_weather', error: 'Invalid units', category: 'unknown' }],
   validation: [{ type: 'validation', valid: false, attempt: 1, problems: ['city: expected string, got 1'] }],
-  message: [{ type: 'message', message: { role: 'assistant', content: 'Done.' } }],
+  message: [
+    { type: 'message', message: { role: 'assistant', content: 'Done.' } },
+    { type: 'message', message: { role: 'user', content: 'Hi' }, replayed: true },
+  ],
+  'approval-requested': [{ type: 'approval-requested', callId: 'c1', tool: 'book_flight', args: { flight: 'LH 400' } }],
+  suspended: [{ type: 'suspended', runId: 'order-7421' }],
+  'tool-outcome-unknown': [{ type: 'tool-outcome-unknown', callId: 'c1', tool: 'book_flight' }],
   retry: [
     { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' },
     { type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'server_error', error: 'HTTP 500' },

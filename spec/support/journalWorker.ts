@@ -8,10 +8,10 @@
  */
 import { createInterface } from 'node:readline';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
-import type { JournalSession, JournalStore } from '../../src/core/journal/journal.js';
+import type { JournalSession } from '../../src/core/journal/journal.js';
+import { storeOf, type StoreAt } from './storeAt.js';
 
-/** Where a worker's store is. */
-export type StoreAt = { kind: 'file'; dir: string } | { kind: 'redis'; url: string } | { kind: 'postgres'; connectionString: string };
+export type { StoreAt } from './storeAt.js';
 
 /** A command (`id` to match its answer). */
 export interface Command {
@@ -33,25 +33,6 @@ export interface Answer {
   readonly name?: string;
   readonly reason?: string;
   readonly message?: string;
-}
-
-async function storeOf(at: StoreAt): Promise<{ store: JournalStore; close(): Promise<void> }> {
-  if (at.kind === 'file') {
-    const { fileJournal } = await import('../../src/durable/index.js');
-    return { store: fileJournal({ dir: at.dir }), close: async () => undefined };
-  }
-  if (at.kind === 'redis') {
-    const { createClient } = await import('redis');
-    const { redisJournal } = await import('../../src/redis/index.js');
-    const client = await createClient({ url: at.url, disableOfflineQueue: true })
-      .on('error', () => undefined)
-      .connect();
-    return { store: redisJournal(client, { timeoutMs: 5_000 }), close: () => client.quit().then(() => undefined) };
-  }
-  const { default: pg } = await import('pg');
-  const { postgresJournal } = await import('../../src/postgres/index.js');
-  const pool = new pg.Pool({ connectionString: at.connectionString, max: 2 });
-  return { store: postgresJournal(pool), close: () => pool.end() };
 }
 
 async function main(): Promise<void> {

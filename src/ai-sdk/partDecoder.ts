@@ -255,7 +255,9 @@ function sum(counts: readonly unknown[]): number | undefined {
 
 /**
  * Token counts of any spec's usage: v3/v4 `{ inputTokens: { total } }` (or, without a total, the
- * sum of its parts: `noCache` + `cacheRead` + `cacheWrite`, `text` + `reasoning`), v2 numbers.
+ * sum of its parts: `noCache` + `cacheRead` + `cacheWrite`, `text` + `reasoning`), v2 numbers;
+ * the cache's reads and writes and the reasoning share as rxheal's `cachedInputTokens`,
+ * `cacheWriteTokens` and `reasoningTokens` (v2's `cachedInputTokens` and `reasoningTokens`).
  */
 function usageOf(u: unknown): Usage | undefined {
   if (!isObject(u)) return undefined;
@@ -264,5 +266,19 @@ function usageOf(u: unknown): Usage | undefined {
   const input = count(u['inputTokens'], ['noCache', 'cacheRead', 'cacheWrite']);
   const output = count(u['outputTokens'], ['text', 'reasoning']);
   if (input === undefined && output === undefined) return undefined;
-  return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
+  // v3/v4's shares (v2's cachedInputTokens / reasoningTokens numbers too), when they say something
+  const share = (holder: unknown, key: string, v2: string): number | undefined => {
+    const value = isObject(holder) ? num(holder[key]) : num(u[v2]);
+    return value !== undefined && value > 0 ? value : undefined;
+  };
+  const cached = share(u['inputTokens'], 'cacheRead', 'cachedInputTokens');
+  const written = isObject(u['inputTokens']) ? share(u['inputTokens'], 'cacheWrite', '') : undefined;
+  const reasoning = share(u['outputTokens'], 'reasoning', 'reasoningTokens');
+  return {
+    inputTokens: input ?? 0,
+    outputTokens: output ?? 0,
+    ...(cached === undefined ? {} : { cachedInputTokens: cached }),
+    ...(written === undefined ? {} : { cacheWriteTokens: written }),
+    ...(reasoning === undefined ? {} : { reasoningTokens: reasoning }),
+  };
 }

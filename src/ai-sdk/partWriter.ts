@@ -19,10 +19,23 @@ export function v3ToolCall(event: Extract<TurnEvent, { type: 'tool-call' }>): Ex
   return event.providerMetadata === undefined ? part : { ...part, providerMetadata: event.providerMetadata as SharedV3ProviderMetadata };
 }
 
-export const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => ({
-  inputTokens: { total: usage?.inputTokens, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: usage?.outputTokens, text: undefined, reasoning: undefined },
-});
+/** A usage in the AI SDK's words: the cache's reads and writes, and the reasoning share, when rxheal's has them (the rest of the input is `noCache`). */
+export const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => {
+  const cached = usage?.cachedInputTokens !== undefined || usage?.cacheWriteTokens !== undefined;
+  return {
+    inputTokens: {
+      total: usage?.inputTokens,
+      noCache: usage && cached ? usage.inputTokens - (usage.cachedInputTokens ?? 0) - (usage.cacheWriteTokens ?? 0) : undefined,
+      cacheRead: usage?.cachedInputTokens,
+      cacheWrite: usage?.cacheWriteTokens,
+    },
+    outputTokens: {
+      total: usage?.outputTokens,
+      text: usage?.reasoningTokens === undefined ? undefined : usage.outputTokens - usage.reasoningTokens,
+      reasoning: usage?.reasoningTokens,
+    },
+  };
+};
 
 export const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
 

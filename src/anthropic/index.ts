@@ -15,10 +15,11 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Model } from '../core/model/model.js';
-import { anthropicRequestBody, anthropicStreamDecoder } from '../providers/anthropic.js';
+import { anthropicBetas, anthropicBodyOptions, anthropicRequestBody, anthropicStreamDecoder, type AnthropicBodyOptions } from '../providers/anthropic.js';
 import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
+export type { AnthropicBodyOptions, AnthropicCacheOptions } from '../providers/anthropic.js';
 
 /**
  * What {@link fromAnthropic} needs of a client: `messages.create` with `stream: true`. An
@@ -48,14 +49,17 @@ export interface AnthropicMessagesClient {
 export type AnthropicMessagesParams = Omit<Anthropic.MessageCreateParamsStreaming, 'messages' | 'tools' | 'stream'>;
 
 /**
- * Options of {@link fromAnthropic}.
+ * Options of {@link fromAnthropic}: the common ones, and the request body's prompt-cache
+ * breakpoints (`cache`) and fine-grained tool streaming (`eagerInputStreaming`), as
+ * `anthropicModel` takes them. Server-side fallback and context editing are request
+ * parameters: `params.fallbacks`, `params.context_management`.
  *
  * @example
  * ```ts
- * const options: FromAnthropicOptions = { id: 'secondary' };
+ * const options: FromAnthropicOptions = { id: 'secondary', cache: { ttl: '1h', breakpoints: 3 } };
  * ```
  */
-export type FromAnthropicOptions = SdkModelOptions;
+export interface FromAnthropicOptions extends SdkModelOptions, AnthropicBodyOptions {}
 
 /**
  * An rxheal {@link Model} over an `@anthropic-ai/sdk` client's streaming messages
@@ -64,7 +68,11 @@ export type FromAnthropicOptions = SdkModelOptions;
  * base URL, headers, timeouts and fetch.
  *
  * - Text deltas, tool calls (one per `tool_use` block, arguments parsed), one `finish` with
- *   reason and usage (cache tokens counted as input).
+ *   reason and usage (cache tokens counted as input, and said apart as `cachedInputTokens` /
+ *   `cacheWriteTokens`); a server-side fallback (`params.fallbacks`) as the finish's
+ *   `providerFallbacks` (a `fallback` event marked `providerSide` on the run's hub); compaction
+ *   blocks (`params.context_management`) kept opaque and sent back. The `anthropic-beta` header
+ *   these need is added per request.
  * - Unsubscribing aborts the request (the context's signal goes to the SDK).
  * - **The SDK's `maxRetries` is set to 0 per request** (the SDK defaults to 2, before the stream
  *   only): retry with rxheal's `retryWithBackoff` instead, so retries don't double up. Pass
@@ -98,15 +106,21 @@ export function fromAnthropic(client: AnthropicMessagesClient, params: Anthropic
   if (!Number.isInteger(params.max_tokens) || params.max_tokens < 1) {
     throw new InvalidOptionError('fromAnthropic', 'params.max_tokens', params.max_tokens, 'a positive integer (the API requires it)');
   }
-  const { id = `anthropic:${params.model}`, maxRetries } = sdkOptions('fromAnthropic', options);
+  const { cache, eagerInputStreaming, ...common } = options ?? {};
+  const body = anthropicBodyOptions('fromAnthropic', { cache, eagerInputStreaming });
+  const { id = `anthropic:${params.model}`, maxRetries } = sdkOptions('fromAnthropic', common);
   const messages = client.messages;
   return sdkModel({
     id,
-    open: (request, signal) =>
-      messages.create(anthropicRequestBody(params.model, params.max_tokens, request, params) as unknown as Anthropic.MessageCreateParamsStreaming, {
+    open: (request, signal) => {
+      const payload = anthropicRequestBody(params.model, params.max_tokens, request, params, body);
+      const betas = anthropicBetas(payload);
+      return messages.create(payload as unknown as Anthropic.MessageCreateParamsStreaming, {
         signal,
         maxRetries,
-      }),
+        ...(betas === undefined ? {} : { headers: { 'anthropic-beta': betas } }),
+      });
+    },
     toEvent: (event) => ({ event: String((event as { type?: unknown }).type), data: JSON.stringify(event) }),
     decoder: anthropicStreamDecoder,
   });

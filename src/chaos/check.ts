@@ -11,7 +11,7 @@ import { ChaosInputError, compactSchedule } from './schedule.js';
 import { SCHEDULE_NAMES, type ScheduleArbitrary } from './faults.js';
 import type { ChaosRun, Violation } from './invariants.js';
 import { marbleDiagram, replaySpec, type ReplaySpecNaming } from './report.js';
-import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
+import { replayCrashed, replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
 
 /**
  * Options of {@link checkHealing}: the schedules (an arbitrary, e.g. `faults.schedule({...})`),
@@ -30,6 +30,17 @@ export interface CheckHealingOptions extends ReplayOptions {
   readonly seed?: number;
   /** How the replay spec names its imports (and, with `options`, the export holding these options). */
   readonly spec?: ReplaySpecNaming;
+  /**
+   * Crash mode: each schedule is also run crashed once at every one of its crash points (journal
+   * writes in flight and committed, each call started, each model's first words: see
+   * `ChaosRun.crashPoints`) and resumed from `chaos.journal` by a fresh agent, each checked by
+   * `crash-anywhere` (the same end as the run that never crashed, at most one turn's model calls
+   * more) and by the invariants that hold across a crash (`side-effects-once` among them: a
+   * non-idempotent tool run again on resume is caught). The agent must journal its run:
+   * `runAgent({ ...config, runId: chaos.runId, journal: chaos.journal })`. A failure names its
+   * crash point; its replay spec carries it (`crashAt`).
+   */
+  readonly crash?: boolean;
 }
 
 /**
@@ -127,23 +138,37 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
   if (!Number.isInteger(runs) || runs < 1) throw new ChaosInputError(`checkHealing: options.runs must be a whole number >= 1, got ${String(runs)}`);
   if (options.seed !== undefined && !Number.isSafeInteger(options.seed))
     throw new ChaosInputError(`checkHealing: options.seed must be a whole number, got ${String(options.seed)}`);
+  if (options.crash !== undefined && typeof options.crash !== 'boolean')
+    throw new ChaosInputError(`checkHealing: options.crash must be true or false, got ${String(options.crash)}`);
+  if (options.crash === true && options.crashAt !== undefined)
+    throw new ChaosInputError('checkHealing: options.crash tries every crash point; options.crashAt is for replaySchedule (a spec replaying one)');
+  const { crash: crashMode, ...replayOptions } = options;
   // the agent as it is, without faults: a factory that throws is reported as such
-  await replaySchedule(agent, {}, options);
+  await replaySchedule(agent, {}, replayOptions);
   const names = (options.faults as Partial<ScheduleArbitrary>)[SCHEDULE_NAMES];
   if (names)
     await replaySchedule(
       agent,
       { models: Object.fromEntries(names.models.map((n) => [n, []])), tools: Object.fromEntries(names.tools.map((n) => [n, []])) },
-      options,
+      replayOptions,
     );
   let inputError: unknown;
   // what the last failing run broke: fast-check's counterexample is the last schedule that failed
-  let broken: { readonly schedule: FaultSchedule; readonly violations: readonly Violation[] } | undefined;
+  let broken: { readonly schedule: FaultSchedule; readonly violations: readonly Violation[]; readonly crashAt: number | undefined } | undefined;
   const property = fc.asyncProperty(options.faults, async (schedule) => {
     if (inputError !== undefined) return true;
     try {
-      const { violations } = await replaySchedule(agent, schedule, options);
-      if (violations.length > 0) broken = { schedule, violations };
+      const run = await replaySchedule(agent, schedule, replayOptions);
+      let violations = run.violations;
+      let crashedAt: number | undefined;
+      if (crashMode === true && violations.length === 0) {
+        const baseline: Omit<typeof run, 'violations'> = run;
+        for (let at = 1; at <= run.crashPoints.length && violations.length === 0; at++) {
+          violations = (await replayCrashed(agent, schedule, { ...replayOptions, crashAt: at }, baseline)).violations;
+          if (violations.length > 0) crashedAt = at;
+        }
+      }
+      if (violations.length > 0) broken = { schedule, violations, crashAt: crashedAt };
       return violations.length === 0;
     } catch (error) {
       if (!(error instanceof ChaosInputError)) throw error;
@@ -157,8 +182,9 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
   if (details.counterexample === null) throw details.errorInstance;
   const found = details.counterexample[0];
   const schedule = compactSchedule(found);
-  const run = await replaySchedule(agent, schedule, options);
-  const seen = broken !== undefined && JSON.stringify(broken.schedule) === JSON.stringify(found) ? broken.violations : [];
+  const last = broken !== undefined && JSON.stringify(broken.schedule) === JSON.stringify(found) ? broken : undefined;
+  const run = await replaySchedule(agent, schedule, last?.crashAt === undefined ? replayOptions : { ...replayOptions, crashAt: last.crashAt });
+  const seen = last?.violations ?? [];
   const violations: readonly Violation[] =
     run.violations.length > 0
       ? run.violations

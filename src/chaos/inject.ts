@@ -89,17 +89,17 @@ export function chaosModel(model: Model, schedule: FaultSchedule, options: Chaos
   const scheduler = options.scheduler ?? options.recorder?.scheduler ?? asyncScheduler;
   const recorder = options.recorder;
   recorder?.wrappedModels.add(model.id);
-  let calls = 0;
-  let downUntil = -Infinity;
+  // the provider's side: its calls counted, and an outage's end, across every wrapper of the run (a crash's resumed agent wraps it again)
+  const provider = recorder?.sideOf(`model:${model.id}`) ?? { calls: 0, downUntil: -Infinity };
   return {
     id: model.id,
     stream: (request: ModelRequest, context: ModelContext) =>
       new Observable<TurnEvent>((subscriber) => {
-        const call = ++calls;
+        const call = ++provider.calls;
         const scheduled = faults[call - 1] ?? { kind: 'ok' };
         const now = scheduler.now();
-        const fault: ModelFault = now < downUntil ? { kind: 'down', forMs: 0 } : scheduled;
-        if (fault.kind === 'down') downUntil = Math.max(downUntil, now + fault.forMs);
+        const fault: ModelFault = now < provider.downUntil ? { kind: 'down', forMs: 0 } : scheduled;
+        if (fault.kind === 'down') provider.downUntil = Math.max(provider.downUntil, now + fault.forMs);
         const attempt: ModelAttempt = {
           kind: 'model',
           model: model.id,
@@ -234,10 +234,10 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
   const scheduler = options.scheduler ?? options.recorder?.scheduler ?? asyncScheduler;
   const recorder = options.recorder;
   recorder?.wrappedTools.add(tool.name);
-  let calls = 0;
+  const side = recorder?.sideOf(`tool:${tool.name}`) ?? { calls: 0, downUntil: -Infinity };
   const execute = (args: unknown, context: ToolContext): Observable<unknown> =>
     new Observable<unknown>((subscriber) => {
-      const call = ++calls;
+      const call = ++side.calls;
       const fault: ToolFault = faults[call - 1] ?? { kind: 'ok' };
       const callId = typeof context?.callId === 'string' ? context.callId : undefined;
       const turn = callId === undefined ? undefined : recorder?.turnOf(callId);
@@ -253,6 +253,7 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
         startedAt: scheduler.now(),
         endedAt: undefined,
         outcome: 'open',
+        ran: false,
       };
       recorder?.tools.push(execution);
       const end = (outcome: AttemptOutcome): void => {
@@ -264,6 +265,7 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
       let inner: { unsubscribe(): void } | undefined;
       const run = (): void => {
         let output: ObservableInput<unknown>;
+        execution.ran = true;
         try {
           output = tool.execute(args, context);
         } catch (error) {
@@ -289,6 +291,7 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
               subscriber.complete();
             }),
         });
+        recorder?.executing?.(tool.name);
       };
       const failAfter = (ms: number, error: () => Error): { unsubscribe(): void } =>
         after(ms, scheduler, () => {

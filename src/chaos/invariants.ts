@@ -75,6 +75,13 @@ export interface ChaosRun {
   readonly live: number;
   /** Errors RxJS could not deliver (thrown in a callback) during the run. */
   readonly unhandled: readonly string[];
+  /**
+   * Where the run could have crashed, in order (journal writes in flight and committed, calls
+   * started, a model's first words; see `crashAt`) — up to its crash, when it crashed.
+   */
+  readonly crashPoints: readonly string[];
+  /** With `crashAt`: where it crashed and when (virtual ms); absent when the run ended before reaching that point. */
+  readonly crash?: { readonly point: string; readonly at: number };
   readonly violations: readonly Violation[];
 }
 
@@ -117,6 +124,14 @@ export interface ReplayOptions extends InvariantOptions {
    * replaced): a run that depends on it may not replay the same.
    */
   readonly randomSeed?: number;
+  /**
+   * Crash mode (what `checkHealing({ crash: true })` replays): the run is killed at its
+   * `crashAt`th crash point (1-based; see `ChaosRun.crashPoints` for the list a run passes) and
+   * resumed from `chaos.journal` by a fresh agent from the factory, then checked against the same
+   * schedule's run without a crash (`crash-anywhere`) and by the invariants that hold across a
+   * crash (`ends`, `typed-outcome`, `side-effects-once`, `nothing-left` and the custom ones).
+   */
+  readonly crashAt?: number;
 }
 
 /**
@@ -245,9 +260,15 @@ function textIntact(run: Omit<ChaosRun, 'violations'>): string[] {
   return problems;
 }
 
-function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>): string[] {
+/**
+ * A non-idempotent tool at most once per call. Across a crash (`acrossCrash`), only executions
+ * whose own `execute` ran count: one a fault stood in for had no effect in the world, so a resumed
+ * run whose `verify` truthfully says "not done" may run it (the run that never crashed is held to
+ * the stricter rule: there the agent could not know).
+ */
+export function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>, acrossCrash = false): string[] {
   const problems: string[] = [];
-  const once = run.tools.filter((t) => !t.idempotent);
+  const once = run.tools.filter((t) => !t.idempotent && (!acrossCrash || t.ran));
   // per call: the executions of one tool call the model made (its id, in the turn that asked for it)
   const perCall = new Map<string, ToolExecution[]>();
   for (const t of once) {

@@ -75,6 +75,8 @@ export interface ToolExecution {
   readonly startedAt: number;
   endedAt: number | undefined;
   outcome: AttemptOutcome;
+  /** Whether the tool's own `execute` was called (its effect under way): false when the fault stood in for it (`throw`, `timeout`, `stall`, `is-error`). */
+  ran: boolean;
 }
 
 /**
@@ -126,8 +128,20 @@ export class ChaosRecorder {
    * go (the event loop turning for a promise that waits on real I/O), when it waits for the clock.
    */
   open: () => boolean = () => true;
+  /** Told when a tool's `execute` has been called and its output subscribed (its effect under way): crash mode's point inside a tool. */
+  executing: ((tool: string) => void) | undefined;
 
   constructor(readonly scheduler: SchedulerLike = asyncScheduler) {}
+
+  /** What a model or tool's outside world keeps in this run, by `model:<id>` / `tool:<name>`: its calls so far, an outage's end. */
+  private readonly sides = new Map<string, { calls: number; downUntil: number }>();
+
+  /** The outside world's state of one model or tool: the same for every wrapper of it in the run (a crash's resumed agent wraps it again). */
+  sideOf(key: string): { calls: number; downUntil: number } {
+    let side = this.sides.get(key);
+    if (side === undefined) this.sides.set(key, (side = { calls: 0, downUntil: -Infinity }));
+    return side;
+  }
 
   /** The next position in the run's order. */
   next(): number {
@@ -200,13 +214,19 @@ export class ChaosRecorder {
     return this.requests.some((r) => r.length === messages.length && r.every((m, i) => m.role === messages[i]!.role));
   }
 
-  /** The `seq` of the latest assistant message of the run that made the tool call `callId`. */
+  /**
+   * The `seq` of the latest assistant message of the run that made the tool call `callId` — the
+   * live one when a resumed run replayed it after a crash (the same turn: its calls counted together).
+   */
   turnOf(callId: string): number | undefined {
+    let replayed: number | undefined;
     for (let i = this.events.length - 1; i >= 0; i--) {
       const { event, seq } = this.events[i]!;
-      if (event.type === 'message' && event.message.role === 'assistant' && event.message.toolCalls?.some((c) => c.id === callId)) return seq;
+      if (event.type !== 'message' || event.message.role !== 'assistant' || !event.message.toolCalls?.some((c) => c.id === callId)) continue;
+      if ((event as { replayed?: boolean }).replayed !== true) return seq;
+      replayed ??= seq;
     }
-    return undefined;
+    return replayed;
   }
 
   /** Model streams and tool executions still running. */

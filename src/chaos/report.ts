@@ -213,6 +213,7 @@ function optionsSource(o: ReplayOptions): { readonly text: string | undefined; r
   const imports: string[] = [];
   if (o.boundMs !== undefined) parts.push(`boundMs: ${o.boundMs}`);
   if (o.randomSeed !== undefined && o.randomSeed !== 0) parts.push(`randomSeed: ${o.randomSeed}`);
+  if (o.crashAt !== undefined) parts.push(`crashAt: ${o.crashAt}`);
   if (o.budget !== undefined) {
     if (!isJson(o.budget)) refuse('a budget that is not JSON data');
     parts.push(`budget: ${JSON.stringify(o.budget)}`);

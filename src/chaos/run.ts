@@ -7,16 +7,19 @@
  *
  * @module
  */
-import { asyncScheduler, config as rxConfig, isObservable, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, config as rxConfig, isObservable, Subject, takeUntil, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
+import type { JournalStore } from '../core/journal/journal.js';
+import { memoryJournal } from '../core/journal/memoryJournal.js';
 import type { Model } from '../core/model/model.js';
 import { seedLibraryRandom } from '../core/rx/random.js';
 import type { AnyTool } from '../sources/agentConfig.js';
 import { fc } from './fastCheck.js';
 import { chaosModel, chaosTool } from './inject.js';
 import { ChaosRecorder } from './recorder.js';
-import { builtinInvariants, checkInvariants, type ChaosEnd, type ChaosRun, type ReplayOptions } from './invariants.js';
+import { CrashPoints, crashAnywhere } from './crash.js';
+import { builtinInvariants, checkInvariants, sideEffectsOnce, type ChaosEnd, type ChaosRun, type Invariant, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
 import { checkClockFree, nextTurn, VirtualClock } from './virtualTime.js';
 
@@ -51,6 +54,20 @@ export interface Chaos {
   model(model: Model): Model;
   /** The tool under the schedule's faults for its name (see `chaosTool`). */
   tool<T extends AnyTool>(tool: T): T;
+  /**
+   * A journal for the run (`memoryJournal` on the replay's clock), and {@link runId} the run's id
+   * in it: hand both to `runAgent` (`runAgent({ ...config, runId: chaos.runId, journal: chaos.journal })`)
+   * and the run is durable — what crash mode (`checkHealing({ crash: true })`) needs. The journal
+   * outlives a crash: the fresh agent built after it resumes the run from there.
+   */
+  readonly journal: JournalStore;
+  readonly runId: string;
+  /**
+   * What outlives a crash of this run, as the world outside a process does (a stand-in booking
+   * system's ledger, that a tool's `verify` reads): one Map for the run and its resume after a
+   * crash, fresh for each replay.
+   */
+  readonly world: Map<string, unknown>;
 }
 
 /**
@@ -235,9 +252,40 @@ export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, opt
     return Promise.reject(error);
   }
   return oneAtATime(async () => {
-    const run = await replayOnce(agent, schedule, options);
-    return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
+    if (options.crashAt === undefined) {
+      const run = await replayOnce(agent, schedule, options);
+      return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
+    }
+    const uncrashed: ReplayOptions = { ...options, crashAt: undefined };
+    return crashedOnce(agent, schedule, options, await replayOnce(agent, schedule, uncrashed));
   });
+}
+
+/** The invariants that hold across a crash (the others speak of one process's stream: its text, its hub, its budget). */
+const ACROSS_A_CRASH = new Set(['ends', 'typed-outcome', 'nothing-left']);
+
+/**
+ * The run crashed at `options.crashAt` and resumed, checked against `baseline` (the same
+ * schedule, never crashed: {@link crashAnywhere}) and by the invariants that hold across a crash.
+ */
+export function replayCrashed(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions, baseline: Omit<ChaosRun, 'violations'>): Promise<ChaosRun> {
+  try {
+    checkClockFree();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return oneAtATime(() => crashedOnce(agent, schedule, options, baseline));
+}
+
+async function crashedOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions, baseline: Omit<ChaosRun, 'violations'>): Promise<ChaosRun> {
+  const run = await replayOnce(agent, schedule, options);
+  const invariants: Invariant[] = [
+    ...builtinInvariants(options).filter((i) => ACROSS_A_CRASH.has(i.name)),
+    { name: 'side-effects-once', check: (r: Omit<ChaosRun, 'violations'>) => sideEffectsOnce(r, true) },
+    ...(run.crash === undefined ? [] : [{ name: 'crash-anywhere', check: (r: Omit<ChaosRun, 'violations'>) => crashAnywhere(r, baseline, run.crash!.point) }]),
+    ...(options.invariants ?? []),
+  ];
+  return { ...run, violations: checkInvariants(run, invariants) };
 }
 
 /** What replayOptions checks: bounds and seeds that are numbers. */
@@ -247,6 +295,8 @@ function checkReplayOptions(options: ReplayOptions): void {
     throw new ChaosInputError(`options.boundMs must be a number of ms >= 0, got ${String(boundMs)}`);
   if (randomSeed !== undefined && !Number.isSafeInteger(randomSeed))
     throw new ChaosInputError(`options.randomSeed must be a whole number, got ${String(randomSeed)}`);
+  if (options.crashAt !== undefined && !(Number.isSafeInteger(options.crashAt) && options.crashAt >= 1))
+    throw new ChaosInputError(`options.crashAt must be a whole number >= 1 (a crash point of the run), got ${String(options.crashAt)}`);
   if (options.invariants !== undefined && !Array.isArray(options.invariants))
     throw new ChaosInputError(`options.invariants must be an array of invariants, got ${String(options.invariants)}`);
 }
@@ -264,30 +314,61 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
   rxConfig.onUnhandledError = (error: unknown) => unhandled.push(label(error));
   let subscription: Subscription | undefined;
   try {
+    const crash$ = new Subject<void>();
+    let crash: { point: string; at: number } | undefined;
+    const points = new CrashPoints(
+      options.crashAt,
+      () => {
+        crash = { point: points.seen.at(-1)!, at: ts.now() };
+        crash$.next();
+      },
+      () => `${ts.now()}:${recorder.models.length}:${recorder.tools.length}`,
+    );
+    recorder.executing = (tool) => points.executing(tool);
     const chaos: Chaos = {
       schedule,
       scheduler: asyncScheduler,
       random: seededRandom(seed ^ AGENT_STREAM),
       model: (model) => chaosModel(model, schedule, { recorder }),
       tool: (tool) => chaosTool(tool, schedule, { recorder }),
+      journal: points.journal(memoryJournal({ scheduler: asyncScheduler })),
+      runId: 'chaos-run',
+      world: new Map(),
     };
-    let source: unknown;
-    try {
-      source = agent(chaos);
-    } catch (error) {
-      throw new ChaosInputError(`the agent factory threw synchronously (before any fault could act): ${label(error)}`, { cause: error });
-    }
-    if (isPromiseLike(source)) source = await made(source, replay);
-    if (!isObservable(source)) throw new ChaosInputError(`the agent factory returned ${typeof source}, not an Observable of agent events`);
-    const misfit = misfits(schedule, recorder);
-    if (misfit !== undefined) throw new ChaosInputError(misfit);
     let end: ChaosEnd | undefined;
-    subscription = (source as Observable<AgentEvent>).subscribe({
-      next: (event) => recorder.event(event),
-      error: (error: unknown) => (end = { kind: 'error', at: ts.now(), error }),
-      complete: () => (end = { kind: 'complete', at: ts.now() }),
-    });
-    const hung = await replay.drive(() => end !== undefined);
+    const life = async (): Promise<void> => {
+      let source: unknown;
+      try {
+        source = agent(chaos);
+      } catch (error) {
+        throw new ChaosInputError(`the agent factory threw synchronously (before any fault could act): ${label(error)}`, { cause: error });
+      }
+      if (isPromiseLike(source)) source = await made(source, replay);
+      if (!isObservable(source)) throw new ChaosInputError(`the agent factory returned ${typeof source}, not an Observable of agent events`);
+      const misfit = misfits(schedule, recorder);
+      if (misfit !== undefined) throw new ChaosInputError(misfit);
+      const crashed = crash !== undefined;
+      // a crash drops the run's subscription where it is, as a process's death would (its lease is given up: a restart's lapses)
+      subscription = (source as Observable<AgentEvent>).pipe(takeUntil(crash$)).subscribe({
+        next: (event) => {
+          recorder.event(event);
+          points.event(event);
+        },
+        error: (error: unknown) => (end = { kind: 'error', at: ts.now(), error }),
+        complete: () => {
+          if (crash === undefined || crashed) end = { kind: 'complete', at: ts.now() };
+        },
+      });
+    };
+    await life();
+    let hung = await replay.drive(() => end !== undefined || crash !== undefined);
+    if (end === undefined && crash !== undefined) {
+      // the process restarted: a fresh agent from the factory, the same journal and world
+      points.stop();
+      subscription?.unsubscribe();
+      await life();
+      hung = await replay.drive(() => end !== undefined);
+    }
     // what the end sets going in microtasks (a finalizer, a promise's teardown) settles first
     await replay.settle();
     const ended: ChaosEnd = end ?? hung!;
@@ -295,8 +376,20 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
     const pending = ts.actions.length;
     const live = recorder.live();
     recorder.closed = true;
-    subscription.unsubscribe();
-    return { schedule, options, end: ended, events: recorder.events, models: recorder.models, tools: recorder.tools, pending, live, unhandled };
+    subscription?.unsubscribe();
+    return {
+      schedule,
+      options,
+      end: ended,
+      events: recorder.events,
+      models: recorder.models,
+      tools: recorder.tools,
+      pending,
+      live,
+      unhandled,
+      crashPoints: points.seen,
+      ...(crash === undefined ? {} : { crash }),
+    };
   } finally {
     subscription?.unsubscribe();
     // whatever is left would run on the clock of a replay that is over: drop it

@@ -62,6 +62,7 @@ export class ChunkReader {
   private incompleteReason: string | undefined;
   private input: number | undefined;
   private output: number | undefined;
+  private readonly shares: { cacheRead?: number; cacheWrite?: number; reasoning?: number } = {};
 
   constructor(
     private readonly model: string,
@@ -137,6 +138,14 @@ export class ChunkReader {
       const output = num(usage['output_tokens']);
       if (input !== undefined) this.input = (this.input ?? 0) + input;
       if (output !== undefined) this.output = (this.output ?? 0) + output;
+      // the shares LangChain reports: cache reads and writes, reasoning (summed as the totals are)
+      const add = (holder: unknown, key: string, to: 'cacheRead' | 'cacheWrite' | 'reasoning'): void => {
+        const value = isObject(holder) ? num(holder[key]) : undefined;
+        if (value !== undefined && value > 0) this.shares[to] = (this.shares[to] ?? 0) + value;
+      };
+      add(usage['input_token_details'], 'cache_read', 'cacheRead');
+      add(usage['input_token_details'], 'cache_creation', 'cacheWrite');
+      add(usage['output_token_details'], 'reasoning', 'reasoning');
     }
     return out;
   }
@@ -199,8 +208,17 @@ export class ChunkReader {
     );
     const reason: FinishReason =
       this.finishReason === undefined ? (this.calls.length > 0 ? 'tool-calls' : 'stop') : (FINISH_REASONS[this.finishReason] ?? 'other');
+    const { cacheRead, cacheWrite, reasoning } = this.shares;
     const usage: Usage | undefined =
-      this.input === undefined && this.output === undefined ? undefined : { inputTokens: this.input ?? 0, outputTokens: this.output ?? 0 };
+      this.input === undefined && this.output === undefined
+        ? undefined
+        : {
+            inputTokens: this.input ?? 0,
+            outputTokens: this.output ?? 0,
+            ...(cacheRead === undefined ? {} : { cachedInputTokens: cacheRead }),
+            ...(cacheWrite === undefined ? {} : { cacheWriteTokens: cacheWrite }),
+            ...(reasoning === undefined ? {} : { reasoningTokens: reasoning }),
+          };
     out.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
     return out;
   }

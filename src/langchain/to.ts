@@ -127,6 +127,15 @@ const usageMetadata = (usage: Usage) => ({
   input_tokens: usage.inputTokens,
   output_tokens: usage.outputTokens,
   total_tokens: usage.inputTokens + usage.outputTokens,
+  ...(usage.cachedInputTokens !== undefined || usage.cacheWriteTokens !== undefined
+    ? {
+        input_token_details: {
+          ...(usage.cachedInputTokens === undefined ? {} : { cache_read: usage.cachedInputTokens }),
+          ...(usage.cacheWriteTokens === undefined ? {} : { cache_creation: usage.cacheWriteTokens }),
+        },
+      }
+    : {}),
+  ...(usage.reasoningTokens === undefined ? {} : { output_token_details: { reasoning: usage.reasoningTokens } }),
 });
 
 /** A chunk of one reasoning content block (no text). */

@@ -14,7 +14,6 @@ import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { check, Hub, NonEmptyString, NonNegativeOrInfinity, PositiveNumber, Scheduler, Func, validateOptions } from '../core/errors/options.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { libraryRandom } from '../core/rx/random.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
 import { McpLink, type McpClient, type McpProgressListener, type McpRequestOptions, type McpToolInfo, type McpTransportFactory } from './link.js';
@@ -38,7 +37,8 @@ export interface McpSchemaValidator {
 
 /**
  * How long between reconnection attempts that fail in a row: `initialMs · 2ⁿ`, at most `maxMs`,
- * half of it random ("equal" jitter). There is no cap on the number of attempts.
+ * half of it random ("equal" jitter) — `retryWithBackoff`'s waits, the failure's `retry-after`
+ * when longer. There is no cap on the number of attempts.
  *
  * @example
  * ```ts
@@ -332,13 +332,7 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     hub: o.hub,
     capabilities: o.capabilities,
     reconnect: o.reconnect,
-    backoff: {
-      initialBackoffMs: o.reconnectBackoff?.initialMs ?? 1000,
-      maxBackoffMs: o.reconnectBackoff?.maxMs ?? 30_000,
-      backoffMultiplier: 2,
-      jitter: 'equal',
-      random: libraryRandom,
-    },
+    reconnectBackoff: { initialMs: o.reconnectBackoff?.initialMs ?? 1000, maxMs: o.reconnectBackoff?.maxMs ?? 30_000 },
     timeoutMs: o.timeoutMs ?? 60_000,
     maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? Infinity,
     scheduler,
@@ -371,7 +365,8 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  *   a probe succeeds.
  * - **Reconnection** with `reconnect` (a transport factory): a broken connection (a closed
  *   transport, an expired session — not one HTTP exchange's network error) is replaced by the next
- *   admitted call before it is sent, with backoff between failed attempts and no cap; an expired
+ *   admitted call before it is sent, one attempt at a time, with backoff between failed attempts
+ *   (or the failure's `retry-after`, when longer) and no cap; an expired
  *   Streamable-HTTP session (404) is re-initialised and an idempotent call made once more (any other
  *   fails with {@link McpSessionExpiredError}: not run, never silently lost).
  *

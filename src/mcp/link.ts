@@ -6,15 +6,32 @@
  *
  * @module
  */
-import { Observable, Subscription, type SchedulerLike } from 'rxjs';
+import {
+  concat,
+  defer,
+  filter,
+  identity,
+  Observable,
+  tap,
+  throwError,
+  type MonoTypeOperatorFunction,
+  type OperatorFunction,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs';
 import type { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import type { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { CircuitOpenError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
-import { after, MAX_TIMER_MS } from '../core/rx/wait.js';
-import { underBreaker } from '../operators/circuitBreak.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import { MAX_TIMER_MS } from '../core/rx/wait.js';
+import { circuitBreak } from '../operators/circuitBreak.js';
+import { degradeAfter } from '../operators/degradeAfter.js';
+import { retryWithBackoff } from '../operators/retryWithBackoff.js';
 import { McpConnectionError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
+import { Reconnection, type McpTransportFactory } from './reconnection.js';
+
+export type { McpTransportFactory } from './reconnection.js';
 
 /** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
 export interface McpRequestOptions {
@@ -98,9 +115,6 @@ export interface McpClient {
   readonly transport?: unknown;
 }
 
-/** What makes a fresh transport for a reconnection (a transport can't be restarted once closed). */
-export type McpTransportFactory = () => unknown;
-
 /** How a link is set up: what `fromMcp` resolved from its options. */
 export interface LinkSettings {
   readonly id: string;
@@ -109,53 +123,41 @@ export interface LinkSettings {
   readonly hub: HealHub | undefined;
   readonly capabilities: CapabilityRegistry | undefined;
   readonly reconnect: McpTransportFactory | undefined;
-  readonly backoff: BackoffPolicy;
+  /** The waits between failed reconnection attempts (reconnection.ts). */
+  readonly reconnectBackoff: { readonly initialMs: number; readonly maxMs: number };
   readonly timeoutMs: number;
   readonly maxTotalTimeoutMs: number;
   readonly scheduler: SchedulerLike;
 }
 
-/**
- * `call$` once more when it fails with {@link McpSessionExpiredError} (the server never ran it; the
- * connection is marked broken, so the second run opens a new session first); any other outcome,
- * and a second expiry, as it is.
- */
-function againOnExpiredSession<T>(call$: Observable<T>): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const runs = new Subscription();
-    const run = (again: boolean): void => {
-      runs.add(
-        call$.subscribe({
-          next: (value) => subscriber.next(value),
-          error: (error: unknown) => (again && error instanceof McpSessionExpiredError ? run(false) : subscriber.error(error)),
-          complete: () => subscriber.complete(),
-        }),
-      );
-    };
-    run(true);
-    return runs;
-  });
-}
-
-/** The reason a signal is aborted when the caller leaves. */
+/** The reason a signal is aborted when the caller leaves (a deadline passed, or it unsubscribed). */
 const unsubscribed = (): DOMException => new DOMException('The consumer unsubscribed', 'AbortError');
+
+/** What a request's observable emits before its answer: a progress notification came (each one pushes its deadline back). */
+const PROGRESS: unique symbol = Symbol('progress');
 
 /**
  * One MCP server: calls go through its breaker; a broken connection is re-established (when a
  * transport factory was given) by the next call the breaker admits, never sooner than the backoff
- * after the last failed attempt; while the breaker is open, the server's tools are unavailable in
- * the capability registry and a probe (`ping`) runs each time it turns half-open.
+ * after the last failed attempt (reconnection.ts); while the breaker is open, the server's tools are
+ * unavailable in the capability registry and a probe (`ping`) runs each time it turns half-open.
  */
 export class McpLink {
   /** The connection is known broken: the next admitted call reconnects first. */
   private stale = false;
   /** Counts the connections: a failure marks the link broken only if it is of the current one. */
   private generation = 0;
-  private connecting: Promise<void> | undefined;
-  /** Reconnections that failed in a row, and when the next may start (scheduler time). */
-  private failedReconnects = 0;
-  private previousDelay = 0;
-  private nextReconnectAt = 0;
+  private readonly reconnection: Reconnection | undefined;
+  /** The server's breaker, as an operator (made once: it tells the hub of the breaker's transitions). */
+  private readonly breaker: MonoTypeOperatorFunction<{ readonly [key: string]: unknown }>;
+  /**
+   * A session the server says expired (it never ran the call; the connection is marked broken, so
+   * the second run opens a new session first): the call once more; any other outcome, and a
+   * second expiry, as it is.
+   */
+  private readonly againOnExpiredSession: MonoTypeOperatorFunction<{ readonly [key: string]: unknown }>;
+  /** Each request name's deadlines (`deadlinesOf`). */
+  private readonly deadlines = new Map<string, OperatorFunction<unknown, unknown>>();
   /** The capability names of the server's tools (kept current by `fromMcp`). */
   names: readonly string[] = [];
   /** Following the breaker while its tools are degraded. */
@@ -163,7 +165,21 @@ export class McpLink {
   private probing: Subscription | undefined;
 
   constructor(readonly settings: LinkSettings) {
-    settings.hub?.watch(settings.breaker);
+    const { id, client, reconnect, reconnectBackoff, scheduler, breaker, hub } = settings;
+    this.breaker = circuitBreak(breaker, { hub });
+    this.againOnExpiredSession = retryWithBackoff({
+      maxRetries: 1,
+      initialBackoffMs: 0,
+      jitter: 'none',
+      shouldRetry: (error, retry) => retry === 1 && error instanceof McpSessionExpiredError,
+      scheduler,
+    });
+    this.reconnection =
+      reconnect &&
+      new Reconnection({ id, client, reconnect, ...reconnectBackoff, scheduler }, () => {
+        this.generation++;
+        this.stale = false;
+      });
   }
 
   /**
@@ -173,28 +189,16 @@ export class McpLink {
    * the breaker sees one call (a restarted server that answers is not a failure).
    */
   call(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
-    const once$ = this.admitted(() => this.callOnce(name, args, onProgress));
-    const guarded$ = this.guarded(idempotent && this.settings.reconnect ? againOnExpiredSession(once$) : once$);
-    return new Observable<{ readonly [key: string]: unknown }>((subscriber) =>
-      guarded$.subscribe({
-        next: (value) => subscriber.next(value),
-        error: (error: unknown) => {
-          this.afterOutcome();
-          subscriber.error(error);
-        },
-        complete: () => {
-          this.afterOutcome();
-          subscriber.complete();
-        },
-      }),
-    );
+    const once$ = this.request(name, (options) => this.settings.client.callTool({ name, arguments: args }, undefined, options), onProgress);
+    const outcome = (): void => this.afterOutcome();
+    return (idempotent && this.reconnection ? once$.pipe(this.againOnExpiredSession) : once$).pipe(this.breaker, tap({ error: outcome, complete: outcome }));
   }
 
   /**
-   * One request of another kind (the proxy's prompts, resources, completions…), as a cold
-   * observable: `send` makes it with the options it is handed, on a live connection (reconnected
-   * first when known broken), with a call's deadlines and cancellation — not under the breaker,
-   * and never made again. `label` names it in errors.
+   * One request (a `tools/call`, a `ping`, the proxy's prompts, resources, completions…), as a
+   * cold observable: `send` makes it with the options it is handed, on a live connection
+   * (reconnected first when known broken), with a call's deadlines and cancellation — not under
+   * the breaker, and never made again. `label` names it in errors.
    */
   request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
     return this.admitted(() => this.requestOnce(label, send, onProgress));
@@ -208,26 +212,14 @@ export class McpLink {
    * unsubscribed). Its failures are translated (errors.ts) and a broken connection remembered.
    */
   private admitted<T>(work: () => Observable<T>): Observable<T> {
-    return new Observable<T>((subscriber) => {
-      let inner: Subscription | undefined;
-      const start = (): void => {
-        if (subscriber.closed) return;
-        const generation = this.generation;
-        inner = work().subscribe({
-          next: (value) => subscriber.next(value),
-          error: (error: unknown) => {
-            this.noteFailure(error, generation);
-            subscriber.error(error);
-          },
-          complete: () => subscriber.complete(),
-        });
-      };
+    const run = (): Observable<T> => {
+      const generation = this.generation;
+      return work().pipe(tap({ error: (error: unknown) => this.noteFailure(error, generation) }));
+    };
+    return defer(() => {
       if (this.transportClosed()) this.stale = true;
-      const { reconnect } = this.settings;
       // without a factory there is nothing to reconnect with: the client says how it is
-      if (!this.stale || !reconnect) start();
-      else this.ensureConnected(reconnect).then(start, (error: unknown) => subscriber.error(error));
-      return () => inner?.unsubscribe();
+      return this.stale && this.reconnection ? concat(this.reconnection.connected$, defer(run)) : run();
     });
   }
 
@@ -235,11 +227,6 @@ export class McpLink {
   private transportClosed(): boolean {
     const { client } = this.settings;
     return 'transport' in client && client.transport === undefined;
-  }
-
-  /** `source` under the server's breaker (the hub told of its transitions once, at construction). */
-  private guarded<T>(source: Observable<T>): Observable<T> {
-    return underBreaker(source, this.settings.breaker, this.settings.hub);
   }
 
   /**
@@ -256,69 +243,18 @@ export class McpLink {
   }
 
   /**
-   * A fresh connection (one at a time): the old transport closed, a new one from the factory, the
-   * client connected (initialised) on it. Sooner than the backoff after the last failed attempt, it
-   * fails at once with an {@link McpConnectionError}.
-   */
-  private ensureConnected(reconnect: McpTransportFactory): Promise<void> {
-    const { client, id, scheduler, backoff } = this.settings;
-    if (this.connecting) return this.connecting;
-    const wait = this.nextReconnectAt - scheduler.now();
-    if (wait > 0) return Promise.reject(new McpConnectionError(id, `not connected; next reconnection attempt in ${Math.ceil(wait)} ms`));
-    const attempt = (async (): Promise<void> => {
-      await client.close().catch(() => undefined);
-      const transport = await reconnect();
-      await client.connect(transport as never);
-    })();
-    this.connecting = attempt.then(
-      () => {
-        this.connecting = undefined;
-        this.generation++;
-        this.stale = false;
-        this.failedReconnects = 0;
-        this.nextReconnectAt = 0;
-      },
-      (error: unknown) => {
-        this.connecting = undefined;
-        const delay = backoffDelay(this.failedReconnects++, this.previousDelay || backoff.initialBackoffMs, backoff);
-        this.previousDelay = delay;
-        this.nextReconnectAt = scheduler.now() + delay;
-        throw new McpConnectionError(id, `reconnection failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-      },
-    );
-    return this.connecting;
-  }
-
-  /** One `tools/call` (requestOnce's rules). */
-  private callOnce(name: string, args: Record<string, unknown>, onProgress: McpProgressListener | undefined): Observable<{ readonly [key: string]: unknown }> {
-    return this.requestOnce(name, (options) => this.settings.client.callTool({ name, arguments: args }, undefined, options), onProgress);
-  }
-
-  /**
-   * One request: its own deadline on the scheduler — `timeoutMs` from the start, pushed back by
-   * each progress notification (the SDK's `onprogress`, which also makes it send a progress
-   * token), and `maxTotalTimeoutMs` in all. The SDK's own timer is a backstop at the longest
-   * delay a timer holds (reset by progress too), so its 60 s default never cuts a long tool.
+   * One request, its deadlines on the scheduler (`degradeAfter`, degrading to the timeout's
+   * error): `timeoutMs` from the start, pushed back by each progress notification (the SDK's
+   * `onprogress`, which also makes it send a progress token), and `maxTotalTimeoutMs` in all. The
+   * SDK's own timer is a backstop at the longest delay a timer holds (reset by progress too), so
+   * its 60 s default never cuts a long tool. A deadline that passes unsubscribes the request, which
+   * cancels it before the error goes downstream: the server hears of it whatever downstream does.
    */
   private requestOnce<T>(name: string, send: (options: McpRequestOptions) => Promise<T>, onProgress: McpProgressListener | undefined): Observable<T> {
-    const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
-    return new Observable<T>((subscriber) => {
+    const { id, timeoutMs } = this.settings;
+    const request$ = new Observable<T | typeof PROGRESS>((subscriber) => {
       const cancel = new AbortController();
       let settled = false;
-      const stop = (reason: unknown): void => {
-        if (!cancel.signal.aborted) cancel.abort(reason);
-      };
-      const timeUp = (kind: 'idle' | 'total'): void => {
-        const error = new McpTimeoutError(id, name, kind === 'idle' ? timeoutMs : maxTotalTimeoutMs, kind);
-        // cancelled first: the server hears of it whatever downstream does with the error
-        stop(error);
-        subscriber.error(error);
-      };
-      let idle: Subscription | undefined;
-      const arm = (): void => {
-        idle?.unsubscribe();
-        idle = after(timeoutMs, scheduler, () => timeUp('idle'));
-      };
       let answer: Promise<T>;
       try {
         answer = send({
@@ -327,18 +263,16 @@ export class McpLink {
           resetTimeoutOnProgress: true,
           onprogress: (progress) => {
             if (subscriber.closed) return;
-            arm();
-            onProgress?.(progress);
+            subscriber.next(PROGRESS);
+            const heard = onProgress && guard(onProgress, progress);
+            if (heard instanceof Thrown) subscriber.error(heard.error);
           },
         });
       } catch (error) {
-        // a client that throws instead of rejecting: an error downstream, no deadline armed
+        // a client that throws instead of rejecting: an error downstream
         subscriber.error(mcpFailure(id, name, error, timeoutMs));
         return undefined;
       }
-      // armed once the request is sent, at the same scheduler time (the answer comes later, never before)
-      arm();
-      const total = after(maxTotalTimeoutMs, scheduler, () => timeUp('total'));
       answer.then(
         (result) => {
           settled = true;
@@ -350,13 +284,38 @@ export class McpLink {
           subscriber.error(mcpFailure(id, name, error, timeoutMs));
         },
       );
-      return () => {
-        idle?.unsubscribe();
-        total.unsubscribe();
-        // left before the answer (or timed out): the request is cancelled, never after it came
-        if (!settled) stop(unsubscribed());
-      };
+      // left before the answer (or a deadline passed): the request is cancelled, never after it came
+      return () => void (settled || cancel.abort(unsubscribed()));
     });
+    return request$.pipe(this.deadlinesOf(name)) as Observable<T>;
+  }
+
+  /**
+   * The deadlines of the requests named `name`, made once per name (`degradeAfter` checks its
+   * options when it is made; the names are the server's tools and the proxy's request methods),
+   * the progress notifications dropped between the two.
+   */
+  private deadlinesOf(name: string): OperatorFunction<unknown, unknown> {
+    let deadlines = this.deadlines.get(name);
+    if (deadlines === undefined) {
+      const { id, timeoutMs, maxTotalTimeoutMs, scheduler } = this.settings;
+      const idle =
+        timeoutMs === Infinity
+          ? identity
+          : deadline({ firstMs: timeoutMs, idleMs: timeoutMs }, scheduler, () => new McpTimeoutError(id, name, timeoutMs, 'idle'));
+      const total =
+        maxTotalTimeoutMs === Infinity
+          ? identity
+          : deadline({ firstMs: maxTotalTimeoutMs }, scheduler, () => new McpTimeoutError(id, name, maxTotalTimeoutMs, 'total'));
+      deadlines = (request$) =>
+        request$.pipe(
+          idle,
+          filter((event) => event !== PROGRESS),
+          total,
+        );
+      this.deadlines.set(name, deadlines);
+    }
+    return deadlines;
   }
 
   /** After a call through the breaker: an open breaker makes the tools unavailable and starts the probing. */
@@ -381,34 +340,14 @@ export class McpLink {
 
   private probe(): void {
     this.probing?.unsubscribe();
-    const ping$ = this.admitted(
-      () =>
-        new Observable<unknown>((subscriber) => {
-          const cancel = new AbortController();
-          let settled = false;
-          this.settings.client.ping({ signal: cancel.signal, timeout: Math.min(this.settings.timeoutMs, MAX_TIMER_MS) }).then(
-            (value) => {
-              settled = true;
-              subscriber.next(value);
-              subscriber.complete();
-            },
-            (error: unknown) => {
-              settled = true;
-              subscriber.error(mcpFailure(this.settings.id, 'ping', error, this.settings.timeoutMs));
-            },
-          );
-          return () => {
-            if (!settled) cancel.abort(unsubscribed());
-          };
-        }),
-    );
+    const ping$ = this.request('ping', (options) => this.settings.client.ping(options) as Promise<{ readonly [key: string]: unknown }>);
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
     // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
     // the breaker is half-open again with nobody probing, probe again
     const again = (): void => {
       if (this.watching !== undefined && this.settings.breaker.state === 'half-open') this.probe();
     };
-    this.probing = this.guarded(ping$).subscribe({
+    this.probing = ping$.pipe(this.breaker).subscribe({
       // rejected (another call holds the half-open slot): that call is the probe
       error: (error: unknown) => (error instanceof CircuitOpenError ? undefined : again()),
       complete: again,
@@ -429,4 +368,13 @@ export class McpLink {
     this.watching?.unsubscribe();
     this.probing?.unsubscribe();
   }
+}
+
+/** A deadline on the scheduler (`degradeAfter`'s), missed: `error()` downstream, the source unsubscribed first. */
+function deadline(
+  at: { readonly firstMs: number; readonly idleMs?: number },
+  scheduler: SchedulerLike,
+  error: () => unknown,
+): OperatorFunction<unknown, unknown> {
+  return degradeAfter<unknown, never>(at, () => throwError(error), { scheduler });
 }

@@ -43,11 +43,11 @@ import {
   type MessageExtraInfo,
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
-import { asyncScheduler, catchError, firstValueFrom, from, fromEvent, map, of, race, type Observable } from 'rxjs';
+import { asyncScheduler, catchError, firstValueFrom, from, fromEvent, map, of, race, timeout, type Observable } from 'rxjs';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { describeProblems, formatProblem, isLeft } from '../core/errors/options.js';
 import { errorText } from '../core/errors/sanitize.js';
-import { MAX_TIMER_MS, wait } from '../core/rx/wait.js';
+import { MAX_TIMER_MS } from '../core/rx/wait.js';
 import { retryWithBackoff } from '../operators/retryWithBackoff.js';
 import type { ProxySettings, Upstream } from './args.js';
 import { McpProtocolError, rpcDetail } from './errors.js';
@@ -251,7 +251,9 @@ export interface McpProxy {
 async function disconnect(client: Client): Promise<void> {
   const transport = client.transport;
   if (transport instanceof StreamableHTTPClientTransport)
-    await firstValueFrom(race(from(transport.terminateSession().catch(() => undefined)), wait(2000, asyncScheduler)));
+    await firstValueFrom(
+      from(transport.terminateSession().catch(() => undefined)).pipe(timeout({ first: 2000, with: () => of(undefined), scheduler: asyncScheduler })),
+    );
   await client.close().catch(() => undefined);
 }
 

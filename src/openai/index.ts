@@ -15,11 +15,13 @@ import type OpenAI from 'openai';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Model } from '../core/model/model.js';
 import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../providers/openai.js';
-import { openAIResponsesBody, responsesDeclaredTools } from '../providers/responses.js';
+import { openAIResponsesBody, PromptCacheCheck, responsesDeclaredTools, withPromptCache, type ResponsesPromptCache } from '../providers/responses.js';
+import { checkProviderOptions } from '../providers/providerOptions.js';
 import { openAIResponsesStreamDecoder } from '../providers/responsesDecoder.js';
 import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
 
 export type { SdkModelOptions } from '../adapters/common.js';
+export type { ResponsesPromptCache } from '../providers/responses.js';
 
 /**
  * What {@link fromOpenAI} needs of a client: `chat.completions.create` with `stream: true`. An
@@ -142,14 +144,18 @@ export interface OpenAIResponsesClient {
 export type OpenAIResponsesParams = Omit<OpenAI.Responses.ResponseCreateParamsStreaming, 'input' | 'stream'>;
 
 /**
- * Options of {@link fromOpenAIResponses}.
+ * Options of {@link fromOpenAIResponses}: the common ones, and `promptCache` (key, retention,
+ * explicit breakpoints, as `openAIResponsesModel` takes it). Server-side compaction is a request
+ * parameter: `params.context_management`.
  *
  * @example
  * ```ts
- * const options: FromOpenAIResponsesOptions = { id: 'primary' };
+ * const options: FromOpenAIResponsesOptions = { id: 'primary', promptCache: { key: 'conversation-42', retention: '24h' } };
  * ```
  */
-export type FromOpenAIResponsesOptions = SdkModelOptions;
+export interface FromOpenAIResponsesOptions extends SdkModelOptions {
+  readonly promptCache?: ResponsesPromptCache;
+}
 
 /**
  * An rxheal {@link Model} over an `openai` client's streaming Responses API
@@ -161,7 +167,9 @@ export type FromOpenAIResponsesOptions = SdkModelOptions;
  *
  * - Text, reasoning (one `reasoning-end` per reasoning item, its id and encrypted content in
  *   `providerMetadata.openai`), tool calls (function calls, and the client-run items of the tools
- *   `params.tools` declares), one `finish` with usage.
+ *   `params.tools` declares), one `finish` with usage (cached input as `cachedInputTokens`);
+ *   a compaction item (`params.context_management: [{ type: 'compaction', compact_threshold }]`)
+ *   kept opaque and sent back with the next request.
  * - Unsubscribing aborts the request. **The SDK's `maxRetries` is 0 per request** (pass
  *   `{ maxRetries }` to keep it): retry with rxheal.
  * - Errors: what the SDK throws for the request passes as is (`RateLimitError`…); mid-stream, the
@@ -187,7 +195,9 @@ export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenA
     throw new InvalidOptionError('fromOpenAIResponses', 'client', client, 'an openai client (with responses.create)');
   }
   sdkParamsModel('fromOpenAIResponses', params);
-  const { id = `openai-responses:${params.model}`, maxRetries } = sdkOptions('fromOpenAIResponses', options);
+  const { promptCache, ...common } = options ?? {};
+  checkProviderOptions('fromOpenAIResponses', { promptCache: PromptCacheCheck }, { promptCache }, []);
+  const { id = `openai-responses:${params.model}`, maxRetries } = sdkOptions('fromOpenAIResponses', common);
   const responses = client.responses;
   const extra = params as unknown as Record<string, unknown>;
   // the client tools params declares (custom, shell…): what a client-run item may call
@@ -195,10 +205,13 @@ export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenA
   return sdkModel({
     id,
     open: (request, signal) =>
-      responses.create(openAIResponsesBody(params.model as string, request, extra) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, {
-        signal,
-        maxRetries,
-      }),
+      responses.create(
+        withPromptCache(openAIResponsesBody(params.model as string, request, extra), promptCache) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming,
+        {
+          signal,
+          maxRetries,
+        },
+      ),
     toEvent: (event) => ({ event: 'message', data: JSON.stringify(event) }),
     decoder: (model) => openAIResponsesStreamDecoder(model, declared),
   });

@@ -5,21 +5,14 @@
  * @module
  */
 import { errorTypeStatus } from '../core/errors/readError.js';
-import type { FinishReason, Message, TurnEvent, Usage } from '../core/events/events.js';
-import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
+import type { Message } from '../core/events/events.js';
+import { Bool, Func, NonEmptyString, PositiveInteger, check } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest } from '../core/model/model.js';
 import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
-import {
-  IncompleteStreamError,
-  MalformedStreamError,
-  decodeSse,
-  isObject,
-  midStreamError,
-  parseEventJson,
-  parseToolArguments,
-  type StreamDecoder,
-} from './sse.js';
-import type { SseEvent } from './sseParser.js';
+import { anthropicStreamDecoder } from './anthropicDecoder.js';
+import { decodeSse, isObject, parseToolArguments } from './sse.js';
+
+export { anthropicStreamDecoder } from './anthropicDecoder.js';
 
 /**
  * Options of {@link anthropicModel}.
@@ -55,7 +48,71 @@ export interface AnthropicModelOptions {
   readonly maxEventSize?: number;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `anthropic:<model>`. */
   readonly id?: string;
+  /**
+   * Server-side fallback: when the model's safety classifiers block a turn, the API retries it on
+   * a fallback model itself, in the same stream. `'default'`: the model Anthropic recommends
+   * (beta `server-side-fallback-2026-07-01`, added to `anthropic-beta`); an array: an explicit
+   * chain, each entry `{ model, … }` merged into the request for that attempt (beta
+   * `server-side-fallback-2026-06-01`). Sent as `fallbacks`. The stream's `fallback` block becomes
+   * a `fallback` event marked `providerSide` on the run's hub (and a `reset` when the blocked model
+   * had emitted), the finish's `providerFallbacks` and `usage.iterations`; a client-side
+   * `fallbackModel` around this model does not move on because of it. None by default.
+   */
+  readonly fallbacks?: AnthropicFallbacks;
+  /** Prompt caching: `cache_control` breakpoints (see {@link AnthropicCacheOptions}). None by default. */
+  readonly cache?: AnthropicCacheOptions;
+  /**
+   * Fine-grained tool streaming: every tool is sent with `eager_input_streaming: true`, so its
+   * input streams without the API buffering it whole. That input may arrive partial or invalid
+   * (a turn cut by `max_tokens`): it is kept raw until its block ends and, when it is not JSON,
+   * the call's arguments are that raw text — the tool's codec rejects them (`ToolError`, `phase:
+   * 'validate'`) and `reflectOnError` asks the model to correct them. Off by default.
+   */
+  readonly eagerInputStreaming?: boolean;
 }
+
+/**
+ * The `fallbacks` of a server-side fallback: `'default'`, or an explicit chain of request
+ * overrides, each with its `model`.
+ *
+ * @example
+ * ```ts
+ * const fallbacks: AnthropicFallbacks = [{ model: 'claude-opus-4-8', max_tokens: 2048 }];
+ * ```
+ */
+export type AnthropicFallbacks = 'default' | readonly ({ readonly model: string } & Readonly<Record<string, unknown>>)[];
+
+/**
+ * Prompt-cache breakpoints: `breakpoints` (1 to 4, the API's limit; default 2) `cache_control`
+ * marks, placed in this order — the end of the tools, the end of the system prompt, the end of
+ * the conversation (its last message), the end of the turn before it (the message before the
+ * last user message) — on what the request has; `ttl` `'5m'` (default) or `'1h'` (written at 2×
+ * the input price, read at 0.1× for an hour). What was read and written comes back as
+ * `usage.cachedInputTokens` and `usage.cacheWriteTokens`.
+ *
+ * @example
+ * ```ts
+ * const cache: AnthropicCacheOptions = { ttl: '1h', breakpoints: 4 };
+ * ```
+ */
+export interface AnthropicCacheOptions {
+  readonly ttl?: '5m' | '1h';
+  readonly breakpoints?: number;
+}
+
+const Fallbacks = check(
+  "'default' or a non-empty array of { model: non-empty string, … }",
+  (u): u is AnthropicFallbacks =>
+    u === 'default' || (Array.isArray(u) && u.length > 0 && u.every((f) => isObject(f) && typeof f['model'] === 'string' && f['model'] !== '')),
+);
+const Cache = check(
+  "{ ttl?: '5m' | '1h', breakpoints?: 1 to 4 }",
+  (u): u is AnthropicCacheOptions =>
+    isObject(u) &&
+    Object.keys(u).every((k) => k === 'ttl' || k === 'breakpoints') &&
+    (u['ttl'] === undefined || u['ttl'] === '5m' || u['ttl'] === '1h') &&
+    (u['breakpoints'] === undefined || (Number.isInteger(u['breakpoints']) && (u['breakpoints'] as number) >= 1 && (u['breakpoints'] as number) <= 4)),
+);
 
 const props = {
   baseURL: HttpUrl,
@@ -67,6 +124,9 @@ const props = {
   fetch: Func,
   id: NonEmptyString,
   maxEventSize: PositiveInteger,
+  fallbacks: Fallbacks,
+  cache: Cache,
+  eagerInputStreaming: Bool,
 };
 
 /**
@@ -109,7 +169,9 @@ function blocksOf(message: Exclude<Message, { role: 'system' }>): AnthropicMessa
       // them back on a tool-use turn with extended thinking); unsigned reasoning can't be sent
       const content: Block[] = [];
       for (const part of message.reasoning ?? []) {
-        if (part.redactedData !== undefined) content.push({ type: 'redacted_thinking', data: part.redactedData });
+        const opaque = anthropicBlock(part.providerMetadata);
+        if (opaque !== undefined) content.push({ ...opaque });
+        else if (part.redactedData !== undefined) content.push({ type: 'redacted_thinking', data: part.redactedData });
         else if (part.signature !== undefined) content.push({ type: 'thinking', thinking: part.text, signature: part.signature });
       }
       if (message.content !== '') content.push({ type: 'text', text: message.content });
@@ -122,6 +184,115 @@ function blocksOf(message: Exclude<Message, { role: 'system' }>): AnthropicMessa
       return { role: 'user', content: [block] };
     }
   }
+}
+
+/**
+ * An opaque block this API gave (a compaction), kept in `providerMetadata.anthropic.block`: sent
+ * back as it came. Another provider's metadata is not this API's: never sent here.
+ */
+function anthropicBlock(meta: Readonly<Record<string, unknown>> | undefined): Block | undefined {
+  const mine = meta?.['anthropic'];
+  const block = isObject(mine) ? mine['block'] : undefined;
+  return isObject(block) && typeof block['type'] === 'string' ? block : undefined;
+}
+
+/**
+ * What the request body takes besides the request: prompt-cache breakpoints and fine-grained tool
+ * streaming (as {@link AnthropicModelOptions} describes them).
+ *
+ * @example
+ * ```ts
+ * anthropicRequestBody('claude-sonnet-4-5', 1024, request, {}, { cache: { ttl: '1h' }, eagerInputStreaming: true });
+ * ```
+ */
+export interface AnthropicBodyOptions {
+  readonly cache?: AnthropicCacheOptions;
+  readonly eagerInputStreaming?: boolean;
+}
+
+/**
+ * {@link AnthropicBodyOptions}, checked: `cache` and `eagerInputStreaming` of `options` (other
+ * fields are left to the caller), or an `InvalidOptionError` naming `target` and the option.
+ *
+ * @example
+ * ```ts
+ * anthropicBodyOptions('fromAnthropic', { cache: { ttl: '1h' } }); // { cache: { ttl: '1h' } }
+ * ```
+ * @throws {InvalidOptionError} for a `cache` or `eagerInputStreaming` that is not one.
+ */
+export function anthropicBodyOptions(
+  target: string,
+  options: { readonly cache?: unknown; readonly eagerInputStreaming?: unknown } | undefined,
+): AnthropicBodyOptions {
+  const { cache, eagerInputStreaming } = options ?? {};
+  checkProviderOptions(target, { cache: Cache, eagerInputStreaming: Bool }, { cache, eagerInputStreaming }, []);
+  return { ...(cache ? { cache: cache as AnthropicCacheOptions } : {}), ...(eagerInputStreaming === true ? { eagerInputStreaming: true } : {}) };
+}
+
+/** A `cache_control` mark on the last block of `content` (a string is made a text block first). */
+function markLast(holder: Record<string, unknown>, key: string, control: Record<string, unknown>): boolean {
+  const value = holder[key];
+  if (typeof value === 'string') {
+    if (value === '') return false;
+    holder[key] = [{ type: 'text', text: value, cache_control: control }];
+    return true;
+  }
+  if (!Array.isArray(value) || value.length === 0) return false;
+  const last = value[value.length - 1];
+  if (!isObject(last)) return false;
+  value[value.length - 1] = { ...last, cache_control: control };
+  return true;
+}
+
+/** Up to `breakpoints` marks: the tools' end, the system prompt's, the conversation's, the turn before it. */
+function placeBreakpoints(body: Record<string, unknown>, messages: AnthropicMessage[], cache: AnthropicCacheOptions): void {
+  const control: Record<string, unknown> = cache.ttl === '1h' ? { type: 'ephemeral', ttl: '1h' } : { type: 'ephemeral' };
+  let left = cache.breakpoints ?? 2;
+  const tools = body['tools'];
+  if (left > 0 && Array.isArray(tools) && tools.length > 0) {
+    tools[tools.length - 1] = { ...(tools[tools.length - 1] as Block), cache_control: control };
+    left--;
+  }
+  if (left > 0 && markLast(body, 'system', control)) left--;
+  const last = messages.length - 1;
+  if (left > 0 && last >= 0 && markLast(messages[last] as unknown as Record<string, unknown>, 'content', control)) left--;
+  // the end of the previous turn: the message before the last user message
+  let lastUser = last;
+  while (lastUser >= 0 && messages[lastUser]!.role !== 'user') lastUser--;
+  if (left > 0 && lastUser >= 1 && lastUser - 1 !== last) markLast(messages[lastUser - 1] as unknown as Record<string, unknown>, 'content', control);
+}
+
+/**
+ * The `anthropic-beta` values a request body needs: the server-side fallback's
+ * (`server-side-fallback-2026-07-01` for `fallbacks: 'default'`, `server-side-fallback-2026-06-01`
+ * for a chain), context editing's (`context-management-2025-06-27` with `context_management`),
+ * compaction's (`compact-2026-01-12` with a `compact_20260112` edit, or a compaction block sent
+ * back), joined with those already in `given` (each once).
+ *
+ * @example
+ * ```ts
+ * anthropicBetas({ fallbacks: 'default' }); // 'server-side-fallback-2026-07-01'
+ * ```
+ */
+export function anthropicBetas(body: Readonly<Record<string, unknown>>, given?: string): string | undefined {
+  const betas = new Set(
+    (given ?? '')
+      .split(',')
+      .map((b) => b.trim())
+      .filter((b) => b !== ''),
+  );
+  const fallbacks = body['fallbacks'];
+  if (fallbacks === 'default') betas.add('server-side-fallback-2026-07-01');
+  else if (Array.isArray(fallbacks) && fallbacks.length > 0) betas.add('server-side-fallback-2026-06-01');
+  const management = body['context_management'];
+  const edits = isObject(management) && Array.isArray(management['edits']) ? (management['edits'] as unknown[]) : [];
+  if (isObject(management)) betas.add('context-management-2025-06-27');
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [];
+  const compactionBack = messages.some(
+    (m) => isObject(m) && Array.isArray(m['content']) && (m['content'] as unknown[]).some((b) => isObject(b) && b['type'] === 'compaction'),
+  );
+  if (compactionBack || edits.some((e) => isObject(e) && e['type'] === 'compact_20260112')) betas.add('compact-2026-01-12');
+  return betas.size === 0 ? undefined : [...betas].join(',');
 }
 
 /**
@@ -141,6 +312,7 @@ export function anthropicRequestBody(
   maxTokens: number,
   request: ModelRequest,
   extra: Readonly<Record<string, unknown>> = {},
+  options: AnthropicBodyOptions = {},
 ): Record<string, unknown> {
   const system: string[] = [];
   const messages: AnthropicMessage[] = [];
@@ -169,11 +341,13 @@ export function anthropicRequestBody(
       name: tool.name,
       description: tool.description,
       input_schema: toolParameters(tool),
+      ...(options.eagerInputStreaming ? { eager_input_streaming: true } : {}),
     }));
     const choice = request.toolChoice;
     if (choice !== undefined)
       body['tool_choice'] = typeof choice === 'object' ? { type: 'tool', name: choice.tool } : { type: choice === 'required' ? 'any' : choice };
   }
+  if (options.cache) placeBreakpoints(body, messages, options.cache);
   return body;
 }
 
@@ -182,15 +356,6 @@ const toolResultsFirst = (a: Block, b: Block): number => Number(b['type'] === 't
 // ---------------------------------------------------------------------------------------------
 // response
 // ---------------------------------------------------------------------------------------------
-
-const STOP_REASONS: Readonly<Record<string, FinishReason>> = {
-  end_turn: 'stop',
-  stop_sequence: 'stop',
-  tool_use: 'tool-calls',
-  max_tokens: 'length',
-  model_context_window_exceeded: 'length',
-  refusal: 'content-filter',
-};
 
 /**
  * The HTTP status the Messages API gives an error type (`overloaded_error` → 529,
@@ -205,227 +370,22 @@ export function anthropicErrorStatus(type: unknown): number {
   return errorTypeStatus(type) ?? 500;
 }
 
-interface OpenBlock {
-  readonly type: string;
-  readonly id: string;
-  readonly name: string;
-  readonly input: unknown;
-  json: string;
-  /** A thinking block's signature (its `signature_delta`, or the start's own). */
-  signature: string;
-}
-
-/** A thinking block's end, with its signature when it got one. */
-const reasoningEnd = (block: OpenBlock): TurnEvent =>
-  block.signature === '' ? { type: 'reasoning-end' } : { type: 'reasoning-end', signature: block.signature };
-
-/** Delta types that carry nothing of the answer (anything else unknown in a text or tool_use block is an error). */
-const SKIPPED_DELTAS = new Set(['citations_delta']);
-
-/**
- * Reads one stream's events into model events; `done` once `message_stop` arrived.
- *
- * A state machine: before `message_start` (tolerated: some servers omit it), a message open (its
- * id known), blocks open by index, done. What would lose text or a tool call is a
- * {@link MalformedStreamError}: a second `message_start` with another id (a spliced stream), a
- * block started at an index already open, an `input_json_delta` or unknown delta in the wrong
- * block, a `tool_use` block still open at `message_stop`. Usage: input = `input_tokens` +
- * `cache_creation_input_tokens` + `cache_read_input_tokens`, each field from the last event that
- * carried it (`message_start` or `message_delta`). See the state table in
- * spec/providers/anthropic.spec.ts.
- */
-class EventDecoder {
-  done = false;
-  private events = 0;
-  private stopReason: FinishReason | undefined;
-  /** Whether a `message_start` arrived, and its message id. */
-  private started = false;
-  private messageId: unknown;
-  private readonly usage: { input?: number; cacheCreation?: number; cacheRead?: number; output?: number } = {};
-  private readonly blocks = new Map<number, OpenBlock>();
-
-  constructor(private readonly model: string) {}
-
-  push(sse: SseEvent): TurnEvent[] {
-    this.events++;
-    if (this.done) return [];
-    const data = parseEventJson(this.model, sse.data);
-    // the data's `type` is authoritative; the `event:` field repeats it
-    const type = typeof data['type'] === 'string' ? data['type'] : sse.event;
-    switch (type) {
-      case 'message_start': {
-        const message = data['message'];
-        if (!isObject(message)) throw this.malformed('message_start without a message', sse);
-        if (this.started) {
-          // the same message announced again is harmless; another one is a spliced stream
-          if (message['id'] === this.messageId) return [];
-          throw this.malformed(
-            `a second message_start (id ${String(message['id'])}) while message ${String(this.messageId)} is open: two streams spliced`,
-            sse,
-          );
-        }
-        this.started = true;
-        this.messageId = message['id'];
-        const content = message['content'];
-        if (Array.isArray(content) && content.length > 0) throw this.malformed('message_start with content (it would be lost: content arrives in blocks)', sse);
-        this.readUsage(message['usage']);
-        return [];
-      }
-      case 'content_block_start': {
-        const block = data['content_block'];
-        const index = data['index'];
-        if (!isObject(block) || typeof index !== 'number') throw this.malformed('content_block_start without index or content_block', sse);
-        if (this.blocks.has(index)) throw this.malformed(`content_block_start for block ${index}, which is still open`, sse);
-        const open: OpenBlock = {
-          type: String(block['type']),
-          id: typeof block['id'] === 'string' ? block['id'] : `toolu_${index}`,
-          name: typeof block['name'] === 'string' ? block['name'] : '',
-          input: block['input'],
-          json: '',
-          signature: typeof block['signature'] === 'string' ? block['signature'] : '',
-        };
-        this.blocks.set(index, open);
-        if (open.type === 'redacted_thinking') {
-          // opaque and whole at its start: a block of its own, sent back as it came
-          const redacted = block['data'];
-          if (typeof redacted !== 'string') throw this.malformed(`redacted_thinking block ${index} without data`, sse);
-          return [{ type: 'reasoning-end', redactedData: redacted }];
-        }
-        const text = block['type'] === 'text' ? block['text'] : block['type'] === 'thinking' ? block['thinking'] : undefined;
-        if (typeof text !== 'string' || text === '') return [];
-        return [open.type === 'text' ? { type: 'text-delta', text } : { type: 'reasoning-delta', text }];
-      }
-      case 'content_block_delta': {
-        const delta = data['delta'];
-        const index = data['index'];
-        if (!isObject(delta) || typeof index !== 'number') throw this.malformed('content_block_delta without index or delta', sse);
-        const block = this.blocks.get(index);
-        if (delta['type'] === 'text_delta') {
-          const text = delta['text'];
-          if (typeof text !== 'string') throw this.malformed('text_delta without text', sse);
-          if (block?.type === 'tool_use') throw this.malformed(`text_delta in tool_use block ${index}`, sse);
-          // a text delta without its block start loses nothing: it is shown
-          return text === '' ? [] : [{ type: 'text-delta', text }];
-        }
-        if (delta['type'] === 'thinking_delta' || delta['type'] === 'signature_delta') {
-          const piece = delta['type'] === 'thinking_delta' ? delta['thinking'] : delta['signature'];
-          if (typeof piece !== 'string') throw this.malformed(`${delta['type']} without its text`, sse);
-          if (delta['type'] === 'signature_delta') {
-            // only a thinking block is signed (one never started, or another kind, has nothing to sign)
-            if (block?.type === 'thinking') block.signature = piece;
-            return [];
-          }
-          // reasoning, wherever it arrives (without its block start, in another block): shown, never lost
-          return piece === '' ? [] : [{ type: 'reasoning-delta', text: piece }];
-        }
-        if (delta['type'] === 'input_json_delta') {
-          const piece = delta['partial_json'];
-          if (typeof piece !== 'string' || block === undefined) throw this.malformed('input_json_delta without partial_json or an open block', sse);
-          if (block.type === 'text' || block.type === 'thinking') throw this.malformed(`input_json_delta in ${block.type} block ${index}`, sse);
-          block.json += piece;
-          return [];
-        }
-        // citations: not part of the answer; anything else in a text or tool_use block might be,
-        // and would be lost
-        if ((block?.type === 'text' || block?.type === 'tool_use') && !SKIPPED_DELTAS.has(String(delta['type']))) {
-          throw this.malformed(`a ${String(delta['type'])} delta in ${block.type} block ${index} (it would be lost)`, sse);
-        }
-        return [];
-      }
-      case 'content_block_stop': {
-        const index = data['index'];
-        if (typeof index !== 'number') throw this.malformed('content_block_stop without index', sse);
-        const block = this.blocks.get(index);
-        this.blocks.delete(index);
-        if (block?.type === 'thinking') return [reasoningEnd(block)];
-        // a stop for a block never started loses nothing
-        if (block === undefined || block.type !== 'tool_use') return [];
-        const args = block.json.trim() === '' ? (block.input ?? {}) : parseToolArguments(block.json);
-        return [{ type: 'tool-call', id: block.id, name: block.name, args }];
-      }
-      case 'message_delta': {
-        const delta = data['delta'];
-        if (isObject(delta) && typeof delta['stop_reason'] === 'string') this.stopReason = STOP_REASONS[delta['stop_reason']] ?? 'other';
-        this.readUsage(data['usage']);
-        return [];
-      }
-      case 'message_stop': {
-        const ends: TurnEvent[] = [];
-        for (const [index, block] of this.blocks) {
-          // its tool call is emitted at its stop: finishing now would drop it
-          if (block.type === 'tool_use') throw this.malformed(`message_stop with tool_use block ${index} (${block.name}) still open`, sse);
-          // a thinking block never stopped: its deltas were shown; it ends here, with what signature came
-          if (block.type === 'thinking') ends.push(reasoningEnd(block));
-        }
-        this.blocks.clear();
-        this.done = true;
-        const { input, cacheCreation, cacheRead, output } = this.usage;
-        const usage: Usage | undefined =
-          input === undefined && cacheCreation === undefined && cacheRead === undefined
-            ? undefined
-            : { inputTokens: (input ?? 0) + (cacheCreation ?? 0) + (cacheRead ?? 0), outputTokens: output ?? 0 };
-        const reason = this.stopReason ?? 'other';
-        ends.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
-        return ends;
-      }
-      case 'error': {
-        const error = isObject(data['error']) ? data['error'] : {};
-        const message = typeof error['message'] === 'string' ? error['message'] : 'error event';
-        throw midStreamError(this.model, data, `${String(error['type'] ?? 'error')}: ${message}`);
-      }
-      default:
-        // ping, and event types added to the API later
-        return [];
-    }
-  }
-
-  /** Each usage field a `message_start` or `message_delta` carries replaces the one before. */
-  private readUsage(usage: unknown): void {
-    if (!isObject(usage)) return;
-    const read = (key: string): number | undefined => (typeof usage[key] === 'number' && Number.isFinite(usage[key]) ? usage[key] : undefined);
-    this.usage.input = read('input_tokens') ?? this.usage.input;
-    this.usage.cacheCreation = read('cache_creation_input_tokens') ?? this.usage.cacheCreation;
-    this.usage.cacheRead = read('cache_read_input_tokens') ?? this.usage.cacheRead;
-    this.usage.output = read('output_tokens') ?? this.usage.output;
-  }
-
-  /** The stream's body ended: fine only after `message_stop`. */
-  end(): void {
-    if (!this.done) throw new IncompleteStreamError(this.model, 'no message_stop', this.events);
-  }
-
-  private malformed(detail: string, sse: SseEvent): MalformedStreamError {
-    return new MalformedStreamError(this.model, detail, sse.data);
-  }
-}
-
-/**
- * A fresh decoder of one stream's Messages API events into model events (what the model uses per request):
- * feed it parsed Server-Sent Events; `done` at the protocol's final event; `end` throws when the
- * body ended before it. For replaying recorded streams and for protocols built on this one.
- *
- * @example
- * ```ts
- * const decoder = anthropicStreamDecoder('recorded');
- * const events = parseSse(recorded).flatMap((e) => decoder.push(e));
- * decoder.end(); // throws IncompleteStreamError if the recording was cut short
- * ```
- */
-export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
-  return new EventDecoder(modelId);
-}
-
 /**
  * A {@link Model} speaking Anthropic's Messages API with `stream: true`, over `fetch`.
  *
  * Requests: `toolChoice` → `tool_choice` (`auto`, `none`, `any` for `'required'`, `tool` with
  * its name); system messages become the top-level `system`; tool results become user
  * `tool_result` blocks (`is_error` kept), assistant tool calls `tool_use` blocks (arguments that
- * are not an object are sent as `{}`), an assistant message's signed reasoning `thinking` blocks
- * and its redacted reasoning `redacted_thinking` blocks, first (so a tool-use turn with extended
- * thinking — `body: { thinking: { type: 'enabled', budget_tokens } }` — goes back as the API
- * requires); tools `{ name, description, input_schema }`; headers `x-api-key` and
- * `anthropic-version: 2023-06-01`.
+ * are not an object are sent as `{}`), an assistant message's signed reasoning `thinking` blocks,
+ * its redacted reasoning `redacted_thinking` blocks and the opaque blocks this API gave
+ * (`compaction`), first and in their order (so a tool-use turn with extended thinking — `body: {
+ * thinking: { type: 'enabled', budget_tokens } }` — and a compacted conversation go back as the
+ * API requires; another provider's reasoning or compaction is never sent here: a fallback from
+ * it starts from the whole, uncompacted transcript); tools `{ name, description, input_schema }`
+ * (with `eager_input_streaming`: see the option); `cache` breakpoints; `fallbacks`; headers
+ * `x-api-key`, `anthropic-version: 2023-06-01` and the `anthropic-beta` the body needs
+ * ({@link anthropicBetas}: server-side fallback, `context_management` edits, compaction) joined
+ * with the one in `headers`.
  *
  * Events: `text_delta` → `text-delta`; a `thinking` block → `reasoning-delta`s (its
  * `thinking_delta`s), then a `reasoning-end` with its `signature` at its `content_block_stop`; a
@@ -436,8 +396,14 @@ export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent
  * `stop`, `tool_use` → `tool-calls`, `max_tokens` → `length`, `refusal` → `content-filter`,
  * others `other`) with `usage`: input = `input_tokens` + `cache_creation_input_tokens` +
  * `cache_read_input_tokens` and output = `output_tokens`, each from the last `message_start` or
- * `message_delta` that carried it. `ping`, citations, server tool blocks and unknown event types
- * are skipped.
+ * `message_delta` that carried it (summed over `usage.iterations` when the API ran several
+ * samplings), the cache's reads and writes as `cachedInputTokens` / `cacheWriteTokens`; a
+ * `fallback` block (server-side fallback) → the finish's `providerFallbacks` (a `fallback` event
+ * marked `providerSide` on the run's hub) and a `reset` when the blocked model had emitted;
+ * `stop_details.recommended_model` → the finish's `recommendedModel`; a `compaction` block → a
+ * `reasoning-end` without text whose `providerMetadata.anthropic.block` is the block (opaque:
+ * never shown, sent back as it came). `ping`, citations, server tool blocks, context editing's
+ * `applied_edits` and unknown event types are skipped.
  *
  * Errors (each one `classifyError` understands):
  * - a non-2xx response → `HttpError` with status, headers and body;
@@ -464,24 +430,29 @@ export function anthropicStreamDecoder(modelId: string): StreamDecoder<TurnEvent
  */
 export function anthropicModel(options: AnthropicModelOptions): Model {
   checkProviderOptions('anthropicModel', props, options, ['model']);
-  const { apiKey, model, maxTokens = 4096, headers = {}, body = {} } = options;
+  const { apiKey, model, maxTokens = 4096, headers = {}, fallbacks, cache, eagerInputStreaming } = options;
+  const body = fallbacks === undefined ? (options.body ?? {}) : { ...options.body, fallbacks };
   const id = options.id ?? `anthropic:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL ?? 'https://api.anthropic.com')}/v1/messages`;
   const defaults: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) };
+  const bodyOptions: AnthropicBodyOptions = { ...(cache ? { cache } : {}), ...(eagerInputStreaming ? { eagerInputStreaming } : {}) };
   return {
     id,
-    stream: (request, context) =>
-      decodeSse(
+    stream: (request, context) => {
+      const payload = anthropicRequestBody(model, maxTokens, request, body, bodyOptions);
+      const betas = anthropicBetas(payload, headers['anthropic-beta']);
+      return decodeSse(
         {
           model: id,
           url,
-          headers: { ...defaults, ...headers },
-          body: anthropicRequestBody(model, maxTokens, request, body),
+          headers: { ...defaults, ...headers, ...(betas === undefined ? {} : { 'anthropic-beta': betas }) },
+          body: payload,
           ...(options.fetch ? { fetch: options.fetch } : {}),
           ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
-        () => new EventDecoder(id),
-      ),
+        () => anthropicStreamDecoder(id),
+      );
+    },
   };
 }

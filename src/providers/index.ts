@@ -18,14 +18,14 @@
  */
 export { openAICompatibleModel, openAIRequestBody, openAIStreamDecoder } from './openai.js';
 export type { OpenAICompatibleModelOptions } from './openai.js';
-export { openAIResponsesModel, openAIResponsesBody, responsesDeclaredTools } from './responses.js';
-export type { OpenAIResponsesModelOptions } from './responses.js';
+export { openAIResponsesModel, openAIResponsesBody, responsesDeclaredTools, withPromptCache } from './responses.js';
+export type { OpenAIResponsesModelOptions, ResponsesPromptCache } from './responses.js';
 export { resumableResponses } from './responsesResume.js';
 export type { ResponsesResumeOptions, ResumableDecoder, ResumeRules, ResumeSeams } from './responsesResume.js';
 export { openAIResponsesStreamDecoder, ResponsesDecoder } from './responsesDecoder.js';
 export type { DeclaredTools } from './responsesDecoder.js';
-export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, ANTHROPIC_VERSION } from './anthropic.js';
-export type { AnthropicModelOptions } from './anthropic.js';
+export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, anthropicBetas, ANTHROPIC_VERSION } from './anthropic.js';
+export type { AnthropicModelOptions, AnthropicBodyOptions, AnthropicCacheOptions, AnthropicFallbacks } from './anthropic.js';
 export { SseParser, DEFAULT_MAX_EVENT_SIZE, parseSse } from './sseParser.js';
 export { fetchSse, decodeSse, decodeEvents, parseToolArguments, IncompleteStreamError, MalformedStreamError } from './sse.js';
 export type { SseEvent, SseParserOptions } from './sseParser.js';

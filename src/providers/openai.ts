@@ -17,6 +17,7 @@ import {
   midStreamError,
   parseEventJson,
   parseToolArguments,
+  tokenDetail,
   type StreamDecoder,
 } from './sse.js';
 import type { SseEvent } from './sseParser.js';
@@ -389,7 +390,9 @@ class ChunkDecoder {
     const input = usage['prompt_tokens'] ?? 0;
     const output = usage['completion_tokens'] ?? 0;
     if (typeof input !== 'number' || typeof output !== 'number') throw new MalformedStreamError(this.model, 'usage tokens are not numbers', data);
-    return { inputTokens: input, outputTokens: output };
+    const cached = tokenDetail(usage['prompt_tokens_details'], 'cached_tokens');
+    const reasoning = tokenDetail(usage['completion_tokens_details'], 'reasoning_tokens');
+    return { inputTokens: input, outputTokens: output, ...(cached ? { cachedInputTokens: cached } : {}), ...(reasoning ? { reasoningTokens: reasoning } : {}) };
   }
 
   /** `data: {"error": {...}}` (or vLLM's `{"object": "error", …}`) mid-stream: the provider gave up after the headers. */

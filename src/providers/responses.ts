@@ -11,6 +11,7 @@ import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions }
 import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import { asyncScheduler } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
+import { check } from '../core/errors/options.js';
 import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
 import { resumableResponses, resumeRules, type ResponsesResumeOptions } from './responsesResume.js';
 import { decodeSse, fetchSse, isObject, type SseRequest } from './sse.js';
@@ -53,6 +54,8 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * `background` or answer the resuming GET with 404 — then the error goes on as without resume).
    */
   readonly resume?: boolean | ResponsesResumeOptions;
+  /** Prompt caching: key, retention, explicit breakpoints (see {@link ResponsesPromptCache}). None by default. */
+  readonly promptCache?: ResponsesPromptCache;
 }
 
 /** Our tool call's metadata from this protocol: the item id, and the item type for a call that is not a `function_call`. */
@@ -71,6 +74,11 @@ function reasoningItems(parts: readonly ReasoningPart[], store: boolean): Record
   const items: Record<string, unknown>[] = [];
   for (const part of parts) {
     const meta = openaiMeta(part);
+    if (meta?.['itemType'] === 'compaction' && isObject(meta['item'])) {
+      // the encrypted summary of the conversation before it: it goes back whatever `store` says
+      items.push(withoutStatus(meta['item']));
+      continue;
+    }
     const id = meta?.['itemId'];
     if (typeof id !== 'string') continue;
     const encrypted = meta?.['reasoningEncryptedContent'];
@@ -159,6 +167,85 @@ function inputItems(messages: readonly Message[], store: boolean): Record<string
     }
   }
   return items;
+}
+
+/**
+ * Prompt caching on the Responses API: `key` → `prompt_cache_key` (requests that share a prefix
+ * and a key land on the same cache: keep one per conversation or tenant, and the same across a
+ * fallback chain's attempts), `retention` → `prompt_cache_retention` (`'24h'`: cached prefixes
+ * kept up to a day), `ttl` → `prompt_cache_options.ttl`, and `breakpoints` (1 to 4): explicit
+ * cache breakpoints (`prompt_cache_options.mode: 'explicit'`, a `prompt_cache_breakpoint` on the
+ * text of, in this order, the last system message, the end of the conversation and the end of the
+ * turn before it). Cached input comes back as `usage.cachedInputTokens`.
+ *
+ * @example
+ * ```ts
+ * const promptCache: ResponsesPromptCache = { key: `tenant-${tenantId}`, retention: '24h', breakpoints: 2 };
+ * ```
+ */
+export interface ResponsesPromptCache {
+  readonly key?: string;
+  readonly retention?: 'in_memory' | '24h';
+  readonly ttl?: '30m';
+  readonly breakpoints?: number;
+}
+
+/**
+ * The check of a `promptCache` option ({@link ResponsesPromptCache}), for `checkProviderOptions`.
+ *
+ * @example
+ * ```ts
+ * PromptCacheCheck.is({ key: 'conversation-42', retention: '24h' }); // true
+ * ```
+ */
+export const PromptCacheCheck = check(
+  "{ key?: non-empty string, retention?: 'in_memory' | '24h', ttl?: '30m', breakpoints?: 1 to 4 }",
+  (u): u is ResponsesPromptCache =>
+    isObject(u) &&
+    Object.keys(u).every((k) => ['key', 'retention', 'ttl', 'breakpoints'].includes(k)) &&
+    (u['key'] === undefined || (typeof u['key'] === 'string' && u['key'] !== '')) &&
+    (u['retention'] === undefined || u['retention'] === 'in_memory' || u['retention'] === '24h') &&
+    (u['ttl'] === undefined || u['ttl'] === '30m') &&
+    (u['breakpoints'] === undefined || (Number.isInteger(u['breakpoints']) && (u['breakpoints'] as number) >= 1 && (u['breakpoints'] as number) <= 4)),
+);
+
+/**
+ * A Responses request body with its prompt-cache fields and breakpoints (see
+ * {@link ResponsesPromptCache}); the body itself is not changed.
+ *
+ * @example
+ * ```ts
+ * withPromptCache(openAIResponsesBody('gpt-5-mini', request), { key: 'conversation-42', retention: '24h' });
+ * ```
+ */
+export function withPromptCache(body: Readonly<Record<string, unknown>>, cache: ResponsesPromptCache | undefined): Record<string, unknown> {
+  if (cache === undefined) return { ...body };
+  const out: Record<string, unknown> = { ...body };
+  if (cache.key !== undefined) out['prompt_cache_key'] = cache.key;
+  if (cache.retention !== undefined) out['prompt_cache_retention'] = cache.retention;
+  const options: Record<string, unknown> = isObject(body['prompt_cache_options']) ? { ...body['prompt_cache_options'] } : {};
+  if (cache.ttl !== undefined) options['ttl'] = cache.ttl;
+  if (cache.breakpoints !== undefined && Array.isArray(body['input'])) {
+    options['mode'] = 'explicit';
+    const input = [...(body['input'] as unknown[])];
+    const roleAt = (i: number): unknown => (isObject(input[i]) ? (input[i] as Record<string, unknown>)['role'] : undefined);
+    const lastOf = (from: number, role?: string): number => {
+      for (let i = from; i >= 0; i--) if (typeof input[i] === 'object' && typeof roleAt(i) === 'string' && (role === undefined || roleAt(i) === role)) return i;
+      return -1;
+    };
+    const lastUser = lastOf(input.length - 1, 'user');
+    const marks = [lastOf(input.length - 1, 'system'), lastOf(input.length - 1), lastUser > 0 ? lastOf(lastUser - 1) : -1];
+    const chosen = [...new Set(marks.filter((i) => i >= 0))].slice(0, cache.breakpoints);
+    for (const i of chosen) {
+      const item = input[i] as Record<string, unknown>;
+      const content = item['content'];
+      if (typeof content === 'string' && content !== '')
+        input[i] = { ...item, content: [{ type: 'input_text', text: content, prompt_cache_breakpoint: { mode: 'explicit' } }] };
+    }
+    out['input'] = input;
+  }
+  if (Object.keys(options).length > 0) out['prompt_cache_options'] = options;
+  return out;
 }
 
 /** Tools as Responses function tools (a tool without parameters takes any object; `strict: false`: any JSON schema). */
@@ -255,8 +342,9 @@ export function responsesDeclaredTools(body: Readonly<Record<string, unknown>>):
  * @throws {InvalidOptionError} at once, for a missing or invalid option.
  */
 export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Model {
-  const { resume: resumeOption, ...rest } = options;
+  const { resume: resumeOption, promptCache, ...rest } = options;
   checkProviderOptions('openAIResponsesModel', OPENAI_OPTION_PROPS, rest, ['baseURL', 'model']);
+  checkProviderOptions('openAIResponsesModel', { promptCache: PromptCacheCheck }, { promptCache }, []);
   const resume = resumeRules('openAIResponsesModel', resumeOption);
   const { apiKey, model, headers = {} } = options;
   if (resume && options.body?.['store'] === false) {
@@ -269,7 +357,7 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
   return {
     id,
     stream: (request, context) => {
-      const payload = openAIResponsesBody(model, request, body);
+      const payload = withPromptCache(openAIResponsesBody(model, request, body), promptCache);
       const base: Omit<SseRequest, 'url' | 'body'> = {
         model: id,
         headers: sent,

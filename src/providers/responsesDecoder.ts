@@ -8,7 +8,16 @@
  */
 import type { HttpError } from '../core/errors/errors.js';
 import type { FinishReason, ReasoningEnd, TurnEvent, Usage } from '../core/events/events.js';
-import { IncompleteStreamError, MalformedStreamError, isObject, midStreamError, parseEventJson, parseToolArguments, type StreamDecoder } from './sse.js';
+import {
+  IncompleteStreamError,
+  MalformedStreamError,
+  isObject,
+  midStreamError,
+  parseEventJson,
+  parseToolArguments,
+  tokenDetail,
+  type StreamDecoder,
+} from './sse.js';
 import type { SseEvent } from './sseParser.js';
 
 /**
@@ -64,8 +73,12 @@ interface OutputItem {
  *   wait for a result that never comes);
  * - items the provider runs itself (web and file search, code interpreter, hosted MCP, image
  *   generation…) and their progress events, annotations, content parts: skipped;
+ * - a `compaction` item (server-side compaction, `context_management`) → at its done, a
+ *   `reasoning-end` without text whose `providerMetadata.openai` holds the whole item (`itemType:
+ *   'compaction'`, `item`): opaque, never shown, sent back as it came;
  * - `response.completed` → `finish` (`'tool-calls'` when calls were emitted, else `'stop'`) with
- *   `usage` from `response.usage`; `response.incomplete` → `finish` `'length'`
+ *   `usage` from `response.usage` (`input_tokens_details.cached_tokens` as `cachedInputTokens`,
+ *   `output_tokens_details.reasoning_tokens` as `reasoningTokens`); `response.incomplete` → `finish` `'length'`
  *   (`max_output_tokens`), `'content-filter'` (`content_filter`) or `'other'`;
  * - `response.failed` and the top-level `error` event → an `HttpError` with the status the error's
  *   `code` / `type` implies (`server_error` 500, `rate_limit_exceeded` 429, `invalid_prompt` 400…):
@@ -178,6 +191,11 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     this.items.delete(index);
     const type = String(done['type']);
     if (type === 'reasoning') return this.reasoningEnd(index, item, done);
+    // server-side compaction: the encrypted summary of what came before, opaque, sent back as it came
+    if (type === 'compaction') {
+      if (typeof done['encrypted_content'] !== 'string') throw new MalformedStreamError(this.model, 'a compaction item without its "encrypted_content"', raw());
+      return [{ type: 'reasoning-end', providerMetadata: { openai: { itemId: done['id'] ?? null, itemType: 'compaction', item: done } } }];
+    }
     if (type === 'function_call')
       return [
         this.call(
@@ -269,7 +287,13 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
     const input = u['input_tokens'] ?? 0;
     const output = u['output_tokens'] ?? 0;
     if (typeof input !== 'number' || typeof output !== 'number') throw new MalformedStreamError(this.model, 'usage tokens are not numbers', raw());
-    return { inputTokens: input, outputTokens: output };
+    const usage: { -readonly [K in keyof Usage]: Usage[K] } = { inputTokens: input, outputTokens: output };
+    // the shares the API reports, when they say something (a zero is left out)
+    const cached = tokenDetail(u['input_tokens_details'], 'cached_tokens');
+    const reasoning = tokenDetail(u['output_tokens_details'], 'reasoning_tokens');
+    if (cached !== undefined) usage.cachedInputTokens = cached;
+    if (reasoning !== undefined) usage.reasoningTokens = reasoning;
+    return usage;
   }
 
   private streamError(error: Record<string, unknown>, what: string): HttpError {

@@ -236,6 +236,21 @@ export function parseToolArguments(text: string): unknown {
 }
 
 /**
+ * A token count under `holder` (a usage's `…_details` object), when it says something: a finite
+ * number above zero; `undefined` otherwise (absent, zero, not a number).
+ *
+ * @example
+ * ```ts
+ * tokenDetail({ cached_tokens: 1024 }, 'cached_tokens'); // 1024
+ * tokenDetail({ cached_tokens: 0 }, 'cached_tokens'); // undefined
+ * ```
+ */
+export function tokenDetail(holder: unknown, key: string): number | undefined {
+  const value = isObject(holder) ? holder[key] : undefined;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/**
  * Turns one protocol's events into values (model events), stream by stream: `push` returns what
  * an event completes and sets `done` at the protocol's final event; `end` is called when the body
  * ended without it and throws the error that says so.

@@ -160,9 +160,27 @@ export interface BadToolArgsFault extends FaultBase {
 }
 
 /**
+ * The model's safety classifiers block the turn (the Messages endpoint only; other protocols
+ * leave it for the next Messages request). With `fallbacks` in the request, the API's
+ * server-side fallback: a `fallback` block, then the answer of the fallback model (the first
+ * entry's `model`, or `<model>-fallback` for `'default'`), `usage.iterations` with both
+ * samplings. Without, a refusal: no content, `stop_reason: 'refusal'` and
+ * `stop_details.recommended_model` (`recommendedModel`, default `<model>-fallback`).
+ *
+ * @example
+ * ```ts
+ * const blocked: BlockedFault = { kind: 'blocked', times: 1 };
+ * ```
+ */
+export interface BlockedFault extends FaultBase {
+  readonly kind: 'blocked';
+  readonly recommendedModel?: string;
+}
+
+/**
  * A fault to inject, as JSON (the admin endpoint's body) or in-process. Several may be active;
  * per request, the first active fault of each phase acts: `slow-first-byte`, then `down`, then
- * `status`, then `bad-tool-args`, then one stream fault (`reset` / `stall` / `malformed` /
+ * `status`, then `blocked` (Messages requests), then `bad-tool-args`, then one stream fault (`reset` / `stall` / `malformed` /
  * `stream-error`). Stream faults act on streamed answers only.
  *
  * @example
@@ -170,7 +188,8 @@ export interface BadToolArgsFault extends FaultBase {
  * server.faults.set([{ kind: 'status', status: 503, times: 2 }, { kind: 'bad-tool-args', times: 1 }]);
  * ```
  */
-export type Fault = StatusFault | DownFault | ResetFault | StallFault | SlowFirstByteFault | MalformedFault | StreamErrorFault | BadToolArgsFault;
+export type Fault =
+  StatusFault | DownFault | ResetFault | StallFault | SlowFirstByteFault | MalformedFault | StreamErrorFault | BadToolArgsFault | BlockedFault;
 
 /**
  * A fault's `kind`.
@@ -193,7 +212,7 @@ export type FaultKind = Fault['kind'];
  */
 export type ActiveFault = Fault & { readonly id: string; readonly remaining?: number; readonly hits: number };
 
-const FAULT_KINDS = ['status', 'down', 'reset', 'stall', 'slow-first-byte', 'malformed', 'stream-error', 'bad-tool-args'] as const;
+const FAULT_KINDS = ['status', 'down', 'reset', 'stall', 'slow-first-byte', 'malformed', 'stream-error', 'bad-tool-args', 'blocked'] as const;
 const HttpStatus = check('an integer from 400 to 599', (u): u is number => Number.isInteger(u) && (u as number) >= 400 && (u as number) <= 599);
 /**
  * A wait the server takes (`delayMs`, `tokenDelayMs`): 0 to 2³¹−1 ms — Node fires a longer
@@ -219,6 +238,7 @@ const FAULT_PROPS: Readonly<Record<FaultKind, Props>> = {
   malformed: { ...common, afterChunks: NonNegativeInteger },
   'stream-error': { ...common, afterChunks: NonNegativeInteger, errorType: NonEmptyString, message: NonEmptyString },
   'bad-tool-args': { ...common, args: PlainObject },
+  blocked: { ...common, recommendedModel: NonEmptyString },
 };
 const REQUIRED: Readonly<Partial<Record<FaultKind, readonly string[]>>> = { status: ['status'], reset: ['afterChunks'], 'slow-first-byte': ['delayMs'] };
 

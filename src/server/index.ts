@@ -14,6 +14,7 @@ export { startLocalProvider, FaultController, validateFault, DEFAULT_ALLOWED_ORI
 export type {
   ActiveFault,
   BadToolArgsFault,
+  BlockedFault,
   DownFault,
   Fault,
   FaultBase,

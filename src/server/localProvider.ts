@@ -23,12 +23,14 @@ import { FaultController, TimerDelayMs, type Fault } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import { badSegment, json, pathSegment, readJson } from './http.js';
 import { answerModelCall, type ModelEndpoint } from './modelEndpoint.js';
+import { PromptCache } from './providerSide.js';
 import { BadRequest, errorBody, isRecord, sse } from './protocols.js';
 import { RequestLog, type MutableRequest, type ProviderActivity, type RecordedRequest } from './requests.js';
 
 export type {
   ActiveFault,
   BadToolArgsFault,
+  BlockedFault,
   DownFault,
   Fault,
   FaultBase,
@@ -258,6 +260,7 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     closing: () => closing,
     nextId: () => `req_${++seq}`,
     background,
+    promptCache: new PromptCache(),
   };
 
   /** CORS for an allowed origin only (echoed, never `*`); the PNA grant only when asked for. */

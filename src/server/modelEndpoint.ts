@@ -38,6 +38,7 @@ import {
 } from './protocols.js';
 import type { MutableRequest, RequestLog } from './requests.js';
 import type { BackgroundResponses } from './backgroundResponses.js';
+import { anthropicCacheParts, anthropicCompaction, fallbackTarget, responsesCompaction, type PromptCache } from './providerSide.js';
 import {
   fromResponses,
   responsesAsksForThinking,
@@ -66,6 +67,39 @@ export interface ModelEndpoint {
   nextId(): string;
   /** The stored background responses (Responses API, `background: true`). */
   readonly background: BackgroundResponses;
+  /** The prompt cache: the prefixes of the requests seen. */
+  readonly promptCache: PromptCache;
+}
+
+/**
+ * What a request reads from and writes to the prompt cache: Anthropic's with `cache_control`
+ * breakpoints (prefixes seen before are read, the rest up to the last breakpoint written),
+ * OpenAI's with a `prompt_cache_key` (the longest run of leading messages seen before under that
+ * key is read). Nothing without either.
+ */
+function promptCacheUse(
+  cache: PromptCache,
+  protocol: Protocol,
+  body: Record<string, unknown>,
+  messages: readonly Message[],
+  inputTokens: number,
+): { cacheRead?: number; cacheWrite?: number } {
+  if (protocol === 'anthropic') {
+    const { parts, cached } = anthropicCacheParts(body);
+    if (cached === 0) return {};
+    const { read, write } = cache.use('anthropic', parts, cached);
+    const cap = (n: number): number => Math.min(n, inputTokens);
+    return { ...(read > 0 ? { cacheRead: cap(read) } : {}), ...(write > 0 ? { cacheWrite: cap(write) } : {}) };
+  }
+  const key = body['prompt_cache_key'];
+  if (typeof key !== 'string' || key === '') return {};
+  // the last message is the new one: only what came before it can have been seen
+  const { read } = cache.use(
+    `${protocol}:${key}`,
+    messages.map((m) => JSON.stringify(m)),
+    0,
+  );
+  return read > 0 ? { cacheRead: Math.min(read, inputTokens) } : {};
 }
 
 /** What the local provider "thinks" before a turn: the question, and what it will do about it. */
@@ -177,14 +211,27 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
         calls = calls.map((c) => ({ ...c, args: bad.args ?? (c.name === 'get_weather' && isRecord(c.args) ? { ...c.args, units: 'kelvin' } : {}) }));
       }
     }
-    const text = turn.text ?? '';
+    const blocked = protocol === 'anthropic' ? faults.consume('blocked') : undefined;
+    if (blocked) record.faults.push('blocked');
+    const fallbackTo = blocked ? fallbackTarget(body, model) : undefined;
+    const refused = blocked !== undefined && fallbackTo === undefined;
+    const text = refused ? '' : (turn.text ?? '');
     const tokens = tokenize(text);
+    if (refused) calls = [];
     const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
+    const inputTokens = Math.max(1, Math.ceil(inputChars / 4));
+    const cache = promptCacheUse(endpoint.promptCache, protocol, body, conversation.messages, inputTokens);
+    const compaction =
+      protocol === 'anthropic'
+        ? anthropicCompaction(body, conversation.messages, inputTokens)
+        : protocol === 'responses'
+          ? responsesCompaction(body, conversation.messages, inputTokens)
+          : undefined;
     // thinking asked for: a short, signed reasoning block first (the API's own shape)
     const thought = (protocol === 'responses' ? responsesAsksForThinking(body) : asksForThinking(body))
       ? reasoningFor(conversation.messages, calls)
       : undefined;
-    const reasoning = thought === undefined ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
+    const reasoning = thought === undefined || refused ? undefined : { tokens: tokenize(thought), signature: thinkingSignature(thought) };
     const answer: Answer = {
       id: protocol === 'openai' ? `chatcmpl-${record.id}` : protocol === 'responses' ? record.id : `msg_${record.id}`,
       model,
@@ -192,9 +239,13 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
       tokens,
       toolCalls: calls,
       finishReason: turn.finishReason ?? (calls.length > 0 ? 'tool-calls' : 'stop'),
-      inputTokens: Math.max(1, Math.ceil(inputChars / 4)),
+      inputTokens,
       outputTokens: tokens.length + calls.reduce((n, c) => n + argumentPieces(c.args).length, 0) + (reasoning?.tokens.length ?? 0),
       ...(reasoning ? { reasoning } : {}),
+      ...cache,
+      ...(compaction === undefined ? {} : { compaction }),
+      ...(fallbackTo === undefined ? {} : { fallback: { from: model, to: fallbackTo } }),
+      ...(refused ? { refusal: { recommendedModel: blocked?.recommendedModel ?? `${model}-fallback` } } : {}),
     };
 
     if (protocol === 'responses' && body['background'] === true) {

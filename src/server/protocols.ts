@@ -11,6 +11,7 @@ import type { Message } from '../core/events/events.js';
 import { isObject, parseToolArguments } from '../providers/sse.js';
 import type { StreamErrorFault } from './faults.js';
 import type { AssistantTool } from './assistant.js';
+import { afterCompaction } from './providerSide.js';
 
 /**
  * Which protocol a request spoke: `'openai'` (`/v1/chat/completions`), `'anthropic'`
@@ -41,6 +42,15 @@ export interface Answer {
   readonly outputTokens: number;
   /** The turn's reasoning, when the request asked for thinking: its tokens and its signature. */
   readonly reasoning?: { readonly tokens: readonly string[]; readonly signature: string };
+  /** Of `inputTokens`, those read from the prompt cache and those written to it. */
+  readonly cacheRead?: number;
+  readonly cacheWrite?: number;
+  /** A server-side compaction's summary, sent before the answer. */
+  readonly compaction?: string;
+  /** A server-side fallback: the blocked model, the model that answered. */
+  readonly fallback?: { readonly from: string; readonly to: string };
+  /** A blocked turn refused (no fallback asked for), with the model recommended instead. */
+  readonly refusal?: { readonly recommendedModel: string };
 }
 
 /** An SSE frame: `content` frames carry a token or a tool-argument piece; `closing` frames end the stream. */
@@ -78,8 +88,7 @@ export function openAIFrames(answer: Answer, includeUsage: boolean): Frame[] {
   });
   frames.push({ part: 'closing', text: delta({}, OPENAI_FINISH[answer.finishReason]) });
   if (includeUsage) {
-    const usage = { prompt_tokens: answer.inputTokens, completion_tokens: answer.outputTokens, total_tokens: answer.inputTokens + answer.outputTokens };
-    frames.push({ part: 'closing', text: chunk([], usage) });
+    frames.push({ part: 'closing', text: chunk([], openAIUsage(answer)) });
   }
   frames.push({ part: 'closing', text: sse('[DONE]') });
   return frames;
@@ -100,7 +109,7 @@ export function anthropicFrames(answer: Answer): Frame[] {
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: answer.inputTokens, output_tokens: 1 },
+            usage: { ...anthropicInput(answer), output_tokens: 1 },
           },
         },
         'message_start',
@@ -108,6 +117,15 @@ export function anthropicFrames(answer: Answer): Frame[] {
     },
   ];
   let index = 0;
+  const block = (content_block: Record<string, unknown>, deltas: readonly Record<string, unknown>[] = []): void => {
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_start', index, content_block }, 'content_block_start') });
+    for (const delta of deltas) frames.push({ part: 'preamble', text: sse({ type: 'content_block_delta', index, delta }, 'content_block_delta') });
+    frames.push({ part: 'preamble', text: sse({ type: 'content_block_stop', index }, 'content_block_stop') });
+    index++;
+  };
+  // compaction first (it replaces what came before), then a server-side fallback's hop
+  if (answer.compaction !== undefined) block({ type: 'compaction', content: null }, [{ type: 'compaction_delta', content: answer.compaction }]);
+  if (answer.fallback) block({ type: 'fallback', from: { model: answer.fallback.from }, to: { model: answer.fallback.to } });
   if (answer.reasoning) {
     // a thinking block, as the API streams one: empty at its start, its deltas, then its signature
     frames.push({
@@ -155,14 +173,45 @@ export function anthropicFrames(answer: Answer): Frame[] {
     text: sse(
       {
         type: 'message_delta',
-        delta: { stop_reason: ANTHROPIC_STOP[answer.finishReason], stop_sequence: null },
-        usage: { output_tokens: answer.outputTokens },
+        delta: answer.refusal
+          ? { stop_reason: 'refusal', stop_sequence: null, stop_details: { type: 'refusal', recommended_model: answer.refusal.recommendedModel } }
+          : { stop_reason: ANTHROPIC_STOP[answer.finishReason], stop_sequence: null },
+        usage: { ...anthropicInput(answer), output_tokens: answer.outputTokens, ...anthropicIterations(answer) },
       },
       'message_delta',
     ),
   });
   frames.push({ part: 'closing', text: sse({ type: 'message_stop' }, 'message_stop') });
   return frames;
+}
+
+/** An answer's input usage as the Messages API says it: the uncached input, and the cache's reads and writes apart. */
+function anthropicInput(answer: Answer): Record<string, number> {
+  const read = answer.cacheRead ?? 0;
+  const write = answer.cacheWrite ?? 0;
+  return { input_tokens: answer.inputTokens - read - write, cache_creation_input_tokens: write, cache_read_input_tokens: read };
+}
+
+/** A server-side fallback's samplings: the blocked one (no output), then the one that answered. */
+function anthropicIterations(answer: Answer): Record<string, unknown> {
+  if (!answer.fallback) return {};
+  const input = answer.inputTokens;
+  return {
+    iterations: [
+      { type: 'message', model: answer.fallback.from, input_tokens: input, output_tokens: 0 },
+      { type: 'fallback_message', model: answer.fallback.to, input_tokens: input, output_tokens: answer.outputTokens },
+    ],
+  };
+}
+
+/** OpenAI's usage object of an answer (the cache's reads in `prompt_tokens_details`). */
+function openAIUsage(answer: Answer): Record<string, unknown> {
+  return {
+    prompt_tokens: answer.inputTokens,
+    completion_tokens: answer.outputTokens,
+    total_tokens: answer.inputTokens + answer.outputTokens,
+    prompt_tokens_details: { cached_tokens: answer.cacheRead ?? 0 },
+  };
 }
 
 export function openAIJson(answer: Answer): unknown {
@@ -191,7 +240,7 @@ export function openAIJson(answer: Answer): unknown {
         finish_reason: OPENAI_FINISH[answer.finishReason],
       },
     ],
-    usage: { prompt_tokens: answer.inputTokens, completion_tokens: answer.outputTokens, total_tokens: answer.inputTokens + answer.outputTokens },
+    usage: openAIUsage(answer),
   };
 }
 
@@ -202,13 +251,16 @@ export function anthropicJson(answer: Answer): unknown {
     role: 'assistant',
     model: answer.model,
     content: [
+      ...(answer.compaction === undefined ? [] : [{ type: 'compaction', content: answer.compaction }]),
+      ...(answer.fallback ? [{ type: 'fallback', from: { model: answer.fallback.from }, to: { model: answer.fallback.to } }] : []),
       ...(answer.reasoning ? [{ type: 'thinking', thinking: answer.reasoning.tokens.join(''), signature: answer.reasoning.signature }] : []),
       ...(answer.text === '' ? [] : [{ type: 'text', text: answer.text }]),
       ...answer.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.args })),
     ],
-    stop_reason: ANTHROPIC_STOP[answer.finishReason],
+    stop_reason: answer.refusal ? 'refusal' : ANTHROPIC_STOP[answer.finishReason],
     stop_sequence: null,
-    usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
+    ...(answer.refusal ? { stop_details: { type: 'refusal', recommended_model: answer.refusal.recommendedModel } } : {}),
+    usage: { ...anthropicInput(answer), output_tokens: answer.outputTokens, ...anthropicIterations(answer) },
   };
 }
 
@@ -407,6 +459,7 @@ export function fromAnthropic(body: Record<string, unknown>): { messages: Messag
   const system = textOf(body['system']);
   if (system !== '') messages.push({ role: 'system', content: system });
   const names = new Map<string, string>();
+  let compacted: { at: number; summary: string } | undefined;
   for (const m of raw as unknown[]) {
     if (!isRecord(m)) throw new BadRequest('each message must be an object');
     const role = m['role'];
@@ -416,6 +469,8 @@ export function fromAnthropic(body: Record<string, unknown>): { messages: Messag
     const toolCalls: { id: string; name: string; args: unknown }[] = [];
     for (const block of blocks) {
       if (!isRecord(block)) continue;
+      // a compaction sent back: it stands for everything before it (the API drops that)
+      if (block['type'] === 'compaction' && role === 'assistant') compacted = { at: messages.length, summary: textOf(block['content']) };
       if (block['type'] === 'text' && typeof block['text'] === 'string') text += block['text'];
       else if (block['type'] === 'tool_use') {
         const call = { id: String(block['id'] ?? ''), name: String(block['name'] ?? ''), args: block['input'] ?? {} };
@@ -435,5 +490,5 @@ export function fromAnthropic(body: Record<string, unknown>): { messages: Messag
         .filter(isRecord)
         .map((tool): AssistantTool => ({ name: String(tool['name'] ?? ''), description: String(tool['description'] ?? ''), parameters: tool['input_schema'] }))
     : [];
-  return { messages, tools };
+  return { messages: compacted ? afterCompaction(messages, compacted.at, compacted.summary) : messages, tools };
 }

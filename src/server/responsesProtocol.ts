@@ -14,6 +14,7 @@ import type { Message } from '../core/events/events.js';
 import { parseToolArguments } from '../providers/sse.js';
 import type { AssistantTool } from './assistant.js';
 import type { StreamErrorFault } from './faults.js';
+import { afterCompaction, compactionSummary, encryptedCompaction } from './providerSide.js';
 import { argumentPieces, BadRequest, isRecord, sse, textOf, thinkingSignature, type Answer, type Frame } from './protocols.js';
 
 /** Whether a Responses request asks for reasoning: `reasoning: { effort }` other than `'none'`. */
@@ -66,6 +67,8 @@ function outputItems(answer: Answer, body: Record<string, unknown>): Record<stri
       status: 'completed',
     }),
   );
+  // server-side compaction: after the answer, as the API sends it
+  if (answer.compaction !== undefined) items.push({ type: 'compaction', id: `cmp_${answer.id}`, encrypted_content: encryptedCompaction(answer.compaction) });
   return items;
 }
 
@@ -86,7 +89,7 @@ function reasoningItem(answer: Answer, body: Record<string, unknown>): Record<st
 function usageOf(answer: Answer): Record<string, unknown> {
   return {
     input_tokens: answer.inputTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: answer.cacheRead ?? 0 },
     output_tokens: answer.outputTokens,
     output_tokens_details: { reasoning_tokens: answer.reasoning?.tokens.length ?? 0 },
     total_tokens: answer.inputTokens + answer.outputTokens,
@@ -128,7 +131,9 @@ export function responsesFrames(answer: Answer, body: Record<string, unknown>): 
       item:
         item['type'] === 'function_call'
           ? { ...item, arguments: '', status: 'in_progress' }
-          : { ...item, ...(item['type'] === 'message' ? { content: [], status: 'in_progress' } : { summary: [], encrypted_content: null }) },
+          : item['type'] === 'compaction'
+            ? item
+            : { ...item, ...(item['type'] === 'message' ? { content: [], status: 'in_progress' } : { summary: [], encrypted_content: null }) },
     });
     if (item['type'] === 'reasoning') {
       if ((item['summary'] as unknown[]).length > 0) {
@@ -174,7 +179,7 @@ export function responsesFrames(answer: Answer, body: Record<string, unknown>): 
         content_index: 0,
         part: { type: 'output_text', text: answer.text, annotations: [] },
       });
-    } else {
+    } else if (item['type'] === 'function_call') {
       for (const delta of argumentPieces(item['arguments']))
         push('content', { type: 'response.function_call_arguments.delta', item_id: id, output_index, delta });
       push('preamble', { type: 'response.function_call_arguments.done', item_id: id, output_index, arguments: item['arguments'] });
@@ -261,6 +266,7 @@ export function fromResponses(body: Record<string, unknown>): { messages: Messag
   const messages: Message[] = [];
   if (typeof body['instructions'] === 'string' && body['instructions'] !== '') messages.push({ role: 'system', content: body['instructions'] });
   const names = new Map<string, string>();
+  let compacted: { at: number; summary: string } | undefined;
   items.forEach((item, i) => {
     const type = item['type'] ?? 'message';
     if (type === 'message') {
@@ -284,6 +290,11 @@ export function fromResponses(body: Record<string, unknown>): { messages: Messag
     } else if (type === 'function_call_output') {
       const id = String(item['call_id'] ?? '');
       messages.push({ role: 'tool', toolCallId: id, toolName: names.get(id) ?? '', content: textOf(item['output']) });
+    } else if (type === 'compaction') {
+      // the encrypted summary of everything before it: what came before is dropped, as the API does
+      const summary = compactionSummary(item['encrypted_content']);
+      if (summary === undefined) throw new BadRequest(`input[${i}].encrypted_content: not a compaction this provider made`);
+      compacted = { at: messages.length, summary };
     } else if (type !== 'reasoning' && type !== 'item_reference') {
       throw new BadRequest(`input[${i}].type: the local provider does not take ${showValue(type)} items`);
     }
@@ -296,5 +307,5 @@ export function fromResponses(body: Record<string, unknown>): { messages: Messag
           return { name: String(fn['name'] ?? ''), description: String(fn['description'] ?? ''), parameters: fn['parameters'] };
         })
     : [];
-  return { messages, tools };
+  return { messages: compacted ? afterCompaction(messages, compacted.at, compacted.summary) : messages, tools };
 }

@@ -11,7 +11,9 @@ import type { DegradedEvent, Message, RestoredEvent, ToolCall, TurnEvent } from 
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
-import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/errors/options.js';
+import { Func, NonEmptyString, PositiveInteger, Scheduler, check, oneOf, validateOptions } from '../core/errors/options.js';
+import type { JournalChange } from '../core/journal/errors.js';
+import { LeaseMs, RunId, type JournalStore } from '../core/journal/journal.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { RunScope } from '../core/rx/runScope.js';
@@ -94,8 +96,72 @@ export interface AgentConfig {
   readonly hub?: HealHub;
   /** Output self-correction, from `validateOutput`. If a check (or `correction`) throws, the run errors with what it threw. */
   readonly output?: OutputValidator;
-  /** Where call durations are read (`call-start` / `call-end` events). Defaults to `asyncScheduler`. */
+  /** Where call durations are read (`call-start` / `call-end` events), and the journal's lease renewed. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /**
+   * The run's id in `journal` (1 to 100 letters, digits, `_`, `-` or `.`, the first not `.`): with `journal`, the run is journaled so that
+   * it survives its process (see `resumeAgent`). A run the journal already holds is resumed.
+   */
+  readonly runId?: string;
+  /** Where the run is journaled (`fileJournal`, `memoryJournal` from `rxheal/durable`, `redisJournal`, `postgresJournal`). Needs `runId`. */
+  readonly journal?: JournalStore;
+  /** Who holds the run's lease while it runs (a process's name). Defaults to a fresh random name per run. */
+  readonly holder?: string;
+  /** The lease's length in ms, renewed every third of it on the scheduler. Defaults to 30 000. */
+  readonly leaseMs?: number;
+  /**
+   * On resume, a non-idempotent tool whose execution started and never finished and that has no
+   * `verify` (or whose `verify` failed): `'tell-model'` (default) answers the model that its
+   * outcome is unknown; `'error'` ends the run with `ToolOutcomeUnknownError`. Never run again.
+   */
+  readonly onUnknownOutcome?: 'tell-model' | 'error';
+  /** Kinds of configuration change a resume accepts (otherwise `JournalMismatchError`): `'instruction'`, `'tool'`, `'schema'`, `'model'`, `'messages'`. */
+  readonly allowChanged?: readonly JournalChange[];
+}
+
+/**
+ * An approval given on resume to a call that waits for one (see `resumeAgent`'s `approvals`).
+ *
+ * @example
+ * ```ts
+ * const approvals: Record<string, Approval> = { call_1: { approved: true }, call_2: { approved: false, reason: 'over budget' } };
+ * ```
+ */
+export type Approval = { readonly approved: true } | { readonly approved: false; readonly reason: string };
+
+/**
+ * What `resumeAgent` takes: a journaled run's configuration, and the approvals it waits for.
+ *
+ * @example
+ * ```ts
+ * const resume: ResumeConfig = { ...config, runId: 'order-7421', journal, approvals: { call_1: { approved: true } } };
+ * ```
+ */
+export interface ResumeConfig extends AgentConfig {
+  /** The run to resume (its id in `journal`). */
+  readonly runId: string;
+  /** Where it is journaled. */
+  readonly journal: JournalStore;
+  /** Decisions on the calls the run waits for, by call id: approved calls run, denied ones answer the model that they were denied and why. */
+  readonly approvals?: Readonly<Record<string, Approval>>;
+}
+
+/**
+ * A journaled run's own settings, resolved.
+ *
+ * @example
+ * ```ts
+ * const { runId, leaseMs } = resolveAgent(config).durable!;
+ * ```
+ */
+export interface DurableSettings {
+  readonly runId: string;
+  readonly journal: JournalStore;
+  readonly holder: string | undefined;
+  readonly leaseMs: number;
+  readonly onUnknownOutcome: 'tell-model' | 'error';
+  readonly allowChanged: readonly JournalChange[];
+  readonly approvals: Readonly<Record<string, Approval>> | undefined;
 }
 
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
@@ -116,7 +182,33 @@ const props = {
   hub: check('a HealHub', (u): u is HealHub => u instanceof HealHub),
   output: Obj,
   scheduler: Scheduler,
+  runId: RunId,
+  journal: check('a JournalStore ({ claim, read })', (u): u is JournalStore => {
+    const j = u as JournalStore | null;
+    return typeof j === 'object' && j !== null && typeof j.claim === 'function' && typeof j.read === 'function';
+  }),
+  holder: NonEmptyString,
+  leaseMs: LeaseMs,
+  onUnknownOutcome: oneOf('tell-model', 'error'),
+  allowChanged: check(
+    "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
+    (u): u is readonly JournalChange[] => Array.isArray(u) && u.every((k) => ['instruction', 'tool', 'schema', 'model', 'messages'].includes(k as string)),
+  ),
 };
+
+const ApprovalCheck = check(
+  'an object of { approved: true } or { approved: false, reason: string } by call id',
+  (u): u is Record<string, Approval> =>
+    typeof u === 'object' &&
+    u !== null &&
+    !Array.isArray(u) &&
+    Object.values(u).every(
+      (a: unknown) =>
+        typeof a === 'object' &&
+        a !== null &&
+        ((a as Approval).approved === true || ((a as Approval).approved === false && typeof (a as { reason?: unknown }).reason === 'string')),
+    ),
+);
 
 /** The config, validated once, with what every run derives from it. */
 export interface ResolvedAgent {
@@ -125,18 +217,32 @@ export interface ResolvedAgent {
   readonly specs: readonly ToolSpec[];
   readonly maxSteps: number;
   readonly scheduler: SchedulerLike;
+  /** With `runId` and `journal`: the journaled run's settings. */
+  readonly durable: DurableSettings | undefined;
 }
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
 
 /** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
-export function resolveAgent(config: AgentConfig): ResolvedAgent {
-  validateOptions('runAgent', props, config);
-  if (config === undefined || config.model === undefined) throw new InvalidOptionError('runAgent', 'model', undefined, props.model.name);
-  if (config.messages === undefined) throw new InvalidOptionError('runAgent', 'messages', undefined, props.messages.name);
+export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAgent' = 'runAgent'): ResolvedAgent {
+  const approvals = target === 'resumeAgent' ? (config as ResumeConfig | undefined)?.approvals : undefined;
+  if (target === 'resumeAgent') {
+    validateOptions(target, { ...props, approvals: ApprovalCheck }, config);
+    const rest: Record<string, unknown> = { ...(config ?? {}) };
+    delete rest['approvals'];
+    config = rest as unknown as AgentConfig;
+    for (const key of ['journal', 'runId'] as const)
+      if (config[key] === undefined) throw new InvalidOptionError(target, key, undefined, `${props[key].name} (resumeAgent resumes a journaled run)`);
+  } else validateOptions(target, props, config);
+  if (config === undefined || config.model === undefined) throw new InvalidOptionError(target, 'model', undefined, props.model.name);
+  if (config.messages === undefined) throw new InvalidOptionError(target, 'messages', undefined, props.messages.name);
   config.messages.forEach((message, i) => {
-    if (!isMessage(message)) throw new InvalidOptionError('runAgent', `messages[${i}]`, message, 'a Message ({ role, content, … })');
+    if (!isMessage(message)) throw new InvalidOptionError(target, `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
+  if ((config.runId === undefined) !== (config.journal === undefined)) {
+    const missing = config.runId === undefined ? 'runId' : 'journal';
+    throw new InvalidOptionError(target, missing, undefined, `${props[missing].name} (a journaled run needs both runId and journal)`);
+  }
   (config.tools ?? []).forEach((tool, i) => {
     const ok =
       typeof tool === 'object' &&
@@ -144,10 +250,30 @@ export function resolveAgent(config: AgentConfig): ResolvedAgent {
       NonEmptyString.is(tool.name) &&
       typeof tool.execute === 'function' &&
       typeof tool.args?.decode === 'function';
-    if (!ok) throw new InvalidOptionError('runAgent', `tools[${i}]`, tool, 'a Tool (from defineTool)');
+    if (!ok) throw new InvalidOptionError(target, `tools[${i}]`, tool, 'a Tool (from defineTool)');
+    // a run waits for approval in its journal: without one it could only hang or refuse
+    if (config.journal === undefined && tool.needsApproval !== undefined && tool.needsApproval !== false)
+      throw new InvalidOptionError(
+        target,
+        'journal',
+        undefined,
+        `a JournalStore: tool '${tool.name}' needs approval, and a run waits for approval in its journal`,
+      );
   });
   // no tools (a chat): one shared empty table, not a Map per call
   const tools = config.tools?.length ? new Map(config.tools.map((tool) => [tool.name, tool])) : NO_TOOLS;
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
-  return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler };
+  const durable: DurableSettings | undefined =
+    config.runId === undefined || config.journal === undefined
+      ? undefined
+      : {
+          runId: config.runId,
+          journal: config.journal,
+          holder: config.holder,
+          leaseMs: config.leaseMs ?? 30_000,
+          onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
+          allowChanged: config.allowChanged ?? [],
+          approvals,
+        };
+  return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
 }

@@ -27,12 +27,16 @@ export interface Budget {
    * retry of it, each model a `fallbackModel` tries (a wrapping model is not a call of its own:
    * the models it calls are), each `fallbackTo` model alternative given the run's context. An
    * attempt that would cross the limit is not made. A model skipped because its breaker is open
-   * is not called, so not counted.
+   * is not called, so not counted. An attempt the provider served with more than one sampling on
+   * its side (`finish.usage.iterations`: Anthropic's server-side fallback) counts one call per
+   * sampling, when its `finish` arrives.
    */
   readonly maxModelCalls?: number;
   /**
    * Input + output tokens, from each provider attempt's `finish.usage` (an attempt cut off before
-   * its `finish` reports none). The run errors after the `finish` that crosses it.
+   * its `finish` reports none). The run errors after the `finish` that crosses it. Prompt-cache
+   * reads and writes are part of the input and count as any token (`cachedInputTokens` and
+   * `cacheWriteTokens` say how many of them there were; they are not counted again).
    */
   readonly maxTokens?: number;
   /** Tool executions (every retry counts; calls rejected before running do not). */
@@ -56,6 +60,18 @@ export class BudgetTracker implements BudgetMeter {
     private readonly hub: HealHub,
   ) {}
 
+  /** What was spent so far (a journaled run records it with each step). */
+  used(): { modelCalls: number; toolCalls: number; tokens: number } {
+    return { modelCalls: this.modelCalls, toolCalls: this.toolCalls, tokens: this.tokens };
+  }
+
+  /** A resumed run: what its journal says was spent already (no fresh budget). */
+  restore(used: { readonly modelCalls: number; readonly toolCalls: number; readonly tokens: number }): void {
+    this.modelCalls = used.modelCalls;
+    this.toolCalls = used.toolCalls;
+    this.tokens = used.tokens;
+  }
+
   modelCall(): void {
     this.check('modelCalls', this.budget.maxModelCalls, ++this.modelCalls);
   }
@@ -65,6 +81,12 @@ export class BudgetTracker implements BudgetMeter {
   }
 
   usage(usage: Usage): void {
+    // samplings the provider ran on its side for one attempt (a server-side fallback): each a model call
+    const extra = usage.iterations !== undefined && usage.iterations > 1 ? Math.floor(usage.iterations) - 1 : 0;
+    if (extra > 0) {
+      this.modelCalls += extra;
+      this.check('modelCalls', this.budget.maxModelCalls, this.modelCalls);
+    }
     this.tokens += usage.inputTokens + usage.outputTokens;
     this.check('tokens', this.budget.maxTokens, this.tokens);
   }

@@ -6,11 +6,25 @@
  *
  * @module
  */
-import { catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type Observer, type Subscriber } from 'rxjs';
+import {
+  catchError,
+  concatMap,
+  defaultIfEmpty,
+  defer,
+  map,
+  merge,
+  Observable,
+  of,
+  Subscription,
+  takeLast,
+  throwError,
+  type Observer,
+  type Subscriber,
+} from 'rxjs';
 import { classifyError } from '../core/errors/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../core/errors/errors.js';
-import type { AgentEvent, AssistantMessage, Finish, Message, ReasoningPart, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
-import { TextBuffer } from '../core/model/textBuffer.js';
+import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
+import { TurnOutput } from './turnOutput.js';
 import { subscribeWithin } from '../core/rx/operate.js';
 import { HealHub } from '../core/hub/hub.js';
 import { errorText } from '../core/errors/sanitize.js';
@@ -20,30 +34,19 @@ import type { OutputValidator } from '../operators/validateOutput.js';
 import { streamModel, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import { callTool, unknownToolError } from './tool.js';
+import { callTool, resultText, unknownToolError } from './tool.js';
 import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
+import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
+import type { CallState, ResumePlan } from './resumePlan.js';
+import type { PendingApproval } from './runJournal.js';
 import { BudgetTracker, type Budget } from './budget.js';
 
-export type { AgentConfig, AnyTool, CapabilitySource, PipelineContext } from './agentConfig.js';
+export type { AgentConfig, AnyTool, Approval, CapabilitySource, PipelineContext, ResumeConfig } from './agentConfig.js';
 export type { Budget } from './budget.js';
 
 /** Errors that end the run instead of going back to the model as a tool error. */
 function endsRun(error: unknown): boolean {
   return isFatal(error) || error instanceof BudgetExceededError || classifyError(error).category === 'cancelled';
-}
-
-function resultText(result: unknown): string {
-  if (typeof result === 'string') return result;
-  try {
-    return JSON.stringify(result) ?? 'null';
-  } catch {
-    return String(result);
-  }
-}
-
-interface ToolOutcome {
-  readonly events: readonly AgentEvent[];
-  readonly message: ToolMessage;
 }
 
 /**
@@ -69,10 +72,29 @@ interface ToolOutcome {
  *     call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}` }), reflectOnError()),
  * }).subscribe((e) => console.log(e.type, e));
  * ```
- * @throws {InvalidOptionError} at once, for an invalid option.
+ * With `runId` and `journal` the run is journaled (see {@link resumeAgent}): each completed
+ * message, each tool execution's start, a suspension and the end are appended before the step
+ * that depends on them, and a run the journal already holds is resumed from it (as
+ * `resumeAgent` does, without approvals). In a journaled run, a `message` event means its record
+ * is in the journal (it is emitted once the record is durable); the lease is released at the
+ * end and on unsubscribe.
+ *
+ * @throws {InvalidOptionError} at once, for an invalid option (a tool that `needsApproval` without a `journal` too).
  */
 export function runAgent(config: AgentConfig): Observable<AgentEvent> {
   return new Agent(resolveAgent(config));
+}
+
+/**
+ * An agent from a checked config (what `resumeAgent` builds too).
+ *
+ * @example
+ * ```ts
+ * agentOf(resolveAgent(config, 'resumeAgent'));
+ * ```
+ */
+export function agentOf(agent: ResolvedAgent): Observable<AgentEvent> {
+  return new Agent(agent);
 }
 
 /** What {@link runAgent} returns: each subscription is one {@link AgentRun}, its own teardown (no closures per run). */
@@ -91,71 +113,6 @@ class Agent extends Observable<AgentEvent> {
 
 /** No budget given: one shared empty one, not an object per run. */
 const NO_LIMITS: Budget = Object.freeze({});
-
-/** What one turn gathered from the model pipeline; a `reset` discards it. */
-class TurnOutput {
-  /** The turn's text, kept flat (a 10⁶-delta answer costs its characters, not a rope of cells). */
-  private readonly buffer = new TextBuffer();
-  calls: ToolCall[] = [];
-  finish: Finish | undefined = undefined;
-  received = 0;
-  /** Reasoning blocks, each closed by a `reasoning-end` (or by the finish: unsigned). */
-  private blocks: ReasoningPart[] | undefined = undefined;
-  /** The open block's text (flat, as the answer's), made at the turn's first reasoning. */
-  private thinking: TextBuffer | undefined = undefined;
-
-  get text(): string {
-    return this.buffer.toString();
-  }
-
-  /** The turn's reasoning blocks (a block still open ends here, unsigned), or undefined when it had none. */
-  takeReasoning(): ReasoningPart[] | undefined {
-    if (this.thinking !== undefined && !this.thinking.empty) this.endBlock({});
-    return this.blocks;
-  }
-
-  private endBlock(end: { signature?: string; redactedData?: string; providerMetadata?: Record<string, unknown> }): void {
-    const part: ReasoningPart = { text: this.thinking?.toString() ?? '' };
-    if (end.signature !== undefined) part.signature = end.signature;
-    if (end.redactedData !== undefined) part.redactedData = end.redactedData;
-    if (end.providerMetadata !== undefined) part.providerMetadata = end.providerMetadata;
-    (this.blocks ??= []).push(part);
-    this.thinking?.clear();
-  }
-
-  add(event: TurnEvent): void {
-    this.received++;
-    switch (event.type) {
-      case 'text-delta':
-        this.buffer.append(event.text);
-        break;
-      case 'reasoning-delta':
-        (this.thinking ??= new TextBuffer()).append(event.text);
-        break;
-      case 'reasoning-end':
-        this.endBlock(event);
-        break;
-      case 'tool-call':
-        // with what the provider needs back with it (a Gemini thought signature), when it sent some
-        this.calls.push(
-          event.providerMetadata === undefined
-            ? { id: event.id, name: event.name, args: event.args }
-            : { id: event.id, name: event.name, args: event.args, providerMetadata: event.providerMetadata },
-        );
-        break;
-      case 'finish':
-        this.finish = event;
-        break;
-      case 'reset':
-        this.buffer.clear();
-        this.calls = [];
-        this.finish = undefined;
-        this.blocks = undefined;
-        this.thinking?.clear();
-        break;
-    }
-  }
-}
 
 /**
  * The observer of one turn's model pipeline: gathers the turn's output and passes each event on;
@@ -195,8 +152,10 @@ class ReportSink implements Partial<Observer<AgentEvent>> {
  * in the order a run goes through them: {@link AgentRun.turn} → {@link AgentRun.afterTurn} →
  * {@link AgentRun.toolRound} (each call through {@link AgentRun.toolOutcome}) → the next turn.
  */
-class AgentRun {
+class AgentRun implements DurableHost {
   private readonly hub: HealHub;
+  /** A journaled run's session and records (undefined: not journaled). */
+  private readonly durable: DurableRun | undefined;
   private readonly scope = new RunScope();
   private readonly budget: BudgetTracker;
   private readonly history: Message[];
@@ -213,6 +172,7 @@ class AgentRun {
     this.hub = agent.config.hub ?? new HealHub();
     this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
+    this.durable = agent.durable ? new DurableRun(this, agent, agent.durable) : undefined;
   }
 
   /** Start: surface what the hub and the capabilities report, then the first turn. */
@@ -221,7 +181,50 @@ class AgentRun {
     if (capabilities) this.seen = new WeakSet<object>();
     subscribeWithin(this.work, this.hub.events$, new ReportSink(this));
     if (capabilities) this.work.add(capabilities.events$.subscribe((event: AgentEvent): void => this.emitOnce(event)));
-    this.stage(() => this.turn());
+    if (this.durable) this.durable.start();
+    else this.stage(() => this.turn());
+  }
+
+  /** A journaled run goes on from its plan (read from the journal, replayed already). */
+  resume(plan: ResumePlan): void {
+    if (plan.status !== 'new') {
+      this.history.splice(0, this.history.length, ...plan.history);
+      this.step = plan.steps;
+      this.corrections = plan.corrections;
+      this.budget.restore(plan.used);
+    }
+    const next = plan.next;
+    if (next?.kind !== 'tools') return this.turn();
+    const last = this.history[this.history.length - 1] as AssistantMessage;
+    this.toolRound(last.toolCalls ?? [], next.calls);
+  }
+
+  get closed(): boolean {
+    return this.subscriber.closed;
+  }
+
+  used(): ReturnType<BudgetTracker['used']> {
+    return this.budget.used();
+  }
+
+  errorNow(error: unknown): void {
+    this.subscriber.error(error);
+  }
+
+  completeNow(): void {
+    this.subscriber.complete();
+  }
+
+  /** The run answered: a journaled one journals its end and releases its lease first. */
+  private answered(): void {
+    if (this.durable) this.durable.answered();
+    else this.subscriber.complete();
+  }
+
+  /** Journaled: `record()` is appended, then the run goes on (`next`); otherwise it goes on at once. */
+  private persist(record: (durable: DurableRun) => Parameters<DurableRun['commit']>[0], next: () => void): void {
+    if (this.durable) this.durable.commit(record(this.durable), next);
+    else next();
   }
 
   /**
@@ -236,6 +239,7 @@ class AgentRun {
   /** Stop (the run's teardown, when its subscriber unsubscribes or ends): cancel every model stream and tool call in flight. */
   unsubscribe(): void {
     this.work.unsubscribe();
+    this.durable?.unsubscribe();
   }
 
   emit(event: AgentEvent): void {
@@ -253,7 +257,10 @@ class AgentRun {
   }
 
   fail(error: unknown): void {
-    this.subscriber.error(error);
+    if (this.durable === undefined) return this.subscriber.error(error);
+    // nothing else of the run goes on while its end is journaled
+    this.work.unsubscribe();
+    this.durable.fail(error);
   }
 
   private addMessage(message: Message): void {
@@ -303,16 +310,60 @@ class AgentRun {
     // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
     const reasoning = output.takeReasoning();
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
+    // a journaled turn's record replays its tool calls and its finish (with the usage) before its message
+    const turnEvents = (message: Message): AgentEvent[] => [
+      ...calls.map((c): AgentEvent => ({ type: 'tool-call', ...c })),
+      finish,
+      { type: 'message', message },
+    ];
     if (calls.length > 0) {
-      this.addMessage(withReasoning({ role: 'assistant', content: text, toolCalls: calls }));
-      return this.toolRound(calls);
+      const message = withReasoning({ role: 'assistant', content: text, toolCalls: calls });
+      return this.persist(
+        (durable) => durable.record([message], turnEvents(message)),
+        () => {
+          this.addMessage(message);
+          this.toolRound(calls);
+        },
+      );
     }
     const check = this.agent.config.output;
     if (!check) {
-      this.addMessage(withReasoning({ role: 'assistant', content: text }));
-      return this.subscriber.complete();
+      const message = withReasoning({ role: 'assistant', content: text });
+      return this.persist(
+        (durable) => durable.record([message], turnEvents(message)),
+        () => {
+          this.addMessage(message);
+          this.answered();
+        },
+      );
     }
+    if (this.durable) return this.checkJournaled(text, check, withReasoning, finish);
     this.checkAnswer(text, check, withReasoning);
+  }
+
+  /** {@link AgentRun.checkAnswer} of a journaled run: an answer that fails its check is journaled with its correction, in one record. */
+  private checkJournaled(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage, finish: Finish): void {
+    const problems = output.check(text);
+    const valid = problems.length === 0;
+    const validation: AgentEvent = { type: 'validation', valid, attempt: this.corrections + 1, problems };
+    const message = withReasoning({ role: 'assistant', content: text, validated: valid });
+    const done = valid || this.corrections >= output.maxCorrections;
+    const correction: Message | undefined = done ? undefined : { role: 'user', content: output.correction(problems) };
+    const reset: AgentEvent = { type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` };
+    const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
+    if (correction) events.push({ type: 'message', message: correction }, reset);
+    this.persist(
+      (durable) => durable.record(correction ? [message, correction] : [message], events, correction !== undefined),
+      () => {
+        this.emit(validation);
+        this.addMessage(message);
+        if (!correction) return this.answered();
+        this.corrections++;
+        this.addMessage(correction);
+        this.emit(reset);
+        this.turn();
+      },
+    );
   }
 
   /** Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask. */
@@ -328,12 +379,32 @@ class AgentRun {
     this.turn();
   }
 
-  /** A tool round: the turn's calls in parallel, their messages in call order, then the next turn. */
-  private toolRound(calls: readonly ToolCall[]): void {
+  /**
+   * A tool round: the turn's calls in parallel, their messages in call order, then the next turn.
+   * Journaled: each outcome is journaled before it is emitted; a resumed round goes on from each
+   * call's state (`states`); calls waiting for approval suspend the run once the others are done.
+   */
+  private toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void {
     const context = this.context();
     const messages: (ToolMessage | undefined)[] = calls.map(() => undefined);
+    const durable = this.durable;
+    const pending: PendingApproval[] = [];
+    const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
+    calls.forEach((call, i) => {
+      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)));
+      const state = states?.[i];
+      if (state?.state === 'done') return void (messages[i] = state.message);
+      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context));
+      if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
+      outcomes.push(
+        outcome$.pipe(
+          concatMap((outcome) => durable.commitOutcome(call, outcome)),
+          map((outcome) => [i, outcome] as const),
+        ),
+      );
+    });
     this.work.add(
-      merge(...calls.map((call, i) => this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)))).subscribe({
+      merge(...outcomes).subscribe({
         next: ([i, outcome]) => {
           // a reflection is a resilience event: it goes to the hub, which surfaces it here once
           outcome.events.forEach((event) => (event.type === 'reflection' ? this.hub.report(event) : this.emit(event)));
@@ -341,6 +412,7 @@ class AgentRun {
         },
         error: (error: unknown) => this.fail(error),
         complete: () => {
+          if (pending.length > 0) return durable!.suspend(pending);
           for (const message of messages) if (message) this.addMessage(message);
           this.stage(() => this.turn());
         },
@@ -355,7 +427,13 @@ class AgentRun {
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
-      return traced(this.hub, scheduler, { kind: 'tool', name: call.name, id: call.id, step: context.step }, callTool(tool, call, { scope: this.scope }));
+      const execute$ = traced(
+        this.hub,
+        scheduler,
+        { kind: 'tool', name: call.name, id: call.id, step: context.step },
+        callTool(tool, call, { scope: this.scope }),
+      );
+      return this.durable ? this.durable.beforeTool(call, execute$) : execute$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
     return piped.pipe(

@@ -29,7 +29,31 @@ export interface ToolDefinition<A, R> {
    * sequence of characters (RxJS would read it as one value per character).
    */
   readonly execute: (args: A, context: ToolContext) => ObservableInput<R>;
+  /**
+   * Whether a call waits for a person's approval before it runs (a journaled run only: the run
+   * suspends, and `resumeAgent({ approvals })` goes on): `true`, or a predicate of the decoded
+   * arguments (a throw ends the run with what it threw). Defaults to false.
+   */
+  readonly needsApproval?: boolean | ((args: A, context: ToolContext) => boolean);
+  /**
+   * Asked when a resumed run finds this tool's execution started and never finished (a crash in
+   * the middle): whether its effect happened and, if it did, its result — `{ happened: true,
+   * result }` or `{ happened: false }` (the tool then runs). If it throws or errors, the outcome
+   * stays unknown (see `onUnknownOutcome`). Not asked for an idempotent tool: it simply runs again.
+   */
+  readonly verify?: (args: A, context: ToolContext) => ObservableInput<Verified<R>>;
 }
+
+/**
+ * What a tool's `verify` answers: the effect happened (with its result) or did not.
+ *
+ * @example
+ * ```ts
+ * const verify = async ({ seat }: { seat: string }): Promise<Verified<string>> =>
+ *   (await bookings.has(seat)) ? { happened: true, result: `booked ${seat}` } : { happened: false };
+ * ```
+ */
+export type Verified<R> = { readonly happened: true; readonly result: R } | { readonly happened: false };
 
 /**
  * What a tool's `execute` is handed: the signal (see {@link AbortContext}) and, when
@@ -47,8 +71,15 @@ export interface ToolContext extends AbortContext {
   readonly callId?: string;
 }
 
-/** A tool's context: the attempt's signal (made only when read) and its call's id. */
-class CallContext implements ToolContext {
+/**
+ * A tool's context: the attempt's signal (made only when read) and its call's id.
+ *
+ * @example
+ * ```ts
+ * tool.execute(args, new CallContext(attempt, call.id));
+ * ```
+ */
+export class CallContext implements ToolContext {
   constructor(
     private readonly attempt: AbortContext,
     readonly callId: string,
@@ -64,6 +95,10 @@ export interface Tool<A = unknown, R = unknown> extends ToolSpec {
   readonly args: t.Type<A, unknown, unknown>;
   readonly idempotent: boolean;
   readonly execute: (args: A, context: ToolContext) => ObservableInput<R>;
+  /** Whether a call waits for approval (see {@link ToolDefinition.needsApproval}); false when not given. */
+  readonly needsApproval?: boolean | ((args: A, context: ToolContext) => boolean);
+  /** See {@link ToolDefinition.verify}. */
+  readonly verify?: (args: A, context: ToolContext) => ObservableInput<Verified<R>>;
   /** A JSON-schema rendering of `args`, for providers' tool definitions. */
   readonly parameters: JsonSchema;
 }
@@ -77,6 +112,11 @@ const definitionProps = {
   args: Codec,
   idempotent: Bool,
   execute: Func,
+  needsApproval: /* @__PURE__ */ check(
+    'a boolean or a function (args, context) => boolean',
+    (u): u is boolean | ((...args: never[]) => unknown) => typeof u === 'boolean' || typeof u === 'function',
+  ),
+  verify: Func,
 };
 
 /**
@@ -106,6 +146,8 @@ export function defineTool<A, R>(definition: ToolDefinition<A, R>): Tool<A, R> {
     args: definition.args,
     idempotent: definition.idempotent ?? false,
     execute: definition.execute,
+    needsApproval: definition.needsApproval ?? false,
+    ...(definition.verify === undefined ? {} : { verify: definition.verify }),
     parameters: toJsonSchema(definition.args),
   };
 }
@@ -154,6 +196,23 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
       }),
     );
   });
+}
+
+/**
+ * A tool's result as the text of its tool message: a string as it is, anything else as JSON.
+ *
+ * @example
+ * ```ts
+ * resultText({ temperature: 22 }); // '{"temperature":22}'
+ * ```
+ */
+export function resultText(result: unknown): string {
+  if (typeof result === 'string') return result;
+  try {
+    return JSON.stringify(result) ?? 'null';
+  } catch {
+    return String(result);
+  }
 }
 
 /** A tool's string result is one value: RxJS would emit it character by character (an iterable). */

@@ -267,6 +267,12 @@ export function describeEvent(event: AgentEvent): string {
       return `validation:${event.valid ? 'valid' : 'invalid'}`;
     case 'message':
       return `message:${event.message.role}`;
+    case 'approval-requested':
+      return `approval-requested:${event.tool}`;
+    case 'suspended':
+      return 'suspended';
+    case 'tool-outcome-unknown':
+      return `tool-outcome-unknown:${event.tool}`;
   }
 }
 

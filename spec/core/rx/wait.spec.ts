@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { asyncScheduler, timer } from 'rxjs';
-import { after, MAX_TIMER_MS, wait } from '../../../src/core/rx/wait.js';
+import { after, inBackground, MAX_TIMER_MS, wait } from '../../../src/core/rx/wait.js';
 import { testScheduler } from '../../support/marbles.js';
 import { NodeTimerScheduler } from '../../support/nodeTimers.js';
 
@@ -178,6 +178,25 @@ describe('wait / after (src/core/rx/wait.ts: every wait in rxheal)', () => {
         after(50, asyncScheduler, () => console.log('retry fired'));
       `);
       expect(out.trim()).to.equal('retry fired');
+    });
+
+    it('inBackground(scheduler): what it schedules does not hold the process (a reconnection backoff nobody waits on); the rest still does', async function () {
+      this.timeout(30_000);
+      const out = await runNode(`
+        import { asyncScheduler, timer } from 'rxjs';
+        import { inBackground } from './src/core/rx/wait.ts';
+        timer(600_000, inBackground(asyncScheduler)).subscribe(() => console.log('background fired'));
+        timer(50, asyncScheduler).subscribe(() => console.log('retry fired'));
+      `);
+      expect(out.trim()).to.equal('retry fired');
+    });
+
+    it("inBackground(scheduler) keeps the scheduler's time and order (virtual time too)", () => {
+      testScheduler().run(({ expectObservable }) => {
+        const background = inBackground(asyncScheduler);
+        expectObservable(timer(500, background)).toBe('500ms (0|)', { 0: 0 });
+        expectObservable(wait(30 * DAY, background)).toBe(`${30 * DAY}ms (0|)`, { 0: 0 });
+      });
     });
   });
 });

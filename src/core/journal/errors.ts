@@ -101,3 +101,69 @@ export class JournalCorruptError extends Error {
     this.reason = reason;
   }
 }
+
+/**
+ * What a resumed run's configuration changed since its journal's start: the instruction, a tool
+ * (added, gone or renamed), a tool's argument schema, a model (gone, added), the conversation it
+ * started from. Listed in `allowChanged`, a kind is accepted.
+ *
+ * @example
+ * ```ts
+ * const accepted: JournalChange[] = ['instruction', 'model'];
+ * ```
+ */
+export type JournalChange = 'instruction' | 'tool' | 'schema' | 'model' | 'messages';
+
+/**
+ * A run resumed with another configuration than the one its journal started with: each
+ * difference in `differences` (its kind and what changed). Nothing was written. Pass the kinds
+ * you mean to accept as `allowChanged`.
+ *
+ * @example
+ * ```ts
+ * // JournalMismatchError: run "order-7421" was journaled with another configuration: tool: "book" is gone; schema: "pay" changed its arguments
+ * if (e instanceof JournalMismatchError) console.log(e.differences.map((d) => d.kind));
+ * ```
+ */
+export class JournalMismatchError extends Error {
+  override readonly name = 'JournalMismatchError';
+  /** The run resumed. */
+  readonly runId: string;
+  /** Each difference: its kind (what `allowChanged` accepts) and what changed. */
+  readonly differences: readonly { readonly kind: JournalChange; readonly detail: string }[];
+
+  constructor(runId: string, differences: readonly { readonly kind: JournalChange; readonly detail: string }[]) {
+    super(
+      `run ${JSON.stringify(runId)} was journaled with another configuration: ${differences.map((d) => `${d.kind}: ${d.detail}`).join('; ')}` +
+        ` (allowChanged: [${[...new Set(differences.map((d) => `'${d.kind}'`))].join(', ')}] accepts it)`,
+    );
+    this.runId = runId;
+    this.differences = differences;
+  }
+}
+
+/**
+ * A resumed run found that a non-idempotent tool's execution had started and never finished,
+ * with no `verify` to say whether its effect happened, and was told to fail rather than tell the
+ * model (`onUnknownOutcome: 'error'`). The tool was not run again. This error is not journaled:
+ * resuming with `onUnknownOutcome: 'tell-model'` goes on.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof ToolOutcomeUnknownError) alert(`check whether ${e.tool} (${e.callId}) happened`);
+ * ```
+ */
+export class ToolOutcomeUnknownError extends Error {
+  override readonly name = 'ToolOutcomeUnknownError';
+
+  constructor(
+    /** The run resumed. */
+    readonly runId: string,
+    /** The tool whose outcome is unknown. */
+    readonly tool: string,
+    /** The model's tool call it answered. */
+    readonly callId: string,
+  ) {
+    super(`run ${JSON.stringify(runId)}: the outcome of ${tool} (call ${callId}) is unknown: it started before the crash and never finished`);
+  }
+}

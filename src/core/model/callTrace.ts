@@ -7,7 +7,7 @@
  */
 import { Observable, type Observer, type SchedulerLike, type Subscriber } from 'rxjs';
 import { classifyError } from '../errors/classify.js';
-import type { Usage } from '../events/events.js';
+import type { ProviderFallback, Usage } from '../events/events.js';
 import type { HealHub } from '../hub/hub.js';
 import { subscribeWithin } from '../rx/operate.js';
 import { errorText } from '../errors/sanitize.js';
@@ -73,17 +73,41 @@ export class TraceObserver<T> implements Observer<T> {
     private readonly hub: HealHub,
     private readonly scheduler: SchedulerLike,
     private readonly call: TracedCall,
+    /** For a model call: whether it made no calls of its own (the provider's fallbacks are reported by the innermost call that saw them). */
+    private readonly innermost: () => boolean = () => true,
   ) {
     this.started = scheduler.now();
     hub.report({ type: 'call-start', ...call, at: this.started });
   }
 
   next(value: T): void {
-    const event = value as { type?: unknown; usage?: Usage };
+    const event = value as { type?: unknown; usage?: Usage; providerFallbacks?: readonly ProviderFallback[]; recommendedModel?: string };
     if (this.call.kind === 'model') {
-      if (event.type === 'finish' && event.usage) this.usage = event.usage;
+      if (event.type === 'finish') {
+        if (event.usage) this.usage = event.usage;
+        if (event.providerFallbacks && this.innermost()) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
+      }
     } else if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
     this.subscriber.next(value);
+  }
+
+  /**
+   * The fallbacks the provider made on its side during the call, as `fallback` events marked
+   * `providerSide` (reported at the call's finish, before it passes on): they are the provider's,
+   * not a chain's, so nothing else moves on because of them.
+   */
+  private reportProviderFallbacks(fallbacks: readonly ProviderFallback[], recommendedModel: string | undefined): void {
+    for (const { from, to, midStream } of fallbacks) {
+      this.hub.report({
+        type: 'fallback',
+        from: `model:${from}`,
+        to: `model:${to}`,
+        reason: 'provider_fallback',
+        midStream: midStream === true,
+        providerSide: true,
+        ...(recommendedModel === undefined ? {} : { recommendedModel }),
+      });
+    }
   }
 
   error(error: unknown): void {

@@ -274,7 +274,9 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
       traceWithin(
         subscriber,
         turn,
-        budget ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served) : new TraceObserver(subscriber, hub, scheduler, call),
+        budget
+          ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served)
+          : new TraceObserver(subscriber, hub, scheduler, call, () => served.children === 0),
       );
     else if (budget) subscribeWithin(subscriber, turn, new UsageObserver(subscriber, budget, served));
     else turn.subscribe(subscriber);
@@ -323,7 +325,7 @@ class MeteredTrace extends TraceObserver<TurnEvent> {
     private readonly budget: BudgetMeter,
     private readonly served: ServedCall,
   ) {
-    super(subscriber, hub, scheduler, call);
+    super(subscriber, hub, scheduler, call, () => served.children === 0);
   }
 
   override next(event: TurnEvent): void {

@@ -98,3 +98,22 @@ export function wait(delayMs: number, scheduler: SchedulerLike): Observable<0> {
     }),
   );
 }
+
+/**
+ * `scheduler` for waits that must not keep a Node process alive on their own: every action it
+ * schedules has its Node timer `unref`'d ({@link after}'s `background`, for an operator's waits).
+ * Time and order are `scheduler`'s (virtual in `TestScheduler.run`, where there is no timer to let go of).
+ *
+ * @example
+ * ```ts
+ * // a reconnection's backoff: nobody waits on it, so a script that is done exits
+ * source$.pipe(retryWithBackoff({ maxRetries: Infinity, scheduler: inBackground(asyncScheduler) }));
+ * ```
+ */
+export function inBackground(scheduler: SchedulerLike): SchedulerLike {
+  return {
+    now: () => scheduler.now(),
+    schedule: <T>(work: (this: SchedulerAction<T>, state?: T) => void, delay?: number, state?: T): Subscription =>
+      unref(scheduler.schedule<T>(work, delay, state as T)),
+  };
+}

@@ -1,0 +1,405 @@
+/**
+ * {@link DurableRun}: what a journaled run (`runAgent({ runId, journal })`, `resumeAgent`) adds to
+ * the agent loop. It claims the run's lease (renewed on the scheduler every third of `leaseMs`,
+ * released at the end and on unsubscribe), reads the journal as a {@link resumePlan}, checks the
+ * configuration against the journaled one, replays what the journal holds (`replayed: true`),
+ * writes each record before the step that depends on it, and decides what a resumed tool call
+ * does: run, answer from `verify`, report an unknown outcome, wait for approval, or be denied.
+ *
+ * @module
+ */
+import {
+  catchError,
+  concat,
+  concatMap,
+  defaultIfEmpty,
+  defer,
+  ignoreElements,
+  interval,
+  map,
+  type Observable,
+  of,
+  Subscription,
+  switchMap,
+  takeLast,
+  throwError,
+} from 'rxjs';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import type { AgentEvent, Message, ToolCall, ToolMessage } from '../core/events/events.js';
+import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
+import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
+import { isLeft } from '../core/errors/options.js';
+import { abortable } from '../core/model/abortable.js';
+import { modelsInside } from '../core/model/model.js';
+import { markFatal } from '../core/rx/runScope.js';
+import { guard, Thrown } from '../core/rx/guard.js';
+import type { AnyTool, DurableSettings, PipelineContext, ResolvedAgent } from './agentConfig.js';
+import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
+import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
+import { CallContext, resultText, type Verified } from './tool.js';
+
+/**
+ * What one tool call yields: the events to emit and the tool message.
+ *
+ * @example
+ * ```ts
+ * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
+ * ```
+ */
+export interface ToolOutcome {
+  readonly events: readonly AgentEvent[];
+  readonly message: ToolMessage;
+}
+
+/**
+ * What the agent loop lends a journaled run.
+ *
+ * @example
+ * ```ts
+ * const durable = new DurableRun(host, agent, agent.durable!);
+ * ```
+ */
+export interface DurableHost {
+  emit(event: AgentEvent): void;
+  /** Runs a step of the loop, a throw ending the run. */
+  stage(run: () => void): void;
+  /** Ends the run's stream now: an error, or completion. */
+  errorNow(error: unknown): void;
+  completeNow(): void;
+  /** Goes on from the plan (a new run: its first turn). */
+  resume(plan: ResumePlan): void;
+  used(): Used;
+  readonly closed: boolean;
+}
+
+/** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
+const notJournaled = (error: unknown): boolean =>
+  error instanceof RunLockedError ||
+  error instanceof JournalCorruptError ||
+  error instanceof JournalMismatchError ||
+  error instanceof ToolOutcomeUnknownError ||
+  error instanceof InvalidOptionError;
+
+/** Records as JSON data: a tool's result that is not (a Date, undefined) is journaled as its JSON. */
+const jsonData = (record: RunRecord) => asData(JSON.parse(JSON.stringify(record)) as RunRecord);
+
+const randomHolder = (): string =>
+  `rxheal-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+
+/**
+ * The text a model gets for a call whose outcome a resume cannot know.
+ *
+ * @example
+ * ```ts
+ * unknownOutcomeText('book'); // 'The outcome of book is unknown: …'
+ * ```
+ */
+export const unknownOutcomeText = (tool: string): string =>
+  `The outcome of ${tool} is unknown: it may or may not have happened (the run was interrupted while it ran). Check before trying again.`;
+
+/**
+ * The configuration's fingerprint, as the start record keeps it.
+ *
+ * @example
+ * ```ts
+ * fingerprintOf(resolveAgent(config)).models; // ['gpt-5-mini']
+ * ```
+ */
+export function fingerprintOf(agent: ResolvedAgent): Fingerprint {
+  const { config, specs } = agent;
+  const models = [config.model.id, ...(modelsInside(config.model) ?? []).map((m) => m.id)];
+  return JSON.parse(
+    JSON.stringify({ instruction: config.instruction ?? '', tools: specs.map((s) => ({ name: s.name, schema: s.parameters })), models }),
+  ) as Fingerprint;
+}
+
+/**
+ * What differs between the journaled configuration and this one.
+ *
+ * @example
+ * ```ts
+ * differences(plan.fingerprint!, fingerprintOf(agent), plan.initial, config.messages); // [{ kind: 'tool', detail: '"book" is gone' }]
+ * ```
+ */
+export function differences(was: Fingerprint, now: Fingerprint, wasMessages: readonly Message[], nowMessages: readonly Message[]) {
+  const out: { kind: JournalChange; detail: string }[] = [];
+  if (was.instruction !== now.instruction) out.push({ kind: 'instruction', detail: 'the instruction changed' });
+  const tools = new Map(now.tools.map((t) => [t.name, t]));
+  for (const t of was.tools) {
+    const n = tools.get(t.name);
+    if (n === undefined) out.push({ kind: 'tool', detail: `${JSON.stringify(t.name)} is gone` });
+    else if (JSON.stringify(n.schema) !== JSON.stringify(t.schema)) out.push({ kind: 'schema', detail: `${JSON.stringify(t.name)} changed its arguments` });
+  }
+  for (const n of now.tools) if (!was.tools.some((t) => t.name === n.name)) out.push({ kind: 'tool', detail: `${JSON.stringify(n.name)} was added` });
+  for (const m of was.models) if (!now.models.includes(m)) out.push({ kind: 'model', detail: `${JSON.stringify(m)} is gone` });
+  for (const m of now.models) if (!was.models.includes(m)) out.push({ kind: 'model', detail: `${JSON.stringify(m)} was added` });
+  if (JSON.stringify(wasMessages) !== JSON.stringify(JSON.parse(JSON.stringify(nowMessages))))
+    out.push({ kind: 'messages', detail: 'the conversation it started from changed' });
+  return out;
+}
+
+/** A journaled run's error, read back: its name and message (its class is not journaled). */
+function replayedError(error: { readonly name: string; readonly message: string }): Error {
+  const e = new Error(error.message);
+  e.name = error.name;
+  return e;
+}
+
+/**
+ * One journaled run: its session, its lease, its records.
+ *
+ * @example
+ * ```ts
+ * const durable = new DurableRun(host, agent, agent.durable!);
+ * durable.start();
+ * ```
+ */
+export class DurableRun {
+  private session: JournalSession | undefined;
+  private readonly work = new Subscription();
+  private renewal: Subscription | undefined;
+  private ended = false;
+
+  constructor(
+    private readonly host: DurableHost,
+    private readonly agent: ResolvedAgent,
+    private readonly settings: DurableSettings,
+  ) {}
+
+  get runId(): string {
+    return this.settings.runId;
+  }
+
+  /** Claims the run; then replays it and goes on (a new run: writes its start). */
+  start(): void {
+    const { journal, runId, leaseMs } = this.settings;
+    const claim = guard(() => journal.claim({ runId, holder: this.settings.holder ?? randomHolder(), leaseMs }));
+    if (claim instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(claim.error));
+    this.work.add(claim.subscribe({ next: (session) => this.claimed(session), error: (error: unknown) => this.host.errorNow(error) }));
+  }
+
+  private claimed(session: JournalSession): void {
+    this.session = session;
+    const plan = guard(() => this.check(session.entries));
+    if (plan instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(plan.error));
+    this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.agent.scheduler)
+      .pipe(concatMap(() => session.renew()))
+      .subscribe({ error: (error: unknown) => this.fail(error) });
+    if (plan.status === 'new') {
+      const start: RunRecord = { v: RECORD_VERSION, type: 'start', fingerprint: fingerprintOf(this.agent), messages: [...this.agent.config.messages] };
+      return this.commit(start, () => this.host.resume(plan));
+    }
+    for (const event of plan.replay) {
+      if (this.host.closed) return;
+      this.host.emit({ ...event, replayed: true });
+    }
+    if (plan.status === 'answered') return this.finish(undefined, () => this.host.completeNow());
+    if (plan.status === 'failed') return this.finish(undefined, () => this.host.errorNow(replayedError(plan.error!)));
+    const approvals = Object.entries(this.settings.approvals ?? {});
+    if (approvals.length === 0) {
+      if (plan.status === 'suspended') return this.suspended(plan.pending, true);
+      return this.host.resume(plan);
+    }
+    // each decision journaled before the call it decides runs; the plan read again with them
+    const decisions: RunRecord[] = approvals.map(([callId, a]) => ({
+      v: RECORD_VERSION,
+      type: 'decision',
+      callId,
+      approved: a.approved,
+      ...(a.approved ? {} : { reason: a.reason }),
+    }));
+    const entries: JournalEntry[] = [...session.entries, ...decisions.map((d, i) => ({ seq: session.entries.length + i, data: jsonData(d) }))];
+    const write = (i: number): void =>
+      i === decisions.length ? this.host.resume(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1));
+    write(0);
+  }
+
+  /** The journal as a plan, checked against this configuration and the approvals given. */
+  private check(entries: readonly JournalEntry[]): ResumePlan {
+    const plan = resumePlan(this.runId, entries);
+    if (plan.fingerprint !== undefined) {
+      const found = differences(plan.fingerprint, fingerprintOf(this.agent), plan.initial, this.agent.config.messages);
+      const refused = found.filter((d) => !this.settings.allowChanged.includes(d.kind));
+      if (refused.length > 0) throw new JournalMismatchError(this.runId, refused);
+    }
+    for (const [callId, approval] of Object.entries(this.settings.approvals ?? {})) {
+      if (!plan.pending.some((p) => p.callId === callId)) {
+        const waiting = plan.pending.map((p) => JSON.stringify(p.callId)).join(', ') || 'none';
+        throw new InvalidOptionError('resumeAgent', `approvals.${callId}`, approval, `an approval of a call the run waits for (waiting: ${waiting})`);
+      }
+    }
+    return plan;
+  }
+
+  /** Journals `record`, then goes on: what depends on it starts only once it is durable. */
+  commit(record: RunRecord, next: () => void): void {
+    const session = this.session!;
+    const append = guard(() => session.append(jsonData(record)));
+    if (append instanceof Thrown) return this.fail(append.error);
+    this.work.add(append.subscribe({ error: (error: unknown) => this.journalFailed(error), complete: () => this.host.stage(next) }));
+  }
+
+  /** `record` journaled, as an Observable (what a tool's outcome waits for). */
+  private append$(record: RunRecord): Observable<never> {
+    return defer(() => this.session!.append(jsonData(record))).pipe(
+      ignoreElements(),
+      catchError((error: unknown) => {
+        // a journal that cannot be written ends the run: never a tool error the model sees
+        markFatal(error);
+        return throwError(() => error);
+      }),
+    );
+  }
+
+  private journalFailed(error: unknown): void {
+    markFatal(error);
+    this.finish(undefined, () => this.host.errorNow(error));
+  }
+
+  /** A model turn's (or an answer's) record. */
+  record(messages: readonly Message[], events: readonly AgentEvent[], correction = false): RunRecord {
+    return messageRecord(messages, events, this.host.used(), correction ? { correction: true } : {});
+  }
+
+  /** Before a tool executes: its start journaled. */
+  beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T> {
+    return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.host.used() }), execute$);
+  }
+
+  /** A tool's outcome journaled (its events and message go on once it is durable). */
+  commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
+    const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.host.used(), { callId: call.id });
+    return concat(this.append$(record), of(outcome));
+  }
+
+  /**
+   * What a call of a tool round does, from its state in the plan (undefined: a call of a live
+   * turn): `'pending'` (it waits for approval), or its outcome (`run$` runs it).
+   */
+  callPlan(
+    call: ToolCall,
+    state: CallState | undefined,
+    tool: AnyTool | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): 'pending' | Observable<ToolOutcome> {
+    const kind = state?.state ?? 'not-started';
+    if (tool === undefined || kind === 'approved') return run$();
+    if (kind === 'awaiting-approval') return 'pending';
+    if (kind === 'denied') {
+      const reason = state?.state === 'denied' && state.reason !== '' ? `: ${state.reason}` : '';
+      const text = `The call was denied by the person asked to approve it${reason}. It did not run.`;
+      return of({
+        events: [{ type: 'tool-error', id: call.id, name: call.name, error: `denied${reason}`, category: 'denied' }],
+        message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: text, isError: true },
+      });
+    }
+    if (kind === 'interrupted' && !tool.idempotent) return this.unknown(call, tool, run$);
+    if (kind === 'not-started' && this.needsApproval(call, tool, context)) return 'pending';
+    return run$();
+  }
+
+  private needsApproval(call: ToolCall, tool: AnyTool, context: PipelineContext): boolean {
+    const rule = tool.needsApproval;
+    if (rule === undefined || rule === false || rule === true) return rule === true;
+    const decoded = tool.args.decode(call.args);
+    // arguments that do not decode never run (the tool's validation error goes to the model)
+    if (isLeft(decoded)) return false;
+    const verdict = guard(rule, decoded.right, { callId: call.id, signal: new AbortController().signal });
+    if (verdict instanceof Thrown) throw verdict.error;
+    void context;
+    return verdict === true;
+  }
+
+  /** An interrupted non-idempotent call: its `verify` answers, or its outcome is unknown. */
+  private unknown(call: ToolCall, tool: AnyTool, run$: () => Observable<ToolOutcome>): Observable<ToolOutcome> {
+    const unknown$ = defer((): Observable<ToolOutcome> => {
+      const event: AgentEvent = { type: 'tool-outcome-unknown', callId: call.id, tool: call.name };
+      if (this.settings.onUnknownOutcome === 'error') {
+        this.host.emit(event);
+        const error = new ToolOutcomeUnknownError(this.runId, call.name, call.id);
+        markFatal(error);
+        return throwError(() => error);
+      }
+      return of({
+        events: [event],
+        message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: unknownOutcomeText(call.name), isError: true },
+      });
+    });
+    const verify = tool.verify;
+    if (verify === undefined) return unknown$;
+    return abortable((context) => {
+      const decoded = tool.args.decode(call.args);
+      if (isLeft(decoded)) throw new Error('arguments that do not decode');
+      return verify(decoded.right, new CallContext(context, call.id));
+    }).pipe(
+      takeLast(1),
+      defaultIfEmpty(undefined),
+      map((v: Verified<unknown> | undefined) => v),
+      catchError(() => of(undefined)),
+      switchMap((v): Observable<ToolOutcome> => {
+        if (v?.happened === true)
+          return of({
+            events: [{ type: 'tool-result', id: call.id, name: call.name, result: v.result }],
+            message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(v.result) },
+          });
+        return v?.happened === false ? run$() : unknown$;
+      }),
+    );
+  }
+
+  /** Calls wait for approval: journaled, each `approval-requested`, then `suspended`, and the run completes. */
+  suspend(pending: readonly PendingApproval[]): void {
+    this.commit({ v: RECORD_VERSION, type: 'suspended', pending: [...pending] }, () => {
+      for (const p of pending) this.host.emit({ type: 'approval-requested', callId: p.callId, tool: p.tool, args: p.args });
+      this.suspended(pending, false);
+    });
+  }
+
+  private suspended(_pending: readonly PendingApproval[], replayed: boolean): void {
+    this.host.emit(replayed ? { type: 'suspended', runId: this.runId, replayed } : { type: 'suspended', runId: this.runId });
+    this.finish(undefined, () => this.host.completeNow());
+  }
+
+  /** The answer was given: journaled as the end, the lease released, then the run completes. */
+  answered(): void {
+    this.finish({ v: RECORD_VERSION, type: 'end', outcome: 'answer' }, () => this.host.completeNow());
+  }
+
+  /** The run failed: journaled as its end (unless the journal itself failed), the lease released, then the error. */
+  fail(error: unknown): void {
+    const record: RunRecord | undefined = notJournaled(error)
+      ? undefined
+      : {
+          v: RECORD_VERSION,
+          type: 'end',
+          outcome: 'error',
+          error: { name: error instanceof Error ? error.name : 'Error', message: error instanceof Error ? error.message : String(error) },
+        };
+    this.finish(record, () => this.host.errorNow(error));
+  }
+
+  /** Writes the end record (if any), releases the lease, then delivers the run's end. Once. */
+  private finish(record: RunRecord | undefined, deliver: () => void): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.renewal?.unsubscribe();
+    this.work.unsubscribe();
+    const session = this.session;
+    if (session === undefined) return deliver();
+    const release = (): void => void session.release().subscribe({ error: deliver, complete: deliver });
+    if (record === undefined) return release();
+    const append = guard(() => session.append(jsonData(record)));
+    if (append instanceof Thrown) return release();
+    append.subscribe({ error: release, complete: release });
+  }
+
+  /** The run's subscriber left: stop renewing, release the lease (what was already sent still settles). */
+  unsubscribe(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.renewal?.unsubscribe();
+    this.work.unsubscribe();
+    this.session?.release().subscribe({ error: () => undefined });
+  }
+}
