@@ -21,7 +21,7 @@
 import fc from 'fast-check';
 import { breakerMatchesModel } from '../spec/property/breakerModel.js';
 import { retryProperty } from '../spec/property/retryProperty.js';
-import { callPolicyProperty, retryUnderBreakerProperty } from '../spec/property/retryUnderBreaker.js';
+import { callPolicyProperty } from '../spec/property/callPolicyProperty.js';
 import { hardeningProperties } from '../spec/property/hardening.js';
 import { runChaosSoak } from '../spec/soak/chaosSoak.js';
 import { runLoopbackSoak } from '../spec/soak/loopbackSoak.js';
@@ -43,9 +43,8 @@ const wanted = (part: 'properties' | 'agent' | 'loopback'): boolean => only === 
 const properties: [string, fc.IProperty<never>][] = [
   ['CircuitBreaker (through circuitBreak) vs the reference model', breakerMatchesModel as unknown as fc.IProperty<never>],
   ['retryWithBackoff: subscriptions, terminal errors, virtual time', retryProperty as unknown as fc.IProperty<never>],
-  ['retryWithBackoff fused into circuitBreak = the two apart', retryUnderBreakerProperty as unknown as fc.IProperty<never>],
   ...hardeningProperties,
-  ['callPolicy(…).call(work) = defer(work) through the two operators apart', callPolicyProperty as unknown as fc.IProperty<never>],
+  ['callPolicy(…).call(work) = defer(work) through the two operators piped', callPolicyProperty as unknown as fc.IProperty<never>],
 ];
 
 let failed = false;

@@ -23,7 +23,7 @@ export interface Room {
 export const ROOMS: readonly Room[] = [
   {
     path: 'core/rx',
-    purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, lean subscribers, a run's scope`,
+    purpose: `RxJS building blocks every part uses: the one place a wait is armed (wait.ts), the guard for user callbacks, backoff maths, the one way operators are built (operate.ts), a run's scope`,
   },
   {
     path: 'core/errors',
@@ -33,7 +33,10 @@ export const ROOMS: readonly Room[] = [
     path: 'core/events',
     purpose: 'The event model: messages, what a model stream emits, what the agent loop reports (types and io-ts codecs), and the message predicate',
   },
-  { path: 'core/circuit', purpose: `A breaker's vocabulary — states, reasons, the event of each move — and the permit protocol an operator runs a call under` },
+  {
+    path: 'core/circuit',
+    purpose: `A breaker's vocabulary — states, reasons, the event of each move — a breaker's permit, and what a hub or registry follows of a breaker (its events$)`,
+  },
   { path: 'core/hub', purpose: 'The events hub: where every operator reports what the healing did, and how it follows breakers' },
   {
     path: 'core/breaker',

@@ -133,7 +133,7 @@ export async function guardedCall(options: { n: number; reps: number; warmup: nu
     },
   ];
   const notes = {
-    [HEADLINE]: 'the shape users write: operators made once, defer + pipe per call (the two run fused)',
+    [HEADLINE]: 'the shape users write: operators made once, defer + pipe per call',
     [POLICY]: 'the same retry and breaker, one observable per call (callPolicy)',
     'rxheal retryWithBackoff+circuitBreak': 'defer(fn).pipe(…) built once, subscribed per call',
   };

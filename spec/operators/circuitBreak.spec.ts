@@ -737,7 +737,7 @@ describe('circuitBreak', () => {
       ['error', true],
       ['complete', true],
     ] as const) {
-      it(`on the ${outcome === 'error' ? 'failure that opens the breaker' : 'success that closes it'}${fused ? ', after retryWithBackoff (fused)' : ''}: the call just ends, nothing thrown, nothing delivered after the unsubscribe`, () => {
+      it(`on the ${outcome === 'error' ? 'failure that opens the breaker' : 'success that closes it'}${fused ? ', after retryWithBackoff' : ''}: the call just ends, nothing thrown, nothing delivered after the unsubscribe`, () => {
         // closed, one failure from open; or half-open, one success from closed
         const target = outcome === 'error' ? new CircuitBreaker({ failureThreshold: 1 }) : halfOpenBreaker(new VirtualTimeScheduler());
         const source = new Subject<string>();
@@ -756,7 +756,7 @@ describe('circuitBreak', () => {
     }
   });
 
-  describe('after retryWithBackoff (the two run fused: one permit for the whole retried call)', () => {
+  describe('after retryWithBackoff (one permit for the whole retried call)', () => {
     const retries = { maxRetries: 2, initialBackoffMs: 100, jitter: 'none' } as const;
 
     it('a call that fails, retries and succeeds takes one permit and counts one success', () => {
@@ -909,9 +909,9 @@ describe('circuitBreak', () => {
 
 describe('circuitBreak: isFailure throws (the guard rule)', () => {
   // the call counts as failed (the permit is settled, a half-open breaker re-opens) and fails
-  // downstream with what isFailure threw: alone, fused after retryWithBackoff, and when the
+  // downstream with what isFailure threw: alone, after retryWithBackoff, and when the
   // retry's total budget runs out
-  for (const shape of ['alone', 'fused after retryWithBackoff'] as const) {
+  for (const shape of ['alone', 'after retryWithBackoff'] as const) {
     for (const kind of KINDS) {
       it(`${shape}, ${kind} source: the throw goes downstream and the breaker re-opens`, () => {
         const scheduler = new VirtualTimeScheduler();

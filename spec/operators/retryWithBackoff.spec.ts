@@ -615,7 +615,7 @@ describe('retryWithBackoff', () => {
 });
 
 describe('retryWithBackoff: a user callback that throws (the guard rule)', () => {
-  // each callback throws; the result errors with what it threw, alone and fused with
+  // each callback throws; the result errors with what it threw, alone and piped into
   // circuitBreak (the permit is settled), with a source failing synchronously or later
   const cases: [string, (boom: Boom) => RetryWithBackoffOptions<unknown>, readonly unknown[]][] = [
     ['classifier', (boom) => ({ classifier: thrower(boom) }), []],
@@ -627,7 +627,7 @@ describe('retryWithBackoff: a user callback that throws (the guard rule)', () =>
   for (const [callback, options, values] of cases) {
     for (const fused of [false, true]) {
       for (const kind of KINDS) {
-        it(`${callback} throws → the error downstream (${fused ? 'fused with circuitBreak' : 'alone'}, ${kind} source)`, () => {
+        it(`${callback} throws → the error downstream (${fused ? 'piped into circuitBreak' : 'alone'}, ${kind} source)`, () => {
           const scheduler = new VirtualTimeScheduler();
           const boom = new Boom(callback);
           const { source, live, subscriptions } = failingSource(kind, scheduler, e503, values);
@@ -672,7 +672,7 @@ describe('retryWithBackoff: delays above 2³¹−1 ms (Node clamps such a timer 
     sub.unsubscribe();
   });
 
-  it('totalTimeoutMs: 3e9 gives up at 3e9 ms, not after 1 ms (alone and fused with circuitBreak)', () => {
+  it('totalTimeoutMs: 3e9 gives up at 3e9 ms, not after 1 ms (alone and piped into circuitBreak)', () => {
     for (const fused of [false, true]) {
       const scheduler = new NodeTimerScheduler();
       const never = new Observable<unknown>(() => undefined);

@@ -3,13 +3,13 @@ import fc from 'fast-check';
 import { runScenario, throwingCallbacksProperty } from './throwingCallbacks.js';
 
 describe('property: a user callback that throws never hangs a pipeline', () => {
-  it('every operator (alone, fused, composed), any callback throwing on its n-th call, sync or async sources: the run ends, nothing escapes, is left scheduled or subscribed, no permit is kept, and the throw goes downstream (300 random runs)', () => {
+  it('every operator (alone, retry into breaker, composed), any callback throwing on its n-th call, sync or async sources: the run ends, nothing escapes, is left scheduled or subscribed, no permit is kept, and the throw goes downstream (300 random runs)', () => {
     fc.assert(throwingCallbacksProperty, { numRuns: 300 });
   });
 
   it('the checks see a throw: a classifier throwing on its first call ends the run with it', () => {
     const o = runScenario({
-      rig: 'retry → circuitBreak (fused)',
+      rig: 'retry → circuitBreak',
       callback: 'classifier',
       throwAt: 1,
       script: [{ sync: false, latency: 5, values: 0, end: '503' }],

@@ -1,6 +1,6 @@
 /**
  * Property: a user callback that throws never hangs a pipeline. Random operator (alone, or
- * retryWithBackoff fused into circuitBreak, or all of them composed), a random callback of it
+ * retryWithBackoff piped into circuitBreak, or all of them composed), a random callback of it
  * that throws on its n-th call (behaving normally before), and a random script of source
  * attempts (synchronous or later, values, then completion, a 503 or a 400), run in virtual time.
  * Every run must end (error or completion); nothing may escape (`flush()` throwing, RxJS's
@@ -47,7 +47,7 @@ export const stepArb: fc.Arbitrary<Step> = fc.record({
 /** The rigs and the callbacks each calls; `surfaces`: its throw must reach the end as the error. */
 const RIGS = {
   retry: { classifier: true, random: true, shouldRetry: true, onRetry: true, onRestart: true },
-  'retry → circuitBreak (fused)': { classifier: true, random: true, shouldRetry: true, onRetry: true, onRestart: true, isFailure: true },
+  'retry → circuitBreak': { classifier: true, random: true, shouldRetry: true, onRetry: true, onRestart: true, isFailure: true },
   circuitBreak: { isFailure: true },
   fallbackTo: { shouldFallback: true, classifier: true, onRestart: true, factory: false, isFailure: false },
   degradeAfter: { onError: true, degraded: true, describe: true },
@@ -171,7 +171,7 @@ export function runScenario(s: Scenario): Outcome {
     case 'retry':
       result = source.pipe(retry());
       break;
-    case 'retry → circuitBreak (fused)':
+    case 'retry → circuitBreak':
       result = source.pipe(retry(), circuitBreak(breaker()));
       break;
     case 'circuitBreak':

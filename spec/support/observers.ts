@@ -4,8 +4,7 @@
  */
 import type { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 
-/** Observers of a breaker's (private) transition subject, and its listeners (hubs, registries). */
+/** Observers of a breaker's (private) transition subject: `events$` observers (hubs and registries among them) and its fleet. */
 export function breakerObservers(breaker: CircuitBreaker): number {
-  const b = breaker as unknown as { subject?: { observers: unknown[] }; listeners?: Set<unknown> };
-  return (b.subject?.observers.length ?? 0) + (b.listeners?.size ?? 0);
+  return (breaker as unknown as { subject?: { observers: unknown[] } }).subject?.observers.length ?? 0;
 }

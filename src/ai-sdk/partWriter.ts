@@ -7,7 +7,7 @@
  * @module
  */
 import type { LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage, SharedV3ProviderMetadata } from '@ai-sdk/provider';
-import { Subscriber, Subscription } from 'rxjs';
+import type { Observer, Subscription } from 'rxjs';
 import type { FinishReason, TurnEvent, Usage } from '../core/events/events.js';
 import { argumentsText } from '../providers/openai.js';
 import { StreamRestartError } from '../adapters/common.js';
@@ -43,12 +43,12 @@ export const v3Reason = (reason: FinishReason, raw: string = reason): LanguageMo
  * Writes a model's events into an AI SDK stream as parts: text deltas in `text-start/-delta/-end`
  * blocks, tool calls as `tool-call` parts, the finish with its reason and usage; an error, or a
  * `reset` after something was delivered ({@link StreamRestartError}), as an `error` part and an
- * error finish. The stream's own subscriber (no observer wrapped in another per event).
- * `lifetime` is the stream's: ending the stream unsubscribes it (cancelling the model), and once
- * it is closed later events are ignored — the model's subscription is added to it when `subscribe`
- * returns, so a model that emits synchronously past the end is still subscribed, then cancelled.
+ * error finish. The stream's observer of the model's events. `lifetime` is the stream's: the
+ * model's subscription is linked to it before the model is subscribed (`subscribeWithin`), so
+ * ending the stream cancels the model, also one still emitting synchronously; once it is closed
+ * later events are ignored.
  */
-export class PartWriter extends Subscriber<TurnEvent> {
+export class PartWriter implements Observer<TurnEvent> {
   private delivered = false;
   private textId: string | undefined = undefined;
   private reasoningId: string | undefined = undefined;
@@ -58,11 +58,9 @@ export class PartWriter extends Subscriber<TurnEvent> {
     private readonly controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>,
     private readonly modelId: string,
     private readonly lifetime: Subscription,
-  ) {
-    super();
-  }
+  ) {}
 
-  protected override _next(event: TurnEvent): void {
+  next(event: TurnEvent): void {
     if (this.lifetime.closed) return;
     try {
       switch (event.type) {
@@ -112,12 +110,12 @@ export class PartWriter extends Subscriber<TurnEvent> {
     }
   }
 
-  protected override _error(error: unknown): void {
+  error(error: unknown): void {
     this.fail(error);
   }
 
   // streamModel errors a stream that completes without a finish: never reached first
-  protected override _complete(): void {
+  complete(): void {
     this.end();
   }
 

@@ -24,6 +24,7 @@ import { isModel, streamModel, type Model, type ToolChoice, type ToolSpec } from
 import { NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { abortReason, onAbort } from '../adapters/common.js';
 import { PartWriter, v3Reason, v3ToolCall, v3Usage } from './partWriter.js';
+import { subscribeWithin } from '../core/rx/operate.js';
 import { sealed, sealMetadata, sealOf } from './seal.js';
 import { CALL_SETTINGS, settingsIgnoredBy, settingsWarnings, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
 
@@ -306,7 +307,7 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
             );
             if (subscription.closed) return;
             controller.enqueue({ type: 'stream-start', warnings });
-            subscription.add(streamModel(model, request).subscribe(new PartWriter(controller, model.id, subscription)));
+            subscribeWithin(subscription, streamModel(model, request), new PartWriter(controller, model.id, subscription));
           },
           cancel() {
             subscription.unsubscribe();

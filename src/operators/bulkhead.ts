@@ -1,4 +1,5 @@
-import { Observable, type MonoTypeOperatorFunction, type Subscriber, type Subscription } from 'rxjs';
+import type { MonoTypeOperatorFunction, Observable, Subscriber, Subscription } from 'rxjs';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { Bulkhead, type BulkheadEntrant, type BulkheadOptions } from '../core/bulkhead/bulkhead.js';
 import type { BulkheadRejectedError } from '../core/errors/errors.js';
 
@@ -34,12 +35,11 @@ import type { BulkheadRejectedError } from '../core/errors/errors.js';
  */
 export function bulkhead<T>(bulkheadOrOptions: Bulkhead | BulkheadOptions = {}): MonoTypeOperatorFunction<T> {
   const b = bulkheadOrOptions instanceof Bulkhead ? bulkheadOrOptions : new Bulkhead(bulkheadOrOptions);
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      const call = new BulkheadCall(source, subscriber, b);
-      b.enter(call);
-      return call;
-    });
+  return operate<T>((source, subscriber) => {
+    const call = new BulkheadCall(source, subscriber, b);
+    b.enter(call);
+    return call;
+  });
 }
 
 /** One subscription under a bulkhead: what it does when admitted or refused, and its teardown. */
@@ -61,7 +61,7 @@ class BulkheadCall<T> implements BulkheadEntrant {
       this.bulkhead.leave(this);
       return;
     }
-    this.inner = this.source.subscribe({
+    this.inner = subscribeWithin(subscriber, this.source, {
       next: (value) => subscriber.next(value),
       error: (error: unknown) => {
         this.leave();

@@ -1,13 +1,11 @@
-import { Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscriber, type TeardownLogic } from 'rxjs';
-import { Abortable, AbortRun, subscribeResult, type AbortContext } from '../core/model/abortable.js';
+import type { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
+import { abortable, type AbortContext } from '../core/model/abortable.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { Hub, check, validateOptions } from '../core/errors/options.js';
-import { failWith, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/circuit/permit.js';
-import { admit, PermitSubscriber, subscribeUnderBreaker } from './circuitBreak.js';
-import { AttemptSubscriber, retryAfterError, type RetryConfig } from './retryLoop.js';
-import { retryConfigOf, retryWithBackoff, type RetryWithBackoffOptions } from './retryWithBackoff.js';
+import { underBreaker } from './circuitBreak.js';
+import { retryWithBackoff, type RetryWithBackoffOptions } from './retryWithBackoff.js';
 
 /** Options of {@link callPolicy}. */
 export interface CallPolicyOptions<R = never> {
@@ -44,13 +42,12 @@ const props = {
 };
 
 /**
- * The per-call shape, made cheap: a retry and a breaker made once, then one observable per call.
- * `policy.call(() => callTool(args))` behaves exactly as
+ * The per-call shape: a retry and a breaker made once, then one observable per call.
+ * `policy.call(() => callTool(args))` is
  * `defer(() => callTool(args)).pipe(retryWithBackoff(retry), circuitBreak(breaker, { hub }))`
- * with the operators made once — same retries, same admissions and outcomes, same events — but
- * builds one observable per call instead of a pipeline of four, and subscribes to a promise
- * directly. The retry and the breaker still run fused (one subscriber per call). `work` also gets
- * an {@link AbortContext}: unsubscribing aborts the attempt in flight.
+ * with the operators made once — the same operators, so the same retries, admissions, outcomes
+ * and events — on `abortable(work)` instead of `defer`: `work` also gets an
+ * {@link AbortContext}, and unsubscribing aborts the attempt in flight.
  *
  * Use it where calls are made in a loop (an agent's tool calls, a batch); `pipe` stays the way
  * to compose anything else (fallbacks, deadlines, reflection).
@@ -94,131 +91,16 @@ function nested<X>(key: string, make: () => X): X {
 }
 
 class Policy<R> implements CallPolicy<R> {
-  /** The retry's resolved options, when there is a retry. */
-  readonly config: RetryConfig<unknown> | undefined;
-
   constructor(
-    readonly retry: MonoTypeOperatorFunction<unknown> | undefined,
+    private readonly retry: MonoTypeOperatorFunction<unknown> | undefined,
     readonly breaker: CircuitBreaker | undefined,
-    readonly hub: HealHub | undefined,
-  ) {
-    this.config = retry && retryConfigOf(retry);
-  }
+    private readonly hub: HealHub | undefined,
+  ) {}
 
   call<T>(work: (context: AbortContext) => ObservableInput<T>): Observable<T | R> {
-    return new GuardedCall<T | R>(work as (context: AbortContext) => ObservableInput<T | R>, this as Policy<unknown>);
-  }
-}
-
-/**
- * One guarded call: an Observable whose every subscription is one call through the policy.
- *
- * The first attempt runs here, not through an operator chain: admission (`admit`, as
- * `circuitBreak`), then `work`; a promise it returns is followed directly (no `from()`, no
- * subscriber per layer). At the attempt's first error the call is handed to the retry loop
- * (`retryAfterError`), which makes any further attempts exactly as `retryWithBackoff` does. With
- * a total budget (`totalTimeoutMs`), armed at subscription, the call runs through the operators.
- */
-class GuardedCall<T> extends Observable<T> {
-  constructor(
-    private readonly work: (context: AbortContext) => ObservableInput<T>,
-    private readonly policy: Policy<unknown>,
-  ) {
-    super();
-  }
-
-  /** RxJS calls this for each subscription. */
-  protected _subscribe(subscriber: Subscriber<T>): TeardownLogic {
-    const { retry, config, breaker, hub } = this.policy;
-    if (retry && config?.totalTimeoutMs !== undefined) {
-      // the budget is armed when the call starts: the operators' own path
-      const source = retry(new Abortable(this.work) as Observable<unknown>) as Observable<T>;
-      if (breaker) subscribeUnderBreaker(source, source as Observable<T> & RunsUnderPermit<T>, subscriber, breaker, hub);
-      else source.subscribe(subscriber);
-      return;
-    }
-    let permit: CircuitPermit | undefined;
-    if (breaker) {
-      permit = admit(breaker, subscriber, hub);
-      if (permit === undefined) return;
-    }
-    const call = new FirstAttempt(this.work, subscriber, config as RetryConfig<T> | undefined, permit);
-    let result: ObservableInput<T>;
-    try {
-      result = this.work(call);
-    } catch (error) {
-      call.failed(error);
-      return call;
-    }
-    if (result instanceof Promise) {
-      (result as Promise<T>).then(
-        (value) => call.succeeded(value),
-        (error: unknown) => call.failed(error),
-      );
-      return call;
-    }
-    // anything else (an Observable, an array…): through the subscriber the operators would use,
-    // which settles the permit; `call` stays the teardown that aborts an unfinished attempt
-    call.settled = true;
-    const attempt = config
-      ? new AttemptSubscriber<T>(subscriber, new Abortable(this.work), config as RetryConfig<T>, undefined, permit)
-      : permit
-        ? new PermitSubscriber<T>(subscriber, permit)
-        : subscriber;
-    attempt.add(subscribeResult(result, call, attempt));
-    return undefined;
-  }
-}
-
-/**
- * The first attempt of a call made by {@link GuardedCall}, and its teardown: settles the permit
- * as `circuitBreak` would (success on completion, before downstream hears; failure before the
- * error goes downstream; on an early unsubscribe, success if it had emitted, else release), and
- * aborts `signal` if the consumer leaves before the work finished.
- */
-class FirstAttempt<T> extends AbortRun {
-  /** The permit is settled, or no longer this attempt's to settle (handed to the retry loop). */
-  settled = false;
-  private emitted = false;
-
-  constructor(
-    private readonly work: (context: AbortContext) => ObservableInput<T>,
-    private readonly subscriber: Subscriber<T>,
-    private readonly config: RetryConfig<T> | undefined,
-    private readonly permit: CircuitPermit | undefined,
-  ) {
-    super();
-  }
-
-  succeeded(value: T): void {
-    this.finished = true;
-    const { subscriber } = this;
-    if (subscriber.closed) return;
-    this.emitted = true;
-    subscriber.next(value);
-    // downstream left while handling the value: the teardown settled the permit (a success)
-    if (subscriber.closed) return;
-    this.settled = true;
-    this.permit?.success();
-    subscriber.complete();
-  }
-
-  failed(error: unknown): void {
-    this.finished = true;
-    const { subscriber, config, permit } = this;
-    if (subscriber.closed) return;
-    this.settled = true;
-    if (config) {
-      retryAfterError(error, false, new Abortable(this.work), subscriber, config, permit);
-      return;
-    }
-    subscriber.error(failWith(permit, error));
-  }
-
-  override unsubscribe(): void {
-    super.unsubscribe();
-    if (this.settled) return;
-    this.settled = true;
-    if (this.permit) settleUnsubscribed(this.permit, this.emitted);
+    // the pipeline `retryWithBackoff(retry)` then `circuitBreak(breaker, { hub })` makes, on the cancellable work
+    const attempts = abortable(work) as Observable<unknown>;
+    const retried = this.retry ? this.retry(attempts) : attempts;
+    return (this.breaker ? underBreaker(retried, this.breaker, this.hub) : retried) as Observable<T | R>;
   }
 }

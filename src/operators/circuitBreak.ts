@@ -1,6 +1,7 @@
-import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, type MonoTypeOperatorFunction, type Observer, type Subscriber } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
-import { failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type CircuitPermit, type RunsUnderPermit } from '../core/circuit/permit.js';
+import { failWith, settleUnsubscribed, type CircuitPermit } from '../core/circuit/permit.js';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { defaultHub, type HealHub } from '../core/hub/hub.js';
 import { Hub, validateOptions } from '../core/errors/options.js';
 
@@ -33,9 +34,9 @@ export interface CircuitBreakOptions {
  * Pass a {@link CircuitBreaker} to share it (across pipelines, or from a registry), or options
  * to create one that every subscription to the resulting observable shares.
  *
- * Piped right after `retryWithBackoff`, the whole retried call holds one permit (the retries'
- * waits included) and its final outcome is what counts; the two operators then run as one
- * subscriber per call, with exactly the behaviour they have apart.
+ * Piped after `retryWithBackoff`, the whole retried call holds one permit (the retries' waits
+ * included) and its final outcome is what counts: the breaker sees the retried call as one
+ * subscription, whatever is upstream of it.
  *
  * @example
  * ```ts
@@ -52,7 +53,7 @@ export function circuitBreak<T>(breakerOrOptions: CircuitBreaker | CircuitBreake
   const breaker = breakerOrOptions instanceof CircuitBreaker ? breakerOrOptions : new CircuitBreaker(breakerOrOptions);
   const hub = (validateOptions('circuitBreak', { hub: Hub }, options).hub as HealHub | undefined) ?? defaultHub()?.hub;
   hub?.watch(breaker);
-  return (source) => underBreaker(source, breaker, hub);
+  return operate<T>((source, subscriber) => subscribeUnderBreaker(source, subscriber, breaker, hub));
 }
 
 /**
@@ -63,48 +64,32 @@ export function circuitBreak<T>(breakerOrOptions: CircuitBreaker | CircuitBreake
  * @internal
  */
 export function underBreaker<T>(source: Observable<T>, breaker: CircuitBreaker, hub: HealHub | undefined): Observable<T> {
-  // right after a retryWithBackoff: it runs its retry loop under our permit and settles it by
-  // the same rules, so a call costs one subscriber instead of two
-  const underPermit = permitRunner(source);
-  return new Observable<T>((subscriber) => subscribeUnderBreaker(source, underPermit, subscriber, breaker, hub));
+  return new Observable<T>((subscriber) => subscribeUnderBreaker(source, subscriber, breaker, hub));
 }
 
 /**
- * One call through a breaker: admitted, `source` runs under the permit (by its own
- * {@link RUN_UNDER_PERMIT} protocol when it has one, `underPermit`); rejected, `subscriber` errors
- * at once with the {@link CircuitOpenError} (reported to `hub`) and `source` is never subscribed.
- * Used by `circuitBreak` and by `callPolicy`.
+ * One call through a breaker: admitted, `source` runs under the permit; rejected, `subscriber`
+ * errors at once with the {@link CircuitOpenError} (reported to `hub`) and `source` is never
+ * subscribed. Used by `circuitBreak` and `hedge`.
  *
  * @internal
  */
-export function subscribeUnderBreaker<T>(
-  source: Observable<T>,
-  underPermit: RunsUnderPermit<T> | undefined,
-  subscriber: Subscriber<T>,
-  breaker: CircuitBreaker,
-  hub: HealHub | undefined,
-): void {
+export function subscribeUnderBreaker<T>(source: Observable<T>, subscriber: Subscriber<T>, breaker: CircuitBreaker, hub: HealHub | undefined): void {
   const permit = admit(breaker, subscriber, hub);
-  if (permit === undefined) return;
-  runUnderPermit(source, underPermit, subscriber, permit);
+  if (permit !== undefined) runUnderPermit(source, subscriber, permit);
 }
 
 /**
- * One call admitted already (`permit`, from `breaker.acquire()`): `source` runs under it (by its
- * own {@link RUN_UNDER_PERMIT} protocol when it has one, `underPermit`), which settles it by
- * `circuitBreak`'s rules. For `hedge`, which asks a hedge's breaker before spending a token on it.
+ * One call admitted already (`permit`, from `breaker.acquire()`): `source` runs under it, settled
+ * by `circuitBreak`'s rules. For `hedge`, which asks a hedge's breaker before spending a token on it.
  *
  * @internal
  */
-export function runUnderPermit<T>(source: Observable<T>, underPermit: RunsUnderPermit<T> | undefined, subscriber: Subscriber<T>, permit: CircuitPermit): void {
-  if (underPermit) underPermit[RUN_UNDER_PERMIT](subscriber, permit);
-  // linked to `subscriber`: unsubscribing downstream unsubscribes it (and settles the permit)
-  else source.subscribe(new PermitSubscriber(subscriber, permit));
-}
-
-/** What runs `source` under a permit of its own protocol: `source` itself when it has one ({@link RUN_UNDER_PERMIT}). @internal */
-export function permitRunner<T>(source: Observable<T>): RunsUnderPermit<T> | undefined {
-  return RUN_UNDER_PERMIT in source ? (source as Observable<T> & RunsUnderPermit<T>) : undefined;
+export function runUnderPermit<T>(source: Observable<T>, subscriber: Subscriber<T>, permit: CircuitPermit): void {
+  const call = new PermitCall(subscriber, permit);
+  // the source first, then the call: unsubscribing downstream tears the source down, then settles the permit
+  subscribeWithin(subscriber, source, call);
+  subscriber.add(call);
 }
 
 /**
@@ -122,44 +107,42 @@ export function admit(breaker: CircuitBreaker, subscriber: Subscriber<unknown>, 
 }
 
 /**
- * One admitted call: forwards to downstream and settles the permit exactly as the rules say.
- * A `Subscriber` subclass rather than an observer object: the happy path allocates nothing else.
- *
- * @internal exported for `callPolicy`
+ * One admitted call, as the source's observer and as the call's teardown: forwards to
+ * downstream and settles the permit exactly as the rules say — success on completion (before
+ * downstream hears), failure before the error goes downstream, and on an unsubscribe before
+ * either, success if it had emitted, else release.
  */
-export class PermitSubscriber<T> extends Subscriber<T> {
+class PermitCall<T> implements Observer<T> {
   private emitted = false;
   private settled = false;
 
   constructor(
-    destination: Subscriber<T>,
+    private readonly subscriber: Subscriber<T>,
     private readonly permit: CircuitPermit,
-  ) {
-    super(destination);
-  }
+  ) {}
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     this.emitted = true;
-    this.destination.next(value);
+    this.subscriber.next(value);
   }
 
-  protected override _error(error: unknown): void {
+  error(error: unknown): void {
+    if (this.settled) return;
     this.settled = true;
     // recorded before the error reaches downstream, so a retry downstream sees the new state
-    const recorded = failWith(this.permit, error);
-    // a breaker listener may have ended this very call on the state change: nobody to tell
-    if (!this.closed) super._error(recorded);
+    // (a breaker listener that ended this very call on the state change leaves nobody to tell:
+    // a closed subscriber ignores it)
+    this.subscriber.error(failWith(this.permit, error));
   }
 
-  protected override _complete(): void {
+  complete(): void {
+    if (this.settled) return;
     this.settled = true;
     this.permit.success();
-    if (!this.closed) super._complete();
+    this.subscriber.complete();
   }
 
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
+  unsubscribe(): void {
     if (this.settled) return;
     this.settled = true;
     settleUnsubscribed(this.permit, this.emitted);

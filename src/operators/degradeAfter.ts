@@ -1,11 +1,20 @@
-import { asyncScheduler, isObservable, Observable, type OperatorFunction, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
+import {
+  asyncScheduler,
+  isObservable,
+  type Observable,
+  type Observer,
+  type OperatorFunction,
+  type SchedulerLike,
+  type Subscriber,
+  type Subscription,
+} from 'rxjs';
 import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { classifyError } from '../core/errors/classify.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { afterWith } from '../core/rx/wait.js';
 import { isDeadlineSource, type DeadlineSource } from '../core/latency/deadline.js';
 
@@ -221,7 +230,16 @@ export function degradeAfter<T, D>(
   };
 
   const rules: DeadlineRules<D> = { firstMs, idleMs, scheduler, onError, replacementFor, markRestored };
-  return (source) => new DegradeAfter(source, rules);
+  return operate<T, T | D>((source, subscriber) => {
+    const first = read(rules.firstMs);
+    if (first instanceof Thrown) return subscriber.error(first.error);
+    const idle = read(rules.idleMs);
+    if (idle instanceof Thrown) return subscriber.error(idle.error);
+    const watch = new DeadlineWatch<T, D>(subscriber, rules, first, idle);
+    // the watch first: unsubscribing downstream takes its timer down, then the source
+    subscriber.add(watch);
+    watch.inner = subscribeWithin(subscriber, source, watch);
+  });
 }
 
 /** What every subscription of one `degradeAfter` shares: its deadlines and what it does when one is missed. */
@@ -236,26 +254,6 @@ interface DeadlineRules<D> {
   readonly markRestored: () => void;
 }
 
-/** What {@link degradeAfter} returns for a source: each subscription is one {@link DeadlineSubscriber}. */
-class DegradeAfter<T, D> extends Observable<T | D> {
-  constructor(
-    // not `source`: RxJS gives that name a meaning of its own on an Observable
-    private readonly upstream: Observable<T>,
-    private readonly rules: DeadlineRules<D>,
-  ) {
-    super();
-  }
-
-  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
-  protected _subscribe(subscriber: Subscriber<T | D>): void {
-    const first = read(this.rules.firstMs);
-    if (first instanceof Thrown) return subscriber.error(first.error);
-    const idle = read(this.rules.idleMs);
-    if (idle instanceof Thrown) return subscriber.error(idle.error);
-    this.upstream.subscribe(new DeadlineSubscriber<T, D>(subscriber, this.rules, first, idle));
-  }
-}
-
 /** A deadline for one subscription: ms as given, a deadline source's value, or what went wrong reading it. */
 function read(deadline: Ms): number | Thrown {
   if (typeof deadline === 'number') return deadline;
@@ -266,14 +264,15 @@ function read(deadline: Ms): number | Thrown {
 }
 
 /**
- * One subscription of {@link degradeAfter}: the source's subscriber, its deadline (one scheduled
+ * One subscription of {@link degradeAfter}: the source's observer, its deadline (one scheduled
  * action, re-armed lazily: an item only records the time) and the degrading. A class rather than
- * closures: an idle subscription holds this object and its timer, nothing else. Not linked to
- * `downstream` as its destination: degrading unsubscribes it from the source, and `downstream`
- * then gets the degraded value (it is added to `downstream`, so unsubscribing there unsubscribes
- * it, from the source and the deadline).
+ * closures: an idle subscription holds this object and its timer. Degrading unsubscribes the
+ * source (`inner`), and `downstream` then gets the degraded value; added to `downstream`, it is
+ * also the teardown that takes the deadline down.
  */
-class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
+class DeadlineWatch<T, D> implements Observer<T> {
+  /** The subscription to the source, once made. */
+  inner: Subscription | undefined = undefined;
   private readonly start: number;
   private last: number;
   private seen = false;
@@ -288,10 +287,8 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
     private readonly firstMs: number,
     private readonly idleMs: number,
   ) {
-    super();
     this.start = this.last = rules.scheduler.now();
     this.arm(this.start + firstMs);
-    downstream.add(this);
   }
 
   private arm(at: number): void {
@@ -317,7 +314,8 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
 
   private degrade(reason: DegradeReason): void {
     const downstream = this.downstream;
-    this.unsubscribe();
+    this.finish();
+    this.inner?.unsubscribe();
     const out = guard(this.rules.replacementFor, reason, this.firstMs, this.idleMs);
     if (out instanceof Thrown) return downstream.error(out.error);
     if (isObservable(out)) {
@@ -333,7 +331,7 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
     }
   }
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     if (this.finished) return;
     const { idleMs } = this;
     const { scheduler } = this.rules;
@@ -353,42 +351,32 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
     this.downstream.next(value);
   }
 
-  protected override _error(error: unknown): void {
-    try {
-      if (this.finished) return;
-      const onError = this.rules.onError;
-      const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
-      if (degradeIt instanceof Thrown) {
-        this.finish();
-        this.downstream.error(degradeIt.error);
-      } else if (degradeIt) {
-        this.degrade({ kind: 'error', afterMs: this.rules.scheduler.now() - this.start, error });
-      } else {
-        this.finish();
-        this.downstream.error(error);
-      }
-    } finally {
-      this.unsubscribe();
-    }
-  }
-
-  protected override _complete(): void {
-    try {
-      if (this.finished) return;
+  error(error: unknown): void {
+    if (this.finished) return;
+    const onError = this.rules.onError;
+    const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
+    if (degradeIt instanceof Thrown) {
       this.finish();
-      const restored = guard(this.rules.markRestored);
-      if (restored instanceof Thrown) this.downstream.error(restored.error);
-      else this.downstream.complete();
-    } finally {
-      this.unsubscribe();
+      this.downstream.error(degradeIt.error);
+    } else if (degradeIt) {
+      this.degrade({ kind: 'error', afterMs: this.rules.scheduler.now() - this.start, error });
+    } else {
+      this.finish();
+      this.downstream.error(error);
     }
   }
 
-  /** From the source: the deadline is off, and so is the source (a later unsubscribe, or now). */
-  override unsubscribe(): void {
-    if (this.closed) return;
+  complete(): void {
+    if (this.finished) return;
     this.finish();
-    super.unsubscribe();
+    const restored = guard(this.rules.markRestored);
+    if (restored instanceof Thrown) this.downstream.error(restored.error);
+    else this.downstream.complete();
+  }
+
+  /** Downstream left: the deadline is off (the source is unsubscribed by its own link). */
+  unsubscribe(): void {
+    this.finish();
   }
 
   private finish(): void {
@@ -398,6 +386,6 @@ class DeadlineSubscriber<T, D> extends LeanSubscriber<T> {
 }
 
 /** Every deadline's timer work: one function for all of them. */
-function onDeadline(subscriber: DeadlineSubscriber<unknown, unknown>): void {
-  subscriber.onTimer();
+function onDeadline(watch: DeadlineWatch<unknown, unknown>): void {
+  watch.onTimer();
 }

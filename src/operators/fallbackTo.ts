@@ -1,4 +1,5 @@
-import { isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput, type Subscription } from 'rxjs';
+import { isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput } from 'rxjs';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import { classifyError, type ErrorClassification, type ErrorClassifier } from '../core/errors/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
@@ -279,51 +280,43 @@ export function fallbackTo<T>(...args: unknown[]): MonoTypeOperatorFunction<T> {
   // with a hub, circuitBreak watches each breaker and reports the calls it rejects
   const guards = candidates.map((c) => (c.breaker ? circuitBreak<T>(c.breaker, { hub }) : undefined));
 
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      let errors: unknown[] | undefined;
-      let inner: Subscription | undefined;
-      let generation = 0;
+  return operate<T>((source, subscriber) => {
+    let errors: unknown[] | undefined;
 
-      /** Subscribes to one attempt; `index` 0 is the source, n the n-th alternative. */
-      const attempt = (index: number, input: Observable<T>, called: () => boolean): void => {
-        const id = ++generation;
-        let emitted = false;
-        const sub = input.subscribe({
-          next: (value) => {
-            emitted = true;
-            subscriber.next(value);
-          },
-          error: (error: unknown) => onError(index, error, emitted, called()),
-          complete: () => subscriber.complete(),
-        });
-        // a synchronous failure already started the next attempt: keep that one
-        if (subscriber.closed) sub.unsubscribe();
-        else if (id === generation) inner = sub;
-      };
+    /** Subscribes to one attempt, linked to `subscriber`; `index` 0 is the source, n the n-th alternative. */
+    const attempt = (index: number, input: Observable<T>, called: () => boolean): void => {
+      let emitted = false;
+      subscribeWithin(subscriber, input, {
+        next: (value) => {
+          emitted = true;
+          subscriber.next(value);
+        },
+        error: (error: unknown) => onError(index, error, emitted, called()),
+        complete: () => subscriber.complete(),
+      });
+    };
 
-      const onError = (index: number, error: unknown, emitted: boolean, called: boolean): void => {
-        const list = (errors ??= []);
-        list.push(error);
-        if (emitted && !restart) return subscriber.error(error);
-        const verdict = decideFallback(error, called, classifier, shouldFallback);
-        if ('fail' in verdict) return subscriber.error(verdict.fail);
-        const from = index === 0 ? primaryName : candidates[index - 1]!.name;
-        const next = nextAlternative(candidates, index, { from, reason: verdict.reason, midStream: emitted }, list, hub);
-        if (next < 0) return subscriber.error(new AllFallbacksFailedError(list));
-        const candidate = candidates[next]!;
-        // the marker goes right before the alternative that is actually called
-        if (emitted && onRestart) {
-          const marker = guard(onRestart, { from, to: candidate.name, index: next + 1, error, classification: verdict.classification, errors: [...list] });
-          if (marker instanceof Thrown) return subscriber.error(marker.error);
-          subscriber.next(marker);
-          if (subscriber.closed) return;
-        }
-        const { input, called: wasCalled } = guardedAttempt(() => candidate.start(error), guards[next]);
-        attempt(next + 1, input, wasCalled);
-      };
+    const onError = (index: number, error: unknown, emitted: boolean, called: boolean): void => {
+      const list = (errors ??= []);
+      list.push(error);
+      if (emitted && !restart) return subscriber.error(error);
+      const verdict = decideFallback(error, called, classifier, shouldFallback);
+      if ('fail' in verdict) return subscriber.error(verdict.fail);
+      const from = index === 0 ? primaryName : candidates[index - 1]!.name;
+      const next = nextAlternative(candidates, index, { from, reason: verdict.reason, midStream: emitted }, list, hub);
+      if (next < 0) return subscriber.error(new AllFallbacksFailedError(list));
+      const candidate = candidates[next]!;
+      // the marker goes right before the alternative that is actually called
+      if (emitted && onRestart) {
+        const marker = guard(onRestart, { from, to: candidate.name, index: next + 1, error, classification: verdict.classification, errors: [...list] });
+        if (marker instanceof Thrown) return subscriber.error(marker.error);
+        subscriber.next(marker);
+        if (subscriber.closed) return;
+      }
+      const { input, called: wasCalled } = guardedAttempt(() => candidate.start(error), guards[next]);
+      attempt(next + 1, input, wasCalled);
+    };
 
-      attempt(0, source, () => true);
-      return () => inner?.unsubscribe();
-    });
+    attempt(0, source, () => true);
+  });
 }

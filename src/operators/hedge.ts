@@ -1,6 +1,5 @@
-import { asyncScheduler, Observable, Subscriber, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, Observable, Subscription, type MonoTypeOperatorFunction, type Observer, type SchedulerLike, type Subscriber } from 'rxjs';
 import { CircuitBreaker, type CircuitPermit } from '../core/breaker/CircuitBreaker.js';
-import type { RunsUnderPermit } from '../core/circuit/permit.js';
 import { classifyError } from '../core/errors/classify.js';
 import { CircuitOpenError, InvalidOptionError } from '../core/errors/errors.js';
 import { check, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
@@ -9,7 +8,8 @@ import { defaultHub, type HealHub } from '../core/hub/hub.js';
 import { isDeadlineSource, type DeadlineSource } from '../core/latency/deadline.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { after } from '../core/rx/wait.js';
-import { permitRunner, runUnderPermit, subscribeUnderBreaker } from './circuitBreak.js';
+import { runUnderPermit, underBreaker } from './circuitBreak.js';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { HedgeBudget } from './hedgeBudget.js';
 
 /**
@@ -88,10 +88,9 @@ const props = {
   scheduler: Scheduler,
 };
 
-/** A hedge's call, resolved once: `source` is run under `breaker` (by its own protocol, `underPermit`, when it has one). */
+/** A hedge's call, resolved once: `source` is run under `breaker`. */
 interface Candidate<T> {
   readonly source: Observable<T>;
-  readonly underPermit: RunsUnderPermit<T> | undefined;
   readonly target: string;
   readonly breaker: CircuitBreaker | undefined;
 }
@@ -151,7 +150,7 @@ export function hedge<T>(options: HedgeOptions<T>): MonoTypeOperatorFunction<T> 
   const target = o.target ?? 'hedge';
   const hub = (o.hub as HealHub | undefined) ?? defaultHub()?.hub;
   const breaker = o.breaker;
-  const hedges = (o.hedges ?? []).map((h, i): Omit<Candidate<T>, 'underPermit'> => {
+  const hedges = (o.hedges ?? []).map((h, i): Candidate<T> => {
     if (h instanceof Observable) return { source: h as Observable<T>, target, breaker: undefined };
     const attempt = h as HedgeAttempt<T> | undefined;
     if (typeof attempt !== 'object' || attempt === null || !(attempt.source instanceof Observable)) {
@@ -173,11 +172,10 @@ export function hedge<T>(options: HedgeOptions<T>): MonoTypeOperatorFunction<T> 
     hub,
     scheduler: o.scheduler ?? asyncScheduler,
   };
-  return (source) => {
-    const own: Candidate<T> = { source, underPermit: permitRunner(source), target, breaker };
-    const list: Candidate<T>[] = hedges.length === 0 ? [own] : hedges.map((h) => ({ ...h, underPermit: permitRunner(h.source) }));
-    return new Observable<T>((subscriber) => new HedgeRace(subscriber, own, list, rules).start());
-  };
+  return operate<T>((source, subscriber) => {
+    const own: Candidate<T> = { source, target, breaker };
+    return new HedgeRace(subscriber, own, hedges.length === 0 ? [own] : hedges, rules).start();
+  });
 }
 
 /** What every call of one `hedge` shares. */
@@ -194,7 +192,7 @@ interface HedgeRules {
  * It is the call's teardown: unsubscribing cancels every attempt and the wait.
  */
 class HedgeRace<T> {
-  private readonly running = new Map<number, AttemptSubscriber<T>>();
+  private readonly running = new Map<number, RaceEntry<T>>();
   /** Attempts started (the first one included): the next one's number. */
   private started = 0;
   /** Where in the hedges' list the next hedge starts looking (the last one repeats). */
@@ -232,11 +230,11 @@ class HedgeRace<T> {
   private run(candidate: Candidate<T>, attempt: number, permit?: CircuitPermit): void {
     this.started++;
     this.lastStart = this.rules.scheduler.now();
-    const inner = new AttemptSubscriber<T>(this, attempt, candidate.target);
+    const inner = new RaceEntry<T>(this, attempt, candidate.target);
     this.running.set(attempt, inner);
-    if (permit) runUnderPermit(candidate.source, candidate.underPermit, inner, permit);
-    else if (candidate.breaker) subscribeUnderBreaker(candidate.source, candidate.underPermit, inner, candidate.breaker, this.rules.hub);
-    else candidate.source.subscribe(inner);
+    const { source, breaker } = candidate;
+    const call$ = permit ? new Observable<T>((s) => runUnderPermit(source, s, permit)) : breaker ? underBreaker(source, breaker, this.rules.hub) : source;
+    subscribeWithin(inner.link, call$, inner);
     // armed after subscribing: an attempt that won (or failed last) at once needs no wait
     if (!this.over && this.winner === -1 && inner === this.running.get(attempt)) this.arm();
   }
@@ -300,7 +298,7 @@ class HedgeRace<T> {
   }
 
   /** An attempt's item (or completion, `value` absent): the first one wins the call. Whether it may go on. */
-  deliver(inner: AttemptSubscriber<T>): boolean {
+  deliver(inner: RaceEntry<T>): boolean {
     if (this.over) return false;
     if (this.winner === inner.attempt) return true;
     if (this.winner !== -1) return false;
@@ -313,7 +311,7 @@ class HedgeRace<T> {
   }
 
   /** An attempt failed: the call's error if it was the winner or the last running; else the race goes on. */
-  failed(inner: AttemptSubscriber<T>, error: unknown): void {
+  failed(inner: RaceEntry<T>, error: unknown): void {
     if (this.over) return;
     this.running.delete(inner.attempt);
     // a crossed run budget ends the call (the run ends with it): the other attempts are not awaited
@@ -368,27 +366,33 @@ function afterDelay(delay: number, race: HedgeRace<unknown>): Subscription {
   return after(delay, race.scheduler, () => race.onTimer());
 }
 
-/** One attempt of a hedged call: its items go on only once it has won. */
-class AttemptSubscriber<T> extends Subscriber<T> {
+/**
+ * One attempt of a hedged call, as its observer: its items go on only once it has won. `link`
+ * holds its subscription (made before the attempt is subscribed): cancelling it stops the
+ * attempt, also one still emitting synchronously.
+ */
+class RaceEntry<T> implements Observer<T> {
+  readonly link = new Subscription();
+
   constructor(
     private readonly race: HedgeRace<T>,
     readonly attempt: number,
     readonly target: string,
-  ) {
-    super();
+  ) {}
+
+  unsubscribe(): void {
+    this.link.unsubscribe();
   }
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     if (this.race.deliver(this)) this.race.next(value);
   }
 
-  protected override _error(error: unknown): void {
-    this.unsubscribe();
+  error(error: unknown): void {
     this.race.failed(this, error);
   }
 
-  protected override _complete(): void {
-    this.unsubscribe();
+  complete(): void {
     if (this.race.deliver(this)) this.race.completed();
   }
 }

@@ -1,7 +1,7 @@
-import { Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription } from 'rxjs';
+import type { MonoTypeOperatorFunction, Observer, Subscriber, Subscription } from 'rxjs';
 import type { HealHub } from '../core/hub/hub.js';
 import { after } from '../core/rx/wait.js';
-import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { Func, Hub, NonNegativeNumber, check, validateOptions } from '../core/errors/options.js';
 import { RateLimiter, type RateLimitReservation } from '../core/rate-limit/rateLimit.js';
 import { InvalidOptionError, RateLimitExceededError } from '../core/errors/errors.js';
@@ -85,61 +85,63 @@ export function rateLimit<T>(limiter: RateLimiter, options?: RateLimitOptions<T>
   if (limiter.storeBreaker !== undefined) hub?.watch(limiter.storeBreaker);
   const cost = o.cost as number | (() => number) | undefined;
   const usageOf = (o.usage as ((value: T) => number | undefined) | undefined) ?? finishUsage;
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      let estimate: number;
-      try {
-        estimate = typeof cost === 'function' ? cost() : (cost ?? limiter.estimate);
-        if (!(estimate >= 0) || !Number.isFinite(estimate)) throw new TypeError(`rateLimit: cost must be a finite number >= 0, got ${String(estimate)}`);
-      } catch (error) {
+  return operate<T>((source, subscriber) => {
+    let estimate: number;
+    try {
+      estimate = typeof cost === 'function' ? cost() : (cost ?? limiter.estimate);
+      if (!(estimate >= 0) || !Number.isFinite(estimate)) throw new TypeError(`rateLimit: cost must be a finite number >= 0, got ${String(estimate)}`);
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    let reservation: RateLimitReservation | undefined;
+    let running: AdmittedCall<T> | undefined;
+    let waiting: Subscription | undefined;
+    const reserving = limiter.reserve(estimate).subscribe({
+      next: (r) => {
+        reservation = r;
+        if (r.waitMs > 0) hub?.report({ type: 'rate-limited', limiter: limiter.name, waitMs: r.waitMs, cost: r.cost, ...(r.local ? { local: true } : {}) });
+        const start = (): void => {
+          waiting = undefined;
+          running = new AdmittedCall(subscriber, r, limiter, usageOf);
+          // the source first, then the call: leaving tears the source down, then settles the reservation
+          subscribeWithin(subscriber, source, running);
+          subscriber.add(running);
+        };
+        if (r.waitMs > 0) waiting = after(r.waitMs, limiter.scheduler, start);
+        else start();
+      },
+      error: (error: unknown) => {
+        if (error instanceof RateLimitExceededError) {
+          hub?.report({ type: 'rate-limited', limiter: limiter.name, waitMs: error.retryAfterMs, cost: estimate, rejected: true });
+        }
         subscriber.error(error);
-        return;
-      }
-      let reservation: RateLimitReservation | undefined;
-      let running: CallSubscriber<T> | undefined;
-      let waiting: Subscription | undefined;
-      const reserving = limiter.reserve(estimate).subscribe({
-        next: (r) => {
-          reservation = r;
-          if (r.waitMs > 0) hub?.report({ type: 'rate-limited', limiter: limiter.name, waitMs: r.waitMs, cost: r.cost, ...(r.local ? { local: true } : {}) });
-          const start = (): void => {
-            waiting = undefined;
-            running = new CallSubscriber(subscriber, r, limiter, usageOf);
-            source.subscribe(running);
-          };
-          if (r.waitMs > 0) waiting = after(r.waitMs, limiter.scheduler, start);
-          else start();
-        },
-        error: (error: unknown) => {
-          if (error instanceof RateLimitExceededError) {
-            hub?.report({ type: 'rate-limited', limiter: limiter.name, waitMs: error.retryAfterMs, cost: estimate, rejected: true });
-          }
-          subscriber.error(error);
-        },
-      });
-      return () => {
-        reserving.unsubscribe();
-        waiting?.unsubscribe();
-        // never started: nothing was sent, everything goes back
-        if (reservation && !running) reservation.cancel();
-      };
+      },
     });
+    return () => {
+      reserving.unsubscribe();
+      waiting?.unsubscribe();
+      // never started: nothing was sent, everything goes back
+      if (reservation && !running) reservation.cancel();
+    };
+  });
 }
 
-/** One admitted call: forwards values, notes usage, reconciles the reservation when it ends. */
-class CallSubscriber<T> extends LeanSubscriber<T> {
+/**
+ * One admitted call, as the source's observer and as its teardown: forwards values, notes usage,
+ * reconciles the reservation when it ends (settling twice changes nothing).
+ */
+class AdmittedCall<T> implements Observer<T> {
   private tokens: number | undefined;
 
   constructor(
-    destination: Subscriber<T>,
+    private readonly subscriber: Subscriber<T>,
     private readonly reservation: RateLimitReservation,
     private readonly limiter: RateLimiter,
     private readonly usageOf: (value: T) => number | undefined,
-  ) {
-    super(destination);
-  }
+  ) {}
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     let used: number | undefined;
     try {
       used = this.usageOf(value);
@@ -147,24 +149,22 @@ class CallSubscriber<T> extends LeanSubscriber<T> {
       // a throwing usage reader only loses the reconciliation (the estimate stays reserved)
     }
     if (typeof used === 'number') this.tokens = used;
-    this.destination.next(value);
+    this.subscriber.next(value);
   }
 
-  protected override _error(error: unknown): void {
+  error(error: unknown): void {
     this.limiter.observe(error);
     this.reservation.settle(this.tokens);
-    super._error(error);
+    this.subscriber.error(error);
   }
 
-  protected override _complete(): void {
+  complete(): void {
     this.reservation.settle(this.tokens);
-    super._complete();
+    this.subscriber.complete();
   }
 
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
-    // cancelled mid-call: the request was sent, what it used is unknown — the estimate stays
+  /** Cancelled mid-call: the request was sent, what it used is unknown — the estimate stays. */
+  unsubscribe(): void {
     this.reservation.settle(this.tokens);
   }
 }

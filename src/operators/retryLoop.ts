@@ -1,14 +1,11 @@
 /**
- * The retry loop behind {@link retryWithBackoff}, and behind `callPolicy`, which makes a call's
- * first attempt itself and hands the call to this loop at its first error: one subscription's
- * attempts ({@link AttemptSubscriber}), the decision after each failure, the wait before the next
- * attempt and the total budget ({@link RetryRun}), settling the permit of a `circuitBreak` fused
- * after the retry.
+ * The retry loop behind {@link retryWithBackoff}: one subscription's attempts
+ * ({@link RetryAttempt}), the decision after each failure, the wait before the next attempt and
+ * the total budget ({@link RetryRun}).
  *
  * @module
  */
-import { Observable, Subscriber, type SchedulerLike, type Subscription } from 'rxjs';
-import { type CircuitPermit, failWith, RUN_UNDER_PERMIT, settleUnsubscribed, type RunsUnderPermit } from '../core/circuit/permit.js';
+import type { Observable, Observer, SchedulerLike, Subscriber, Subscription } from 'rxjs';
 import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
 import type { ErrorClassification, ErrorClassifier } from '../core/errors/classify.js';
 import { RetriesExhaustedError, TotalTimeoutError } from '../core/errors/errors.js';
@@ -16,6 +13,7 @@ import type { HealHub } from '../core/hub/hub.js';
 import { errorText } from '../core/errors/sanitize.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { after, wait as waitFor } from '../core/rx/wait.js';
+import { subscribeWithin } from '../core/rx/operate.js';
 
 /** What `retryWithBackoff` knows about a retry it is about to make. */
 export interface RetryInfo {
@@ -34,24 +32,6 @@ export interface RetryInfo {
 }
 
 /**
- * The retry loop taking over a call whose first attempt, made by the caller, failed with `error`
- * (after emitting, if `emitted`): exactly what happens when an attempt of its own fails. Further
- * attempts subscribe to `source`; under a `permit`, the loop settles it.
- *
- * @internal
- */
-export function retryAfterError<T>(
-  error: unknown,
-  emitted: boolean,
-  source: Observable<T>,
-  subscriber: Subscriber<T>,
-  config: RetryConfig<T>,
-  permit: CircuitPermit | undefined,
-): void {
-  new RetryRun(source, subscriber, config, permit).onError(error, emitted);
-}
-
-/**
  * What `retryOn`'s rule says of an error, the classifier's `withheld` aside: the classifier's
  * `retryable` (for a withheld one, what it would be were the tool idempotent), or — `'all'` —
  * every error but cancellation and a crossed budget.
@@ -63,30 +43,23 @@ function ruleRetries(classification: ErrorClassification, all: boolean): boolean
 }
 
 /**
- * What `retryWithBackoff` returns: an `Observable` that also implements the internal
- * {@link RUN_UNDER_PERMIT} protocol, so a `circuitBreak` piped right after it runs the retry loop
- * under its permit without a subscriber of its own (one subscriber per call, not two).
+ * One subscription of `retryWithBackoff`: its first attempt (and its total budget, when there is
+ * one). The retry bookkeeping is made at the first error (or now, for the total budget): a
+ * subscription that never fails costs one observer.
+ *
+ * @internal
  */
-export class RetryObservable<T> extends Observable<T> implements RunsUnderPermit<T> {
-  constructor(
-    private readonly upstream: Observable<T>,
-    private readonly config: RetryConfig<T>,
-  ) {
-    super((subscriber) => start(upstream, subscriber, config, undefined));
-  }
-
-  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void {
-    start(this.upstream, subscriber, this.config, permit);
-  }
+export function startRetry<T>(source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>): void {
+  const run = config.totalTimeoutMs === undefined ? undefined : new RetryRun(source, subscriber, config);
+  run?.startBudget();
+  subscribeAttempt(source, subscriber, config, run);
 }
 
-/** Starts one subscription's first attempt (and its total budget, when there is one). */
-function start<T>(source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>, permit: CircuitPermit | undefined): void {
-  // the retry bookkeeping is made at the first error (or now, for the total budget): a
-  // subscription that never fails costs one subscriber
-  const run = config.totalTimeoutMs === undefined ? undefined : new RetryRun(source, subscriber, config, permit);
-  run?.startBudget();
-  source.subscribe(new AttemptSubscriber(subscriber, source, config, run, permit));
+/** Subscribes one attempt, linked to `subscriber` (unsubscribing downstream cancels it). */
+function subscribeAttempt<T>(source: Observable<T>, subscriber: Subscriber<T>, config: RetryConfig<T>, run: RetryRun<T> | undefined): void {
+  const attempt = subscribeWithin(subscriber, source, new RetryAttempt(subscriber, source, config, run));
+  // (an attempt that failed at once may have started the run and its wait already)
+  if (run !== undefined && !attempt.closed) run.attempt = attempt;
 }
 
 /** The options, resolved once per operator. @internal */
@@ -108,20 +81,14 @@ export interface RetryConfig<T> {
   readonly target: string;
 }
 
-/**
- * One subscription's retry state: counts, errors, the wait and the total budget. Under a permit
- * (a `circuitBreak` fused after the retry), it settles the permit on every way the call ends
- * while no attempt is live: a terminal error (failure, before the error goes downstream) or
- * unsubscribing during a wait (success if anything was emitted, else release).
- */
+/** One subscription's retry state: counts, errors, the wait and the total budget. */
 class RetryRun<T> {
   retries = 0;
   previousDelay: number;
   errors: unknown[] | undefined = undefined;
   succeeded = false;
-  /** Whether any attempt emitted (so a value went downstream; `onRestart` only follows one that did). */
-  emitted = false;
-  attempt: AttemptSubscriber<T> | undefined = undefined;
+  /** The attempt in flight (with a total budget, which cancels it). */
+  attempt: Subscription | undefined = undefined;
   wait: Subscription | undefined = undefined;
   private readonly start: number;
 
@@ -129,7 +96,6 @@ class RetryRun<T> {
     private readonly source: Observable<T>,
     private readonly subscriber: Subscriber<T>,
     private readonly config: RetryConfig<T>,
-    readonly permit: CircuitPermit | undefined,
   ) {
     this.previousDelay = config.policy.initialBackoffMs;
     this.start = config.totalTimeoutMs === undefined ? 0 : config.scheduler.now();
@@ -146,16 +112,14 @@ class RetryRun<T> {
     const errors = this.errors;
     const last = errors?.[errors.length - 1];
     const error = new TotalTimeoutError(totalTimeoutMs ?? 0, scheduler.now() - this.start, errors ? { cause: last } : undefined);
-    // settled first: cancelling the attempt below must not release the permit
-    const out = failWith(this.permit, error);
     this.attempt?.unsubscribe();
     this.wait?.unsubscribe();
-    this.subscriber.error(out);
+    this.subscriber.error(error);
   }
 
-  /** Gives up: the permit (if any) records the failure before the error goes downstream. */
+  /** Gives up with `error`. */
   private fail(error: unknown): void {
-    this.subscriber.error(failWith(this.permit, error));
+    this.subscriber.error(error);
   }
 
   /** The source's first value (or completion) after a retry: report the retry succeeded, once. */
@@ -169,7 +133,6 @@ class RetryRun<T> {
     const { subscriber, config } = this;
     const { scheduler, totalTimeoutMs, maxRetries, hub } = config;
     (this.errors ??= []).push(error);
-    if (emitted) this.emitted = true;
     const errors = this.errors;
     const next = this.retries + 1;
     if (emitted && config.afterEmit === 'error') return this.fail(error);
@@ -227,40 +190,28 @@ class RetryRun<T> {
     }
     const wait = waitFor(delayMs, scheduler).subscribe(() => {
       this.wait = undefined;
-      this.source.subscribe(new AttemptSubscriber(subscriber, this.source, config, this, this.permit));
+      subscribeAttempt(this.source, subscriber, config, this);
     });
     this.wait = wait;
     subscriber.add(wait);
-    // unsubscribed while waiting: the call ends here (a wait that fires has cleared `this.wait`)
-    if (this.permit) wait.add(() => this.wait === wait && settleUnsubscribed(this.permit!, this.emitted));
   }
 }
 
 /**
- * One subscription to the source. Linked to the downstream subscriber, so unsubscribing it
- * cancels the attempt; errors go to the {@link RetryRun} (made at the first one) instead of
- * downstream. Under a permit, completion settles it as a success (before downstream hears), and
- * unsubscribing settles it unless the run has taken the call over after an error.
- *
- * @internal exported for `callPolicy`'s first attempt
+ * One attempt's observer: values go downstream (after the run's bookkeeping, once there is a
+ * run); an error goes to the {@link RetryRun} (made at the first one) instead of downstream.
  */
-export class AttemptSubscriber<T> extends Subscriber<T> {
+class RetryAttempt<T> implements Observer<T> {
   private emitted = false;
-  /** The permit is no longer this attempt's to settle: it completed, or the run took the call over. */
-  private handedOver = false;
 
   constructor(
-    destination: Subscriber<T>,
+    private readonly subscriber: Subscriber<T>,
     private readonly source: Observable<T>,
     private readonly config: RetryConfig<T>,
     private run: RetryRun<T> | undefined,
-    private readonly permit: CircuitPermit | undefined,
-  ) {
-    super(destination);
-    if (run) run.attempt = this;
-  }
+  ) {}
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     const run = this.run;
     if (run !== undefined) {
       if (this.config.hub && !this.emitted) run.reportSuccess();
@@ -271,30 +222,15 @@ export class AttemptSubscriber<T> extends Subscriber<T> {
       }
     }
     this.emitted = true;
-    this.destination.next(value);
+    this.subscriber.next(value);
   }
 
-  protected override _error(error: unknown): void {
-    const destination = this.destination as Subscriber<T>;
-    this.handedOver = true;
-    try {
-      (this.run ??= new RetryRun(this.source, destination, this.config, this.permit)).onError(error, this.emitted);
-    } finally {
-      this.unsubscribe();
-    }
+  error(error: unknown): void {
+    (this.run ??= new RetryRun(this.source, this.subscriber, this.config)).onError(error, this.emitted);
   }
 
-  protected override _complete(): void {
+  complete(): void {
     if (this.config.hub) this.run?.reportSuccess();
-    this.handedOver = true;
-    this.permit?.success();
-    // a breaker listener may have ended this very call on the state change: nobody to tell
-    if (!this.closed) super._complete();
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
-    if (this.permit !== undefined && !this.handedOver) settleUnsubscribed(this.permit, this.emitted || this.run?.emitted === true);
+    this.subscriber.complete();
   }
 }

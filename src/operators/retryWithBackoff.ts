@@ -1,7 +1,6 @@
 /**
  * {@link retryWithBackoff}: its options, their checks, and the operator they make. The loop that
- * retries (attempts, waits, the total budget, a fused breaker's permit) is in retryLoop.ts;
- * `callPolicy` reads an operator's resolved options back with {@link retryConfigOf}.
+ * retries (attempts, waits, the total budget) is in retryLoop.ts.
  *
  * @module
  */
@@ -25,7 +24,8 @@ import {
   oneOf,
   validateOptions,
 } from '../core/errors/options.js';
-import { RetryObservable, type RetryConfig, type RetryInfo } from './retryLoop.js';
+import { operate } from '../core/rx/operate.js';
+import { startRetry, type RetryConfig, type RetryInfo } from './retryLoop.js';
 
 export type { RetryInfo } from './retryLoop.js';
 
@@ -70,8 +70,7 @@ export interface RetryWithBackoffBaseOptions {
   readonly shouldRetry?: (error: unknown, attempt: number) => boolean;
   /**
    * The classifier that reads `retryable` and `retryAfterMs`. Defaults to {@link classifyError}.
-   * If it throws, the operator errors with what it threw (under a fused `circuitBreak`, the
-   * permit is settled first).
+   * If it throws, the operator errors with what it threw.
    */
   readonly classifier?: ErrorClassifier;
   /**
@@ -247,21 +246,5 @@ export function retryWithBackoff<T>(options?: RetryWithBackoffOptions<T>): MonoT
     target: o.target ?? ambient?.target ?? 'source',
   };
 
-  const operator: MonoTypeOperatorFunction<T> & { [RETRY_CONFIG]?: RetryConfig<T> } = (source) => new RetryObservable(source, config);
-  // callPolicy runs this retry's loop itself (see retryConfigOf)
-  operator[RETRY_CONFIG] = config;
-  return operator;
-}
-
-const RETRY_CONFIG: unique symbol = Symbol('rxheal.retryConfig');
-
-/**
- * The resolved options of an operator made by {@link retryWithBackoff}, or `undefined` for any
- * other function. For `callPolicy`, which runs the first attempt of a call itself and hands the
- * call to this retry loop at its first error ({@link retryAfterError}).
- *
- * @internal
- */
-export function retryConfigOf<T>(operator: MonoTypeOperatorFunction<T>): RetryConfig<T> | undefined {
-  return (operator as { [RETRY_CONFIG]?: RetryConfig<T> })[RETRY_CONFIG];
+  return operate<T>((source, subscriber) => startRetry(source, subscriber, config));
 }

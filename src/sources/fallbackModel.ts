@@ -7,14 +7,14 @@
  *
  * @module
  */
-import { isObservable, Observable, Subscriber, type MonoTypeOperatorFunction, type Subscription, type TeardownLogic } from 'rxjs';
+import { isObservable, Observable, type MonoTypeOperatorFunction, type Observer, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { type CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
 import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallback/fallbackChain.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { subscribeWithin } from '../core/rx/operate.js';
 import type { TurnEvent } from '../core/events/events.js';
 import { joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/errors/options.js';
@@ -252,7 +252,7 @@ class FallbackTurn {
       if (adapted instanceof Thrown) return subscriber.error(adapted.error);
       req = adapted;
     }
-    const attempt = new ModelAttempt(model, req, this.inner);
+    const attempt = new FallbackAttempt(model, req, this.inner);
     // perModel heals the model's stream (its retries come before a fallback); the model's
     // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
     let input: Observable<TurnEvent>;
@@ -261,11 +261,10 @@ class FallbackTurn {
     } catch (perModelError) {
       return subscriber.error(perModelError);
     }
-    const sink = new AttemptSink(this, j, attempt, partial);
-    input.subscribe(sink);
-    // a sink already closed ended synchronously (a failure there started the next model, which is current now)
-    if (subscriber.closed) sink.unsubscribe();
-    else if (!sink.closed) this.current = sink;
+    // linked to the consumer: leaving reaches the model even while it emits synchronously
+    const running = subscribeWithin(subscriber, input, new AttemptSink(this, j, attempt, partial));
+    // one already closed ended synchronously (a failure there started the next model, which is current now)
+    if (!running.closed) this.current = running;
   }
 
   /** Model `j`'s attempt through its breaker: the chain's own `circuitBreak`, or, with a hub of this call's own, the same guard reporting to it. */
@@ -302,7 +301,7 @@ class FallbackTurn {
  * One model's call, made when subscribed: `called` then says it was (its breaker may reject the
  * attempt first). A class rather than `defer` and closures: an idle call holds this one object.
  */
-class ModelAttempt extends Observable<TurnEvent> {
+class FallbackAttempt extends Observable<TurnEvent> {
   called = false;
 
   constructor(
@@ -325,7 +324,7 @@ class ModelAttempt extends Observable<TurnEvent> {
  * chain. In a continuation (`partial`: the text continued), a `reset` starts the continuation over:
  * the turn takes back only its own output, and trimming starts afresh.
  */
-class AttemptSink extends LeanSubscriber<TurnEvent> {
+class AttemptSink implements Observer<TurnEvent> {
   /** Whether this model's output reached the consumer (held-back text did not). */
   private emitted = false;
   private trimmer: OverlapTrimmer | undefined;
@@ -333,10 +332,9 @@ class AttemptSink extends LeanSubscriber<TurnEvent> {
   constructor(
     private readonly turn: FallbackTurn,
     private readonly j: number,
-    private readonly attempt: ModelAttempt,
+    private readonly attempt: FallbackAttempt,
     private readonly partial: string | undefined,
   ) {
-    super();
     this.trimmer = this.newTrimmer();
   }
 
@@ -346,7 +344,7 @@ class AttemptSink extends LeanSubscriber<TurnEvent> {
     return partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
   }
 
-  protected override _next(event: TurnEvent): void {
+  next(event: TurnEvent): void {
     if (event.type === 'reset' && this.partial !== undefined) {
       // held-back text was never shown: the next attempt is trimmed against the partial text afresh
       this.trimmer = this.newTrimmer();
@@ -370,21 +368,13 @@ class AttemptSink extends LeanSubscriber<TurnEvent> {
   }
 
   // held-back text was never shown: a further fallback continues from what was
-  protected override _error(error: unknown): void {
-    try {
-      this.turn.onError(this.j, error, this.attempt.called, this.emitted);
-    } finally {
-      this.unsubscribe();
-    }
+  error(error: unknown): void {
+    this.turn.onError(this.j, error, this.attempt.called, this.emitted);
   }
 
-  protected override _complete(): void {
-    try {
-      if (this.trimmer && !this.trimmer.decided) this.flush();
-      this.turn.subscriber.complete();
-    } finally {
-      this.unsubscribe();
-    }
+  complete(): void {
+    if (this.trimmer && !this.trimmer.decided) this.flush();
+    this.turn.subscriber.complete();
   }
 
   private flush(): void {

@@ -78,7 +78,7 @@ export interface FallbackModelOptions {
    * context) and a {@link PerModelContext} (`hub`: the run's hub joined with the `hub` option;
    * `target`: `model:<id>`). What it returns is the model's attempt: its retries happen before a
    * fallback, and with `breakers`, the model's breaker guards it whole (one permit per attempt,
-   * retries included — a `retryWithBackoff` at its end runs fused with that breaker). Operators
+   * retries included). Operators
    * created in it without a `hub` report to that hub all the same (`retryWithBackoff`'s `target`
    * defaults to `model:<id>`), so `(id, stream$) => stream$.pipe(retryWithBackoff(), circuitBreak(
    * breakers.get(id)))` puts its retries and circuits in the run's stream. A throw, or a value that

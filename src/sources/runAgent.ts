@@ -6,12 +6,26 @@
  *
  * @module
  */
-import { catchError, concatMap, defaultIfEmpty, defer, map, merge, Observable, of, Subscriber, Subscription, takeLast, throwError } from 'rxjs';
+import {
+  catchError,
+  concatMap,
+  defaultIfEmpty,
+  defer,
+  map,
+  merge,
+  Observable,
+  of,
+  Subscription,
+  takeLast,
+  throwError,
+  type Observer,
+  type Subscriber,
+} from 'rxjs';
 import { classifyError } from '../core/errors/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 import { TurnOutput } from './turnOutput.js';
-import { LeanSubscriber } from '../core/rx/leanSubscriber.js';
+import { subscribeWithin } from '../core/rx/operate.js';
 import { HealHub } from '../core/hub/hub.js';
 import { errorText } from '../core/errors/sanitize.js';
 import { traced } from '../core/model/callTrace.js';
@@ -101,49 +115,34 @@ class Agent extends Observable<AgentEvent> {
 const NO_LIMITS: Budget = Object.freeze({});
 
 /**
- * The subscriber of one turn's model pipeline: gathers the turn's output and passes each event on;
- * at completion, the run's next stage. A `Subscriber` rather than an observer object (an idle run
- * holds one per turn: no observer object, no three closures, no SafeSubscriber around them).
+ * The observer of one turn's model pipeline: gathers the turn's output and passes each event on;
+ * at completion, the run's next stage. A class rather than an object of three closures (an idle
+ * run holds one per turn).
  */
-class TurnSink extends LeanSubscriber<TurnEvent> {
+class TurnSink implements Observer<TurnEvent> {
   private readonly output = new TurnOutput();
 
-  constructor(private readonly run: AgentRun) {
-    super();
-  }
+  constructor(private readonly run: AgentRun) {}
 
-  protected override _next(event: TurnEvent): void {
+  next(event: TurnEvent): void {
     this.output.add(event);
     this.run.emit(event);
   }
 
-  protected override _error(error: unknown): void {
-    try {
-      this.run.fail(error);
-    } finally {
-      this.unsubscribe();
-    }
+  error(error: unknown): void {
+    this.run.fail(error);
   }
 
-  protected override _complete(): void {
-    try {
-      this.run.stage(() => this.run.afterTurn(this.output));
-    } finally {
-      this.unsubscribe();
-    }
+  complete(): void {
+    this.run.stage(() => this.run.afterTurn(this.output));
   }
 }
 
-/**
- * The run's subscriber to its hub's events (which never error nor complete): each passed on once.
- * A `Subscriber` rather than a function: no observer object, closure or SafeSubscriber per run.
- */
-class ReportSink extends LeanSubscriber<AgentEvent> {
-  constructor(private readonly run: AgentRun) {
-    super();
-  }
+/** The run's observer of its hub's events (which never error nor complete): each passed on once. */
+class ReportSink implements Partial<Observer<AgentEvent>> {
+  constructor(private readonly run: AgentRun) {}
 
-  protected override _next(event: AgentEvent): void {
+  next(event: AgentEvent): void {
     this.run.emitOnce(event);
   }
 }
@@ -180,7 +179,7 @@ class AgentRun implements DurableHost {
   start(): void {
     const capabilities = this.agent.config.capabilities;
     if (capabilities) this.seen = new WeakSet<object>();
-    this.work.add(this.hub.events$.subscribe(new ReportSink(this)));
+    subscribeWithin(this.work, this.hub.events$, new ReportSink(this));
     if (capabilities) this.work.add(capabilities.events$.subscribe((event: AgentEvent): void => this.emitOnce(event)));
     if (this.durable) this.durable.start();
     else this.stage(() => this.turn());
@@ -295,7 +294,8 @@ class AgentRun implements DurableHost {
     const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     // tokens are counted where each provider attempt finishes (streamModel)
-    this.work.add(piped.subscribe(new TurnSink(this)));
+    // linked to the run's work first: leaving reaches a pipeline still emitting synchronously
+    subscribeWithin(this.work, piped, new TurnSink(this));
   }
 
   /** After a turn: its tool calls go to a tool round; a final answer is checked (output) or ends the run. */

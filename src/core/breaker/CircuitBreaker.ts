@@ -8,7 +8,7 @@
  */
 import { asyncScheduler, Observable, Subject, type SchedulerLike, type Subscription } from 'rxjs';
 import { classifyError, isServiceFailure } from '../errors/classify.js';
-import { WATCH, type CircuitPermit, type Watchable } from '../circuit/permit.js';
+import type { CircuitPermit } from '../circuit/permit.js';
 import { CircuitOpenError } from '../errors/errors.js';
 import { guard, Thrown } from '../rx/guard.js';
 import { after } from '../rx/wait.js';
@@ -134,7 +134,7 @@ class Permit implements CircuitPermit {
  * const weather$ = defer(() => fetchWeather()).pipe(circuitBreak(breaker));
  * ```
  */
-export class CircuitBreaker implements Watchable {
+export class CircuitBreaker {
   /** The breaker's name, as given (default `'circuit'`). */
   readonly name: string;
   private readonly failureThreshold: number;
@@ -155,9 +155,13 @@ export class CircuitBreaker implements Watchable {
   private probeSuccesses = 0;
   private window: RateWindow | undefined;
   private wakeup: Subscription | undefined;
+  /**
+   * The one channel of the breaker's transitions: `events$` (and so `state$`, hubs, registries)
+   * and the fleet all listen on it. Made at the first listener: an idle breaker nobody follows holds none.
+   */
   private subject: Subject<CircuitEvent> | undefined;
-  /** Hubs and registries following this breaker ({@link WATCH}): observers without a subscription each. */
-  private listeners: Set<(event: CircuitEvent) => void> | undefined;
+  /** Subscriptions to `events$`: while there is one, an open breaker's half-open notice is scheduled. */
+  private watchers = 0;
   private readonly fleet: FleetHook | undefined;
 
   constructor(options: CircuitBreakerOptions = {}) {
@@ -172,6 +176,8 @@ export class CircuitBreaker implements Watchable {
     this.isFailure = (o.isFailure as ((e: unknown) => boolean) | undefined) ?? defaultIsFailure;
     this.rate = o.window === undefined || o.window === 'consecutive' ? undefined : o.window;
     this.scheduler = o.scheduler ?? asyncScheduler;
+    // the fleet listens on the transitions' channel, first (before any `events$` observer); it
+    // needs no half-open notice, so it is not one of `watchers`
     this.fleet = fleet?.attach(this.fleetSide(), o.fleet!);
   }
 
@@ -211,30 +217,19 @@ export class CircuitBreaker implements Watchable {
   get events$(): Observable<CircuitEvent> {
     return new Observable<CircuitEvent>((subscriber) => {
       // an open period that ended while nobody watched ends now, before this observer: it sees what comes next
-      if (!this.observed()) this.refresh();
-      const inner = (this.subject ??= new Subject<CircuitEvent>()).subscribe(subscriber);
+      if (this.watchers === 0) this.refresh();
+      this.watchers++;
+      this.channel().subscribe(subscriber);
       this.arm();
       return () => {
-        inner.unsubscribe();
-        if (!this.observed()) this.disarm();
+        if (--this.watchers === 0) this.disarm();
       };
     });
   }
 
-  /** @internal A hub or registry following this breaker (see {@link WATCH}). */
-  [WATCH](listener: (event: CircuitEvent) => void, on: boolean): void {
-    if (on) {
-      if (!this.observed()) this.refresh();
-      (this.listeners ??= new Set()).add(listener);
-      this.arm();
-    } else if (this.listeners?.delete(listener) === true && !this.observed()) {
-      this.disarm();
-    }
-  }
-
-  /** Whether anyone follows the transitions (`events$` observers, hubs, registries). */
-  private observed(): boolean {
-    return this.subject?.observed === true || (this.listeners !== undefined && this.listeners.size > 0);
+  /** The transitions' channel, made at the first listener. */
+  private channel(): Subject<CircuitEvent> {
+    return (this.subject ??= new Subject<CircuitEvent>());
   }
 
   /**
@@ -380,8 +375,6 @@ export class CircuitBreaker implements Watchable {
         retryAfterMs === undefined
           ? { breaker: this.name, from, to, at, reason, failures }
           : { breaker: this.name, from, to, at, reason, failures, retryAfterMs };
-      this.fleet?.transition(event);
-      if (this.listeners) for (const listener of this.listeners) listener(event);
       this.subject?.next(event);
     }
   }
@@ -391,7 +384,7 @@ export class CircuitBreaker implements Watchable {
    * observes `events$`: only then is the announcement due to anyone (reads compute the state).
    */
   private arm(): void {
-    if (this.wakeup !== undefined || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil) || !this.observed()) return;
+    if (this.wakeup !== undefined || this.current !== 'open' || this.isolatedByHand || !Number.isFinite(this.openUntil) || this.watchers === 0) return;
     // an announcement only (state is computed on every read): it must not keep a process alive
     this.wakeup = after(
       Math.max(0, this.openUntil - this.scheduler.now()),
@@ -437,6 +430,7 @@ export class CircuitBreaker implements Watchable {
         );
       },
       refresh: () => this.refresh(),
+      transitions$: new Observable<CircuitEvent>((subscriber) => this.channel().subscribe(subscriber)),
     };
   }
 }

@@ -242,6 +242,12 @@ export interface FleetBreaker {
   move(to: 'open' | 'closed', reason: TransitionReason, until?: number): void;
   /** Re-reads the state now (a probe lease arrived). */
   refresh(): void;
+  /**
+   * Every transition of the breaker, as it happens: the breaker's one channel, the one its
+   * `events$` reads (a subscription here comes before any `events$` observer made later, and
+   * schedules no half-open notice).
+   */
+  readonly transitions$: Observable<CircuitEvent>;
 }
 
 /** What a breaker asks of its fleet (the fleet's side of the seam), one per breaker. */
@@ -264,8 +270,6 @@ export interface FleetHook {
   failed(error: unknown): boolean;
   /** `isolate()` or `reset()` by hand: published fleet-wide. */
   admin(kind: 'isolate' | 'reset'): void;
-  /** Every transition of the breaker, as it happens (before `events$` observers see it). */
-  transition(event: CircuitEvent): void;
 }
 
 /**

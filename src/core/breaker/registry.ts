@@ -5,13 +5,12 @@
  *
  * @module
  */
-import { Observable, Subject } from 'rxjs';
+import { Observable, Subject, Subscription } from 'rxjs';
 import { CircuitBreaker, circuitBreakerOptionProps, type CircuitBreakerOptions } from './CircuitBreaker.js';
 import type { CircuitEvent } from '../circuit/state.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { fleetNodeFor } from './fleetSeam.js';
 import { validateOptions } from '../errors/options.js';
-import { WATCH } from '../circuit/permit.js';
 
 /**
  * One breaker per name (a tool, a model), created on first use with shared defaults.
@@ -28,7 +27,9 @@ export class CircuitBreakerRegistry {
   private readonly defaults: Omit<CircuitBreakerOptions, 'name'>;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly subject = new Subject<CircuitEvent>();
-  /** Follows each breaker while `events$` is observed (one listener for all of them). */
+  /** Each breaker's `events$`, followed while the registry's `events$` is observed. */
+  private following: Subscription | undefined = undefined;
+  /** How the registry forwards a breaker's transition: one function for all of them. */
   private readonly forward = (event: CircuitEvent): void => this.subject.next(event);
 
   /**
@@ -38,11 +39,16 @@ export class CircuitBreakerRegistry {
    */
   readonly events$: Observable<CircuitEvent> = new Observable<CircuitEvent>((subscriber) => {
     const first = !this.subject.observed;
-    const inner = this.subject.subscribe(subscriber);
-    if (first) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, true);
+    this.subject.subscribe(subscriber);
+    if (first) {
+      const following = (this.following = new Subscription());
+      for (const breaker of this.breakers.values()) following.add(breaker.events$.subscribe(this.forward));
+    }
+    // (the subject has let go of `subscriber` already: its own teardown came first)
     return () => {
-      inner.unsubscribe();
-      if (!this.subject.observed) for (const breaker of this.breakers.values()) breaker[WATCH](this.forward, false);
+      if (this.subject.observed) return;
+      this.following?.unsubscribe();
+      this.following = undefined;
     };
   });
 
@@ -68,7 +74,7 @@ export class CircuitBreakerRegistry {
     if (!breaker) {
       breaker = new CircuitBreaker({ ...this.defaults, ...overrides, name });
       this.breakers.set(name, breaker);
-      if (this.subject.observed) breaker[WATCH](this.forward, true);
+      this.following?.add(breaker.events$.subscribe(this.forward));
     }
     return breaker;
   }

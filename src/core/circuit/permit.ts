@@ -1,12 +1,10 @@
 /**
- * A circuit breaker's admission to one call, the internal protocol that lets an operator run a
- * call under a permit acquired by a `circuitBreak` piped right after it, and the one by which a
- * hub or a registry follows a breaker's transitions. Kept apart from the breaker so that
- * `retryWithBackoff` and the hub can use them without bundling the breaker.
+ * A circuit breaker's admission to one call, and what a hub or a registry follows of a breaker.
+ * Kept apart from the breaker so that operators and the hub can use them without bundling the breaker.
  *
  * @module
  */
-import type { Subscriber } from 'rxjs';
+import type { Observable } from 'rxjs';
 import type { CircuitEvent } from './state.js';
 
 /**
@@ -55,32 +53,17 @@ export function failWith(permit: CircuitPermit | undefined, error: unknown): unk
 }
 
 /**
- * Internal protocol between operators: an observable carrying this key can run one subscription
- * under a permit that a `circuitBreak` piped right after it has acquired, settling the permit
- * itself (success, failure before the error goes downstream, release) exactly as `circuitBreak`'s
- * own subscriber would. `retryWithBackoff` implements it, so `retryWithBackoff()` followed by
- * `circuitBreak()` costs one subscriber per call instead of two.
+ * What a hub or a registry follows: something with a breaker's transitions as `events$` (a
+ * `CircuitBreaker`, a store's own breaker). Following it is subscribing to `events$`, like any
+ * observer: while followed, an open breaker's half-open notice is scheduled.
  *
- * @internal
+ * @example
+ * ```ts
+ * const followed: Watchable = new CircuitBreaker({ name: 'model:gpt' });
+ * followed.events$.subscribe((e) => console.log(e.from, '→', e.to));
+ * ```
  */
-export const RUN_UNDER_PERMIT: unique symbol = Symbol('rxheal.runUnderPermit');
-
-/** @internal An observable that implements {@link RUN_UNDER_PERMIT}. */
-export interface RunsUnderPermit<T> {
-  [RUN_UNDER_PERMIT](subscriber: Subscriber<T>, permit: CircuitPermit): void;
-}
-
-/**
- * Internal protocol: how a hub or a registry follows a breaker — a listener called on each
- * transition, added (`on`) and removed by the same function object — without a subscription to
- * its `events$` per follower (a run's hub follows every breaker its pipelines use). A listener
- * counts as an observer: while the breaker has one, its half-open notice is scheduled.
- *
- * @internal
- */
-export const WATCH: unique symbol = Symbol('rxheal.breakerWatch');
-
-/** @internal Something that can be followed through {@link WATCH} (a `CircuitBreaker`). */
 export interface Watchable {
-  [WATCH](listener: (event: CircuitEvent) => void, on: boolean): void;
+  /** Every transition, as it happens. */
+  readonly events$: Observable<CircuitEvent>;
 }

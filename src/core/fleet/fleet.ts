@@ -86,6 +86,8 @@ function attachFleet(breaker: FleetBreaker, options: FleetOptions): FleetHook {
   if (!link || link.closed) links.set(options.store, (link = new FleetLink(options.store, breaker.scheduler)));
   const member = new Member(link, breaker, options.node ?? processNodeId(), options);
   link.add(member);
+  // the member listens on the breaker's transitions like any observer (first: attached while the breaker is made)
+  breaker.transitions$.subscribe((event) => member.transition(event));
   // the store's own breaker, followed while the hub has listeners (once per hub); a closed store has none to follow
   if (!link.closed) options.hub?.watch(link.storeBreaker);
   return member;

@@ -218,7 +218,7 @@ export class Member implements FleetHook {
     if (!this.inGate) this.breaker.refresh();
   }
 
-  /** A local transition (the breaker calls it directly: the fleet is not an `events$` observer). */
+  /** A local transition, from the breaker's `transitions$` (see `attachFleet`). */
   transition(e: CircuitEvent): void {
     if (this.link.closed) return;
     if (e.to === 'open' && INFERENCE.has(e.reason)) {

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { Observable, type Subscriber } from 'rxjs';
+import { Observable, type Observer, type Subscriber, type Subscription } from 'rxjs';
 import type { CircuitEvent } from '../circuit/state.js';
 import type { HealEvent } from '../events/events.js';
-import { WATCH, type Watchable } from '../circuit/permit.js';
+import type { Watchable } from '../circuit/permit.js';
 
 /**
  * A stream of {@link HealEvent}s. Give one to operators (`hub` option) and to `runAgent`, which
@@ -25,14 +25,17 @@ export class HealHub {
    * Who follows `events$`, in subscription order: one subscriber, several (an array replaced, not
    * changed, on each subscription and unsubscription: a report goes to those following when it
    * began, as a Subject's does), or none. Not a Subject: a run's hub has one follower, the run,
-   * and a Subject's arrays and subscription closures weighed more than the rest of an idle run's hub.
+   * and a Subject's arrays and per-subscriber subscriptions weigh ~0.55 kB a run (figure g, heap
+   * per idle stream: bench/README.md).
    */
   private followers: Subscriber<HealEvent> | readonly Subscriber<HealEvent>[] | undefined = undefined;
-  /** Breakers watched (followed while the hub has subscribers); made at the first watch. */
-  private watched: Set<Watchable> | undefined;
-  /** How the hub follows a watched breaker: one listener for all of them, not a subscription each. */
-  private readonly onTransition = ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
-    this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  /** Breakers watched, and while the hub has subscribers, the subscription following each; made at the first watch. */
+  private watched: Map<Watchable, Subscription | undefined> | undefined;
+  /** How the hub hears a watched breaker's transitions: one observer for all of them. */
+  private readonly onTransition: Partial<Observer<CircuitEvent>> = {
+    next: ({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void =>
+      this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }),
+  };
 
   /**
    * Every event reported, as it happens. Hot: subscribe before the work starts. Watched breakers
@@ -41,7 +44,13 @@ export class HealHub {
    * operators reporting nor the other listeners: RxJS reports the throw (`config.onUnhandledError`),
    * as for any subscriber.
    */
-  readonly events$: Observable<HealEvent> = new HubEvents(this);
+  readonly events$: Observable<HealEvent> = new Observable<HealEvent>((subscriber) => {
+    const followers = this.followers;
+    this.followers =
+      followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
+    if (followers === undefined) this.follow(true);
+    return () => this.unfollow(subscriber);
+  });
 
   /** Reports one event to every subscriber. */
   report(event: HealEvent): void {
@@ -53,30 +62,13 @@ export class HealHub {
 
   /** Reports a breaker's transitions (once per breaker, however often called). */
   watch(breaker: Watchable): void {
-    const watched = (this.watched ??= new Set());
+    const watched = (this.watched ??= new Map());
     if (watched.has(breaker)) return;
-    watched.add(breaker);
-    if (this.followers !== undefined) breaker[WATCH](this.onTransition, true);
+    watched.set(breaker, this.followers !== undefined ? breaker.events$.subscribe(this.onTransition) : undefined);
   }
 
-  /**
-   * A subscriber to `events$` starts following (the first one: watched breakers are followed too).
-   *
-   * @internal for `events$`
-   */
-  follow(subscriber: Subscriber<HealEvent>): void {
-    const followers = this.followers;
-    this.followers =
-      followers === undefined ? subscriber : Array.isArray(followers) ? [...followers, subscriber] : [followers as Subscriber<HealEvent>, subscriber];
-    if (followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, true);
-  }
-
-  /**
-   * A subscriber to `events$` stops following (the last one: watched breakers are no longer followed).
-   *
-   * @internal for `events$`
-   */
-  unfollow(subscriber: Subscriber<HealEvent>): void {
+  /** A subscriber to `events$` leaves (the last one: watched breakers are let go). */
+  private unfollow(subscriber: Subscriber<HealEvent>): void {
     const followers = this.followers;
     if (followers === subscriber) this.followers = undefined;
     else if (Array.isArray(followers)) {
@@ -85,32 +77,17 @@ export class HealHub {
       const rest = followers.filter((_, j) => j !== i);
       this.followers = rest.length === 1 ? rest[0] : rest;
     } else return;
-    if (this.followers === undefined && this.watched) for (const breaker of this.watched) breaker[WATCH](this.onTransition, false);
-  }
-}
-
-/** A hub's `events$`: each subscription follows the hub until it ends. */
-class HubEvents extends Observable<HealEvent> {
-  constructor(private readonly hub: HealHub) {
-    super();
+    if (this.followers === undefined) this.follow(false);
   }
 
-  /** RxJS calls this for each subscription. */
-  protected _subscribe(subscriber: Subscriber<HealEvent>): Following {
-    this.hub.follow(subscriber);
-    return new Following(this.hub, subscriber);
-  }
-}
-
-/** One subscription to a hub's `events$`, as its teardown: one object, no closures. */
-class Following {
-  constructor(
-    private readonly hub: HealHub,
-    private readonly subscriber: Subscriber<HealEvent>,
-  ) {}
-
-  unsubscribe(): void {
-    this.hub.unfollow(this.subscriber);
+  /** The first subscriber came (`on`), or the last one left: every watched breaker is followed, or let go. */
+  private follow(on: boolean): void {
+    const watched = this.watched;
+    if (watched === undefined) return;
+    for (const [breaker, following] of watched) {
+      following?.unsubscribe();
+      watched.set(breaker, on ? breaker.events$.subscribe(this.onTransition) : undefined);
+    }
   }
 }
 

@@ -8,12 +8,12 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, type MonoTypeOperatorFunction, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, type MonoTypeOperatorFunction, type Observer, type SchedulerLike, type Subscriber } from 'rxjs';
 import hdr from 'hdr-histogram-js/dist/Int32Histogram.js';
 import { InvalidOptionError } from '../errors/errors.js';
 import { check, Hub, NonEmptyString, PositiveInteger, Scheduler, validateOptions } from '../errors/options.js';
 import type { HealHub } from '../hub/hub.js';
-import { LeanSubscriber } from '../rx/leanSubscriber.js';
+import { operate, subscribeWithin } from '../rx/operate.js';
 import type { DeadlineSource } from './deadline.js';
 
 export { isDeadlineSource, type DeadlineSource } from './deadline.js';
@@ -304,7 +304,7 @@ export class LatencyTracker {
    * through unchanged; an error after items still leaves their samples.
    */
   track<T>(): MonoTypeOperatorFunction<T> {
-    return (source) => new Observable<T>((subscriber) => source.subscribe(new TrackingSubscriber(subscriber, this)));
+    return operate<T>((source, subscriber) => void subscribeWithin(subscriber, source, new TrackingObserver(subscriber, this)));
   }
 
   private windows(kind: LatencyKind): Windows {
@@ -321,24 +321,31 @@ export class LatencyTracker {
 }
 
 /** One subscription measured by {@link LatencyTracker.track}. */
-class TrackingSubscriber<T> extends LeanSubscriber<T> {
+class TrackingObserver<T> implements Observer<T> {
   private last: number;
   private seen = false;
 
   constructor(
-    destination: Subscriber<T>,
+    private readonly subscriber: Subscriber<T>,
     private readonly tracker: LatencyTracker,
   ) {
-    super(destination);
     this.last = tracker.scheduler.now();
   }
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     const now = this.tracker.scheduler.now();
     this.tracker.record(this.seen ? 'gap' : 'first', now - this.last);
     this.seen = true;
     this.last = now;
-    this.destination.next(value);
+    this.subscriber.next(value);
+  }
+
+  error(error: unknown): void {
+    this.subscriber.error(error);
+  }
+
+  complete(): void {
+    this.subscriber.complete();
   }
 }
 

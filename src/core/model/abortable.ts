@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { from, Observable, type Subscriber, type ObservableInput, type TeardownLogic } from 'rxjs';
-import { LeanSubscriber } from '../rx/leanSubscriber.js';
+import { from, Observable, type Observer, type Subscriber, type ObservableInput } from 'rxjs';
+import { subscribeWithin } from '../rx/operate.js';
 
 /** The context handed to work that may be cancelled. */
 export interface AbortContext {
@@ -37,26 +37,11 @@ const unsubscribed = (): DOMException => new DOMException('The consumer unsubscr
  * ```
  */
 export function abortable<T>(work: (context: AbortContext) => ObservableInput<T>): Observable<T> {
-  return new Abortable(work);
-}
-
-/**
- * What {@link abortable} returns. A class rather than `new Observable(fn)`, and a promise is
- * subscribed to directly rather than through `from()`: a guarded call runs one of these per
- * attempt, so each allocation saved is saved on every call (see `callPolicy`).
- *
- * @internal
- */
-export class Abortable<T> extends Observable<T> {
-  constructor(private readonly work: (context: AbortContext) => ObservableInput<T>) {
-    super();
-  }
-
-  /** One run of `work` (RxJS calls this for each subscription, and errors a synchronous throw). */
-  protected _subscribe(subscriber: Subscriber<T>): TeardownLogic {
+  // RxJS errors the subscriber with a synchronous throw of `work`
+  return new Observable<T>((subscriber) => {
     const run = new AbortRun();
-    return subscribeResult(this.work(run), run, subscriber);
-  }
+    return subscribeResult(work(run), run, subscriber);
+  });
 }
 
 /**
@@ -83,9 +68,19 @@ export function subscribeResult<T>(result: ObservableInput<T>, run: AbortRun, su
     );
     return run;
   }
-  // the run's subscriber is the lone teardown: leaving aborts the run after the source is torn down
-  from(result).subscribe(new RunSubscriber(subscriber, run));
+  runWithin(subscriber, from(result), new RunObserver(subscriber, run));
   return undefined;
+}
+
+/**
+ * Subscribes `observer` (one run's) to `source` on behalf of `subscriber`: leaving tears the
+ * source down, then aborts the run if it had not finished (also at once, for a consumer already gone).
+ *
+ * @internal
+ */
+export function runWithin<T>(subscriber: Subscriber<T>, source: Observable<T>, observer: RunObserver<T>): void {
+  subscribeWithin(subscriber, source, observer);
+  subscriber.add(observer.run);
 }
 
 /**
@@ -118,37 +113,29 @@ export class AbortRun implements AbortContext {
 }
 
 /**
- * Forwards to the consumer, marks the run finished on error or completion, and — unsubscribed
- * before that (after its source is) — aborts the run: one subscriber, the run's only teardown.
- * Linked to its destination once built (as `super(destination)` would, but after `run` is set): a
- * destination already closed unsubscribes it at once, and that aborts the run. `streamModel`'s
- * turn subscriber extends it with the finish contract.
+ * One run's observer: forwards to the consumer and marks the run finished on error or
+ * completion (so leaving afterwards aborts nothing). `streamModel`'s turn observer extends it
+ * with the finish contract.
  *
  * @internal
  */
-export class RunSubscriber<T> extends LeanSubscriber<T> {
+export class RunObserver<T> implements Observer<T> {
   constructor(
-    destination: Subscriber<T>,
-    protected readonly run: AbortRun,
-  ) {
-    super();
-    this.destination = destination;
-    destination.add(this);
+    protected readonly subscriber: Subscriber<T>,
+    readonly run: AbortRun,
+  ) {}
+
+  next(value: T): void {
+    this.subscriber.next(value);
   }
 
-  protected override _error(error: unknown): void {
+  error(error: unknown): void {
     this.run.finished = true;
-    super._error(error);
+    this.subscriber.error(error);
   }
 
-  protected override _complete(): void {
+  complete(): void {
     this.run.finished = true;
-    super._complete();
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
-    this.run.unsubscribe();
+    this.subscriber.complete();
   }
 }

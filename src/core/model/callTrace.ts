@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { Observable, Subscriber, type SchedulerLike } from 'rxjs';
+import { Observable, type Observer, type SchedulerLike, type Subscriber } from 'rxjs';
 import { classifyError } from '../errors/classify.js';
 import type { ProviderFallback, Usage } from '../events/events.js';
 import type { HealHub } from '../hub/hub.js';
-import { LeanSubscriber } from '../rx/leanSubscriber.js';
+import { subscribeWithin } from '../rx/operate.js';
 import { errorText } from '../errors/sanitize.js';
 import { readStatusAlong } from '../errors/readError.js';
 
@@ -36,35 +36,32 @@ export interface TracedCall {
  * ```
  */
 export function traced<T>(hub: HealHub, scheduler: SchedulerLike, call: TracedCall, source: Observable<T>): Observable<T> {
-  return new Traced(hub, scheduler, call, source);
-}
-
-/** What {@link traced} returns: each subscription is one traced call (one {@link TraceSubscriber}, no closures). */
-class Traced<T> extends Observable<T> {
-  constructor(
-    private readonly hub: HealHub,
-    private readonly scheduler: SchedulerLike,
-    private readonly call: TracedCall,
-    private readonly traced: Observable<T>,
-  ) {
-    super();
-  }
-
-  protected _subscribe(subscriber: Subscriber<T>): void {
-    // linked to `subscriber`: unsubscribing downstream reaches it (and reports `cancelled`); for a
-    // consumer already gone the traced work is never started
-    const tracing = new TraceSubscriber(subscriber, this.hub, this.scheduler, this.call);
-    if (!tracing.closed) this.traced.subscribe(tracing);
-  }
+  return new Observable<T>((subscriber) => {
+    // for a consumer already gone the traced work is never started
+    if (subscriber.closed) return;
+    traceWithin(subscriber, source, new TraceObserver(subscriber, hub, scheduler, call));
+  });
 }
 
 /**
- * One traced call: `call-start` when made, `call-end` once (success, error or cancelled).
- * `streamModel` extends it to count a model call's tokens in the same subscriber.
+ * Subscribes `tracing` to `source` on behalf of `subscriber`: unsubscribing downstream tears the
+ * source down, then ends the trace (`cancelled`, unless it ended already).
  *
  * @internal
  */
-export class TraceSubscriber<T> extends LeanSubscriber<T> {
+export function traceWithin<T>(subscriber: Subscriber<T>, source: Observable<T>, tracing: TraceObserver<T>): void {
+  subscribeWithin(subscriber, source, tracing);
+  subscriber.add(tracing);
+}
+
+/**
+ * One traced call, as its source's observer and its teardown: `call-start` when made, `call-end`
+ * once (success, error or cancelled). `streamModel` extends it to count a model call's tokens in
+ * the same observer.
+ *
+ * @internal
+ */
+export class TraceObserver<T> implements Observer<T> {
   private readonly started: number;
   private usage: Usage | undefined = undefined;
   /** A tool answered an MCP-style `{ isError: true }` result: it ran and reported a failure. */
@@ -72,21 +69,18 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
   private done = false;
 
   constructor(
-    destination: Subscriber<T>,
+    protected readonly subscriber: Subscriber<T>,
     private readonly hub: HealHub,
     private readonly scheduler: SchedulerLike,
     private readonly call: TracedCall,
     /** For a model call: whether it made no calls of its own (the provider's fallbacks are reported by the innermost call that saw them). */
     private readonly innermost: () => boolean = () => true,
   ) {
-    super(destination);
     this.started = scheduler.now();
-    // subscribed by a subscriber already gone: no call is made, none is traced
-    if (this.closed) return;
     hub.report({ type: 'call-start', ...call, at: this.started });
   }
 
-  protected override _next(value: T): void {
+  next(value: T): void {
     const event = value as { type?: unknown; usage?: Usage; providerFallbacks?: readonly ProviderFallback[]; recommendedModel?: string };
     if (this.call.kind === 'model') {
       if (event.type === 'finish') {
@@ -94,7 +88,7 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
         if (event.providerFallbacks && this.innermost()) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
       }
     } else if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
-    this.destination.next(value);
+    this.subscriber.next(value);
   }
 
   /**
@@ -116,22 +110,21 @@ export class TraceSubscriber<T> extends LeanSubscriber<T> {
     }
   }
 
-  protected override _error(error: unknown): void {
+  error(error: unknown): void {
+    if (this.done) return;
     this.end('error', error);
-    super._error(error);
+    this.subscriber.error(error);
   }
 
-  protected override _complete(): void {
+  complete(): void {
+    if (this.done) return;
     this.end('success');
-    super._complete();
+    this.subscriber.complete();
   }
 
-  override unsubscribe(): void {
-    if (this.closed) return;
-    super.unsubscribe();
-    // `hub` is unset while `super()` runs: a destination already closed unsubscribes this one
-    // there, before any call-start (nothing to end)
-    if (!this.done && this.hub !== undefined) this.end('cancelled');
+  /** Downstream left (after the source was torn down): `cancelled`, unless the call ended already. */
+  unsubscribe(): void {
+    if (!this.done) this.end('cancelled');
   }
 
   private end(outcome: 'success' | 'error' | 'cancelled', error?: unknown): void {

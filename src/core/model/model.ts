@@ -6,12 +6,12 @@
  *
  * @module
  */
-import { asyncScheduler, from, Observable, Subscriber, type Observer, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber } from 'rxjs';
 import { IncompleteStreamError } from '../errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
-import { abortable, AbortRun, RunSubscriber, type AbortContext } from './abortable.js';
-import { TraceSubscriber, type TracedCall } from './callTrace.js';
-import { LeanSubscriber } from '../rx/leanSubscriber.js';
+import { abortable, AbortRun, RunObserver, runWithin, type AbortContext } from './abortable.js';
+import { TraceObserver, traceWithin, type TracedCall } from './callTrace.js';
+import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
@@ -244,7 +244,7 @@ interface ServedCall {
  * ```
  */
 export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
-  if (context === undefined) return new ModelTurn(model, request, undefined);
+  if (context === undefined) return modelTurn(model, request, undefined);
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
   const scheduler = context.scheduler ?? asyncScheduler;
   return new Observable<TurnEvent>((subscriber) => {
@@ -266,15 +266,20 @@ export function streamModel(model: Model, request: ModelRequest, context?: Model
       handedOn[SERVED] = served;
       return handedOn;
     };
-    // one subscriber, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
-    const turn = new ModelTurn(model, request, handed);
+    // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
+    if (subscriber.closed) return;
+    // one observer, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
+    const turn = modelTurn(model, request, handed);
     if (hub && call)
-      turn.subscribe(
+      traceWithin(
+        subscriber,
+        turn,
         budget
           ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served)
-          : new TraceSubscriber(subscriber, hub, scheduler, call, () => served.children === 0),
+          : new TraceObserver(subscriber, hub, scheduler, call, () => served.children === 0),
       );
-    else turn.subscribe(budget ? new UsageSubscriber(subscriber, budget, served) : subscriber);
+    else if (budget) subscribeWithin(subscriber, turn, new UsageObserver(subscriber, budget, served));
+    else turn.subscribe(subscriber);
   });
 }
 
@@ -289,37 +294,43 @@ function meter(destination: Observer<TurnEvent>, event: TurnEvent, budget: Budge
 }
 
 /** Passes a call's events on, counting its tokens (an untraced call). */
-class UsageSubscriber extends LeanSubscriber<TurnEvent> {
+class UsageObserver implements Observer<TurnEvent> {
   constructor(
-    destination: Subscriber<TurnEvent>,
+    private readonly subscriber: Subscriber<TurnEvent>,
     private readonly budget: BudgetMeter,
     private readonly served: ServedCall,
-  ) {
-    super(destination);
+  ) {}
+
+  next(event: TurnEvent): void {
+    this.subscriber.next(event);
+    meter(this.subscriber, event, this.budget, this.served);
   }
 
-  protected override _next(event: TurnEvent): void {
-    this.destination.next(event);
-    meter(this.destination, event, this.budget, this.served);
+  error(error: unknown): void {
+    this.subscriber.error(error);
+  }
+
+  complete(): void {
+    this.subscriber.complete();
   }
 }
 
-/** A traced call that also counts its tokens: one subscriber for both. */
-class MeteredTrace extends TraceSubscriber<TurnEvent> {
+/** A traced call that also counts its tokens: one observer for both. */
+class MeteredTrace extends TraceObserver<TurnEvent> {
   constructor(
-    destination: Subscriber<TurnEvent>,
+    subscriber: Subscriber<TurnEvent>,
     hub: HealHub,
     scheduler: SchedulerLike,
     call: TracedCall,
     private readonly budget: BudgetMeter,
     private readonly served: ServedCall,
   ) {
-    super(destination, hub, scheduler, call, () => served.children === 0);
+    super(subscriber, hub, scheduler, call, () => served.children === 0);
   }
 
-  protected override _next(event: TurnEvent): void {
-    super._next(event);
-    meter(this.destination, event, this.budget, this.served);
+  override next(event: TurnEvent): void {
+    super.next(event);
+    meter(this.subscriber, event, this.budget, this.served);
   }
 }
 
@@ -345,31 +356,24 @@ function describeCall(model: Model, context: ModelCallContext, parent: ServedCal
 }
 
 /**
- * What {@link streamModel} returns. One subscriber per turn does both jobs, the abort signal's
- * (the work is finished once the stream errors or completes) and the finish contract's, so each
- * event costs one hop: a healing pipeline wraps a model in `streamModel` at several layers.
+ * What {@link streamModel} returns: each subscription calls the model once. One observer per
+ * turn does both jobs, the abort signal's (the work is finished once the stream errors or
+ * completes) and the finish contract's, so each event costs one hop: a healing pipeline wraps a
+ * model in `streamModel` at several layers. `contextFor`: the context the model gets for a run's
+ * signal (the run's fields added), or the run itself.
  */
-class ModelTurn extends Observable<TurnEvent> {
-  constructor(
-    private readonly model: Model,
-    private readonly request: ModelRequest,
-    /** The context the model gets for a run's signal (the run's fields added), or the run itself. */
-    private readonly contextFor: ((run: AbortContext) => ModelContext) | undefined,
-  ) {
-    super();
-  }
-
-  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
-  protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
+function modelTurn(model: Model, request: ModelRequest, contextFor: ((run: AbortContext) => ModelContext) | undefined): Observable<TurnEvent> {
+  // RxJS errors the subscriber with a synchronous throw
+  return new Observable<TurnEvent>((subscriber) => {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
     const run = new AbortRun();
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
     // another, `{ ...context }`, must keep `signal`, an own property here)
-    const events = from(this.model.stream(this.request, this.contextFor ? this.contextFor(run) : signalOf(run)));
+    const events = from(model.stream(request, contextFor ? contextFor(run) : signalOf(run)));
     // linked to `subscriber`: unsubscribing downstream reaches it, and it aborts the run if unfinished
-    events.subscribe(new TurnSubscriber(subscriber, run, this.model.id));
-  }
+    runWithin(subscriber, events, new TurnObserver(subscriber, run, model.id));
+  });
 }
 
 /** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
@@ -396,32 +400,32 @@ function signalOf(run: AbortContext): AbortContext {
 }
 
 /**
- * A run's subscriber (abort when left unfinished) that also holds the turn to its finish
- * contract: a turn that completes without `finish` since its last `reset` errors. A class: one
- * object per turn for every job.
+ * A run's observer (the run finished once the stream ends) that also holds the turn to its
+ * finish contract: a turn that completes without `finish` since its last `reset` errors. A
+ * class: one object per turn for every job.
  */
-class TurnSubscriber extends RunSubscriber<TurnEvent> {
+class TurnObserver extends RunObserver<TurnEvent> {
   private finished = false;
   private received = 0;
 
   constructor(
-    destination: Subscriber<TurnEvent>,
+    subscriber: Subscriber<TurnEvent>,
     run: AbortRun,
     private readonly modelId: string,
   ) {
-    super(destination, run);
+    super(subscriber, run);
   }
 
-  protected override _next(event: TurnEvent): void {
+  override next(event: TurnEvent): void {
     this.received++;
     if (event.type === 'finish') this.finished = true;
     else if (event.type === 'reset') this.finished = false;
-    this.destination.next(event);
+    this.subscriber.next(event);
   }
 
-  protected override _complete(): void {
-    if (this.finished) super._complete();
-    else this._error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  override complete(): void {
+    if (this.finished) super.complete();
+    else this.error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
   }
 }
 
