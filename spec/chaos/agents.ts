@@ -12,6 +12,7 @@ import { fallbackTo } from '../../src/operators/fallbackTo.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, fallbackModel } from '../../src/sources/fallbackModel.js';
+import type { PerModelContext } from '../../src/sources/fallbackModelOptions.js';
 import { runAgent, type PipelineContext } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, fromMarbles, textDeltas, toolCall } from '../../src/testing/index.js';
@@ -71,24 +72,27 @@ export const book = defineTool({
  * first version of this agent did, and checkHealing shrank it to one stalled booking), then
  * reflectOnError; a budget of 12 model calls.
  */
+/** The healing agents' model pipeline: deadlines on the first and each event, two retries that restart a turn cut after its first words. */
+export const healingTurns = (_id: string, stream$: Observable<TurnEvent>, { hub, target }: PerModelContext): Observable<TurnEvent> =>
+  stream$.pipe(
+    timeout({ first: 5_000, each: 2_000 }),
+    retryWithBackoff<TurnEvent>({
+      hub,
+      target,
+      maxRetries: 2,
+      initialBackoffMs: 200,
+      jitter: 'none',
+      afterEmit: 'restart',
+      onRestart: () => ({ type: 'reset', reason: 'retry', target }),
+    }),
+  );
+
 export const healing: AgentFactory = (chaos) =>
   runAgent({
     model: fallbackModel([chaos.model(desk('primary')), chaos.model(desk('secondary'))], {
       breakers: new CircuitBreakerRegistry(),
       midStream: 'restart',
-      perModel: (_id, stream$, { hub, target }) =>
-        stream$.pipe(
-          timeout({ first: 5_000, each: 2_000 }),
-          retryWithBackoff<TurnEvent>({
-            hub,
-            target,
-            maxRetries: 2,
-            initialBackoffMs: 200,
-            jitter: 'none',
-            afterEmit: 'restart',
-            onRestart: () => ({ type: 'reset', reason: 'retry', target }),
-          }),
-        ),
+      perModel: healingTurns,
     }),
     tools: [chaos.tool(book)],
     messages: QUESTION,

@@ -17,6 +17,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, fromMarbles, textDeltas, toolCall } from '../../src/testing/index.js';
+import { healingTurns } from './agents.js';
 import { ChaosInputError, checkHealing, faults, replaySchedule, type AgentFactory, type Chaos } from '../../src/chaos/index.js';
 
 const ANSWER = 'Seat 1A is yours and you have been texted.';
@@ -86,19 +87,7 @@ export function agentFor(variant: Variant = {}): AgentFactory {
     return runAgent({
       model: fallbackModel([chaos.model(clerk('primary')), chaos.model(clerk('secondary'))], {
         midStream: 'restart',
-        perModel: (_id, stream$, { hub, target }) =>
-          stream$.pipe(
-            timeout({ first: 5_000, each: 2_000 }),
-            retryWithBackoff<TurnEvent>({
-              hub,
-              target,
-              maxRetries: 2,
-              initialBackoffMs: 200,
-              jitter: 'none',
-              afterEmit: 'restart',
-              onRestart: () => ({ type: 'reset', reason: 'retry', target }),
-            }),
-          ),
+        perModel: healingTurns,
       }),
       tools: [chaos.tool(lookup), chaos.tool(hold), chaos.tool(book), chaos.tool(notify)],
       toolPipeline: (call, call$, { hub }) =>
