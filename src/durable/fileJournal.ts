@@ -47,7 +47,7 @@ import { newestGeneration, readLease, rewriteLease, syncDir, takeLease } from '.
 export interface FileJournalOptions {
   /** The folder that holds one folder per run (made if missing). */
   readonly dir: string;
-  /** The clock of leases. Defaults to `asyncScheduler` (`Date.now()`): every process sharing `dir` must use the same clock. */
+  /** The clock of leases, read through `scheduler.now()`. Defaults to `asyncScheduler` (the wall clock): every process sharing `dir` must keep leases on the same clock. */
   readonly scheduler?: SchedulerLike;
 }
 
