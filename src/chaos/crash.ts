@@ -33,6 +33,8 @@ export class CrashPoints {
 
   /** What the world looked like at the last point: a point where nothing moved since is the same crash, and not counted again. */
   private last = '';
+  /** Records committed so far (part of what the world looks like). */
+  private committed = 0;
 
   /**
    * @param state what a crash's outcome depends on, as a string: the virtual time, the model
@@ -41,15 +43,8 @@ export class CrashPoints {
   constructor(
     private readonly at: number | undefined,
     private readonly crash: () => void,
-    private readonly state: () => string = () => '',
+    private readonly state: () => string,
   ) {}
-
-  private committed = 0;
-
-  /** Whether the run has crashed. */
-  get crashed(): boolean {
-    return this.over && this.at !== undefined;
-  }
 
   /** Stops counting (the resumed life is not crashed again). */
   stop(): void {
