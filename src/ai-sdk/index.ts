@@ -31,6 +31,8 @@ export type { ToAiSdkOptions } from './to.js';
 export { toAiSdkAgent } from './agent.js';
 export type { AiSdkAgentConfig, ToAiSdkAgentOptions } from './agent.js';
 export { approvalsFrom } from './approvals.js';
+export { providerToolApproval } from './providerApproval.js';
+export type { ProviderToolApprovalOptions } from './providerApproval.js';
 export { withRxhealRetryAdvice } from './retryAdvice.js';
 export type { AgentsModelLike, RxhealRetryAdvice, WithRxhealRetryAdvice } from './retryAdvice.js';
 export type { AiSdkCallSettings } from './settings.js';
