@@ -95,6 +95,7 @@ function approvalIdOf(call: ToolCall): string | undefined {
 /** A tool call's metadata as the part's `providerOptions`, without our approval mark. */
 function callOptions(call: ToolCall): SharedV3ProviderOptions | undefined {
   if (!isObject(call.providerMetadata)) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- our mark, not the provider's
   const { [APPROVAL_METADATA]: _ours, ...rest } = call.providerMetadata;
   return Object.keys(rest).length > 0 ? (rest as SharedV3ProviderOptions) : undefined;
 }
