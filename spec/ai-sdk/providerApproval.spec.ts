@@ -10,7 +10,7 @@ import type { ModelMessage } from 'ai';
 import { expect } from 'chai';
 import { lastValueFrom, toArray } from 'rxjs';
 import { fromAiSdk, providerToolApproval, toAiSdk, approvalsFrom } from '../../src/ai-sdk/index.js';
-import { MalformedStreamError } from '../../src/core/errors/errors.js';
+import { InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, Message } from '../../src/core/events/events.js';
 import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
 import { PartDecoder } from '../../src/ai-sdk/partDecoder.js';
@@ -129,6 +129,12 @@ describe('rxheal/ai-sdk', function () {
       });
     });
   reportSkippedMajors("a provider's own tool that asks approval");
+
+  it('providerToolApproval refuses an empty name and invalid options, naming them', () => {
+    expect(() => providerToolApproval('')).to.throw(InvalidOptionError, /providerToolApproval.*name/);
+    expect(() => providerToolApproval('mcp.x', { needsApproval: 'yes' as never })).to.throw(InvalidOptionError, /providerToolApproval.*needsApproval/);
+    expect(providerToolApproval('mcp.x', { needsApproval: false }).needsApproval).to.equal(false);
+  });
 
   it('an approval request for a call the stream never made is malformed', () => {
     const decoder = new PartDecoder('m');

@@ -7,6 +7,7 @@
  */
 import * as t from 'io-ts';
 import { InvalidOptionError } from '../core/errors/errors.js';
+import { check, validateOptions } from '../core/errors/options.js';
 import { defineTool, type Tool, type ToolContext } from '../sources/tool.js';
 import { isObject } from '../adapters/common.js';
 
@@ -17,6 +18,14 @@ export const PROVIDER_TOOL = Symbol.for('rxheal.ai-sdk.providerTool');
 export function isProviderTool(parameters: unknown): boolean {
   return isObject(parameters) && (parameters as { [PROVIDER_TOOL]?: unknown })[PROVIDER_TOOL] === true;
 }
+
+const approvalProps = {
+  needsApproval: check(
+    'a boolean or a function (args, context) => boolean',
+    (u): u is boolean | ((...args: never[]) => unknown) => typeof u === 'boolean' || typeof u === 'function',
+  ),
+  description: check('a string', (u): u is string => typeof u === 'string'),
+};
 
 /**
  * Options of {@link providerToolApproval}.
@@ -66,6 +75,7 @@ export interface ProviderToolApprovalOptions {
 export function providerToolApproval(name: string, options?: ProviderToolApprovalOptions): Tool<unknown, string> {
   if (typeof name !== 'string' || name === '')
     throw new InvalidOptionError('providerToolApproval', 'name', name, "the provider's tool name (a non-empty string)");
+  validateOptions('providerToolApproval', approvalProps, options);
   const tool = defineTool<unknown, string>({
     name,
     description: options?.description ?? `approval of ${name}, a tool the provider runs`,
