@@ -129,6 +129,30 @@ export interface ModelCallContext {
   readonly callId?: string;
   /** The agent step (model turn) the call belongs to, from 1. */
   readonly step?: number;
+  /**
+   * Where a model that can pick its turn up again (see {@link Model.resume}) says how far it got:
+   * called with the provider's handle on the turn (a stored response's id) as soon as it has one,
+   * then as the stream goes on (the last event's number). A journaled run (`runAgent({ runId,
+   * journal })`) journals it, throttled, so that a run resumed in another process continues the
+   * turn instead of generating it again. A model that wraps others passes it on with the context.
+   */
+  readonly checkpoint?: (checkpoint: ModelCheckpoint) => void;
+}
+
+/**
+ * How far a model's turn got, in the provider's own terms: `responseId` names the turn on the
+ * provider's side (a stored background response), `sequence` the last event received of it;
+ * `model` is the id of the model that made it (the one whose {@link Model.resume} takes it).
+ *
+ * @example
+ * ```ts
+ * const checkpoint: ModelCheckpoint = { model: 'openai-responses:gpt-5-mini', responseId: 'resp_123', sequence: 41 };
+ * ```
+ */
+export interface ModelCheckpoint {
+  readonly model: string;
+  readonly responseId: string;
+  readonly sequence: number;
 }
 
 /**
@@ -175,6 +199,14 @@ export interface Model {
    * also after an `await`: a signal read after the consumer left is already aborted.
    */
   stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
+  /**
+   * Optional: the turn a {@link ModelCheckpoint} of this model names, continued on the provider's
+   * side — nothing generated again. It emits the turn's events **from its start** (the caller has
+   * none of them: the process that saw the first ones is gone), each once, and its `finish`. Errors
+   * with an `HttpError` 404 when the provider no longer has the turn (the caller then runs the
+   * turn again). `openAIResponsesModel({ resume })` has it.
+   */
+  resume?(checkpoint: ModelCheckpoint, request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
 }
 
 /** Where a model made of others keeps them (a registry symbol: every copy of rxheal agrees). */
@@ -336,7 +368,7 @@ class MeteredTrace extends TraceObserver<TurnEvent> {
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
 function fields(context: ModelCallContext): ModelCallContext {
-  const { hub, budget, scheduler, callId, step } = context;
+  const { hub, budget, scheduler, callId, step, checkpoint } = context;
   // assigned one by one, not spread: spreads of conditional literals make a slow (dictionary) object
   const out: { -readonly [K in keyof ModelCallContext]: ModelCallContext[K] } = {};
   if (hub) out.hub = hub;
@@ -344,6 +376,7 @@ function fields(context: ModelCallContext): ModelCallContext {
   if (scheduler) out.scheduler = scheduler;
   if (callId !== undefined) out.callId = callId;
   if (step !== undefined) out.step = step;
+  if (checkpoint) out.checkpoint = checkpoint;
   return out;
 }
 
