@@ -244,6 +244,7 @@ export class DurableRun {
     const model = this.agent.config.model;
     const offer = (checkpoint: ModelCheckpoint): void => void (this.ended || this.checkpoints?.offer(step, checkpoint));
     if (from === undefined) return defer(() => call(model, offer));
+    this.checkpoints?.journaled(step, from);
     return resumedTurn(
       from,
       [model, ...(modelsInside(model) ?? [])],

@@ -28,8 +28,8 @@ import { RECORD_VERSION, type RunRecord } from './runJournal.js';
  * ```
  */
 export class TurnCheckpoints {
-  /** The response id journaled last for `step` (undefined: none, or cleared). */
-  private written: { step: number; responseId: string } | undefined;
+  /** The checkpoint journaled last, of turn `step` (undefined: none, or cleared). */
+  private written: { step: number; responseId: string; sequence: number } | undefined;
   private pending: { step: number; checkpoint: ModelCheckpoint } | undefined;
   private timer: Subscription | undefined;
 
@@ -39,9 +39,15 @@ export class TurnCheckpoints {
     private readonly write: (record: RunRecord) => void,
   ) {}
 
+  /** Turn `step`'s checkpoint is journaled already (a resumed run's, read back): it is not written again. */
+  journaled(step: number, checkpoint: ModelCheckpoint): void {
+    this.written = { step, responseId: checkpoint.responseId, sequence: checkpoint.sequence };
+  }
+
   /** A model of turn `step` got this far. */
   offer(step: number, checkpoint: ModelCheckpoint): void {
     const known = this.written?.step === step && this.written.responseId === checkpoint.responseId;
+    if (known && checkpoint.sequence <= this.written!.sequence) return;
     if (known && this.timer !== undefined) return void (this.pending = { step, checkpoint });
     this.journal(step, checkpoint);
   }
@@ -63,9 +69,11 @@ export class TurnCheckpoints {
 
   private journal(step: number, checkpoint: ModelCheckpoint): void {
     this.pending = undefined;
-    this.written = { step, responseId: checkpoint.responseId };
+    this.written = { step, responseId: checkpoint.responseId, sequence: checkpoint.sequence };
     this.write({ v: RECORD_VERSION, type: 'checkpoint', step, checkpoint: { ...checkpoint } });
     this.timer?.unsubscribe();
+    // 0: every checkpoint journaled, no timer
+    if (this.intervalMs === 0) return;
     this.timer = after(this.intervalMs, this.scheduler, () => {
       this.timer = undefined;
       const next = this.pending;
