@@ -53,6 +53,11 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * id. `true`: the defaults. Off by default; refused with `body.store: false`. The provider must
    * keep background responses (OpenAI and rxheal/server do; a server that does not will refuse
    * `background` or answer the resuming GET with 404 — then the error goes on as without resume).
+   * In a journaled run (`runAgent({ runId, journal })`) the response id and the last
+   * `sequence_number` are its checkpoint (`context.checkpoint`): a run resumed in another process
+   * continues the interrupted turn through `model.resume` — the stored response read again from
+   * its first event (`GET …/responses/{id}?stream=true`, the decoder's state rebuilt), nothing
+   * generated again — and unsubscribing leaves the response to expire instead of cancelling it.
    */
   readonly resume?: boolean | ResponsesResumeOptions;
   /** Prompt caching: key, retention, explicit breakpoints (see {@link ResponsesPromptCache}). None by default. */

@@ -133,7 +133,8 @@ class Stalled extends IncompleteStreamError {}
  *   `seams.cancel(id)`, so the provider stops generating what nobody reads;
  * - `checkpoint` (the model call's `context.checkpoint`) is told the response id and the last
  *   `sequence_number` after each event of a response not finished (its events passed on first);
- *   a throw from it is the call's error.
+ *   a throw from it is the call's error. With it, the consumer leaving does not cancel the
+ *   response: a journaled run resumed elsewhere may pick it up (it expires on the provider's side).
  *
  * @example
  * ```ts
@@ -277,7 +278,8 @@ export function resumableResponses(
     return () => {
       const left = !settled;
       settle();
-      if (left && responseId !== undefined && !state.done) seams.cancel(responseId);
+      // a checkpointed response may be resumed by another process (a journaled run): left to expire, not cancelled
+      if (left && responseId !== undefined && !state.done && checkpoint === undefined) seams.cancel(responseId);
     };
   });
 }
