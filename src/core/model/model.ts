@@ -13,6 +13,9 @@ import { abortable, AbortRun, RunObserver, runWithin, type AbortContext } from '
 import { TraceObserver, traceWithin, type TracedCall } from './callTrace.js';
 import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
+import type { ModelCheckpoint } from './checkpoint.js';
+
+export type { ModelCheckpoint } from './checkpoint.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
 export interface ToolSpec {
@@ -130,29 +133,11 @@ export interface ModelCallContext {
   /** The agent step (model turn) the call belongs to, from 1. */
   readonly step?: number;
   /**
-   * Where a model that can pick its turn up again (see {@link Model.resume}) says how far it got:
-   * called with the provider's handle on the turn (a stored response's id) as soon as it has one,
-   * then as the stream goes on (the last event's number). A journaled run (`runAgent({ runId,
-   * journal })`) journals it, throttled, so that a run resumed in another process continues the
-   * turn instead of generating it again. A model that wraps others passes it on with the context.
+   * Where a model that can pick its turn up again ({@link Model.resume}) says how far it got: its
+   * stored response's id at once, then its last event's number. A journaled run journals it
+   * (throttled): resumed in another process, it continues the turn instead of generating it again.
    */
   readonly checkpoint?: (checkpoint: ModelCheckpoint) => void;
-}
-
-/**
- * How far a model's turn got, in the provider's own terms: `responseId` names the turn on the
- * provider's side (a stored background response), `sequence` the last event received of it;
- * `model` is the id of the model that made it (the one whose {@link Model.resume} takes it).
- *
- * @example
- * ```ts
- * const checkpoint: ModelCheckpoint = { model: 'openai-responses:gpt-5-mini', responseId: 'resp_123', sequence: 41 };
- * ```
- */
-export interface ModelCheckpoint {
-  readonly model: string;
-  readonly responseId: string;
-  readonly sequence: number;
 }
 
 /**
@@ -201,10 +186,8 @@ export interface Model {
   stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
   /**
    * Optional: the turn a {@link ModelCheckpoint} of this model names, continued on the provider's
-   * side — nothing generated again. It emits the turn's events **from its start** (the caller has
-   * none of them: the process that saw the first ones is gone), each once, and its `finish`. Errors
-   * with an `HttpError` 404 when the provider no longer has the turn (the caller then runs the
-   * turn again). `openAIResponsesModel({ resume })` has it.
+   * side — nothing generated again —, its events emitted **from its start** (the process that saw
+   * the first ones is gone), each once; an `HttpError` 404 when the provider no longer has it.
    */
   resume?(checkpoint: ModelCheckpoint, request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
 }
