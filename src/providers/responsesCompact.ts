@@ -26,11 +26,17 @@ import { httpError, isObject } from './sse.js';
  * ```
  */
 export interface CompactResponsesOptions {
+  /** The API's base URL, up to and including the version: the request goes to `<baseURL>/responses/compact`. */
   readonly baseURL: string;
+  /** Sent as `authorization: Bearer <apiKey>`. */
   readonly apiKey?: string;
+  /** The model that compacts (`model` of the request). */
   readonly model: string;
+  /** Extra request headers. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The `fetch` to use. Defaults to the global one. */
   readonly fetch?: typeof globalThis.fetch;
+  /** Extra fields of the request body (`instructions`, `previous_response_id`…). */
   readonly body?: Readonly<Record<string, unknown>>;
 }
 
@@ -44,8 +50,11 @@ export interface CompactResponsesOptions {
  * ```
  */
 export interface CompactedConversation {
+  /** The compaction's id. */
   readonly id: string;
+  /** The compacted window: the user's messages, then the compaction item's message. */
   readonly messages: readonly Message[];
+  /** The tokens of the compaction pass (undefined when the answer has none). */
   readonly usage: Usage | undefined;
 }
 

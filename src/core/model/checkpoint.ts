@@ -16,7 +16,10 @@
  * ```
  */
 export interface ModelCheckpoint {
+  /** The id of the model that made it (`Model.id`). */
   readonly model: string;
+  /** The turn on the provider's side: a stored response's id. */
   readonly responseId: string;
+  /** The last event of it received (its `sequence_number`). */
   readonly sequence: number;
 }
