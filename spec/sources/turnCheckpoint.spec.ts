@@ -118,17 +118,29 @@ function checkpointsOf(journal: JournalStore): { step: number; checkpoint: Model
   return out;
 }
 
+/**
+ * A run of `provider`'s model dropped at `cut` ms (its process gone), then resumed at `resumeAt` by a fresh agent
+ * (`again`: its model, and what happens to the provider first); the resumed run's recording.
+ */
+function cutAndResume(provider: Provider, cut: number, resumeAt: number, again: () => { model: Model; options?: Partial<AgentConfig> }) {
+  const journal = memoryJournal();
+  let resumed!: Recording<AgentEvent>;
+  virtual(() => {
+    const first = runAgent(config(provider.model(), journal)).subscribe();
+    asyncScheduler.schedule(() => first.unsubscribe(), cut);
+    asyncScheduler.schedule(() => {
+      const { model, options } = again();
+      resumed = record(resumeAgent(config(model, journal, options)));
+    }, resumeAt);
+  });
+  return resumed;
+}
+
 describe('model-turn checkpoints: a journaled turn resumed from the provider', () => {
   it('cut at every ms of the answer and resumed by a fresh agent: the same answer, one generation, each delta once, the usage once', () => {
     for (let cut = 2; cut <= WORDS.length; cut++) {
       const provider = new Provider();
-      const journal = memoryJournal();
-      let resumed!: Recording<AgentEvent>;
-      virtual(() => {
-        const first = runAgent(config(provider.model(), journal)).subscribe();
-        asyncScheduler.schedule(() => first.unsubscribe(), cut);
-        asyncScheduler.schedule(() => (resumed = record(resumeAgent(config(provider.model(), journal)))), cut + 5);
-      });
+      const resumed = cutAndResume(provider, cut, cut + 5, () => ({ model: provider.model() }));
       const at = `cut at ${cut} ms`;
       expect(resumed.completed(), at).to.equal(true);
       expect(answerOf(resumed), at).to.equal(ANSWER);
@@ -147,14 +159,8 @@ describe('model-turn checkpoints: a journaled turn resumed from the provider', (
 
   it('the budget counts the resumed turn once: one model call, its tokens once', () => {
     const provider = new Provider();
-    const journal = memoryJournal();
-    let resumed!: Recording<AgentEvent>;
-    virtual(() => {
-      const first = runAgent(config(provider.model(), journal)).subscribe();
-      asyncScheduler.schedule(() => first.unsubscribe(), 4);
-      const budget = { maxModelCalls: 1, maxTokens: USAGE.inputTokens + USAGE.outputTokens };
-      asyncScheduler.schedule(() => (resumed = record(resumeAgent(config(provider.model(), journal, { budget })))), 6);
-    });
+    const budget = { maxModelCalls: 1, maxTokens: USAGE.inputTokens + USAGE.outputTokens };
+    const resumed = cutAndResume(provider, 4, 6, () => ({ model: provider.model(), options: { budget } }));
     expect(resumed.completed()).to.equal(true);
     expect(answerOf(resumed)).to.equal(ANSWER);
   });
@@ -211,15 +217,9 @@ describe('model-turn checkpoints: a journaled turn resumed from the provider', (
   for (const why of ['gone', 'not-resumable'] as const) {
     it(`${why === 'gone' ? 'the provider no longer has the response (404)' : 'no model of the run can resume (resume off)'}: turn-resume '${why}', the turn runs again`, () => {
       const provider = new Provider();
-      const journal = memoryJournal();
-      let resumed!: Recording<AgentEvent>;
-      virtual(() => {
-        const first = runAgent(config(provider.model(), journal)).subscribe();
-        asyncScheduler.schedule(() => first.unsubscribe(), 5);
-        asyncScheduler.schedule(() => {
-          provider.forgotten.add('resp_1');
-          resumed = record(resumeAgent(config(provider.model(why === 'gone'), journal)));
-        }, 6);
+      const resumed = cutAndResume(provider, 5, 6, () => {
+        provider.forgotten.add('resp_1');
+        return { model: provider.model(why === 'gone') };
       });
       expect(answerOf(resumed)).to.equal(ANSWER);
       expect(provider.generations).to.equal(2);
