@@ -99,7 +99,7 @@ export type {
 
 // the agent: models, tools, the loop
 export { streamModel } from './core/model/model.js';
-export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
+export type { BudgetMeter, Model, ModelCallContext, ModelCheckpoint, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
 export type { AbortContext } from './core/model/abortable.js';
 export { defineTool, callTool } from './sources/tool.js';
 export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema, Verified } from './sources/tool.js';

@@ -110,6 +110,12 @@ export interface AgentConfig {
   /** The lease's length in ms, renewed every third of it on the scheduler. Defaults to 30 000. */
   readonly leaseMs?: number;
   /**
+   * How often (ms of scheduler time, at most) a model turn's checkpoint is journaled while it streams — a
+   * model that can resume its turn (`openAIResponsesModel({ resume })`) reports its response id and last
+   * event; the first of each response is journaled at once. 0 to 2 147 483 647; defaults to 1000.
+   */
+  readonly checkpointMs?: number;
+  /**
    * On resume, a non-idempotent tool whose execution started and never finished and that has no
    * `verify` (or whose `verify` failed): `'tell-model'` (default) answers the model that its
    * outcome is unknown; `'error'` ends the run with `ToolOutcomeUnknownError`. Never run again.
@@ -159,6 +165,7 @@ export interface DurableSettings {
   readonly journal: JournalStore;
   readonly holder: string | undefined;
   readonly leaseMs: number;
+  readonly checkpointMs: number;
   readonly onUnknownOutcome: 'tell-model' | 'error';
   readonly allowChanged: readonly JournalChange[];
   readonly approvals: Readonly<Record<string, Approval>> | undefined;
@@ -189,6 +196,7 @@ const props = {
   }),
   holder: NonEmptyString,
   leaseMs: LeaseMs,
+  checkpointMs: check('an integer of ms from 0 to 2147483647', (u): u is number => Number.isInteger(u) && (u as number) >= 0 && (u as number) <= 2147483647),
   onUnknownOutcome: oneOf('tell-model', 'error'),
   allowChanged: check(
     "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
@@ -271,6 +279,7 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
           journal: config.journal,
           holder: config.holder,
           leaseMs: config.leaseMs ?? 30_000,
+          checkpointMs: config.checkpointMs ?? 1000,
           onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
           allowChanged: config.allowChanged ?? [],
           approvals,

@@ -31,7 +31,7 @@ import { errorText } from '../core/errors/sanitize.js';
 import { traced } from '../core/model/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type ModelRequest } from '../core/model/model.js';
+import { streamModel, type Model, type ModelCheckpoint, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
@@ -126,6 +126,7 @@ class TurnSink implements Observer<TurnEvent> {
 
   next(event: TurnEvent): void {
     this.output.add(event);
+    if (event.type === 'reset') this.run.startedOver();
     this.run.emit(event);
   }
 
@@ -194,7 +195,7 @@ class AgentRun implements DurableHost {
       this.budget.restore(plan.used);
     }
     const next = plan.next;
-    if (next?.kind !== 'tools') return this.turn();
+    if (next?.kind !== 'tools') return this.turn(plan.checkpoint);
     const last = this.history[this.history.length - 1] as AssistantMessage;
     this.toolRound(last.toolCalls ?? [], next.calls);
   }
@@ -276,8 +277,13 @@ class AgentRun implements DurableHost {
     return { messages: system ? [{ role: 'system', content: system }, ...this.history] : [...this.history], tools: this.agent.specs };
   }
 
-  /** A turn: one model request through the model pipeline; its events passed on and gathered. */
-  private turn(): void {
+  /** A journaled turn started over: its checkpoint no longer holds. */
+  startedOver(): void {
+    this.durable?.startedOver(this.step);
+  }
+
+  /** A turn: one model request through the model pipeline; its events passed on and gathered (`from`: a resumed run's interrupted turn's checkpoint). */
+  private turn(from?: ModelCheckpoint): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
     // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
@@ -291,7 +297,10 @@ class AgentRun implements DurableHost {
     const context: PipelineContext = Object.defineProperty(this.context(), 'callId', { get: nextCallId });
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
     // context handed to the model, so a model that wraps others reports and counts into this run
-    const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
+    const call = (model: Model, checkpoint?: (c: ModelCheckpoint) => void) =>
+      streamModel(model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId(), ...(checkpoint ? { checkpoint } : {}) });
+    // journaled: the model's checkpoints journaled, an interrupted turn continued from its checkpoint
+    const turn$ = this.durable ? this.durable.modelTurn(step, from, call) : defer(() => call(config.model));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     // tokens are counted where each provider attempt finishes (streamModel)
     // linked to the run's work first: leaving reaches a pipeline still emitting synchronously

@@ -15,7 +15,7 @@
  * @module
  */
 import * as t from 'io-ts';
-import { ApprovalRequestedEventCodec, SuspendedEventCodec, ToolOutcomeUnknownEventCodec } from './runEvents.js';
+import { ApprovalRequestedEventCodec, SuspendedEventCodec, ToolOutcomeUnknownEventCodec, TurnResumeEventCodec } from './runEvents.js';
 import { FinishCodec, MessageCodec, ReasoningDeltaCodec, ReasoningEndCodec, TextDeltaCodec, ToolCallEventCodec, UsageCodec } from './modelEvents.js';
 
 export * from './modelEvents.js';
@@ -262,6 +262,7 @@ export const AgentEventCodec = t.intersection(
       ApprovalRequestedEventCodec,
       SuspendedEventCodec,
       ToolOutcomeUnknownEventCodec,
+      TurnResumeEventCodec,
     ]),
     t.partial({ replayed: t.literal(true) }),
   ],
