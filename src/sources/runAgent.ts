@@ -35,6 +35,7 @@ import { streamModel, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
+import { effectKey } from '../core/journal/idempotency.js';
 import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
 import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
 import type { CallState, ResumePlan } from './resumePlan.js';
@@ -111,6 +112,10 @@ class Agent extends Observable<AgentEvent> {
   }
 }
 
+/** A run id for the idempotency keys of a run that is not journaled. */
+const randomRunId = (): string =>
+  `run-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+
 /** No budget given: one shared empty one, not an object per run. */
 const NO_LIMITS: Budget = Object.freeze({});
 
@@ -164,6 +169,8 @@ class AgentRun implements DurableHost {
   private seen: WeakSet<object> | undefined;
   private step = 0;
   private corrections = 0;
+  /** The id idempotency keys are derived from (made on the first tool call). */
+  private runId: string | undefined;
 
   constructor(
     private readonly agent: ResolvedAgent,
@@ -391,10 +398,10 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)));
+      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context, i).pipe(map((outcome) => [i, outcome] as const)));
       const state = states?.[i];
       if (state?.state === 'done') return void (messages[i] = state.message);
-      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context));
+      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context, i));
       if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
       outcomes.push(
         outcome$.pipe(
@@ -420,20 +427,31 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** One tool call through the tool pipeline, as the events and the tool message it yields. */
-  private toolOutcome(call: ToolCall, context: PipelineContext): Observable<ToolOutcome> {
+  /** The run's id for idempotency keys: the journaled one, else one made for this run. */
+  private get keyRunId(): string {
+    return (this.runId ??= this.durable?.runId ?? randomRunId());
+  }
+
+  /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
+  private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
+    const idempotencyKey = effectKey(this.keyRunId, context.step, index, call.name);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
+      const effects = config.effects;
       const execute$ = traced(
         this.hub,
         scheduler,
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
-        callTool(tool, call, { scope: this.scope }),
+        callTool(tool, call, { scope: this.scope, idempotencyKey }),
       );
-      return this.durable ? this.durable.beforeTool(call, execute$) : execute$;
+      const guarded$ =
+        effects === undefined || tool.idempotent === true
+          ? execute$
+          : effects.guard({ key: idempotencyKey, runId: this.keyRunId, tool, call, hub: this.hub, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
+      return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
     return piped.pipe(

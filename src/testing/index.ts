@@ -273,6 +273,8 @@ export function describeEvent(event: AgentEvent): string {
       return 'suspended';
     case 'tool-outcome-unknown':
       return `tool-outcome-unknown:${event.tool}`;
+    case 'tool-deduplicated':
+      return `tool-deduplicated:${event.tool}`;
   }
 }
 

@@ -22,6 +22,15 @@ export const SuspendedEventCodec = t.type({ type: t.literal('suspended'), runId:
  * `verify` could say whether its effect happened: it was not run again.
  */
 export const ToolOutcomeUnknownEventCodec = t.type({ type: t.literal('tool-outcome-unknown'), callId: t.string, tool: t.string }, 'ToolOutcomeUnknownEvent');
+/**
+ * An effect ledger (`runAgent({ effects })`) answered a tool call from its record: the call's
+ * idempotency key was already `done` (a retry, a hedge, a resume, another process), so the tool
+ * did not run again; its recorded result is the call's.
+ */
+export const ToolDeduplicatedEventCodec = t.type(
+  { type: t.literal('tool-deduplicated'), callId: t.string, tool: t.string, key: t.string },
+  'ToolDeduplicatedEvent',
+);
 
 /**
  * A tool call waits for approval.
@@ -50,3 +59,12 @@ export type SuspendedEvent = t.TypeOf<typeof SuspendedEventCodec>;
  * ```
  */
 export type ToolOutcomeUnknownEvent = t.TypeOf<typeof ToolOutcomeUnknownEventCodec>;
+/**
+ * A tool call answered from the effect ledger without running the tool again.
+ *
+ * @example
+ * ```ts
+ * const e: ToolDeduplicatedEvent = { type: 'tool-deduplicated', callId: 'c1', tool: 'charge', key: 'order-7421/3/0/charge' };
+ * ```
+ */
+export type ToolDeduplicatedEvent = t.TypeOf<typeof ToolDeduplicatedEventCodec>;
