@@ -199,7 +199,10 @@ const props = {
   holder: NonEmptyString,
   leaseMs: LeaseMs,
   onUnknownOutcome: oneOf('tell-model', 'error'),
-  effects: check('an EffectLedger (from effectLedger)', (u): u is EffectLedger => typeof u === 'object' && u !== null && typeof (u as EffectLedger).guard === 'function'),
+  effects: check(
+    'an EffectLedger (from effectLedger)',
+    (u): u is EffectLedger => typeof u === 'object' && u !== null && typeof (u as EffectLedger).guard === 'function',
+  ),
   allowChanged: check(
     "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
     (u): u is readonly JournalChange[] => Array.isArray(u) && u.every((k) => ['instruction', 'tool', 'schema', 'model', 'messages'].includes(k as string)),

@@ -166,7 +166,13 @@ const randomName = (): string =>
  */
 export function effectLedger(store: JournalStore, options?: EffectLedgerOptions): EffectLedger {
   const isStore = typeof store === 'object' && store !== null && typeof store.claim === 'function' && typeof store.read === 'function';
-  if (!isStore) throw new InvalidOptionError('effectLedger', 'store', store, 'a JournalStore ({ claim, read }): memoryJournal(), fileJournal(), redisJournal(), postgresJournal()');
+  if (!isStore)
+    throw new InvalidOptionError(
+      'effectLedger',
+      'store',
+      store,
+      'a JournalStore ({ claim, read }): memoryJournal(), fileJournal(), redisJournal(), postgresJournal()',
+    );
   const o = validateOptions(
     'effectLedger',
     {
@@ -186,16 +192,17 @@ export function effectLedger(store: JournalStore, options?: EffectLedgerOptions)
   };
   return {
     guard: (call, execute$) => new Observable<unknown>((subscriber) => new Guarded(settings, call, execute$, subscriber).start()),
-    state: (key) => new Observable<EffectState>((subscriber) =>
-      store.read(ledgerRunId(key)).subscribe({
-        next: (entries) => {
-          const { key: _key, ...state } = stateOf(entries);
-          subscriber.next(state as EffectState);
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      }),
-    ),
+    state: (key) =>
+      new Observable<EffectState>((subscriber) =>
+        store.read(ledgerRunId(key)).subscribe({
+          next: (entries) => {
+            const { key: _key, ...state } = stateOf(entries);
+            subscriber.next(state as EffectState);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => subscriber.complete(),
+        }),
+      ),
   };
 }
 
@@ -288,7 +295,8 @@ class Guarded {
           error: (error: unknown) => {
             this.renewal?.unsubscribe();
             const cause = error instanceof ToolError ? error.cause : error;
-            if (notApplied(cause)) return this.append({ v: V, type: 'failed', error: errorText(cause, 500) }, () => this.end(() => this.subscriber.error(error)));
+            if (notApplied(cause))
+              return this.append({ v: V, type: 'failed', error: errorText(cause, 500) }, () => this.end(() => this.subscriber.error(error)));
             if (repeatable(tool) || (error instanceof ToolError && error.phase === 'validate')) return this.end(() => this.subscriber.error(error));
             this.reconcile(error);
           },

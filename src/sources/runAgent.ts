@@ -450,7 +450,10 @@ class AgentRun implements DurableHost {
       const guarded$ =
         effects === undefined || tool.idempotent === true
           ? execute$
-          : effects.guard({ key: idempotencyKey, runId: this.keyRunId, tool, call, hub: this.hub, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
+          : effects.guard(
+              { key: idempotencyKey, runId: this.keyRunId, tool, call, hub: this.hub, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' },
+              execute$,
+            );
       return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
