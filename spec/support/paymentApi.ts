@@ -65,14 +65,17 @@ export class PaymentApi {
     const fault = this.faults[this.requests++] ?? 'ok';
     return new Observable<Receipt>((subscriber) =>
       timer(this.latencyMs).subscribe(() => {
-        if (fault === 'decline') return subscriber.error(new NotAppliedError('card declined: nothing was charged', { cause: new HttpError(402) }));
-        if (fault === '503-before-commit') return subscriber.error(new HttpError(503));
-        if (fault === 'busy') return subscriber.error(new NotAppliedError('overloaded: nothing was charged', { cause: new HttpError(503) }));
+        // a key it has charged already is answered from its record first (as Stripe does), whatever else is wrong
         const known = this.keys && key !== undefined ? this.charges.find((c) => c.key === key) : undefined;
+        if (known === undefined) {
+          if (fault === 'decline') return subscriber.error(new NotAppliedError('card declined: nothing was charged', { cause: new HttpError(402) }));
+          if (fault === '503-before-commit') return subscriber.error(new HttpError(503));
+          if (fault === 'busy') return subscriber.error(new NotAppliedError('overloaded: nothing was charged', { cause: new HttpError(503) }));
+        }
         const charge = known ?? { id: `ch_${this.charges.length + 1}`, key, to, amount };
         if (known === undefined) this.charges.push(charge);
         // the charge is committed: what follows is only the answer failing
-        if (fault === 'ok') {
+        if (fault === 'ok' || fault === 'decline' || fault === 'busy' || fault === '503-before-commit') {
           subscriber.next({ charge: charge.id, amount });
           return subscriber.complete();
         }

@@ -73,7 +73,9 @@ export interface GuardedCall {
   readonly key: string;
   /** The run it belongs to (named by a `ToolOutcomeUnknownError`). */
   readonly runId: string;
-  readonly tool: Tool<never, unknown> | Tool<unknown, unknown>;
+  // a tool of any argument type (`Tool<A>` is invariant in A)
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly tool: Tool<any, unknown>;
   readonly call: ToolCall;
   /** Where `tool-deduplicated` is reported. */
   readonly hub: HealHub | undefined;
@@ -297,7 +299,7 @@ class Guarded {
             const cause = error instanceof ToolError ? error.cause : error;
             if (notApplied(cause))
               return this.append({ v: V, type: 'failed', error: errorText(cause, 500) }, () => this.end(() => this.subscriber.error(error)));
-            if (repeatable(tool) || (error instanceof ToolError && error.phase === 'validate')) return this.end(() => this.subscriber.error(error));
+            if (error instanceof ToolError && error.phase === 'validate') return this.end(() => this.subscriber.error(error));
             this.reconcile(error);
           },
           complete: () => {
@@ -351,7 +353,8 @@ class Guarded {
       markFatal(e);
       return e;
     }
-    return this.toolError('execute', unknownEffectText(tool.name, error === undefined ? undefined : errorText(error, 300)), error);
+    // a tool that deduplicates by key may still be retried: the retry is the reconciliation
+    return this.toolError('execute', unknownEffectText(tool.name, error === undefined ? undefined : errorText(error, 300)), error, repeatable(tool));
   }
 
   private toolError(phase: 'validate' | 'execute', message: string, cause?: unknown, idempotent = false): ToolError {
