@@ -18,7 +18,7 @@ import type { OutputValidator } from '../operators/validateOutput.js';
 import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
-import type { EffectLedger } from './effectLedger.js';
+import type { EffectLedger, GuardedCall } from './effectLedger.js';
 import { budgetCodec, type Budget } from './budget.js';
 
 /** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
@@ -289,4 +289,19 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
           approvals,
         };
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
+}
+
+/**
+ * One execution of a tool under the run's effect ledger (`effects`), or as it is: without a
+ * ledger, and for a tool declared `idempotent: true` (no ledger round trip for those).
+ *
+ * @example
+ * ```ts
+ * const guarded$ = underLedger(config, { key, runId, tool, call, hub }, execute$);
+ * ```
+ */
+export function underLedger(config: AgentConfig, call: Omit<GuardedCall, 'onUnknownOutcome'>, execute$: Observable<unknown>): Observable<unknown> {
+  const effects = config.effects;
+  if (effects === undefined || call.tool.idempotent === true) return execute$;
+  return effects.guard({ ...call, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
 }

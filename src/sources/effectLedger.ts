@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { asyncScheduler, concatMap, interval, Observable, Subscription, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, concatMap, interval, map, Observable, Subscription, type SchedulerLike, type Subscriber } from 'rxjs';
 import { InvalidOptionError, ToolError } from '../core/errors/errors.js';
 import { notApplied } from '../core/errors/notApplied.js';
 import { LeaseMs } from '../core/journal/journal.js';
@@ -195,14 +195,11 @@ export function effectLedger(store: JournalStore, options?: EffectLedgerOptions)
   return {
     guard: (call, execute$) => new Observable<unknown>((subscriber) => new Guarded(settings, call, execute$, subscriber).start()),
     state: (key) =>
-      new Observable<EffectState>((subscriber) =>
-        store.read(ledgerRunId(key)).subscribe({
-          next: (entries) => {
-            const { key: _key, ...state } = stateOf(entries);
-            subscriber.next(state as EffectState);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => subscriber.complete(),
+      store.read(ledgerRunId(key)).pipe(
+        map((entries): EffectState => {
+          const state: EffectState & { key?: string } = { ...stateOf(entries) };
+          delete state.key;
+          return state;
         }),
       ),
   };

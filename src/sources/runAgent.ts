@@ -35,8 +35,8 @@ import { streamModel, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
-import { effectKey } from '../core/journal/idempotency.js';
-import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
+import { effectKey, freshRunId } from '../core/journal/idempotency.js';
+import { resolveAgent, underLedger, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
 import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
 import type { CallState, ResumePlan } from './resumePlan.js';
 import type { PendingApproval } from './runJournal.js';
@@ -112,10 +112,6 @@ class Agent extends Observable<AgentEvent> {
   }
 }
 
-/** A run id for the idempotency keys of a run that is not journaled. */
-const randomRunId = (): string =>
-  `run-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
-
 /** No budget given: one shared empty one, not an object per run. */
 const NO_LIMITS: Budget = Object.freeze({});
 
@@ -169,7 +165,7 @@ class AgentRun implements DurableHost {
   private seen: WeakSet<object> | undefined;
   private step = 0;
   private corrections = 0;
-  /** The id idempotency keys are derived from (made on the first tool call). */
+  /** The id idempotency keys are derived from: the journaled one, else one made on the first tool call. */
   private runId: string | undefined;
 
   constructor(
@@ -427,33 +423,22 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** The run's id for idempotency keys: the journaled one, else one made for this run. */
-  private get keyRunId(): string {
-    return (this.runId ??= this.durable?.runId ?? randomRunId());
-  }
-
   /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
   private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
-    const idempotencyKey = effectKey(this.keyRunId, context.step, index, call.name);
+    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const key = effectKey(runId, context.step, index, call.name);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
-      const effects = config.effects;
       const execute$ = traced(
         this.hub,
         scheduler,
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
-        callTool(tool, call, { scope: this.scope, idempotencyKey }),
+        callTool(tool, call, { scope: this.scope, idempotencyKey: key }),
       );
-      const guarded$ =
-        effects === undefined || tool.idempotent === true
-          ? execute$
-          : effects.guard(
-              { key: idempotencyKey, runId: this.keyRunId, tool, call, hub: this.hub, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' },
-              execute$,
-            );
+      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub }, execute$);
       return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;

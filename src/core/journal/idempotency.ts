@@ -33,6 +33,19 @@ export function effectKey(runId: string, step: number, index: number, tool: stri
 }
 
 /**
+ * A run id for the keys of a run that is not journaled (one per run: its retries and hedges share
+ * it; nothing outside the run can).
+ *
+ * @example
+ * ```ts
+ * freshRunId(); // 'run-0b6f2c1e-…'
+ * ```
+ */
+export function freshRunId(): string {
+  return `run-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+}
+
+/**
  * The HTTP header that carries a tool call's key (`Idempotency-Key`, as Stripe and the IETF draft
  * name it), from the context `execute` was handed; no header when the context has no key (a
  * direct call of `execute`, outside a run).
