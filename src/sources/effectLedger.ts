@@ -17,7 +17,7 @@ import { check, NonEmptyString, Scheduler, validateOptions } from '../core/error
 import { errorText } from '../core/errors/sanitize.js';
 import type { ToolCall } from '../core/events/events.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { argsHash, textHash } from '../core/journal/idempotency.js';
+import { argsHash, randomName, textHash } from '../core/journal/idempotency.js';
 import { RunLockedError, ToolOutcomeUnknownError } from '../core/journal/errors.js';
 import type { JournalData, JournalEntry, JournalSession, JournalStore } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
@@ -140,8 +140,6 @@ function stored(result: unknown): unknown {
 }
 
 let executions = 0;
-const randomName = (): string =>
-  `rxheal-fx-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
 
 /**
  * An effect ledger over a journal store — `memoryJournal()`, `fileJournal()` (`rxheal/durable`),
@@ -190,7 +188,7 @@ export function effectLedger(store: JournalStore, options?: EffectLedgerOptions)
     leaseMs: o.leaseMs ?? 30_000,
     pollMs: o.pollMs ?? 50,
     scheduler: o.scheduler ?? asyncScheduler,
-    holder: o.holder ?? randomName(),
+    holder: o.holder ?? randomName('rxheal-fx'),
   };
   return {
     guard: (call, execute$) => new Observable<unknown>((subscriber) => new Guarded(settings, call, execute$, subscriber).start()),

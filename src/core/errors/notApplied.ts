@@ -30,8 +30,8 @@ export class NotAppliedError extends Error {
 }
 
 /**
- * Whether `error` says the effect was not applied: a {@link NotAppliedError}, by class or by
- * name (another copy of the package, another realm).
+ * Whether `error` says the effect was not applied: a {@link NotAppliedError}, known by its name
+ * (another copy of the package, another realm; and a run that never meets one bundles no class).
  *
  * @example
  * ```ts
@@ -40,5 +40,5 @@ export class NotAppliedError extends Error {
  * ```
  */
 export function notApplied(error: unknown): boolean {
-  return error instanceof NotAppliedError || (error instanceof Error && error.name === 'NotAppliedError');
+  return error instanceof Error && error.name === 'NotAppliedError';
 }

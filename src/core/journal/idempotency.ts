@@ -33,6 +33,18 @@ export function effectKey(runId: string, step: number, index: number, tool: stri
 }
 
 /**
+ * A fresh random name: `prefix-` and a UUID (where the runtime has `crypto.randomUUID`).
+ *
+ * @example
+ * ```ts
+ * randomName('run'); // 'run-0b6f2c1e-…'
+ * ```
+ */
+export function randomName(prefix: string): string {
+  return `${prefix}-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+}
+
+/**
  * A run id for the keys of a run that is not journaled (one per run: its retries and hedges share
  * it; nothing outside the run can).
  *
@@ -41,9 +53,7 @@ export function effectKey(runId: string, step: number, index: number, tool: stri
  * freshRunId(); // 'run-0b6f2c1e-…'
  * ```
  */
-export function freshRunId(): string {
-  return `run-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
-}
+export const freshRunId = (): string => randomName('run');
 
 /**
  * The HTTP header that carries a tool call's key (`Idempotency-Key`, as Stripe and the IETF draft
