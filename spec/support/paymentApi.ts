@@ -12,19 +12,11 @@ import { HttpError } from '../../src/core/errors/errors.js';
 import { NotAppliedError } from '../../src/core/errors/notApplied.js';
 import { defineTool, type Tool, type ToolContext } from '../../src/sources/tool.js';
 
-/** How one request to the API ends. */
-export type PaymentFault = 'ok' | 'timeout-after-commit' | 'reset-after-commit' | '500-after-commit' | '503-before-commit' | 'busy' | 'decline';
+/** Every way a request to the API ends, for generators. */
+export const PAYMENT_FAULTS = ['ok', 'timeout-after-commit', 'reset-after-commit', '500-after-commit', '503-before-commit', 'busy', 'decline'] as const;
 
-/** Every fault, for generators. */
-export const PAYMENT_FAULTS: readonly PaymentFault[] = [
-  'ok',
-  'timeout-after-commit',
-  'reset-after-commit',
-  '500-after-commit',
-  '503-before-commit',
-  'busy',
-  'decline',
-];
+/** How one request to the API ends. */
+export type PaymentFault = (typeof PAYMENT_FAULTS)[number];
 
 /** One applied charge. */
 export interface Charge {
