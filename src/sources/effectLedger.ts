@@ -267,7 +267,7 @@ class Guarded {
         `(recorded: ${state.argsHash}, this call: ${hash}): a re-planned call is not the one that ran`;
       return this.end(() => this.subscriber.error(this.toolError('validate', message)));
     }
-    if (state.state === 'done') return this.answer(state.result, true);
+    if (state.state === 'done') return this.deduplicated(state.result);
     // started, never finished: the outcome is unknown
     if (repeatable(tool)) return this.run();
     this.reconcile(undefined);
@@ -357,11 +357,11 @@ class Guarded {
     return new ToolError({ toolName: tool.name, callId: call.id, args: call.args, phase, idempotent, message, ...(cause === undefined ? {} : { cause }) });
   }
 
-  /** The call's result, from the ledger (`deduplicated`: the tool did not run). */
-  private answer(result: unknown, deduplicated: boolean): void {
+  /** The call's result from its record: the tool does not run (`tool-deduplicated`). */
+  private deduplicated(result: unknown): void {
     const { call, tool, key, hub } = this.call;
     this.end(() => {
-      if (deduplicated) hub?.report({ type: 'tool-deduplicated', callId: call.id, tool: tool.name, key });
+      hub?.report({ type: 'tool-deduplicated', callId: call.id, tool: tool.name, key });
       this.deliver(result);
     });
   }
