@@ -329,7 +329,8 @@ export class DurableRun {
         message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: text, isError: true },
       });
     }
-    if (kind === 'interrupted' && !tool.idempotent) return this.unknown(call, tool, run$);
+    // under an effect ledger, the ledger knows what happened: it answers, reconciles or runs
+    if (kind === 'interrupted' && !tool.idempotent && this.agent.config.effects === undefined) return this.unknown(call, tool, run$);
     if (kind === 'not-started' && this.needsApproval(call, tool, context)) return 'pending';
     return run$();
   }

@@ -35,7 +35,8 @@ import { streamModel, type Model, type ModelCheckpoint, type ModelRequest } from
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
-import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
+import { effectKey, freshRunId } from '../core/journal/idempotency.js';
+import { resolveAgent, underLedger, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
 import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
 import type { CallState, ResumePlan } from './resumePlan.js';
 import type { PendingApproval } from './runJournal.js';
@@ -165,6 +166,8 @@ class AgentRun implements DurableHost {
   private seen: WeakSet<object> | undefined;
   private step = 0;
   private corrections = 0;
+  /** The id idempotency keys are derived from: the journaled one, else one made on the first tool call. */
+  private runId: string | undefined;
 
   constructor(
     private readonly agent: ResolvedAgent,
@@ -400,10 +403,10 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)));
+      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context, i).pipe(map((outcome) => [i, outcome] as const)));
       const state = states?.[i];
       if (state?.state === 'done') return void (messages[i] = state.message);
-      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context));
+      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context, i));
       if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
       outcomes.push(
         outcome$.pipe(
@@ -429,10 +432,12 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** One tool call through the tool pipeline, as the events and the tool message it yields. */
-  private toolOutcome(call: ToolCall, context: PipelineContext): Observable<ToolOutcome> {
+  /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
+  private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
+    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const key = effectKey(runId, context.step, index, call.name);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
@@ -440,9 +445,10 @@ class AgentRun implements DurableHost {
         this.hub,
         scheduler,
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
-        callTool(tool, call, { scope: this.scope }),
+        callTool(tool, call, { scope: this.scope, idempotencyKey: key }),
       );
-      return this.durable ? this.durable.beforeTool(call, execute$) : execute$;
+      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub }, execute$);
+      return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
     return piped.pipe(

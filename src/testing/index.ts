@@ -275,6 +275,8 @@ export function describeEvent(event: AgentEvent): string {
       return `tool-outcome-unknown:${event.tool}`;
     case 'turn-resume':
       return `turn-resume:${event.outcome}`;
+    case 'tool-deduplicated':
+      return `tool-deduplicated:${event.tool}`;
   }
 }
 

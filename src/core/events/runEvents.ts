@@ -44,6 +44,16 @@ export const TurnResumeEventCodec = t.intersection(
 );
 
 /**
+ * An effect ledger (`runAgent({ effects })`) answered a tool call from its record: the call's
+ * idempotency key was already `done` (a retry, a hedge, a resume, another process), so the tool
+ * did not run again; its recorded result is the call's.
+ */
+export const ToolDeduplicatedEventCodec = t.type(
+  { type: t.literal('tool-deduplicated'), callId: t.string, tool: t.string, key: t.string },
+  'ToolDeduplicatedEvent',
+);
+
+/**
  * A tool call waits for approval.
  *
  * @example
@@ -79,3 +89,12 @@ export type ToolOutcomeUnknownEvent = t.TypeOf<typeof ToolOutcomeUnknownEventCod
  * ```
  */
 export type TurnResumeEvent = t.TypeOf<typeof TurnResumeEventCodec>;
+/**
+ * A tool call answered from the effect ledger without running the tool again.
+ *
+ * @example
+ * ```ts
+ * const e: ToolDeduplicatedEvent = { type: 'tool-deduplicated', callId: 'c1', tool: 'charge', key: 'order-7421/3/0/charge' };
+ * ```
+ */
+export type ToolDeduplicatedEvent = t.TypeOf<typeof ToolDeduplicatedEventCodec>;
