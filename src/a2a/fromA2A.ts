@@ -37,7 +37,7 @@ export interface A2ARequestOptions {
  */
 export interface A2AClient {
   /** `SendStreamingMessage`: the task's events. */
-  sendMessageStream(params: { readonly message: A2AMessage }, options?: A2ARequestOptions): AsyncIterable<A2AStreamResponse>;
+  sendMessageStream(params: { readonly message: A2AMessage | undefined }, options?: A2ARequestOptions): AsyncIterable<A2AStreamResponse>;
   /** `SubscribeToTask`: the task's snapshot, then its events. */
   resubscribeTask(params: { readonly id: string }, options?: A2ARequestOptions): AsyncIterable<A2AStreamResponse>;
   /** `GetTask`. */

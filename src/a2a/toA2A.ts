@@ -93,7 +93,7 @@ export interface A2AServer {
   /** `http://127.0.0.1:<port>`: where the card (`/.well-known/agent-card.json`) and the JSON-RPC endpoint (`/`) are. */
   readonly url: string;
   readonly port: number;
-  /** Stops accepting, ends the runs in flight and closes every connection. */
+  /** Stops accepting and closes every connection (a run in flight goes on to its end, its task stored). */
   close(): Promise<void>;
 }
 
@@ -145,7 +145,11 @@ function historyOf(task: A2ATask & { history?: readonly A2AMessage[] }, current:
 }
 
 /** The SDK's pieces a server uses (loaded when it starts). */
-type Sdk = typeof import('@a2a-js/sdk/server') & { formatSSEEvent: (event: unknown) => string; SSE_HEADERS: Record<string, string> };
+type Sdk = typeof import('@a2a-js/sdk/server') & {
+  formatSSEEvent: (event: unknown) => string;
+  formatSSEErrorEvent: (error: unknown) => string;
+  SSE_HEADERS: Record<string, string>;
+};
 
 /** The bus the SDK hands an executor (the part used). */
 interface Bus {
@@ -264,19 +268,31 @@ function executor(sdk: Sdk, agent: ToA2AConfig['agent']) {
   };
 }
 
-/** One JSON-RPC request: its answer as JSON, or its events as SSE (a client gone stops the reading, not the task). */
+/**
+ * One JSON-RPC request: its answer as JSON, or its events as SSE. A client gone mid-stream does
+ * not stop the reading: the SDK stores the task's progress as the stream is read, so it is read to
+ * its end (written to nobody), and a resubscription finds the task as it stands.
+ */
 async function rpc(sdk: Sdk, handler: InstanceType<Sdk['JsonRpcTransportHandler']>, body: unknown, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const version = req.headers['a2a-version'];
   const context = new sdk.ServerCallContext({ requestedVersion: typeof version === 'string' ? version : undefined });
   const out = await handler.handle(body as Record<string, unknown>, context);
   if (typeof (out as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function') return json(res, 200, out);
   const events = (out as AsyncIterable<unknown>)[Symbol.asyncIterator]();
-  res.on('close', () => void events.return?.().catch(() => undefined));
+  const id = (body as { id?: unknown } | undefined)?.id ?? null;
+  const failure = (error: unknown): object => ({ jsonrpc: '2.0', id, error: sdk.JsonRpcTransportHandler.mapToJSONRPCError(error) });
+  let step: IteratorResult<unknown>;
+  try {
+    // refused before its first event (a task over, unknown): a JSON-RPC error, not a stream
+    step = await events.next();
+  } catch (error) {
+    return json(res, 200, failure(error));
+  }
   res.writeHead(200, sdk.SSE_HEADERS);
-  for (;;) {
-    const step = await events.next();
-    if (step.done === true || res.destroyed) break;
-    res.write(sdk.formatSSEEvent(step.value));
+  try {
+    for (; step.done !== true; step = await events.next()) if (!res.destroyed) res.write(sdk.formatSSEEvent(step.value));
+  } catch (error) {
+    if (!res.destroyed) res.write(sdk.formatSSEErrorEvent(failure(error)));
   }
   res.end();
 }
@@ -314,28 +330,27 @@ export function toA2A(config: ToA2AConfig): Promise<A2AServer> {
   if (typeof config !== 'object' || config === null) throw new InvalidOptionError('toA2A', 'config', config, 'an object { agent, card }');
   validateOptions('toA2A', props, config);
   for (const key of ['agent', 'card'] as const) if (config[key] === undefined) throw new InvalidOptionError('toA2A', key, undefined, props[key].name);
-  if (typeof config.agent !== 'function') Func.is(config.agent.model) || raise('agent.model', config.agent.model, 'a Model (a function)');
+  if (typeof config.agent !== 'function' && !Func.is(config.agent.model))
+    throw new InvalidOptionError('toA2A', 'agent.model', config.agent.model, 'a Model (a function)');
   return start(config);
-}
-
-function raise(option: string, value: unknown, expected: string): never {
-  throw new InvalidOptionError('toA2A', option, value, expected);
 }
 
 async function start(config: ToA2AConfig): Promise<A2AServer> {
   const sdk = { ...(await import('@a2a-js/sdk/server')), ...(await import('@a2a-js/sdk')) } as unknown as Sdk;
-  let guard: RequestGuard | undefined;
-  let handler: InstanceType<Sdk['JsonRpcTransportHandler']> | undefined;
-  let card: object | undefined;
+  /** Set once the port is known: the guard, the card and the handler all name it. */
+  // eslint-disable-next-line prefer-const -- assigned once the port is known, read by the request handler before
+  let ready: { guard: RequestGuard; card: object; handler: InstanceType<Sdk['JsonRpcTransportHandler']> } | undefined;
   const maxBodyBytes = config.maxBodyBytes ?? 1024 * 1024;
   const server: Server = createServer((req, res) => {
-    const refusal = guard?.refusal(req.headers) ?? 'starting';
-    if (refusal !== undefined) return json(res, refusal === 'starting' ? 503 : 403, { error: refusal });
+    if (ready === undefined) return json(res, 503, { error: 'starting' });
+    const { guard, card, handler } = ready;
+    const refusal = guard.refusal(req.headers);
+    if (refusal !== undefined) return json(res, 403, { error: refusal });
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/.well-known/agent-card.json') return json(res, 200, card);
     if (req.method !== 'POST' || path !== '/') return json(res, 404, { error: `no route ${req.method ?? ''} ${path ?? ''}` });
     readJson(req, maxBodyBytes)
-      .then(({ value }) => rpc(sdk, handler!, value, req, res))
+      .then(({ value }) => rpc(sdk, handler, value, req, res))
       .catch((error: unknown) => {
         const status = (error as { status?: unknown }).status;
         if (!res.headersSent) json(res, typeof status === 'number' ? status : 500, { error: errorText(error) });
@@ -348,7 +363,7 @@ async function start(config: ToA2AConfig): Promise<A2AServer> {
   });
   const url = `http://127.0.0.1:${port}`;
   const { name, description, version = '1.0.0', skills = [] } = config.card;
-  card = {
+  const card = {
     name,
     description,
     version,
@@ -367,8 +382,11 @@ async function start(config: ToA2AConfig): Promise<A2AServer> {
     (config.taskStore ?? new sdk.InMemoryTaskStore()) as never,
     executor(sdk, config.agent) as never,
   );
-  handler = new sdk.JsonRpcTransportHandler(requestHandler);
-  guard = requestGuard({ port, origins: config.allowedOrigins, hosts: config.allowedHosts });
+  ready = {
+    guard: requestGuard({ port, origins: config.allowedOrigins, hosts: config.allowedHosts }),
+    card,
+    handler: new sdk.JsonRpcTransportHandler(requestHandler),
+  };
   return {
     url,
     port,
