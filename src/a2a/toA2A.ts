@@ -330,8 +330,9 @@ export function toA2A(config: ToA2AConfig): Promise<A2AServer> {
   if (typeof config !== 'object' || config === null) throw new InvalidOptionError('toA2A', 'config', config, 'an object { agent, card }');
   validateOptions('toA2A', props, config);
   for (const key of ['agent', 'card'] as const) if (config[key] === undefined) throw new InvalidOptionError('toA2A', key, undefined, props[key].name);
-  if (typeof config.agent !== 'function' && !Func.is(config.agent.model))
-    throw new InvalidOptionError('toA2A', 'agent.model', config.agent.model, 'a Model (a function)');
+  if (typeof config.agent !== 'function' && !Func.is((config.agent.model as Partial<AgentConfig['model']> | undefined)?.stream)) {
+    throw new InvalidOptionError('toA2A', 'agent.model', config.agent.model, 'a Model (with stream())');
+  }
   return start(config);
 }
 
