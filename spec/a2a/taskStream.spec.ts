@@ -32,7 +32,9 @@ const rules = (overrides: Partial<TaskRules> = {}): TaskRules => ({
 const cut = new TypeError('terminated');
 
 function scheduler(): TestScheduler {
-  return new TestScheduler((actual, expected) => expect(actual).to.deep.equal(expected));
+  return new TestScheduler((actual, expected) => {
+    expect(actual).to.deep.equal(expected);
+  });
 }
 
 /** The seams over scripted streams: the sends and resubscriptions made, the tasks cancelled (with when). */
@@ -104,7 +106,7 @@ describe('taskStream (the rule of a fromA2A call, in virtual time)', () => {
         status: { state: 3 },
         artifacts: [{ artifactId: 'out', name: 'out', parts: [{ content: { $case: 'text' as const, value: 'abc' } }] }],
       };
-      const s = seams(t, cold('Tw#', events, cut), [cold('#', {}, over)], cold('-(G|)', { G: done }) as Observable<never>);
+      const s = seams(t, cold('Tw#', events, cut), [cold('#', {}, over)], cold('-(G|)', { G: done }) as unknown as Observable<never>);
       expectObservable(taskStream('docs', s.seams, rules(), t)).toBe('Tw---(F|)', { ...out, F: a2aResult('completed', 'abc') });
     });
   });

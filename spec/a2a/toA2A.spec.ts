@@ -6,8 +6,8 @@
  */
 import { ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { expect } from 'chai';
-import { concat, lastValueFrom, of, throwError } from 'rxjs';
-import { callTool, HttpError, InvalidOptionError, retryWithBackoff, ToolError, type TurnEvent } from '../../src/index.js';
+import { concat, from, lastValueFrom, throwError, type Observable } from 'rxjs';
+import { callTool, HealHub, HttpError, InvalidOptionError, retryWithBackoff, ToolError, type TurnEvent } from '../../src/index.js';
 import { finish, scriptedModel, textDeltas } from '../../src/testing/index.js';
 import { A2ATaskError, fromA2A, type A2AResult } from '../../src/a2a/index.js';
 import { toA2A } from '../../src/a2a/toA2A.js';
@@ -17,12 +17,12 @@ const healing = () => ({
   model: scriptedModel('echo', [
     () =>
       concat(
-        of<TurnEvent>(...textDeltas('Hel')),
-        throwError(() => new HttpError(503)),
+        from(textDeltas('Hel')),
+        throwError((): unknown => new HttpError(503)),
       ),
     [...textDeltas('Hello'), finish()],
   ]),
-  modelPipeline: (_request: unknown, turn$: import('rxjs').Observable<TurnEvent>, { hub }: { hub: import('../../src/index.js').HealHub }) =>
+  modelPipeline: (_request: unknown, turn$: Observable<TurnEvent>, { hub }: { hub: HealHub }) =>
     turn$.pipe(
       retryWithBackoff<TurnEvent>({
         hub,
