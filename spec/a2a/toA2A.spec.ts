@@ -9,8 +9,7 @@ import { expect } from 'chai';
 import { concat, from, lastValueFrom, throwError, type Observable } from 'rxjs';
 import { callTool, HealHub, HttpError, InvalidOptionError, retryWithBackoff, ToolError, type TurnEvent } from '../../src/index.js';
 import { finish, scriptedModel, textDeltas } from '../../src/testing/index.js';
-import { A2ATaskError, fromA2A, type A2AResult } from '../../src/a2a/index.js';
-import { toA2A } from '../../src/a2a/toA2A.js';
+import { A2ATaskError, fromA2A, toA2A, type A2AResult } from '../../src/a2a/index.js';
 
 /** A model whose first answer breaks after "Hel" (a 503) and whose second is whole, retried by the run's pipeline. */
 const healing = () => ({

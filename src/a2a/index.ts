@@ -17,6 +17,8 @@
  */
 export { fromA2A } from './fromA2A.js';
 export type { A2AClient, A2ARequestOptions, A2AToolArgs, FromA2AOptions } from './fromA2A.js';
+export { toA2A } from './toA2A.js';
+export type { A2AIncoming, A2AServer, A2ASkill, ToA2AConfig } from './toA2A.js';
 export { A2AProtocolError, A2AStreamEndedError, A2ATaskError, A2ATimeoutError } from './errors.js';
 export type { A2AFailedState } from './errors.js';
 export type { A2AArtifact, A2AArtifactResult, A2AMessage, A2APart, A2AResult, A2AStreamResponse, A2ATask, A2ATaskStatus } from './wire.js';
