@@ -103,11 +103,25 @@ const props = {
 
 const CLIENT_METHODS = ['sendMessageStream', 'resubscribeTask', 'getTask', 'cancelTask', 'getAgentCard'] as const;
 
-/** The arguments the model gives: the message, and the task it answers (one that asked for input). */
-const Args = t.intersection([t.type({ message: t.string }), t.partial({ taskId: t.string, contextId: t.string })], 'A2AToolArgs');
+/**
+ * The arguments of a {@link fromA2A} tool: the message, and the task it answers (one that asked
+ * for input), with its context.
+ *
+ * @example
+ * ```ts
+ * const answer: A2AToolArgs = { message: 'Economy, please', taskId: 't1' };
+ * ```
+ */
+export interface A2AToolArgs {
+  readonly message: string;
+  readonly taskId?: string;
+  readonly contextId?: string;
+}
 
-/** The arguments of a {@link fromA2A} tool. */
-export type A2AToolArgs = t.TypeOf<typeof Args>;
+const Args: t.Type<A2AToolArgs, unknown, unknown> = t.intersection(
+  [t.type({ message: t.string }), t.partial({ taskId: t.string, contextId: t.string })],
+  'A2AToolArgs',
+) as t.Type<A2AToolArgs, unknown, unknown>;
 
 /** A stream of the client's as a cold observable: unsubscribing aborts its request (and ends its iteration). */
 function stream<T>(agent: string, open: (options: A2ARequestOptions) => AsyncIterable<T>): Observable<T> {
