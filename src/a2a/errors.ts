@@ -45,18 +45,20 @@ export class A2ATaskError extends Error {
   override readonly name = 'A2ATaskError';
   /** The HTTP status the state stands for, for the classifier. */
   readonly status: number;
-  /** The agent's id (`fromA2A`'s `id`). */
-  readonly agent: string;
-  /** The task's id. */
-  readonly taskId: string;
-  /** The state the task ended in. */
-  readonly state: A2AFailedState;
 
-  constructor(agent: string, taskId: string, state: A2AFailedState, detail: string) {
+  /**
+   * @param agent - the agent's id (`fromA2A`'s `id`)
+   * @param taskId - the task's id
+   * @param state - the state the task ended in
+   * @param detail - the text of its status message ('' when none)
+   */
+  constructor(
+    readonly agent: string,
+    readonly taskId: string,
+    readonly state: A2AFailedState,
+    detail: string,
+  ) {
     super(`A2A agent '${agent}': task ${taskId} ${state}${detail === '' ? '' : `: ${detail}`}`);
-    this.agent = agent;
-    this.taskId = taskId;
-    this.state = state;
     this.status = TASK_STATUS[state];
   }
 }
