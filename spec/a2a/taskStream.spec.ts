@@ -123,6 +123,30 @@ describe('taskStream (the rule of a fromA2A call, in virtual time)', () => {
     });
   });
 
+  it('input-required ends the call with its question as the result (the model answers with the taskId); auth-required is an A2ATaskError (401)', () => {
+    const t = scheduler();
+    t.run(({ cold, expectObservable }) => {
+      const ask = {
+        payload: {
+          $case: 'statusUpdate' as const,
+          value: {
+            taskId: 't1',
+            contextId: 'c1',
+            status: { state: 6, message: { messageId: 'q', role: 2, parts: [{ content: { $case: 'text' as const, value: 'Which date?' } }] } },
+          },
+        },
+      };
+      const auth = { payload: { $case: 'statusUpdate' as const, value: { taskId: 't1', contextId: 'c1', status: { state: 8 } } } };
+      const s = seams(t, cold('TwQ', { ...events, Q: ask }));
+      expectObservable(taskStream('docs', s.seams, rules(), t)).toBe('Tw(Q|)', { ...out, Q: { ...a2aResult('input-required', ''), question: 'Which date?' } });
+      const locked = seams(t, cold('TA', { ...events, A: auth }));
+      expectObservable(taskStream('docs', locked.seams, rules(), t)).toBe('T#', out, new A2ATaskError('docs', 't1', 'auth-required', ''));
+      t.flush();
+      expect(s.cancelled).to.deep.equal([]);
+      expect(new A2ATaskError('docs', 't1', 'auth-required', '').status).to.equal(401);
+    });
+  });
+
   it('a failed task ends the call with A2ATaskError (502) and is not cancelled', () => {
     const t = scheduler();
     t.run(({ cold, expectObservable }) => {
