@@ -20,7 +20,15 @@ import { a2aFailure } from './errors.js';
 import { taskStream, type TaskRules, type TaskSeams } from './taskStream.js';
 import { ROLE_USER, type A2AMessage, type A2AResult, type A2AStreamResponse, type A2ATask } from './wire.js';
 
-/** The request options `fromA2A` hands the client: the signal that aborts a request when its call is cancelled or a deadline passes. */
+/**
+ * The request options `fromA2A` hands the client: the signal that aborts a request when its call
+ * is cancelled or a deadline passes.
+ *
+ * @example
+ * ```ts
+ * const options: A2ARequestOptions = { signal: AbortSignal.timeout(30_000) };
+ * ```
+ */
 export interface A2ARequestOptions {
   readonly signal?: AbortSignal;
 }

@@ -8,7 +8,14 @@
  */
 import { A2ATaskError, type A2AFailedState } from './errors.js';
 
-/** One part of a message or an artifact: text, data, or a file (its `url` or raw bytes). */
+/**
+ * One part of a message or an artifact: text, data, or a file (its `url` or raw bytes).
+ *
+ * @example
+ * ```ts
+ * const part: A2APart = { content: { $case: 'text', value: 'Two flights found.' } };
+ * ```
+ */
 export interface A2APart {
   readonly content?: { readonly $case: 'text' | 'data' | 'url' | 'raw'; readonly value: unknown } | undefined;
   readonly mediaType?: string;
@@ -16,7 +23,14 @@ export interface A2APart {
   readonly metadata?: { readonly [key: string]: unknown } | undefined;
 }
 
-/** A message (the SDK's `Message`, the fields read). `role` 1: the user; 2: the agent. */
+/**
+ * A message (the SDK's `Message`, the fields read). `role` 1: the user; 2: the agent.
+ *
+ * @example
+ * ```ts
+ * const message: A2AMessage = { messageId: 'm1', role: 1, parts: [{ content: { $case: 'text', value: 'Flights to Paris?' } }] };
+ * ```
+ */
 export interface A2AMessage {
   readonly messageId: string;
   readonly role: number;
@@ -26,14 +40,28 @@ export interface A2AMessage {
   readonly metadata?: { readonly [key: string]: unknown } | undefined;
 }
 
-/** A task's status (the SDK's `TaskStatus`): `state` is the SDK's `TaskState` number. */
+/**
+ * A task's status (the SDK's `TaskStatus`): `state` is the SDK's `TaskState` number.
+ *
+ * @example
+ * ```ts
+ * const working: A2ATaskStatus = { state: 2 }; // TaskState.TASK_STATE_WORKING
+ * ```
+ */
 export interface A2ATaskStatus {
   readonly state: number;
   readonly message?: A2AMessage | undefined;
   readonly timestamp?: string | undefined;
 }
 
-/** An artifact (the SDK's `Artifact`, the fields read). */
+/**
+ * An artifact (the SDK's `Artifact`, the fields read).
+ *
+ * @example
+ * ```ts
+ * const artifact: A2AArtifact = { artifactId: 'answer', parts: [{ content: { $case: 'text', value: 'Two flights.' } }] };
+ * ```
+ */
 export interface A2AArtifact {
   readonly artifactId: string;
   readonly name?: string;
@@ -41,7 +69,14 @@ export interface A2AArtifact {
   readonly metadata?: { readonly [key: string]: unknown } | undefined;
 }
 
-/** A task (the SDK's `Task`, the fields read). */
+/**
+ * A task (the SDK's `Task`, the fields read).
+ *
+ * @example
+ * ```ts
+ * const task: A2ATask = { id: 't1', contextId: 'c1', status: { state: 1 }, artifacts: [] };
+ * ```
+ */
 export interface A2ATask {
   readonly id: string;
   readonly contextId: string;
@@ -49,7 +84,14 @@ export interface A2ATask {
   readonly artifacts?: readonly A2AArtifact[];
 }
 
-/** One event of a task's stream (the SDK's `StreamResponse`). */
+/**
+ * One event of a task's stream (the SDK's `StreamResponse`).
+ *
+ * @example
+ * ```ts
+ * const event: A2AStreamResponse = { payload: { $case: 'statusUpdate', value: { taskId: 't1', contextId: 'c1', status: { state: 3 } } } };
+ * ```
+ */
 export interface A2AStreamResponse {
   readonly payload?:
     | { readonly $case: 'task'; readonly value: A2ATask }
@@ -62,7 +104,14 @@ export interface A2AStreamResponse {
     | undefined;
 }
 
-/** The SDK's `TaskState` values (A2A 1.0's `TASK_STATE_*`). */
+/**
+ * The SDK's `TaskState` values (A2A 1.0's `TASK_STATE_*`).
+ *
+ * @example
+ * ```ts
+ * TASK_STATE['input-required']; // 6
+ * ```
+ */
 export const TASK_STATE = {
   submitted: 1,
   working: 2,
@@ -74,8 +123,23 @@ export const TASK_STATE = {
   'auth-required': 8,
 } as const;
 
-/** The SDK's `Role.ROLE_USER` and `Role.ROLE_AGENT`. */
+/**
+ * The SDK's `Role.ROLE_USER`.
+ *
+ * @example
+ * ```ts
+ * const message: A2AMessage = { messageId: 'm1', role: ROLE_USER, parts: [] };
+ * ```
+ */
 export const ROLE_USER = 1;
+/**
+ * The SDK's `Role.ROLE_AGENT`.
+ *
+ * @example
+ * ```ts
+ * const reply: A2AMessage = { messageId: 'm2', role: ROLE_AGENT, parts: [] };
+ * ```
+ */
 export const ROLE_AGENT = 2;
 
 const STATE_NAMES = new Map<number, keyof typeof TASK_STATE>(Object.entries(TASK_STATE).map(([name, value]) => [value, name as keyof typeof TASK_STATE]));
@@ -116,7 +180,14 @@ export interface A2AResult {
   readonly question?: string;
 }
 
-/** The text parts of some parts, joined. */
+/**
+ * The text parts of some parts, joined.
+ *
+ * @example
+ * ```ts
+ * partsText([{ content: { $case: 'text', value: 'Hel' } }, { content: { $case: 'text', value: 'lo' } }]); // 'Hello'
+ * ```
+ */
 export function partsText(parts: readonly A2APart[] | undefined): string {
   return (parts ?? [])
     .filter((p) => p.content?.$case === 'text')
