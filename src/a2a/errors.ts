@@ -25,7 +25,14 @@
 /** A value's field, without trusting its type. */
 const field = (u: unknown, key: string): unknown => (typeof u === 'object' && u !== null ? (u as Record<string, unknown>)[key] : undefined);
 
-/** The A2A task states `fromA2A` ends a call on with an error (the SDK's `TaskState` names, lower-cased). */
+/**
+ * The A2A task states `fromA2A` ends a call on with an error (the SDK's `TaskState` names, lower-cased).
+ *
+ * @example
+ * ```ts
+ * const state: A2AFailedState = 'rejected';
+ * ```
+ */
 export type A2AFailedState = 'failed' | 'rejected' | 'canceled' | 'auth-required';
 
 const TASK_STATUS: Readonly<Record<A2AFailedState, number>> = { failed: 502, rejected: 422, canceled: 409, 'auth-required': 401 };
