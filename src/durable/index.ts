@@ -4,7 +4,10 @@
  * per run (the default), and {@link memoryJournal}, the reference model for specs in virtual time.
  * Redis and Postgres stores are `redisJournal` (`rxheal/redis`) and `postgresJournal`
  * (`rxheal/postgres`); the contract's types (`JournalStore`, `JournalSession`) and errors
- * (`RunLockedError`, `JournalCorruptError`) are the root's.
+ * (`RunLockedError`, `JournalCorruptError`) are the root's. Each store carries the machinery of
+ * durable runs (the lease, the resume plan, the records and their checks), which `runAgent` and
+ * `resumeAgent` reach through the journal they are given: a run without one bundles none of it. A
+ * store of your own (the contract) gets it with one call, {@link durableJournal}.
  *
  * @example
  * ```ts
@@ -22,5 +25,7 @@
  */
 export { fileJournal } from './fileJournal.js';
 export type { FileJournalOptions } from './fileJournal.js';
-export { memoryJournal } from '../core/journal/memoryJournal.js';
+export { memoryJournal } from './memoryJournal.js';
 export type { MemoryJournalOptions } from '../core/journal/memoryJournal.js';
+// a JournalStore of your own, able to journal runs (rxheal's stores are already)
+export { durableJournal } from '../sources/durableRun.js';

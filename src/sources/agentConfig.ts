@@ -3,11 +3,19 @@
  * ({@link PipelineContext}), and the check that validates a config once and derives what every run
  * uses of it (the tool table, the tools' specs, the step limit, the scheduler).
  *
+ * And the seam between the loop and durable runs, defined on the loop's side: what the loop hands
+ * a journaled run ({@link DurableHost}), what it calls on one ({@link DurablePort}), and how it
+ * finds the machinery that makes one ({@link DurableRuns}). The loop imports nothing else of
+ * durable runs: the machinery (durableRun.ts — the lease, the plan, the records and their checks)
+ * is reached through the journal the run is given, which carries it under {@link DURABLE_RUNS}
+ * (every rxheal store does; a store of one's own gets it from `durableJournal(store)`), so a run
+ * without a journal bundles none of it.
+ *
  * @module
  */
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { DegradedEvent, Message, RestoredEvent, ToolCall, TurnEvent } from '../core/events/events.js';
+import type { AgentEvent, DegradedEvent, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
@@ -19,6 +27,8 @@ import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/m
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
 import { budgetCodec, type Budget } from './budget.js';
+import type { CallState, ResumePlan } from './resumePlan.js';
+import type { PendingApproval, RunRecord, Used } from './runJournal.js';
 
 /** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
 export interface CapabilitySource {
@@ -162,6 +172,8 @@ export interface DurableSettings {
   readonly onUnknownOutcome: 'tell-model' | 'error';
   readonly allowChanged: readonly JournalChange[];
   readonly approvals: Readonly<Record<string, Approval>> | undefined;
+  /** The durable-run machinery the journal carries. */
+  readonly runs: DurableRuns;
 }
 
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
@@ -274,6 +286,143 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
           onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
           allowChanged: config.allowChanged ?? [],
           approvals,
+          runs: durableRunsFor(target, config.journal),
         };
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
+}
+
+/**
+ * What one tool call yields: the events to emit and the tool message.
+ *
+ * @example
+ * ```ts
+ * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
+ * ```
+ */
+export interface ToolOutcome {
+  readonly events: readonly AgentEvent[];
+  readonly message: ToolMessage;
+}
+
+/**
+ * What the agent loop lends a journaled run.
+ *
+ * @example
+ * ```ts
+ * const durable = agent.durable!.runs.run(host, agent);
+ * ```
+ */
+export interface DurableHost {
+  emit(event: AgentEvent): void;
+  /** Runs a step of the loop, a throw ending the run. */
+  stage(run: () => void): void;
+  /** Ends the run's stream now: an error, or completion. */
+  errorNow(error: unknown): void;
+  completeNow(): void;
+  /** Goes on from the plan (a new run: its first turn). */
+  resume(plan: ResumePlan): void;
+  used(): Used;
+  readonly closed: boolean;
+}
+
+/**
+ * One journaled run as the agent loop drives it: its start (claim, read, replay), each record
+ * written before the step that depends on it, what a tool call of a resumed round does, and the
+ * run's end. The records themselves are the machinery's (durableRun.ts, runJournal.ts).
+ *
+ * @example
+ * ```ts
+ * const durable: DurablePort = agent.durable!.runs.run(host, agent);
+ * durable.start();
+ * ```
+ */
+export interface DurablePort {
+  /** Claims the run; then replays it and goes on (`host.resume`). */
+  start(): void;
+  /** Journals `record`, then goes on (`next`, in a stage of the loop). */
+  commit(record: RunRecord, next: () => void): void;
+  /** A model turn's (or an answer's) record; `correction`: an answer that failed its check, with its correction. */
+  record(messages: readonly Message[], events: readonly AgentEvent[], correction?: boolean): RunRecord;
+  /** Before a tool executes: its start journaled, then `execute$`. */
+  beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
+  /** A tool's outcome journaled (it goes on once durable). */
+  commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome>;
+  /** What a call of a tool round does, from its state in the plan: `'pending'` (it waits for approval), or its outcome (`run$` runs it). */
+  callPlan(
+    call: ToolCall,
+    state: CallState | undefined,
+    tool: AnyTool | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): 'pending' | Observable<ToolOutcome>;
+  /** Calls wait for approval: journaled, announced, and the run completes suspended. */
+  suspend(pending: readonly PendingApproval[]): void;
+  /** The answer was given: the end journaled, the lease released, then the run completes. */
+  answered(): void;
+  /** The run failed: its end journaled (unless the journal failed), the lease released, then the error. */
+  fail(error: unknown): void;
+  /** The run's subscriber left: the lease released. */
+  unsubscribe(): void;
+}
+
+/**
+ * The durable-run machinery a journal carries under {@link DURABLE_RUNS}.
+ *
+ * @example
+ * ```ts
+ * const durable = durableRunsFor('runAgent', journal).run(host, agent);
+ * ```
+ */
+export interface DurableRuns {
+  /** The journaled run of one subscription (`agent.durable`: its settings). */
+  run(host: DurableHost, agent: ResolvedAgent): DurablePort;
+}
+
+/**
+ * The key under which a journal carries the durable-run machinery ({@link DurableRuns}). A
+ * registered symbol, so that two copies of rxheal in one application agree on it.
+ *
+ * @example
+ * ```ts
+ * const runs = (journal as { [DURABLE_RUNS]?: DurableRuns })[DURABLE_RUNS];
+ * ```
+ */
+export const DURABLE_RUNS: unique symbol = Symbol.for('rxheal.durableRuns') as never;
+
+/** The machinery of the rxheal stores made in this process, for a journal that carries none (a store wrapping one of them). */
+let registered: DurableRuns | undefined;
+
+/**
+ * Called by `durableJournal` (so by every rxheal store) when a store is made: a store of one's
+ * own that wraps one of them (a proxy counting appends, one adding latency) then needs no
+ * {@link DURABLE_RUNS} of its own.
+ *
+ * @example
+ * ```ts
+ * registerDurableRuns(durableRuns);
+ * ```
+ */
+export function registerDurableRuns(runs: DurableRuns): void {
+  registered ??= runs;
+}
+
+/**
+ * The machinery for a run's `journal`: the one it carries, else the one rxheal's stores registered.
+ *
+ * @throws {InvalidOptionError} naming `journal` when neither is there.
+ * @example
+ * ```ts
+ * durableRunsFor('runAgent', fileJournal({ dir: './runs' })).run(host, agent);
+ * ```
+ */
+export function durableRunsFor(target: string, journal: JournalStore): DurableRuns {
+  const runs = (journal as { [DURABLE_RUNS]?: DurableRuns })[DURABLE_RUNS] ?? registered;
+  if (runs === undefined)
+    throw new InvalidOptionError(
+      target,
+      'journal',
+      journal,
+      "a JournalStore that journals runs (memoryJournal, fileJournal, redisJournal, postgresJournal, or a store of your own given to durableJournal from 'rxheal/durable')",
+    );
+  return runs;
 }

@@ -25,52 +25,29 @@ import {
   throwError,
 } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { AgentEvent, Message, ToolCall, ToolMessage } from '../core/events/events.js';
+import type { AgentEvent, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
-import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
+import type { JournalEntry, JournalSession, JournalStore } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
 import { abortable } from '../core/model/abortable.js';
 import { modelsInside } from '../core/model/model.js';
 import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import type { AnyTool, DurableSettings, PipelineContext, ResolvedAgent } from './agentConfig.js';
+import {
+  DURABLE_RUNS,
+  registerDurableRuns,
+  type AnyTool,
+  type DurableHost,
+  type DurablePort,
+  type DurableRuns,
+  type DurableSettings,
+  type PipelineContext,
+  type ResolvedAgent,
+  type ToolOutcome,
+} from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
-import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
+import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
-
-/**
- * What one tool call yields: the events to emit and the tool message.
- *
- * @example
- * ```ts
- * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
- * ```
- */
-export interface ToolOutcome {
-  readonly events: readonly AgentEvent[];
-  readonly message: ToolMessage;
-}
-
-/**
- * What the agent loop lends a journaled run.
- *
- * @example
- * ```ts
- * const durable = new DurableRun(host, agent, agent.durable!);
- * ```
- */
-export interface DurableHost {
-  emit(event: AgentEvent): void;
-  /** Runs a step of the loop, a throw ending the run. */
-  stage(run: () => void): void;
-  /** Ends the run's stream now: an error, or completion. */
-  errorNow(error: unknown): void;
-  completeNow(): void;
-  /** Goes on from the plan (a new run: its first turn). */
-  resume(plan: ResumePlan): void;
-  used(): Used;
-  readonly closed: boolean;
-}
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
 const notJournaled = (error: unknown): boolean =>
@@ -154,7 +131,7 @@ function replayedError(error: { readonly name: string; readonly message: string 
  * durable.start();
  * ```
  */
-export class DurableRun {
+export class DurableRun implements DurablePort {
   private session: JournalSession | undefined;
   private readonly work = new Subscription();
   private renewal: Subscription | undefined;
@@ -402,4 +379,33 @@ export class DurableRun {
     this.work.unsubscribe();
     this.session?.release().subscribe({ error: () => undefined });
   }
+}
+
+/**
+ * The durable-run machinery, as a journal carries it (see `durableJournal`).
+ *
+ * @example
+ * ```ts
+ * durableRuns.run(host, agent).start();
+ * ```
+ */
+export const durableRuns: DurableRuns = {
+  run: (host, agent) => new DurableRun(host, agent, agent.durable!),
+};
+
+/**
+ * A {@link JournalStore} able to journal runs: `store` with the durable-run machinery (the
+ * lease, the resume plan, the records and their checks) that `runAgent({ runId, journal })` and
+ * `resumeAgent` reach through it — a run without a journal bundles none of it. Every rxheal
+ * store comes this way already; a store of your own (the journal contract) needs this one call.
+ *
+ * @example
+ * ```ts
+ * const journal = durableJournal(myStore); // { claim, read } of your own
+ * runAgent({ ...config, runId: 'order-7421', journal }).subscribe((e) => console.log(e.type));
+ * ```
+ */
+export function durableJournal(store: JournalStore): JournalStore {
+  registerDurableRuns(durableRuns);
+  return { [DURABLE_RUNS]: durableRuns, claim: (claim) => store.claim(claim), read: (runId) => store.read(runId) } as JournalStore;
 }

@@ -35,10 +35,17 @@ import { streamModel, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
-import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
-import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
+import {
+  resolveAgent,
+  type AgentConfig,
+  type DurableHost,
+  type DurablePort,
+  type PipelineContext,
+  type ResolvedAgent,
+  type ToolOutcome,
+} from './agentConfig.js';
 import type { CallState, ResumePlan } from './resumePlan.js';
-import type { PendingApproval } from './runJournal.js';
+import type { PendingApproval, RunRecord } from './runJournal.js';
 import { BudgetTracker, type Budget } from './budget.js';
 
 export type { AgentConfig, AnyTool, Approval, CapabilitySource, PipelineContext, ResumeConfig } from './agentConfig.js';
@@ -154,8 +161,8 @@ class ReportSink implements Partial<Observer<AgentEvent>> {
  */
 class AgentRun implements DurableHost {
   private readonly hub: HealHub;
-  /** A journaled run's session and records (undefined: not journaled). */
-  private readonly durable: DurableRun | undefined;
+  /** A journaled run's session and records, from the machinery its journal carries (undefined: not journaled). */
+  private readonly durable: DurablePort | undefined;
   private readonly scope = new RunScope();
   private readonly budget: BudgetTracker;
   private readonly history: Message[];
@@ -172,7 +179,7 @@ class AgentRun implements DurableHost {
     this.hub = agent.config.hub ?? new HealHub();
     this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
-    this.durable = agent.durable ? new DurableRun(this, agent, agent.durable) : undefined;
+    this.durable = agent.durable?.runs.run(this, agent);
   }
 
   /** Start: surface what the hub and the capabilities report, then the first turn. */
@@ -222,7 +229,7 @@ class AgentRun implements DurableHost {
   }
 
   /** Journaled: `record()` is appended, then the run goes on (`next`); otherwise it goes on at once. */
-  private persist(record: (durable: DurableRun) => Parameters<DurableRun['commit']>[0], next: () => void): void {
+  private persist(record: (durable: DurablePort) => RunRecord, next: () => void): void {
     if (this.durable) this.durable.commit(record(this.durable), next);
     else next();
   }
