@@ -12,7 +12,7 @@ import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
 import type { JournalStore } from '../core/journal/journal.js';
 import { memoryJournal } from '../core/journal/memoryJournal.js';
-import { durableJournal } from '../sources/durableRun.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import type { Model } from '../core/model/model.js';
 import { seedLibraryRandom } from '../core/rx/random.js';
 import type { AnyTool } from '../sources/agentConfig.js';

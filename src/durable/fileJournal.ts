@@ -33,7 +33,7 @@ import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import type { JournalClaim, JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
-import { durableJournal } from '../sources/durableRun.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import { claimBody, entryBody, FILE_HEADER, frame, scan, type Scan } from './format.js';
 import { newestGeneration, readLease, rewriteLease, syncDir, takeLease } from './lease.js';
 

@@ -28,4 +28,4 @@ export type { FileJournalOptions } from './fileJournal.js';
 export { memoryJournal } from './memoryJournal.js';
 export type { MemoryJournalOptions } from '../core/journal/memoryJournal.js';
 // a JournalStore of your own, able to journal runs (rxheal's stores are already)
-export { durableJournal } from '../sources/durableRun.js';
+export { durableJournal } from '../sources/durableJournal.js';

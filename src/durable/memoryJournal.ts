@@ -6,7 +6,7 @@
  */
 import type { JournalStore } from '../core/journal/journal.js';
 import { memoryJournal as memoryStore, type MemoryJournalOptions } from '../core/journal/memoryJournal.js';
-import { durableJournal } from '../sources/durableRun.js';
+import { durableJournal } from '../sources/durableJournal.js';
 
 /**
  * A journal in memory: for specs and virtual time (a crash is an unsubscribe; the resume claims

@@ -25,7 +25,7 @@ import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
-import { durableJournal } from '../sources/durableRun.js';
+import { durableJournal } from '../sources/durableJournal.js';
 
 /**
  * What the journal needs of `pg`: `query(text, values)` resolving with `rows` and `rowCount` — a

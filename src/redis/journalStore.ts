@@ -24,7 +24,7 @@ import { PositiveIntegerMs, PositiveNumber, Scheduler, validateOptions } from '.
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
-import { durableJournal } from '../sources/durableRun.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import { redisStoreProps } from './breakerStore.js';
 import { clientOption, num, Script, type RedisClientLike } from './client.js';
 import { hashTag } from './keys.js';

@@ -19,9 +19,9 @@ import type { AgentEvent, DegradedEvent, Message, RestoredEvent, ToolCall, ToolM
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
-import { Func, NonEmptyString, PositiveInteger, Scheduler, check, oneOf, validateOptions } from '../core/errors/options.js';
+import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import type { JournalChange } from '../core/journal/errors.js';
-import { LeaseMs, RunId, type JournalStore } from '../core/journal/journal.js';
+import type { JournalStore } from '../core/journal/journal.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { RunScope } from '../core/rx/runScope.js';
@@ -176,6 +176,18 @@ export interface DurableSettings {
   readonly runs: DurableRuns;
 }
 
+/** The options only a journaled run has (with `journal`): checked by its machinery. */
+const DURABLE_OPTIONS = ['runId', 'journal', 'holder', 'leaseMs', 'onUnknownOutcome', 'allowChanged'] as const;
+const Anything = check('anything', (_u): _u is unknown => true);
+/**
+ * What `journal` and `runId` are, in the errors of a run missing one.
+ *
+ * @example
+ * ```ts
+ * new InvalidOptionError('resumeAgent', 'journal', undefined, `${NAMES.journal} (resumeAgent resumes a journaled run)`);
+ * ```
+ */
+export const NAMES = { journal: 'a JournalStore ({ claim, read })', runId: 'a run id' };
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
 const Arr = check('an array', (u): u is readonly unknown[] => Array.isArray(u));
 const props = {
@@ -194,33 +206,9 @@ const props = {
   hub: check('a HealHub', (u): u is HealHub => u instanceof HealHub),
   output: Obj,
   scheduler: Scheduler,
-  runId: RunId,
-  journal: check('a JournalStore ({ claim, read })', (u): u is JournalStore => {
-    const j = u as JournalStore | null;
-    return typeof j === 'object' && j !== null && typeof j.claim === 'function' && typeof j.read === 'function';
-  }),
-  holder: NonEmptyString,
-  leaseMs: LeaseMs,
-  onUnknownOutcome: oneOf('tell-model', 'error'),
-  allowChanged: check(
-    "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
-    (u): u is readonly JournalChange[] => Array.isArray(u) && u.every((k) => ['instruction', 'tool', 'schema', 'model', 'messages'].includes(k as string)),
-  ),
+  // a journaled run's own options: checked by the machinery its journal carries (DurableRuns.settings)
+  ...Object.fromEntries(DURABLE_OPTIONS.map((key) => [key, Anything])),
 };
-
-const ApprovalCheck = check(
-  'an object of { approved: true } or { approved: false, reason: string } by call id',
-  (u): u is Record<string, Approval> =>
-    typeof u === 'object' &&
-    u !== null &&
-    !Array.isArray(u) &&
-    Object.values(u).every(
-      (a: unknown) =>
-        typeof a === 'object' &&
-        a !== null &&
-        ((a as Approval).approved === true || ((a as Approval).approved === false && typeof (a as { reason?: unknown }).reason === 'string')),
-    ),
-);
 
 /** The config, validated once, with what every run derives from it. */
 export interface ResolvedAgent {
@@ -235,26 +223,27 @@ export interface ResolvedAgent {
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
 
-/** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
-export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAgent' = 'runAgent'): ResolvedAgent {
-  const approvals = target === 'resumeAgent' ? (config as ResumeConfig | undefined)?.approvals : undefined;
-  if (target === 'resumeAgent') {
-    validateOptions(target, { ...props, approvals: ApprovalCheck }, config);
-    const rest: Record<string, unknown> = { ...(config ?? {}) };
-    delete rest['approvals'];
-    config = rest as unknown as AgentConfig;
-    for (const key of ['journal', 'runId'] as const)
-      if (config[key] === undefined) throw new InvalidOptionError(target, key, undefined, `${props[key].name} (resumeAgent resumes a journaled run)`);
-  } else validateOptions(target, props, config);
+/**
+ * Checks the config (throws InvalidOptionError naming the option) and derives the tool table;
+ * `approvals` are `resumeAgent`'s (checked, with the other options of a journaled run, by the
+ * machinery its journal carries).
+ */
+export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAgent' = 'runAgent', approvals?: unknown): ResolvedAgent {
+  validateOptions(target, props, config);
   if (config === undefined || config.model === undefined) throw new InvalidOptionError(target, 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError(target, 'messages', undefined, props.messages.name);
   config.messages.forEach((message, i) => {
     if (!isMessage(message)) throw new InvalidOptionError(target, `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
-  if ((config.runId === undefined) !== (config.journal === undefined)) {
-    const missing = config.runId === undefined ? 'runId' : 'journal';
-    throw new InvalidOptionError(target, missing, undefined, `${props[missing].name} (a journaled run needs both runId and journal)`);
-  }
+  const journal = config.journal;
+  if (journal === undefined) {
+    // without a journal, none of a journaled run's options means anything: a mistake, said at once
+    const given = DURABLE_OPTIONS.find((key) => config[key] !== undefined);
+    if (given !== undefined) {
+      const why = given === 'runId' ? ' (a journaled run needs both runId and journal)' : ` (option "${given}" is a journaled run's)`;
+      throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal}${why}`);
+    }
+  } else if (config.runId === undefined) throw new InvalidOptionError(target, 'runId', undefined, `${NAMES.runId} (a journaled run needs both runId and journal)`);
   (config.tools ?? []).forEach((tool, i) => {
     const ok =
       typeof tool === 'object' &&
@@ -275,19 +264,11 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
   // no tools (a chat): one shared empty table, not a Map per call
   const tools = config.tools?.length ? new Map(config.tools.map((tool) => [tool.name, tool])) : NO_TOOLS;
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
-  const durable: DurableSettings | undefined =
-    config.runId === undefined || config.journal === undefined
-      ? undefined
-      : {
-          runId: config.runId,
-          journal: config.journal,
-          holder: config.holder,
-          leaseMs: config.leaseMs ?? 30_000,
-          onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
-          allowChanged: config.allowChanged ?? [],
-          approvals,
-          runs: durableRunsFor(target, config.journal),
-        };
+  let durable: DurableSettings | undefined;
+  if (journal !== undefined) {
+    const runs = durableRunsFor(target, journal);
+    durable = { ...runs.settings(target, config, approvals), runs };
+  }
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
 }
 
@@ -345,16 +326,11 @@ export interface DurablePort {
   record(messages: readonly Message[], events: readonly AgentEvent[], correction?: boolean): RunRecord;
   /** Before a tool executes: its start journaled, then `execute$`. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
-  /** A tool's outcome journaled (it goes on once durable). */
-  commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome>;
-  /** What a call of a tool round does, from its state in the plan: `'pending'` (it waits for approval), or its outcome (`run$` runs it). */
-  callPlan(
-    call: ToolCall,
-    state: CallState | undefined,
-    tool: AnyTool | undefined,
-    context: PipelineContext,
-    run$: () => Observable<ToolOutcome>,
-  ): 'pending' | Observable<ToolOutcome>;
+  /**
+   * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
+   * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call).
+   */
+  callOutcome(call: ToolCall, state: CallState | undefined, context: PipelineContext, run$: () => Observable<ToolOutcome>): PendingApproval | Observable<ToolOutcome>;
   /** Calls wait for approval: journaled, announced, and the run completes suspended. */
   suspend(pending: readonly PendingApproval[]): void;
   /** The answer was given: the end journaled, the lease released, then the run completes. */
@@ -374,6 +350,13 @@ export interface DurablePort {
  * ```
  */
 export interface DurableRuns {
+  /**
+   * A journaled run's own options, checked: `runId`, `journal`, `holder`, `leaseMs`,
+   * `onUnknownOutcome`, `allowChanged`, and `resumeAgent`'s `approvals`.
+   *
+   * @throws {InvalidOptionError} naming the option and its value.
+   */
+  settings(target: string, config: AgentConfig, approvals: unknown): Omit<DurableSettings, 'runs'>;
   /** The journaled run of one subscription (`agent.durable`: its settings). */
   run(host: DurableHost, agent: ResolvedAgent): DurablePort;
 }
@@ -409,20 +392,16 @@ export function registerDurableRuns(runs: DurableRuns): void {
 /**
  * The machinery for a run's `journal`: the one it carries, else the one rxheal's stores registered.
  *
- * @throws {InvalidOptionError} naming `journal` when neither is there.
+ * @throws {InvalidOptionError} naming `journal` when neither is there (a JournalStore of your own not given to `durableJournal`).
  * @example
  * ```ts
  * durableRunsFor('runAgent', fileJournal({ dir: './runs' })).run(host, agent);
  * ```
  */
 export function durableRunsFor(target: string, journal: JournalStore): DurableRuns {
-  const runs = (journal as { [DURABLE_RUNS]?: DurableRuns })[DURABLE_RUNS] ?? registered;
+  // the journal's shape is checked by the machinery (its `journal` option)
+  const runs = (journal as { [DURABLE_RUNS]?: DurableRuns } | null)?.[DURABLE_RUNS] ?? registered;
   if (runs === undefined)
-    throw new InvalidOptionError(
-      target,
-      'journal',
-      journal,
-      "a JournalStore that journals runs (memoryJournal, fileJournal, redisJournal, postgresJournal, or a store of your own given to durableJournal from 'rxheal/durable')",
-    );
+    throw new InvalidOptionError(target, 'journal', journal, "a JournalStore that journals runs (rxheal's do; one of your own: durableJournal(store), rxheal/durable)");
   return runs;
 }

@@ -27,24 +27,13 @@ import {
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { AgentEvent, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
-import type { JournalEntry, JournalSession, JournalStore } from '../core/journal/journal.js';
+import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
 import { abortable } from '../core/model/abortable.js';
 import { modelsInside } from '../core/model/model.js';
 import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import {
-  DURABLE_RUNS,
-  registerDurableRuns,
-  type AnyTool,
-  type DurableHost,
-  type DurablePort,
-  type DurableRuns,
-  type DurableSettings,
-  type PipelineContext,
-  type ResolvedAgent,
-  type ToolOutcome,
-} from './agentConfig.js';
+import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
@@ -244,16 +233,25 @@ export class DurableRun implements DurablePort {
   }
 
   /** A tool's outcome journaled (its events and message go on once it is durable). */
-  commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
+  private commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
     const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.host.used(), { callId: call.id });
     return concat(this.append$(record), of(outcome));
   }
 
   /**
-   * What a call of a tool round does, from its state in the plan (undefined: a call of a live
-   * turn): `'pending'` (it waits for approval), or its outcome (`run$` runs it).
+   * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
+   * call waiting for approval, or its outcome journaled (`run$` runs it); a call the journal holds
+   * done already: its tool message, nothing emitted, nothing written.
    */
-  callPlan(
+  callOutcome(call: ToolCall, state: CallState | undefined, context: PipelineContext, run$: () => Observable<ToolOutcome>): PendingApproval | Observable<ToolOutcome> {
+    if (state?.state === 'done') return of({ events: [], message: state.message });
+    const outcome$ = this.callPlan(call, state, this.agent.tools.get(call.name), context, run$);
+    if (outcome$ === 'pending') return { callId: call.id, tool: call.name, args: call.args };
+    return outcome$.pipe(concatMap((outcome) => this.commitOutcome(call, outcome)));
+  }
+
+  /** What a call does, from its state in the plan: `'pending'` (it waits for approval), or its outcome (`run$` runs it). */
+  private callPlan(
     call: ToolCall,
     state: CallState | undefined,
     tool: AnyTool | undefined,
@@ -381,31 +379,3 @@ export class DurableRun implements DurablePort {
   }
 }
 
-/**
- * The durable-run machinery, as a journal carries it (see `durableJournal`).
- *
- * @example
- * ```ts
- * durableRuns.run(host, agent).start();
- * ```
- */
-export const durableRuns: DurableRuns = {
-  run: (host, agent) => new DurableRun(host, agent, agent.durable!),
-};
-
-/**
- * A {@link JournalStore} able to journal runs: `store` with the durable-run machinery (the
- * lease, the resume plan, the records and their checks) that `runAgent({ runId, journal })` and
- * `resumeAgent` reach through it — a run without a journal bundles none of it. Every rxheal
- * store comes this way already; a store of your own (the journal contract) needs this one call.
- *
- * @example
- * ```ts
- * const journal = durableJournal(myStore); // { claim, read } of your own
- * runAgent({ ...config, runId: 'order-7421', journal }).subscribe((e) => console.log(e.type));
- * ```
- */
-export function durableJournal(store: JournalStore): JournalStore {
-  registerDurableRuns(durableRuns);
-  return { [DURABLE_RUNS]: durableRuns, claim: (claim) => store.claim(claim), read: (runId) => store.read(runId) } as JournalStore;
-}

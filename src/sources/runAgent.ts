@@ -8,7 +8,6 @@
  */
 import {
   catchError,
-  concatMap,
   defaultIfEmpty,
   defer,
   map,
@@ -344,12 +343,14 @@ class AgentRun implements DurableHost {
         },
       );
     }
-    if (this.durable) return this.checkJournaled(text, check, withReasoning, finish);
-    this.checkAnswer(text, check, withReasoning);
+    this.checkAnswer(text, check, withReasoning, finish);
   }
 
-  /** {@link AgentRun.checkAnswer} of a journaled run: an answer that fails its check is journaled with its correction, in one record. */
-  private checkJournaled(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage, finish: Finish): void {
+  /**
+   * Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask.
+   * Journaled, an answer that fails its check is journaled with its correction, in one record.
+   */
+  private checkAnswer(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage, finish: Finish): void {
     const problems = output.check(text);
     const valid = problems.length === 0;
     const validation: AgentEvent = { type: 'validation', valid, attempt: this.corrections + 1, problems };
@@ -357,10 +358,12 @@ class AgentRun implements DurableHost {
     const done = valid || this.corrections >= output.maxCorrections;
     const correction: Message | undefined = done ? undefined : { role: 'user', content: output.correction(problems) };
     const reset: AgentEvent = { type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` };
-    const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
-    if (correction) events.push({ type: 'message', message: correction }, reset);
     this.persist(
-      (durable) => durable.record(correction ? [message, correction] : [message], events, correction !== undefined),
+      (durable) => {
+        const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
+        if (correction) events.push({ type: 'message', message: correction }, reset);
+        return durable.record(correction ? [message, correction] : [message], events, correction !== undefined);
+      },
       () => {
         this.emit(validation);
         this.addMessage(message);
@@ -371,19 +374,6 @@ class AgentRun implements DurableHost {
         this.turn();
       },
     );
-  }
-
-  /** Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask. */
-  private checkAnswer(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage): void {
-    const problems = output.check(text);
-    const valid = problems.length === 0;
-    this.emit({ type: 'validation', valid, attempt: this.corrections + 1, problems });
-    this.addMessage(withReasoning({ role: 'assistant', content: text, validated: valid }));
-    if (valid || this.corrections >= output.maxCorrections) return this.subscriber.complete();
-    this.corrections++;
-    this.addMessage({ role: 'user', content: output.correction(problems) });
-    this.emit({ type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` });
-    this.turn();
   }
 
   /**
@@ -398,17 +388,10 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)));
-      const state = states?.[i];
-      if (state?.state === 'done') return void (messages[i] = state.message);
-      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context));
-      if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
-      outcomes.push(
-        outcome$.pipe(
-          concatMap((outcome) => durable.commitOutcome(call, outcome)),
-          map((outcome) => [i, outcome] as const),
-        ),
-      );
+      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context);
+      const outcome$ = durable ? durable.callOutcome(call, states?.[i], context, run$) : run$();
+      if (outcome$ instanceof Observable) outcomes.push(outcome$.pipe(map((outcome) => [i, outcome] as const)));
+      else pending.push(outcome$);
     });
     this.work.add(
       merge(...outcomes).subscribe({
