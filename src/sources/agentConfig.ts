@@ -15,7 +15,7 @@
  */
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { AgentEvent, DegradedEvent, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
+import type { AgentEvent, AssistantMessage, DegradedEvent, Finish, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
@@ -27,7 +27,7 @@ import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/m
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
 import { budgetCodec, type Budget } from './budget.js';
-import type { CallState, ResumePlan } from './resumePlan.js';
+import type { CallState } from './resumePlan.js';
 import type { PendingApproval, RunRecord, Used } from './runJournal.js';
 
 /** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
@@ -300,10 +300,14 @@ export interface DurableHost {
   /** Ends the run's stream now: an error, or completion. */
   errorNow(error: unknown): void;
   completeNow(): void;
-  /** Goes on from the plan (a new run: its first turn). */
-  resume(plan: ResumePlan): void;
-  used(): Used;
+  /** Goes on: a model turn, or (`calls`: each call's state in the plan) the tool round of the last assistant message. */
+  goOn(calls: readonly CallState[] | undefined): void;
   readonly closed: boolean;
+  /** The run's state, which a resume restores from the plan: the transcript, the steps, the corrections, what the budget spent. */
+  readonly history: Message[];
+  step: number;
+  corrections: number;
+  readonly budget: Used;
 }
 
 /**
@@ -322,8 +326,10 @@ export interface DurablePort {
   start(): void;
   /** Journals `record`, then goes on (`next`, in a stage of the loop). */
   commit(record: RunRecord, next: () => void): void;
-  /** A model turn's (or an answer's) record; `correction`: an answer that failed its check, with its correction. */
-  record(messages: readonly Message[], events: readonly AgentEvent[], correction?: boolean): RunRecord;
+  /** A model turn's record: its message (with its tool calls, or the answer), replayed after its tool calls and its finish. */
+  turnRecord(message: AssistantMessage, finish: Finish): RunRecord;
+  /** A checked answer's record: with its correction and the reset, when it failed its check (one record: a resume never sees one without the other). */
+  answerRecord(finish: Finish, validation: AgentEvent, message: AssistantMessage, correction?: { readonly message: Message; readonly reset: AgentEvent }): RunRecord;
   /** Before a tool executes: its start journaled, then `execute$`. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
   /**

@@ -25,7 +25,7 @@ import {
   throwError,
 } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { AgentEvent, Message, ToolCall } from '../core/events/events.js';
+import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
 import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
@@ -35,7 +35,7 @@ import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
-import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord } from './runJournal.js';
+import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
@@ -153,7 +153,7 @@ export class DurableRun implements DurablePort {
       .subscribe({ error: (error: unknown) => this.fail(error) });
     if (plan.status === 'new') {
       const start: RunRecord = { v: RECORD_VERSION, type: 'start', fingerprint: fingerprintOf(this.agent), messages: [...this.agent.config.messages] };
-      return this.commit(start, () => this.host.resume(plan));
+      return this.commit(start, () => this.goOn(plan));
     }
     for (const event of plan.replay) {
       if (this.host.closed) return;
@@ -164,7 +164,7 @@ export class DurableRun implements DurablePort {
     const approvals = Object.entries(this.settings.approvals ?? {});
     if (approvals.length === 0) {
       if (plan.status === 'suspended') return this.suspended(plan.pending, true);
-      return this.host.resume(plan);
+      return this.goOn(plan);
     }
     // each decision journaled before the call it decides runs; the plan read again with them
     const decisions: RunRecord[] = approvals.map(([callId, a]) => ({
@@ -176,8 +176,29 @@ export class DurableRun implements DurablePort {
     }));
     const entries: JournalEntry[] = [...session.entries, ...decisions.map((d, i) => ({ seq: session.entries.length + i, data: jsonData(d) }))];
     const write = (i: number): void =>
-      i === decisions.length ? this.host.resume(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1));
+      i === decisions.length ? this.goOn(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1));
     write(0);
+  }
+
+  /** The run goes on from its plan: its state restored from it (a new run: its first turn). */
+  private goOn(plan: ResumePlan): void {
+    const host = this.host;
+    if (plan.status !== 'new') {
+      host.history.splice(0, host.history.length, ...plan.history);
+      host.step = plan.steps;
+      host.corrections = plan.corrections;
+      // the budget counts what the journal holds: a resumed run does not get a fresh one
+      host.budget.modelCalls = plan.used.modelCalls;
+      host.budget.toolCalls = plan.used.toolCalls;
+      host.budget.tokens = plan.used.tokens;
+    }
+    host.goOn(plan.next?.kind === 'tools' ? plan.next.calls : undefined);
+  }
+
+  /** What the run's budget spent so far (each record carries it). */
+  private used(): Used {
+    const { modelCalls, toolCalls, tokens } = this.host.budget;
+    return { modelCalls, toolCalls, tokens };
   }
 
   /** The journal as a plan, checked against this configuration and the approvals given. */
@@ -222,19 +243,28 @@ export class DurableRun implements DurablePort {
     this.finish(undefined, () => this.host.errorNow(error));
   }
 
-  /** A model turn's (or an answer's) record. */
-  record(messages: readonly Message[], events: readonly AgentEvent[], correction = false): RunRecord {
-    return messageRecord(messages, events, this.host.used(), correction ? { correction: true } : {});
+  /** A model turn's record: its tool calls and its finish (with the usage) replayed before its message. */
+  turnRecord(message: AssistantMessage, finish: Finish): RunRecord {
+    const calls = (message.toolCalls ?? []).map((c): AgentEvent => ({ type: 'tool-call', ...c }));
+    return messageRecord([message], [...calls, finish, { type: 'message', message }], this.used());
+  }
+
+  /** A checked answer's record: an answer that failed its check is journaled with its correction, in one record. */
+  answerRecord(finish: Finish, validation: AgentEvent, message: AssistantMessage, correction?: { readonly message: Message; readonly reset: AgentEvent }): RunRecord {
+    const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
+    if (correction === undefined) return messageRecord([message], events, this.used());
+    events.push({ type: 'message', message: correction.message }, correction.reset);
+    return messageRecord([message, correction.message], events, this.used(), { correction: true });
   }
 
   /** Before a tool executes: its start journaled. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T> {
-    return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.host.used() }), execute$);
+    return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.used() }), execute$);
   }
 
   /** A tool's outcome journaled (its events and message go on once it is durable). */
   private commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
-    const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.host.used(), { callId: call.id });
+    const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.used(), { callId: call.id });
     return concat(this.append$(record), of(outcome));
   }
 

@@ -43,7 +43,7 @@ import {
   type ResolvedAgent,
   type ToolOutcome,
 } from './agentConfig.js';
-import type { CallState, ResumePlan } from './resumePlan.js';
+import type { CallState } from './resumePlan.js';
 import type { PendingApproval, RunRecord } from './runJournal.js';
 import { BudgetTracker, type Budget } from './budget.js';
 
@@ -163,13 +163,13 @@ class AgentRun implements DurableHost {
   /** A journaled run's session and records, from the machinery its journal carries (undefined: not journaled). */
   private readonly durable: DurablePort | undefined;
   private readonly scope = new RunScope();
-  private readonly budget: BudgetTracker;
-  private readonly history: Message[];
+  readonly budget: BudgetTracker;
+  readonly history: Message[];
   private readonly work = new Subscription();
   /** Hub and capability events already passed on (only with capabilities: then one event may come from both). */
   private seen: WeakSet<object> | undefined;
-  private step = 0;
-  private corrections = 0;
+  step = 0;
+  corrections = 0;
 
   constructor(
     private readonly agent: ResolvedAgent,
@@ -191,26 +191,15 @@ class AgentRun implements DurableHost {
     else this.stage(() => this.turn());
   }
 
-  /** A journaled run goes on from its plan (read from the journal, replayed already). */
-  resume(plan: ResumePlan): void {
-    if (plan.status !== 'new') {
-      this.history.splice(0, this.history.length, ...plan.history);
-      this.step = plan.steps;
-      this.corrections = plan.corrections;
-      this.budget.restore(plan.used);
-    }
-    const next = plan.next;
-    if (next?.kind !== 'tools') return this.turn();
+  /** A journaled run goes on from its plan (its state restored, what it held replayed already). */
+  goOn(calls: readonly CallState[] | undefined): void {
+    if (calls === undefined) return this.turn();
     const last = this.history[this.history.length - 1] as AssistantMessage;
-    this.toolRound(last.toolCalls ?? [], next.calls);
+    this.toolRound(last.toolCalls ?? [], calls);
   }
 
   get closed(): boolean {
     return this.subscriber.closed;
-  }
-
-  used(): ReturnType<BudgetTracker['used']> {
-    return this.budget.used();
   }
 
   errorNow(error: unknown): void {
@@ -316,34 +305,17 @@ class AgentRun implements DurableHost {
     // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
     const reasoning = output.takeReasoning();
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
-    // a journaled turn's record replays its tool calls and its finish (with the usage) before its message
-    const turnEvents = (message: Message): AgentEvent[] => [
-      ...calls.map((c): AgentEvent => ({ type: 'tool-call', ...c })),
-      finish,
-      { type: 'message', message },
-    ];
-    if (calls.length > 0) {
-      const message = withReasoning({ role: 'assistant', content: text, toolCalls: calls });
-      return this.persist(
-        (durable) => durable.record([message], turnEvents(message)),
-        () => {
-          this.addMessage(message);
-          this.toolRound(calls);
-        },
-      );
-    }
     const check = this.agent.config.output;
-    if (!check) {
-      const message = withReasoning({ role: 'assistant', content: text });
-      return this.persist(
-        (durable) => durable.record([message], turnEvents(message)),
-        () => {
-          this.addMessage(message);
-          this.answered();
-        },
-      );
-    }
-    this.checkAnswer(text, check, withReasoning, finish);
+    if (calls.length === 0 && check) return this.checkAnswer(text, check, withReasoning, finish);
+    const message = withReasoning<AssistantMessage>(calls.length > 0 ? { role: 'assistant', content: text, toolCalls: calls } : { role: 'assistant', content: text });
+    this.persist(
+      (durable) => durable.turnRecord(message, finish),
+      () => {
+        this.addMessage(message);
+        if (calls.length > 0) this.toolRound(calls);
+        else this.answered();
+      },
+    );
   }
 
   /**
@@ -359,11 +331,7 @@ class AgentRun implements DurableHost {
     const correction: Message | undefined = done ? undefined : { role: 'user', content: output.correction(problems) };
     const reset: AgentEvent = { type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` };
     this.persist(
-      (durable) => {
-        const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
-        if (correction) events.push({ type: 'message', message: correction }, reset);
-        return durable.record(correction ? [message, correction] : [message], events, correction !== undefined);
-      },
+      (durable) => durable.answerRecord(finish, validation, message, correction && { message: correction, reset }),
       () => {
         this.emit(validation);
         this.addMessage(message);
