@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, type Observable, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, DegradedEvent, Finish, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
@@ -236,14 +236,11 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
     if (!isMessage(message)) throw new InvalidOptionError(target, `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
   const journal = config.journal;
-  if (journal === undefined) {
-    // without a journal, none of a journaled run's options means anything: a mistake, said at once
-    const given = DURABLE_OPTIONS.find((key) => config[key] !== undefined);
-    if (given !== undefined) {
-      const why = given === 'runId' ? ' (a journaled run needs both runId and journal)' : ` (option "${given}" is a journaled run's)`;
-      throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal}${why}`);
-    }
-  } else if (config.runId === undefined) throw new InvalidOptionError(target, 'runId', undefined, `${NAMES.runId} (a journaled run needs both runId and journal)`);
+  // without a journal, a journaled run's options mean nothing: a mistake, said at once
+  const given = journal === undefined ? DURABLE_OPTIONS.find((key) => config[key] !== undefined) : undefined;
+  if (given !== undefined) throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal} ("${given}" is an option of a journaled run)`);
+  if (journal !== undefined && config.runId === undefined)
+    throw new InvalidOptionError(target, 'runId', undefined, `${NAMES.runId} (a journaled run needs both runId and journal)`);
   (config.tools ?? []).forEach((tool, i) => {
     const ok =
       typeof tool === 'object' &&
@@ -253,21 +250,18 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
       typeof tool.args?.decode === 'function';
     if (!ok) throw new InvalidOptionError(target, `tools[${i}]`, tool, 'a Tool (from defineTool)');
     // a run waits for approval in its journal: without one it could only hang or refuse
-    if (config.journal === undefined && tool.needsApproval !== undefined && tool.needsApproval !== false)
-      throw new InvalidOptionError(
-        target,
-        'journal',
-        undefined,
-        `a JournalStore: tool '${tool.name}' needs approval, and a run waits for approval in its journal`,
-      );
+    if (journal === undefined && tool.needsApproval !== undefined && tool.needsApproval !== false)
+      throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal}: tool '${tool.name}' needs approval: a run waits for it in its journal`);
   });
   // no tools (a chat): one shared empty table, not a Map per call
   const tools = config.tools?.length ? new Map(config.tools.map((tool) => [tool.name, tool])) : NO_TOOLS;
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
   let durable: DurableSettings | undefined;
   if (journal !== undefined) {
-    const runs = durableRunsFor(target, journal);
-    durable = { ...runs.settings(target, config, approvals), runs };
+    // the machinery the journal carries, else the one rxheal's stores registered (a store wrapping one of them)
+    const runs = (journal as { [DURABLE_RUNS]?: DurableRuns } | null)?.[DURABLE_RUNS] ?? registered;
+    if (runs === undefined) throw new InvalidOptionError(target, 'journal', journal, `${NAMES.journal} that journals runs (yours: durableJournal(store))`);
+    durable = runs.settings(target, config, approvals);
   }
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
 }
@@ -297,12 +291,14 @@ export interface DurableHost {
   emit(event: AgentEvent): void;
   /** Runs a step of the loop, a throw ending the run. */
   stage(run: () => void): void;
-  /** Ends the run's stream now: an error, or completion. */
-  errorNow(error: unknown): void;
-  completeNow(): void;
-  /** Goes on: a model turn, or (`calls`: each call's state in the plan) the tool round of the last assistant message. */
-  goOn(calls: readonly CallState[] | undefined): void;
-  readonly closed: boolean;
+  /** The run's model streams and tool calls in flight: a failing run stops them before its end is journaled. */
+  readonly work: Subscription;
+  /** The run's stream: a journaled run ends it (an error, or completion) once its end is journaled. */
+  readonly subscriber: Subscriber<AgentEvent>;
+  /** The next model turn. */
+  turn(): void;
+  /** A tool round of `calls` (a resumed one: with each call's state in the plan). */
+  toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void;
   /** The run's state, which a resume restores from the plan: the transcript, the steps, the corrections, what the budget spent. */
   readonly history: Message[];
   step: number;
@@ -329,14 +325,24 @@ export interface DurablePort {
   /** A model turn's record: its message (with its tool calls, or the answer), replayed after its tool calls and its finish. */
   turnRecord(message: AssistantMessage, finish: Finish): RunRecord;
   /** A checked answer's record: with its correction and the reset, when it failed its check (one record: a resume never sees one without the other). */
-  answerRecord(finish: Finish, validation: AgentEvent, message: AssistantMessage, correction?: { readonly message: Message; readonly reset: AgentEvent }): RunRecord;
+  answerRecord(
+    finish: Finish,
+    validation: AgentEvent,
+    message: AssistantMessage,
+    correction?: { readonly message: Message; readonly reset: AgentEvent },
+  ): RunRecord;
   /** Before a tool executes: its start journaled, then `execute$`. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
   /**
    * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
    * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call).
    */
-  callOutcome(call: ToolCall, state: CallState | undefined, context: PipelineContext, run$: () => Observable<ToolOutcome>): PendingApproval | Observable<ToolOutcome>;
+  callOutcome(
+    call: ToolCall,
+    state: CallState | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): PendingApproval | Observable<ToolOutcome>;
   /** Calls wait for approval: journaled, announced, and the run completes suspended. */
   suspend(pending: readonly PendingApproval[]): void;
   /** The answer was given: the end journaled, the lease released, then the run completes. */
@@ -352,7 +358,7 @@ export interface DurablePort {
  *
  * @example
  * ```ts
- * const durable = durableRunsFor('runAgent', journal).run(host, agent);
+ * const durable = agent.durable!.runs.run(host, agent);
  * ```
  */
 export interface DurableRuns {
@@ -362,7 +368,7 @@ export interface DurableRuns {
    *
    * @throws {InvalidOptionError} naming the option and its value.
    */
-  settings(target: string, config: AgentConfig, approvals: unknown): Omit<DurableSettings, 'runs'>;
+  settings(target: string, config: AgentConfig, approvals: unknown): DurableSettings;
   /** The journaled run of one subscription (`agent.durable`: its settings). */
   run(host: DurableHost, agent: ResolvedAgent): DurablePort;
 }
@@ -393,21 +399,4 @@ let registered: DurableRuns | undefined;
  */
 export function registerDurableRuns(runs: DurableRuns): void {
   registered ??= runs;
-}
-
-/**
- * The machinery for a run's `journal`: the one it carries, else the one rxheal's stores registered.
- *
- * @throws {InvalidOptionError} naming `journal` when neither is there (a JournalStore of your own not given to `durableJournal`).
- * @example
- * ```ts
- * durableRunsFor('runAgent', fileJournal({ dir: './runs' })).run(host, agent);
- * ```
- */
-export function durableRunsFor(target: string, journal: JournalStore): DurableRuns {
-  // the journal's shape is checked by the machinery (its `journal` option)
-  const runs = (journal as { [DURABLE_RUNS]?: DurableRuns } | null)?.[DURABLE_RUNS] ?? registered;
-  if (runs === undefined)
-    throw new InvalidOptionError(target, 'journal', journal, "a JournalStore that journals runs (rxheal's do; one of your own: durableJournal(store), rxheal/durable)");
-  return runs;
 }

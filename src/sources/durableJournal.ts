@@ -65,6 +65,7 @@ export const durableRuns: DurableRuns = {
       onUnknownOutcome: o.onUnknownOutcome ?? 'tell-model',
       allowChanged: o.allowChanged ?? [],
       approvals: o.approvals,
+      runs: durableRuns,
     };
   },
   run: (host, agent) => new DurableRun(host, agent, agent.durable!),

@@ -140,14 +140,14 @@ export class DurableRun implements DurablePort {
   start(): void {
     const { journal, runId, leaseMs } = this.settings;
     const claim = guard(() => journal.claim({ runId, holder: this.settings.holder ?? randomHolder(), leaseMs }));
-    if (claim instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(claim.error));
-    this.work.add(claim.subscribe({ next: (session) => this.claimed(session), error: (error: unknown) => this.host.errorNow(error) }));
+    if (claim instanceof Thrown) return this.finish(undefined, () => this.host.subscriber.error(claim.error));
+    this.work.add(claim.subscribe({ next: (session) => this.claimed(session), error: (error: unknown) => this.host.subscriber.error(error) }));
   }
 
   private claimed(session: JournalSession): void {
     this.session = session;
     const plan = guard(() => this.check(session.entries));
-    if (plan instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(plan.error));
+    if (plan instanceof Thrown) return this.finish(undefined, () => this.host.subscriber.error(plan.error));
     this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.agent.scheduler)
       .pipe(concatMap(() => session.renew()))
       .subscribe({ error: (error: unknown) => this.fail(error) });
@@ -156,11 +156,11 @@ export class DurableRun implements DurablePort {
       return this.commit(start, () => this.goOn(plan));
     }
     for (const event of plan.replay) {
-      if (this.host.closed) return;
+      if (this.host.subscriber.closed) return;
       this.host.emit({ ...event, replayed: true });
     }
-    if (plan.status === 'answered') return this.finish(undefined, () => this.host.completeNow());
-    if (plan.status === 'failed') return this.finish(undefined, () => this.host.errorNow(replayedError(plan.error!)));
+    if (plan.status === 'answered') return this.finish(undefined, () => this.host.subscriber.complete());
+    if (plan.status === 'failed') return this.finish(undefined, () => this.host.subscriber.error(replayedError(plan.error!)));
     const approvals = Object.entries(this.settings.approvals ?? {});
     if (approvals.length === 0) {
       if (plan.status === 'suspended') return this.suspended(plan.pending, true);
@@ -175,8 +175,7 @@ export class DurableRun implements DurablePort {
       ...(a.approved ? {} : { reason: a.reason }),
     }));
     const entries: JournalEntry[] = [...session.entries, ...decisions.map((d, i) => ({ seq: session.entries.length + i, data: jsonData(d) }))];
-    const write = (i: number): void =>
-      i === decisions.length ? this.goOn(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1));
+    const write = (i: number): void => (i === decisions.length ? this.goOn(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1)));
     write(0);
   }
 
@@ -192,7 +191,10 @@ export class DurableRun implements DurablePort {
       host.budget.toolCalls = plan.used.toolCalls;
       host.budget.tokens = plan.used.tokens;
     }
-    host.goOn(plan.next?.kind === 'tools' ? plan.next.calls : undefined);
+    const next = plan.next;
+    if (next?.kind !== 'tools') return host.turn();
+    const last = host.history[host.history.length - 1] as AssistantMessage;
+    host.toolRound(last.toolCalls ?? [], next.calls);
   }
 
   /** What the run's budget spent so far (each record carries it). */
@@ -240,7 +242,7 @@ export class DurableRun implements DurablePort {
 
   private journalFailed(error: unknown): void {
     markFatal(error);
-    this.finish(undefined, () => this.host.errorNow(error));
+    this.finish(undefined, () => this.host.subscriber.error(error));
   }
 
   /** A model turn's record: its tool calls and its finish (with the usage) replayed before its message. */
@@ -250,7 +252,12 @@ export class DurableRun implements DurablePort {
   }
 
   /** A checked answer's record: an answer that failed its check is journaled with its correction, in one record. */
-  answerRecord(finish: Finish, validation: AgentEvent, message: AssistantMessage, correction?: { readonly message: Message; readonly reset: AgentEvent }): RunRecord {
+  answerRecord(
+    finish: Finish,
+    validation: AgentEvent,
+    message: AssistantMessage,
+    correction?: { readonly message: Message; readonly reset: AgentEvent },
+  ): RunRecord {
     const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
     if (correction === undefined) return messageRecord([message], events, this.used());
     events.push({ type: 'message', message: correction.message }, correction.reset);
@@ -273,7 +280,12 @@ export class DurableRun implements DurablePort {
    * call waiting for approval, or its outcome journaled (`run$` runs it); a call the journal holds
    * done already: its tool message, nothing emitted, nothing written.
    */
-  callOutcome(call: ToolCall, state: CallState | undefined, context: PipelineContext, run$: () => Observable<ToolOutcome>): PendingApproval | Observable<ToolOutcome> {
+  callOutcome(
+    call: ToolCall,
+    state: CallState | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): PendingApproval | Observable<ToolOutcome> {
     if (state?.state === 'done') return of({ events: [], message: state.message });
     const outcome$ = this.callPlan(call, state, this.agent.tools.get(call.name), context, run$);
     if (outcome$ === 'pending') return { callId: call.id, tool: call.name, args: call.args };
@@ -363,16 +375,18 @@ export class DurableRun implements DurablePort {
 
   private suspended(_pending: readonly PendingApproval[], replayed: boolean): void {
     this.host.emit(replayed ? { type: 'suspended', runId: this.runId, replayed } : { type: 'suspended', runId: this.runId });
-    this.finish(undefined, () => this.host.completeNow());
+    this.finish(undefined, () => this.host.subscriber.complete());
   }
 
   /** The answer was given: journaled as the end, the lease released, then the run completes. */
   answered(): void {
-    this.finish({ v: RECORD_VERSION, type: 'end', outcome: 'answer' }, () => this.host.completeNow());
+    this.finish({ v: RECORD_VERSION, type: 'end', outcome: 'answer' }, () => this.host.subscriber.complete());
   }
 
   /** The run failed: journaled as its end (unless the journal itself failed), the lease released, then the error. */
   fail(error: unknown): void {
+    // nothing else of the run goes on while its end is journaled
+    this.host.work.unsubscribe();
     const record: RunRecord | undefined = notJournaled(error)
       ? undefined
       : {
@@ -381,7 +395,7 @@ export class DurableRun implements DurablePort {
           outcome: 'error',
           error: { name: error instanceof Error ? error.name : 'Error', message: error instanceof Error ? error.message : String(error) },
         };
-    this.finish(record, () => this.host.errorNow(error));
+    this.finish(record, () => this.host.subscriber.error(error));
   }
 
   /** Writes the end record (if any), releases the lease, then delivers the run's end. Once. */
@@ -408,4 +422,3 @@ export class DurableRun implements DurablePort {
     this.session?.release().subscribe({ error: () => undefined });
   }
 }
-

@@ -6,20 +6,7 @@
  *
  * @module
  */
-import {
-  catchError,
-  defaultIfEmpty,
-  defer,
-  map,
-  merge,
-  Observable,
-  of,
-  Subscription,
-  takeLast,
-  throwError,
-  type Observer,
-  type Subscriber,
-} from 'rxjs';
+import { catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type Observer, type Subscriber } from 'rxjs';
 import { classifyError } from '../core/errors/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
@@ -165,7 +152,7 @@ class AgentRun implements DurableHost {
   private readonly scope = new RunScope();
   readonly budget: BudgetTracker;
   readonly history: Message[];
-  private readonly work = new Subscription();
+  readonly work = new Subscription();
   /** Hub and capability events already passed on (only with capabilities: then one event may come from both). */
   private seen: WeakSet<object> | undefined;
   step = 0;
@@ -173,7 +160,7 @@ class AgentRun implements DurableHost {
 
   constructor(
     private readonly agent: ResolvedAgent,
-    private readonly subscriber: Subscriber<AgentEvent>,
+    readonly subscriber: Subscriber<AgentEvent>,
   ) {
     this.hub = agent.config.hub ?? new HealHub();
     this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
@@ -189,25 +176,6 @@ class AgentRun implements DurableHost {
     if (capabilities) this.work.add(capabilities.events$.subscribe((event: AgentEvent): void => this.emitOnce(event)));
     if (this.durable) this.durable.start();
     else this.stage(() => this.turn());
-  }
-
-  /** A journaled run goes on from its plan (its state restored, what it held replayed already). */
-  goOn(calls: readonly CallState[] | undefined): void {
-    if (calls === undefined) return this.turn();
-    const last = this.history[this.history.length - 1] as AssistantMessage;
-    this.toolRound(last.toolCalls ?? [], calls);
-  }
-
-  get closed(): boolean {
-    return this.subscriber.closed;
-  }
-
-  errorNow(error: unknown): void {
-    this.subscriber.error(error);
-  }
-
-  completeNow(): void {
-    this.subscriber.complete();
   }
 
   /** The run answered: a journaled one journals its end and releases its lease first. */
@@ -252,10 +220,8 @@ class AgentRun implements DurableHost {
   }
 
   fail(error: unknown): void {
-    if (this.durable === undefined) return this.subscriber.error(error);
-    // nothing else of the run goes on while its end is journaled
-    this.work.unsubscribe();
-    this.durable.fail(error);
+    if (this.durable) this.durable.fail(error);
+    else this.subscriber.error(error);
   }
 
   private addMessage(message: Message): void {
@@ -272,7 +238,7 @@ class AgentRun implements DurableHost {
   }
 
   /** A turn: one model request through the model pipeline; its events passed on and gathered. */
-  private turn(): void {
+  turn(): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
     // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
@@ -307,7 +273,9 @@ class AgentRun implements DurableHost {
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
     const check = this.agent.config.output;
     if (calls.length === 0 && check) return this.checkAnswer(text, check, withReasoning, finish);
-    const message = withReasoning<AssistantMessage>(calls.length > 0 ? { role: 'assistant', content: text, toolCalls: calls } : { role: 'assistant', content: text });
+    const message = withReasoning<AssistantMessage>(
+      calls.length > 0 ? { role: 'assistant', content: text, toolCalls: calls } : { role: 'assistant', content: text },
+    );
     this.persist(
       (durable) => durable.turnRecord(message, finish),
       () => {
@@ -349,7 +317,7 @@ class AgentRun implements DurableHost {
    * Journaled: each outcome is journaled before it is emitted; a resumed round goes on from each
    * call's state (`states`); calls waiting for approval suspend the run once the others are done.
    */
-  private toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void {
+  toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void {
     const context = this.context();
     const messages: (ToolMessage | undefined)[] = calls.map(() => undefined);
     const durable = this.durable;
