@@ -157,7 +157,7 @@ export async function journalRun(options: { reps: number; resumes: number }): Pr
     const stepper = {
       id: 'stepper',
       stream: (): Observable<TurnEvent> =>
-        of<TurnEvent>({ type: 'tool-call', id: `c${++call}`, name: 'lookup', args: { step: call } }, { type: 'finish', reason: 'tool-calls' }),
+        of<TurnEvent[]>({ type: 'tool-call', id: `c${++call}`, name: 'lookup', args: { step: call } }, { type: 'finish', reason: 'tool-calls' }),
     };
     const runId = `bench-q-resume-${process.pid}`;
     const config = { model: stepper, tools: [lookup], messages: [{ role: 'user' as const, content: 'go' }], maxSteps: 1_000, runId, journal, holder: 'bench' };
