@@ -24,7 +24,7 @@ import { runAgent } from '../../src/sources/runAgent.js';
 import { resumeAgent } from '../../src/sources/resumeAgent.js';
 import type { AgentConfig } from '../../src/sources/agentConfig.js';
 import type { AgentEvent, TurnEvent } from '../../src/core/events/events.js';
-import { stats, type Row, type Verdict } from '../lib/harness.js';
+import { printFigure, stats, type Row, type Verdict } from '../lib/harness.js';
 import { aiSdk } from '../lib/rxheal.js';
 import { agentRun, healing, journaledAgentRun } from './streaming.js';
 
@@ -196,10 +196,6 @@ export async function journalRun(options: { reps: number; resumes: number }): Pr
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   const quick = process.env['BENCH_QUICK'] === '1';
   const { rows, verdicts } = await journalRun(quick ? { reps: 5, resumes: 10 } : { reps: 21, resumes: 40 });
-  for (const r of rows)
-    console.log(
-      `${r.name}: ${r.value.toFixed(2)} ${r.unit}${r.min === undefined ? '' : ` (${r.min.toFixed(2)}–${r.max!.toFixed(2)})`}${r.ratio ? `, ${r.ratio.median.toFixed(3)}× ${r.ratio.to} (${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)})` : ''} — ${r.note ?? ''}`,
-    );
-  for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target}: ${v.measured}`);
+  printFigure(rows, verdicts, 2);
   process.exit(0);
 }
