@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as t from 'io-ts';
-import { of, type Observable } from 'rxjs';
+import { lastValueFrom, of, takeWhile, type Observable } from 'rxjs';
 import { fileJournal } from '../../src/durable/index.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { runAgent } from '../../src/sources/runAgent.js';
@@ -53,38 +53,20 @@ function timed(o: Observable<unknown>, deltas: number): Promise<{ streaming: num
   );
 }
 
-/** A 100-step run in `journal`, not finished: each step a turn calling `lookup` and its result. */
+/** A 100-step run in `journal`, not finished: each step a turn calling `lookup` and its result (left at once after the 100th). */
 async function hundredSteps(config: AgentConfig): Promise<void> {
-  await new Promise<void>((done, fail) => {
-    let results = 0;
-    const sub = runAgent(config).subscribe({
-      next: (e) => {
-        // a message event of a journaled run means its record is durable
-        if (e.type === 'message' && e.message.role === 'tool' && ++results === 100) {
-          queueMicrotask(() => sub.unsubscribe());
-          done();
-        }
-      },
-      error: fail,
-    });
-  });
+  let results = 0;
+  // a message event of a journaled run means its record is durable
+  const hundred = (e: AgentEvent): boolean => !(e.type === 'message' && e.message.role === 'tool' && ++results === 100);
+  await lastValueFrom(runAgent(config).pipe(takeWhile(hundred, true)));
 }
 
-/** `resumeAgent` from its subscription to its first live event (ms), then left. */
-function resumed(config: AgentConfig & { runId: string; journal: NonNullable<AgentConfig['journal']> }): Promise<{ ms: number; replayed: number }> {
+/** `resumeAgent` from its subscription to its first live event (ms), left then (synchronously: the live step writes nothing). */
+async function resumed(config: AgentConfig & { runId: string; journal: NonNullable<AgentConfig['journal']> }): Promise<{ ms: number; replayed: number }> {
   const t0 = performance.now();
   let replayed = 0;
-  return new Promise((done, fail) => {
-    const sub = resumeAgent(config).subscribe({
-      next: (e: AgentEvent) => {
-        if (e.replayed) return void replayed++;
-        const ms = performance.now() - t0;
-        queueMicrotask(() => sub.unsubscribe());
-        done({ ms, replayed });
-      },
-      error: fail,
-    });
-  });
+  await lastValueFrom(resumeAgent(config).pipe(takeWhile((e) => e.replayed === true && ++replayed > 0, true)));
+  return { ms: performance.now() - t0, replayed };
 }
 
 export async function journalRun(options: { reps: number; resumes: number }): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
@@ -162,7 +144,6 @@ export async function journalRun(options: { reps: number; resumes: number }): Pr
     const runId = `bench-q-resume-${process.pid}`;
     const config = { model: stepper, tools: [lookup], messages: [{ role: 'user' as const, content: 'go' }], maxSteps: 1_000, runId, journal, holder: 'bench' };
     await hundredSteps(config);
-    await new Promise((r) => setTimeout(r, 50));
     for (let w = 0; w < 3; w++) await resumed(config);
     const ms: number[] = [];
     let replayed = 0;
