@@ -12,6 +12,7 @@ import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
 import type { JournalStore } from '../core/journal/journal.js';
 import { memoryJournal } from '../core/journal/memoryJournal.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import type { Model } from '../core/model/model.js';
 import { seedLibraryRandom } from '../core/rx/random.js';
 import type { AnyTool } from '../sources/agentConfig.js';
@@ -331,7 +332,7 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
       random: seededRandom(seed ^ AGENT_STREAM),
       model: (model) => chaosModel(model, schedule, { recorder }),
       tool: (tool) => chaosTool(tool, schedule, { recorder }),
-      journal: points.journal(memoryJournal({ scheduler: asyncScheduler })),
+      journal: durableJournal(points.journal(memoryJournal({ scheduler: asyncScheduler }))),
       runId: 'chaos-run',
       world: new Map(),
     };
