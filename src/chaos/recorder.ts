@@ -184,6 +184,11 @@ export class ChaosRecorder {
     promise.then(settled, settled);
   }
 
+  /** How many of the promises it follows are still pending. */
+  get pending(): number {
+    return this.promises.size;
+  }
+
   /** What returned the promises still pending. */
   pendingPromises(): string[] {
     return [...this.promises.values()];

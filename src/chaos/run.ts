@@ -102,11 +102,19 @@ function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | und
   return undefined;
 }
 
-/** Numbers in `[0, 1)` from `seed`, drawn lazily from fast-check's generator (the same seed, the same numbers). */
+/** The draws of {@link seededRandom}: whole numbers from fast-check's generator. */
+const DRAWS = fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 0x7fffffff })));
+
+/**
+ * Numbers in `[0, 1)` from `seed`, drawn lazily from fast-check's generator (the same seed, the
+ * same numbers); the generator is made at the first draw (most runs of a crash check draw none).
+ */
 function seededRandom(seed: number): () => number {
-  const [stream] = fc.sample(fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 0x7fffffff }))), { seed, numRuns: 1 });
-  const draws = stream![Symbol.iterator]();
-  return () => (draws.next().value as number) / 0x80000000;
+  let draws: Iterator<number> | undefined;
+  return () => {
+    draws ??= fc.sample(DRAWS, { seed, numRuns: 1 })[0]![Symbol.iterator]();
+    return (draws.next().value as number) / 0x80000000;
+  };
 }
 
 /** The agent's stream of `chaos.random`: apart from the library's, so its draws do not shift rxheal's. */
@@ -149,7 +157,7 @@ class Replay {
     this.recorder.release();
   }
 
-  /** What changes whenever anything happens: the recorder's moves and the timers scheduled. */
+  /** What changes whenever anything happens: the recorder's moves and the timers scheduled (the count, the next one's time), as one string. */
   private fingerprint(): string {
     const next = this.ts.actions[0];
     return `${this.recorder.progress}:${this.ts.actions.length}:${next?.delay ?? ''}`;
@@ -157,19 +165,27 @@ class Replay {
 
   /**
    * Lets microtasks run, the clock held, until they stop moving the run: no macrotask runs
-   * meanwhile, so nothing but the run's own work sees the virtual clock.
+   * meanwhile, so nothing but the run's own work sees the virtual clock. What it watches is
+   * {@link fingerprint}'s, read as numbers (a tick that changes none of them is quiet).
    */
   async settle(): Promise<void> {
     this.hold();
-    let before = this.fingerprint();
+    const { ts, recorder } = this;
+    let progress = recorder.progress;
+    let timers = ts.actions.length;
+    let due = ts.actions[0]?.delay ?? -1;
     let quiet = 0;
     for (;;) {
       await Promise.resolve();
-      const now = this.fingerprint();
-      if (now !== before) {
-        before = now;
+      const nowProgress = recorder.progress;
+      const nowTimers = ts.actions.length;
+      const nowDue = ts.actions[0]?.delay ?? -1;
+      if (nowProgress !== progress || nowTimers !== timers || nowDue !== due) {
+        progress = nowProgress;
+        timers = nowTimers;
+        due = nowDue;
         quiet = 0;
-      } else if (++quiet >= (this.recorder.pendingPromises().length > 0 ? QUIET_TICKS_PENDING : QUIET_TICKS)) return;
+      } else if (++quiet >= (recorder.pending > 0 ? QUIET_TICKS_PENDING : QUIET_TICKS)) return;
     }
   }
 
