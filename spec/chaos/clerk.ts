@@ -6,7 +6,7 @@
  * booking tool whose `verify` lies (the booking runs again on resume), a run not journaled.
  */
 import * as t from 'io-ts';
-import { timeout } from 'rxjs';
+import { finalize, timeout } from 'rxjs';
 import type { Message, TurnEvent } from '../../src/core/events/events.js';
 import type { Model } from '../../src/core/model/model.js';
 import { reflectOnError } from '../../src/operators/reflectOnError.js';
@@ -51,11 +51,17 @@ export interface Variant {
   readonly lyingVerify?: boolean;
   /** The run is not journaled: a restart starts over. */
   readonly noJournal?: boolean;
+  /**
+   * Bookings are kept in the process and written to the world's ledger by the run's teardown (as
+   * an exit hook flushes them): only a crash that runs that teardown leaves the ledger right.
+   */
+  readonly flushesOnExit?: boolean;
 }
 
 export function agentFor(variant: Variant = {}): AgentFactory {
   return (chaos) => {
     const Seat = t.type({ seat: t.string });
+    const unflushed = new Set<string>();
     const lookup = defineTool({
       name: 'lookup',
       description: 'Is the seat free',
@@ -75,14 +81,14 @@ export function agentFor(variant: Variant = {}): AgentFactory {
       description: 'Books the seat (charges the card)',
       args: Seat,
       execute: async ({ seat }, { callId }) => {
-        ledger(chaos).add(callId!);
+        (variant.flushesOnExit ? unflushed : ledger(chaos)).add(callId!);
         return `${seat} booked`;
       },
       verify: async ({ seat }, { callId }) =>
         !variant.lyingVerify && ledger(chaos).has(callId!) ? { happened: true as const, result: `${seat} booked` } : { happened: false as const },
     });
     const notify = defineTool({ name: 'notify', description: 'Texts the customer', args: Seat, execute: async () => 'sent' });
-    return runAgent({
+    const run$ = runAgent({
       model: fallbackModel([chaos.model(clerk('primary')), chaos.model(clerk('secondary'))], {
         midStream: 'restart',
         perModel: healingTurns,
@@ -97,5 +103,6 @@ export function agentFor(variant: Variant = {}): AgentFactory {
       messages: QUESTION,
       ...(variant.noJournal ? {} : { runId: chaos.runId, journal: chaos.journal }),
     });
+    return variant.flushesOnExit ? run$.pipe(finalize(() => unflushed.forEach((id) => ledger(chaos).add(id)))) : run$;
   };
 }

@@ -8,7 +8,8 @@
  */
 import { expect } from 'chai';
 import { agentFor } from './clerk.js';
-import { ChaosInputError, checkHealing, faults, replaySchedule } from '../../src/chaos/index.js';
+import { ChaosInputError, checkHealing, faults, replaySchedule, type ChaosRun, type FaultSchedule } from '../../src/chaos/index.js';
+import { replayCrashed, replayForCrashes } from '../../src/chaos/run.js';
 
 const schedules = faults.schedule({ models: ['primary', 'secondary'], tools: ['lookup'] });
 
@@ -68,6 +69,49 @@ describe('rxheal/chaos crash mode: checkHealing({ crash: true })', function () {
       (names: string[]) => names.includes('crash-anywhere') || names.includes('side-effects-once'),
     );
     expect(report.message).to.match(/crashed at /);
+  });
+
+  it("a crash point's run restarted from the uncrashed run's fork there is the run crashed there whole, at every point of a faulty schedule", async () => {
+    const schedule: FaultSchedule = {
+      models: { primary: [{ kind: 'reset', afterEvents: 2 }, { kind: 'ok' }, { kind: 'down', forMs: 300 }] },
+      tools: { lookup: [{ kind: 'throw', status: 503 }] },
+    };
+    const agent = agentFor();
+    const { run, forks } = await replayForCrashes(agent, schedule, {});
+    expect(run.violations).to.deep.equal([]);
+    // every point but a call's start (the call is begun after its announcement: that crash runs whole)
+    expect([...forks.keys()].map((at) => run.crashPoints[at - 1])).to.deep.equal(run.crashPoints.filter((p) => !p.endsWith(' started')));
+    expect(forks.size).to.be.greaterThan(15);
+    const seen = (r: ChaosRun): string =>
+      JSON.stringify([r.end.kind, r.end.at, r.events, r.models, r.tools, r.pending, r.live, r.crashPoints, r.crash, r.violations]);
+    for (const [at, fork] of forks) {
+      const whole = await replayCrashed(agent, schedule, { crashAt: at }, run);
+      const forked = await replayCrashed(agent, schedule, { crashAt: at }, run, fork);
+      expect(seen(forked), `crashed at ${at}, ${run.crashPoints[at - 1]}`).to.equal(seen(whole));
+    }
+  });
+
+  it('a crash whose teardown leaves what a fork cannot copy (bookings flushed to the world on exit) is checked with every crash run whole', async () => {
+    // restarted from a fork, the flushed booking would be missing and booked again: only the whole run, its teardown run at the crash, heals
+    const point = (await replaySchedule(agentFor({ flushesOnExit: true }), {})).crashPoints.indexOf('tool book running') + 1;
+    const { run, forks } = await replayForCrashes(agentFor({ flushesOnExit: true }), {}, {});
+    const forked = await replayCrashed(agentFor({ flushesOnExit: true }), {}, { crashAt: point }, run, forks.get(point));
+    expect(forked.violations.map((v) => v.invariant)).to.include('side-effects-once');
+    expect((await replaySchedule(agentFor({ flushesOnExit: true }), {}, { crashAt: point })).violations).to.deep.equal([]);
+    const report = await checkHealing(agentFor({ flushesOnExit: true }), { faults: schedules, runs: 5, seed: 7, crash: true });
+    expect(report.ok, report.ok ? '' : report.message).to.equal(true);
+  });
+
+  it('a run that fails, crashed after its end was journaled, fails again with the error replayed by name (typed-outcome across the crash)', async () => {
+    const down: FaultSchedule = { models: { primary: [{ kind: 'down', forMs: 60_000 }], secondary: [{ kind: 'down', forMs: 60_000 }] } };
+    const base = await replaySchedule(agentFor(), down);
+    expect(base.end.kind).to.equal('error');
+    const at = base.crashPoints.lastIndexOf('end committed') + 1;
+    expect(at).to.be.greaterThan(0);
+    const run = await replaySchedule(agentFor(), down, { crashAt: at });
+    expect(run.end.kind === 'error' && (run.end.error as Error).name).to.equal((base.end as { error: Error }).error.name);
+    expect(run.end.kind === 'error' && run.end.error).not.to.be.instanceOf((base.end as { error: Error }).error.constructor);
+    expect(run.violations).to.deep.equal([]);
   });
 
   it('bad options: crash not a boolean, crashAt not a whole number >= 1, both at once', async () => {
