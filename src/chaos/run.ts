@@ -122,6 +122,16 @@ const AGENT_STREAM = 0x5bd1e995;
 /** Replays run one after another: while one runs, it owns the clock of RxJS's schedulers. */
 let queue: Promise<unknown> = Promise.resolve();
 
+/** `work` in its turn (see {@link oneAtATime}), refused inside a `TestScheduler.run`. */
+function queued<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    checkClockFree();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return oneAtATime(work);
+}
+
 function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
   const run = queue.then(work, work);
   queue = run.then(
@@ -158,18 +168,13 @@ function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
  * never settles or returns no observable; when called inside `TestScheduler.run`.
  */
 export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions = {}): Promise<ChaosRun> {
-  try {
-    checkClockFree();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return oneAtATime(async () => {
+  return queued(async () => {
     if (options.crashAt === undefined) {
       const run = await replayOnce(agent, schedule, options);
       return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
     }
     const uncrashed: ReplayOptions = { ...options, crashAt: undefined };
-    return crashedOnce(agent, schedule, options, await replayOnce(agent, schedule, uncrashed));
+    return crashedOnce(agent, schedule, options, { baseline: await replayOnce(agent, schedule, uncrashed) });
   });
 }
 
@@ -187,12 +192,7 @@ export function replayCrashed(
   baseline: Omit<ChaosRun, 'violations'>,
   from?: CrashFork,
 ): Promise<ChaosRun> {
-  try {
-    checkClockFree();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return oneAtATime(() => crashedOnce(agent, schedule, options, baseline, from));
+  return queued(() => crashedOnce(agent, schedule, options, { baseline, ...(from === undefined ? {} : { from }) }));
 }
 
 /**
@@ -204,25 +204,21 @@ export function replayForCrashes(
   schedule: FaultSchedule,
   options: ReplayOptions,
 ): Promise<{ readonly run: ChaosRun; readonly forks: ReadonlyMap<number, CrashFork> }> {
-  try {
-    checkClockFree();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return oneAtATime(async () => {
+  return queued(async () => {
     const forks = new Map<number, CrashFork>();
     const run = await replayOnce(agent, schedule, options, { forks });
     return { run: { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) }, forks };
   });
 }
 
+/** The run crashed and resumed (restarted from `crash.from` when given), checked against `crash.baseline`. */
 async function crashedOnce(
   agent: AgentFactory,
   schedule: FaultSchedule,
   options: ReplayOptions,
-  baseline: Omit<ChaosRun, 'violations'>,
-  from?: CrashFork,
+  crash: { readonly baseline: Omit<ChaosRun, 'violations'>; readonly from?: CrashFork },
 ): Promise<ChaosRun> {
+  const { baseline, from } = crash;
   const run = await replayOnce(agent, schedule, options, { ...(from === undefined ? {} : { from }) });
   const invariants: Invariant[] = [
     ...builtinInvariants(options)
