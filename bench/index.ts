@@ -334,6 +334,15 @@ log('n. checkHealing (rxheal/chaos) …');
   verdicts.push(...m.verdicts);
 }
 
+log('r. checkHealing crash mode (rxheal/chaos) …');
+{
+  // 1 000 schedules × every crash point of the five-step durable agent: bench/figures/crash.ts
+  const { crashCheck } = await import('./figures/crash.js');
+  const q = await crashCheck({ schedules: quick ? 100 : 1_000, reps: 1 });
+  rows.push(...q.rows);
+  verdicts.push(...q.verdicts);
+}
+
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
 
