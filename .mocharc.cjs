@@ -6,6 +6,8 @@
 /* global require, module, process */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a mocha config file is CommonJS
 const { aliases, types } = require('mocha/lib/cli/run-option-metadata.cjs');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a mocha config file is CommonJS
+const { lane } = require('./spec/lanes.cjs');
 
 const SUITE = 'spec/**/*.spec.ts';
 
@@ -27,11 +29,13 @@ function namesSpecs(args) {
   return false;
 }
 
-module.exports = {
+const config = {
   'node-option': ['import=tsx'],
-  ...(namesSpecs(process.argv.slice(2)) ? {} : { spec: [SUITE] }),
   ignore: ['spec/support/majors/node_modules/**'],
   extension: ['ts'],
   timeout: 10000,
   reporter: 'spec',
 };
+
+// the whole suite, or in `npm run spec` one of its lanes (spec/lanes.cjs); files named: those alone
+module.exports = namesSpecs(process.argv.slice(2)) ? config : lane(config, [SUITE]);

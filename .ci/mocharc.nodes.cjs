@@ -31,6 +31,8 @@
 /* global require, module, process */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a mocha config file is CommonJS
 const base = require('../.mocharc.cjs');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a mocha config file is CommonJS
+const { lane } = require('../spec/lanes.cjs');
 
 // The Redis specs (spec/redis: real redis-server, a 3-master cluster and a Sentinel set started
 // by the specs, ~75 s a Node line here) run on the machine's Node (20, in the whole suite) and on
@@ -41,9 +43,20 @@ const base = require('../.mocharc.cjs');
 const major = Number(process.versions.node.split('.')[0]);
 const redisHere = major !== 22;
 
-module.exports = {
-  ...base,
-  spec: [
+// the base's loader, extension, timeout and reporter (not its spec, or its lane's options)
+const { 'node-option': nodeOption, extension, timeout, reporter } = base;
+
+module.exports = lane(
+  {
+    'node-option': nodeOption,
+    extension,
+    timeout,
+    reporter,
+    ignore: ['spec/package/install.spec.ts', 'spec/support/majors/node_modules/**'],
+    grep: '^the packed tarball in a fresh consumer project .*typecheck',
+    invert: true,
+  },
+  [
     'spec/package.spec.ts',
     'spec/package/**/*.spec.ts',
     'spec/adapters/**/*.spec.ts',
@@ -59,7 +72,4 @@ module.exports = {
     'spec/server/**/*.spec.ts',
     'spec/docs/agentFrameworks.spec.ts',
   ],
-  ignore: ['spec/package/install.spec.ts', 'spec/support/majors/node_modules/**'],
-  grep: '^the packed tarball in a fresh consumer project .*typecheck',
-  invert: true,
-};
+);

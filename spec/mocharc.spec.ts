@@ -10,14 +10,19 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { ROOT } from './package/npmPack.js';
+
+const lanesRequire = createRequire(import.meta.url);
+/** The environment without a lane (`npm run spec` runs this spec inside one). */
+const noLane = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'RXHEAL_LANE'));
 
 const SUITE = 'spec/**/*.spec.ts';
 
 /** The `spec` list of a config file, as mocha started with `args` (after `mocha`) reads it. */
 function specOf(config: string, args: readonly string[]): string[] | undefined {
   const body = `process.argv = [process.argv[0], 'node_modules/.bin/mocha', ...JSON.parse(process.argv[1])]; console.log(JSON.stringify(require(${JSON.stringify(join(ROOT, config))}).spec ?? null))`;
-  const out = execFileSync(process.execPath, ['-e', body, JSON.stringify(args)], { cwd: ROOT, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['-e', body, JSON.stringify(args)], { cwd: ROOT, encoding: 'utf8', env: noLane });
   return (JSON.parse(out) as string[] | null) ?? undefined;
 }
 
@@ -52,7 +57,11 @@ describe('the mocha configuration (.mocharc.cjs)', function () {
   });
 
   it("keeps the rest of the configuration either way (tsx, .ts, the majors' node_modules ignored, the timeout)", () => {
-    const config = execFileSync(process.execPath, ['-e', `console.log(JSON.stringify(require('./.mocharc.cjs')))`], { cwd: ROOT, encoding: 'utf8' });
+    const config = execFileSync(process.execPath, ['-e', `console.log(JSON.stringify(require('./.mocharc.cjs')))`], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: noLane,
+    });
     expect(JSON.parse(config)).to.deep.include({
       'node-option': ['import=tsx'],
       extension: ['ts'],
@@ -61,13 +70,31 @@ describe('the mocha configuration (.mocharc.cjs)', function () {
     });
   });
 
-  it('`npm run spec` is `mocha` (the suite: the config adds it), and .ci/mocharc.nodes.cjs still lists its own specs, whatever the command line', () => {
+  it('`npm run spec` is the suite in its lanes (scripts/spec.mjs), and .ci/mocharc.nodes.cjs still lists its own specs, whatever the command line', () => {
     const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts['spec']).to.equal('mocha');
+    expect(scripts['spec']).to.equal('node scripts/spec.mjs');
     expect(scripts['test']).to.match(/&& npm run spec$/);
     const nodes = specOf('.ci/mocharc.nodes.cjs', ['--config', '.ci/mocharc.nodes.cjs']);
     expect(nodes).to.include.members(['spec/package.spec.ts', 'spec/package/**/*.spec.ts', 'spec/providers/**/*.spec.ts']);
     expect(nodes).not.to.include(SUITE);
+  });
+
+  it('the lanes (spec/lanes.cjs): the parallel one runs every file of a set but the serial ones, the serial one those alone; unset, one plain run', () => {
+    const lanesOf = (config: string, lane: string): { spec?: string[]; ignore?: string[]; parallel?: boolean } => {
+      const body = `process.argv = [process.argv[0], 'node_modules/.bin/mocha']; console.log(JSON.stringify(require(${JSON.stringify(join(ROOT, config))})))`;
+      return JSON.parse(execFileSync(process.execPath, ['-e', body], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, RXHEAL_LANE: lane } })) as never;
+    };
+    const { SERIAL } = lanesRequire('../spec/lanes.cjs') as { SERIAL: string[] };
+    const parallel = lanesOf('.mocharc.cjs', 'parallel');
+    expect(parallel.parallel).to.equal(true);
+    expect(parallel.spec).to.deep.equal([SUITE]);
+    expect(parallel.ignore).to.include.members(SERIAL);
+    expect(lanesOf('.mocharc.cjs', 'serial').spec).to.deep.equal(SERIAL);
+    expect(lanesOf('.mocharc.cjs', '').parallel).to.equal(undefined);
+    // the nodes' set: its serial lane is the part of SERIAL it lists (Redis and Postgres, where they run)
+    const nodes = lanesOf('.ci/mocharc.nodes.cjs', 'serial').spec ?? [];
+    for (const glob of nodes) expect(SERIAL).to.include(glob);
+    expect(lanesOf('.ci/mocharc.nodes.cjs', 'parallel').ignore).to.include.members([...SERIAL, 'spec/package/install.spec.ts']);
   });
 
   it("CONTRIBUTING.md's `npx mocha` lines name spec files that exist, and the config adds nothing to them", () => {

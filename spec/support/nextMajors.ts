@@ -17,7 +17,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -43,14 +43,38 @@ export type NextMajorsResult = { readonly ok: true; readonly majors: NextMajors 
 
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
-/** `npm ci` in spec/support/majors, unless its node_modules came from this very lockfile. */
+/** A lock held while one process installs (the suite's parallel lane runs several spec files at once). */
+const LOCK = join(DIR, '.install-lock');
+
+/**
+ * `npm ci` in spec/support/majors, unless its node_modules came from this very lockfile. One
+ * process installs at a time (a directory made atomically is the lock; one older than the
+ * install's timeout is a dead holder's, taken over); the others wait for it, then find the stamp.
+ */
 function install(): void {
   const lock = createHash('sha256')
     .update(readFileSync(join(DIR, 'package-lock.json')))
     .digest('hex');
-  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lock) return;
-  execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
-  writeFileSync(STAMP, lock);
+  const fresh = (): boolean => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lock;
+  if (fresh()) return;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      break;
+    } catch {
+      if (fresh()) return;
+      const held = statSync(LOCK, { throwIfNoEntry: false });
+      if (held !== undefined && Date.now() - held.mtimeMs > 330_000) rmSync(LOCK, { recursive: true, force: true });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 250);
+    }
+  }
+  try {
+    if (fresh()) return;
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+    writeFileSync(STAMP, lock);
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
 }
 
 function versionsOf(): Record<string, string> {

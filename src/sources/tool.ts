@@ -23,7 +23,7 @@ export interface ToolDefinition<A, R> {
   /**
    * Safe to run twice (a read). Defaults to false: a failed run is never retried automatically.
    * `'by-key'`: not safe to repeat by itself, but the service it calls deduplicates by the call's
-   * idempotency key (`ctx.idempotencyKey`, sent with {@link idempotencyHeaders} or MCP `_meta`), so
+   * idempotency key (`ctx.idempotencyKey`, sent with `idempotencyHeaders` (rxheal/durable) or MCP `_meta`), so
    * running it again for the same call is: `retryWithBackoff` retries it, `hedge` may hedge it, a
    * resumed run runs it again with the same key.
    */
@@ -188,7 +188,7 @@ export interface CallToolOptions {
  * A cold observable of one tool call: decodes `call.args`, then runs the tool. Unsubscribing
  * aborts its signal. Every failure is a {@link ToolError}: `phase: 'validate'` (the tool never
  * ran) or `'execute'` (`cause` is what it threw or emitted). Its `idempotent` is true for a tool
- * that may run again (`idempotent: true` or `'by-key'`), and for a {@link NotAppliedError}: the tool
+ * that may run again (`idempotent: true` or `'by-key'`), and for a `NotAppliedError` (rxheal/durable): the tool
  * said its effect did not happen, so running it again is safe.
  *
  * @example

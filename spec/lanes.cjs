@@ -1,0 +1,34 @@
+// The suite's two lanes, for `npm run spec` (scripts/spec.mjs): most spec files run in mocha's
+// parallel mode, two files at a time (one a core on a 2-core machine; the specs wait on child
+// processes, npm, tsc and servers as much as they compute), then the files below one at a time,
+// on an otherwise idle machine. These are the specs whose outcome depends on wall-clock timing
+// across processes — a fleet's probe windows, Redis command deadlines, a Sentinel failover, the
+// soak runs — and the ones that start their own redis-server or PostgreSQL on a port found free
+// (spec/support/redisServer.ts's freePort: two such specs side by side could race for one port).
+//
+// RXHEAL_LANE=parallel or RXHEAL_LANE=serial picks a lane in .mocharc.cjs and .ci/mocharc.nodes.cjs;
+// unset, a config runs its whole set in one process, as `npx mocha` always has.
+/* global module, process */
+const SERIAL = ['spec/redis/**/*.spec.ts', 'spec/postgres/**/*.spec.ts', 'spec/fleet/**/*.spec.ts', 'spec/demo/fleet.spec.ts', 'spec/soak/**/*.spec.ts'];
+
+/** Files at a time in the parallel lane. */
+const JOBS = 2;
+
+/**
+ * A config's options for the lane RXHEAL_LANE names (none: the config as it is). `spec`: the
+ * config's list; the serial lane keeps the serial globs among them (its own list when they are
+ * all the config's, as the whole suite's glob is).
+ */
+function lane(config, spec) {
+  const which = process.env.RXHEAL_LANE;
+  if (which === undefined || which === '') return { ...config, spec };
+  if (which === 'parallel') return { ...config, spec, parallel: true, jobs: JOBS, ignore: [...(config.ignore ?? []), ...SERIAL] };
+  if (which === 'serial') {
+    const covered = (glob) =>
+      spec.some((s) => s === glob || s === 'spec/**/*.spec.ts' || (s.endsWith('/**/*.spec.ts') && glob.startsWith(s.slice(0, -'**/*.spec.ts'.length))));
+    return { ...config, spec: SERIAL.filter(covered) };
+  }
+  throw new Error(`RXHEAL_LANE=${which}: 'parallel', 'serial' or unset`);
+}
+
+module.exports = { SERIAL, JOBS, lane };
