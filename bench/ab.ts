@@ -64,7 +64,7 @@ if (process.argv[2] === '--child') {
   }
   if (figures.includes('h')) {
     const { scaling } = await import('./figures/scaling.js');
-    const h = await scaling({ runs: [1_000, 10_000], answers: [100, 10_000, 100_000], breakers: [10], reps: 5 });
+    const h = await scaling({ runs: [1_000, 10_000], answers: [100, 10_000], breakers: [10], reps: 5 });
     const idle = Object.values(h.idle);
     out.h = { 'idle run, B (10 000 runs)': h.idle[10_000]!, 'idle growth (largest / smallest)': Math.max(...idle) / Math.min(...idle) };
     for (const [name, bySize] of Object.entries(h.overSource)) {
@@ -92,9 +92,10 @@ if (process.argv[2] === '--child') {
       process.stderr.write(`${label} ${r + 1}/${rounds}\n`);
     }
   }
+  const digits = (x: number): string => (x < 0.1 ? x.toFixed(4) : x < 10 ? x.toFixed(2) : x.toFixed(1));
   const med = (xs: number[]): string => {
     const s = stats(xs);
-    return `${s.median.toFixed(s.median < 10 ? 2 : 1)} (${s.min.toFixed(s.min < 10 ? 2 : 1)}–${s.max.toFixed(s.max < 10 ? 2 : 1)})`;
+    return `${digits(s.median)} (${digits(s.min)}–${digits(s.max)})`;
   };
   for (const [fig, unit, peer] of [
     ['a', 'ns/call', 'cockatiel'],

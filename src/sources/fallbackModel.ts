@@ -20,7 +20,7 @@ import type { TurnEvent } from '../core/events/events.js';
 import { defaultHub, joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/errors/options.js';
 import { acquire } from '../operators/circuitBreak.js';
-import { isModel, streamModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
+import { callModel, isModel, streamModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
 import { OverlapTrimmer } from '../core/model/overlap.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, type FallbackModelOptions } from './fallbackModelOptions.js';
 import { Transcript } from './transcript.js';
@@ -271,8 +271,11 @@ class FallbackTurn {
     const permit = breaker ? acquire(breaker, this.hub === chain.ownHub ? chain.guardHub : this.hub) : undefined;
     if (permit instanceof Error) return this.onError(j, permit, false, false);
     const sink = new AttemptSink(this, j, attempt, partial, permit);
-    // linked to the consumer: leaving reaches the model even while it emits synchronously
-    const running = subscribeWithin(subscriber, input, sink);
+    // linked to the consumer: leaving reaches the model even while it emits synchronously. Without
+    // perModel the sink is the model call's own observer (streamModel's, called directly)
+    const running = chain.perModel ? subscribeWithin(subscriber, input, sink) : attempt.call(subscriber, sink);
+    // no call made (the consumer gone, its budget crossed, the model threw): a permit still held is let go
+    if (running === undefined) return sink.unsubscribe();
     // the attempt's stream first, then its permit: leaving tears the stream down, then settles the permit
     if (permit) running.add(sink);
     // one already closed ended synchronously (a failure there started the next model, which is current now)
@@ -317,6 +320,12 @@ class FallbackAttempt extends Observable<TurnEvent> {
   protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
     this.called = true;
     streamModel(this.model, this.request, this.context).subscribe(subscriber);
+  }
+
+  /** The call made for `sink` itself (what a subscription does, with no subscriber between the call's observer and the sink), linked to `subscriber`. */
+  call(subscriber: Subscriber<TurnEvent>, sink: Observer<TurnEvent>): Subscription | undefined {
+    this.called = true;
+    return callModel(subscriber, sink, this.model, this.request, this.context);
   }
 }
 
@@ -376,14 +385,15 @@ class AttemptSink implements Observer<TurnEvent> {
 
   // held-back text was never shown: a further fallback continues from what was
   error(error: unknown): void {
-    if (this.settled) return;
+    // (called directly by the model call's observer: nothing goes on for a consumer gone)
+    if (this.settled || this.turn.subscriber.closed) return;
     this.settled = true;
     // the failure is recorded before the chain moves on, so the next choice sees the breaker's new state
     this.turn.onError(this.j, failWith(this.permit, error), this.attempt.called, this.emitted);
   }
 
   complete(): void {
-    if (this.settled) return;
+    if (this.settled || this.turn.subscriber.closed) return;
     this.settled = true;
     this.permit?.success();
     if (this.trimmer && !this.trimmer.decided) this.flush();

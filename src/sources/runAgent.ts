@@ -279,7 +279,7 @@ class AgentRun implements DurableHost {
   /** A turn: one model request through the model pipeline; its events passed on and gathered. */
   private turn(): void {
     if (this.subscriber.closed) return;
-    const { config, maxSteps, scheduler } = this.agent;
+    const { config, maxSteps } = this.agent;
     // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
     if (this.step >= maxSteps) return this.budget.steps(maxSteps, this.step + 1);
     const step = ++this.step;
@@ -290,8 +290,9 @@ class AgentRun implements DurableHost {
     // run too: its own id, numbered on from the turn's (read once per call by streamModel)
     const context: PipelineContext = Object.defineProperty(this.context(), 'callId', { get: nextCallId });
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
-    // context handed to the model, so a model that wraps others reports and counts into this run
-    const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
+    // context handed to the model, so a model that wraps others reports and counts into this run;
+    // streamModel reads the context's fields once per subscription, so each call takes the next id
+    const turn$ = streamModel(config.model, req, context);
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     // tokens are counted where each provider attempt finishes (streamModel)
     // linked to the run's work first: leaving reaches a pipeline still emitting synchronously

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { IncompleteStreamError } from '../errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
 import { AbortRun, type AbortContext } from './abortable.js';
@@ -245,31 +245,47 @@ interface ServedCall {
  */
 export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
   if (context === undefined) return modelTurn(model, request);
+  return new Observable<TurnEvent>((subscriber) => void callModel(subscriber, subscriber, model, request, context));
+}
+
+/**
+ * One subscription of `streamModel(model, request, context)`, its events handed to `out`: the
+ * subscriber itself, or (`fallbackModel`'s attempt) the caller's own observer, called directly —
+ * no subscriber between the call's one observer and it. The call is linked to `subscriber`
+ * (leaving reaches it); returns its subscription (undefined: no call was made), which holds the
+ * call's teardown. `out` is not called once `subscriber` is closed only if it checks that itself.
+ *
+ * @internal
+ */
+export function callModel(
+  subscriber: Subscriber<unknown>,
+  out: Observer<TurnEvent>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelCallContext,
+): Subscription | undefined {
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
-  const scheduler = context.scheduler ?? asyncScheduler;
-  return new Observable<TurnEvent>((subscriber) => {
-    // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
-    const run = fields(context);
-    const { budget, hub } = run;
-    // the attempt is counted before the model is called: past the limit it is not made
-    try {
-      if (parent?.prepaid) parent.prepaid = false;
-      else budget?.modelCall();
-    } catch (error) {
-      subscriber.error(error);
-      return;
-    }
-    const call = describeCall(model, run, parent);
-    // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
-    if (subscriber.closed) return;
-    const served: ServedCall = { prepaid: true, children: 0 };
-    // one observer per call, in one hop per event: the turn's contract, its abort signal, its trace and its token count
-    const trace = hub && call ? new CallTrace(hub, scheduler, call) : undefined;
-    const abort = new AbortRun();
-    const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
-    handedOn[SERVED] = served;
-    runTurn(subscriber, model, request, handedOn, new TurnObserver(subscriber, abort, model.id, trace, budget, served));
-  });
+  // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
+  const run = fields(context);
+  const { budget, hub } = run;
+  // the attempt is counted before the model is called: past the limit it is not made
+  try {
+    if (parent?.prepaid) parent.prepaid = false;
+    else budget?.modelCall();
+  } catch (error) {
+    out.error(error);
+    return undefined;
+  }
+  const call = describeCall(model, run, parent);
+  // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
+  if (subscriber.closed) return undefined;
+  const served: ServedCall = { prepaid: true, children: 0 };
+  // one observer per call, in one hop per event: the turn's contract, its abort signal, its trace and its token count
+  const trace = hub && call ? new CallTrace(hub, context.scheduler ?? asyncScheduler, call) : undefined;
+  const abort = new AbortRun();
+  const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
+  handedOn[SERVED] = served;
+  return runTurn(subscriber, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, budget, served), subscriber !== out);
 }
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
@@ -302,17 +318,25 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
     const abort = new AbortRun();
-    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined));
+    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined), false);
   });
 }
 
 /**
- * Calls the model with `context` and subscribes `turn` to its events on behalf of `subscriber`:
+ * Calls the model with `context` and subscribes `turn` to its events on behalf of `subscriber`
+ * (returns that subscription):
  * unsubscribing downstream tears the events down, then aborts the run (if unfinished) and ends
  * the trace (`cancelled`). A throw from `model.stream` (or an answer `from` cannot read) errors
  * the call through `turn`, so a traced call reports its end.
  */
-function runTurn(subscriber: Subscriber<TurnEvent>, model: Model, request: ModelRequest, context: ModelContext, turn: TurnObserver): void {
+function runTurn(
+  subscriber: Subscriber<unknown>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelContext,
+  turn: TurnObserver,
+  ownSubscription: boolean,
+): Subscription | undefined {
   let events: Observable<TurnEvent>;
   try {
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
@@ -320,10 +344,13 @@ function runTurn(subscriber: Subscriber<TurnEvent>, model: Model, request: Model
     events = from(model.stream(request, context));
   } catch (error) {
     turn.error(error);
-    return;
+    return undefined;
   }
-  subscribeWithin(subscriber, events, turn);
-  subscriber.add(turn);
+  const inner = subscribeWithin(subscriber, events, turn);
+  // after the events' teardown; held by the call's own subscription when `subscriber` outlives the
+  // call (a caller's, making several calls: one that ended lets go of both)
+  (ownSubscription ? inner : subscriber).add(turn);
+  return inner;
 }
 
 /** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
@@ -361,7 +388,8 @@ class TurnObserver implements Observer<TurnEvent> {
   private received = 0;
 
   constructor(
-    private readonly subscriber: Subscriber<TurnEvent>,
+    /** Where the events go: the call's subscriber, or the caller's own observer ({@link callModel}). */
+    private readonly subscriber: Observer<TurnEvent>,
     private readonly run: AbortRun,
     private readonly modelId: string,
     private readonly trace: CallTrace | undefined,
