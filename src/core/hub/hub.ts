@@ -55,11 +55,6 @@ export class HealHub {
     else for (const follower of followers) follower.next(event);
   }
 
-  /** A watched breaker's transition, heard through its {@link Audience}: reported as a `circuit` event. @internal */
-  transition({ breaker, from, to, at, reason, failures, retryAfterMs }: CircuitEvent): void {
-    this.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
-  }
-
   /** Reports a breaker's transitions (once per breaker, however often called). */
   watch(breaker: Watchable): void {
     const watched = (this.watched ??= new Set());
@@ -120,7 +115,12 @@ class Audience implements Partial<Observer<CircuitEvent>> {
 
   next(event: CircuitEvent): void {
     const hubs = this.hubs;
-    for (const hub of Array.from(hubs)) if (hubs.has(hub)) hub.transition(event);
+    const { breaker, from, to, at, reason, failures, retryAfterMs } = event;
+    for (const hub of Array.from(hubs)) {
+      // an event object per hub, as when each followed the breaker itself
+      if (hubs.has(hub))
+        hub.report({ type: 'circuit', breaker, kind: 'transition', from, to, reason, failures, at, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+    }
   }
 }
 
