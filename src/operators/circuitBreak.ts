@@ -4,6 +4,7 @@ import { failWith, settleUnsubscribed, type CircuitPermit } from '../core/circui
 import { operate, subscribeWithin } from '../core/rx/operate.js';
 import { defaultHub, type HealHub } from '../core/hub/hub.js';
 import { Hub, validateOptions } from '../core/errors/options.js';
+import type { CircuitOpenError } from '../core/errors/errors.js';
 
 /** Options of {@link circuitBreak} beyond the breaker's own. */
 export interface CircuitBreakOptions {
@@ -99,11 +100,22 @@ export function runUnderPermit<T>(source: Observable<T>, subscriber: Subscriber<
  * @internal
  */
 export function admit(breaker: CircuitBreaker, subscriber: Subscriber<unknown>, hub: HealHub | undefined): CircuitPermit | undefined {
-  const permit = breaker.acquire();
+  const permit = acquire(breaker, hub);
   if (!(permit instanceof Error)) return permit;
-  hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
   subscriber.error(permit);
   return undefined;
+}
+
+/**
+ * Asks `breaker` to admit one call: the permit, or the {@link CircuitOpenError} (reported to
+ * `hub`) — for a caller that settles the permit in an observer of its own (`fallbackModel`'s attempt).
+ *
+ * @internal
+ */
+export function acquire(breaker: CircuitBreaker, hub: HealHub | undefined): CircuitPermit | CircuitOpenError {
+  const permit = breaker.acquire();
+  if (permit instanceof Error) hub?.report({ type: 'circuit', breaker: permit.breaker, kind: 'rejected', retryAfterMs: permit.retryAfterMs });
+  return permit;
 }
 
 /**

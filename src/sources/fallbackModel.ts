@@ -7,19 +7,20 @@
  *
  * @module
  */
-import { isObservable, Observable, type MonoTypeOperatorFunction, type Observer, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
+import { isObservable, Observable, type Observer, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { type CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
 import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallback/fallbackChain.js';
+import { failWith, settleUnsubscribed, type CircuitPermit } from '../core/circuit/permit.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { subscribeWithin } from '../core/rx/operate.js';
 import type { TurnEvent } from '../core/events/events.js';
-import { joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
+import { defaultHub, joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/errors/options.js';
-import { circuitBreak, underBreaker } from '../operators/circuitBreak.js';
-import { isModel, streamModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
+import { acquire } from '../operators/circuitBreak.js';
+import { callModel, isModel, streamModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
 import { OverlapTrimmer } from '../core/model/overlap.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, type FallbackModelOptions } from './fallbackModelOptions.js';
 import { Transcript } from './transcript.js';
@@ -91,8 +92,10 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const names = list.map((m) => `model:${m.id}`);
   const breakers: (CircuitBreaker | undefined)[] = names.map((name) => o.breakers?.get(name));
   const ownHub = o.hub as HealHub | undefined;
-  // with a hub, circuitBreak watches each breaker and reports the calls it rejects
-  const ownGuards = breakers.map((b) => (b ? circuitBreak<TurnEvent>(b, { hub: ownHub }) : undefined));
+  // the hub option (or, without one, the default hub where the chain is made, as circuitBreak
+  // would take) follows each breaker and hears the calls it rejects
+  const guardHub = ownHub ?? defaultHub()?.hub;
+  for (const breaker of breakers) if (breaker) guardHub?.watch(breaker);
   const perModel = o.perModel as FallbackModelOptions['perModel'];
   const links: ChainLink[] = names.map((name, i) => ({ name, breaker: breakers[i] }));
   const adapt = o.adapt as ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
@@ -103,7 +106,7 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
 
-  const chain: Chain = { list, names, links, ownHub, ownGuards, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
+  const chain: Chain = { list, names, links, ownHub, guardHub, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
   // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
   return withModelsInside(
     { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) },
@@ -117,8 +120,8 @@ interface Chain {
   readonly names: readonly string[];
   readonly links: readonly ChainLink[];
   readonly ownHub: HealHub | undefined;
-  /** Each model's `circuitBreak`, reporting to the `hub` option (a call whose run has another hub guards its models itself). */
-  readonly ownGuards: readonly (MonoTypeOperatorFunction<TurnEvent> | undefined)[];
+  /** Where a call without a hub of its own reports the calls its breakers reject: the `hub` option, or the default hub where the chain was made. */
+  readonly guardHub: HealHub | undefined;
   readonly perModel: FallbackModelOptions['perModel'];
   readonly adapt: ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
   readonly midStream: 'restart' | 'continue' | 'error';
@@ -173,7 +176,7 @@ class FallbackTurn {
     // the run's hub hears everything this chain reports, as does our own (once each)
     const hub = joinHubs([chain.ownHub, context.hub]);
     this.hub = hub;
-    // a hub of its own: it follows the breakers and hears the calls they reject (see guarded)
+    // a hub of its own: it follows the breakers and hears the calls they reject (see start)
     if (hub !== chain.ownHub) for (const link of chain.links) if (link.breaker) hub!.watch(link.breaker);
     // each model is called with the run's context: its attempts count and are traced as the run's
     this.inner = hub === context.hub ? context : { ...context, ...(hub ? { hub } : {}) };
@@ -253,29 +256,30 @@ class FallbackTurn {
       req = adapted;
     }
     const attempt = new FallbackAttempt(model, req, this.inner);
-    // perModel heals the model's stream (its retries come before a fallback); the model's
-    // breaker guards the whole attempt. A perModel that throws errors the turn, like adapt
+    // perModel heals the model's stream (its retries come before a fallback). A perModel that
+    // throws errors the turn, like adapt
     let input: Observable<TurnEvent>;
     try {
-      input = this.guarded(j, chain.perModel ? heal(chain.perModel, model, chain.names[j]!, attempt, this.inner) : attempt);
+      input = chain.perModel ? heal(chain.perModel, model, chain.names[j]!, attempt, this.inner) : attempt;
     } catch (perModelError) {
       return subscriber.error(perModelError);
     }
-    // linked to the consumer: leaving reaches the model even while it emits synchronously
-    const running = subscribeWithin(subscriber, input, new AttemptSink(this, j, attempt, partial));
+    // the model's breaker guards the whole attempt, by circuitBreak's rules, settled by the
+    // attempt's own observer (no observer of the breaker's between them); a call it rejects is
+    // reported (to the chain's hub, or this call's own) and is that model's failure
+    const breaker = chain.links[j]!.breaker;
+    const permit = breaker ? acquire(breaker, this.hub === chain.ownHub ? chain.guardHub : this.hub) : undefined;
+    if (permit instanceof Error) return this.onError(j, permit, false, false);
+    const sink = new AttemptSink(this, j, attempt, partial, permit);
+    // linked to the consumer: leaving reaches the model even while it emits synchronously. Without
+    // perModel the sink is the model call's own observer (streamModel's, called directly)
+    const running = chain.perModel ? subscribeWithin(subscriber, input, sink) : attempt.call(subscriber, sink);
+    // no call made (the consumer gone, its budget crossed, the model threw): a permit still held is let go
+    if (running === undefined) return sink.unsubscribe();
+    // the attempt's stream first, then its permit: leaving tears the stream down, then settles the permit
+    if (permit) running.add(sink);
     // one already closed ended synchronously (a failure there started the next model, which is current now)
     if (!running.closed) this.current = running;
-  }
-
-  /** Model `j`'s attempt through its breaker: the chain's own `circuitBreak`, or, with a hub of this call's own, the same guard reporting to it. */
-  private guarded(j: number, attempt$: Observable<TurnEvent>): Observable<TurnEvent> {
-    const { chain, hub } = this;
-    if (hub === chain.ownHub) {
-      const guardOf = chain.ownGuards[j];
-      return guardOf ? attempt$.pipe(guardOf) : attempt$;
-    }
-    const breaker = chain.links[j]!.breaker;
-    return breaker ? underBreaker(attempt$, breaker, hub) : attempt$;
   }
 
   onError(j: number, error: unknown, called: boolean, emitted: boolean): void {
@@ -317,6 +321,12 @@ class FallbackAttempt extends Observable<TurnEvent> {
     this.called = true;
     streamModel(this.model, this.request, this.context).subscribe(subscriber);
   }
+
+  /** The call made for `sink` itself (what a subscription does, with no subscriber between the call's observer and the sink), linked to `subscriber`. */
+  call(subscriber: Subscriber<TurnEvent>, sink: Observer<TurnEvent>): Subscription | undefined {
+    this.called = true;
+    return callModel(subscriber, sink, this.model, this.request, this.context);
+  }
 }
 
 /**
@@ -327,6 +337,9 @@ class FallbackAttempt extends Observable<TurnEvent> {
 class AttemptSink implements Observer<TurnEvent> {
   /** Whether this model's output reached the consumer (held-back text did not). */
   private emitted = false;
+  /** The attempt's stream emitted: a permit left unsettled then counts as a success (circuitBreak's rule). */
+  private received = false;
+  private settled = false;
   private trimmer: OverlapTrimmer | undefined;
 
   constructor(
@@ -334,6 +347,8 @@ class AttemptSink implements Observer<TurnEvent> {
     private readonly j: number,
     private readonly attempt: FallbackAttempt,
     private readonly partial: string | undefined,
+    /** The model's breaker's permit for this attempt, when it has a breaker. */
+    private readonly permit: CircuitPermit | undefined,
   ) {
     this.trimmer = this.newTrimmer();
   }
@@ -345,6 +360,7 @@ class AttemptSink implements Observer<TurnEvent> {
   }
 
   next(event: TurnEvent): void {
+    this.received = true;
     if (event.type === 'reset' && this.partial !== undefined) {
       // held-back text was never shown: the next attempt is trimmed against the partial text afresh
       this.trimmer = this.newTrimmer();
@@ -369,12 +385,26 @@ class AttemptSink implements Observer<TurnEvent> {
 
   // held-back text was never shown: a further fallback continues from what was
   error(error: unknown): void {
-    this.turn.onError(this.j, error, this.attempt.called, this.emitted);
+    // (called directly by the model call's observer: nothing goes on for a consumer gone)
+    if (this.settled || this.turn.subscriber.closed) return;
+    this.settled = true;
+    // the failure is recorded before the chain moves on, so the next choice sees the breaker's new state
+    this.turn.onError(this.j, failWith(this.permit, error), this.attempt.called, this.emitted);
   }
 
   complete(): void {
+    if (this.settled || this.turn.subscriber.closed) return;
+    this.settled = true;
+    this.permit?.success();
     if (this.trimmer && !this.trimmer.decided) this.flush();
     this.turn.subscriber.complete();
+  }
+
+  /** The consumer left (after the attempt's stream was torn down): the permit settled by circuitBreak's rule. */
+  unsubscribe(): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.permit) settleUnsubscribed(this.permit, this.received);
   }
 
   private flush(): void {

@@ -39,29 +39,22 @@ export function traced<T>(hub: HealHub, scheduler: SchedulerLike, call: TracedCa
   return new Observable<T>((subscriber) => {
     // for a consumer already gone the traced work is never started
     if (subscriber.closed) return;
-    traceWithin(subscriber, source, new TraceObserver(subscriber, hub, scheduler, call));
+    const tracing = new TraceObserver(subscriber, hub, scheduler, call);
+    // unsubscribing downstream tears the source down, then ends the trace (`cancelled`, unless it ended already)
+    subscribeWithin(subscriber, source, tracing);
+    subscriber.add(tracing);
   });
 }
 
 /**
- * Subscribes `tracing` to `source` on behalf of `subscriber`: unsubscribing downstream tears the
- * source down, then ends the trace (`cancelled`, unless it ended already).
+ * One traced call's reports, and its teardown: `call-start` when made, `call-end` once (success,
+ * error or cancelled). Not an observer: whoever observes the call tells it what it saw —
+ * {@link TraceObserver} for `traced`, `streamModel`'s one turn observer for a model call (the
+ * turn's contract, its trace and its token count in one hop per event).
  *
  * @internal
  */
-export function traceWithin<T>(subscriber: Subscriber<T>, source: Observable<T>, tracing: TraceObserver<T>): void {
-  subscribeWithin(subscriber, source, tracing);
-  subscriber.add(tracing);
-}
-
-/**
- * One traced call, as its source's observer and its teardown: `call-start` when made, `call-end`
- * once (success, error or cancelled). `streamModel` extends it to count a model call's tokens in
- * the same observer.
- *
- * @internal
- */
-export class TraceObserver<T> implements Observer<T> {
+export class CallTrace {
   private readonly started: number;
   private usage: Usage | undefined = undefined;
   /** A tool answered an MCP-style `{ isError: true }` result: it ran and reported a failure. */
@@ -69,26 +62,26 @@ export class TraceObserver<T> implements Observer<T> {
   private done = false;
 
   constructor(
-    protected readonly subscriber: Subscriber<T>,
     private readonly hub: HealHub,
     private readonly scheduler: SchedulerLike,
-    private readonly call: TracedCall,
-    /** For a model call: whether it made no calls of its own (the provider's fallbacks are reported by the innermost call that saw them). */
-    private readonly innermost: () => boolean = () => true,
+    readonly call: TracedCall,
   ) {
     this.started = scheduler.now();
     hub.report({ type: 'call-start', ...call, at: this.started });
   }
 
-  next(value: T): void {
-    const event = value as { type?: unknown; usage?: Usage; providerFallbacks?: readonly ProviderFallback[]; recommendedModel?: string };
-    if (this.call.kind === 'model') {
-      if (event.type === 'finish') {
-        if (event.usage) this.usage = event.usage;
-        if (event.providerFallbacks && this.innermost()) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
-      }
-    } else if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
-    this.subscriber.next(value);
+  /**
+   * A model call's `finish`: its usage for `call-end`, and the fallbacks the provider made on its
+   * side (`innermost`: reported only by the innermost call that saw them), before it passes on.
+   */
+  finish(event: { usage?: Usage; providerFallbacks?: readonly ProviderFallback[]; recommendedModel?: string }, innermost: boolean): void {
+    if (event.usage) this.usage = event.usage;
+    if (event.providerFallbacks && innermost) this.reportProviderFallbacks(event.providerFallbacks, event.recommendedModel);
+  }
+
+  /** A tool's result: an MCP-style `{ isError: true }` marks its `call-end`. */
+  result(value: unknown): void {
+    if (typeof value === 'object' && value !== null && (value as { isError?: unknown }).isError === true) this.isError = true;
   }
 
   /**
@@ -110,24 +103,14 @@ export class TraceObserver<T> implements Observer<T> {
     }
   }
 
-  error(error: unknown): void {
-    if (this.done) return;
-    this.end('error', error);
-    this.subscriber.error(error);
-  }
-
-  complete(): void {
-    if (this.done) return;
-    this.end('success');
-    this.subscriber.complete();
-  }
-
   /** Downstream left (after the source was torn down): `cancelled`, unless the call ended already. */
   unsubscribe(): void {
-    if (!this.done) this.end('cancelled');
+    this.end('cancelled');
   }
 
-  private end(outcome: 'success' | 'error' | 'cancelled', error?: unknown): void {
+  /** Reports `call-end` with `outcome`, once: false when the call had ended already. */
+  end(outcome: 'success' | 'error' | 'cancelled', error?: unknown): boolean {
+    if (this.done) return false;
     this.done = true;
     const at = this.scheduler.now();
     const { call, usage } = this;
@@ -141,6 +124,33 @@ export class TraceObserver<T> implements Observer<T> {
       ...(usage ? { usage } : {}),
       ...(this.isError && outcome === 'success' ? { isError: true } : {}),
     });
+    return true;
+  }
+}
+
+/** A traced call's observer (`traced`): what it sees goes to its {@link CallTrace}, then downstream. */
+class TraceObserver<T> extends CallTrace implements Observer<T> {
+  constructor(
+    private readonly subscriber: Subscriber<T>,
+    hub: HealHub,
+    scheduler: SchedulerLike,
+    call: TracedCall,
+  ) {
+    super(hub, scheduler, call);
+  }
+
+  next(value: T): void {
+    if (this.call.kind !== 'model') this.result(value);
+    else if ((value as { type?: unknown }).type === 'finish') this.finish(value as Parameters<CallTrace['finish']>[0], true);
+    this.subscriber.next(value);
+  }
+
+  error(error: unknown): void {
+    if (this.end('error', error)) this.subscriber.error(error);
+  }
+
+  complete(): void {
+    if (this.end('success')) this.subscriber.complete();
   }
 }
 

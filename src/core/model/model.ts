@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber } from 'rxjs';
+import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { IncompleteStreamError } from '../errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
-import { abortable, AbortRun, RunObserver, runWithin, type AbortContext } from './abortable.js';
-import { TraceObserver, traceWithin, type TracedCall } from './callTrace.js';
+import { AbortRun, type AbortContext } from './abortable.js';
+import { CallTrace, type TracedCall } from './callTrace.js';
 import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
 import type { ModelCheckpoint } from './checkpoint.js';
@@ -259,94 +259,48 @@ interface ServedCall {
  * ```
  */
 export function streamModel(model: Model, request: ModelRequest, context?: ModelCallContext): Observable<TurnEvent> {
-  if (context === undefined) return modelTurn(model, request, undefined);
+  if (context === undefined) return modelTurn(model, request);
+  return new Observable<TurnEvent>((subscriber) => void callModel(subscriber, subscriber, model, request, context));
+}
+
+/**
+ * One subscription of `streamModel(model, request, context)`, its events handed to `out`: the
+ * subscriber itself, or (`fallbackModel`'s attempt) the caller's own observer, called directly —
+ * no subscriber between the call's one observer and it. The call is linked to `subscriber`
+ * (leaving reaches it); returns its subscription (undefined: no call was made), which holds the
+ * call's teardown. `out` is not called once `subscriber` is closed only if it checks that itself.
+ *
+ * @internal
+ */
+export function callModel(
+  subscriber: Subscriber<unknown>,
+  out: Observer<TurnEvent>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelCallContext,
+): Subscription | undefined {
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
-  const scheduler = context.scheduler ?? asyncScheduler;
-  return new Observable<TurnEvent>((subscriber) => {
-    // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
-    const run = fields(context);
-    const { budget, hub } = run;
-    // the attempt is counted before the model is called: past the limit it is not made
-    try {
-      if (parent?.prepaid) parent.prepaid = false;
-      else budget?.modelCall();
-    } catch (error) {
-      subscriber.error(error);
-      return;
-    }
-    const call = describeCall(model, run, parent);
-    const served: ServedCall = { prepaid: true, children: 0 };
-    const handed = (abort: AbortContext): ModelContext => {
-      const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
-      handedOn[SERVED] = served;
-      return handedOn;
-    };
-    // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
-    if (subscriber.closed) return;
-    // one observer, linked to `subscriber` (unsubscribing downstream reaches it), traces the call and counts its tokens
-    const turn = modelTurn(model, request, handed);
-    if (hub && call)
-      traceWithin(
-        subscriber,
-        turn,
-        budget
-          ? new MeteredTrace(subscriber, hub, scheduler, call, budget, served)
-          : new TraceObserver(subscriber, hub, scheduler, call, () => served.children === 0),
-      );
-    else if (budget) subscribeWithin(subscriber, turn, new UsageObserver(subscriber, budget, served));
-    else turn.subscribe(subscriber);
-  });
-}
-
-/** The innermost call that saw the finish counts its tokens (after passing the finish on); past the limit the turn errors. */
-function meter(destination: Observer<TurnEvent>, event: TurnEvent, budget: BudgetMeter, served: ServedCall): void {
-  if (event.type !== 'finish' || !event.usage || served.children !== 0) return;
+  // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
+  const run = fields(context);
+  const { budget, hub } = run;
+  // the attempt is counted before the model is called: past the limit it is not made
   try {
-    budget.usage(event.usage);
+    if (parent?.prepaid) parent.prepaid = false;
+    else budget?.modelCall();
   } catch (error) {
-    destination.error(error);
+    out.error(error);
+    return undefined;
   }
-}
-
-/** Passes a call's events on, counting its tokens (an untraced call). */
-class UsageObserver implements Observer<TurnEvent> {
-  constructor(
-    private readonly subscriber: Subscriber<TurnEvent>,
-    private readonly budget: BudgetMeter,
-    private readonly served: ServedCall,
-  ) {}
-
-  next(event: TurnEvent): void {
-    this.subscriber.next(event);
-    meter(this.subscriber, event, this.budget, this.served);
-  }
-
-  error(error: unknown): void {
-    this.subscriber.error(error);
-  }
-
-  complete(): void {
-    this.subscriber.complete();
-  }
-}
-
-/** A traced call that also counts its tokens: one observer for both. */
-class MeteredTrace extends TraceObserver<TurnEvent> {
-  constructor(
-    subscriber: Subscriber<TurnEvent>,
-    hub: HealHub,
-    scheduler: SchedulerLike,
-    call: TracedCall,
-    private readonly budget: BudgetMeter,
-    private readonly served: ServedCall,
-  ) {
-    super(subscriber, hub, scheduler, call, () => served.children === 0);
-  }
-
-  override next(event: TurnEvent): void {
-    super.next(event);
-    meter(this.subscriber, event, this.budget, this.served);
-  }
+  const call = describeCall(model, run, parent);
+  // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
+  if (subscriber.closed) return undefined;
+  const served: ServedCall = { prepaid: true, children: 0 };
+  // one observer per call, in one hop per event: the turn's contract, its abort signal, its trace and its token count
+  const trace = hub && call ? new CallTrace(hub, context.scheduler ?? asyncScheduler, call) : undefined;
+  const abort = new AbortRun();
+  const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
+  handedOn[SERVED] = served;
+  return runTurn(subscriber, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, budget, served), subscriber !== out);
 }
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
@@ -372,24 +326,47 @@ function describeCall(model: Model, context: ModelCallContext, parent: ServedCal
 }
 
 /**
- * What {@link streamModel} returns: each subscription calls the model once. One observer per
- * turn does both jobs, the abort signal's (the work is finished once the stream errors or
- * completes) and the finish contract's, so each event costs one hop: a healing pipeline wraps a
- * model in `streamModel` at several layers. `contextFor`: the context the model gets for a run's
- * signal (the run's fields added), or the run itself.
+ * What {@link streamModel} returns without a context: each subscription calls the model once,
+ * under the turn's one observer (the abort signal's and the finish contract's).
  */
-function modelTurn(model: Model, request: ModelRequest, contextFor: ((run: AbortContext) => ModelContext) | undefined): Observable<TurnEvent> {
-  // RxJS errors the subscriber with a synchronous throw
+function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
   return new Observable<TurnEvent>((subscriber) => {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
-    const run = new AbortRun();
+    const abort = new AbortRun();
+    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined), false);
+  });
+}
+
+/**
+ * Calls the model with `context` and subscribes `turn` to its events on behalf of `subscriber`
+ * (returns that subscription):
+ * unsubscribing downstream tears the events down, then aborts the run (if unfinished) and ends
+ * the trace (`cancelled`). A throw from `model.stream` (or an answer `from` cannot read) errors
+ * the call through `turn`, so a traced call reports its end.
+ */
+function runTurn(
+  subscriber: Subscriber<unknown>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelContext,
+  turn: TurnObserver,
+  ownSubscription: boolean,
+): Subscription | undefined {
+  let events: Observable<TurnEvent>;
+  try {
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
     // another, `{ ...context }`, must keep `signal`, an own property here)
-    const events = from(model.stream(request, contextFor ? contextFor(run) : signalOf(run)));
-    // linked to `subscriber`: unsubscribing downstream reaches it, and it aborts the run if unfinished
-    runWithin(subscriber, events, new TurnObserver(subscriber, run, model.id));
-  });
+    events = from(model.stream(request, context));
+  } catch (error) {
+    turn.error(error);
+    return undefined;
+  }
+  const inner = subscribeWithin(subscriber, events, turn);
+  // after the events' teardown; held by the call's own subscription when `subscriber` outlives the
+  // call (a caller's, making several calls: one that ended lets go of both)
+  (ownSubscription ? inner : subscriber).add(turn);
+  return inner;
 }
 
 /** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
@@ -416,82 +393,65 @@ function signalOf(run: AbortContext): AbortContext {
 }
 
 /**
- * A run's observer (the run finished once the stream ends) that also holds the turn to its
- * finish contract: a turn that completes without `finish` since its last `reset` errors. A
- * class: one object per turn for every job.
+ * A turn's one observer and its teardown: the run's (finished once the stream ends), the finish
+ * contract's (a turn that completes without `finish` since its last `reset` errors), and, with a
+ * context, the call's trace and its token count (the innermost call that saw the finish counts
+ * its tokens, after passing it on; past the limit the turn errors). One object per call: a
+ * healing pipeline wraps a model in `streamModel` at several layers, each costs one hop per event.
  */
-class TurnObserver extends RunObserver<TurnEvent> {
+class TurnObserver implements Observer<TurnEvent> {
   private finished = false;
   private received = 0;
 
   constructor(
-    subscriber: Subscriber<TurnEvent>,
-    run: AbortRun,
+    /** Where the events go: the call's subscriber, or the caller's own observer ({@link callModel}). */
+    private readonly subscriber: Observer<TurnEvent>,
+    private readonly run: AbortRun,
     private readonly modelId: string,
-  ) {
-    super(subscriber, run);
-  }
+    private readonly trace: CallTrace | undefined,
+    private readonly budget: BudgetMeter | undefined,
+    private readonly served: ServedCall | undefined,
+  ) {}
 
-  override next(event: TurnEvent): void {
+  next(event: TurnEvent): void {
     this.received++;
-    if (event.type === 'finish') this.finished = true;
-    else if (event.type === 'reset') this.finished = false;
+    if (event.type === 'finish') {
+      this.finished = true;
+      this.trace?.finish(event, this.served?.children === 0);
+      this.subscriber.next(event);
+      if (this.budget && event.usage && this.served?.children === 0) this.meter(this.budget, event.usage);
+      return;
+    }
+    if (event.type === 'reset') this.finished = false;
     this.subscriber.next(event);
   }
 
-  override complete(): void {
-    if (this.finished) super.complete();
-    else this.error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  private meter(budget: BudgetMeter, usage: Usage): void {
+    try {
+      budget.usage(usage);
+    } catch (error) {
+      this.subscriber.error(error);
+    }
+  }
+
+  error(error: unknown): void {
+    this.run.finished = true;
+    this.trace?.end('error', error);
+    this.subscriber.error(error);
+  }
+
+  complete(): void {
+    if (!this.finished) return this.error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+    this.run.finished = true;
+    this.trace?.end('success');
+    this.subscriber.complete();
+  }
+
+  unsubscribe(): void {
+    this.run.unsubscribe();
+    this.trace?.unsubscribe();
   }
 }
 
-/**
- * An observable over an async iterable that cancels promptly: unsubscribing calls the iterator's
- * `return()` at once (RxJS's `from()` only notices at the next chunk). Pass a factory to get a
- * fresh iterator per subscription, with the abort signal.
- *
- * @example
- * ```ts
- * const model: Model = {
- *   id: 'sdk',
- *   stream: (req, { signal }) => fromAsyncIterable(() => sdk.stream(toSdk(req), { signal })).pipe(map(fromSdkChunk)),
- * };
- * ```
- */
-export function fromAsyncIterable<T>(source: AsyncIterable<T> | ((context: AbortContext) => AsyncIterable<T>)): Observable<T> {
-  return abortable(
-    (context) =>
-      new Observable<T>((subscriber) => {
-        const iterable = typeof source === 'function' ? source(context) : source;
-        const iterator = iterable[Symbol.asyncIterator]();
-        let done = false;
-        const pump = (): void => {
-          iterator.next().then(
-            (result) => {
-              if (subscriber.closed) return;
-              if (result.done) {
-                done = true;
-                subscriber.complete();
-                return;
-              }
-              subscriber.next(result.value);
-              pump();
-            },
-            (error: unknown) => {
-              done = true;
-              if (!subscriber.closed) subscriber.error(error);
-            },
-          );
-        };
-        pump();
-        return () => {
-          if (done) return;
-          done = true;
-          // return() may reject (a generator already running); nothing to do about it here
-          iterator.return?.().catch(() => undefined);
-        };
-      }),
-  );
-}
-
+export { fromAsyncIterable } from './fromAsyncIterable.js';
 export { eachValueFrom } from 'rxjs-for-await';

@@ -41,8 +41,25 @@ export function operate<T, R = T>(init: (source: Observable<T>, subscriber: Subs
  * ```
  */
 export function subscribeWithin<T>(subscriber: Subscription, source: Observable<T>, observer: Partial<Observer<T>>): Subscription {
-  return new Observable<T>((inner) => {
-    subscriber.add(inner);
-    source.subscribe(inner);
-  }).subscribe(observer);
+  linkParent = subscriber;
+  linkSource = source;
+  return (LINK as Observable<T>).subscribe(observer);
 }
+
+/** The link {@link subscribeWithin} is making, handed to {@link LINK}'s subscribe function (which RxJS calls synchronously, before anything else runs). */
+let linkParent: Subscription | undefined;
+let linkSource: Observable<unknown> | undefined;
+
+/**
+ * One observable for every link: its subscribe function takes the link's parent and source (and
+ * clears them, so a link made inside `source.subscribe` takes its own), links the subscriber RxJS
+ * made for the observer to the parent, then subscribes it to the source. No observable, closure
+ * or scope per link: a turn of a healing pipeline makes a dozen.
+ */
+const LINK = new Observable<unknown>((inner) => {
+  const parent = linkParent!;
+  const source = linkSource!;
+  linkParent = linkSource = undefined;
+  parent.add(inner);
+  source.subscribe(inner);
+});
