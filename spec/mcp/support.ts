@@ -62,6 +62,10 @@ export interface Pairing {
   /** A fresh transport to this pairing's server (`server` overrides it: a fixture only one major serves). */
   transport(env?: Record<string, string>, server?: 1 | 2): () => unknown;
   connect(transport: () => unknown): Promise<AnyClient>;
+  /** A transport to a command that does not exist (every connection on it fails). */
+  missing(): unknown;
+  /** The connection speaks MCP 2026-07-28 (two 2.x). */
+  readonly modern: boolean;
 }
 
 const pairing = (client: 1 | 2, server: 1 | 2, label: string): Pairing => ({
@@ -70,6 +74,9 @@ const pairing = (client: 1 | 2, server: 1 | 2, label: string): Pairing => ({
   server,
   transport: (env = {}, s = server) => (client === 1 ? () => v1To(env, s) : stdio2(env, s)),
   connect: (transport) => (client === 1 ? connected(transport) : connected2(transport)),
+  missing: () =>
+    client === 1 ? new StdioClientTransport({ command: '/nonexistent/mcp-server' }) : new StdioClientTransport2({ command: '/nonexistent/mcp-server' }),
+  modern: client === 2 && server === 2,
 });
 
 /** A 1.x transport to the fixture of major `server`. */

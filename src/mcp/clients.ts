@@ -40,6 +40,8 @@ export interface ClientAccess {
   readonly callTool: (params: McpCallParams, options: McpRequestOptions) => Promise<{ readonly [key: string]: unknown }>;
   /** The connection speaks 2026-07-28 (read on each call: a reconnection may land on another revision). */
   readonly stateless: () => boolean;
+  /** Is the server there: `ping`, or `server/discover` on 2026-07-28, which has no `ping`. */
+  readonly probe: (options: McpRequestOptions) => Promise<unknown>;
 }
 
 const METHODS = ['listTools', 'callTool', 'ping', 'connect', 'close', 'getServerVersion'] as const;
@@ -65,13 +67,21 @@ export function readClient(target: string, client: unknown): ClientAccess {
     );
   if (typeof c?.['discover'] === 'function') {
     const v2 = client as McpClientV2;
+    const stateless = (): boolean => typeof v2.getProtocolEra === 'function' && v2.getProtocolEra() === 'modern';
     return {
       client: v2,
       major: 2,
       callTool: (params, options) => v2.callTool(params, options),
-      stateless: () => typeof v2.getProtocolEra === 'function' && v2.getProtocolEra() === 'modern',
+      stateless,
+      probe: (options) => (stateless() ? v2.discover(options) : v2.ping(options)),
     };
   }
   const v1 = client as McpClient;
-  return { client: v1, major: 1, callTool: (params, options) => v1.callTool(params, undefined, options), stateless: () => false };
+  return {
+    client: v1,
+    major: 1,
+    callTool: (params, options) => v1.callTool(params, undefined, options),
+    stateless: () => false,
+    probe: (options) => v1.ping(options),
+  };
 }

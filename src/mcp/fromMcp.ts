@@ -341,7 +341,7 @@ export class McpToolset {
  * @internal exported for the proxy
  */
 export function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
-  const { client, major, callTool, stateless } = readClient(target, clientIn);
+  const { client, major, callTool, stateless, probe } = readClient(target, clientIn);
   const o = validateOptions(target, props, options) as FromMcpOptions;
   const id = o.id ?? client.getServerVersion()?.name ?? 'mcp';
   const scheduler = o.scheduler ?? asyncScheduler;
@@ -351,6 +351,7 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     client,
     callTool,
     stateless,
+    probe,
     onInputRequired: o.onInputRequired,
     maxInputRounds: o.maxInputRounds ?? 10,
     breaker,

@@ -146,6 +146,8 @@ export interface LinkSettings {
   readonly client: McpClientBase;
   /** `tools/call` on the client, whichever its major (clients.ts). */
   readonly callTool: (params: McpCallParams, options: McpRequestOptions) => Promise<{ readonly [key: string]: unknown }>;
+  /** The probe of a half-open breaker: `ping`, or on 2026-07-28 (which has no `ping`) `server/discover`. */
+  readonly probe: (options: McpRequestOptions) => Promise<unknown>;
   /** The connection speaks 2026-07-28: no session, and a broken stream is a fresh request (nothing resumes it). */
   readonly stateless: () => boolean;
   /** Answers a multi-round call's `input_required` (rounds.ts); without it, the SDK's own handlers do (2.x), or the call fails. */
@@ -412,7 +414,7 @@ export class McpLink {
 
   private probe(): void {
     this.probing?.unsubscribe();
-    const ping$ = this.request('ping', (options) => this.settings.client.ping(options) as Promise<{ readonly [key: string]: unknown }>);
+    const ping$ = this.request('ping', (options) => this.settings.probe(options) as Promise<{ readonly [key: string]: unknown }>);
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
     // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
     // the breaker is half-open again with nobody probing, probe again

@@ -51,7 +51,7 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
     key
       .then(async (schemaOrMethod) => {
         if (!active) return;
-        client.setNotificationHandler(schemaOrMethod as never, () => refresh());
+        client.setNotificationHandler(schemaOrMethod as never, (() => refresh()) as never);
         if (tools.stateless() && typeof client.listen === 'function') {
           const opened = await client.listen({ toolsListChanged: true });
           if (active) listening = opened;
@@ -86,7 +86,7 @@ interface McpListening {
  */
 export type McpWatchableClient = McpAnyClient & {
   /** Sets the one handler of a notification (1.x: by its schema; 2.x: by its method). */
-  setNotificationHandler(schemaOrMethod: never, handler: (notification: never) => void): void;
+  setNotificationHandler(schemaOrMethod: never, handler: never): void;
   /** Removes the handler of a notification method. */
   removeNotificationHandler(method: string): void;
   /** 2.x: opens a `subscriptions/listen` stream (2026-07-28). */
