@@ -145,7 +145,7 @@ export interface LinkSettings {
   readonly id: string;
   readonly client: McpClientBase;
   /** `tools/call` on the client, whichever its major (clients.ts). */
-  readonly callTool: (params: McpCallParams, options: McpRequestOptions) => Promise<{ readonly [key: string]: unknown }>;
+  readonly callTool: (params: McpCallParams, options: McpRequestOptions) => PromiseLike<{ readonly [key: string]: unknown }>;
   /** The probe of a half-open breaker: `ping`, or on 2026-07-28 (which has no `ping`) `server/discover`. */
   readonly probe: (options: McpRequestOptions) => Promise<unknown>;
   /** The connection speaks 2026-07-28: no session, and a broken stream is a fresh request (nothing resumes it). */
@@ -317,7 +317,7 @@ export class McpLink {
    */
   private requestOnce<T>(
     name: string,
-    send: (options: McpRequestOptions, alive: () => void) => Promise<T>,
+    send: (options: McpRequestOptions, alive: () => void) => PromiseLike<T>,
     onProgress: McpProgressListener | undefined,
   ): Observable<T> {
     const { id, timeoutMs } = this.settings;
@@ -326,7 +326,7 @@ export class McpLink {
       let settled = false;
       // a round of a multi-round call came back, or was answered: the idle deadline starts again
       const alive = (): void => void (subscriber.closed || subscriber.next(PROGRESS));
-      let answer: Promise<T>;
+      let answer: PromiseLike<T>;
       try {
         answer = send(
           {

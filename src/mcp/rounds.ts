@@ -83,18 +83,27 @@ const isInputRequired = (result: { readonly [key: string]: unknown }): boolean =
  */
 export function callInRounds(
   rounds: Rounds,
-  send: (extra: RoundParams | undefined, manual: boolean) => Promise<{ readonly [key: string]: unknown }>,
-): Promise<{ readonly [key: string]: unknown }> {
+  send: (extra: RoundParams | undefined, manual: boolean) => PromiseLike<{ readonly [key: string]: unknown }>,
+): PromiseLike<{ readonly [key: string]: unknown }> {
   const manual = rounds.answer !== undefined;
-  // the first request is made at once (a client that throws instead of rejecting throws here)
-  return send(undefined, manual).then((first) => laterRounds(rounds, first, (extra) => send(extra, manual)));
+  // the first request is made at once (a client that throws instead of rejecting throws here), and
+  // its answer handed on as the client delivers it (no microtask in between: a complete answer
+  // lands when it comes, in virtual time too)
+  const first = send(undefined, manual);
+  return {
+    then: (ok, fail) =>
+      first.then(
+        (result) => (isInputRequired(result) ? laterRounds(rounds, result, (extra) => send(extra, manual)).then(ok, fail) : ok?.(result)),
+        fail,
+      ) as never,
+  };
 }
 
 /** The rounds after the first answer, while it says `input_required`. */
 async function laterRounds(
   rounds: Rounds,
   first: { readonly [key: string]: unknown },
-  send: (extra: RoundParams) => Promise<{ readonly [key: string]: unknown }>,
+  send: (extra: RoundParams) => PromiseLike<{ readonly [key: string]: unknown }>,
 ): Promise<{ readonly [key: string]: unknown }> {
   let result = first;
   for (let round = 1; isInputRequired(result); round++) {
