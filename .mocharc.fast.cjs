@@ -27,6 +27,7 @@ module.exports = {
     'spec/leaks/**/*.spec.ts',
     'spec/chaos/**/*.spec.ts',
     'spec/docs/marbleDocs.spec.ts',
+    'spec/a2a/taskStream.spec.ts',
     'spec/layers.spec.ts',
     'spec/surface.spec.ts',
     'spec/linearTime.spec.ts',

@@ -101,6 +101,10 @@ export const ROOMS: readonly Room[] = [
     path: 'mcp',
     purpose: `rxheal/mcp: fromMcp and watchMcpTools, an MCP server's tools as rxheal tools (schema-checked, a breaker per server, progress-aware timeouts, reconnection), and the MCP client's errors in rxheal's words`,
   },
+  {
+    path: 'a2a',
+    purpose: `rxheal/a2a: fromA2A (a remote A2A agent as a streaming tool: a breaker per agent, deadlines, cut streams resubscribed, tasks/cancel) and toA2A (an rxheal agent served as an A2A server on 127.0.0.1)`,
+  },
   { path: 'index.ts', purpose: 'rxheal: the root entry, what users compose (no framework imported)' },
 ];
 

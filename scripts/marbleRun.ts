@@ -22,6 +22,9 @@ import * as mcp from '../src/mcp/index.js';
 import { toolset, type FromMcpOptions, type McpSchemaValidator } from '../src/mcp/fromMcp.js';
 import type { McpRequestOptions } from '../src/mcp/link.js';
 import * as chaos from '../src/chaos/index.js';
+import * as a2a from '../src/a2a/index.js';
+import { taskStream, type TaskSeams } from '../src/a2a/taskStream.js';
+import type { A2AResult, A2AStreamResponse } from '../src/a2a/wire.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
 
 /** A short text for an error, so a diagram's `calls` result can show which error arrived. */
@@ -95,8 +98,82 @@ function responsesEvents(text: string): Record<string, { event: string; data: st
   );
 }
 
+/** A task's artifact `out` holding `text` (the letters of the chunks so far). */
+const artifact = (text: string) => ({
+  artifactId: 'out',
+  name: 'out',
+  parts: [...text].map((letter) => ({ content: { $case: 'text' as const, value: letter } })),
+});
+
 /**
- * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/fleet, rxheal/events, rxheal/testing, rxheal/mcp as `mcp`, rxheal/chaos,
+ * The events of one remote A2A task (`t1`), by marble letter: `T` the task submitted, `w` working,
+ * `a`–`d` a chunk of the artifact `out` (appended: its letter), `S` the snapshot a resubscription
+ * starts with (working, `out` holding `ab`), `F` completed, `X` failed (status message `no`).
+ */
+export function a2aEvents(): Record<string, A2AStreamResponse> {
+  const status = (state: number, text?: string): A2AStreamResponse => ({
+    payload: {
+      $case: 'statusUpdate',
+      value: {
+        taskId: 't1',
+        contextId: 'c1',
+        status: { state, message: text === undefined ? undefined : { messageId: 'm', role: 2, parts: [{ content: { $case: 'text', value: text } }] } },
+      },
+    },
+  });
+  const chunk = (letter: string): A2AStreamResponse => ({
+    payload: { $case: 'artifactUpdate', value: { taskId: 't1', contextId: 'c1', artifact: artifact(letter), append: true } },
+  });
+  return {
+    T: { payload: { $case: 'task', value: { id: 't1', contextId: 'c1', status: { state: 1 }, artifacts: [] } } },
+    w: status(2),
+    a: chunk('a'),
+    b: chunk('b'),
+    c: chunk('c'),
+    d: chunk('d'),
+    S: { payload: { $case: 'task', value: { id: 't1', contextId: 'c1', status: { state: 2 }, artifacts: [artifact('ab')] } } },
+    F: status(3),
+    X: status(4, 'no'),
+  };
+}
+
+/** What a call of `t1` emits: its state and the artifact `out`'s text (none while it has no chunk). */
+export function a2aResult(state: A2AResult['state'], text: string): A2AResult {
+  return { state, taskId: 't1', contextId: 'c1', text, artifacts: text === '' ? [] : [{ id: 'out', name: 'out', text, data: [] }] };
+}
+
+/**
+ * `a2aTask(seams, rules)`: one call to a remote agent by rxheal/a2a's rule (`taskStream`, what a
+ * `fromA2A` tool runs) — `seams.send` and `seams.resubscribe` (a list, one per resubscription,
+ * taken in order), `seams.get` (a task over), the rules' defaults: no deadlines, 5 resubscriptions
+ * 2 ms apart; the task ids cancelled go to `seams.cancelled`.
+ */
+function a2aTask(
+  seams: { send: rx.Observable<A2AStreamResponse>; resubscribe?: rx.Observable<A2AStreamResponse>[]; get?: rx.Observable<unknown>; cancelled?: string[] },
+  rules: { firstEventMs?: number; idleMs?: number; maxResubscribes?: number } = {},
+): rx.Observable<A2AResult> {
+  const again = [...(seams.resubscribe ?? [])];
+  const transport: TaskSeams = {
+    send: () => seams.send,
+    resubscribe: () => again.shift() ?? rx.throwError(() => new Error('no more resubscriptions scripted')),
+    get: () => (seams.get ?? rx.throwError(() => new Error('no tasks/get scripted'))) as rx.Observable<never>,
+    cancel: (id) => seams.cancelled?.push(id),
+  };
+  return taskStream(
+    'docs',
+    transport,
+    {
+      firstEventMs: rules.firstEventMs ?? Infinity,
+      idleMs: rules.idleMs ?? Infinity,
+      maxResubscribes: rules.maxResubscribes ?? 5,
+      backoff: { initialMs: 2, maxMs: 2 },
+    },
+    rx.asyncScheduler,
+  );
+}
+
+/**
+ * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/fleet, rxheal/events, rxheal/testing, rxheal/mcp as `mcp`, rxheal/a2a as `a2a` (and `a2aTask`, `a2aEvents`, `a2aResult`), rxheal/chaos,
  * io-ts as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
  * and `mcpTool(options)`.
  */
@@ -111,6 +188,10 @@ export const base: Readonly<Record<string, unknown>> = {
   t,
   mcp,
   mcpTool,
+  a2a,
+  a2aTask,
+  a2aEvents,
+  a2aResult,
   label,
   delta: (text: string): TurnEvent => ({ type: 'text-delta', text }),
   responsesEvents,

@@ -86,6 +86,8 @@ export type { BulkheadRejection, GiveUpReason, HeadersLike, ToolPhase } from './
 export { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError } from './core/journal/errors.js';
 export type { JournalChange, RunLockReason } from './core/journal/errors.js';
 export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
+// the effect ledger's values (effectLedger, NotAppliedError, idempotencyHeaders) are rxheal/durable's: the root's 50 are taken
+export type { EffectLedger, EffectLedgerOptions, EffectState } from './sources/effectLedger.js';
 export { classifyError, createClassifier } from './core/errors/classify.js';
 export type {
   ClassificationRule,
@@ -99,7 +101,7 @@ export type {
 
 // the agent: models, tools, the loop
 export { streamModel } from './core/model/model.js';
-export type { BudgetMeter, Model, ModelCallContext, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
+export type { BudgetMeter, Model, ModelCallContext, ModelCheckpoint, ModelContext, ModelRequest, ToolChoice, ToolSpec } from './core/model/model.js';
 export type { AbortContext } from './core/model/abortable.js';
 export { defineTool, callTool } from './sources/tool.js';
 export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema, Verified } from './sources/tool.js';

@@ -8,7 +8,9 @@
  * `synchronous_commit` on). Median and p99 of every append, over `reps` runs of `n` appends,
  * interleaved store by store within each repetition; the file journal's cost also as the paired
  * ratio of its median to the memory journal's in the same repetition. Then a claim of a 100-entry
- * run on the file journal: the store's share of a resume (verdict: ≤ 20 ms median). A store whose
+ * run on the file journal: the store's share of a resume (verdict: ≤ 20 ms median). And what the
+ * effect ledger adds to one guarded tool call (`effectLedger(store).guard`, a tool that answers at
+ * once): its key claimed, `started` and `done` written (the release not waited for). A store whose
  * server is not installed is skipped with a row saying so. Alone: `npx tsx bench/figures/journal.ts`.
  */
 import { performance } from 'node:perf_hooks';
@@ -17,9 +19,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
-import { firstValueFrom, lastValueFrom } from 'rxjs';
+import * as t from 'io-ts';
+import { firstValueFrom, lastValueFrom, of } from 'rxjs';
 import type { JournalStore } from '../../src/core/journal/journal.js';
-import { fileJournal, memoryJournal } from '../../src/durable/index.js';
+import { effectLedger, fileJournal, memoryJournal } from '../../src/durable/index.js';
+import { defineTool } from '../../src/sources/tool.js';
 import { redisJournal } from '../../src/redis/index.js';
 import { postgresJournal } from '../../src/postgres/index.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
@@ -41,6 +45,28 @@ const RECORD = {
 };
 
 const quantile = (sorted: readonly number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+/** `n` calls of a tool that answers at once, each under the effect ledger on `store` with a fresh key, each timed (ms). */
+async function guardedCalls(store: JournalStore, n: number, tag: string): Promise<number[]> {
+  const ledger = effectLedger(store, { holder: 'bench' });
+  const tool = defineTool({ name: 'charge', description: 'bench', args: t.unknown, execute: () => ['ok'] });
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = `bench-${tag}-${process.pid}-${i}-${Math.random().toString(36).slice(2)}/1/0/charge`;
+    const call = {
+      key,
+      runId: 'bench',
+      tool,
+      call: { id: `c${i}`, name: 'charge', args: { amount: i } },
+      hub: undefined,
+      onUnknownOutcome: 'tell-model' as const,
+    };
+    const t0 = performance.now();
+    await lastValueFrom(ledger.guard(call, of('ok')));
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
 
 /** `n` appends to a fresh run of `store`, each timed (ms). */
 async function appends(store: JournalStore, n: number, tag: string): Promise<number[]> {
@@ -122,6 +148,20 @@ export async function journalCommit(options: { n: number; reps: number }): Promi
         max: m.max,
         ...(ratio === undefined ? {} : { ratio: { to: 'memory journal', median: ratio.median, min: ratio.min, max: ratio.max } }),
         note: `median of ${sorted.length} appends; p99 ${p99.toFixed(3)} ms; min–max: the ${options.reps} runs' medians; ${note}`,
+      });
+    }
+    // what the effect ledger adds to one non-idempotent tool call, per store
+    for (const [name, store, note] of stores) {
+      await guardedCalls(store, 20, 'warm');
+      const times: number[] = [];
+      for (let rep = 0; rep < options.reps; rep++) times.push(...(await guardedCalls(store, Math.ceil(options.n / 5), `${rep}`)));
+      const sorted = [...times].sort((a, b) => a - b);
+      rows.push({
+        figure: FIGURE,
+        name: `guarded tool call (effect ledger), ${name}`,
+        unit: 'ms',
+        value: quantile(sorted, 0.5),
+        note: `added latency: median of ${sorted.length} calls of a tool that answers at once (claim + started + done); p99 ${quantile(sorted, 0.99).toFixed(3)} ms; ${note}`,
       });
     }
     // the store's share of a resume: claiming (reading back) a run of 100 entries

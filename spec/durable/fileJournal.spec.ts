@@ -14,6 +14,7 @@ import { fileJournal } from '../../src/durable/index.js';
 import { entryBody, frame } from '../../src/durable/format.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { corrupt, failure, freshRun, journalContract, locked } from '../support/journalContract.js';
+import { ledgerContract } from '../support/ledgerContract.js';
 import { refusal } from '../support/refusal.js';
 
 const dirs: string[] = [];
@@ -27,6 +28,10 @@ after(() => {
 });
 
 journalContract('fileJournal', async () => {
+  const dir = tempDir();
+  return { a: fileJournal({ dir }), b: fileJournal({ dir }) };
+});
+ledgerContract('fileJournal', async () => {
   const dir = tempDir();
   return { a: fileJournal({ dir }), b: fileJournal({ dir }) };
 });

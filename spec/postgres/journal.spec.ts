@@ -10,6 +10,7 @@ import pg from 'pg';
 import { postgresJournal, postgresJournalSchema } from '../../src/postgres/index.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { corrupt, failure, freshRun, journalContract } from '../support/journalContract.js';
+import { ledgerContract } from '../support/ledgerContract.js';
 import { processContract } from '../support/journalProcesses.js';
 import { refusal } from '../support/refusal.js';
 import { usePostgresServer } from '../support/postgresServer.js';
@@ -22,6 +23,7 @@ describe('postgresJournal on a real PostgreSQL', function () {
   const server = usePostgresServer();
 
   journalContract('postgresJournal', async () => ({ a: postgresJournal(server().pool()), b: postgresJournal(server().pool()) }));
+  ledgerContract('postgresJournal', async () => ({ a: postgresJournal(server().pool()), b: postgresJournal(server().pool()) }));
 
   describe('what is Postgres’s own', () => {
     let pool: pg.Pool;

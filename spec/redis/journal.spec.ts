@@ -15,6 +15,7 @@ import { hashTag, keySlot } from '../../src/redis/keys.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { corrupt, failure, freshRun, journalContract } from '../support/journalContract.js';
 import { processContract } from '../support/journalProcesses.js';
+import { ledgerContract } from '../support/ledgerContract.js';
 import { ioredisReady } from '../support/ioredisPair.js';
 import { refusal } from '../support/refusal.js';
 import { requireProgram } from '../support/systemPackage.js';
@@ -62,6 +63,7 @@ describe('redisJournal on a real redis-server', function () {
   });
 
   journalContract('node-redis createClient: redisJournal', () => views(() => nodeRedis(server!.url), 'contract', closers));
+  ledgerContract('node-redis createClient: redisJournal', () => views(() => nodeRedis(server!.url), 'ledger', closers));
   journalContract('ioredis Redis: redisJournal', () =>
     views(() => ioredisReady(new Redis(server!.url, { enableOfflineQueue: false })), 'contract-ioredis', closers),
   );

@@ -118,6 +118,25 @@ describe('resumePlan (a journal read as what to do next; pure)', () => {
     expect((cut.next as { readonly calls: readonly { state: string }[] }).calls[1]!.state).to.equal('interrupted');
   });
 
+  it("a checkpoint of the interrupted turn is the plan's; one of a turn journaled since, or cleared (null), is not; it replays nothing", () => {
+    const checkpoint = (step: number, sequence: number | null) => ({
+      v: 1,
+      type: 'checkpoint',
+      step,
+      checkpoint: sequence === null ? null : { model: 'fake', responseId: `resp_${step}`, sequence },
+    });
+    const round = [turnRecord, started('c1', 1), started('c2', 2), result('c1'), result('c2')];
+    expect(resumePlan('r1', entries(start, checkpoint(1, 0), checkpoint(1, 7))).checkpoint).to.deep.equal({ model: 'fake', responseId: 'resp_1', sequence: 7 });
+    expect(resumePlan('r1', entries(start, checkpoint(1, 0), checkpoint(1, null))).checkpoint).to.equal(undefined);
+    // turn 1's checkpoint, then its message: superseded; turn 2's is the plan's
+    expect(resumePlan('r1', entries(start, checkpoint(1, 3), ...round)).checkpoint).to.equal(undefined);
+    const second = resumePlan('r1', entries(start, checkpoint(1, 3), ...round, checkpoint(2, 5)));
+    expect(second).to.deep.include({ status: 'in-progress', next: { kind: 'turn' }, checkpoint: { model: 'fake', responseId: 'resp_2', sequence: 5 } });
+    expect(second.replay).to.deep.equal(resumePlan('r1', entries(start, ...round)).replay);
+    // a tool round next: no turn to resume
+    expect(resumePlan('r1', entries(start, turnRecord, checkpoint(2, 1))).checkpoint).to.equal(undefined);
+  });
+
   it('refuses a journal that is not an rxheal run (first record not a v: 1 start), a record of a newer version, a record that does not decode', () => {
     const refused = (data: object[], reason: RegExp) => {
       expect(() => resumePlan('r1', entries(...data)))

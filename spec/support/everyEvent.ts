@@ -21,6 +21,11 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   'approval-requested': [{ type: 'approval-requested', callId: 'c1', tool: 'book_flight', args: { flight: 'LH 400' } }],
   suspended: [{ type: 'suspended', runId: 'order-7421' }],
   'tool-outcome-unknown': [{ type: 'tool-outcome-unknown', callId: 'c1', tool: 'book_flight' }],
+  'turn-resume': [
+    { type: 'turn-resume', target: 'model:openai-responses:gpt-5-mini', responseId: 'resp_1', sequence: 41, outcome: 'resumed' },
+    { type: 'turn-resume', target: 'model:openai-responses:gpt-5-mini', responseId: 'resp_1', sequence: 41, outcome: 'gone', error: 'HTTP 404' },
+  ],
+  'tool-deduplicated': [{ type: 'tool-deduplicated', callId: 'c1', tool: 'charge', key: 'order-7421/3/0/charge' }],
   retry: [
     { type: 'retry', target: 'tool:get_weather', attempt: 1, max: 3, delayMs: 500, category: 'rate_limit' },
     { type: 'retry', target: 'model:gpt-4o', attempt: 2, max: 3, delayMs: 1000, category: 'server_error', error: 'HTTP 500' },

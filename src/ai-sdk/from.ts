@@ -12,17 +12,21 @@ import type {
   LanguageModelV3FunctionTool,
   LanguageModelV3Message,
   LanguageModelV3Prompt,
+  LanguageModelV3ProviderTool,
+  LanguageModelV3ToolApprovalResponsePart,
   LanguageModelV3ToolResultOutput,
+  LanguageModelV3ToolResultPart,
   SharedV3ProviderOptions,
 } from '@ai-sdk/provider';
 import { Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { Message, TurnEvent } from '../core/events/events.js';
+import type { Message, ToolCall, TurnEvent } from '../core/events/events.js';
 import { toolParameters, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
-import { NonEmptyString, validateOptions } from '../core/errors/options.js';
+import { check, NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { PlainObject } from '../providers/providerOptions.js';
 import { isObject } from '../adapters/common.js';
-import { PartDecoder } from './partDecoder.js';
+import { APPROVAL_METADATA, PartDecoder } from './partDecoder.js';
+import { isProviderTool } from './providerApproval.js';
 import { sealMetadata } from './seal.js';
 import { CALL_SETTINGS, REASONING_EFFORTS, TAKES_SETTINGS, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
 
@@ -69,15 +73,43 @@ export interface FromAiSdkOptions {
    * call, when it reaches this model through {@link toAiSdk}, win over these.
    */
   readonly settings?: AiSdkCallSettings;
+  /**
+   * Tools the provider runs itself, by name as in `streamText`'s `tools`, sent with every request
+   * besides the run's function tools: `{ mcp: openai.tools.mcp({ …, requireApproval: 'always' }) }`,
+   * `{ web_search: openai.tools.webSearch() }`… Their calls and results are the provider's
+   * (skipped), except a call that waits for approval: see {@link providerToolApproval}.
+   */
+  readonly providerTools?: Readonly<Record<string, { readonly type: 'provider'; readonly id: string; readonly args?: unknown }>>;
 }
 
 function toolResultOutput(message: Extract<Message, { role: 'tool' }>): LanguageModelV3ToolResultOutput {
   return message.isError ? { type: 'error-text', value: message.content } : { type: 'text', value: message.content };
 }
 
-/** Our conversation as an AI SDK prompt (the same in spec v2, v3 and v4 for text and tools). */
+/** The approval id a tool call of ours carries when it stands for a provider's call waiting for approval (see `PartDecoder`). */
+function approvalIdOf(call: ToolCall): string | undefined {
+  const ours = isObject(call.providerMetadata) ? call.providerMetadata[APPROVAL_METADATA] : undefined;
+  return isObject(ours) && typeof ours['approvalId'] === 'string' ? ours['approvalId'] : undefined;
+}
+
+/** A tool call's metadata as the part's `providerOptions`, without our approval mark. */
+function callOptions(call: ToolCall): SharedV3ProviderOptions | undefined {
+  if (!isObject(call.providerMetadata)) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- our mark, not the provider's
+  const { [APPROVAL_METADATA]: _ours, ...rest } = call.providerMetadata;
+  return Object.keys(rest).length > 0 ? (rest as SharedV3ProviderOptions) : undefined;
+}
+
+/**
+ * Our conversation as an AI SDK prompt (the same in spec v2, v3 and v4 for text and tools). A
+ * provider's call that waited for approval goes back as the provider's own call
+ * (`providerExecuted`), and its tool message as the answer: `tool-approval-response`, approved
+ * unless the message is an error (a denial, or a run with nobody to ask), whose text is the reason.
+ */
 function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Message[] = [];
+  /** The approval ids of the provider's calls of the conversation, by call id. */
+  const approvals = new Map<string, string>();
   for (const message of messages) {
     switch (message.role) {
       case 'system':
@@ -100,18 +132,24 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
         if (message.content !== '') content.push({ type: 'text', text: message.content });
         // with what the provider attached to each call (Gemini's thought signature), as it came
         for (const call of message.toolCalls ?? []) {
-          const providerOptions = call.providerMetadata as SharedV3ProviderOptions | undefined;
-          content.push(
-            providerOptions
-              ? { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args, providerOptions }
-              : { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.args },
-          );
+          const approvalId = approvalIdOf(call);
+          if (approvalId !== undefined) approvals.set(call.id, approvalId);
+          const providerOptions = callOptions(call);
+          const part = { type: 'tool-call' as const, toolCallId: call.id, toolName: call.name, input: call.args };
+          const own = approvalId === undefined ? part : { ...part, providerExecuted: true };
+          content.push(providerOptions ? { ...own, providerOptions } : own);
         }
         prompt.push({ role: 'assistant', content });
         break;
       }
       case 'tool': {
-        const part = { type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: message.toolName, output: toolResultOutput(message) };
+        const approvalId = approvals.get(message.toolCallId);
+        const part: LanguageModelV3ToolResultPart | LanguageModelV3ToolApprovalResponsePart =
+          approvalId === undefined
+            ? { type: 'tool-result', toolCallId: message.toolCallId, toolName: message.toolName, output: toolResultOutput(message) }
+            : message.isError
+              ? { type: 'tool-approval-response', approvalId, approved: false, reason: message.content }
+              : { type: 'tool-approval-response', approvalId, approved: true };
         const last = prompt[prompt.length - 1];
         // consecutive tool results: one tool message, as the AI SDK builds them
         if (last?.role === 'tool') last.content.push(part);
@@ -123,13 +161,16 @@ function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
   return prompt;
 }
 
+/** Our tools as function tools: not those that stand for the provider's own (`providerToolApproval`). */
 function toTools(tools: readonly ToolSpec[]): LanguageModelV3FunctionTool[] {
-  return tools.map((tool) => ({
-    type: 'function',
-    name: tool.name,
-    description: tool.description,
-    inputSchema: toolParameters(tool) as LanguageModelV3FunctionTool['inputSchema'],
-  }));
+  return tools
+    .filter((tool) => !isProviderTool(tool.parameters))
+    .map((tool) => ({
+      type: 'function',
+      name: tool.name,
+      description: tool.description,
+      inputSchema: toolParameters(tool) as LanguageModelV3FunctionTool['inputSchema'],
+    }));
 }
 
 /**
@@ -185,7 +226,13 @@ function decodeParts(open: () => PromiseLike<{ readonly stream: ReadableStream<u
   });
 }
 
-const fromProps = { id: NonEmptyString, settings: PlainObject };
+const ProviderTools = check(
+  "the provider's tools by name ({ [name]: openai.tools.mcp(…) }, each { type: 'provider', id, args })",
+  (u): u is NonNullable<FromAiSdkOptions['providerTools']> =>
+    isObject(u) && Object.values(u).every((tool) => isObject(tool) && tool['type'] === 'provider' && typeof tool['id'] === 'string'),
+);
+
+const fromProps = { id: NonEmptyString, settings: PlainObject, providerTools: ProviderTools };
 
 /**
  * An rxheal {@link Model} over any AI SDK language model — spec v2 (AI SDK 5), v3 (AI SDK 6) or
@@ -288,6 +335,12 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
       `one of ${REASONING_EFFORTS.map((r) => `'${r}'`).join(', ')} (AI SDK 7's reasoning call option)`,
     );
   }
+  const tools = Object.entries(o.providerTools ?? {}).map(([name, tool]): LanguageModelV3ProviderTool => ({
+    type: 'provider',
+    id: tool.id as `${string}.${string}`,
+    name,
+    args: (tool.args ?? {}) as Record<string, unknown>,
+  }));
   const doStream = (call: LanguageModelV3CallOptions) => (model as LanguageModelV3).doStream(call) as PromiseLike<{ readonly stream: ReadableStream<unknown> }>;
   const made: Model = {
     id,
@@ -296,7 +349,7 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
         ...settings,
         ...(request as RequestWithSettings)[CALL_SETTINGS],
         prompt: toPrompt(request.messages),
-        ...(request.tools.length > 0 ? { tools: toTools(request.tools) } : {}),
+        ...(tools.length > 0 || request.tools.length > 0 ? { tools: [...toTools(request.tools), ...tools] } : {}),
         ...(request.toolChoice !== undefined && request.tools.length > 0 ? { toolChoice: aiSdkToolChoice(request.toolChoice) } : {}),
         abortSignal: context.signal,
       };

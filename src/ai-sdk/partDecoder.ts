@@ -11,6 +11,9 @@ import { parseToolArguments } from '../providers/sse.js';
 import { isObject, num, providerStreamError } from '../adapters/common.js';
 import { sealed, sealOf, type Seal } from './seal.js';
 
+/** The key under a tool call's `providerMetadata` that marks a provider's call waiting for approval (`{ approvalId }`). */
+export const APPROVAL_METADATA = 'rxheal';
+
 const FINISH_REASONS: ReadonlySet<string> = new Set<FinishReason>(['stop', 'tool-calls', 'length', 'content-filter', 'error', 'other']);
 
 /** Where {@link PartDecoder} hands its events (the turn's subscriber). */
@@ -65,6 +68,10 @@ export class PartDecoder {
   private readonly called = new Set<string>();
   /** Ids of tool calls the provider runs itself (its results come in the stream; not ours to run). */
   private readonly providerExecuted = new Set<string>();
+  /** The provider's own calls, whole (`tool-call` parts), for an approval request that names one. */
+  private readonly providerCalls = new Map<string, { readonly name: string; readonly input: unknown; readonly metadata: unknown }>();
+  /** Whether a provider's call waiting for approval became a tool call of the turn. */
+  private approvals = false;
   /** Reasoning blocks by id, in the order they opened: the first is the one streaming. */
   private readonly reasoning = new Map<string, OpenReasoning>();
   /** The id of the first open reasoning block (the one whose deltas pass at once). */
@@ -136,7 +143,11 @@ export class PartDecoder {
       }
       case 'tool-call': {
         const id = String(part['toolCallId']);
-        if (part['providerExecuted'] === true || this.providerExecuted.has(id) || this.called.has(id)) return;
+        if (part['providerExecuted'] === true || this.providerExecuted.has(id)) {
+          this.providerCalls.set(id, { name: String(part['toolName'] ?? ''), input: part['input'], metadata: part['providerMetadata'] });
+          return;
+        }
+        if (this.called.has(id)) return;
         this.called.add(id);
         this.inputs.delete(id);
         // `input`: the arguments as JSON text (an object from some hand-written models)
@@ -146,6 +157,8 @@ export class PartDecoder {
         );
         return;
       }
+      case 'tool-approval-request':
+        return this.approvalRequest(part, out);
       case 'finish':
         // every check first: a finish that throws hands on none of its tool calls
         for (const event of this.finish(part)) out.next(event);
@@ -163,10 +176,29 @@ export class PartDecoder {
         return;
       default:
         // stream-start, response-metadata, text-start, text-end (v4: with its citations, which
-        // are sources), sources, files, raw, provider-executed tool results, approval requests:
-        // not part of an rxheal turn
+        // are sources), sources, files, raw, provider-executed tool results: not part of an
+        // rxheal turn
         return;
     }
+  }
+
+  /**
+   * A provider's own call waits for approval (hosted MCP's `require_approval`): a tool call of the
+   * turn, marked with its approval id (`providerMetadata.rxheal.approvalId`), so the run decides it
+   * as any call (a `providerToolApproval` tool asks for approval) and `fromAiSdk` sends the answer
+   * back as the provider's `tool-approval-response`. A request for a call the stream never made is
+   * malformed.
+   */
+  private approvalRequest(part: Record<string, unknown>, out: EventSink): void {
+    const id = String(part['toolCallId']);
+    const call = this.providerCalls.get(id);
+    if (call === undefined) throw this.malformed(`tool-approval-request for a tool call the provider never made (${id})`, part);
+    this.providerCalls.delete(id);
+    const input = call.input;
+    const args = typeof input === 'string' ? parseToolArguments(input) : (input ?? {});
+    const metadata = isObject(call.metadata) ? call.metadata : {};
+    out.next(toolCallEvent(id, call.name, args, { ...metadata, [APPROVAL_METADATA]: { approvalId: String(part['approvalId']) } }));
+    this.approvals = true;
   }
 
   /** The reasoning block of this id, opened if it is not (a delta or an end without a start). */
@@ -229,7 +261,9 @@ export class PartDecoder {
       out.push(toolCallEvent(id, input.name, input.raw ? input.json : parseToolArguments(input.json), input.metadata));
     }
     this.inputs.clear();
-    const reason: FinishReason = typeof unified === 'string' && FINISH_REASONS.has(unified) ? (unified as FinishReason) : 'other';
+    const given: FinishReason = typeof unified === 'string' && FINISH_REASONS.has(unified) ? (unified as FinishReason) : 'other';
+    // a turn that ends waiting for approval of the provider's call ends in that call
+    const reason: FinishReason = this.approvals && given === 'stop' ? 'tool-calls' : given;
     const usage = usageOf(part['usage']);
     out.push(usage ? { type: 'finish', reason, usage } : { type: 'finish', reason });
     return out;

@@ -6,8 +6,9 @@
  *
  * @module
  */
-import type { LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage, SharedV3ProviderMetadata } from '@ai-sdk/provider';
-import type { Observer, Subscription } from 'rxjs';
+import type { LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage, SharedV3ProviderMetadata, SharedV3Warning } from '@ai-sdk/provider';
+import { Subscription, type Observer } from 'rxjs';
+import { abortReason, onAbort } from '../adapters/common.js';
 import type { FinishReason, TurnEvent, Usage } from '../core/events/events.js';
 import { argumentsText } from '../providers/openai.js';
 import { StreamRestartError } from '../adapters/common.js';
@@ -38,6 +39,41 @@ export const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => {
 };
 
 export const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
+
+/**
+ * A `doStream`'s stream: its `stream-start` (with the call's warnings), then what `start` writes
+ * in it, subscribed within the stream's lifetime. Aborting the call's signal errors the stream
+ * with the abort's reason, cancelling it unsubscribes: either way `lifetime` ends.
+ */
+export function partStream(
+  signal: AbortSignal | undefined,
+  warnings: SharedV3Warning[],
+  start: (controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>, lifetime: Subscription) => void,
+): ReadableStream<LanguageModelV3StreamPart> {
+  const lifetime = new Subscription();
+  return new ReadableStream<LanguageModelV3StreamPart>(
+    {
+      start(controller) {
+        lifetime.add(
+          onAbort(signal, () => {
+            if (lifetime.closed) return;
+            lifetime.unsubscribe();
+            controller.error(abortReason(signal));
+          }),
+        );
+        if (lifetime.closed) return;
+        controller.enqueue({ type: 'stream-start', warnings });
+        start(controller, lifetime);
+      },
+      cancel() {
+        lifetime.unsubscribe();
+      },
+    },
+    // the parts are pushed as they come (no pull): a high-water mark of 0 spares the stream a
+    // call to pull, and its promise, after every part
+    { highWaterMark: 0 },
+  );
+}
 
 /**
  * Writes a model's events into an AI SDK stream as parts: text deltas in `text-start/-delta/-end`
@@ -93,10 +129,7 @@ export class PartWriter implements Observer<TurnEvent> {
           return;
         }
         case 'tool-call':
-          this.closeText();
-          this.controller.enqueue(v3ToolCall(event));
-          this.delivered = true;
-          return;
+          return this.write(v3ToolCall(event));
         case 'finish':
           return this.end({ type: 'finish', finishReason: v3Reason(event.reason), usage: v3Usage(event.usage) });
         case 'reset':
@@ -119,6 +152,14 @@ export class PartWriter implements Observer<TurnEvent> {
     this.end();
   }
 
+  /** Delivers a part of its own (a tool call, a result, an approval request): the text before it ends its block. */
+  write(part: LanguageModelV3StreamPart): void {
+    if (this.lifetime.closed) return;
+    this.closeText();
+    this.controller.enqueue(part);
+    this.delivered = true;
+  }
+
   private closeText(): void {
     if (this.textId !== undefined) this.controller.enqueue({ type: 'text-end', id: this.textId });
     this.textId = undefined;
@@ -134,12 +175,13 @@ export class PartWriter implements Observer<TurnEvent> {
     );
   }
 
-  private fail(error: unknown): void {
+  /** Ends the stream with an `error` part and an error finish. */
+  fail(error: unknown): void {
     this.end({ type: 'error', error }, { type: 'finish', finishReason: v3Reason('error'), usage: v3Usage(undefined) });
   }
 
   /** Ends the stream with its last parts (finish, or error + error finish) and cancels the model. */
-  private end(...parts: LanguageModelV3StreamPart[]): void {
+  end(...parts: LanguageModelV3StreamPart[]): void {
     if (this.lifetime.closed) return;
     this.closeText();
     // reasoning the model never ended ends here, unsigned

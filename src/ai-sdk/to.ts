@@ -13,7 +13,6 @@ import type {
   LanguageModelV3GenerateResult,
   LanguageModelV3Prompt,
   LanguageModelV3Reasoning,
-  LanguageModelV3StreamPart,
   LanguageModelV3ToolResultOutput,
   SharedV3Warning,
 } from '@ai-sdk/provider';
@@ -23,7 +22,7 @@ import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js'
 import { isModel, streamModel, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
 import { NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { abortReason, onAbort } from '../adapters/common.js';
-import { PartWriter, v3Reason, v3ToolCall, v3Usage } from './partWriter.js';
+import { PartWriter, partStream, v3Reason, v3ToolCall, v3Usage } from './partWriter.js';
 import { subscribeWithin } from '../core/rx/operate.js';
 import { sealed, sealMetadata, sealOf } from './seal.js';
 import { CALL_SETTINGS, settingsIgnoredBy, settingsWarnings, type AiSdkCallSettings, type RequestWithSettings } from './settings.js';
@@ -98,7 +97,7 @@ function toolResultText(output: LanguageModelV3ToolResultOutput): { content: str
  * conversation; what an assistant message holds that ours can't (v4's `custom` and
  * `reasoning-file` parts) is dropped with a warning in `warnings`.
  */
-function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]): Message[] {
+export function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]): Message[] {
   const messages: Message[] = [];
   prompt.forEach((message, i) => {
     switch (message.role) {
@@ -170,6 +169,15 @@ function fromPrompt(prompt: LanguageModelV3Prompt, warnings: SharedV3Warning[]):
   return messages;
 }
 
+/** The settings the call sets (the AI SDK passes every one, most as undefined: only those set travel). */
+export function settingsOf(options: LanguageModelV3CallOptions): Record<string, unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- what is not a setting
+  const { prompt: _prompt, tools: _tools, abortSignal: _signal, includeRawChunks: _raw, toolChoice: _choice, ...rest } = options;
+  const settings: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) if (value !== undefined) settings[key] = value;
+  return settings;
+}
+
 /**
  * The call as an rxheal request (with its settings for `fromAiSdk` models), and the warnings:
  * provider tools, and settings the models `ignoredBy` names can't take.
@@ -181,11 +189,8 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
     if (tool.type === 'function') tools.push({ name: tool.name, description: tool.description ?? '', parameters: tool.inputSchema });
     else warnings.push({ type: 'unsupported', feature: `provider tool ${tool.name}`, details: 'rxheal models take function tools' });
   }
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- what is not a setting
-  const { prompt, tools: _tools, abortSignal: _signal, includeRawChunks: _raw, toolChoice, ...rest } = options;
-  // the AI SDK passes every setting, most as undefined: only those set travel
-  const settings: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(rest)) if (value !== undefined) settings[key] = value;
+  const { prompt, toolChoice } = options;
+  const settings = settingsOf(options);
   warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
@@ -294,28 +299,8 @@ export function toAiSdk(model: Model, options?: ToAiSdkOptions): LanguageModelV3
     // async: a prompt rxheal can't take rejects, it doesn't throw
     async doStream(options) {
       const { request, warnings } = toRequest(options, ignoredBy);
-      const subscription = new Subscription();
-      const stream = new ReadableStream<LanguageModelV3StreamPart>(
-        {
-          start(controller) {
-            subscription.add(
-              onAbort(options.abortSignal, () => {
-                if (subscription.closed) return;
-                subscription.unsubscribe();
-                controller.error(abortReason(options.abortSignal));
-              }),
-            );
-            if (subscription.closed) return;
-            controller.enqueue({ type: 'stream-start', warnings });
-            subscribeWithin(subscription, streamModel(model, request), new PartWriter(controller, model.id, subscription));
-          },
-          cancel() {
-            subscription.unsubscribe();
-          },
-        },
-        // the parts are pushed as they come (no pull): a high-water mark of 0 spares the stream a
-        // call to pull, and its promise, after every part
-        { highWaterMark: 0 },
+      const stream = partStream(options.abortSignal, warnings, (controller, lifetime) =>
+        subscribeWithin(lifetime, streamModel(model, request), new PartWriter(controller, model.id, lifetime)),
       );
       return { stream, request: { body: { messages: request.messages, tools: request.tools } } };
     },

@@ -66,7 +66,7 @@ export interface ToolExecution {
   /** Its 1-based execution number. */
   readonly call: number;
   readonly fault: ToolFault;
-  readonly idempotent: boolean;
+  readonly idempotent: boolean | 'by-key';
   /** The model's tool call it ran for (`callTool` hands it over); undefined when `execute` was called directly. */
   readonly callId: string | undefined;
   /** The `seq` of the run's assistant message that asked for that call, when the recorder saw it. */

@@ -4,7 +4,11 @@
  * per run (the default), and {@link memoryJournal}, the reference model for specs in virtual time.
  * Redis and Postgres stores are `redisJournal` (`rxheal/redis`) and `postgresJournal`
  * (`rxheal/postgres`); the contract's types (`JournalStore`, `JournalSession`) and errors
- * (`RunLockedError`, `JournalCorruptError`) are the root's.
+ * (`RunLockedError`, `JournalCorruptError`) are the root's. And side effects exactly once:
+ * {@link effectLedger} over any of these stores (`runAgent({ effects })`), what a tool says when its
+ * effect did not happen ({@link NotAppliedError}), and what carries a call's idempotency key to a
+ * service ({@link idempotencyHeaders}, {@link IDEMPOTENCY_META_KEY}) — here rather than in the root,
+ * whose 50 runtime values are taken.
  *
  * @example
  * ```ts
@@ -24,3 +28,7 @@ export { fileJournal } from './fileJournal.js';
 export type { FileJournalOptions } from './fileJournal.js';
 export { memoryJournal } from '../core/journal/memoryJournal.js';
 export type { MemoryJournalOptions } from '../core/journal/memoryJournal.js';
+export { effectLedger } from '../sources/effectLedger.js';
+export type { EffectLedger, EffectLedgerOptions, EffectState, GuardedCall } from '../sources/effectLedger.js';
+export { NotAppliedError } from '../core/errors/notApplied.js';
+export { effectKey, idempotencyHeaders, IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';

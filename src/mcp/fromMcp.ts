@@ -306,7 +306,7 @@ export class McpToolset {
   toolsOf(infos: readonly McpToolInfo[], validator: McpSchemaValidator): Tool<Record<string, unknown>, unknown>[] {
     const tools = infos.map((info) => this.tool(info, validator));
     this.link.names = tools.map((tool) => tool.name);
-    this.listed = new Map(infos.map((info, i) => [info.name, { info, idempotent: tools[i]!.idempotent, args: tools[i]!.args }]));
+    this.listed = new Map(infos.map((info, i) => [info.name, { info, idempotent: tools[i]!.idempotent !== false, args: tools[i]!.args }]));
     return tools;
   }
 

@@ -138,6 +138,7 @@ function callOf(target: string): string {
  * | `reflection` (exhausted) | info (warn) | reflection injected (reflections exhausted, tool abandoned) |
  * | `degraded` / `restored` | warn / info | capability degraded / restored |
  * | `budget-exceeded` | error | budget exceeded |
+ * | `tool-deduplicated` | info | tool call answered from the effect ledger |
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
  * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
  * | `hedge` started / won / cancelled | info / info / debug | hedge started / hedge won / hedge cancelled |
@@ -231,6 +232,8 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         max: e.max,
         error: e.error,
       });
+    case 'tool-deduplicated':
+      return toRecord('info', 'tool call answered from the effect ledger', { tool_name: e.tool, call_id: e.callId, idempotency_key: e.key });
     case 'reset':
       return toRecord('debug', 'partial output discarded', { reason: e.reason, ...who(e.target, 'target') });
     case 'call-start':

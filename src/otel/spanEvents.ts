@@ -116,6 +116,12 @@ export function spanEventOf(e: HealEvent): SpanEvent | undefined {
       if (e.error !== undefined) attributes['rxheal.error'] = e.error;
       return { name: 'rxheal.resume', attributes, about: e.target };
     }
+    case 'tool-deduplicated':
+      return {
+        name: 'rxheal.tool.deduplicated',
+        attributes: { 'gen_ai.tool.name': e.tool, 'gen_ai.tool.call.id': e.callId, 'rxheal.idempotency_key': e.key },
+        about: `tool:${e.tool}`,
+      };
     default:
       return undefined;
   }

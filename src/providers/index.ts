@@ -23,6 +23,8 @@ export type { OpenAIResponsesModelOptions, ResponsesPromptCache } from './respon
 export { resumableResponses } from './responsesResume.js';
 export type { ResponsesResumeOptions, ResumableDecoder, ResumeRules, ResumeSeams } from './responsesResume.js';
 export { openAIResponsesStreamDecoder, ResponsesDecoder } from './responsesDecoder.js';
+export { compactResponses } from './responsesCompact.js';
+export type { CompactedConversation, CompactResponsesOptions } from './responsesCompact.js';
 export type { DeclaredTools } from './responsesDecoder.js';
 export { anthropicModel, anthropicRequestBody, anthropicErrorStatus, anthropicStreamDecoder, anthropicBetas, ANTHROPIC_VERSION } from './anthropic.js';
 export type { AnthropicModelOptions, AnthropicBodyOptions, AnthropicCacheOptions, AnthropicFallbacks } from './anthropic.js';

@@ -6,15 +6,16 @@
  * @module
  */
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
-import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { toolParameters, type Model, type ModelContext, type ModelRequest, type ToolSpec } from '../core/model/model.js';
 import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions } from './openai.js';
 import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
-import { asyncScheduler } from 'rxjs';
+import { asyncScheduler, type Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { check } from '../core/errors/options.js';
 import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
 import { resumableResponses, resumeRules, type ResponsesResumeOptions } from './responsesResume.js';
 import { decodeSse, fetchSse, isObject, type SseRequest } from './sse.js';
+import type { SseEvent } from './sseParser.js';
 
 /**
  * Options of {@link openAIResponsesModel}: those of `openAICompatibleModel` (`apiKey`, `model`,
@@ -52,6 +53,11 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * id. `true`: the defaults. Off by default; refused with `body.store: false`. The provider must
    * keep background responses (OpenAI and rxheal/server do; a server that does not will refuse
    * `background` or answer the resuming GET with 404 — then the error goes on as without resume).
+   * In a journaled run (`runAgent({ runId, journal })`) the response id and the last
+   * `sequence_number` are its checkpoint (`context.checkpoint`): a run resumed in another process
+   * continues the interrupted turn through `model.resume` — the stored response read again from
+   * its first event (`GET …/responses/{id}?stream=true`, the decoder's state rebuilt), nothing
+   * generated again — and unsubscribing leaves the response to expire instead of cancelling it.
    */
   readonly resume?: boolean | ResponsesResumeOptions;
   /** Prompt caching: key, retention, explicit breakpoints (see {@link ResponsesPromptCache}). None by default. */
@@ -354,34 +360,53 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
   const id = options.id ?? `openai-responses:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL)}/responses`;
   const sent = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
+  const payloadOf = (request: ModelRequest) => withPromptCache(openAIResponsesBody(model, request, body), promptCache);
+  const baseOf = (context: ModelContext): Omit<SseRequest, 'url' | 'body'> => ({
+    model: id,
+    headers: sent,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
+    signal: context.signal,
+  });
+  const decoderOf = (payload: Record<string, unknown>) => (): ResponsesDecoder => new ResponsesDecoder(id, responsesDeclaredTools(payload));
+  if (!resume) return { id, stream: (request, context) => decodeSse({ ...baseOf(context), url, body: payloadOf(request) }, decoderOf(payloadOf(request))) };
+  /** A stored response's stream after event `after` (-1: from its first event). */
+  const follow = (base: Omit<SseRequest, 'url' | 'body'>, responseId: string, after: number) =>
+    fetchSse({
+      ...base,
+      method: 'GET',
+      url: `${url}/${encodeURIComponent(responseId)}?stream=true${after < 0 ? '' : `&starting_after=${after}`}`,
+      body: undefined,
+    });
+  /** One call's events over a resumable stream: `open` its first attempt (a POST, or another process's response read again). */
+  const resumable = (
+    request: ModelRequest,
+    context: ModelContext,
+    open: (base: Omit<SseRequest, 'url' | 'body'>, payload: Record<string, unknown>) => Observable<SseEvent>,
+  ) => {
+    const { hub, checkpoint } = context;
+    const payload = payloadOf(request);
+    const base = baseOf(context);
+    return resumableResponses(
+      id,
+      decoderOf(payload),
+      resume,
+      {
+        open: () => open(base, payload),
+        reopen: (responseId, after) => follow(base, responseId, after),
+        cancel: (responseId) => cancelResponse(options.fetch ?? globalThis.fetch, `${url}/${encodeURIComponent(responseId)}/cancel`, sent),
+      },
+      context.scheduler ?? asyncScheduler,
+      hub ? (event) => hub.report(event) : undefined,
+      checkpoint ? (responseId, sequence) => checkpoint({ model: id, responseId, sequence }) : undefined,
+    );
+  };
   return {
     id,
-    stream: (request, context) => {
-      const payload = withPromptCache(openAIResponsesBody(model, request, body), promptCache);
-      const base: Omit<SseRequest, 'url' | 'body'> = {
-        model: id,
-        headers: sent,
-        ...(options.fetch ? { fetch: options.fetch } : {}),
-        ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
-        signal: context.signal,
-      };
-      const decoder = (): ResponsesDecoder => new ResponsesDecoder(id, responsesDeclaredTools(payload));
-      if (!resume) return decodeSse({ ...base, url, body: payload }, decoder);
-      const hub = context.hub;
-      return resumableResponses(
-        id,
-        decoder,
-        resume,
-        {
-          open: () => fetchSse({ ...base, url, body: payload }),
-          reopen: (responseId, after) =>
-            fetchSse({ ...base, method: 'GET', url: `${url}/${encodeURIComponent(responseId)}?stream=true&starting_after=${after}`, body: undefined }),
-          cancel: (responseId) => cancelResponse(options.fetch ?? globalThis.fetch, `${url}/${encodeURIComponent(responseId)}/cancel`, sent),
-        },
-        context.scheduler ?? asyncScheduler,
-        hub ? (event) => hub.report(event) : undefined,
-      );
-    },
+    stream: (request, context) => resumable(request, context, (base, payload) => fetchSse({ ...base, url, body: payload })),
+    // another process's turn: its stored events read again from the first through a fresh decoder
+    // (the decoder's state is rebuilt, never journaled), then on as the provider generates them
+    resume: (checkpoint, request, context) => resumable(request, context, (base) => follow(base, checkpoint.responseId, -1)),
   };
 }
 

@@ -282,18 +282,7 @@ export class ResponsesDecoder implements StreamDecoder<TurnEvent> {
   }
 
   private usageOf(u: unknown, raw: () => string): Usage | undefined {
-    if (u === undefined || u === null) return undefined;
-    if (!isObject(u)) throw new MalformedStreamError(this.model, '"usage" is not an object', raw());
-    const input = u['input_tokens'] ?? 0;
-    const output = u['output_tokens'] ?? 0;
-    if (typeof input !== 'number' || typeof output !== 'number') throw new MalformedStreamError(this.model, 'usage tokens are not numbers', raw());
-    const usage: { -readonly [K in keyof Usage]: Usage[K] } = { inputTokens: input, outputTokens: output };
-    // the shares the API reports, when they say something (a zero is left out)
-    const cached = tokenDetail(u['input_tokens_details'], 'cached_tokens');
-    const reasoning = tokenDetail(u['output_tokens_details'], 'reasoning_tokens');
-    if (cached !== undefined) usage.cachedInputTokens = cached;
-    if (reasoning !== undefined) usage.reasoningTokens = reasoning;
-    return usage;
+    return responsesUsage(this.model, u, raw);
   }
 
   private streamError(error: Record<string, unknown>, what: string): HttpError {
@@ -350,4 +339,30 @@ function safeJson(value: unknown): string {
  */
 export function openAIResponsesStreamDecoder(modelId: string, declared?: DeclaredTools): ResponsesDecoder {
   return new ResponsesDecoder(modelId, declared);
+}
+
+/**
+ * A Responses `usage` object as rxheal's {@link Usage} (`input_tokens_details.cached_tokens` as
+ * `cachedInputTokens`, `output_tokens_details.reasoning_tokens` as `reasoningTokens`, a zero left
+ * out); `undefined` for none.
+ *
+ * @example
+ * ```ts
+ * responsesUsage('gpt', { input_tokens: 9, output_tokens: 3 }, () => raw); // { inputTokens: 9, outputTokens: 3 }
+ * ```
+ * @throws {MalformedStreamError} for a usage that is not an object of numbers.
+ */
+export function responsesUsage(model: string, u: unknown, raw: () => string): Usage | undefined {
+  if (u === undefined || u === null) return undefined;
+  if (!isObject(u)) throw new MalformedStreamError(model, '"usage" is not an object', raw());
+  const input = u['input_tokens'] ?? 0;
+  const output = u['output_tokens'] ?? 0;
+  if (typeof input !== 'number' || typeof output !== 'number') throw new MalformedStreamError(model, 'usage tokens are not numbers', raw());
+  const usage: { -readonly [K in keyof Usage]: Usage[K] } = { inputTokens: input, outputTokens: output };
+  // the shares the API reports, when they say something (a zero is left out)
+  const cached = tokenDetail(u['input_tokens_details'], 'cached_tokens');
+  const reasoning = tokenDetail(u['output_tokens_details'], 'reasoning_tokens');
+  if (cached !== undefined) usage.cachedInputTokens = cached;
+  if (reasoning !== undefined) usage.reasoningTokens = reasoning;
+  return usage;
 }

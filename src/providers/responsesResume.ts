@@ -130,7 +130,11 @@ class Stalled extends IncompleteStreamError {}
  *   request is refused with an HTTP error (an expired response: 404), the lost stream's error goes
  *   on (retries restart the call);
  * - giving up on a response not finished, or the consumer leaving before its end:
- *   `seams.cancel(id)`, so the provider stops generating what nobody reads.
+ *   `seams.cancel(id)`, so the provider stops generating what nobody reads;
+ * - `checkpoint` (the model call's `context.checkpoint`) is told the response id and the last
+ *   `sequence_number` after each event of a response not finished (its events passed on first);
+ *   a throw from it is the call's error. With it, the consumer leaving does not cancel the
+ *   response: a journaled run resumed elsewhere may pick it up (it expires on the provider's side).
  *
  * @example
  * ```ts
@@ -144,6 +148,7 @@ export function resumableResponses(
   seams: ResumeSeams,
   scheduler: SchedulerLike = asyncScheduler,
   report?: (event: ResumeEvent) => void,
+  checkpoint?: (responseId: string, sequence: number) => void,
 ): Observable<TurnEvent> {
   return new Observable<TurnEvent>((subscriber) => {
     const state = decoder();
@@ -240,6 +245,12 @@ export function resumableResponses(
           if (state.done) {
             settle();
             subscriber.complete();
+          } else if (checkpoint && responseId !== undefined && !settled) {
+            try {
+              checkpoint(responseId, last);
+            } catch (error) {
+              giveUp(error);
+            }
           }
         },
         error: (error: unknown) => {
@@ -267,7 +278,8 @@ export function resumableResponses(
     return () => {
       const left = !settled;
       settle();
-      if (left && responseId !== undefined && !state.done) seams.cancel(responseId);
+      // a checkpointed response may be resumed by another process (a journaled run): left to expire, not cancelled
+      if (left && responseId !== undefined && !state.done && checkpoint === undefined) seams.cancel(responseId);
     };
   });
 }

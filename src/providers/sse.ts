@@ -103,8 +103,15 @@ export interface SseRequest {
   readonly maxEventSize?: number;
 }
 
-/** An HTTP failure as an {@link HttpError}: status, headers, and the body (parsed when JSON). */
-async function httpError(model: string, response: Response): Promise<HttpError> {
+/**
+ * An HTTP failure as an {@link HttpError}: status, headers, and the body (parsed when JSON).
+ *
+ * @example
+ * ```ts
+ * if (!response.ok) throw await httpError('gpt', response);
+ * ```
+ */
+export async function httpError(model: string, response: Response): Promise<HttpError> {
   let text = '';
   try {
     text = await response.text();

@@ -22,6 +22,7 @@ import { BackgroundResponses } from './backgroundResponses.js';
 import { FaultController, TimerDelayMs, type Fault } from './faults.js';
 import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import { badSegment, json, pathSegment, readJson } from './http.js';
+import { answerCompact } from './responsesCompact.js';
 import { answerModelCall, type ModelEndpoint } from './modelEndpoint.js';
 import { PromptCache } from './providerSide.js';
 import { BadRequest, errorBody, isRecord, sse } from './protocols.js';
@@ -195,7 +196,8 @@ const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-
  * own, whose stream can be picked up again with `GET /v1/responses/{id}?stream=true&starting_after=N`,
  * read with `GET /v1/responses/{id}`, cancelled with `POST /v1/responses/{id}/cancel`, and which
  * expires `backgroundTtlMs` after it ends — then 404, in the API's error shape; the stream faults
- * act on each connection to it, not on the response) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
+ * act on each connection to it, not on the response; `POST /v1/responses/compact` compacts an input
+ * to one encrypted `compaction` item, never faulted) and Anthropic's Messages (`POST /v1/messages`), streamed (SSE)
  * or not, answered by a deterministic scripted assistant that streams text token by token and
  * calls tools ({@link scriptedAssistant}), with faults per instance (see {@link Fault}): HTTP
  * statuses with `retry-after` / `x-should-retry`, down, connection reset after N chunks, stall,
@@ -231,12 +233,9 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
   validateOptions('startLocalProvider', optionProps, options);
   const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant, allowPrivateNetwork = false } = options;
   const { maxRecordedRequests = 1000, maxRecordedBytes = 16 * MIB, maxBodyBytes = 4 * MIB, eventsBufferBytes = MIB } = options;
-  const background = new BackgroundResponses(
-    options.scheduler ?? asyncScheduler,
-    options.backgroundTtlMs ?? 600_000,
-    options.maxBackgroundResponses ?? 100,
-    tokenDelayMs,
-  );
+  const clock = options.scheduler ?? asyncScheduler;
+  let compactions = 0;
+  const background = new BackgroundResponses(clock, options.backgroundTtlMs ?? 600_000, options.maxBackgroundResponses ?? 100, tokenDelayMs);
   const allowedOrigins = (options.allowedOrigins ?? DEFAULT_ALLOWED_ORIGINS).map((o) => parseOrigin('startLocalProvider', 'allowedOrigins', o));
   /** Set once listening (the port is known then); no request arrives before. */
   let guard: RequestGuard | undefined;
@@ -396,6 +395,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
         if (req.method !== 'POST') return json(res, 405, errorBody('responses', 405, 'use POST'), { allow: 'POST' });
         return answerModelCall(endpoint, req, res, 'responses', path);
       }
+      if (path === '/v1/responses/compact' || path === '/responses/compact')
+        return answerCompact(req, res, { maxBodyBytes, now: () => clock.now(), next: () => ++compactions });
       const stored = /^\/(?:v1\/)?responses\/([^/]+)(\/cancel)?$/.exec(path);
       if (stored !== null) {
         const id = pathSegment(stored[1] ?? '');

@@ -18,6 +18,7 @@ import type { OutputValidator } from '../operators/validateOutput.js';
 import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
+import type { EffectLedger, GuardedCall } from './effectLedger.js';
 import { budgetCodec, type Budget } from './budget.js';
 
 /** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
@@ -110,11 +111,25 @@ export interface AgentConfig {
   /** The lease's length in ms, renewed every third of it on the scheduler. Defaults to 30 000. */
   readonly leaseMs?: number;
   /**
+   * How often (ms of scheduler time, at most) a model turn's checkpoint is journaled while it streams — a
+   * model that can resume its turn (`openAIResponsesModel({ resume })`) reports its response id and last
+   * event; the first of each response is journaled at once. 0 to 2 147 483 647; defaults to 1000.
+   */
+  readonly checkpointMs?: number;
+  /**
    * On resume, a non-idempotent tool whose execution started and never finished and that has no
    * `verify` (or whose `verify` failed): `'tell-model'` (default) answers the model that its
    * outcome is unknown; `'error'` ends the run with `ToolOutcomeUnknownError`. Never run again.
    */
   readonly onUnknownOutcome?: 'tell-model' | 'error';
+  /**
+   * An effect ledger (`effectLedger(store)`): every call of a tool that is not `idempotent: true`
+   * runs under it — written `started` before it runs and `done` or `failed` after, answered from
+   * its record when its idempotency key is already `done` (a retry, a hedge, a resume, another
+   * process), reconciled by the tool's `verify` when its outcome is unknown. Idempotent tools never
+   * touch it. Without it, no ledger code is in a run.
+   */
+  readonly effects?: EffectLedger;
   /** Kinds of configuration change a resume accepts (otherwise `JournalMismatchError`): `'instruction'`, `'tool'`, `'schema'`, `'model'`, `'messages'`. */
   readonly allowChanged?: readonly JournalChange[];
 }
@@ -159,6 +174,7 @@ export interface DurableSettings {
   readonly journal: JournalStore;
   readonly holder: string | undefined;
   readonly leaseMs: number;
+  readonly checkpointMs: number;
   readonly onUnknownOutcome: 'tell-model' | 'error';
   readonly allowChanged: readonly JournalChange[];
   readonly approvals: Readonly<Record<string, Approval>> | undefined;
@@ -189,7 +205,12 @@ const props = {
   }),
   holder: NonEmptyString,
   leaseMs: LeaseMs,
+  checkpointMs: check('an integer of ms from 0 to 2147483647', (u): u is number => Number.isInteger(u) && (u as number) >= 0 && (u as number) <= 2147483647),
   onUnknownOutcome: oneOf('tell-model', 'error'),
+  effects: check(
+    'an EffectLedger (from effectLedger)',
+    (u): u is EffectLedger => typeof u === 'object' && u !== null && typeof (u as EffectLedger).guard === 'function',
+  ),
   allowChanged: check(
     "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
     (u): u is readonly JournalChange[] => Array.isArray(u) && u.every((k) => ['instruction', 'tool', 'schema', 'model', 'messages'].includes(k as string)),
@@ -271,9 +292,25 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
           journal: config.journal,
           holder: config.holder,
           leaseMs: config.leaseMs ?? 30_000,
+          checkpointMs: config.checkpointMs ?? 1000,
           onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
           allowChanged: config.allowChanged ?? [],
           approvals,
         };
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
+}
+
+/**
+ * One execution of a tool under the run's effect ledger (`effects`), or as it is: without a
+ * ledger, and for a tool declared `idempotent: true` (no ledger round trip for those).
+ *
+ * @example
+ * ```ts
+ * const guarded$ = underLedger(config, { key, runId, tool, call, hub }, execute$);
+ * ```
+ */
+export function underLedger(config: AgentConfig, call: Omit<GuardedCall, 'onUnknownOutcome'>, execute$: Observable<unknown>): Observable<unknown> {
+  const effects = config.effects;
+  if (effects === undefined || call.tool.idempotent === true) return execute$;
+  return effects.guard({ ...call, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
 }

@@ -30,13 +30,15 @@ import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeU
 import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
 import { abortable } from '../core/model/abortable.js';
-import { modelsInside } from '../core/model/model.js';
+import { modelsInside, type Model, type ModelCheckpoint } from '../core/model/model.js';
+import type { TurnEvent } from '../core/events/events.js';
 import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import type { AnyTool, DurableSettings, PipelineContext, ResolvedAgent } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
+import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
 
 /**
  * What one tool call yields: the events to emit and the tool message.
@@ -159,6 +161,7 @@ export class DurableRun {
   private readonly work = new Subscription();
   private renewal: Subscription | undefined;
   private ended = false;
+  private checkpoints: TurnCheckpoints | undefined;
 
   constructor(
     private readonly host: DurableHost,
@@ -180,6 +183,7 @@ export class DurableRun {
 
   private claimed(session: JournalSession): void {
     this.session = session;
+    this.checkpoints = new TurnCheckpoints(this.agent.scheduler, this.settings.checkpointMs, (record) => this.write(record));
     const plan = guard(() => this.check(session.entries));
     if (plan instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(plan.error));
     this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.agent.scheduler)
@@ -231,8 +235,39 @@ export class DurableRun {
     return plan;
   }
 
+  /**
+   * Model turn `step`'s events: its checkpoints journaled (`call` hands the model its
+   * `context.checkpoint`), and, for the interrupted turn of a resumed run (`from`: its
+   * checkpoint), the turn continued on the provider's side (see `resumedTurn`).
+   */
+  modelTurn(step: number, from: ModelCheckpoint | undefined, call: (model: Model, checkpoint: (c: ModelCheckpoint) => void) => Observable<TurnEvent>) {
+    const model = this.agent.config.model;
+    const offer = (checkpoint: ModelCheckpoint): void => void (this.ended || this.checkpoints?.offer(step, checkpoint));
+    if (from === undefined) return defer(() => call(model, offer));
+    this.checkpoints?.journaled(step, from);
+    return resumedTurn(
+      from,
+      [model, ...(modelsInside(model) ?? [])],
+      (m) => call(m, offer),
+      (event) => this.host.emit(event),
+    );
+  }
+
+  /** Model turn `step` started over (a `reset`): its checkpoint no longer holds. */
+  startedOver(step: number): void {
+    this.checkpoints?.startedOver(step);
+  }
+
+  /** A record nothing waits for (a checkpoint): appended in order; a journal that cannot take it ends the run. */
+  private write(record: RunRecord): void {
+    const append = guard(() => this.session!.append(jsonData(record)));
+    if (append instanceof Thrown) return this.fail(append.error);
+    this.work.add(append.subscribe({ error: (error: unknown) => this.journalFailed(error) }));
+  }
+
   /** Journals `record`, then goes on: what depends on it starts only once it is durable. */
   commit(record: RunRecord, next: () => void): void {
+    this.checkpoints?.settle();
     const session = this.session!;
     const append = guard(() => session.append(jsonData(record)));
     if (append instanceof Thrown) return this.fail(append.error);
@@ -294,7 +329,8 @@ export class DurableRun {
         message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: text, isError: true },
       });
     }
-    if (kind === 'interrupted' && !tool.idempotent) return this.unknown(call, tool, run$);
+    // under an effect ledger, the ledger knows what happened: it answers, reconciles or runs
+    if (kind === 'interrupted' && !tool.idempotent && this.agent.config.effects === undefined) return this.unknown(call, tool, run$);
     if (kind === 'not-started' && this.needsApproval(call, tool, context)) return 'pending';
     return run$();
   }
@@ -383,6 +419,7 @@ export class DurableRun {
   private finish(record: RunRecord | undefined, deliver: () => void): void {
     if (this.ended) return;
     this.ended = true;
+    this.checkpoints?.settle();
     this.renewal?.unsubscribe();
     this.work.unsubscribe();
     const session = this.session;
@@ -398,6 +435,7 @@ export class DurableRun {
   unsubscribe(): void {
     if (this.ended) return;
     this.ended = true;
+    this.checkpoints?.settle();
     this.renewal?.unsubscribe();
     this.work.unsubscribe();
     this.session?.release().subscribe({ error: () => undefined });

@@ -8,6 +8,7 @@
  */
 import type { AgentEvent, AssistantMessage, Message, ToolCall, ToolMessage } from '../core/events/events.js';
 import type { JournalEntry } from '../core/journal/journal.js';
+import type { ModelCheckpoint } from '../core/model/model.js';
 import { decodeRecords, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 
 /**
@@ -70,6 +71,8 @@ export interface ResumePlan {
   readonly pending: readonly PendingApproval[];
   /** Records journaled (the next seq). */
   readonly records: number;
+  /** In progress with a model turn next: how far that turn got on the provider's side, if its model checkpointed it. */
+  readonly checkpoint: ModelCheckpoint | undefined;
 }
 
 const NOTHING_USED: Used = { modelCalls: 0, toolCalls: 0, tokens: 0 };
@@ -104,6 +107,7 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
   let round: Round | undefined;
   let end: Extract<RunRecord, { type: 'end' }> | undefined;
   let answered = false;
+  let checkpoint: { step: number; at: ModelCheckpoint } | undefined;
   const closeRound = (): void => {
     if (round === undefined) return;
     for (const call of round.calls) history.push(round.done.get(call.id)!);
@@ -113,6 +117,7 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
     switch (record.type) {
       case 'message': {
         used = record.used;
+        checkpoint = undefined;
         replay.push(...record.events);
         if (record.callId !== undefined && round !== undefined) {
           const message = record.messages.find((m): m is ToolMessage => m.role === 'tool');
@@ -148,15 +153,30 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
         round?.started.delete(record.callId);
         round?.decisions.set(record.callId, { approved: record.approved, reason: record.reason ?? '' });
         break;
+      case 'checkpoint':
+        checkpoint = record.checkpoint === null ? undefined : { step: record.step, at: record.checkpoint };
+        break;
       case 'end':
         end = record;
         break;
     }
   }
-  const base = { fingerprint: start.fingerprint, initial: start.messages, history, replay, steps, corrections, used, records: records.length };
+  // a checkpoint of the turn after the last journaled one (an older turn's is stale)
+  const turnCheckpoint = checkpoint?.step === steps + 1 ? checkpoint.at : undefined;
+  const base = {
+    fingerprint: start.fingerprint,
+    initial: start.messages,
+    history,
+    replay,
+    steps,
+    corrections,
+    used,
+    records: records.length,
+    checkpoint: undefined,
+  };
   if (end?.outcome === 'error') return { ...base, status: 'failed', next: undefined, error: end.error, pending: [] };
   if (end?.outcome === 'answer' || (answered && round === undefined)) return { ...base, status: 'answered', next: undefined, error: undefined, pending: [] };
-  if (round === undefined) return { ...base, status: 'in-progress', next: { kind: 'turn' }, error: undefined, pending: [] };
+  if (round === undefined) return { ...base, status: 'in-progress', next: { kind: 'turn' }, error: undefined, pending: [], checkpoint: turnCheckpoint };
   const r: Round = round;
   const calls = r.calls.map((call): CallState => {
     const message = r.done.get(call.id);
@@ -187,5 +207,6 @@ function newPlan(): ResumePlan {
     error: undefined,
     pending: [],
     records: 0,
+    checkpoint: undefined,
   };
 }

@@ -31,11 +31,12 @@ import { errorText } from '../core/errors/sanitize.js';
 import { traced } from '../core/model/callTrace.js';
 import { Reflection } from '../operators/reflectOnError.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import { streamModel, type ModelRequest } from '../core/model/model.js';
+import { streamModel, type Model, type ModelCheckpoint, type ModelRequest } from '../core/model/model.js';
 import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
-import { resolveAgent, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
+import { effectKey, freshRunId } from '../core/journal/idempotency.js';
+import { resolveAgent, underLedger, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
 import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
 import type { CallState, ResumePlan } from './resumePlan.js';
 import type { PendingApproval } from './runJournal.js';
@@ -126,6 +127,7 @@ class TurnSink implements Observer<TurnEvent> {
 
   next(event: TurnEvent): void {
     this.output.add(event);
+    if (event.type === 'reset') this.run.startedOver();
     this.run.emit(event);
   }
 
@@ -164,6 +166,8 @@ class AgentRun implements DurableHost {
   private seen: WeakSet<object> | undefined;
   private step = 0;
   private corrections = 0;
+  /** The id idempotency keys are derived from: the journaled one, else one made on the first tool call. */
+  private runId: string | undefined;
 
   constructor(
     private readonly agent: ResolvedAgent,
@@ -194,7 +198,7 @@ class AgentRun implements DurableHost {
       this.budget.restore(plan.used);
     }
     const next = plan.next;
-    if (next?.kind !== 'tools') return this.turn();
+    if (next?.kind !== 'tools') return this.turn(plan.checkpoint);
     const last = this.history[this.history.length - 1] as AssistantMessage;
     this.toolRound(last.toolCalls ?? [], next.calls);
   }
@@ -276,8 +280,13 @@ class AgentRun implements DurableHost {
     return { messages: system ? [{ role: 'system', content: system }, ...this.history] : [...this.history], tools: this.agent.specs };
   }
 
-  /** A turn: one model request through the model pipeline; its events passed on and gathered. */
-  private turn(): void {
+  /** A journaled turn started over: its checkpoint no longer holds. */
+  startedOver(): void {
+    this.durable?.startedOver(this.step);
+  }
+
+  /** A turn: one model request through the model pipeline; its events passed on and gathered (`from`: a resumed run's interrupted turn's checkpoint). */
+  private turn(from?: ModelCheckpoint): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
     // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
@@ -291,7 +300,10 @@ class AgentRun implements DurableHost {
     const context: PipelineContext = Object.defineProperty(this.context(), 'callId', { get: nextCallId });
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
     // context handed to the model, so a model that wraps others reports and counts into this run
-    const turn$ = defer(() => streamModel(config.model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId() }));
+    const call = (model: Model, checkpoint?: (c: ModelCheckpoint) => void) =>
+      streamModel(model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId(), ...(checkpoint ? { checkpoint } : {}) });
+    // journaled: the model's checkpoints journaled, an interrupted turn continued from its checkpoint
+    const turn$ = this.durable ? this.durable.modelTurn(step, from, call) : defer(() => call(config.model));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     // tokens are counted where each provider attempt finishes (streamModel)
     // linked to the run's work first: leaving reaches a pipeline still emitting synchronously
@@ -391,10 +403,10 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context).pipe(map((outcome) => [i, outcome] as const)));
+      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context, i).pipe(map((outcome) => [i, outcome] as const)));
       const state = states?.[i];
       if (state?.state === 'done') return void (messages[i] = state.message);
-      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context));
+      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context, i));
       if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
       outcomes.push(
         outcome$.pipe(
@@ -420,10 +432,12 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** One tool call through the tool pipeline, as the events and the tool message it yields. */
-  private toolOutcome(call: ToolCall, context: PipelineContext): Observable<ToolOutcome> {
+  /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
+  private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
+    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const key = effectKey(runId, context.step, index, call.name);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
@@ -431,9 +445,10 @@ class AgentRun implements DurableHost {
         this.hub,
         scheduler,
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
-        callTool(tool, call, { scope: this.scope }),
+        callTool(tool, call, { scope: this.scope, idempotencyKey: key }),
       );
-      return this.durable ? this.durable.beforeTool(call, execute$) : execute$;
+      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub }, execute$);
+      return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;
     return piped.pipe(

@@ -11,6 +11,9 @@
  * - `tool-start`: a tool's execution is about to begin (written before `execute` runs);
  * - `suspended`: the tool calls waiting for approval;
  * - `decision`: an approval given on resume, before the call runs (or is denied);
+ * - `checkpoint`: how far model turn `step` got on the provider's side (a model's
+ *   `context.checkpoint`, throttled), `null` once that turn started over; never needed by
+ *   another turn (a torn one is dropped like any torn record), superseded by the turn's message;
  * - `end`: the answer was given, or the run failed (its error's name and message).
  *
  * @module
@@ -78,6 +81,8 @@ const DecisionRecordCodec = t.intersection(
   [t.type({ v, type: t.literal('decision'), callId: t.string, approved: t.boolean }), t.partial({ reason: t.string })],
   'DecisionRecord',
 );
+const CheckpointCodec = t.type({ model: t.string, responseId: t.string, sequence: t.number }, 'ModelCheckpoint');
+const CheckpointRecordCodec = t.type({ v, type: t.literal('checkpoint'), step: t.number, checkpoint: t.union([CheckpointCodec, t.null]) }, 'CheckpointRecord');
 const EndRecordCodec = t.union(
   [
     t.type({ v, type: t.literal('end'), outcome: t.literal('answer') }),
@@ -87,7 +92,7 @@ const EndRecordCodec = t.union(
 );
 /** The codec of every record of a journaled run (see the module's list). */
 export const RunRecordCodec = t.union(
-  [StartRecordCodec, MessageRecordCodec, ToolStartRecordCodec, SuspendedRecordCodec, DecisionRecordCodec, EndRecordCodec],
+  [StartRecordCodec, MessageRecordCodec, ToolStartRecordCodec, SuspendedRecordCodec, DecisionRecordCodec, CheckpointRecordCodec, EndRecordCodec],
   'RunRecord',
 );
 

@@ -2,8 +2,9 @@ import * as t from 'io-ts';
 import { defer, Observable, type ObservableInput } from 'rxjs';
 import { InvalidOptionError, ToolError } from '../core/errors/errors.js';
 import type { ToolCall } from '../core/events/events.js';
-import { Bool, Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/errors/options.js';
+import { Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/errors/options.js';
 import { errorText } from '../core/errors/sanitize.js';
+import { notApplied } from '../core/errors/notApplied.js';
 import { abortable, type AbortContext } from '../core/model/abortable.js';
 import type { ToolSpec } from '../core/model/model.js';
 import { bindToRun, type RunScope } from '../core/rx/runScope.js';
@@ -19,8 +20,14 @@ export interface ToolDefinition<A, R> {
    * `decode` throws, the call errors with what it threw.
    */
   readonly args: t.Type<A, unknown, unknown>;
-  /** Safe to run twice (a read). Defaults to false: a failed run is never retried automatically. */
-  readonly idempotent?: boolean;
+  /**
+   * Safe to run twice (a read). Defaults to false: a failed run is never retried automatically.
+   * `'by-key'`: not safe to repeat by itself, but the service it calls deduplicates by the call's
+   * idempotency key (`ctx.idempotencyKey`, sent with {@link idempotencyHeaders} or MCP `_meta`), so
+   * running it again for the same call is: `retryWithBackoff` retries it, `hedge` may hedge it, a
+   * resumed run runs it again with the same key.
+   */
+  readonly idempotent?: boolean | 'by-key';
   /**
    * Runs the tool. `signal` is aborted when the consumer unsubscribes (read it before or after an
    * `await`). If it throws, the call fails with a `ToolError` (`phase: 'execute'`) whose `cause`
@@ -43,6 +50,9 @@ export interface ToolDefinition<A, R> {
    */
   readonly verify?: (args: A, context: ToolContext) => ObservableInput<Verified<R>>;
 }
+
+/** Whether a tool may run again for the same call: idempotent, or deduplicated by its key. */
+export const repeatable = (tool: { readonly idempotent: boolean | 'by-key' }): boolean => tool.idempotent !== false;
 
 /**
  * What a tool's `verify` answers: the effect happened (with its result) or did not.
@@ -69,6 +79,12 @@ export type Verified<R> = { readonly happened: true; readonly result: R } | { re
 export interface ToolContext extends AbortContext {
   /** The id of the model's tool call this execution answers; absent when `execute` is called directly. */
   readonly callId?: string;
+  /**
+   * The call's idempotency key, the same for every retry, hedge, fallback and resume of this
+   * logical call (`<runId>/<step>/<index>/<tool>`, see `effectKey`): send it to a service that
+   * deduplicates (`idempotencyHeaders(ctx)`). Absent when `execute` is called directly.
+   */
+  readonly idempotencyKey?: string;
 }
 
 /**
@@ -83,6 +99,7 @@ export class CallContext implements ToolContext {
   constructor(
     private readonly attempt: AbortContext,
     readonly callId: string,
+    readonly idempotencyKey?: string,
   ) {}
 
   get signal(): AbortSignal {
@@ -93,7 +110,8 @@ export class CallContext implements ToolContext {
 /** A tool, ready for {@link callTool} and `runAgent`. */
 export interface Tool<A = unknown, R = unknown> extends ToolSpec {
   readonly args: t.Type<A, unknown, unknown>;
-  readonly idempotent: boolean;
+  /** See {@link ToolDefinition.idempotent}. */
+  readonly idempotent: boolean | 'by-key';
   readonly execute: (args: A, context: ToolContext) => ObservableInput<R>;
   /** Whether a call waits for approval (see {@link ToolDefinition.needsApproval}); false when not given. */
   readonly needsApproval?: boolean | ((args: A, context: ToolContext) => boolean);
@@ -110,7 +128,7 @@ const definitionProps = {
   name: NonEmptyString,
   description: /* @__PURE__ */ check('a string', (u): u is string => typeof u === 'string'),
   args: Codec,
-  idempotent: Bool,
+  idempotent: /* @__PURE__ */ check("a boolean or 'by-key'", (u): u is boolean | 'by-key' => typeof u === 'boolean' || u === 'by-key'),
   execute: Func,
   needsApproval: /* @__PURE__ */ check(
     'a boolean or a function (args, context) => boolean',
@@ -162,12 +180,16 @@ const MAX_TOOL_ERROR_CHARS = 16_000;
 export interface CallToolOptions {
   /** The run this call belongs to (set by `runAgent`; errors are bound to it). */
   readonly scope?: RunScope;
+  /** The call's idempotency key, handed to `execute` as `ctx.idempotencyKey` (set by `runAgent`). */
+  readonly idempotencyKey?: string;
 }
 
 /**
  * A cold observable of one tool call: decodes `call.args`, then runs the tool. Unsubscribing
  * aborts its signal. Every failure is a {@link ToolError}: `phase: 'validate'` (the tool never
- * ran) or `'execute'` (`cause` is what it threw or emitted).
+ * ran) or `'execute'` (`cause` is what it threw or emitted). Its `idempotent` is true for a tool
+ * that may run again (`idempotent: true` or `'by-key'`), and for a {@link NotAppliedError}: the tool
+ * said its effect did not happen, so running it again is safe.
  *
  * @example
  * ```ts
@@ -177,7 +199,8 @@ export interface CallToolOptions {
  */
 export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallToolOptions = {}): Observable<R> {
   const fail = (phase: 'validate' | 'execute', message: string, cause?: unknown): ToolError => {
-    const error = new ToolError({ toolName: tool.name, callId: call.id, args: call.args, phase, idempotent: tool.idempotent, message, cause });
+    const idempotent = repeatable(tool) || notApplied(cause);
+    const error = new ToolError({ toolName: tool.name, callId: call.id, args: call.args, phase, idempotent, message, cause });
     bindToRun(error, options.scope);
     return error;
   };
@@ -189,7 +212,7 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
     }
     const args = decoded.right;
     return new Observable<R>((subscriber) =>
-      abortable((context) => wholeString(tool.execute(args, new CallContext(context, call.id)))).subscribe({
+      abortable((context) => wholeString(tool.execute(args, new CallContext(context, call.id, options.idempotencyKey)))).subscribe({
         next: (value) => subscriber.next(value),
         error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, MAX_TOOL_ERROR_CHARS), cause)),
         complete: () => subscriber.complete(),

@@ -273,6 +273,10 @@ export function describeEvent(event: AgentEvent): string {
       return 'suspended';
     case 'tool-outcome-unknown':
       return `tool-outcome-unknown:${event.tool}`;
+    case 'turn-resume':
+      return `turn-resume:${event.outcome}`;
+    case 'tool-deduplicated':
+      return `tool-deduplicated:${event.tool}`;
   }
 }
 

@@ -9,11 +9,16 @@ import { RunLockedError } from '../../../src/core/journal/errors.js';
 import type { JournalSession, JournalStore } from '../../../src/core/journal/journal.js';
 import { memoryJournal } from '../../../src/core/journal/memoryJournal.js';
 import { journalContract } from '../../support/journalContract.js';
+import { ledgerContract } from '../../support/ledgerContract.js';
 import { refusal } from '../../support/refusal.js';
 import { virtual } from '../../support/marbles.js';
 
 journalContract('memoryJournal', async () => {
   // a store's round trip of 1 ms, so that a claim can be left before it answers
+  const store = memoryJournal({ latencyMs: 1 });
+  return { a: store, b: store };
+});
+ledgerContract('memoryJournal', async () => {
   const store = memoryJournal({ latencyMs: 1 });
   return { a: store, b: store };
 });

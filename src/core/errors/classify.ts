@@ -321,6 +321,8 @@ export function createClassifier(options: ClassifierOptions = {}): ErrorClassifi
       // A give-up is final for retrying; a fallback may still help unless the cause rules it out.
       return verdict(inner.category, false, inner.fallback, inner.fallback ? 'fallback' : 'fail_fast');
     }
+    // the tool said its effect did not happen: judged by why (a 503 behind it is worth a retry)
+    if (errorName(error) === 'NotAppliedError') return nested(get(error, 'cause'), now, depth, seen);
     if (isInstance(error, ToolError) || errorName(error) === 'ToolError') {
       if (get(error, 'phase') === 'validate') return verdict('validation_error', false, false, 'fail_fast');
       const inner = nested(get(error, 'cause'), now, depth, seen);

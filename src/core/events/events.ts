@@ -15,7 +15,13 @@
  * @module
  */
 import * as t from 'io-ts';
-import { ApprovalRequestedEventCodec, SuspendedEventCodec, ToolOutcomeUnknownEventCodec } from './runEvents.js';
+import {
+  ApprovalRequestedEventCodec,
+  SuspendedEventCodec,
+  ToolDeduplicatedEventCodec,
+  ToolOutcomeUnknownEventCodec,
+  TurnResumeEventCodec,
+} from './runEvents.js';
 import { FinishCodec, MessageCodec, ReasoningDeltaCodec, ReasoningEndCodec, TextDeltaCodec, ToolCallEventCodec, UsageCodec } from './modelEvents.js';
 
 export * from './modelEvents.js';
@@ -234,6 +240,7 @@ export const HealEventCodec = t.union(
     HedgeEventCodec,
     LatencyEventCodec,
     ResumeEventCodec,
+    ToolDeduplicatedEventCodec,
   ],
   'HealEvent',
 );
@@ -262,6 +269,7 @@ export const AgentEventCodec = t.intersection(
       ApprovalRequestedEventCodec,
       SuspendedEventCodec,
       ToolOutcomeUnknownEventCodec,
+      TurnResumeEventCodec,
     ]),
     t.partial({ replayed: t.literal(true) }),
   ],
@@ -331,7 +339,7 @@ export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 export type ResumeEvent = t.TypeOf<typeof ResumeEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency, resumed streams.
+ * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency, resumed streams, tool calls answered from the effect ledger.
  *
  * @example
  * ```ts

@@ -13,6 +13,9 @@ import { abortable, AbortRun, RunObserver, runWithin, type AbortContext } from '
 import { TraceObserver, traceWithin, type TracedCall } from './callTrace.js';
 import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
+import type { ModelCheckpoint } from './checkpoint.js';
+
+export type { ModelCheckpoint } from './checkpoint.js';
 
 /** What a tool looks like to a model: its name and what it is for. */
 export interface ToolSpec {
@@ -129,6 +132,12 @@ export interface ModelCallContext {
   readonly callId?: string;
   /** The agent step (model turn) the call belongs to, from 1. */
   readonly step?: number;
+  /**
+   * Where a model that can pick its turn up again ({@link Model.resume}) says how far it got: its
+   * stored response's id at once, then its last event's number. A journaled run journals it
+   * (throttled): resumed in another process, it continues the turn instead of generating it again.
+   */
+  readonly checkpoint?: (checkpoint: ModelCheckpoint) => void;
 }
 
 /**
@@ -175,6 +184,12 @@ export interface Model {
    * also after an `await`: a signal read after the consumer left is already aborted.
    */
   stream(request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
+  /**
+   * Optional: the turn a {@link ModelCheckpoint} of this model names, continued on the provider's
+   * side — nothing generated again —, its events emitted **from its start** (the process that saw
+   * the first ones is gone), each once; an `HttpError` 404 when the provider no longer has it.
+   */
+  resume?(checkpoint: ModelCheckpoint, request: ModelRequest, context: ModelContext): ObservableInput<TurnEvent>;
 }
 
 /** Where a model made of others keeps them (a registry symbol: every copy of rxheal agrees). */
@@ -336,7 +351,7 @@ class MeteredTrace extends TraceObserver<TurnEvent> {
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
 function fields(context: ModelCallContext): ModelCallContext {
-  const { hub, budget, scheduler, callId, step } = context;
+  const { hub, budget, scheduler, callId, step, checkpoint } = context;
   // assigned one by one, not spread: spreads of conditional literals make a slow (dictionary) object
   const out: { -readonly [K in keyof ModelCallContext]: ModelCallContext[K] } = {};
   if (hub) out.hub = hub;
@@ -344,6 +359,7 @@ function fields(context: ModelCallContext): ModelCallContext {
   if (scheduler) out.scheduler = scheduler;
   if (callId !== undefined) out.callId = callId;
   if (step !== undefined) out.step = step;
+  if (checkpoint) out.checkpoint = checkpoint;
   return out;
 }
 

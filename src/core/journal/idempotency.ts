@@ -1,0 +1,130 @@
+/**
+ * Idempotency keys: one per logical tool call, the same for every retry, hedge, fallback and
+ * resume of it, derived from where the call stands in its run — the run's id, the step (the
+ * model turn that asked for it), the call's index in that turn's message and the tool's name —
+ * never from the provider's call id (a model asked again would make another). What carries the
+ * key to a remote service: {@link idempotencyHeaders} (HTTP), {@link IDEMPOTENCY_META_KEY} (MCP
+ * `_meta`). And the hash the effect ledger keeps of a call's arguments.
+ *
+ * @module
+ */
+
+/**
+ * The name of the key in an MCP `tools/call` request's `_meta` (rxheal/mcp and `rxheal-mcp-proxy`
+ * set it when a key is known): a server that deduplicates by key reads it there.
+ *
+ * @example
+ * ```ts
+ * const key = request.params._meta?.[IDEMPOTENCY_META_KEY]; // 'order-7421/3/0/charge'
+ * ```
+ */
+export const IDEMPOTENCY_META_KEY = 'io.rxheal/idempotency-key';
+
+/**
+ * The idempotency key of one tool call: `<runId>/<step>/<index>/<tool>`.
+ *
+ * @example
+ * ```ts
+ * effectKey('order-7421', 3, 0, 'charge'); // 'order-7421/3/0/charge'
+ * ```
+ */
+export function effectKey(runId: string, step: number, index: number, tool: string): string {
+  return `${runId}/${step}/${index}/${tool}`;
+}
+
+/**
+ * A fresh random name: `prefix-` and a UUID (where the runtime has `crypto.randomUUID`).
+ *
+ * @example
+ * ```ts
+ * randomName('run'); // 'run-0b6f2c1e-…'
+ * ```
+ */
+export function randomName(prefix: string): string {
+  return `${prefix}-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+}
+
+/**
+ * A run id for the keys of a run that is not journaled (one per run: its retries and hedges share
+ * it; nothing outside the run can).
+ *
+ * @example
+ * ```ts
+ * freshRunId(); // 'run-0b6f2c1e-…'
+ * ```
+ */
+export const freshRunId = (): string => randomName('run');
+
+/**
+ * The HTTP header that carries a tool call's key (`Idempotency-Key`, as Stripe and the IETF draft
+ * name it), from the context `execute` was handed; no header when the context has no key (a
+ * direct call of `execute`, outside a run).
+ *
+ * @example
+ * ```ts
+ * execute: (args, ctx) => fetch(url, { method: 'POST', body: JSON.stringify(args), headers: { ...idempotencyHeaders(ctx) }, signal: ctx.signal }),
+ * ```
+ */
+export function idempotencyHeaders(context: { readonly idempotencyKey?: string | undefined } | undefined): Record<string, string> {
+  const key = context?.idempotencyKey;
+  return typeof key === 'string' && key !== '' ? { 'Idempotency-Key': key } : {};
+}
+
+/**
+ * A value's JSON with every object's keys in order: two argument objects that differ only in key
+ * order are the same arguments.
+ *
+ * @example
+ * ```ts
+ * canonicalJson({ b: 1, a: [true, { d: 2, c: 3 }] }); // '{"a":[true,{"c":3,"d":2}],"b":1}'
+ * ```
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const o = value as Record<string, unknown>;
+  const keys = Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+}
+
+/** One 53-bit lane of the hash (cyrb53's mixing), as 14 hex digits. */
+function lane(text: string, seed: number): string {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, '0');
+}
+
+/**
+ * A text's 106-bit hash as 28 hex digits (two lanes of a fast non-cryptographic hash): the same in
+ * every process and runtime. Not a secret: a key or arguments can be guessed from it.
+ *
+ * @example
+ * ```ts
+ * textHash('order-7421/3/0/charge').length; // 28
+ * ```
+ */
+export function textHash(text: string): string {
+  return lane(text, 0) + lane(text, 0x9e3779b9);
+}
+
+/**
+ * The hash of a call's arguments as the model sent them (key order aside): what the ledger keeps
+ * to tell a re-planned call from the recorded one.
+ *
+ * @example
+ * ```ts
+ * argsHash({ amount: 5, to: 'acct_1' }) === argsHash({ to: 'acct_1', amount: 5 }); // true
+ * ```
+ */
+export function argsHash(args: unknown): string {
+  return textHash(canonicalJson(args)).slice(0, 16);
+}
