@@ -308,6 +308,15 @@ log('p. journal commit per step …');
   verdicts.push(...p.verdicts);
 }
 
+log('q. journal cost per run …');
+{
+  // runAgent with the file journal vs without one per delta (figure h's pipeline), and resumeAgent of a 100-step run: bench/figures/journalRun.ts
+  const { journalRun } = await import('./figures/journalRun.js');
+  const q = await journalRun(quick ? { reps: 5, resumes: 10 } : { reps: 21, resumes: 40 });
+  rows.push(...q.rows);
+  verdicts.push(...q.verdicts);
+}
+
 log('k. tail latency (virtual time) …');
 {
   // deterministic: a seeded simulated provider in virtual time (bench/figures/tail.ts says its parameters)
@@ -323,6 +332,15 @@ log('n. checkHealing (rxheal/chaos) …');
   const m = await chaosCheck({ schedules: 1_000, reps: quick ? 1 : 5 });
   rows.push(...m.rows);
   verdicts.push(...m.verdicts);
+}
+
+log('r. checkHealing crash mode (rxheal/chaos) …');
+{
+  // 1 000 schedules × every crash point of the five-step durable agent: bench/figures/crash.ts
+  const { crashCheck } = await import('./figures/crash.js');
+  const q = await crashCheck({ schedules: quick ? 100 : 1_000, reps: 1 });
+  rows.push(...q.rows);
+  verdicts.push(...q.verdicts);
 }
 
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;

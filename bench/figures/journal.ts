@@ -29,7 +29,7 @@ import { postgresJournal } from '../../src/postgres/index.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
 import { startRedis, type RedisServer } from '../../spec/support/redisServer.js';
 import { postgresProgram, startPostgres, type PostgresServer } from '../../spec/support/postgresServer.js';
-import { stats, type Row, type Verdict } from '../lib/harness.js';
+import { printFigure, stats, type Row, type Verdict } from '../lib/harness.js';
 
 export const FIGURE = 'p. journal commit per step';
 
@@ -202,10 +202,6 @@ export async function journalCommit(options: { n: number; reps: number }): Promi
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   const quick = process.env['BENCH_QUICK'] === '1';
   const { rows, verdicts } = await journalCommit(quick ? { n: 200, reps: 3 } : { n: 500, reps: 7 });
-  for (const r of rows)
-    console.log(
-      `${r.name}: ${r.value.toFixed(3)} ${r.unit}${r.min === undefined ? '' : ` (${r.min.toFixed(3)}–${r.max!.toFixed(3)})`}${r.ratio ? `, ${r.ratio.median.toFixed(1)}× ${r.ratio.to} (${r.ratio.min.toFixed(1)}–${r.ratio.max.toFixed(1)})` : ''} — ${r.note ?? ''}`,
-    );
-  for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target}: ${v.measured}`);
+  printFigure(rows, verdicts, 3);
   process.exit(0);
 }

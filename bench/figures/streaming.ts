@@ -74,6 +74,11 @@ export function agentRun(model: Model): Observable<unknown> {
   return runAgent({ model, messages: REQUEST.messages, modelPipeline: MODEL_PIPELINE });
 }
 
+/** {@link agentRun}, journaled: `runId` in `journal` (figure q: the journal's cost per delta). */
+export function journaledAgentRun(model: Model, journal: NonNullable<Parameters<typeof runAgent>[0]['journal']>, runId: string): Observable<unknown> {
+  return runAgent({ model, messages: REQUEST.messages, modelPipeline: MODEL_PIPELINE, journal, runId, holder: 'bench' });
+}
+
 /** An observer for streams left waiting (one for all: no closure per stream in the heap figures). */
 export const QUIET = { error: (): void => undefined };
 

@@ -138,3 +138,14 @@ export interface Verdict {
   readonly measured: string;
   readonly met: boolean;
 }
+
+/** A figure run alone: each row (value, min–max, paired ratio, note) and each verdict on stdout, `digits` decimals. */
+export function printFigure(rows: readonly Row[], verdicts: readonly Verdict[], digits: number): void {
+  const n = (x: number): string => x.toFixed(digits);
+  for (const r of rows) {
+    const range = r.min === undefined ? '' : ` (${n(r.min)}–${n(r.max!)})`;
+    const ratio = r.ratio ? `, ${r.ratio.median.toFixed(3)}× ${r.ratio.to} (${r.ratio.min.toFixed(2)}–${r.ratio.max.toFixed(2)})` : '';
+    console.log(`${r.name}: ${n(r.value)} ${r.unit}${range}${ratio} — ${r.note ?? ''}`);
+  }
+  for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target}: ${v.measured}`);
+}

@@ -13,7 +13,7 @@ import { approvalsFrom, toAiSdkAgent } from '../../src/ai-sdk/index.js';
 import { InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { Message } from '../../src/core/events/events.js';
 import type { ModelRequest } from '../../src/core/model/model.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import { defineTool } from '../../src/sources/tool.js';
 import { finish, scriptedModel, textDeltas, toolCall } from '../../src/testing/index.js';
 import { AI_SDK_KITS, reportSkippedMajors, type AiSdkKit } from '../support/kits.js';

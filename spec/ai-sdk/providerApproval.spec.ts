@@ -12,7 +12,7 @@ import { lastValueFrom, toArray } from 'rxjs';
 import { fromAiSdk, providerToolApproval, toAiSdk, approvalsFrom } from '../../src/ai-sdk/index.js';
 import { InvalidOptionError, MalformedStreamError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, Message } from '../../src/core/events/events.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import { PartDecoder } from '../../src/ai-sdk/partDecoder.js';
 import { resumeAgent } from '../../src/sources/resumeAgent.js';
 import { runAgent } from '../../src/sources/runAgent.js';

@@ -7,100 +7,9 @@
  * caught and shrunk to one crash.
  */
 import { expect } from 'chai';
-import * as t from 'io-ts';
-import { timeout } from 'rxjs';
-import type { Message, TurnEvent } from '../../src/core/events/events.js';
-import type { Model } from '../../src/core/model/model.js';
-import { reflectOnError } from '../../src/operators/reflectOnError.js';
-import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
-import { fallbackModel } from '../../src/sources/fallbackModel.js';
-import { runAgent } from '../../src/sources/runAgent.js';
-import { defineTool } from '../../src/sources/tool.js';
-import { finish, fromMarbles, textDeltas, toolCall } from '../../src/testing/index.js';
-import { healingTurns } from './agents.js';
-import { ChaosInputError, checkHealing, faults, replaySchedule, type AgentFactory, type Chaos } from '../../src/chaos/index.js';
-
-const ANSWER = 'Seat 1A is yours and you have been texted.';
-const QUESTION: Message[] = [{ role: 'user', content: 'Book seat 1A and text me.' }];
-const STEPS = ['lookup', 'hold', 'book', 'notify'] as const;
-
-/** A clerk: one tool a turn, by how many tool results it has (lookup → hold → book → notify), then the answer; events 10 ms apart. */
-function clerk(id: string): Model {
-  return {
-    id,
-    stream: (request, context) => {
-      const done = request.messages.filter((m) => m.role === 'tool').length;
-      const tool = STEPS[done];
-      const events: TurnEvent[] =
-        tool === undefined
-          ? [...textDeltas(ANSWER), finish('stop', { inputTokens: 5, outputTokens: 9 })]
-          : [...textDeltas('One moment.'), toolCall(`${id}-${done}`, tool, { seat: '1A' }), finish('tool-calls', { inputTokens: 5, outputTokens: 3 })];
-      const letters = 'abcdefghijklmnopqrstuvwxyz';
-      const values = Object.fromEntries(events.map((e, i) => [letters[i]!, e]));
-      return fromMarbles({ marbles: `-${events.map((_, i) => letters[i]).join('-')}|`, values }, context.scheduler);
-    },
-  };
-}
-
-/** The world's ledger of bookings (what outlives a crash), by call id. */
-const ledger = (chaos: Chaos): Set<string> => {
-  if (!chaos.world.has('bookings')) chaos.world.set('bookings', new Set<string>());
-  return chaos.world.get('bookings') as Set<string>;
-};
-
-interface Variant {
-  /** The booking tool's verify lies: "not booked" always, so a resume books again. */
-  readonly lyingVerify?: boolean;
-  /** The run is not journaled: a restart starts over. */
-  readonly noJournal?: boolean;
-}
-
-export function agentFor(variant: Variant = {}): AgentFactory {
-  return (chaos) => {
-    const Seat = t.type({ seat: t.string });
-    const lookup = defineTool({
-      name: 'lookup',
-      description: 'Is the seat free',
-      args: Seat,
-      idempotent: true,
-      execute: async ({ seat }) => `${seat} is free`,
-    });
-    const hold = defineTool({
-      name: 'hold',
-      description: 'Holds the seat a minute',
-      args: Seat,
-      idempotent: true,
-      execute: async ({ seat }) => `${seat} held`,
-    });
-    const book = defineTool({
-      name: 'book',
-      description: 'Books the seat (charges the card)',
-      args: Seat,
-      execute: async ({ seat }, { callId }) => {
-        ledger(chaos).add(callId!);
-        return `${seat} booked`;
-      },
-      verify: async ({ seat }, { callId }) =>
-        !variant.lyingVerify && ledger(chaos).has(callId!) ? { happened: true as const, result: `${seat} booked` } : { happened: false as const },
-    });
-    const notify = defineTool({ name: 'notify', description: 'Texts the customer', args: Seat, execute: async () => 'sent' });
-    return runAgent({
-      model: fallbackModel([chaos.model(clerk('primary')), chaos.model(clerk('secondary'))], {
-        midStream: 'restart',
-        perModel: healingTurns,
-      }),
-      tools: [chaos.tool(lookup), chaos.tool(hold), chaos.tool(book), chaos.tool(notify)],
-      toolPipeline: (call, call$, { hub }) =>
-        call$.pipe(
-          retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' }),
-          timeout({ first: 3_000 }),
-          reflectOnError(),
-        ),
-      messages: QUESTION,
-      ...(variant.noJournal ? {} : { runId: chaos.runId, journal: chaos.journal }),
-    });
-  };
-}
+import { agentFor } from './clerk.js';
+import { ChaosInputError, checkHealing, faults, replaySchedule, type ChaosRun, type FaultSchedule } from '../../src/chaos/index.js';
+import { replayCrashed, replayForCrashes } from '../../src/chaos/run.js';
 
 const schedules = faults.schedule({ models: ['primary', 'secondary'], tools: ['lookup'] });
 
@@ -160,6 +69,49 @@ describe('rxheal/chaos crash mode: checkHealing({ crash: true })', function () {
       (names: string[]) => names.includes('crash-anywhere') || names.includes('side-effects-once'),
     );
     expect(report.message).to.match(/crashed at /);
+  });
+
+  it("a crash point's run restarted from the uncrashed run's fork there is the run crashed there whole, at every point of a faulty schedule", async () => {
+    const schedule: FaultSchedule = {
+      models: { primary: [{ kind: 'reset', afterEvents: 2 }, { kind: 'ok' }, { kind: 'down', forMs: 300 }] },
+      tools: { lookup: [{ kind: 'throw', status: 503 }] },
+    };
+    const agent = agentFor();
+    const { run, forks } = await replayForCrashes(agent, schedule, {});
+    expect(run.violations).to.deep.equal([]);
+    // every point but a call's start (the call is begun after its announcement: that crash runs whole)
+    expect([...forks.keys()].map((at) => run.crashPoints[at - 1])).to.deep.equal(run.crashPoints.filter((p) => !p.endsWith(' started')));
+    expect(forks.size).to.be.greaterThan(15);
+    const seen = (r: ChaosRun): string =>
+      JSON.stringify([r.end.kind, r.end.at, r.events, r.models, r.tools, r.pending, r.live, r.crashPoints, r.crash, r.violations]);
+    for (const [at, fork] of forks) {
+      const whole = await replayCrashed(agent, schedule, { crashAt: at }, run);
+      const forked = await replayCrashed(agent, schedule, { crashAt: at }, run, fork);
+      expect(seen(forked), `crashed at ${at}, ${run.crashPoints[at - 1]}`).to.equal(seen(whole));
+    }
+  });
+
+  it('a crash whose teardown leaves what a fork cannot copy (bookings flushed to the world on exit) is checked with every crash run whole', async () => {
+    // restarted from a fork, the flushed booking would be missing and booked again: only the whole run, its teardown run at the crash, heals
+    const point = (await replaySchedule(agentFor({ flushesOnExit: true }), {})).crashPoints.indexOf('tool book running') + 1;
+    const { run, forks } = await replayForCrashes(agentFor({ flushesOnExit: true }), {}, {});
+    const forked = await replayCrashed(agentFor({ flushesOnExit: true }), {}, { crashAt: point }, run, forks.get(point));
+    expect(forked.violations.map((v) => v.invariant)).to.include('side-effects-once');
+    expect((await replaySchedule(agentFor({ flushesOnExit: true }), {}, { crashAt: point })).violations).to.deep.equal([]);
+    const report = await checkHealing(agentFor({ flushesOnExit: true }), { faults: schedules, runs: 5, seed: 7, crash: true });
+    expect(report.ok, report.ok ? '' : report.message).to.equal(true);
+  });
+
+  it('a run that fails, crashed after its end was journaled, fails again with the error replayed by name (typed-outcome across the crash)', async () => {
+    const down: FaultSchedule = { models: { primary: [{ kind: 'down', forMs: 60_000 }], secondary: [{ kind: 'down', forMs: 60_000 }] } };
+    const base = await replaySchedule(agentFor(), down);
+    expect(base.end.kind).to.equal('error');
+    const at = base.crashPoints.lastIndexOf('end committed') + 1;
+    expect(at).to.be.greaterThan(0);
+    const run = await replaySchedule(agentFor(), down, { crashAt: at });
+    expect(run.end.kind === 'error' && (run.end.error as Error).name).to.equal((base.end as { error: Error }).error.name);
+    expect(run.end.kind === 'error' && run.end.error).not.to.be.instanceOf((base.end as { error: Error }).error.constructor);
+    expect(run.violations).to.deep.equal([]);
   });
 
   it('bad options: crash not a boolean, crashAt not a whole number >= 1, both at once', async () => {

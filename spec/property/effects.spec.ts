@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { asyncScheduler, type Observable } from 'rxjs';
 import type { AgentEvent } from '../../src/core/events/events.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import { hedge } from '../../src/operators/hedge.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { effectLedger, type EffectState } from '../../src/sources/effectLedger.js';

@@ -11,7 +11,7 @@ import { BudgetExceededError, InvalidOptionError } from '../../src/core/errors/e
 import type { AgentEvent, Message, ModelEvent } from '../../src/core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError } from '../../src/core/journal/errors.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import type { Model, ModelRequest } from '../../src/core/model/model.js';
 import type { AgentConfig } from '../../src/sources/agentConfig.js';
 import { resumeAgent } from '../../src/sources/resumeAgent.js';

@@ -12,7 +12,7 @@ import type { AgentEvent } from '../../src/core/events/events.js';
 import { ToolOutcomeUnknownError } from '../../src/core/journal/errors.js';
 import { argsHash, canonicalJson, effectKey, idempotencyHeaders } from '../../src/core/journal/idempotency.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { effectLedger, ledgerRunId, type EffectState } from '../../src/sources/effectLedger.js';
 import { runAgent } from '../../src/sources/runAgent.js';

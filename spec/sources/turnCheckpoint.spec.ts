@@ -11,7 +11,7 @@ import { asyncScheduler, Observable, Subscription } from 'rxjs';
 import { HttpError, IncompleteStreamError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import type { AgentEvent, TurnEvent } from '../../src/core/events/events.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
-import { memoryJournal } from '../../src/core/journal/memoryJournal.js';
+import { memoryJournal } from '../../src/durable/index.js';
 import type { Model, ModelCheckpoint } from '../../src/core/model/model.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import type { AgentConfig } from '../../src/sources/agentConfig.js';

@@ -11,7 +11,8 @@ import { ChaosInputError, compactSchedule } from './schedule.js';
 import { SCHEDULE_NAMES, type ScheduleArbitrary } from './faults.js';
 import type { ChaosRun, Violation } from './invariants.js';
 import { marbleDiagram, replaySpec, type ReplaySpecNaming } from './report.js';
-import { replayCrashed, replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
+import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
+import { CrashRuns, WHOLE } from './crashRuns.js';
 
 /**
  * Options of {@link checkHealing}: the schedules (an arbitrary, e.g. `faults.schedule({...})`),
@@ -142,7 +143,7 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
     throw new ChaosInputError(`checkHealing: options.crash must be true or false, got ${String(options.crash)}`);
   if (options.crash === true && options.crashAt !== undefined)
     throw new ChaosInputError('checkHealing: options.crash tries every crash point; options.crashAt is for replaySchedule (a spec replaying one)');
-  const { crash: crashMode, ...replayOptions } = options;
+  const { crash: crashMode, [WHOLE]: whole, ...replayOptions } = options as CheckHealingOptions & { readonly [WHOLE]?: boolean };
   // the agent as it is, without faults: a factory that throws is reported as such
   await replaySchedule(agent, {}, replayOptions);
   const names = (options.faults as Partial<ScheduleArbitrary>)[SCHEDULE_NAMES];
@@ -155,19 +156,14 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
   let inputError: unknown;
   // what the last failing run broke: fast-check's counterexample is the last schedule that failed
   let broken: { readonly schedule: FaultSchedule; readonly violations: readonly Violation[]; readonly crashAt: number | undefined } | undefined;
+  const crashes = crashMode === true ? new CrashRuns(agent, replayOptions, whole === true) : undefined;
   const property = fc.asyncProperty(options.faults, async (schedule) => {
     if (inputError !== undefined) return true;
     try {
-      const run = await replaySchedule(agent, schedule, replayOptions);
-      let violations = run.violations;
+      let violations: readonly Violation[];
       let crashedAt: number | undefined;
-      if (crashMode === true && violations.length === 0) {
-        const baseline: Omit<typeof run, 'violations'> = run;
-        for (let at = 1; at <= run.crashPoints.length && violations.length === 0; at++) {
-          violations = (await replayCrashed(agent, schedule, { ...replayOptions, crashAt: at }, baseline)).violations;
-          if (violations.length > 0) crashedAt = at;
-        }
-      }
+      if (crashes === undefined) violations = (await replaySchedule(agent, schedule, replayOptions)).violations;
+      else ({ violations, crashedAt } = await crashes.check(schedule));
       if (violations.length > 0) broken = { schedule, violations, crashAt: crashedAt };
       return violations.length === 0;
     } catch (error) {
@@ -178,6 +174,8 @@ export async function checkHealing(agent: AgentFactory, options: CheckHealingOpt
   });
   const details = await fc.check(property, { numRuns: runs, ...(options.seed === undefined ? {} : { seed: options.seed }) });
   if (inputError !== undefined) throw inputError;
+  // a crash restarted from a fork ended otherwise than the same crash run whole: the check again, every crash run whole
+  if (crashes?.untrusted === true) return checkHealing(agent, { ...options, [WHOLE]: true } as CheckHealingOptions);
   if (!details.failed) return { ok: true, runs: details.numRuns, seed: details.seed };
   if (details.counterexample === null) throw details.errorInstance;
   const found = details.counterexample[0];

@@ -21,6 +21,9 @@ import type { AgentEvent } from '../core/events/events.js';
 import type { JournalData, JournalSession, JournalStore } from '../core/journal/journal.js';
 import type { ChaosRun } from './invariants.js';
 
+/** What a memory journal holds, run by run: the entries' data. */
+export type JournalCopy = ReadonlyMap<string, readonly JournalData[]>;
+
 /**
  * Where a run can crash, counted as it passes them; at the `at`th (1-based) it calls `crash` —
  * once, then counts no more. Without `at`, it only lists them (the run that never crashes).
@@ -35,6 +38,15 @@ export class CrashPoints {
   private last = '';
   /** Records committed so far (part of what the world looks like). */
   private committed = 0;
+  /** The records committed through {@link journal}, run by run (the data appended): what a copy of the journal copies. */
+  private readonly records = new Map<string, JournalData[]>();
+  /**
+   * Told of each point as it is passed (after it is counted, before a crash there): the run that
+   * never crashes takes its copies there. Not of a call's start: a crash there still has the
+   * call begun by the code that announced it, after the announcement (a copy taken at the
+   * announcement would not have it).
+   */
+  passed: ((at: number) => void) | undefined;
 
   /**
    * @param state what a crash's outcome depends on, as a string: the virtual time, the model
@@ -46,18 +58,24 @@ export class CrashPoints {
     private readonly state: () => string,
   ) {}
 
+  /** The records committed so far, run by run (copies of the lists). */
+  journalCopy(): JournalCopy {
+    return new Map([...this.records].map(([runId, records]) => [runId, [...records]]));
+  }
+
   /** Stops counting (the resumed life is not crashed again). */
   stop(): void {
     this.over = true;
   }
 
-  private pass(where: string): void {
+  private pass(where: string, copied = true): void {
     if (this.over) return;
     const now = `${this.state()}:${this.committed}`;
     // nothing happened since the last point (two call-starts in a row, a model's first words at once): the same crash
     if (now === this.last) return;
     this.last = now;
     this.seen.push(where);
+    if (copied) this.passed?.(this.seen.length);
     if (this.seen.length === this.at) {
       this.over = true;
       this.crash();
@@ -68,7 +86,7 @@ export class CrashPoints {
   event(event: AgentEvent): void {
     if (event.type === 'call-start') {
       this.answering = event.kind === 'model';
-      this.pass(`${event.kind} ${event.name} started`);
+      this.pass(`${event.kind} ${event.name} started`, false);
     } else if (event.type === 'text-delta' && this.answering) {
       this.answering = false;
       this.pass('a model answering');
@@ -93,6 +111,9 @@ export class CrashPoints {
         return new Observable<number>((subscriber) =>
           s.append(data).subscribe({
             next: (seq) => {
+              let records = this.records.get(s.runId);
+              if (records === undefined) this.records.set(s.runId, (records = []));
+              records.push(data);
               this.committed++;
               this.pass(`${record} committed`);
               if (!subscriber.closed) subscriber.next(seq);
@@ -106,15 +127,51 @@ export class CrashPoints {
     return {
       read: (runId) => store.read(runId),
       claim: (claim) =>
-        new Observable<JournalSession>((subscriber) =>
-          store.claim(claim).subscribe({
+        new Observable<JournalSession>((subscriber) => {
+          return store.claim(claim).subscribe({
             next: (s) => subscriber.next(session(s)),
             error: (e: unknown) => subscriber.error(e),
             complete: () => subscriber.complete(),
-          }),
-        ),
+          });
+        }),
     };
   }
+}
+
+/**
+ * `store` (empty, a memory journal) given `copy`'s records, each run's lease released — as a
+ * crashed process leaves its run: the records it committed, its lease given up. False when the
+ * store did not answer at once.
+ */
+export function restoreJournal(store: JournalStore, copy: JournalCopy): boolean {
+  for (const [runId, records] of copy) {
+    if (records.length === 0) continue;
+    let done = false;
+    store.claim({ runId, holder: 'rxheal-chaos-copy', leaseMs: 1 }).subscribe({
+      next: (session) => {
+        let written = 0;
+        for (const data of records) session.append(data).subscribe({ complete: () => written++ });
+        session.release().subscribe({ complete: () => (done = written === records.length) });
+      },
+      error: () => undefined,
+    });
+    if (!done) return false;
+  }
+  return true;
+}
+
+/** Whether `value` is data a structured clone copies whole: primitives, arrays, plain objects, Maps, Sets and Dates of them (no class, no function). */
+export function isPlainData(value: unknown, depth = 0): boolean {
+  if (depth > 100) return false;
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return typeof value !== 'symbol';
+  if (typeof value === 'function') return false;
+  if (value instanceof Date) return true;
+  if (Array.isArray(value)) return value.every((v) => isPlainData(v, depth + 1));
+  if (value instanceof Map) return [...value].every(([k, v]) => isPlainData(k, depth + 1) && isPlainData(v, depth + 1));
+  if (value instanceof Set) return [...value].every((v) => isPlainData(v, depth + 1));
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  return Object.getOwnPropertySymbols(value).length === 0 && Object.values(value).every((v) => isPlainData(v, depth + 1));
 }
 
 /** The text of a run's last assistant message (replayed or live), or undefined. */
@@ -128,8 +185,17 @@ function answerOf(run: Pick<ChaosRun, 'events'>): string | undefined {
 
 const errorName = (u: unknown): string => (u instanceof Error ? u.name : typeof u);
 
+/** {@link largestTurn} of each baseline, counted once (every crash point of a schedule is checked against the same one). */
+const largestTurns = new WeakMap<object, number>();
+
 /** The most model calls one turn of `run` made (the calls between two of its assistant messages). */
 function largestTurn(run: Pick<ChaosRun, 'events' | 'models'>): number {
+  let most = largestTurns.get(run);
+  if (most === undefined) largestTurns.set(run, (most = countLargestTurn(run)));
+  return most;
+}
+
+function countLargestTurn(run: Pick<ChaosRun, 'events' | 'models'>): number {
   const ends = run.events.filter((e) => e.event.type === 'message' && e.event.message.role === 'assistant').map((e) => e.seq);
   let most = 0;
   let from = -1;

@@ -183,6 +183,8 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
         failures: num(f['failures']),
       } as AgentEvent;
     }
+    case 'tool call answered from the effect ledger':
+      return { type: 'tool-deduplicated', callId: String(f['call_id'] ?? ''), tool: String(f['tool_name']), key: String(f['idempotency_key'] ?? '') };
     case 'call rejected by open circuit':
       return { type: 'circuit', kind: 'rejected', breaker: target(f), retryAfterMs: num(f['retry_after_ms']) } as AgentEvent;
     case 'retry succeeded':

@@ -184,6 +184,11 @@ export class ChaosRecorder {
     promise.then(settled, settled);
   }
 
+  /** How many of the promises it follows are still pending. */
+  get pending(): number {
+    return this.promises.size;
+  }
+
   /** What returned the promises still pending. */
   pendingPromises(): string[] {
     return [...this.promises.values()];
@@ -227,6 +232,37 @@ export class ChaosRecorder {
       replayed ??= seq;
     }
     return replayed;
+  }
+
+  /**
+   * A recorder that goes on from what this one wrote down so far (copies: what either writes
+   * next, the other does not see), as a run crashed now leaves it to its restart: the calls still
+   * running are cancelled now (what their teardown writes down), the promises they returned no
+   * longer followed. Crash mode's crashed run, restarted from a point of the run that never
+   * crashed. Undefined while something waits for the clock (it is let go), or once closed.
+   *
+   * @example
+   * ```ts
+   * const resumed = recorder.fork(); // at a journal boundary of the run
+   * ```
+   */
+  fork(): ChaosRecorder | undefined {
+    if (this.held.length > 0 || this.closed) return undefined;
+    const copy = new ChaosRecorder(this.scheduler);
+    const now = this.scheduler.now();
+    const cancelled = <A extends { outcome: AttemptOutcome; endedAt: number | undefined }>(a: A): A =>
+      a.outcome === 'open' ? { ...a, outcome: 'cancelled', endedAt: now } : { ...a };
+    copy.models.push(...this.models.map((a) => ({ ...cancelled(a), toolCalls: [...a.toolCalls] })));
+    copy.tools.push(...this.tools.map(cancelled));
+    copy.events.push(...this.events);
+    for (const m of this.wrappedModels) copy.wrappedModels.add(m);
+    for (const t of this.wrappedTools) copy.wrappedTools.add(t);
+    copy.seq = this.seq;
+    copy.moves = this.moves + 1;
+    copy.requests.push(...this.requests);
+    for (const [key, side] of this.sides) copy.sides.set(key, { ...side });
+    copy.shown = this.shown;
+    return copy;
   }
 
   /** Model streams and tool executions still running. */

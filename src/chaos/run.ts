@@ -8,20 +8,20 @@
  * @module
  */
 import { asyncScheduler, config as rxConfig, isObservable, Subject, takeUntil, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
 import type { AgentEvent } from '../core/events/events.js';
 import type { JournalStore } from '../core/journal/journal.js';
 import { memoryJournal } from '../core/journal/memoryJournal.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import type { Model } from '../core/model/model.js';
 import { seedLibraryRandom } from '../core/rx/random.js';
 import type { AnyTool } from '../sources/agentConfig.js';
 import { fc } from './fastCheck.js';
 import { chaosModel, chaosTool } from './inject.js';
 import { ChaosRecorder } from './recorder.js';
-import { CrashPoints, crashAnywhere } from './crash.js';
+import { CrashPoints, crashAnywhere, isPlainData, restoreJournal, type JournalCopy } from './crash.js';
 import { builtinInvariants, checkInvariants, sideEffectsOnce, type ChaosEnd, type ChaosRun, type Invariant, type ReplayOptions } from './invariants.js';
 import { ChaosInputError, validateSchedule, type FaultSchedule } from './schedule.js';
-import { checkClockFree, nextTurn, VirtualClock } from './virtualTime.js';
+import { checkClockFree, Replay } from './virtualTime.js';
 
 export type { ReplayOptions };
 
@@ -102,25 +102,36 @@ function misfits(schedule: FaultSchedule, recorder: ChaosRecorder): string | und
   return undefined;
 }
 
-/** Numbers in `[0, 1)` from `seed`, drawn lazily from fast-check's generator (the same seed, the same numbers). */
+/** The draws of {@link seededRandom}: whole numbers from fast-check's generator. */
+const DRAWS = fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 0x7fffffff })));
+
+/**
+ * Numbers in `[0, 1)` from `seed`, drawn lazily from fast-check's generator (the same seed, the
+ * same numbers); the generator is made at the first draw (most runs of a crash check draw none).
+ */
 function seededRandom(seed: number): () => number {
-  const [stream] = fc.sample(fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 0x7fffffff }))), { seed, numRuns: 1 });
-  const draws = stream![Symbol.iterator]();
-  return () => (draws.next().value as number) / 0x80000000;
+  let draws: Iterator<number> | undefined;
+  return () => {
+    draws ??= fc.sample(DRAWS, { seed, numRuns: 1 })[0]![Symbol.iterator]();
+    return (draws.next().value as number) / 0x80000000;
+  };
 }
 
 /** The agent's stream of `chaos.random`: apart from the library's, so its draws do not shift rxheal's. */
 const AGENT_STREAM = 0x5bd1e995;
 
-/** Event-loop turns a pending promise gets to settle once nothing is scheduled, before the run counts as hung. */
-const PATIENCE_TURNS = 1_000;
-
-/** Microtask ticks in a row that change nothing before the run counts as settled between two steps (more while a promise it follows is pending). */
-const QUIET_TICKS = 32;
-const QUIET_TICKS_PENDING = 512;
-
 /** Replays run one after another: while one runs, it owns the clock of RxJS's schedulers. */
 let queue: Promise<unknown> = Promise.resolve();
+
+/** `work` in its turn (see {@link oneAtATime}), refused inside a `TestScheduler.run`. */
+function queued<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    checkClockFree();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return oneAtATime(work);
+}
 
 function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
   const run = queue.then(work, work);
@@ -129,94 +140,6 @@ function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
     () => undefined,
   );
   return run;
-}
-
-/** One replay's clock and what moves it. */
-class Replay {
-  readonly ts = new TestScheduler(() => undefined);
-  readonly recorder = new ChaosRecorder(asyncScheduler);
-  readonly clock: VirtualClock;
-
-  constructor(readonly boundMs: number) {
-    this.clock = new VirtualClock(this.ts);
-    // what a model or tool delivers while the clock is let go waits for it
-    this.recorder.open = () => this.clock.held;
-  }
-
-  /** The clock held, and what waited for it delivered. */
-  hold(): void {
-    this.clock.hold();
-    this.recorder.release();
-  }
-
-  /** What changes whenever anything happens: the recorder's moves and the timers scheduled. */
-  private fingerprint(): string {
-    const next = this.ts.actions[0];
-    return `${this.recorder.progress}:${this.ts.actions.length}:${next?.delay ?? ''}`;
-  }
-
-  /**
-   * Lets microtasks run, the clock held, until they stop moving the run: no macrotask runs
-   * meanwhile, so nothing but the run's own work sees the virtual clock.
-   */
-  async settle(): Promise<void> {
-    this.hold();
-    let before = this.fingerprint();
-    let quiet = 0;
-    for (;;) {
-      await Promise.resolve();
-      const now = this.fingerprint();
-      if (now !== before) {
-        before = now;
-        quiet = 0;
-      } else if (++quiet >= (this.recorder.pendingPromises().length > 0 ? QUIET_TICKS_PENDING : QUIET_TICKS)) return;
-    }
-  }
-
-  /**
-   * Steps the clock, letting promises settle between steps, until `done()` or nothing can move
-   * the run: no timer within the bound, and no promise that settles. Returns how it hung, or
-   * undefined when done.
-   */
-  async drive(done: () => boolean): Promise<Extract<ChaosEnd, { kind: 'hang' }> | undefined> {
-    const { ts, recorder, boundMs } = this;
-    for (;;) {
-      await this.settle();
-      if (done()) return undefined;
-      const next = ts.actions[0];
-      if (next === undefined) {
-        const waiting = recorder.pendingPromises();
-        // a promise waiting on something outside the clock (ready I/O) gets some turns of its own
-        if (waiting.length > 0 && (await this.patience())) continue;
-        const reason =
-          waiting.length > 0
-            ? `it waits on promises that never settled: ${waiting.join(', ')} (no timer is scheduled; ` +
-              `a promise waiting on real I/O or a real timer does not settle in virtual time)`
-            : 'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)';
-        return { kind: 'hang', at: ts.now(), reason };
-      }
-      if (next.delay > boundMs)
-        return { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms (its next timer is due at ${next.delay} ms)` };
-      ts.maxFrames = next.delay;
-      ts.flush();
-      if (done()) return undefined;
-    }
-  }
-
-  /** Lets the clock go and the event loop turn (up to {@link PATIENCE_TURNS} turns) until something moves. */
-  private async patience(): Promise<boolean> {
-    const before = this.fingerprint();
-    this.clock.release();
-    try {
-      for (let i = 0; i < PATIENCE_TURNS; i++) {
-        await nextTurn();
-        if (this.fingerprint() !== before) return true;
-      }
-      return false;
-    } finally {
-      this.hold();
-    }
-  }
 }
 
 /**
@@ -246,18 +169,13 @@ class Replay {
  * never settles or returns no observable; when called inside `TestScheduler.run`.
  */
 export function replaySchedule(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions = {}): Promise<ChaosRun> {
-  try {
-    checkClockFree();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return oneAtATime(async () => {
+  return queued(async () => {
     if (options.crashAt === undefined) {
       const run = await replayOnce(agent, schedule, options);
       return { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) };
     }
     const uncrashed: ReplayOptions = { ...options, crashAt: undefined };
-    return crashedOnce(agent, schedule, options, await replayOnce(agent, schedule, uncrashed));
+    return crashedOnce(agent, schedule, options, { baseline: await replayOnce(agent, schedule, uncrashed) });
   });
 }
 
@@ -268,24 +186,62 @@ const ACROSS_A_CRASH = new Set(['ends', 'typed-outcome', 'nothing-left']);
  * The run crashed at `options.crashAt` and resumed, checked against `baseline` (the same
  * schedule, never crashed: {@link crashAnywhere}) and by the invariants that hold across a crash.
  */
-export function replayCrashed(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions, baseline: Omit<ChaosRun, 'violations'>): Promise<ChaosRun> {
-  try {
-    checkClockFree();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return oneAtATime(() => crashedOnce(agent, schedule, options, baseline));
+export function replayCrashed(
+  agent: AgentFactory,
+  schedule: FaultSchedule,
+  options: ReplayOptions,
+  baseline: Omit<ChaosRun, 'violations'>,
+  from?: CrashFork,
+): Promise<ChaosRun> {
+  return queued(() => crashedOnce(agent, schedule, options, { baseline, ...(from === undefined ? {} : { from }) }));
 }
 
-async function crashedOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions, baseline: Omit<ChaosRun, 'violations'>): Promise<ChaosRun> {
-  const run = await replayOnce(agent, schedule, options);
+/**
+ * {@link replaySchedule} of the run that never crashes, in crash mode: with the forks taken at
+ * its crash points (see {@link CrashFork}), by point.
+ */
+export function replayForCrashes(
+  agent: AgentFactory,
+  schedule: FaultSchedule,
+  options: ReplayOptions,
+): Promise<{ readonly run: ChaosRun; readonly forks: ReadonlyMap<number, CrashFork> }> {
+  return queued(async () => {
+    const forks = new Map<number, CrashFork>();
+    const run = await replayOnce(agent, schedule, options, { forks });
+    return { run: { ...run, violations: checkInvariants(run, [...builtinInvariants(options), ...(options.invariants ?? [])]) }, forks };
+  });
+}
+
+/** The run crashed and resumed (restarted from `crash.from` when given), checked against `crash.baseline`. */
+async function crashedOnce(
+  agent: AgentFactory,
+  schedule: FaultSchedule,
+  options: ReplayOptions,
+  crash: { readonly baseline: Omit<ChaosRun, 'violations'>; readonly from?: CrashFork },
+): Promise<ChaosRun> {
+  const { baseline, from } = crash;
+  const run = await replayOnce(agent, schedule, options, { ...(from === undefined ? {} : { from }) });
   const invariants: Invariant[] = [
-    ...builtinInvariants(options).filter((i) => ACROSS_A_CRASH.has(i.name)),
+    ...builtinInvariants(options)
+      .filter((i) => ACROSS_A_CRASH.has(i.name))
+      .map((i) => (i.name === 'typed-outcome' ? { name: i.name, check: (r: Omit<ChaosRun, 'violations'>) => replaysError(r, baseline, i) } : i)),
     { name: 'side-effects-once', check: (r: Omit<ChaosRun, 'violations'>) => sideEffectsOnce(r, true) },
     ...(run.crash === undefined ? [] : [{ name: 'crash-anywhere', check: (r: Omit<ChaosRun, 'violations'>) => crashAnywhere(r, baseline, run.crash!.point) }]),
     ...(options.invariants ?? []),
   ];
   return { ...run, violations: checkInvariants(run, invariants) };
+}
+
+/**
+ * `typed-outcome` across a crash: a run resumed after its end was journaled replays its error
+ * from the journal, which keeps the error's name and message, not its class — the same name as
+ * the uncrashed run's documented error is that error.
+ */
+function replaysError(run: Omit<ChaosRun, 'violations'>, baseline: Omit<ChaosRun, 'violations'>, typed: Invariant): ReturnType<Invariant['check']> {
+  const found = typed.check(run);
+  if (found === undefined || run.end.kind !== 'error' || baseline.end.kind !== 'error') return found;
+  const name = (u: unknown): string | undefined => (u instanceof Error ? u.name : undefined);
+  return name(run.end.error) !== undefined && name(run.end.error) === name(baseline.end.error) && typed.check(baseline) === undefined ? undefined : found;
 }
 
 /** What replayOptions checks: bounds and seeds that are numbers. */
@@ -301,21 +257,66 @@ function checkReplayOptions(options: ReplayOptions): void {
     throw new ChaosInputError(`options.invariants must be an array of invariants, got ${String(options.invariants)}`);
 }
 
-async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions): Promise<Omit<ChaosRun, 'violations'>> {
+/**
+ * The state of a run that never crashed at one of its crash points, copied there: what a crash
+ * there leaves to the restart (the journal's records, the world, what was written down, the
+ * clock, the seeded streams' draws) — taken only where the crash's own teardown leaves nothing
+ * else behind (no call running, no promise pending: see `ChaosRecorder.fork`; a world of plain
+ * data). Crash mode restarts the crashed run from it instead of running the agent up to the point
+ * again: the run up to point k is the same for every crash at k.
+ */
+export interface CrashFork {
+  readonly at: number;
+  readonly time: number;
+  readonly recorder: ChaosRecorder;
+  readonly journal: JournalCopy;
+  readonly world: Map<string, unknown>;
+  /** Numbers drawn so far from the library's seeded stream and from `chaos.random`. */
+  readonly draws: { readonly library: number; readonly agent: number };
+  readonly unhandled: readonly string[];
+  readonly seen: readonly string[];
+}
+
+/** How {@link replayOnce} runs: collecting forks at its points (the run that never crashes, in crash mode), or restarted from one. */
+interface Lives {
+  readonly forks?: Map<number, CrashFork>;
+  readonly from?: CrashFork;
+}
+
+/** A seeded stream that counts its draws, `skip` of them drawn already. */
+function countedRandom(seed: number, skip = 0): { draw: () => number; readonly drawn: () => number } {
+  const random = seededRandom(seed);
+  for (let i = 0; i < skip; i++) random();
+  let drawn = skip;
+  return {
+    draw: () => {
+      drawn++;
+      return random();
+    },
+    drawn: () => drawn,
+  };
+}
+
+async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options: ReplayOptions, lives: Lives = {}): Promise<Omit<ChaosRun, 'violations'>> {
   validateSchedule(schedule);
   checkReplayOptions(options);
+  const { from } = lives;
   const seed = options.randomSeed ?? 0;
-  const replay = new Replay(options.boundMs ?? 600_000);
+  const replay = new Replay(options.boundMs ?? 600_000, from?.recorder.fork());
   const { ts, recorder } = replay;
+  // restarted from a fork: the clock where the crash was
+  if (from !== undefined) ts.frame = from.time;
   replay.hold();
-  const unseed = seedLibraryRandom(seededRandom(seed));
-  const unhandled: string[] = [];
+  const library = countedRandom(seed, from?.draws.library);
+  const agentRandom = countedRandom(seed ^ AGENT_STREAM, from?.draws.agent);
+  const unseed = seedLibraryRandom(library.draw);
+  const unhandled: string[] = [...(from?.unhandled ?? [])];
   const previous = rxConfig.onUnhandledError;
   rxConfig.onUnhandledError = (error: unknown) => unhandled.push(label(error));
   let subscription: Subscription | undefined;
   try {
     const crash$ = new Subject<void>();
-    let crash: { point: string; at: number } | undefined;
+    let crash: { point: string; at: number } | undefined = from === undefined ? undefined : { point: from.seen.at(-1)!, at: from.time };
     const points = new CrashPoints(
       options.crashAt,
       () => {
@@ -324,17 +325,42 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
       },
       () => `${ts.now()}:${recorder.models.length}:${recorder.tools.length}`,
     );
+    if (from !== undefined) {
+      points.seen.push(...from.seen);
+      points.stop();
+    }
     recorder.executing = (tool) => points.executing(tool);
+    const store = memoryJournal({ scheduler: asyncScheduler });
+    if (from !== undefined && !restoreJournal(store, from.journal)) throw new Error("rxheal/chaos: a crash fork's journal could not be restored at once");
+    const world = from === undefined ? new Map<string, unknown>() : structuredClone(from.world);
     const chaos: Chaos = {
       schedule,
       scheduler: asyncScheduler,
-      random: seededRandom(seed ^ AGENT_STREAM),
+      random: agentRandom.draw,
       model: (model) => chaosModel(model, schedule, { recorder }),
       tool: (tool) => chaosTool(tool, schedule, { recorder }),
-      journal: points.journal(memoryJournal({ scheduler: asyncScheduler })),
+      journal: durableJournal(points.journal(store)),
       runId: 'chaos-run',
-      world: new Map(),
+      world,
     };
+    const { forks } = lives;
+    if (forks !== undefined)
+      points.passed = (at) => {
+        const forked = recorder.fork();
+        if (forked === undefined || !isPlainData(world)) return;
+        const journal = points.journalCopy();
+        const draws = { library: library.drawn(), agent: agentRandom.drawn() };
+        forks.set(at, {
+          at,
+          time: ts.now(),
+          recorder: forked,
+          journal,
+          world: structuredClone(world),
+          draws,
+          unhandled: [...unhandled],
+          seen: [...points.seen],
+        });
+      };
     let end: ChaosEnd | undefined;
     const life = async (): Promise<void> => {
       let source: unknown;
@@ -361,8 +387,9 @@ async function replayOnce(agent: AgentFactory, schedule: FaultSchedule, options:
       });
     };
     await life();
-    let hung = await replay.drive(() => end !== undefined || crash !== undefined);
-    if (end === undefined && crash !== undefined) {
+    // restarted from a fork, the run is its resumed life: it goes on to its end
+    let hung = await replay.drive(() => end !== undefined || (from === undefined && crash !== undefined));
+    if (end === undefined && crash !== undefined && from === undefined) {
       // the process restarted: a fresh agent from the factory, the same journal and world
       points.stop();
       subscription?.unsubscribe();

@@ -13,13 +13,16 @@
  *
  * @module
  */
-import type { TestScheduler } from 'rxjs/testing';
+import { asyncScheduler } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
 import { animationFrameProvider } from 'rxjs/internal/scheduler/animationFrameProvider';
 import { dateTimestampProvider } from 'rxjs/internal/scheduler/dateTimestampProvider';
 import { immediateProvider } from 'rxjs/internal/scheduler/immediateProvider';
 import { intervalProvider } from 'rxjs/internal/scheduler/intervalProvider';
 import { performanceTimestampProvider } from 'rxjs/internal/scheduler/performanceTimestampProvider';
 import { timeoutProvider } from 'rxjs/internal/scheduler/timeoutProvider';
+import type { ChaosEnd } from './invariants.js';
+import { ChaosRecorder } from './recorder.js';
 import { ChaosInputError } from './schedule.js';
 
 /** Every provider `TestScheduler.run` gives a delegate. */
@@ -123,4 +126,121 @@ export function nextTurn(): Promise<void> {
     };
     channel.port2.postMessage(undefined);
   });
+}
+
+/** Event-loop turns a pending promise gets to settle once nothing is scheduled, before the run counts as hung. */
+const PATIENCE_TURNS = 1_000;
+
+/** Microtask ticks in a row that change nothing before the run counts as settled between two steps (more while a promise it follows is pending). */
+const QUIET_TICKS = 32;
+const QUIET_TICKS_PENDING = 512;
+
+/**
+ * One replay's clock and what moves it: {@link settle} lets microtasks run, {@link drive} steps
+ * the clock until the run is done or nothing can move it.
+ *
+ * @example
+ * ```ts
+ * const replay = new Replay(600_000);
+ * replay.hold();
+ * const hung = await replay.drive(() => ended);
+ * ```
+ */
+export class Replay {
+  readonly ts = new TestScheduler(() => undefined);
+  readonly recorder: ChaosRecorder;
+  readonly clock: VirtualClock;
+
+  constructor(
+    readonly boundMs: number,
+    recorder?: ChaosRecorder,
+  ) {
+    this.recorder = recorder ?? new ChaosRecorder(asyncScheduler);
+    this.clock = new VirtualClock(this.ts);
+    // what a model or tool delivers while the clock is let go waits for it
+    this.recorder.open = () => this.clock.held;
+  }
+
+  /** The clock held, and what waited for it delivered. */
+  hold(): void {
+    this.clock.hold();
+    this.recorder.release();
+  }
+
+  /** What changes whenever anything happens: the recorder's moves and the timers scheduled (the count, the next one's time), as one string. */
+  private fingerprint(): string {
+    const next = this.ts.actions[0];
+    return `${this.recorder.progress}:${this.ts.actions.length}:${next?.delay ?? ''}`;
+  }
+
+  /**
+   * Lets microtasks run, the clock held, until they stop moving the run: no macrotask runs
+   * meanwhile, so nothing but the run's own work sees the virtual clock. What it watches is
+   * {@link fingerprint}'s, read as numbers (a tick that changes none of them is quiet).
+   */
+  async settle(): Promise<void> {
+    this.hold();
+    const { ts, recorder } = this;
+    let progress = recorder.progress;
+    let timers = ts.actions.length;
+    let due = ts.actions[0]?.delay ?? -1;
+    let quiet = 0;
+    for (;;) {
+      await Promise.resolve();
+      const nowProgress = recorder.progress;
+      const nowTimers = ts.actions.length;
+      const nowDue = ts.actions[0]?.delay ?? -1;
+      if (nowProgress !== progress || nowTimers !== timers || nowDue !== due) {
+        progress = nowProgress;
+        timers = nowTimers;
+        due = nowDue;
+        quiet = 0;
+      } else if (++quiet >= (recorder.pending > 0 ? QUIET_TICKS_PENDING : QUIET_TICKS)) return;
+    }
+  }
+
+  /**
+   * Steps the clock, letting promises settle between steps, until `done()` or nothing can move
+   * the run: no timer within the bound, and no promise that settles. Returns how it hung, or
+   * undefined when done.
+   */
+  async drive(done: () => boolean): Promise<Extract<ChaosEnd, { kind: 'hang' }> | undefined> {
+    const { ts, recorder, boundMs } = this;
+    for (;;) {
+      await this.settle();
+      if (done()) return undefined;
+      const next = ts.actions[0];
+      if (next === undefined) {
+        const waiting = recorder.pendingPromises();
+        // a promise waiting on something outside the clock (ready I/O) gets some turns of its own
+        if (waiting.length > 0 && (await this.patience())) continue;
+        const reason =
+          waiting.length > 0
+            ? `it waits on promises that never settled: ${waiting.join(', ')} (no timer is scheduled; ` +
+              `a promise waiting on real I/O or a real timer does not settle in virtual time)`
+            : 'it waits on nothing that will ever happen (no timer is scheduled and no promise is pending: no deadline ends the wait)';
+        return { kind: 'hang', at: ts.now(), reason };
+      }
+      if (next.delay > boundMs)
+        return { kind: 'hang', at: boundMs, reason: `still running at the bound of ${boundMs} ms (its next timer is due at ${next.delay} ms)` };
+      ts.maxFrames = next.delay;
+      ts.flush();
+      if (done()) return undefined;
+    }
+  }
+
+  /** Lets the clock go and the event loop turn (up to {@link PATIENCE_TURNS} turns) until something moves. */
+  private async patience(): Promise<boolean> {
+    const before = this.fingerprint();
+    this.clock.release();
+    try {
+      for (let i = 0; i < PATIENCE_TURNS; i++) {
+        await nextTurn();
+        if (this.fingerprint() !== before) return true;
+      }
+      return false;
+    } finally {
+      this.hold();
+    }
+  }
 }

@@ -33,6 +33,7 @@ import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import type { JournalClaim, JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import { claimBody, entryBody, FILE_HEADER, frame, scan, type Scan } from './format.js';
 import { newestGeneration, readLease, rewriteLease, syncDir, takeLease } from './lease.js';
 
@@ -225,18 +226,21 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     }
   };
 
-  return journalStore(
-    'fileJournal',
-    (claim) => abortable(() => take(claim)),
-    (runId) => {
-      const path = join(root, folderOf(runId), 'journal');
-      return abortable(async ({ signal }) => {
-        const bytes = await readFile(path, { signal }).catch((error: unknown) => {
-          if (code(error) === 'ENOENT') return undefined;
-          throw error;
+  // with the durable-run machinery: runAgent reaches it through the journal it is given
+  return durableJournal(
+    journalStore(
+      'fileJournal',
+      (claim) => abortable(() => take(claim)),
+      (runId) => {
+        const path = join(root, folderOf(runId), 'journal');
+        return abortable(async ({ signal }) => {
+          const bytes = await readFile(path, { signal }).catch((error: unknown) => {
+            if (code(error) === 'ENOENT') return undefined;
+            throw error;
+          });
+          return bytes === undefined ? [] : scan(path, bytes).entries;
         });
-        return bytes === undefined ? [] : scan(path, bytes).entries;
-      });
-    },
+      },
+    ),
   );
 }

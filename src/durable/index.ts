@@ -4,7 +4,10 @@
  * per run (the default), and {@link memoryJournal}, the reference model for specs in virtual time.
  * Redis and Postgres stores are `redisJournal` (`rxheal/redis`) and `postgresJournal`
  * (`rxheal/postgres`); the contract's types (`JournalStore`, `JournalSession`) and errors
- * (`RunLockedError`, `JournalCorruptError`) are the root's. And side effects exactly once:
+ * (`RunLockedError`, `JournalCorruptError`) are the root's. Each store carries the machinery of
+ * durable runs (the lease, the resume plan, the records and their checks), which `runAgent` and
+ * `resumeAgent` reach through the journal they are given: a run without one bundles none of it. A
+ * store of your own (the contract) gets it with one call, {@link durableJournal}. And side effects exactly once:
  * {@link effectLedger} over any of these stores (`runAgent({ effects })`), what a tool says when its
  * effect did not happen ({@link NotAppliedError}), and what carries a call's idempotency key to a
  * service ({@link idempotencyHeaders}, {@link IDEMPOTENCY_META_KEY}) — here rather than in the root,
@@ -26,9 +29,11 @@
  */
 export { fileJournal } from './fileJournal.js';
 export type { FileJournalOptions } from './fileJournal.js';
-export { memoryJournal } from '../core/journal/memoryJournal.js';
+export { memoryJournal } from './memoryJournal.js';
 export type { MemoryJournalOptions } from '../core/journal/memoryJournal.js';
 export { effectLedger } from '../sources/effectLedger.js';
 export type { EffectLedger, EffectLedgerOptions, EffectState, GuardedCall } from '../sources/effectLedger.js';
 export { NotAppliedError } from '../core/errors/notApplied.js';
 export { effectKey, idempotencyHeaders, IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';
+// a JournalStore of your own, able to journal runs (rxheal's stores are already)
+export { durableJournal } from '../sources/durableJournal.js';

@@ -25,6 +25,7 @@ import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
+import { durableJournal } from '../sources/durableJournal.js';
 
 /**
  * What the journal needs of `pg`: `query(text, values)` resolving with `rows` and `rowCount` — a
@@ -206,9 +207,12 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
     }
   };
 
-  return journalStore(
-    'postgresJournal',
-    (claim) => abortable(() => take(claim)),
-    (runId) => abortable(() => entries(runId)),
+  // with the durable-run machinery: runAgent reaches it through the journal it is given
+  return durableJournal(
+    journalStore(
+      'postgresJournal',
+      (claim) => abortable(() => take(claim)),
+      (runId) => abortable(() => entries(runId)),
+    ),
   );
 }

@@ -24,6 +24,7 @@ import { PositiveIntegerMs, PositiveNumber, Scheduler, validateOptions } from '.
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
 import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
+import { durableJournal } from '../sources/durableJournal.js';
 import { redisStoreProps } from './breakerStore.js';
 import { clientOption, num, Script, type RedisClientLike } from './client.js';
 import { hashTag } from './keys.js';
@@ -175,5 +176,6 @@ export function redisJournal(client: RedisClientLike, options?: RedisJournalOpti
       }),
     );
   };
-  return journalStore('redisJournal', take, (runId) => run(runId, ['read']).pipe(map((reply) => entriesOf(runId, reply[1]))));
+  // with the durable-run machinery: runAgent reaches it through the journal it is given
+  return durableJournal(journalStore('redisJournal', take, (runId) => run(runId, ['read']).pipe(map((reply) => entriesOf(runId, reply[1])))));
 }

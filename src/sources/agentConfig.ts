@@ -3,23 +3,33 @@
  * ({@link PipelineContext}), and the check that validates a config once and derives what every run
  * uses of it (the tool table, the tools' specs, the step limit, the scheduler).
  *
+ * And the seam between the loop and durable runs, defined on the loop's side: what the loop hands
+ * a journaled run ({@link DurableHost}), what it calls on one ({@link DurablePort}), and how it
+ * finds the machinery that makes one ({@link DurableRuns}). The loop imports nothing else of
+ * durable runs: the machinery (durableRun.ts — the lease, the plan, the records and their checks)
+ * is reached through the journal the run is given, which carries it under {@link DURABLE_RUNS}
+ * (every rxheal store does; a store of one's own gets it from `durableJournal(store)`), so a run
+ * without a journal bundles none of it.
+ *
  * @module
  */
-import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, type Observable, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { DegradedEvent, Message, RestoredEvent, ToolCall, TurnEvent } from '../core/events/events.js';
+import type { AgentEvent, AssistantMessage, DegradedEvent, Finish, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
-import { Func, NonEmptyString, PositiveInteger, Scheduler, check, oneOf, validateOptions } from '../core/errors/options.js';
+import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOptions } from '../core/errors/options.js';
 import type { JournalChange } from '../core/journal/errors.js';
-import { LeaseMs, RunId, type JournalStore } from '../core/journal/journal.js';
+import type { JournalStore } from '../core/journal/journal.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import type { BudgetMeter, Model, ModelRequest, ToolSpec } from '../core/model/model.js';
+import type { BudgetMeter, Model, ModelCheckpoint, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
 import type { EffectLedger, GuardedCall } from './effectLedger.js';
 import { budgetCodec, type Budget } from './budget.js';
+import type { CallState } from './resumePlan.js';
+import type { PendingApproval, RunRecord, Used } from './runJournal.js';
 
 /** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
 export interface CapabilitySource {
@@ -178,8 +188,22 @@ export interface DurableSettings {
   readonly onUnknownOutcome: 'tell-model' | 'error';
   readonly allowChanged: readonly JournalChange[];
   readonly approvals: Readonly<Record<string, Approval>> | undefined;
+  /** The durable-run machinery the journal carries. */
+  readonly runs: DurableRuns;
 }
 
+/** The options only a journaled run has (with `journal`): checked by its machinery. */
+const DURABLE_OPTIONS = ['runId', 'journal', 'holder', 'leaseMs', 'checkpointMs', 'onUnknownOutcome', 'allowChanged'] as const;
+const Anything = check('anything', (_u): _u is unknown => true);
+/**
+ * What `journal` and `runId` are, in the errors of a run missing one.
+ *
+ * @example
+ * ```ts
+ * new InvalidOptionError('resumeAgent', 'journal', undefined, `${NAMES.journal} (resumeAgent resumes a journaled run)`);
+ * ```
+ */
+export const NAMES = { journal: 'a JournalStore ({ claim, read })', runId: 'a run id' };
 const Obj = check('an object', (u): u is object => typeof u === 'object' && u !== null);
 const Arr = check('an array', (u): u is readonly unknown[] => Array.isArray(u));
 const props = {
@@ -198,38 +222,13 @@ const props = {
   hub: check('a HealHub', (u): u is HealHub => u instanceof HealHub),
   output: Obj,
   scheduler: Scheduler,
-  runId: RunId,
-  journal: check('a JournalStore ({ claim, read })', (u): u is JournalStore => {
-    const j = u as JournalStore | null;
-    return typeof j === 'object' && j !== null && typeof j.claim === 'function' && typeof j.read === 'function';
-  }),
-  holder: NonEmptyString,
-  leaseMs: LeaseMs,
-  checkpointMs: check('an integer of ms from 0 to 2147483647', (u): u is number => Number.isInteger(u) && (u as number) >= 0 && (u as number) <= 2147483647),
-  onUnknownOutcome: oneOf('tell-model', 'error'),
+  // a journaled run's own options: checked by the machinery its journal carries (DurableRuns.settings)
+  ...Object.fromEntries(DURABLE_OPTIONS.map((key) => [key, Anything])),
   effects: check(
     'an EffectLedger (from effectLedger)',
     (u): u is EffectLedger => typeof u === 'object' && u !== null && typeof (u as EffectLedger).guard === 'function',
   ),
-  allowChanged: check(
-    "an array of 'instruction', 'tool', 'schema', 'model', 'messages'",
-    (u): u is readonly JournalChange[] => Array.isArray(u) && u.every((k) => ['instruction', 'tool', 'schema', 'model', 'messages'].includes(k as string)),
-  ),
 };
-
-const ApprovalCheck = check(
-  'an object of { approved: true } or { approved: false, reason: string } by call id',
-  (u): u is Record<string, Approval> =>
-    typeof u === 'object' &&
-    u !== null &&
-    !Array.isArray(u) &&
-    Object.values(u).every(
-      (a: unknown) =>
-        typeof a === 'object' &&
-        a !== null &&
-        ((a as Approval).approved === true || ((a as Approval).approved === false && typeof (a as { reason?: unknown }).reason === 'string')),
-    ),
-);
 
 /** The config, validated once, with what every run derives from it. */
 export interface ResolvedAgent {
@@ -244,26 +243,24 @@ export interface ResolvedAgent {
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
 
-/** Checks the config (throws InvalidOptionError naming the option) and derives the tool table. */
-export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAgent' = 'runAgent'): ResolvedAgent {
-  const approvals = target === 'resumeAgent' ? (config as ResumeConfig | undefined)?.approvals : undefined;
-  if (target === 'resumeAgent') {
-    validateOptions(target, { ...props, approvals: ApprovalCheck }, config);
-    const rest: Record<string, unknown> = { ...(config ?? {}) };
-    delete rest['approvals'];
-    config = rest as unknown as AgentConfig;
-    for (const key of ['journal', 'runId'] as const)
-      if (config[key] === undefined) throw new InvalidOptionError(target, key, undefined, `${props[key].name} (resumeAgent resumes a journaled run)`);
-  } else validateOptions(target, props, config);
+/**
+ * Checks the config (throws InvalidOptionError naming the option) and derives the tool table;
+ * `approvals` are `resumeAgent`'s (checked, with the other options of a journaled run, by the
+ * machinery its journal carries).
+ */
+export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAgent' = 'runAgent', approvals?: unknown): ResolvedAgent {
+  validateOptions(target, props, config);
   if (config === undefined || config.model === undefined) throw new InvalidOptionError(target, 'model', undefined, props.model.name);
   if (config.messages === undefined) throw new InvalidOptionError(target, 'messages', undefined, props.messages.name);
   config.messages.forEach((message, i) => {
     if (!isMessage(message)) throw new InvalidOptionError(target, `messages[${i}]`, message, 'a Message ({ role, content, … })');
   });
-  if ((config.runId === undefined) !== (config.journal === undefined)) {
-    const missing = config.runId === undefined ? 'runId' : 'journal';
-    throw new InvalidOptionError(target, missing, undefined, `${props[missing].name} (a journaled run needs both runId and journal)`);
-  }
+  const journal = config.journal;
+  // without a journal, a journaled run's options mean nothing: a mistake, said at once
+  const given = journal === undefined ? DURABLE_OPTIONS.find((key) => config[key] !== undefined) : undefined;
+  if (given !== undefined) throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal} ("${given}" is an option of a journaled run)`);
+  if (journal !== undefined && config.runId === undefined)
+    throw new InvalidOptionError(target, 'runId', undefined, `${NAMES.runId} (a journaled run needs both runId and journal)`);
   (config.tools ?? []).forEach((tool, i) => {
     const ok =
       typeof tool === 'object' &&
@@ -273,30 +270,19 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
       typeof tool.args?.decode === 'function';
     if (!ok) throw new InvalidOptionError(target, `tools[${i}]`, tool, 'a Tool (from defineTool)');
     // a run waits for approval in its journal: without one it could only hang or refuse
-    if (config.journal === undefined && tool.needsApproval !== undefined && tool.needsApproval !== false)
-      throw new InvalidOptionError(
-        target,
-        'journal',
-        undefined,
-        `a JournalStore: tool '${tool.name}' needs approval, and a run waits for approval in its journal`,
-      );
+    if (journal === undefined && tool.needsApproval !== undefined && tool.needsApproval !== false)
+      throw new InvalidOptionError(target, 'journal', undefined, `${NAMES.journal}: tool '${tool.name}' needs approval: a run waits for it in its journal`);
   });
   // no tools (a chat): one shared empty table, not a Map per call
   const tools = config.tools?.length ? new Map(config.tools.map((tool) => [tool.name, tool])) : NO_TOOLS;
   const specs = [...tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
-  const durable: DurableSettings | undefined =
-    config.runId === undefined || config.journal === undefined
-      ? undefined
-      : {
-          runId: config.runId,
-          journal: config.journal,
-          holder: config.holder,
-          leaseMs: config.leaseMs ?? 30_000,
-          checkpointMs: config.checkpointMs ?? 1000,
-          onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model',
-          allowChanged: config.allowChanged ?? [],
-          approvals,
-        };
+  let durable: DurableSettings | undefined;
+  if (journal !== undefined) {
+    // the machinery the journal carries, else the one rxheal's stores registered (a store wrapping one of them)
+    const runs = (journal as { [DURABLE_RUNS]?: DurableRuns } | null)?.[DURABLE_RUNS] ?? registered;
+    if (runs === undefined) throw new InvalidOptionError(target, 'journal', journal, `${NAMES.journal} that journals runs (yours: durableJournal(store))`);
+    durable = runs.settings(target, config, approvals);
+  }
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
 }
 
@@ -313,4 +299,153 @@ export function underLedger(config: AgentConfig, call: Omit<GuardedCall, 'onUnkn
   const effects = config.effects;
   if (effects === undefined || call.tool.idempotent === true) return execute$;
   return effects.guard({ ...call, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
+}
+
+/**
+ * What one tool call yields: the events to emit and the tool message.
+ *
+ * @example
+ * ```ts
+ * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
+ * ```
+ */
+export interface ToolOutcome {
+  readonly events: readonly AgentEvent[];
+  readonly message: ToolMessage;
+}
+
+/**
+ * What the agent loop lends a journaled run.
+ *
+ * @example
+ * ```ts
+ * const durable = agent.durable!.runs.run(host, agent);
+ * ```
+ */
+export interface DurableHost {
+  emit(event: AgentEvent): void;
+  /** Runs a step of the loop, a throw ending the run. */
+  stage(run: () => void): void;
+  /** The run's model streams and tool calls in flight: a failing run stops them before its end is journaled. */
+  readonly work: Subscription;
+  /** The run's stream: a journaled run ends it (an error, or completion) once its end is journaled. */
+  readonly subscriber: Subscriber<AgentEvent>;
+  /** The next model turn (`from`: a resumed run's interrupted turn's checkpoint, to continue it from). */
+  turn(from?: ModelCheckpoint): void;
+  /** A tool round of `calls` (a resumed one: with each call's state in the plan). */
+  toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void;
+  /** The run's state, which a resume restores from the plan: the transcript, the steps, the corrections, what the budget spent. */
+  readonly history: Message[];
+  step: number;
+  corrections: number;
+  readonly budget: Used;
+}
+
+/**
+ * One journaled run as the agent loop drives it: its start (claim, read, replay), each record
+ * written before the step that depends on it, what a tool call of a resumed round does, and the
+ * run's end. The records themselves are the machinery's (durableRun.ts, runJournal.ts).
+ *
+ * @example
+ * ```ts
+ * const durable: DurablePort = agent.durable!.runs.run(host, agent);
+ * durable.start();
+ * ```
+ */
+export interface DurablePort {
+  /** The run's id (what its tool calls' idempotency keys derive from). */
+  readonly runId: string;
+  /** Claims the run; then replays it and goes on (`host.resume`). */
+  start(): void;
+  /**
+   * Model turn `step`'s events: its checkpoints journaled (`call` hands the model its
+   * `context.checkpoint`), and, for the interrupted turn of a resumed run (`from`: its
+   * checkpoint), the turn continued on the provider's side.
+   */
+  modelTurn(
+    step: number,
+    from: ModelCheckpoint | undefined,
+    call: (model: Model, checkpoint: (c: ModelCheckpoint) => void) => Observable<TurnEvent>,
+  ): Observable<TurnEvent>;
+  /** Model turn `step` started over (a `reset`): its checkpoint no longer holds. */
+  startedOver(step: number): void;
+  /** Journals `record`, then goes on (`next`, in a stage of the loop). */
+  commit(record: RunRecord, next: () => void): void;
+  /** A model turn's record: its message (with its tool calls, or the answer), replayed after its tool calls and its finish. */
+  turnRecord(message: AssistantMessage, finish: Finish): RunRecord;
+  /** A checked answer's record: with its correction and the reset, when it failed its check (one record: a resume never sees one without the other). */
+  answerRecord(
+    finish: Finish,
+    validation: AgentEvent,
+    message: AssistantMessage,
+    correction?: { readonly message: Message; readonly reset: AgentEvent },
+  ): RunRecord;
+  /** Before a tool executes: its start journaled, then `execute$`. */
+  beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
+  /**
+   * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
+   * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call).
+   */
+  callOutcome(
+    call: ToolCall,
+    state: CallState | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): PendingApproval | Observable<ToolOutcome>;
+  /** Calls wait for approval: journaled, announced, and the run completes suspended. */
+  suspend(pending: readonly PendingApproval[]): void;
+  /** The answer was given: the end journaled, the lease released, then the run completes. */
+  answered(): void;
+  /** The run failed: its end journaled (unless the journal failed), the lease released, then the error. */
+  fail(error: unknown): void;
+  /** The run's subscriber left: the lease released. */
+  unsubscribe(): void;
+}
+
+/**
+ * The durable-run machinery a journal carries under {@link DURABLE_RUNS}.
+ *
+ * @example
+ * ```ts
+ * const durable = agent.durable!.runs.run(host, agent);
+ * ```
+ */
+export interface DurableRuns {
+  /**
+   * A journaled run's own options, checked: `runId`, `journal`, `holder`, `leaseMs`,
+   * `onUnknownOutcome`, `allowChanged`, and `resumeAgent`'s `approvals`.
+   *
+   * @throws {InvalidOptionError} naming the option and its value.
+   */
+  settings(target: string, config: AgentConfig, approvals: unknown): DurableSettings;
+  /** The journaled run of one subscription (`agent.durable`: its settings). */
+  run(host: DurableHost, agent: ResolvedAgent): DurablePort;
+}
+
+/**
+ * The key under which a journal carries the durable-run machinery ({@link DurableRuns}). A
+ * registered symbol, so that two copies of rxheal in one application agree on it.
+ *
+ * @example
+ * ```ts
+ * const runs = (journal as { [DURABLE_RUNS]?: DurableRuns })[DURABLE_RUNS];
+ * ```
+ */
+export const DURABLE_RUNS: unique symbol = Symbol.for('rxheal.durableRuns') as never;
+
+/** The machinery of the rxheal stores made in this process, for a journal that carries none (a store wrapping one of them). */
+let registered: DurableRuns | undefined;
+
+/**
+ * Called by `durableJournal` (so by every rxheal store) when a store is made: a store of one's
+ * own that wraps one of them (a proxy counting appends, one adding latency) then needs no
+ * {@link DURABLE_RUNS} of its own.
+ *
+ * @example
+ * ```ts
+ * registerDurableRuns(durableRuns);
+ * ```
+ */
+export function registerDurableRuns(runs: DurableRuns): void {
+  registered ??= runs;
 }

@@ -51,26 +51,15 @@ export const budgetCodec = check('an object with maxModelCalls / maxTokens / max
 
 /** The budget: counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
 export class BudgetTracker implements BudgetMeter {
-  private modelCalls = 0;
-  private toolCalls = 0;
-  private tokens = 0;
+  // what was spent: a journaled run records it with each step, and a resumed one restores it (no fresh budget)
+  modelCalls = 0;
+  toolCalls = 0;
+  tokens = 0;
 
   constructor(
     private readonly budget: Budget,
     private readonly hub: HealHub,
   ) {}
-
-  /** What was spent so far (a journaled run records it with each step). */
-  used(): { modelCalls: number; toolCalls: number; tokens: number } {
-    return { modelCalls: this.modelCalls, toolCalls: this.toolCalls, tokens: this.tokens };
-  }
-
-  /** A resumed run: what its journal says was spent already (no fresh budget). */
-  restore(used: { readonly modelCalls: number; readonly toolCalls: number; readonly tokens: number }): void {
-    this.modelCalls = used.modelCalls;
-    this.toolCalls = used.toolCalls;
-    this.tokens = used.tokens;
-  }
 
   modelCall(): void {
     this.check('modelCalls', this.budget.maxModelCalls, ++this.modelCalls);

@@ -25,7 +25,7 @@ import {
   throwError,
 } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { AgentEvent, Message, ToolCall, ToolMessage } from '../core/events/events.js';
+import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
 import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
@@ -34,45 +34,11 @@ import { modelsInside, type Model, type ModelCheckpoint } from '../core/model/mo
 import type { TurnEvent } from '../core/events/events.js';
 import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import type { AnyTool, DurableSettings, PipelineContext, ResolvedAgent } from './agentConfig.js';
+import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
-
-/**
- * What one tool call yields: the events to emit and the tool message.
- *
- * @example
- * ```ts
- * const o: ToolOutcome = { events: [], message: { role: 'tool', toolCallId: 'c1', toolName: 'book', content: 'ok' } };
- * ```
- */
-export interface ToolOutcome {
-  readonly events: readonly AgentEvent[];
-  readonly message: ToolMessage;
-}
-
-/**
- * What the agent loop lends a journaled run.
- *
- * @example
- * ```ts
- * const durable = new DurableRun(host, agent, agent.durable!);
- * ```
- */
-export interface DurableHost {
-  emit(event: AgentEvent): void;
-  /** Runs a step of the loop, a throw ending the run. */
-  stage(run: () => void): void;
-  /** Ends the run's stream now: an error, or completion. */
-  errorNow(error: unknown): void;
-  completeNow(): void;
-  /** Goes on from the plan (a new run: its first turn). */
-  resume(plan: ResumePlan): void;
-  used(): Used;
-  readonly closed: boolean;
-}
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
 const notJournaled = (error: unknown): boolean =>
@@ -156,7 +122,7 @@ function replayedError(error: { readonly name: string; readonly message: string 
  * durable.start();
  * ```
  */
-export class DurableRun {
+export class DurableRun implements DurablePort {
   private session: JournalSession | undefined;
   private readonly work = new Subscription();
   private renewal: Subscription | undefined;
@@ -177,32 +143,32 @@ export class DurableRun {
   start(): void {
     const { journal, runId, leaseMs } = this.settings;
     const claim = guard(() => journal.claim({ runId, holder: this.settings.holder ?? randomHolder(), leaseMs }));
-    if (claim instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(claim.error));
-    this.work.add(claim.subscribe({ next: (session) => this.claimed(session), error: (error: unknown) => this.host.errorNow(error) }));
+    if (claim instanceof Thrown) return this.finish(undefined, () => this.host.subscriber.error(claim.error));
+    this.work.add(claim.subscribe({ next: (session) => this.claimed(session), error: (error: unknown) => this.host.subscriber.error(error) }));
   }
 
   private claimed(session: JournalSession): void {
     this.session = session;
     this.checkpoints = new TurnCheckpoints(this.agent.scheduler, this.settings.checkpointMs, (record) => this.write(record));
     const plan = guard(() => this.check(session.entries));
-    if (plan instanceof Thrown) return this.finish(undefined, () => this.host.errorNow(plan.error));
+    if (plan instanceof Thrown) return this.finish(undefined, () => this.host.subscriber.error(plan.error));
     this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.agent.scheduler)
       .pipe(concatMap(() => session.renew()))
       .subscribe({ error: (error: unknown) => this.fail(error) });
     if (plan.status === 'new') {
       const start: RunRecord = { v: RECORD_VERSION, type: 'start', fingerprint: fingerprintOf(this.agent), messages: [...this.agent.config.messages] };
-      return this.commit(start, () => this.host.resume(plan));
+      return this.commit(start, () => this.goOn(plan));
     }
     for (const event of plan.replay) {
-      if (this.host.closed) return;
+      if (this.host.subscriber.closed) return;
       this.host.emit({ ...event, replayed: true });
     }
-    if (plan.status === 'answered') return this.finish(undefined, () => this.host.completeNow());
-    if (plan.status === 'failed') return this.finish(undefined, () => this.host.errorNow(replayedError(plan.error!)));
+    if (plan.status === 'answered') return this.finish(undefined, () => this.host.subscriber.complete());
+    if (plan.status === 'failed') return this.finish(undefined, () => this.host.subscriber.error(replayedError(plan.error!)));
     const approvals = Object.entries(this.settings.approvals ?? {});
     if (approvals.length === 0) {
       if (plan.status === 'suspended') return this.suspended(plan.pending, true);
-      return this.host.resume(plan);
+      return this.goOn(plan);
     }
     // each decision journaled before the call it decides runs; the plan read again with them
     const decisions: RunRecord[] = approvals.map(([callId, a]) => ({
@@ -213,9 +179,32 @@ export class DurableRun {
       ...(a.approved ? {} : { reason: a.reason }),
     }));
     const entries: JournalEntry[] = [...session.entries, ...decisions.map((d, i) => ({ seq: session.entries.length + i, data: jsonData(d) }))];
-    const write = (i: number): void =>
-      i === decisions.length ? this.host.resume(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1));
+    const write = (i: number): void => (i === decisions.length ? this.goOn(resumePlan(this.runId, entries)) : this.commit(decisions[i]!, () => write(i + 1)));
     write(0);
+  }
+
+  /** The run goes on from its plan: its state restored from it (a new run: its first turn). */
+  private goOn(plan: ResumePlan): void {
+    const host = this.host;
+    if (plan.status !== 'new') {
+      host.history.splice(0, host.history.length, ...plan.history);
+      host.step = plan.steps;
+      host.corrections = plan.corrections;
+      // the budget counts what the journal holds: a resumed run does not get a fresh one
+      host.budget.modelCalls = plan.used.modelCalls;
+      host.budget.toolCalls = plan.used.toolCalls;
+      host.budget.tokens = plan.used.tokens;
+    }
+    const next = plan.next;
+    if (next?.kind !== 'tools') return host.turn(plan.checkpoint);
+    const last = host.history[host.history.length - 1] as AssistantMessage;
+    host.toolRound(last.toolCalls ?? [], next.calls);
+  }
+
+  /** What the run's budget spent so far (each record carries it). */
+  private used(): Used {
+    const { modelCalls, toolCalls, tokens } = this.host.budget;
+    return { modelCalls, toolCalls, tokens };
   }
 
   /** The journal as a plan, checked against this configuration and the approvals given. */
@@ -288,30 +277,58 @@ export class DurableRun {
 
   private journalFailed(error: unknown): void {
     markFatal(error);
-    this.finish(undefined, () => this.host.errorNow(error));
+    this.finish(undefined, () => this.host.subscriber.error(error));
   }
 
-  /** A model turn's (or an answer's) record. */
-  record(messages: readonly Message[], events: readonly AgentEvent[], correction = false): RunRecord {
-    return messageRecord(messages, events, this.host.used(), correction ? { correction: true } : {});
+  /** A model turn's record: its tool calls and its finish (with the usage) replayed before its message. */
+  turnRecord(message: AssistantMessage, finish: Finish): RunRecord {
+    const calls = (message.toolCalls ?? []).map((c): AgentEvent => ({ type: 'tool-call', ...c }));
+    return messageRecord([message], [...calls, finish, { type: 'message', message }], this.used());
+  }
+
+  /** A checked answer's record: an answer that failed its check is journaled with its correction, in one record. */
+  answerRecord(
+    finish: Finish,
+    validation: AgentEvent,
+    message: AssistantMessage,
+    correction?: { readonly message: Message; readonly reset: AgentEvent },
+  ): RunRecord {
+    const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
+    if (correction === undefined) return messageRecord([message], events, this.used());
+    events.push({ type: 'message', message: correction.message }, correction.reset);
+    return messageRecord([message, correction.message], events, this.used(), { correction: true });
   }
 
   /** Before a tool executes: its start journaled. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T> {
-    return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.host.used() }), execute$);
+    return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.used() }), execute$);
   }
 
   /** A tool's outcome journaled (its events and message go on once it is durable). */
-  commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
-    const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.host.used(), { callId: call.id });
+  private commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
+    const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.used(), { callId: call.id });
     return concat(this.append$(record), of(outcome));
   }
 
   /**
-   * What a call of a tool round does, from its state in the plan (undefined: a call of a live
-   * turn): `'pending'` (it waits for approval), or its outcome (`run$` runs it).
+   * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
+   * call waiting for approval, or its outcome journaled (`run$` runs it); a call the journal holds
+   * done already: its tool message, nothing emitted, nothing written.
    */
-  callPlan(
+  callOutcome(
+    call: ToolCall,
+    state: CallState | undefined,
+    context: PipelineContext,
+    run$: () => Observable<ToolOutcome>,
+  ): PendingApproval | Observable<ToolOutcome> {
+    if (state?.state === 'done') return of({ events: [], message: state.message });
+    const outcome$ = this.callPlan(call, state, this.agent.tools.get(call.name), context, run$);
+    if (outcome$ === 'pending') return { callId: call.id, tool: call.name, args: call.args };
+    return outcome$.pipe(concatMap((outcome) => this.commitOutcome(call, outcome)));
+  }
+
+  /** What a call does, from its state in the plan: `'pending'` (it waits for approval), or its outcome (`run$` runs it). */
+  private callPlan(
     call: ToolCall,
     state: CallState | undefined,
     tool: AnyTool | undefined,
@@ -394,16 +411,18 @@ export class DurableRun {
 
   private suspended(_pending: readonly PendingApproval[], replayed: boolean): void {
     this.host.emit(replayed ? { type: 'suspended', runId: this.runId, replayed } : { type: 'suspended', runId: this.runId });
-    this.finish(undefined, () => this.host.completeNow());
+    this.finish(undefined, () => this.host.subscriber.complete());
   }
 
   /** The answer was given: journaled as the end, the lease released, then the run completes. */
   answered(): void {
-    this.finish({ v: RECORD_VERSION, type: 'end', outcome: 'answer' }, () => this.host.completeNow());
+    this.finish({ v: RECORD_VERSION, type: 'end', outcome: 'answer' }, () => this.host.subscriber.complete());
   }
 
   /** The run failed: journaled as its end (unless the journal itself failed), the lease released, then the error. */
   fail(error: unknown): void {
+    // nothing else of the run goes on while its end is journaled
+    this.host.work.unsubscribe();
     const record: RunRecord | undefined = notJournaled(error)
       ? undefined
       : {
@@ -412,7 +431,7 @@ export class DurableRun {
           outcome: 'error',
           error: { name: error instanceof Error ? error.name : 'Error', message: error instanceof Error ? error.message : String(error) },
         };
-    this.finish(record, () => this.host.errorNow(error));
+    this.finish(record, () => this.host.subscriber.error(error));
   }
 
   /** Writes the end record (if any), releases the lease, then delivers the run's end. Once. */

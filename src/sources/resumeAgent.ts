@@ -6,7 +6,8 @@
  */
 import type { Observable } from 'rxjs';
 import type { AgentEvent } from '../core/events/events.js';
-import { resolveAgent, type ResumeConfig } from './agentConfig.js';
+import { InvalidOptionError } from '../core/errors/errors.js';
+import { NAMES, resolveAgent, type AgentConfig, type ResumeConfig } from './agentConfig.js';
 import { agentOf } from './runAgent.js';
 
 /**
@@ -44,5 +45,11 @@ import { agentOf } from './runAgent.js';
  *   version), `JournalMismatchError`, or `RunLockedError` while another holder runs it — nothing written.
  */
 export function resumeAgent(config: ResumeConfig): Observable<AgentEvent> {
-  return agentOf(resolveAgent(config, 'resumeAgent'));
+  const given: unknown = config;
+  // not an object: resolveAgent says so
+  if (typeof given !== 'object' || given === null) return agentOf(resolveAgent(config, 'resumeAgent'));
+  const { approvals, ...rest } = config;
+  for (const key of ['journal', 'runId'] as const)
+    if (rest[key] === undefined) throw new InvalidOptionError('resumeAgent', key, undefined, `${NAMES[key]} (resumeAgent resumes a journaled run)`);
+  return agentOf(resolveAgent(rest as AgentConfig, 'resumeAgent', approvals));
 }

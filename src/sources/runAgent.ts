@@ -6,21 +6,7 @@
  *
  * @module
  */
-import {
-  catchError,
-  concatMap,
-  defaultIfEmpty,
-  defer,
-  map,
-  merge,
-  Observable,
-  of,
-  Subscription,
-  takeLast,
-  throwError,
-  type Observer,
-  type Subscriber,
-} from 'rxjs';
+import { catchError, defaultIfEmpty, defer, map, merge, Observable, of, Subscription, takeLast, throwError, type Observer, type Subscriber } from 'rxjs';
 import { classifyError } from '../core/errors/classify.js';
 import { BudgetExceededError, IncompleteStreamError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
@@ -36,10 +22,18 @@ import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
 import { effectKey, freshRunId } from '../core/journal/idempotency.js';
-import { resolveAgent, underLedger, type AgentConfig, type PipelineContext, type ResolvedAgent } from './agentConfig.js';
-import { DurableRun, type DurableHost, type ToolOutcome } from './durableRun.js';
-import type { CallState, ResumePlan } from './resumePlan.js';
-import type { PendingApproval } from './runJournal.js';
+import {
+  resolveAgent,
+  underLedger,
+  type AgentConfig,
+  type DurableHost,
+  type DurablePort,
+  type PipelineContext,
+  type ResolvedAgent,
+  type ToolOutcome,
+} from './agentConfig.js';
+import type { CallState } from './resumePlan.js';
+import type { PendingApproval, RunRecord } from './runJournal.js';
 import { BudgetTracker, type Budget } from './budget.js';
 
 export type { AgentConfig, AnyTool, Approval, CapabilitySource, PipelineContext, ResumeConfig } from './agentConfig.js';
@@ -156,27 +150,27 @@ class ReportSink implements Partial<Observer<AgentEvent>> {
  */
 class AgentRun implements DurableHost {
   private readonly hub: HealHub;
-  /** A journaled run's session and records (undefined: not journaled). */
-  private readonly durable: DurableRun | undefined;
+  /** A journaled run's session and records, from the machinery its journal carries (undefined: not journaled). */
+  private readonly durable: DurablePort | undefined;
   private readonly scope = new RunScope();
-  private readonly budget: BudgetTracker;
-  private readonly history: Message[];
-  private readonly work = new Subscription();
+  readonly budget: BudgetTracker;
+  readonly history: Message[];
+  readonly work = new Subscription();
   /** Hub and capability events already passed on (only with capabilities: then one event may come from both). */
   private seen: WeakSet<object> | undefined;
-  private step = 0;
-  private corrections = 0;
+  step = 0;
+  corrections = 0;
   /** The id idempotency keys are derived from: the journaled one, else one made on the first tool call. */
   private runId: string | undefined;
 
   constructor(
     private readonly agent: ResolvedAgent,
-    private readonly subscriber: Subscriber<AgentEvent>,
+    readonly subscriber: Subscriber<AgentEvent>,
   ) {
     this.hub = agent.config.hub ?? new HealHub();
     this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
-    this.durable = agent.durable ? new DurableRun(this, agent, agent.durable) : undefined;
+    this.durable = agent.durable?.runs.run(this, agent);
   }
 
   /** Start: surface what the hub and the capabilities report, then the first turn. */
@@ -189,36 +183,6 @@ class AgentRun implements DurableHost {
     else this.stage(() => this.turn());
   }
 
-  /** A journaled run goes on from its plan (read from the journal, replayed already). */
-  resume(plan: ResumePlan): void {
-    if (plan.status !== 'new') {
-      this.history.splice(0, this.history.length, ...plan.history);
-      this.step = plan.steps;
-      this.corrections = plan.corrections;
-      this.budget.restore(plan.used);
-    }
-    const next = plan.next;
-    if (next?.kind !== 'tools') return this.turn(plan.checkpoint);
-    const last = this.history[this.history.length - 1] as AssistantMessage;
-    this.toolRound(last.toolCalls ?? [], next.calls);
-  }
-
-  get closed(): boolean {
-    return this.subscriber.closed;
-  }
-
-  used(): ReturnType<BudgetTracker['used']> {
-    return this.budget.used();
-  }
-
-  errorNow(error: unknown): void {
-    this.subscriber.error(error);
-  }
-
-  completeNow(): void {
-    this.subscriber.complete();
-  }
-
   /** The run answered: a journaled one journals its end and releases its lease first. */
   private answered(): void {
     if (this.durable) this.durable.answered();
@@ -226,7 +190,7 @@ class AgentRun implements DurableHost {
   }
 
   /** Journaled: `record()` is appended, then the run goes on (`next`); otherwise it goes on at once. */
-  private persist(record: (durable: DurableRun) => Parameters<DurableRun['commit']>[0], next: () => void): void {
+  private persist(record: (durable: DurablePort) => RunRecord, next: () => void): void {
     if (this.durable) this.durable.commit(record(this.durable), next);
     else next();
   }
@@ -261,10 +225,8 @@ class AgentRun implements DurableHost {
   }
 
   fail(error: unknown): void {
-    if (this.durable === undefined) return this.subscriber.error(error);
-    // nothing else of the run goes on while its end is journaled
-    this.work.unsubscribe();
-    this.durable.fail(error);
+    if (this.durable) this.durable.fail(error);
+    else this.subscriber.error(error);
   }
 
   private addMessage(message: Message): void {
@@ -286,7 +248,7 @@ class AgentRun implements DurableHost {
   }
 
   /** A turn: one model request through the model pipeline; its events passed on and gathered (`from`: a resumed run's interrupted turn's checkpoint). */
-  private turn(from?: ModelCheckpoint): void {
+  turn(from?: ModelCheckpoint): void {
     if (this.subscriber.closed) return;
     const { config, maxSteps, scheduler } = this.agent;
     // past the steps budget the check throws, and stage() (every turn runs in one) ends the run
@@ -322,39 +284,26 @@ class AgentRun implements DurableHost {
     // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
     const reasoning = output.takeReasoning();
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
-    // a journaled turn's record replays its tool calls and its finish (with the usage) before its message
-    const turnEvents = (message: Message): AgentEvent[] => [
-      ...calls.map((c): AgentEvent => ({ type: 'tool-call', ...c })),
-      finish,
-      { type: 'message', message },
-    ];
-    if (calls.length > 0) {
-      const message = withReasoning({ role: 'assistant', content: text, toolCalls: calls });
-      return this.persist(
-        (durable) => durable.record([message], turnEvents(message)),
-        () => {
-          this.addMessage(message);
-          this.toolRound(calls);
-        },
-      );
-    }
     const check = this.agent.config.output;
-    if (!check) {
-      const message = withReasoning({ role: 'assistant', content: text });
-      return this.persist(
-        (durable) => durable.record([message], turnEvents(message)),
-        () => {
-          this.addMessage(message);
-          this.answered();
-        },
-      );
-    }
-    if (this.durable) return this.checkJournaled(text, check, withReasoning, finish);
-    this.checkAnswer(text, check, withReasoning);
+    if (calls.length === 0 && check) return this.checkAnswer(text, check, withReasoning, finish);
+    const message = withReasoning<AssistantMessage>(
+      calls.length > 0 ? { role: 'assistant', content: text, toolCalls: calls } : { role: 'assistant', content: text },
+    );
+    this.persist(
+      (durable) => durable.turnRecord(message, finish),
+      () => {
+        this.addMessage(message);
+        if (calls.length > 0) this.toolRound(calls);
+        else this.answered();
+      },
+    );
   }
 
-  /** {@link AgentRun.checkAnswer} of a journaled run: an answer that fails its check is journaled with its correction, in one record. */
-  private checkJournaled(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage, finish: Finish): void {
+  /**
+   * Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask.
+   * Journaled, an answer that fails its check is journaled with its correction, in one record.
+   */
+  private checkAnswer(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage, finish: Finish): void {
     const problems = output.check(text);
     const valid = problems.length === 0;
     const validation: AgentEvent = { type: 'validation', valid, attempt: this.corrections + 1, problems };
@@ -362,10 +311,8 @@ class AgentRun implements DurableHost {
     const done = valid || this.corrections >= output.maxCorrections;
     const correction: Message | undefined = done ? undefined : { role: 'user', content: output.correction(problems) };
     const reset: AgentEvent = { type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` };
-    const events: AgentEvent[] = [finish, validation, { type: 'message', message }];
-    if (correction) events.push({ type: 'message', message: correction }, reset);
     this.persist(
-      (durable) => durable.record(correction ? [message, correction] : [message], events, correction !== undefined),
+      (durable) => durable.answerRecord(finish, validation, message, correction && { message: correction, reset }),
       () => {
         this.emit(validation);
         this.addMessage(message);
@@ -378,42 +325,22 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** Output self-correction: a valid answer (or the last allowed) ends the run; otherwise re-ask. */
-  private checkAnswer(text: string, output: OutputValidator, withReasoning: (m: AssistantMessage) => AssistantMessage): void {
-    const problems = output.check(text);
-    const valid = problems.length === 0;
-    this.emit({ type: 'validation', valid, attempt: this.corrections + 1, problems });
-    this.addMessage(withReasoning({ role: 'assistant', content: text, validated: valid }));
-    if (valid || this.corrections >= output.maxCorrections) return this.subscriber.complete();
-    this.corrections++;
-    this.addMessage({ role: 'user', content: output.correction(problems) });
-    this.emit({ type: 'reset', reason: 'correction', target: `model:${this.agent.config.model.id}` });
-    this.turn();
-  }
-
   /**
    * A tool round: the turn's calls in parallel, their messages in call order, then the next turn.
    * Journaled: each outcome is journaled before it is emitted; a resumed round goes on from each
    * call's state (`states`); calls waiting for approval suspend the run once the others are done.
    */
-  private toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void {
+  toolRound(calls: readonly ToolCall[], states?: readonly CallState[]): void {
     const context = this.context();
     const messages: (ToolMessage | undefined)[] = calls.map(() => undefined);
     const durable = this.durable;
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      if (durable === undefined) return void outcomes.push(this.toolOutcome(call, context, i).pipe(map((outcome) => [i, outcome] as const)));
-      const state = states?.[i];
-      if (state?.state === 'done') return void (messages[i] = state.message);
-      const outcome$ = durable.callPlan(call, state, this.agent.tools.get(call.name), context, () => this.toolOutcome(call, context, i));
-      if (outcome$ === 'pending') return void pending.push({ callId: call.id, tool: call.name, args: call.args });
-      outcomes.push(
-        outcome$.pipe(
-          concatMap((outcome) => durable.commitOutcome(call, outcome)),
-          map((outcome) => [i, outcome] as const),
-        ),
-      );
+      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context, i);
+      const outcome$ = durable ? durable.callOutcome(call, states?.[i], context, run$) : run$();
+      if (outcome$ instanceof Observable) outcomes.push(outcome$.pipe(map((outcome) => [i, outcome] as const)));
+      else pending.push(outcome$);
     });
     this.work.add(
       merge(...outcomes).subscribe({
