@@ -3,15 +3,23 @@
  * decides about retries and breakers) reads it right: one table from what the SDK throws to the
  * error `fromMcp` fails with. No framework import here: the SDK's errors are read by shape.
  *
+ * Both SDK majors: 1.x throws `McpError` (numeric codes), 2.x `ProtocolError` (the server's
+ * JSON-RPC error, numeric codes) and `SdkError` (local failures, string codes).
+ *
  * | the client throws                                    | `fromMcp` fails with            | the classifier says            |
  * | ---------------------------------------------------- | ------------------------------- | ------------------------------ |
- * | `McpError` -32000 (Connection closed), `Not connected`, EPIPE on send | {@link McpConnectionError} | `connection`: retryable, counted |
+ * | `McpError` -32000 (Connection closed), `Not connected`, EPIPE on send; `SdkError` `CONNECTION_CLOSED`, `NOT_CONNECTED`, `SEND_FAILED` | {@link McpConnectionError} | `connection`: retryable, counted |
  * | `StreamableHTTPError` 404 with a session             | {@link McpSessionExpiredError}  | `connection` (re-initialised)  |
- * | `McpError` -32001 (the SDK's own request timeout)    | {@link McpTimeoutError}         | `timeout`: retryable, counted  |
- * | `McpError` -32700, -32600, -32601, -32602, -32042    | {@link McpProtocolError} (400)  | `bad_request`: not retried, not counted |
- * | `McpError` -32603 (internal error)                   | {@link McpProtocolError} (500)  | `server_error`: retryable, counted |
- * | any other `McpError` code                            | {@link McpProtocolError} (no status) | `unknown`                 |
+ * | `McpError` -32001, `SdkError` `REQUEST_TIMEOUT` (the SDK's own request timeout) | {@link McpTimeoutError} | `timeout`: retryable, counted |
+ * | `McpError` / `ProtocolError` -32700, -32600, -32601, -32602, -32042 | {@link McpProtocolError} (400) | `bad_request`: not retried, not counted |
+ * | `McpError` / `ProtocolError` -32603 (internal error) | {@link McpProtocolError} (500)  | `server_error`: retryable, counted |
+ * | any other `McpError` / `ProtocolError` code          | {@link McpProtocolError} (no status) | `unknown`                 |
+ * | `SdkError` `CAPABILITY_NOT_SUPPORTED` or `INPUT_REQUIRED_ROUNDS_EXCEEDED` on an `input_required` call, `ProtocolError` -32021 (a client capability missing) | {@link McpInputRequiredError} (400) | `bad_request`: not retried, not counted |
+ * | `SdkHttpError` (2.x over HTTP) with a `status`       | unchanged (its `status`)        | by the status                  |
  * | anything else (fetch's `TypeError`, a 5xx `StreamableHTTPError`, a `SyntaxError`) | unchanged | by its own rules |
+ *
+ * On a 2026-07-28 connection nothing resumes a broken stream: a call of a tool not marked safe to
+ * repeat whose connection broke after it was sent fails with {@link McpOutcomeUnknownError}.
  *
  * A result with `isError: true` is not a protocol failure: it becomes a {@link McpToolResultError}
  * (422, `validation_error`: reflected to the model, never retried, never counted by the breaker).
@@ -165,6 +173,69 @@ export class McpToolResultError extends Error {
   }
 }
 
+/**
+ * A multi-round call (MCP 2026-07-28) asked for input nobody here could give: no
+ * `onInputRequired` answers it and the SDK's own handlers could not (no handler for the
+ * method), or it was still asking after `maxInputRounds` rounds. The tool did not finish. Its
+ * `inputRequests` and `requestState` are the server's last ones. `status` 400: not retried, not
+ * counted by the breaker (the server answered).
+ *
+ * @example
+ * ```ts
+ * if (e instanceof ToolError && e.cause instanceof McpInputRequiredError) console.log(Object.keys(e.cause.inputRequests));
+ * ```
+ */
+export class McpInputRequiredError extends Error {
+  override readonly name = 'McpInputRequiredError';
+  /** 400: read by the classifier as `bad_request`. */
+  readonly status = 400;
+
+  constructor(
+    /** The server's id. */
+    readonly server: string,
+    /** The tool (its MCP name). */
+    readonly tool: string,
+    why: string,
+    /** What the server asked for, by key (empty when the SDK did not say). */
+    readonly inputRequests: Readonly<Record<string, unknown>> = {},
+    /** The server's opaque state, when it sent one. */
+    readonly requestState?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`MCP tool '${tool}' of '${server}' needs input: ${why}`, options);
+  }
+}
+
+/**
+ * The connection broke after a call of a tool not marked safe to repeat was sent, on a server
+ * speaking MCP 2026-07-28, where nothing resumes a broken stream: the tool may or may not have
+ * run. It is not run again (only tools whose annotations say they are safe are); tell the model,
+ * or check. `code` is `'ECONNRESET'` (`connection`: the breaker counts it); `cause` is the failure.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof ToolError && e.cause instanceof McpOutcomeUnknownError) console.log(`check whether ${e.cause.tool} ran`);
+ * ```
+ */
+export class McpOutcomeUnknownError extends Error {
+  override readonly name = 'McpOutcomeUnknownError';
+  /** `'ECONNRESET'`: what the classifier reads as a dropped connection. */
+  readonly code = 'ECONNRESET';
+
+  constructor(
+    /** The server's id. */
+    readonly server: string,
+    /** The tool (its MCP name). */
+    readonly tool: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `MCP tool '${tool}' of '${server}': the connection broke after the call was sent, and nothing resumes it: whether it ran is unknown (not run again: the tool is not marked safe to repeat)`,
+      options,
+    );
+  }
+}
+
 /** JSON-RPC codes and the HTTP status each stands for (the table above). */
 const RPC_STATUS: ReadonlyMap<number, number> = new Map([
   [-32700, 400],
@@ -178,6 +249,19 @@ const RPC_STATUS: ReadonlyMap<number, number> = new Map([
 /** The SDK's `ErrorCode.ConnectionClosed` and `ErrorCode.RequestTimeout`. */
 const CONNECTION_CLOSED = -32000;
 const REQUEST_TIMEOUT = -32001;
+
+/** 2026-07-28: the server needs input of a kind the client's capabilities do not declare. */
+const MISSING_CLIENT_CAPABILITY = -32021;
+
+/** 2.x `SdkError` codes of a connection gone (closed, never opened, a send that failed). */
+const SDK_CONNECTION = new Map([
+  ['CONNECTION_CLOSED', 'connection closed'],
+  ['NOT_CONNECTED', 'not connected'],
+  ['SEND_FAILED', 'the message could not be sent'],
+]);
+
+/** 2.x `SdkError` codes of an `input_required` answer the SDK could not fulfil. */
+const SDK_INPUT = new Set(['CAPABILITY_NOT_SUPPORTED', 'INPUT_REQUIRED_ROUNDS_EXCEEDED', 'UNSUPPORTED_RESULT_TYPE']);
 
 /** Send failures of a stdio transport whose process is gone. */
 const PIPE_CODES = new Set(['EPIPE', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END']);
@@ -214,7 +298,19 @@ export function rpcDetail(message: string): string {
 export function mcpFailure(server: string, tool: string, error: unknown, timeoutMs: number): unknown {
   const code = field(error, 'code');
   const message = String(field(error, 'message') ?? error);
-  if (field(error, 'name') === 'McpError' && typeof code === 'number') {
+  const name = field(error, 'name');
+  if (name === 'SdkError' && typeof code === 'string') {
+    const gone = SDK_CONNECTION.get(code);
+    if (gone !== undefined) return new McpConnectionError(server, gone, { cause: error });
+    if (code === 'REQUEST_TIMEOUT') return new McpTimeoutError(server, tool, timeoutMs, 'idle', { cause: error });
+    if (SDK_INPUT.has(code)) {
+      const last = field(field(error, 'data'), 'lastResult');
+      return new McpInputRequiredError(server, tool, message, (field(last, 'inputRequests') ?? {}) as Record<string, unknown>, undefined, { cause: error });
+    }
+  }
+  if (code === MISSING_CLIENT_CAPABILITY)
+    return new McpInputRequiredError(server, tool, `${rpcDetail(message)} (declare it in the client's capabilities)`, {}, undefined, { cause: error });
+  if ((name === 'McpError' || name === 'ProtocolError') && typeof code === 'number') {
     if (code === CONNECTION_CLOSED) return new McpConnectionError(server, 'connection closed', { cause: error });
     if (code === REQUEST_TIMEOUT) return new McpTimeoutError(server, tool, timeoutMs, 'idle', { cause: error });
     return new McpProtocolError(server, code, rpcDetail(message), { cause: error });
@@ -223,4 +319,24 @@ export function mcpFailure(server: string, tool: string, error: unknown, timeout
   if (message === 'Not connected') return new McpConnectionError(server, 'not connected', { cause: error });
   if (typeof code === 'string' && PIPE_CODES.has(code)) return new McpConnectionError(server, `the connection broke (${code})`, { cause: error });
   return error;
+}
+
+/**
+ * Whether a call that failed so broke its connection after it may have reached the server: a
+ * connection closed mid-call, an exchange cut (fetch's `TypeError`, a reset socket) — not one
+ * refused or not there to send on (the request never left), nor an answer (an error the server
+ * sent, a timeout: each says what it is).
+ *
+ * @example
+ * ```ts
+ * mayHaveRun(new McpConnectionError('kb', 'not connected')); // false
+ * mayHaveRun(new TypeError('fetch failed')); // true: the exchange broke, maybe after the request
+ * ```
+ */
+export function mayHaveRun(error: unknown): boolean {
+  if (error instanceof McpConnectionError) return !/not connected|could not be sent|EPIPE|ERR_STREAM/.test(error.message);
+  const cause = field(error, 'cause');
+  const code = field(cause, 'code') ?? field(error, 'code');
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return false;
+  return error instanceof TypeError || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
 }

@@ -1,5 +1,5 @@
 /**
- * {@link fromMcp} and {@link watchMcpTools}: an MCP server's tools as rxheal {@link Tool}s —
+ * {@link fromMcp}: an MCP server's tools as rxheal {@link Tool}s —
  * arguments checked against each tool's `inputSchema` by the SDK's own JSON Schema validator
  * before the server is called, `idempotent` from the tools' annotations, `isError` results as tool
  * errors the model can reflect on — every call through the server's breaker (link.ts).
@@ -11,14 +11,33 @@ import { asyncScheduler, map, Observable, type SchedulerLike } from 'rxjs';
 import { CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
-import { InvalidOptionError } from '../core/errors/errors.js';
 import { check, Hub, NonEmptyString, NonNegativeOrInfinity, PositiveNumber, Scheduler, Func, validateOptions } from '../core/errors/options.js';
 import type { HealHub } from '../core/hub/hub.js';
 import type { Tool } from '../sources/tool.js';
 import { McpToolResultError, mcpFailure } from './errors.js';
-import { McpLink, type McpClient, type McpProgressListener, type McpRequestOptions, type McpToolInfo, type McpTransportFactory } from './link.js';
+import { readClient, type McpAnyClient } from './clients.js';
+import {
+  McpLink,
+  type McpClientBase,
+  type McpInputAnswer,
+  type McpProgressListener,
+  type McpRequestOptions,
+  type McpToolInfo,
+  type McpTransportFactory,
+} from './link.js';
 
-export type { McpClient, McpProgressListener, McpRequestOptions, McpToolInfo, McpTransportFactory } from './link.js';
+export type { McpAnyClient, McpClientV2 } from './clients.js';
+export type {
+  McpCallParams,
+  McpClient,
+  McpClientBase,
+  McpInputAnswer,
+  McpInputRequest,
+  McpProgressListener,
+  McpRequestOptions,
+  McpToolInfo,
+  McpTransportFactory,
+} from './link.js';
 
 /**
  * A JSON Schema validator: the MCP SDK's `jsonSchemaValidator` interface (its
@@ -53,7 +72,7 @@ export interface McpReconnectBackoff {
 }
 
 /**
- * Options of {@link fromMcp} and {@link watchMcpTools}.
+ * Options of {@link fromMcp} and `watchMcpTools`.
  *
  * @example
  * ```ts
@@ -95,6 +114,17 @@ export interface FromMcpOptions {
   readonly reconnectBackoff?: McpReconnectBackoff;
   /** Validates arguments against `inputSchema`. Defaults to the SDK's `AjvJsonSchemaValidator` (ajv, as the SDK's client uses). */
   readonly validator?: McpSchemaValidator;
+  /**
+   * Answers a multi-round call's `input_required` (MCP 2026-07-28: the server asks for an
+   * elicitation, a sampling…): called for each round with what the server asks and a signal, its
+   * answers sent back with the server's `requestState`, byte for byte, as a fresh request under the
+   * same deadlines (each round pushes the idle one back) and cancellation. Without it a 2.x client
+   * fulfils the rounds with its own request handlers (`setRequestHandler('elicitation/create', …)`),
+   * and a call nobody can answer fails with `McpInputRequiredError`. The model is never asked.
+   */
+  readonly onInputRequired?: McpInputAnswer;
+  /** Rounds of one multi-round call `onInputRequired` answers at most (then `McpInputRequiredError`). Defaults to 10. */
+  readonly maxInputRounds?: number;
   /** Where the timeouts and the backoff are timed. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }
@@ -120,27 +150,10 @@ const props = {
     'a JSON Schema validator (with getValidator)',
     (u): u is McpSchemaValidator => typeof (u as McpSchemaValidator | null)?.getValidator === 'function',
   ),
+  onInputRequired: Func,
+  maxInputRounds: check('an integer >= 1', (u): u is number => Number.isInteger(u) && (u as number) >= 1),
   scheduler: Scheduler,
 };
-
-const CLIENT_METHODS = ['listTools', 'callTool', 'ping', 'connect', 'close', 'getServerVersion'] as const;
-
-/** The client checked: a 1.x `Client` by shape (a 2.x one takes `callTool`'s options second, and has `discover`). */
-function checkClient(target: string, client: unknown): McpClient {
-  const c = client as Record<string, unknown> | null | undefined;
-  const missing = CLIENT_METHODS.find((m) => typeof c?.[m] !== 'function');
-  if (missing !== undefined)
-    throw new InvalidOptionError(target, 'client', client, `an MCP Client of @modelcontextprotocol/sdk 1.x, connected (no ${missing}())`);
-  if (typeof c?.['discover'] === 'function') {
-    throw new InvalidOptionError(
-      target,
-      'client',
-      client,
-      'a Client of @modelcontextprotocol/sdk 1.x (a 2.x Client takes callTool options second: not supported yet)',
-    );
-  }
-  return client as McpClient;
-}
 
 /**
  * Whether `fromMcp` takes a tool as safe to run twice (so retries may repeat it): `readOnlyHint`
@@ -158,9 +171,13 @@ export function isIdempotentTool(tool: Pick<McpToolInfo, 'annotations'>): boolea
   return (a?.readOnlyHint === true || a?.idempotentHint === true) && a?.destructiveHint !== true;
 }
 
-/** The SDK's validator, loaded only when none was given (a static import would need the 1.x SDK installed for the types alone). */
-async function defaultValidator(): Promise<McpSchemaValidator> {
-  const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv');
+/**
+ * The SDK's validator — of the client's own major, the one installed — loaded only when none was
+ * given (a static import would need that SDK installed for the types alone).
+ */
+async function defaultValidator(major: 1 | 2): Promise<McpSchemaValidator> {
+  const { AjvJsonSchemaValidator } =
+    major === 1 ? await import('@modelcontextprotocol/sdk/validation/ajv') : await import('@modelcontextprotocol/client/validators/ajv');
   return new AjvJsonSchemaValidator() as unknown as McpSchemaValidator;
 }
 
@@ -233,6 +250,10 @@ export class McpToolset {
     private readonly link: McpLink,
     private readonly prefix: string,
     validator: McpSchemaValidator | undefined,
+    /** The client's SDK major (its validator is the default one). */
+    readonly major: 1 | 2,
+    /** Whether the connection speaks 2026-07-28 (clients.ts). */
+    readonly stateless: () => boolean,
   ) {
     this.validator = validator;
   }
@@ -256,12 +277,12 @@ export class McpToolset {
   /** Every page of `tools/list`, and the validator to check them with. */
   private async fetchAll(): Promise<[McpToolInfo[], McpSchemaValidator]> {
     const { client, id, timeoutMs } = this.link.settings;
-    const validator = (this.validator ??= await defaultValidator());
+    const validator = (this.validator ??= await defaultValidator(this.major));
     const infos: McpToolInfo[] = [];
     const cursors = new Set<string>();
     let cursor: string | undefined;
     do {
-      let page: Awaited<ReturnType<McpClient['listTools']>>;
+      let page: Awaited<ReturnType<McpClientBase['listTools']>>;
       try {
         page = await client.listTools(cursor === undefined ? undefined : { cursor });
       } catch (error) {
@@ -320,7 +341,7 @@ export class McpToolset {
  * @internal exported for the proxy
  */
 export function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
-  const client = checkClient(target, clientIn);
+  const { client, major, callTool, stateless, probe } = readClient(target, clientIn);
   const o = validateOptions(target, props, options) as FromMcpOptions;
   const id = o.id ?? client.getServerVersion()?.name ?? 'mcp';
   const scheduler = o.scheduler ?? asyncScheduler;
@@ -328,6 +349,11 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
   const link = new McpLink({
     id,
     client,
+    callTool,
+    stateless,
+    probe,
+    onInputRequired: o.onInputRequired,
+    maxInputRounds: o.maxInputRounds ?? 10,
     breaker,
     hub: o.hub,
     capabilities: o.capabilities,
@@ -337,7 +363,7 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? Infinity,
     scheduler,
   });
-  return new McpToolset(link, o.prefix ?? '', o.validator);
+  return new McpToolset(link, o.prefix ?? '', o.validator, major, stateless);
 }
 
 /**
@@ -384,71 +410,9 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
  * ```
  * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
  */
-export function fromMcp(client: McpClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
+export function fromMcp(client: McpAnyClient, options?: FromMcpOptions): Promise<Tool<Record<string, unknown>, unknown>[]> {
   // the toolset's only listing: never superseded
   return toolset('fromMcp', client, options)
     .list()
     .then((tools) => tools!);
-}
-
-/**
- * {@link fromMcp}'s tools, then the tools again each time the server says its list changed
- * (`notifications/tools/list_changed`): hand the latest to the next `runAgent`. All the lists
- * share one breaker and one reconnection. Subscribing sets the client's handler for that
- * notification (the SDK keeps one per method) and unsubscribing removes it. Errors when a listing
- * fails.
- *
- * @example
- * ```ts
- * let tools: Tool[] = [];
- * watchMcpTools(client, { id: 'kb' }).subscribe((latest) => (tools = latest));
- * // each user message: runAgent({ model, tools, messages })
- * ```
- * @throws {InvalidOptionError} at once, for a client that is not a 1.x `Client` or an invalid option.
- */
-export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptions): Observable<Tool<Record<string, unknown>, unknown>[]> {
-  if (typeof client?.setNotificationHandler !== 'function' || typeof client?.removeNotificationHandler !== 'function') {
-    throw new InvalidOptionError('watchMcpTools', 'client', client, 'an MCP Client of @modelcontextprotocol/sdk 1.x (with setNotificationHandler)');
-  }
-  const tools = toolset('watchMcpTools', client, options);
-  return new Observable<Tool<Record<string, unknown>, unknown>[]>((subscriber) => {
-    // an older listing that answers late is dropped (undefined): the newest list wins
-    const refresh = (): void => {
-      tools.list().then(
-        (list) => {
-          if (list !== undefined) subscriber.next(list);
-        },
-        (error: unknown) => subscriber.error(error),
-      );
-    };
-    let active = true;
-    import('@modelcontextprotocol/sdk/types.js').then(
-      ({ ToolListChangedNotificationSchema }) => {
-        if (!active) return;
-        client.setNotificationHandler(ToolListChangedNotificationSchema as never, () => refresh());
-        refresh();
-      },
-      (error: unknown) => subscriber.error(error),
-    );
-    return () => {
-      active = false;
-      client.removeNotificationHandler('notifications/tools/list_changed');
-    };
-  });
-}
-
-/**
- * A client {@link watchMcpTools} can follow: an {@link McpClient} with the SDK's notification
- * handlers.
- *
- * @example
- * ```ts
- * const client: McpWatchableClient = new Client({ name: 'my-agent', version: '1.0.0' });
- * ```
- */
-export interface McpWatchableClient extends McpClient {
-  /** Sets the one handler of a notification (the SDK's, by its schema). */
-  setNotificationHandler(schema: never, handler: (notification: never) => void): void;
-  /** Removes the handler of a notification method. */
-  removeNotificationHandler(method: string): void;
 }

@@ -2,31 +2,48 @@
  * `rxheal/mcp`: an MCP server's tools as rxheal tools that heal — arguments validated against
  * their schemas before the call, retries only for tools whose annotations say they are safe,
  * `isError` results reflected to the model, progress-aware timeouts, cancellation, one breaker
- * per server, and reconnection. `@modelcontextprotocol/sdk` (1.x) is an optional peer
- * dependency: only this subpath needs it.
+ * per server, and reconnection — on either MCP SDK major: the 1.x `Client` of
+ * `@modelcontextprotocol/sdk`, or the 2.x one of `@modelcontextprotocol/client` (MCP 2026-07-28:
+ * stateless servers, multi-round calls; the old handshake with an older server). Both are
+ * optional peer dependencies: only this subpath needs one, and never both.
  *
  * @example
  * ```ts
- * import { Client } from '@modelcontextprotocol/sdk/client/index.js';
- * import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+ * import { Client } from '@modelcontextprotocol/client';
+ * import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
  * import { fromMcp } from 'rxheal/mcp';
- * const client = new Client({ name: 'my-agent', version: '1.0.0' });
+ * const client = new Client({ name: 'my-agent', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
  * await client.connect(new StdioClientTransport({ command: 'node', args: ['server.js'] }));
  * const tools = await fromMcp(client);
  * ```
  *
  * @module
  */
-export { fromMcp, isIdempotentTool, watchMcpTools } from './fromMcp.js';
+export { fromMcp, isIdempotentTool } from './fromMcp.js';
+export { watchMcpTools } from './watch.js';
 export type {
   FromMcpOptions,
+  McpAnyClient,
+  McpCallParams,
   McpClient,
+  McpClientBase,
+  McpClientV2,
+  McpInputAnswer,
+  McpInputRequest,
   McpProgressListener,
   McpReconnectBackoff,
   McpRequestOptions,
   McpSchemaValidator,
   McpToolInfo,
   McpTransportFactory,
-  McpWatchableClient,
 } from './fromMcp.js';
-export { McpConnectionError, McpProtocolError, McpSessionExpiredError, McpTimeoutError, McpToolResultError } from './errors.js';
+export type { McpWatchableClient } from './watch.js';
+export {
+  McpConnectionError,
+  McpInputRequiredError,
+  McpOutcomeUnknownError,
+  McpProtocolError,
+  McpSessionExpiredError,
+  McpTimeoutError,
+  McpToolResultError,
+} from './errors.js';

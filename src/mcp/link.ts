@@ -7,6 +7,7 @@
  * @module
  */
 import {
+  catchError,
   concat,
   defer,
   filter,
@@ -28,10 +29,12 @@ import { MAX_TIMER_MS } from '../core/rx/wait.js';
 import { circuitBreak } from '../operators/circuitBreak.js';
 import { degradeAfter } from '../operators/degradeAfter.js';
 import { retryWithBackoff } from '../operators/retryWithBackoff.js';
-import { McpConnectionError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
+import { mayHaveRun, McpConnectionError, McpOutcomeUnknownError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
+import { callInRounds, type McpInputAnswer } from './rounds.js';
 import { Reconnection, type McpTransportFactory } from './reconnection.js';
 
 export type { McpTransportFactory } from './reconnection.js';
+export type { McpInputAnswer, McpInputRequest } from './rounds.js';
 
 /** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
 export interface McpRequestOptions {
@@ -45,6 +48,20 @@ export interface McpRequestOptions {
   readonly maxTotalTimeout?: number;
   /** Called on each progress notification; passing it makes the SDK send a progress token. */
   readonly onprogress?: McpProgressListener;
+  /** 2.x: an `input_required` answer is handed back instead of fulfilled by the SDK (rxheal's `onInputRequired` answers it). */
+  readonly allowInputRequired?: boolean;
+}
+
+/** The params of one `tools/call` (with, on a later round of a multi-round call, the answers and the server's state). */
+export interface McpCallParams {
+  readonly name: string;
+  readonly arguments?: Record<string, unknown>;
+  /** 2026-07-28: the answers to the server's `input_required` requests, by their keys. */
+  readonly inputResponses?: Record<string, unknown>;
+  /** 2026-07-28: the opaque state the server sent with `input_required`, sent back byte for byte. */
+  readonly requestState?: string;
+  /** The request's `_meta` (see `McpLink.paramsOf`). */
+  readonly _meta?: Record<string, unknown>;
 }
 
 /**
@@ -80,25 +97,17 @@ export interface McpToolInfo {
 }
 
 /**
- * What `fromMcp` needs of an MCP client: the `@modelcontextprotocol/sdk` 1.x `Client`, connected
- * (`await client.connect(transport)`). `connect` and `close` are used only to reconnect, with
- * `fromMcp`'s `reconnect` transport factory.
+ * What `fromMcp` needs of an MCP client of either SDK major, but the call itself
+ * ({@link McpClient} for 1.x, `McpClientV2` for 2.x).
  *
  * @example
  * ```ts
- * const client: McpClient = new Client({ name: 'my-agent', version: '1.0.0' });
- * await client.connect(new StdioClientTransport({ command: 'node', args: ['server.js'] }));
+ * const base: McpClientBase = client; // a connected Client of either major
  * ```
  */
-export interface McpClient {
-  /** `tools/list`, one page (`nextCursor` asks for the next). */
+export interface McpClientBase {
+  /** `tools/list`, one page (`nextCursor` asks for the next; 2.x, called without a cursor, walks every page itself and honours `ttlMs`). */
   listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ tools: readonly McpToolInfo[]; nextCursor?: string }>;
-  /** `tools/call` (no result schema: the SDK's default). */
-  callTool(
-    params: { name: string; arguments?: Record<string, unknown> },
-    resultSchema?: undefined,
-    options?: McpRequestOptions,
-  ): Promise<{ readonly [key: string]: unknown }>;
   /** `ping`: the probe of a half-open breaker. */
   ping(options?: McpRequestOptions): Promise<unknown>;
   /** Connects (and initialises) on a fresh transport: used to reconnect. */
@@ -115,10 +124,36 @@ export interface McpClient {
   readonly transport?: unknown;
 }
 
+/**
+ * What `fromMcp` needs of an MCP client: the `@modelcontextprotocol/sdk` 1.x `Client`, connected
+ * (`await client.connect(transport)`). `connect` and `close` are used only to reconnect, with
+ * `fromMcp`'s `reconnect` transport factory.
+ *
+ * @example
+ * ```ts
+ * const client: McpClient = new Client({ name: 'my-agent', version: '1.0.0' });
+ * await client.connect(new StdioClientTransport({ command: 'node', args: ['server.js'] }));
+ * ```
+ */
+export interface McpClient extends McpClientBase {
+  /** `tools/call` (no result schema: the SDK's default). */
+  callTool(params: McpCallParams, resultSchema?: undefined, options?: McpRequestOptions): Promise<{ readonly [key: string]: unknown }>;
+}
+
 /** How a link is set up: what `fromMcp` resolved from its options. */
 export interface LinkSettings {
   readonly id: string;
-  readonly client: McpClient;
+  readonly client: McpClientBase;
+  /** `tools/call` on the client, whichever its major (clients.ts). */
+  readonly callTool: (params: McpCallParams, options: McpRequestOptions) => PromiseLike<{ readonly [key: string]: unknown }>;
+  /** The probe of a half-open breaker: `ping`, or on 2026-07-28 (which has no `ping`) `server/discover`. */
+  readonly probe: (options: McpRequestOptions) => Promise<unknown>;
+  /** The connection speaks 2026-07-28: no session, and a broken stream is a fresh request (nothing resumes it). */
+  readonly stateless: () => boolean;
+  /** Answers a multi-round call's `input_required` (rounds.ts); without it, the SDK's own handlers do (2.x), or the call fails. */
+  readonly onInputRequired: McpInputAnswer | undefined;
+  /** Rounds of one multi-round call at most. */
+  readonly maxInputRounds: number;
   readonly breaker: CircuitBreaker;
   readonly hub: HealHub | undefined;
   readonly capabilities: CapabilityRegistry | undefined;
@@ -189,9 +224,39 @@ export class McpLink {
    * the breaker sees one call (a restarted server that answers is not a failure).
    */
   call(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
-    const once$ = this.request(name, (options) => this.settings.client.callTool({ name, arguments: args }, undefined, options), onProgress);
+    const { id, callTool, onInputRequired, maxInputRounds, stateless } = this.settings;
+    const params = this.paramsOf(name, args);
+    const once$ = this.admitted(() =>
+      this.requestOnce(
+        name,
+        (options, alive) =>
+          callInRounds(
+            { server: id, tool: name, arguments: args, answer: onInputRequired, maxRounds: maxInputRounds, signal: options.signal, alive },
+            (extra, manual) => callTool(extra === undefined ? params : { ...params, ...extra }, manual ? { ...options, allowInputRequired: true } : options),
+          ),
+        onProgress,
+      ),
+    );
+    // nothing resumes a broken stream on a stateless connection: a tool not safe to repeat that may have run is not retried, its outcome unknown
+    const unresumed$ = idempotent
+      ? once$
+      : once$.pipe(
+          catchError((error: unknown) => throwError(() => (stateless() && mayHaveRun(error) ? new McpOutcomeUnknownError(id, name, { cause: error }) : error))),
+        );
     const outcome = (): void => this.afterOutcome();
-    return (idempotent && this.reconnection ? once$.pipe(this.againOnExpiredSession) : once$).pipe(this.breaker, tap({ error: outcome, complete: outcome }));
+    return (idempotent && this.reconnection ? unresumed$.pipe(this.againOnExpiredSession) : unresumed$).pipe(
+      this.breaker,
+      tap({ error: outcome, complete: outcome }),
+    );
+  }
+
+  /**
+   * The params of a `tools/call`: the one place a call's request is made up, its `_meta` included
+   * (where an idempotency key for a tool not safe to repeat belongs, so that a server can tell a
+   * repeat from a new call). Every round of a multi-round call sends these, with its answers.
+   */
+  private paramsOf(name: string, args: Record<string, unknown>): McpCallParams {
+    return { name, arguments: args };
   }
 
   /**
@@ -201,7 +266,7 @@ export class McpLink {
    * the breaker, and never made again. `label` names it in errors.
    */
   request<T>(label: string, send: (options: McpRequestOptions) => Promise<T>, onProgress?: McpProgressListener): Observable<T> {
-    return this.admitted(() => this.requestOnce(label, send, onProgress));
+    return this.admitted(() => this.requestOnce(label, (options) => send(options), onProgress));
   }
 
   /**
@@ -250,24 +315,33 @@ export class McpLink {
    * its 60 s default never cuts a long tool. A deadline that passes unsubscribes the request, which
    * cancels it before the error goes downstream: the server hears of it whatever downstream does.
    */
-  private requestOnce<T>(name: string, send: (options: McpRequestOptions) => Promise<T>, onProgress: McpProgressListener | undefined): Observable<T> {
+  private requestOnce<T>(
+    name: string,
+    send: (options: McpRequestOptions, alive: () => void) => PromiseLike<T>,
+    onProgress: McpProgressListener | undefined,
+  ): Observable<T> {
     const { id, timeoutMs } = this.settings;
     const request$ = new Observable<T | typeof PROGRESS>((subscriber) => {
       const cancel = new AbortController();
       let settled = false;
-      let answer: Promise<T>;
+      // a round of a multi-round call came back, or was answered: the idle deadline starts again
+      const alive = (): void => void (subscriber.closed || subscriber.next(PROGRESS));
+      let answer: PromiseLike<T>;
       try {
-        answer = send({
-          signal: cancel.signal,
-          timeout: MAX_TIMER_MS,
-          resetTimeoutOnProgress: true,
-          onprogress: (progress) => {
-            if (subscriber.closed) return;
-            subscriber.next(PROGRESS);
-            const heard = onProgress && guard(onProgress, progress);
-            if (heard instanceof Thrown) subscriber.error(heard.error);
+        answer = send(
+          {
+            signal: cancel.signal,
+            timeout: MAX_TIMER_MS,
+            resetTimeoutOnProgress: true,
+            onprogress: (progress) => {
+              if (subscriber.closed) return;
+              subscriber.next(PROGRESS);
+              const heard = onProgress && guard(onProgress, progress);
+              if (heard instanceof Thrown) subscriber.error(heard.error);
+            },
           },
-        });
+          alive,
+        );
       } catch (error) {
         // a client that throws instead of rejecting: an error downstream
         subscriber.error(mcpFailure(id, name, error, timeoutMs));
@@ -340,7 +414,7 @@ export class McpLink {
 
   private probe(): void {
     this.probing?.unsubscribe();
-    const ping$ = this.request('ping', (options) => this.settings.client.ping(options) as Promise<{ readonly [key: string]: unknown }>);
+    const ping$ = this.request('ping', (options) => this.settings.probe(options) as Promise<{ readonly [key: string]: unknown }>);
     // a failed probe re-opens the breaker: the next half-open probes again (no cap)
     // a probe whose permit outlived the half-open period (a slow reconnection) settles nothing: if
     // the breaker is half-open again with nobody probing, probe again

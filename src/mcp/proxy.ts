@@ -202,9 +202,22 @@ async function holding(inner: Transport, left: () => void): Promise<{ hello: Pro
   const held: [JSONRPCMessage, MessageExtraInfo | undefined][] = [];
   let greet!: (request: JSONRPCRequest) => void;
   const hello = new Promise<JSONRPCRequest>((resolve) => (greet = resolve));
+  let greeted = false;
   inner.onmessage = (message, extra) => {
+    // a request before initialize (a 2.x host's server/discover): this proxy speaks the old handshake, the host falls back to it at once
+    if (!greeted && !isInitializeRequest(message) && 'method' in message && 'id' in message) {
+      const error = {
+        code: ErrorCode.MethodNotFound,
+        message: `rxheal-mcp-proxy: ${message.method} before initialize (this proxy speaks the initialize handshake)`,
+      };
+      void inner.send({ jsonrpc: '2.0', id: message.id, error }).catch(() => undefined);
+      return;
+    }
     held.push([message, extra]);
-    if (isInitializeRequest(message)) greet(message as JSONRPCRequest);
+    if (isInitializeRequest(message)) {
+      greeted = true;
+      greet(message as JSONRPCRequest);
+    }
   };
   inner.onclose = left;
   inner.onerror = () => undefined;
