@@ -311,8 +311,14 @@ export class McpToolset {
   }
 
   /** One call's raw result (`isError` ones included), through the breaker and the reconnection; `onProgress` hears the server's progress notifications. */
-  callRaw(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
-    return this.link.call(name, args, idempotent, onProgress);
+  callRaw(
+    name: string,
+    args: Record<string, unknown>,
+    idempotent: boolean,
+    onProgress?: McpProgressListener,
+    idempotencyKey?: string,
+  ): Observable<{ readonly [key: string]: unknown }> {
+    return this.link.call(name, args, idempotent, onProgress, idempotencyKey);
   }
 
   /** One request of another kind, on the same connection (`McpLink.request`: reconnected first, deadlines, cancellation; no breaker). */
@@ -330,7 +336,9 @@ export class McpToolset {
       parameters: info.inputSchema,
       idempotent,
       args: schemaCodec(name, validate),
-      execute: (args) => this.link.call(info.name, args, idempotent).pipe(map((result) => resultValue(info.name, result))),
+      // the call's idempotency key in `_meta` (IDEMPOTENCY_META_KEY), for a server that deduplicates
+      execute: (args, context) =>
+        this.link.call(info.name, args, idempotent, undefined, context?.idempotencyKey).pipe(map((result) => resultValue(info.name, result))),
     };
   }
 }

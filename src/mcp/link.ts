@@ -32,6 +32,7 @@ import { retryWithBackoff } from '../operators/retryWithBackoff.js';
 import { mayHaveRun, McpConnectionError, McpOutcomeUnknownError, McpSessionExpiredError, McpTimeoutError, mcpFailure } from './errors.js';
 import { callInRounds, type McpInputAnswer } from './rounds.js';
 import { Reconnection, type McpTransportFactory } from './reconnection.js';
+import { IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';
 
 export type { McpTransportFactory } from './reconnection.js';
 export type { McpInputAnswer, McpInputRequest } from './rounds.js';
@@ -223,9 +224,15 @@ export class McpLink {
    * re-initialised and, for an idempotent tool, the call made once more — under the same permit:
    * the breaker sees one call (a restarted server that answers is not a failure).
    */
-  call(name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener): Observable<{ readonly [key: string]: unknown }> {
+  call(
+    name: string,
+    args: Record<string, unknown>,
+    idempotent: boolean,
+    onProgress?: McpProgressListener,
+    idempotencyKey?: string,
+  ): Observable<{ readonly [key: string]: unknown }> {
     const { id, callTool, onInputRequired, maxInputRounds, stateless } = this.settings;
-    const params = this.paramsOf(name, args);
+    const params = this.paramsOf(name, args, idempotencyKey);
     const once$ = this.admitted(() =>
       this.requestOnce(
         name,
@@ -255,8 +262,10 @@ export class McpLink {
    * (where an idempotency key for a tool not safe to repeat belongs, so that a server can tell a
    * repeat from a new call). Every round of a multi-round call sends these, with its answers.
    */
-  private paramsOf(name: string, args: Record<string, unknown>): McpCallParams {
-    return { name, arguments: args };
+  private paramsOf(name: string, args: Record<string, unknown>, idempotencyKey: string | undefined): McpCallParams {
+    return idempotencyKey === undefined || idempotencyKey === ''
+      ? { name, arguments: args }
+      : { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } };
   }
 
   /**

@@ -53,6 +53,7 @@ import type { ProxySettings, Upstream } from './args.js';
 import { McpProtocolError, rpcDetail } from './errors.js';
 import { toolset, type McpToolset } from './fromMcp.js';
 import type { McpProgressListener } from './link.js';
+import { IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';
 
 /** A fresh transport to the upstream, each time it is asked (a closed one can't be restarted). */
 function transportTo(upstream: Upstream): () => Transport {
@@ -129,7 +130,7 @@ function progressTo(token: string | number | undefined, host: HostRequest): { li
 export function forwardCall(
   tools: McpToolset,
   retries: number,
-  params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number } },
+  params: { name: string; arguments?: Record<string, unknown>; _meta?: { progressToken?: string | number; [key: string]: unknown } },
   host: HostRequest,
 ): Promise<{ readonly [key: string]: unknown }> {
   const tool = tools.listed.get(params.name);
@@ -138,7 +139,9 @@ export function forwardCall(
   if (isLeft(decoded)) return Promise.resolve(failed(describeProblems(decoded.left).map(formatProblem).join('; ')));
   const progress = progressTo(params._meta?.progressToken, host);
   // only a safe tool is tried again: anything else runs at most once, whatever fails
-  const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, progress.listener).pipe(
+  // a host's idempotency key (rxheal's `_meta` name) goes on upstream with the call
+  const key = params._meta?.[IDEMPOTENCY_META_KEY];
+  const call$ = tools.callRaw(tool.info.name, decoded.right, tool.idempotent, progress.listener, typeof key === 'string' ? key : undefined).pipe(
     retryWithBackoff({ maxRetries: tool.idempotent ? retries : 0, initialBackoffMs: 200 }),
     catchError((error: unknown) => of(failed(errorText(error)))),
   );
