@@ -173,7 +173,9 @@ export function isIdempotentTool(tool: Pick<McpToolInfo, 'annotations'>): boolea
 
 /**
  * The SDK's validator — of the client's own major, the one installed — loaded only when none was
- * given (a static import would need that SDK installed for the types alone).
+ * given (a static import would need that SDK installed for the types alone). A bundler follows
+ * both imports: a bundle for one major marks the other's external (the demo page does), or passes
+ * `validator`.
  */
 async function defaultValidator(major: 1 | 2): Promise<McpSchemaValidator> {
   const { AjvJsonSchemaValidator } =

@@ -37,7 +37,7 @@ export type {
   McpToolInfo,
   McpTransportFactory,
 } from './fromMcp.js';
-export type { McpWatchableClient } from './watch.js';
+export type { McpListening, McpWatchableClient } from './watch.js';
 export {
   McpConnectionError,
   McpInputRequiredError,

@@ -70,8 +70,16 @@ export function watchMcpTools(client: McpWatchableClient, options?: FromMcpOptio
 
 const TOOLS_CHANGED = 'notifications/tools/list_changed';
 
-/** An open `subscriptions/listen` of a 2.x client. */
-interface McpListening {
+/**
+ * An open `subscriptions/listen` of a 2.x client (what `listen` resolves to; closed when the watch ends).
+ *
+ * @example
+ * ```ts
+ * const listening: McpListening = await client.listen({ toolsListChanged: true });
+ * await listening.close();
+ * ```
+ */
+export interface McpListening {
   close(): Promise<void>;
 }
 
