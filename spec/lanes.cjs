@@ -2,14 +2,28 @@
 // parallel mode, two files at a time (one a core on a 2-core machine; the specs wait on child
 // processes, npm, tsc and servers as much as they compute), then the files below one at a time,
 // on an otherwise idle machine. These are the specs whose outcome depends on wall-clock timing
-// across processes — a fleet's probe windows, Redis command deadlines, a Sentinel failover, the
-// soak runs — and the ones that start their own redis-server or PostgreSQL on a port found free
-// (spec/support/redisServer.ts's freePort: two such specs side by side could race for one port).
+// across processes — a fleet's probe windows, Redis command deadlines, a Sentinel failover or a
+// cluster's, the soak runs.
 //
 // RXHEAL_LANE=parallel or RXHEAL_LANE=serial picks a lane in .mocharc.cjs and .ci/mocharc.nodes.cjs;
 // unset, a config runs its whole set in one process, as `npx mocha` always has.
 /* global module, process */
-const SERIAL = ['spec/redis/**/*.spec.ts', 'spec/postgres/**/*.spec.ts', 'spec/fleet/**/*.spec.ts', 'spec/demo/fleet.spec.ts', 'spec/soak/**/*.spec.ts'];
+// (the run journal's Redis and Postgres specs — the store contract, the killed and resumed
+// processes — start their servers the same way but time nothing across processes: they run in
+// the parallel lane; a port taken between freePort and the server's start fails that start at
+// once, it cannot give a wrong result)
+const SERIAL = [
+  'spec/redis/client.spec.ts',
+  'spec/redis/clients.spec.ts',
+  'spec/redis/cluster.spec.ts',
+  'spec/redis/keys.spec.ts',
+  'spec/redis/options.spec.ts',
+  'spec/redis/sentinel.spec.ts',
+  'spec/redis/stores.spec.ts',
+  'spec/fleet/**/*.spec.ts',
+  'spec/demo/fleet.spec.ts',
+  'spec/soak/**/*.spec.ts',
+];
 
 /** Files at a time in the parallel lane. */
 const JOBS = 2;

@@ -39,6 +39,7 @@ import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
+import { randomName } from '../core/journal/idempotency.js';
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
 const notJournaled = (error: unknown): boolean =>
@@ -51,8 +52,7 @@ const notJournaled = (error: unknown): boolean =>
 /** Records as JSON data: a tool's result that is not (a Date, undefined) is journaled as its JSON. */
 const jsonData = (record: RunRecord) => asData(JSON.parse(JSON.stringify(record)) as RunRecord);
 
-const randomHolder = (): string =>
-  `rxheal-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+const randomHolder = (): string => randomName('rxheal');
 
 /**
  * The text a model gets for a call whose outcome a resume cannot know.
