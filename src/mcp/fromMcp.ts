@@ -18,6 +18,7 @@ import { McpToolResultError, mcpFailure } from './errors.js';
 import { readClient, type McpAnyClient } from './clients.js';
 import {
   McpLink,
+  type McpCallArgs,
   type McpClientBase,
   type McpInputAnswer,
   type McpProgressListener,
@@ -28,6 +29,7 @@ import {
 
 export type { McpAnyClient, McpClientV2 } from './clients.js';
 export type {
+  McpCallArgs,
   McpCallParams,
   McpClient,
   McpClientBase,
@@ -313,14 +315,8 @@ export class McpToolset {
   }
 
   /** One call's raw result (`isError` ones included), through the breaker and the reconnection; `onProgress` hears the server's progress notifications. */
-  callRaw(
-    name: string,
-    args: Record<string, unknown>,
-    idempotent: boolean,
-    onProgress?: McpProgressListener,
-    idempotencyKey?: string,
-  ): Observable<{ readonly [key: string]: unknown }> {
-    return this.link.call(name, args, idempotent, onProgress, idempotencyKey);
+  callRaw(...call: McpCallArgs): Observable<{ readonly [key: string]: unknown }> {
+    return this.link.call(...call);
   }
 
   /** One request of another kind, on the same connection (`McpLink.request`: reconnected first, deadlines, cancellation; no breaker). */

@@ -24,6 +24,7 @@ export { watchMcpTools } from './watch.js';
 export type {
   FromMcpOptions,
   McpAnyClient,
+  McpCallArgs,
   McpCallParams,
   McpClient,
   McpClientBase,

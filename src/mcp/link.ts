@@ -66,6 +66,17 @@ export interface McpCallParams {
 }
 
 /**
+ * One tool call as the link makes it: the tool's name, its arguments, whether it is safe to repeat,
+ * who hears its progress, and its idempotency key (sent in `_meta`).
+ *
+ * @example
+ * ```ts
+ * const call: McpCallArgs = ['book', { seat: '12A' }, false, undefined, 'trip-9/1/0/book'];
+ * ```
+ */
+export type McpCallArgs = [name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener, idempotencyKey?: string];
+
+/**
  * Hears one progress notification of a call, as the SDK hands it over (`progress`, and `total`
  * and `message` when the server sent them).
  *
@@ -224,13 +235,7 @@ export class McpLink {
    * re-initialised and, for an idempotent tool, the call made once more — under the same permit:
    * the breaker sees one call (a restarted server that answers is not a failure).
    */
-  call(
-    name: string,
-    args: Record<string, unknown>,
-    idempotent: boolean,
-    onProgress?: McpProgressListener,
-    idempotencyKey?: string,
-  ): Observable<{ readonly [key: string]: unknown }> {
+  call(...[name, args, idempotent, onProgress, idempotencyKey]: McpCallArgs): Observable<{ readonly [key: string]: unknown }> {
     const { id, callTool, onInputRequired, maxInputRounds, stateless } = this.settings;
     const params = this.paramsOf(name, args, idempotencyKey);
     const once$ = this.admitted(() =>
