@@ -53,6 +53,10 @@ export const ROOMS: readonly Room[] = [
     purpose: `The run journal's store contract (JournalStore, JournalSession, the run-id and record rules), its errors, the one session every store hands out, and memoryJournal, the reference model on a scheduler`,
   },
   {
+    path: 'core/money',
+    purpose: `Money: a price list per model id and the one rule that turns a call's usage into dollars, and the seam (SpendGate) a run reserves against before each provider attempt`,
+  },
+  {
     path: 'core/bulkhead',
     purpose: `Bulkheads: at most so many calls of a model or tool at once, a bounded FIFO queue with its timeout, the typed refusal, and the registry of bulkheads per name`,
   },
