@@ -1,7 +1,7 @@
-import { Observable, type MonoTypeOperatorFunction, type Observer, type Subscriber } from 'rxjs';
+import { Observable, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { CircuitBreaker, type CircuitBreakerOptions } from '../core/breaker/CircuitBreaker.js';
 import { failWith, settleUnsubscribed, type CircuitPermit } from '../core/circuit/permit.js';
-import { operate, subscribeWithin } from '../core/rx/operate.js';
+import { Link, operate, subscribeWithin } from '../core/rx/operate.js';
 import { defaultHub, type HealHub } from '../core/hub/hub.js';
 import { Hub, validateOptions } from '../core/errors/options.js';
 import type { CircuitOpenError } from '../core/errors/errors.js';
@@ -87,10 +87,8 @@ export function subscribeUnderBreaker<T>(source: Observable<T>, subscriber: Subs
  * @internal
  */
 export function runUnderPermit<T>(source: Observable<T>, subscriber: Subscriber<T>, permit: CircuitPermit): void {
-  const call = new PermitCall(subscriber, permit);
-  // the source first, then the call: unsubscribing downstream tears the source down, then settles the permit
-  subscribeWithin(subscriber, source, call);
-  subscriber.add(call);
+  // the call is its own subscription (a Link): unsubscribing downstream tears the source down, then settles the permit
+  subscribeWithin(subscriber, source, new PermitCall(subscriber, permit));
 }
 
 /**
@@ -124,21 +122,23 @@ export function acquire(breaker: CircuitBreaker, hub: HealHub | undefined): Circ
  * downstream hears), failure before the error goes downstream, and on an unsubscribe before
  * either, success if it had emitted, else release.
  */
-class PermitCall<T> implements Observer<T> {
+class PermitCall<T> extends Link<T> {
   private emitted = false;
   private settled = false;
 
   constructor(
     private readonly subscriber: Subscriber<T>,
     private readonly permit: CircuitPermit,
-  ) {}
+  ) {
+    super();
+  }
 
-  next(value: T): void {
+  protected onNext(value: T): void {
     this.emitted = true;
     this.subscriber.next(value);
   }
 
-  error(error: unknown): void {
+  protected onError(error: unknown): void {
     if (this.settled) return;
     this.settled = true;
     // recorded before the error reaches downstream, so a retry downstream sees the new state
@@ -147,14 +147,17 @@ class PermitCall<T> implements Observer<T> {
     this.subscriber.error(failWith(this.permit, error));
   }
 
-  complete(): void {
+  protected onComplete(): void {
     if (this.settled) return;
     this.settled = true;
     this.permit.success();
     this.subscriber.complete();
   }
 
-  unsubscribe(): void {
+  override unsubscribe(): void {
+    if (this.closed) return;
+    // the source's teardown first, then the permit settled (a call that ended settled it already)
+    super.unsubscribe();
     if (this.settled) return;
     this.settled = true;
     settleUnsubscribed(this.permit, this.emitted);

@@ -1,20 +1,11 @@
-import {
-  asyncScheduler,
-  isObservable,
-  type Observable,
-  type Observer,
-  type OperatorFunction,
-  type SchedulerLike,
-  type Subscriber,
-  type Subscription,
-} from 'rxjs';
+import { asyncScheduler, isObservable, type Observable, type OperatorFunction, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { CapabilityRegistry } from '../core/capabilities/CapabilityRegistry.js';
 import { classifyError } from '../core/errors/classify.js';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import { guard, Thrown } from '../core/rx/guard.js';
-import { operate, subscribeWithin } from '../core/rx/operate.js';
+import { Link, operate, subscribeWithin } from '../core/rx/operate.js';
 import { afterWith } from '../core/rx/wait.js';
 import { isDeadlineSource, type DeadlineSource } from '../core/latency/deadline.js';
 
@@ -235,10 +226,8 @@ export function degradeAfter<T, D>(
     if (first instanceof Thrown) return subscriber.error(first.error);
     const idle = read(rules.idleMs);
     if (idle instanceof Thrown) return subscriber.error(idle.error);
-    const watch = new DeadlineWatch<T, D>(subscriber, rules, first, idle);
-    // the watch first: unsubscribing downstream takes its timer down, then the source
-    subscriber.add(watch);
-    watch.inner = subscribeWithin(subscriber, source, watch);
+    // the watch is its own subscription (a Link): unsubscribing downstream takes its timer down, then the source
+    subscribeWithin(subscriber, source, new DeadlineWatch<T, D>(subscriber, rules, first, idle));
   });
 }
 
@@ -270,9 +259,7 @@ function read(deadline: Ms): number | Thrown {
  * source (`inner`), and `downstream` then gets the degraded value; added to `downstream`, it is
  * also the teardown that takes the deadline down.
  */
-class DeadlineWatch<T, D> implements Observer<T> {
-  /** The subscription to the source, once made. */
-  inner: Subscription | undefined = undefined;
+class DeadlineWatch<T, D> extends Link<T> {
   private readonly start: number;
   private last: number;
   private seen = false;
@@ -287,6 +274,7 @@ class DeadlineWatch<T, D> implements Observer<T> {
     private readonly firstMs: number,
     private readonly idleMs: number,
   ) {
+    super();
     this.start = this.last = rules.scheduler.now();
     this.arm(this.start + firstMs);
   }
@@ -314,8 +302,8 @@ class DeadlineWatch<T, D> implements Observer<T> {
 
   private degrade(reason: DegradeReason): void {
     const downstream = this.downstream;
-    this.finish();
-    this.inner?.unsubscribe();
+    // the source let go (this link torn down) before the replacement starts
+    this.unsubscribe();
     const out = guard(this.rules.replacementFor, reason, this.firstMs, this.idleMs);
     if (out instanceof Thrown) return downstream.error(out.error);
     if (isObservable(out)) {
@@ -331,7 +319,7 @@ class DeadlineWatch<T, D> implements Observer<T> {
     }
   }
 
-  next(value: T): void {
+  protected onNext(value: T): void {
     if (this.finished) return;
     const { idleMs } = this;
     const { scheduler } = this.rules;
@@ -351,7 +339,7 @@ class DeadlineWatch<T, D> implements Observer<T> {
     this.downstream.next(value);
   }
 
-  error(error: unknown): void {
+  protected onError(error: unknown): void {
     if (this.finished) return;
     const onError = this.rules.onError;
     const degradeIt = typeof onError === 'function' ? guard(onError, error) : onError;
@@ -366,7 +354,7 @@ class DeadlineWatch<T, D> implements Observer<T> {
     }
   }
 
-  complete(): void {
+  protected onComplete(): void {
     if (this.finished) return;
     this.finish();
     const restored = guard(this.rules.markRestored);
@@ -374,9 +362,11 @@ class DeadlineWatch<T, D> implements Observer<T> {
     else this.downstream.complete();
   }
 
-  /** Downstream left: the deadline is off (the source is unsubscribed by its own link). */
-  unsubscribe(): void {
+  /** Downstream left, or the watch ended: the deadline off first, then the source let go. */
+  override unsubscribe(): void {
+    if (this.closed) return;
     this.finish();
+    super.unsubscribe();
   }
 
   private finish(): void {

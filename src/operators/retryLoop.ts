@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Observable, Observer, SchedulerLike, Subscriber, Subscription } from 'rxjs';
+import type { Observable, SchedulerLike, Subscriber, Subscription } from 'rxjs';
 import { backoffDelay, type BackoffPolicy } from '../core/rx/backoff.js';
 import type { ErrorClassification, ErrorClassifier } from '../core/errors/classify.js';
 import { RetriesExhaustedError, TotalTimeoutError } from '../core/errors/errors.js';
@@ -13,7 +13,7 @@ import type { HealHub } from '../core/hub/hub.js';
 import { errorText } from '../core/errors/sanitize.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { after, wait as waitFor } from '../core/rx/wait.js';
-import { subscribeWithin } from '../core/rx/operate.js';
+import { Link, subscribeWithin } from '../core/rx/operate.js';
 
 /** What `retryWithBackoff` knows about a retry it is about to make. */
 export interface RetryInfo {
@@ -201,7 +201,7 @@ class RetryRun<T> {
  * One attempt's observer: values go downstream (after the run's bookkeeping, once there is a
  * run); an error goes to the {@link RetryRun} (made at the first one) instead of downstream.
  */
-class RetryAttempt<T> implements Observer<T> {
+class RetryAttempt<T> extends Link<T> {
   private emitted = false;
 
   constructor(
@@ -209,9 +209,11 @@ class RetryAttempt<T> implements Observer<T> {
     private readonly source: Observable<T>,
     private readonly config: RetryConfig<T>,
     private run: RetryRun<T> | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
-  next(value: T): void {
+  protected onNext(value: T): void {
     const run = this.run;
     if (run !== undefined) {
       if (this.config.hub && !this.emitted) run.reportSuccess();
@@ -225,11 +227,11 @@ class RetryAttempt<T> implements Observer<T> {
     this.subscriber.next(value);
   }
 
-  error(error: unknown): void {
+  protected onError(error: unknown): void {
     (this.run ??= new RetryRun(this.source, this.subscriber, this.config)).onError(error, this.emitted);
   }
 
-  complete(): void {
+  protected onComplete(): void {
     if (this.config.hub) this.run?.reportSuccess();
     this.subscriber.complete();
   }

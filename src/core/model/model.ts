@@ -11,7 +11,7 @@ import { IncompleteStreamError } from '../errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
 import { AbortRun, type AbortContext } from './abortable.js';
 import { CallTrace, type TracedCall } from './callTrace.js';
-import { subscribeWithin } from '../rx/operate.js';
+import { Link, subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
 import type { ModelCheckpoint } from './checkpoint.js';
 
@@ -306,7 +306,7 @@ export function callModel(
   const abort = new AbortRun();
   const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
   handedOn[SERVED] = served;
-  return runTurn(subscriber, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, budget, served), subscriber !== out);
+  return runTurn(subscriber, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, budget, served));
 }
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
@@ -340,7 +340,7 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
     const abort = new AbortRun();
-    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined), false);
+    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined));
   });
 }
 
@@ -351,14 +351,7 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
  * the trace (`cancelled`). A throw from `model.stream` (or an answer `from` cannot read) errors
  * the call through `turn`, so a traced call reports its end.
  */
-function runTurn(
-  subscriber: Subscriber<unknown>,
-  model: Model,
-  request: ModelRequest,
-  context: ModelContext,
-  turn: TurnObserver,
-  ownSubscription: boolean,
-): Subscription | undefined {
+function runTurn(subscriber: Subscriber<unknown>, model: Model, request: ModelRequest, context: ModelContext, turn: TurnObserver): Subscription | undefined {
   let events: Observable<TurnEvent>;
   try {
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
@@ -368,11 +361,8 @@ function runTurn(
     turn.error(error);
     return undefined;
   }
-  const inner = subscribeWithin(subscriber, events, turn);
-  // after the events' teardown; held by the call's own subscription when `subscriber` outlives the
-  // call (a caller's, making several calls: one that ended lets go of both)
-  (ownSubscription ? inner : subscriber).add(turn);
-  return inner;
+  // the turn is its own subscription (a Link): linked to `subscriber`, its teardown after the events'
+  return subscribeWithin(subscriber, events, turn);
 }
 
 /** The run a context's `signal` reads (hidden: not enumerable, not copied by a spread). */
@@ -405,7 +395,7 @@ function signalOf(run: AbortContext): AbortContext {
  * its tokens, after passing it on; past the limit the turn errors). One object per call: a
  * healing pipeline wraps a model in `streamModel` at several layers, each costs one hop per event.
  */
-class TurnObserver implements Observer<TurnEvent> {
+class TurnObserver extends Link<TurnEvent> {
   private finished = false;
   private received = 0;
 
@@ -417,9 +407,11 @@ class TurnObserver implements Observer<TurnEvent> {
     private readonly trace: CallTrace | undefined,
     private readonly budget: BudgetMeter | undefined,
     private readonly served: ServedCall | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
-  next(event: TurnEvent): void {
+  protected onNext(event: TurnEvent): void {
     this.received++;
     if (event.type === 'finish') {
       this.finished = true;
@@ -440,20 +432,23 @@ class TurnObserver implements Observer<TurnEvent> {
     }
   }
 
-  error(error: unknown): void {
+  protected onError(error: unknown): void {
     this.run.finished = true;
     this.trace?.end('error', error);
     this.subscriber.error(error);
   }
 
-  complete(): void {
-    if (!this.finished) return this.error(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+  protected onComplete(): void {
+    if (!this.finished) return this.onError(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
     this.run.finished = true;
     this.trace?.end('success');
     this.subscriber.complete();
   }
 
-  unsubscribe(): void {
+  override unsubscribe(): void {
+    if (this.closed) return;
+    // the events' teardown first (the link's finalisers), then the run aborted and the trace ended
+    super.unsubscribe();
     this.run.unsubscribe();
     this.trace?.unsubscribe();
   }
