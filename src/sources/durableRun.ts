@@ -391,12 +391,12 @@ export class DurableRun implements DurablePort {
       map((v: Verified<unknown> | undefined) => v),
       catchError(() => of(undefined)),
       switchMap((v): Observable<ToolOutcome> => {
-        if (v?.happened === true)
+        if (v?.applied === true)
           return of({
             events: [{ type: 'tool-result', id: call.id, name: call.name, result: v.result }],
             message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(v.result) },
           });
-        return v?.happened === false ? run$() : unknown$;
+        return v?.applied === false ? run$() : unknown$;
       }),
     );
   }

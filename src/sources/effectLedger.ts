@@ -151,7 +151,7 @@ let executions = 0;
  * is `done` answers from its record (`tool-deduplicated`); arguments that differ from the
  * recorded ones under the same key are a `ToolError` naming both hashes; a key left `started`
  * (an attempt that timed out, was cut, or whose process died) is reconciled by the tool's `verify`
- * (`{ happened: true, result }` is recorded `done`; `{ happened: false }` runs it) or, without
+ * (`{ applied: true, result }` is recorded `done`; `{ applied: false }` runs it) or, without
  * one, reported: the model is told the outcome is unknown, or the run ends with
  * `ToolOutcomeUnknownError` (`onUnknownOutcome: 'error'`). A tool declared `idempotent: 'by-key'`
  * simply runs again under the same key. A store that fails ends the run.
@@ -326,11 +326,11 @@ class Guarded {
         next: (v) => (verdict = v),
         error: unknown,
         complete: () => {
-          if (verdict?.happened === true) {
+          if (verdict?.applied === true) {
             const result = verdict.result;
             return this.append({ v: V, type: 'done', result: stored(result) }, () => this.end(() => this.deliver(result)));
           }
-          if (verdict?.happened !== false) return unknown();
+          if (verdict?.applied !== false) return unknown();
           // not applied: recorded so; a call found unknown runs now, a failed attempt's error goes on (retryable)
           if (error === undefined) return this.run();
           this.append({ v: V, type: 'failed', error: 'verify: not applied' }, () =>
