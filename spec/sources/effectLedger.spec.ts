@@ -73,6 +73,7 @@ describe('effectLedger', () => {
       const message = toolMessages(run.events).get('call_1');
       expect(message?.isError).to.equal(true);
       expect(message?.content).to.match(/The outcome of charge is unknown: it may or may not have happened \(HTTP 500/);
+      expect(run.events.filter((e) => e.type === 'tool-outcome-unknown')).to.deep.equal([{ type: 'tool-outcome-unknown', callId: 'call_1', tool: 'charge' }]);
     });
     testScheduler().run(({ flush }) => {
       const api = new PaymentApi(['reset-after-commit'], false);
@@ -80,6 +81,8 @@ describe('effectLedger', () => {
       const run = runFor(config, flush);
       expect(run.error).to.be.instanceOf(ToolOutcomeUnknownError);
       expect(api.charges).to.have.length(1);
+      // the event first, then the run's end: the rule the durable run keeps for a resumed call
+      expect(run.events.map((e) => e.type).slice(-1)).to.deep.equal(['tool-outcome-unknown']);
     });
   });
 
@@ -118,6 +121,9 @@ describe('effectLedger', () => {
         const message = toolMessages(resumed!.events).get('call_1');
         if (verify) expect(message?.content).to.equal('{"charge":"ch_1","amount":5}');
         else expect(message?.content).to.match(/^Error: The outcome of charge is unknown/);
+        // started, never finished, no verify: the resumed run says so in its stream
+        const unknown = resumed!.events.filter((e) => e.type === 'tool-outcome-unknown');
+        expect(unknown, `verify ${verify}`).to.deep.equal(verify ? [] : [{ type: 'tool-outcome-unknown', callId: 'call_1', tool: 'charge' }]);
         expect(resumed!.done).to.equal(true);
       });
     }
