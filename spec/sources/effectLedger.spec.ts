@@ -10,7 +10,8 @@ import { lastValueFrom, map, of, Subscription, timer, type Observable } from 'rx
 import { InvalidOptionError, ToolError } from '../../src/core/errors/errors.js';
 import type { AgentEvent } from '../../src/core/events/events.js';
 import { ToolOutcomeUnknownError } from '../../src/core/journal/errors.js';
-import { argsHash, canonicalJson, effectKey, idempotencyHeaders } from '../../src/core/journal/idempotency.js';
+import { createHash } from 'node:crypto';
+import { argsHash, canonicalJson, effectKey, idempotencyHeaders, textHash } from '../../src/core/journal/idempotency.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { memoryJournal } from '../../src/durable/index.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
@@ -216,7 +217,12 @@ describe('effectLedger', () => {
     expect(argsHash({ a: 1, b: 2 }))
       .to.equal(argsHash({ b: 2, a: 1 }))
       .and.not.equal(argsHash({ a: 1, b: 3 }));
-    expect(ledgerRunId('x')).to.match(/^fx-[0-9a-f]{28}$/);
+    expect(ledgerRunId('x')).to.match(/^fx2-[0-9a-f]{32}$/);
+    // the hash is SHA-256: pinned values (a process, a runtime or a version that hashed otherwise would not find a key's record)
+    expect(ledgerRunId('order-7421/3/0/charge')).to.equal('fx2-1df486d569297f2954dfe3638867c35e');
+    expect(argsHash({ amount: 5 })).to.equal('7e84cbf0f7a7c92c');
+    for (const text of ['order-7421/3/0/charge', 'ünïcödé/1/0/réserver', ''])
+      expect(textHash(text)).to.equal(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32));
     expect(() => effectLedger({} as JournalStore)).to.throw(InvalidOptionError, /"store"/);
     expect(() => effectLedger(memoryJournal(), { pollMs: 0 })).to.throw(InvalidOptionError, /"pollMs"/);
     expect(() => effectLedger(memoryJournal(), { leaseMs: -1 })).to.throw(InvalidOptionError, /"leaseMs"/);

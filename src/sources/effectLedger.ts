@@ -2,7 +2,7 @@
  * {@link effectLedger}: side effects exactly once. Over any journal store (the journal's lease
  * rules give it what it needs: one writer per key across processes, records durable before the
  * step that depends on them), each guarded tool call is one ledger entry keyed by its idempotency
- * key — a store run of its own, `fx-<hash of the key>`, whose records say `started`, `done` (with
+ * key — a store run of its own, `fx2-<SHA-256 of the key>`, whose records say `started`, `done` (with
  * the result) or `failed` (the tool said its effect did not happen). An attempt that ends any
  * other way leaves `started`: the outcome is unknown, and the next execution of that key
  * reconciles it (the tool's `verify`) or reports it, never guesses.
@@ -18,7 +18,7 @@ import { errorText } from '../core/errors/sanitize.js';
 import type { ToolCall } from '../core/events/events.js';
 import type { ToolOutcomeUnknownEvent } from '../core/events/runEvents.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { argsHash, randomName, textHash } from '../core/journal/idempotency.js';
+import { argsHash, HASH_SCHEME, randomName, textHash } from '../core/journal/idempotency.js';
 import { RunLockedError } from '../core/journal/errors.js';
 import type { JournalData, JournalEntry, JournalSession, JournalStore } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
@@ -111,8 +111,8 @@ export interface EffectLedger {
 /** The ledger's record version. */
 const V = 1;
 
-/** The store run that holds one key's records. */
-export const ledgerRunId = (key: string): string => `fx-${textHash(key)}`;
+/** The store run that holds one key's records: the hash's scheme, then the key's hash (`fx2-` and 32 hex digits). */
+export const ledgerRunId = (key: string): string => `${HASH_SCHEME}-${textHash(key)}`;
 
 /** A key's records as its state (and the key they were written for: a hash collision is refused). */
 function stateOf(entries: readonly JournalEntry[]): EffectState & { readonly key?: string } {
