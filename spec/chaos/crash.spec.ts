@@ -114,6 +114,35 @@ describe('rxheal/chaos crash mode: checkHealing({ crash: true })', function () {
     expect(run.violations).to.deep.equal([]);
   });
 
+  it('a crash that helps is no violation: a run that gave up, resumed with fresh retries, answers as a run with no fault does — any other answer is caught', async () => {
+    // the primary down 601 ms, the secondary malformed: uncrashed, every fallback fails before the primary is back
+    const helps: FaultSchedule = {
+      models: { primary: [{ kind: 'down', forMs: 601 }], secondary: [0, 1, 2].map(() => ({ kind: 'malformed' as const, afterEvents: 0 })) },
+    };
+    const { run: base } = await replayForCrashes(agentFor(), helps, {});
+    expect(base.end.kind === 'error' && (base.end.error as Error).name).to.equal('AllFallbacksFailedError');
+    const messages = (await replaySchedule(agentFor(), {})).events.map((e) => e.event).filter((e) => e.type === 'message' && e.message.role === 'assistant');
+    const last = messages.at(-1);
+    const answer = last?.type === 'message' ? last.message.content : undefined;
+    expect(answer).to.equal('Seat 1A is yours and you have been texted.');
+    const crashAnywhere = (run: ChaosRun): string[] => run.violations.filter((v) => v.invariant === 'crash-anywhere').map((v) => v.message);
+    let helped = 0;
+    for (let at = 1; at <= base.crashPoints.length; at++) {
+      const judged = await replayCrashed(agentFor(), helps, { crashAt: at }, base, undefined, answer);
+      if (judged.end.kind !== 'complete') continue;
+      helped++;
+      expect(crashAnywhere(judged), `crash point ${at}`).to.deep.equal([]);
+      // the same run judged against another fault-free answer: caught, naming both
+      const wrong = await replayCrashed(agentFor(), helps, { crashAt: at }, base, undefined, 'Seat 2B is yours.');
+      expect(crashAnywhere(wrong).join('\n')).to.match(/uncrashed, it failed with AllFallbacksFailedError, and with no fault it answers "Seat 2B is yours\."/);
+    }
+    expect(helped).to.be.greaterThan(0);
+    for (const seed of [25, 8]) {
+      const report = await checkHealing(agentFor(), { faults: schedules, runs: 60, seed, crash: true });
+      expect(report.ok, report.ok ? '' : report.message).to.equal(true);
+    }
+  });
+
   it('bad options: crash not a boolean, crashAt not a whole number >= 1, both at once', async () => {
     const bad = async (p: Promise<unknown>, pattern: RegExp): Promise<void> => {
       const error = await p.then(

@@ -211,8 +211,15 @@ function countLargestTurn(run: Pick<ChaosRun, 'events' | 'models'>): number {
  * same schedule, never crashed) ended — the same final answer, or an error of the same name —
  * and asked the models at most one turn's calls more than `baseline` did (the turn the crash cut,
  * run again). Side effects across the crash are `side-effects-once`'s, checked on the whole run.
+ *
+ * A crash may help: retries, fallbacks and breakers keep their counts in the process, so a
+ * resumed run starts them afresh (as a restarted process would) and may answer where the run
+ * that never crashed gave up. That is no violation when its answer is `healthy`'s — the answer
+ * of the run with no fault at all —; nor is the number of model calls it took (fresh budgets
+ * make more). Without a healthy answer to compare with (the fault-free run did not answer), it is
+ * reported as before.
  */
-export function crashAnywhere(run: Omit<ChaosRun, 'violations'>, baseline: Omit<ChaosRun, 'violations'>, point: string): string[] {
+export function crashAnywhere(run: Omit<ChaosRun, 'violations'>, baseline: Omit<ChaosRun, 'violations'>, point: string, healthy?: string): string[] {
   const found: string[] = [];
   const at = `crashed at ${point} and resumed`;
   if (baseline.end.kind === 'complete') {
@@ -222,6 +229,14 @@ export function crashAnywhere(run: Omit<ChaosRun, 'violations'>, baseline: Omit<
       found.push(`${at}, it answered ${JSON.stringify(answerOf(run))}; uncrashed, ${JSON.stringify(answerOf(baseline))}`);
   } else if (baseline.end.kind === 'error') {
     const want = errorName(baseline.end.error);
+    if (run.end.kind === 'complete' && healthy !== undefined) {
+      // the crash helped (fresh retries): the answer must be the one a run with no fault gives
+      if (answerOf(run) === healthy) return found;
+      found.push(
+        `${at}, it answered ${JSON.stringify(answerOf(run))}; uncrashed, it failed with ${want}, and with no fault it answers ${JSON.stringify(healthy)}`,
+      );
+      return found;
+    }
     if (run.end.kind !== 'error' || errorName(run.end.error) !== want)
       found.push(
         `${at}, it ${run.end.kind === 'error' ? `failed with ${errorName(run.end.error)}` : run.end.kind === 'complete' ? 'answered' : 'hung'}; uncrashed, it failed with ${want}`,
@@ -234,4 +249,16 @@ export function crashAnywhere(run: Omit<ChaosRun, 'violations'>, baseline: Omit<
         `a turn the journal holds was asked again)`,
     );
   return found;
+}
+
+/**
+ * The final answer of a run, when it answered (what {@link crashAnywhere} compares a resumed run with).
+ *
+ * @example
+ * ```ts
+ * const healthy = answerOfRun(faultFreeRun); // 'Seat 1A is yours.'
+ * ```
+ */
+export function answerOfRun(run: Pick<ChaosRun, 'events' | 'end'>): string | undefined {
+  return run.end.kind === 'complete' ? answerOf(run) : undefined;
 }

@@ -10,6 +10,7 @@
  */
 import type { ChaosRun, Violation } from './invariants.js';
 import type { FaultSchedule } from './schedule.js';
+import { answerOfRun } from './crash.js';
 import { replayCrashed, replayForCrashes, type AgentFactory, type CrashFork, type ReplayOptions } from './run.js';
 
 /** checkHealing's own option (not in its type): every crash run whole, no fork (the check run again after a fork did not match). */
@@ -40,6 +41,8 @@ export class CrashRuns {
   /** Set when a fork's crashed run did not match the whole one. */
   untrusted = false;
   private schedules = 0;
+  /** The answer of the run with no fault (undefined: it did not answer), once asked for. */
+  private healthy: Promise<string | undefined> | undefined;
 
   constructor(
     private readonly agent: AgentFactory,
@@ -53,15 +56,17 @@ export class CrashRuns {
     const { run, forks } = await replayForCrashes(agent, schedule, options);
     if (run.violations.length > 0) return { violations: run.violations, crashedAt: undefined };
     const forked = [...forks.keys()];
+    // a run that gave up may answer once resumed (fresh retries): the answer it must give then
+    const healthy = run.end.kind === 'error' ? await this.healthyAnswer() : undefined;
     const first = this.schedules++ === 0;
     // the points checked against whole runs: all of the first schedule's, then one a schedule, in turn
     const shadow = forked.length === 0 ? undefined : forked[(this.schedules - 1) % forked.length];
     for (let at = 1; at <= run.crashPoints.length; at++) {
       const crashOptions: ReplayOptions = { ...options, crashAt: at };
       const fork: CrashFork | undefined = this.whole || this.untrusted ? undefined : forks.get(at);
-      let crashed = await replayCrashed(agent, schedule, crashOptions, run, fork);
+      let crashed = await replayCrashed(agent, schedule, crashOptions, run, fork, healthy);
       if (fork !== undefined && (first || at === shadow)) {
-        const whole = await replayCrashed(agent, schedule, crashOptions, run);
+        const whole = await replayCrashed(agent, schedule, crashOptions, run, undefined, healthy);
         if (digest(whole) !== digest(crashed)) {
           this.untrusted = true;
           crashed = whole;
@@ -70,5 +75,11 @@ export class CrashRuns {
       if (crashed.violations.length > 0) return { violations: crashed.violations, crashedAt: at };
     }
     return { violations: [], crashedAt: undefined };
+  }
+
+  /** The answer of the agent's run with no fault at all (replayed once per check). */
+  private healthyAnswer(): Promise<string | undefined> {
+    this.healthy ??= replayForCrashes(this.agent, {}, this.options).then(({ run }) => answerOfRun(run));
+    return this.healthy;
   }
 }

@@ -184,7 +184,8 @@ const ACROSS_A_CRASH = new Set(['ends', 'typed-outcome', 'nothing-left']);
 
 /**
  * The run crashed at `options.crashAt` and resumed, checked against `baseline` (the same
- * schedule, never crashed: {@link crashAnywhere}) and by the invariants that hold across a crash.
+ * schedule, never crashed: {@link crashAnywhere}) and by the invariants that hold across a crash;
+ * `healthy` is the answer of the run with no fault (what a crash that helped must answer).
  */
 export function replayCrashed(
   agent: AgentFactory,
@@ -192,8 +193,11 @@ export function replayCrashed(
   options: ReplayOptions,
   baseline: Omit<ChaosRun, 'violations'>,
   from?: CrashFork,
+  healthy?: string,
 ): Promise<ChaosRun> {
-  return queued(() => crashedOnce(agent, schedule, options, { baseline, ...(from === undefined ? {} : { from }) }));
+  return queued(() =>
+    crashedOnce(agent, schedule, options, { baseline, ...(from === undefined ? {} : { from }), ...(healthy === undefined ? {} : { healthy }) }),
+  );
 }
 
 /**
@@ -217,16 +221,18 @@ async function crashedOnce(
   agent: AgentFactory,
   schedule: FaultSchedule,
   options: ReplayOptions,
-  crash: { readonly baseline: Omit<ChaosRun, 'violations'>; readonly from?: CrashFork },
+  crash: { readonly baseline: Omit<ChaosRun, 'violations'>; readonly from?: CrashFork; readonly healthy?: string },
 ): Promise<ChaosRun> {
-  const { baseline, from } = crash;
+  const { baseline, from, healthy } = crash;
   const run = await replayOnce(agent, schedule, options, { ...(from === undefined ? {} : { from }) });
   const invariants: Invariant[] = [
     ...builtinInvariants(options)
       .filter((i) => ACROSS_A_CRASH.has(i.name))
       .map((i) => (i.name === 'typed-outcome' ? { name: i.name, check: (r: Omit<ChaosRun, 'violations'>) => replaysError(r, baseline, i) } : i)),
     { name: 'side-effects-once', check: (r: Omit<ChaosRun, 'violations'>) => sideEffectsOnce(r, true) },
-    ...(run.crash === undefined ? [] : [{ name: 'crash-anywhere', check: (r: Omit<ChaosRun, 'violations'>) => crashAnywhere(r, baseline, run.crash!.point) }]),
+    ...(run.crash === undefined
+      ? []
+      : [{ name: 'crash-anywhere', check: (r: Omit<ChaosRun, 'violations'>) => crashAnywhere(r, baseline, run.crash!.point, healthy) }]),
     ...(options.invariants ?? []),
   ];
   return { ...run, violations: checkInvariants(run, invariants) };

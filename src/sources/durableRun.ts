@@ -27,7 +27,7 @@ import {
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
-import type { JournalEntry, JournalSession } from '../core/journal/journal.js';
+import { jsonRecord, type JournalEntry, type JournalSession } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
 import { abortable } from '../core/model/abortable.js';
 import { modelsInside, type Model, type ModelCheckpoint } from '../core/model/model.js';
@@ -36,7 +36,7 @@ import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
-import { asData, messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
+import { messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 import { CallContext, resultText, type Verified } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
 import { randomName } from '../core/journal/idempotency.js';
@@ -51,7 +51,7 @@ const notJournaled = (error: unknown): boolean =>
   error instanceof InvalidOptionError;
 
 /** Records as JSON data: a tool's result that is not (a Date, undefined) is journaled as its JSON. */
-const jsonData = (record: RunRecord) => asData(JSON.parse(JSON.stringify(record)) as RunRecord);
+const jsonData = (record: RunRecord) => jsonRecord('runAgent', record);
 
 const randomHolder = (): string => randomName('rxheal');
 

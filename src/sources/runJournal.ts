@@ -154,9 +154,14 @@ export function decodeRecords(runId: string, entries: readonly JournalEntry[]): 
       bad(`record of version ${version}: this rxheal reads version ${RECORD_VERSION} (a newer rxheal wrote it)`);
     if (i === 0 && (version !== RECORD_VERSION || data['type'] !== 'start'))
       bad('the first record is not an rxheal run start (v: 1): not an rxheal run journal');
-    const decoded = RunRecordCodec.decode(data);
-    if (isLeft(decoded)) return bad(`not an rxheal run record: ${describeProblems(decoded.left).slice(0, 3).map(formatProblem).join('; ')}`);
-    const record = decoded.right;
+    // the codecs keep what they read (no t.exact, no conversions): a record `is` accepts decodes to itself; only a refused one is decoded, for its problems
+    let record: RunRecord;
+    if (RunRecordCodec.is(data)) record = data;
+    else {
+      const decoded = RunRecordCodec.decode(data);
+      if (isLeft(decoded)) return bad(`not an rxheal run record: ${describeProblems(decoded.left).slice(0, 3).map(formatProblem).join('; ')}`);
+      record = decoded.right;
+    }
     if (i > 0 && record.type === 'start') bad('a second start record');
     return record;
   });

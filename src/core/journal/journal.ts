@@ -203,6 +203,59 @@ const MAX_DEPTH = 256;
  * ```
  */
 export function recordText(target: string, data: unknown): string {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InvalidOptionError(target, 'data', data, `a plain object of ${JSON_DATA}`);
+  const known = TEXTS.get(data);
+  if (known !== undefined) return known;
+  // the check walks without building paths; only a record it refuses is walked again for the path of its first bad value
+  if (!isJsonData(data, 0, new Set())) refuse(target, data);
+  return JSON.stringify(data);
+}
+
+/** The texts of records made by {@link jsonRecord}: JSON data by construction, serialised once. */
+const TEXTS = new WeakMap<object, string>();
+
+/**
+ * A value as JSON would store it — `undefined` fields dropped, `toJSON` called (a `Date` a string),
+ * class instances flattened, as `JSON.stringify` does —, made once into a record that
+ * {@link recordText} then neither checks nor serialises again. For a writer's own records
+ * (the run's, built with optional fields); the record must not be changed afterwards.
+ *
+ * @throws {InvalidOptionError} when the value is not an object once serialised, or nests deeper than a record may.
+ * @example
+ * ```ts
+ * const record = jsonRecord('durableRun', { kind: 'step', note: undefined, at: new Date(0) }); // { kind: 'step', at: '1970-01-01T00:00:00.000Z' }
+ * session.append(record).subscribe();
+ * ```
+ */
+export function jsonRecord(target: string, value: object): JournalData {
+  const text = JSON.stringify(value);
+  const data: unknown = text === undefined ? undefined : JSON.parse(text);
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InvalidOptionError(target, 'data', value, `a plain object of ${JSON_DATA}`);
+  if (!isJsonData(data, 0, new Set())) refuse(target, data);
+  TEXTS.set(data, text);
+  return data as JournalData;
+}
+
+function isJsonData(value: unknown, depth: number, onPath: Set<object>): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > MAX_DEPTH || onPath.has(value)) return false;
+  onPath.add(value);
+  let ok = true;
+  if (Array.isArray(value)) {
+    for (let i = 0; ok && i < value.length; i++) ok = isJsonData(value[i], depth + 1, onPath);
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    ok = proto === Object.prototype || proto === null;
+    for (const key in value)
+      if (ok && Object.prototype.hasOwnProperty.call(value, key)) ok = isJsonData((value as Record<string, unknown>)[key], depth + 1, onPath);
+  }
+  onPath.delete(value);
+  return ok;
+}
+
+/** Throws the error naming the first value of `data` that is not JSON data (its path: `data.messages.2.at`). */
+function refuse(target: string, data: object): never {
   const onPath = new Set<object>();
   const visit = (value: unknown, path: string, depth: number): void => {
     const bad = (expected = JSON_DATA): never => {
@@ -223,9 +276,8 @@ export function recordText(target: string, data: unknown): string {
     }
     onPath.delete(value);
   };
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InvalidOptionError(target, 'data', data, `a plain object of ${JSON_DATA}`);
   visit(data, 'data', 0);
-  return JSON.stringify(data);
+  throw new InvalidOptionError(target, 'data', data, JSON_DATA);
 }
 
 /**

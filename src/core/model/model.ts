@@ -58,6 +58,12 @@ export interface ModelRequest {
   readonly tools: readonly ToolSpec[];
   /** Whether it must call a tool; the provider's default (the model decides) when absent. */
   readonly toolChoice?: ToolChoice;
+  /**
+   * The key a provider's prompt cache routes by, so that calls sharing a prefix land where it is
+   * cached (OpenAI's `prompt_cache_key`, on Chat Completions and Responses). Set by a user, or by
+   * a pool from its affinity key; a provider without such a key ignores it.
+   */
+  readonly promptCacheKey?: string;
 }
 
 /**
