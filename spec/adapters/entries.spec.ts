@@ -185,7 +185,10 @@ describe('the adapter subpaths', function () {
       cpSync(join(ROOT, 'dist'), join(self, 'dist'), { recursive: true });
       cpSync(join(ROOT, 'package.json'), join(self, 'package.json'));
       // rxheal's dependencies and its one required peer, nothing else
-      for (const dep of [...Object.keys(pkg.dependencies), 'rxjs', 'tslib']) symlinkSync(join(ROOT, 'node_modules', dep), join(modules, dep), 'dir');
+      for (const dep of [...Object.keys(pkg.dependencies), 'rxjs', 'tslib']) {
+        mkdirSync(dirname(join(modules, dep)), { recursive: true }); // a scoped one (@noble/hashes) lives in its scope's folder
+        symlinkSync(join(ROOT, 'node_modules', dep), join(modules, dep), 'dir');
+      }
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
       writeFileSync(
         join(dir, 'tsconfig.json'),

@@ -173,3 +173,39 @@ export const throwsAtOnce: AgentFactory = () => {
 /** A raw observable passes too (what a factory returns is any run's events). */
 export const swallowed: AgentFactory = (chaos): Observable<AgentEvent> =>
   runAgent({ model: chaos.model(desk('primary')), tools: [chaos.tool(book)], messages: QUESTION }).pipe(catchError(() => []));
+
+/**
+ * A booking service that deduplicates by idempotency key (`honoursKey`: a key it has booked under
+ * answers the first booking and books nothing), or one that says so and ignores the key (a planted
+ * defect: every request books again). Its bookings live in the world, as a service's do.
+ */
+const keyedBook = (chaos: Chaos, honoursKey: boolean) =>
+  defineTool({
+    name: 'book',
+    description: 'Books a table (the service deduplicates by Idempotency-Key)',
+    args: t.type({ table: t.number, at: t.string }),
+    idempotent: 'by-key',
+    execute: (_args, ctx) => {
+      if (!chaos.world.has('booked')) chaos.world.set('booked', { count: 0, byKey: new Map<string, string>() });
+      const booked = chaos.world.get('booked') as { count: number; byKey: Map<string, string> };
+      const key = ctx.idempotencyKey ?? '';
+      const first = booked.byKey.get(key);
+      if (honoursKey && first !== undefined) return [{ booking: first }];
+      const booking = `bk_${++booked.count}`;
+      if (first === undefined) booked.byKey.set(key, booking);
+      return [{ booking }];
+    },
+  });
+
+/** An agent whose booking tool says `idempotent: 'by-key'` (so retryWithBackoff retries it), its service as `honoursKey` says. */
+export const byKey =
+  (honoursKey: boolean): AgentFactory =>
+  (chaos) =>
+    runAgent({
+      model: chaos.model(desk('primary')),
+      tools: [chaos.tool(keyedBook(chaos, honoursKey))],
+      messages: QUESTION,
+      maxSteps: 6,
+      toolPipeline: (call, call$, { hub }) =>
+        call$.pipe(retryWithBackoff({ hub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 100, jitter: 'none' }), reflectOnError()),
+    });

@@ -21,7 +21,7 @@ import type { Message } from '../../src/core/events/events.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import type { AgentFactory } from '../../src/chaos/index.js';
 import { rejects } from '../support/rejects.js';
-import { ANSWER, BUDGET, book, budgetHeld, budgetLeak, concatenates, desk, healing, noDeadline, retriesBooking, throwsAtOnce } from './agents.js';
+import { ANSWER, BUDGET, book, budgetHeld, budgetLeak, byKey, concatenates, desk, healing, noDeadline, retriesBooking, throwsAtOnce } from './agents.js';
 
 const SEED = 25;
 
@@ -60,6 +60,30 @@ describe('checkHealing (rxheal/chaos)', function () {
     );
     expect(marbles.split('\n')[2]).to.match(/^tool:book\s+-\s+\^#\^\|/);
     expect(spec).to.include(`const schedule = {"tools":{"book":[{"kind":"throw"}]}};`);
+  });
+
+  // a tool's answer lost after it ran (the booking made, the caller timed out): only the lost-answer fault and ok
+  const lostAnswers = faults.schedule({
+    tools: ['book'],
+    tool: { weights: { ok: 4, 'lost-answer': 3, throw: 0, timeout: 0, stall: 0, 'is-error': 0, slow: 0 } },
+  });
+
+  it('passes a by-key tool that honours its key under lost answers: its retry answers the first booking', async () => {
+    const report = await checkHealing(byKey(true), { faults: lostAnswers, runs: 200, seed: SEED });
+    expect(report.ok, report.ok ? '' : report.message).to.equal(true);
+  });
+
+  it('finds a by-key tool that ignores its key (a planted defect), shrunk to one lost answer', async () => {
+    const report = failed(await checkHealing(byKey(false), { faults: lostAnswers, runs: 200, seed: SEED }));
+    const { schedule, violations } = report.failure;
+    expect(schedule).to.deep.equal({ tools: { book: [{ kind: 'lost-answer' }] } });
+    expect(size(schedule)).to.equal(1);
+    const found = violations.filter((v) => v.invariant === 'side-effects-once').map((v) => v.message);
+    expect(found).to.have.length(1);
+    // the key is the run's (a fresh run id), its first step, the call's place, the tool
+    expect(found[0]).to.match(
+      /^'book' \(idempotent: 'by-key'\) applied its effect 2 times under idempotency key 'run-[^']+\/1\/0\/book': it answered \{"booking":"bk_1"\}, then \{"booking":"bk_2"\} — a repeated key must answer the first result$/,
+    );
   });
 
   it('finds a hand-made model wrapper that concatenates two attempts, shrunk to one reset after one event', async () => {

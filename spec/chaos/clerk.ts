@@ -85,7 +85,7 @@ export function agentFor(variant: Variant = {}): AgentFactory {
         return `${seat} booked`;
       },
       verify: async ({ seat }, { callId }) =>
-        !variant.lyingVerify && ledger(chaos).has(callId!) ? { happened: true as const, result: `${seat} booked` } : { happened: false as const },
+        !variant.lyingVerify && ledger(chaos).has(callId!) ? { applied: true as const, result: `${seat} booked` } : { applied: false as const },
     });
     const notify = defineTool({ name: 'notify', description: 'Texts the customer', args: Seat, execute: async () => 'sent' });
     const run$ = runAgent({

@@ -12,6 +12,7 @@ import type { JournalStore } from '../../src/core/journal/journal.js';
 import { corrupt, failure, freshRun, journalContract } from '../support/journalContract.js';
 import { ledgerContract } from '../support/ledgerContract.js';
 import { processContract } from '../support/journalProcesses.js';
+import { ledgerProcessContract } from '../support/ledgerProcesses.js';
 import { refusal } from '../support/refusal.js';
 import { usePostgresServer } from '../support/postgresServer.js';
 
@@ -84,4 +85,5 @@ describe('postgresJournal on a real PostgreSQL', function () {
   });
 
   processContract('postgresJournal', () => ({ kind: 'postgres', connectionString: server().connectionString }));
+  ledgerProcessContract('postgresJournal', () => ({ kind: 'postgres', connectionString: server().connectionString }));
 });

@@ -15,6 +15,7 @@ import { hashTag, keySlot } from '../../src/redis/keys.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { corrupt, failure, freshRun, journalContract } from '../support/journalContract.js';
 import { processContract } from '../support/journalProcesses.js';
+import { ledgerProcessContract } from '../support/ledgerProcesses.js';
 import { ledgerContract } from '../support/ledgerContract.js';
 import { ioredisReady } from '../support/ioredisPair.js';
 import { refusal } from '../support/refusal.js';
@@ -131,6 +132,7 @@ describe('redisJournal on a real redis-server', function () {
   });
 
   processContract('redisJournal (node-redis)', () => ({ kind: 'redis', url: server!.url }));
+  ledgerProcessContract('redisJournal (node-redis)', () => ({ kind: 'redis', url: server!.url }));
 });
 
 describe('redisJournal on a 3-master Redis Cluster', function () {

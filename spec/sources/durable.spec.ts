@@ -87,7 +87,7 @@ function tools(world: World, o: ToolOptions = {}) {
           verify: (_args: { flight: string }, { callId }: { callId?: string }) => {
             world.verifies++;
             const done = world.bookings.get(callId!);
-            return [done === undefined ? { happened: false as const } : { happened: true as const, result: done }];
+            return [done === undefined ? { applied: false as const } : { applied: true as const, result: done }];
           },
         }
       : {}),

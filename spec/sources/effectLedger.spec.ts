@@ -10,7 +10,8 @@ import { lastValueFrom, map, of, Subscription, timer, type Observable } from 'rx
 import { InvalidOptionError, ToolError } from '../../src/core/errors/errors.js';
 import type { AgentEvent } from '../../src/core/events/events.js';
 import { ToolOutcomeUnknownError } from '../../src/core/journal/errors.js';
-import { argsHash, canonicalJson, effectKey, idempotencyHeaders } from '../../src/core/journal/idempotency.js';
+import { createHash } from 'node:crypto';
+import { argsHash, canonicalJson, effectKey, idempotencyHeaders, textHash } from '../../src/core/journal/idempotency.js';
 import type { JournalStore } from '../../src/core/journal/journal.js';
 import { memoryJournal } from '../../src/durable/index.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
@@ -73,6 +74,7 @@ describe('effectLedger', () => {
       const message = toolMessages(run.events).get('call_1');
       expect(message?.isError).to.equal(true);
       expect(message?.content).to.match(/The outcome of charge is unknown: it may or may not have happened \(HTTP 500/);
+      expect(run.events.filter((e) => e.type === 'tool-outcome-unknown')).to.deep.equal([{ type: 'tool-outcome-unknown', callId: 'call_1', tool: 'charge' }]);
     });
     testScheduler().run(({ flush }) => {
       const api = new PaymentApi(['reset-after-commit'], false);
@@ -80,6 +82,8 @@ describe('effectLedger', () => {
       const run = runFor(config, flush);
       expect(run.error).to.be.instanceOf(ToolOutcomeUnknownError);
       expect(api.charges).to.have.length(1);
+      // the event first, then the run's end: the rule the durable run keeps for a resumed call
+      expect(run.events.map((e) => e.type).slice(-1)).to.deep.equal(['tool-outcome-unknown']);
     });
   });
 
@@ -118,6 +122,9 @@ describe('effectLedger', () => {
         const message = toolMessages(resumed!.events).get('call_1');
         if (verify) expect(message?.content).to.equal('{"charge":"ch_1","amount":5}');
         else expect(message?.content).to.match(/^Error: The outcome of charge is unknown/);
+        // started, never finished, no verify: the resumed run says so in its stream
+        const unknown = resumed!.events.filter((e) => e.type === 'tool-outcome-unknown');
+        expect(unknown, `verify ${verify}`).to.deep.equal(verify ? [] : [{ type: 'tool-outcome-unknown', callId: 'call_1', tool: 'charge' }]);
         expect(resumed!.done).to.equal(true);
       });
     }
@@ -210,7 +217,12 @@ describe('effectLedger', () => {
     expect(argsHash({ a: 1, b: 2 }))
       .to.equal(argsHash({ b: 2, a: 1 }))
       .and.not.equal(argsHash({ a: 1, b: 3 }));
-    expect(ledgerRunId('x')).to.match(/^fx-[0-9a-f]{28}$/);
+    expect(ledgerRunId('x')).to.match(/^fx2-[0-9a-f]{32}$/);
+    // the hash is SHA-256: pinned values (a process, a runtime or a version that hashed otherwise would not find a key's record)
+    expect(ledgerRunId('order-7421/3/0/charge')).to.equal('fx2-1df486d569297f2954dfe3638867c35e');
+    expect(argsHash({ amount: 5 })).to.equal('7e84cbf0f7a7c92c');
+    for (const text of ['order-7421/3/0/charge', 'ünïcödé/1/0/réserver', ''])
+      expect(textHash(text)).to.equal(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32));
     expect(() => effectLedger({} as JournalStore)).to.throw(InvalidOptionError, /"store"/);
     expect(() => effectLedger(memoryJournal(), { pollMs: 0 })).to.throw(InvalidOptionError, /"pollMs"/);
     expect(() => effectLedger(memoryJournal(), { leaseMs: -1 })).to.throw(InvalidOptionError, /"leaseMs"/);

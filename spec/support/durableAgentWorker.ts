@@ -132,9 +132,7 @@ const book = defineTool({
   },
   // the booking system can say whether a booking was made: the effect file is its ledger
   verify: async ({ seat }, { callId }) =>
-    effectsOf('book').some((line) => line.startsWith(`${callId} `))
-      ? { happened: true as const, result: { seat, booked: true } }
-      : { happened: false as const },
+    effectsOf('book').some((line) => line.startsWith(`${callId} `)) ? { applied: true as const, result: { seat, booked: true } } : { applied: false as const },
 });
 const notify = defineTool({
   name: 'notify',

@@ -36,7 +36,7 @@ export function ledgerContract(kind: string, make: () => Promise<JournalViews>):
         description: 'charges',
         args: t.type({ amount: t.number }),
         execute: () => timer(60).pipe(map(() => `ch_${++runs}`)),
-        ...(verify === undefined ? {} : { verify: () => [verify ? { happened: true as const, result: 'ch_verified' } : { happened: false as const }] }),
+        ...(verify === undefined ? {} : { verify: () => [verify ? { applied: true as const, result: 'ch_verified' } : { applied: false as const }] }),
       });
     const call = (key: string, hub?: HealHub, tool = charge(), amount = 5): GuardedCall => ({
       key,

@@ -125,7 +125,7 @@ export function chargeTool(api: PaymentApi, o: ChargeToolOptions = {}): Tool<{ t
       ? {
           verify: (_args: { to: string; amount: number }, ctx: ToolContext) => {
             const found = api.find(ctx.idempotencyKey);
-            return [found === undefined ? { happened: false as const } : { happened: true as const, result: { charge: found.id, amount: found.amount } }];
+            return [found === undefined ? { applied: false as const } : { applied: true as const, result: { charge: found.id, amount: found.amount } }];
           },
         }
       : {}),

@@ -81,6 +81,8 @@ export const DEFAULT_TOOL_WEIGHTS: Readonly<Record<ToolFault['kind'], number>> =
   stall: 1,
   'is-error': 1,
   slow: 1,
+  // opt in (weights: { 'lost-answer': n }): the default schedules stay as they were
+  'lost-answer': 0,
 });
 
 /** A whole number of at most 2³¹−1 that is `>= min`, or a `ChaosInputError` naming `where` and the value. */
@@ -180,6 +182,7 @@ export function toolFault(options: { readonly weights?: ToolFaultWeights; readon
     timeout: b.delay.map((afterMs) => ({ kind: 'timeout', afterMs })),
     stall: fc.constant({ kind: 'stall' }),
     'is-error': fc.constant({ kind: 'is-error' }),
+    'lost-answer': fc.constant({ kind: 'lost-answer' }),
     slow: b.delay.map((delayMs) => ({ kind: 'slow', delayMs })),
   };
   return weighted(options.weights ?? {}, DEFAULT_TOOL_WEIGHTS, arbs, 'tool.weights');

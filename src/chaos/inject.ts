@@ -254,6 +254,8 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
         endedAt: undefined,
         outcome: 'open',
         ran: false,
+        key: typeof context?.idempotencyKey === 'string' ? context.idempotencyKey : undefined,
+        answer: undefined,
       };
       recorder?.tools.push(execution);
       const end = (outcome: AttemptOutcome): void => {
@@ -263,8 +265,10 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
         recorder?.moved();
       };
       let inner: { unsubscribe(): void } | undefined;
-      const run = (): void => {
+      /** Runs the real tool; `lose`: its answer is kept from the caller, who sees a timeout once it completes. */
+      const run = (lose = false): void => {
         let output: ObservableInput<unknown>;
+        let last: { readonly value: unknown } | undefined;
         execution.ran = true;
         try {
           output = tool.execute(args, context);
@@ -277,8 +281,9 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
         inner = from(typeof output === 'string' ? [output] : output).subscribe({
           next: (value) =>
             gate(() => {
+              last = { value };
               recorder?.moved();
-              subscriber.next(value);
+              if (!lose) subscriber.next(value);
             }),
           error: (error: unknown) =>
             gate(() => {
@@ -287,8 +292,13 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
             }),
           complete: () =>
             gate(() => {
-              end('complete');
-              subscriber.complete();
+              execution.answer = last ?? { value: undefined };
+              if (!lose) {
+                end('complete');
+                return subscriber.complete();
+              }
+              end('error');
+              subscriber.error(Object.assign(new Error(`chaos: '${tool.name}' ran, and its answer was lost`), { name: 'TimeoutError' }));
             }),
         });
         recorder?.executing?.(tool.name);
@@ -323,7 +333,10 @@ export function chaosTool<T extends AnyTool>(tool: T, schedule: FaultSchedule, o
           });
           break;
         case 'slow':
-          timer = after(fault.delayMs, scheduler, run);
+          timer = after(fault.delayMs, scheduler, () => run());
+          break;
+        case 'lost-answer':
+          run(true);
           break;
       }
       return () => {

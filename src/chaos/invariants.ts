@@ -19,6 +19,7 @@ import {
   TotalTimeoutError,
 } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage } from '../core/events/events.js';
+import { canonicalJson } from '../core/journal/idempotency.js';
 import type { Budget } from '../sources/budget.js';
 import type { FaultSchedule } from './schedule.js';
 import type { ModelAttempt, RecordedEvent, ToolExecution } from './recorder.js';
@@ -287,6 +288,33 @@ export function sideEffectsOnce(run: Omit<ChaosRun, 'violations'>, acrossCrash =
     const calls = asked.get(name) ?? 0;
     if (ran > calls) problems.push(`non-idempotent '${name}' ran ${ran} times for ${calls} call${calls === 1 ? '' : 's'} the model made`);
   }
+  return [...problems, ...appliedOncePerKey(run)];
+}
+
+/**
+ * A tool declared `idempotent: 'by-key'` promises that a second execution under a key it has
+ * applied answers the first one's result, applying nothing: every execution of it that ran to its
+ * end under one key (a lost answer's too, across crashes) answers the same. Two answers under one
+ * key are two applied effects: the violation names the key and the tool.
+ */
+function appliedOncePerKey(run: Omit<ChaosRun, 'violations'>): string[] {
+  const perKey = new Map<string, { tool: string; key: string; answers: string[] }>();
+  for (const t of run.tools) {
+    if (t.idempotent !== 'by-key' || t.key === undefined || t.answer === undefined) continue;
+    const id = `${t.tool}\u0000${t.key}`;
+    const entry = perKey.get(id) ?? { tool: t.tool, key: t.key, answers: [] };
+    entry.answers.push(canonicalJson(t.answer.value));
+    perKey.set(id, entry);
+  }
+  const problems: string[] = [];
+  for (const { tool, key, answers } of perKey.values()) {
+    const distinct = [...new Set(answers)];
+    if (distinct.length > 1)
+      problems.push(
+        `'${tool}' (idempotent: 'by-key') applied its effect ${distinct.length} times under idempotency key '${key}': ` +
+          `it answered ${distinct.join(', then ')} — a repeated key must answer the first result`,
+      );
+  }
   return problems;
 }
 
@@ -362,8 +390,11 @@ function nothingLeft(run: Omit<ChaosRun, 'violations'>): string[] {
  *   two attempts' text concatenated, a lost or doubled delta, a reset that takes back too much, an
  *   answer (an empty one too) that no model call gave: errors swallowed into a canned reply.
  * - `side-effects-once`: it runs a tool declared `idempotent: false` at most once per tool call the
- *   model made (counted by the call's id). Catches a pipeline that retries a booking, a hedge or
- *   restart that runs it again.
+ *   model made (counted by the call's id), and a tool declared `idempotent: 'by-key'` applies its
+ *   effect at most once per idempotency key (every execution under one key that ran to its end
+ *   answers the same, the first one's result). Catches a pipeline that retries a booking, a hedge or
+ *   restart that runs it again, a by-key tool that ignores its key (a `lost-answer` fault and a
+ *   retry find it).
  * - `budget-held`: it makes no more model calls or tool executions than the budget, calls no model
  *   after its tokens are spent. Catches fallbacks or retries outside the run's budget.
  * - `healing-announced`: it says on the hub (its events) every attempt after the first of a turn

@@ -77,6 +77,10 @@ export interface ToolExecution {
   outcome: AttemptOutcome;
   /** Whether the tool's own `execute` was called (its effect under way): false when the fault stood in for it (`throw`, `timeout`, `stall`, `is-error`). */
   ran: boolean;
+  /** The call's idempotency key, as `execute` was handed it (`ctx.idempotencyKey`); undefined outside a run. */
+  readonly key: string | undefined;
+  /** What the tool's own `execute` answered when it completed (its last value; a `lost-answer` fault's too, though the caller never saw it); undefined before. */
+  answer: { readonly value: unknown } | undefined;
 }
 
 /**

@@ -36,7 +36,10 @@ export type ModelFault =
  * `HttpError` with `status`, else a plain `Error`). `timeout`: it fails with a `TimeoutError`
  * after `afterMs`. `stall`: it never answers. `is-error`: it answers an MCP-style
  * `{ isError: true, content }` result. `slow`: it runs `delayMs` late. A tool that faults did not
- * run the real tool, but counts as an execution (a side effect may have happened).
+ * run the real tool, but counts as an execution (a side effect may have happened) — except
+ * `lost-answer`: the real tool runs to its end (its effect applied), then its answer is lost and the
+ * caller sees a `TimeoutError`, as when a service commits and the connection drops, so a retry or a
+ * resume runs it again (a tool that deduplicates by key must then answer its first result).
  *
  * @example
  * ```ts
@@ -49,7 +52,8 @@ export type ToolFault =
   | { readonly kind: 'timeout'; readonly afterMs: number }
   | { readonly kind: 'stall' }
   | { readonly kind: 'is-error' }
-  | { readonly kind: 'slow'; readonly delayMs: number };
+  | { readonly kind: 'slow'; readonly delayMs: number }
+  | { readonly kind: 'lost-answer' };
 
 /**
  * A fault schedule: per model id, the faults of its 1st, 2nd… call; per tool name, those of its
@@ -115,6 +119,7 @@ function toolFaultProblem(f: unknown): string | undefined {
     case 'ok':
     case 'stall':
     case 'is-error':
+    case 'lost-answer':
       return undefined;
     case 'throw':
       if (o['status'] !== undefined && (!isInt(o['status'], 400) || (o['status'] as number) > 599)) return `status ${String(o['status'])} is not 400–599`;
@@ -187,7 +192,7 @@ export function compactSchedule(schedule: FaultSchedule): FaultSchedule {
 
 /**
  * A fault in a few characters, for diagrams and reports: `503`, `429/1000ms`, `down/5000ms`,
- * `reset@2`, `stall@0`, `malformed@1`, `slow/3000ms`, `bad-args`, `throw/503`, `timeout/500ms`, `is-error`.
+ * `reset@2`, `stall@0`, `malformed@1`, `slow/3000ms`, `bad-args`, `throw/503`, `timeout/500ms`, `is-error`, `lost-answer`.
  *
  * @example
  * ```ts
@@ -215,7 +220,8 @@ export function describeFault(fault: ModelFault | ToolFault): string {
     case 'timeout':
       return `timeout/${fault.afterMs}ms`;
     case 'is-error':
-      return 'is-error';
+    case 'lost-answer':
+      return fault.kind;
     case 'slow':
       return `slow/${fault.delayMs}ms`;
   }

@@ -40,6 +40,7 @@ import { messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, 
 import { CallContext, resultText, type Verified } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
 import { randomName } from '../core/journal/idempotency.js';
+import { outcomeUnknown, unknownOutcomeText } from './unknownOutcome.js';
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
 const notJournaled = (error: unknown): boolean =>
@@ -53,17 +54,6 @@ const notJournaled = (error: unknown): boolean =>
 const jsonData = (record: RunRecord) => jsonRecord('runAgent', record);
 
 const randomHolder = (): string => randomName('rxheal');
-
-/**
- * The text a model gets for a call whose outcome a resume cannot know.
- *
- * @example
- * ```ts
- * unknownOutcomeText('book'); // 'The outcome of book is unknown: …'
- * ```
- */
-export const unknownOutcomeText = (tool: string): string =>
-  `The outcome of ${tool} is unknown: it may or may not have happened (the run was interrupted while it ran). Check before trying again.`;
 
 /**
  * The configuration's fingerprint, as the start record keeps it.
@@ -367,12 +357,10 @@ export class DurableRun implements DurablePort {
   /** An interrupted non-idempotent call: its `verify` answers, or its outcome is unknown. */
   private unknown(call: ToolCall, tool: AnyTool, run$: () => Observable<ToolOutcome>): Observable<ToolOutcome> {
     const unknown$ = defer((): Observable<ToolOutcome> => {
-      const event: AgentEvent = { type: 'tool-outcome-unknown', callId: call.id, tool: call.name };
-      if (this.settings.onUnknownOutcome === 'error') {
+      const { event, fatal } = outcomeUnknown({ runId: this.runId, callId: call.id, tool: call.name, onUnknownOutcome: this.settings.onUnknownOutcome });
+      if (fatal !== undefined) {
         this.host.emit(event);
-        const error = new ToolOutcomeUnknownError(this.runId, call.name, call.id);
-        markFatal(error);
-        return throwError(() => error);
+        return throwError(() => fatal);
       }
       return of({
         events: [event],
@@ -391,12 +379,12 @@ export class DurableRun implements DurablePort {
       map((v: Verified<unknown> | undefined) => v),
       catchError(() => of(undefined)),
       switchMap((v): Observable<ToolOutcome> => {
-        if (v?.happened === true)
+        if (v?.applied === true)
           return of({
             events: [{ type: 'tool-result', id: call.id, name: call.name, result: v.result }],
             message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(v.result) },
           });
-        return v?.happened === false ? run$() : unknown$;
+        return v?.applied === false ? run$() : unknown$;
       }),
     );
   }

@@ -2,7 +2,7 @@
  * {@link effectLedger}: side effects exactly once. Over any journal store (the journal's lease
  * rules give it what it needs: one writer per key across processes, records durable before the
  * step that depends on them), each guarded tool call is one ledger entry keyed by its idempotency
- * key — a store run of its own, `fx-<hash of the key>`, whose records say `started`, `done` (with
+ * key — a store run of its own, `fx2-<SHA-256 of the key>`, whose records say `started`, `done` (with
  * the result) or `failed` (the tool said its effect did not happen). An attempt that ends any
  * other way leaves `started`: the outcome is unknown, and the next execution of that key
  * reconciles it (the tool's `verify`) or reports it, never guesses.
@@ -16,9 +16,10 @@ import { LeaseMs } from '../core/journal/journal.js';
 import { check, NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import { errorText } from '../core/errors/sanitize.js';
 import type { ToolCall } from '../core/events/events.js';
+import type { ToolOutcomeUnknownEvent } from '../core/events/runEvents.js';
 import type { HealHub } from '../core/hub/hub.js';
-import { argsHash, randomName, textHash } from '../core/journal/idempotency.js';
-import { RunLockedError, ToolOutcomeUnknownError } from '../core/journal/errors.js';
+import { argsHash, HASH_SCHEME, randomName, textHash } from '../core/journal/idempotency.js';
+import { RunLockedError } from '../core/journal/errors.js';
 import type { JournalData, JournalEntry, JournalSession, JournalStore } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
 import { abortable } from '../core/model/abortable.js';
@@ -26,6 +27,7 @@ import { markFatal } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { wait } from '../core/rx/wait.js';
 import { CallContext, repeatable, type Tool, type Verified } from './tool.js';
+import { outcomeUnknown, unknownOutcomeText } from './unknownOutcome.js';
 
 /**
  * Options of {@link effectLedger}.
@@ -81,6 +83,8 @@ export interface GuardedCall {
   readonly hub: HealHub | undefined;
   /** An outcome that stays unknown: told to the model (a tool error it reads) or the run's end. */
   readonly onUnknownOutcome: 'tell-model' | 'error';
+  /** Where the run's `tool-outcome-unknown` goes (its stream), when the ledger cannot tell an outcome. */
+  readonly emit?: ((event: ToolOutcomeUnknownEvent) => void) | undefined;
 }
 
 /**
@@ -107,12 +111,8 @@ export interface EffectLedger {
 /** The ledger's record version. */
 const V = 1;
 
-/** The store run that holds one key's records. */
-export const ledgerRunId = (key: string): string => `fx-${textHash(key)}`;
-
-/** What a model is told of a call whose effect may or may not have happened. */
-export const unknownEffectText = (tool: string, error?: string): string =>
-  `The outcome of ${tool} is unknown: it may or may not have happened${error === undefined ? '' : ` (${error})`}. Check before trying again.`;
+/** The store run that holds one key's records: the hash's scheme, then the key's hash (`fx2-` and 32 hex digits). */
+export const ledgerRunId = (key: string): string => `${HASH_SCHEME}-${textHash(key)}`;
 
 /** A key's records as its state (and the key they were written for: a hash collision is refused). */
 function stateOf(entries: readonly JournalEntry[]): EffectState & { readonly key?: string } {
@@ -151,7 +151,7 @@ let executions = 0;
  * is `done` answers from its record (`tool-deduplicated`); arguments that differ from the
  * recorded ones under the same key are a `ToolError` naming both hashes; a key left `started`
  * (an attempt that timed out, was cut, or whose process died) is reconciled by the tool's `verify`
- * (`{ happened: true, result }` is recorded `done`; `{ happened: false }` runs it) or, without
+ * (`{ applied: true, result }` is recorded `done`; `{ applied: false }` runs it) or, without
  * one, reported: the model is told the outcome is unknown, or the run ends with
  * `ToolOutcomeUnknownError` (`onUnknownOutcome: 'error'`). A tool declared `idempotent: 'by-key'`
  * simply runs again under the same key. A store that fails ends the run.
@@ -326,11 +326,11 @@ class Guarded {
         next: (v) => (verdict = v),
         error: unknown,
         complete: () => {
-          if (verdict?.happened === true) {
+          if (verdict?.applied === true) {
             const result = verdict.result;
             return this.append({ v: V, type: 'done', result: stored(result) }, () => this.end(() => this.deliver(result)));
           }
-          if (verdict?.happened !== false) return unknown();
+          if (verdict?.applied !== false) return unknown();
           // not applied: recorded so; a call found unknown runs now, a failed attempt's error goes on (retryable)
           if (error === undefined) return this.run();
           this.append({ v: V, type: 'failed', error: 'verify: not applied' }, () =>
@@ -341,15 +341,15 @@ class Guarded {
     );
   }
 
+  /** The outcome stays unknown: the run's one rule for it (the event, then the model told or the run ended). */
   private unknownOutcome(error: unknown): Error {
-    const { call, tool, runId, onUnknownOutcome } = this.call;
-    if (onUnknownOutcome === 'error') {
-      const e = new ToolOutcomeUnknownError(runId, tool.name, call.id);
-      markFatal(e);
-      return e;
-    }
+    const { call, tool, runId, onUnknownOutcome, emit } = this.call;
+    const { event, fatal } = outcomeUnknown({ runId, callId: call.id, tool: tool.name, onUnknownOutcome });
+    emit?.(event);
+    if (fatal !== undefined) return fatal;
+    const why = error === undefined ? 'an earlier attempt never said how it ended' : errorText(error, 300);
     // a tool that deduplicates by key may still be retried: the retry is the reconciliation
-    return this.toolError('execute', unknownEffectText(tool.name, error === undefined ? undefined : errorText(error, 300)), error, repeatable(tool));
+    return this.toolError('execute', unknownOutcomeText(tool.name, why), error, repeatable(tool));
   }
 
   private toolError(phase: 'validate' | 'execute', message: string, cause?: unknown, idempotent = false): ToolError {

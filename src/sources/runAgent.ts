@@ -374,7 +374,7 @@ class AgentRun implements DurableHost {
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
         callTool(tool, call, { scope: this.scope, idempotencyKey: key }),
       );
-      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub }, execute$);
+      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub, emit: (e) => this.emit(e) }, execute$);
       return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;

@@ -44,8 +44,8 @@ export interface ToolDefinition<A, R> {
   readonly needsApproval?: boolean | ((args: A, context: ToolContext) => boolean);
   /**
    * Asked when a resumed run finds this tool's execution started and never finished (a crash in
-   * the middle): whether its effect happened and, if it did, its result — `{ happened: true,
-   * result }` or `{ happened: false }` (the tool then runs). If it throws or errors, the outcome
+   * the middle): whether its effect happened and, if it did, its result — `{ applied: true,
+   * result }` or `{ applied: false }` (the tool then runs). If it throws or errors, the outcome
    * stays unknown (see `onUnknownOutcome`). Not asked for an idempotent tool: it simply runs again.
    */
   readonly verify?: (args: A, context: ToolContext) => ObservableInput<Verified<R>>;
@@ -55,15 +55,15 @@ export interface ToolDefinition<A, R> {
 export const repeatable = (tool: { readonly idempotent: boolean | 'by-key' }): boolean => tool.idempotent !== false;
 
 /**
- * What a tool's `verify` answers: the effect happened (with its result) or did not.
+ * What a tool's `verify` answers: the effect was applied (with its result) or was not.
  *
  * @example
  * ```ts
  * const verify = async ({ seat }: { seat: string }): Promise<Verified<string>> =>
- *   (await bookings.has(seat)) ? { happened: true, result: `booked ${seat}` } : { happened: false };
+ *   (await bookings.has(seat)) ? { applied: true, result: `booked ${seat}` } : { applied: false };
  * ```
  */
-export type Verified<R> = { readonly happened: true; readonly result: R } | { readonly happened: false };
+export type Verified<R> = { readonly applied: true; readonly result: R } | { readonly applied: false };
 
 /**
  * What a tool's `execute` is handed: the signal (see {@link AbortContext}) and, when

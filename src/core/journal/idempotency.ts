@@ -4,10 +4,12 @@
  * model turn that asked for it), the call's index in that turn's message and the tool's name —
  * never from the provider's call id (a model asked again would make another). What carries the
  * key to a remote service: {@link idempotencyHeaders} (HTTP), {@link IDEMPOTENCY_META_KEY} (MCP
- * `_meta`). And the hash the effect ledger keeps of a call's arguments.
+ * `_meta`). And the hash the effect ledger keys by and keeps of a call's arguments.
  *
  * @module
  */
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
 /**
  * The name of the key in an MCP `tools/call` request's `_meta` (rxheal/mcp and `rxheal-mcp-proxy`
@@ -89,31 +91,31 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
 }
 
-/** One 53-bit lane of the hash (cyrb53's mixing), as 14 hex digits. */
-function lane(text: string, seed: number): string {
-  let h1 = 0xdeadbeef ^ seed;
-  let h2 = 0x41c6ce57 ^ seed;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
-    h2 = Math.imul(h2 ^ c, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, '0');
-}
-
 /**
- * A text's 106-bit hash as 28 hex digits (two lanes of a fast non-cryptographic hash): the same in
- * every process and runtime. Not a secret: a key or arguments can be guessed from it.
+ * The name of the hash the ledger keys and compares by, as its store runs' prefix says it
+ * (`fx2-`): SHA-256 (`@noble/hashes`, audited, synchronous — the ledger runs in the scheduler's
+ * time, virtual time too, where a Web Crypto promise would never settle — and the same in every
+ * runtime). A change of hash takes a new prefix, so a ledger never compares hashes of two kinds.
  *
  * @example
  * ```ts
- * textHash('order-7421/3/0/charge').length; // 28
+ * HASH_SCHEME; // 'fx2'
+ * ```
+ */
+export const HASH_SCHEME = 'fx2';
+
+/**
+ * A text's SHA-256 (of its UTF-8 bytes), its first 128 bits as 32 hex digits: the same in every
+ * process, runtime and version of this scheme ({@link HASH_SCHEME}). Not a secret: a key or
+ * arguments can be guessed from it.
+ *
+ * @example
+ * ```ts
+ * textHash('order-7421/3/0/charge').length; // 32
  * ```
  */
 export function textHash(text: string): string {
-  return lane(text, 0) + lane(text, 0x9e3779b9);
+  return bytesToHex(sha256(utf8ToBytes(text))).slice(0, 32);
 }
 
 /**
