@@ -113,7 +113,7 @@ describe('operate and subscribeWithin', () => {
     const doubled = (log?: string[]) => operate<number>((source, subscriber) => void subscribeWithin(subscriber, source, new Doubler(subscriber, log)));
 
     it('in marbles, as a subscriber would: values on, then the end; the source unsubscribed at its end, and when downstream leaves', () => {
-      new TestScheduler((a, b) => expect(a).to.deep.equal(b)).run(({ cold, expectObservable, expectSubscriptions }) => {
+      new TestScheduler((a, b) => void expect(a).to.deep.equal(b)).run(({ cold, expectObservable, expectSubscriptions }) => {
         const ends = cold('-a-b-|', { a: 1, b: 2 });
         expectObservable(ends.pipe(doubled())).toBe('-x-y-|', { x: 2, y: 4 });
         expectSubscriptions(ends.subscriptions).toBe('^----!');
