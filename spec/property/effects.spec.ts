@@ -29,6 +29,8 @@ interface Schedule {
   readonly hedged: boolean;
   readonly faults: readonly (typeof PAYMENT_FAULTS)[number][];
   readonly crashAt: number | undefined;
+  /** The ledger's writes: one before and one after (`claimWith`, `finish`), or a store without them (a claim, two appends). */
+  readonly writes: 'one' | 'separate';
 }
 
 const scheduleArb: fc.Arbitrary<Schedule> = fc
@@ -40,6 +42,7 @@ const scheduleArb: fc.Arbitrary<Schedule> = fc
     hedged: fc.boolean(),
     faults: fc.array(fc.constantFrom(...PAYMENT_FAULTS), { maxLength: 6 }),
     crashAt: fc.option(fc.integer({ min: 1, max: 60 }), { nil: undefined }),
+    writes: fc.constantFrom('one' as const, 'separate' as const),
   })
   // a tool that says its API deduplicates by key, on an API that does not, is the defect checkHealing finds (chaos spec)
   .filter((s) => s.kind !== 'by-key' || s.keys);
@@ -73,14 +76,14 @@ function play(s: Schedule): Outcome {
       error = undefined;
       return runAgent(processConfig(view, base)).subscribe({ next: (e) => events.push(e), error: (e: unknown) => (error = e), complete: () => (done = true) });
     };
-    const first = new ProcessView(journal);
+    const first = new ProcessView(journal, undefined, s.writes);
     const run = start(first);
     if (s.crashAt !== undefined) {
       const at = s.crashAt;
       later(at, () => {
         if (done || error !== undefined) return;
         first.kill(run);
-        later(200, () => void start(new ProcessView(journal)));
+        later(200, () => void start(new ProcessView(journal, undefined, s.writes)));
       });
     }
     flush();
@@ -133,7 +136,16 @@ describe('side effects exactly once (property)', function () {
   });
 
   it('catches the defect it is there for: a tool declared by-key on an API that ignores the key is charged twice when retried', () => {
-    const s: Schedule = { calls: 1, keys: false, kind: 'by-key', retry: true, hedged: false, faults: ['timeout-after-commit'], crashAt: undefined };
+    const s: Schedule = {
+      calls: 1,
+      keys: false,
+      kind: 'by-key',
+      retry: true,
+      hedged: false,
+      faults: ['timeout-after-commit'],
+      crashAt: undefined,
+      writes: 'one',
+    };
     expect(violations(s, play(s))).to.include('invoice-run/1/0/charge: 2 charges applied');
   });
 });

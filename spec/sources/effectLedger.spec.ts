@@ -12,7 +12,7 @@ import type { AgentEvent } from '../../src/core/events/events.js';
 import { ToolOutcomeUnknownError } from '../../src/core/journal/errors.js';
 import { createHash } from 'node:crypto';
 import { argsHash, canonicalJson, effectKey, idempotencyHeaders, textHash } from '../../src/core/journal/idempotency.js';
-import type { JournalStore } from '../../src/core/journal/journal.js';
+import type { JournalClaim, JournalData, JournalSession, JournalStore } from '../../src/core/journal/journal.js';
 import { memoryJournal } from '../../src/durable/index.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { effectLedger, ledgerRunId, type EffectState } from '../../src/sources/effectLedger.js';
@@ -20,7 +20,7 @@ import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import * as t from 'io-ts';
 import { record } from '../../src/testing/index.js';
-import { payingModel, ProcessView, processConfig, toolMessages } from '../support/effectRuns.js';
+import { CHARGES, payingModel, ProcessView, processConfig, toolMessages } from '../support/effectRuns.js';
 import { testScheduler, virtual } from '../support/marbles.js';
 import { chargeTool, PaymentApi, type PaymentFault } from '../support/paymentApi.js';
 
@@ -207,6 +207,64 @@ describe('effectLedger', () => {
       expect(keys).to.have.length(1);
       expect(keys[0]).to.match(/^run-.+\/1\/0\/charge$/);
     });
+  });
+
+  it('one write before and one after: claimWith (the claim and its started record) and finish (done and the release); a store without them: a claim, two appends, a release', () => {
+    for (const writes of ['one', 'separate'] as const) {
+      testScheduler().run(({ flush }) => {
+        const inner = memoryJournal();
+        const ops: string[] = [];
+        const session = (x: JournalSession): JournalSession => ({
+          runId: x.runId,
+          entries: x.entries,
+          firstWritten: x.firstWritten === true,
+          append: (d) => (ops.push(`append ${String(d['type'])}`), x.append(d)),
+          renew: () => (ops.push('renew'), x.renew()),
+          release: () => (ops.push('release'), x.release()),
+          ...(writes === 'one' ? { finish: (d: JournalData) => (ops.push(`finish ${String(d['type'])}`), x.finish!(d)) } : {}),
+        });
+        const counted: JournalStore = {
+          claim: (c) => (ops.push('claim'), inner.claim(c).pipe(map(session))),
+          read: (r) => inner.read(r),
+          ...(writes === 'one'
+            ? {
+                claimWith: (c: JournalClaim, first: JournalData) => (
+                  ops.push(`claimWith ${String(first['type'])}`),
+                  inner.claimWith!(c, first).pipe(map(session))
+                ),
+              }
+            : {}),
+        };
+        const api = new PaymentApi(['ok'], true);
+        const ledger = effectLedger(counted, { leaseMs: 1_000 });
+        const run = runFor(processConfig(new ProcessView(memoryJournal()), { model: payingModel(), tools: [chargeTool(api)] }, { ledger }), flush);
+        expect(run.error).to.equal(undefined);
+        expect(api.charges).to.have.length(1);
+        expect(ops, writes).to.deep.equal(writes === 'one' ? ['claimWith started', 'finish done'] : ['claim', 'append started', 'append done', 'release']);
+        let state: EffectState | undefined;
+        ledger.state('invoice-run/1/0/charge').subscribe((x) => (state = x));
+        flush();
+        expect(state?.state).to.equal('done');
+        // the key is free: a later execution claims it at once and answers from its record
+        let again: unknown;
+        ledger
+          .guard(
+            {
+              key: 'invoice-run/1/0/charge',
+              runId: 'invoice-run',
+              tool: chargeTool(api),
+              hub: undefined,
+              call: { id: 'x', name: 'charge', args: CHARGES[0]!.args },
+              onUnknownOutcome: 'tell-model',
+            },
+            of('never'),
+          )
+          .subscribe((v) => (again = v));
+        flush();
+        expect(again, writes).to.not.equal(undefined);
+        expect(api.charges).to.have.length(1);
+      });
+    }
   });
 
   it('keys, hashes and options', () => {

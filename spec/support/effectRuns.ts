@@ -7,7 +7,7 @@
  */
 import { concatMap, from, map, NEVER, type Observable, timer } from 'rxjs';
 import type { AgentEvent, Message, ModelEvent, ToolCall } from '../../src/core/events/events.js';
-import type { JournalData, JournalSession, JournalStore } from '../../src/core/journal/journal.js';
+import type { JournalClaim, JournalData, JournalSession, JournalStore } from '../../src/core/journal/journal.js';
 import type { Model, ModelRequest } from '../../src/core/model/model.js';
 import type { AgentConfig } from '../../src/sources/agentConfig.js';
 import { effectLedger, type EffectLedger } from '../../src/sources/effectLedger.js';
@@ -51,21 +51,34 @@ export class ProcessView {
   /** What `killOn` stops with the view: the process's agent. */
   run: { unsubscribe(): void } | undefined;
 
-  constructor(inner: JournalStore, killOn?: (data: JournalData) => boolean) {
+  /**
+   * `writes`: `'one'` passes the store's `claimWith` and sessions' `finish` through (the ledger's
+   * one write before and one after), `'separate'` hides them (a store of your own without them: a
+   * claim and two appends).
+   */
+  constructor(inner: JournalStore, killOn?: (data: JournalData) => boolean, writes: 'one' | 'separate' = 'one') {
     const alive = <T>(o: Observable<T>): Observable<T> => (this.dead ? NEVER : o.pipe(concatMap((v) => (this.dead ? NEVER : [v]))));
+    /** A write of `data`: the process may die just before it (`killOn`), then it never happens. */
+    const writing = <T>(data: JournalData, write: () => Observable<T>): Observable<T> => {
+      if (!this.dead && killOn?.(data) === true) this.kill(this.run);
+      return this.dead ? NEVER : alive(write());
+    };
     const session = (s: JournalSession): JournalSession => ({
       runId: s.runId,
       entries: s.entries,
-      append: (data) => {
-        if (!this.dead && killOn?.(data) === true) this.kill(this.run);
-        return this.dead ? NEVER : alive(s.append(data));
-      },
+      ...(s.firstWritten === undefined ? {} : { firstWritten: s.firstWritten }),
+      append: (data) => writing(data, () => s.append(data)),
       renew: () => (this.dead ? NEVER : alive(s.renew())),
       release: () => (this.dead ? NEVER : alive(s.release())),
+      ...(writes === 'one' && s.finish !== undefined ? { finish: (data: JournalData) => writing(data, () => s.finish!(data)) } : {}),
     });
+    const claimWith = inner.claimWith;
     this.store = {
       claim: (c) => (this.dead ? NEVER : alive(inner.claim(c)).pipe(map(session))),
       read: (runId) => (this.dead ? NEVER : alive(inner.read(runId))),
+      ...(writes === 'one' && claimWith !== undefined
+        ? { claimWith: (c: JournalClaim, first: JournalData) => writing(first, () => claimWith.call(inner, c, first)).pipe(map(session)) }
+        : {}),
     };
   }
 

@@ -259,6 +259,98 @@ export function journalContract(kind: string, make: () => Promise<JournalViews>,
       await done(session.release());
     });
 
+    describe('one write before, one after (claimWith and finish)', () => {
+      const claimWith = (store: JournalStore, runId: string, holder: string, first: JournalData, leaseMs = 60_000): Promise<JournalSession> =>
+        get(store.claimWith!({ runId, holder, leaseMs }, first));
+
+      it('claimWith on a run never written: the first record is entry 0, read back by the other view; the next append is seq 1', async () => {
+        expect(s.a.claimWith, 'every rxheal store has claimWith').to.be.a('function');
+        const runId = freshRun();
+        const session = await claimWith(s.a, runId, 'p1', RICH);
+        expect(session.firstWritten).to.equal(true);
+        expect(session.entries).to.deep.equal([{ seq: 0, data: RICH }]);
+        expect(await get(s.b.read(runId))).to.deep.equal([{ seq: 0, data: RICH }]);
+        expect(await get(session.append({ n: 1 }))).to.equal(1);
+        await done(session.release());
+      });
+
+      it('claimWith on a run that has records: claimed as it is, nothing appended', async () => {
+        const runId = freshRun();
+        const one = await claim(s.a, runId, 'p1');
+        await get(one.append({ n: 0 }));
+        await done(one.release());
+        const two = await claimWith(s.b, runId, 'p2', { first: true });
+        expect(two.firstWritten).to.equal(false);
+        expect(two.entries).to.deep.equal([{ seq: 0, data: { n: 0 } }]);
+        expect(await get(s.a.read(runId))).to.deep.equal([{ seq: 0, data: { n: 0 } }]);
+        await done(two.release());
+      });
+
+      it("claimWith refused by a live lease ('held') writes nothing", async () => {
+        const runId = freshRun();
+        const holder = await claim(s.a, runId, 'p1');
+        await locked(s.b.claimWith!({ runId, holder: 'p2', leaseMs: 60_000 }, { first: true }), 'held');
+        expect(await get(s.a.read(runId))).to.deep.equal([]);
+        await done(holder.release());
+      });
+
+      it('claimWith of a fresh run by many holders through both views at once: one wins, and the run holds its record alone', async () => {
+        for (let round = 0; round < 3; round++) {
+          const runId = freshRun();
+          const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => claimWith(i % 2 ? s.a : s.b, runId, `h${i}`, { by: i })));
+          const won = outcomes.filter((o) => o.status === 'fulfilled').map((o) => (o as PromiseFulfilledResult<JournalSession>).value);
+          expect(won, `round ${round}`).to.have.length(1);
+          for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(RunLockedError);
+          expect(won[0]!.firstWritten).to.equal(true);
+          expect(await get(s.a.read(runId))).to.deep.equal(won[0]!.entries);
+          expect(won[0]!.entries).to.have.length(1);
+          await done(won[0]!.release());
+        }
+      });
+
+      it("finish appends the last record and releases: the next holder claims it (the release may follow the record) and reads it; the session then writes nothing ('released')", async () => {
+        const runId = freshRun();
+        const session = await claimWith(s.a, runId, 'p1', { type: 'started' });
+        expect(await get(session.finish!({ type: 'done', result: RICH }))).to.equal(1);
+        await locked(session.append({ n: 2 }), 'released');
+        await done(session.release());
+        let next: JournalSession | undefined;
+        for (let i = 0; i < 100 && next === undefined; i++)
+          next = await claim(s.b, runId, 'p2').catch(async (e: unknown) => {
+            expect(e).to.be.instanceOf(RunLockedError);
+            await sleep(20);
+            return undefined;
+          });
+        expect(next, 'claimed within 2 s, not after the 60 s lease').to.not.equal(undefined);
+        if (next === undefined) return;
+        expect(next.entries.map((e) => e.data)).to.deep.equal([{ type: 'started' }, { type: 'done', result: RICH }]);
+        await done(next.release());
+      });
+
+      it("finish by a session another claim took: 'taken', nothing written, the new holder's lease stays", async () => {
+        const runId = freshRun();
+        const first = await claimWith(s.a, runId, 'p1', { type: 'started' }, 100);
+        await sleep(200);
+        const second = await claim(s.b, runId, 'p2');
+        await locked(first.finish!({ type: 'done' }), 'taken');
+        expect(await get(s.a.read(runId))).to.deep.equal([{ seq: 0, data: { type: 'started' } }]);
+        await locked(s.a.claim({ runId, holder: 'p3', leaseMs: 1000 }), 'held');
+        await done(second.release());
+      });
+
+      it('claimWith and finish with data that is not JSON data: InvalidOptionError at the call, nothing written', async () => {
+        const runId = freshRun();
+        expect(() => s.a.claimWith!({ runId, holder: 'p1', leaseMs: 1000 }, { at: new Date(0) } as unknown as JournalData)).to.throw(
+          InvalidOptionError,
+          /data\.at/,
+        );
+        const session = await claimWith(s.a, runId, 'p1', { ok: true });
+        expect(() => session.finish!({ n: NaN })).to.throw(InvalidOptionError, /data\.n/);
+        expect(await get(s.b.read(runId))).to.deep.equal([{ seq: 0, data: { ok: true } }]);
+        await done(session.release());
+      });
+    });
+
     it('bad input is refused at the call, naming the option and the rule; nothing is written', async () => {
       const runId = freshRun();
       const refused = (f: () => unknown): InvalidOptionError => {

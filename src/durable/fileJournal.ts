@@ -30,7 +30,7 @@ import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { NonEmptyString, Scheduler, validateOptions } from '../core/errors/options.js';
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
-import type { JournalClaim, JournalStore } from '../core/journal/journal.js';
+import type { JournalClaim, JournalData, JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
 import { durableJournal } from '../sources/durableJournal.js';
@@ -128,7 +128,7 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
   const now = (): number => scheduler.now();
   let rootReady: Promise<unknown> | undefined;
 
-  const grant = (runId: string, claim: JournalClaim, dir: string, path: string, generation: number, first: Scan): Grant => {
+  const grant = (runId: string, claim: JournalClaim, dir: string, path: string, generation: number, first: Scan, firstWritten: boolean): Grant => {
     let end = first.end;
     const taken = async (): Promise<RunLockedError> => {
       const lease = await readLease(dir);
@@ -164,13 +164,14 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     };
     return {
       entries: first.entries,
+      firstWritten,
       append: (seq, text) => abortable(() => append(seq, text)),
       renew: () => abortable(() => lease(false)),
       release: () => abortable(() => lease(true)),
     };
   };
 
-  const take = async (claim: JournalClaim): Promise<Grant> => {
+  const take = async (claim: JournalClaim, first?: string): Promise<Grant> => {
     // made once; a failure (a permission, a full disk) is tried again by the next claim
     rootReady ??= mkdir(root, { recursive: true }).catch((error: unknown) => {
       rootReady = undefined;
@@ -187,7 +188,7 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     }
     const { generation } = taken;
     try {
-      return await openRun(claim, dir, generation);
+      return await openRun(claim, dir, generation, first);
     } catch (error) {
       // a journal that cannot be read (or a claim overtaken): the lease taken is given back
       await rewriteLease(dir, generation, claim.holder, 0, true).catch(() => undefined);
@@ -195,8 +196,13 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
     }
   };
 
-  /** The claim's journal: created if new, its torn tail cut, the claim record appended, the run read back. */
-  const openRun = async (claim: JournalClaim, dir: string, generation: number): Promise<Grant> => {
+  /**
+   * The claim's journal: created if new, its torn tail cut, the claim record appended, the run read
+   * back — and, given `first` and a run with no entry, `first` appended as entry 0. Two writes, each
+   * fsync'd: the claim record must be durable before the run is read (it fences off a former holder
+   * still writing), so the entry cannot share its write.
+   */
+  const openRun = async (claim: JournalClaim, dir: string, generation: number, first?: string): Promise<Grant> => {
     const path = join(dir, 'journal');
     const handle = await open(path, APPEND).catch(async (error: unknown) => {
       if (code(error) !== 'ENOENT') throw error;
@@ -220,7 +226,13 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
       // read again after the claim record: what a former holder appended before it counts too
       const after = await readScan(handle, path);
       if (after.generation !== generation || (await newestGeneration(dir)) !== generation) throw await overtaken();
-      return grant(claim.runId, claim, dir, path, generation, after);
+      if (first === undefined || after.entries.length > 0 || after.torn) return grant(claim.runId, claim, dir, path, generation, after, false);
+      const bytes = frame(entryBody(generation, 0, first));
+      await appendAll(handle, bytes);
+      await handle.datasync();
+      if ((await newestGeneration(dir)) !== generation) throw await overtaken();
+      const entries = [{ seq: 0, data: JSON.parse(first) as JournalData }];
+      return grant(claim.runId, claim, dir, path, generation, { ...after, entries, end: after.end + bytes.length }, true);
     } finally {
       await handle.close();
     }
@@ -230,7 +242,7 @@ export function fileJournal(options: FileJournalOptions): JournalStore {
   return durableJournal(
     journalStore(
       'fileJournal',
-      (claim) => abortable(() => take(claim)),
+      (claim, first) => abortable(() => take(claim, first)),
       (runId) => {
         const path = join(root, folderOf(runId), 'journal');
         return abortable(async ({ signal }) => {

@@ -22,7 +22,7 @@
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { Bool, check, validateOptions } from '../core/errors/options.js';
 import { JournalCorruptError, RunLockedError } from '../core/journal/errors.js';
-import { parseRecord, type JournalClaim, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
+import { parseRecord, type JournalClaim, type JournalData, type JournalEntry, type JournalStore } from '../core/journal/journal.js';
 import { journalStore, type Grant } from '../core/journal/session.js';
 import { abortable } from '../core/model/abortable.js';
 import { durableJournal } from '../sources/durableJournal.js';
@@ -153,7 +153,7 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
     return new RunLockedError(runId, 'taken', holder === undefined ? {} : { holder });
   };
 
-  const grant = (claim: JournalClaim, generation: string, first: JournalEntry[]): Grant => {
+  const grant = (claim: JournalClaim, generation: string, first: JournalEntry[], firstWritten = false): Grant => {
     const own = async (text: string, values: unknown[]): Promise<void> => {
       if ((await query(text, values)).rowCount === 0) throw await taken(claim.runId);
     };
@@ -170,9 +170,24 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
         throw new JournalCorruptError('postgres', where(claim.runId), `seq ${seq}, which this session writes next, is already there`, { seq });
       }
     };
+    // the last record and the release in one statement: the UPDATE takes the lease row (under this session's generation), the INSERT writes only if it did
+    const finish = async (seq: number, text: string): Promise<void> => {
+      try {
+        await own(
+          `WITH freed AS (UPDATE ${leases} SET released = true WHERE run_id = $1 AND generation = $4 RETURNING run_id)
+           INSERT INTO ${table} (run_id, seq, data) SELECT run_id, $2, $3::json FROM freed`,
+          [claim.runId, seq, text, generation],
+        );
+      } catch (error) {
+        if (code(error) !== '23505') throw error;
+        throw new JournalCorruptError('postgres', where(claim.runId), `seq ${seq}, which this session writes next, is already there`, { seq });
+      }
+    };
     return {
       entries: first,
+      firstWritten,
       append: (seq, text) => abortable(() => append(seq, text)),
+      finish: (seq, text) => abortable(() => finish(seq, text)),
       renew: () =>
         abortable(() =>
           own(`UPDATE ${leases} SET until = clock_timestamp() + $3 * interval '1 millisecond' WHERE run_id = $1 AND generation = $2`, [
@@ -185,17 +200,25 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
     };
   };
 
-  const take = async (claim: JournalClaim): Promise<Grant> => {
-    for (;;) {
-      const { rows } = await query<{ generation: string }>(
-        `INSERT INTO ${leases} AS l (run_id, holder, generation, until, released)
+  const claimSql = `INSERT INTO ${leases} AS l (run_id, holder, generation, until, released)
          VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', false)
          ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, generation = l.generation + 1, until = EXCLUDED.until, released = false
          WHERE l.released OR l.until <= clock_timestamp() OR l.holder = EXCLUDED.holder
-         RETURNING generation::text AS generation`,
-        [claim.runId, claim.holder, claim.leaseMs],
+         RETURNING generation::text AS generation`;
+  // with a first record: written as seq 0 in the same statement where the claim won; a run that has a seq 0 keeps it (and is read back after)
+  const claimWithFirstSql = `WITH l AS (${claimSql}),
+         first AS (INSERT INTO ${table} (run_id, seq, data) SELECT $1, 0, $4::json FROM l ON CONFLICT (run_id, seq) DO NOTHING RETURNING seq)
+         SELECT generation, (SELECT count(*) FROM first)::int AS wrote FROM l`;
+
+  const take = async (claim: JournalClaim, first?: string): Promise<Grant> => {
+    for (;;) {
+      const { rows } = await query<{ generation: string; wrote?: number }>(
+        first === undefined ? claimSql : claimWithFirstSql,
+        first === undefined ? [claim.runId, claim.holder, claim.leaseMs] : [claim.runId, claim.holder, claim.leaseMs, first],
       );
       const generation = rows[0]?.generation;
+      // the first record written: the run held nothing (a seq 0 of its own would have kept it out), so it holds that record alone
+      if (generation !== undefined && rows[0]!.wrote === 1) return grant(claim, generation, [{ seq: 0, data: JSON.parse(first!) as JournalData }], true);
       if (generation !== undefined) return grant(claim, generation, await entries(claim.runId));
       const lease = await holderOf(claim.runId);
       // lapsed between the two statements: take it now
@@ -211,7 +234,7 @@ export function postgresJournal(pool: PostgresPoolLike, options?: PostgresJourna
   return durableJournal(
     journalStore(
       'postgresJournal',
-      (claim) => abortable(() => take(claim)),
+      (claim, first) => abortable(() => take(claim, first)),
       (runId) => abortable(() => entries(runId)),
     ),
   );

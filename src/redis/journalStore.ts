@@ -7,7 +7,9 @@
  * slots: `{ns:j:<runId>}:lease` (a hash: `token`, `holder`, `until`, `released`) and
  * `{ns:j:<runId>}:log` (a list of the records' JSON text, in order: `seq` is the index).
  *
- * Each claim writes a fresh random `token` into the lease; an append, a renewal and a release
+ * Each claim writes a fresh random `token` into the lease (and, given a first record and an empty
+ * log, appends it in the same script); an append, a renewal, a release and a finish (the last
+ * record and the release together)
  * run only while the lease holds the session's token (a later claim replaced it: the session
  * lost the run) and an append only where the list is exactly as long as the session expects —
  * the optimistic lock. A token, not a counter: a run whose keys expired (`ttlMs`) and were claimed
@@ -46,23 +48,35 @@ end
 if op == 'read' then return {now, 'ok', redis.call('LRANGE', log, 0, -1)} end
 local h = redis.call('HMGET', lease, 'token', 'holder', 'until', 'released')
 if op == 'claim' then
-  local token, holder, leaseMs = ARGV[4], ARGV[5], tonumber(ARGV[6])
+  -- ARGV[7], where given: a first record, appended when the log is empty (the reply's last field says whether it was)
+  local token, holder, leaseMs, first = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+  local entries = redis.call('LRANGE', log, 0, -1)
+  -- this claim, sent again after it was applied: its lease is written first, so the token tells
+  if h[1] == token then return {now, 'ok', entries, (first ~= nil and #entries == 1 and entries[1] == first) and 1 or 0} end
   local untilT = tonumber(h[3]) or 0
   if h[4] ~= '1' and untilT > now and h[2] ~= holder then return {now, 'held', h[2] or '', untilT, untilT - now} end
-  local entries = redis.call('LRANGE', log, 0, -1)
   redis.call('HSET', lease, 'token', token, 'holder', holder, 'until', now + leaseMs, 'released', '0')
-  keep(gt == 'list')
-  return {now, 'ok', entries}
+  local wrote = 0
+  if first ~= nil and #entries == 0 then
+    redis.call('RPUSH', log, first)
+    entries, wrote = {first}, 1
+  end
+  keep(gt == 'list' or wrote == 1)
+  return {now, 'ok', entries, wrote}
 end
 -- the session's own operations: only under its token
 if h[1] ~= ARGV[4] then return {now, 'taken', h[2] or ''} end
-if op == 'append' then
+if op == 'append' or op == 'finish' then
+  -- finish: the record and the release in one
   local seq, record = tonumber(ARGV[5]), ARGV[6]
   local n = redis.call('LLEN', log)
-  if n == seq + 1 and redis.call('LINDEX', log, -1) == record then return {now, 'ok'} end
-  if n ~= seq then return {now, 'conflict', n} end
-  redis.call('RPUSH', log, record)
-  keep(true)
+  local sent = n == seq + 1 and redis.call('LINDEX', log, -1) == record
+  if not sent then
+    if n ~= seq then return {now, 'conflict', n} end
+    redis.call('RPUSH', log, record)
+  end
+  if op == 'finish' then redis.call('HSET', lease, 'released', '1') end
+  if not sent or op == 'finish' then keep(true) end
   return {now, 'ok'}
 end
 if op == 'renew' then
@@ -142,7 +156,7 @@ export function redisJournal(client: RedisClientLike, options?: RedisJournalOpti
       return { seq, data };
     });
 
-  const grant = (claim: JournalClaim, token: string, entries: JournalEntry[]): Grant => {
+  const grant = (claim: JournalClaim, token: string, entries: JournalEntry[], firstWritten: boolean): Grant => {
     const own = (args: readonly (string | number)[]): Observable<void> =>
       run(claim.runId, args).pipe(
         map((reply) => {
@@ -157,22 +171,24 @@ export function redisJournal(client: RedisClientLike, options?: RedisJournalOpti
       );
     return {
       entries,
+      firstWritten,
       append: (seq, text) => own(['append', token, seq, text]),
       renew: () => own(['renew', token, Math.ceil(claim.leaseMs)]),
       release: () => own(['release', token]),
+      finish: (seq, text) => own(['finish', token, seq, text]),
     };
   };
 
-  const take = (c: JournalClaim): Observable<Grant> => {
+  const take = (c: JournalClaim, first?: string): Observable<Grant> => {
     const token = randomBytes(12).toString('hex');
-    return run(c.runId, ['claim', token, c.holder, Math.ceil(c.leaseMs)]).pipe(
+    return run(c.runId, ['claim', token, c.holder, Math.ceil(c.leaseMs), ...(first === undefined ? [] : [first])]).pipe(
       map((reply) => {
         if (reply[0] === 'held') {
           const holder = String(reply[1]);
           const until = num(reply[2]);
           throw new RunLockedError(c.runId, 'held', { ...(holder === '' ? {} : { holder }), until, retryAfterMs: num(reply[3]) });
         }
-        return grant(c, token, entriesOf(c.runId, reply[1]));
+        return grant(c, token, entriesOf(c.runId, reply[1]), num(reply[2]) === 1);
       }),
     );
   };

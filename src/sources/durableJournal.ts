@@ -10,7 +10,7 @@
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { check, NonEmptyString, oneOf, validateOptions } from '../core/errors/options.js';
 import type { JournalChange } from '../core/journal/errors.js';
-import { LeaseMs, RunId, type JournalStore } from '../core/journal/journal.js';
+import { LeaseMs, RunId, type JournalClaim, type JournalData, type JournalStore } from '../core/journal/journal.js';
 import { DURABLE_RUNS, registerDurableRuns, type Approval, type DurableRuns } from './agentConfig.js';
 import { DurableRun } from './durableRun.js';
 
@@ -87,5 +87,11 @@ export const durableRuns: DurableRuns = {
  */
 export function durableJournal(store: JournalStore): JournalStore {
   registerDurableRuns(durableRuns);
-  return { [DURABLE_RUNS]: durableRuns, claim: (claim) => store.claim(claim), read: (runId) => store.read(runId) } as JournalStore;
+  const claimWith = store.claimWith;
+  return {
+    [DURABLE_RUNS]: durableRuns,
+    claim: (claim) => store.claim(claim),
+    read: (runId) => store.read(runId),
+    ...(typeof claimWith === 'function' ? { claimWith: (claim: JournalClaim, first: JournalData) => claimWith.call(store, claim, first) } : {}),
+  } as JournalStore;
 }

@@ -146,8 +146,10 @@ let executions = 0;
  * `redisJournal()` (`rxheal/redis`), `postgresJournal()` (`rxheal/postgres`), or a store of your own
  * that keeps the journal's contract — shared by every process that runs the same calls.
  *
- * Per guarded call: one claim of its key (the lease: one execution at a time, fleet-wide) and
- * one write before the tool runs, one write after it (the release is not waited for). A key that
+ * Per guarded call, on every rxheal store: one write before the tool runs — the claim of its key
+ * (the lease: one execution at a time, fleet-wide) with its `started` record (`claimWith`) — and
+ * one after it, its end with the release (`finish`; on the file store the release follows, not
+ * waited for). A store of your own without those two makes a claim and two appends. A key that
  * is `done` answers from its record (`tool-deduplicated`); arguments that differ from the
  * recorded ones under the same key are a `ToolError` naming both hashes; a key left `started`
  * (an attempt that timed out, was cut, or whose process died) is reconciled by the tool's `verify`
@@ -218,6 +220,7 @@ class Guarded {
   private readonly work = new Subscription();
   private renewal: Subscription | undefined;
   private ended = false;
+  private startedRecord: JournalData | undefined;
 
   constructor(
     private readonly settings: LedgerSettings,
@@ -237,10 +240,20 @@ class Guarded {
     return ledgerRunId(this.call.key);
   }
 
-  /** Takes the key's lease; while another execution holds it, asks again every `pollMs`. */
+  /** The record written before the tool runs. */
+  private started(): JournalData {
+    const { call, tool, key } = this.call;
+    return (this.startedRecord ??= { v: V, type: 'started', key, tool: tool.name, argsHash: argsHash(call.args), callId: call.id });
+  }
+
+  /**
+   * Takes the key's lease — with the `started` record in the same write where the store can and
+   * the key is new (`claimWith`) —; while another execution holds it, asks again every `pollMs`.
+   */
   private claim(): void {
     const { store, leaseMs, pollMs, scheduler } = this.settings;
-    const claim$ = guard(() => store.claim({ runId: this.runId, holder: this.holder, leaseMs }));
+    const claim = { runId: this.runId, holder: this.holder, leaseMs };
+    const claim$ = guard(() => (store.claimWith === undefined ? store.claim(claim) : store.claimWith(claim, this.started())));
     if (claim$ instanceof Thrown) return this.storeFailed(claim$.error);
     this.track(
       claim$.subscribe({
@@ -256,6 +269,8 @@ class Guarded {
 
   private claimed(session: JournalSession): void {
     this.session = session;
+    // the key was new: its `started` record came with the claim
+    if (session.firstWritten === true) return this.execute();
     const { call, tool, key } = this.call;
     const state = stateOf(session.entries);
     if (state.state === 'none' || state.state === 'failed') return this.run();
@@ -273,38 +288,39 @@ class Guarded {
     this.reconcile(undefined);
   }
 
-  /** Writes `started`, runs the tool, then writes its end. */
+  /** Writes `started`, then runs the tool. */
   private run(): void {
-    const { call, tool, key } = this.call;
-    this.append({ v: V, type: 'started', key, tool: tool.name, argsHash: argsHash(call.args), callId: call.id }, () => {
-      const session = this.session!;
-      this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.settings.scheduler)
-        .pipe(concatMap(() => session.renew()))
-        .subscribe({ error: () => undefined });
-      let last: unknown;
-      let emitted = false;
-      this.track(
-        this.execute$.subscribe({
-          next: (value) => {
-            last = value;
-            emitted = true;
-          },
-          error: (error: unknown) => {
-            this.renewal?.unsubscribe();
-            const cause = error instanceof ToolError ? error.cause : error;
-            if (notApplied(cause))
-              return this.append({ v: V, type: 'failed', error: errorText(cause, 500) }, () => this.end(() => this.subscriber.error(error)));
-            if (error instanceof ToolError && error.phase === 'validate') return this.end(() => this.subscriber.error(error));
-            this.reconcile(error);
-          },
-          complete: () => {
-            this.renewal?.unsubscribe();
-            const result = emitted ? last : undefined;
-            this.append({ v: V, type: 'done', result: stored(result) }, () => this.end(() => this.deliver(result)));
-          },
-        }),
-      );
-    });
+    this.append(this.started(), () => this.execute());
+  }
+
+  /** Runs the tool (its `started` record written), then writes its end. */
+  private execute(): void {
+    const session = this.session!;
+    this.renewal = interval(Math.max(1, Math.floor(this.settings.leaseMs / 3)), this.settings.scheduler)
+      .pipe(concatMap(() => session.renew()))
+      .subscribe({ error: () => undefined });
+    let last: unknown;
+    let emitted = false;
+    this.track(
+      this.execute$.subscribe({
+        next: (value) => {
+          last = value;
+          emitted = true;
+        },
+        error: (error: unknown) => {
+          this.renewal?.unsubscribe();
+          const cause = error instanceof ToolError ? error.cause : error;
+          if (notApplied(cause)) return this.finish({ v: V, type: 'failed', error: errorText(cause, 500) }, () => this.subscriber.error(error));
+          if (error instanceof ToolError && error.phase === 'validate') return this.end(() => this.subscriber.error(error));
+          this.reconcile(error);
+        },
+        complete: () => {
+          this.renewal?.unsubscribe();
+          const result = emitted ? last : undefined;
+          this.finish({ v: V, type: 'done', result: stored(result) }, () => this.deliver(result));
+        },
+      }),
+    );
   }
 
   /**
@@ -328,13 +344,13 @@ class Guarded {
         complete: () => {
           if (verdict?.applied === true) {
             const result = verdict.result;
-            return this.append({ v: V, type: 'done', result: stored(result) }, () => this.end(() => this.deliver(result)));
+            return this.finish({ v: V, type: 'done', result: stored(result) }, () => this.deliver(result));
           }
           if (verdict?.applied !== false) return unknown();
           // not applied: recorded so; a call found unknown runs now, a failed attempt's error goes on (retryable)
           if (error === undefined) return this.run();
-          this.append({ v: V, type: 'failed', error: 'verify: not applied' }, () =>
-            this.end(() => this.subscriber.error(this.toolError('execute', errorText(error), error, true))),
+          this.finish({ v: V, type: 'failed', error: 'verify: not applied' }, () =>
+            this.subscriber.error(this.toolError('execute', errorText(error), error, true)),
           );
         },
       }),
@@ -376,6 +392,27 @@ class Guarded {
     const append$ = guard(() => this.session!.append(record));
     if (append$ instanceof Thrown) return this.storeFailed(append$.error);
     this.track(append$.subscribe({ error: (error: unknown) => this.storeFailed(error), complete: next }));
+  }
+
+  /**
+   * Writes the key's last record and gives the key up — in one write where the store can
+   * (`finish`) —, then delivers.
+   */
+  private finish(record: JournalData, deliver: () => void): void {
+    const session = this.session!;
+    if (session.finish === undefined) return this.append(record, () => this.end(deliver));
+    const finish$ = guard(() => session.finish!(record));
+    if (finish$ instanceof Thrown) return this.storeFailed(finish$.error);
+    this.track(
+      finish$.subscribe({
+        error: (error: unknown) => this.storeFailed(error),
+        complete: () => {
+          // released by the write itself
+          this.session = undefined;
+          this.end(deliver);
+        },
+      }),
+    );
   }
 
   private storeFailed(error: unknown): void {

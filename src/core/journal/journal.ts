@@ -92,6 +92,19 @@ export interface JournalSession {
   renew(): Observable<void>;
   /** Gives the run up: the next claim takes it at once. A session another claim took releases nothing (and completes). */
   release(): Observable<void>;
+  /**
+   * A session's last write: appends `data` and gives the run up — emits its `seq` once the record
+   * is durable, as {@link JournalSession.append | append} does, and errors as it does. Where the store can, the record and
+   * the release are one write (one round trip); elsewhere the release follows the record, not
+   * waited for. Every session `claim` hands out has it (optional only for a store of your own).
+   */
+  finish?(data: JournalData): Observable<number>;
+  /**
+   * Whether this session's claim appended the record it was given ({@link JournalStore.claimWith}):
+   * true when the run had no record and `first` is now its entry 0 (in {@link JournalSession.entries | entries}); false or
+   * absent otherwise.
+   */
+  readonly firstWritten?: boolean;
 }
 
 /**
@@ -114,6 +127,14 @@ export interface JournalStore {
   claim(claim: JournalClaim): Observable<JournalSession>;
   /** The run's entries, without taking its lease (never waits for it): empty for a run never written. */
   read(runId: string): Observable<readonly JournalEntry[]>;
+  /**
+   * {@link JournalStore.claim | claim}, and when the run has no record yet, `first` appended in the same write (one round
+   * trip where a claim and an append are two): the session's `firstWritten` says whether it was,
+   * and its `entries` then hold it as entry 0. A run that has records is claimed as it is. Throws
+   * {@link InvalidOptionError} at once for a bad claim or data that is not JSON data. Every store of
+   * rxheal has it; a store of your own may leave it out (a caller then claims and appends).
+   */
+  claimWith?(claim: JournalClaim, first: JournalData): Observable<JournalSession>;
 }
 
 /**

@@ -36,7 +36,8 @@ interface Run {
 }
 
 type Claimed =
-  { readonly refused: { holder: string; until: number; retryAfterMs: number } } | { readonly generation: number; readonly entries: JournalEntry[] };
+  | { readonly refused: { holder: string; until: number; retryAfterMs: number } }
+  | { readonly generation: number; readonly entries: JournalEntry[]; readonly firstWritten: boolean };
 
 const entriesOf = (records: readonly string[]): JournalEntry[] => records.map((text, seq) => ({ seq, data: JSON.parse(text) as JournalEntry['data'] }));
 
@@ -64,7 +65,7 @@ export function memoryJournal(options?: MemoryJournalOptions): JournalStore {
   };
   const op = <T>(fn: () => T): Observable<T> => simulated(scheduler, latencyMs, Infinity, () => false, fn);
 
-  const grant = (runId: string, claim: JournalClaim, generation: number, entries: JournalEntry[]): Grant => {
+  const grant = (runId: string, claim: JournalClaim, generation: number, entries: JournalEntry[], firstWritten: boolean): Grant => {
     const run = runOf(runId);
     // every write checks the generation: a later claim (by anyone) ends this session's hold
     const held = <T>(fn: () => T): Observable<T> =>
@@ -82,19 +83,25 @@ export function memoryJournal(options?: MemoryJournalOptions): JournalStore {
           return r.ok;
         }),
       );
+    const push = (seq: number, text: string): void => {
+      if (run.records.length !== seq) throw new Error(`memoryJournal: record ${seq} of ${JSON.stringify(runId)} appended at ${run.records.length}`);
+      run.records.push(text);
+    };
     return {
       entries,
-      append: (seq, text) =>
-        held(() => {
-          if (run.records.length !== seq) throw new Error(`memoryJournal: record ${seq} of ${JSON.stringify(runId)} appended at ${run.records.length}`);
-          run.records.push(text);
-        }),
+      firstWritten,
+      append: (seq, text) => held(() => push(seq, text)),
       renew: () => held(() => void (run.lease!.until = scheduler.now() + claim.leaseMs)),
       release: () => held(() => void (run.lease!.released = true)),
+      finish: (seq, text) =>
+        held(() => {
+          push(seq, text);
+          run.lease!.released = true;
+        }),
     };
   };
 
-  const take = (c: JournalClaim): Observable<Grant> =>
+  const take = (c: JournalClaim, first?: string): Observable<Grant> =>
     op((): Claimed => {
       const now = scheduler.now();
       const run = runOf(c.runId);
@@ -102,11 +109,13 @@ export function memoryJournal(options?: MemoryJournalOptions): JournalStore {
       if (lease !== undefined && !lease.released && lease.until > now && lease.holder !== c.holder)
         return { refused: { holder: lease.holder, until: lease.until, retryAfterMs: lease.until - now } };
       run.lease = { holder: c.holder, until: now + c.leaseMs, released: false };
-      return { generation: ++run.generation, entries: entriesOf(run.records) };
+      const firstWritten = first !== undefined && run.records.length === 0;
+      if (firstWritten) run.records.push(first);
+      return { generation: ++run.generation, entries: entriesOf(run.records), firstWritten };
     }).pipe(
       map((r) => {
         if ('refused' in r) throw new RunLockedError(c.runId, 'held', r.refused);
-        return grant(c.runId, c, r.generation, r.entries);
+        return grant(c.runId, c, r.generation, r.entries, r.firstWritten);
       }),
     );
   return journalStore('memoryJournal', take, (runId) => op(() => entriesOf(runs.get(runId)?.records ?? [])));

@@ -9,7 +9,16 @@
  */
 import { Observable, type Subscriber } from 'rxjs';
 import { RunLockedError, type RunLockReason } from './errors.js';
-import { recordText, validateClaim, validateRunId, type JournalClaim, type JournalEntry, type JournalSession, type JournalStore } from './journal.js';
+import {
+  recordText,
+  validateClaim,
+  validateRunId,
+  type JournalClaim,
+  type JournalData,
+  type JournalEntry,
+  type JournalSession,
+  type JournalStore,
+} from './journal.js';
 
 /**
  * What a store granted with a claim: the entries it read back after taking the lease, and its
@@ -22,14 +31,19 @@ import { recordText, validateClaim, validateRunId, type JournalClaim, type Journ
  * ```
  */
 export interface Grant {
+  /** The entries, read after the lease was taken (with the claim's first record when it wrote one). */
   readonly entries: readonly JournalEntry[];
+  /** Whether the claim appended the first record it was given (the run had none): it is then `entries[0]`. */
+  readonly firstWritten?: boolean;
   /** Writes record `seq` (its JSON text): completes once it is durable. */
   append(seq: number, text: string): Observable<unknown>;
   renew(): Observable<unknown>;
   release(): Observable<unknown>;
+  /** Writes record `seq` and releases the lease in one write: completes once both are durable. Without it, a session's `finish` appends, then releases. */
+  finish?(seq: number, text: string): Observable<unknown>;
 }
 
-type Kind = 'append' | 'renew' | 'release';
+type Kind = 'append' | 'renew' | 'release' | 'finish';
 
 interface Job {
   readonly kind: Kind;
@@ -41,6 +55,7 @@ interface Job {
 
 class Session implements JournalSession {
   readonly entries: readonly JournalEntry[];
+  readonly firstWritten: boolean;
   private next: number;
   private state: 'held' | Exclude<RunLockReason, 'held'> = 'held';
   private readonly queue: Job[] = [];
@@ -53,6 +68,7 @@ class Session implements JournalSession {
     private readonly grant: Grant,
   ) {
     this.entries = grant.entries;
+    this.firstWritten = grant.firstWritten === true;
     this.next = grant.entries.length;
   }
 
@@ -66,6 +82,10 @@ class Session implements JournalSession {
 
   release(): Observable<void> {
     return this.enqueue('release', '') as Observable<void>;
+  }
+
+  finish(data: Parameters<JournalSession['append']>[0]): Observable<number> {
+    return this.enqueue('finish', recordText(`${this.target}.finish`, data)) as Observable<number>;
   }
 
   private enqueue(kind: Kind, text: string): Observable<unknown> {
@@ -95,24 +115,43 @@ class Session implements JournalSession {
     if (refusal !== undefined) return void job.subscriber.error(new RunLockedError(this.runId, refusal));
     this.busy = true;
     const seq = this.next;
-    const write = job.kind === 'append' ? this.grant.append(seq, job.text) : job.kind === 'renew' ? this.grant.renew() : this.grant.release();
+    const write = this.write(job, seq);
     // not tied to the job's subscriber: a write already sent settles the state whether or not anyone still listens
     write.subscribe({
       error: (error: unknown) => {
         if (error instanceof RunLockedError) this.state = error.reason === 'held' ? 'taken' : (error.reason as typeof this.state);
-        else if (job.kind === 'append') this.state = 'interrupted';
+        else if (job.kind === 'append' || job.kind === 'finish') this.state = 'interrupted';
         this.settle();
         // a session another claim took has nothing to release
         if (job.kind === 'release' && error instanceof RunLockedError) finish(job, undefined);
         else if (job.live) job.subscriber.error(error);
       },
       complete: () => {
-        if (job.kind === 'append') this.next = seq + 1;
-        if (job.kind === 'release') this.state = 'released';
+        const wrote = job.kind === 'append' || job.kind === 'finish';
+        if (wrote) this.next = seq + 1;
+        if (job.kind === 'release' || job.kind === 'finish') this.state = 'released';
         this.settle();
-        finish(job, job.kind === 'append' ? seq : undefined);
+        finish(job, wrote ? seq : undefined);
       },
     });
+  }
+
+  /** The store's write for `job`; a `finish` the store cannot make in one write is the append, then the release (not waited for). */
+  private write(job: Job, seq: number): Observable<unknown> {
+    const grant = this.grant;
+    if (job.kind === 'append') return grant.append(seq, job.text);
+    if (job.kind === 'renew') return grant.renew();
+    if (job.kind === 'release') return grant.release();
+    if (grant.finish !== undefined) return grant.finish(seq, job.text);
+    return new Observable<unknown>((subscriber) =>
+      grant.append(seq, job.text).subscribe({
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => {
+          grant.release().subscribe({ error: () => undefined });
+          subscriber.complete();
+        },
+      }),
+    );
   }
 
   private settle(): void {
@@ -124,7 +163,7 @@ class Session implements JournalSession {
   private refusal(kind: Kind): Exclude<RunLockReason, 'held'> | 'done' | undefined {
     if (this.state === 'held') return undefined;
     if (kind === 'release') return 'done';
-    if (this.state === 'interrupted') return kind === 'append' ? 'interrupted' : undefined;
+    if (this.state === 'interrupted') return kind === 'append' || kind === 'finish' ? 'interrupted' : undefined;
     return this.state;
   }
 }
@@ -171,23 +210,29 @@ export function claimed(runId: string, target: string, acquire: Observable<Grant
 
 /**
  * A store from its two operations, the checks and the session made here for every store:
- * `take` takes a checked claim's lease and reads its entries (the {@link Grant}), `read` reads a
- * checked run id's entries. `target` names the store in errors (`'fileJournal'`).
+ * `take` takes a checked claim's lease and reads its entries (the {@link Grant}) — given `first`
+ * (a record's JSON text, from `claimWith`), it also appends it in the same write when the run has
+ * no record, and says so in the grant's `firstWritten` —, `read` reads a checked run id's
+ * entries. `target` names the store in errors (`'fileJournal'`).
  *
  * @example
  * ```ts
- * const store = journalStore('fileJournal', (claim) => abortable(() => take(claim)), (runId) => abortable(() => readRun(runId)));
+ * const store = journalStore('fileJournal', (claim, first) => abortable(() => take(claim, first)), (runId) => abortable(() => readRun(runId)));
  * ```
  */
 export function journalStore(
   target: string,
-  take: (claim: JournalClaim) => Observable<Grant>,
+  take: (claim: JournalClaim, first?: string) => Observable<Grant>,
   read: (runId: string) => Observable<readonly JournalEntry[]>,
 ): JournalStore {
   return {
     claim(claim: JournalClaim): Observable<JournalSession> {
       const c = validateClaim(`${target}.claim`, claim);
       return claimed(c.runId, target, take(c));
+    },
+    claimWith(claim: JournalClaim, first: JournalData): Observable<JournalSession> {
+      const c = validateClaim(`${target}.claimWith`, claim);
+      return claimed(c.runId, target, take(c, recordText(`${target}.claimWith`, first)));
     },
     read(runId: string): Observable<readonly JournalEntry[]> {
       return read(validateRunId(`${target}.read`, runId));
