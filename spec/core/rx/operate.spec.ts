@@ -190,5 +190,22 @@ describe('operate and subscribeWithin', () => {
       expect(link.closed).to.equal(true);
       expect(holder.closed).to.equal(false);
     });
+
+    it('a source whose subscribe throws outside its own try: the error reaches the link (its handler, then its teardown), not the caller', () => {
+      const log: string[] = [];
+      const errors: unknown[] = [];
+      const boom = new Error('subscribe threw');
+      const thrower = Object.assign(Object.create(Observable.prototype) as Observable<number>, {
+        subscribe: () => {
+          throw boom;
+        },
+      });
+      const holder = new Subscription();
+      const link = new Doubler({ error: (e: unknown) => errors.push(e) } as unknown as Subscriber<number>, log);
+      expect(() => subscribeWithin(holder, thrower, link)).to.not.throw();
+      expect(errors).to.deep.equal([boom]);
+      expect(log).to.deep.equal(['error', 'teardown']);
+      expect(link.closed).to.equal(true);
+    });
   });
 });

@@ -42,6 +42,17 @@ export function operate<T, R = T>(init: (source: Observable<T>, subscriber: Subs
  * ```
  */
 export function subscribeWithin<T>(subscriber: Subscription, source: Observable<T>, observer: Partial<Observer<T>>): Subscription {
+  if (observer instanceof Link) {
+    // a link is its own subscription: linked, then subscribed as it is (a throw out of subscribing
+    // reaches it, as LINK's subscribe function would have sent it)
+    subscriber.add(observer);
+    try {
+      source.subscribe(observer);
+    } catch (error) {
+      observer.error(error);
+    }
+    return observer;
+  }
   linkParent = subscriber;
   linkSource = source;
   return (LINK as Observable<T>).subscribe(observer);
