@@ -38,7 +38,11 @@ export const v3Usage = (usage: Usage | undefined): LanguageModelV3Usage => {
   };
 };
 
-export const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({ unified: reason, raw });
+/** The AI SDK's finish reason for ours: a turn cut for money (`'budget'`) stopped short of its end, as at a length limit. */
+export const v3Reason = (reason: FinishReason, raw: string = reason): LanguageModelV3FinishReason => ({
+  unified: reason === 'budget' ? 'length' : reason,
+  raw,
+});
 
 /**
  * A `doStream`'s stream: its `stream-start` (with the call's warnings), then what `start` writes

@@ -121,6 +121,8 @@ const LANGCHAIN_FINISH: Readonly<Record<FinishReason, string>> = {
   'content-filter': 'content_filter',
   error: 'error',
   other: 'other',
+  // cut for money: short of its end, as at a length limit
+  budget: 'length',
 };
 
 const usageMetadata = (usage: Usage) => ({

@@ -24,6 +24,9 @@ import type { JournalChange } from '../core/journal/errors.js';
 import type { JournalStore } from '../core/journal/journal.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
 import type { BudgetMeter, Model, ModelCheckpoint, ModelRequest, ToolSpec } from '../core/model/model.js';
+import type { Prices } from '../core/money/prices.js';
+import type { SpendGate } from '../core/money/spendGate.js';
+import { moneyOptions, type RunMoneyOptions } from './runMoney.js';
 import type { RunScope } from '../core/rx/runScope.js';
 import type { Tool } from './tool.js';
 import type { EffectLedger, GuardedCall } from './effectLedger.js';
@@ -101,8 +104,24 @@ export interface AgentConfig {
    * instruction. If `systemPromptSuffix()` throws, the run errors with what it threw.
    */
   readonly capabilities?: CapabilitySource;
-  /** Limits on the run. */
+  /** Limits on the run: calls, tokens, tool calls and dollars (`maxUsd`, with `prices`). */
   readonly budget?: Budget;
+  /**
+   * What each model's tokens cost, in dollars per million, by model id (`model.id` of every model
+   * the run calls: a `fallbackModel`'s models, not the chain). Needed by `budget.maxUsd` and
+   * `spend`; a model they would call without a price is an `InvalidOptionError` naming it — at
+   * once for the models the run's model is made of, at the call for one reached only then (a
+   * `fallbackTo` alternative) — never a silent $0.
+   */
+  readonly prices?: Prices;
+  /**
+   * Fleet-wide money limits (`SpendLimiter`) each provider attempt also reserves on, before it is
+   * made, with the same rule as `budget.maxUsd`; the first to refuse ends the run with
+   * `BudgetExceededError` (`resource: 'usd'`). Needs `prices`.
+   */
+  readonly spend?: readonly SpendGate[];
+  /** Who the run is for (`{ user, team, … }`): what `SpendLimiter`s key their limits by. */
+  readonly tags?: Readonly<Record<string, string>>;
   /** The events hub (one per run is made if absent); its events are surfaced in the run's stream. */
   readonly hub?: HealHub;
   /** Output self-correction, from `validateOutput`. If a check (or `correction`) throws, the run errors with what it threw. */
@@ -219,6 +238,18 @@ const props = {
   modelPipeline: Func,
   capabilities: Obj,
   budget: budgetCodec,
+  prices: Anything,
+  spend: check(
+    'an array of SpendGate ({ name, reserve }: a SpendLimiter)',
+    (u): u is readonly SpendGate[] =>
+      Array.isArray(u) &&
+      u.every((g) => typeof g === 'object' && g !== null && typeof (g as SpendGate).reserve === 'function' && NonEmptyString.is((g as SpendGate).name)),
+  ),
+  tags: check(
+    'an object of string values',
+    (u): u is Readonly<Record<string, string>> =>
+      typeof u === 'object' && u !== null && !Array.isArray(u) && Object.values(u).every((v) => typeof v === 'string'),
+  ),
   hub: check('a HealHub', (u): u is HealHub => u instanceof HealHub),
   output: Obj,
   scheduler: Scheduler,
@@ -239,6 +270,8 @@ export interface ResolvedAgent {
   readonly scheduler: SchedulerLike;
   /** With `runId` and `journal`: the journaled run's settings. */
   readonly durable: DurableSettings | undefined;
+  /** A run that counts money: its checked prices and limits. */
+  readonly money: Omit<RunMoneyOptions, 'context'> | undefined;
 }
 
 const NO_TOOLS: ReadonlyMap<string, AnyTool> = new Map();
@@ -283,7 +316,8 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
     if (runs === undefined) throw new InvalidOptionError(target, 'journal', journal, `${NAMES.journal} that journals runs (yours: durableJournal(store))`);
     durable = runs.settings(target, config, approvals);
   }
-  return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable };
+  const money = moneyOptions(target, config);
+  return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable, money };
 }
 
 /**

@@ -9,7 +9,10 @@ import { BudgetExceededError } from '../core/errors/errors.js';
 import type { Usage } from '../core/events/events.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { check } from '../core/errors/options.js';
-import type { BudgetMeter } from '../core/model/model.js';
+import type { BudgetMeter, ModelRequest } from '../core/model/model.js';
+import type { Observable } from 'rxjs';
+import type { AttemptSpend } from '../core/money/meter.js';
+import { RunMoney, type RunMoneyOptions } from './runMoney.js';
 
 /**
  * Limits on one run, counted across retries, reflections and fallbacks. Crossing one ends the run
@@ -41,16 +44,49 @@ export interface Budget {
   readonly maxTokens?: number;
   /** Tool executions (every retry counts; calls rejected before running do not). */
   readonly maxToolCalls?: number;
+  /**
+   * Dollars, at the run's `prices`, that the run may spend — a hard limit: each provider attempt
+   * reserves its worst case before it is made and is refused (`BudgetExceededError`, `resource:
+   * 'usd'`) when that does not fit, and its output is counted live and cut where it would cross
+   * what is left (`cutOff`). The reservation rule, the live count and what is charged are in
+   * `src/sources/runMoney.ts`'s header (and the README's "Budgets in money"). Needs `prices`.
+   */
+  readonly maxUsd?: number;
+  /**
+   * What the run does when its money runs out mid-turn (a cut): `'error'` (the default) —
+   * `BudgetExceededError` after the partial answer's message —, or `'finish'`: the run completes
+   * with the partial answer (its message carries `cut: true`, its turn's `finish` reason `'budget'`).
+   * A reservation refused before a turn started always errors (there is no answer to finish with).
+   */
+  readonly onExhausted?: 'error' | 'finish';
+  /** Output tokens each attempt reserves (its worst case: no request here caps the provider's output). Defaults to 4 096. */
+  readonly reserveOutputTokens?: number;
+  /** Count output live and cut a call where it would cross what is left (see `maxUsd`). Defaults to true. */
+  readonly cutOff?: boolean;
 }
 
 const NonNegOrInfinity = check('a number >= 0 or Infinity', (u): u is number => typeof u === 'number' && u >= 0);
-export const budgetCodec = check('an object with maxModelCalls / maxTokens / maxToolCalls, each a number >= 0', (u): u is Budget => {
-  if (typeof u !== 'object' || u === null) return false;
-  return Object.entries(u).every(([k, v]) => ['maxModelCalls', 'maxTokens', 'maxToolCalls'].includes(k) && (v === undefined || NonNegOrInfinity.is(v)));
-});
+const LIMITS = ['maxModelCalls', 'maxTokens', 'maxToolCalls', 'maxUsd'];
+export const budgetCodec = check(
+  "an object with maxModelCalls / maxTokens / maxToolCalls / maxUsd (each a number >= 0), onExhausted ('error' | 'finish'), reserveOutputTokens (an integer >= 1), cutOff (a boolean)",
+  (u): u is Budget => {
+    if (typeof u !== 'object' || u === null) return false;
+    return Object.entries(u).every(([k, v]) => {
+      if (v === undefined) return true;
+      if (LIMITS.includes(k)) return NonNegOrInfinity.is(v);
+      if (k === 'onExhausted') return v === 'error' || v === 'finish';
+      if (k === 'reserveOutputTokens') return Number.isInteger(v) && (v as number) >= 1;
+      if (k === 'cutOff') return typeof v === 'boolean';
+      return false;
+    });
+  },
+);
 
 /** The budget: counts what a run spends and stops it, with `BudgetExceededError`, when a limit is crossed. */
 export class BudgetTracker implements BudgetMeter {
+  /** A run that counts money: its reservations (see {@link MoneyBudgetTracker}). */
+  money: RunMoney | undefined;
+
   // what was spent: a journaled run records it with each step, and a resumed one restores it (no fresh budget)
   modelCalls = 0;
   toolCalls = 0;
@@ -58,7 +94,7 @@ export class BudgetTracker implements BudgetMeter {
 
   constructor(
     private readonly budget: Budget,
-    private readonly hub: HealHub,
+    protected readonly hub: HealHub,
   ) {}
 
   modelCall(): void {
@@ -89,5 +125,20 @@ export class BudgetTracker implements BudgetMeter {
     if (limit === undefined || used <= limit) return;
     this.hub.report({ type: 'budget-exceeded', resource, limit, used });
     throw new BudgetExceededError(resource, limit, used);
+  }
+}
+
+/**
+ * The budget of a run that counts money (`budget.maxUsd` or `spend`): every provider attempt is
+ * reserved, counted live and charged by its {@link RunMoney}.
+ */
+export class MoneyBudgetTracker extends BudgetTracker {
+  constructor(budget: Budget, hub: HealHub, options: RunMoneyOptions) {
+    super(budget, hub);
+    this.money = new RunMoney(options, hub);
+  }
+
+  spend(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend> {
+    return this.money!.reserve(modelId, request);
   }
 }

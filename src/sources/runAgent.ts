@@ -34,7 +34,7 @@ import {
 } from './agentConfig.js';
 import type { CallState } from './resumePlan.js';
 import type { PendingApproval, RunRecord } from './runJournal.js';
-import { BudgetTracker, type Budget } from './budget.js';
+import { BudgetTracker, MoneyBudgetTracker, type Budget } from './budget.js';
 
 export type { AgentConfig, AnyTool, Approval, CapabilitySource, PipelineContext, ResumeConfig } from './agentConfig.js';
 export type { Budget } from './budget.js';
@@ -168,9 +168,19 @@ class AgentRun implements DurableHost {
     readonly subscriber: Subscriber<AgentEvent>,
   ) {
     this.hub = agent.config.hub ?? new HealHub();
-    this.budget = new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
+    const money = agent.money;
+    this.budget = money
+      ? new MoneyBudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub, { ...money, context: () => this.spendContext() })
+      : new BudgetTracker(agent.config.budget ?? NO_LIMITS, this.hub);
     this.history = [...agent.config.messages];
     this.durable = agent.durable?.runs.run(this, agent);
+  }
+
+  /** Who is spending, for fleet-wide money limits: the run's id (made on first use, as for idempotency keys) and tags. */
+  private spendContext(): { runId: string; tags?: Readonly<Record<string, string>> } {
+    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const tags = this.agent.config.tags;
+    return tags ? { runId, tags } : { runId };
   }
 
   /** Start: surface what the hub and the capabilities report, then the first turn. */
@@ -284,6 +294,8 @@ class AgentRun implements DurableHost {
     // the turn's reasoning stays with its message (a provider may need it back: Anthropic's signed thinking)
     const reasoning = output.takeReasoning();
     const withReasoning = <M extends AssistantMessage>(message: M): M => (reasoning ? { ...message, reasoning } : message);
+    // cut for money mid-stream: the partial answer kept (marked), its tool calls never run; the run ends per onExhausted
+    if (finish.reason === 'budget') return this.cutForMoney(withReasoning<AssistantMessage>({ role: 'assistant', content: text, cut: true }), finish);
     const check = this.agent.config.output;
     if (calls.length === 0 && check) return this.checkAnswer(text, check, withReasoning, finish);
     const message = withReasoning<AssistantMessage>(
@@ -295,6 +307,19 @@ class AgentRun implements DurableHost {
         this.addMessage(message);
         if (calls.length > 0) this.toolRound(calls);
         else this.answered();
+      },
+    );
+  }
+
+  /** A turn cut where its money ran out: its partial message, then the run completes (`onExhausted: 'finish'`) or errors. */
+  private cutForMoney(message: AssistantMessage, finish: Finish): void {
+    this.persist(
+      (durable) => durable.turnRecord(message, finish),
+      () => {
+        this.addMessage(message);
+        if (this.agent.config.budget?.onExhausted === 'finish') return this.answered();
+        const maxUsd = this.agent.money?.maxUsd;
+        this.fail(this.budget.money?.exceeded ?? new BudgetExceededError('usd', maxUsd ?? 0, this.budget.money?.spentUsd ?? 0));
       },
     );
   }

@@ -208,7 +208,7 @@ export function scriptedTool<R>(
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
  * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
  * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`,
- * `latency:model:gpt:first#100`, `resume:model:gpt#1@12`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
+ * `latency:model:gpt:first#100`, `resume:model:gpt#1@12`, `budget-exceeded:usd:cut`, `spend:gpt-5-mini`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
  * `reasoning-end:signed`…
  *
  * @example
@@ -252,7 +252,9 @@ export function describeEvent(event: AgentEvent): string {
     case 'restored':
       return `${event.type}:${event.capability}`;
     case 'budget-exceeded':
-      return `budget-exceeded:${event.resource}`;
+      return `budget-exceeded:${event.resource}${event.cut === true ? ':cut' : ''}`;
+    case 'spend':
+      return `spend:${event.model}`;
     case 'rate-limited':
       return `rate-limited:${event.limiter}:${event.rejected === true ? 'rejected' : event.waitMs}`;
     case 'bulkhead':

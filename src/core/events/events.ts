@@ -129,7 +129,26 @@ export const ResetEventCodec = t.type(
 );
 export const DegradedEventCodec = t.type({ type: t.literal('degraded'), capability: t.string, reason: t.string }, 'DegradedEvent');
 export const RestoredEventCodec = t.type({ type: t.literal('restored'), capability: t.string }, 'RestoredEvent');
-export const BudgetEventCodec = t.type({ type: t.literal('budget-exceeded'), resource: t.string, limit: t.number, used: t.number }, 'BudgetEvent');
+/**
+ * A budget ran out: `resource` (`'modelCalls'`, `'tokens'`, `'toolCalls'`, `'steps'`, `'usd'`),
+ * its `limit` and what was `used` (for `'usd'`: what the refused reservation, or the live count,
+ * would have made it). For money: `model`, the attempt's; `cut`, the attempt was cut mid-stream
+ * (its partial answer kept, its turn finished with reason `'budget'`) rather than refused before
+ * it started; `limiter`, the fleet-wide limit that refused it (absent: the run's own `maxUsd`).
+ */
+export const BudgetEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('budget-exceeded'), resource: t.string, limit: t.number, used: t.number }),
+    t.partial({ model: t.string, cut: t.boolean, limiter: t.string }),
+  ],
+  'BudgetEvent',
+);
+/**
+ * A provider attempt's cost was charged to its run: `usd` (from its usage at the run's prices;
+ * `estimated`: from rxheal's estimate, the provider reported no usage or the call was cut) and the
+ * run's `totalUsd` so far.
+ */
+export const SpendEventCodec = t.type({ type: t.literal('spend'), model: t.string, usd: t.number, totalUsd: t.number, estimated: t.boolean }, 'SpendEvent');
 export const ValidationEventCodec = t.type(
   { type: t.literal('validation'), valid: t.boolean, attempt: t.number, problems: t.array(t.string) },
   'ValidationEvent',
@@ -234,6 +253,7 @@ export const HealEventCodec = t.union(
     DegradedEventCodec,
     RestoredEventCodec,
     BudgetEventCodec,
+    SpendEventCodec,
     ResetEventCodec,
     RateLimitedEventCodec,
     BulkheadEventCodec,
@@ -323,6 +343,8 @@ export type DegradedEvent = t.TypeOf<typeof DegradedEventCodec>;
 export type RestoredEvent = t.TypeOf<typeof RestoredEventCodec>;
 /** A budget ran out (the run errors with `BudgetExceededError` right after). */
 export type BudgetEvent = t.TypeOf<typeof BudgetEventCodec>;
+/** A provider attempt's cost was charged to its run (see {@link SpendEventCodec}). */
+export type SpendEvent = t.TypeOf<typeof SpendEventCodec>;
 /** Output validation: an answer's problems, or that it passed. */
 export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 /** A completed message (assistant or tool). */

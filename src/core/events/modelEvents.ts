@@ -43,7 +43,7 @@ export type ReasoningPart = t.TypeOf<typeof ReasoningPartCodec>;
 export const AssistantMessageCodec = t.intersection(
   [
     t.type({ role: t.literal('assistant'), content: t.string }),
-    t.partial({ toolCalls: t.array(ToolCallCodec), model: t.string, validated: t.boolean, reasoning: t.array(ReasoningPartCodec) }),
+    t.partial({ toolCalls: t.array(ToolCallCodec), model: t.string, validated: t.boolean, reasoning: t.array(ReasoningPartCodec), cut: t.boolean }),
   ],
   'AssistantMessage',
 );
@@ -96,8 +96,14 @@ export const UsageCodec = t.intersection(
 /** Token counts of one model call (see {@link UsageCodec}). */
 export type Usage = t.TypeOf<typeof UsageCodec>;
 
-export const FinishReasonCodec = t.keyof({ stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null }, 'FinishReason');
-/** Why a model turn ended. */
+export const FinishReasonCodec = t.keyof(
+  { stop: null, 'tool-calls': null, length: null, 'content-filter': null, error: null, other: null, budget: null },
+  'FinishReason',
+);
+/**
+ * Why a model turn ended. `'budget'`: rxheal cut it, mid-stream, where its money budget ran out
+ * (the provider's request aborted; its `usage` is the estimate charged).
+ */
 export type FinishReason = t.TypeOf<typeof FinishReasonCodec>;
 
 export const TextDeltaCodec = t.type({ type: t.literal('text-delta'), text: t.string }, 'TextDelta');

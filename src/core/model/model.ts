@@ -6,14 +6,15 @@
  *
  * @module
  */
-import { asyncScheduler, from, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
-import { IncompleteStreamError } from '../errors/errors.js';
+import { asyncScheduler, from, Observable, Subscription, type Observer, type ObservableInput, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
 import { AbortRun, type AbortContext } from './abortable.js';
 import { CallTrace, type TracedCall } from './callTrace.js';
-import { Link, subscribeWithin } from '../rx/operate.js';
+import { TurnObserver, type ServedCall } from './turnObserver.js';
+import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
 import type { ModelCheckpoint } from './checkpoint.js';
+import type { AttemptSpend } from '../money/meter.js';
 
 export type { ModelCheckpoint } from './checkpoint.js';
 
@@ -106,6 +107,14 @@ export interface BudgetMeter {
   modelCall(): void;
   /** A provider attempt ended its turn with this usage. Throws `BudgetExceededError` (`'tokens'`) past the limit. */
   usage(usage: Usage): void;
+  /**
+   * Optional, for a budget that counts money: reserves a provider attempt's worst case before it
+   * is made, and counts its output live (see {@link AttemptSpend}). Throws `BudgetExceededError`
+   * (`resource: 'usd'`) when it does not fit — the attempt is not made —, or returns the attempt's
+   * spend, at once or as an observable of one (a reservation that travels to a shared store).
+   * Called only for a model with no models inside it (`modelsInside(model) === undefined`).
+   */
+  spend?(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend>;
 }
 
 /**
@@ -234,14 +243,6 @@ export function modelsInside(model: Model): readonly Model[] | undefined {
 /** The hidden part of a context handed to `model.stream`: the call it serves. Spreading the context keeps it. */
 const SERVED = Symbol('rxheal.servedModelCall');
 
-/** One model call being served, as the calls made inside it see it. */
-interface ServedCall {
-  /** This call was counted when it started: the first attempt made inside it is that count. */
-  prepaid: boolean;
-  /** Calls made inside it so far (their ids are `<callId>/<k>`); with any, they count the tokens. */
-  children: number;
-}
-
 /**
  * A cold observable of one model call: subscribing calls `model.stream`, unsubscribing aborts it.
  *
@@ -288,7 +289,7 @@ export function callModel(
   const parent = (context as { [SERVED]?: ServedCall })[SERVED];
   // each field read once per call: a context may hand out a fresh call id on each read (runAgent's modelPipeline context)
   const run = fields(context);
-  const { budget, hub } = run;
+  const { budget } = run;
   // the attempt is counted before the model is called: past the limit it is not made
   try {
     if (parent?.prepaid) parent.prepaid = false;
@@ -297,16 +298,82 @@ export function callModel(
     out.error(error);
     return undefined;
   }
-  const call = describeCall(model, run, parent);
+  // money: a provider attempt's worst case reserved before the model is called (refused: not made)
+  let spend: AttemptSpend | Observable<AttemptSpend> | undefined;
+  if (budget?.spend && modelsInside(model) === undefined) {
+    try {
+      spend = budget.spend(model.id, request);
+    } catch (error) {
+      out.error(error);
+      return undefined;
+    }
+  }
   // subscribed for a consumer already gone (RxJS still calls this): no call is made, none is traced
-  if (subscriber.closed) return undefined;
+  if (subscriber.closed) {
+    if (spend && !isObservable(spend)) spend.release();
+    return undefined;
+  }
+  if (spend && isObservable(spend)) return reserveThenCall(subscriber, out, model, request, context, run, parent, spend);
+  return startCall(subscriber, out, model, request, context, run, parent, spend);
+}
+
+const isObservable = (u: AttemptSpend | Observable<AttemptSpend>): u is Observable<AttemptSpend> =>
+  typeof (u as Observable<AttemptSpend>).subscribe === 'function';
+
+/** The call itself, its spend (if any) reserved. */
+function startCall(
+  parentSubscription: Subscription,
+  out: Observer<TurnEvent>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelCallContext,
+  run: ModelCallContext,
+  parent: ServedCall | undefined,
+  spend: AttemptSpend | undefined,
+): Subscription | undefined {
+  const call = describeCall(model, run, parent);
   const served: ServedCall = { prepaid: true, children: 0 };
   // one observer per call, in one hop per event: the turn's contract, its abort signal, its trace and its token count
-  const trace = hub && call ? new CallTrace(hub, context.scheduler ?? asyncScheduler, call) : undefined;
+  const trace = run.hub && call ? new CallTrace(run.hub, context.scheduler ?? asyncScheduler, call) : undefined;
   const abort = new AbortRun();
   const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
   handedOn[SERVED] = served;
-  return runTurn(subscriber, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, budget, served));
+  return runTurn(parentSubscription, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, run.budget, served, spend));
+}
+
+/**
+ * A call whose spend is reserved on a store first: the model is called once the reservation
+ * arrives (a refusal errors the call, no model called); leaving before gives it back (the gate's
+ * contract). Returns the call's subscription: the reservation's, then the turn's.
+ */
+function reserveThenCall(
+  subscriber: Subscriber<unknown>,
+  out: Observer<TurnEvent>,
+  model: Model,
+  request: ModelRequest,
+  context: ModelCallContext,
+  run: ModelCallContext,
+  parent: ServedCall | undefined,
+  spend$: Observable<AttemptSpend>,
+): Subscription {
+  const box = new Subscription();
+  subscriber.add(box);
+  let reserved = false;
+  box.add(
+    spend$.subscribe({
+      next: (spend) => {
+        if (reserved) return;
+        reserved = true;
+        if (box.closed) return spend.release();
+        const turn = startCall(box, out, model, request, context, run, parent, spend);
+        if (turn === undefined) spend.release();
+      },
+      error: (error: unknown) => {
+        if (!reserved) out.error(error);
+      },
+    }),
+  );
+  return box;
 }
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
@@ -340,7 +407,7 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
     const abort = new AbortRun();
-    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined));
+    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined, undefined));
   });
 }
 
@@ -351,7 +418,7 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
  * the trace (`cancelled`). A throw from `model.stream` (or an answer `from` cannot read) errors
  * the call through `turn`, so a traced call reports its end.
  */
-function runTurn(subscriber: Subscriber<unknown>, model: Model, request: ModelRequest, context: ModelContext, turn: TurnObserver): Subscription | undefined {
+function runTurn(subscriber: Subscription, model: Model, request: ModelRequest, context: ModelContext, turn: TurnObserver): Subscription | undefined {
   let events: Observable<TurnEvent>;
   try {
     // the model gets a context of its own (never the run: a model that spreads its context to wrap
@@ -386,72 +453,6 @@ function signalOf(run: AbortContext): AbortContext {
   const context = Object.defineProperty({}, 'signal', SIGNAL) as AbortContext;
   Object.defineProperty(context, ABORT, { value: run });
   return context;
-}
-
-/**
- * A turn's one observer and its teardown: the run's (finished once the stream ends), the finish
- * contract's (a turn that completes without `finish` since its last `reset` errors), and, with a
- * context, the call's trace and its token count (the innermost call that saw the finish counts
- * its tokens, after passing it on; past the limit the turn errors). One object per call: a
- * healing pipeline wraps a model in `streamModel` at several layers, each costs one hop per event.
- */
-class TurnObserver extends Link<TurnEvent> {
-  private finished = false;
-  private received = 0;
-
-  constructor(
-    /** Where the events go: the call's subscriber, or the caller's own observer ({@link callModel}). */
-    private readonly subscriber: Observer<TurnEvent>,
-    private readonly run: AbortRun,
-    private readonly modelId: string,
-    private readonly trace: CallTrace | undefined,
-    private readonly budget: BudgetMeter | undefined,
-    private readonly served: ServedCall | undefined,
-  ) {
-    super();
-  }
-
-  protected onNext(event: TurnEvent): void {
-    this.received++;
-    if (event.type === 'finish') {
-      this.finished = true;
-      this.trace?.finish(event, this.served?.children === 0);
-      this.subscriber.next(event);
-      if (this.budget && event.usage && this.served?.children === 0) this.meter(this.budget, event.usage);
-      return;
-    }
-    if (event.type === 'reset') this.finished = false;
-    this.subscriber.next(event);
-  }
-
-  private meter(budget: BudgetMeter, usage: Usage): void {
-    try {
-      budget.usage(usage);
-    } catch (error) {
-      this.subscriber.error(error);
-    }
-  }
-
-  protected onError(error: unknown): void {
-    this.run.finished = true;
-    this.trace?.end('error', error);
-    this.subscriber.error(error);
-  }
-
-  protected onComplete(): void {
-    if (!this.finished) return this.onError(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
-    this.run.finished = true;
-    this.trace?.end('success');
-    this.subscriber.complete();
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    // the events' teardown first (the link's finalisers), then the run aborted and the trace ended
-    super.unsubscribe();
-    this.run.unsubscribe();
-    this.trace?.unsubscribe();
-  }
 }
 
 export { fromAsyncIterable } from './fromAsyncIterable.js';
