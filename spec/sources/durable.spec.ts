@@ -271,6 +271,27 @@ describe('durable runs (runAgent with a journal, resumeAgent) in virtual time', 
     expect(resumed.error()).to.be.instanceOf(BudgetExceededError).and.include({ resource: 'modelCalls', used: 2, limit: 1 });
   });
 
+  it("money too: a resumed run's dollars start from what its journal's records charged (the same refusal as the run never interrupted)", () => {
+    const world = new World();
+    let resumed!: Recording<AgentEvent>;
+    let whole!: Recording<AgentEvent>;
+    // turn 1 charges $0.00501 (10 in, 5 out); each turn reserves ~$0.0301 (30 output tokens at $1000/M): the second does not fit in $0.032
+    const money = { prices: { fake: { input: 1, output: 1000 } }, budget: { maxUsd: 0.032, reserveOutputTokens: 30 } };
+    virtual(() => {
+      const journal = memoryJournal();
+      // the first process has room for both turns; it stops after the first turn's record and the tools
+      const first = runAgent(config(world, journal, { verify: true, ...money, budget: { ...money.budget, maxUsd: 1 } })).subscribe();
+      asyncScheduler.schedule(() => first.unsubscribe(), 8);
+      asyncScheduler.schedule(() => (resumed = record(resumeAgent(config(world, journal, { verify: true, ...money })))), 10);
+      whole = record(runAgent({ ...config(new World(), memoryJournal(), money), runId: 'other' }));
+    });
+    const wholeError = whole.error() as BudgetExceededError;
+    expect(wholeError).to.be.instanceOf(BudgetExceededError).and.include({ resource: 'usd', limit: 0.032 });
+    const resumedError = resumed.error() as BudgetExceededError;
+    expect(resumedError).to.be.instanceOf(BudgetExceededError).and.include({ resource: 'usd', limit: 0.032 });
+    expect(resumedError.used).to.be.closeTo(wholeError.used, 1e-12);
+  });
+
   it('a message event of a journaled run comes once its record is in the journal', () => {
     const world = new World();
     const committed: string[] = [];

@@ -8,7 +8,7 @@ import { costUsd, type Prices } from '../../src/core/money/prices.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
-import { describeEvent, finish, record, scriptedModel, textDeltas } from '../../src/testing/index.js';
+import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 
 // $1 per million input tokens, $10 per million output: 300 bytes of output (100 estimated tokens) cost $0.001
@@ -241,6 +241,31 @@ describe('runAgent: money (prices, budget.maxUsd, spend)', () => {
       expect(result.labels).to.include('finish:budget');
       expect(budgetOf(result.events)[0]).to.include({ cut: true, limiter: 'spend' });
       expect(gate.log[1]).to.equal(`settled ${(INPUT_USD + 0.002).toFixed(6)}`);
+    });
+  });
+
+  describe("fallbackModel's cheaperBelow", () => {
+    it('under pressure the chain starts from its cheapest model that fits, and says so', () => {
+      // turn 1 on pricey costs $0.6 of $1 ($100/M × 6 000 output tokens): turn 2 starts with 40 % left, under 50 %
+      const pricey = scriptedModel('pricey', [[toolCall('c1', 'read', {}), finish('tool-calls', { inputTokens: 0, outputTokens: 6_000 })]]);
+      const cheap = scriptedModel('cheap', [[...textDeltas('done'), finish('stop', { inputTokens: 10, outputTokens: 2 })]]);
+      const read = scriptedTool('read', [{ result: 'ok' }], { idempotent: true });
+      const model = fallbackModel([pricey, cheap], { cheaperBelow: 0.5 });
+      const result = run(runAgent(config({ model, tools: [read], budget: { maxUsd: 1, reserveOutputTokens: 1000 } })));
+      expect(result.completed()).to.equal(true);
+      expect([pricey.calls, cheap.calls]).to.deep.equal([1, 1]);
+      expect(result.events.filter((e) => e.type === 'fallback')).to.deep.equal([
+        { type: 'fallback', from: 'model:pricey', to: 'model:cheap', reason: 'budget', midStream: false },
+      ]);
+    });
+
+    it('with enough left, or no money budget, the chain starts from its first model', () => {
+      const pricey = scriptedModel('pricey', [[...textDeltas('hi'), finish('stop', { inputTokens: 1, outputTokens: 1 })]]);
+      const model = fallbackModel([pricey, scriptedModel('cheap', [])], { cheaperBelow: 0.5 });
+      const result = run(runAgent(config({ model, budget: { maxUsd: 1, reserveOutputTokens: 1000 } })));
+      expect(result.completed()).to.equal(true);
+      expect(pricey.calls).to.equal(1);
+      expect(() => fallbackModel([pricey], { cheaperBelow: 2 })).to.throw(InvalidOptionError, /"cheaperBelow"/);
     });
   });
 

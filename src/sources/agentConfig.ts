@@ -372,7 +372,7 @@ export interface DurableHost {
   readonly history: Message[];
   step: number;
   corrections: number;
-  readonly budget: Used;
+  readonly budget: Used & { readonly money?: { spentUsd: number } };
 }
 
 /**

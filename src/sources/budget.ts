@@ -9,7 +9,7 @@ import { BudgetExceededError } from '../core/errors/errors.js';
 import type { Usage } from '../core/events/events.js';
 import type { HealHub } from '../core/hub/hub.js';
 import { check } from '../core/errors/options.js';
-import type { BudgetMeter, ModelRequest } from '../core/model/model.js';
+import type { BudgetMeter, ModelRequest, MoneyLeft } from '../core/model/model.js';
 import type { Observable } from 'rxjs';
 import type { AttemptSpend } from '../core/money/meter.js';
 import { RunMoney, type RunMoneyOptions } from './runMoney.js';
@@ -140,5 +140,13 @@ export class MoneyBudgetTracker extends BudgetTracker {
 
   spend(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend> {
     return this.money!.reserve(modelId, request);
+  }
+
+  moneyLeft(): MoneyLeft | undefined {
+    const money = this.money!;
+    const maxUsd = money.options.maxUsd;
+    if (maxUsd === undefined) return undefined;
+    const leftUsd = money.leftUsd();
+    return { leftUsd, share: maxUsd > 0 ? leftUsd / maxUsd : 0, quote: (modelId, request) => money.quote(modelId, request) };
   }
 }

@@ -184,6 +184,7 @@ export class DurableRun implements DurablePort {
       host.budget.modelCalls = plan.used.modelCalls;
       host.budget.toolCalls = plan.used.toolCalls;
       host.budget.tokens = plan.used.tokens;
+      if (host.budget.money && plan.used.usd !== undefined) host.budget.money.spentUsd = plan.used.usd;
     }
     const next = plan.next;
     if (next?.kind !== 'tools') return host.turn(plan.checkpoint);
@@ -193,8 +194,9 @@ export class DurableRun implements DurablePort {
 
   /** What the run's budget spent so far (each record carries it). */
   private used(): Used {
-    const { modelCalls, toolCalls, tokens } = this.host.budget;
-    return { modelCalls, toolCalls, tokens };
+    const { modelCalls, toolCalls, tokens, money } = this.host.budget;
+    // what attempts in flight hold is not spent yet: a record carries what was charged
+    return money ? { modelCalls, toolCalls, tokens, usd: money.spentUsd } : { modelCalls, toolCalls, tokens };
   }
 
   /** The journal as a plan, checked against this configuration and the approvals given. */

@@ -40,6 +40,7 @@ const props = {
   shouldFallback: Func,
   classifier: Func,
   perModel: Func,
+  cheaperBelow: check('a number from 0 to 1', (u): u is number => typeof u === 'number' && u >= 0 && u <= 1),
 };
 
 /**
@@ -105,8 +106,24 @@ export function fallbackModel(models: readonly Model[], options?: FallbackModelO
   const longOverlap = o.longOverlap ?? 16;
   const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
   const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
+  const cheaperBelow = o.cheaperBelow;
 
-  const chain: Chain = { list, names, links, ownHub, guardHub, perModel, adapt, midStream, instruction, maxOverlap, longOverlap, shouldFallback, classifier };
+  const chain: Chain = {
+    list,
+    names,
+    links,
+    ownHub,
+    guardHub,
+    perModel,
+    adapt,
+    midStream,
+    instruction,
+    maxOverlap,
+    longOverlap,
+    shouldFallback,
+    classifier,
+    cheaperBelow,
+  };
   // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
   return withModelsInside(
     { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) },
@@ -130,6 +147,7 @@ interface Chain {
   readonly longOverlap: number;
   readonly shouldFallback: ((error: unknown) => boolean) | undefined;
   readonly classifier: ErrorClassifier;
+  readonly cheaperBelow: number | undefined;
 }
 
 /**
@@ -147,9 +165,33 @@ class FallbackCall extends Observable<TurnEvent> {
 
   protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
     const turn = new FallbackTurn(this.chain, this.request, this.context, subscriber);
-    turn.advance(0, { from: undefined, reason: '', midStream: false });
+    const first = this.chain.cheaperBelow === undefined ? 0 : cheapestUnderPressure(this.chain, this.request, this.context);
+    if (first instanceof Thrown) {
+      subscriber.error(first.error);
+      return turn;
+    }
+    turn.advance(first, first === 0 ? { from: undefined, reason: '', midStream: false } : { from: this.chain.names[0], reason: 'budget', midStream: false });
     return turn;
   }
+}
+
+/**
+ * Where a call starts under `cheaperBelow`: with less than that share of the run's money left, the
+ * model with the least worst case that fits what is left (none fitting: the least); else the first.
+ * A price missing for a model is the call's error (`InvalidOptionError`, thrown by the quote).
+ */
+function cheapestUnderPressure(chain: Chain, request: ModelRequest, context: ModelContext): number | Thrown {
+  const left = context.budget?.moneyLeft?.();
+  if (left === undefined || left.share >= chain.cheaperBelow!) return 0;
+  const quotes = guard(() => chain.list.map((m) => left.quote(m.id, request)));
+  if (quotes instanceof Thrown) return quotes;
+  let best = -1;
+  for (let j = 0; j < quotes.length; j++) {
+    const fits = quotes[j]! <= left.leftUsd;
+    const bestFits = best >= 0 && quotes[best]! <= left.leftUsd;
+    if (best < 0 || (fits && !bestFits) || (fits === bestFits && quotes[j]! < quotes[best]!)) best = j;
+  }
+  return best;
 }
 
 /** One subscription to a fallback chain: what the consumer holds, the models tried, the one running. */

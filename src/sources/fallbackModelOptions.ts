@@ -126,6 +126,15 @@ export interface FallbackModelOptions {
    */
   readonly shouldFallback?: (error: unknown) => boolean;
   /**
+   * Pressure routing, 0 to 1: when less than this share of the run's money budget
+   * (`budget.maxUsd`) is left as a call starts, the chain starts from its cheapest model that fits
+   * what is left — the least worst-case reservation at the run's `prices` (`BudgetMeter.moneyLeft`),
+   * none fitting: the cheapest — and goes on from there in the chain's order; a
+   * `{ type: 'fallback', from: 'model:<first>', to: 'model:<cheapest>', reason: 'budget', midStream: false }`
+   * event says so. Without a money budget in the call's context it does nothing. None by default.
+   */
+  readonly cheaperBelow?: number;
+  /**
    * Gives `fallback` and the category reported as `reason`. Defaults to {@link classifyError}. If
    * it throws, the turn errors with what it threw.
    */

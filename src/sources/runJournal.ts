@@ -35,9 +35,10 @@ import { describeProblems, formatProblem, isLeft } from '../core/errors/options.
  */
 export const RECORD_VERSION = 1;
 
-const UsedCodec = t.type({ modelCalls: t.number, toolCalls: t.number, tokens: t.number }, 'Used');
+// usd: dollars charged (a run that counts money), absent in records written before money was counted
+const UsedCodec = t.intersection([t.type({ modelCalls: t.number, toolCalls: t.number, tokens: t.number }), t.partial({ usd: t.number })], 'Used');
 /**
- * What a run's budget had spent when a record was written.
+ * What a run's budget had spent when a record was written (`usd`: in a run that counts money).
  *
  * @example
  * ```ts

@@ -115,6 +115,31 @@ export interface BudgetMeter {
    * Called only for a model with no models inside it (`modelsInside(model) === undefined`).
    */
   spend?(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend>;
+  /**
+   * Optional, for a budget with a money limit (`budget.maxUsd`): what is left of it, as dollars
+   * and as a share of the limit, and what an attempt of a model on a request would reserve (its
+   * worst case; throws `InvalidOptionError` for a model without a price). `fallbackModel`'s
+   * `cheaperBelow` reads it.
+   */
+  moneyLeft?(): MoneyLeft | undefined;
+}
+
+/**
+ * What is left of a run's money limit (see {@link BudgetMeter.moneyLeft}).
+ *
+ * @example
+ * ```ts
+ * const left = context.budget?.moneyLeft?.();
+ * if (left && left.share < 0.2) console.log(`$${left.leftUsd.toFixed(4)} left; gpt-5 would reserve $${left.quote('gpt-5', request)}`);
+ * ```
+ */
+export interface MoneyLeft {
+  /** Dollars left: the limit, less what was spent and what attempts in flight hold. */
+  readonly leftUsd: number;
+  /** `leftUsd` ÷ the limit (0 to 1). */
+  readonly share: number;
+  /** What an attempt of `modelId` on `request` would reserve. */
+  quote(modelId: string, request: ModelRequest): number;
 }
 
 /**
