@@ -208,6 +208,17 @@ describe('logEvents / tapLogs (structured logs)', () => {
         'capability degraded capability=knowledge_search reason="failed (timeout)"',
       ],
       [{ type: 'budget-exceeded', resource: 'tokens', limit: 10_000, used: 10_412 }, 'error', 'budget exceeded resource=tokens limit=10000 used=10412'],
+      [
+        { type: 'budget-exceeded', resource: 'usd', limit: 0.5, used: 0.5012, cut: true, model: 'gpt-5' },
+        'error',
+        'budget exceeded, call cut resource=usd limit=0.5 used=0.5012 model=gpt-5',
+      ],
+      [{ type: 'spend', model: 'gpt-5', usd: 0.0125, totalUsd: 0.25, estimated: false }, 'info', 'spend charged model=gpt-5 usd=0.0125 total_usd=0.25'],
+      [
+        { type: 'spend', model: 'gpt-5', usd: 0.0125, totalUsd: 0.25, estimated: true },
+        'info',
+        'spend charged model=gpt-5 usd=0.0125 total_usd=0.25 estimated=true',
+      ],
       [{ type: 'reset', reason: 'fallback', target: 'model:secondary' }, 'debug', 'partial output discarded reason=fallback model=secondary'],
       [
         { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 8, queued: 3 },

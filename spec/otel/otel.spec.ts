@@ -437,6 +437,29 @@ describe('rxheal/otel instrument()', () => {
     });
   });
 
+  describe('money', () => {
+    it('dollars charged are summed by model (rxheal.spend, USD); a budget refusal or cut is counted with its limiter and whether it cut', async () => {
+      const { options, collect } = sdk();
+      testScheduler().run(({ flush }) => {
+        const events$ = new Subject<HealEvent>();
+        instrument(events$, options);
+        events$.next({ type: 'spend', model: 'gpt-5-mini', usd: 0.25, totalUsd: 0.25, estimated: false });
+        events$.next({ type: 'spend', model: 'gpt-5-mini', usd: 0.5, totalUsd: 0.75, estimated: false });
+        events$.next({ type: 'spend', model: 'gpt-5-mini', usd: 0.125, totalUsd: 0.875, estimated: true });
+        events$.next({ type: 'budget-exceeded', resource: 'usd', limit: 1, used: 1.2, cut: true, model: 'gpt-5-mini', limiter: 'team' });
+        flush();
+      });
+      const collected = await collect();
+      expect(collected['rxheal.spend']).to.deep.equal([
+        [{ 'gen_ai.request.model': 'gpt-5-mini', 'rxheal.spend.estimated': false }, 0.75],
+        [{ 'gen_ai.request.model': 'gpt-5-mini', 'rxheal.spend.estimated': true }, 0.125],
+      ]);
+      expect(collected['rxheal.budget.exceeded']).to.deep.equal([
+        [{ 'rxheal.budget.resource': 'usd', 'rxheal.budget.cut': true, 'rxheal.budget.limiter': 'team' }, 1],
+      ]);
+    });
+  });
+
   describe('instrumentLatency(): observed latency as gauges', () => {
     it('each tracker’s quantiles of time to first item and gaps, and its sample counts, read at each collection', async () => {
       const { options, collect } = sdk();

@@ -137,7 +137,8 @@ function callOf(target: string): string {
  * | `fallback` | warn | fallback activated |
  * | `reflection` (exhausted) | info (warn) | reflection injected (reflections exhausted, tool abandoned) |
  * | `degraded` / `restored` | warn / info | capability degraded / restored |
- * | `budget-exceeded` | error | budget exceeded |
+ * | `budget-exceeded` (cut) | error | budget exceeded (budget exceeded, call cut) |
+ * | `spend` | info | spend charged |
  * | `tool-deduplicated` | info | tool call answered from the effect ledger |
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
  * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
@@ -198,7 +199,15 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
     case 'restored':
       return toRecord('info', 'capability restored', { capability: e.capability });
     case 'budget-exceeded':
-      return toRecord('error', 'budget exceeded', { resource: e.resource, limit: e.limit, used: e.used });
+      return toRecord('error', e.cut === true ? 'budget exceeded, call cut' : 'budget exceeded', {
+        resource: e.resource,
+        limit: e.limit,
+        used: e.used,
+        model: e.model,
+        limiter: e.limiter,
+      });
+    case 'spend':
+      return toRecord('info', 'spend charged', { model: e.model, usd: e.usd, total_usd: e.totalUsd, estimated: e.estimated || undefined });
     case 'rate-limited':
       return toRecord(e.rejected === true ? 'warn' : 'info', e.rejected === true ? 'call refused by rate limit' : 'call waited for rate limit', {
         limiter: e.limiter,

@@ -41,6 +41,7 @@ export interface Instruments {
   readonly hedges: Counter;
   readonly bulkheads: Counter;
   readonly resumes: Counter;
+  readonly spend: Counter;
 }
 
 /**
@@ -72,6 +73,10 @@ export function instrumentsOf(meter: Meter): Instruments {
     }),
     bulkheads: meter.createCounter('rxheal.bulkhead.calls', { description: 'Calls a bulkhead queued, admitted from its queue, or refused', unit: '{call}' }),
     resumes: meter.createCounter('rxheal.resumes', { description: 'Cut streams picked up again where they stopped (dropped or stalled)', unit: '{resume}' }),
+    spend: meter.createCounter('rxheal.spend', {
+      description: "Dollars charged to runs for their provider attempts, at the runs' prices (estimated: rxheal's estimate, no usage reported)",
+      unit: 'USD',
+    }),
   };
 }
 
@@ -107,8 +112,15 @@ export function count(m: Instruments, e: HealEvent): void {
     case 'degraded':
       m.degradations.add(1, { 'rxheal.capability': e.capability });
       return;
-    case 'budget-exceeded':
-      m.budgets.add(1, { 'rxheal.budget.resource': e.resource });
+    case 'budget-exceeded': {
+      const attributes: Attributes = { 'rxheal.budget.resource': e.resource };
+      if (e.cut !== undefined) attributes['rxheal.budget.cut'] = e.cut;
+      if (e.limiter !== undefined) attributes['rxheal.budget.limiter'] = e.limiter;
+      m.budgets.add(1, attributes);
+      return;
+    }
+    case 'spend':
+      if (e.usd > 0) m.spend.add(e.usd, { 'gen_ai.request.model': e.model, 'rxheal.spend.estimated': e.estimated });
       return;
     case 'hedge':
       m.hedges.add(1, { 'rxheal.target': e.target, 'rxheal.hedge.kind': e.kind });
