@@ -39,7 +39,7 @@ export type {
   RateLimitStore,
 } from '../core/rate-limit/rateLimitStore.js';
 export { SpendLimiter } from '../core/money/spendLimiter.js';
-export type { SpendLimiterOptions } from '../core/money/spendLimiter.js';
+export type { SpendLimitHold, SpendLimiterOptions } from '../core/money/spendLimiter.js';
 export { MemorySpendStore } from '../core/money/memorySpendStore.js';
 export type { MemorySpendStoreOptions } from '../core/money/memorySpendStore.js';
 export type { SpendContext, SpendGate, SpendHold } from '../core/money/spendGate.js';

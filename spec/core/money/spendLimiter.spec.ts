@@ -6,13 +6,14 @@
  * option validation, the events; and a property over random interleavings of callers.
  */
 import { expect } from 'chai';
-import { catchError, map, mergeMap, type Observable, of } from 'rxjs';
+import fc from 'fast-check';
+import { catchError, map, mergeMap, type Observable, of, type SchedulerAction } from 'rxjs';
 import { BudgetExceededError, InvalidOptionError } from '../../../src/core/errors/errors.js';
 import type { HealEvent } from '../../../src/core/events/events.js';
 import { HealHub } from '../../../src/core/hub/hub.js';
 import { MemorySpendStore } from '../../../src/core/money/memorySpendStore.js';
 import type { SpendContext, SpendHold } from '../../../src/core/money/spendGate.js';
-import { SpendLimiter, type SpendLimiterOptions } from '../../../src/core/money/spendLimiter.js';
+import { SpendLimiter, type SpendLimitHold, type SpendLimiterOptions } from '../../../src/core/money/spendLimiter.js';
 import { NANOS_PER_USD } from '../../../src/core/money/spendStore.js';
 import { virtual, type VirtualRun } from '../../support/marbles.js';
 
@@ -223,5 +224,131 @@ describe('core/money/SpendLimiter (virtual time)', () => {
     expect(() => new SpendLimiter({ usd: 1, per: 'day' } as SpendLimiterOptions)).to.throw(InvalidOptionError, 'option "name"');
     expect(() => new SpendLimiter({ name: 'x', per: 'day' } as SpendLimiterOptions)).to.throw(InvalidOptionError, 'option "usd"');
     expect(() => new SpendLimiter({ name: 'x', usd: 1 } as SpendLimiterOptions)).to.throw(InvalidOptionError, 'option "per"');
+  });
+});
+
+/** One caller: when it reserves, on which node, how much, and what it does with the hold. */
+interface Caller {
+  readonly node: number;
+  readonly at: number;
+  /** Thousandths of a dollar reserved. */
+  readonly milli: number;
+  /** settle (with `actualMilli` ≤ `milli`), refund, or cancel (unsubscribe; a hold already there is refunded). */
+  readonly outcome: 'settle' | 'refund' | 'cancel';
+  readonly actualMilli: number;
+  /** A cancel comes this long after `at`; a settle or refund this long after the hold (odd: never the same moment as a store event). */
+  readonly afterMs: number;
+}
+
+interface Scenario {
+  readonly nodes: number;
+  readonly latencyMs: number;
+  readonly replyLatencyMs: number;
+  /** [from, to) spans the store is down. */
+  readonly down: readonly (readonly [number, number])[];
+  /** [from, to) spans its answers take 150 ms (past the limiter's 100 ms timeout: its breaker opens). */
+  readonly slow: readonly (readonly [number, number])[];
+  readonly callers: readonly Caller[];
+}
+
+const callerArb = (nodes: number): fc.Arbitrary<Caller> =>
+  fc
+    .record({
+      node: fc.integer({ min: 0, max: nodes - 1 }),
+      at: fc.integer({ min: 0, max: 150 }).map((n) => 2 * n),
+      milli: fc.integer({ min: 0, max: 400 }),
+      outcome: fc.constantFrom<Caller['outcome']>('settle', 'settle', 'refund', 'cancel'),
+      ratio: fc.double({ min: 0, max: 1, noNaN: true }),
+      afterMs: fc.integer({ min: 0, max: 120 }).map((n) => 2 * n + 1),
+    })
+    .map(({ ratio, ...c }) => ({ ...c, actualMilli: Math.floor(c.milli * ratio) }));
+
+const spansArb = fc.array(
+  fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 200 })).map(([from, length]) => [from, from + length] as const),
+  { maxLength: 2 },
+);
+
+const scenarioArb: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 3 }).chain((nodes) =>
+  fc.record({
+    nodes: fc.constant(nodes),
+    latencyMs: fc.integer({ min: 0, max: 20 }),
+    // past the limiter's 100 ms timeout at times: the answer comes late, the grant is given back
+    replyLatencyMs: fc.constantFrom(0, 0, 5, 60, 150),
+    slow: spansArb,
+    down: fc.oneof(fc.constant([]), spansArb),
+    callers: fc.array(callerArb(nodes), { minLength: 1, maxLength: 12 }),
+  }),
+);
+
+/** Every caller has settled by then, and every store breaker has closed again. */
+const END = 2_000;
+
+/** Runs a scenario in virtual time: what the shared store holds at every ms, and at the end. */
+function play(s: Scenario): { over: number[]; used: number; settledNanos: number } {
+  const over: number[] = [];
+  let used = 0;
+  let settledNanos = 0;
+  virtual((run) => {
+    const store = new MemorySpendStore({ latencyMs: s.latencyMs, replyLatencyMs: s.replyLatencyMs, timeoutMs: 100 });
+    const nodes = Array.from({ length: s.nodes }, (_, i) => limiter({ store, node: `n${i}`, expectedNodes: s.nodes }));
+    for (const [from, to] of s.down) {
+      run.at(from, () => (store.down = true));
+      run.at(to, () => (store.down = s.down.some(([f, t]) => f <= to && to < t)));
+    }
+    for (const [from, to] of s.slow) {
+      run.at(from, () => (store.replyLatencyMs = 150));
+      run.at(to, () => (store.replyLatencyMs = s.slow.some(([f, t]) => f <= to && to < t) ? 150 : s.replyLatencyMs));
+    }
+    for (const c of s.callers) {
+      run.at(c.at, () => {
+        let hold: SpendLimitHold | undefined;
+        const sub = nodes[c.node]!.reserve(c.milli / 1000, context).subscribe({
+          next: (h) => {
+            hold = h;
+            // the attempt runs once the hold is there, and ends `afterMs` later
+            if (c.outcome === 'cancel') return;
+            run.at(run.ts.now() + c.afterMs, () => {
+              if (c.outcome === 'refund') return h.refund();
+              h.settle(c.actualMilli / 1000);
+              if (!h.local) settledNanos += c.actualMilli * 1_000_000;
+            });
+          },
+          error: () => undefined,
+        });
+        // a cancel: the caller leaves at `afterMs` (a hold already there is refunded)
+        if (c.outcome === 'cancel')
+          run.at(c.at + c.afterMs, () => {
+            sub.unsubscribe();
+            hold?.refund();
+          });
+      });
+    }
+    // at every ms: the shared window never holds more than the limit (one action that reschedules itself: a short queue)
+    run.ts.schedule(function (this: SchedulerAction<undefined>) {
+      if (store.usedNanos('team:all', WINDOW) > NANOS_PER_USD) over.push(run.ts.now());
+      if (run.ts.now() < END) this.schedule(undefined, 1);
+    });
+    // the end: the store up, each breaker closed again, each node's kept adjustments flushed by a reservation of 0
+    run.at(END, () => {
+      store.down = false;
+      store.replyLatencyMs = 0;
+      for (const n of nodes) n.reserve(0, context).subscribe({ next: (h) => h.refund(), error: () => undefined });
+    });
+    run.at(END + 1_000, () => (used = store.usedNanos('team:all', WINDOW)));
+  });
+  return { over, used, settledNanos };
+}
+
+describe('core/money/SpendLimiter (property: random callers, a store randomly down or slow)', () => {
+  it('the shared window never holds more than the limit; once all settle it holds exactly the settled costs (at least them when the store went down)', () => {
+    fc.assert(
+      fc.property(scenarioArb, (s) => {
+        const { over, used, settledNanos } = play(s);
+        expect(over, 'instants the shared window held more than the limit').to.deep.equal([]);
+        if (s.down.length === 0) expect(used, 'nothing lost, nothing counted twice').to.equal(settledNanos);
+        else expect(used).to.be.within(settledNanos, NANOS_PER_USD);
+      }),
+      { numRuns: 200 },
+    );
   });
 });

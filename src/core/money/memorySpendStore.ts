@@ -69,9 +69,11 @@ export class MemorySpendStore implements SpendStore {
   readonly timeoutMs: number;
   /** While true, every operation fails (a dead store). */
   down = false;
+  /** Ms an operation takes to reach the store (see the options); may be changed at any time: a store that slows down. */
+  latencyMs: number;
+  /** Ms its answer takes to come back (see the options); may be changed at any time. */
+  replyLatencyMs: number;
   private readonly scheduler: SchedulerLike;
-  private readonly latencyMs: number;
-  private readonly replyLatencyMs: number;
   private readonly nodeTtlMs: number;
   private readonly keys = new Map<string, KeyState>();
   /** The earliest time a kept window ends or a node expires: nothing to drop before it. */

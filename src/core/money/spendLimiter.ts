@@ -106,6 +106,19 @@ const HOUR = 3_600_000;
 const DAY = 86_400_000;
 const MINUTE = 60_000;
 
+/**
+ * What {@link SpendLimiter.reserve} emits: a {@link SpendHold}, and whether it was decided on this
+ * node's local share (the shared store did not answer: its settlement stays local too).
+ *
+ * @example
+ * ```ts
+ * team.reserve(0.02, context).subscribe((hold: SpendLimitHold) => console.log(hold.local ? 'decided alone' : 'shared'));
+ * ```
+ */
+export interface SpendLimitHold extends SpendHold {
+  readonly local: boolean;
+}
+
 /** A grant, and whether it was decided on the local share. */
 type Decision = SpendGrant & { readonly local: boolean; readonly limitNanos: number };
 
@@ -176,7 +189,7 @@ export class SpendLimiter implements SpendGate {
    * `BudgetExceededError` (`resource: 'usd'`). Store failures never reach the caller (the local
    * share decides); a `key` that throws, or a bad `usd`, errors the reservation.
    */
-  reserve(usd: number, context: SpendContext): Observable<SpendHold> {
+  reserve(usd: number, context: SpendContext): Observable<SpendLimitHold> {
     return defer(() => {
       if (typeof usd !== 'number' || !Number.isFinite(usd) || usd < 0)
         throw new InvalidOptionError(`SpendLimiter ${this.name}`, 'usd', usd, 'a finite number >= 0');
@@ -246,7 +259,7 @@ export class SpendLimiter implements SpendGate {
     });
   }
 
-  private hold(usd: number, nanos: number, key: string, grant: Decision): SpendHold {
+  private hold(usd: number, nanos: number, key: string, grant: Decision): SpendLimitHold {
     let done = false;
     const localWindow = windowStart(this.scheduler.now(), this.windowMs);
     const send = (deltaNanos: number): void => {
@@ -260,6 +273,7 @@ export class SpendLimiter implements SpendGate {
     };
     return {
       usd,
+      local: grant.local,
       settle: (actualUsd) => {
         if (done) return;
         done = true;
