@@ -66,6 +66,7 @@ interface KeyState {
  * ```
  */
 export class MemorySpendStore implements SpendStore {
+  /** Callers' timeout (see the options). */
   readonly timeoutMs: number;
   /** While true, every operation fails (a dead store). */
   down = false;
@@ -88,6 +89,7 @@ export class MemorySpendStore implements SpendStore {
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
   }
 
+  /** Reserves `request.nanos` on its key's current window when it fits (the rule in spendStore.ts). */
   reserve(request: SpendRequest): Observable<SpendGrant> {
     return this.run(() => {
       const now = this.scheduler.now();
@@ -107,6 +109,7 @@ export class MemorySpendStore implements SpendStore {
     });
   }
 
+  /** Moves the named window's `used` by `deltaNanos` (never below 0); a window that has ended is left alone. */
   adjust(adjustment: SpendAdjustment): Observable<true> {
     return this.run(() => {
       const now = this.scheduler.now();

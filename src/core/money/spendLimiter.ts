@@ -116,6 +116,7 @@ const MINUTE = 60_000;
  * ```
  */
 export interface SpendLimitHold extends SpendHold {
+  /** Decided on the local share: its settlement stays on this node. */
   readonly local: boolean;
 }
 
@@ -136,11 +137,13 @@ type Decision = SpendGrant & { readonly local: boolean; readonly limitNanos: num
  * ```
  */
 export class SpendLimiter implements SpendGate {
+  /** Its name: in events, and the prefix of its store keys. */
   readonly name: string;
   /** Dollars per window, per key. */
   readonly usd: number;
   /** The window's length in ms. */
   readonly windowMs: number;
+  /** Its clock. */
   readonly scheduler: SchedulerLike;
   /**
    * The breaker around shared-store calls (`spend-store:<name>`), with a store.
