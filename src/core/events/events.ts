@@ -357,7 +357,8 @@ export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 export type ResumeEvent = t.TypeOf<typeof ResumeEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits, spend limits, bulkheads, hedges, observed latency, resumed streams, tool calls answered from the effect ledger.
+ * degradations, resets, budget, rate-limit waits, spend limits, bulkheads, hedges, observed latency, resumed streams,
+ * tool calls answered from the effect ledger.
  *
  * @example
  * ```ts
