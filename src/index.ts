@@ -105,7 +105,6 @@ export type {
 export { streamModel } from './core/model/model.js';
 export type { BudgetMeter, Model, ModelCallContext, ModelCheckpoint, ModelContext, ModelRequest, MoneyLeft, ToolChoice, ToolSpec } from './core/model/model.js';
 export type { ModelPrice, Prices } from './core/money/prices.js';
-export type { SpendContext, SpendGate, SpendHold } from './core/money/spendGate.js';
 export type { AttemptSpend } from './core/money/meter.js';
 export type { AbortContext } from './core/model/abortable.js';
 export { defineTool, callTool } from './sources/tool.js';
