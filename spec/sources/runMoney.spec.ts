@@ -5,6 +5,7 @@ import { BudgetExceededError, HttpError, InvalidOptionError } from '../../src/co
 import type { AgentEvent, AssistantMessage, BudgetEvent, SpendEvent, TurnEvent } from '../../src/core/events/events.js';
 import type { SpendContext, SpendGate, SpendHold } from '../../src/core/money/spendGate.js';
 import { costUsd, type Prices } from '../../src/core/money/prices.js';
+import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
@@ -192,6 +193,28 @@ describe('runAgent: money (prices, budget.maxUsd, spend)', () => {
         flush();
         expect(model.cancelled).to.equal(1);
         expect(live.log).to.deep.equal(['reserved m -', `settled ${(INPUT_USD + 0.001).toFixed(6)}`]);
+      });
+    });
+  });
+
+  describe('with SpendLimiter (rxheal/fleet) on a memory store', () => {
+    it("runs of one team share its limit: each attempt reserves there, keyed by the run's tags; another team's runs are not counted", () => {
+      testScheduler().run(({ flush }) => {
+        // $0.05 per team per hour; each attempt reserves ~$0.041 (4 096 output tokens at $10/M) and is charged $0.00003
+        const team = new SpendLimiter({ name: 'team', usd: 0.05, per: 'hour', key: (c) => c.tags?.team ?? 'none' });
+        const answer = () => scriptedModel('m', [{ marbles: '-a-(b|)', values: { a: chunk(3), b: finish('stop', { inputTokens: 10, outputTokens: 2 }) } }]);
+        const a = record(runAgent(config({ model: answer(), spend: [team], tags: { team: 'search' } })));
+        // while a's attempt holds $0.041, a second run of the team does not fit; one of another team does
+        const b = record(runAgent(config({ model: answer(), spend: [team], tags: { team: 'search' } })));
+        const c = record(runAgent(config({ model: answer(), spend: [team], tags: { team: 'ads' } })));
+        flush();
+        expect(a.completed()).to.equal(true);
+        expect((b.error() as BudgetExceededError).resource).to.equal('usd');
+        expect(c.completed()).to.equal(true);
+        // once a settled, the team's window holds only what it was charged: a next run fits again
+        const d = record(runAgent(config({ model: answer(), spend: [team], tags: { team: 'search' } })));
+        flush();
+        expect(d.completed()).to.equal(true);
       });
     });
   });
