@@ -139,7 +139,7 @@ export class MemorySpendStore implements SpendStore {
     return this.keys.get(key)?.windows.get(windowMs)?.get(start) ?? 0;
   }
 
-  /** How many windows it keeps, over every key (what {@link sweep} bounds). For specs. */
+  /** How many windows it keeps, over every key (what its sweep of ended windows bounds). For specs. */
   get windowCount(): number {
     let n = 0;
     for (const state of this.keys.values()) for (const windows of state.windows.values()) n += windows.size;
