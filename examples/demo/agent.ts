@@ -79,6 +79,14 @@ export const DEMO = {
   hedgeDefaultMs: 1_500,
   /** At most this many hedges per call made (a token bucket: a provider slow for everyone gets 20 % more calls, not double). */
   hedgeRatio: 0.2,
+  /**
+   * A question's money: every model priced as a mid-range hosted model ($ per million tokens —
+   * demo prices, not a provider's), each attempt reserving 256 output tokens, a cent per question.
+   * An ordinary answer costs about a tenth of a cent; the "long answers" fault runs into the cent.
+   */
+  price: { input: 1.25, cachedInput: 0.125, output: 10 },
+  maxUsd: 0.01,
+  reserveOutputTokens: 256,
 } as const;
 
 /** The state a page or a terminal shows: breakers, capabilities, the hub. */
@@ -225,7 +233,9 @@ export function demoRun(
     capabilities,
     instruction: 'You are a helpful assistant with access to a weather service and a knowledge base.',
     messages: history,
-    budget: { maxModelCalls: 20, maxToolCalls: 20 },
+    // dollars too: reserved before each attempt, counted live, a too-long answer cut and kept (finish reason 'budget')
+    prices: Object.fromEntries(models.map((m) => [m.id, DEMO.price])),
+    budget: { maxModelCalls: 20, maxToolCalls: 20, maxUsd: DEMO.maxUsd, reserveOutputTokens: DEMO.reserveOutputTokens, onExhausted: 'finish' },
     toolPipeline: (call, call$, { hub: runHub }) => {
       const guarded = call$.pipe(
         retryWithBackoff({ hub: runHub, target: `tool:${call.name}`, maxRetries: 2, initialBackoffMs: 300 }),

@@ -57,6 +57,7 @@ const TOGGLES: readonly Toggle[] = [
   { id: 'slow', label: 'slow first byte', title: 'answers after 3 s', fault: { kind: 'slow-first-byte', delayMs: 3000 } },
   { id: 'malformed', label: 'malformed chunk', title: 'sends one chunk of broken JSON', fault: { kind: 'malformed', afterChunks: 2 } },
   { id: 'bad-args', label: 'bad tool args (once)', title: 'asks get_weather for units: "kelvin", once', fault: { kind: 'bad-tool-args', times: 1 } },
+  { id: 'verbose', label: 'long answers', title: 'says its answer 12 times over (the question’s cent runs out)', fault: { kind: 'verbose', repeat: 12 } },
 ];
 
 /**
@@ -75,6 +76,7 @@ const CHIPS: readonly Chip[] = [
   { id: 'weather', label: 'Weather · bad tool arguments', question: "What's the weather in Paris?", arm: { toggle: 'bad-args' } },
   { id: 'refund', label: 'Refund policy · slow search', question: 'What is the refund policy?', arm: 'slow-search' },
   { id: 'hedge', label: 'Slow first token · hedged', question: 'Tell me about hedged requests', arm: { toggle: 'slow' } },
+  { id: 'money', label: 'Answer too long · cut at its budget', question: 'Tell me about the sea', arm: { toggle: 'verbose' } },
 ];
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -293,7 +295,16 @@ async function main(): Promise<void> {
         line = note('ok', `${e.capability} restored`);
         break;
       case 'budget-exceeded':
-        line = note('error', `budget exceeded: ${e.resource} ${e.used}/${e.limit}`);
+        line =
+          e.resource === 'usd'
+            ? note(
+                'error',
+                `budget: $${e.used.toFixed(4)} would pass the question's $${e.limit.toFixed(2)} — ${e.cut ? 'answer cut here, kept' : 'call refused'}`,
+              )
+            : note('error', `budget exceeded: ${e.resource} ${e.used}/${e.limit}`);
+        break;
+      case 'spend':
+        line = note('ok', `${e.model}: $${e.usd.toFixed(4)}${e.estimated ? ' (estimated)' : ''} — this question so far $${e.totalUsd.toFixed(4)}`);
         break;
       case 'hedge':
         line = note('hedge', hedgeText(e));

@@ -735,6 +735,20 @@ describe('local provider', () => {
         expect(server.faults.list()).to.deep.equal([]);
       });
 
+      it('verbose: the answer said `repeat` times over, with its usage; not used up by a turn that only calls a tool', async () => {
+        type Completion = { choices: { message: { content: string | null } }[]; usage: { completion_tokens: number } };
+        const plain = (await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi', { stream: false }))).json()) as Completion;
+        server.faults.set({ kind: 'verbose', repeat: 3, times: 1 });
+        await (await post(`${server.url}/v1/chat/completions`, openAIBody('Weather in Oslo?', { stream: false, tools: [weatherSpec] }))).text();
+        expect(server.faults.list()).to.have.length(1);
+        const long = (await (await post(`${server.url}/v1/chat/completions`, openAIBody('Hi', { stream: false }))).json()) as Completion;
+        const said = plain.choices[0]!.message.content!;
+        expect(long.choices[0]!.message.content).to.equal([said, said, said].join(' '));
+        expect(long.usage.completion_tokens).to.be.greaterThan(2 * plain.usage.completion_tokens);
+        expect(server.faults.list()).to.deep.equal([]);
+        expect(() => server.faults.set({ kind: 'verbose', repeat: 0 })).to.throw(/repeat/);
+      });
+
       it('phases: a slow first byte delays a status fault too; each phase takes its first fault', async () => {
         server.faults.set([
           { kind: 'slow-first-byte', delayMs: 30, times: 1 },

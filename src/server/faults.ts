@@ -178,9 +178,24 @@ export interface BlockedFault extends FaultBase {
 }
 
 /**
+ * The model talks too long: its answer's text said `repeat` times over (default 20), streamed
+ * token by token as any answer — what a money budget's live count cuts. Acts only on turns that
+ * answer with text.
+ *
+ * @example
+ * ```ts
+ * const chatty: VerboseFault = { kind: 'verbose', repeat: 12 };
+ * ```
+ */
+export interface VerboseFault extends FaultBase {
+  readonly kind: 'verbose';
+  readonly repeat?: number;
+}
+
+/**
  * A fault to inject, as JSON (the admin endpoint's body) or in-process. Several may be active;
  * per request, the first active fault of each phase acts: `slow-first-byte`, then `down`, then
- * `status`, then `blocked` (Messages requests), then `bad-tool-args`, then one stream fault (`reset` / `stall` / `malformed` /
+ * `status`, then `blocked` (Messages requests), then `bad-tool-args`, then `verbose`, then one stream fault (`reset` / `stall` / `malformed` /
  * `stream-error`). Stream faults act on streamed answers only.
  *
  * @example
@@ -189,7 +204,7 @@ export interface BlockedFault extends FaultBase {
  * ```
  */
 export type Fault =
-  StatusFault | DownFault | ResetFault | StallFault | SlowFirstByteFault | MalformedFault | StreamErrorFault | BadToolArgsFault | BlockedFault;
+  StatusFault | DownFault | ResetFault | StallFault | SlowFirstByteFault | MalformedFault | StreamErrorFault | BadToolArgsFault | BlockedFault | VerboseFault;
 
 /**
  * A fault's `kind`.
@@ -212,7 +227,7 @@ export type FaultKind = Fault['kind'];
  */
 export type ActiveFault = Fault & { readonly id: string; readonly remaining?: number; readonly hits: number };
 
-const FAULT_KINDS = ['status', 'down', 'reset', 'stall', 'slow-first-byte', 'malformed', 'stream-error', 'bad-tool-args', 'blocked'] as const;
+const FAULT_KINDS = ['status', 'down', 'reset', 'stall', 'slow-first-byte', 'malformed', 'stream-error', 'bad-tool-args', 'blocked', 'verbose'] as const;
 const HttpStatus = check('an integer from 400 to 599', (u): u is number => Number.isInteger(u) && (u as number) >= 400 && (u as number) <= 599);
 /**
  * A wait the server takes (`delayMs`, `tokenDelayMs`): 0 to 2³¹−1 ms — Node fires a longer
@@ -239,6 +254,7 @@ const FAULT_PROPS: Readonly<Record<FaultKind, Props>> = {
   'stream-error': { ...common, afterChunks: NonNegativeInteger, errorType: NonEmptyString, message: NonEmptyString },
   'bad-tool-args': { ...common, args: PlainObject },
   blocked: { ...common, recommendedModel: NonEmptyString },
+  verbose: { ...common, repeat: PositiveInteger },
 };
 const REQUIRED: Readonly<Partial<Record<FaultKind, readonly string[]>>> = { status: ['status'], reset: ['afterChunks'], 'slow-first-byte': ['delayMs'] };
 

@@ -30,6 +30,7 @@ export type {
   StallFault,
   StatusFault,
   StreamErrorFault,
+  VerboseFault,
 } from './localProvider.js';
 export { scriptedAssistant, tokenize, cityOf, RIVER_STORY } from './assistant.js';
 export { thinkingSignature } from './protocols.js';

@@ -42,6 +42,7 @@ export type {
   StallFault,
   StatusFault,
   StreamErrorFault,
+  VerboseFault,
 } from './faults.js';
 export { FaultController, validateFault } from './faults.js';
 export type { Protocol } from './protocols.js';

@@ -215,7 +215,11 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     if (blocked) record.faults.push('blocked');
     const fallbackTo = blocked ? fallbackTarget(body, model) : undefined;
     const refused = blocked !== undefined && fallbackTo === undefined;
-    const text = refused ? '' : (turn.text ?? '');
+    const said = refused ? '' : (turn.text ?? '');
+    // a model that talks too long: the answer said over and over
+    const verbose = said !== '' ? faults.consume('verbose') : undefined;
+    if (verbose) record.faults.push('verbose');
+    const text = verbose ? Array.from({ length: verbose.repeat ?? 20 }, () => said).join(' ') : said;
     const tokens = tokenize(text);
     if (refused) calls = [];
     const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
