@@ -59,8 +59,10 @@ describe('a $1/min limit shared by 16 processes × 4 callers through RedisSpendS
     for (const w of run.windows) {
       const used = Number(await command(['HGET', hash, String(w.window)]));
       const overshoot = Math.max(0, used - LIMIT);
+      const share = (nanos: number): string => `${usd(nanos)}, ${((100 * nanos) / LIMIT).toFixed(3)} %`;
       console.log(
-        `      window ${new Date(w.window).toISOString()}: ${w.calls} calls in ${run.ms} ms, ${w.refused} refused; used ${usd(used)} of $1 → overshoot ${((100 * overshoot) / LIMIT).toFixed(3)} % (${usd(overshoot)}); charged above holds ${usd(w.excessNanos)} (${((100 * w.excessNanos) / LIMIT).toFixed(3)} %)`,
+        `      window ${new Date(w.window).toISOString()}: ${w.calls} calls in ${run.ms} ms, ${w.refused} refused; used ${usd(used)} of $1` +
+          ` → overshoot ${share(overshoot)}; charged above holds ${share(w.excessNanos)}`,
       );
       expect(used, 'used is what the calls cost: every reservation and adjustment counted once').to.equal(w.actualNanos);
       expect(overshoot, 'overshoot ≤ what callers charged above their holds').to.be.at.most(w.excessNanos);

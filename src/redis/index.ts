@@ -2,9 +2,9 @@
  * `rxheal/redis`: fleet stores on Redis (≥ 5, or Valkey) — breaker verdicts, the one prober and
  * provider facts ({@link RedisBreakerStore}), shared rate limits ({@link RedisRateLimitStore}) and
  * shared dollar budgets ({@link RedisSpendStore}), each in one Lua script on Redis time, one hash
- * tag per breaker, per rate-limit key and per spend key (Redis Cluster ready). Clients by shape ({@link RedisClientLike}): node-redis (`redis` ≥ 5, an optional
- * peer dependency) `createClient()` or `createCluster()`, or ioredis 5 `Redis` or `Cluster`. See
- * marble-docs/fleet.md.
+ * tag per breaker, per rate-limit key and per spend key (Redis Cluster ready). Clients by shape
+ * ({@link RedisClientLike}): node-redis (`redis` ≥ 5, an optional peer dependency)
+ * `createClient()` or `createCluster()`, or ioredis 5 `Redis` or `Cluster`. See marble-docs/fleet.md.
  *
  * @example
  * ```ts
