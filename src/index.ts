@@ -57,6 +57,8 @@ export { CapabilityRegistry } from './core/capabilities/CapabilityRegistry.js';
 export type { CapabilityEvent, CapabilityRegistryOptions } from './core/capabilities/CapabilityRegistry.js';
 export { RateLimiter } from './core/rate-limit/rateLimit.js';
 export type { RateLimiterOptions, RateLimitReservation } from './core/rate-limit/rateLimit.js';
+// the seam runAgent's spend limits follow; SpendLimiter and its stores are rxheal/fleet's (the root holds at most 50 values)
+export type { SpendContext, SpendGate, SpendHold } from './core/money/spendGate.js';
 export { Bulkhead, BulkheadRegistry } from './core/bulkhead/bulkhead.js';
 export type { BulkheadEntrant, BulkheadOptions } from './core/bulkhead/bulkhead.js';
 export { LatencyTracker } from './core/latency/tracker.js';

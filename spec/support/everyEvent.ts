@@ -80,6 +80,8 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 1200, cost: 800 },
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 42_000, cost: 800, rejected: true, local: true },
   ],
+  'spend-refused': [{ type: 'spend-refused', limiter: 'team', key: 'team:search', usd: 0.02, limitUsd: 50, usedUsd: 50.01 }],
+  'spend-local': [{ type: 'spend-local', limiter: 'team', key: 'team:search', share: 16.666666666 }],
   bulkhead: [
     { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'queued', active: 2, queued: 1 },
     { type: 'bulkhead', bulkhead: 'model:gpt', kind: 'admitted', active: 2, queued: 0, waitMs: 40 },

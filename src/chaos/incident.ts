@@ -193,6 +193,8 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     case RESUME_MESSAGES.stalled:
     case 'call waited for rate limit':
     case 'call refused by rate limit':
+    case 'spend refused by limit':
+    case 'spend decided on local share':
     case 'call queued by bulkhead':
     case 'call admitted by bulkhead':
     case 'call refused by bulkhead':

@@ -1,7 +1,8 @@
 /**
- * `rxheal/fleet`: breakers and rate limits beyond one process — the in-process stores
- * ({@link MemoryBreakerStore}, {@link MemoryRateLimitStore}; the Redis ones are `rxheal/redis`'s),
- * the contracts a store of your own implements ({@link BreakerStore}, {@link RateLimitStore}) with
+ * `rxheal/fleet`: breakers, rate limits and dollar budgets beyond one process — the in-process stores
+ * ({@link MemoryBreakerStore}, {@link MemoryRateLimitStore}, {@link MemorySpendStore}; the Redis ones are
+ * `rxheal/redis`'s), the fleet-wide {@link SpendLimiter}, the contracts a store of your own implements
+ * ({@link BreakerStore}, {@link RateLimitStore}, {@link SpendStore}) with
  * the fleet's node logic it carries ({@link fleetNode} under {@link FLEET_NODE}), and snapshots that
  * keep breakers across a restart ({@link snapshotRegistry}, {@link restoreRegistry}). A breaker
  * joins a fleet through its `fleet` option (`new CircuitBreakerRegistry({ fleet: { store } })`);
@@ -37,6 +38,13 @@ export type {
   RateLimitRequest,
   RateLimitStore,
 } from '../core/rate-limit/rateLimitStore.js';
+export { SpendLimiter } from '../core/money/spendLimiter.js';
+export type { SpendLimitHold, SpendLimiterOptions } from '../core/money/spendLimiter.js';
+export { MemorySpendStore } from '../core/money/memorySpendStore.js';
+export type { MemorySpendStoreOptions } from '../core/money/memorySpendStore.js';
+export type { SpendContext, SpendGate, SpendHold } from '../core/money/spendGate.js';
+export { NANOS_PER_USD, toNanos } from '../core/money/spendStore.js';
+export type { SpendAdjustment, SpendGrant, SpendRequest, SpendStore } from '../core/money/spendStore.js';
 // persisting breakers across a restart: functions of their own, so a plain circuitBreak bundles none of it
 export { restoreBreaker, restoreRegistry, snapshotBreaker, snapshotRegistry } from '../core/breaker/persist.js';
 export type { CircuitSnapshot, CircuitSnapshotV1, CircuitSnapshotWindow } from '../core/breaker/CircuitBreaker.js';

@@ -140,6 +140,7 @@ function callOf(target: string): string {
  * | `budget-exceeded` | error | budget exceeded |
  * | `tool-deduplicated` | info | tool call answered from the effect ledger |
  * | `rate-limited` (rejected) | info (warn) | call waited for rate limit (call refused by rate limit) |
+ * | `spend-refused` / `spend-local` | warn / warn | spend refused by limit / spend decided on local share |
  * | `bulkhead` queued / admitted / rejected | info / info / warn | call queued by bulkhead / call admitted by bulkhead / call refused by bulkhead |
  * | `hedge` started / won / cancelled | info / info / debug | hedge started / hedge won / hedge cancelled |
  * | `hedge` failed / skipped / denied | warn / info / info | hedge failed / hedge skipped: circuit open / hedge denied: budget spent |
@@ -206,6 +207,10 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         cost: e.cost,
         local: e.local,
       });
+    case 'spend-refused':
+      return toRecord('warn', 'spend refused by limit', { limiter: e.limiter, key: e.key, usd: e.usd, limit_usd: e.limitUsd, used_usd: e.usedUsd });
+    case 'spend-local':
+      return toRecord('warn', 'spend decided on local share', { limiter: e.limiter, key: e.key, share_usd: e.share });
     case 'bulkhead':
       return toRecord(e.kind === 'rejected' ? 'warn' : 'info', `call ${e.kind === 'rejected' ? 'refused' : e.kind} by bulkhead`, {
         bulkhead: e.bulkhead,

@@ -255,6 +255,10 @@ export function describeEvent(event: AgentEvent): string {
       return `budget-exceeded:${event.resource}`;
     case 'rate-limited':
       return `rate-limited:${event.limiter}:${event.rejected === true ? 'rejected' : event.waitMs}`;
+    case 'spend-refused':
+      return `spend-refused:${event.limiter}:${event.key}`;
+    case 'spend-local':
+      return `spend-local:${event.limiter}:${event.key}`;
     case 'bulkhead':
       return `bulkhead:${event.bulkhead}:${event.kind}${event.reason === undefined ? '' : `:${event.reason}`}`;
     case 'hedge':

@@ -146,6 +146,18 @@ export const RateLimitedEventCodec = t.intersection(
 );
 
 /**
+ * A `SpendLimiter` refused a reservation (`reserve` errors with `BudgetExceededError`, resource
+ * `'usd'`): on `key`, `usd` more would have made `usedUsd` of `limitUsd` in the window (the limit
+ * that refused: the local share's when the shared store did not answer).
+ */
+export const SpendRefusedEventCodec = t.type(
+  { type: t.literal('spend-refused'), limiter: t.string, key: t.string, usd: t.number, limitUsd: t.number, usedUsd: t.number },
+  'SpendRefusedEvent',
+);
+/** The shared spend store did not answer a `SpendLimiter`'s reservation: it was decided on this node's local `share` (dollars per window). */
+export const SpendLocalEventCodec = t.type({ type: t.literal('spend-local'), limiter: t.string, key: t.string, share: t.number }, 'SpendLocalEvent');
+
+/**
  * A bulkhead's decision about a call (`bulkhead`): `queued` — every slot was taken, it waits
  * (`queued` calls now wait); `admitted` — it got a slot after waiting `waitMs`; `rejected` —
  * `reason` `'full'` (no slot, no queue place) or `'queue_timeout'` (waited `waitMs`). `active`:
@@ -236,6 +248,8 @@ export const HealEventCodec = t.union(
     BudgetEventCodec,
     ResetEventCodec,
     RateLimitedEventCodec,
+    SpendRefusedEventCodec,
+    SpendLocalEventCodec,
     BulkheadEventCodec,
     HedgeEventCodec,
     LatencyEventCodec,
@@ -329,6 +343,10 @@ export type ValidationEvent = t.TypeOf<typeof ValidationEventCodec>;
 export type MessageEvent = t.TypeOf<typeof MessageEventCodec>;
 /** A call waited for (or was refused) its turn under a shared rate limit. */
 export type RateLimitedEvent = t.TypeOf<typeof RateLimitedEventCodec>;
+/** A spend limiter refused a reservation (see {@link SpendRefusedEventCodec}). */
+export type SpendRefusedEvent = t.TypeOf<typeof SpendRefusedEventCodec>;
+/** A spend limiter decided on its local share (see {@link SpendLocalEventCodec}). */
+export type SpendLocalEvent = t.TypeOf<typeof SpendLocalEventCodec>;
 /** A bulkhead queued, admitted or refused a call (see {@link BulkheadEventCodec}). */
 export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
 /** A hedge started, won, was cancelled, failed, was skipped or denied (see {@link HedgeEventCodec}). */
@@ -339,7 +357,8 @@ export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 export type ResumeEvent = t.TypeOf<typeof ResumeEventCodec>;
 /**
  * What the healing did: retries (and retries withheld), circuit changes, fallbacks, reflections,
- * degradations, resets, budget, rate-limit waits, bulkheads, hedges, observed latency, resumed streams, tool calls answered from the effect ledger.
+ * degradations, resets, budget, rate-limit waits, spend limits, bulkheads, hedges, observed latency, resumed streams,
+ * tool calls answered from the effect ledger.
  *
  * @example
  * ```ts
