@@ -1,13 +1,15 @@
 /**
  * (s) A shared dollar budget on Redis, side by side in the same run: rxheal's reservations
- * (`RedisSpendStore`: reserve a worst case, adjust to the actual cost) against a post-hoc check
+ * (`SpendLimiter` on a `RedisSpendStore` in each process: reserve a worst case, settle at the
+ * actual cost) against a post-hoc check
  * (read `used`, call while it is within the limit, add the actual cost on completion — as LLM
  * gateways enforce budgets). 16 OS processes (spec/support/spendWorker.ts, forked with `--import
  * tsx`) × 4 concurrent callers share $1 per minute on one redis-server of its own (skipped without
  * one); every caller spends until refused 3 times in a row. The same costs both ways: a call's
  * worst case a random $0.005–$0.03, its actual cost below it (10 % of calls: nothing, a refund;
  * 10 %: up to 10 % above the hold), a few ms per call. Both go through the same store and script
- * (the post-hoc read is a reservation of $0), so only the protocol differs.
+ * (the post-hoc check calls the store directly: its read is a reservation of $0, its charge an
+ * adjustment), so only the protocol differs.
  *
  * - overshoot: what the window was spent past $1, as a share of $1, per repetition (median, range);
  * - added latency per call: the reserve round trip, p50 and p99, under the fleet's load (every call
@@ -19,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
 import { firstValueFrom } from 'rxjs';
 import { RedisSpendStore } from '../../src/redis/index.js';
+import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
 import { hashTag } from '../../src/redis/keys.js';
 import { NANOS_PER_USD } from '../../src/core/money/spendStore.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
@@ -30,7 +33,7 @@ export const FIGURE = 's. shared $ budget (Redis): reservations vs post-hoc chec
 
 const WINDOW_MS = 60_000;
 const LIMIT = NANOS_PER_USD;
-const MODES = { rxheal: 'reserve', 'post-hoc check': 'posthoc' } as const;
+const MODES = { rxheal: 'limiter', 'post-hoc check': 'posthoc' } as const;
 
 /** The p-th percentile (0–100) of `xs`, nearest rank. */
 function percentile(xs: readonly number[], p: number): number {
@@ -58,6 +61,7 @@ export async function spend(options: { processes: number; callers: number; reps:
     const latencies: Record<keyof typeof MODES, number[]> = { rxheal: [], 'post-hoc check': [] };
     const excess: number[] = [];
     let errors = 0;
+    let local = 0;
     let calls = 0;
     for (let rep = 0; rep < options.reps; rep++) {
       // both in every repetition, the order alternated
@@ -77,11 +81,12 @@ export async function spend(options: { processes: number; callers: number; reps:
           mode: MODES[system],
         });
         errors += run.errors.length;
+        local += run.local;
         latencies[system].push(...run.latenciesMs);
         let worst = 0;
         let spent = 0;
         for (const w of run.windows) {
-          const u = Number(await admin.hGet(`${hashTag('bench-spend', 'sp', key)}:${WINDOW_MS}`, String(w.window)));
+          const u = Number(await admin.hGet(`${hashTag('bench-spend', 'sp', run.storeKey)}:${WINDOW_MS}`, String(w.window)));
           worst = Math.max(worst, Math.max(0, u - LIMIT) / LIMIT);
           spent = Math.max(spent, u / LIMIT);
           if (system === 'rxheal') excess.push(w.excessNanos / LIMIT);
@@ -125,17 +130,24 @@ export async function spend(options: { processes: number; callers: number; reps:
         name: `${system}: ${what}, p99`,
         unit: 'ms',
         value: percentile(xs, 99),
-        note: `store errors, both ways (past the 100 ms bound): ${errors}`,
+        note: `store errors, both ways (past the 100 ms bound): ${errors}; rxheal holds decided on a local share: ${local}`,
       });
     }
     // unsaturated: one caller in this process, reservations one at a time (each settled), nothing else on Redis
-    const store = new RedisSpendStore({ client: admin, namespace: 'bench-spend' });
+    const limiter = new SpendLimiter({
+      name: 'bench:alone',
+      usd: 1e6,
+      per: WINDOW_MS,
+      store: new RedisSpendStore({ client: admin, namespace: 'bench-spend' }),
+    });
+    const context = { runId: 'alone', model: 'gpt-5-mini' };
     const alone: number[] = [];
     for (let i = 0; i < options.aloneCalls + 50; i++) {
       const started = performance.now();
-      const grant = await firstValueFrom(store.reserve({ key: 'bench:alone', node: 'alone', windowMs: WINDOW_MS, limitNanos: 1e15, nanos: 30_000_000 }));
+      const hold = await firstValueFrom(limiter.reserve(0.03, context));
       if (i >= 50) alone.push(performance.now() - started); // after a warm-up
-      await firstValueFrom(store.adjust({ key: 'bench:alone', window: grant.window, windowMs: WINDOW_MS, deltaNanos: -20_000_000 }));
+      hold.settle(0.01);
+      await sleep(1); // its settlement sent
     }
     for (const p of [50, 99])
       rows.push({
@@ -143,7 +155,7 @@ export async function spend(options: { processes: number; callers: number; reps:
         name: `rxheal: reserve round trip, one caller alone, p${p}`,
         unit: 'ms',
         value: percentile(alone, p),
-        note: `${alone.length} sequential reservations (each adjusted after), node-redis, loopback: the latency a reservation adds to a call`,
+        note: `${alone.length} sequential SpendLimiter reservations (each settled), node-redis, loopback: the latency a reservation adds to a call`,
       });
     const worst = Math.max(...overshoots.rxheal);
     verdicts.push({

@@ -1,7 +1,8 @@
 /**
  * The money limit's proof on real processes: 16 OS processes (spec/support/spendWorker.ts) × 4
- * concurrent callers share one limit of $1 per minute through RedisSpendStore — on one
- * redis-server (node-redis) and on a 3-master Redis Cluster (ioredis). Each caller reserves a
+ * concurrent callers share one limit of $1 per minute, `new SpendLimiter({ usd: 1, per: 60_000,
+ * store: new RedisSpendStore(…) })` in each process — on one redis-server (node-redis) and on a
+ * 3-master Redis Cluster (ioredis); and the store's protocol driven directly. Each caller reserves a
  * worst case ($0.005–$0.03), makes its call (a few ms), then adjusts to the actual cost (below the
  * hold, sometimes a refund, sometimes up to 10 % more than it held), until refused 3 times in a
  * row. Reservations cannot overshoot: what the window was spent ends at most the limit plus what
@@ -47,15 +48,16 @@ describe('a $1/min limit shared by 16 processes × 4 callers through RedisSpendS
   });
 
   /** Runs the fleet through its store `store` (keys under `namespace`); `command` reads Redis directly (`TIME`, the windows hash). */
-  async function runOn(store: string, namespace: string, command: (args: string[]) => Promise<unknown>): Promise<void> {
+  async function runOn(store: string, namespace: string, command: (args: string[]) => Promise<unknown>, mode: 'limiter' | 'reserve'): Promise<void> {
     // a run lasts well under a second: not across a minute's boundary on Redis's clock (handled if it is, by window)
     const [seconds, micros] = (await command(['TIME'])) as [string, string];
     const left = WINDOW_MS - ((Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)) % WINDOW_MS);
     if (left < 3_000) await sleep(left + 50);
     const key = `team:fleet-${process.pid}-${Date.now()}`;
-    const run: SpendFleetRun = await fleet!.run({ store, key, windowMs: WINDOW_MS, limitNanos: LIMIT, callers: CALLERS, mode: 'reserve' });
+    const run: SpendFleetRun = await fleet!.run({ store, key, windowMs: WINDOW_MS, limitNanos: LIMIT, callers: CALLERS, mode });
     expect(run.errors.slice(0, 5), `store errors (${run.errors.length})`).to.deep.equal([]);
-    const hash = `${hashTag(namespace, 'sp', key)}:${WINDOW_MS}`;
+    expect(run.local, 'holds decided on a local share (the store too slow)').to.equal(0);
+    const hash = `${hashTag(namespace, 'sp', run.storeKey)}:${WINDOW_MS}`;
     for (const w of run.windows) {
       const used = Number(await command(['HGET', hash, String(w.window)]));
       const overshoot = Math.max(0, used - LIMIT);
@@ -71,18 +73,22 @@ describe('a $1/min limit shared by 16 processes × 4 callers through RedisSpendS
     expect(calls, 'the fleet spent').to.be.greaterThan(30);
   }
 
-  it('on one redis-server (node-redis): used ends ≤ $1 + what the calls charged above their holds, and equals what they cost', async () => {
+  const single = async (run: (command: (args: string[]) => Promise<unknown>) => Promise<void>): Promise<void> => {
     const client = createClient({ url: server!.url, disableOfflineQueue: true });
     client.on('error', () => undefined);
     await client.connect();
     try {
-      await runOn('redis', 'fleet', (args) => client.sendCommand(args));
+      await run((args) => client.sendCommand(args));
     } finally {
       await client.quit();
     }
+  };
+
+  it('SpendLimiter on one redis-server (node-redis): used ends ≤ $1 + what the calls charged above their holds, and equals what they cost', async () => {
+    await single((command) => runOn('redis', 'fleet', command, 'limiter'));
   });
 
-  it('on a 3-master Redis Cluster (ioredis): the same', async () => {
+  it('SpendLimiter on a 3-master Redis Cluster (ioredis): the same', async () => {
     const nodes = cluster!.nodes;
     const cli = async (args: string[]): Promise<unknown> => {
       // TIME of any master; HGET on the master of the key's slot
@@ -90,6 +96,10 @@ describe('a $1/min limit shared by 16 processes × 4 callers through RedisSpendS
       const owner = await cluster!.owner(await cluster!.slotOf(args[1]!));
       return cluster!.cli(owner.port, ...args);
     };
-    await runOn('cluster', 'fleet-cluster', cli);
+    await runOn('cluster', 'fleet-cluster', cli, 'limiter');
+  });
+
+  it("the store's protocol itself (reserve, then adjust), on one redis-server: the same", async () => {
+    await single((command) => runOn('redis', 'fleet', command, 'reserve'));
   });
 });

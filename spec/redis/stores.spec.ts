@@ -3,14 +3,15 @@
  * store and of the shared rate-limit store, run against the reference model (MemoryBreakerStore /
  * MemoryRateLimitStore) and against the Lua scripts on a real redis-server (started here on a free
  * port, stopped by pid) through node-redis. And the spend store contract
- * (spec/support/spendStoreContract.ts) on RedisSpendStore, with what only Redis shows: its keys'
- * expiry, the node TTL, an ended window's adjustment in that window's field.
+ * (spec/support/spendStoreContract.ts) on MemorySpendStore and RedisSpendStore, with what only
+ * Redis shows: its keys' expiry, the node TTL, an ended window's adjustment in that window's field.
  */
 import { expect } from 'chai';
 import { firstValueFrom, of, timeout } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
 import { MemoryRateLimitStore } from '../../src/core/rate-limit/rateLimitStore.js';
+import { MemorySpendStore } from '../../src/core/money/memorySpendStore.js';
 import { RateLimiter } from '../../src/core/rate-limit/rateLimit.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import type { HealEvent } from '../../src/core/events/events.js';
@@ -30,6 +31,13 @@ contract(
   // the rate-limit model with a network's latency, as Redis has: a command is in flight for 2 ms;
   // in real time, so the deadline is far (a loaded machine once delayed an arrival past 100 ms)
   async () => ({ breakers: new MemoryBreakerStore({ timeoutMs: 10_000 }), limits: new MemoryRateLimitStore({ latencyMs: 2, timeoutMs: 10_000 }) }),
+  async () => undefined,
+);
+
+// the spend store's reference model, a command in flight for 2 ms as on Redis, in real time (its windows roll over while a case waits)
+spendStoreContract(
+  'MemorySpendStore',
+  async () => new MemorySpendStore({ latencyMs: 2, timeoutMs: 10_000 }),
   async () => undefined,
 );
 
@@ -86,7 +94,7 @@ describe('on a real redis-server', function () {
     async () => undefined,
   );
 
-  // (MemorySpendStore, the reference model, runs the same contract once it lands)
+  // the same contract as MemorySpendStore's, above
   spendStoreContract(
     'RedisSpendStore (node-redis createClient)',
     async () => new RedisSpendStore({ client: await connect(), namespace: 'contract', timeoutMs: 10_000 }),

@@ -21,7 +21,11 @@ export interface SpendWindowTotal {
 
 /** A run's outcome: per window, and every process's latencies and errors. */
 export interface SpendFleetRun {
+  /** The key the store kept the run's windows under (a limiter's: `<name>:all`, its one budget). */
+  readonly storeKey: string;
   readonly windows: SpendWindowTotal[];
+  /** Limiter mode: holds decided on a local share (the store did not answer in time). */
+  readonly local: number;
   readonly latenciesMs: number[];
   readonly errors: string[];
   readonly ms: number;
@@ -97,6 +101,8 @@ export function spendFleet(processes: number): SpendFleet {
           windows.set(w.window, total);
         }
       return {
+        storeKey: run.mode === 'limiter' ? `${run.key}:all` : run.key,
+        local: reports.reduce((n, r) => n + r.report.local, 0),
         windows: [...windows.values()].sort((a, b) => a.window - b.window),
         latenciesMs: reports.flatMap((r) => r.report.latenciesMs),
         errors: reports.flatMap((r) => r.report.errors),

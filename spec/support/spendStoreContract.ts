@@ -4,8 +4,8 @@
  * windows of 200 ms roll over while a case waits), a reservation granted iff `used + nanos ≤
  * limitNanos` and atomic under concurrency, an adjustment `used = max(0, used + delta)` in the
  * window it names, the live nodes of a key. Run against RedisSpendStore on every client and
- * topology the Redis specs start (one server, a cluster, Sentinel; node-redis, ioredis); the
- * reference model, MemorySpendStore, runs it too once it lands.
+ * topology the Redis specs start (one server, a cluster, Sentinel; node-redis, ioredis), and
+ * against the reference model, MemorySpendStore (spec/redis/stores.spec.ts).
  */
 import { expect } from 'chai';
 import { firstValueFrom, type Observable } from 'rxjs';

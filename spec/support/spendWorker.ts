@@ -4,8 +4,10 @@
  * ioredis) and, on `run`, starts `callers` concurrent callers at the instant `at`, each spending
  * on one shared limit until refused 3 times in a row, and answers with what they spent, per window.
  *
- * Two ways to spend (`mode`):
- * - `reserve` (rxheal's protocol): reserve a worst case (a random $0.005–$0.03), make the "call"
+ * Three ways to spend (`mode`):
+ * - `limiter`: through `new SpendLimiter({ name: key, usd, per: windowMs, store })`, one per
+ *   process and run, shared by its callers — `reserve(worstCase)`, then `hold.settle(actual)`;
+ * - `reserve` (the store's protocol itself): reserve a worst case (a random $0.005–$0.03), make the "call"
  *   (a few ms), then adjust to its actual cost — most below the hold, sometimes nothing (a
  *   refund), sometimes more (up to 10 % above the hold: an attempt that cost more than it held).
  * - `posthoc` (a gateway's check): read `used`, call when it is within the limit, add the actual
@@ -18,8 +20,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { firstValueFrom } from 'rxjs';
 import { createClient } from 'redis';
 import { Cluster } from 'ioredis';
+import { defer, finalize, type Observable } from 'rxjs';
 import { RedisSpendStore } from '../../src/redis/index.js';
-import type { SpendStore } from '../../src/core/money/spendStore.js';
+import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
+import { BudgetExceededError } from '../../src/core/errors/errors.js';
+import { NANOS_PER_USD, toNanos, windowStart, type SpendStore } from '../../src/core/money/spendStore.js';
 
 /** Where the fleet's Redis is. */
 export type SpendRedisAt = { readonly kind: 'redis'; readonly url: string } | { readonly kind: 'cluster'; readonly ports: readonly number[] };
@@ -34,7 +39,7 @@ export interface SpendRun {
   readonly callers: number;
   /** `Date.now()` ms at which every process starts its callers. */
   readonly at: number;
-  readonly mode: 'reserve' | 'posthoc';
+  readonly mode: 'limiter' | 'reserve' | 'posthoc';
 }
 
 /** What one window saw of this process's callers. */
@@ -54,8 +59,10 @@ export interface SpendReport {
   readonly pid: number;
   readonly windows: SpendWindowReport[];
   readonly errors: string[];
-  /** Round trips of each reservation (or check), ms. */
+  /** Round trips of each reservation (or check), ms: granted or refused. */
   readonly latenciesMs: number[];
+  /** Limiter mode: holds decided on the local share (the store did not answer in time). */
+  local: number;
 }
 
 export type SpendWorkerMessage =
@@ -73,10 +80,55 @@ function actualOf(hold: number): number {
   return Math.floor(hold * Math.random());
 }
 
-/** One caller's loop, until refused 3 times in a row. */
-async function caller(store: SpendStore, run: SpendRun, node: string, report: SpendReport): Promise<void> {
-  const windows = new Map(report.windows.map((w) => [w.window, w]));
-  const windowOf = (window: number): SpendWindowReport => {
+/** A store whose adjustments in flight are counted (the limiter's settlements are sent, not awaited). */
+function counted(store: SpendStore): { store: SpendStore; inFlight(): number } {
+  let inFlight = 0;
+  const track = <T>(o: () => Observable<T>): Observable<T> =>
+    defer(() => {
+      inFlight++;
+      return o().pipe(finalize(() => inFlight--));
+    });
+  return {
+    store: { timeoutMs: store.timeoutMs, reserve: (r) => store.reserve(r), adjust: (a) => track(() => store.adjust(a)) },
+    inFlight: () => inFlight,
+  };
+}
+
+/** Limiter mode: one caller's loop through `limiter`, until refused 3 times in a row. */
+async function limiterCaller(limiter: SpendLimiter, run: SpendRun, report: SpendReport, windowOf: (window: number) => SpendWindowReport): Promise<void> {
+  const context = { runId: `run-${process.pid}`, model: 'gpt-5-mini' };
+  for (let refusals = 0; refusals < 3;) {
+    const hold = between(5_000_000, 30_000_000); // $0.005–$0.03
+    // the limiter says no window: the local clock's (the same machine's as Redis's; runs keep clear of a window's end)
+    const w = windowOf(windowStart(Date.now(), run.windowMs));
+    const started = performance.now();
+    let granted;
+    try {
+      granted = await firstValueFrom(limiter.reserve(hold / NANOS_PER_USD, context));
+    } catch (e) {
+      if (!(e instanceof BudgetExceededError)) report.errors.push(String((e as Error).message ?? e));
+      else report.latenciesMs.push(performance.now() - started);
+      w.refused++;
+      refusals++;
+      await sleep(between(2, 8));
+      continue;
+    }
+    report.latenciesMs.push(performance.now() - started);
+    if (granted.local) report.local++;
+    refusals = 0;
+    await sleep(between(2, 8)); // the call
+    const actual = actualOf(hold);
+    w.calls++;
+    w.actualNanos += toNanos(actual / NANOS_PER_USD);
+    w.excessNanos += Math.max(0, toNanos(actual / NANOS_PER_USD) - toNanos(hold / NANOS_PER_USD));
+    granted.settle(actual / NANOS_PER_USD);
+  }
+}
+
+/** The report's window `window`, made when new. */
+function windowsOf(report: SpendReport): (window: number) => SpendWindowReport {
+  const windows = new Map<number, SpendWindowReport>();
+  return (window) => {
     let w = windows.get(window);
     if (w === undefined) {
       w = { window, calls: 0, refused: 0, actualNanos: 0, excessNanos: 0 };
@@ -85,6 +137,10 @@ async function caller(store: SpendStore, run: SpendRun, node: string, report: Sp
     }
     return w;
   };
+}
+
+/** The store's protocol itself (reserve, posthoc): one caller's loop, until refused 3 times in a row. */
+async function caller(store: SpendStore, run: SpendRun, node: string, report: SpendReport, windowOf: (window: number) => SpendWindowReport): Promise<void> {
   const request = { key: run.key, node, windowMs: run.windowMs, limitNanos: run.limitNanos };
   for (let refusals = 0; refusals < 3;) {
     const hold = between(5_000_000, 30_000_000); // $0.005–$0.03
@@ -160,10 +216,28 @@ process.on('message', (message: SpendWorkerMessage) => {
       }
       process.send!({ type: 'connected' });
     } else if (message.type === 'run') {
-      const report: SpendReport = { pid: process.pid, windows: [], errors: [], latenciesMs: [] };
+      const report: SpendReport = { pid: process.pid, windows: [], errors: [], latenciesMs: [], local: 0 };
+      const windowOf = windowsOf(report);
+      const store = stores.get(message.store)!;
       const wait = message.at - Date.now();
-      if (wait > 0) await sleep(wait);
-      await Promise.all(Array.from({ length: message.callers }, () => caller(stores.get(message.store)!, message, String(process.pid), report)));
+      if (message.mode === 'limiter') {
+        const { store: tracked, inFlight } = counted(store);
+        const limiter = new SpendLimiter({
+          name: message.key,
+          usd: message.limitNanos / NANOS_PER_USD,
+          per: message.windowMs,
+          store: tracked,
+          node: String(process.pid),
+        });
+        if (wait > 0) await sleep(wait);
+        await Promise.all(Array.from({ length: message.callers }, () => limiterCaller(limiter, message, report, windowOf)));
+        // the last settlements landed (sent, not awaited by settle)
+        for (let i = 0; i < 500 && inFlight() > 0; i++) await sleep(10);
+        if (inFlight() > 0) report.errors.push(`${inFlight()} settlements still in flight after 5 s`);
+      } else {
+        if (wait > 0) await sleep(wait);
+        await Promise.all(Array.from({ length: message.callers }, () => caller(store, message, String(process.pid), report, windowOf)));
+      }
       process.send!({ type: 'done', report });
     } else {
       for (const close of closers.splice(0)) await close();
