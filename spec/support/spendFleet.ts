@@ -17,6 +17,8 @@ export interface SpendWindowTotal {
   readonly refused: number;
   readonly actualNanos: number;
   readonly excessNanos: number;
+  /** Limiter mode: the cost of calls held on a local share (not in Redis). */
+  readonly localNanos: number;
 }
 
 /** A run's outcome: per window, and every process's latencies and errors. */
@@ -90,14 +92,15 @@ export function spendFleet(processes: number): SpendFleet {
         }),
       );
       const ms = Date.now() - at;
-      const windows = new Map<number, { window: number; calls: number; refused: number; actualNanos: number; excessNanos: number }>();
+      const windows = new Map<number, { -readonly [K in keyof SpendWindowTotal]: SpendWindowTotal[K] }>();
       for (const { report } of reports)
         for (const w of report.windows) {
-          const total = windows.get(w.window) ?? { window: w.window, calls: 0, refused: 0, actualNanos: 0, excessNanos: 0 };
+          const total = windows.get(w.window) ?? { window: w.window, calls: 0, refused: 0, actualNanos: 0, excessNanos: 0, localNanos: 0 };
           total.calls += w.calls;
           total.refused += w.refused;
           total.actualNanos += w.actualNanos;
           total.excessNanos += w.excessNanos;
+          total.localNanos += w.localNanos;
           windows.set(w.window, total);
         }
       return {

@@ -52,6 +52,8 @@ export interface SpendWindowReport {
   actualNanos: number;
   /** What they cost above their holds (reserve mode), summed. */
   excessNanos: number;
+  /** Limiter mode: what the calls held on a local share cost (kept on this process's local store, not in Redis). */
+  localNanos: number;
 }
 
 /** A process's answer to a run. */
@@ -121,6 +123,7 @@ async function limiterCaller(limiter: SpendLimiter, run: SpendRun, report: Spend
     w.calls++;
     w.actualNanos += toNanos(actual / NANOS_PER_USD);
     w.excessNanos += Math.max(0, toNanos(actual / NANOS_PER_USD) - toNanos(hold / NANOS_PER_USD));
+    if (granted.local) w.localNanos += toNanos(actual / NANOS_PER_USD);
     granted.settle(actual / NANOS_PER_USD);
   }
 }
@@ -131,7 +134,7 @@ function windowsOf(report: SpendReport): (window: number) => SpendWindowReport {
   return (window) => {
     let w = windows.get(window);
     if (w === undefined) {
-      w = { window, calls: 0, refused: 0, actualNanos: 0, excessNanos: 0 };
+      w = { window, calls: 0, refused: 0, actualNanos: 0, excessNanos: 0, localNanos: 0 };
       windows.set(window, w);
       report.windows.push(w);
     }
