@@ -343,6 +343,15 @@ log('r. checkHealing crash mode (rxheal/chaos) …');
   verdicts.push(...q.verdicts);
 }
 
+log('s. shared $ budget on Redis: reservations vs post-hoc check …');
+{
+  // self-contained: 16 forked processes on a redis-server of its own (skipped, with a row saying so, when not installed): bench/figures/spend.ts
+  const { spend } = await import('./figures/spend.js');
+  const sp = await spend(quick ? { processes: 16, callers: 4, reps: 3, aloneCalls: 200 } : { processes: 16, callers: 4, reps: 9, aloneCalls: 1_000 });
+  rows.push(...sp.rows);
+  verdicts.push(...sp.verdicts);
+}
+
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
 

@@ -19,6 +19,7 @@ const SERIAL = [
   'spec/redis/keys.spec.ts',
   'spec/redis/options.spec.ts',
   'spec/redis/sentinel.spec.ts',
+  'spec/redis/spendFleet.spec.ts',
   'spec/redis/stores.spec.ts',
   'spec/fleet/**/*.spec.ts',
   'spec/demo/fleet.spec.ts',

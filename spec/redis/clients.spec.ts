@@ -10,12 +10,15 @@ import { expect } from 'chai';
 import { firstValueFrom, forkJoin } from 'rxjs';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore } from '../../src/redis/index.js';
 import { ioredisReady } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
 import { startRedisCluster, type RedisClusterServers } from '../support/redisCluster.js';
 import { contract } from '../support/storeContract.js';
+import { spendStoreContract } from '../support/spendStoreContract.js';
+import { keysOf } from '../support/redisKeys.js';
+import { keySlot } from '../../src/redis/keys.js';
 import { outageCases, type Outage } from '../support/outageCases.js';
 import { ioredisPair } from '../support/ioredisPair.js';
 import { refusal } from '../support/refusal.js';
@@ -70,6 +73,7 @@ describe("the Redis stores' clients, by shape", () => {
   const stores = {
     RedisBreakerStore: (o: object) => new RedisBreakerStore(o as never),
     RedisRateLimitStore: (o: object) => new RedisRateLimitStore(o as never),
+    RedisSpendStore: (o: object) => new RedisSpendStore(o as never),
   };
   for (const [store, make] of Object.entries(stores)) {
     it(`${store}: a client of no usable shape is refused at construction, naming client and what it lacks`, () => {
@@ -125,6 +129,16 @@ describe("the Redis stores' clients, by shape", () => {
         await firstValueFrom(breakers.sync('warm-up', ['warm-up']));
         await new Promise((resolve) => setTimeout(resolve, 50)); // SUBSCRIBE acknowledged
         return { breakers, limits: new RedisRateLimitStore({ client, namespace: 'ioredis' }) };
+      },
+      async () => undefined,
+    );
+
+    spendStoreContract(
+      'ioredis Redis: RedisSpendStore',
+      async () => {
+        const client = await ioredis(server!.url);
+        open.push(client);
+        return new RedisSpendStore({ client, namespace: 'ioredis', timeoutMs: 10_000 });
       },
       async () => undefined,
     );
@@ -254,6 +268,66 @@ describe("the Redis stores' clients, by shape", () => {
       },
       async () => undefined,
     );
+
+    /** A spend store that knows every master's clock (a reservation of nothing on 100 keys, whose slots spread over every master, until they all answer). */
+    async function warmedUpSpend(store: RedisSpendStore): Promise<RedisSpendStore> {
+      const peek = (i: number) => store.reserve({ key: `warm-up:${i}`, node: 'warm-up', windowMs: 60_000, limitNanos: 1, nanos: 0 });
+      for (let i = 0; i < 20; i++)
+        if (
+          await firstValueFrom(forkJoin(Array.from({ length: 100 }, (_, j) => peek(j)))).then(
+            () => true,
+            () => false,
+          )
+        )
+          break;
+      return store;
+    }
+
+    spendStoreContract(
+      'node-redis createCluster: RedisSpendStore',
+      async () => {
+        const client = await nodeRedisCluster(servers!);
+        closers.push(() => client.close());
+        return warmedUpSpend(new RedisSpendStore({ client, namespace: 'node-redis-cluster', timeoutMs: 10_000 }));
+      },
+      async () => undefined,
+    );
+
+    spendStoreContract(
+      'ioredis Cluster: RedisSpendStore',
+      async () => {
+        const client = await ioredisCluster(servers!);
+        closers.push(async () => void client.disconnect());
+        return warmedUpSpend(new RedisSpendStore({ client, namespace: 'ioredis-cluster', timeoutMs: 10_000 }));
+      },
+      async () => undefined,
+    );
+
+    it("RedisSpendStore on the cluster: every key of one operation in one slot (the key's hash tag), spend keys spread over every master", async () => {
+      const client = await nodeRedisCluster(servers!);
+      closers.push(() => client.close());
+      const sent: string[][] = [];
+      const recording = {
+        getSlotMaster: (slot: number) => client.getSlotMaster(slot),
+        sendCommand: (firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]) => (
+          sent.push(args),
+          client.sendCommand(firstKey, isReadonly, args)
+        ),
+      };
+      const store = await warmedUpSpend(new RedisSpendStore({ client: recording, namespace: 'spend-slots', timeoutMs: 10_000 }));
+      sent.length = 0;
+      const keys = Array.from({ length: 60 }, (_, i) => `team:${i}:{x}`);
+      for (const key of keys) {
+        const grant = await firstValueFrom(store.reserve({ key, node: 'n', windowMs: 60_000, limitNanos: 100, nanos: 40 }));
+        await firstValueFrom(store.adjust({ key, window: grant.window, windowMs: 60_000, deltaNanos: -10 }));
+      }
+      const scripts = sent.filter((args) => args[0] === 'EVALSHA' || args[0] === 'EVAL');
+      expect(scripts.length).to.be.at.least(120);
+      for (const args of scripts) expect(new Set(keysOf(args).map(keySlot)).size, keysOf(args).join(' ')).to.equal(1);
+      const owners = new Set<string>();
+      for (const args of scripts.slice(0, 40)) owners.add((await servers!.owner(await servers!.slotOf(keysOf(args)[0]!))).id);
+      expect(owners.size, 'spend keys on every master').to.equal(3);
+    });
 
     // last: a restart leaves a master empty
     const outage = (): Outage => ({

@@ -8,13 +8,13 @@
  */
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { catchError, firstValueFrom, type Observable, of, throwError } from 'rxjs';
+import { catchError, firstValueFrom, type Observable, of, tap, throwError } from 'rxjs';
 import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
 import { CircuitBreaker } from '../../src/core/breaker/CircuitBreaker.js';
 import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { HttpError } from '../../src/core/errors/errors.js';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore } from '../../src/redis/index.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
 import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
@@ -62,12 +62,14 @@ describe('the Redis stores on a changing 3-master Redis Cluster', function () {
       let clients: Clients;
       let breakers: RedisBreakerStore;
       let limits: RedisRateLimitStore;
+      let spend: RedisSpendStore;
       const namespace = kind.replace(/\W/g, '-');
       before(async () => {
         clients = await connect(servers!);
         // timeouts far from a loaded machine's latencies: this counts failures of commands, not their speed
         breakers = new RedisBreakerStore({ client: clients.client, subscriber: clients.subscriber, namespace, timeoutMs: 5_000, pollMs: 200 });
         limits = new RedisRateLimitStore({ client: clients.client, namespace, timeoutMs: 5_000 });
+        spend = new RedisSpendStore({ client: clients.client, namespace, timeoutMs: 5_000 });
         // every master's connection open, the script in every cache
         for (let i = 0; i < 20; i++)
           if (
@@ -94,12 +96,15 @@ describe('the Redis stores on a changing 3-master Redis Cluster', function () {
         let answered = 0;
         const errors: string[] = [];
         const quorum = { minNodes: 5, minFraction: 0, windowMs: 60_000 };
+        let window = 0;
         const ops: (() => Observable<unknown>)[] = [
           () => breakers.sync('n1', [name]),
           () => breakers.vote('n2', name, quorum, 60_000),
           () => breakers.acquireProbe('n3', name, 1_000),
           () => limits.reserve({ key, node: 'n1', maxWaitMs: 0, limits: [{ id: 'requests', limit: 1_000_000, periodMs: 60_000, cost: 1 }] }),
           () => limits.adjust({ key, limits: [{ id: 'requests', limit: 1_000_000, periodMs: 60_000, delta: -1 }] }),
+          () => spend.reserve({ key, node: 'n1', windowMs: 60_000, limitNanos: 1e15, nanos: 1_000 }).pipe(tap((g) => (window = g.window))),
+          () => spend.adjust({ key, window, windowMs: 60_000, deltaNanos: -1 }),
         ];
         const loop = (async () => {
           for (let i = 0; running; i++) {
@@ -125,7 +130,12 @@ describe('the Redis stores on a changing 3-master Redis Cluster', function () {
         const key = `openai:${kind}:moved`;
         const run = traffic(name, key);
         await sleep(200);
-        for (const tag of [`{${namespace}:b:${name.replace(/:/g, '%3A')}}`, `{${namespace}:rl:${key.replace(/:/g, '%3A')}}`]) {
+        const tags = [
+          `{${namespace}:b:${name.replace(/:/g, '%3A')}}`,
+          `{${namespace}:rl:${key.replace(/:/g, '%3A')}}`,
+          `{${namespace}:sp:${key.replace(/:/g, '%3A')}}`,
+        ];
+        for (const tag of tags) {
           const slot = await servers!.slotOf(tag);
           const from = await servers!.owner(slot);
           const to = servers!.nodes.find((n) => n.id !== from.id)!;

@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { firstValueFrom, type Observable } from 'rxjs';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore } from '../../src/redis/index.js';
 import { hashTag, keySlot } from '../../src/redis/keys.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { hashTagOf, keysOf } from '../support/redisKeys.js';
@@ -89,6 +89,28 @@ describe("the Redis stores' keys, on a real redis-server", function () {
     const tags = new Set(stored.map(hashTagOf));
     expect(tags.size, [...tags].join(' ')).to.equal(6);
     expect([...tags].every((t) => t.startsWith(`${namespace}:`))).to.equal(true);
+  });
+
+  it('RedisSpendStore: one hash tag per spend key; every key its script touches is in KEYS, one tag per command', async () => {
+    const { client, sent } = await recording();
+    const namespace = 'spend-layout';
+    const store = new RedisSpendStore({ client, namespace });
+    // names that escaping has to keep apart, two window lengths
+    const names = ['team:a', 'team:a:60000', 'user{x}', 'user}x'];
+    for (const key of names)
+      for (const windowMs of [60_000, 3_600_000]) {
+        const grant = await get(store.reserve({ key, node: 'n1', windowMs, limitNanos: 1_000, nanos: 400 }));
+        await get(store.reserve({ key, node: 'n2', windowMs, limitNanos: 1_000, nanos: 700 }));
+        await get(store.adjust({ key, window: grant.window, windowMs, deltaNanos: -500 }));
+        await get(store.adjust({ key, window: grant.window - windowMs, windowMs, deltaNanos: 5 }));
+      }
+    const scripts = sent.filter((args) => args[0] === 'EVALSHA' || args[0] === 'EVAL');
+    const declared = new Set(scripts.flatMap(keysOf));
+    for (const args of scripts) expect(new Set(keysOf(args).map(hashTagOf)).size, keysOf(args).join(' ')).to.equal(1);
+    const stored = (await (await redis.connect()).keys(`{${namespace}:*`)).sort();
+    expect(stored, 'a node set and one hash per window length, for each key').to.have.length(names.length * 3);
+    expect(stored.filter((k) => !declared.has(k))).to.deep.equal([]);
+    expect(new Set(stored.map(hashTagOf)).size, 'one hash tag per key').to.equal(names.length);
   });
 
   it('a sync on one server is one command whatever the number of breakers (1, 10, 1 000)', async () => {

@@ -1,12 +1,12 @@
 /**
- * Both Redis stores' options are checked at construction, naming the option and the value: a
+ * The Redis stores' options are checked at construction, naming the option and the value: a
  * namespace is the keys' Cluster hash tag (`{namespace}`), so it cannot hold `}`; TTLs are whole
  * ms (Redis's PEXPIRE takes no fraction, and a fraction passed through would fail every script).
  */
 import { expect } from 'chai';
 import { firstValueFrom } from 'rxjs';
 import { createClient } from 'redis';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore } from '../../src/redis/index.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedis, type RedisServer } from '../support/redisServer.js';
 import { refusal } from '../support/refusal.js';
@@ -15,6 +15,7 @@ const client = { sendCommand: async (): Promise<unknown> => [0] };
 const stores = {
   RedisBreakerStore: (o: object) => new RedisBreakerStore({ client, ...o }),
   RedisRateLimitStore: (o: object) => new RedisRateLimitStore({ client, ...o }),
+  RedisSpendStore: (o: object) => new RedisSpendStore({ client, ...o }),
 };
 
 describe("the Redis stores' options", () => {

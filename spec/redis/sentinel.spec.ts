@@ -18,13 +18,14 @@ import { circuitBreak } from '../../src/operators/circuitBreak.js';
 import { StoreGuard, storeBreakerOptions } from '../../src/core/fleet/storeGuard.js';
 import { HttpError } from '../../src/core/errors/errors.js';
 import { RateLimiter, type RateLimitReservation } from '../../src/core/rate-limit/rateLimit.js';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore } from '../../src/redis/index.js';
 import type { FleetVerdict } from '../../src/core/breaker/fleetSeam.js';
 import type { RedisClientLike, RedisSubscriberLike } from '../../src/redis/index.js';
 import { ioredisPair } from '../support/ioredisPair.js';
 import { requireProgram } from '../support/systemPackage.js';
 import { startRedisSentinels, type RedisSentinels } from '../support/redisSentinel.js';
 import { contract } from '../support/storeContract.js';
+import { spendStoreContract } from '../support/spendStoreContract.js';
 import { outageCases } from '../support/outageCases.js';
 
 const get = <T>(o: Observable<T>): Promise<T> => firstValueFrom(o);
@@ -259,6 +260,24 @@ describe('the fleet through Redis Sentinel, failed over mid-traffic', function (
             break;
         await sleep(100); // SUBSCRIBE acknowledged
         return { breakers, limits: new RedisRateLimitStore({ client: clients.client, namespace }) };
+      },
+      async () => {
+        for (const close of closers.splice(0)) await close();
+      },
+    );
+  }
+
+  // the spend store's rules through each Sentinel client
+  for (const [kind, connect] of Object.entries(kinds)) {
+    const closers: (() => Promise<void>)[] = [];
+    spendStoreContract(
+      `${kind}: RedisSpendStore`,
+      async () => {
+        const clients = await connect(sentinels!);
+        closers.push(() => clients.close());
+        const store = new RedisSpendStore({ client: clients.client, namespace: `spend-${kind.replace(/\W/g, '-')}`, timeoutMs: 10_000 });
+        await get(store.reserve({ key: 'warm-up', node: 'warm-up', windowMs: 60_000, limitNanos: 1, nanos: 0 }));
+        return store;
       },
       async () => {
         for (const close of closers.splice(0)) await close();

@@ -2,21 +2,25 @@
  * One contract (spec/support/storeContract.ts), two stores: every rule of the fleet's breaker
  * store and of the shared rate-limit store, run against the reference model (MemoryBreakerStore /
  * MemoryRateLimitStore) and against the Lua scripts on a real redis-server (started here on a free
- * port, stopped by pid) through node-redis.
+ * port, stopped by pid) through node-redis. And the spend store contract
+ * (spec/support/spendStoreContract.ts) on MemorySpendStore and RedisSpendStore, with what only
+ * Redis shows: its keys' expiry, the node TTL, an ended window's adjustment in that window's field.
  */
 import { expect } from 'chai';
 import { firstValueFrom, of, timeout } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryBreakerStore } from '../../src/core/fleet/fleetStore.js';
 import { MemoryRateLimitStore } from '../../src/core/rate-limit/rateLimitStore.js';
+import { MemorySpendStore } from '../../src/core/money/memorySpendStore.js';
 import { RateLimiter } from '../../src/core/rate-limit/rateLimit.js';
 import { HealHub } from '../../src/core/hub/hub.js';
 import type { HealEvent } from '../../src/core/events/events.js';
 import { rateLimit } from '../../src/operators/rateLimit.js';
-import { RedisBreakerStore, RedisRateLimitStore } from '../../src/redis/index.js';
+import { RedisBreakerStore, RedisRateLimitStore, RedisSpendStore, SPEND_KEEP_MS } from '../../src/redis/index.js';
 import { hashTag } from '../../src/redis/keys.js';
 import { useRedisServer } from '../support/redisServer.js';
 import { contract } from '../support/storeContract.js';
+import { spendStoreContract } from '../support/spendStoreContract.js';
 import { outageCases } from '../support/outageCases.js';
 
 let unique = 0;
@@ -27,6 +31,13 @@ contract(
   // the rate-limit model with a network's latency, as Redis has: a command is in flight for 2 ms;
   // in real time, so the deadline is far (a loaded machine once delayed an arrival past 100 ms)
   async () => ({ breakers: new MemoryBreakerStore({ timeoutMs: 10_000 }), limits: new MemoryRateLimitStore({ latencyMs: 2, timeoutMs: 10_000 }) }),
+  async () => undefined,
+);
+
+// the spend store's reference model, a command in flight for 2 ms as on Redis, in real time (its windows roll over while a case waits)
+spendStoreContract(
+  'MemorySpendStore',
+  async () => new MemorySpendStore({ latencyMs: 2, timeoutMs: 10_000 }),
   async () => undefined,
 );
 
@@ -82,6 +93,67 @@ describe('on a real redis-server', function () {
     },
     async () => undefined,
   );
+
+  // the same contract as MemorySpendStore's, above
+  spendStoreContract(
+    'RedisSpendStore (node-redis createClient)',
+    async () => new RedisSpendStore({ client: await connect(), namespace: 'contract', timeoutMs: 10_000 }),
+    async () => undefined,
+  );
+
+  describe('RedisSpendStore on Redis itself', () => {
+    const request = (key: string, nanos: number, node = 'a', windowMs = 60_000) => ({ key, node, windowMs, limitNanos: 1_000, nanos });
+
+    it("its keys: the node set and the windows' hash under one hash tag, integer nanodollars, kept until the window's end + SPEND_KEEP_MS", async () => {
+      const client = await connect();
+      const store = new RedisSpendStore({ client, namespace: 'spend-keys', nodeTtlMs: 5_000 });
+      const key = fresh();
+      const grant = await firstValueFrom(store.reserve(request(key, 300)));
+      const tag = hashTag('spend-keys', 'sp', key);
+      expect((await client.keys(`${tag}*`)).sort()).to.deep.equal([tag, `${tag}:60000`]);
+      expect(await client.hGetAll(`${tag}:60000`)).to.deep.equal({ [String(grant.window)]: '300' });
+      const [time] = (await client.sendCommand(['TIME'])) as [string, string];
+      const ttl = await client.pTTL(`${tag}:60000`);
+      const end = grant.window + 60_000 + SPEND_KEEP_MS - Number(time) * 1000;
+      expect(ttl, "the window's end + the margin, in Redis time").to.be.within(end - 1_100, end);
+      expect(await client.pTTL(tag), 'the node set: the node TTL').to.be.within(4_000, 5_000);
+      // an adjustment of an older window never shortens what the newest one keeps
+      await firstValueFrom(store.adjust({ key, window: grant.window - 60_000, windowMs: 60_000, deltaNanos: 5 }));
+      expect(await client.pTTL(`${tag}:60000`)).to.be.at.least(ttl - 1_000);
+      expect((await client.hGetAll(`${tag}:60000`))[String(grant.window - 60_000)], 'an ended window still kept').to.equal('5');
+    });
+
+    it("an ended window's adjustment lands in that window's field; one past its keep writes nothing", async () => {
+      const client = await connect();
+      const store = new RedisSpendStore({ client, namespace: 'spend-ended' });
+      const key = fresh();
+      const tag = hashTag('spend-ended', 'sp', key);
+      const windowMs = 200;
+      const first = await firstValueFrom(store.reserve(request(key, 400, 'a', windowMs)));
+      let now = first;
+      while (now.window === first.window) {
+        await sleep(20);
+        now = await firstValueFrom(store.reserve(request(key, 0, 'a', windowMs)));
+      }
+      await firstValueFrom(store.reserve(request(key, 100, 'a', windowMs)));
+      await firstValueFrom(store.adjust({ key, window: first.window, windowMs, deltaNanos: -150 }));
+      const fields = await client.hGetAll(`${tag}:${windowMs}`);
+      expect(fields[String(first.window)], 'the ended window').to.equal('250');
+      expect(fields[String(now.window)], 'the current one').to.equal('100');
+      // a window long past its keep (the epoch's first): not written back
+      await firstValueFrom(store.adjust({ key, window: 0, windowMs, deltaNanos: 70 }));
+      expect(await client.hGet(`${tag}:${windowMs}`, '0')).to.equal(null);
+    });
+
+    it('a node that has not reserved within nodeTtlMs is no longer live', async () => {
+      const store = new RedisSpendStore({ client: await connect(), namespace: 'spend-nodes', nodeTtlMs: 150 });
+      const key = fresh();
+      await firstValueFrom(store.reserve(request(key, 1, 'a')));
+      expect((await firstValueFrom(store.reserve(request(key, 1, 'b')))).liveNodes).to.equal(2);
+      await sleep(250);
+      expect((await firstValueFrom(store.reserve(request(key, 1, 'c')))).liveNodes, 'a and b expired').to.equal(1);
+    });
+  });
 
   it('a rate-limit script refused at a key midway (its slot mid-migration), then sent again, changes each limit once: adjust and reserve read every key before their first write', async () => {
     const client = await connect();

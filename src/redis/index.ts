@@ -1,10 +1,10 @@
 /**
  * `rxheal/redis`: fleet stores on Redis (≥ 5, or Valkey) — breaker verdicts, the one prober and
- * provider facts ({@link RedisBreakerStore}), and shared rate limits ({@link RedisRateLimitStore}),
- * each in one Lua script on Redis time, one hash tag per breaker and per rate-limit key (Redis
- * Cluster ready). Clients by shape ({@link RedisClientLike}): node-redis (`redis` ≥ 5, an optional
- * peer dependency) `createClient()` or `createCluster()`, or ioredis 5 `Redis` or `Cluster`. See
- * marble-docs/fleet.md.
+ * provider facts ({@link RedisBreakerStore}), shared rate limits ({@link RedisRateLimitStore}) and
+ * shared dollar budgets ({@link RedisSpendStore}), each in one Lua script on Redis time, one hash
+ * tag per breaker, per rate-limit key and per spend key (Redis Cluster ready). Clients by shape
+ * ({@link RedisClientLike}): node-redis (`redis` ≥ 5, an optional peer dependency)
+ * `createClient()` or `createCluster()`, or ioredis 5 `Redis` or `Cluster`. See marble-docs/fleet.md.
  *
  * @example
  * ```ts
@@ -24,6 +24,8 @@ export { RedisBreakerStore } from './breakerStore.js';
 export type { RedisBreakerStoreOptions } from './breakerStore.js';
 export { RedisRateLimitStore } from './rateLimitStore.js';
 export type { RedisRateLimitStoreOptions } from './rateLimitStore.js';
+export { RedisSpendStore, SPEND_KEEP_MS } from './spendStore.js';
+export type { RedisSpendStoreOptions } from './spendStore.js';
 export { redisJournal } from './journalStore.js';
 export type { RedisJournalOptions } from './journalStore.js';
 export { ExpiredCommandError } from './client.js';

@@ -1,6 +1,6 @@
 /**
  * Names in the Redis stores' keys and where those keys live: a name as one key part
- * ({@link keyPart}: no two names share a key), the hash tag of a breaker or a rate-limit key
+ * ({@link keyPart}: no two names share a key), the hash tag of a breaker, a rate-limit or a spend key
  * ({@link hashTag}: all its keys in one slot), and a key's Redis Cluster slot ({@link keySlot}:
  * which master a command goes to, for its clock).
  *
@@ -29,7 +29,7 @@ export function keyPart(name: string): string {
 const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{': '%7B', '}': '%7D' };
 
 /**
- * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`), one rate-limit key (`rl`) or one journaled run (`j`),
+ * `{namespace:kind:name}`: the hash tag of one breaker (`kind` `b`), one rate-limit key (`rl`), one spend key (`sp`) or one journaled run (`j`),
  * which begins every key of it. Redis Cluster hashes only the text inside the braces, so all the
  * keys of one breaker (its verdict, votes, node set) share one slot — one script may touch them
  * all — while two breakers' keys spread over the cluster's slots (no one hot slot for a whole
@@ -41,7 +41,7 @@ const ESCAPES: Readonly<Record<string, string>> = { '%': '%25', ':': '%3A', '{':
  * hashTag('rxheal', 'b', 'model:gpt-4o'); // '{rxheal:b:model%3Agpt-4o}'
  * ```
  */
-export function hashTag(namespace: string, kind: 'b' | 'rl' | 'j', name: string): string {
+export function hashTag(namespace: string, kind: 'b' | 'rl' | 'sp' | 'j', name: string): string {
   return `{${namespace}:${kind}:${keyPart(name)}}`;
 }
 
