@@ -76,7 +76,6 @@ const CHIPS: readonly Chip[] = [
   { id: 'weather', label: 'Weather · bad tool arguments', question: "What's the weather in Paris?", arm: { toggle: 'bad-args' } },
   { id: 'refund', label: 'Refund policy · slow search', question: 'What is the refund policy?', arm: 'slow-search' },
   { id: 'hedge', label: 'Slow first token · hedged', question: 'Tell me about hedged requests', arm: { toggle: 'slow' } },
-  { id: 'money', label: 'Answer too long · cut at its budget', question: 'Tell me about the sea', arm: { toggle: 'verbose' } },
 ];
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;

@@ -59,6 +59,12 @@ function print(e: AgentEvent): void {
       return line(`hedge     ${e.target} attempt ${e.attempt} ${e.kind}${e.afterMs === undefined ? '' : ` after ${e.afterMs} ms`}`);
     case 'restored':
       return line(`restored  ${e.capability}`);
+    case 'budget-exceeded':
+      return e.resource === 'usd'
+        ? line(`budget    $${e.used.toFixed(4)} would pass the question's $${e.limit.toFixed(2)}: ${e.cut ? 'the answer cut here (kept)' : 'the call refused'}`)
+        : line(`budget    ${e.resource}: ${e.used} past ${e.limit}`);
+    case 'spend':
+      return e.estimated ? line(`spend     ${e.model} $${e.usd.toFixed(4)} (estimated), the question's total $${e.totalUsd.toFixed(4)}`) : undefined;
     case 'finish':
       if (answering) process.stdout.write('\n');
       answering = false;
@@ -94,8 +100,8 @@ async function scene(title: string, providers: LocalProvider[], faults: (Fault |
 }
 
 const [primary, secondary] = await Promise.all([
-  startLocalProvider({ name: 'primary', tokenDelayMs: 25 }),
-  startLocalProvider({ name: 'secondary', tokenDelayMs: 25 }),
+  startLocalProvider({ name: 'primary', tokenDelayMs: 10 }),
+  startLocalProvider({ name: 'secondary', tokenDelayMs: 10 }),
 ]);
 const providers = [primary, secondary];
 const tools = await serveDemoMcp();
@@ -143,6 +149,12 @@ try {
     ask(agent, history, "What's the weather in Berlin?"),
   );
   await agent.mcpFault({ down: false });
+  await scene(
+    "the primary talks too long (its answer said 20 times over): cut where the question's cent runs out, the partial answer kept",
+    providers,
+    [{ kind: 'verbose', repeat: 20, times: 1 }],
+    () => ask(agent, history, 'Tell me about the sea'),
+  );
   agent.midStream = 'continue';
   await scene(
     "the primary dies mid-answer ('continue'): the secondary continues, nothing repeated",

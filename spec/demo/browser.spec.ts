@@ -253,7 +253,7 @@ async function expectFaultsFit(page: Page, size: Size): Promise<void> {
       };
     }),
   );
-  expect(toggles.length, 'a toggle per fault and local provider').to.equal(20);
+  expect(toggles.length, 'a toggle per fault and local provider').to.equal(22);
   for (const t of toggles) {
     expect(inside(t.box, size) && t.box.width > 0, `${t.toggle} ${JSON.stringify(t.box)} inside the ${size.name} window`).to.equal(true);
     expect(t.reachable, `${t.toggle} can be clicked (nothing on top of it)`).to.equal(true);

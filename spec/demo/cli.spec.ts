@@ -25,7 +25,11 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     lines = timeline(stdout);
   });
 
+  // the money scene's answer: the scripted answer said 20 times over, cut where the question's cent ran out (checked below)
+  let ANSWER_CUT = '';
+
   it('every question gets its answer on one line, and nothing errors', () => {
+    ANSWER_CUT = lines.find((l) => l.startsWith('answer    I am the local rxheal assistant. You said: "Tell me about the sea"')) ?? '(no answer to the sea)';
     expect(lines.filter((l) => l.startsWith('error'))).to.deep.equal([]);
     expect(lines.filter((l) => l.startsWith('answer'))).to.deep.equal([
       'answer    It is 22 °C and sunny in Paris.',
@@ -36,6 +40,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
       'answer    I am the local rxheal assistant. You said: "Tell me about hedged requests". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
       'answer    It is 22 °C and sunny in Madrid.',
       "answer    Sorry, the get_weather tool is not working right now, so I can't answer that part.",
+      ANSWER_CUT,
       'answer    I am the local',
       'answer    … rxheal assistant. You said: "Tell me something nice about rivers". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.',
     ]);
@@ -61,6 +66,20 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
       'hedge     model:primary attempt 1 won',
       'hedge     model:primary attempt 0 cancelled',
     ]);
+  });
+
+  it("counts money: the answer said 20 times over is cut where the question's cent runs out, kept, part of it shown", () => {
+    const said =
+      'I am the local rxheal assistant. You said: "Tell me about the sea". Ask me about the weather in a city, or about the refund policy, and I will use a tool to answer.';
+    const answer = lines.find((l) => l.startsWith(`answer    ${said}`));
+    expect(answer, 'the answer to the sea').to.not.equal(undefined);
+    const shown = answer!.slice('answer    '.length);
+    // more than one saying, not all 20: cut mid-stream
+    expect(shown.length).to.be.greaterThan(2 * said.length);
+    expect(shown.length).to.be.lessThan(19 * said.length);
+    const after = lines.slice(lines.indexOf(answer!) + 1);
+    expect(after[0]).to.match(/^budget {4}\$0\.01\d\d would pass the question's \$0\.01: the answer cut here \(kept\)$/);
+    expect(after[1]).to.match(/^spend {5}primary \$0\.01\d\d \(estimated\)/);
   });
 
   it('the tools over MCP: a restarted server costs nothing (a new session, the call made again); a server down opens its circuit and degrades its tools', () => {
