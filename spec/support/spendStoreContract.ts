@@ -95,11 +95,18 @@ export function spendStoreContract(kind: string, make: () => Promise<SpendStore>
 
     it("windows roll over on the store's clock (200 ms): the next window grants anew; an ended window's adjustment leaves the current one alone", async () => {
       const windowMs = 200;
-      const k = on(fresh(), windowMs, 100);
-      const full = await k.reserve(100);
+      // the two first calls in one window: on a loaded machine a window may end between them (then again, on a fresh key)
+      let k = on(fresh(), windowMs, 100);
+      let full = await k.reserve(100);
+      let over = await k.reserve(1);
+      for (let i = 0; i < 5 && over.window !== full.window; i++) {
+        k = on(fresh(), windowMs, 100);
+        full = await k.reserve(100);
+        over = await k.reserve(1);
+      }
       expect(full.granted).to.equal(true);
       expect(full.window % windowMs).to.equal(0);
-      expect((await k.reserve(1)).granted).to.equal(false);
+      expect(over).to.include({ granted: false, window: full.window });
       const next = await nextWindow(k, full.window);
       expect(next.window).to.be.greaterThan(full.window);
       expect(next.window % windowMs).to.equal(0);
