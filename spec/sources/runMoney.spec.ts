@@ -9,6 +9,9 @@ import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
+import { RunMoney } from '../../src/sources/runMoney.js';
+import type { AttemptSpend } from '../../src/core/money/meter.js';
+import { HealHub } from '../../src/core/hub/hub.js';
 import { describeEvent, finish, record, scriptedModel, scriptedTool, textDeltas, toolCall } from '../../src/testing/index.js';
 import { testScheduler } from '../support/marbles.js';
 
@@ -289,6 +292,76 @@ describe('runAgent: money (prices, budget.maxUsd, spend)', () => {
       expect(result.completed()).to.equal(true);
       expect(pricey.calls).to.equal(1);
       expect(() => fallbackModel([pricey], { cheaperBelow: 2 })).to.throw(InvalidOptionError, /"cheaperBelow"/);
+    });
+  });
+
+  describe('the property, concurrent attempts (hedges, a run beside its fallbacks) on one RunMoney', () => {
+    it('at every step spent + held ≤ maxUsd + one delta per call cut; every hold given back at the end; nothing charged twice', () => {
+      type Op = { kind: 'start' } | { kind: 'delta'; bytes: number } | { kind: 'finish'; usage: boolean } | { kind: 'leave' };
+      const op = fc.oneof(
+        fc.constant<Op>({ kind: 'start' }),
+        fc.integer({ min: 1, max: 600 }).map((bytes): Op => ({ kind: 'delta', bytes })),
+        fc.boolean().map((usage): Op => ({ kind: 'finish', usage })),
+        fc.constant<Op>({ kind: 'leave' }),
+      );
+      fc.assert(
+        fc.property(
+          fc.record({
+            maxUsd: fc.double({ min: 0.001, max: 0.05, noNaN: true }),
+            output: fc.double({ min: 1, max: 60, noNaN: true }),
+            reserve: fc.integer({ min: 1, max: 300 }),
+            steps: fc.array(fc.tuple(fc.nat(3), op), { maxLength: 60 }),
+          }),
+          ({ maxUsd, output, reserve, steps }) => {
+            const money = new RunMoney(
+              { prices: { m: { input: 1, output } }, maxUsd, reserveOutputTokens: reserve, cutOff: true, gates: [], context: () => ({ runId: 'r' }) },
+              new HealHub(),
+            );
+            const request = { messages: user, tools: [] };
+            const reservation = money.quote('m', request);
+            const live: (AttemptSpend | undefined)[] = [undefined, undefined, undefined, undefined];
+            const outBytes = [0, 0, 0, 0];
+            let cuts = 0;
+            let maxDelta = 0;
+            for (const [i, step] of steps) {
+              const attempt = live[i];
+              if (step.kind === 'start') {
+                if (attempt) continue;
+                try {
+                  live[i] = money.reserve('m', request) as AttemptSpend;
+                  outBytes[i] = 0;
+                } catch (error) {
+                  expect(error).to.be.instanceOf(BudgetExceededError);
+                }
+              } else if (attempt && step.kind === 'delta') {
+                maxDelta = Math.max(maxDelta, (Math.ceil(step.bytes / 3) * output) / 1e6);
+                outBytes[i]! += step.bytes;
+                if (!attempt.output(chunk(step.bytes))) {
+                  attempt.cut();
+                  cuts++;
+                  live[i] = undefined;
+                }
+              } else if (attempt && step.kind === 'finish') {
+                // a provider's usage at most rxheal's estimate (the estimate errs high)
+                attempt.settle(step.usage ? { inputTokens: 5, outputTokens: Math.floor(outBytes[i]! / 3) } : undefined);
+                live[i] = undefined;
+              } else if (attempt && step.kind === 'leave') {
+                attempt.release();
+                live[i] = undefined;
+              }
+              expect(money.spentUsd + money.heldUsd).to.be.at.most(maxUsd + cuts * maxDelta + 1e-12);
+              // every attempt in flight holds at least its reservation (holds only grow), and nothing more is held
+              const inFlight = live.filter(Boolean).length;
+              expect(money.heldUsd).to.be.at.least(inFlight * reservation - 1e-12);
+              if (inFlight === 0) expect(money.heldUsd).to.be.closeTo(0, 1e-12);
+            }
+            for (const attempt of live) attempt?.release();
+            expect(money.heldUsd).to.be.closeTo(0, 1e-12);
+            expect(money.spentUsd).to.be.at.most(maxUsd + cuts * maxDelta + 1e-12);
+          },
+        ),
+        { numRuns: 500 },
+      );
     });
   });
 
