@@ -10,7 +10,7 @@ import { asyncScheduler, from, Observable, Subscription, type Observer, type Obs
 import type { Message, TurnEvent, Usage } from '../events/events.js';
 import { AbortRun, type AbortContext } from './abortable.js';
 import { CallTrace, type TracedCall } from './callTrace.js';
-import { TurnObserver, type ServedCall } from './turnObserver.js';
+import { SpendingTurnObserver, TurnObserver, type ServedCall } from './turnObserver.js';
 import { subscribeWithin } from '../rx/operate.js';
 import type { HealHub } from '../hub/hub.js';
 import type { ModelCheckpoint } from './checkpoint.js';
@@ -363,7 +363,10 @@ function startCall(
   const abort = new AbortRun();
   const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
   handedOn[SERVED] = served;
-  return runTurn(parentSubscription, model, request, handedOn, new TurnObserver(out, abort, model.id, trace, run.budget, served, spend));
+  const turn = spend
+    ? new SpendingTurnObserver(out, abort, model.id, trace, run.budget, served, spend)
+    : new TurnObserver(out, abort, model.id, trace, run.budget, served);
+  return runTurn(parentSubscription, model, request, handedOn, turn);
 }
 
 /**
@@ -432,7 +435,7 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
     const abort = new AbortRun();
-    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined, undefined));
+    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined));
   });
 }
 

@@ -32,50 +32,100 @@ export interface ServedCall {
  * context, the call's trace and its token count (the innermost call that saw the finish counts
  * its tokens, after passing it on; past the limit the turn errors). One object per call: a
  * healing pipeline wraps a model in `streamModel` at several layers, each costs one hop per event.
+ * A call that counts money gets a {@link SpendingTurnObserver} instead (the others stay this small).
  */
 export class TurnObserver extends Link<TurnEvent> {
-  private finished = false;
+  protected finished = false;
   private received = 0;
 
   constructor(
-    /** Where the events go: the call's subscriber, or the caller's own observer ({@link callModel}). */
-    private readonly subscriber: Observer<TurnEvent>,
+    /** Where the events go: the call's subscriber, or the caller's own observer (`callModel`). */
+    protected readonly subscriber: Observer<TurnEvent>,
     private readonly run: AbortRun,
     private readonly modelId: string,
-    private readonly trace: CallTrace | undefined,
-    private readonly budget: TokenMeter | undefined,
-    private readonly served: ServedCall | undefined,
-    /** The attempt's money, while it runs (a run that counts dollars; undefined once ended). */
-    private spend: AttemptSpend | undefined,
+    protected readonly trace: CallTrace | undefined,
+    protected readonly budget: TokenMeter | undefined,
+    protected readonly served: ServedCall | undefined,
   ) {
     super();
   }
 
   protected onNext(event: TurnEvent): void {
     this.received++;
-    const spend = this.spend;
     if (event.type === 'finish') {
       this.finished = true;
-      if (spend) this.endSpend(spend, event.usage);
       this.trace?.finish(event, this.served?.children === 0);
       this.subscriber.next(event);
       if (this.budget && event.usage && this.served?.children === 0) this.meter(this.budget, event.usage);
       return;
     }
     if (event.type === 'reset') this.finished = false;
-    // the live count: past what the attempt may spend, the event is passed on (it is paid for) and the call cut after it
-    if (spend && this.served?.children === 0 && !spend.output(event)) {
-      this.subscriber.next(event);
-      return this.cut(spend);
-    }
     this.subscriber.next(event);
   }
 
-  /** The attempt's finish: its usage settles the spend (a call that delegated gives its own back). */
-  private endSpend(spend: AttemptSpend, usage: Usage | undefined): void {
-    this.spend = undefined;
-    if (this.served?.children === 0) spend.settle(usage);
-    else spend.release(true);
+  protected meter(budget: TokenMeter, usage: Usage): void {
+    try {
+      budget.usage(usage);
+    } catch (error) {
+      this.subscriber.error(error);
+    }
+  }
+
+  protected onError(error: unknown): void {
+    this.run.finished = true;
+    this.trace?.end('error', error);
+    this.subscriber.error(error);
+  }
+
+  protected onComplete(): void {
+    if (!this.finished) return this.onError(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
+    this.run.finished = true;
+    this.trace?.end('success');
+    this.subscriber.complete();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    // the events' teardown first (the link's finalisers), then the run aborted and the trace ended
+    super.unsubscribe();
+    this.run.unsubscribe();
+    this.trace?.unsubscribe();
+  }
+}
+
+/**
+ * The observer of a call that counts money: a {@link TurnObserver} that also hands the call's
+ * output to its {@link AttemptSpend} (the live count), settles it at the `finish`, releases it when
+ * the call ends otherwise, and cuts the call where the spend says so.
+ */
+export class SpendingTurnObserver extends TurnObserver {
+  constructor(
+    subscriber: Observer<TurnEvent>,
+    run: AbortRun,
+    modelId: string,
+    trace: CallTrace | undefined,
+    budget: TokenMeter | undefined,
+    served: ServedCall | undefined,
+    /** The attempt's money, while it runs (undefined once ended). */
+    private spend: AttemptSpend | undefined,
+  ) {
+    super(subscriber, run, modelId, trace, budget, served);
+  }
+
+  protected override onNext(event: TurnEvent): void {
+    const spend = this.spend;
+    if (spend === undefined) return super.onNext(event);
+    if (event.type === 'finish') {
+      // settled before the finish is passed on: a consumer that reads the run's spend then sees it
+      this.spend = undefined;
+      if (this.served?.children === 0) spend.settle(event.usage);
+      else spend.release(true);
+      return super.onNext(event);
+    }
+    // the live count: past what the attempt may spend, the event is passed on (it is paid for) and the call cut after it
+    const within = this.served?.children !== 0 || spend.output(event);
+    super.onNext(event);
+    if (!within && !this.closed) this.cut(spend);
   }
 
   /**
@@ -97,39 +147,21 @@ export class TurnObserver extends Link<TurnEvent> {
     out.complete();
   }
 
-  private meter(budget: TokenMeter, usage: Usage): void {
-    try {
-      budget.usage(usage);
-    } catch (error) {
-      this.subscriber.error(error);
-    }
+  protected override onError(error: unknown): void {
+    this.release();
+    super.onError(error);
   }
 
-  protected onError(error: unknown): void {
-    if (this.spend) this.releaseSpend(this.spend);
-    this.run.finished = true;
-    this.trace?.end('error', error);
-    this.subscriber.error(error);
-  }
-
-  protected onComplete(): void {
-    if (!this.finished) return this.onError(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
-    this.run.finished = true;
-    this.trace?.end('success');
-    this.subscriber.complete();
-  }
-
-  private releaseSpend(spend: AttemptSpend): void {
+  private release(): void {
+    const spend = this.spend;
+    if (spend === undefined) return;
     this.spend = undefined;
     spend.release(this.served !== undefined && this.served.children > 0);
   }
 
   override unsubscribe(): void {
     if (this.closed) return;
-    if (this.spend) this.releaseSpend(this.spend);
-    // the events' teardown first (the link's finalisers), then the run aborted and the trace ended
+    this.release();
     super.unsubscribe();
-    this.run.unsubscribe();
-    this.trace?.unsubscribe();
   }
 }
