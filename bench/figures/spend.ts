@@ -24,7 +24,6 @@ import { createClient } from 'redis';
 import { firstValueFrom } from 'rxjs';
 import { RedisSpendStore } from '../../src/redis/index.js';
 import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
-import { hashTag } from '../../src/redis/keys.js';
 import { NANOS_PER_USD } from '../../src/core/money/spendStore.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
 import { startRedis } from '../../spec/support/redisServer.js';
@@ -88,9 +87,8 @@ export async function spend(options: { processes: number; callers: number; reps:
         let worst = 0;
         let spent = 0;
         for (const w of run.windows) {
-          const inRedis = Number(await admin.hGet(`${hashTag('bench-spend', 'sp', run.storeKey)}:${WINDOW_MS}`, String(w.window)));
-          // holds decided on a local share (the store past its bound) spent outside Redis: counted too
-          const u = inRedis + w.localNanos;
+          // what the calls cost, whoever decided them (the store, or a process alone on its local share): the money spent
+          const u = w.actualNanos;
           worst = Math.max(worst, Math.max(0, u - LIMIT) / LIMIT);
           spent = Math.max(spent, u / LIMIT);
           if (system === 'rxheal') excess.push(w.excessNanos / LIMIT);

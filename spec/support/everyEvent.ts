@@ -75,7 +75,11 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
   reflection: [{ type: 'reflection', tool: 'get_weather', callId: 'c1', attempt: 1, max: 3, exhausted: false, prompt: 'The tool…' }],
   degraded: [{ type: 'degraded', capability: 'knowledge_search', reason: 'no result within 3000 ms' }],
   restored: [{ type: 'restored', capability: 'knowledge_search' }],
-  'budget-exceeded': [{ type: 'budget-exceeded', resource: 'tokens', limit: 100, used: 120 }],
+  'budget-exceeded': [
+    { type: 'budget-exceeded', resource: 'tokens', limit: 100, used: 120 },
+    { type: 'budget-exceeded', resource: 'usd', limit: 0.5, used: 0.5012, model: 'gpt-5', cut: true, limiter: 'team' },
+  ],
+  spend: [{ type: 'spend', model: 'gpt-5', usd: 0.0125, totalUsd: 0.25, estimated: false }],
   'rate-limited': [
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 1200, cost: 800 },
     { type: 'rate-limited', limiter: 'openai:prod', waitMs: 42_000, cost: 800, rejected: true, local: true },

@@ -37,7 +37,7 @@ export interface SpendFleetRun {
 export interface SpendFleet {
   /** Every process connects to `at`: a store named `name` (`timeoutMs` per call). */
   connect(name: string, at: SpendRedisAt, namespace: string, timeoutMs: number): Promise<void>;
-  run(run: Omit<SpendRun, 'at'>): Promise<SpendFleetRun>;
+  run(run: Omit<SpendRun, 'at' | 'nodes'>): Promise<SpendFleetRun>;
   stop(): Promise<void>;
 }
 
@@ -87,7 +87,7 @@ export function spendFleet(processes: number): SpendFleet {
       const reports = await Promise.all(
         children.map((c) => {
           const done = answer<{ report: SpendReport }>(c, 'done');
-          c.send({ type: 'run', ...run, at } satisfies SpendWorkerMessage);
+          c.send({ type: 'run', ...run, at, nodes: children.length } satisfies SpendWorkerMessage);
           return done;
         }),
       );

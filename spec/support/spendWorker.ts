@@ -40,6 +40,8 @@ export interface SpendRun {
   /** `Date.now()` ms at which every process starts its callers. */
   readonly at: number;
   readonly mode: 'limiter' | 'reserve' | 'posthoc';
+  /** The fleet's size (its processes): a limiter's `expectedNodes`, its local share's divisor before the store reported one. */
+  readonly nodes: number;
 }
 
 /** What one window saw of this process's callers. */
@@ -231,6 +233,8 @@ process.on('message', (message: SpendWorkerMessage) => {
           per: message.windowMs,
           store: tracked,
           node: String(process.pid),
+          // as a fleet is configured: its size known, so a store that never answered yields limit ÷ nodes, not the whole limit, per node
+          expectedNodes: message.nodes,
         });
         if (wait > 0) await sleep(wait);
         await Promise.all(Array.from({ length: message.callers }, () => limiterCaller(limiter, message, report, windowOf)));

@@ -156,7 +156,21 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     case 'capability restored':
       return { type: 'restored', capability: String(f['capability']) };
     case 'budget exceeded':
-      return { type: 'budget-exceeded', resource: String(f['resource']), limit: num(f['limit']), used: num(f['used']) };
+    case 'budget exceeded, call cut': {
+      const model = str(f['model']);
+      const limiter = str(f['limiter']);
+      return {
+        type: 'budget-exceeded',
+        resource: String(f['resource']),
+        limit: num(f['limit']),
+        used: num(f['used']),
+        ...(message === 'budget exceeded, call cut' ? { cut: true } : {}),
+        ...(model === undefined ? {} : { model }),
+        ...(limiter === undefined ? {} : { limiter }),
+      };
+    }
+    case 'spend charged':
+      return { type: 'spend', model: String(f['model']), usd: num(f['usd']), totalUsd: num(f['total_usd']), estimated: f['estimated'] === true };
     case 'reflection injected':
     case 'reflections exhausted, tool abandoned':
       return {

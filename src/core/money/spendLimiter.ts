@@ -22,11 +22,15 @@
  * **local share**: `limit ÷ liveNodes` (the most live nodes the store reported within the last
  * minute; `expectedNodes` before it ever answered), rounded down, on a local `MemorySpendStore`
  * in the same window — never without a limit. What this node reserved on the shared store in the
- * window counts against its share too (every shared grant, and its settlement, is mirrored on the
- * local store). While the store is down the fleet may spend, in a window, what the store had
- * granted plus each node's share less what that node had spent: with uneven spending that can pass
- * the limit, by at most one share per node; it never runs unlimited. A `spend-local` event says
- * when a reservation was decided so.
+ * window counts against its share (every shared grant, and its settlement, is mirrored on the
+ * local store), and once the store has answered for the key in the window, the share is at most
+ * what this node held then plus its part (÷ liveNodes) of what the store had left then. So while
+ * the store is out of reach the fleet's local decisions together spend at most what the store last
+ * told them was left (each node's last answer: one that heard long ago may count on more than is
+ * left now); before any answer in the window, at most one share per node. Never unlimited. A
+ * `spend-local` event says when a reservation was decided so. A hold decided so is owed to the
+ * shared store: it and its settlement are kept with the adjustments not sent yet (below) and sent
+ * before this node's next shared call, so once the store answers again the fleet's count holds it.
  *
  * Adjustments that fail. A settlement or refund the store may not have received: when it was
  * never sent (the breaker was open), it is kept and sent again, summed per key and window, before
@@ -108,7 +112,7 @@ const MINUTE = 60_000;
 
 /**
  * What {@link SpendLimiter.reserve} emits: a {@link SpendHold}, and whether it was decided on this
- * node's local share (the shared store did not answer: its settlement stays local too).
+ * node's local share (the shared store did not answer: the hold and its settlement are owed to it, sent once it answers again).
  *
  * @example
  * ```ts
@@ -116,7 +120,7 @@ const MINUTE = 60_000;
  * ```
  */
 export interface SpendLimitHold extends SpendHold {
-  /** Decided on the local share: its settlement stays on this node. */
+  /** Decided on the local share: it and its settlement are owed to the shared store (sent once it answers again). */
   readonly local: boolean;
 }
 
@@ -158,6 +162,8 @@ export class SpendLimiter implements SpendGate {
   private readonly local: MemorySpendStore;
   private readonly guard: StoreGuard | undefined;
   private readonly hub: HealHub | undefined;
+  /** What the store last answered per key (for the local share): its window, what it had left, what this node's local store held then. */
+  private readonly heardOf = new Map<string, { readonly window: number; readonly remainingNanos: number; readonly localNanos: number }>();
   /** The most live nodes the store reported within the last minute: the local share divides by it. */
   private liveNodes: number;
   private liveNodesAt = -Infinity;
@@ -201,19 +207,22 @@ export class SpendLimiter implements SpendGate {
       const key = `${this.name}:${derived}`;
       const nanos = toNanos(usd);
       const request: SpendRequest = { key, node: this.node, windowMs: this.windowMs, limitNanos: this.limitNanos, nanos };
+      // decided locally after all (the store past its bound): a late grant of this request then holds the local hold on the store
+      const ticket = { local: false };
       const local$ = defer(() => {
-        const limitNanos = Math.floor(this.limitNanos / this.liveNodes);
+        ticket.local = true;
+        const limitNanos = this.localLimit(key);
         this.report({ type: 'spend-local', limiter: this.name, key, share: limitNanos / NANOS_PER_USD });
         return this.local.reserve({ ...request, limitNanos }).pipe(map((g): Decision => ({ ...g, local: true, limitNanos })));
       });
       const shared$ = (sent$: Observable<SpendGrant>): Observable<Decision> =>
         sent$.pipe(map((g): Decision => ({ ...g, local: false, limitNanos: this.limitNanos })));
       const decided$: Observable<Decision> = !this.guard
-        ? shared$(this.sent(request))
+        ? shared$(this.sent(request, ticket))
         : this.guard
             .run(() => {
               this.resend();
-              return this.sent(request);
+              return this.sent(request, ticket);
             })
             .pipe(
               map((g) => {
@@ -226,12 +235,16 @@ export class SpendLimiter implements SpendGate {
       return decided$.pipe(
         map((g) => {
           if (!g.granted) {
+            if (!g.local && this.guard) this.remember(key, g);
             const limitUsd = g.limitNanos / NANOS_PER_USD;
             const usedUsd = (g.usedNanos + nanos) / NANOS_PER_USD;
             this.report({ type: 'spend-refused', limiter: this.name, key, usd, limitUsd, usedUsd });
             throw new BudgetExceededError('usd', limitUsd, usedUsd);
           }
-          if (!g.local && this.guard) this.mirror(key, nanos);
+          if (!g.local && this.guard) {
+            this.mirror(key, nanos);
+            this.remember(key, g);
+          }
           return this.hold(usd, nanos, key, g);
         }),
       );
@@ -240,9 +253,12 @@ export class SpendLimiter implements SpendGate {
 
   /**
    * The store's reservation as a command sent: unsubscribing stops listening, not the command. The
-   * answer is still awaited, and a grant that arrives when nobody listens is given back.
+   * answer is still awaited, and a grant that arrives when nobody listens is given back — at once
+   * when the caller left; when the reservation was decided on the local share meanwhile (`ticket`),
+   * the grant holds that local hold on the store, and what the hold owes the store is lessened by it
+   * instead (so the fleet sees the hold from the moment the store granted it).
    */
-  private sent(request: SpendRequest): Observable<SpendGrant> {
+  private sent(request: SpendRequest, ticket: { readonly local: boolean }): Observable<SpendGrant> {
     return new Observable<SpendGrant>((subscriber) => {
       let listening = true;
       defer(() => this.store.reserve(request))
@@ -250,8 +266,11 @@ export class SpendLimiter implements SpendGate {
         .subscribe({
           next: (grant) => {
             if (listening) subscriber.next(grant);
-            else if (grant.granted && request.nanos > 0)
-              this.tell({ key: request.key, window: grant.window, windowMs: request.windowMs, deltaNanos: -request.nanos });
+            else if (grant.granted && request.nanos > 0) {
+              const giveBack = { key: request.key, window: grant.window, windowMs: request.windowMs, deltaNanos: -request.nanos };
+              if (ticket.local) this.owe(giveBack);
+              else this.tell(giveBack);
+            }
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => subscriber.complete(),
@@ -264,11 +283,15 @@ export class SpendLimiter implements SpendGate {
 
   private hold(usd: number, nanos: number, key: string, grant: Decision): SpendLimitHold {
     let done = false;
+    // a hold decided alone is owed to the shared store: once it answers again, the fleet sees it
+    if (grant.local && this.guard) this.owe({ key, window: grant.window, windowMs: this.windowMs, deltaNanos: nanos });
     const localWindow = windowStart(this.scheduler.now(), this.windowMs);
     const send = (deltaNanos: number): void => {
       if (deltaNanos === 0) return;
       if (grant.local) {
         void this.local.adjust({ key, window: grant.window, windowMs: this.windowMs, deltaNanos }).subscribe({ error: () => undefined });
+        // and owed to the shared store, with the hold itself: sent before this node's next shared call
+        this.owe({ key, window: grant.window, windowMs: this.windowMs, deltaNanos });
         return;
       }
       if (this.guard) void this.local.adjust({ key, window: localWindow, windowMs: this.windowMs, deltaNanos }).subscribe({ error: () => undefined });
@@ -290,6 +313,35 @@ export class SpendLimiter implements SpendGate {
         send(-nanos);
       },
     };
+  }
+
+  /**
+   * The local share of `key` now: `limit ÷ liveNodes`, and — when the store answered for `key` in
+   * this window — no more than what this node held then plus its part (÷ liveNodes) of what the
+   * store had left then: a node that cannot reach the store spends at most its part of what was
+   * left, so the fleet's local decisions together stay within what the store last saw left.
+   */
+  private localLimit(key: string): number {
+    const share = Math.floor(this.limitNanos / this.liveNodes);
+    const heard = this.heardOf.get(key);
+    if (heard === undefined || heard.window !== windowStart(this.scheduler.now(), this.windowMs)) return share;
+    return Math.min(share, heard.localNanos + Math.floor(heard.remainingNanos / this.liveNodes));
+  }
+
+  /** What the store answered for `key` (its window, what was left of the limit), with what this node's local store held then. */
+  private remember(key: string, g: SpendGrant): void {
+    const heardOf = this.heardOf;
+    if (heardOf.size >= 256 && !heardOf.has(key)) {
+      // keys of ended windows go first: one entry per key in use
+      const now = this.scheduler.now();
+      for (const [k, h] of heardOf) if (h.window + this.windowMs <= now) heardOf.delete(k);
+      if (heardOf.size >= 256) heardOf.delete(heardOf.keys().next().value!);
+    }
+    heardOf.set(key, {
+      window: g.window,
+      remainingNanos: Math.max(0, this.limitNanos - g.usedNanos),
+      localNanos: this.local.usedNanos(key, this.windowMs),
+    });
   }
 
   /** A shared grant counts against this node's local share too (in the local store's current window). */
@@ -319,6 +371,11 @@ export class SpendLimiter implements SpendGate {
    */
   private tell(adjustment: SpendAdjustment): void {
     defer(() => this.store.adjust(adjustment)).subscribe({ error: () => this.failed(adjustment, false) });
+  }
+
+  /** What a hold decided on the local share owes the shared store (kept with the adjustments not sent yet). */
+  private owe(adjustment: SpendAdjustment): void {
+    if (this.guard) this.failed(adjustment, true);
   }
 
   /** An adjustment that failed: kept to send again when it surely never arrived, or when it is a charge. */
