@@ -7,6 +7,7 @@ import type { SpendContext, SpendGate, SpendHold } from '../../src/core/money/sp
 import { costUsd, type Prices } from '../../src/core/money/prices.js';
 import { SpendLimiter } from '../../src/core/money/spendLimiter.js';
 import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
+import { hedge } from '../../src/operators/hedge.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent, type AgentConfig } from '../../src/sources/runAgent.js';
 import { RunMoney } from '../../src/sources/runMoney.js';
@@ -267,6 +268,31 @@ describe('runAgent: money (prices, budget.maxUsd, spend)', () => {
       expect(result.labels).to.include('finish:budget');
       expect(budgetOf(result.events)[0]).to.include({ cut: true, limiter: 'spend' });
       expect(gate.log[1]).to.equal(`settled ${(INPUT_USD + 0.002).toFixed(6)}`);
+    });
+  });
+
+  describe('with hedge', () => {
+    it("a hedge the run's money cannot reserve is denied, never called; the first attempt goes on and answers", () => {
+      // one attempt reserves $0.001005 (100 output tokens): two do not fit in $0.0015
+      const model = scriptedModel('m', [{ marbles: '---a-(b|)', values: { a: chunk(3), b: finish('stop', { inputTokens: 5, outputTokens: 1 }) } }]);
+      const result = run(
+        runAgent(
+          config({
+            model,
+            budget: { maxUsd: 0.0015, reserveOutputTokens: 100 },
+            modelPipeline: (_r, turn$, { hub, scheduler }) => turn$.pipe(hedge({ after: 1, hub, scheduler, target: 'model:m' })),
+          }),
+        ),
+      );
+      expect(result.completed()).to.equal(true);
+      expect(model.calls).to.equal(1);
+      expect(result.labels.filter((l) => l.startsWith('hedge') || l.startsWith('budget'))).to.deep.equal([
+        'hedge:model:m#1:started',
+        'budget-exceeded:usd',
+        'hedge:model:m#1:denied',
+        'hedge:model:m#0:won',
+      ]);
+      expect(result.labels.slice(-3)).to.deep.equal(['spend:m', 'finish:stop', 'message:assistant']);
     });
   });
 

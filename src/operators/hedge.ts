@@ -112,8 +112,10 @@ interface Candidate<T> {
  * - **Failures**: an attempt that fails while another runs does not fail the call (`failed`);
  *   when the last one running fails, the call fails with its error (a hedge is not a retry:
  *   compose `retryWithBackoff` around it). After the win, the winner's error is the call's. A
- *   crossed run budget (`BudgetExceededError`, a hedge refused by `streamModel`) fails the call
- *   at once, every other attempt cancelled: the run ends with it.
+ *   hedge the run's money cannot reserve (`BudgetExceededError`, `resource: 'usd'`: refused by
+ *   `streamModel` before the model is called) is `denied` (its token back), the attempts running go
+ *   on; any other crossed run budget (a hedge past `maxModelCalls`) fails the call at once, every
+ *   other attempt cancelled: the run ends with it.
  * - Events on `hub`, once a hedge was started: `started`, `won`, `cancelled` (the losers, or all
  *   when the consumer leaves), `failed`, `skipped`, `denied`.
  *
@@ -314,9 +316,18 @@ class HedgeRace<T> {
   failed(inner: RaceEntry<T>, error: unknown): void {
     if (this.over) return;
     this.running.delete(inner.attempt);
-    // a crossed run budget ends the call (the run ends with it): the other attempts are not awaited
-    if (this.winner === inner.attempt || this.running.size === 0 || classifyError(error).category === 'budget_exceeded') return this.fail(error);
-    this.report('failed', inner.attempt, inner.target, { category: classifyError(error).category });
+    if (this.winner === inner.attempt || this.running.size === 0) return this.fail(error);
+    const category = classifyError(error).category;
+    if (category === 'budget_exceeded') {
+      // a hedge whose reservation the run's money could not hold (it never started): denied, its
+      // token back; the attempts running go on. Any other crossed budget ends the call (the run ends with it)
+      if ((error as { resource?: unknown }).resource === 'usd') {
+        this.rules.budget.refund();
+        return this.report('denied', inner.attempt, inner.target, { category });
+      }
+      return this.fail(error);
+    }
+    this.report('failed', inner.attempt, inner.target, { category });
   }
 
   completed(): void {
