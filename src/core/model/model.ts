@@ -65,6 +65,15 @@ export interface ModelRequest {
    * a pool from its affinity key; a provider without such a key ignores it.
    */
   readonly promptCacheKey?: string;
+  /**
+   * The most output tokens (reasoning included) the model may generate for this request: each
+   * provider sends it as its own field (OpenAI Chat Completions `max_completion_tokens`, Responses
+   * `max_output_tokens`, Anthropic `max_tokens` in place of the model's option, the AI SDK's
+   * `maxOutputTokens`, LangChain's `maxTokens`); a turn that reaches it finishes with reason
+   * `'length'`. A run that counts money reserves exactly this much output per attempt. Absent:
+   * the provider's default (the model's option, then the API's).
+   */
+  readonly maxOutputTokens?: number;
 }
 
 /**
