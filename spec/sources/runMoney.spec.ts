@@ -223,6 +223,31 @@ describe('runAgent: money (prices, budget.maxUsd, spend)', () => {
     });
   });
 
+  describe('maxOutputTokens', () => {
+    it('is sent with every request, and is what each attempt reserves for its output (not reserveOutputTokens)', () => {
+      const gate = recordingGate();
+      const model = scriptedModel('m', [[...textDeltas('hi'), finish('stop', { inputTokens: 5, outputTokens: 1 })]]);
+      const result = run(runAgent(config({ model, maxOutputTokens: 50, spend: [gate], budget: { maxUsd: 0.000506, reserveOutputTokens: 4096 } })));
+      expect(result.completed()).to.equal(true);
+      expect(model.requests[0]!.maxOutputTokens).to.equal(50);
+      // $0.000005 of input and 50 output tokens at $10/M: $0.000505, within $0.000506 (4 096 would not be)
+      expect(gate.log[0]).to.equal('reserved m -');
+      expect(() => runAgent(config({ maxOutputTokens: 0 }))).to.throw(InvalidOptionError, /"maxOutputTokens"/);
+    });
+
+    it('the live count stops at the cap (the provider stops there): an answer the estimate puts past it is not cut at a fleet hold', () => {
+      const gate = recordingGate();
+      // 600 bytes: 200 estimated tokens, past the cap of 50 the provider keeps to (it reports 50)
+      const model = scriptedModel('m', [
+        { marbles: 'a-b-(c|)', values: { a: chunk(300), b: chunk(300), c: finish('length', { inputTokens: 5, outputTokens: 50 }) } },
+      ]);
+      const result = run(runAgent(config({ model, maxOutputTokens: 50, spend: [gate] })));
+      expect(result.completed()).to.equal(true);
+      expect(result.labels).to.include('finish:length');
+      expect(gate.log).to.deep.equal(['reserved m -', `settled ${((5 + 50 * 10) / 1e6).toFixed(6)}`]);
+    });
+  });
+
   describe('the cut-off', () => {
     // 100 output tokens reserved ($0.001 + the input): the second 300-byte delta passes it, and $0.002 cannot hold it
     const budget = { maxUsd: 0.002, reserveOutputTokens: 100 };

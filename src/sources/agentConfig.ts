@@ -120,6 +120,13 @@ export interface AgentConfig {
    * `BudgetExceededError` (`resource: 'usd'`). Needs `prices`.
    */
   readonly spend?: readonly SpendGate[];
+  /**
+   * The most output tokens per model call, sent with every request (`ModelRequest.maxOutputTokens`:
+   * each provider as its own field; a turn that reaches it finishes with reason `'length'`). In a
+   * run that counts money, what each attempt reserves for its output. Absent: the providers'
+   * defaults (and `budget.reserveOutputTokens` reserved).
+   */
+  readonly maxOutputTokens?: number;
   /** Who the run is for (`{ user, team, … }`): what `SpendLimiter`s key their limits by. */
   readonly tags?: Readonly<Record<string, string>>;
   /** The events hub (one per run is made if absent); its events are surfaced in the run's stream. */
@@ -239,6 +246,7 @@ const props = {
   capabilities: Obj,
   budget: budgetCodec,
   prices: Anything,
+  maxOutputTokens: PositiveInteger,
   spend: check(
     'an array of SpendGate ({ name, reserve }: a SpendLimiter)',
     (u): u is readonly SpendGate[] =>

@@ -249,7 +249,9 @@ class AgentRun implements DurableHost {
     const { instruction, capabilities } = this.agent.config;
     const suffix = capabilities?.systemPromptSuffix() ?? '';
     const system = [instruction ?? '', suffix].filter((s) => s !== '').join('\n\n');
-    return { messages: system ? [{ role: 'system', content: system }, ...this.history] : [...this.history], tools: this.agent.specs };
+    const messages: Message[] = system ? [{ role: 'system', content: system }, ...this.history] : [...this.history];
+    const maxOutputTokens = this.agent.config.maxOutputTokens;
+    return maxOutputTokens === undefined ? { messages, tools: this.agent.specs } : { messages, tools: this.agent.specs, maxOutputTokens };
   }
 
   /** A journaled turn started over: its checkpoint no longer holds. */

@@ -11,12 +11,15 @@
  * `inputTokens` is the estimate of `core/money/estimate.ts` (UTF-8 bytes ÷ 3, plus 4 per message:
  * high for English, about right for CJK), `worstInput` the highest of the model's `input`,
  * `cachedInput` and `cacheWrite` prices, `worstOutput` the higher of `output` and `reasoning`, and
- * `reserveOutputTokens` the budget's (default 4 096). It fits when what the run has spent, plus
+ * `reserveOutputTokens` the request's `maxOutputTokens` (the provider stops there; `runAgent`'s
+ * `maxOutputTokens` sets it on every request), else the budget's `reserveOutputTokens` (default
+ * 4 096). It fits when what the run has spent, plus
  * what its attempts in flight hold, plus it, is at most `maxUsd`.
  *
  * **The live count** (`cutOff`, on by default). Each text, reasoning and tool-call event adds its
  * estimated tokens at the output (or reasoning) price to the attempt's live cost (input included
- * at the estimate). When the live cost passes what the attempt holds, the hold grows out of what
+ * at the estimate; the output never counted past the request's `maxOutputTokens`, which the
+ * provider does not pass). When the live cost passes what the attempt holds, the hold grows out of what
  * is left of `maxUsd`; where it cannot — the run's money is gone, or the attempt passed what a
  * fleet-wide limit granted it (that hold cannot grow mid-stream) — the event is passed on (it was
  * generated: it is paid for) and the call is cut after it: the provider's request aborted, the
@@ -92,27 +95,32 @@ export class RunMoney {
 
   /** The worst case of an attempt of `modelId` on `request` (throws InvalidOptionError: no price). */
   quote(modelId: string, request: ModelRequest): number {
-    return this.worstCase(priceOf('runAgent', this.options.prices, modelId), estimateInputTokens(request)).totalUsd;
+    return this.worstCase(priceOf('runAgent', this.options.prices, modelId), estimateInputTokens(request), request).totalUsd;
   }
 
-  private worstCase(price: ModelPrice, inputTokens: number): { inputUsd: number; totalUsd: number } {
+  /** The output an attempt on `request` reserves: the request's own cap, else the budget's `reserveOutputTokens`. */
+  private outputTokens(request: ModelRequest): number {
+    return request.maxOutputTokens ?? this.options.reserveOutputTokens;
+  }
+
+  private worstCase(price: ModelPrice, inputTokens: number, request: ModelRequest): { inputUsd: number; totalUsd: number } {
     const worstIn = Math.max(price.input, price.cachedInput ?? price.input, price.cacheWrite ?? price.input);
     const worstOut = Math.max(price.output, price.reasoning ?? price.output);
     const inputUsd = (inputTokens * worstIn) / 1e6;
-    return { inputUsd, totalUsd: inputUsd + (this.options.reserveOutputTokens * worstOut) / 1e6 };
+    return { inputUsd, totalUsd: inputUsd + (this.outputTokens(request) * worstOut) / 1e6 };
   }
 
   /** Reserves an attempt's worst case (see the module): its spend, at once or once every fleet-wide limit granted it. */
   reserve(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend> {
     const price = priceOf('runAgent', this.options.prices, modelId);
     const inputTokens = estimateInputTokens(request);
-    const { inputUsd, totalUsd } = this.worstCase(price, inputTokens);
+    const { inputUsd, totalUsd } = this.worstCase(price, inputTokens, request);
     const { maxUsd, gates } = this.options;
     if (maxUsd !== undefined && this.spentUsd + this.heldUsd + totalUsd > maxUsd + EPSILON) {
       throw this.refuse(maxUsd, this.spentUsd + this.heldUsd + totalUsd, false, modelId);
     }
     this.heldUsd += totalUsd;
-    const attempt = new RunAttempt(this, modelId, price, inputTokens, inputUsd, totalUsd, gates.length > 0);
+    const attempt = new RunAttempt(this, modelId, price, inputTokens, inputUsd, totalUsd, gates.length > 0, request.maxOutputTokens);
     if (gates.length === 0) return attempt;
     const { runId, tags } = this.options.context();
     const context: SpendContext = tags ? { runId, model: modelId, tags } : { runId, model: modelId };
@@ -219,8 +227,22 @@ class RunAttempt implements AttemptSpend {
     /** What the fleet-wide limits granted (the hold there: it cannot grow mid-stream). */
     private readonly gateUsd: number,
     private readonly gated: boolean,
+    /** The request's cap on output (`maxOutputTokens`): the provider stops there, so the live count does too. */
+    private readonly cap: number | undefined,
   ) {
     this.heldUsd = gateUsd;
+  }
+
+  /** Estimated output and reasoning tokens so far, together no more than the request's cap. */
+  private outputSoFar(): { output: number; reasoning: number } {
+    let output = tokensOfBytes(this.outBytes);
+    let reasoning = tokensOfBytes(this.reasoningBytes);
+    const cap = this.cap;
+    if (cap !== undefined && output + reasoning > cap) {
+      reasoning = Math.min(reasoning, cap);
+      output = cap - reasoning;
+    }
+    return { output, reasoning };
   }
 
   /** A fleet-wide limit refused the reservation: reported as the run's money running out there. */
@@ -229,8 +251,7 @@ class RunAttempt implements AttemptSpend {
   }
 
   private estimate(): Usage {
-    const output = tokensOfBytes(this.outBytes);
-    const reasoning = tokensOfBytes(this.reasoningBytes);
+    const { output, reasoning } = this.outputSoFar();
     return reasoning > 0
       ? { inputTokens: this.inputTokens, outputTokens: output + reasoning, reasoningTokens: reasoning }
       : { inputTokens: this.inputTokens, outputTokens: output };
@@ -238,7 +259,8 @@ class RunAttempt implements AttemptSpend {
 
   private liveUsd(): number {
     const { price } = this;
-    return this.inputUsd + (tokensOfBytes(this.outBytes) * price.output + tokensOfBytes(this.reasoningBytes) * (price.reasoning ?? price.output)) / 1e6;
+    const { output, reasoning } = this.outputSoFar();
+    return this.inputUsd + (output * price.output + reasoning * (price.reasoning ?? price.output)) / 1e6;
   }
 
   output(event: TurnEvent): boolean {
