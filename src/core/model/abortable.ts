@@ -18,8 +18,8 @@ export interface AbortContext {
   readonly signal: AbortSignal;
 }
 
-/** The reason every signal handed out here is aborted with. */
-const unsubscribed = (): DOMException => new DOMException('The consumer unsubscribed', 'AbortError');
+/** The reason every signal handed out here (and by a model call's observer) is aborted with. */
+export const unsubscribed = (): DOMException => new DOMException('The consumer unsubscribed', 'AbortError');
 
 /**
  * A cold observable of `work({ signal })`. Unsubscribing before it finishes aborts the signal

@@ -8,7 +8,7 @@
  */
 import { asyncScheduler, from, Observable, Subscription, type Observer, type ObservableInput, type SchedulerLike, type Subscriber } from 'rxjs';
 import type { Message, TurnEvent, Usage } from '../events/events.js';
-import { AbortRun, type AbortContext } from './abortable.js';
+import type { AbortContext } from './abortable.js';
 import { CallTrace, type TracedCall } from './callTrace.js';
 import { SpendingTurnObserver, TurnObserver, type ServedCall } from './turnObserver.js';
 import { subscribeWithin } from '../rx/operate.js';
@@ -369,12 +369,9 @@ function startCall(
   const served: ServedCall = { prepaid: true, children: 0 };
   // one observer per call, in one hop per event: the turn's contract, its abort signal, its trace and its token count
   const trace = run.hub && call ? new CallTrace(run.hub, context.scheduler ?? asyncScheduler, call) : undefined;
-  const abort = new AbortRun();
-  const handedOn = Object.assign(signalOf(abort), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
+  const turn = spend ? new SpendingTurnObserver(out, model.id, trace, run.budget, served, spend) : new TurnObserver(out, model.id, trace, run.budget, served);
+  const handedOn = Object.assign(signalOf(turn), run, call ? { callId: call.id } : undefined) as ModelContext & { [SERVED]: ServedCall };
   handedOn[SERVED] = served;
-  const turn = spend
-    ? new SpendingTurnObserver(out, abort, model.id, trace, run.budget, served, spend)
-    : new TurnObserver(out, abort, model.id, trace, run.budget, served);
   return runTurn(parentSubscription, model, request, handedOn, turn);
 }
 
@@ -443,8 +440,8 @@ function modelTurn(model: Model, request: ModelRequest): Observable<TurnEvent> {
   return new Observable<TurnEvent>((subscriber) => {
     // subscribed for a consumer already gone (RxJS still calls this): the model is never called
     if (subscriber.closed) return;
-    const abort = new AbortRun();
-    runTurn(subscriber, model, request, signalOf(abort), new TurnObserver(subscriber, abort, model.id, undefined, undefined, undefined));
+    const turn = new TurnObserver(subscriber, model.id, undefined, undefined, undefined);
+    runTurn(subscriber, model, request, signalOf(turn), turn);
   });
 }
 

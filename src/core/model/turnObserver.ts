@@ -10,7 +10,7 @@ import { IncompleteStreamError } from '../errors/errors.js';
 import type { Finish, TurnEvent, Usage } from '../events/events.js';
 import type { AttemptSpend } from '../money/meter.js';
 import { Link } from '../rx/operate.js';
-import type { AbortRun } from './abortable.js';
+import { unsubscribed, type AbortContext } from './abortable.js';
 import type { CallTrace } from './callTrace.js';
 
 /** What a call counts its tokens into: the run's budget (`BudgetMeter`'s `usage`). */
@@ -34,20 +34,43 @@ export interface ServedCall {
  * healing pipeline wraps a model in `streamModel` at several layers, each costs one hop per event.
  * A call that counts money gets a {@link SpendingTurnObserver} instead (the others stay this small).
  */
-export class TurnObserver extends Link<TurnEvent> {
-  protected finished = false;
+export class TurnObserver extends Link<TurnEvent> implements AbortContext {
+  /** {@link SAW_FINISH}, {@link ENDED}, {@link CANCELLED}: one number, not three fields (an idle pipeline holds several of these). */
+  private flags = 0;
   private received = 0;
+  /** Made when the model first reads `signal` (most calls never need one). */
+  private controller: AbortController | undefined = undefined;
 
   constructor(
     /** Where the events go: the call's subscriber, or the caller's own observer (`callModel`). */
     protected readonly subscriber: Observer<TurnEvent>,
-    private readonly run: AbortRun,
     private readonly modelId: string,
     protected readonly trace: CallTrace | undefined,
     protected readonly budget: TokenMeter | undefined,
     protected readonly served: ServedCall | undefined,
   ) {
     super();
+  }
+
+  /**
+   * The call's abort signal (the context handed to `model.stream` reads it here): aborted when
+   * the consumer leaves before the stream ended — also one first read after that, already aborted.
+   */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.flags & CANCELLED) this.controller.abort(unsubscribed());
+    }
+    return this.controller.signal;
+  }
+
+  /** A `finish` arrived since the last `reset`. */
+  protected get finished(): boolean {
+    return (this.flags & SAW_FINISH) !== 0;
+  }
+
+  protected set finished(saw: boolean) {
+    this.flags = saw ? this.flags | SAW_FINISH : this.flags & ~SAW_FINISH;
   }
 
   protected onNext(event: TurnEvent): void {
@@ -72,26 +95,37 @@ export class TurnObserver extends Link<TurnEvent> {
   }
 
   protected onError(error: unknown): void {
-    this.run.finished = true;
+    this.flags |= ENDED;
     this.trace?.end('error', error);
     this.subscriber.error(error);
   }
 
   protected onComplete(): void {
     if (!this.finished) return this.onError(new IncompleteStreamError(this.modelId, 'no finish event', this.received));
-    this.run.finished = true;
+    this.flags |= ENDED;
     this.trace?.end('success');
     this.subscriber.complete();
   }
 
   override unsubscribe(): void {
     if (this.closed) return;
-    // the events' teardown first (the link's finalisers), then the run aborted and the trace ended
+    // the events' teardown first (the link's finalisers), then the request aborted (if the stream had not ended) and the trace ended
     super.unsubscribe();
-    this.run.unsubscribe();
+    if (!(this.flags & ENDED)) {
+      this.flags |= CANCELLED;
+      const controller = this.controller;
+      if (controller && !controller.signal.aborted) controller.abort(unsubscribed());
+    }
     this.trace?.unsubscribe();
   }
 }
+
+/** A `finish` arrived since the last `reset`. */
+const SAW_FINISH = 1;
+/** The stream ended (an error, or completion): leaving afterwards aborts nothing. */
+const ENDED = 2;
+/** The consumer left before the stream ended: every signal, however late, is aborted. */
+const CANCELLED = 4;
 
 /**
  * The observer of a call that counts money: a {@link TurnObserver} that also hands the call's
@@ -101,7 +135,6 @@ export class TurnObserver extends Link<TurnEvent> {
 export class SpendingTurnObserver extends TurnObserver {
   constructor(
     subscriber: Observer<TurnEvent>,
-    run: AbortRun,
     modelId: string,
     trace: CallTrace | undefined,
     budget: TokenMeter | undefined,
@@ -109,7 +142,7 @@ export class SpendingTurnObserver extends TurnObserver {
     /** The attempt's money, while it runs (undefined once ended). */
     private spend: AttemptSpend | undefined,
   ) {
-    super(subscriber, run, modelId, trace, budget, served);
+    super(subscriber, modelId, trace, budget, served);
   }
 
   protected override onNext(event: TurnEvent): void {
