@@ -89,7 +89,11 @@ export interface RedisSpendStoreOptions {
   readonly client: RedisClientLike;
   /** Prefix (and Cluster hash tag, `{namespace}`: no `}` in it) of every key. Defaults to `'rxheal'`. */
   readonly namespace?: string;
-  /** Bound on every call, in ms. Defaults to 100. */
+  /**
+   * Bound on every call, in ms. Defaults to 250 — more than the breaker and rate-limit stores'
+   * 100: a reservation comes before a model call of hundreds of ms, and an answer that misses the
+   * bound is decided on the local share (see `SpendLimiter`), which a fleet's count sees only later.
+   */
   readonly timeoutMs?: number;
   /** A node that has not reserved for this long is not live, in whole ms (up to 2^31 − 1). Defaults to 60 000. */
   readonly nodeTtlMs?: number;
@@ -124,7 +128,7 @@ export class RedisSpendStore implements SpendStore {
   constructor(options: RedisSpendStoreOptions) {
     const o = validateOptions('RedisSpendStore', redisStoreProps, options);
     const commands = clientOption('RedisSpendStore', o.client);
-    this.timeoutMs = o.timeoutMs ?? 100;
+    this.timeoutMs = o.timeoutMs ?? 250;
     this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
     this.namespace = o.namespace ?? 'rxheal';
     this.script = new Script(commands, SPEND_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
