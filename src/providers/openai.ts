@@ -4,10 +4,12 @@
  *
  * @module
  */
+import { throwError } from 'rxjs';
 import { InvalidOptionError, type HttpError } from '../core/errors/errors.js';
 import type { FinishReason, Message, TurnEvent, Usage } from '../core/events/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import {
   IncompleteStreamError,
@@ -39,7 +41,11 @@ export interface OpenAICompatibleModelOptions {
   readonly model: string;
   /** Extra request headers (e.g. `OpenAI-Organization`); they win over the defaults. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Extra fields merged into every request body (e.g. `{ temperature: 0, max_tokens: 512 }`); the adapter's own fields win. */
+  /**
+   * Extra fields merged into every request body (e.g. `{ temperature: 0, max_completion_tokens: 512 }`); the adapter's own
+   * fields win. A request's `maxOutputTokens` is per request, so it wins over the model's default here: it is sent as
+   * `max_completion_tokens`, and this body's `max_tokens` (the legacy field) is left out of that request.
+   */
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
@@ -147,13 +153,17 @@ export function checkOneAnswer(target: string, option: string, extra: Readonly<R
 }
 
 /**
- * The Chat Completions request body for a model request (streaming, with usage).
+ * The Chat Completions request body for a model request (streaming, with usage). The request's
+ * `maxOutputTokens` → `max_completion_tokens`, over `extra`'s (and `extra.max_tokens` left out:
+ * the request's own limit wins over the model's default).
  *
  * @example
  * ```ts
  * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
  * // { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }
+ * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], maxOutputTokens: 256 })['max_completion_tokens']; // 256
  * ```
+ * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer.
  */
 export function openAIRequestBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
   const body: Record<string, unknown> = {
@@ -167,6 +177,11 @@ export function openAIRequestBody(model: string, request: ModelRequest, extra: R
     body['tools'] = openAITools(request.tools);
     const choice = request.toolChoice;
     if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
+  }
+  const maxOutputTokens = requestMaxOutputTokens('openAIRequestBody', request);
+  if (maxOutputTokens !== undefined) {
+    delete body['max_tokens'];
+    body['max_completion_tokens'] = maxOutputTokens;
   }
   return body;
 }
@@ -426,7 +441,9 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * Ollama, LiteLLM, OpenRouter, the local provider of `rxheal/server`…).
  *
  * Requests: `toolChoice` → `tool_choice` (`'auto'` / `'none'` / `'required'`, or
- * `{ type: 'function', function: { name } }`); our messages map to `system` / `user` /
+ * `{ type: 'function', function: { name } }`); `maxOutputTokens` → `max_completion_tokens` (over
+ * the `body` option's; one that is not a positive integer errors the call with an
+ * `InvalidOptionError`, nothing sent); our messages map to `system` / `user` /
  * `assistant` (with `tool_calls`, and the
  * message's unsigned reasoning as `reasoning_content`, as the AI SDK's OpenAI-compatible provider
  * sends it: DeepSeek's thinking mode refuses a tool-call turn without it) / `tool` (with
@@ -480,18 +497,25 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
   const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
   return {
     id,
-    stream: (request, context) =>
-      decodeSse(
+    stream: (request, context) => {
+      let payload: Record<string, unknown>;
+      try {
+        payload = openAIRequestBody(model, request, body);
+      } catch (error) {
+        return throwError(() => error); // a request it can't send (maxOutputTokens): an error of the call
+      }
+      return decodeSse(
         {
           model: id,
           url,
           headers: { ...auth, ...headers },
-          body: openAIRequestBody(model, request, body),
+          body: payload,
           ...(options.fetch ? { fetch: options.fetch } : {}),
           ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new ChunkDecoder(id),
-      ),
+      );
+    },
   };
 }
