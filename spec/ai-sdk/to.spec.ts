@@ -95,7 +95,7 @@ describe('rxheal/ai-sdk', function () {
         expect(model.doStreamCalls.map((c) => c.toolChoice)).to.deep.equal([{ type: 'tool', toolName: 'get_weather' }, { type: 'required' }]);
       });
 
-      it("streamText's maxOutputTokens becomes the request's maxOutputTokens (a real model sends max_completion_tokens; no warning), and fromAiSdk hands the request's on as the AI SDK's, over its settings'", async () => {
+      it("maxOutputTokens: streamText's is the request's (sent as max_completion_tokens, no warning); fromAiSdk sends it over its settings'", async () => {
         const before = server.requests.length;
         const seen: unknown[] = [];
         const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });

@@ -67,7 +67,7 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
       expect(calls[0]?.options?.signal).to.be.instanceOf(AbortSignal);
     });
 
-    it("the request's maxOutputTokens → max_tokens in place of params'; params' without one; not a positive integer: the call's InvalidOptionError, nothing sent", async () => {
+    it("maxOutputTokens → max_tokens in place of params'; params' without one; not a positive integer: InvalidOptionError, nothing sent", async () => {
       const bodies: Record<string, unknown>[] = [];
       const fake: AnthropicMessagesClient = {
         messages: {

@@ -118,7 +118,7 @@ describe('rxheal/langchain', function () {
         ]);
       });
 
-      it("the request's maxOutputTokens is the call option maxTokens (with tools bound or not); absent without one; not a positive integer: the call's InvalidOptionError, nothing streamed", async () => {
+      it('maxOutputTokens → the call option maxTokens (tools bound or not); absent without one; not a positive integer: InvalidOptionError', async () => {
         const model = new ScriptedChatModel([chunk({ content: 'ok' })]);
         await turn(fromLangChain(model), { ...ask('Hi'), maxOutputTokens: 64 });
         await turn(fromLangChain(model), { ...ask('Hi', [WEATHER_TOOL]), maxOutputTokens: 32 });

@@ -147,7 +147,7 @@ describe('rxheal/langchain', function () {
       ]);
     });
 
-    it("the call option maxTokens (per call, or bound with withConfig) becomes the request's maxOutputTokens; a real model sends it as max_completion_tokens; not a positive integer fails the call", async () => {
+    it("the call option maxTokens (per call or withConfig) → the request's maxOutputTokens, sent as max_completion_tokens; a bad one fails", async () => {
       const requests: ModelRequest[] = [];
       const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
       const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };

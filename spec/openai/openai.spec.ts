@@ -73,7 +73,7 @@ for (const kit of OPENAI_KITS)
         expect(calls[0]?.options?.signal).to.be.instanceOf(AbortSignal);
       });
 
-      it("the request's maxOutputTokens → max_completion_tokens, over params' (their max_tokens left out); absent without one; not a positive integer: the call's InvalidOptionError, nothing sent", async () => {
+      it("maxOutputTokens → max_completion_tokens, over params' (max_tokens left out); absent without one; a bad one: InvalidOptionError", async () => {
         const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
         const model = fromOpenAI(new SDK({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch }), { model: 'm', max_tokens: 4096 });
         await turn(model, { ...ask(RIVERS), maxOutputTokens: 256 });

@@ -164,7 +164,7 @@ for (const kit of OPENAI_KITS) {
       expect(requests[0]!.body['tools']).to.deep.equal([{ type: 'custom', name: 'write_sql' }]);
     });
 
-    it("the request's maxOutputTokens → max_output_tokens, over params'; absent without one; not a positive integer: the call's InvalidOptionError, nothing sent", async () => {
+    it("maxOutputTokens → max_output_tokens, over params'; absent without one; not a positive integer: InvalidOptionError, nothing sent", async () => {
       const text = recordedResponses('openai-responses-custom-tool.jsonl');
       const requests = await withReplay(text, async (baseURL, recorded) => {
         const tools = [{ type: 'custom' as const, name: 'write_sql' }];

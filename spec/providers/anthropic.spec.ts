@@ -67,7 +67,7 @@ describe('anthropicModel', () => {
       expect(local.calls[0]?.body).to.deep.include({ max_tokens: 100, temperature: 0 });
     });
 
-    it("maxOutputTokens → max_tokens in place of the maxTokens option (and of a body's); the option without one; not a positive integer: the call's InvalidOptionError, nothing sent", async () => {
+    it("maxOutputTokens → max_tokens over the maxTokens option (and a body's); the option without one; a bad one: InvalidOptionError", async () => {
       const { fetch, calls } = fixtureFetch(fixture('anthropic-text.sse'));
       const model = anthropicModel({ model: 'm', maxTokens: 2048, body: { max_tokens: 9999 }, fetch });
       await lastValueFrom(streamModel(model, { ...ask('Hi'), maxOutputTokens: 256 }));

@@ -413,7 +413,7 @@ describe('providers: OpenAI Responses API', function () {
       ]);
     });
 
-    it("maxOutputTokens → max_output_tokens, over the body option's; absent without one; not a positive integer: the call's InvalidOptionError, nothing sent", async () => {
+    it("maxOutputTokens → max_output_tokens, over the body option's; absent without one; a bad one: InvalidOptionError, nothing sent", async () => {
       expect(openAIResponsesBody('m', { ...ask('Hi'), maxOutputTokens: 256 }, { max_output_tokens: 4096 })['max_output_tokens']).to.equal(256);
       expect(openAIResponsesBody('m', ask('Hi'), { max_output_tokens: 4096 })['max_output_tokens']).to.equal(4096);
       expect(openAIResponsesBody('m', ask('Hi'))).to.not.have.property('max_output_tokens');
