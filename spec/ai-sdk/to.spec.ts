@@ -95,6 +95,42 @@ describe('rxheal/ai-sdk', function () {
         expect(model.doStreamCalls.map((c) => c.toolChoice)).to.deep.equal([{ type: 'tool', toolName: 'get_weather' }, { type: 'required' }]);
       });
 
+      it("maxOutputTokens: streamText's is the request's (sent as max_completion_tokens, no warning); fromAiSdk sends it over its settings'", async () => {
+        const before = server.requests.length;
+        const seen: unknown[] = [];
+        const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+        const spy: Model = { id: 'spy', stream: (request, context) => (seen.push(request.maxOutputTokens), real.stream(request, context)) };
+        const limited = streamText({ model: toAiSdk(spy), prompt: RIVERS, maxOutputTokens: 64, maxRetries: 0 });
+        await limited.consumeStream();
+        expect(await limited.warnings).to.deep.equal([]);
+        await streamText({ model: toAiSdk(spy), prompt: RIVERS, maxRetries: 0 }).consumeStream();
+        expect(seen).to.deep.equal([64, undefined]);
+        const sent = server.requests.slice(before).map((r) => r.body as Record<string, unknown>);
+        expect(sent.map((b) => b['max_completion_tokens'])).to.deep.equal([64, undefined]);
+        expect(sent[1]).not.to.have.property('max_completion_tokens');
+        // a limit no model could send: the call rejects, no model called
+        const rejected = await toAiSdk(spy)
+          .doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], maxOutputTokens: 0 })
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+        expect(rejected).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: 0 });
+        expect(seen).to.have.length(2);
+        // the other way
+        const model = mock(finish());
+        await turn(fromAiSdk(model, { settings: { maxOutputTokens: 4096 } }), { ...ask('x'), maxOutputTokens: 128 });
+        await turn(fromAiSdk(model, { settings: { maxOutputTokens: 4096 } }), ask('x'));
+        await turn(fromAiSdk(model), ask('x'));
+        expect(model.doStreamCalls.map((c) => c.maxOutputTokens)).to.deep.equal([128, 4096, undefined]);
+        const error = await turn(fromAiSdk(model), { ...ask('x'), maxOutputTokens: 1.5 }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: 1.5 });
+        expect(model.doStreamCalls).to.have.length(3);
+      });
+
       it("a real rxheal model (openAICompatibleModel) with the AI SDK's tools: streamText calls the tool and answers from its result", async () => {
         const getWeather = tool({
           description: 'Current weather for a city',

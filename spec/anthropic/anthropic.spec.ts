@@ -12,7 +12,8 @@ import { fromAnthropic, type AnthropicMessagesClient } from '../../src/anthropic
 import { anthropicModel } from '../../src/providers/anthropic.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
-import { ask, RIVERS, turn } from '../support/interop.js';
+import { ask, RIVERS, turn, turnError } from '../support/interop.js';
+import { InvalidOptionError } from '../../src/core/errors/errors.js';
 
 const client = (server: LocalProvider): Anthropic => new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', logLevel: 'off' });
 
@@ -64,6 +65,33 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
       expect(calls[0]?.body).to.deep.include({ model: 'claude-sonnet-4-5', max_tokens: 512, stop_sequences: ['END'], stream: true, system: 'Be brief.' });
       expect(calls[0]?.options?.maxRetries).to.equal(0);
       expect(calls[0]?.options?.signal).to.be.instanceOf(AbortSignal);
+    });
+
+    it("maxOutputTokens → max_tokens in place of params'; params' without one; not a positive integer: InvalidOptionError, nothing sent", async () => {
+      const bodies: Record<string, unknown>[] = [];
+      const fake: AnthropicMessagesClient = {
+        messages: {
+          create: (body) => {
+            bodies.push(body as unknown as Record<string, unknown>);
+            async function* events(): AsyncGenerator<Anthropic.RawMessageStreamEvent> {
+              yield {
+                type: 'message_delta',
+                delta: { stop_reason: 'max_tokens', stop_sequence: null, container: null, stop_details: null },
+                usage: { output_tokens: 1 },
+              } as unknown as Anthropic.RawMessageStreamEvent;
+              yield { type: 'message_stop' };
+            }
+            return Promise.resolve(events());
+          },
+        },
+      };
+      const model = fromAnthropic(fake, { model: 'claude-sonnet-4-5', max_tokens: 2048 });
+      await turn(model, { ...ask(RIVERS), maxOutputTokens: 128 });
+      await turn(model, ask(RIVERS));
+      expect(bodies.map((b) => b['max_tokens'])).to.deep.equal([128, 2048]);
+      const error = await turnError(model, { ...ask(RIVERS), maxOutputTokens: -1 });
+      expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: -1 });
+      expect(bodies).to.have.length(2);
     });
 
     it("the model's id: anthropic:<model>, or options.id", () => {

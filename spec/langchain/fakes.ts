@@ -14,7 +14,7 @@ import type { LocalProvider } from '../../src/server/index.js';
 
 /** A LangChain test double: streams the given chunks (then throws `error`, if any); records its calls. */
 export class ScriptedChatModel extends FakeStreamingChatModel {
-  readonly seen: { messages: BaseMessage[]; tools: unknown }[] = [];
+  readonly seen: { messages: BaseMessage[]; tools: unknown; maxTokens?: unknown }[] = [];
   constructor(
     private readonly script: AIMessageChunk[],
     private readonly error?: Error,
@@ -25,7 +25,8 @@ export class ScriptedChatModel extends FakeStreamingChatModel {
     return this.withConfig({ tools } as never) as ReturnType<FakeStreamingChatModel['bindTools']>;
   }
   override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions']): AsyncGenerator<ChatGenerationChunk> {
-    this.seen.push({ messages, tools: (options as { tools?: unknown }).tools });
+    const { tools, maxTokens } = options as { tools?: unknown; maxTokens?: unknown };
+    this.seen.push({ messages, tools, ...(maxTokens === undefined ? {} : { maxTokens }) });
     for (const message of this.script) {
       await Promise.resolve();
       yield new ChatGenerationChunk({ text: typeof message.content === 'string' ? message.content : '', message });

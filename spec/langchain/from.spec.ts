@@ -118,6 +118,17 @@ describe('rxheal/langchain', function () {
         ]);
       });
 
+      it('maxOutputTokens → the call option maxTokens (tools bound or not); absent without one; not a positive integer: InvalidOptionError', async () => {
+        const model = new ScriptedChatModel([chunk({ content: 'ok' })]);
+        await turn(fromLangChain(model), { ...ask('Hi'), maxOutputTokens: 64 });
+        await turn(fromLangChain(model), { ...ask('Hi', [WEATHER_TOOL]), maxOutputTokens: 32 });
+        await turn(fromLangChain(model), ask('Hi'));
+        expect(model.seen.map((s) => s.maxTokens)).to.deep.equal([64, 32, undefined]);
+        const error = await turnError(fromLangChain(model), { ...ask('Hi'), maxOutputTokens: 0 });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: 0 });
+        expect(model.seen).to.have.length(3);
+      });
+
       it('an error thrown mid-stream errors the turn after the text it had given', async () => {
         const boom = new HttpError(503);
         const seen: TurnEvent[] = [];

@@ -147,6 +147,28 @@ describe('rxheal/langchain', function () {
       ]);
     });
 
+    it("the call option maxTokens (per call or withConfig) → the request's maxOutputTokens, sent as max_completion_tokens; a bad one fails", async () => {
+      const requests: ModelRequest[] = [];
+      const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+      const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };
+      const before = server.requests.length;
+      await toLangChain(spy).invoke(RIVERS, { maxTokens: 64 });
+      await collect(await toLangChain(spy).withConfig({ maxTokens: 32 }).stream(RIVERS));
+      await toLangChain(spy).invoke(RIVERS);
+      expect(requests.map((r) => r.maxOutputTokens)).to.deep.equal([64, 32, undefined]);
+      const sent = server.requests.slice(before).map((r) => r.body as Record<string, unknown>);
+      expect(sent.map((b) => b['max_completion_tokens'])).to.deep.equal([64, 32, undefined]);
+      expect(sent[2]).not.to.have.property('max_completion_tokens');
+      const error = await toLangChain(spy)
+        .invoke(RIVERS, { maxTokens: -1 })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: -1 });
+      expect(requests).to.have.length(3);
+    });
+
     it("withStructuredOutput (BaseChatModel's own: its parser takes only an AIMessageChunk) forces its tool, as ChatOpenAI does, and gives the call's arguments", async () => {
       const structured = toLangChain(openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' })).withStructuredOutput(
         z.object({ city: z.string(), units: z.string() }),

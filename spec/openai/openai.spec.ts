@@ -13,9 +13,9 @@ import { openAICompatibleModel } from '../../src/providers/openai.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { sdkAdapterSuite } from '../support/sdkAdapterSuite.js';
 import { ask, RIVERS, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
-import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
+import { chatChunk, fixture, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 import { classifyError } from '../../src/core/errors/classify.js';
-import { HttpError } from '../../src/core/errors/errors.js';
+import { HttpError, InvalidOptionError } from '../../src/core/errors/errors.js';
 import { OPENAI_KITS, reportSkippedMajors } from '../support/kits.js';
 
 for (const kit of OPENAI_KITS)
@@ -71,6 +71,18 @@ for (const kit of OPENAI_KITS)
         expect(calls[0]?.body).to.deep.include({ model: 'gpt-4o', temperature: 0, stream: true, stream_options: { include_usage: true } });
         expect(calls[0]?.options?.maxRetries).to.equal(0);
         expect(calls[0]?.options?.signal).to.be.instanceOf(AbortSignal);
+      });
+
+      it("maxOutputTokens → max_completion_tokens, over params' (max_tokens left out); absent without one; a bad one: InvalidOptionError", async () => {
+        const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+        const model = fromOpenAI(new SDK({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch }), { model: 'm', max_tokens: 4096 });
+        await turn(model, { ...ask(RIVERS), maxOutputTokens: 256 });
+        expect(calls[0]?.body).to.deep.include({ model: 'm', max_completion_tokens: 256 }).and.not.to.have.property('max_tokens');
+        await turn(fromOpenAI(new SDK({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch }), { model: 'm' }), ask(RIVERS));
+        expect(calls[1]?.body).not.to.have.property('max_completion_tokens');
+        const error = await turnError(model, { ...ask(RIVERS), maxOutputTokens: 0 });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: 0 });
+        expect(calls).to.have.length(2);
       });
 
       it("the model's id: openai:<model>, or options.id", () => {

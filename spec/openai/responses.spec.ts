@@ -164,6 +164,24 @@ for (const kit of OPENAI_KITS) {
       expect(requests[0]!.body['tools']).to.deep.equal([{ type: 'custom', name: 'write_sql' }]);
     });
 
+    it("maxOutputTokens → max_output_tokens, over params'; absent without one; not a positive integer: InvalidOptionError, nothing sent", async () => {
+      const text = recordedResponses('openai-responses-custom-tool.jsonl');
+      const requests = await withReplay(text, async (baseURL, recorded) => {
+        const tools = [{ type: 'custom' as const, name: 'write_sql' }];
+        await turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools, max_output_tokens: 4096 }), { ...ask('Hi'), maxOutputTokens: 300 });
+        const error = await turnError(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools }), { ...ask('Hi'), maxOutputTokens: 1.5 });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: 1.5 });
+        return recorded;
+      });
+      expect(requests).to.have.length(1);
+      expect(requests[0]!.body).to.include({ model: 'gpt-5', max_output_tokens: 300 });
+      const plain = await withReplay(text, async (baseURL, recorded) => {
+        await turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools: [{ type: 'custom', name: 'write_sql' }] }), ask('Hi'));
+        return recorded;
+      });
+      expect(plain[0]!.body).not.to.have.property('max_output_tokens');
+    });
+
     it('unsubscribing aborts the request (the SDK gets the signal)', async () => {
       let signal: AbortSignal | undefined;
       const hanging: OpenAIResponsesClient = {

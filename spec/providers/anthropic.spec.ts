@@ -67,6 +67,20 @@ describe('anthropicModel', () => {
       expect(local.calls[0]?.body).to.deep.include({ max_tokens: 100, temperature: 0 });
     });
 
+    it("maxOutputTokens → max_tokens over the maxTokens option (and a body's); the option without one; a bad one: InvalidOptionError", async () => {
+      const { fetch, calls } = fixtureFetch(fixture('anthropic-text.sse'));
+      const model = anthropicModel({ model: 'm', maxTokens: 2048, body: { max_tokens: 9999 }, fetch });
+      await lastValueFrom(streamModel(model, { ...ask('Hi'), maxOutputTokens: 256 }));
+      await lastValueFrom(streamModel(model, ask('Hi')));
+      expect(calls.map((c) => (c.body as { max_tokens?: unknown }).max_tokens)).to.deep.equal([256, 2048]);
+      for (const bad of [0, -5, 3.5, '256']) {
+        const error: unknown = await lastValueFrom(streamModel(model, { ...ask('Hi'), maxOutputTokens: bad as number })).catch((e: unknown) => e);
+        expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: bad });
+      }
+      expect(calls).to.have.length(2);
+      expect(anthropicRequestBody('m', 1024, { ...ask('Hi'), maxOutputTokens: 64 })['max_tokens']).to.equal(64);
+    });
+
     it('system messages → top-level system; tool calls → tool_use blocks; tool results → user tool_result blocks, merged so roles alternate', () => {
       const messages: Message[] = [
         { role: 'system', content: 'You are helpful.' },

@@ -132,6 +132,40 @@ describe('openAICompatibleModel', () => {
     });
   });
 
+  describe('max output tokens', () => {
+    it("maxOutputTokens → max_completion_tokens, over the body option's (its legacy max_tokens left out); absent without one", async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      const model = openAICompatibleModel({
+        baseURL: 'http://x.test/v1',
+        model: 'm',
+        body: { max_tokens: 4096, max_completion_tokens: 4096, temperature: 0 },
+        fetch,
+      });
+      await lastValueFrom(streamModel(model, { ...ask('Hi'), maxOutputTokens: 256 }));
+      expect(calls[0]?.body).to.deep.include({ max_completion_tokens: 256, temperature: 0 });
+      expect(calls[0]?.body).not.to.have.property('max_tokens');
+      const plain = openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch });
+      await lastValueFrom(streamModel(plain, ask('Hi')));
+      expect(calls[1]?.body).not.to.have.property('max_completion_tokens');
+      expect(calls[1]?.body).not.to.have.property('max_tokens');
+      // the model's default stays when the request sets none
+      expect(openAIRequestBody('m', ask('Hi'), { max_completion_tokens: 4096 })['max_completion_tokens']).to.equal(4096);
+    });
+
+    it('a maxOutputTokens that is not a positive integer errors the call (InvalidOptionError naming request.maxOutputTokens), nothing sent', async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      const model = openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch });
+      for (const bad of [0, -1, 1.5, Number.NaN, '256']) {
+        const error: unknown = await lastValueFrom(streamModel(model, { ...ask('Hi'), maxOutputTokens: bad as number })).catch((e: unknown) => e);
+        expect(error, String(bad)).to.be.instanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).to.equal('request.maxOutputTokens');
+        expect((error as InvalidOptionError).value).to.deep.equal(bad);
+        expect(() => model.stream({ ...ask('Hi'), maxOutputTokens: bad as number }, { signal: new AbortController().signal })).not.to.throw();
+      }
+      expect(calls).to.have.length(0);
+    });
+  });
+
   describe('reasoning sent back (DeepSeek thinking mode)', () => {
     it("an assistant message's unsigned reasoning goes back as reasoning_content; Anthropic's signed and redacted blocks do not", () => {
       const messages: Message[] = [

@@ -413,6 +413,24 @@ describe('providers: OpenAI Responses API', function () {
       ]);
     });
 
+    it("maxOutputTokens → max_output_tokens, over the body option's; absent without one; a bad one: InvalidOptionError, nothing sent", async () => {
+      expect(openAIResponsesBody('m', { ...ask('Hi'), maxOutputTokens: 256 }, { max_output_tokens: 4096 })['max_output_tokens']).to.equal(256);
+      expect(openAIResponsesBody('m', ask('Hi'), { max_output_tokens: 4096 })['max_output_tokens']).to.equal(4096);
+      expect(openAIResponsesBody('m', ask('Hi'))).to.not.have.property('max_output_tokens');
+      const events = recordedResponses('openai-responses-codex-calculator.jsonl')[3]!;
+      const { fetch, calls } = fixtureFetch(asSse(events, 'data'));
+      const model = openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', body: { max_output_tokens: 4096 }, fetch });
+      await turn(model, { ...ask('Hi'), maxOutputTokens: 300 });
+      expect(calls[0]?.body).to.deep.include({ max_output_tokens: 300 });
+      for (const bad of [0, 2.5, '300']) {
+        const error = await turnError(model, { ...ask('Hi'), maxOutputTokens: bad as number });
+        expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.maxOutputTokens', value: bad });
+      }
+      const resumable = openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', resume: {}, fetch });
+      expect(await turnError(resumable, { ...ask('Hi'), maxOutputTokens: -1 })).to.be.instanceOf(InvalidOptionError);
+      expect(calls).to.have.length(1);
+    });
+
     it('bad options at once, naming the option', () => {
       expect(() => openAIResponsesModel({ baseURL: 'not a url', model: 'm' })).to.throw(InvalidOptionError, /baseURL/);
       expect(() => openAIResponsesModel({ baseURL: 'http://127.0.0.1/v1', model: '' })).to.throw(InvalidOptionError, /model/);

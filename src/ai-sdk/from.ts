@@ -18,10 +18,11 @@ import type {
   LanguageModelV3ToolResultPart,
   SharedV3ProviderOptions,
 } from '@ai-sdk/provider';
-import { Observable } from 'rxjs';
+import { Observable, throwError } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, ToolCall, TurnEvent } from '../core/events/events.js';
 import { toolParameters, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { check, NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { PlainObject } from '../providers/providerOptions.js';
 import { isObject } from '../adapters/common.js';
@@ -70,7 +71,8 @@ export interface FromAiSdkOptions {
   readonly id?: string;
   /**
    * Call settings sent with every request. The settings of the `streamText` / `generateText`
-   * call, when it reaches this model through {@link toAiSdk}, win over these.
+   * call, when it reaches this model through {@link toAiSdk}, win over these; so does a
+   * request's `maxOutputTokens` (per request) over `settings.maxOutputTokens`.
    */
   readonly settings?: AiSdkCallSettings;
   /**
@@ -345,12 +347,20 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   const made: Model = {
     id,
     stream: (request, context) => {
+      let maxOutputTokens: number | undefined;
+      try {
+        maxOutputTokens = requestMaxOutputTokens('fromAiSdk', request);
+      } catch (error) {
+        return throwError(() => error); // a request it can't send: an error of the call, no doStream
+      }
       const call: LanguageModelV3CallOptions = {
         ...settings,
         ...(request as RequestWithSettings)[CALL_SETTINGS],
         prompt: toPrompt(request.messages),
         ...(tools.length > 0 || request.tools.length > 0 ? { tools: [...toTools(request.tools), ...tools] } : {}),
         ...(request.toolChoice !== undefined && request.tools.length > 0 ? { toolChoice: aiSdkToolChoice(request.toolChoice) } : {}),
+        // the request's own limit, over the settings' (the model's default)
+        ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
         abortSignal: context.signal,
       };
       return decodeParts(() => doStream(call), new PartDecoder(id));

@@ -20,6 +20,7 @@ import { Subscription } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
 import { isModel, streamModel, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { abortReason, onAbort } from '../adapters/common.js';
 import { PartWriter, partStream, v3Reason, v3ToolCall, v3Usage } from './partWriter.js';
@@ -190,7 +191,8 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
     else warnings.push({ type: 'unsupported', feature: `provider tool ${tool.name}`, details: 'rxheal models take function tools' });
   }
   const { prompt, toolChoice } = options;
-  const settings = settingsOf(options);
+  // the output limit is the request's own too (every rxheal model sends it): no warning, not a setting
+  const { maxOutputTokens, ...settings } = settingsOf(options);
   warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
@@ -198,8 +200,10 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
     messages: fromPrompt(prompt, warnings),
     tools,
     ...(choice === undefined ? {} : { toolChoice: choice }),
+    ...(maxOutputTokens === undefined ? {} : { maxOutputTokens: maxOutputTokens as number }),
     [CALL_SETTINGS]: settings as AiSdkCallSettings,
   };
+  requestMaxOutputTokens('toAiSdk', request); // a limit no model could send: the call rejects
   return { request, warnings };
 }
 
@@ -215,8 +219,10 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * `reasoning` parts as its `reasoning`, with `providerOptions.anthropic.signature` /
  * `.redactedData`; a file part is an `InvalidOptionError`: rxheal models take text), function
  * tools our tools (provider tools are reported as `unsupported` warnings). The call's settings
- * (`temperature`, `maxOutputTokens`, `providerOptions`, `headers`…) travel with the request to
- * every `fromAiSdk` model inside; the other models (`openAICompatibleModel`, `fromLangChain`…,
+ * (`temperature`, `providerOptions`, `headers`…) travel with the request to
+ * every `fromAiSdk` model inside — except `maxOutputTokens`, which becomes the request's own
+ * `maxOutputTokens`, so every rxheal model sends it (as `max_completion_tokens`, `max_tokens`…;
+ * not a positive integer: the call rejects with an `InvalidOptionError`); the other models (`openAICompatibleModel`, `fromLangChain`…,
  * inside a `fallbackModel` or not) take theirs from their own options, so each setting the call
  * sets is reported as an `unsupported` warning naming them (in the `stream-start` part, and
  * `doGenerate`'s warnings), as an AI SDK provider reports a setting it can't honour (not

@@ -39,7 +39,8 @@ export interface AnthropicMessagesClient {
 /**
  * The request parameters of every call: the model, `max_tokens` (required by the API) and its
  * settings (`stop_sequences`, `thinking`, `metadata`, a base `system`…). Messages, tools and streaming come from
- * rxheal; the request's system messages replace `system` when it has any.
+ * rxheal; the request's system messages replace `system` when it has any, and its `maxOutputTokens`
+ * (per request) replaces `max_tokens`.
  *
  * @example
  * ```ts

@@ -14,6 +14,7 @@ import { endWith } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest, type ToolChoice } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { argumentsText, openAITools } from '../providers/openai.js';
 import { decodeEvents } from '../providers/sse.js';
@@ -160,7 +161,11 @@ function modelName(chatModel: object): string | undefined {
  * `tool_calls`) / `ToolMessage` (`status: 'error'` for a failed tool); tools are bound per
  * request with `bindTools` (OpenAI-format definitions, which every LangChain chat model takes) —
  * a request with tools to a model without `bindTools` errors. The context's signal is the
- * call's `signal`: unsubscribing aborts the request.
+ * call's `signal`: unsubscribing aborts the request. The request's `maxOutputTokens` is the
+ * call option `maxTokens` (one that is not a positive integer errors the call, nothing sent): a
+ * chat model that reads its limit per call takes it; **ChatOpenAI 1.x reads `maxTokens` from its
+ * constructor only** (its `invocationParams` takes no per-call limit), so there set it on the
+ * chat model itself.
  *
  * Events: text content (a string, or text blocks) → `text-delta`; `tool_call_chunks` (joined by
  * `index` — a new id with a name at an index already taken starts another call —, or whole
@@ -215,15 +220,22 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   // ChatAnthropic (its _llmType()): an end marker required even from versions whose chunks name no model_provider
   const requireFinishReason = o.requireFinishReason ?? (thinking ? true : undefined);
   const open = (request: ModelRequest, signal: AbortSignal): Promise<AsyncIterable<unknown>> => {
+    let maxTokens: number | undefined;
+    try {
+      maxTokens = requestMaxOutputTokens('fromLangChain', request);
+    } catch (error) {
+      return Promise.reject(error as Error); // a request it can't send: an error of the call
+    }
+    const callOptions: { readonly signal: AbortSignal; readonly maxTokens?: number } = maxTokens === undefined ? { signal } : { signal, maxTokens };
     const messages = toMessages(request.messages, thinking);
-    if (request.tools.length === 0) return chatModel.stream(messages, { signal });
+    if (request.tools.length === 0) return chatModel.stream(messages, callOptions);
     if (typeof chatModel.bindTools !== 'function') {
       return Promise.reject(
         new InvalidOptionError('fromLangChain', 'chatModel.bindTools', undefined, 'a function: the request has tools, and this chat model cannot bind them'),
       );
     }
     const choice = request.toolChoice === undefined ? undefined : toToolChoice(request.toolChoice, thinking);
-    return chatModel.bindTools(openAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, { signal });
+    return chatModel.bindTools(openAITools(request.tools), choice === undefined ? undefined : { tool_choice: choice }).stream(messages, callOptions);
   };
   return {
     id,

@@ -17,6 +17,7 @@ import { Observable, Subscription } from 'rxjs';
 import { IncompleteStreamError, InvalidOptionError } from '../core/errors/errors.js';
 import type { FinishReason, Message, ToolCall, Usage } from '../core/events/events.js';
 import { eachValueFrom, isModel, streamModel, type Model, type ModelRequest, type ToolChoice, type ToolSpec } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { argumentsText } from '../providers/openai.js';
 import { abortReason, isObject, onAbort, StreamRestartError } from '../adapters/common.js';
 import { reasoningOf, textOf } from './content.js';
@@ -98,6 +99,12 @@ function fromToolChoice(choice: unknown): ToolChoice | undefined {
  */
 export interface RxhealChatModelCallOptions extends BaseChatModelCallOptions {
   readonly tools?: BindToolsInput[];
+  /**
+   * The most output tokens of the call (bound with `withConfig({ maxTokens })` or given per
+   * call): the request's `maxOutputTokens`, which every rxheal model sends as its provider's field.
+   * Not a positive integer: the call fails with an `InvalidOptionError`.
+   */
+  readonly maxTokens?: number;
 }
 
 /**
@@ -198,7 +205,15 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
   private request(messages: BaseMessage[], options: this['ParsedCallOptions']): ModelRequest {
     const tools = toToolSpecs(options.tools ?? []);
     const toolChoice = fromToolChoice(options.tool_choice);
-    return toolChoice === undefined ? { messages: fromMessages(messages), tools } : { messages: fromMessages(messages), tools, toolChoice };
+    const { maxTokens } = options;
+    const request: ModelRequest = {
+      messages: fromMessages(messages),
+      tools,
+      ...(toolChoice === undefined ? {} : { toolChoice }),
+      ...(maxTokens === undefined ? {} : { maxOutputTokens: maxTokens }),
+    };
+    requestMaxOutputTokens('toLangChain', request); // a limit no model could send: the call fails
+    return request;
   }
 
   /**
@@ -409,7 +424,8 @@ function forcingTheTool(chat: RxhealChatModel): RxhealChatModel {
  * stream with {@link StreamRestartError} instead of splicing two attempts. `.invoke()` collects
  * the answer (a reset there just discards what was collected). `tool_choice` (bound with
  * `bindTools(tools, { tool_choice })` or given per call) becomes the request's `toolChoice`;
- * `withStructuredOutput` forces its tool with it, as ChatOpenAI and ChatAnthropic do.
+ * `withStructuredOutput` forces its tool with it, as ChatOpenAI and ChatAnthropic do. The call
+ * option `maxTokens` becomes the request's `maxOutputTokens`.
  *
  * @example
  * ```ts

@@ -42,7 +42,9 @@ export interface OpenAIChatClient {
 
 /**
  * The request parameters of every call — the model and its settings (`temperature`,
- * `max_completion_tokens`, `reasoning_effort`…). Messages, tools and streaming come from rxheal.
+ * `max_completion_tokens`, `reasoning_effort`…). Messages, tools and streaming come from rxheal;
+ * a request's `maxOutputTokens` (per request) wins over these: sent as `max_completion_tokens`,
+ * with `max_tokens` left out.
  *
  * @example
  * ```ts
@@ -134,7 +136,8 @@ export interface OpenAIResponsesClient {
 /**
  * The request parameters of every call — the model and its settings (`reasoning`,
  * `max_output_tokens`, `store`, `include`, hosted `tools` such as `{ type: 'web_search' }`…).
- * Input, function tools and streaming come from rxheal.
+ * Input, function tools and streaming come from rxheal; a request's `maxOutputTokens` (per
+ * request) wins over `max_output_tokens`.
  *
  * @example
  * ```ts

@@ -8,6 +8,8 @@ import { errorTypeStatus } from '../core/errors/readError.js';
 import type { Message } from '../core/events/events.js';
 import { Bool, Func, NonEmptyString, PositiveInteger, check } from '../core/errors/options.js';
 import { toolParameters, type Model, type ModelRequest } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
+import { throwError } from 'rxjs';
 import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import { anthropicStreamDecoder } from './anthropicDecoder.js';
 import { decodeSse, isObject, parseToolArguments } from './sse.js';
@@ -29,7 +31,11 @@ export interface AnthropicModelOptions {
   readonly apiKey?: string;
   /** The model name sent in each request, e.g. `'claude-sonnet-4-5'`. */
   readonly model: string;
-  /** `max_tokens` of each request (required by the API). Defaults to 4096. */
+  /**
+   * `max_tokens` of each request (required by the API). Defaults to 4096. A request's
+   * `maxOutputTokens` is per request, so it wins over this default (and over a `body.max_tokens`)
+   * for that request; with extended thinking keep it above `thinking.budget_tokens`, as the API asks.
+   */
   readonly maxTokens?: number;
   /**
    * Extra request headers; they win over the defaults. From a browser, Anthropic's API also
@@ -299,13 +305,16 @@ export function anthropicBetas(body: Readonly<Record<string, unknown>>, given?: 
  * The Messages API request body for a model request (streaming): system messages joined into
  * `system`, tool results as user `tool_result` blocks, tool calls as assistant `tool_use`
  * blocks, consecutive messages of one role merged (the API wants roles to alternate), empty text
- * left out.
+ * left out. `max_tokens` is the request's `maxOutputTokens` when it has one, else `maxTokens` (the
+ * model's default).
  *
  * @example
  * ```ts
  * anthropicRequestBody('claude-sonnet-4-5', 1024, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], tools: [] });
  * // { model: 'claude-sonnet-4-5', max_tokens: 1024, stream: true, system: 'Be brief.', messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }] }
+ * anthropicRequestBody('claude-sonnet-4-5', 1024, { messages: [{ role: 'user', content: 'Hi' }], tools: [], maxOutputTokens: 256 })['max_tokens']; // 256
  * ```
+ * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer.
  */
 export function anthropicRequestBody(
   model: string,
@@ -314,6 +323,7 @@ export function anthropicRequestBody(
   extra: Readonly<Record<string, unknown>> = {},
   options: AnthropicBodyOptions = {},
 ): Record<string, unknown> {
+  const maxOutputTokens = requestMaxOutputTokens('anthropicRequestBody', request) ?? maxTokens;
   const system: string[] = [];
   const messages: AnthropicMessage[] = [];
   for (const message of request.messages) {
@@ -333,7 +343,7 @@ export function anthropicRequestBody(
       messages.push(next);
     }
   }
-  const body: Record<string, unknown> = { ...extra, model, max_tokens: maxTokens, stream: true };
+  const body: Record<string, unknown> = { ...extra, model, max_tokens: maxOutputTokens, stream: true };
   if (system.length > 0) body['system'] = system.join('\n\n');
   body['messages'] = messages;
   if (request.tools.length > 0) {
@@ -374,7 +384,8 @@ export function anthropicErrorStatus(type: unknown): number {
  * A {@link Model} speaking Anthropic's Messages API with `stream: true`, over `fetch`.
  *
  * Requests: `toolChoice` → `tool_choice` (`auto`, `none`, `any` for `'required'`, `tool` with
- * its name); system messages become the top-level `system`; tool results become user
+ * its name); `maxOutputTokens` → `max_tokens`, in place of the `maxTokens` option (one that is not a
+ * positive integer errors the call with an `InvalidOptionError`, nothing sent); system messages become the top-level `system`; tool results become user
  * `tool_result` blocks (`is_error` kept), assistant tool calls `tool_use` blocks (arguments that
  * are not an object are sent as `{}`), an assistant message's signed reasoning `thinking` blocks,
  * its redacted reasoning `redacted_thinking` blocks and the opaque blocks this API gave
@@ -439,7 +450,12 @@ export function anthropicModel(options: AnthropicModelOptions): Model {
   return {
     id,
     stream: (request, context) => {
-      const payload = anthropicRequestBody(model, maxTokens, request, body, bodyOptions);
+      let payload: Record<string, unknown>;
+      try {
+        payload = anthropicRequestBody(model, maxTokens, request, body, bodyOptions);
+      } catch (error) {
+        return throwError(() => error); // a request it can't send (maxOutputTokens): an error of the call
+      }
       const betas = anthropicBetas(payload, headers['anthropic-beta']);
       return decodeSse(
         {

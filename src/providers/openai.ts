@@ -4,10 +4,11 @@
  *
  * @module
  */
-import { InvalidOptionError, type HttpError } from '../core/errors/errors.js';
-import type { FinishReason, Message, TurnEvent, Usage } from '../core/events/events.js';
+import { throwError } from 'rxjs';
+import type { HttpError } from '../core/errors/errors.js';
+import type { FinishReason, TurnEvent, Usage } from '../core/events/events.js';
 import { Func, NonEmptyString, PositiveInteger } from '../core/errors/options.js';
-import { toolParameters, type Model, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import type { Model } from '../core/model/model.js';
 import { AnyString, HttpUrl, PlainObject, StringRecord, checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import {
   IncompleteStreamError,
@@ -21,6 +22,9 @@ import {
   type StreamDecoder,
 } from './sse.js';
 import type { SseEvent } from './sseParser.js';
+import { checkOneAnswer, openAIRequestBody } from './openaiRequest.js';
+
+export { argumentsText, checkOneAnswer, openAIRequestBody, openAITools } from './openaiRequest.js';
 
 /**
  * Options of {@link openAICompatibleModel}.
@@ -39,7 +43,11 @@ export interface OpenAICompatibleModelOptions {
   readonly model: string;
   /** Extra request headers (e.g. `OpenAI-Organization`); they win over the defaults. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** Extra fields merged into every request body (e.g. `{ temperature: 0, max_tokens: 512 }`); the adapter's own fields win. */
+  /**
+   * Extra fields merged into every request body (e.g. `{ temperature: 0, max_completion_tokens: 512 }`); the adapter's own
+   * fields win. A request's `maxOutputTokens` is per request, so it wins over the model's default here: it is sent as
+   * `max_completion_tokens`, and this body's `max_tokens` (the legacy field) is left out of that request.
+   */
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `fetch` to use. Defaults to the global `fetch`, looked up per call. */
   readonly fetch?: typeof fetch;
@@ -64,112 +72,6 @@ export const OPENAI_OPTION_PROPS = {
   id: NonEmptyString,
   maxEventSize: PositiveInteger,
 };
-
-// ---------------------------------------------------------------------------------------------
-// request
-// ---------------------------------------------------------------------------------------------
-
-/**
- * A tool call's arguments as the JSON string a protocol carries: raw text as it is, anything else
- * as JSON (`{}` when it can't be).
- *
- * @example
- * ```ts
- * argumentsText({ city: 'Paris' }); // '{"city":"Paris"}'
- * argumentsText('{"city":"Par'); // '{"city":"Par'
- * ```
- */
-export function argumentsText(args: unknown): string {
-  if (typeof args === 'string') return args; // raw text the model sent (not valid JSON): send it back as is
-  try {
-    return JSON.stringify(args ?? {});
-  } catch {
-    return '{}';
-  }
-}
-
-function toOpenAIMessage(message: Message): Record<string, unknown> {
-  switch (message.role) {
-    case 'system':
-    case 'user':
-      return { role: message.role, content: message.content };
-    case 'assistant': {
-      const calls = message.toolCalls ?? [];
-      const out: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && message.content === '' ? null : message.content };
-      // the unsigned reasoning an OpenAI-compatible server streamed goes back as it came (DeepSeek's
-      // thinking mode refuses a tool-call turn without it); signed or redacted blocks are Anthropic's
-      const thought = (message.reasoning ?? []).reduce(
-        (all, part) => (part.signature === undefined && part.redactedData === undefined ? all + part.text : all),
-        '',
-      );
-      if (thought !== '') out['reasoning_content'] = thought;
-      if (calls.length > 0) {
-        out['tool_calls'] = calls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText(call.args) } }));
-      }
-      return out;
-    }
-    case 'tool':
-      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
-  }
-}
-
-/**
- * Tools as Chat Completions `function` definitions (a tool without parameters takes any object);
- * every LangChain chat model's `bindTools` takes them too.
- *
- * @example
- * ```ts
- * openAITools([{ name: 'now', description: 'The time' }]);
- * // [{ type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {} } } }]
- * ```
- */
-export function openAITools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
-  return tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: toolParameters(tool) } }));
-}
-
-/**
- * Refuses request fields that ask for more than one answer (`n` other than 1): rxheal asks for
- * one, and reads every choice of the stream as that answer, whatever its `index`. `option` names
- * the fields in the error (`'body'`, `'params'`).
- *
- * @example
- * ```ts
- * checkOneAnswer('openAICompatibleModel', 'body', { temperature: 0 }); // fine
- * checkOneAnswer('fromOpenAI', 'params', { model: 'gpt-4o', n: 2 }); // throws InvalidOptionError (option "params.n")
- * ```
- * @throws {InvalidOptionError} for an `n` that is present and not 1.
- */
-export function checkOneAnswer(target: string, option: string, extra: Readonly<Record<string, unknown>> | undefined): void {
-  const n = extra?.['n'];
-  if (n !== undefined && n !== null && n !== 1) {
-    throw new InvalidOptionError(target, `${option}.n`, n, '1 or absent (rxheal reads one answer: every choice of the stream is that answer)');
-  }
-}
-
-/**
- * The Chat Completions request body for a model request (streaming, with usage).
- *
- * @example
- * ```ts
- * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
- * // { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }
- * ```
- */
-export function openAIRequestBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    ...extra,
-    model,
-    stream: true,
-    stream_options: { include_usage: true },
-    messages: request.messages.map(toOpenAIMessage),
-  };
-  if (request.tools.length > 0) {
-    body['tools'] = openAITools(request.tools);
-    const choice = request.toolChoice;
-    if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.tool } };
-  }
-  return body;
-}
 
 // ---------------------------------------------------------------------------------------------
 // response
@@ -426,7 +328,9 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * Ollama, LiteLLM, OpenRouter, the local provider of `rxheal/server`…).
  *
  * Requests: `toolChoice` → `tool_choice` (`'auto'` / `'none'` / `'required'`, or
- * `{ type: 'function', function: { name } }`); our messages map to `system` / `user` /
+ * `{ type: 'function', function: { name } }`); `maxOutputTokens` → `max_completion_tokens` (over
+ * the `body` option's; one that is not a positive integer errors the call with an
+ * `InvalidOptionError`, nothing sent); our messages map to `system` / `user` /
  * `assistant` (with `tool_calls`, and the
  * message's unsigned reasoning as `reasoning_content`, as the AI SDK's OpenAI-compatible provider
  * sends it: DeepSeek's thinking mode refuses a tool-call turn without it) / `tool` (with
@@ -480,18 +384,25 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
   const auth: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
   return {
     id,
-    stream: (request, context) =>
-      decodeSse(
+    stream: (request, context) => {
+      let payload: Record<string, unknown>;
+      try {
+        payload = openAIRequestBody(model, request, body);
+      } catch (error) {
+        return throwError(() => error); // a request it can't send (maxOutputTokens): an error of the call
+      }
+      return decodeSse(
         {
           model: id,
           url,
           headers: { ...auth, ...headers },
-          body: openAIRequestBody(model, request, body),
+          body: payload,
           ...(options.fetch ? { fetch: options.fetch } : {}),
           ...(options.maxEventSize ? { maxEventSize: options.maxEventSize } : {}),
           signal: context.signal,
         },
         () => new ChunkDecoder(id),
-      ),
+      );
+    },
   };
 }

@@ -7,9 +7,10 @@
  */
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
 import { toolParameters, type Model, type ModelContext, type ModelRequest, type ToolSpec } from '../core/model/model.js';
+import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
 import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions } from './openai.js';
 import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
-import { asyncScheduler, type Observable } from 'rxjs';
+import { asyncScheduler, throwError, type Observable } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import { check } from '../core/errors/options.js';
 import { ResponsesDecoder, type DeclaredTools } from './responsesDecoder.js';
@@ -34,7 +35,8 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * max_output_tokens: 2048 }`; `store: true` to keep responses on OpenAI's side; `tools` for the
    * tools the provider runs itself, `{ type: 'web_search' }`, or client tools such as
    * `{ type: 'custom', name }`, sent before the request's own function tools); the adapter's own
-   * fields win.
+   * fields win. A request's `maxOutputTokens` is per request, so it wins over this body's
+   * `max_output_tokens` (the model's default) for that request.
    */
   readonly body?: Readonly<Record<string, unknown>>;
   /** The `Model.id` (breakers are named `model:<id>`). Defaults to `openai-responses:<model>`. */
@@ -266,13 +268,16 @@ function responsesTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
  * encrypted content); our
  * messages as input items (tool results as `function_call_output`, an assistant's calls as
  * `function_call` items — a custom tool's as `custom_tool_call` and `custom_tool_call_output` —,
- * its reasoning as the `reasoning` items it came as); the request's tools after `extra.tools`.
+ * its reasoning as the `reasoning` items it came as); the request's tools after `extra.tools`;
+ * its `maxOutputTokens` as `max_output_tokens`, over `extra`'s (the request's own limit wins).
  *
  * @example
  * ```ts
  * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
  * // { model: 'gpt-5-mini', stream: true, store: false, include: ['reasoning.encrypted_content'], input: [{ role: 'user', content: 'Hi' }] }
+ * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], maxOutputTokens: 256 })['max_output_tokens']; // 256
  * ```
+ * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer.
  */
 export function openAIResponsesBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
   const store = extra['store'] === true;
@@ -291,6 +296,8 @@ export function openAIResponsesBody(model: string, request: ModelRequest, extra:
   else delete body['tools'];
   const choice = request.toolChoice;
   if (choice !== undefined && request.tools.length > 0) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', name: choice.tool };
+  const maxOutputTokens = requestMaxOutputTokens('openAIResponsesBody', request);
+  if (maxOutputTokens !== undefined) body['max_output_tokens'] = maxOutputTokens;
   return body;
 }
 
@@ -369,7 +376,16 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
     signal: context.signal,
   });
   const decoderOf = (payload: Record<string, unknown>) => (): ResponsesDecoder => new ResponsesDecoder(id, responsesDeclaredTools(payload));
-  if (!resume) return { id, stream: (request, context) => decodeSse({ ...baseOf(context), url, body: payloadOf(request) }, decoderOf(payloadOf(request))) };
+  if (!resume) {
+    return {
+      id,
+      stream: (request, context) =>
+        sent$(() => {
+          const payload = payloadOf(request);
+          return decodeSse({ ...baseOf(context), url, body: payload }, decoderOf(payload));
+        }),
+    };
+  }
   /** A stored response's stream after event `after` (-1: from its first event). */
   const follow = (base: Omit<SseRequest, 'url' | 'body'>, responseId: string, after: number) =>
     fetchSse({
@@ -403,11 +419,20 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
   };
   return {
     id,
-    stream: (request, context) => resumable(request, context, (base, payload) => fetchSse({ ...base, url, body: payload })),
+    stream: (request, context) => sent$(() => resumable(request, context, (base, payload) => fetchSse({ ...base, url, body: payload }))),
     // another process's turn: its stored events read again from the first through a fresh decoder
     // (the decoder's state is rebuilt, never journaled), then on as the provider generates them
-    resume: (checkpoint, request, context) => resumable(request, context, (base) => follow(base, checkpoint.responseId, -1)),
+    resume: (checkpoint, request, context) => sent$(() => resumable(request, context, (base) => follow(base, checkpoint.responseId, -1))),
   };
+}
+
+/** A call's events, or, when its request can't be built (a bad `maxOutputTokens`), that error as the call's: nothing sent. */
+function sent$<T>(call: () => Observable<T>): Observable<T> {
+  try {
+    return call();
+  } catch (error) {
+    return throwError(() => error);
+  }
 }
 
 /**
