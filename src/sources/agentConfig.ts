@@ -123,8 +123,11 @@ export interface AgentConfig {
   /**
    * The most output tokens per model call, sent with every request (`ModelRequest.maxOutputTokens`:
    * each provider as its own field; a turn that reaches it finishes with reason `'length'`). In a
-   * run that counts money, what each attempt reserves for its output. Absent: the providers'
-   * defaults (and `budget.reserveOutputTokens` reserved).
+   * run that counts money, what each attempt reserves for its output, and where its live count
+   * stops (the provider stops there): a model that does not keep it — LangChain's ChatOpenAI 1.x
+   * reads its limit from its constructor only — is still charged its real usage at the end, but
+   * its live count trusts a cap it does not keep (set the same limit in its constructor). Absent:
+   * the providers' defaults (and `budget.reserveOutputTokens` reserved).
    */
   readonly maxOutputTokens?: number;
   /** Who the run is for (`{ user, team, … }`): what `SpendLimiter`s key their limits by. */
