@@ -21,7 +21,7 @@
  * @module
  */
 export { MemoryBreakerStore } from '../core/fleet/fleetStore.js';
-export type { MemoryBreakerStoreOptions } from '../core/fleet/fleetStore.js';
+export type { MemoryBreakerStoreOptions, SimulatedStoreOptions } from '../core/fleet/fleetStore.js';
 export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum, FleetOptions, QuorumOptions } from '../core/breaker/fleetSeam.js';
 // a BreakerStore of your own carries the fleet's node logic: `readonly [FLEET_NODE] = fleetNode`
 export { fleetNode } from '../core/fleet/fleet.js';

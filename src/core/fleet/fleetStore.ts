@@ -67,6 +67,63 @@ export function simulated<T>(
 }
 
 /**
+ * Options of a memory store that stands in for a shared one on a scheduler (`MemoryRateLimitStore`,
+ * `MemorySpendStore`): its clock, and the network it simulates with Redis's window — an operation
+ * whose caller left still runs; only one arriving after its caller's timeout has no effect.
+ *
+ * @example
+ * ```ts
+ * const options: SimulatedStoreOptions = { latencyMs: 1, replyLatencyMs: 1, nodeTtlMs: 30_000 };
+ * ```
+ */
+export interface SimulatedStoreOptions {
+  /** Its clock. Defaults to `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /**
+   * Each operation reaches the store, and runs, this many ms after the call, whether or not the
+   * caller still listens (a command sent cannot be unsent, as on Redis). Defaults to 0.
+   */
+  readonly latencyMs?: number;
+  /** Its answer arrives this many ms after it ran (the way back; it may come after the caller's timeout). Defaults to 0. */
+  readonly replyLatencyMs?: number;
+  /** Callers' timeout; an operation reaching the store later than this after its call has no effect. Defaults to 100. */
+  readonly timeoutMs?: number;
+  /** A node that has not reserved for this long is not live. Defaults to 60 000. */
+  readonly nodeTtlMs?: number;
+}
+
+const simulatedStoreProps = {
+  scheduler: Scheduler,
+  latencyMs: NonNegativeNumber,
+  replyLatencyMs: NonNegativeNumber,
+  timeoutMs: PositiveNumber,
+  nodeTtlMs: PositiveNumber,
+};
+
+/**
+ * A simulated store's settings: `options` checked (an `InvalidOptionError` naming `target` and the
+ * option), with the defaults.
+ *
+ * @example
+ * ```ts
+ * const { scheduler, latencyMs, replyLatencyMs, timeoutMs, nodeTtlMs } = simulatedStore('MemorySpendStore', { latencyMs: 2 });
+ * ```
+ */
+export function simulatedStore(
+  target: string,
+  options: SimulatedStoreOptions,
+): { scheduler: SchedulerLike; latencyMs: number; replyLatencyMs: number; timeoutMs: number; nodeTtlMs: number } {
+  const o = validateOptions(target, simulatedStoreProps, options);
+  return {
+    scheduler: o.scheduler ?? asyncScheduler,
+    latencyMs: o.latencyMs ?? 0,
+    replyLatencyMs: o.replyLatencyMs ?? 0,
+    timeoutMs: o.timeoutMs ?? 100,
+    nodeTtlMs: o.nodeTtlMs ?? 60_000,
+  };
+}
+
+/**
  * Options of {@link MemoryBreakerStore}.
  *
  * @example

@@ -10,9 +10,8 @@
  *
  * @module
  */
-import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
-import { simulated } from '../fleet/fleetStore.js';
-import { NonNegativeNumber, PositiveNumber, Scheduler, validateOptions } from '../errors/options.js';
+import type { Observable, SchedulerLike } from 'rxjs';
+import { simulated, simulatedStore, type SimulatedStoreOptions } from '../fleet/fleetStore.js';
 import { windowStart, type SpendAdjustment, type SpendGrant, type SpendRequest, type SpendStore } from './spendStore.js';
 
 /**
@@ -23,29 +22,7 @@ import { windowStart, type SpendAdjustment, type SpendGrant, type SpendRequest, 
  * const options: MemorySpendStoreOptions = { latencyMs: 1, replyLatencyMs: 1, nodeTtlMs: 30_000 };
  * ```
  */
-export interface MemorySpendStoreOptions {
-  /** Its clock (the windows are aligned on it). Defaults to `asyncScheduler`. */
-  readonly scheduler?: SchedulerLike;
-  /**
-   * Each operation reaches the store, and runs, this many ms after the call, whether or not the
-   * caller still listens (a command sent cannot be unsent, as on Redis). Defaults to 0.
-   */
-  readonly latencyMs?: number;
-  /** Its answer arrives this many ms after it ran (the way back; it may come after the caller's timeout). Defaults to 0. */
-  readonly replyLatencyMs?: number;
-  /** Callers' timeout; an operation reaching the store later than this after its call has no effect. Defaults to 100. */
-  readonly timeoutMs?: number;
-  /** A node that has not reserved for this long is not live. Defaults to 60 000. */
-  readonly nodeTtlMs?: number;
-}
-
-const memoryOptionProps = {
-  scheduler: Scheduler,
-  latencyMs: NonNegativeNumber,
-  replyLatencyMs: NonNegativeNumber,
-  timeoutMs: PositiveNumber,
-  nodeTtlMs: PositiveNumber,
-};
+export type MemorySpendStoreOptions = SimulatedStoreOptions;
 
 /** One key's state: `used` per window (by `windowMs`, then window start), and its nodes' last reservation. */
 interface KeyState {
@@ -81,12 +58,13 @@ export class MemorySpendStore implements SpendStore {
   private nextSweep = Infinity;
 
   constructor(options: MemorySpendStoreOptions = {}) {
-    const o = validateOptions('MemorySpendStore', memoryOptionProps, options);
-    this.scheduler = o.scheduler ?? asyncScheduler;
-    this.latencyMs = o.latencyMs ?? 0;
-    this.replyLatencyMs = o.replyLatencyMs ?? 0;
-    this.timeoutMs = o.timeoutMs ?? 100;
-    this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
+    ({
+      scheduler: this.scheduler,
+      latencyMs: this.latencyMs,
+      replyLatencyMs: this.replyLatencyMs,
+      timeoutMs: this.timeoutMs,
+      nodeTtlMs: this.nodeTtlMs,
+    } = simulatedStore('MemorySpendStore', options));
   }
 
   /** Reserves `request.nanos` on its key's current window when it fits (the rule in spendStore.ts). */

@@ -12,9 +12,9 @@
  *
  * @module
  */
-import { asyncScheduler, Observable, type SchedulerLike } from 'rxjs';
-import { simulated } from '../fleet/fleetStore.js';
-import { NonNegativeNumber, PositiveNumber, Scheduler, check, validateOptions } from '../errors/options.js';
+import { Observable, type SchedulerLike } from 'rxjs';
+import { simulated, simulatedStore, type SimulatedStoreOptions } from '../fleet/fleetStore.js';
+import { check } from '../errors/options.js';
 
 /**
  * One limit of a key: `limit` units per `periodMs`.
@@ -142,29 +142,7 @@ export function gcraAdjust(tat: number | undefined, now: number, limit: RateLimi
  * const options: MemoryRateLimitStoreOptions = { latencyMs: 1, replyLatencyMs: 1 };
  * ```
  */
-export interface MemoryRateLimitStoreOptions {
-  /** Its clock. Defaults to `asyncScheduler`. */
-  readonly scheduler?: SchedulerLike;
-  /**
-   * Each operation reaches the store, and runs, this many ms after the call, whether or not the
-   * caller still listens (a command sent cannot be unsent, as on Redis). Defaults to 0.
-   */
-  readonly latencyMs?: number;
-  /** Its answer arrives this many ms after it ran (the way back; it may come after the caller's timeout). Defaults to 0. */
-  readonly replyLatencyMs?: number;
-  /** Callers' timeout. Defaults to 100. */
-  readonly timeoutMs?: number;
-  /** A node that has not reserved for this long is not live. Defaults to 60 000. */
-  readonly nodeTtlMs?: number;
-}
-
-const memoryOptionProps = {
-  scheduler: Scheduler,
-  latencyMs: NonNegativeNumber,
-  replyLatencyMs: NonNegativeNumber,
-  timeoutMs: PositiveNumber,
-  nodeTtlMs: PositiveNumber,
-};
+export type MemoryRateLimitStoreOptions = SimulatedStoreOptions;
 
 /**
  * The {@link RateLimitStore} reference model in one process, on a scheduler: GCRA per limit,
@@ -189,12 +167,13 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private readonly nodes = new Map<string, Map<string, number>>();
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
-    const o = validateOptions('MemoryRateLimitStore', memoryOptionProps, options);
-    this.scheduler = o.scheduler ?? asyncScheduler;
-    this.latencyMs = o.latencyMs ?? 0;
-    this.replyLatencyMs = o.replyLatencyMs ?? 0;
-    this.timeoutMs = o.timeoutMs ?? 100;
-    this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
+    ({
+      scheduler: this.scheduler,
+      latencyMs: this.latencyMs,
+      replyLatencyMs: this.replyLatencyMs,
+      timeoutMs: this.timeoutMs,
+      nodeTtlMs: this.nodeTtlMs,
+    } = simulatedStore('MemoryRateLimitStore', options));
   }
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {
