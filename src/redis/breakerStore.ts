@@ -185,6 +185,35 @@ const Namespace = check(
 export const redisStoreProps = { client: RedisClient, namespace: Namespace, timeoutMs: PositiveNumber, nodeTtlMs: PositiveIntegerMs, scheduler: Scheduler };
 const props = { ...redisStoreProps, subscriber: RedisSubscriber, pollMs: PositiveNumber };
 
+/**
+ * What a store that runs one Lua script per operation is made of (`RedisRateLimitStore`,
+ * `RedisSpendStore`): its options checked ({@link redisStoreProps}, an `InvalidOptionError` naming
+ * `target`), the client's commands with `body` on them, and the defaults — `timeoutMs` the store's
+ * own, `nodeTtlMs` 60 000, `namespace` `'rxheal'`.
+ *
+ * @example
+ * ```ts
+ * const { timeoutMs, nodeTtlMs, namespace, script } = scriptStore('RedisSpendStore', options, SPEND_SCRIPT, 250);
+ * ```
+ */
+export function scriptStore(
+  target: string,
+  options: {
+    readonly client: RedisClientLike;
+    readonly namespace?: string;
+    readonly timeoutMs?: number;
+    readonly nodeTtlMs?: number;
+    readonly scheduler?: SchedulerLike;
+  },
+  body: string,
+  defaultTimeoutMs: number,
+): { timeoutMs: number; nodeTtlMs: number; namespace: string; script: Script } {
+  const o = validateOptions(target, redisStoreProps, options);
+  const timeoutMs = o.timeoutMs ?? defaultTimeoutMs;
+  const script = new Script(clientOption(target, o.client), body, o.scheduler ?? asyncScheduler, timeoutMs);
+  return { timeoutMs, nodeTtlMs: o.nodeTtlMs ?? 60_000, namespace: o.namespace ?? 'rxheal', script };
+}
+
 const STATES: readonly FleetState[] = ['closed', 'open', 'isolated'];
 const REASONS: readonly FleetReason[] = ['none', 'quorum', 'rate_limit', 'probe_failure', 'probe_success', 'isolated', 'reset'];
 

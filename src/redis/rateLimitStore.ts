@@ -10,11 +10,10 @@
  *
  * @module
  */
-import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
+import { map, type Observable, type SchedulerLike } from 'rxjs';
 import type { RateLimitAdjustment, RateLimitGrant, RateLimitRequest, RateLimitStore } from '../core/rate-limit/rateLimitStore.js';
-import { validateOptions } from '../core/errors/options.js';
-import { redisStoreProps } from './breakerStore.js';
-import { clientOption, num, Script, type RedisClientLike } from './client.js';
+import { scriptStore } from './breakerStore.js';
+import { num, type RedisClientLike, type Script } from './client.js';
 import { hashTag, keyPart } from './keys.js';
 
 const RATE_LIMIT_SCRIPT = `
@@ -98,12 +97,12 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly nodeTtlMs: number;
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const o = validateOptions('RedisRateLimitStore', redisStoreProps, options);
-    const commands = clientOption('RedisRateLimitStore', o.client);
-    this.timeoutMs = o.timeoutMs ?? 100;
-    this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
-    this.namespace = o.namespace ?? 'rxheal';
-    this.script = new Script(commands, RATE_LIMIT_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    ({
+      timeoutMs: this.timeoutMs,
+      nodeTtlMs: this.nodeTtlMs,
+      namespace: this.namespace,
+      script: this.script,
+    } = scriptStore('RedisRateLimitStore', options, RATE_LIMIT_SCRIPT, 100));
   }
 
   reserve(request: RateLimitRequest): Observable<RateLimitGrant> {

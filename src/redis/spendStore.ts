@@ -15,11 +15,10 @@
  *
  * @module
  */
-import { asyncScheduler, map, type Observable, type SchedulerLike } from 'rxjs';
+import { map, type Observable, type SchedulerLike } from 'rxjs';
 import type { SpendAdjustment, SpendGrant, SpendRequest, SpendStore } from '../core/money/spendStore.js';
-import { validateOptions } from '../core/errors/options.js';
-import { redisStoreProps } from './breakerStore.js';
-import { clientOption, num, Script, type RedisClientLike } from './client.js';
+import { scriptStore } from './breakerStore.js';
+import { num, type RedisClientLike, type Script } from './client.js';
 import { hashTag } from './keys.js';
 
 /**
@@ -126,12 +125,12 @@ export class RedisSpendStore implements SpendStore {
   private readonly nodeTtlMs: number;
 
   constructor(options: RedisSpendStoreOptions) {
-    const o = validateOptions('RedisSpendStore', redisStoreProps, options);
-    const commands = clientOption('RedisSpendStore', o.client);
-    this.timeoutMs = o.timeoutMs ?? 250;
-    this.nodeTtlMs = o.nodeTtlMs ?? 60_000;
-    this.namespace = o.namespace ?? 'rxheal';
-    this.script = new Script(commands, SPEND_SCRIPT, o.scheduler ?? asyncScheduler, this.timeoutMs);
+    ({
+      timeoutMs: this.timeoutMs,
+      nodeTtlMs: this.nodeTtlMs,
+      namespace: this.namespace,
+      script: this.script,
+    } = scriptStore('RedisSpendStore', options, SPEND_SCRIPT, 250));
   }
 
   reserve(request: SpendRequest): Observable<SpendGrant> {

@@ -347,7 +347,9 @@ export function callModel(
     if (spend && !isObservable(spend)) spend.release();
     return undefined;
   }
-  if (spend && isObservable(spend)) return reserveThenCall(subscriber, out, model, request, context, run, parent, spend);
+  if (spend && isObservable(spend)) {
+    return reserveThenCall(subscriber, out, spend, (within, held) => startCall(within, out, model, request, context, run, parent, held));
+  }
   return startCall(subscriber, out, model, request, context, run, parent, spend);
 }
 
@@ -383,12 +385,8 @@ function startCall(
 function reserveThenCall(
   subscriber: Subscriber<unknown>,
   out: Observer<TurnEvent>,
-  model: Model,
-  request: ModelRequest,
-  context: ModelCallContext,
-  run: ModelCallContext,
-  parent: ServedCall | undefined,
   spend$: Observable<AttemptSpend>,
+  start: (within: Subscription, spend: AttemptSpend) => Subscription | undefined,
 ): Subscription {
   const box = new Subscription();
   subscriber.add(box);
@@ -399,8 +397,7 @@ function reserveThenCall(
         if (reserved) return;
         reserved = true;
         if (box.closed) return spend.release();
-        const turn = startCall(box, out, model, request, context, run, parent, spend);
-        if (turn === undefined) spend.release();
+        if (start(box, spend) === undefined) spend.release();
       },
       error: (error: unknown) => {
         if (!reserved) out.error(error);
