@@ -95,7 +95,19 @@ export class RunMoney {
 
   /** The worst case of an attempt of `modelId` on `request` (throws InvalidOptionError: no price). */
   quote(modelId: string, request: ModelRequest): number {
-    return this.worstCase(priceOf('runAgent', this.options.prices, modelId), estimateInputTokens(request), request).totalUsd;
+    return this.worstCase(priceOf('runAgent', this.options.prices, modelId), this.inputTokensOf(request), request).totalUsd;
+  }
+
+  /** The last request estimated, and its estimate: a turn's retries, and a chain's quotes then its attempt, share one request. */
+  private estimated: { readonly request: ModelRequest; readonly tokens: number } | undefined;
+
+  /** The request's estimated input tokens (linear in the whole conversation: made once per request). */
+  private inputTokensOf(request: ModelRequest): number {
+    const last = this.estimated;
+    if (last?.request === request) return last.tokens;
+    const tokens = estimateInputTokens(request);
+    this.estimated = { request, tokens };
+    return tokens;
   }
 
   /** The output an attempt on `request` reserves: the request's own cap, else the budget's `reserveOutputTokens`. */
@@ -113,7 +125,7 @@ export class RunMoney {
   /** Reserves an attempt's worst case (see the module): its spend, at once or once every fleet-wide limit granted it. */
   reserve(modelId: string, request: ModelRequest): AttemptSpend | Observable<AttemptSpend> {
     const price = priceOf('runAgent', this.options.prices, modelId);
-    const inputTokens = estimateInputTokens(request);
+    const inputTokens = this.inputTokensOf(request);
     const { inputUsd, totalUsd } = this.worstCase(price, inputTokens, request);
     const { maxUsd, gates } = this.options;
     if (maxUsd !== undefined && this.spentUsd + this.heldUsd + totalUsd > maxUsd + EPSILON) {
