@@ -69,13 +69,17 @@ export const ROOMS: readonly Room[] = [
     purpose: `Observed latency: per-model and per-tool trackers of time to first item and gaps between items (HdrHistogram), their registry, and deadlines derived from their quantiles`,
   },
   { path: 'core/fallback', purpose: 'The rules of a fallback chain, once for fallbackTo and fallbackModel' },
+  {
+    path: 'core/pool',
+    purpose: `What a model pool remembers between calls (each member's blocks, load and successes; each conversation's member and cached prefix), how a strategy ranks members, and the default wait-or-move rule`,
+  },
   { path: 'core/capabilities', purpose: 'The capability registry: what degradeAfter turns off and on' },
   {
     path: 'operators',
     purpose:
       'The pipeable operators users compose: the five (retryWithBackoff, circuitBreak, reflectOnError, fallbackTo, degradeAfter) and callPolicy, rateLimit, validateOutput, bulkhead, hedge (with its HedgeBudget)',
   },
-  { path: 'sources', purpose: `What produces a run's events: runAgent (the agent loop), fallbackModel, and tools` },
+  { path: 'sources', purpose: `What produces a run's events: runAgent (the agent loop), fallbackModel, modelPool, and tools` },
   { path: 'providers', purpose: 'rxheal/providers: models over HTTP (OpenAI-compatible and Anthropic) and their SSE decoders' },
   { path: 'observe', purpose: 'Reading a run: the logger and the summary of what healed' },
   { path: 'adapters', purpose: 'What the SDK adapters share (abort handling, tool-schema and error helpers)' },

@@ -1,5 +1,7 @@
 /**
- * `rxheal/fleet`: breakers, rate limits and dollar budgets beyond one process — the in-process stores
+ * `rxheal/fleet`: breakers, rate limits and dollar budgets beyond one process, and one model over
+ * several keys and deployments ({@link modelPool}: affinity that keeps prompt caches warm, wait or
+ * move on a 429 by expected cost) — the in-process stores
  * ({@link MemoryBreakerStore}, {@link MemoryRateLimitStore}, {@link MemorySpendStore}; the Redis ones are
  * `rxheal/redis`'s), the fleet-wide {@link SpendLimiter}, the contracts a store of your own implements
  * ({@link BreakerStore}, {@link RateLimitStore}, {@link SpendStore}) with
@@ -20,6 +22,10 @@
  *
  * @module
  */
+export { modelPool } from '../sources/modelPool.js';
+export type { ModelPoolOptions, PoolMember, PoolStrategy, WaitOrMoveFigures } from '../sources/modelPool.js';
+export { waitOrMove } from '../core/pool/poolState.js';
+export type { WaitFigures } from '../core/pool/poolState.js';
 export { MemoryBreakerStore } from '../core/fleet/fleetStore.js';
 export type { MemoryBreakerStoreOptions, SimulatedStoreOptions } from '../core/fleet/fleetStore.js';
 export type { BreakerStore, FleetReason, FleetState, FleetVerdict, ProbeLease, Quorum, FleetOptions, QuorumOptions } from '../core/breaker/fleetSeam.js';

@@ -11,6 +11,9 @@ import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
 import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
 
+/** What a pool event is logged as, by kind. */
+const POOL_MESSAGES = { wait: 'pool waits for member', move: 'pool moved conversation', return: 'pool returned conversation' } as const;
+
 /**
  * Log levels, lowest first.
  *
@@ -234,6 +237,19 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         attempt: e.attempt,
         after_ms: e.afterMs,
         category: e.category,
+      });
+    case 'pool':
+      return toRecord(e.kind === 'move' ? 'warn' : 'info', POOL_MESSAGES[e.kind], {
+        pool: e.pool,
+        key: e.key,
+        from: e.from,
+        to: e.to,
+        reason: e.reason,
+        wait_ms: e.waitMs,
+        deadline_left_ms: e.deadlineLeftMs,
+        cached_tokens: e.cachedTokens,
+        move_usd: e.moveUsd,
+        wait_usd: e.waitUsd,
       });
     case 'latency':
       return toRecord('debug', 'latency observed', { ...who(e.target, 'target'), kind: e.kind, count: e.count, p50_ms: e.p50, p95_ms: e.p95, p99_ms: e.p99 });

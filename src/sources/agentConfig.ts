@@ -72,6 +72,8 @@ export interface PipelineContext {
    * has none, and its calls are counted but not traced. Undefined in `toolPipeline`'s context.
    */
   readonly callId?: string;
+  /** The run's id (its `runId`, or one made up for it): a model called with this context keeps runs apart by it (`modelPool`'s affinity). */
+  readonly runId: string;
 }
 
 // Tools of any argument type: `Tool<A>` is invariant in A, so a list of different tools needs `any`.

@@ -7,28 +7,32 @@
  *
  * @module
  */
-import { isObservable, Observable, type Observer, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
+import { Observable, type Subscriber, type Subscription, type TeardownLogic } from 'rxjs';
 import { type CircuitBreaker } from '../core/breaker/CircuitBreaker.js';
 import { CircuitBreakerRegistry } from '../core/breaker/registry.js';
 import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
 import { AllFallbacksFailedError, InvalidOptionError } from '../core/errors/errors.js';
 import { decideFallback, nextAlternative, type ChainLink, type Hop } from '../core/fallback/fallbackChain.js';
-import { failWith, settleUnsubscribed, type CircuitPermit } from '../core/circuit/permit.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { subscribeWithin } from '../core/rx/operate.js';
 import type { TurnEvent } from '../core/events/events.js';
-import { defaultHub, joinHubs, withDefaultHub, type HealHub } from '../core/hub/hub.js';
+import { defaultHub, joinHubs, type HealHub } from '../core/hub/hub.js';
 import { check, Func, Hub, NonEmptyString, NonNegativeInteger, PositiveInteger, oneOf, validateOptions } from '../core/errors/options.js';
 import { acquire } from '../operators/circuitBreak.js';
-import { callModel, isModel, streamModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
-import { OverlapTrimmer } from '../core/model/overlap.js';
+import { isModel, withModelsInside, type Model, type ModelContext, type ModelRequest } from '../core/model/model.js';
+import { AttemptSink, FallbackAttempt, heal, type AttemptOwner } from './fallbackAttempt.js';
 import { DEFAULT_CONTINUE_INSTRUCTION, type FallbackModelOptions } from './fallbackModelOptions.js';
 import { Transcript } from './transcript.js';
 
 export { DEFAULT_CONTINUE_INSTRUCTION } from './fallbackModelOptions.js';
 export type { FallbackModelOptions, PerModelContext } from './fallbackModelOptions.js';
 
-const props = {
+/**
+ * The checks of {@link FallbackModelOptions}, for `fallbackModel` and the models made like it.
+ *
+ * @internal
+ */
+export const fallbackProps = {
   id: NonEmptyString,
   breakers: check('a CircuitBreakerRegistry', (u): u is CircuitBreakerRegistry => u instanceof CircuitBreakerRegistry),
   adapt: Func,
@@ -81,54 +85,85 @@ const props = {
  * invalid option.
  */
 export function fallbackModel(models: readonly Model[], options?: FallbackModelOptions): Model {
-  if (!Array.isArray(models) || models.length === 0) throw new InvalidOptionError('fallbackModel', 'models', models, 'a non-empty array of models');
+  checkModels('fallbackModel', models);
+  const o = validateOptions('fallbackModel', fallbackProps, options);
+  return chainModel(models, o as FallbackModelOptions, o.id ?? `fallback(${models.map((m) => m.id).join(', ')})`, undefined);
+}
+
+/**
+ * Checks the models of a chain: a non-empty array of models with unique ids.
+ *
+ * @internal
+ */
+export function checkModels(target: string, models: readonly Model[], option = 'models'): void {
+  if (!Array.isArray(models) || models.length === 0) throw new InvalidOptionError(target, option, models, 'a non-empty array of models');
   const seen = new Set<string>();
   Array.from(models, (m: unknown, i) => {
-    if (!isModel(m)) throw new InvalidOptionError('fallbackModel', `models[${i}]`, m, 'a Model ({ id: non-empty string, stream(request, context) })');
-    if (seen.has(m.id)) throw new InvalidOptionError('fallbackModel', `models[${i}].id`, m.id, 'unique (breakers and events are named model:<id>)');
+    if (!isModel(m)) throw new InvalidOptionError(target, `${option}[${i}]`, m, 'a Model ({ id: non-empty string, stream(request, context) })');
+    if (seen.has(m.id)) throw new InvalidOptionError(target, `${option}[${i}].id`, m.id, 'unique (breakers and events are named model:<id>)');
     seen.add(m.id);
   });
-  const o = validateOptions('fallbackModel', props, options);
+}
+
+/**
+ * How one call walks a chain when the chain's own order is not the rule (`modelPool`: decided
+ * per call, from its affinity and strategy), and what runs around each attempt.
+ *
+ * @internal
+ */
+export interface CallRoute {
+  /** The request each model is sent (a pool's carries its cache key). */
+  readonly request: ModelRequest;
+  /** The chain's indices, in the order this call tries them. */
+  readonly order: readonly number[];
+  /** The attempt at model `j` as this call runs it (a pool: its limiter, its waits, its bookkeeping). */
+  attempt(j: number, attempt$: Observable<TurnEvent>): Observable<TurnEvent>;
+  /** The call failed with `error` (every model tried), or (`error` undefined) ended before an answer: the consumer left. */
+  failed?(error: unknown): void;
+  /** Whether an attempt's error fails the call at once (the route's own callback threw), never moving on. */
+  fatal?(error: unknown): boolean;
+}
+
+/**
+ * A chain over `models` with validated options `o`, named `id`: `route` (given) decides each call's
+ * order and wraps each attempt; without, each call walks the models in order. What
+ * `fallbackModel` and `modelPool` are made of.
+ *
+ * @internal
+ */
+export function chainModel(
+  models: readonly Model[],
+  o: FallbackModelOptions,
+  id: string,
+  route: ((request: ModelRequest, context: ModelContext) => CallRoute) | undefined,
+): Model {
   const list = [...models];
   const names = list.map((m) => `model:${m.id}`);
   const breakers: (CircuitBreaker | undefined)[] = names.map((name) => o.breakers?.get(name));
-  const ownHub = o.hub as HealHub | undefined;
+  const ownHub = o.hub;
   // the hub option (or, without one, the default hub where the chain is made, as circuitBreak
   // would take) follows each breaker and hears the calls it rejects
   const guardHub = ownHub ?? defaultHub()?.hub;
   for (const breaker of breakers) if (breaker) guardHub?.watch(breaker);
-  const perModel = o.perModel as FallbackModelOptions['perModel'];
-  const links: ChainLink[] = names.map((name, i) => ({ name, breaker: breakers[i] }));
-  const adapt = o.adapt as ((request: ModelRequest, model: Model) => ModelRequest) | undefined;
-  const midStream = o.midStream ?? 'restart';
-  const instruction = o.continueInstruction ?? DEFAULT_CONTINUE_INSTRUCTION;
-  const maxOverlap = o.maxOverlap ?? 1000;
-  const longOverlap = o.longOverlap ?? 16;
-  const shouldFallback = o.shouldFallback as ((error: unknown) => boolean) | undefined;
-  const classifier = (o.classifier as ErrorClassifier | undefined) ?? classifyError;
-  const cheaperBelow = o.cheaperBelow;
-
   const chain: Chain = {
     list,
     names,
-    links,
+    links: names.map((name, i) => ({ name, breaker: breakers[i] })),
     ownHub,
     guardHub,
-    perModel,
-    adapt,
-    midStream,
-    instruction,
-    maxOverlap,
-    longOverlap,
-    shouldFallback,
-    classifier,
-    cheaperBelow,
+    perModel: o.perModel,
+    adapt: o.adapt,
+    midStream: o.midStream ?? 'restart',
+    instruction: o.continueInstruction ?? DEFAULT_CONTINUE_INSTRUCTION,
+    maxOverlap: o.maxOverlap ?? 1000,
+    longOverlap: o.longOverlap ?? 16,
+    shouldFallback: o.shouldFallback,
+    classifier: o.classifier ?? classifyError,
+    cheaperBelow: o.cheaperBelow,
+    route,
   };
   // what it is made of, for adapters that need to know (toAiSdk: who takes the AI SDK's settings)
-  return withModelsInside(
-    { id: o.id ?? `fallback(${list.map((m) => m.id).join(', ')})`, stream: (request, context) => new FallbackCall(chain, request, context) },
-    list,
-  );
+  return withModelsInside({ id, stream: (request, context) => new FallbackCall(chain, request, context) }, list);
 }
 
 /** What every call of one `fallbackModel` shares: its models, breakers and options, resolved once. */
@@ -148,6 +183,8 @@ interface Chain {
   readonly shouldFallback: ((error: unknown) => boolean) | undefined;
   readonly classifier: ErrorClassifier;
   readonly cheaperBelow: number | undefined;
+  /** Each call's order and attempts, decided per call (a pool); the chain's own order without. */
+  readonly route: ((request: ModelRequest, context: ModelContext) => CallRoute) | undefined;
 }
 
 /**
@@ -164,7 +201,15 @@ class FallbackCall extends Observable<TurnEvent> {
   }
 
   protected _subscribe(subscriber: Subscriber<TurnEvent>): TeardownLogic {
-    const turn = new FallbackTurn(this.chain, this.request, this.context, subscriber);
+    const { chain } = this;
+    if (chain.route) {
+      const route = guard(chain.route, this.request, this.context);
+      if (route instanceof Thrown) return subscriber.error(route.error);
+      const turn = new FallbackTurn(chain, route.request, this.context, subscriber, route);
+      turn.advance(0, { from: undefined, reason: '', midStream: false });
+      return turn;
+    }
+    const turn = new FallbackTurn(chain, this.request, this.context, subscriber, undefined);
     const first = this.chain.cheaperBelow === undefined ? 0 : cheapestUnderPressure(this.chain, this.request, this.context);
     if (first instanceof Thrown) {
       subscriber.error(first.error);
@@ -195,7 +240,7 @@ function cheapestUnderPressure(chain: Chain, request: ModelRequest, context: Mod
 }
 
 /** One subscription to a fallback chain: what the consumer holds, the models tried, the one running. */
-class FallbackTurn {
+class FallbackTurn implements AttemptOwner {
   private readonly hub: HealHub | undefined;
   /** The context each model is called with (the run's, with the joined hub). */
   private readonly inner: ModelContext;
@@ -208,13 +253,18 @@ class FallbackTurn {
   /** A reasoning block shown and not ended (its model may die inside it). */
   private reasoningOpen = false;
   private current: Subscription | undefined;
+  /** The links in this call's order (the chain's own without a route). */
+  private readonly links: readonly ChainLink[];
+  private ended = false;
 
   constructor(
     readonly chain: Chain,
     private readonly request: ModelRequest,
     context: ModelContext,
     readonly subscriber: Subscriber<TurnEvent>,
+    private readonly route: CallRoute | undefined,
   ) {
+    this.links = route ? route.order.map((j) => chain.links[j]!) : chain.links;
     // the run's hub hears everything this chain reports, as does our own (once each)
     const hub = joinHubs([chain.ownHub, context.hub]);
     this.hub = hub;
@@ -228,6 +278,28 @@ class FallbackTurn {
   /** Teardown: the model running now is unsubscribed. */
   unsubscribe(): void {
     this.current?.unsubscribe();
+    if (!this.ended) this.end(undefined);
+  }
+
+  /** The chain's index of the model at position `k` of this call's order. */
+  private at(k: number): number {
+    return this.route ? this.route.order[k]! : k;
+  }
+
+  /** The call ended without an answer (`error`; undefined: the consumer left): the route hears it once. */
+  private end(error: unknown): void {
+    this.ended = true;
+    if (this.route?.failed) guard(this.route.failed.bind(this.route), error);
+  }
+
+  private fail(error: unknown): void {
+    if (!this.ended) this.end(error);
+    this.subscriber.error(error);
+  }
+
+  onComplete(): void {
+    this.ended = true;
+    this.subscriber.complete();
   }
 
   emit(event: TurnEvent): void {
@@ -266,8 +338,9 @@ class FallbackTurn {
     }
   }
 
-  private start(j: number): void {
+  private start(k: number): void {
     const { chain, subscriber, request } = this;
+    const j = this.at(k);
     const model = chain.list[j]!;
     let req = request;
     let partial: string | undefined;
@@ -294,28 +367,31 @@ class FallbackTurn {
     }
     if (chain.adapt) {
       const adapted = guard(chain.adapt, req, model);
-      if (adapted instanceof Thrown) return subscriber.error(adapted.error);
+      if (adapted instanceof Thrown) return this.fail(adapted.error);
       req = adapted;
     }
     const attempt = new FallbackAttempt(model, req, this.inner);
+    // a route runs the attempt its way (a pool: its limiter, its waits) inside perModel's healing
+    const routed = this.route ? guard(this.route.attempt.bind(this.route), j, attempt) : attempt;
+    if (routed instanceof Thrown) return this.fail(routed.error);
     // perModel heals the model's stream (its retries come before a fallback). A perModel that
     // throws errors the turn, like adapt
     let input: Observable<TurnEvent>;
     try {
-      input = chain.perModel ? heal(chain.perModel, model, chain.names[j]!, attempt, this.inner) : attempt;
+      input = chain.perModel ? heal(chain.perModel, model, chain.names[j]!, routed, this.inner) : routed;
     } catch (perModelError) {
-      return subscriber.error(perModelError);
+      return this.fail(perModelError);
     }
     // the model's breaker guards the whole attempt, by circuitBreak's rules, settled by the
     // attempt's own observer (no observer of the breaker's between them); a call it rejects is
     // reported (to the chain's hub, or this call's own) and is that model's failure
     const breaker = chain.links[j]!.breaker;
     const permit = breaker ? acquire(breaker, this.hub === chain.ownHub ? chain.guardHub : this.hub) : undefined;
-    if (permit instanceof Error) return this.onError(j, permit, false, false);
-    const sink = new AttemptSink(this, j, attempt, partial, permit);
+    if (permit instanceof Error) return this.onError(k, permit, false, false);
+    const sink = new AttemptSink(this, k, attempt, partial, permit);
     // linked to the consumer: leaving reaches the model even while it emits synchronously. Without
-    // perModel the sink is the model call's own observer (streamModel's, called directly)
-    const running = chain.perModel ? subscribeWithin(subscriber, input, sink) : attempt.call(subscriber, sink);
+    // perModel or a route the sink is the model call's own observer (streamModel's, called directly)
+    const running = input !== attempt ? subscribeWithin(subscriber, input, sink) : attempt.call(subscriber, sink);
     // no call made (the consumer gone, its budget crossed, the model threw): a permit still held is let go
     if (running === undefined) return sink.unsubscribe();
     // the attempt's stream first, then its permit: leaving tears the stream down, then settles the permit
@@ -324,149 +400,22 @@ class FallbackTurn {
     if (!running.closed) this.current = running;
   }
 
-  onError(j: number, error: unknown, called: boolean, emitted: boolean): void {
-    const { chain, subscriber } = this;
+  onError(k: number, error: unknown, called: boolean, emitted: boolean): void {
+    const { chain } = this;
     this.errors.push(error);
     // the consumer holds this answer's output: 'error' hands over no further (a model skipped
     // by its breaker never follows visible output here, so it needs no exception)
-    if (this.visible && chain.midStream === 'error') return subscriber.error(error);
+    if (this.visible && chain.midStream === 'error') return this.fail(error);
+    if (this.route?.fatal?.(error)) return this.fail(error);
     const verdict = decideFallback(error, called, chain.classifier, chain.shouldFallback);
-    if ('fail' in verdict) return subscriber.error(verdict.fail);
-    this.advance(j + 1, { from: chain.names[j], reason: verdict.reason, midStream: emitted });
+    if ('fail' in verdict) return this.fail(verdict.fail);
+    this.advance(k + 1, { from: chain.names[this.at(k)], reason: verdict.reason, midStream: emitted });
   }
 
-  /** Starts the first model from `j` whose breaker is not open. */
-  advance(j: number, hop: Hop): void {
-    const next = nextAlternative(this.chain.links, j, hop, this.errors, this.hub);
-    if (next < 0) return this.subscriber.error(new AllFallbacksFailedError([...this.errors]));
+  /** Starts the first model from position `k` whose breaker is not open. */
+  advance(k: number, hop: Hop): void {
+    const next = nextAlternative(this.links, k, hop, this.errors, this.hub);
+    if (next < 0) return this.fail(new AllFallbacksFailedError([...this.errors]));
     this.start(next);
   }
-}
-
-/**
- * One model's call, made when subscribed: `called` then says it was (its breaker may reject the
- * attempt first). A class rather than `defer` and closures: an idle call holds this one object.
- */
-class FallbackAttempt extends Observable<TurnEvent> {
-  called = false;
-
-  constructor(
-    private readonly model: Model,
-    private readonly request: ModelRequest,
-    private readonly context: ModelContext,
-  ) {
-    super();
-  }
-
-  /** RxJS calls this for each subscription (a synchronous throw errors the subscriber). */
-  protected _subscribe(subscriber: Subscriber<TurnEvent>): void {
-    this.called = true;
-    streamModel(this.model, this.request, this.context).subscribe(subscriber);
-  }
-
-  /** The call made for `sink` itself (what a subscription does, with no subscriber between the call's observer and the sink), linked to `subscriber`. */
-  call(subscriber: Subscriber<TurnEvent>, sink: Observer<TurnEvent>): Subscription | undefined {
-    this.called = true;
-    return callModel(subscriber, sink, this.model, this.request, this.context);
-  }
-}
-
-/**
- * One model's attempt: its events to the consumer (held-back overlap trimmed), its error to the
- * chain. In a continuation (`partial`: the text continued), a `reset` starts the continuation over:
- * the turn takes back only its own output, and trimming starts afresh.
- */
-class AttemptSink implements Observer<TurnEvent> {
-  /** Whether this model's output reached the consumer (held-back text did not). */
-  private emitted = false;
-  /** The attempt's stream emitted: a permit left unsettled then counts as a success (circuitBreak's rule). */
-  private received = false;
-  private settled = false;
-  private trimmer: OverlapTrimmer | undefined;
-
-  constructor(
-    private readonly turn: FallbackTurn,
-    private readonly j: number,
-    private readonly attempt: FallbackAttempt,
-    private readonly partial: string | undefined,
-    /** The model's breaker's permit for this attempt, when it has a breaker. */
-    private readonly permit: CircuitPermit | undefined,
-  ) {
-    this.trimmer = this.newTrimmer();
-  }
-
-  private newTrimmer(): OverlapTrimmer | undefined {
-    const { partial, turn } = this;
-    const { maxOverlap, longOverlap } = turn.chain;
-    return partial !== undefined && maxOverlap > 0 ? new OverlapTrimmer(partial, maxOverlap, longOverlap) : undefined;
-  }
-
-  next(event: TurnEvent): void {
-    this.received = true;
-    if (event.type === 'reset' && this.partial !== undefined) {
-      // held-back text was never shown: the next attempt is trimmed against the partial text afresh
-      this.trimmer = this.newTrimmer();
-      return this.turn.retake(event);
-    }
-    const trimmer = this.trimmer;
-    // a continuing model's reasoning passes at once: it is not the answer, so it decides no overlap
-    if (trimmer && !trimmer.decided && event.type !== 'reasoning-delta' && event.type !== 'reasoning-end') {
-      if (event.type === 'text-delta') {
-        const shown = trimmer.push(event.text);
-        if (shown !== '') {
-          this.emitted = true;
-          this.turn.emit({ type: 'text-delta', text: shown });
-        }
-        return;
-      }
-      this.flush();
-    }
-    this.emitted = true;
-    this.turn.emit(event);
-  }
-
-  // held-back text was never shown: a further fallback continues from what was
-  error(error: unknown): void {
-    // (called directly by the model call's observer: nothing goes on for a consumer gone)
-    if (this.settled || this.turn.subscriber.closed) return;
-    this.settled = true;
-    // the failure is recorded before the chain moves on, so the next choice sees the breaker's new state
-    this.turn.onError(this.j, failWith(this.permit, error), this.attempt.called, this.emitted);
-  }
-
-  complete(): void {
-    if (this.settled || this.turn.subscriber.closed) return;
-    this.settled = true;
-    this.permit?.success();
-    if (this.trimmer && !this.trimmer.decided) this.flush();
-    this.turn.subscriber.complete();
-  }
-
-  /** The consumer left (after the attempt's stream was torn down): the permit settled by circuitBreak's rule. */
-  unsubscribe(): void {
-    if (this.settled) return;
-    this.settled = true;
-    if (this.permit) settleUnsubscribed(this.permit, this.received);
-  }
-
-  private flush(): void {
-    const rest = this.trimmer!.end();
-    if (rest !== '') this.turn.emit({ type: 'text-delta', text: rest });
-  }
-}
-
-/** One model's stream through the `perModel` pipeline; throws what it throws, or for a result that is not an Observable. */
-function heal(
-  perModel: NonNullable<FallbackModelOptions['perModel']>,
-  model: Model,
-  target: string,
-  stream$: Observable<TurnEvent>,
-  context: ModelContext,
-): Observable<TurnEvent> {
-  const { hub, budget, scheduler, callId, step } = context;
-  // operators created in perModel without a hub report to the run's (and ours)
-  const healed: unknown = withDefaultHub(hub && { hub, target }, () => perModel(model.id, stream$, { hub, budget, scheduler, callId, step, target, model }));
-  if (!isObservable(healed))
-    throw new TypeError(`fallbackModel: perModel('${model.id}', …) must return an Observable of the model's events, got ${typeof healed}`);
-  return healed as Observable<TurnEvent>;
 }

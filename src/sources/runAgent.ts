@@ -177,8 +177,13 @@ class AgentRun implements DurableHost {
   }
 
   /** Who is spending, for fleet-wide money limits: the run's id (made on first use, as for idempotency keys) and tags. */
+  /** The run's id: its journal's, or one made up the first time it is asked for. */
+  private id(): string {
+    return (this.runId ??= this.durable?.runId ?? freshRunId());
+  }
+
   private spendContext(): { runId: string; tags?: Readonly<Record<string, string>> } {
-    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const runId = this.id();
     const tags = this.agent.config.tags;
     return tags ? { runId, tags } : { runId };
   }
@@ -275,7 +280,15 @@ class AgentRun implements DurableHost {
     // each subscription is one model call of the run (a retry: the next): counted, traced, and its
     // context handed to the model, so a model that wraps others reports and counts into this run
     const call = (model: Model, checkpoint?: (c: ModelCheckpoint) => void) =>
-      streamModel(model, req, { hub: this.hub, budget: this.budget, scheduler, step, callId: nextCallId(), ...(checkpoint ? { checkpoint } : {}) });
+      streamModel(model, req, {
+        hub: this.hub,
+        budget: this.budget,
+        scheduler,
+        step,
+        callId: nextCallId(),
+        runId: this.id(),
+        ...(checkpoint ? { checkpoint } : {}),
+      });
     // journaled: the model's checkpoints journaled, an interrupted turn continued from its checkpoint
     const turn$ = this.durable ? this.durable.modelTurn(step, from, call) : defer(() => call(config.model));
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
@@ -390,7 +403,7 @@ class AgentRun implements DurableHost {
   private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
-    const runId = (this.runId ??= this.durable?.runId ?? freshRunId());
+    const runId = this.id();
     const key = effectKey(runId, context.step, index, call.name);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
@@ -445,6 +458,6 @@ class AgentRun implements DurableHost {
 
   /** What the pipelines of the current step are handed. */
   private context(): PipelineContext {
-    return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler };
+    return { hub: this.hub, step: this.step, scope: this.scope, budget: this.budget, scheduler: this.agent.scheduler, runId: this.id() };
   }
 }

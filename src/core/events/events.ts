@@ -218,6 +218,30 @@ export const HedgeEventCodec = t.intersection(
 );
 
 /**
+ * A model pool's decision about a conversation (`modelPool`): `kind` `'wait'` (its member answered
+ * 429, or is still blocked by one, and it waits for the `retry-after`, warm), `'move'` (it landed on
+ * another member: `reason` why it left — `'rate_limit'` with the wait-or-move figures when the
+ * rule chose to move, else the category of what skipped the member), or `'return'` (its member is
+ * healthy again and took it back). `pool` the pool's id, `key` the conversation's affinity key,
+ * `from` / `to` members (`model:<id>`); the figures as in `WaitOrMoveFigures` (ms, tokens, $).
+ */
+export const PoolEventCodec = t.intersection(
+  [
+    t.type({ type: t.literal('pool'), pool: t.string, kind: t.keyof({ wait: null, move: null, return: null }), key: t.string, from: t.string }),
+    t.partial({
+      to: t.string,
+      reason: t.string,
+      waitMs: t.number,
+      deadlineLeftMs: t.number,
+      cachedTokens: t.number,
+      moveUsd: t.number,
+      waitUsd: t.number,
+    }),
+  ],
+  'PoolEvent',
+);
+
+/**
  * A latency tracker's quantiles (`latency`), reported to its hub every `reportEvery` samples of
  * one kind: `kind` `'first'` (time to the first item: time to first token) or `'gap'` (between
  * items), `count` samples in its windows, and their p50, p95 and p99 in ms.
@@ -275,6 +299,7 @@ export const HealEventCodec = t.union(
     LatencyEventCodec,
     ResumeEventCodec,
     ToolDeduplicatedEventCodec,
+    PoolEventCodec,
   ],
   'HealEvent',
 );
@@ -373,6 +398,8 @@ export type SpendLocalEvent = t.TypeOf<typeof SpendLocalEventCodec>;
 export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
 /** A hedge started, won, was cancelled, failed, was skipped or denied (see {@link HedgeEventCodec}). */
 export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
+/** A model pool waited, moved or returned a conversation (see {@link PoolEventCodec}). */
+export type PoolEvent = t.TypeOf<typeof PoolEventCodec>;
 /** A latency tracker's quantiles, every so many samples (see {@link LatencyEventCodec}). */
 export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 /** A cut stream picked up again where it stopped (see {@link ResumeEventCodec}). */

@@ -182,6 +182,11 @@ export interface ModelCallContext {
   /** The agent step (model turn) the call belongs to, from 1. */
   readonly step?: number;
   /**
+   * The run the call belongs to (`runAgent`: its `runId`, or one it made up): what a model that
+   * keeps conversations apart by run reads (`modelPool`'s default affinity key).
+   */
+  readonly runId?: string;
+  /**
    * Where a model that can pick its turn up again ({@link Model.resume}) says how far it got: its
    * stored response's id at once, then its last event's number. A journaled run journals it
    * (throttled): resumed in another process, it continues the turn instead of generating it again.
@@ -409,7 +414,7 @@ function reserveThenCall(
 
 /** The run's fields of a context, without its signal (read lazily) or hidden state. */
 function fields(context: ModelCallContext): ModelCallContext {
-  const { hub, budget, scheduler, callId, step, checkpoint } = context;
+  const { hub, budget, scheduler, callId, step, checkpoint, runId } = context;
   // assigned one by one, not spread: spreads of conditional literals make a slow (dictionary) object
   const out: { -readonly [K in keyof ModelCallContext]: ModelCallContext[K] } = {};
   if (hub) out.hub = hub;
@@ -418,6 +423,7 @@ function fields(context: ModelCallContext): ModelCallContext {
   if (callId !== undefined) out.callId = callId;
   if (step !== undefined) out.step = step;
   if (checkpoint) out.checkpoint = checkpoint;
+  if (runId !== undefined) out.runId = runId;
   return out;
 }
 
