@@ -605,6 +605,43 @@ describe('rxheal/ai-sdk', function () {
           expect(call.abortSignal).to.be.instanceOf(AbortSignal);
         });
 
+        it('promptCacheKey → providerOptions.openai.promptCacheKey, merged with the provider options given (theirs kept); none added without a key; a bad key: InvalidOptionError, no doStream', async () => {
+          const model = mock(...text('ok'), finish());
+          const providerOptions = { openai: { store: false, promptCacheKey: 'settings-key' }, anthropic: { sendReasoning: true } };
+          await turn(fromAiSdk(model, { settings: { temperature: 0, providerOptions } }), { ...ask('Hi'), promptCacheKey: 'conversation-42' });
+          await turn(fromAiSdk(model, { settings: { providerOptions } }), ask('Hi'));
+          await turn(fromAiSdk(model), { ...ask('Hi'), promptCacheKey: 'conversation-42' });
+          await turn(fromAiSdk(model), ask('Hi'));
+          const calls = model.doStreamCalls;
+          expect(calls[0]!.providerOptions).to.deep.equal({
+            openai: { store: false, promptCacheKey: 'conversation-42' },
+            anthropic: { sendReasoning: true },
+          });
+          expect(calls[0]).to.include({ temperature: 0 });
+          expect(calls[1]!.providerOptions).to.deep.equal(providerOptions);
+          expect(calls[2]!.providerOptions).to.deep.equal({ openai: { promptCacheKey: 'conversation-42' } });
+          expect(calls[3]).not.to.have.property('providerOptions');
+          // the settings given are not changed
+          expect(providerOptions.openai.promptCacheKey).to.equal('settings-key');
+          const error = await turnError(fromAiSdk(model), { ...ask('Hi'), promptCacheKey: '' });
+          expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: '' });
+          expect(model.doStreamCalls).to.have.length(4);
+        });
+
+        it('promptCacheKey on the wire through the real @ai-sdk/openai, Chat Completions and Responses: prompt_cache_key in the body rxheal/server received', async () => {
+          const openai = createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'k' });
+          const before = server.requests.length;
+          for (const made of [openai.chat('local'), openai.responses('local')]) {
+            const events = await turn(fromAiSdk(made), { ...ask(RIVERS), promptCacheKey: 'conversation-42' });
+            expect(textOf(events)).to.equal(RIVERS_ANSWER);
+          }
+          const sent = server.requests.slice(before);
+          expect(sent.map((r) => [r.protocol, (r.body as Record<string, unknown>)['prompt_cache_key']])).to.deep.equal([
+            ['openai', 'conversation-42'],
+            ['responses', 'conversation-42'],
+          ]);
+        });
+
         it("a failed tool's result goes as error-text", async () => {
           const model = mock(...text('ok'), finish());
           await turn(fromAiSdk(model), { messages: [{ role: 'tool', toolCallId: 'c', toolName: 't', content: 'boom', isError: true }], tools: [] });

@@ -351,6 +351,37 @@ describe('rxheal/langchain', function () {
         expect(textOf(await turn(fromLangChain(chatOpenAI(server)), afterWeather('call_1')))).to.equal('It is 22 °C and sunny in Paris.');
       });
 
+      it("promptCacheKey → ChatOpenAI's promptCacheKey call option: prompt_cache_key on the wire (Chat Completions and Responses), over the key it was built with; none without either", async () => {
+        const before = server.requests.length;
+        const built = (useResponsesApi: boolean, promptCacheKey?: string) =>
+          new ChatOpenAI({
+            model: 'local',
+            apiKey: 'test',
+            configuration: { baseURL: server.openAIBaseURL },
+            maxRetries: 0,
+            useResponsesApi,
+            ...(promptCacheKey === undefined ? {} : { promptCacheKey }),
+          });
+        for (const useResponsesApi of [false, true]) {
+          const events = await turn(fromLangChain(built(useResponsesApi, 'built-key')), { ...ask(RIVERS), promptCacheKey: 'conversation-42' });
+          expect(textOf(events)).to.equal(RIVERS_ANSWER);
+          await turn(fromLangChain(built(useResponsesApi, 'built-key')), ask(RIVERS));
+          await turn(fromLangChain(built(useResponsesApi)), ask(RIVERS));
+        }
+        const sent = server.requests.slice(before).map((r) => [r.path, (r.body as Record<string, unknown>)['prompt_cache_key']]);
+        expect(sent).to.deep.equal([
+          ['/v1/chat/completions', 'conversation-42'],
+          ['/v1/chat/completions', 'built-key'],
+          ['/v1/chat/completions', undefined],
+          ['/v1/responses', 'conversation-42'],
+          ['/v1/responses', 'built-key'],
+          ['/v1/responses', undefined],
+        ]);
+        const error = await turnError(fromLangChain(chatOpenAI(server)), { ...ask(RIVERS), promptCacheKey: '' });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: '' });
+        expect(server.requests).to.have.length(before + 6);
+      });
+
       it('an error event mid-stream: the SDK’s status-less APIError, classified by its type (server_error, retryable)', async () => {
         server.faults.set({
           kind: 'stream-error',

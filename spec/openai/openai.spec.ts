@@ -85,6 +85,19 @@ for (const kit of OPENAI_KITS)
         expect(calls).to.have.length(2);
       });
 
+      it("promptCacheKey → prompt_cache_key on the wire, over params' (which stays for a request without one); a bad one: InvalidOptionError, nothing sent", async () => {
+        const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+        const sdk = new SDK({ baseURL: 'http://x.test/v1', apiKey: 'k', logLevel: 'off', fetch });
+        const model = fromOpenAI(sdk, { model: 'm', prompt_cache_key: 'params-key' });
+        await turn(model, { ...ask(RIVERS), promptCacheKey: 'conversation-42' });
+        await turn(model, ask(RIVERS));
+        await turn(fromOpenAI(sdk, { model: 'm' }), ask(RIVERS));
+        expect(calls.map((c) => (c.body as Record<string, unknown>)['prompt_cache_key'])).to.deep.equal(['conversation-42', 'params-key', undefined]);
+        const error = await turnError(model, { ...ask(RIVERS), promptCacheKey: 42 as never });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: 42 });
+        expect(calls).to.have.length(3);
+      });
+
       it("the model's id: openai:<model>, or options.id", () => {
         expect(fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }).id).to.equal('openai:gpt-4o');
         expect(fromOpenAI(new SDK({ apiKey: 'x' }), { model: 'gpt-4o' }, { id: 'primary' }).id).to.equal('primary');

@@ -182,6 +182,22 @@ for (const kit of OPENAI_KITS) {
       expect(plain[0]!.body).not.to.have.property('max_output_tokens');
     });
 
+    it("promptCacheKey → prompt_cache_key on the wire, over promptCache.key and params'; absent without any; a bad one: InvalidOptionError, nothing sent", async () => {
+      const text = recordedResponses('openai-responses-custom-tool.jsonl');
+      const tools = [{ type: 'custom' as const, name: 'write_sql' }];
+      const requests = await withReplay([...text, ...text, ...text], async (baseURL, recorded) => {
+        const model = fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools, prompt_cache_key: 'params-key' }, { promptCache: { key: 'option-key' } });
+        await turn(model, { ...ask('Hi'), promptCacheKey: 'conversation-42' });
+        await turn(model, ask('Hi'));
+        await turn(fromOpenAIResponses(client(baseURL), { model: 'gpt-5', tools }), ask('Hi'));
+        const error = await turnError(model, { ...ask('Hi'), promptCacheKey: '' });
+        expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: '' });
+        return recorded;
+      });
+      expect(requests.map((r) => r.body['prompt_cache_key'])).to.deep.equal(['conversation-42', 'option-key', undefined]);
+      expect(requests[2]!.body).not.to.have.property('prompt_cache_key');
+    });
+
     it('unsubscribing aborts the request (the SDK gets the signal)', async () => {
       let signal: AbortSignal | undefined;
       const hanging: OpenAIResponsesClient = {

@@ -166,6 +166,29 @@ describe('openAICompatibleModel', () => {
     });
   });
 
+  describe('prompt cache key', () => {
+    it("promptCacheKey → prompt_cache_key on the wire, over the body option's (which stays for a request without one); absent without either", async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      const model = openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', body: { prompt_cache_key: 'from-body', temperature: 0 }, fetch });
+      await lastValueFrom(streamModel(model, { ...ask('Hi'), promptCacheKey: 'conversation-42' }));
+      await lastValueFrom(streamModel(model, ask('Hi')));
+      await lastValueFrom(streamModel(openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch }), ask('Hi')));
+      expect(calls.map((c) => (c.body as Record<string, unknown>)['prompt_cache_key'])).to.deep.equal(['conversation-42', 'from-body', undefined]);
+      expect(calls[2]?.body).not.to.have.property('prompt_cache_key');
+      expect(calls[0]?.body).to.deep.include({ temperature: 0 });
+    });
+
+    it('a promptCacheKey that is not a non-empty string errors the call (InvalidOptionError naming request.promptCacheKey), nothing sent', async () => {
+      const { fetch, calls } = fixtureFetch(fixture('openai-text.sse'));
+      const model = openAICompatibleModel({ baseURL: 'http://x.test/v1', model: 'm', fetch });
+      for (const bad of ['', 42, null]) {
+        const error: unknown = await lastValueFrom(streamModel(model, { ...ask('Hi'), promptCacheKey: bad as string })).catch((e: unknown) => e);
+        expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: bad });
+      }
+      expect(calls).to.have.length(0);
+    });
+  });
+
   describe('reasoning sent back (DeepSeek thinking mode)', () => {
     it("an assistant message's unsigned reasoning goes back as reasoning_content; Anthropic's signed and redacted blocks do not", () => {
       const messages: Message[] = [

@@ -431,6 +431,28 @@ describe('providers: OpenAI Responses API', function () {
       expect(calls).to.have.length(1);
     });
 
+    it("promptCacheKey → prompt_cache_key on the wire, over promptCache.key (which stays for a request without one) and the body's; resumed calls alike; a bad one: InvalidOptionError, nothing sent", async () => {
+      expect(openAIResponsesBody('m', { ...ask('Hi'), promptCacheKey: 'c-1' }, { prompt_cache_key: 'body' })['prompt_cache_key']).to.equal('c-1');
+      expect(openAIResponsesBody('m', ask('Hi'))).to.not.have.property('prompt_cache_key');
+      const events = recordedResponses('openai-responses-codex-calculator.jsonl')[3]!;
+      const { fetch, calls } = fixtureFetch(asSse(events, 'data'));
+      const promptCache = { key: 'option-key', retention: '24h' } as const;
+      const model = openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', promptCache, fetch });
+      await turn(model, { ...ask('Hi'), promptCacheKey: 'conversation-42' });
+      await turn(model, ask('Hi'));
+      await turn(openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', fetch }), ask('Hi'));
+      await turn(openAIResponsesModel({ baseURL: 'http://x.test/v1', model: 'm', resume: true, fetch }), { ...ask('Hi'), promptCacheKey: 'resumed-42' });
+      const keys = calls.map((c) => (c.body as Record<string, unknown>)['prompt_cache_key']);
+      expect(keys).to.deep.equal(['conversation-42', 'option-key', undefined, 'resumed-42']);
+      // the rest of the cache option stays with the request's key
+      expect(calls[0]?.body).to.deep.include({ prompt_cache_retention: '24h' });
+      for (const bad of ['', 7]) {
+        const error = await turnError(model, { ...ask('Hi'), promptCacheKey: bad as string });
+        expect(error, String(bad)).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: bad });
+      }
+      expect(calls).to.have.length(4);
+    });
+
     it('bad options at once, naming the option', () => {
       expect(() => openAIResponsesModel({ baseURL: 'not a url', model: 'm' })).to.throw(InvalidOptionError, /baseURL/);
       expect(() => openAIResponsesModel({ baseURL: 'http://127.0.0.1/v1', model: '' })).to.throw(InvalidOptionError, /model/);

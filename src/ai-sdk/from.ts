@@ -23,6 +23,7 @@ import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, ToolCall, TurnEvent } from '../core/events/events.js';
 import { toolParameters, type Model, type ToolChoice, type ToolSpec } from '../core/model/model.js';
 import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
+import { requestPromptCacheKey } from '../core/model/promptCacheKey.js';
 import { check, NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { PlainObject } from '../providers/providerOptions.js';
 import { isObject } from '../adapters/common.js';
@@ -244,7 +245,11 @@ const fromProps = { id: NonEmptyString, settings: PlainObject, providerTools: Pr
  * Requests: our messages become the AI SDK prompt (system, user text, assistant text and
  * `tool-call` parts, `tool-result` parts with `{ type: 'text' | 'error-text' }` output), tools
  * `function` tools (`ToolSpec.parameters` as the input schema); `settings` (and the AI SDK call's
- * own, through `toAiSdk`) are sent along; the context's signal is the `abortSignal`.
+ * own, through `toAiSdk`) are sent along; a request's `promptCacheKey` as
+ * `providerOptions.openai.promptCacheKey` (what `@ai-sdk/openai` sends as `prompt_cache_key`,
+ * on Chat Completions and Responses alike), over a key the settings gave and with every other
+ * provider option kept (a model of another provider ignores it); the context's signal is the
+ * `abortSignal`.
  *
  * Events: `text-delta` parts → `text-delta`; tool calls from whole `tool-call` parts (input
  * parsed), or assembled from `tool-input-start/-delta/-end` when no `tool-call` part follows
@@ -348,14 +353,17 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
     id,
     stream: (request, context) => {
       let maxOutputTokens: number | undefined;
+      let promptCacheKey: string | undefined;
       try {
         maxOutputTokens = requestMaxOutputTokens('fromAiSdk', request);
+        promptCacheKey = requestPromptCacheKey('fromAiSdk', request);
       } catch (error) {
         return throwError(() => error); // a request it can't send: an error of the call, no doStream
       }
+      const given: AiSdkCallSettings = { ...settings, ...(request as RequestWithSettings)[CALL_SETTINGS] };
       const call: LanguageModelV3CallOptions = {
-        ...settings,
-        ...(request as RequestWithSettings)[CALL_SETTINGS],
+        ...given,
+        ...(promptCacheKey === undefined ? {} : { providerOptions: withPromptCacheKey(given.providerOptions, promptCacheKey) }),
         prompt: toPrompt(request.messages),
         ...(tools.length > 0 || request.tools.length > 0 ? { tools: [...toTools(request.tools), ...tools] } : {}),
         ...(request.toolChoice !== undefined && request.tools.length > 0 ? { toolChoice: aiSdkToolChoice(request.toolChoice) } : {}),
@@ -368,6 +376,15 @@ export function fromAiSdk(model: AiSdkLanguageModel, options?: FromAiSdkOptions)
   };
   Object.defineProperty(made, TAKES_SETTINGS, { value: true, enumerable: false });
   return made;
+}
+
+/**
+ * The call's provider options with the request's prompt-cache key for OpenAI
+ * (`providerOptions.openai.promptCacheKey`, what `@ai-sdk/openai` sends as `prompt_cache_key`):
+ * every other option given kept, OpenAI's included; other providers ignore it.
+ */
+function withPromptCacheKey(given: SharedV3ProviderOptions | undefined, promptCacheKey: string): SharedV3ProviderOptions {
+  return { ...given, openai: { ...given?.['openai'], promptCacheKey } };
 }
 
 /** Our tool choice in the AI SDK's words. */

@@ -15,6 +15,7 @@ import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
 import { fromAsyncIterable, type Model, type ModelRequest, type ToolChoice } from '../core/model/model.js';
 import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
+import { requestPromptCacheKey } from '../core/model/promptCacheKey.js';
 import { Bool, NonEmptyString, validateOptions } from '../core/errors/options.js';
 import { argumentsText, openAITools } from '../providers/openai.js';
 import { decodeEvents } from '../providers/sse.js';
@@ -165,7 +166,9 @@ function modelName(chatModel: object): string | undefined {
  * call option `maxTokens` (one that is not a positive integer errors the call, nothing sent): a
  * chat model that reads its limit per call takes it; **ChatOpenAI 1.x reads `maxTokens` from its
  * constructor only** (its `invocationParams` takes no per-call limit), so there set it on the
- * chat model itself.
+ * chat model itself. The request's `promptCacheKey` is the call option `promptCacheKey`, which
+ * ChatOpenAI sends as `prompt_cache_key` (over the key it was constructed with); chat models
+ * without such an option ignore it.
  *
  * Events: text content (a string, or text blocks) → `text-delta`; `tool_call_chunks` (joined by
  * `index` — a new id with a name at an index already taken starts another call —, or whole
@@ -221,12 +224,21 @@ export function fromLangChain(chatModel: LangChainChatModel, options?: FromLangC
   const requireFinishReason = o.requireFinishReason ?? (thinking ? true : undefined);
   const open = (request: ModelRequest, signal: AbortSignal): Promise<AsyncIterable<unknown>> => {
     let maxTokens: number | undefined;
+    let promptCacheKey: string | undefined;
     try {
       maxTokens = requestMaxOutputTokens('fromLangChain', request);
+      promptCacheKey = requestPromptCacheKey('fromLangChain', request);
     } catch (error) {
       return Promise.reject(error as Error); // a request it can't send: an error of the call
     }
-    const callOptions: { readonly signal: AbortSignal; readonly maxTokens?: number } = maxTokens === undefined ? { signal } : { signal, maxTokens };
+    // `promptCacheKey`: ChatOpenAI's (and AzureChatOpenAI's) call option, sent as `prompt_cache_key`
+    // on Chat Completions and Responses alike, over the one it was constructed with; other chat
+    // models read the call options they know and ignore it
+    const callOptions: { readonly signal: AbortSignal; readonly maxTokens?: number; readonly promptCacheKey?: string } = {
+      signal,
+      ...(maxTokens === undefined ? {} : { maxTokens }),
+      ...(promptCacheKey === undefined ? {} : { promptCacheKey }),
+    };
     const messages = toMessages(request.messages, thinking);
     if (request.tools.length === 0) return chatModel.stream(messages, callOptions);
     if (typeof chatModel.bindTools !== 'function') {

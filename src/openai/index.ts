@@ -15,7 +15,14 @@ import type OpenAI from 'openai';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Model } from '../core/model/model.js';
 import { checkOneAnswer, openAIRequestBody, openAIStreamDecoder } from '../providers/openai.js';
-import { openAIResponsesBody, PromptCacheCheck, responsesDeclaredTools, withPromptCache, type ResponsesPromptCache } from '../providers/responses.js';
+import {
+  openAIResponsesBody,
+  PromptCacheCheck,
+  requestPromptCache,
+  responsesDeclaredTools,
+  withPromptCache,
+  type ResponsesPromptCache,
+} from '../providers/responses.js';
 import { checkProviderOptions } from '../providers/providerOptions.js';
 import { openAIResponsesStreamDecoder } from '../providers/responsesDecoder.js';
 import { sdkModel, sdkOptions, sdkParamsModel, type SdkModelOptions } from '../adapters/common.js';
@@ -44,7 +51,7 @@ export interface OpenAIChatClient {
  * The request parameters of every call — the model and its settings (`temperature`,
  * `max_completion_tokens`, `reasoning_effort`…). Messages, tools and streaming come from rxheal;
  * a request's `maxOutputTokens` (per request) wins over these: sent as `max_completion_tokens`,
- * with `max_tokens` left out.
+ * with `max_tokens` left out; so does its `promptCacheKey`, sent as `prompt_cache_key`.
  *
  * @example
  * ```ts
@@ -137,7 +144,8 @@ export interface OpenAIResponsesClient {
  * The request parameters of every call — the model and its settings (`reasoning`,
  * `max_output_tokens`, `store`, `include`, hosted `tools` such as `{ type: 'web_search' }`…).
  * Input, function tools and streaming come from rxheal; a request's `maxOutputTokens` (per
- * request) wins over `max_output_tokens`.
+ * request) wins over `max_output_tokens`, and its `promptCacheKey` over `prompt_cache_key` (and
+ * over `promptCache.key`).
  *
  * @example
  * ```ts
@@ -209,7 +217,10 @@ export function fromOpenAIResponses(client: OpenAIResponsesClient, params: OpenA
     id,
     open: (request, signal) =>
       responses.create(
-        withPromptCache(openAIResponsesBody(params.model as string, request, extra), promptCache) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming,
+        withPromptCache(
+          openAIResponsesBody(params.model as string, request, extra),
+          requestPromptCache(request, promptCache),
+        ) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming,
         {
           signal,
           maxRetries,

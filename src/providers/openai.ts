@@ -330,7 +330,8 @@ export function openAIStreamDecoder(modelId: string): StreamDecoder<TurnEvent> {
  * Requests: `toolChoice` → `tool_choice` (`'auto'` / `'none'` / `'required'`, or
  * `{ type: 'function', function: { name } }`); `maxOutputTokens` → `max_completion_tokens` (over
  * the `body` option's; one that is not a positive integer errors the call with an
- * `InvalidOptionError`, nothing sent); our messages map to `system` / `user` /
+ * `InvalidOptionError`, nothing sent); `promptCacheKey` → `prompt_cache_key` (over the `body`
+ * option's; one that is not a non-empty string errors the call alike); our messages map to `system` / `user` /
  * `assistant` (with `tool_calls`, and the
  * message's unsigned reasoning as `reasoning_content`, as the AI SDK's OpenAI-compatible provider
  * sends it: DeepSeek's thinking mode refuses a tool-call turn without it) / `tool` (with
@@ -389,7 +390,7 @@ export function openAICompatibleModel(options: OpenAICompatibleModelOptions): Mo
       try {
         payload = openAIRequestBody(model, request, body);
       } catch (error) {
-        return throwError(() => error); // a request it can't send (maxOutputTokens): an error of the call
+        return throwError(() => error); // a request it can't send (maxOutputTokens, promptCacheKey): an error of the call
       }
       return decodeSse(
         {

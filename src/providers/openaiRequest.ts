@@ -8,6 +8,7 @@ import { InvalidOptionError } from '../core/errors/errors.js';
 import type { Message } from '../core/events/events.js';
 import { toolParameters, type ModelRequest, type ToolSpec } from '../core/model/model.js';
 import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
+import { requestPromptCacheKey } from '../core/model/promptCacheKey.js';
 
 /**
  * A tool call's arguments as the JSON string a protocol carries: raw text as it is, anything else
@@ -89,15 +90,18 @@ export function checkOneAnswer(target: string, option: string, extra: Readonly<R
 /**
  * The Chat Completions request body for a model request (streaming, with usage). The request's
  * `maxOutputTokens` → `max_completion_tokens`, over `extra`'s (and `extra.max_tokens` left out:
- * the request's own limit wins over the model's default).
+ * the request's own limit wins over the model's default); its `promptCacheKey` →
+ * `prompt_cache_key`, over `extra`'s (a body's key stays for the requests without one).
  *
  * @example
  * ```ts
  * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
  * // { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }] }
  * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], maxOutputTokens: 256 })['max_completion_tokens']; // 256
+ * openAIRequestBody('gpt-4o-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], promptCacheKey: 'conversation-42' })['prompt_cache_key']; // 'conversation-42'
  * ```
- * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer.
+ * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer,
+ * or whose `promptCacheKey` is not a non-empty string.
  */
 export function openAIRequestBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
   const body: Record<string, unknown> = {
@@ -117,5 +121,7 @@ export function openAIRequestBody(model: string, request: ModelRequest, extra: R
     delete body['max_tokens'];
     body['max_completion_tokens'] = maxOutputTokens;
   }
+  const promptCacheKey = requestPromptCacheKey('openAIRequestBody', request);
+  if (promptCacheKey !== undefined) body['prompt_cache_key'] = promptCacheKey;
   return body;
 }

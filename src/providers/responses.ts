@@ -8,6 +8,7 @@
 import type { Message, ReasoningPart, ToolCall } from '../core/events/events.js';
 import { toolParameters, type Model, type ModelContext, type ModelRequest, type ToolSpec } from '../core/model/model.js';
 import { requestMaxOutputTokens } from '../core/model/outputTokens.js';
+import { requestPromptCacheKey } from '../core/model/promptCacheKey.js';
 import { argumentsText, OPENAI_OPTION_PROPS, type OpenAICompatibleModelOptions } from './openai.js';
 import { checkProviderOptions, withoutTrailingSlashes } from './providerOptions.js';
 import { asyncScheduler, throwError, type Observable } from 'rxjs';
@@ -62,7 +63,10 @@ export interface OpenAIResponsesModelOptions extends Omit<OpenAICompatibleModelO
    * generated again — and unsubscribing leaves the response to expire instead of cancelling it.
    */
   readonly resume?: boolean | ResponsesResumeOptions;
-  /** Prompt caching: key, retention, explicit breakpoints (see {@link ResponsesPromptCache}). None by default. */
+  /**
+   * Prompt caching: key, retention, explicit breakpoints (see {@link ResponsesPromptCache}). None
+   * by default. A request's `promptCacheKey` is sent as `prompt_cache_key` in place of `key`.
+   */
   readonly promptCache?: ResponsesPromptCache;
 }
 
@@ -180,7 +184,7 @@ function inputItems(messages: readonly Message[], store: boolean): Record<string
 /**
  * Prompt caching on the Responses API: `key` → `prompt_cache_key` (requests that share a prefix
  * and a key land on the same cache: keep one per conversation or tenant, and the same across a
- * fallback chain's attempts), `retention` → `prompt_cache_retention` (`'24h'`: cached prefixes
+ * fallback chain's attempts; a request's own `promptCacheKey` wins over it), `retention` → `prompt_cache_retention` (`'24h'`: cached prefixes
  * kept up to a day), `ttl` → `prompt_cache_options.ttl`, and `breakpoints` (1 to 4): explicit
  * cache breakpoints (`prompt_cache_options.mode: 'explicit'`, a `prompt_cache_breakpoint` on the
  * text of, in this order, the last system message, the end of the conversation and the end of the
@@ -256,6 +260,22 @@ export function withPromptCache(body: Readonly<Record<string, unknown>>, cache: 
   return out;
 }
 
+/**
+ * The prompt cache a request is sent with: the model's `cache`, its key replaced by the request's
+ * `promptCacheKey` when the request has one (a pool's affinity, a user's per-conversation key).
+ *
+ * @example
+ * ```ts
+ * requestPromptCache({ messages, tools: [], promptCacheKey: 'tenant-7' }, { key: 'default', retention: '24h' }); // { key: 'tenant-7', retention: '24h' }
+ * ```
+ * @throws {InvalidOptionError} for a request whose `promptCacheKey` is not a non-empty string.
+ * @internal
+ */
+export function requestPromptCache(request: ModelRequest, cache: ResponsesPromptCache | undefined): ResponsesPromptCache | undefined {
+  const key = requestPromptCacheKey('openAIResponsesBody', request);
+  return key === undefined ? cache : { ...cache, key };
+}
+
 /** Tools as Responses function tools (a tool without parameters takes any object; `strict: false`: any JSON schema). */
 function responsesTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
   return tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: toolParameters(tool), strict: false }));
@@ -269,15 +289,18 @@ function responsesTools(tools: readonly ToolSpec[]): Record<string, unknown>[] {
  * messages as input items (tool results as `function_call_output`, an assistant's calls as
  * `function_call` items — a custom tool's as `custom_tool_call` and `custom_tool_call_output` —,
  * its reasoning as the `reasoning` items it came as); the request's tools after `extra.tools`;
- * its `maxOutputTokens` as `max_output_tokens`, over `extra`'s (the request's own limit wins).
+ * its `maxOutputTokens` as `max_output_tokens`, over `extra`'s (the request's own limit wins);
+ * its `promptCacheKey` as `prompt_cache_key`, over `extra`'s.
  *
  * @example
  * ```ts
  * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [] });
  * // { model: 'gpt-5-mini', stream: true, store: false, include: ['reasoning.encrypted_content'], input: [{ role: 'user', content: 'Hi' }] }
  * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], maxOutputTokens: 256 })['max_output_tokens']; // 256
+ * openAIResponsesBody('gpt-5-mini', { messages: [{ role: 'user', content: 'Hi' }], tools: [], promptCacheKey: 'c-42' })['prompt_cache_key']; // 'c-42'
  * ```
- * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer.
+ * @throws {InvalidOptionError} for a request whose `maxOutputTokens` is not a positive integer,
+ * or whose `promptCacheKey` is not a non-empty string.
  */
 export function openAIResponsesBody(model: string, request: ModelRequest, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
   const store = extra['store'] === true;
@@ -298,6 +321,8 @@ export function openAIResponsesBody(model: string, request: ModelRequest, extra:
   if (choice !== undefined && request.tools.length > 0) body['tool_choice'] = typeof choice === 'string' ? choice : { type: 'function', name: choice.tool };
   const maxOutputTokens = requestMaxOutputTokens('openAIResponsesBody', request);
   if (maxOutputTokens !== undefined) body['max_output_tokens'] = maxOutputTokens;
+  const promptCacheKey = requestPromptCacheKey('openAIResponsesBody', request);
+  if (promptCacheKey !== undefined) body['prompt_cache_key'] = promptCacheKey;
   return body;
 }
 
@@ -367,7 +392,7 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
   const id = options.id ?? `openai-responses:${model}`;
   const url = `${withoutTrailingSlashes(options.baseURL)}/responses`;
   const sent = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...headers };
-  const payloadOf = (request: ModelRequest) => withPromptCache(openAIResponsesBody(model, request, body), promptCache);
+  const payloadOf = (request: ModelRequest) => withPromptCache(openAIResponsesBody(model, request, body), requestPromptCache(request, promptCache));
   const baseOf = (context: ModelContext): Omit<SseRequest, 'url' | 'body'> => ({
     model: id,
     headers: sent,
@@ -426,7 +451,7 @@ export function openAIResponsesModel(options: OpenAIResponsesModelOptions): Mode
   };
 }
 
-/** A call's events, or, when its request can't be built (a bad `maxOutputTokens`), that error as the call's: nothing sent. */
+/** A call's events, or, when its request can't be built (a bad `maxOutputTokens` or `promptCacheKey`), that error as the call's: nothing sent. */
 function sent$<T>(call: () => Observable<T>): Observable<T> {
   try {
     return call();

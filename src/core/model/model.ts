@@ -61,8 +61,13 @@ export interface ModelRequest {
   readonly toolChoice?: ToolChoice;
   /**
    * The key a provider's prompt cache routes by, so that calls sharing a prefix land where it is
-   * cached (OpenAI's `prompt_cache_key`, on Chat Completions and Responses). Set by a user, or by
-   * a pool from its affinity key; a provider without such a key ignores it.
+   * cached: OpenAI's `prompt_cache_key`, sent by every path that speaks OpenAI — Chat Completions
+   * and Responses over `fetch` and through the `openai` SDK, the AI SDK's OpenAI provider (as
+   * `providerOptions.openai.promptCacheKey`), LangChain's `ChatOpenAI` (its `promptCacheKey` call
+   * option) — over the model's own default key. Set by a user, or by a pool from its affinity
+   * key; a provider without such a key ignores it (Anthropic caches by `cache_control`
+   * breakpoints). Present, it must be a non-empty string: anything else errors the call with an
+   * `InvalidOptionError`, nothing sent.
    */
   readonly promptCacheKey?: string;
   /**
