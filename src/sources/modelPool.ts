@@ -52,7 +52,7 @@ const props = {
  *   `'lowest-latency'`), members blocked by a 429 or with an open breaker last, and stays there.
  *   Its key goes to the provider as the request's `promptCacheKey` (OpenAI's `prompt_cache_key`).
  * - **Skipping.** Each call tries the conversation's member, then the others by the strategy, as
- *   a fallback chain (`breakers`, `midStream`, `perModel`… as in {@link fallbackModel}): a member
+ *   a fallback chain (`breakers`, `midStream`, `perModel`… as in `fallbackModel`): a member
  *   whose breaker is open, whose limiter would wait past its `maxWaitMs`, or that fails with an
  *   error worth a fallback is skipped, and the conversation moves to the member that answers
  *   (a `pool` event `move`).

@@ -8,6 +8,7 @@
  */
 import type { SchedulerLike } from 'rxjs';
 import type { CircuitBreakerRegistry } from '../core/breaker/registry.js';
+import type { ErrorClassifier } from '../core/errors/classify.js';
 import type { LatencyRegistry } from '../core/latency/registry.js';
 import type { ModelCallContext, Model, ModelRequest } from '../core/model/model.js';
 import type { Prices } from '../core/money/prices.js';
@@ -93,7 +94,13 @@ export interface WaitOrMoveFigures {
  */
 export interface ModelPoolOptions extends Omit<FallbackModelOptions, 'cheaperBelow'> {
   /** The pool's id (its `model.id`). Defaults to `pool(<id>, <id>, …)`. */
-  // (from FallbackModelOptions: id, breakers, adapt, hub, perModel, midStream, continueInstruction, maxOverlap, longOverlap, shouldFallback, classifier)
+  readonly id?: string;
+  /**
+   * Gives `fallback` (whether a member's error moves the call on) and the category (a `move`
+   * event's `reason`; `rate_limit` with a `retryAfterMs` is what the pool waits out or moves on
+   * from). Defaults to rxheal's `classifyError`. If it throws, the call errors with what it threw.
+   */
+  readonly classifier?: ErrorClassifier;
   /** How a new conversation is placed, and the others ordered. Defaults to `'round-robin'`. */
   readonly strategy?: PoolStrategy;
   /** The trackers `'lowest-latency'` reads (`model:<id>`); each attempt is tracked into them. Required by that strategy. */
