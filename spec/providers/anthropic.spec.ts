@@ -8,6 +8,7 @@ import { streamModel, type ModelRequest } from '../../src/core/model/model.js';
 import { ANTHROPIC_VERSION, anthropicErrorStatus, anthropicModel, anthropicRequestBody } from '../../src/providers/anthropic.js';
 import { IncompleteStreamError, MalformedStreamError } from '../../src/providers/sse.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
+import { retryWithBackoff } from '../../src/operators/retryWithBackoff.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 
@@ -132,6 +133,71 @@ describe('anthropicModel', () => {
           { name: 'now', description: 'The time', input_schema: { type: 'object', properties: {} } },
         ],
       });
+    });
+  });
+
+  describe('cache breakpoints: the same bytes on every attempt and every member', () => {
+    const conversation: ModelRequest = {
+      messages: [
+        { role: 'system', content: 'You are a careful assistant. '.repeat(10) },
+        { role: 'user', content: "What's the weather in Paris?" },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' } }] },
+        { role: 'tool', toolCallId: 'toolu_1', toolName: 'get_weather', content: '{"temperature":22}' },
+        { role: 'user', content: 'And tomorrow?' },
+      ],
+      tools: [{ name: 'get_weather', description: 'Current weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } }],
+    };
+    /** Where each cache_control mark is, as JSON paths of the body sent. */
+    const marks = (body: unknown, path = '$'): string[] => {
+      if (Array.isArray(body)) return body.flatMap((v, i) => marks(v, `${path}[${i}]`));
+      if (typeof body !== 'object' || body === null) return [];
+      return Object.entries(body).flatMap(([k, v]) => (k === 'cache_control' ? [`${path} ${JSON.stringify(v)}`] : marks(v, `${path}.${k}`)));
+    };
+    const texts = (calls: readonly { init: RequestInit }[]) => calls.map((c) => String(c.init.body));
+
+    it('a retry (529 overloaded, then the answer) sends the byte-identical body: the same marks in the same places', async () => {
+      const calls: { init: RequestInit }[] = [];
+      const overloaded = JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+      const fetch = ((url: string, init: RequestInit) => {
+        calls.push({ init });
+        if (calls.length === 1) return Promise.resolve(new Response(overloaded, { status: 529, headers: { 'content-type': 'application/json' } }));
+        return chunkedFetch(fixture('anthropic-text.sse')).fetch(url, init);
+      }) as unknown as typeof globalThis.fetch;
+      const model = anthropicModel({ model: 'claude', cache: { ttl: '1h', breakpoints: 4 }, fetch });
+      const events = await lastValueFrom(streamModel(model, conversation).pipe(retryWithBackoff({ maxRetries: 1, initialBackoffMs: 0 }), toArray()));
+      expect(events.at(-1)).to.deep.include({ type: 'finish' });
+      expect(calls).to.have.length(2);
+      expect(texts(calls)[1]).to.equal(texts(calls)[0]);
+      expect(marks(JSON.parse(texts(calls)[0]!))).to.deep.equal([
+        '$.system[0] {"type":"ephemeral","ttl":"1h"}',
+        // the turn before (the assistant's call), and the conversation's end (the tool result and the question, one user turn)
+        '$.messages[1].content[0] {"type":"ephemeral","ttl":"1h"}',
+        '$.messages[2].content[1] {"type":"ephemeral","ttl":"1h"}',
+        '$.tools[0] {"type":"ephemeral","ttl":"1h"}',
+      ]);
+    });
+
+    it("two models with the same options send the same bytes; a body option's system and tools are never marked in place (a model sharing it without cache sends none)", async () => {
+      const { fetch, calls } = chunkedFetch(fixture('anthropic-text.sse'));
+      // the API's own system blocks and a server tool, in the body option both models share
+      const body = { system: [{ type: 'text', text: 'Shared rules. '.repeat(10) }], tools: [{ type: 'web_search_20250305', name: 'web_search' }] };
+      const shared = JSON.stringify(body);
+      const question: ModelRequest = { messages: [{ role: 'user', content: 'Search the news.' }], tools: [] };
+      const options = { model: 'claude', body, cache: { breakpoints: 3 }, fetch } as const;
+      const a = anthropicModel({ ...options, id: 'a' });
+      const b = anthropicModel({ ...options, id: 'b' });
+      const plain = anthropicModel({ model: 'claude', body, fetch, id: 'plain' });
+      for (const model of [a, b, a, plain]) await lastValueFrom(streamModel(model, question));
+      const sent = texts(calls);
+      expect(sent[1]).to.equal(sent[0]);
+      expect(sent[2]).to.equal(sent[0]);
+      expect(marks(JSON.parse(sent[0]!))).to.deep.equal([
+        '$.system[0] {"type":"ephemeral"}',
+        '$.tools[0] {"type":"ephemeral"}',
+        '$.messages[0].content[0] {"type":"ephemeral"}',
+      ]);
+      expect(marks(JSON.parse(sent[3]!))).to.deep.equal([]);
+      expect(JSON.stringify(body)).to.equal(shared);
     });
   });
 

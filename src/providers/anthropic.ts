@@ -235,7 +235,11 @@ export function anthropicBodyOptions(
   return { ...(cache ? { cache: cache as AnthropicCacheOptions } : {}), ...(eagerInputStreaming === true ? { eagerInputStreaming: true } : {}) };
 }
 
-/** A `cache_control` mark on the last block of `content` (a string is made a text block first). */
+/**
+ * A `cache_control` mark on the last block of `content` (a string is made a text block first), in
+ * a copy of the list: a list the caller gave (the `body` option's `system` or `tools`) is never
+ * changed, so one call's marks never reach the next call, nor another model sharing the option.
+ */
 function markLast(holder: Record<string, unknown>, key: string, control: Record<string, unknown>): boolean {
   const value = holder[key];
   if (typeof value === 'string') {
@@ -244,21 +248,22 @@ function markLast(holder: Record<string, unknown>, key: string, control: Record<
     return true;
   }
   if (!Array.isArray(value) || value.length === 0) return false;
-  const last = value[value.length - 1];
+  const last: unknown = value[value.length - 1];
   if (!isObject(last)) return false;
-  value[value.length - 1] = { ...last, cache_control: control };
+  holder[key] = [...(value as unknown[]).slice(0, -1), { ...last, cache_control: control }];
   return true;
 }
 
-/** Up to `breakpoints` marks: the tools' end, the system prompt's, the conversation's, the turn before it. */
+/**
+ * Up to `breakpoints` marks: the tools' end, the system prompt's, the conversation's, the turn
+ * before it. Where they go depends on the body and `cache` alone (never on an attempt, a time or
+ * a model instance): a retry, and every model with the same options, send the same prefix with
+ * the same marks, so the provider's cache reads what the first one wrote.
+ */
 function placeBreakpoints(body: Record<string, unknown>, messages: AnthropicMessage[], cache: AnthropicCacheOptions): void {
   const control: Record<string, unknown> = cache.ttl === '1h' ? { type: 'ephemeral', ttl: '1h' } : { type: 'ephemeral' };
   let left = cache.breakpoints ?? 2;
-  const tools = body['tools'];
-  if (left > 0 && Array.isArray(tools) && tools.length > 0) {
-    tools[tools.length - 1] = { ...(tools[tools.length - 1] as Block), cache_control: control };
-    left--;
-  }
+  if (left > 0 && Array.isArray(body['tools']) && markLast(body, 'tools', control)) left--;
   if (left > 0 && markLast(body, 'system', control)) left--;
   const last = messages.length - 1;
   if (left > 0 && last >= 0 && markLast(messages[last] as unknown as Record<string, unknown>, 'content', control)) left--;

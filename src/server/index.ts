@@ -19,6 +19,7 @@ export type {
   Fault,
   FaultBase,
   FaultKind,
+  LocalPromptCacheOptions,
   LocalProvider,
   LocalProviderOptions,
   MalformedFault,

@@ -24,7 +24,7 @@ import { parseOrigin, requestGuard, type RequestGuard } from './guard.js';
 import { badSegment, json, pathSegment, readJson } from './http.js';
 import { answerCompact } from './responsesCompact.js';
 import { answerModelCall, type ModelEndpoint } from './modelEndpoint.js';
-import { PromptCache } from './providerSide.js';
+import { PROMPT_CACHE_PROPS, PromptCache, type LocalPromptCacheOptions } from './providerSide.js';
 import { BadRequest, errorBody, isRecord, sse } from './protocols.js';
 import { RequestLog, type MutableRequest, type ProviderActivity, type RecordedRequest } from './requests.js';
 
@@ -46,6 +46,7 @@ export type {
 } from './faults.js';
 export { FaultController, validateFault } from './faults.js';
 export type { Protocol } from './protocols.js';
+export type { LocalPromptCacheOptions } from './providerSide.js';
 export type { ProviderActivity, RecordedRequest } from './requests.js';
 
 /**
@@ -112,7 +113,13 @@ export interface LocalProviderOptions {
   readonly backgroundTtlMs?: number;
   /** How many background responses are kept at most (past it, the oldest ended goes first). Defaults to 100. */
   readonly maxBackgroundResponses?: number;
-  /** The clock background responses expire by (`scheduler.now()`). Defaults to `asyncScheduler`. */
+  /**
+   * The prompt cache (see {@link LocalPromptCacheOptions}): how long a prefix stays cached
+   * (`ttlMs`, default 5 minutes, refreshed by each read) and how much later an answer starts per
+   * 1 000 input tokens it did not hold (`uncachedMsPer1kTokens`, default 0).
+   */
+  readonly promptCache?: LocalPromptCacheOptions;
+  /** The clock background responses and cached prefixes expire by (`scheduler.now()`). Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }
 
@@ -169,6 +176,7 @@ const optionProps = {
   eventsBufferBytes: NonNegativeInteger,
   backgroundTtlMs: TimerDelayMs,
   maxBackgroundResponses: PositiveInteger,
+  promptCache: check('{ ttlMs?, uncachedMsPer1kTokens? }', (u): u is LocalPromptCacheOptions => typeof u === 'object' && u !== null),
   scheduler: check(
     'a scheduler (with now())',
     (u): u is SchedulerLike => typeof u === 'object' && u !== null && typeof (u as SchedulerLike).now === 'function',
@@ -232,6 +240,7 @@ const EXPOSED_HEADERS = 'retry-after, retry-after-ms, x-should-retry, x-request-
  */
 export function startLocalProvider(options: LocalProviderOptions = {}): Promise<LocalProvider> {
   validateOptions('startLocalProvider', optionProps, options);
+  const promptCache = validateOptions('startLocalProvider', PROMPT_CACHE_PROPS, options.promptCache, 'promptCache');
   const { port = 0, host = '127.0.0.1', name = 'local', tokenDelayMs = 15, assistant = scriptedAssistant, allowPrivateNetwork = false } = options;
   const { maxRecordedRequests = 1000, maxRecordedBytes = 16 * MIB, maxBodyBytes = 4 * MIB, eventsBufferBytes = MIB } = options;
   const clock = options.scheduler ?? asyncScheduler;
@@ -260,7 +269,8 @@ export function startLocalProvider(options: LocalProviderOptions = {}): Promise<
     closing: () => closing,
     nextId: () => `req_${++seq}`,
     background,
-    promptCache: new PromptCache(),
+    promptCache: new PromptCache({ ...(promptCache.ttlMs === undefined ? {} : { ttlMs: promptCache.ttlMs }), now: () => clock.now() }),
+    uncachedMsPer1kTokens: promptCache.uncachedMsPer1kTokens ?? 0,
   };
 
   /** CORS for an allowed origin only (echoed, never `*`); the PNA grant only when asked for. */

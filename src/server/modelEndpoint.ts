@@ -3,7 +3,8 @@
  * `POST /v1/responses`): one request answered by the assistant, in the wire format of OpenAI's
  * Chat Completions, Anthropic's Messages or OpenAI's Responses API, streamed or not, and
  * the faults that act on it on the way — before the answer (slow first byte, down, status) and
- * within the stream (reset, stall, malformed chunk, error event, bad tool arguments). Node only.
+ * within the stream (reset, stall, malformed chunk, error event, bad tool arguments) — and the
+ * prompt cache's wait for the input it did not hold (`promptCache.uncachedMsPer1kTokens`). Node only.
  *
  * @module
  */
@@ -38,7 +39,7 @@ import {
 } from './protocols.js';
 import type { MutableRequest, RequestLog } from './requests.js';
 import type { BackgroundResponses } from './backgroundResponses.js';
-import { anthropicCacheParts, anthropicCompaction, fallbackTarget, responsesCompaction, type PromptCache } from './providerSide.js';
+import { anthropicCacheParts, anthropicCompaction, fallbackTarget, responsesCompaction, uncachedDelayMs, type PromptCache } from './providerSide.js';
 import {
   fromResponses,
   responsesAsksForThinking,
@@ -69,6 +70,8 @@ export interface ModelEndpoint {
   readonly background: BackgroundResponses;
   /** The prompt cache: the prefixes of the requests seen. */
   readonly promptCache: PromptCache;
+  /** The wait before an answer's first byte per 1 000 input tokens not read from the cache, in ms. */
+  readonly uncachedMsPer1kTokens: number;
 }
 
 /**
@@ -88,8 +91,10 @@ function promptCacheUse(
     const { parts, cached } = anthropicCacheParts(body);
     if (cached === 0) return {};
     const { read, write } = cache.use('anthropic', parts, cached);
-    const cap = (n: number): number => Math.min(n, inputTokens);
-    return { ...(read > 0 ? { cacheRead: cap(read) } : {}), ...(write > 0 ? { cacheWrite: cap(write) } : {}) };
+    // what is read and written are parts of the input: together never more than it
+    const cacheRead = Math.min(read, inputTokens);
+    const cacheWrite = Math.min(write, inputTokens - cacheRead);
+    return { ...(cacheRead > 0 ? { cacheRead } : {}), ...(cacheWrite > 0 ? { cacheWrite } : {}) };
   }
   const key = body['prompt_cache_key'];
   if (typeof key !== 'string' || key === '') return {};
@@ -225,6 +230,11 @@ export async function answerModelCall(endpoint: ModelEndpoint, req: IncomingMess
     const inputChars = conversation.messages.reduce((n, m) => n + m.content.length, 0);
     const inputTokens = Math.max(1, Math.ceil(inputChars / 4));
     const cache = promptCacheUse(endpoint.promptCache, protocol, body, conversation.messages, inputTokens);
+    if (cache.cacheRead !== undefined) record.cacheRead = cache.cacheRead;
+    if (cache.cacheWrite !== undefined) record.cacheWrite = cache.cacheWrite;
+    // the input the cache did not hold is processed first: the answer starts that much later
+    const uncachedDelay = uncachedDelayMs(endpoint.uncachedMsPer1kTokens, inputTokens, cache.cacheRead ?? 0);
+    if (uncachedDelay > 0) await wait(uncachedDelay);
     const compaction =
       protocol === 'anthropic'
         ? anthropicCompaction(body, conversation.messages, inputTokens)

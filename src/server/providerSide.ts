@@ -1,6 +1,7 @@
 /**
  * What the local provider does on its side, as the APIs do: a prompt cache (prefixes seen before
- * are read from it, cache breakpoints write them), server-side compaction (a summary of the
+ * are read from it while they live, cache breakpoints write them; an uncached input can make the
+ * answer start later), server-side compaction (a summary of the
  * conversation when it grows past the request's threshold, opaque on the Responses API, and taken
  * back in later requests in place of what it summarised), and Anthropic's server-side fallback
  * (a blocked turn answered by the fallback model, or refused with a recommended model).
@@ -9,6 +10,8 @@
  */
 // Node-only module (Buffer): the library's build has no ambient Node types
 /// <reference types="node" />
+import { asyncScheduler } from 'rxjs';
+import { Func, NonNegativeNumber, NonNegativeOrInfinity, validateOptions } from '../core/errors/options.js';
 import type { Message } from '../core/events/events.js';
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
@@ -17,36 +20,107 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'obj
 export const tokensOf = (chars: number): number => Math.ceil(chars / 4);
 
 /**
- * The server's prompt cache: per cache key, the requests seen (each a list of parts: tools,
- * system, messages). A request reads the longest run of leading parts it shares with one seen
- * before; with breakpoints (Anthropic's `cache_control`), what it asks cached past that is
- * written.
+ * The prompt cache option of `startLocalProvider`: how long a cached prefix lives, and how much
+ * slower an answer starts for each 1 000 input tokens not read from the cache.
  *
  * @example
  * ```ts
- * const cache = new PromptCache();
+ * const promptCache: LocalPromptCacheOptions = { ttlMs: 60_000, uncachedMsPer1kTokens: 50 };
+ * ```
+ */
+export interface LocalPromptCacheOptions {
+  /**
+   * How long a cached prefix is kept after it was last written or read, in ms (a read refreshes
+   * it). Defaults to 300 000 (Anthropic's 5-minute cache); `0` caches nothing, `Infinity` keeps
+   * every prefix (up to the 64 most recent per key).
+   */
+  readonly ttlMs?: number;
+  /**
+   * The wait before the first byte of an answer, in ms per 1 000 of its input tokens that were
+   * not read from the cache (written ones count: the provider processed them), so a warm cache
+   * answers sooner as well as cheaper. Defaults to 0 (no wait).
+   */
+  readonly uncachedMsPer1kTokens?: number;
+}
+
+/** The checks of {@link LocalPromptCacheOptions} (named `promptCache.<key>` in errors). */
+export const PROMPT_CACHE_PROPS = { ttlMs: NonNegativeOrInfinity, uncachedMsPer1kTokens: NonNegativeNumber };
+
+/** The longest wait a Node timer takes (longer ones fire at once). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * The wait before an answer's first byte: `msPer1kTokens` for each 1 000 input tokens not read
+ * from the cache, at most what a Node timer takes.
+ *
+ * @example
+ * ```ts
+ * uncachedDelayMs(10, 4000, 3000); // 10 (1 000 tokens not read)
+ * ```
+ */
+export function uncachedDelayMs(msPer1kTokens: number, inputTokens: number, cacheRead: number): number {
+  const uncached = Math.max(0, inputTokens - cacheRead);
+  return Math.min(MAX_TIMER_MS, (msPer1kTokens * uncached) / 1000);
+}
+
+/** One prefix the cache holds, and when it was last written or read. */
+interface Entry {
+  readonly parts: readonly string[];
+  touchedAt: number;
+}
+
+/**
+ * The server's prompt cache: per cache key, the requests seen (each a list of parts: tools,
+ * system, messages) — 64 at most per key (past it, the least recently used goes), each kept
+ * `ttlMs` after it was last written or read. A request reads the longest run of leading parts it shares with one kept (and refreshes
+ * it); with breakpoints (Anthropic's `cache_control`), what it asks cached past that is written.
+ * Its clock is `now` (default: `asyncScheduler.now()`).
+ *
+ * @example
+ * ```ts
+ * const cache = new PromptCache({ ttlMs: 300_000 });
  * cache.use('k', ['sys', 'hello'], 2); // { read: 0, write: 2 } (in tokens)
  * cache.use('k', ['sys', 'hello', 'more'], 2); // { read: 2, write: 0 }
  * ```
+ * @throws {InvalidOptionError} for a `ttlMs` that is not a number >= 0 (or Infinity), or a `now` that is not a function.
  */
 export class PromptCache {
-  private readonly seen = new Map<string, string[][]>();
+  private readonly seen = new Map<string, Entry[]>();
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+
+  constructor(options?: { readonly ttlMs?: number; readonly now?: () => number }) {
+    const o = validateOptions('PromptCache', { ttlMs: NonNegativeOrInfinity, now: Func }, options);
+    this.ttlMs = o.ttlMs ?? 300_000;
+    this.now = (o.now as (() => number) | undefined) ?? (() => asyncScheduler.now());
+  }
 
   /** `parts` of a request under `key`: the tokens read from the cache, and those written (the parts up to `cachedParts` not read). */
   use(key: string, parts: readonly string[], cachedParts: number): { read: number; write: number } {
-    const earlier = this.seen.get(key) ?? [];
+    const now = this.now();
+    const earlier = (this.seen.get(key) ?? []).filter((entry) => now - entry.touchedAt < this.ttlMs);
     let shared = 0;
+    let best: Entry | undefined;
     for (const before of earlier) {
       let n = 0;
-      while (n < before.length && n < parts.length && before[n] === parts[n]) n++;
-      shared = Math.max(shared, n);
+      while (n < before.parts.length && n < parts.length && before.parts[n] === parts[n]) n++;
+      if (n > shared) [shared, best] = [n, before];
     }
+    if (best !== undefined) best.touchedAt = now; // read: kept another ttlMs
     const chars = (from: number, to: number): number => parts.slice(from, to).reduce((sum, p) => sum + p.length, 0);
     const read = tokensOf(chars(0, shared));
     const write = cachedParts > shared ? tokensOf(chars(shared, cachedParts)) : 0;
-    if (earlier.length >= 64) earlier.shift();
-    earlier.push([...parts]);
-    this.seen.set(key, earlier);
+    const same = best !== undefined && best.parts.length === parts.length && shared === parts.length;
+    if (!same) {
+      if (earlier.length >= 64) {
+        // the least recently written or read goes
+        const stalest = earlier.reduce((oldest, entry, i) => (entry.touchedAt < earlier[oldest]!.touchedAt ? i : oldest), 0);
+        earlier.splice(stalest, 1);
+      }
+      earlier.push({ parts: [...parts], touchedAt: now });
+    }
+    if (earlier.length === 0) this.seen.delete(key);
+    else this.seen.set(key, earlier);
     return { read, write };
   }
 }

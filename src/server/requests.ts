@@ -38,6 +38,14 @@ export interface RecordedRequest {
   /** Content chunks (tokens, tool-argument pieces) written. */
   readonly chunks: number;
   /**
+   * Input tokens read from the prompt cache, as the answer's usage reports them (Chat Completions
+   * `prompt_tokens_details.cached_tokens`, Responses `input_tokens_details.cached_tokens`,
+   * Anthropic `cache_read_input_tokens`); absent when none were, or before the request got that far.
+   */
+  readonly cacheRead?: number;
+  /** Input tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`); absent when none were. */
+  readonly cacheWrite?: number;
+  /**
    * How it ended: `'completed'` (the whole response sent), `'reset'` (the server destroyed the
    * connection: `down` or `reset` fault), `'client-closed'` (the client went away first, e.g. it
    * unsubscribed), `'server-closed'` (`close()` while it ran). Absent while it runs.
