@@ -352,6 +352,15 @@ log('s. shared $ budget on Redis: reservations vs post-hoc check …');
   verdicts.push(...sp.verdicts);
 }
 
+log('t. 3 deployments under a 429 storm: pool vs fixed chain vs shuffle (virtual time) …');
+{
+  // 1 000 conversations × 8 turns over 3 members, in virtual time: bench/figures/pool.ts
+  const { poolFigure } = await import('./figures/pool.js');
+  const t = poolFigure();
+  rows.push(...t.rows);
+  verdicts.push(...t.verdicts);
+}
+
 const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 const endLoad = loadavg().map((x) => Math.round(x * 100) / 100);
 

@@ -21,7 +21,7 @@
  * rate, and the hit rate of the turns that start after the storm's end, one turn after it
  * (each conversation's first turn after the storm excluded: the turn the pool's return happens on).
  */
-import { lastValueFrom, Observable, toArray, timer, type SchedulerLike } from 'rxjs';
+import { Observable, timer, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { HttpError } from '../../src/core/errors/errors.js';
 import type { Message, TurnEvent, Usage } from '../../src/core/events/events.js';
@@ -30,7 +30,7 @@ import { costUsd, type ModelPrice } from '../../src/core/money/prices.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { modelPool, type ModelPoolOptions } from '../../src/sources/modelPool.js';
 import { PromptCache } from '../../src/server/providerSide.js';
-import type { Row, Verdict } from '../lib/harness.js';
+import { printFigure, type Row, type Verdict } from '../lib/harness.js';
 
 export const FIGURE = 't. 3 deployments, 429 storm on the primary: pool vs fixed chain vs shuffle';
 
@@ -121,7 +121,12 @@ function member(id: string, scheduler: SchedulerLike, blocks: readonly [number, 
         const parts = request.messages.map((m) => m.content);
         const { read, write } = cache.use(request.promptCacheKey ?? '', parts, parts.length);
         const input = Math.ceil(parts.reduce((n, p) => n + p.length, 0) / 4);
-        const usage: Usage = { inputTokens: input, outputTokens: 300, cachedInputTokens: Math.min(read, input), cacheWriteTokens: Math.min(write, input - Math.min(read, input)) };
+        const usage: Usage = {
+          inputTokens: input,
+          outputTokens: 300,
+          cachedInputTokens: Math.min(read, input),
+          cacheWriteTokens: Math.min(write, input - Math.min(read, input)),
+        };
         const t = timer(200 + prefillMsPerToken * (input - usage.cachedInputTokens!), scheduler).subscribe(() => {
           subscriber.next({ type: 'text-delta', text: ANSWER });
           subscriber.next({ type: 'finish', reason: 'stop', usage });
@@ -140,7 +145,7 @@ const SYSTEM = 's'.repeat(80_000);
 type Contender = 'rxheal pool' | 'fixed chain' | 'simple-shuffle';
 
 /** Runs the scenario for one contender in virtual time; every turn's record. */
-function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolOptions = {}): TurnRecord[] {
+export function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolOptions = {}): TurnRecord[] {
   const ts = new TestScheduler(() => undefined);
   const records: TurnRecord[] = [];
   ts.run(() => {
@@ -181,7 +186,15 @@ function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolOptions 
           },
           complete: () => {
             const u = usage!;
-            records.push({ conversation: c, startedAt, ok: true, usd: costUsd(PRICE, u), input: u.inputTokens, cached: u.cachedInputTokens ?? 0, ttftMs: first! - startedAt });
+            records.push({
+              conversation: c,
+              startedAt,
+              ok: true,
+              usd: costUsd(PRICE, u),
+              input: u.inputTokens,
+              cached: u.cachedInputTokens ?? 0,
+              ttftMs: first! - startedAt,
+            });
             messages.push({ role: 'assistant', content: ANSWER });
             next(k);
           },
@@ -236,41 +249,78 @@ export function figuresOf(records: readonly TurnRecord[], s: PoolScenario): Pool
   };
 }
 
-/** The figure: each contender's rows, and the verdicts against the issue's targets. */
-export async function poolFigure(s: PoolScenario = SCENARIO): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
-  await lastValueFrom(timer(0).pipe(toArray()));
-  const all = Object.fromEntries((['rxheal pool', 'fixed chain', 'simple-shuffle'] as const).map((c) => [c, figuresOf(simulate(c, s), s)])) as Record<Contender, PoolFigures>;
+/**
+ * The figure: each contender's rows (the pool twice: with its defaults, and with `maxWaitMs: 3 000`,
+ * the setting that keeps its waits under the fixed chain's p99 time to first token), the floor (the
+ * same conversations without a storm: every turn after the first on a warm cache — what no router
+ * can beat), and the verdicts against the issue's targets.
+ */
+export function poolFigure(s: PoolScenario = SCENARIO): { rows: Row[]; verdicts: Verdict[] } {
+  const calm: PoolScenario = { ...s, storm: { ...s.storm, to: s.storm.from } };
+  const all = {
+    'rxheal pool': figuresOf(simulate('rxheal pool', s), s),
+    'rxheal pool (maxWaitMs 3 s)': figuresOf(simulate('rxheal pool', s, { maxWaitMs: 3_000 }), s),
+    'fixed chain': figuresOf(simulate('fixed chain', s), s),
+    'simple-shuffle': figuresOf(simulate('simple-shuffle', s), s),
+  };
+  const floor = figuresOf(simulate('fixed chain', calm), calm);
+  const fixed = all['fixed chain'];
+  const ratio = (x: number): Row['ratio'] => ({ to: 'fixed chain', median: x / fixed.usd, min: x / fixed.usd, max: x / fixed.usd });
   const rows: Row[] = [];
   for (const [name, f] of Object.entries(all)) {
-    const ratio = (x: number, to: number): Row['ratio'] => ({ to: 'fixed chain', median: x / to, min: x / to, max: x / to });
-    rows.push({ figure: FIGURE, name: `${name}: cost`, unit: '$', value: Math.round(f.usd * 100) / 100, ratio: ratio(f.usd, all['fixed chain'].usd) });
+    rows.push({ figure: FIGURE, name: `${name}: cost`, unit: '$', value: Math.round(f.usd * 100) / 100, ratio: ratio(f.usd) });
     rows.push({ figure: FIGURE, name: `${name}: cache hit rate`, unit: '%', value: Math.round(f.hitRate * 1000) / 10 });
     rows.push({ figure: FIGURE, name: `${name}: hit rate one turn after recovery`, unit: '%', value: Math.round(f.hitAfterRecovery * 1000) / 10 });
     rows.push({ figure: FIGURE, name: `${name}: p99 time to first token`, unit: 'ms', value: Math.round(f.p99TtftMs) });
     rows.push({ figure: FIGURE, name: `${name}: success rate`, unit: '%', value: Math.round(f.success * 1000) / 10 });
   }
+  rows.push({
+    figure: FIGURE,
+    name: 'floor (no storm: every turn after the first warm)',
+    unit: '$',
+    value: Math.round(floor.usd * 100) / 100,
+    ratio: ratio(floor.usd),
+    note: 'what no router can go below',
+  });
   const pool = all['rxheal pool'];
-  const fixed = all['fixed chain'];
+  const short = all['rxheal pool (maxWaitMs 3 s)'];
+  const x = (n: number): string => `${(n / fixed.usd).toFixed(3)}×`;
   const verdicts: Verdict[] = [
-    { figure: FIGURE, target: 'pool cost ≤ 0.6× the fixed chain’s', measured: `${(pool.usd / fixed.usd).toFixed(3)}×`, met: pool.usd <= 0.6 * fixed.usd },
-    { figure: FIGURE, target: 'pool hit rate ≥ 95 % one turn after the primary’s recovery', measured: `${(pool.hitAfterRecovery * 100).toFixed(1)} %`, met: pool.hitAfterRecovery >= 0.95 },
-    { figure: FIGURE, target: 'pool p99 time to first token ≤ the fixed chain’s', measured: `${Math.round(pool.p99TtftMs)} ms vs ${Math.round(fixed.p99TtftMs)} ms`, met: pool.p99TtftMs <= fixed.p99TtftMs },
-    { figure: FIGURE, target: 'equal success rate', measured: `${(pool.success * 100).toFixed(1)} % vs ${(fixed.success * 100).toFixed(1)} %`, met: pool.success >= fixed.success },
+    {
+      figure: FIGURE,
+      target: 'pool cost ≤ 0.6× the fixed chain’s',
+      measured: `${x(pool.usd)} (maxWaitMs 3 s: ${x(short.usd)}; the floor: ${x(floor.usd)})`,
+      met: pool.usd <= 0.6 * fixed.usd,
+    },
+    {
+      figure: FIGURE,
+      target: 'pool hit rate ≥ 95 % one turn after the primary’s recovery',
+      measured: `${(pool.hitAfterRecovery * 100).toFixed(1)} %`,
+      met: pool.hitAfterRecovery >= 0.95,
+    },
+    {
+      figure: FIGURE,
+      target: 'pool p99 time to first token ≤ the fixed chain’s (defaults: waits up to 10 s)',
+      measured: `${Math.round(pool.p99TtftMs)} ms vs ${Math.round(fixed.p99TtftMs)} ms`,
+      met: pool.p99TtftMs <= fixed.p99TtftMs,
+    },
+    {
+      figure: FIGURE,
+      target: 'pool p99 time to first token ≤ the fixed chain’s (maxWaitMs 3 s)',
+      measured: `${Math.round(short.p99TtftMs)} ms vs ${Math.round(fixed.p99TtftMs)} ms`,
+      met: short.p99TtftMs <= fixed.p99TtftMs,
+    },
+    {
+      figure: FIGURE,
+      target: 'equal success rate',
+      measured: `${(pool.success * 100).toFixed(1)} % vs ${(fixed.success * 100).toFixed(1)} %`,
+      met: pool.success >= fixed.success,
+    },
   ];
   return { rows, verdicts };
 }
 
-if (import.meta.url === `file://${process.argv[1]}` && process.env['POOL_GRID']) {
-  for (const prefill of [0.05, 0.2])
-    for (const turns of [8, 20])
-      for (const maxWaitMs of [0, 3_000, 10_000]) {
-        const s = { ...SCENARIO, prefillMsPerToken: prefill, turns };
-        const f = Object.fromEntries((['rxheal pool', 'fixed chain', 'simple-shuffle'] as const).map((c) => [c, figuresOf(simulate(c, s, { maxWaitMs }), s)]));
-        const p = f['rxheal pool']!, x = f['fixed chain']!, sh = f['simple-shuffle']!;
-        console.log(`prefill ${prefill} turns ${turns} maxWait ${maxWaitMs}: cost ${(p.usd / x.usd).toFixed(3)}x (shuffle ${(sh.usd / x.usd).toFixed(3)}x) hit ${(p.hitRate*100).toFixed(1)}/${(x.hitRate*100).toFixed(1)}/${(sh.hitRate*100).toFixed(1)} after ${(p.hitAfterRecovery*100).toFixed(1)} p99 ${p.p99TtftMs}/${x.p99TtftMs}/${sh.p99TtftMs}`);
-      }
-} else if (import.meta.url === `file://${process.argv[1]}`) {
-  const { rows, verdicts } = await poolFigure();
-  for (const r of rows) console.log(`${r.name}: ${r.value} ${r.unit}${r.ratio ? ` (${r.ratio.median.toFixed(3)}× ${r.ratio.to})` : ''}`);
-  for (const v of verdicts) console.log(`${v.met ? 'met' : 'NOT met'}: ${v.target} — ${v.measured}`);
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { rows, verdicts } = poolFigure();
+  printFigure(rows, verdicts, 3);
 }
