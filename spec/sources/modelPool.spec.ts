@@ -7,6 +7,7 @@ import { HealHub } from '../../src/core/hub/hub.js';
 import { LatencyRegistry } from '../../src/core/latency/registry.js';
 import { streamModel, type Model, type ModelCallContext, type ModelRequest } from '../../src/core/model/model.js';
 import { RateLimiter } from '../../src/core/rate-limit/rateLimit.js';
+import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { modelPool, type ModelPoolOptions, type WaitOrMoveFigures } from '../../src/sources/modelPool.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { virtual } from '../support/marbles.js';
@@ -428,6 +429,55 @@ describe('modelPool', () => {
         const pool = modelPool([a, b]);
         expectObservable(streamModel(pool, ask('k'))).toBe('-a-rb-(f|)', { ...values, r: { type: 'reset', reason: 'fallback', target: 'model:b' } });
       });
+    });
+  });
+
+  describe('as a model among models', () => {
+    it('is one link of a fallbackModel chain: every member failing hands the call to the next model', () => {
+      virtual(({ cold, expectObservable, flush }) => {
+        const pool = modelPool(
+          [member('a', cold<TurnEvent>('-#', undefined, new HttpError(503))), member('b', cold<TurnEvent>('-#', undefined, new HttpError(503)))],
+          {
+            id: 'gpt-pool',
+          },
+        );
+        const claude = member('claude', cold('-c(f|)', values));
+        const hub = new HealHub();
+        const all = heard(hub);
+        expectObservable(streamModel(fallbackModel([pool, claude], { hub }), ask('k'))).toBe('---c(f|)', values);
+        flush();
+        expect(all.filter((e) => e.type === 'fallback').map((e) => e.type === 'fallback' && `${e.from}>${e.to}`)).to.deep.equal([
+          'model:a>model:b',
+          'model:gpt-pool>model:claude',
+        ]);
+      });
+    });
+
+    it('in runAgent with prices: each member is priced by its own id, its cached input at the cached price', async () => {
+      const usage = { inputTokens: 10_000, cachedInputTokens: 8_000, outputTokens: 100 };
+      const priced = (id: string): Model => ({
+        id,
+        stream: () => [
+          { type: 'text-delta', text: 'hi' },
+          { type: 'finish', reason: 'stop', usage },
+        ],
+      });
+      const pool = modelPool([priced('a'), priced('b')]);
+      const prices = { a: { input: 3, cachedInput: 0.3, output: 15 }, b: { input: 3, cachedInput: 0.3, output: 15 } };
+      const { lastValueFrom, toArray } = await import('rxjs');
+      const events = await lastValueFrom(
+        runAgent({ model: pool, tools: [], messages: [{ role: 'user', content: 'hi' }], prices, budget: { maxUsd: 1 } }).pipe(toArray()),
+      );
+      const spend = events.find((e) => e.type === 'spend');
+      expect(spend).to.deep.include({ model: 'a', estimated: false });
+      expect((spend as { usd: number }).usd).to.be.closeTo((2_000 * 3 + 8_000 * 0.3 + 100 * 15) / 1e6, 1e-12);
+    });
+
+    it('in runAgent with prices, a member without a price is an InvalidOptionError naming it', () => {
+      const pool = modelPool([member('a'), member('b')]);
+      expect(() =>
+        runAgent({ model: pool, tools: [], messages: [{ role: 'user', content: 'hi' }], prices: { a: { input: 1, output: 1 } }, budget: { maxUsd: 1 } }),
+      ).to.throw(InvalidOptionError, /"b"/);
     });
   });
 

@@ -89,7 +89,7 @@ const MODEL_ATTEMPT = 'model:';
  *
  * **Span events** — `rxheal.retry`, `rxheal.retry.succeeded`, `rxheal.retry.withheld`, `rxheal.reflection`,
  * `rxheal.fallback`, `rxheal.circuit.transition`, `rxheal.circuit.rejected`, `rxheal.degraded`,
- * `rxheal.restored`, `rxheal.hedge`, `rxheal.bulkhead`, `rxheal.resume` — go on the span of the call they are about:
+ * `rxheal.restored`, `rxheal.hedge`, `rxheal.bulkhead`, `rxheal.resume`, `rxheal.pool` — go on the span of the call they are about:
  * 1. the call named by the event — retries and breakers by target (`tool:<name>`,
  *    `model:<name>`), hedges and resumes by target, bulkheads by name, fallbacks by `from`, reflections by
  *    tool call id — open, or the one that just ended;

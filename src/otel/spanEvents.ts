@@ -116,6 +116,16 @@ export function spanEventOf(e: HealEvent): SpanEvent | undefined {
       if (e.error !== undefined) attributes['rxheal.error'] = e.error;
       return { name: 'rxheal.resume', attributes, about: e.target };
     }
+    case 'pool': {
+      const attributes: Attributes = { 'rxheal.pool.kind': e.kind, 'rxheal.pool.key': e.key, 'rxheal.pool.from': e.from };
+      if (e.to !== undefined) attributes['rxheal.pool.to'] = e.to;
+      if (e.reason !== undefined) attributes['rxheal.pool.reason'] = e.reason;
+      if (e.waitMs !== undefined) attributes['rxheal.pool.wait_ms'] = e.waitMs;
+      if (e.cachedTokens !== undefined) attributes['rxheal.pool.cached_tokens'] = e.cachedTokens;
+      if (e.moveUsd !== undefined) attributes['rxheal.pool.move_usd'] = e.moveUsd;
+      if (e.waitUsd !== undefined) attributes['rxheal.pool.wait_usd'] = e.waitUsd;
+      return { name: 'rxheal.pool', attributes, about: `model:${e.pool}` };
+    }
     case 'tool-deduplicated':
       return {
         name: 'rxheal.tool.deduplicated',
