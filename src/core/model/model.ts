@@ -186,10 +186,7 @@ export interface ModelCallContext {
   readonly callId?: string;
   /** The agent step (model turn) the call belongs to, from 1. */
   readonly step?: number;
-  /**
-   * The run the call belongs to (`runAgent`: its `runId`, or one it made up): what a model that
-   * keeps conversations apart by run reads (`modelPool`'s default affinity key).
-   */
+  /** The run the call belongs to (`runAgent`: its `runId`, or one made up): `modelPool`'s default affinity key. */
   readonly runId?: string;
   /**
    * Where a model that can pick its turn up again ({@link Model.resume}) says how far it got: its
