@@ -18,7 +18,19 @@ import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import type { LocalProvider } from '../../src/server/index.js';
 import { AI_SDK_KITS, reportSkippedMajors } from '../support/kits.js';
-import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import {
+  afterWeather,
+  ask,
+  cancelAfterFirstDelta,
+  localProviders,
+  RIVERS,
+  RIVERS_ANSWER,
+  textOf,
+  turn,
+  turnError,
+  warmCacheTurns,
+  WEATHER_TOOL,
+} from '../support/interop.js';
 import { chatChunk, fixtureFetch, OPENROUTER_ERROR_502, sseBody } from '../support/providerFakes.js';
 import {
   ANTHROPIC_THINKING_SSE,
@@ -640,6 +652,15 @@ describe('rxheal/ai-sdk', function () {
             ['openai', 'conversation-42'],
             ['responses', 'conversation-42'],
           ]);
+        });
+
+        it("cached input through the real @ai-sdk/openai (Chat Completions, Responses): what rxheal/server's usage said, as usage.cachedInputTokens", async () => {
+          const openai = createOpenAI({ baseURL: server.openAIBaseURL, apiKey: 'k' });
+          for (const made of [openai.chat('local'), openai.responses('local')]) {
+            const { usages, records } = await warmCacheTurns(fromAiSdk(made), server);
+            expect(records[1]!.cacheRead, made.provider).to.be.greaterThan(0);
+            expect(usages.map((u) => u?.cachedInputTokens)).to.deep.equal(records.map((r) => r.cacheRead));
+          }
         });
 
         it("a failed tool's result goes as error-text", async () => {

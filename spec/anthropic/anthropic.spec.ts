@@ -22,6 +22,7 @@ describe('rxheal/anthropic: fromAnthropic (@anthropic-ai/sdk 1 against rxheal/se
 
   sdkAdapterSuite({
     make: (server, options) => fromAnthropic(client(server), { model: 'local', max_tokens: 1024 }, options),
+    cached: (server) => fromAnthropic(client(server), { model: 'local', max_tokens: 1024 }, { cache: { breakpoints: 2 } }),
     reference: (server) => anthropicModel({ baseURL: server.anthropicBaseURL, model: 'local', maxTokens: 1024 }),
     apiError: Anthropic.APIError,
     rateLimitError: Anthropic.RateLimitError,

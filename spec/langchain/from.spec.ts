@@ -19,7 +19,19 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { defineTool } from '../../src/sources/tool.js';
 import type { LocalProvider } from '../../src/server/index.js';
-import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from '../support/interop.js';
+import {
+  afterWeather,
+  ask,
+  cancelAfterFirstDelta,
+  localProviders,
+  RIVERS,
+  RIVERS_ANSWER,
+  textOf,
+  turn,
+  turnError,
+  warmCacheTurns,
+  WEATHER_TOOL,
+} from '../support/interop.js';
 import { chatChunk, fixtureFetch, sseBody } from '../support/providerFakes.js';
 import { recordedResponses, replayResponses, type ResponseEvents, type ResponsesReplay } from '../support/responsesReplay.js';
 import { ScriptedChatModel, chatOpenAI, chunk } from './fakes.js';
@@ -380,6 +392,22 @@ describe('rxheal/langchain', function () {
         const error = await turnError(fromLangChain(chatOpenAI(server)), { ...ask(RIVERS), promptCacheKey: '' });
         expect(error).to.be.instanceOf(InvalidOptionError).and.to.deep.include({ option: 'request.promptCacheKey', value: '' });
         expect(server.requests).to.have.length(before + 6);
+      });
+
+      it("cached input (Chat Completions and Responses): what rxheal/server's usage said, read from usage_metadata's input_token_details as usage.cachedInputTokens", async () => {
+        for (const useResponsesApi of [false, true]) {
+          const chat = new ChatOpenAI({
+            model: 'local',
+            apiKey: 'test',
+            configuration: { baseURL: server.openAIBaseURL },
+            maxRetries: 0,
+            streamUsage: true,
+            useResponsesApi,
+          });
+          const { usages, records } = await warmCacheTurns(fromLangChain(chat), server);
+          expect(records[1]!.cacheRead, String(useResponsesApi)).to.be.greaterThan(0);
+          expect(usages.map((u) => u?.cachedInputTokens)).to.deep.equal(records.map((r) => r.cacheRead));
+        }
       });
 
       it('an error event mid-stream: the SDK’s status-less APIError, classified by its type (server_error, retryable)', async () => {

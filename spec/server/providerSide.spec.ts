@@ -176,6 +176,37 @@ describe('rxheal/server: what providers do on their side', function () {
       }
     });
 
+    it('Anthropic: what is read and written is part of the input — input_tokens never negative, the three adding up to the input (large cached tools, a short question)', async () => {
+      const tools = Array.from({ length: 8 }, (_, i) => ({
+        name: `tool_${i}`,
+        description: 'A tool with a long description. '.repeat(10),
+        input_schema: { type: 'object' },
+      }));
+      const usageOf = async (content: string) => {
+        const response = await fetch(`${server.anthropicBaseURL}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+          body: JSON.stringify({
+            model: 'local',
+            max_tokens: 64,
+            tools: tools.map((t, i) => (i === tools.length - 1 ? { ...t, cache_control: { type: 'ephemeral' } } : t)),
+            messages: [{ role: 'user', content: [{ type: 'text', text: content, cache_control: { type: 'ephemeral' } }] }],
+          }),
+        });
+        return ((await response.json()) as { usage: Record<string, number> }).usage;
+      };
+      // the second reads the tools (more tokens than its input, as this server counts the input) and writes its new question
+      const [first, second] = [await usageOf('Hi'), await usageOf('Hey there')];
+      expect(second!['cache_read_input_tokens']).to.be.greaterThan(0);
+      for (const [usage, input] of [
+        [first!, 1],
+        [second!, 3],
+      ] as const) {
+        expect(usage['input_tokens']).to.be.at.least(0);
+        expect(usage['input_tokens']! + usage['cache_read_input_tokens']! + usage['cache_creation_input_tokens']!).to.equal(input);
+      }
+    });
+
     it("the request log says each request's cache reads and writes, as its usage does (Anthropic, Responses, Chat)", async () => {
       const system: Message = { role: 'system', content: 'You are a helpful assistant. '.repeat(20) };
       const claude = anthropicModel({ baseURL: server.anthropicBaseURL, model: 'local', cache: { breakpoints: 2 } });

@@ -4,7 +4,7 @@
  * end.
  */
 import { lastValueFrom, Observable, toArray } from 'rxjs';
-import type { TurnEvent } from '../../src/core/events/events.js';
+import type { TurnEvent, Usage } from '../../src/core/events/events.js';
 import { streamModel, type Model, type ModelRequest, type ToolSpec } from '../../src/core/model/model.js';
 import { startLocalProvider, type LocalProvider, type RecordedRequest } from '../../src/server/index.js';
 
@@ -67,6 +67,27 @@ export function cancelAfterFirstDelta(events$: Observable<TurnEvent>, server: Lo
       complete: () => reject(new Error('completed before it could be cancelled')),
     });
   }).then(() => server.waitForRequest((r) => Number(r.id.slice(4)) > before));
+}
+
+let warmKeys = 0;
+
+/**
+ * Two turns of a model against `server`'s prompt cache, under a prompt-cache key of their own:
+ * the question, then the question and a follow-up (its prefix cached by the first). Resolves with
+ * each turn's usage and the server's record of each request (`cacheRead` / `cacheWrite`: what
+ * the server's usage said), for a spec to check the adapter read the cached tokens.
+ */
+export async function warmCacheTurns(model: Model, server: LocalProvider): Promise<{ usages: (Usage | undefined)[]; records: RecordedRequest[] }> {
+  const promptCacheKey = `warm-${++warmKeys}`;
+  const before = server.requests.length;
+  // a long system prompt first: the prefix both turns share (Anthropic's breakpoints mark it)
+  const question: ModelRequest = { messages: [{ role: 'system', content: 'You answer briefly and kindly. '.repeat(20) }, ...ask(RIVERS).messages], tools: [] };
+  const usages: (Usage | undefined)[] = [];
+  for (const request of [question, { ...question, messages: [...question.messages, { role: 'user' as const, content: 'And lakes?' }] }]) {
+    const finish = (await turn(model, { ...request, promptCacheKey })).at(-1);
+    usages.push(finish?.type === 'finish' ? finish.usage : undefined);
+  }
+  return { usages, records: server.requests.slice(before) };
 }
 
 /** The three local providers an adapter spec uses: a primary and a backup (no token delay), and a slow one to cancel in. */

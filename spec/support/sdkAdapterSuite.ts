@@ -10,13 +10,27 @@ import type { TurnEvent } from '../../src/core/events/events.js';
 import { streamModel, type Model } from '../../src/core/model/model.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
-import { afterWeather, ask, cancelAfterFirstDelta, localProviders, RIVERS, RIVERS_ANSWER, textOf, turn, turnError, WEATHER_TOOL } from './interop.js';
+import {
+  afterWeather,
+  ask,
+  cancelAfterFirstDelta,
+  localProviders,
+  RIVERS,
+  RIVERS_ANSWER,
+  textOf,
+  turn,
+  turnError,
+  warmCacheTurns,
+  WEATHER_TOOL,
+} from './interop.js';
 
 export interface SdkAdapterCase {
   /** The adapter over the SDK client pointed at `server`. */
   readonly make: (server: LocalProvider, options?: { id?: string; maxRetries?: number }) => Model;
   /** rxheal's own provider for the same protocol, pointed at `server`. */
   readonly reference: (server: LocalProvider) => Model;
+  /** The adapter set to use the prompt cache, when `make`'s does not (Anthropic: with breakpoints). Defaults to `make`. */
+  readonly cached?: (server: LocalProvider) => Model;
   /** The SDK's APIError class (the `cause` of a mid-stream error). */
   readonly apiError: abstract new (...args: never[]) => Error;
   /** The SDK's RateLimitError class. */
@@ -46,6 +60,14 @@ export function sdkAdapterSuite(c: SdkAdapterCase): void {
   let backup: LocalProvider;
   let slow: LocalProvider;
   before(() => ({ server, backup, slow } = providers));
+
+  describe('the prompt cache', () => {
+    it("cached input: what the server's usage said, read into usage.cachedInputTokens (and cacheWriteTokens where written)", async () => {
+      const { usages, records } = await warmCacheTurns((c.cached ?? c.make)(server), server);
+      expect(records[1]!.cacheRead).to.be.greaterThan(0);
+      expect(usages.map((u) => [u?.cachedInputTokens, u?.cacheWriteTokens])).to.deep.equal(records.map((r) => [r.cacheRead, r.cacheWrite]));
+    });
+  });
 
   describe('text, tool calls, usage, finish reasons: the events of rxheal’s own provider', () => {
     it('text: the same events (deltas, then finish stop with usage) as the fetch provider', async () => {
