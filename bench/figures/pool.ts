@@ -14,8 +14,8 @@
  * Every conversation sends the same requests to all three (the same `promptCacheKey`: its id).
  * Each member is rxheal/server's prompt cache model (`PromptCache`: a prefix per key, a 5-minute
  * TTL refreshed on each read; Anthropic-style: what is not read up to the breakpoint is written), and
- * answers after 200 ms plus 0.05 ms per input token not read from its cache (a cold prefix is
- * slower to prefill). Prices: $3 / M input, $0.30 cached, $3.75 cache write, $15 output.
+ * answers after 200 ms plus 50 ms per 1 000 input tokens not read from its cache (the server's
+ * `uncachedMsPer1kTokens` rule: a cold prefix is slower to prefill). Prices: $3 / M input, $0.30 cached, $3.75 cache write, $15 output.
  *
  * Rows: cost (total $), cache hit rate (cached ÷ input tokens), p99 time to first token, success
  * rate, and the hit rate of the turns that start after the storm's end, one turn after it
@@ -29,7 +29,7 @@ import { streamModel, type Model, type ModelRequest } from '../../src/core/model
 import { costUsd, type ModelPrice } from '../../src/core/money/prices.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { modelPool, type ModelPoolOptions } from '../../src/sources/modelPool.js';
-import { PromptCache } from '../../src/server/providerSide.js';
+import { PromptCache, uncachedDelayMs } from '../../src/server/providerSide.js';
 import { printFigure, type Row, type Verdict } from '../lib/harness.js';
 
 export const FIGURE = 't. 3 deployments, 429 storm on the primary: pool vs fixed chain vs shuffle';
@@ -50,8 +50,8 @@ export interface PoolScenario {
   /** The storm: from, to (ms), and each block's retry-after (s) and each open spell's mean (ms). */
   readonly storm: { readonly from: number; readonly to: number; readonly retryAfterS: readonly [number, number]; readonly openMeanMs: number };
   readonly seed: number;
-  /** Time to first token grows by this much per input token not read from the cache, in ms. */
-  readonly prefillMsPerToken: number;
+  /** Time to first token grows by this much per 1 000 input tokens not read from the cache, in ms. */
+  readonly uncachedMsPer1kTokens: number;
 }
 
 export const SCENARIO: PoolScenario = {
@@ -61,7 +61,7 @@ export const SCENARIO: PoolScenario = {
   thinkMs: [15_000, 90_000],
   storm: { from: 5 * 60_000, to: 25 * 60_000, retryAfterS: [2, 20], openMeanMs: 10_000 },
   seed: 7,
-  prefillMsPerToken: 0.05,
+  uncachedMsPer1kTokens: 50,
 };
 
 /** A small seeded generator (mulberry32): the same scenario for every contender. */
@@ -102,7 +102,7 @@ interface TurnRecord {
 }
 
 /** A member: rxheal/server's prompt cache model on the scheduler's clock, a 429 while the storm blocks it (the primary). */
-function member(id: string, scheduler: SchedulerLike, blocks: readonly [number, number][], prefillMsPerToken: number): Model {
+function member(id: string, scheduler: SchedulerLike, blocks: readonly [number, number][], uncachedMsPer1kTokens: number): Model {
   const cache = new PromptCache({ ttlMs: TTL_MS, now: () => scheduler.now() });
   let next = 0;
   return {
@@ -127,7 +127,7 @@ function member(id: string, scheduler: SchedulerLike, blocks: readonly [number, 
           cachedInputTokens: Math.min(read, input),
           cacheWriteTokens: Math.min(write, input - Math.min(read, input)),
         };
-        const t = timer(200 + prefillMsPerToken * (input - usage.cachedInputTokens!), scheduler).subscribe(() => {
+        const t = timer(200 + uncachedDelayMs(uncachedMsPer1kTokens, input, usage.cachedInputTokens!), scheduler).subscribe(() => {
           subscriber.next({ type: 'text-delta', text: ANSWER });
           subscriber.next({ type: 'finish', reason: 'stop', usage });
           subscriber.complete();
@@ -151,7 +151,7 @@ export function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolO
   ts.run(() => {
     const scheduler = ts;
     const blocks = stormBlocks(s);
-    const members = MEMBERS.map((id, i) => member(id, scheduler, i === 0 ? blocks : [], s.prefillMsPerToken));
+    const members = MEMBERS.map((id, i) => member(id, scheduler, i === 0 ? blocks : [], s.uncachedMsPer1kTokens));
     const rnd = random(s.seed);
     const shuffles = [
       [0, 1, 2],
