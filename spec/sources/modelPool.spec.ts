@@ -236,7 +236,7 @@ describe('modelPool', () => {
         virtual(({ cold, flush, at }) => {
           const a = member('a', cold('-(f|)', values), cold<TurnEvent>('-#', undefined, e429(seconds)), cold('-(f|)', values));
           const b = member('b', cold('-(f|)', values));
-          const pool = modelPool([a, b], { prices });
+          const pool = modelPool([a, b], { prices, maxWaitMs: 10_000 });
           streamModel(pool, ask('k')).subscribe();
           at(10, () => streamModel(pool, ask('k')).subscribe());
           flush();

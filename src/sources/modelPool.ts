@@ -108,7 +108,7 @@ export function modelPool(members: readonly (PoolMember | Model)[], options?: Mo
     strategy,
     latency: o.latency,
     affinity: o.affinity === false ? undefined : (o.affinity ?? defaultAffinity),
-    maxWaitMs: o.maxWaitMs ?? 10_000,
+    maxWaitMs: o.maxWaitMs ?? 3_000,
     prices,
     usdPerSecond: o.usdPerSecond ?? 0.01,
     deadline: o.deadline,
