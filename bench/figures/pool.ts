@@ -31,6 +31,7 @@ import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { modelPool, type ModelPoolOptions } from '../../src/sources/modelPool.js';
 import { PromptCache, uncachedDelayMs } from '../../src/server/providerSide.js';
 import { printFigure, type Row, type Verdict } from '../lib/harness.js';
+import { Rng } from '../../spec/soak/seeded.js';
 
 export const FIGURE = 't. 3 deployments, 429 storm on the primary: pool vs fixed chain vs shuffle';
 
@@ -64,17 +65,8 @@ export const SCENARIO: PoolScenario = {
   uncachedMsPer1kTokens: 50,
 };
 
-/** A small seeded generator (mulberry32): the same scenario for every contender. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** A seeded stream of numbers in [0, 1) (the soaks' mulberry32). */
+const random = (seed: number): (() => number) => new Rng(seed).next;
 
 /** The primary's blocked spells: [from, to) in ms, alternating with open spells through the storm. */
 function stormBlocks(s: PoolScenario): [number, number][] {

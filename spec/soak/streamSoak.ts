@@ -11,6 +11,7 @@ import type { TurnEvent } from '../../src/core/events/events.js';
 import { anthropicStreamDecoder } from '../../src/providers/anthropic.js';
 import { openAIStreamDecoder } from '../../src/providers/openai.js';
 import { cutAt, decodeChunks, LINE_ENDINGS, recordedResponsesStreams, recordedStreams, type Outcome } from '../support/decodeChunks.js';
+import { Rng } from './seeded.js';
 
 export interface StreamSoakOptions {
   readonly runs: number;
@@ -29,17 +30,8 @@ export interface StreamSoakReport {
   readonly problems: string[];
 }
 
-/** mulberry32: a small seeded generator, so a failing run can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded stream of numbers in [0, 1) (the soaks' mulberry32). */
+const random = (seed: number): (() => number) => new Rng(seed).next;
 
 const encoder = new TextEncoder();
 const same = (a: Outcome, b: Outcome): boolean => JSON.stringify(a) === JSON.stringify(b);
