@@ -95,6 +95,18 @@ describe('rxheal/ai-sdk', function () {
         expect(model.doStreamCalls.map((c) => c.toolChoice)).to.deep.equal([{ type: 'tool', toolName: 'get_weather' }, { type: 'required' }]);
       });
 
+      it("providerOptions.openai.promptCacheKey is the request's promptCacheKey: sent by every rxheal model as prompt_cache_key", async () => {
+        const before = server.requests.length;
+        const seen: unknown[] = [];
+        const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+        const spy: Model = { id: 'spy', stream: (request, context) => (seen.push(request.promptCacheKey), real.stream(request, context)) };
+        await streamText({ model: toAiSdk(spy), prompt: RIVERS, providerOptions: { openai: { promptCacheKey: 'conv-9' } }, maxRetries: 0 }).consumeStream();
+        await streamText({ model: toAiSdk(spy), prompt: RIVERS, maxRetries: 0 }).consumeStream();
+        expect(seen).to.deep.equal(['conv-9', undefined]);
+        const sent = server.requests.slice(before).map((r) => r.body as Record<string, unknown>);
+        expect(sent.map((b) => b['prompt_cache_key'])).to.deep.equal(['conv-9', undefined]);
+      });
+
       it("maxOutputTokens: streamText's is the request's (sent as max_completion_tokens, no warning); fromAiSdk sends it over its settings'", async () => {
         const before = server.requests.length;
         const seen: unknown[] = [];

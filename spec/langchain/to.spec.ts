@@ -147,6 +147,19 @@ describe('rxheal/langchain', function () {
       ]);
     });
 
+    it("the call option promptCacheKey (per call or withConfig) → the request's promptCacheKey, sent as prompt_cache_key", async () => {
+      const requests: ModelRequest[] = [];
+      const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });
+      const spy: Model = { id: 'spy', stream: (request, context) => (requests.push(request), real.stream(request, context)) };
+      const before = server.requests.length;
+      await toLangChain(spy).invoke(RIVERS, { promptCacheKey: 'conv-9' });
+      await collect(await toLangChain(spy).withConfig({ promptCacheKey: 'conv-10' }).stream(RIVERS));
+      await toLangChain(spy).invoke(RIVERS);
+      expect(requests.map((r) => r.promptCacheKey)).to.deep.equal(['conv-9', 'conv-10', undefined]);
+      const sent = server.requests.slice(before).map((r) => r.body as Record<string, unknown>);
+      expect(sent.map((b) => b['prompt_cache_key'])).to.deep.equal(['conv-9', 'conv-10', undefined]);
+    });
+
     it("the call option maxTokens (per call or withConfig) → the request's maxOutputTokens, sent as max_completion_tokens; a bad one fails", async () => {
       const requests: ModelRequest[] = [];
       const real = openAICompatibleModel({ baseURL: server.openAIBaseURL, model: 'local' });

@@ -195,12 +195,16 @@ function toRequest(options: LanguageModelV3CallOptions, ignoredBy: readonly stri
   const { maxOutputTokens, ...settings } = settingsOf(options);
   warnings.push(...settingsWarnings(settings, ignoredBy));
   // the tool choice is the request's own: every rxheal model gets it, not only fromAiSdk ones
+  // the caller's OpenAI cache key is the request's own: every rxheal model sends it (a pool sticks to it)
+  const openai = options.providerOptions?.['openai'];
+  const cacheKey = typeof openai?.['promptCacheKey'] === 'string' ? openai['promptCacheKey'] : undefined;
   const choice: ToolChoice | undefined = toolChoice === undefined ? undefined : toolChoice.type === 'tool' ? { tool: toolChoice.toolName } : toolChoice.type;
   const request: RequestWithSettings = {
     messages: fromPrompt(prompt, warnings),
     tools,
     ...(choice === undefined ? {} : { toolChoice: choice }),
     ...(maxOutputTokens === undefined ? {} : { maxOutputTokens: maxOutputTokens as number }),
+    ...(cacheKey === undefined ? {} : { promptCacheKey: cacheKey }),
     [CALL_SETTINGS]: settings as AiSdkCallSettings,
   };
   requestMaxOutputTokens('toAiSdk', request); // a limit no model could send: the call rejects
@@ -222,7 +226,9 @@ const toProps = { provider: NonEmptyString, modelId: NonEmptyString };
  * (`temperature`, `providerOptions`, `headers`…) travel with the request to
  * every `fromAiSdk` model inside — except `maxOutputTokens`, which becomes the request's own
  * `maxOutputTokens`, so every rxheal model sends it (as `max_completion_tokens`, `max_tokens`…;
- * not a positive integer: the call rejects with an `InvalidOptionError`); the other models (`openAICompatibleModel`, `fromLangChain`…,
+ * not a positive integer: the call rejects with an `InvalidOptionError`), and
+ * `providerOptions.openai.promptCacheKey`, which becomes the request's `promptCacheKey` too (every
+ * rxheal model sends it; a `modelPool` keeps the conversation on one member by it); the other models (`openAICompatibleModel`, `fromLangChain`…,
  * inside a `fallbackModel` or not) take theirs from their own options, so each setting the call
  * sets is reported as an `unsupported` warning naming them (in the `stream-start` part, and
  * `doGenerate`'s warnings), as an AI SDK provider reports a setting it can't honour (not

@@ -105,6 +105,12 @@ export interface RxhealChatModelCallOptions extends BaseChatModelCallOptions {
    * Not a positive integer: the call fails with an `InvalidOptionError`.
    */
   readonly maxTokens?: number;
+  /**
+   * The prompt cache key of the call (as ChatOpenAI's `promptCacheKey`): the request's
+   * `promptCacheKey`, which every rxheal model sends (OpenAI's `prompt_cache_key`) and a
+   * `modelPool` keeps the conversation on its member by.
+   */
+  readonly promptCacheKey?: string;
 }
 
 /**
@@ -205,12 +211,13 @@ export class RxhealChatModel extends BaseChatModel<RxhealChatModelCallOptions> {
   private request(messages: BaseMessage[], options: this['ParsedCallOptions']): ModelRequest {
     const tools = toToolSpecs(options.tools ?? []);
     const toolChoice = fromToolChoice(options.tool_choice);
-    const { maxTokens } = options;
+    const { maxTokens, promptCacheKey } = options;
     const request: ModelRequest = {
       messages: fromMessages(messages),
       tools,
       ...(toolChoice === undefined ? {} : { toolChoice }),
       ...(maxTokens === undefined ? {} : { maxOutputTokens: maxTokens }),
+      ...(promptCacheKey === undefined ? {} : { promptCacheKey }),
     };
     requestMaxOutputTokens('toLangChain', request); // a limit no model could send: the call fails
     return request;
