@@ -10,6 +10,7 @@ import type { HealEvent, Message, PoolEvent, TurnEvent } from '../../src/core/ev
 import { HealHub } from '../../src/core/hub/hub.js';
 import { streamModel, type Model } from '../../src/core/model/model.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { openAIResponsesModel } from '../../src/providers/responses.js';
 import { startLocalProvider, type LocalProvider } from '../../src/server/localProvider.js';
 import { modelPool } from '../../src/sources/modelPool.js';
 
@@ -75,6 +76,37 @@ describe('modelPool over three rxheal/server members', function () {
     expect(cached(t6)).to.be.greaterThan(cached(t5));
     expect(pool$.map((e) => e.kind)).to.deep.equal(['move', 'return']);
     expect(pool$[1]).to.include({ from: 'model:local@b', to: 'model:local@a', key: 'conv-1' });
+  });
+
+  it('a member cut mid-answer: Chat Completions members restart on the next member (a reset, the conversation moved); Responses members with resume pick the stream up on the same one', async () => {
+    const hub = new HealHub();
+    const heard: HealEvent[] = [];
+    hub.events$.subscribe((e) => heard.push(e));
+    const [a, b] = servers as [LocalProvider, LocalProvider, LocalProvider];
+    const chat = modelPool(members, { hub });
+    a.faults.add({ kind: 'reset', afterChunks: 2, times: 1 });
+    const restarted = await turn(chat, [system], 'Weather in Paris?');
+    expect(restarted.filter((e) => e.type === 'reset')).to.deep.equal([{ type: 'reset', reason: 'fallback', target: 'model:local@b' }]);
+    expect(restarted.at(-1)).to.have.property('type', 'finish');
+    expect(heard.filter((e) => e.type === 'pool').map((e) => e.type === 'pool' && [e.kind, e.from, e.to])).to.deep.equal([
+      ['move', 'model:local@a', 'model:local@b'],
+    ]);
+    expect([served(a), served(b)]).to.deep.equal([1, 1]);
+
+    const responses = modelPool(
+      servers.map((s, i) => openAIResponsesModel({ baseURL: s.openAIBaseURL, model: 'local', id: `resp@${'abc'[i]}`, resume: true })),
+      { hub },
+    );
+    a.faults.add({ kind: 'reset', afterChunks: 4, times: 1 });
+    const resumed = await lastValueFrom(
+      streamModel(responses, { messages: [system, { role: 'user', content: 'Weather in Lyon?' }], tools: [], promptCacheKey: 'conv-2' }, { hub }).pipe(
+        toArray(),
+      ),
+    );
+    expect(resumed.filter((e) => e.type === 'reset')).to.deep.equal([]);
+    expect(resumed.at(-1)).to.have.property('type', 'finish');
+    expect(heard.filter((e) => e.type === 'resume')).to.have.length(1);
+    expect(b.requests.filter((r) => r.path.endsWith('/responses'))).to.have.length(0);
   });
 
   it('waits out a short retry-after on its warm member instead of moving: the same member answers, with its cache', async () => {
