@@ -530,6 +530,16 @@ describe('modelPool', () => {
       });
     }
 
+    it('a deadline that is not a time errors the call, naming what it returned', () => {
+      virtual(({ cold, flush }) => {
+        const pool = modelPool([member('a', cold('-(f|)', values))], { deadline: () => 'soon' as never });
+        let error: unknown;
+        streamModel(pool, ask('k')).subscribe({ error: (e: unknown) => (error = e) });
+        flush();
+        expect(error).to.be.instanceOf(TypeError).with.property('message').that.contains('soon');
+      });
+    });
+
     it('an affinity that throws errors the call', () => {
       virtual(({ cold, flush }) => {
         const pool = modelPool([member('a', cold('-(f|)', values))], {

@@ -152,6 +152,8 @@ function route(pool: Pool, request: ModelRequest, context: ModelContext): CallRo
   const key = pool.affinity ? pool.affinity(request, context) : undefined;
   if (key !== undefined && typeof key !== 'string') throw new TypeError(`modelPool: affinity must return a string or undefined, got ${typeof key}`);
   const deadlineAt = pool.deadline ? pool.deadline(request, context) : undefined;
+  if (deadlineAt !== undefined && (typeof deadlineAt !== 'number' || Number.isNaN(deadlineAt)))
+    throw new TypeError(`modelPool: deadline must return a time (a number) or undefined, got ${String(deadlineAt)}`);
   const latency = (j: number): number | undefined => pool.latency?.get(pool.names[j]!).quantile('first', 0.5);
   const known = key === undefined ? undefined : state.placement(key);
   const ranked = state.rank(pool.strategy, now, pool.open, latency, known === undefined);
