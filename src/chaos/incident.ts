@@ -9,7 +9,7 @@
  */
 import { HTTP_CATEGORIES } from '../core/errors/httpCategories.js';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
-import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
+import { HEDGE_MESSAGES, poolEventOf, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
 import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 import type { ChaosRun } from './invariants.js';
 import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
@@ -229,6 +229,8 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
           ...(category === undefined ? {} : { category }),
         };
       }
+      const pool = poolEventOf(message, f);
+      if (pool !== undefined) return pool;
       throw new ChaosInputError(`${where}: ${JSON.stringify(message)} is no message this rxheal's logEvents writes (a log of another version?)`);
     }
   }

@@ -9,10 +9,7 @@
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
-import { HEDGE_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
-
-/** What a pool event is logged as, by kind. */
-const POOL_MESSAGES = { wait: 'pool waits for member', move: 'pool moved conversation', return: 'pool returned conversation' } as const;
+import { HEDGE_MESSAGES, POOL_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
 
 /**
  * Log levels, lowest first.
