@@ -523,6 +523,7 @@ describe('modelPool', () => {
       ['lowest-latency without trackers', () => modelPool([ok], { strategy: 'lowest-latency' }), /latency/],
       ['prices without a member', () => modelPool([ok], { prices: { b: { input: 1, output: 1 } } }), /"a"/],
       ['a negative maxWaitMs', () => modelPool([ok], { maxWaitMs: -1 } as ModelPoolOptions), /maxWaitMs/],
+      ['cheaperBelow (a chain option a pool has no use for)', () => modelPool([ok], { cheaperBelow: 0.5 } as ModelPoolOptions), /cheaperBelow/],
     ];
     for (const [name, make, message] of cases) {
       it(`${name}: InvalidOptionError at construction`, () => {

@@ -9,10 +9,10 @@
  * @module
  */
 import { asyncScheduler, Observable, type SchedulerLike, type Subscriber, type TeardownLogic } from 'rxjs';
-import { classifyError, type ErrorClassifier } from '../core/errors/classify.js';
+import { classifyError, rateLimitHoldMs, type ErrorClassifier } from '../core/errors/classify.js';
 import { InvalidOptionError, RateLimitExceededError } from '../core/errors/errors.js';
 import { check, Func, NonNegativeNumber, PositiveInteger, oneOf, Scheduler, validateOptions } from '../core/errors/options.js';
-import type { TurnEvent } from '../core/events/events.js';
+import type { PoolEvent, TurnEvent } from '../core/events/events.js';
 import { joinHubs, type HealHub } from '../core/hub/hub.js';
 import { LatencyRegistry } from '../core/latency/registry.js';
 import type { Model, ModelCallContext, ModelContext, ModelRequest } from '../core/model/model.js';
@@ -28,8 +28,10 @@ import type { ModelPoolOptions, PoolMember, PoolStrategy, WaitOrMoveFigures } fr
 
 export type { ModelPoolOptions, PoolMember, PoolStrategy, WaitOrMoveFigures } from './modelPoolOptions.js';
 
+// a chain's options but `cheaperBelow` (a pool's members are one model at one price): refused, never ignored
+const chainProps = Object.fromEntries(Object.entries(fallbackProps).filter(([key]) => key !== 'cheaperBelow')) as Omit<typeof fallbackProps, 'cheaperBelow'>;
 const props = {
-  ...fallbackProps,
+  ...chainProps,
   strategy: oneOf('round-robin', 'least-loaded', 'lowest-latency'),
   latency: check('a LatencyRegistry', (u): u is LatencyRegistry => u instanceof LatencyRegistry),
   affinity: check('false or a function (request, context) => key', (u): u is false | ((...args: never[]) => unknown) => u === false || typeof u === 'function'),
@@ -100,10 +102,12 @@ export function modelPool(members: readonly (PoolMember | Model)[], options?: Mo
   const prices = o.prices === undefined ? undefined : checkPrices(target, o.prices);
   if (prices) for (const m of models) priceOf(target, prices, m.id);
   const id = o.id ?? `pool(${models.map((m) => m.id).join(', ')})`;
+  const names = models.map((m) => `model:${m.id}`);
+  const breakers = o.breakers && names.map((name) => o.breakers!.get(name));
   const pool: Pool = {
     id,
     members: list,
-    names: models.map((m) => `model:${m.id}`),
+    names,
     state: new PoolState(list.length, o.maxConversations ?? 10_000),
     strategy,
     latency: o.latency,
@@ -116,7 +120,7 @@ export function modelPool(members: readonly (PoolMember | Model)[], options?: Mo
     scheduler: o.scheduler ?? asyncScheduler,
     classifier: o.classifier ?? classifyError,
     hub: o.hub,
-    open: (j) => o.breakers?.get(`model:${models[j]!.id}`).state === 'open',
+    open: (j) => breakers?.[j]!.state === 'open',
   };
   return chainModel(models, o as FallbackModelOptions, id, (request, context) => route(pool, request, context));
 }
@@ -293,17 +297,17 @@ class PoolRoute implements CallRoute {
   private report(kind: 'wait' | 'move' | 'return', from: string, to: string | undefined, reason: string | undefined, f: WaitOrMoveFigures | undefined): void {
     const { hub, pool, key } = this;
     if (!hub) return;
-    const event: Record<string, unknown> = { type: 'pool', pool: pool.id, kind, key, from };
-    if (to !== undefined) event['to'] = to;
-    if (reason !== undefined) event['reason'] = reason;
+    const event: { -readonly [K in keyof PoolEvent]: PoolEvent[K] } = { type: 'pool', pool: pool.id, kind, key: key!, from };
+    if (to !== undefined) event.to = to;
+    if (reason !== undefined) event.reason = reason;
     if (f) {
-      event['waitMs'] = f.waitMs;
-      if (f.deadlineLeftMs !== undefined) event['deadlineLeftMs'] = f.deadlineLeftMs;
-      event['cachedTokens'] = f.cachedTokens;
-      if (f.moveUsd !== undefined) event['moveUsd'] = f.moveUsd;
-      event['waitUsd'] = f.waitUsd;
+      event.waitMs = f.waitMs;
+      if (f.deadlineLeftMs !== undefined) event.deadlineLeftMs = f.deadlineLeftMs;
+      event.cachedTokens = f.cachedTokens;
+      if (f.moveUsd !== undefined) event.moveUsd = f.moveUsd;
+      event.waitUsd = f.waitUsd;
     }
-    hub.report(event as never);
+    hub.report(event);
   }
 }
 
@@ -327,6 +331,7 @@ class PoolAttempt extends Observable<TurnEvent> {
     const { pool } = route;
     const { state, scheduler } = pool;
     const health = state.members[j]!;
+    // the conversation's own member (warm): its blocks are waited out or moved on from; another's are skipped
     const warm = route.placed?.current === j;
     let timer: { unsubscribe(): void } | undefined;
     let running: { unsubscribe(): void } | undefined;
@@ -335,6 +340,16 @@ class PoolAttempt extends Observable<TurnEvent> {
     const leave = (): void => {
       if (counted) health.inFlight--;
       counted = false;
+    };
+    /** Blocked for `waitMs`: wait (then run), or fail with `error` (the chain moves on). */
+    const waitOrFail = (waitMs: number, error: () => unknown): void => {
+      const decided = warm ? route.decide(j, waitMs) : undefined;
+      if (decided instanceof Thrown) return subscriber.error(decided.error);
+      if (decided === undefined) {
+        if (warm) route.reason = 'rate_limit';
+        return subscriber.error(error());
+      }
+      timer = after(decided, scheduler, run);
     };
     const run = (): void => {
       timer = undefined;
@@ -348,15 +363,9 @@ class PoolAttempt extends Observable<TurnEvent> {
         },
         error: (error: unknown) => {
           leave();
-          const wait = emitted ? undefined : this.blockedBy(error);
-          if (wait === undefined) return subscriber.error(error);
-          const decided = warm && route.key !== undefined ? route.decide(j, wait) : undefined;
-          if (decided instanceof Thrown) return subscriber.error(decided.error);
-          if (decided === undefined) {
-            if (warm) route.reason = 'rate_limit';
-            return subscriber.error(error);
-          }
-          timer = after(decided, scheduler, run);
+          const holdMs = emitted ? undefined : this.blockedBy(error, warm);
+          if (holdMs === undefined) return subscriber.error(error);
+          waitOrFail(holdMs, () => error);
         },
         complete: () => {
           leave();
@@ -364,21 +373,11 @@ class PoolAttempt extends Observable<TurnEvent> {
         },
       });
     };
-    // still blocked by an earlier 429: the conversation's member is waited for or left; another is skipped
+    // still blocked by an earlier 429 (of any conversation)
     const now = scheduler.now();
     if (state.blocked(j, now)) {
       const waitMs = health.blockedUntil - now;
-      const decided = warm && route.key !== undefined ? route.decide(j, waitMs) : undefined;
-      if (decided instanceof Thrown) {
-        subscriber.error(decided.error);
-        return;
-      }
-      if (decided === undefined) {
-        if (warm) route.reason = 'rate_limit';
-        subscriber.error(new RateLimitExceededError(pool.names[j]!, waitMs, warm ? Math.max(0, pool.maxWaitMs - route.waited) : 0));
-        return;
-      }
-      timer = after(decided, scheduler, run);
+      waitOrFail(waitMs, () => new RateLimitExceededError(pool.names[j]!, waitMs, warm ? Math.max(0, pool.maxWaitMs - route.waited) : 0));
     } else run();
     return () => {
       timer?.unsubscribe();
@@ -387,16 +386,22 @@ class PoolAttempt extends Observable<TurnEvent> {
     };
   }
 
-  /** A 429 with a `retry-after`: the member is blocked until then; returns the wait (undefined: not such an error). */
-  private blockedBy(error: unknown): number | undefined {
+  /**
+   * A 429 with a `retry-after` (classify's rule: `rateLimitHoldMs`): the member is blocked until
+   * then, and the hold is returned; undefined for another error (for the conversation's member,
+   * its category is why the conversation leaves).
+   */
+  private blockedBy(error: unknown, warm: boolean): number | undefined {
     const { pool } = this.route;
-    const c = guard(pool.classifier, error);
-    if (c instanceof Thrown || c.category !== 'rate_limit' || c.retryAfterMs === undefined || !(c.retryAfterMs > 0)) {
-      if (!(c instanceof Thrown) && this.route.placed?.current === this.j) this.route.reason = c.category;
+    const c = guard(pool.classifier, error, { now: pool.scheduler.now() });
+    if (c instanceof Thrown) return undefined;
+    const holdMs = rateLimitHoldMs(c);
+    if (holdMs === undefined) {
+      if (warm) this.route.reason = c.category;
       return undefined;
     }
     const health = pool.state.members[this.j]!;
-    health.blockedUntil = Math.max(health.blockedUntil, pool.scheduler.now() + c.retryAfterMs);
-    return c.retryAfterMs;
+    health.blockedUntil = Math.max(health.blockedUntil, pool.scheduler.now() + holdMs);
+    return holdMs;
   }
 }

@@ -186,7 +186,20 @@ export const MAX_RETRY_AFTER_MS = 60_000;
  * ```
  */
 export function rateLimitFactMs(error: unknown, now: number): number | undefined {
-  const c = classifyError(error, { now });
+  return rateLimitHoldMs(classifyError(error, { now }));
+}
+
+/**
+ * {@link rateLimitFactMs}'s rule for a classification already made (by a classifier of one's
+ * own): a `rate_limit` with a `retryAfterMs` above 0 holds that long, at most
+ * {@link MAX_RETRY_AFTER_MS}; undefined otherwise.
+ *
+ * @example
+ * ```ts
+ * rateLimitHoldMs({ retryable: true, fallback: true, category: 'rate_limit', strategy: 'exponential_backoff', retryAfterMs: 2000 }); // 2000
+ * ```
+ */
+export function rateLimitHoldMs(c: ErrorClassification): number | undefined {
   if (c.category !== 'rate_limit' || c.retryAfterMs === undefined || !(c.retryAfterMs > 0)) return undefined;
   return Math.min(c.retryAfterMs, MAX_RETRY_AFTER_MS);
 }
