@@ -13,6 +13,7 @@
 import { asyncScheduler } from 'rxjs';
 import { Func, NonNegativeNumber, NonNegativeOrInfinity, validateOptions } from '../core/errors/options.js';
 import type { Message } from '../core/events/events.js';
+import { MAX_TIMER_MS } from '../core/rx/wait.js';
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
@@ -45,9 +46,6 @@ export interface LocalPromptCacheOptions {
 
 /** The checks of {@link LocalPromptCacheOptions} (named `promptCache.<key>` in errors). */
 export const PROMPT_CACHE_PROPS = { ttlMs: NonNegativeOrInfinity, uncachedMsPer1kTokens: NonNegativeNumber };
-
-/** The longest wait a Node timer takes (longer ones fire at once). */
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * The wait before an answer's first byte: `msPer1kTokens` for each 1 000 input tokens not read
