@@ -30,7 +30,7 @@ import { costUsd, type ModelPrice } from '../../src/core/money/prices.js';
 import { fallbackModel } from '../../src/sources/fallbackModel.js';
 import { modelPool, type ModelPoolOptions } from '../../src/sources/modelPool.js';
 import { PromptCache, uncachedDelayMs } from '../../src/server/providerSide.js';
-import { printFigure, type Row, type Verdict } from '../lib/harness.js';
+import { percentile, printFigure, type Row, type Verdict } from '../lib/harness.js';
 import { Rng } from '../../spec/soak/seeded.js';
 
 export const FIGURE = 't. 3 deployments, 429 storm on the primary: pool vs fixed chain vs shuffle';
@@ -137,7 +137,7 @@ const SYSTEM = 's'.repeat(80_000);
 type Contender = 'rxheal pool' | 'fixed chain' | 'simple-shuffle';
 
 /** Runs the scenario for one contender in virtual time; every turn's record. */
-export function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolOptions = {}): TurnRecord[] {
+function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolOptions = {}): TurnRecord[] {
   const ts = new TestScheduler(() => undefined);
   const records: TurnRecord[] = [];
   ts.run(() => {
@@ -203,14 +203,8 @@ export function simulate(contender: Contender, s: PoolScenario, pool: ModelPoolO
   return records;
 }
 
-/** The p-th percentile (0–100), nearest rank. */
-function percentile(xs: readonly number[], p: number): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
 /** One contender's figures. */
-export interface PoolFigures {
+interface PoolFigures {
   readonly usd: number;
   readonly hitRate: number;
   readonly p99TtftMs: number;
@@ -219,7 +213,7 @@ export interface PoolFigures {
   readonly hitAfterRecovery: number;
 }
 
-export function figuresOf(records: readonly TurnRecord[], s: PoolScenario): PoolFigures {
+function figuresOf(records: readonly TurnRecord[], s: PoolScenario): PoolFigures {
   const ok = records.filter((r) => r.ok);
   const sum = (xs: readonly TurnRecord[], f: (r: TurnRecord) => number): number => xs.reduce((n, r) => n + f(r), 0);
   const seen = new Set<number>();

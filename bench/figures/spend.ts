@@ -28,19 +28,13 @@ import { NANOS_PER_USD } from '../../src/core/money/spendStore.js';
 import { findProgram } from '../../spec/support/systemPackage.js';
 import { startRedis } from '../../spec/support/redisServer.js';
 import { spendFleet, type SpendFleetRun } from '../../spec/support/spendFleet.js';
-import { stats, type Row, type Verdict } from '../lib/harness.js';
+import { percentile, stats, type Row, type Verdict } from '../lib/harness.js';
 
 export const FIGURE = 's. shared $ budget (Redis): reservations vs post-hoc check';
 
 const WINDOW_MS = 60_000;
 const LIMIT = NANOS_PER_USD;
 const MODES = { rxheal: 'limiter', 'post-hoc check': 'posthoc' } as const;
-
-/** The p-th percentile (0–100) of `xs`, nearest rank. */
-function percentile(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
-}
 
 export async function spend(options: { processes: number; callers: number; reps: number; aloneCalls: number }): Promise<{ rows: Row[]; verdicts: Verdict[] }> {
   const program = findProgram({ name: 'redis-server', command: 'redis-server', install: 'apt-get install redis-server' });

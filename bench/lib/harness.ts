@@ -27,6 +27,12 @@ export function stats(xs: readonly number[]): Stats {
   return { median, min: s[0]!, max: s[s.length - 1]!, samples: xs };
 }
 
+/** The p-th percentile (0–100) of `xs`, nearest rank (an exact sample's: the figures that count every call). */
+export function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
 /** `gc()` even without `--expose-gc` (turned on at run time; fine for a benchmark process). */
 export const gc: () => void = (() => {
   const existing = (globalThis as { gc?: () => void }).gc;
