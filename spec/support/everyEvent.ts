@@ -130,6 +130,14 @@ export const everyAgentEvent: Record<AgentEvent['type'], AgentEvent[]> = {
     { type: 'pool', pool: 'pool(gpt@a, gpt@b)', kind: 'move', key: 'run-2', from: 'model:gpt@a', to: 'model:gpt@b', reason: 'circuit_open' },
     { type: 'pool', pool: 'pool(gpt@a, gpt@b)', kind: 'return', key: 'run-1', from: 'model:gpt@b', to: 'model:gpt@a' },
   ],
+  task: [
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'created', status: 'working', message: 'queued' },
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'status', status: 'input_required' },
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'resumed', status: 'working', message: 'page 3 of 12' },
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'status', status: 'completed' },
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'status', status: 'failed', message: 'out of memory' },
+    { type: 'task', target: 'mcp:jobs/render', taskId: 't-786512e2', kind: 'cancel', status: 'cancelled' },
+  ],
   resume: [
     { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 12, attempt: 1, max: 2, reason: 'dropped', error: 'connection reset' },
     { type: 'resume', target: 'model:gpt', responseId: 'resp_1', startingAfter: 30, attempt: 2, max: 2, reason: 'stalled' },

@@ -9,7 +9,7 @@
  */
 import { HTTP_CATEGORIES } from '../core/errors/httpCategories.js';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
-import { HEDGE_MESSAGES, poolEventOf, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
+import { HEDGE_MESSAGES, poolEventOf, RESUME_MESSAGES, TASK_MESSAGES, USUAL_CIRCUIT_FROM } from '../observe/logMessages.js';
 import { ChaosInputError, type FaultSchedule, type ModelFault, type ToolFault } from './schedule.js';
 import type { ChaosRun } from './invariants.js';
 import { replaySchedule, type AgentFactory, type ReplayOptions } from './run.js';
@@ -213,6 +213,10 @@ function fromLogRecord(message: string, f: Record<string, unknown>, where: strin
     case 'call admitted by bulkhead':
     case 'call refused by bulkhead':
     case 'latency observed':
+    case TASK_MESSAGES.created:
+    case TASK_MESSAGES.resumed:
+    case TASK_MESSAGES.status:
+    case TASK_MESSAGES.cancel:
       return undefined;
     default: {
       const hedge = HEDGE_KINDS.get(message);

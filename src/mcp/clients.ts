@@ -8,6 +8,7 @@
  */
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { McpCallParams, McpClient, McpClientBase, McpRequestOptions } from './link.js';
+import { TaskWire } from './taskWire.js';
 
 /**
  * What `fromMcp` needs of a 2.x MCP client: the `Client` of `@modelcontextprotocol/client`,
@@ -28,6 +29,10 @@ export interface McpClientV2 extends McpClientBase {
   discover(options?: McpRequestOptions): Promise<unknown>;
   /** `'modern'` on a 2026-07-28 connection (stateless), `'legacy'` after the old `initialize` handshake. */
   getProtocolEra(): 'modern' | 'legacy' | undefined;
+  /** Any request, its result checked by `resultSchema` (a Standard Schema): MCP Tasks' `tasks/get`, `tasks/update`, `tasks/cancel`. */
+  request(request: { method: string; params?: Record<string, unknown> }, resultSchema: unknown, options?: McpRequestOptions): Promise<unknown>;
+  /** What the server said it can do (`server/discover`): MCP Tasks when its `extensions` name them. */
+  getServerCapabilities(): { readonly extensions?: Readonly<Record<string, unknown>> } | undefined;
 }
 
 /** A client of either major, as `fromMcp` takes it. */
@@ -42,6 +47,8 @@ export interface ClientAccess {
   readonly stateless: () => boolean;
   /** Is the server there: `ping`, or `server/discover` on 2026-07-28, which has no `ping`. */
   readonly probe: (options: McpRequestOptions) => Promise<unknown>;
+  /** MCP Tasks on a 2.x client (taskWire.ts); none on a 1.x one. */
+  readonly tasks: TaskWire | undefined;
 }
 
 const METHODS = ['listTools', 'callTool', 'ping', 'connect', 'close', 'getServerVersion'] as const;
@@ -68,10 +75,16 @@ export function readClient(target: string, client: unknown): ClientAccess {
   if (typeof c?.['discover'] === 'function') {
     const v2 = client as McpClientV2;
     const stateless = (): boolean => typeof v2.getProtocolEra === 'function' && v2.getProtocolEra() === 'modern';
+    const tasks = typeof v2.request === 'function' ? new TaskWire(v2) : undefined;
     return {
       client: v2,
       major: 2,
-      callTool: (params, options) => v2.callTool(params, options),
+      tasks,
+      // the wire on the transport the call goes out on (a reconnection brings a new one)
+      callTool: (params, options) => {
+        tasks?.attach();
+        return v2.callTool(params, options);
+      },
       stateless,
       probe: (options) => (stateless() ? v2.discover(options) : v2.ping(options)),
     };
@@ -80,6 +93,7 @@ export function readClient(target: string, client: unknown): ClientAccess {
   return {
     client: v1,
     major: 1,
+    tasks: undefined,
     callTool: (params, options) => v1.callTool(params, undefined, options),
     stateless: () => false,
     probe: (options) => v1.ping(options),

@@ -227,12 +227,40 @@ export class McpOutcomeUnknownError extends Error {
     readonly server: string,
     /** The tool (its MCP name). */
     readonly tool: string,
-    options?: { cause?: unknown },
+    /** `why`: what made the outcome unknown, when not a broken connection (a task the server no longer knows). */
+    options?: { cause?: unknown; why?: string },
   ) {
-    super(
-      `MCP tool '${tool}' of '${server}': the connection broke after the call was sent, and nothing resumes it: whether it ran is unknown (not run again: the tool is not marked safe to repeat)`,
-      options,
-    );
+    const why = options?.why ?? 'the connection broke after the call was sent, and nothing resumes it';
+    super(`MCP tool '${tool}' of '${server}': ${why}: whether it ran is unknown (not run again: the tool is not marked safe to repeat)`, options);
+  }
+}
+
+/**
+ * A tool call that ran as a task (MCP Tasks) ended `cancelled` on the server: it did not complete
+ * (the server stopped it, or honoured a cancel). `status` 409, so `classifyError` says
+ * retryable — for a tool safe to repeat; any other is never retried automatically.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof McpTaskCancelledError) console.log(`task ${e.taskId} of ${e.tool}: ${e.message}`);
+ * ```
+ */
+export class McpTaskCancelledError extends Error {
+  override readonly name = 'McpTaskCancelledError';
+  /** 409: what the classifier reads as a conflict worth another try. */
+  readonly status = 409;
+
+  constructor(
+    /** The server's id. */
+    readonly server: string,
+    /** The tool (its MCP name). */
+    readonly tool: string,
+    /** The task's id on the server. */
+    readonly taskId: string,
+    /** The server's `statusMessage`, if it gave one. */
+    statusMessage: string | undefined,
+  ) {
+    super(`MCP tool '${tool}' of '${server}': its task ${taskId} was cancelled${statusMessage === undefined ? '' : ` (${statusMessage})`}`);
   }
 }
 

@@ -24,6 +24,8 @@ import {
   type McpProgressListener,
   type McpRequestOptions,
   type McpToolInfo,
+  type McpTaskPolling,
+  type McpTaskResume,
   type McpTransportFactory,
 } from './link.js';
 
@@ -37,6 +39,8 @@ export type {
   McpInputRequest,
   McpProgressListener,
   McpRequestOptions,
+  McpTaskPolling,
+  McpTaskResume,
   McpToolInfo,
   McpTransportFactory,
 } from './link.js';
@@ -127,6 +131,19 @@ export interface FromMcpOptions {
   readonly onInputRequired?: McpInputAnswer;
   /** Rounds of one multi-round call `onInputRequired` answers at most (then `McpInputRequiredError`). Defaults to 10. */
   readonly maxInputRounds?: number;
+  /**
+   * Long tools as MCP Tasks (the `io.modelcontextprotocol/tasks` extension of MCP 2026-07-28, on a
+   * 2.x client): each call declares the extension, and a call the server answers with a task handle
+   * is followed to its end as the same call — `tasks/get` polled on the scheduler (the server's
+   * `pollIntervalMs`, else this backoff), each poll under `timeoutMs` and the task in all under
+   * `maxTotalTimeoutMs`; the task's questions answered by `onInputRequired` (each once) and sent with
+   * `tasks/update`; a `task` event on `hub` for each change; `tasks/cancel` sent when the call is
+   * unsubscribed or a deadline passes. In a durable run the task's id is checkpointed before the
+   * polling starts, so `resumeAgent` polls the same task after a restart instead of calling the
+   * tool again. `false`: the extension is not declared (a server then answers in full, or with
+   * -32021). Defaults to `{}`.
+   */
+  readonly tasks?: false | McpTaskPolling;
   /** Where the timeouts and the backoff are timed. Defaults to `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }
@@ -154,6 +171,17 @@ const props = {
   ),
   onInputRequired: Func,
   maxInputRounds: check('an integer >= 1', (u): u is number => Number.isInteger(u) && (u as number) >= 1),
+  tasks: check(
+    'false or { initialMs?: a finite number > 0, maxMs?: a finite number > 0, retries?: an integer >= 0 }',
+    (u): u is false | McpTaskPolling =>
+      u === false ||
+      (typeof u === 'object' &&
+        u !== null &&
+        Object.keys(u).every((k) => k === 'initialMs' || k === 'maxMs' || k === 'retries') &&
+        ((u as McpTaskPolling).initialMs === undefined || PositiveNumber.is((u as McpTaskPolling).initialMs)) &&
+        ((u as McpTaskPolling).maxMs === undefined || PositiveNumber.is((u as McpTaskPolling).maxMs)) &&
+        ((u as McpTaskPolling).retries === undefined || (Number.isInteger((u as McpTaskPolling).retries) && (u as McpTaskPolling).retries! >= 0))),
+  ),
   scheduler: Scheduler,
 };
 
@@ -335,8 +363,11 @@ export class McpToolset {
       idempotent,
       args: schemaCodec(name, validate),
       // the call's idempotency key in `_meta` (IDEMPOTENCY_META_KEY), for a server that deduplicates
+      // a durable run's context also hands over the call's checkpoint (MCP Tasks: the task picked up again)
       execute: (args, context) =>
-        this.link.call(info.name, args, idempotent, undefined, context?.idempotencyKey).pipe(map((result) => resultValue(info.name, result))),
+        this.link
+          .call(info.name, args, idempotent, undefined, context?.idempotencyKey, context as McpTaskResume | undefined)
+          .pipe(map((result) => resultValue(info.name, result))),
     };
   }
 }
@@ -347,7 +378,7 @@ export class McpToolset {
  * @internal exported for the proxy
  */
 export function toolset(target: string, clientIn: unknown, options: FromMcpOptions | undefined): McpToolset {
-  const { client, major, callTool, stateless, probe } = readClient(target, clientIn);
+  const { client, major, callTool, stateless, probe, tasks } = readClient(target, clientIn);
   const o = validateOptions(target, props, options) as FromMcpOptions;
   const id = o.id ?? client.getServerVersion()?.name ?? 'mcp';
   const scheduler = o.scheduler ?? asyncScheduler;
@@ -360,6 +391,10 @@ export function toolset(target: string, clientIn: unknown, options: FromMcpOptio
     probe,
     onInputRequired: o.onInputRequired,
     maxInputRounds: o.maxInputRounds ?? 10,
+    tasks:
+      tasks === undefined || o.tasks === false
+        ? undefined
+        : { wire: tasks, polling: { initialMs: o.tasks?.initialMs ?? 1000, maxMs: o.tasks?.maxMs ?? 30_000 }, pollRetries: o.tasks?.retries ?? 5 },
     breaker,
     hub: o.hub,
     capabilities: o.capabilities,

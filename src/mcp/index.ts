@@ -4,7 +4,7 @@
  * `isError` results reflected to the model, progress-aware timeouts, cancellation, one breaker
  * per server, and reconnection — on either MCP SDK major: the 1.x `Client` of
  * `@modelcontextprotocol/sdk`, or the 2.x one of `@modelcontextprotocol/client` (MCP 2026-07-28:
- * stateless servers, multi-round calls; the old handshake with an older server). Both are
+ * stateless servers, multi-round calls, long tools as MCP Tasks; the old handshake with an older server). Both are
  * optional peer dependencies: only this subpath needs one, and never both.
  *
  * @example
@@ -35,6 +35,8 @@ export type {
   McpReconnectBackoff,
   McpRequestOptions,
   McpSchemaValidator,
+  McpTaskPolling,
+  McpTaskResume,
   McpToolInfo,
   McpTransportFactory,
 } from './fromMcp.js';
@@ -45,6 +47,7 @@ export {
   McpOutcomeUnknownError,
   McpProtocolError,
   McpSessionExpiredError,
+  McpTaskCancelledError,
   McpTimeoutError,
   McpToolResultError,
 } from './errors.js';

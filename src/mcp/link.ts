@@ -33,124 +33,14 @@ import { mayHaveRun, McpConnectionError, McpOutcomeUnknownError, McpSessionExpir
 import { callInRounds, type McpInputAnswer } from './rounds.js';
 import { Reconnection, type McpTransportFactory } from './reconnection.js';
 import { IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';
+import { taskCall } from './tasks.js';
+import type { McpCallArgs, McpCallParams, McpClientBase, McpProgressListener, McpRequestOptions } from './types.js';
+import type { TaskWire } from './taskWire.js';
 
 export type { McpTransportFactory } from './reconnection.js';
 export type { McpInputAnswer, McpInputRequest } from './rounds.js';
-
-/** Request options `fromMcp` hands the client (the SDK's `RequestOptions`, the part it uses). */
-export interface McpRequestOptions {
-  /** Aborted when the call is cancelled: the SDK sends `notifications/cancelled`. */
-  readonly signal?: AbortSignal;
-  /** The SDK's own timer: `fromMcp` sets it to the longest a timer holds (its own deadline is on the scheduler). */
-  readonly timeout?: number;
-  /** Set: progress also resets the SDK's timer. */
-  readonly resetTimeoutOnProgress?: boolean;
-  /** The SDK's cap on the whole call (unused: `fromMcp`'s `maxTotalTimeoutMs` is on the scheduler). */
-  readonly maxTotalTimeout?: number;
-  /** Called on each progress notification; passing it makes the SDK send a progress token. */
-  readonly onprogress?: McpProgressListener;
-  /** 2.x: an `input_required` answer is handed back instead of fulfilled by the SDK (rxheal's `onInputRequired` answers it). */
-  readonly allowInputRequired?: boolean;
-}
-
-/** The params of one `tools/call` (with, on a later round of a multi-round call, the answers and the server's state). */
-export interface McpCallParams {
-  readonly name: string;
-  readonly arguments?: Record<string, unknown>;
-  /** 2026-07-28: the answers to the server's `input_required` requests, by their keys. */
-  readonly inputResponses?: Record<string, unknown>;
-  /** 2026-07-28: the opaque state the server sent with `input_required`, sent back byte for byte. */
-  readonly requestState?: string;
-  /** The request's `_meta` (see `McpLink.paramsOf`). */
-  readonly _meta?: Record<string, unknown>;
-}
-
-/**
- * One tool call as the link makes it: the tool's name, its arguments, whether it is safe to repeat,
- * who hears its progress, and its idempotency key (sent in `_meta`).
- *
- * @example
- * ```ts
- * const call: McpCallArgs = ['book', { seat: '12A' }, false, undefined, 'trip-9/1/0/book'];
- * ```
- */
-export type McpCallArgs = [name: string, args: Record<string, unknown>, idempotent: boolean, onProgress?: McpProgressListener, idempotencyKey?: string];
-
-/**
- * Hears one progress notification of a call, as the SDK hands it over (`progress`, and `total`
- * and `message` when the server sent them).
- *
- * @example
- * ```ts
- * const listener: McpProgressListener = ({ progress, total }) => console.log(`${progress}/${total ?? '?'}`);
- * ```
- */
-export type McpProgressListener = (progress: { progress: number; total?: number; message?: string }) => void;
-
-/** A tool as `tools/list` describes it (the fields `fromMcp` reads). */
-export interface McpToolInfo {
-  /** The tool's name on the server. */
-  readonly name: string;
-  /** What it does, for the model. */
-  readonly description?: string;
-  /** The JSON Schema of its arguments (an object). */
-  readonly inputSchema: { readonly type: 'object'; readonly [key: string]: unknown };
-  /** The server's hints: which of them make a tool idempotent is `isIdempotentTool`'s rule. */
-  readonly annotations?: {
-    /** It changes nothing. */
-    readonly readOnlyHint?: boolean;
-    /** Calling it again with the same arguments has no further effect. */
-    readonly idempotentHint?: boolean;
-    /** It may destroy or overwrite something. */
-    readonly destructiveHint?: boolean;
-    readonly [key: string]: unknown;
-  };
-  readonly [key: string]: unknown;
-}
-
-/**
- * What `fromMcp` needs of an MCP client of either SDK major, but the call itself
- * ({@link McpClient} for 1.x, `McpClientV2` for 2.x).
- *
- * @example
- * ```ts
- * const base: McpClientBase = client; // a connected Client of either major
- * ```
- */
-export interface McpClientBase {
-  /** `tools/list`, one page (`nextCursor` asks for the next; 2.x, called without a cursor, walks every page itself and honours `ttlMs`). */
-  listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ tools: readonly McpToolInfo[]; nextCursor?: string }>;
-  /** `ping`: the probe of a half-open breaker. */
-  ping(options?: McpRequestOptions): Promise<unknown>;
-  /** Connects (and initialises) on a fresh transport: used to reconnect. */
-  connect(transport: never): Promise<void>;
-  /** Closes the current transport: used before reconnecting. */
-  close(): Promise<void>;
-  /** The server's name and version from initialisation (its name is the default `id`). */
-  getServerVersion(): { readonly name: string; readonly version: string } | undefined;
-  /**
-   * The SDK's current transport: `undefined` once it closed (a stdio server's process exited, the
-   * client was closed), so the next call reconnects before it is sent. A client without the
-   * property is taken as connected until a call finds otherwise.
-   */
-  readonly transport?: unknown;
-}
-
-/**
- * What `fromMcp` needs of an MCP client: the `@modelcontextprotocol/sdk` 1.x `Client`, connected
- * (`await client.connect(transport)`). `connect` and `close` are used only to reconnect, with
- * `fromMcp`'s `reconnect` transport factory.
- *
- * @example
- * ```ts
- * const client: McpClient = new Client({ name: 'my-agent', version: '1.0.0' });
- * await client.connect(new StdioClientTransport({ command: 'node', args: ['server.js'] }));
- * ```
- */
-export interface McpClient extends McpClientBase {
-  /** `tools/call` (no result schema: the SDK's default). */
-  callTool(params: McpCallParams, resultSchema?: undefined, options?: McpRequestOptions): Promise<{ readonly [key: string]: unknown }>;
-}
+export type { McpTaskPolling } from './tasks.js';
+export type { McpCallArgs, McpCallParams, McpClient, McpClientBase, McpProgressListener, McpRequestOptions, McpTaskResume, McpToolInfo } from './types.js';
 
 /** How a link is set up: what `fromMcp` resolved from its options. */
 export interface LinkSettings {
@@ -166,6 +56,9 @@ export interface LinkSettings {
   readonly onInputRequired: McpInputAnswer | undefined;
   /** Rounds of one multi-round call at most. */
   readonly maxInputRounds: number;
+  /** MCP Tasks (a 2.x client, `tasks` not false): the wire, and how tasks are polled. */
+  readonly tasks:
+    { readonly wire: TaskWire; readonly polling: { readonly initialMs: number; readonly maxMs: number }; readonly pollRetries: number } | undefined;
   readonly breaker: CircuitBreaker;
   readonly hub: HealHub | undefined;
   readonly capabilities: CapabilityRegistry | undefined;
@@ -233,9 +126,38 @@ export class McpLink {
    * One `tools/call` through the breaker, as a cold observable of the raw result: unsubscribing
    * cancels it (the server gets `notifications/cancelled`). A session found expired is
    * re-initialised and, for an idempotent tool, the call made once more — under the same permit:
-   * the breaker sees one call (a restarted server that answers is not a failure).
+   * the breaker sees one call (a restarted server that answers is not a failure). A server that
+   * answers with a task (MCP Tasks): the task followed to its end (tasks.ts), after the breaker —
+   * which judged the call that created it —, within `maxTotalTimeoutMs`; a call that checkpointed a
+   * task (`resume`) polls it instead of calling again.
    */
-  call(...[name, args, idempotent, onProgress, idempotencyKey]: McpCallArgs): Observable<{ readonly [key: string]: unknown }> {
+  call(...[name, args, idempotent, onProgress, idempotencyKey, resume]: McpCallArgs): Observable<{ readonly [key: string]: unknown }> {
+    const once$ = this.callOnce(name, args, idempotent, onProgress, idempotencyKey);
+    const { tasks, id, onInputRequired, maxInputRounds, hub, scheduler, timeoutMs, maxTotalTimeoutMs } = this.settings;
+    if (tasks === undefined) return once$;
+    const driver = {
+      server: id,
+      tool: name,
+      arguments: args,
+      wire: tasks.wire,
+      request: <T>(label: string, send: (options: McpRequestOptions) => Promise<T>) => this.request(label, send),
+      answer: onInputRequired,
+      maxRounds: maxInputRounds,
+      hub,
+      scheduler,
+      polling: tasks.polling,
+      pollRetries: tasks.pollRetries,
+      timeoutMs,
+    };
+    const total = <T>(task$: Observable<T>): Observable<T> =>
+      maxTotalTimeoutMs === Infinity
+        ? task$
+        : (task$.pipe(deadline({ firstMs: maxTotalTimeoutMs }, scheduler, () => new McpTimeoutError(id, name, maxTotalTimeoutMs, 'total'))) as Observable<T>);
+    return taskCall(driver, idempotent, resume, once$, total);
+  }
+
+  /** One `tools/call` (its rounds included) through the breaker: the answer as the server gave it. */
+  private callOnce(...[name, args, idempotent, onProgress, idempotencyKey]: McpCallArgs): Observable<{ readonly [key: string]: unknown }> {
     const { id, callTool, onInputRequired, maxInputRounds, stateless } = this.settings;
     const params = this.paramsOf(name, args, idempotencyKey);
     const once$ = this.admitted(() =>
@@ -268,9 +190,12 @@ export class McpLink {
    * repeat from a new call). Every round of a multi-round call sends these, with its answers.
    */
   private paramsOf(name: string, args: Record<string, unknown>, idempotencyKey: string | undefined): McpCallParams {
-    return idempotencyKey === undefined || idempotencyKey === ''
-      ? { name, arguments: args }
-      : { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } };
+    const params: McpCallParams =
+      idempotencyKey === undefined || idempotencyKey === ''
+        ? { name, arguments: args }
+        : { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } };
+    // with MCP Tasks, marked: the extension declared, a task answer read back (taskWire.ts)
+    return this.settings.tasks === undefined ? params : this.settings.tasks.wire.mark(params);
   }
 
   /**

@@ -33,6 +33,8 @@ export interface McpInputRequest {
   readonly inputRequests: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>>;
   /** 1 for the first `input_required` of the call, 2 for the next… */
   readonly round: number;
+  /** Set when a task of the call asks (MCP Tasks): the answers go back with `tasks/update`, not as another round. */
+  readonly taskId?: string;
   /** Aborted when the call is cancelled or its deadline passes: stop asking. */
   readonly signal: AbortSignal;
 }

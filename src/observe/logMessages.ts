@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { CircuitAgentEvent, HedgeEvent, PoolEvent, ResumeEvent } from '../core/events/events.js';
+import type { CircuitAgentEvent, HedgeEvent, PoolEvent, ResumeEvent, TaskEvent } from '../core/events/events.js';
 
 type CircuitState = Extract<CircuitAgentEvent, { kind: 'transition' }>['to'];
 
@@ -23,6 +23,14 @@ export const POOL_MESSAGES: Readonly<Record<PoolEvent['kind'], string>> = {
   wait: 'pool waits for member',
   move: 'pool moved conversation',
   return: 'pool returned conversation',
+};
+
+/** What a task event is logged as, by kind (rxheal/chaos's recordIncident knows them, and keeps none: a task is no fault). */
+export const TASK_MESSAGES: Readonly<Record<TaskEvent['kind'], string>> = {
+  created: 'tool call runs as a task',
+  resumed: 'task picked up again',
+  status: 'task status changed',
+  cancel: 'task cancel sent',
 };
 
 /** A pool record's optional fields, as logged → as in the event. */

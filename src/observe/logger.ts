@@ -9,7 +9,7 @@
 import { tap, type MonoTypeOperatorFunction, type Observable, type Subscription } from 'rxjs';
 import type { AgentEvent, HealEvent, HedgeEvent } from '../core/events/events.js';
 import { check, oneOf, validateOptions } from '../core/errors/options.js';
-import { HEDGE_MESSAGES, POOL_MESSAGES, RESUME_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
+import { HEDGE_MESSAGES, POOL_MESSAGES, RESUME_MESSAGES, TASK_MESSAGES, USUAL_CIRCUIT_FROM } from './logMessages.js';
 
 /**
  * Log levels, lowest first.
@@ -234,6 +234,13 @@ export function logRecord(event: AgentEvent): LogRecord | undefined {
         attempt: e.attempt,
         after_ms: e.afterMs,
         category: e.category,
+      });
+    case 'task':
+      return toRecord(e.kind === 'cancel' || e.status === 'failed' ? 'warn' : 'info', TASK_MESSAGES[e.kind], {
+        ...who(e.target, 'target'),
+        task_id: e.taskId,
+        status: e.status,
+        status_message: e.message,
       });
     case 'pool':
       return toRecord(e.kind === 'move' ? 'warn' : 'info', POOL_MESSAGES[e.kind], {

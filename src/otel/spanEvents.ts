@@ -126,6 +126,11 @@ export function spanEventOf(e: HealEvent): SpanEvent | undefined {
       if (e.waitUsd !== undefined) attributes['rxheal.pool.wait_usd'] = e.waitUsd;
       return { name: 'rxheal.pool', attributes, about: `model:${e.pool}` };
     }
+    case 'task': {
+      const attributes: Attributes = { 'rxheal.task.kind': e.kind, 'rxheal.task.id': e.taskId, 'rxheal.task.status': e.status };
+      if (e.message !== undefined) attributes['rxheal.task.message'] = e.message;
+      return { name: 'rxheal.task', attributes, about: e.target };
+    }
     case 'tool-deduplicated':
       return {
         name: 'rxheal.tool.deduplicated',

@@ -208,7 +208,7 @@ export function scriptedTool<R>(
  * `tool-result:get_weather`, `tool-error:get_weather`, `reflection:get_weather#1/3`,
  * `retry:tool:x#1`, `retry-withheld:tool:x:not_idempotent`, `circuit:name:closed>open`, `fallback:a>b`, `reset:fallback`,
  * `degraded:search`, `restored:search`, `bulkhead:model:gpt:rejected:full`, `hedge:model:gpt#1:won`,
- * `latency:model:gpt:first#100`, `pool:move:model:a>model:b`, `resume:model:gpt#1@12`, `budget-exceeded:usd:cut`, `spend:gpt-5-mini`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
+ * `latency:model:gpt:first#100`, `pool:move:model:a>model:b`, `task:mcp:jobs/render:status:completed`, `resume:model:gpt#1@12`, `budget-exceeded:usd:cut`, `spend:gpt-5-mini`, `message:assistant`, `finish:stop`, `reasoning:Hm`,
  * `reasoning-end:signed`…
  *
  * @example
@@ -271,6 +271,8 @@ export function describeEvent(event: AgentEvent): string {
       return `latency:${event.target}:${event.kind}#${event.count}`;
     case 'pool':
       return `pool:${event.kind}:${event.from}${event.to === undefined ? '' : `>${event.to}`}`;
+    case 'task':
+      return `task:${event.target}:${event.kind}:${event.status}`;
     case 'validation':
       return `validation:${event.valid ? 'valid' : 'invalid'}`;
     case 'message':

@@ -242,6 +242,28 @@ export const PoolEventCodec = t.intersection(
 );
 
 /**
+ * A long tool call that runs as a task on its server (MCP Tasks: `fromMcp` on MCP 2026-07-28):
+ * `kind` `'created'` (the server answered with a task handle), `'resumed'` (a call picked its task
+ * up again from its checkpoint — after its process restarted, or on a retry — instead of calling
+ * the tool again), `'status'` (the task's status or message changed, as a poll found it) or
+ * `'cancel'` (the call sent `tasks/cancel`: it was unsubscribed, or a deadline passed). `target`
+ * `mcp:<server>/<tool>`, `status` the task's as last seen, `message` its `statusMessage`.
+ */
+export const TaskEventCodec = t.intersection(
+  [
+    t.type({
+      type: t.literal('task'),
+      target: t.string,
+      taskId: t.string,
+      kind: t.keyof({ created: null, resumed: null, status: null, cancel: null }),
+      status: t.keyof({ working: null, input_required: null, completed: null, failed: null, cancelled: null }),
+    }),
+    t.partial({ message: t.string }),
+  ],
+  'TaskEvent',
+);
+
+/**
  * A latency tracker's quantiles (`latency`), reported to its hub every `reportEvery` samples of
  * one kind: `kind` `'first'` (time to the first item: time to first token) or `'gap'` (between
  * items), `count` samples in its windows, and their p50, p95 and p99 in ms.
@@ -300,6 +322,7 @@ export const HealEventCodec = t.union(
     ResumeEventCodec,
     ToolDeduplicatedEventCodec,
     PoolEventCodec,
+    TaskEventCodec,
   ],
   'HealEvent',
 );
@@ -400,6 +423,8 @@ export type BulkheadEvent = t.TypeOf<typeof BulkheadEventCodec>;
 export type HedgeEvent = t.TypeOf<typeof HedgeEventCodec>;
 /** A model pool waited, moved or returned a conversation (see {@link PoolEventCodec}). */
 export type PoolEvent = t.TypeOf<typeof PoolEventCodec>;
+/** A tool call's task on its server was created, resumed, changed or cancelled (see {@link TaskEventCodec}). */
+export type TaskEvent = t.TypeOf<typeof TaskEventCodec>;
 /** A latency tracker's quantiles, every so many samples (see {@link LatencyEventCodec}). */
 export type LatencyEvent = t.TypeOf<typeof LatencyEventCodec>;
 /** A cut stream picked up again where it stopped (see {@link ResumeEventCodec}). */
