@@ -26,6 +26,7 @@ import * as a2a from '../src/a2a/index.js';
 import { taskStream, type TaskSeams } from '../src/a2a/taskStream.js';
 import type { A2AResult, A2AStreamResponse } from '../src/a2a/wire.js';
 import { all, named, one, type MarbleBlock } from './marbleBlocks.js';
+import { mcpTask } from './marbleTasks.js';
 
 /** A short text for an error, so a diagram's `calls` result can show which error arrived. */
 export function label(error: unknown): string {
@@ -175,7 +176,7 @@ function a2aTask(
 /**
  * What doc expressions can name: rxjs, rxheal, rxheal/providers, rxheal/fleet, rxheal/events, rxheal/testing, rxheal/mcp as `mcp`, rxheal/a2a as `a2a` (and `a2aTask`, `a2aEvents`, `a2aResult`), rxheal/chaos,
  * io-ts as `t` (tool arguments), a few errors, `delta(text)`, one text-delta event, `responsesEvents(text)`
- * and `mcpTool(options)`.
+ * `mcpTool(options)` and `mcpTask(server, options)` (scripts/marbleTasks.ts).
  */
 export const base: Readonly<Record<string, unknown>> = {
   ...rx,
@@ -188,6 +189,7 @@ export const base: Readonly<Record<string, unknown>> = {
   t,
   mcp,
   mcpTool,
+  mcpTask,
   a2a,
   a2aTask,
   a2aEvents,

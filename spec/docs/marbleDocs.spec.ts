@@ -15,7 +15,7 @@ const DOCS = new URL('../../marble-docs/', import.meta.url).pathname;
 describe('marble-docs (every diagram runs against the real operator)', () => {
   const blocks = readBlocks(DOCS);
 
-  it('has a page with diagrams for each of the five operators, bulkhead, hedge and rxheal/mcp', () => {
+  it('has a page with diagrams for each of the five operators, bulkhead, hedge, rxheal/mcp and its Tasks', () => {
     const pages = new Set(blocks.map((b) => basename(b.file)));
     for (const page of [
       'retryWithBackoff.md',
@@ -26,6 +26,7 @@ describe('marble-docs (every diagram runs against the real operator)', () => {
       'bulkhead.md',
       'hedge.md',
       'mcp.md',
+      'tasks.md',
     ]) {
       expect(pages.has(page), page).to.equal(true);
     }
