@@ -28,7 +28,7 @@ import type { Prices } from '../core/money/prices.js';
 import type { SpendGate } from '../core/money/spendGate.js';
 import { moneyOptions, type RunMoneyOptions } from './runMoney.js';
 import type { RunScope } from '../core/rx/runScope.js';
-import type { Tool } from './tool.js';
+import type { CheckpointHolder, Tool } from './tool.js';
 import type { EffectLedger, GuardedCall } from './effectLedger.js';
 import { budgetCodec, type Budget } from './budget.js';
 import type { CallState } from './resumePlan.js';
@@ -429,6 +429,8 @@ export interface DurablePort {
   ): RunRecord;
   /** Before a tool executes: its start journaled, then `execute$`. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
+  /** A call's checkpoints: what it journaled before (its state in the plan), and how it journals more (`tool-checkpoint`). */
+  checkpointsOf(call: ToolCall, state: CallState | undefined): CheckpointHolder;
   /**
    * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
    * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call).

@@ -37,7 +37,7 @@ import { guard, Thrown } from '../core/rx/guard.js';
 import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
-import { CallContext, resultText, type Verified } from './tool.js';
+import { CallContext, resultText, type CheckpointHolder, type Verified } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
 import { randomName } from '../core/journal/idempotency.js';
 import { outcomeUnknown, unknownOutcomeText } from './unknownOutcome.js';
@@ -296,6 +296,17 @@ export class DurableRun implements DurablePort {
     return concat(this.append$({ v: RECORD_VERSION, type: 'tool-start', callId: call.id, tool: call.name, used: this.used() }), execute$);
   }
 
+  /** A call's checkpoints: its newest journaled state (a resumed call's), each new one a `tool-checkpoint` record written before the tool goes on. */
+  checkpointsOf(call: ToolCall, state: CallState | undefined): CheckpointHolder {
+    return {
+      resumed: state?.state === 'interrupted' ? state.checkpoint : undefined,
+      write: (data) =>
+        defer(() =>
+          concat(this.append$({ v: RECORD_VERSION, type: 'tool-checkpoint', callId: call.id, state: data as { [key: string]: unknown } }), of(undefined)),
+        ),
+    };
+  }
+
   /** A tool's outcome journaled (its events and message go on once it is durable). */
   private commitOutcome(call: ToolCall, outcome: ToolOutcome): Observable<ToolOutcome> {
     const record = messageRecord([outcome.message], [...outcome.events, { type: 'message', message: outcome.message }], this.used(), { callId: call.id });
@@ -338,6 +349,8 @@ export class DurableRun implements DurablePort {
         message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: text, isError: true },
       });
     }
+    // a call that checkpointed carries on its own work from there (its execution gets `resumed`), whatever its idempotency
+    if (state?.state === 'interrupted' && state.checkpoint !== undefined) return run$();
     // under an effect ledger, the ledger knows what happened: it answers, reconciles or runs
     if (kind === 'interrupted' && !tool.idempotent && this.agent.config.effects === undefined) return this.unknown(call, tool, run$);
     if (kind === 'not-started' && this.needsApproval(call, tool, context)) return 'pending';

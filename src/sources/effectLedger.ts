@@ -83,6 +83,8 @@ export interface GuardedCall {
   readonly hub: HealHub | undefined;
   /** An outcome that stays unknown: told to the model (a tool error it reads) or the run's end. */
   readonly onUnknownOutcome: 'tell-model' | 'error';
+  /** The call checkpointed before (`ToolContext.checkpoint`): a `started` key runs again — the tool carries on its own work — instead of reconciling. */
+  readonly resumable?: boolean;
   /** Where the run's `tool-outcome-unknown` goes (its stream), when the ledger cannot tell an outcome. */
   readonly emit?: ((event: ToolOutcomeUnknownEvent) => void) | undefined;
 }
@@ -284,7 +286,7 @@ class Guarded {
     }
     if (state.state === 'done') return this.deduplicated(state.result);
     // started, never finished: the outcome is unknown
-    if (repeatable(tool)) return this.run();
+    if (repeatable(tool) || this.call.resumable === true) return this.run();
     this.reconcile(undefined);
   }
 

@@ -7,14 +7,15 @@
  * @module
  */
 import type { AgentEvent, AssistantMessage, Message, ToolCall, ToolMessage } from '../core/events/events.js';
-import type { JournalEntry } from '../core/journal/journal.js';
+import type { JournalData, JournalEntry } from '../core/journal/journal.js';
 import type { ModelCheckpoint } from '../core/model/model.js';
 import { decodeRecords, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
 
 /**
  * Where a call of the last tool round stands:
  * - `done`: its tool message is journaled (never run again);
- * - `interrupted`: its execution started and never finished (a crash inside it);
+ * - `interrupted`: its execution started and never finished (a crash inside it); `checkpoint`:
+ *   the newest state it journaled (`ctx.checkpoint`) to carry on from, if it did;
  * - `not-started`: no execution began;
  * - `awaiting-approval`: the run suspended for it, and no decision was given;
  * - `approved` / `denied`: a decision was journaled (and it did not start since).
@@ -26,7 +27,8 @@ import { decodeRecords, type Fingerprint, type PendingApproval, type RunRecord, 
  */
 export type CallState =
   | { readonly call: ToolCall; readonly state: 'done'; readonly message: ToolMessage }
-  | { readonly call: ToolCall; readonly state: 'interrupted' | 'not-started' | 'awaiting-approval' | 'approved' }
+  | { readonly call: ToolCall; readonly state: 'interrupted'; readonly checkpoint?: JournalData }
+  | { readonly call: ToolCall; readonly state: 'not-started' | 'awaiting-approval' | 'approved' }
   | { readonly call: ToolCall; readonly state: 'denied'; readonly reason: string };
 
 /**
@@ -81,6 +83,8 @@ interface Round {
   readonly calls: readonly ToolCall[];
   readonly done: Map<string, ToolMessage>;
   readonly started: Set<string>;
+  /** Each call's newest `tool-checkpoint` (of this round: an older round's call of the same id is another call). */
+  readonly checkpoints: Map<string, JournalData>;
   readonly decisions: Map<string, { approved: boolean; reason: string }>;
   pending: PendingApproval[] | undefined;
 }
@@ -135,7 +139,7 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
         answered = false;
         if (last?.role === 'assistant') {
           const calls = (last as AssistantMessage).toolCalls ?? [];
-          if (calls.length > 0) round = { calls, done: new Map(), started: new Set(), decisions: new Map(), pending: undefined };
+          if (calls.length > 0) round = { calls, done: new Map(), started: new Set(), checkpoints: new Map(), decisions: new Map(), pending: undefined };
           else answered = true;
         }
         break;
@@ -144,6 +148,9 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
         used = record.used;
         round?.started.add(record.callId);
         round?.decisions.delete(record.callId);
+        break;
+      case 'tool-checkpoint':
+        round?.checkpoints.set(record.callId, record.state);
         break;
       case 'suspended':
         if (round) round.pending = record.pending;
@@ -181,7 +188,10 @@ export function resumePlan(runId: string, entries: readonly JournalEntry[]): Res
   const calls = r.calls.map((call): CallState => {
     const message = r.done.get(call.id);
     if (message) return { call, state: 'done', message };
-    if (r.started.has(call.id)) return { call, state: 'interrupted' };
+    if (r.started.has(call.id)) {
+      const checkpoint = r.checkpoints.get(call.id);
+      return checkpoint === undefined ? { call, state: 'interrupted' } : { call, state: 'interrupted', checkpoint };
+    }
     const decision = r.decisions.get(call.id);
     if (decision) return decision.approved ? { call, state: 'approved' } : { call, state: 'denied', reason: decision.reason };
     if (r.pending?.some((p) => p.callId === call.id)) return { call, state: 'awaiting-approval' };

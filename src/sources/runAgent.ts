@@ -377,7 +377,7 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context, i);
+      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context, i, states?.[i]);
       const outcome$ = durable ? durable.callOutcome(call, states?.[i], context, run$) : run$();
       if (outcome$ instanceof Observable) outcomes.push(outcome$.pipe(map((outcome) => [i, outcome] as const)));
       else pending.push(outcome$);
@@ -400,11 +400,13 @@ class AgentRun implements DurableHost {
   }
 
   /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
-  private toolOutcome(call: ToolCall, context: PipelineContext, index: number): Observable<ToolOutcome> {
+  private toolOutcome(call: ToolCall, context: PipelineContext, index: number, state?: CallState): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
     const runId = this.id();
     const key = effectKey(runId, context.step, index, call.name);
+    // one holder per call: every execution of it (a retry too) reads the newest checkpoint
+    const checkpoints = this.durable?.checkpointsOf(call, state);
     const call$ = defer(() => {
       if (!tool) return throwError(() => unknownToolError(call, [...tools.keys()], this.scope));
       this.budget.toolCall();
@@ -412,9 +414,10 @@ class AgentRun implements DurableHost {
         this.hub,
         scheduler,
         { kind: 'tool', name: call.name, id: call.id, step: context.step },
-        callTool(tool, call, { scope: this.scope, idempotencyKey: key }),
+        callTool(tool, call, checkpoints === undefined ? { scope: this.scope, idempotencyKey: key } : { scope: this.scope, idempotencyKey: key, checkpoints }),
       );
-      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub, emit: (e) => this.emit(e) }, execute$);
+      const resumable = checkpoints?.resumed !== undefined;
+      const guarded$ = underLedger(config, { key, runId, tool, call, hub: this.hub, emit: (e) => this.emit(e), resumable }, execute$);
       return this.durable ? this.durable.beforeTool(call, guarded$) : guarded$;
     });
     const piped = config.toolPipeline ? config.toolPipeline(call, call$, context) : call$;

@@ -9,6 +9,10 @@
  *   failed its output check together with its correction (`correction: true`: one record, so a
  *   resume never sees one without the other); `used`: the budget spent up to it;
  * - `tool-start`: a tool's execution is about to begin (written before `execute` runs);
+ * - `tool-checkpoint`: what a tool's execution journaled to carry on from (`ctx.checkpoint`):
+ *   the newest of a call in the last tool round is handed back as `resumed` to the call's next
+ *   execution; never replayed, never counted (written by this version 1 too: an older rxheal
+ *   refuses a journal that holds one, as `JournalCorruptError`);
  * - `suspended`: the tool calls waiting for approval;
  * - `decision`: an approval given on resume, before the call runs (or is denied);
  * - `checkpoint`: how far model turn `step` got on the provider's side (a model's
@@ -76,6 +80,7 @@ const MessageRecordCodec = t.intersection(
   'MessageRecord',
 );
 const ToolStartRecordCodec = t.type({ v, type: t.literal('tool-start'), callId: t.string, tool: t.string, used: UsedCodec }, 'ToolStartRecord');
+const ToolCheckpointRecordCodec = t.type({ v, type: t.literal('tool-checkpoint'), callId: t.string, state: t.UnknownRecord }, 'ToolCheckpointRecord');
 const PendingCodec = t.type({ callId: t.string, tool: t.string, args: t.unknown }, 'PendingApproval');
 const SuspendedRecordCodec = t.type({ v, type: t.literal('suspended'), pending: t.array(PendingCodec) }, 'SuspendedRecord');
 const DecisionRecordCodec = t.intersection(
@@ -93,7 +98,16 @@ const EndRecordCodec = t.union(
 );
 /** The codec of every record of a journaled run (see the module's list). */
 export const RunRecordCodec = t.union(
-  [StartRecordCodec, MessageRecordCodec, ToolStartRecordCodec, SuspendedRecordCodec, DecisionRecordCodec, CheckpointRecordCodec, EndRecordCodec],
+  [
+    StartRecordCodec,
+    MessageRecordCodec,
+    ToolStartRecordCodec,
+    ToolCheckpointRecordCodec,
+    SuspendedRecordCodec,
+    DecisionRecordCodec,
+    CheckpointRecordCodec,
+    EndRecordCodec,
+  ],
   'RunRecord',
 );
 

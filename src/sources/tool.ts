@@ -1,5 +1,5 @@
 import * as t from 'io-ts';
-import { defer, Observable, type ObservableInput } from 'rxjs';
+import { defer, Observable, tap, type ObservableInput } from 'rxjs';
 import { InvalidOptionError, ToolError } from '../core/errors/errors.js';
 import type { ToolCall } from '../core/events/events.js';
 import { Func, NonEmptyString, check, describeProblems, formatProblem, isLeft, validateOptions } from '../core/errors/options.js';
@@ -7,6 +7,7 @@ import { errorText } from '../core/errors/sanitize.js';
 import { notApplied } from '../core/errors/notApplied.js';
 import { abortable, type AbortContext } from '../core/model/abortable.js';
 import type { ToolSpec } from '../core/model/model.js';
+import type { JournalData } from '../core/journal/journal.js';
 import { bindToRun, type RunScope } from '../core/rx/runScope.js';
 
 /** What {@link defineTool} takes. */
@@ -85,6 +86,36 @@ export interface ToolContext extends AbortContext {
    * deduplicates (`idempotencyHeaders(ctx)`). Absent when `execute` is called directly.
    */
   readonly idempotencyKey?: string;
+  /**
+   * What this call checkpointed ({@link ToolContext.checkpoint}) in an earlier execution — in a
+   * process that died, read back by `resumeAgent` from the journal, or in this process by an
+   * earlier attempt (a retry): carry on from it instead of starting the work again. Absent when
+   * nothing was checkpointed, and outside a durable run.
+   */
+  readonly resumed?: JournalData;
+  /**
+   * Journals `state` for this call (a durable run only): emits once (undefined) and completes once
+   * the record is durable; errors as the journal's append does (an `InvalidOptionError`, nothing
+   * written, for state that is not JSON data). The newest checkpoint is what a later execution of
+   * the call — after a crash, or a retry — gets as {@link ToolContext.resumed | resumed}, and a
+   * resumed call that checkpointed is run again (it carries on its own work) whatever its
+   * idempotency. Unsubscribed before it is durable, the record may still land. Absent outside a
+   * durable run.
+   */
+  readonly checkpoint?: (state: JournalData) => Observable<void>;
+}
+
+/**
+ * Where one call's checkpoints are kept while it runs: the newest state, and how to journal one.
+ *
+ * @example
+ * ```ts
+ * const holder: CheckpointHolder = { resumed: plan.checkpoint, write: (state) => session.append({ type: 'tool-checkpoint', callId, state }) };
+ * ```
+ */
+export interface CheckpointHolder {
+  resumed: JournalData | undefined;
+  readonly write: (state: JournalData) => Observable<void>;
 }
 
 /**
@@ -100,10 +131,21 @@ export class CallContext implements ToolContext {
     private readonly attempt: AbortContext,
     readonly callId: string,
     readonly idempotencyKey?: string,
+    private readonly holder?: CheckpointHolder,
   ) {}
 
   get signal(): AbortSignal {
     return this.attempt.signal;
+  }
+
+  get resumed(): JournalData | undefined {
+    return this.holder?.resumed;
+  }
+
+  get checkpoint(): ((state: JournalData) => Observable<void>) | undefined {
+    const holder = this.holder;
+    if (holder === undefined) return undefined;
+    return (state) => holder.write(state).pipe(tap(() => (holder.resumed = state)));
   }
 }
 
@@ -182,6 +224,8 @@ export interface CallToolOptions {
   readonly scope?: RunScope;
   /** The call's idempotency key, handed to `execute` as `ctx.idempotencyKey` (set by `runAgent`). */
   readonly idempotencyKey?: string;
+  /** The call's checkpoints (set by a durable run): `ctx.resumed` and `ctx.checkpoint`. */
+  readonly checkpoints?: CheckpointHolder;
 }
 
 /**
@@ -212,7 +256,7 @@ export function callTool<A, R>(tool: Tool<A, R>, call: ToolCall, options: CallTo
     }
     const args = decoded.right;
     return new Observable<R>((subscriber) =>
-      abortable((context) => wholeString(tool.execute(args, new CallContext(context, call.id, options.idempotencyKey)))).subscribe({
+      abortable((context) => wholeString(tool.execute(args, new CallContext(context, call.id, options.idempotencyKey, options.checkpoints)))).subscribe({
         next: (value) => subscriber.next(value),
         error: (cause: unknown) => subscriber.error(fail('execute', errorText(cause, MAX_TOOL_ERROR_CHARS), cause)),
         complete: () => subscriber.complete(),
