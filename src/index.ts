@@ -108,7 +108,7 @@ export type { ModelPrice, Prices } from './core/money/prices.js';
 export type { AttemptSpend } from './core/money/meter.js';
 export type { AbortContext } from './core/model/abortable.js';
 export { defineTool, callTool } from './sources/tool.js';
-export type { Tool, ToolContext, ToolDefinition, CallToolOptions, JsonSchema, Verified } from './sources/tool.js';
+export type { Tool, ToolContext, ToolDefinition, CallToolOptions, CheckpointHolder, JsonSchema, Verified } from './sources/tool.js';
 export { runAgent } from './sources/runAgent.js';
 export type { AgentConfig, AnyTool, Approval, Budget, CapabilitySource, PipelineContext, ResumeConfig } from './sources/runAgent.js';
 export { resumeAgent } from './sources/resumeAgent.js';
