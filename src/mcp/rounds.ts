@@ -124,10 +124,23 @@ async function laterRounds(
       round,
       signal: rounds.signal ?? new AbortController().signal,
     });
-    if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
-      throw new TypeError(`onInputRequired answered ${JSON.stringify(inputResponses)} for '${rounds.tool}': expected the responses by key (an object)`);
+    checkedResponses(rounds.tool, inputResponses);
     rounds.alive();
     result = await send(requestState === undefined ? { inputResponses } : { inputResponses, requestState });
   }
   return result;
+}
+
+/**
+ * What `onInputRequired` answered, checked: the responses by key (an object), or a TypeError naming
+ * the tool — the one rule for a round's answers and a task's (tasks.ts).
+ *
+ * @example
+ * ```ts
+ * checkedResponses('confirm', { sure: { action: 'accept', content: { sure: true } } }); // passes
+ * ```
+ */
+export function checkedResponses(tool: string, responses: unknown): asserts responses is Record<string, unknown> {
+  if (typeof responses !== 'object' || responses === null || Array.isArray(responses))
+    throw new TypeError(`onInputRequired answered ${JSON.stringify(responses)} for '${tool}': expected the responses by key (an object)`);
 }

@@ -34,7 +34,7 @@ import { wait } from '../core/rx/wait.js';
 import { retryWithBackoff } from '../operators/retryWithBackoff.js';
 import { McpInputRequiredError, McpOutcomeUnknownError, McpProtocolError, McpTaskCancelledError, mcpFailure } from './errors.js';
 import type { McpRequestOptions, McpTaskResume } from './types.js';
-import type { McpInputAnswer } from './rounds.js';
+import { checkedResponses, type McpInputAnswer } from './rounds.js';
 import { readTask, taskOf, type McpTask, type TaskWire } from './taskWire.js';
 
 /**
@@ -228,8 +228,7 @@ function answers(driver: TaskDriver, taskId: string): (task: McpTask) => Observa
         return responses instanceof Promise ? responses : of(responses);
       }).pipe(
         concatMap((inputResponses) => {
-          if (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
-            throw new TypeError(`onInputRequired answered ${JSON.stringify(inputResponses)} for '${tool}': expected the responses by key (an object)`);
+          checkedResponses(tool, inputResponses);
           for (const [key] of open) answered.add(key);
           return from(request('tasks/update', (options) => wire.request('tasks/update', { taskId, inputResponses }, options)));
         }),

@@ -301,9 +301,8 @@ export class DurableRun implements DurablePort {
     return {
       resumed: state?.state === 'interrupted' ? state.checkpoint : undefined,
       write: (data) =>
-        defer(() =>
-          concat(this.append$({ v: RECORD_VERSION, type: 'tool-checkpoint', callId: call.id, state: data as { [key: string]: unknown } }), of(undefined)),
-        ),
+        // append$ defers its write (and its check of the data) to the subscription
+        concat(this.append$({ v: RECORD_VERSION, type: 'tool-checkpoint', callId: call.id, state: data as { [key: string]: unknown } }), of(undefined)),
     };
   }
 
