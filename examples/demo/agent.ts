@@ -4,8 +4,7 @@
  * tools from a local MCP server (rxheal/mcp: the server's breaker, reconnection, arguments checked
  * against the tools' schemas) with retries, breakers, reflection, and a degradable knowledge search.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { defer, from, switchMap, timeout, type Observable } from 'rxjs';
 import {
   CapabilityRegistry,
@@ -96,7 +95,7 @@ export interface DemoAgent {
   readonly capabilities: CapabilityRegistry;
   /** Slow knowledge search on/off (a toggle: set on the MCP server before the next question). */
   slowSearch: boolean;
-  /** The MCP server's faults: down (503 to everything), or restarted (every session forgotten). */
+  /** The MCP server's faults: down (503 to everything), or restarted (the requests in flight cut; no session to forget). */
   mcpFault(fault: { readonly down?: boolean; readonly restart?: true }): Promise<void>;
   /** What fallbackModel does when a provider dies mid-answer. */
   midStream: 'restart' | 'continue';
@@ -147,7 +146,11 @@ function perModelHealing(latency: LatencyRegistry): NonNullable<FallbackModelOpt
   };
 }
 
-/** The MCP server's tools, listed once (again after a failed listing), every call through rxheal/mcp. */
+/**
+ * The MCP server's tools, listed once (again after a failed listing), every call through rxheal/mcp.
+ * The client is the 2.x SDK's, on MCP 2026-07-28 with the demo's server (`server/discover`, no
+ * session); `reconnect` is for a server on the old revision, whose session can expire.
+ */
 function mcpTools(
   config: McpConfig,
   setup: { breakers: CircuitBreakerRegistry; capabilities: CapabilityRegistry; hub: HealHub },
@@ -156,7 +159,7 @@ function mcpTools(
   let listed: Promise<readonly AnyTool[]> | undefined;
   return () =>
     (listed ??= (async () => {
-      const client = new Client({ name: 'rxheal-demo', version: '1.0.0' });
+      const client = new Client({ name: 'rxheal-demo', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
       await client.connect(transport());
       return fromMcp(client, { id: 'tools', reconnect: transport, timeoutMs: DEMO.mcpTimeoutMs, reconnectBackoff: { initialMs: 500, maxMs: 5_000 }, ...setup });
     })().catch((error: unknown) => {

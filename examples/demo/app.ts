@@ -425,7 +425,7 @@ async function main(): Promise<void> {
   if (window.matchMedia('(max-width: 900px)').matches) controls.open = false;
   await syncFaults();
 
-  // ---- the MCP server of the tools: down (503 to everything), or restarted (sessions forgotten) -----
+  // ---- the MCP server of the tools: down (503 to everything), or restarted (what was in flight cut) --
   const mcpDown = $<HTMLInputElement>('#mcp-down');
   mcpDown.addEventListener('change', () => {
     flips++;
@@ -438,7 +438,11 @@ async function main(): Promise<void> {
   });
   $('#mcp-restart').addEventListener('click', () => {
     agent.mcpFault({ restart: true }).then(
-      () => void note('toggle', 'MCP tools server restarted: every session forgotten (the next call opens a new one)'),
+      () =>
+        void note(
+          'toggle',
+          'MCP tools server restarted: the calls in flight cut, no session to forget (MCP 2026-07-28 is stateless): the next call is answered as before',
+        ),
       (e: unknown) => void note('error', `could not restart the MCP server: ${String(e)}`),
     );
   });

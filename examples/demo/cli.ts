@@ -141,8 +141,11 @@ try {
     () => ask(agent, history, 'Tell me about hedged requests'),
   );
   await agent.mcpFault({ restart: true });
-  await scene('the MCP server of the tools restarted: a new session, the read-only call made again', providers, [], () =>
-    ask(agent, history, "What's the weather in Madrid?"),
+  await scene(
+    'the MCP server of the tools restarted: stateless (MCP 2026-07-28), nothing to forget: the next call answered, nothing re-initialised',
+    providers,
+    [],
+    () => ask(agent, history, "What's the weather in Madrid?"),
   );
   await agent.mcpFault({ down: true });
   await scene('the MCP server is down: its breaker opens, its tools unavailable, the model answers without them', providers, [], () =>

@@ -1,27 +1,30 @@
 /**
- * The demo's tools as a local MCP server (`@modelcontextprotocol/sdk`'s `McpServer`), over
- * Streamable HTTP, stateful (a session per client): `get_weather` and `knowledge_search`, both
- * read-only (so rxheal may retry them). Mounted by the demo server at `/mcp` on its own origin
- * (the page's guard checks Host and Origin for it as for every route), and started on a loopback
- * port of its own by `npm run demo:cli`.
+ * The demo's tools as a local MCP server built with the 2.x SDK (`McpServer` and `createMcpHandler`
+ * of `@modelcontextprotocol/server`, served on `node:http` by `toNodeHandler` of
+ * `@modelcontextprotocol/node`): `get_weather` and `knowledge_search`, both read-only (so rxheal may
+ * send them again). Stateless, as MCP 2026-07-28 is: no `initialize`, no session — a server is
+ * built for each request, and a client that speaks the old revision (the 1.x SDK's) is served the
+ * old way, statelessly too. Mounted by the demo server at `/mcp` on its own origin (the page's guard
+ * checks Host and Origin for it as for every route), and started on a loopback port of its own by
+ * `npm run demo:cli`.
  *
  * Faults, set through {@link DemoMcp}'s fields (the page posts them to `/mcp/admin`):
  * - `down`: every request answered 503 (the server is unavailable) — the tools' breaker opens
  *   and the model is told they are unavailable, until a probe finds the server back;
- * - `restart()`: every session forgotten, as a restarted server does — the next call is a 404
- *   "session not found", and rxheal opens a new session and makes the (read-only) call again;
+ * - `restart()`: the server restarted — every request in flight has its connection cut (a call
+ *   cut so is one whose outcome nobody knows: rxheal sends it again only for a tool whose
+ *   annotations say that is safe); there is no session to forget, so the next call is answered as
+ *   before, nothing re-initialised;
  * - `slowSearch`: `knowledge_search` answers after 6 s instead of 300 ms (cancellable: a caller
  *   that gives up cancels it).
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { requestGuard } from '../../src/server/guard.js';
-import { setTimeout as delay } from 'node:timers/promises';
 import { articleFor, SEARCH_MS, weatherIn } from './toolAnswers.js';
 
 /** The MCP server's faults and its request handler (what `/mcp` is served with). */
@@ -30,19 +33,21 @@ export interface DemoMcp {
   down: boolean;
   /** `knowledge_search` takes 6 s while set. */
   slowSearch: boolean;
-  /** Sessions forgotten so far by {@link restart}. */
+  /** Restarts so far ({@link restart}). */
   readonly restarts: number;
-  /** Requests answered 404 for a session the server does not know (after a restart). */
-  readonly expired: number;
+  /** Requests whose connection a restart cut while they were in flight. */
+  readonly cut: number;
   /** Calls of each tool the server ran (cancelled ones included). */
   readonly calls: Readonly<Record<string, number>>;
-  /** Forgets every session, as a restarted server does. */
+  /** Requests served, by JSON-RPC method (`server/discover`, `tools/list`, `tools/call`, …; `initialize` only from an old client). */
+  readonly methods: Readonly<Record<string, number>>;
+  /** The server restarted: every request in flight has its connection cut (there are no sessions to forget). */
   restart(): void;
   /** One request to the MCP endpoint (its body not read yet). */
   handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
   /** One request to the fault switches: GET reads them, POST `{ down?, slowSearch?, restart? }` (JSON) sets them. */
   admin(req: IncomingMessage, res: ServerResponse): Promise<void>;
-  /** Closes every session. */
+  /** Cuts what is in flight and closes the handler. */
   close(): Promise<void>;
 }
 
@@ -56,21 +61,28 @@ const jsonError = (res: ServerResponse, status: number, code: number, message: s
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 };
 
-/** The demo's MCP server: its tools, its sessions, its faults. */
-export function demoMcp(): DemoMcp {
-  let sessions = new Map<string, StreamableHTTPServerTransport>();
-  const calls: Record<string, number> = { get_weather: 0, knowledge_search: 0 };
-  let restarts = 0;
-  let expired = 0;
+/** The JSON-RPC method of a request's body, or its HTTP method when it has none (a GET, a DELETE). */
+const methodOf = (req: IncomingMessage, body: unknown): string =>
+  typeof body === 'object' && body !== null && typeof (body as { method?: unknown }).method === 'string' ? (body as { method: string }).method : req.method!;
 
+/** The demo's MCP server: its tools, the requests in flight, its faults. */
+export function demoMcp(): DemoMcp {
+  const calls: Record<string, number> = { get_weather: 0, knowledge_search: 0 };
+  const methods: Record<string, number> = {};
+  /** The responses still being written (a restart cuts their connections). */
+  const inFlight = new Set<ServerResponse>();
+  let restarts = 0;
+  let cut = 0;
+
+  /** One server for each request: the 2.x SDK's stateless serving. */
   const tools = (): McpServer => {
-    const server = new McpServer({ name: 'demo-tools', version: '1.0.0' });
+    const server = new McpServer({ name: 'demo-tools', version: '2.0.0' });
     server.registerTool(
       'get_weather',
       {
         description: 'Current weather for a city',
-        inputSchema: { city: z.string(), units: z.enum(['celsius', 'fahrenheit']) },
-        outputSchema: { city: z.string(), temperature: z.number(), units: z.string(), condition: z.string() },
+        inputSchema: z.object({ city: z.string(), units: z.enum(['celsius', 'fahrenheit']) }),
+        outputSchema: z.object({ city: z.string(), temperature: z.number(), units: z.string(), condition: z.string() }),
         annotations: { readOnlyHint: true },
       },
       ({ city, units }) => {
@@ -81,15 +93,17 @@ export function demoMcp(): DemoMcp {
     );
     server.registerTool(
       'knowledge_search',
-      { description: 'Searches the help-centre articles', inputSchema: { query: z.string() }, annotations: { readOnlyHint: true } },
-      async ({ query }, extra) => {
+      { description: 'Searches the help-centre articles', inputSchema: z.object({ query: z.string() }), annotations: { readOnlyHint: true } },
+      async ({ query }, ctx) => {
         calls['knowledge_search']!++;
-        await sleep(mcp.slowSearch ? SEARCH_MS.slow : SEARCH_MS.normal, extra.signal);
+        await sleep(mcp.slowSearch ? SEARCH_MS.slow : SEARCH_MS.normal, ctx.mcpReq.signal);
         return { content: [{ type: 'text', text: articleFor(query) }] };
       },
     );
     return server;
   };
+  const handler = createMcpHandler(tools);
+  const serve = toNodeHandler(handler, { maxRequestBodySize: MAX_BODY_BYTES });
 
   const readBody = async (req: IncomingMessage): Promise<unknown> => {
     const chunks: Buffer[] = [];
@@ -108,14 +122,18 @@ export function demoMcp(): DemoMcp {
     get restarts() {
       return restarts;
     },
-    get expired() {
-      return expired;
+    get cut() {
+      return cut;
     },
     calls,
+    methods,
     restart() {
       restarts++;
-      for (const transport of sessions.values()) void transport.close();
-      sessions = new Map();
+      for (const res of inFlight) {
+        cut++;
+        res.socket?.destroy();
+      }
+      inFlight.clear();
     },
     async handle(req, res) {
       if (mcp.down) return jsonError(res, 503, -32000, 'the MCP server is down (demo fault)');
@@ -125,26 +143,15 @@ export function demoMcp(): DemoMcp {
       } catch (error) {
         return jsonError(res, error instanceof RangeError ? 413 : 400, -32700, `parse error: ${error instanceof Error ? error.message : String(error)}`);
       }
-      const id = req.headers['mcp-session-id'];
-      if (typeof id === 'string') {
-        const transport = sessions.get(id);
-        if (transport === undefined) {
-          // the spec: a session the server does not know is a 404, and the client starts a new one
-          expired++;
-          return jsonError(res, 404, -32001, 'Session not found');
-        }
-        return transport.handleRequest(req, res, body);
-      }
-      if (req.method !== 'POST' || !isInitializeRequest(body)) return jsonError(res, 400, -32000, 'no session: initialize first');
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => void sessions.set(sid, transport),
-      });
-      await tools().connect(transport);
-      return transport.handleRequest(req, res, body);
+      const method = methodOf(req, body);
+      methods[method] = (methods[method] ?? 0) + 1;
+      inFlight.add(res);
+      res.once('close', () => inFlight.delete(res));
+      // the body read here is handed over parsed (the adapter reads none of its own)
+      return serve(req, res, body);
     },
     async admin(req, res) {
-      const state = (): string => JSON.stringify({ down: mcp.down, slowSearch: mcp.slowSearch, restarts, expired, calls });
+      const state = (): string => JSON.stringify({ down: mcp.down, slowSearch: mcp.slowSearch, restarts, cut, calls, methods });
       if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(state());
       if (req.method !== 'POST')
         return void res.writeHead(405, { allow: 'GET, POST', 'content-type': 'application/json' }).end(JSON.stringify({ error: `${req.method} not allowed` }));
@@ -171,8 +178,9 @@ export function demoMcp(): DemoMcp {
       res.writeHead(200, { 'content-type': 'application/json' }).end(state());
     },
     async close() {
-      await Promise.all([...sessions.values()].map((transport) => transport.close()));
-      sessions = new Map();
+      for (const res of inFlight) res.socket?.destroy();
+      inFlight.clear();
+      await handler.close();
     },
   };
   return mcp;

@@ -216,8 +216,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
     minify: true,
     sourcemap: 'linked',
     outfile: 'app.js',
-    // the page's MCP client is the 1.x SDK's: fromMcp's import of the 2.x SDK's validator is never taken here
-    external: ['@modelcontextprotocol/client/*'],
+    // the page's MCP client is the 2.x SDK's: fromMcp's imports of the 1.x SDK (its validator, its notification schema) are never taken here
+    external: ['@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/*'],
   });
   const output = (suffix: string): string => bundle.outputFiles.find((f) => f.path.endsWith(suffix))!.text;
   const files: Record<string, [string, string]> = {

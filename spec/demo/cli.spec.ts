@@ -82,7 +82,7 @@ describe('npm run demo:cli (the scenario in the terminal, two real local provide
     expect(after[1]).to.match(/^spend {5}primary \$0\.01\d\d \(estimated\)/);
   });
 
-  it('the tools over MCP: a restarted server costs nothing (a new session, the call made again); a server down opens its circuit and degrades its tools', () => {
+  it('the tools over MCP: a restarted server costs nothing (stateless: nothing to forget, the call answered); a server down opens its circuit and degrades its tools', () => {
     const madrid = lines.indexOf('answer    It is 22 °C and sunny in Madrid.');
     const before = lines.slice(lines.lastIndexOf("user      What's the weather in Madrid?"), madrid);
     expect(
