@@ -10,6 +10,7 @@
  *   AB_ROUNDS=4 npx tsx bench/ab.ts /tmp/before
  *   AB_FIGURES=a,g,h npx tsx bench/ab.ts /tmp/before   # which figures (a and b by default): g per delta
  *                                                     # and idle heap as ratios to streamText, h's growth
+ *                                                     # (and its ratios and ns per delta at each length)
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -70,7 +71,14 @@ if (process.argv[2] === '--child') {
     for (const [name, bySize] of Object.entries(h.overSource)) {
       const xs = Object.values(bySize);
       out.h[`${name}: × source, largest answer / smallest`] = xs[xs.length - 1]! / xs[0]!;
+      out.h[`${name}: × source, 100 deltas`] = bySize[100]!;
       out.h[`${name}: × source, 10 000 deltas`] = bySize[10_000]!;
+    }
+    // ns per delta as measured (each build's own source too: the ratios above are to it), by answer length
+    const ns = (deltas: number, name: string): number => h.rows.find((r) => r.name === `${deltas.toLocaleString('en')}-delta answer: ${name}`)!.value;
+    for (const name of ['rxheal source alone', ...Object.keys(h.overSource)]) {
+      out.h[`${name}: ns per delta, 100 deltas`] = ns(100, name);
+      out.h[`${name}: ns per delta, 10 000 deltas`] = ns(10_000, name);
     }
   }
   console.log(JSON.stringify(out));

@@ -43,7 +43,11 @@ export function effectKey(runId: string, step: number, index: number, tool: stri
  * ```
  */
 export function randomName(prefix: string): string {
-  return `${prefix}-${(globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2)}`;
+  const random = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto?.randomUUID?.() ?? Math.random().toString(36).slice(2);
+  // joined, not concatenated: one flat string. Node builds a UUID by concatenating its hex bytes, and
+  // V8 keeps such a string as the tree of its concatenations (15 nodes, ~480 B) until something
+  // flattens it; a run's id lives as long as the run (an idle run's heap, figure g)
+  return [prefix, random].join('-');
 }
 
 /**
