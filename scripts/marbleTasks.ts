@@ -9,7 +9,9 @@
  * `result` the same with an error as a value: `timeout(kind)` for an `McpTimeoutError`, else the
  * name of what failed the call),
  * `polls` (each `tasks/get`, as the letter it found), `updates` (each `tasks/update`: `u`),
- * `cancels` (each `tasks/cancel`: `x`).
+ * `cancels` (each `tasks/cancel`: `x`). With `pushes` (a hot observable of the same letters), the
+ * server also pushes the task as each letter says (`notifications/tasks` on the client's
+ * transport), as a server on stdio may.
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { catchError, defer, Observable, of, Subject } from 'rxjs';
@@ -44,9 +46,9 @@ const now = <T>(value: () => T) => ({
 
 export function mcpTask(
   server: Observable<string>,
-  options: FromMcpOptions & { readonly pollIntervalMs?: number; readonly resumed?: boolean } = {},
+  options: FromMcpOptions & { readonly pollIntervalMs?: number; readonly resumed?: boolean; readonly pushes?: Observable<string> } = {},
 ): DiagramTask {
-  const { pollIntervalMs, resumed, ...fromMcpOptions } = options;
+  const { pollIntervalMs, resumed, pushes, ...fromMcpOptions } = options;
   const polls = new Subject<string>();
   const updates = new Subject<string>();
   const cancels = new Subject<string>();
@@ -60,7 +62,11 @@ export function mcpTask(
     ...(letter === 'c' ? { result: { content: [{ type: 'text', text: 'rendered' }] } } : {}),
     ...(letter === 'f' ? { error: { code: -32603, message: 'renderer crashed' } } : {}),
   });
+  // the transport the wire reads pushed tasks from (the SDK's own handler: nothing to do here)
+  const transport: { send(): Promise<void>; onmessage?: (message: unknown) => void } = { send: () => Promise.resolve(), onmessage: () => undefined };
+  pushes?.subscribe((letter) => transport.onmessage?.({ jsonrpc: '2.0', method: 'notifications/tasks', params: task(letter) }));
   const client = {
+    transport,
     callTool: () => now(() => ({ content: [], isError: true, _meta: { 'io.rxheal/task': task('w') } })),
     request: ({ method }: { method: string }) =>
       now(() => {

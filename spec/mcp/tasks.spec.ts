@@ -217,6 +217,25 @@ describe('rxheal/mcp: long tools as MCP Tasks (2.x client and server, MCP 2026-0
     expect(counted.calls['tasks/get']).to.be.at.least(1);
   });
 
+  it('over stdio, a server that pushes its task’s changes (notifications/tasks): each push ends the wait, the task done long before its minute-long poll interval', async function () {
+    const client = await connected2(stdio2());
+    clients.push(client as unknown as Client);
+    const { hub, seen } = taskEvents();
+    const all = await fromMcp(client, { id: 'jobs', hub });
+    const started = Date.now();
+    expect(await run(all, 'render', { pages: 3, pageMs: 60, pollMs: 60_000, push: true })).to.equal('rendered 3 pages (approval not asked)');
+    expect(Date.now() - started, 'not a poll interval later').to.be.lessThan(5_000);
+    const counted = await serverStats(client);
+    expect(counted.calls['tasks/get'] ?? 0, 'nothing polled: every change was pushed').to.equal(0);
+    expect(seen).to.deep.equal([
+      'created:working:queued',
+      'status:working:page 1 of 3',
+      'status:working:page 2 of 3',
+      'status:working:page 3 of 3',
+      'status:completed:done',
+    ]);
+  });
+
   it('a task result passes through the breaker once: the breaker judged the call that created it', async () => {
     const { hub, events } = taskEvents();
     expect(await run(await tools({ hub, tasks: { initialMs: 30 } }), 'render', { pages: 1, pageMs: 30 })).to.be.a('string');

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { filter, Subject, type Observable } from 'rxjs';
 import { McpProtocolError } from './errors.js';
 import type { McpRequestOptions } from './types.js';
 
@@ -28,6 +29,8 @@ const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 const MARK = 'io.rxheal/tasks';
 /** Where a task handle answering `tools/call` is handed to the SDK (and back to rxheal), in the result's `_meta`. */
 export const TASK_META_KEY = 'io.rxheal/task';
+/** The notification a server pushes a task's change with (the extension's `notifications/tasks`: the task as `tasks/get` describes it). */
+const TASK_NOTIFICATION = 'notifications/tasks';
 /** `tools/call` ids whose answer may be a task, remembered at most (an aborted call's answer never comes). */
 const WATCHED_AT_MOST = 10_000;
 
@@ -147,6 +150,8 @@ export class TaskWire {
   private readonly installed = new WeakSet<object>();
   /** Ids of marked `tools/call` requests whose answer has not come. */
   private readonly watched = new Set<unknown>();
+  /** The tasks the server pushed (`notifications/tasks`), as they came. */
+  private readonly pushed = new Subject<McpTask>();
 
   constructor(private readonly client: TaskClient) {}
 
@@ -165,6 +170,15 @@ export class TaskWire {
   request(method: 'tasks/get' | 'tasks/update' | 'tasks/cancel', params: Record<string, unknown>, options: McpRequestOptions): Promise<unknown> {
     this.attach();
     return this.client.request({ method, params: this.mark(params) }, AS_IS, options);
+  }
+
+  /**
+   * The changes of one task the server pushes (`notifications/tasks`, where it sends them: on stdio,
+   * or on a stream the connection keeps open), from the transports the wire is on; hot, never
+   * ending. A pushed task that is not one is dropped (the polls still find the task).
+   */
+  pushes(taskId: string): Observable<McpTask> {
+    return this.pushed.pipe(filter((task) => task.taskId === taskId));
   }
 
   /** Puts the wire on the client's current transport (once per transport): just before a marked request goes out. */
@@ -195,8 +209,9 @@ export class TaskWire {
     return { ...message, params: { ...message.params, _meta: declared(meta) } };
   }
 
-  /** A task handle answering a watched `tools/call`: handed to the SDK as a complete result that carries it. */
+  /** A task handle answering a watched `tools/call`: handed to the SDK as a complete result that carries it. A pushed task: read, then passed on as it came. */
   private incoming(message: Message): Message {
+    if (message.method === TASK_NOTIFICATION && message.id === undefined) this.push(message.params);
     if (message.id === undefined || message.method !== undefined || !this.watched.delete(message.id)) return message;
     const result = message.result;
     if (!isRecord(result) || result['resultType'] !== 'task') return message;
@@ -204,5 +219,16 @@ export class TaskWire {
     delete task['resultType'];
     // isError: the SDK checks no output schema against it (rxheal reads the task, never this content)
     return { ...message, result: { resultType: 'complete', content: [], isError: true, _meta: { ...(isRecord(_meta) ? _meta : {}), [TASK_META_KEY]: task } } };
+  }
+
+  /** A pushed task to whoever follows it; one that breaks the extension's shapes is dropped. */
+  private push(params: unknown): void {
+    let task: McpTask;
+    try {
+      task = readTask('', params);
+    } catch {
+      return;
+    }
+    this.pushed.next(task);
   }
 }

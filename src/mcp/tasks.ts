@@ -2,7 +2,7 @@
  * Long tools as MCP Tasks (the `io.modelcontextprotocol/tasks` extension of MCP 2026-07-28): a
  * `tools/call` the server answers with a task handle becomes one observable of the tool's final
  * result — {@link followTask} polls `tasks/get` on the scheduler (the server's `pollIntervalMs`,
- * else a backoff while nothing changes), answers the task's `inputRequests` with `tasks/update`
+ * else a backoff while nothing changes; a change the server pushes ends the wait), answers the task's `inputRequests` with `tasks/update`
  * (each key once), reports each change as a `task` event, and sends `tasks/cancel` when nobody will
  * read the result. {@link taskCall} decides between a fresh call and a task picked up again from
  * the call's checkpoint (a durable run journals the task's id before polling starts), so that a
@@ -23,7 +23,9 @@ import {
   map,
   Observable,
   of,
+  race,
   switchMap,
+  take,
   tap,
   throwError,
   type SchedulerLike,
@@ -136,7 +138,8 @@ function outcome(driver: TaskDriver, task: McpTask): { readonly [key: string]: u
 /**
  * A task followed until it ends: emits its last state (completed, failed or cancelled) and
  * completes. A new task (`seed`, as the server created it) is polled after the first wait, one
- * checkpointed before (`taskId`) at once; `before$` runs first (the checkpoint). Each change is a
+ * checkpointed before (`taskId`) at once; the task pushed (`notifications/tasks`) during a wait or
+ * a poll is taken as that poll's answer; `before$` runs first (the checkpoint). Each change is a
  * `task` event; `tasks/cancel` is sent when it is unsubscribed before the end, or fails (a question
  * nobody can answer, a checkpoint that could not be written, polls that keep failing). A task the
  * server no longer knows fails with {@link McpOutcomeUnknownError}.
@@ -183,10 +186,12 @@ export function followTask(
       ),
     );
     const inputs = answers(driver, taskId);
+    // what the server pushes of this task ends a wait (or a poll in flight) at once, as that poll's answer
+    const pushed$ = wire.pushes(taskId).pipe(take(1));
     const delayOf = (task: McpTask, unchanged: number): number => task.pollIntervalMs ?? Math.min(polling.maxMs, polling.initialMs * 2 ** unchanged);
-    // one poll after a wait; the task a poll found, and how many polls in a row found it unchanged
+    // one poll after a wait (or the task pushed first); the task found, and how many polls in a row found it unchanged
     const poll = (previous: McpTask | undefined, unchanged: number, ms: number): Observable<{ task: McpTask; unchanged: number }> =>
-      concat(wait(ms, scheduler).pipe(ignoreElements()), get$).pipe(
+      race(concat(wait(ms, scheduler).pipe(ignoreElements()), get$), pushed$).pipe(
         map((task) => {
           const same = previous !== undefined && task.status === previous.status && task.statusMessage === previous.statusMessage;
           if (previous === undefined) report('resumed', task);
