@@ -47,6 +47,12 @@ const { lane } = require('../spec/lanes.cjs');
 // Nor the 16-process money proof (spec/redis/spendFleet.spec.ts, ~13 s): 16 workers × 4 callers on one
 // script whose Node-bound part — node-redis on Node's sockets — the spend store's own cases in
 // stores, clients, cluster and Sentinel already cover on this Node; the rest is the same JavaScript.
+// Nor the Redis Cluster and Sentinel specs (spec/redis/cluster.spec.ts, spec/redis/sentinel.spec.ts: a
+// cluster resharded and a primary failed over mid-traffic, ~40 s here): what they add to the client and
+// store specs that stay is the clients' topology handling — node-redis's and ioredis's JavaScript, the
+// same on any Node —; their sockets are the ones client, clients and stores already drive on this Node.
+// They run on the machine's Node in the whole suite. (Dropped when the clean-clone run read 901–978 s
+// against its 900 s limit, 2026-12-07.)
 const major = Number(process.versions.node.split('.')[0]);
 const redisHere = major !== 22;
 
@@ -59,7 +65,14 @@ module.exports = lane(
     extension,
     timeout,
     reporter,
-    ignore: ['spec/package/install.spec.ts', 'spec/*/killResume.spec.ts', 'spec/redis/spendFleet.spec.ts', 'spec/support/majors/node_modules/**'],
+    ignore: [
+      'spec/package/install.spec.ts',
+      'spec/*/killResume.spec.ts',
+      'spec/redis/spendFleet.spec.ts',
+      'spec/redis/cluster.spec.ts',
+      'spec/redis/sentinel.spec.ts',
+      'spec/support/majors/node_modules/**',
+    ],
     grep: '^the packed tarball in a fresh consumer project .*typecheck',
     invert: true,
   },

@@ -155,8 +155,9 @@ export function journalContract(kind: string, make: () => Promise<JournalViews>,
 
     it('a lapsed lease that nobody claimed since: its session still writes (no one else did)', async () => {
       const runId = freshRun();
-      const session = await claim(s.a, runId, 'p1', 100);
-      await sleep(200);
+      // a lease of 400 ms, lapsed by 400 ms: renewed, it holds 400 ms again — margins a loaded machine's delays do not eat
+      const session = await claim(s.a, runId, 'p1', 400);
+      await sleep(800);
       expect(await get(session.append({ late: true }))).to.equal(0);
       await get(session.renew());
       await locked(s.b.claim({ runId, holder: 'p2', leaseMs: 1000 }), 'held');
