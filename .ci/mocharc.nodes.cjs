@@ -46,7 +46,7 @@ const { lane } = require('../spec/lanes.cjs');
 // parts (fs, sockets, killed writers) are in fileJournal, processes and the journal specs, which stay.
 // Nor the 16-process money proof (spec/redis/spendFleet.spec.ts, ~13 s): 16 workers × 4 callers on one
 // script whose Node-bound part — node-redis on Node's sockets — the spend store's own cases in
-// stores, clients, cluster and Sentinel already cover on this Node; the rest is the same JavaScript.
+// stores and clients already cover on this Node; the rest is the same JavaScript.
 // Nor the Redis Cluster and Sentinel specs (spec/redis/cluster.spec.ts, spec/redis/sentinel.spec.ts: a
 // cluster resharded and a primary failed over mid-traffic, ~40 s here): what they add to the client and
 // store specs that stay is the clients' topology handling — node-redis's and ioredis's JavaScript, the

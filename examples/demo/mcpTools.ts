@@ -103,7 +103,15 @@ export function demoMcp(): DemoMcp {
     return server;
   };
   const handler = createMcpHandler(tools);
-  const serve = toNodeHandler(handler, { maxRequestBodySize: MAX_BODY_BYTES });
+  // handed each body parsed (handle reads it, MAX_BODY_BYTES at most): the adapter reads none of its own
+  const serve = toNodeHandler(handler);
+  /** Cuts the connection of every request in flight: how many. */
+  const cutInFlight = (): number => {
+    const n = inFlight.size;
+    for (const res of inFlight) res.socket?.destroy();
+    inFlight.clear();
+    return n;
+  };
 
   const readBody = async (req: IncomingMessage): Promise<unknown> => {
     const chunks: Buffer[] = [];
@@ -129,11 +137,7 @@ export function demoMcp(): DemoMcp {
     methods,
     restart() {
       restarts++;
-      for (const res of inFlight) {
-        cut++;
-        res.socket?.destroy();
-      }
-      inFlight.clear();
+      cut += cutInFlight();
     },
     async handle(req, res) {
       if (mcp.down) return jsonError(res, 503, -32000, 'the MCP server is down (demo fault)');
@@ -147,7 +151,6 @@ export function demoMcp(): DemoMcp {
       methods[method] = (methods[method] ?? 0) + 1;
       inFlight.add(res);
       res.once('close', () => inFlight.delete(res));
-      // the body read here is handed over parsed (the adapter reads none of its own)
       return serve(req, res, body);
     },
     async admin(req, res) {
@@ -178,8 +181,7 @@ export function demoMcp(): DemoMcp {
       res.writeHead(200, { 'content-type': 'application/json' }).end(state());
     },
     async close() {
-      for (const res of inFlight) res.socket?.destroy();
-      inFlight.clear();
+      cutInFlight();
       await handler.close();
     },
   };
