@@ -16,6 +16,9 @@
 //   AbortSignal and http server, which change between Node lines.
 // - the file journal (spec/durable: Node's fs — O_APPEND, link, fsync — and zlib.crc32, in real
 //   processes), and the Postgres journal with the Redis specs (below: pg's sockets, as node-redis's).
+// - the durable-execution engines (spec/dbos, spec/restate: DBOS on Debian's Postgres, the Restate
+//   server, agent workflows killed and recovered in real processes): their SDKs need Node >= 22
+//   (spec/support/majors), so here is the only place they run — on Node 24 alone (below).
 // - the agent frameworks (the OpenAI Agents SDK, Mastra 1.x: spec/ai-sdk/agentsSdk.spec.ts,
 //   spec/ai-sdk/mastra.spec.ts, and the README's snippets for them, spec/docs/agentFrameworks.spec.ts):
 //   they need Node >= 22 (spec/support/majors), so here is the only place they run.
@@ -55,6 +58,10 @@ const { lane } = require('../spec/lanes.cjs');
 // against its 900 s limit, 2026-12-07.)
 const major = Number(process.versions.node.split('.')[0]);
 const redisHere = major !== 22;
+// The engines' specs (~45 s here, each a Postgres or a Restate server and ~20 worker processes) on
+// Node 24 alone: the SDKs resolve the same on 22 and 24 (dbos-sdk says >=20, restate-sdk uses no
+// API 24 lacks), and the kill-and-recover proof is asked of Node 24.
+const enginesHere = major >= 24;
 
 // the base's loader, extension, timeout and reporter (not its spec, or its lane's options)
 const { 'node-option': nodeOption, extension, timeout, reporter } = base;
@@ -87,6 +94,7 @@ module.exports = lane(
     'spec/langchain/**/*.spec.ts',
     'spec/otel/**/*.spec.ts',
     ...(redisHere ? ['spec/redis/**/*.spec.ts', 'spec/postgres/**/*.spec.ts'] : []),
+    ...(enginesHere ? ['spec/dbos/**/*.spec.ts', 'spec/restate/**/*.spec.ts'] : []),
     'spec/durable/**/*.spec.ts',
     'spec/providers/**/*.spec.ts',
     'spec/server/**/*.spec.ts',

@@ -101,6 +101,8 @@ export const ROOMS: readonly Room[] = [
   },
   { path: 'redis', purpose: 'rxheal/redis: the breaker, rate-limit and journal stores on Redis (Lua scripts, one client layer)' },
   { path: 'postgres', purpose: 'rxheal/postgres: postgresJournal, the run journal in one Postgres table with a lease row per run' },
+  { path: 'dbos', purpose: `rxheal/dbos: dbosJournal, a run journaled on DBOS's own steps (DBOS.runStep)` },
+  { path: 'restate', purpose: `rxheal/restate: restateJournal, a run journaled on Restate's own steps (ctx.run)` },
   { path: 'openai', purpose: 'rxheal/openai: fromOpenAI, a model over the official openai SDK' },
   { path: 'anthropic', purpose: 'rxheal/anthropic: fromAnthropic, a model over the official Anthropic SDK' },
   { path: 'ai-sdk', purpose: 'rxheal/ai-sdk: fromAiSdk (an AI SDK model as an rxheal model) and toAiSdk (an rxheal model as an AI SDK one)' },

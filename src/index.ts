@@ -88,6 +88,7 @@ export type { BulkheadRejection, GiveUpReason, HeadersLike, ToolPhase } from './
 export { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError } from './core/journal/errors.js';
 export type { JournalChange, RunLockReason } from './core/journal/errors.js';
 export type { JournalClaim, JournalData, JournalEntry, JournalSession, JournalStore } from './core/journal/journal.js';
+export type { StepJournal, StepRunner } from './sources/agentConfig.js';
 // the effect ledger's values (effectLedger, NotAppliedError, idempotencyHeaders) are rxheal/durable's: the root's 50 are taken
 export type { EffectLedger, EffectLedgerOptions, EffectState } from './sources/effectLedger.js';
 export { classifyError, createClassifier } from './core/errors/classify.js';

@@ -97,7 +97,11 @@ function tools(world: World, o: ToolOptions = {}) {
 
 const messages: Message[] = [{ role: 'user', content: 'Weather in NYC, and book LH 400' }];
 
-function config(world: World, journal: JournalStore, o: ToolOptions & Partial<AgentConfig> = {}): AgentConfig & { runId: string; journal: JournalStore } {
+function config(
+  world: World,
+  journal: JournalStore,
+  o: ToolOptions & Partial<Omit<AgentConfig, 'journal'>> = {},
+): AgentConfig & { runId: string; journal: JournalStore } {
   const { verify, needsApproval, bookName, ...rest } = o;
   return {
     model: model(world),

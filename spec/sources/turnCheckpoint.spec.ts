@@ -82,7 +82,7 @@ class Provider {
   }
 }
 
-function config(model: Model, journal: JournalStore, o: Partial<AgentConfig> = {}): AgentConfig & { runId: string; journal: JournalStore } {
+function config(model: Model, journal: JournalStore, o: Partial<Omit<AgentConfig, 'journal'>> = {}): AgentConfig & { runId: string; journal: JournalStore } {
   return { model, messages: [{ role: 'user', content: 'When does LH 400 leave?' }], runId: 'trip-1', journal, ...o };
 }
 

@@ -8,13 +8,10 @@
  * that the parent knows the point was reached. A lease still held by a killed process is waited
  * out (the claim is tried again until it lapses).
  */
-import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import * as t from 'io-ts';
 import { Observable } from 'rxjs';
 import type { JournalSession, JournalStore } from '../../src/core/journal/journal.js';
-import { defineTool, fallbackModel, resumeAgent, retryWithBackoff, runAgent, RunLockedError } from '../../src/index.js';
-import { openAICompatibleModel } from '../../src/providers/openai.js';
+import { resumeAgent, runAgent, RunLockedError } from '../../src/index.js';
+import { seatModel, seatTools } from './seatTools.js';
 import { storeOf, type StoreAt } from './storeAt.js';
 
 /** Where the process kills itself. `n` counts from 1, in this process only. */
@@ -51,26 +48,6 @@ const die = (): never => {
   process.kill(process.pid, 'SIGKILL');
   throw new Error('unreachable');
 };
-
-/** A side effect that outlives the process: a line appended and fsync'd. */
-function effect(tool: string, callId: string): void {
-  if (args.kill?.at === 'effect' && args.kill.tool === tool && args.kill.phase === 'before') die();
-  const fd = openSync(join(args.effects, `${tool}.log`), 'a');
-  appendFileSync(fd, `${callId} ${Date.now()}\n`);
-  fsyncSync(fd);
-  closeSync(fd);
-  if (args.kill?.at === 'effect' && args.kill.tool === tool && args.kill.phase === 'after') die();
-}
-
-function effectsOf(tool: string): string[] {
-  try {
-    return readFileSync(join(args.effects, `${tool}.log`), 'utf8')
-      .split('\n')
-      .filter(Boolean);
-  } catch {
-    return [];
-  }
-}
 
 /** The store, its appends counted (and killed at) in this process. */
 function killing(store: JournalStore): JournalStore {
@@ -111,56 +88,16 @@ function killing(store: JournalStore): JournalStore {
   };
 }
 
-const Seat = t.type({ seat: t.string });
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Whether a seat is free',
-  args: Seat,
-  idempotent: true,
-  execute: async ({ seat }, { callId }) => {
-    effect('lookup', callId!);
-    return { seat, free: true };
-  },
-});
-const book = defineTool({
-  name: 'book',
-  description: 'Books a seat (charges the card)',
-  args: Seat,
-  execute: async ({ seat }, { callId }) => {
-    effect('book', callId!);
-    return { seat, booked: true };
-  },
-  // the booking system can say whether a booking was made: the effect file is its ledger
-  verify: async ({ seat }, { callId }) =>
-    effectsOf('book').some((line) => line.startsWith(`${callId} `)) ? { applied: true as const, result: { seat, booked: true } } : { applied: false as const },
-});
-const notify = defineTool({
-  name: 'notify',
-  description: 'Texts the customer (cannot be checked afterwards)',
-  args: t.type({ text: t.string }),
-  execute: async (_args, { callId }) => {
-    effect('notify', callId!);
-    return { sent: true };
-  },
-});
+const tools = seatTools(args.effects, args.kill, die);
 
 async function main(): Promise<void> {
   const { store, close } = await storeOf(args.store);
   const journal = killing(store);
   const entries = await new Promise<number>((resolve, reject) => store.read(args.runId).subscribe({ next: (e) => resolve(e.length), error: reject }));
-  const model = fallbackModel(
-    [
-      openAICompatibleModel({ id: 'primary', baseURL: `${args.primary}/v1`, model: 'm' }),
-      openAICompatibleModel({ id: 'secondary', baseURL: `${args.secondary}/v1`, model: 'm' }),
-    ],
-    {
-      midStream: 'restart',
-      perModel: (id, stream$, { hub }) => stream$.pipe(retryWithBackoff({ hub, target: `model:${id}`, maxRetries: 1, initialBackoffMs: 20 })),
-    },
-  );
+  const model = seatModel(args.primary, args.secondary);
   const config = {
     model,
-    tools: [lookup, book, notify],
+    tools,
     instruction: 'You book seats.',
     messages: [{ role: 'user' as const, content: 'Book seat 1A and text me.' }],
     runId: args.runId,

@@ -51,7 +51,7 @@ function workerBundle(): Promise<string> {
 export const ANSWER = `Seat 1A was free; it is booked and you have been texted.${Array.from({ length: 30 }, (_, i) => ` w${i + 1}`).join('')}`;
 
 /** lookup → book → notify → the answer: one tool a turn, by how many tool results the conversation holds. */
-const assistant: Assistant = (request) => {
+export const assistant: Assistant = (request) => {
   const results = request.messages.filter((m) => m.role === 'tool').length;
   if (results === 0) return { toolCalls: [{ name: 'lookup', args: { seat: '1A' } }] };
   if (results === 1) return { toolCalls: [{ name: 'book', args: { seat: '1A' } }] };
@@ -68,16 +68,26 @@ export interface Life {
 
 /** Runs one worker process to its end (its own kill, or the run's). */
 export async function live(args: WorkerArgs): Promise<Life> {
-  const worker = await workerBundle();
+  return spawnLife(await workerBundle(), args);
+}
+
+/**
+ * Runs one process of `worker` (a bundled script, its one argument `args` as JSON) to its end:
+ * its JSON lines on stdout read (other lines — an engine's own logging — left out), SIGKILL its
+ * planned end. `env` is added to the process's environment.
+ */
+export function spawnLife(worker: string, args: object, env: Readonly<Record<string, string>> = {}): Promise<Life> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [worker, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [worker, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     const lines: WorkerLine[] = [];
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line) as WorkerLine));
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      if (line.startsWith('{"')) lines.push(JSON.parse(line) as WorkerLine);
+    });
     child.once('error', reject);
     child.once('close', (code, signal) => {
-      if (signal !== 'SIGKILL' && code !== 0) reject(new Error(`worker exited ${code}: ${stderr}`));
+      if (signal !== 'SIGKILL' && code !== 0) reject(new Error(`worker exited ${code}: ${stderr.slice(-2000)}`));
       else resolve({ lines, killed: signal === 'SIGKILL', code });
     });
   });
@@ -91,7 +101,8 @@ export interface Episode {
   readonly effects: Readonly<Record<'lookup' | 'book' | 'notify', readonly string[]>>;
 }
 
-async function providers(): Promise<{ primary: LocalProvider; secondary: LocalProvider }> {
+/** The two providers of an episode: the primary answers 503 once and cuts one stream; the secondary is sound. */
+export async function providers(): Promise<{ primary: LocalProvider; secondary: LocalProvider }> {
   const primary = await startLocalProvider({
     name: 'primary',
     assistant,

@@ -10,7 +10,9 @@
  * that fails is an error under `CI`, a printed notice and a skip otherwise.
  *
  * The same project holds the agent frameworks (the OpenAI Agents SDK, Mastra 1.x; they need Node
- * ≥ 22 too), loaded apart through majors/agents.mjs by spec/support/agentFrameworks.ts.
+ * ≥ 22 too), loaded apart through majors/agents.mjs by spec/support/agentFrameworks.ts, and the
+ * durable-execution engines (DBOS, Restate's SDK and server), which {@link majorsProject} installs
+ * for spec/support/engineKills.ts without loading the rest.
  *
  * The modules are typed with the 6.x lines' types (the same names, the parts the specs use have
  * the same shape); what only the 7.x lines have is typed where a spec uses it.
@@ -103,19 +105,8 @@ const noticed = new Set<string>();
  */
 export function nextMajors(): Promise<NextMajorsResult> {
   loading ??= (async (): Promise<NextMajorsResult> => {
-    if (NODE_MAJOR < 22) {
-      return {
-        ok: false,
-        reason: `AI SDK 7 and openai 7 need Node ≥ 22 (this is Node ${process.versions.node}): .ci/run runs these specs on Node 22 and Node 24`,
-      };
-    }
-    try {
-      install();
-    } catch (error) {
-      const detail = (error as { stderr?: Buffer }).stderr?.toString().trim().split('\n').slice(-3).join(' / ') ?? String(error);
-      if (process.env['CI']) throw new Error(`spec/support/majors: npm ci failed (${detail})`, { cause: error });
-      return { ok: false, reason: `could not install spec/support/majors (npm ci: ${detail})` };
-    }
+    const project = majorsProject('AI SDK 7 and openai 7', 'Node 22 and Node 24');
+    if (!project.ok) return project;
     const loaded = (await import(pathToFileURL(join(DIR, 'load.mjs')).href)) as Omit<NextMajors, 'versions'>;
     return { ok: true, majors: { ...loaded, versions: versionsOf() } };
   })();
@@ -126,4 +117,20 @@ export function nextMajors(): Promise<NextMajorsResult> {
     }
     return result;
   });
+}
+
+/**
+ * spec/support/majors installed (its folder), without loading anything of it — or why it can't
+ * be here: Node < 22, or (outside `CI`, where it throws) an install that failed.
+ */
+export function majorsProject(what: string, lines: string): { readonly ok: true; readonly dir: string } | { readonly ok: false; readonly reason: string } {
+  if (NODE_MAJOR < 22) return { ok: false, reason: `${what} need Node ≥ 22 (this is Node ${process.versions.node}): .ci/run runs these specs on ${lines}` };
+  try {
+    install();
+  } catch (error) {
+    const detail = (error as { stderr?: Buffer }).stderr?.toString().trim().split('\n').slice(-3).join(' / ') ?? String(error);
+    if (process.env['CI']) throw new Error(`spec/support/majors: npm ci failed (${detail})`, { cause: error });
+    return { ok: false, reason: `could not install spec/support/majors (npm ci: ${detail})` };
+  }
+  return { ok: true, dir: DIR };
 }

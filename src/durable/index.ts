@@ -37,3 +37,6 @@ export { NotAppliedError } from '../core/errors/notApplied.js';
 export { effectKey, idempotencyHeaders, IDEMPOTENCY_META_KEY } from '../core/journal/idempotency.js';
 // a JournalStore of your own, able to journal runs (rxheal's stores are already)
 export { durableJournal } from '../sources/durableJournal.js';
+// a journal on a durable-execution engine's own steps (rxheal/dbos, rxheal/restate make one each)
+export { stepJournal } from '../sources/stepJournal.js';
+export type { StepJournal, StepRunner } from '../sources/agentConfig.js';

@@ -15,7 +15,7 @@
  */
 import { asyncScheduler, type Observable, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
-import type { AgentEvent, AssistantMessage, DegradedEvent, Finish, Message, RestoredEvent, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
+import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall, ToolMessage, TurnEvent } from '../core/events/events.js';
 // a predicate, not MessageCodec: checking an option needs no io-ts in the bundle
 import { isMessage } from '../core/events/isMessage.js';
 import { HealHub } from '../core/hub/hub.js';
@@ -23,58 +23,18 @@ import { Func, NonEmptyString, PositiveInteger, Scheduler, check, validateOption
 import type { JournalChange } from '../core/journal/errors.js';
 import type { JournalStore } from '../core/journal/journal.js';
 import type { OutputValidator } from '../operators/validateOutput.js';
-import type { BudgetMeter, Model, ModelCheckpoint, ModelRequest, ToolSpec } from '../core/model/model.js';
+import type { Model, ModelCheckpoint, ModelRequest, ToolSpec } from '../core/model/model.js';
 import type { Prices } from '../core/money/prices.js';
 import type { SpendGate } from '../core/money/spendGate.js';
 import { moneyOptions, type RunMoneyOptions } from './runMoney.js';
-import type { RunScope } from '../core/rx/runScope.js';
 import type { CheckpointHolder, Tool } from './tool.js';
-import type { EffectLedger, GuardedCall } from './effectLedger.js';
+import type { EffectLedger } from './effectLedger.js';
 import { budgetCodec, type Budget } from './budget.js';
 import type { CallState } from './resumePlan.js';
 import type { PendingApproval, RunRecord, Used } from './runJournal.js';
 
-/** What a run needs from a capability registry (`CapabilityRegistry` provides it). */
-export interface CapabilitySource {
-  /** Text appended to the instruction while something is degraded; '' otherwise. */
-  systemPromptSuffix(): string;
-  /** `degraded` / `restored` events. */
-  readonly events$: Observable<DegradedEvent | RestoredEvent>;
-}
-
-/**
- * Handed to `toolPipeline` and `modelPipeline`. It is also a `ModelCallContext`: give it to
- * `fallbackTo`'s `context` option so that model alternatives count against the run's budget and
- * report to its hub.
- *
- * @example
- * ```ts
- * const modelPipeline = (request: ModelRequest, turn$: Observable<TurnEvent>, context: PipelineContext) =>
- *   turn$.pipe(fallbackTo(claude, { request, context }));
- * ```
- */
-export interface PipelineContext {
-  /** The run's events hub: give it to operators (`hub` option) so their events reach the run. */
-  readonly hub: HealHub;
-  /** The step (model turn) number, from 1. */
-  readonly step: number;
-  /** The run's shared state. */
-  readonly scope: RunScope;
-  /** The run's budget, as model calls see it. */
-  readonly budget: BudgetMeter;
-  /** The run's scheduler (`scheduler` option, else `asyncScheduler`). */
-  readonly scheduler: SchedulerLike;
-  /**
-   * In `modelPipeline`'s context: a fresh model-call id each time it is read (`step-<n>.<m>`,
-   * numbered on from the turn's own calls), so a model alternative called with this context
-   * (`fallbackTo(claude, { request, context })`) is traced as a model call of the run (`call-start`
-   * / `call-end`, an OpenTelemetry span). Not enumerable: a spread copy (`{ ...context, hub }`)
-   * has none, and its calls are counted but not traced. Undefined in `toolPipeline`'s context.
-   */
-  readonly callId?: string;
-  /** The run's id (its `runId`, or one made up for it): a model called with this context keeps runs apart by it (`modelPool`'s affinity). */
-  readonly runId: string;
-}
+import type { CapabilitySource, PipelineContext } from './pipelineContext.js';
+export type { CapabilitySource, PipelineContext } from './pipelineContext.js';
 
 // Tools of any argument type: `Tool<A>` is invariant in A, so a list of different tools needs `any`.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -145,8 +105,11 @@ export interface AgentConfig {
    * it survives its process (see `resumeAgent`). A run the journal already holds is resumed.
    */
   readonly runId?: string;
-  /** Where the run is journaled (`fileJournal`, `memoryJournal` from `rxheal/durable`, `redisJournal`, `postgresJournal`). Needs `runId`. */
-  readonly journal?: JournalStore;
+  /**
+   * Where the run is journaled (`fileJournal`, `memoryJournal` from `rxheal/durable`, `redisJournal`, `postgresJournal`), or an
+   * engine's own steps (`stepJournal`, `dbosJournal` from `rxheal/dbos`, `restateJournal` from `rxheal/restate`). Needs `runId`.
+   */
+  readonly journal?: JournalStore | StepJournal;
   /** Who holds the run's lease while it runs (a process's name). Defaults to a fresh random name per run. */
   readonly holder?: string;
   /** The lease's length in ms, renewed every third of it on the scheduler. Defaults to 30 000. */
@@ -197,7 +160,7 @@ export interface ResumeConfig extends AgentConfig {
   /** The run to resume (its id in `journal`). */
   readonly runId: string;
   /** Where it is journaled. */
-  readonly journal: JournalStore;
+  readonly journal: JournalStore | StepJournal;
   /** Decisions on the calls the run waits for, by call id: approved calls run, denied ones answer the model that they were denied and why. */
   readonly approvals?: Readonly<Record<string, Approval>>;
 }
@@ -212,7 +175,7 @@ export interface ResumeConfig extends AgentConfig {
  */
 export interface DurableSettings {
   readonly runId: string;
-  readonly journal: JournalStore;
+  readonly journal: JournalStore | StepJournal;
   readonly holder: string | undefined;
   readonly leaseMs: number;
   readonly checkpointMs: number;
@@ -326,26 +289,12 @@ export function resolveAgent(config: AgentConfig, target: 'runAgent' | 'resumeAg
   if (journal !== undefined) {
     // the machinery the journal carries, else the one rxheal's stores registered (a store wrapping one of them)
     const runs = (journal as { [DURABLE_RUNS]?: DurableRuns } | null)?.[DURABLE_RUNS] ?? registered;
-    if (runs === undefined) throw new InvalidOptionError(target, 'journal', journal, `${NAMES.journal} that journals runs (yours: durableJournal(store))`);
+    if (runs === undefined)
+      throw new InvalidOptionError(target, 'journal', journal, `${NAMES.journal} that journals runs (yours: durableJournal(store)), or stepJournal(run)`);
     durable = runs.settings(target, config, approvals);
   }
   const money = moneyOptions(target, config);
   return { config, tools, specs, maxSteps: config.maxSteps ?? 10, scheduler: config.scheduler ?? asyncScheduler, durable, money };
-}
-
-/**
- * One execution of a tool under the run's effect ledger (`effects`), or as it is: without a
- * ledger, and for a tool declared `idempotent: true` (no ledger round trip for those).
- *
- * @example
- * ```ts
- * const guarded$ = underLedger(config, { key, runId, tool, call, hub }, execute$);
- * ```
- */
-export function underLedger(config: AgentConfig, call: Omit<GuardedCall, 'onUnknownOutcome'>, execute$: Observable<unknown>): Observable<unknown> {
-  const effects = config.effects;
-  if (effects === undefined || call.tool.idempotent === true) return execute$;
-  return effects.guard({ ...call, onUnknownOutcome: config.onUnknownOutcome ?? 'tell-model' }, execute$);
 }
 
 /**
@@ -414,8 +363,16 @@ export interface DurablePort {
     from: ModelCheckpoint | undefined,
     call: (model: Model, checkpoint: (c: ModelCheckpoint) => void) => Observable<TurnEvent>,
   ): Observable<TurnEvent>;
+  /**
+   * Model turn `step` as the loop reads it, through its model pipeline (`turn$`): rxheal's records
+   * pass it as it is (they journal its message once it is done); an engine's steps run it whole as
+   * one step, whose events come back from the engine on its replay.
+   */
+  wholeTurn(step: number, turn$: Observable<TurnEvent>): Observable<TurnEvent>;
   /** Model turn `step` started over (a `reset`): its checkpoint no longer holds. */
   startedOver(step: number): void;
+  /** Whether the loop's `message` event for `message` repeats what an earlier life of the run did (`replayed: true`). */
+  replayed(message: Message): boolean;
   /** Journals `record`, then goes on (`next`, in a stage of the loop). */
   commit(record: RunRecord, next: () => void): void;
   /** A model turn's record: its message (with its tool calls, or the answer), replayed after its tool calls and its finish. */
@@ -429,14 +386,16 @@ export interface DurablePort {
   ): RunRecord;
   /** Before a tool executes: its start journaled, then `execute$`. */
   beforeTool<T>(call: ToolCall, execute$: Observable<T>): Observable<T>;
-  /** A call's checkpoints: what it journaled before (its state in the plan), and how it journals more (`tool-checkpoint`). */
-  checkpointsOf(call: ToolCall, state: CallState | undefined): CheckpointHolder;
+  /** A call's checkpoints: what it journaled before (its state in the plan), and how it journals more (`tool-checkpoint`); none in an engine's step. */
+  checkpointsOf(call: ToolCall, state: CallState | undefined): CheckpointHolder | undefined;
   /**
    * A call of a tool round, from its state in the plan (undefined: a call of a live turn): the
-   * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call).
+   * call waiting for approval, or its outcome, journaled before it goes on (`run$` runs the call;
+   * `key`: its idempotency key, which names an engine's step of it).
    */
   callOutcome(
     call: ToolCall,
+    key: string,
     state: CallState | undefined,
     context: PipelineContext,
     run$: () => Observable<ToolOutcome>,
@@ -481,6 +440,34 @@ export interface DurableRuns {
  * ```
  */
 export const DURABLE_RUNS: unique symbol = Symbol.for('rxheal.durableRuns') as never;
+
+/**
+ * How a durable-execution engine runs one step: `fn` once, its result (JSON data) journaled by the
+ * engine, and on the engine's replay of the workflow that result returned without calling `fn`.
+ * DBOS: `(name, fn) => DBOS.runStep(fn, { name })`; Restate: `(name, fn) => ctx.run(name, fn)`.
+ * Steps are called in the same order on every replay, one after another or several at once.
+ *
+ * @example
+ * ```ts
+ * const run: StepRunner = (name, fn) => DBOS.runStep(fn, { name });
+ * ```
+ */
+export type StepRunner = <T>(name: string, fn: () => Promise<T>) => PromiseLike<T>;
+
+/**
+ * A journal written through an engine's own steps (`stepJournal(run)`): each model turn and each
+ * tool call of a run is one step of the engine, healed inside it. (The one `stepJournal` makes
+ * also carries the machinery of such runs, under {@link DURABLE_RUNS}.)
+ *
+ * @example
+ * ```ts
+ * const journal: StepJournal = stepJournal((name, fn) => ctx.run(name, fn));
+ * ```
+ */
+export interface StepJournal {
+  /** The engine's step. */
+  readonly run: StepRunner;
+}
 
 /** The machinery of the rxheal stores made in this process, for a journal that carries none (a store wrapping one of them). */
 let registered: DurableRuns | undefined;

@@ -12,7 +12,7 @@ import { check, NonEmptyString, oneOf, validateOptions } from '../core/errors/op
 import type { JournalChange } from '../core/journal/errors.js';
 import { LeaseMs, RunId, type JournalClaim, type JournalData, type JournalStore } from '../core/journal/journal.js';
 import { DURABLE_RUNS, registerDurableRuns, type Approval, type DurableRuns } from './agentConfig.js';
-import { DurableRun } from './durableRun.js';
+import { DurableRun, type RecordSettings } from './durableRun.js';
 
 const CHANGES: readonly JournalChange[] = ['instruction', 'tool', 'schema', 'model', 'messages'];
 
@@ -70,7 +70,7 @@ export const durableRuns: DurableRuns = {
       runs: durableRuns,
     };
   },
-  run: (host, agent) => new DurableRun(host, agent, agent.durable!),
+  run: (host, agent) => new DurableRun(host, agent, agent.durable as RecordSettings),
 };
 
 /**

@@ -8,28 +8,12 @@
  *
  * @module
  */
-import {
-  catchError,
-  concat,
-  concatMap,
-  defaultIfEmpty,
-  defer,
-  ignoreElements,
-  interval,
-  map,
-  type Observable,
-  of,
-  Subscription,
-  switchMap,
-  takeLast,
-  throwError,
-} from 'rxjs';
+import { catchError, concat, concatMap, defer, ignoreElements, interval, type Observable, of, Subscription, throwError } from 'rxjs';
 import { InvalidOptionError } from '../core/errors/errors.js';
 import type { AgentEvent, AssistantMessage, Finish, Message, ToolCall } from '../core/events/events.js';
 import { JournalCorruptError, JournalMismatchError, RunLockedError, ToolOutcomeUnknownError, type JournalChange } from '../core/journal/errors.js';
-import { jsonRecord, type JournalEntry, type JournalSession } from '../core/journal/journal.js';
+import { jsonRecord, type JournalEntry, type JournalSession, type JournalStore } from '../core/journal/journal.js';
 import { isLeft } from '../core/errors/options.js';
-import { abortable } from '../core/model/abortable.js';
 import { modelsInside, type Model, type ModelCheckpoint } from '../core/model/model.js';
 import type { TurnEvent } from '../core/events/events.js';
 import { markFatal } from '../core/rx/runScope.js';
@@ -37,10 +21,10 @@ import { guard, Thrown } from '../core/rx/guard.js';
 import type { AnyTool, DurableHost, DurablePort, DurableSettings, PipelineContext, ResolvedAgent, ToolOutcome } from './agentConfig.js';
 import { resumePlan, type CallState, type ResumePlan } from './resumePlan.js';
 import { messageRecord, RECORD_VERSION, type Fingerprint, type PendingApproval, type RunRecord, type Used } from './runJournal.js';
-import { CallContext, resultText, type CheckpointHolder, type Verified } from './tool.js';
+import type { CheckpointHolder } from './tool.js';
 import { resumedTurn, TurnCheckpoints } from './turnCheckpoint.js';
 import { randomName } from '../core/journal/idempotency.js';
-import { outcomeUnknown, unknownOutcomeText } from './unknownOutcome.js';
+import { interruptedCall } from './interruptedCall.js';
 
 /** Errors of the journal itself, or of a resume's checks: never journaled as the run's end. */
 const notJournaled = (error: unknown): boolean =>
@@ -104,11 +88,21 @@ function replayedError(error: { readonly name: string; readonly message: string 
 }
 
 /**
+ * A run's settings in rxheal's records: its journal a store (`durableRuns.settings` checked it).
+ *
+ * @example
+ * ```ts
+ * const settings = agent.durable as RecordSettings;
+ * ```
+ */
+export type RecordSettings = DurableSettings & { readonly journal: JournalStore };
+
+/**
  * One journaled run: its session, its lease, its records.
  *
  * @example
  * ```ts
- * const durable = new DurableRun(host, agent, agent.durable!);
+ * const durable = new DurableRun(host, agent, agent.durable as RecordSettings);
  * durable.start();
  * ```
  */
@@ -122,7 +116,7 @@ export class DurableRun implements DurablePort {
   constructor(
     private readonly host: DurableHost,
     private readonly agent: ResolvedAgent,
-    private readonly settings: DurableSettings,
+    private readonly settings: RecordSettings,
   ) {}
 
   get runId(): string {
@@ -234,6 +228,16 @@ export class DurableRun implements DurablePort {
     );
   }
 
+  /** Model turn `step` as the loop reads it: as it is (its message is journaled once it is done). */
+  wholeTurn(_step: number, turn$: Observable<TurnEvent>): Observable<TurnEvent> {
+    return turn$;
+  }
+
+  /** A `message` event is never a replay: what the journal held was replayed at the start. */
+  replayed(_message: Message): boolean {
+    return false;
+  }
+
   /** Model turn `step` started over (a `reset`): its checkpoint no longer holds. */
   startedOver(step: number): void {
     this.checkpoints?.startedOver(step);
@@ -319,6 +323,7 @@ export class DurableRun implements DurablePort {
    */
   callOutcome(
     call: ToolCall,
+    _key: string,
     state: CallState | undefined,
     context: PipelineContext,
     run$: () => Observable<ToolOutcome>,
@@ -351,7 +356,8 @@ export class DurableRun implements DurablePort {
     // a call that checkpointed carries on its own work from there (its execution gets `resumed`), whatever its idempotency
     if (state?.state === 'interrupted' && state.checkpoint !== undefined) return run$();
     // under an effect ledger, the ledger knows what happened: it answers, reconciles or runs
-    if (kind === 'interrupted' && !tool.idempotent && this.agent.config.effects === undefined) return this.unknown(call, tool, run$);
+    if (kind === 'interrupted' && !tool.idempotent && this.agent.config.effects === undefined)
+      return interruptedCall({ runId: this.runId, onUnknownOutcome: this.settings.onUnknownOutcome, emit: (e) => this.host.emit(e) }, call, tool, run$);
     if (kind === 'not-started' && this.needsApproval(call, tool, context)) return 'pending';
     return run$();
   }
@@ -366,41 +372,6 @@ export class DurableRun implements DurablePort {
     if (verdict instanceof Thrown) throw verdict.error;
     void context;
     return verdict === true;
-  }
-
-  /** An interrupted non-idempotent call: its `verify` answers, or its outcome is unknown. */
-  private unknown(call: ToolCall, tool: AnyTool, run$: () => Observable<ToolOutcome>): Observable<ToolOutcome> {
-    const unknown$ = defer((): Observable<ToolOutcome> => {
-      const { event, fatal } = outcomeUnknown({ runId: this.runId, callId: call.id, tool: call.name, onUnknownOutcome: this.settings.onUnknownOutcome });
-      if (fatal !== undefined) {
-        this.host.emit(event);
-        return throwError(() => fatal);
-      }
-      return of({
-        events: [event],
-        message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: unknownOutcomeText(call.name), isError: true },
-      });
-    });
-    const verify = tool.verify;
-    if (verify === undefined) return unknown$;
-    return abortable((context) => {
-      const decoded = tool.args.decode(call.args);
-      if (isLeft(decoded)) throw new Error('arguments that do not decode');
-      return verify(decoded.right, new CallContext(context, call.id));
-    }).pipe(
-      takeLast(1),
-      defaultIfEmpty(undefined),
-      map((v: Verified<unknown> | undefined) => v),
-      catchError(() => of(undefined)),
-      switchMap((v): Observable<ToolOutcome> => {
-        if (v?.applied === true)
-          return of({
-            events: [{ type: 'tool-result', id: call.id, name: call.name, result: v.result }],
-            message: { role: 'tool', toolCallId: call.id, toolName: call.name, content: resultText(v.result) },
-          });
-        return v?.applied === false ? run$() : unknown$;
-      }),
-    );
   }
 
   /** Calls wait for approval: journaled, each `approval-requested`, then `suspended`, and the run completes. */

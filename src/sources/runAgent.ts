@@ -22,9 +22,9 @@ import { isFatal, RunScope } from '../core/rx/runScope.js';
 import { guard, Thrown } from '../core/rx/guard.js';
 import { callTool, resultText, unknownToolError } from './tool.js';
 import { effectKey, freshRunId } from '../core/journal/idempotency.js';
+import { underLedger } from './underLedger.js';
 import {
   resolveAgent,
-  underLedger,
   type AgentConfig,
   type DurableHost,
   type DurablePort,
@@ -246,7 +246,7 @@ class AgentRun implements DurableHost {
 
   private addMessage(message: Message): void {
     this.history.push(message);
-    this.emit({ type: 'message', message });
+    this.emit(this.durable?.replayed(message) === true ? { type: 'message', message, replayed: true } : { type: 'message', message });
   }
 
   /** The request of the next turn: the instruction (with the degraded capabilities' suffix), then the history. */
@@ -294,7 +294,7 @@ class AgentRun implements DurableHost {
     const piped = config.modelPipeline ? config.modelPipeline(req, turn$, context) : turn$;
     // tokens are counted where each provider attempt finishes (streamModel)
     // linked to the run's work first: leaving reaches a pipeline still emitting synchronously
-    subscribeWithin(this.work, piped, new TurnSink(this));
+    subscribeWithin(this.work, this.durable ? this.durable.wholeTurn(step, piped) : piped, new TurnSink(this));
   }
 
   /** After a turn: its tool calls go to a tool round; a final answer is checked (output) or ends the run. */
@@ -377,8 +377,9 @@ class AgentRun implements DurableHost {
     const pending: PendingApproval[] = [];
     const outcomes: Observable<readonly [number, ToolOutcome]>[] = [];
     calls.forEach((call, i) => {
-      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context, i, states?.[i]);
-      const outcome$ = durable ? durable.callOutcome(call, states?.[i], context, run$) : run$();
+      const key = effectKey(this.id(), context.step, i, call.name);
+      const run$ = (): Observable<ToolOutcome> => this.toolOutcome(call, context, key, states?.[i]);
+      const outcome$ = durable ? durable.callOutcome(call, key, states?.[i], context, run$) : run$();
       if (outcome$ instanceof Observable) outcomes.push(outcome$.pipe(map((outcome) => [i, outcome] as const)));
       else pending.push(outcome$);
     });
@@ -399,12 +400,11 @@ class AgentRun implements DurableHost {
     );
   }
 
-  /** One tool call (the `index`-th of its turn) through the tool pipeline, as the events and the tool message it yields. */
-  private toolOutcome(call: ToolCall, context: PipelineContext, index: number, state?: CallState): Observable<ToolOutcome> {
+  /** One tool call (`key`: its idempotency key) through the tool pipeline, as the events and the tool message it yields. */
+  private toolOutcome(call: ToolCall, context: PipelineContext, key: string, state?: CallState): Observable<ToolOutcome> {
     const { tools, scheduler, config } = this.agent;
     const tool = tools.get(call.name);
     const runId = this.id();
-    const key = effectKey(runId, context.step, index, call.name);
     // one holder per call: every execution of it (a retry too) reads the newest checkpoint
     const checkpoints = this.durable?.checkpointsOf(call, state);
     const call$ = defer(() => {

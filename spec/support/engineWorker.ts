@@ -1,0 +1,145 @@
+/**
+ * One process of an agent workflow in a durable-execution engine, for spec/support/engineKills.ts:
+ * the kill specs' seat booking (spec/support/seatTools.ts: two local providers behind
+ * fallbackModel, three tools whose effects are lines in files) as a DBOS workflow
+ * (`dbosJournal(DBOS)`, the system database in `args.dbos`) or a Restate service handler
+ * (`restateJournal(ctx)`, served on `args.restate.port` for the Restate server the spec runs). Each
+ * event is a JSON line (`{ event, replayed, at }`); at its kill point (a tool's effect, the nth
+ * live text delta) the process prints `{ kill }` and SIGKILLs itself.
+ *
+ * DBOS: the first process starts the workflow (`args.start`); a later one launches DBOS, which
+ * recovers the workflow its dead predecessor left pending, and waits for its end. Restate: the
+ * process serves the handler; the Restate server (re)tries the invocation on it, and the process
+ * exits once the handler has answered.
+ *
+ * Bundled by esbuild into spec/support/majors/node_modules/.cache, so that the engines' SDKs
+ * resolve from spec/support/majors (Node ≥ 22).
+ */
+import { lastValueFrom, tap } from 'rxjs';
+import { runAgent, type AgentEvent } from '../../src/index.js';
+import type { StepJournal } from '../../src/durable/index.js';
+import { dbosJournal } from '../../src/dbos/index.js';
+import { restateJournal } from '../../src/restate/index.js';
+import type { KillPoint, WorkerLine } from './durableAgentWorker.js';
+import { seatModel, seatTools } from './seatTools.js';
+
+/** The worker's one argument (JSON). */
+export interface EngineWorkerArgs {
+  readonly engine: 'dbos' | 'restate';
+  readonly primary: string;
+  readonly secondary: string;
+  readonly effects: string;
+  readonly kill?: KillPoint;
+  /** DBOS: the workflow's id, its system database, and whether this process starts it. */
+  readonly dbos?: { readonly workflowId: string; readonly url: string; readonly start: boolean };
+  /** Restate: the port the handler is served on. */
+  readonly restate?: { readonly port: number };
+}
+
+const args = JSON.parse(process.argv[2]!) as EngineWorkerArgs;
+const say = (line: WorkerLine): void => void process.stdout.write(`${JSON.stringify(line)}\n`);
+const die = (): never => {
+  say({ kill: args.kill!, at: Date.now() });
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable');
+};
+const tools = seatTools(args.effects, args.kill, die);
+
+/** The agent run of one workflow execution, its events printed: its answer, or its error (printed, then thrown). */
+function answer(journal: StepJournal, runId: string): Promise<string> {
+  let deltas = 0;
+  let text = '';
+  const run$ = runAgent({
+    model: seatModel(args.primary, args.secondary),
+    tools,
+    instruction: 'You book seats.',
+    messages: [{ role: 'user', content: 'Book seat 1A and text me.' }],
+    runId,
+    journal,
+  }).pipe(
+    tap((e: AgentEvent) => {
+      const replayed = (e as { replayed?: boolean }).replayed === true;
+      if (e.type === 'message' && e.message.role === 'assistant') text = e.message.content;
+      const more =
+        e.type === 'message'
+          ? { role: e.message.role, id: 'toolCallId' in e.message ? e.message.toolCallId : undefined }
+          : e.type === 'tool-outcome-unknown'
+            ? { id: e.callId, name: e.tool }
+            : 'id' in e
+              ? { id: e.id as string }
+              : {};
+      say({ event: e.type, replayed, at: Date.now(), ...more });
+      if (e.type === 'text-delta' && !replayed && args.kill?.at === 'delta' && ++deltas === args.kill.n) die();
+    }),
+  );
+  return lastValueFrom(run$).then(
+    () => (say({ done: 'answer', text, at: Date.now() }), text),
+    (error: unknown) => {
+      const e = error as Error;
+      say({ done: 'error', name: e.name, message: e.message, at: Date.now() });
+      throw error;
+    },
+  );
+}
+
+/** What the worker calls of `DBOS` (`@dbos-inc/dbos-sdk` 5.x is spec/support/majors's, not the project's: typed here). */
+interface Dbos {
+  runStep<T>(fn: () => Promise<T>, config?: { name?: string }): Promise<T>;
+  setConfig(config: Record<string, unknown>): void;
+  registerWorkflow<R>(fn: () => Promise<R>, config: { name: string }): () => Promise<R>;
+  launch(): Promise<void>;
+  startWorkflow<R>(workflow: () => Promise<R>, params: { workflowID: string }): () => Promise<{ getResult(): Promise<R> }>;
+  retrieveWorkflow<R>(id: string): { getResult(): Promise<R> };
+  shutdown(): Promise<void>;
+  readonly workflowID: string | undefined;
+}
+
+/** What the worker calls of `@restatedev/restate-sdk` 1.x. */
+interface RestateContext {
+  run<T>(name: string, fn: () => Promise<T>): PromiseLike<T>;
+  request(): { readonly id: string };
+}
+interface RestateSdk {
+  service(definition: { name: string; handlers: Record<string, (ctx: RestateContext) => Promise<unknown>> }): unknown;
+  serve(options: { services: unknown[]; port: number }): Promise<unknown>;
+}
+
+// imported by name at run time: resolved from spec/support/majors, where the bundle is
+const DBOS_SDK = '@dbos-inc/dbos-sdk';
+const RESTATE_SDK = '@restatedev/restate-sdk';
+
+async function dbos(o: NonNullable<EngineWorkerArgs['dbos']>): Promise<void> {
+  const { DBOS } = (await import(DBOS_SDK)) as { DBOS: Dbos };
+  // DBOS's own logging on stderr, its admin server off (several workers at once)
+  DBOS.setConfig({ name: 'rxheal-kills', systemDatabaseUrl: o.url, runAdminServer: false, logLevel: 'warn' });
+  const workflow = DBOS.registerWorkflow(() => answer(dbosJournal(DBOS), DBOS.workflowID!), { name: 'seat-agent' });
+  // a pending workflow of this executor (its process killed) is recovered by launch
+  await DBOS.launch();
+  const handle = o.start ? await DBOS.startWorkflow(workflow, { workflowID: o.workflowId })() : DBOS.retrieveWorkflow<string>(o.workflowId);
+  await handle.getResult();
+  await DBOS.shutdown();
+}
+
+async function restate(o: NonNullable<EngineWorkerArgs['restate']>): Promise<void> {
+  const sdk = (await import(RESTATE_SDK)) as RestateSdk;
+  let answered: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (answered = resolve));
+  const service = sdk.service({
+    name: 'seatAgent',
+    handlers: {
+      run: async (ctx: RestateContext): Promise<string> => {
+        try {
+          return await answer(restateJournal(ctx), ctx.request().id);
+        } finally {
+          // the answer reaches the server with the handler's return; then the process ends
+          setTimeout(answered, 500);
+        }
+      },
+    },
+  });
+  await sdk.serve({ services: [service], port: o.port });
+  await done;
+  process.exit(0);
+}
+
+await (args.engine === 'dbos' ? dbos(args.dbos!) : restate(args.restate!));
