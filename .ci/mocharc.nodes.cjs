@@ -94,7 +94,7 @@ module.exports = lane(
     'spec/langchain/**/*.spec.ts',
     'spec/otel/**/*.spec.ts',
     ...(redisHere ? ['spec/redis/**/*.spec.ts', 'spec/postgres/**/*.spec.ts'] : []),
-    ...(enginesHere ? ['spec/dbos/**/*.spec.ts', 'spec/restate/**/*.spec.ts'] : []),
+    ...(enginesHere ? ['spec/dbos/**/*.spec.ts', 'spec/restate/**/*.spec.ts', 'spec/docs/durableEngines.spec.ts'] : []),
     'spec/durable/**/*.spec.ts',
     'spec/providers/**/*.spec.ts',
     'spec/server/**/*.spec.ts',

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
-import { importsFramework } from '../support/agentFrameworks.js';
+import { importsEngine, importsFramework } from '../support/agentFrameworks.js';
 import { SNIPPET_OPTIONS, tsBlocks, type Snippet } from '../support/tsBlocks.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -27,10 +27,11 @@ function pages(): string[] {
 }
 
 const blocks = pages().flatMap((path) => tsBlocks(relative(ROOT, path), readFileSync(path, 'utf8')));
-// the agent frameworks' blocks import packages only spec/support/majors has (Node ≥ 22):
-// spec/docs/agentFrameworks.spec.ts compiles them against those packages, and runs them
-const snippets = blocks.filter((s) => !importsFramework(s.code));
-const left = blocks.filter((s) => importsFramework(s.code));
+// the agent frameworks' blocks and the engines' import packages only spec/support/majors has (Node ≥ 22):
+// spec/docs/agentFrameworks.spec.ts and spec/docs/durableEngines.spec.ts compile them against those packages, and run them
+const elsewhere = (code: string): boolean => importsFramework(code) || importsEngine(code);
+const snippets = blocks.filter((s) => !elsewhere(s.code));
+const left = blocks.filter((s) => elsewhere(s.code));
 const fileOf = (s: Snippet): string => join(VIRTUAL, `${s.page.replace(/[^A-Za-z0-9]+/g, '_')}_${s.line}.ts`);
 
 const options: ts.CompilerOptions = { ...SNIPPET_OPTIONS, noFallthroughCasesInSwitch: true };
@@ -66,8 +67,13 @@ describe('README, guides and marble-docs ```ts snippets (complete, and compiled 
     diagnostics = compile();
   });
 
-  it(`leaves the agent frameworks' blocks to spec/docs/agentFrameworks.spec.ts (${left.map((s) => `${s.page}:${s.line}`).join(', ')})`, () => {
-    expect(left.map((s) => s.page)).to.deep.equal(['docs/guides/frameworks.md', 'docs/guides/frameworks.md']);
+  it(`leaves the agent frameworks' and the engines' blocks to their specs (${left.map((s) => `${s.page}:${s.line}`).join(', ')})`, () => {
+    expect(left.map((s) => s.page)).to.deep.equal([
+      'docs/guides/durable-engines.md',
+      'docs/guides/durable-engines.md',
+      'docs/guides/frameworks.md',
+      'docs/guides/frameworks.md',
+    ]);
   });
 
   it('finds snippets in the README, in the guides and in the marble-docs pages', () => {

@@ -87,6 +87,12 @@ export const FRAMEWORK_PACKAGES = ['@openai/agents', '@openai/agents-extensions'
 /** Whether code imports an agent framework (a package or subpath of {@link FRAMEWORK_PACKAGES}). */
 export const importsFramework = (code: string): boolean => FRAMEWORK_PACKAGES.some((p) => new RegExp(`from '${p}(/[^']*)?'`).test(code));
 
+/** The durable-execution engines' SDKs (spec/support/majors: Restate's needs Node ≥ 22), which spec/docs/durableEngines.spec.ts compiles guide blocks against. */
+export const ENGINE_PACKAGES = ['@dbos-inc/dbos-sdk', '@restatedev/restate-sdk'];
+
+/** Whether code imports an engine's SDK ({@link ENGINE_PACKAGES}). */
+export const importsEngine = (code: string): boolean => ENGINE_PACKAGES.some((p) => code.includes(` from '${p}'`));
+
 /** An agent framework of the README, by its snippet: the OpenAI Agents SDK or Mastra. */
 export type FrameworkName = 'agents' | 'mastra';
 
