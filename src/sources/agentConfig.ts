@@ -457,7 +457,7 @@ export type StepRunner = <T>(name: string, fn: () => Promise<T>) => PromiseLike<
 /**
  * A journal written through an engine's own steps (`stepJournal(run)`): each model turn and each
  * tool call of a run is one step of the engine, healed inside it. (The one `stepJournal` makes
- * also carries the machinery of such runs, under {@link DURABLE_RUNS}.)
+ * also carries the machinery of such runs, under the `DURABLE_RUNS` symbol.)
  *
  * @example
  * ```ts
