@@ -58,9 +58,11 @@ const { lane } = require('../spec/lanes.cjs');
 // against its 900 s limit, 2026-12-07.)
 const major = Number(process.versions.node.split('.')[0]);
 const redisHere = major !== 22;
-// The engines' specs (~45 s here, each a Postgres or a Restate server and ~20 worker processes) on
-// Node 24 alone: the SDKs resolve the same on 22 and 24 (dbos-sdk says >=20, restate-sdk uses no
-// API 24 lacks), and the kill-and-recover proof is asked of Node 24.
+// The engines' specs (spec/dbos, spec/restate: kill-and-recover, the AI SDK route; and the guide's two
+// programs, spec/docs/durableEngines.spec.ts — ~80 s one file after another here, each file a Postgres or a
+// Restate server and its worker processes) on Node 24 alone: npm resolves the SDKs the same on 22
+// and 24 (dbos-sdk says >=20; restate-sdk needs Node 22's Promise.withResolvers, which 24 has), and
+// the kill-and-recover proof is asked of Node 24.
 const enginesHere = major >= 24;
 
 // the base's loader, extension, timeout and reporter (not its spec, or its lane's options)

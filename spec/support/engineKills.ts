@@ -13,10 +13,11 @@
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import type { KillPoint } from './durableAgentWorker.js';
+import type { AiSdkWorkerLine } from './aiSdkEngineWorker.js';
 import type { EngineWorkerArgs } from './engineWorker.js';
 import { ANSWER, providers, spawnLife, type Episode, type Life } from './killResume.js';
 import { freePort } from './redisServer.js';
@@ -42,22 +43,30 @@ export const ENGINE_KILLS: readonly (readonly KillPoint[])[] = [
 export const planName = (kills: readonly KillPoint[]): string =>
   kills.map((k) => (k.at === 'delta' ? `delta ${k.n}` : k.at === 'effect' ? `${k.phase} ${k.tool}` : `${k.phase} append ${k.n}`)).join(', ');
 
-let bundled: Promise<string> | undefined;
+const bundles = new Map<string, Promise<string>>();
 /**
- * The worker bundled once per spec run (its packages left out), into spec/support/majors's
- * node_modules/.cache: there the engines' SDKs resolve from spec/support/majors, and the
- * project's own packages (rxjs, io-ts) from the root, above it.
+ * A worker script (`entry`, a spec/support file) bundled once per spec run (its packages left
+ * out), into spec/support/majors's node_modules/.cache: there the engines' SDKs and `ai` 7 resolve
+ * from spec/support/majors, and the project's own packages (rxjs, io-ts) from the root, above it.
  */
-export function engineWorkerBundle(majors: string): Promise<string> {
-  bundled ??= (async () => {
-    const { build } = await import('esbuild');
-    const root = fileURLToPath(new URL('../../', import.meta.url));
-    const outfile = join(majors, 'node_modules', '.cache', `engineWorker-${createHash('sha256').update(root).digest('hex').slice(0, 12)}.mjs`);
-    await build({ entryPoints: [WORKER], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node22', packages: 'external', logLevel: 'silent' });
-    return outfile;
-  })();
+export function majorsBundle(entry: string, majors: string): Promise<string> {
+  let bundled = bundles.get(entry);
+  if (bundled === undefined) {
+    bundled = (async () => {
+      const { build } = await import('esbuild');
+      const root = fileURLToPath(new URL('../../', import.meta.url));
+      const name = basename(entry, '.ts');
+      const outfile = join(majors, 'node_modules', '.cache', `${name}-${createHash('sha256').update(root).digest('hex').slice(0, 12)}.mjs`);
+      await build({ entryPoints: [entry], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node22', packages: 'external', logLevel: 'silent' });
+      return outfile;
+    })();
+    bundles.set(entry, bundled);
+  }
   return bundled;
 }
+
+/** The engine worker (spec/support/engineWorker.ts), bundled. */
+export const engineWorkerBundle = (majors: string): Promise<string> => majorsBundle(WORKER, majors);
 
 let unique = 0;
 
@@ -150,4 +159,18 @@ export function checkReplays(run: Episode): void {
   }
   const last = run.lives.at(-1)!;
   expect(last.lines.some((l) => 'done' in l && l.done === 'answer' && l.text === ANSWER)).to.equal(true);
+}
+
+/** The model calls a life of spec/support/aiSdkEngineWorker.ts ran (not those the engine answered from its journal). */
+export const stepsOf = (life: Life): string[] => (life.lines as unknown as AiSdkWorkerLine[]).flatMap((l) => ('step' in l ? [l.step] : []));
+
+/** How many times `tool`'s effect happened (lines of `<tool>.log` in `dir`). */
+export function effectsIn(dir: string, tool: string): number {
+  try {
+    return readFileSync(join(dir, `${tool}.log`), 'utf8')
+      .split('\n')
+      .filter(Boolean).length;
+  } catch {
+    return 0;
+  }
 }

@@ -22,6 +22,10 @@ export interface RestateServer {
   send(service: string, handler: string): Promise<string>;
   /** Waits for an invocation's output (its JSON). */
   attach(invocationId: string): Promise<unknown>;
+  /** Waits for an invocation's end: its status and body (an error's message for a failed one). */
+  outcome(invocationId: string): Promise<{ status: number; body: string }>;
+  /** Kills an invocation (no more retries). */
+  kill(invocationId: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +93,16 @@ export async function startRestate(binary: string): Promise<RestateServer> {
       const res = await fetch(`${ingress}/restate/invocation/${id}/attach`);
       if (!res.ok) throw new Error(`attaching to ${id}: ${res.status} ${await res.text()}`);
       return res.json();
+    },
+    async outcome(id) {
+      const res = await fetch(`${ingress}/restate/invocation/${id}/attach`);
+      return { status: res.status, body: await res.text() };
+    },
+    async kill(id) {
+      const res = await fetch(`${admin}/invocations/${id}/kill`, { method: 'PATCH' });
+      if (res.ok) return;
+      const old = await fetch(`${admin}/invocations/${id}?mode=kill`, { method: 'DELETE' });
+      if (!old.ok) throw new Error(`killing ${id}: ${res.status} ${await res.text()}; ${old.status} ${await old.text()}`);
     },
     stop,
   };
