@@ -317,6 +317,15 @@ log('q. journal cost per run …');
   verdicts.push(...q.verdicts);
 }
 
+log('u. step journal per step …');
+{
+  // a turn as one step of an engine: the engine's own step by hand vs runAgent on stepJournal — in memory, on DBOS (PostgreSQL) and on Restate (its server), those two in a Node 24 process: bench/figures/stepJournal.ts
+  const { stepJournalFigure } = await import('./figures/stepJournal.js');
+  const u = await stepJournalFigure(quick ? { reps: 5, engineReps: 20 } : { reps: 11, engineReps: 60 });
+  rows.push(...u.rows);
+  verdicts.push(...u.verdicts);
+}
+
 log('k. tail latency (virtual time) …');
 {
   // deterministic: a seeded simulated provider in virtual time (bench/figures/tail.ts says its parameters)

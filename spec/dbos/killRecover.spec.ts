@@ -11,6 +11,7 @@ import { checkReplays, ENGINE_KILLS, engineEpisode, engineWorkerBundle, planName
 import { postgresProgram, startPostgres, type PostgresServer } from '../support/postgresServer.js';
 import { requireProgram } from '../support/systemPackage.js';
 import type { Episode } from '../support/killResume.js';
+import type { KillPoint } from '../support/durableAgentWorker.js';
 
 describe('rxheal/dbos: an agent workflow killed and recovered by DBOS (Postgres)', function () {
   this.timeout(180_000);
@@ -46,4 +47,15 @@ describe('rxheal/dbos: an agent workflow killed and recovered by DBOS (Postgres)
       checkEpisode(run, baseline, kills);
       checkReplays(run);
     });
+
+  it('with an effect ledger on the same Postgres (postgresJournal), killed after the booking, after the notice and mid-answer: the ledger, keyed as the tools’ steps, answers', async () => {
+    const ordered: KillPoint[] = [
+      { at: 'effect', tool: 'book', phase: 'after' },
+      { at: 'effect', tool: 'notify', phase: 'after' },
+      { at: 'delta', n: 5 },
+    ];
+    const run = await engineEpisode(worker, { engine: 'dbos', url }, ordered, { kind: 'postgres', connectionString: server!.connectionString });
+    checkEpisode(run, baseline, ordered);
+    checkReplays(run);
+  });
 });

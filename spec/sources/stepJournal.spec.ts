@@ -12,7 +12,7 @@ import { BudgetExceededError, InvalidOptionError } from '../../src/core/errors/e
 import type { AgentEvent, Message, ModelEvent } from '../../src/core/events/events.js';
 import { JournalCorruptError } from '../../src/core/journal/errors.js';
 import type { Model, ModelRequest } from '../../src/core/model/model.js';
-import { stepJournal } from '../../src/durable/index.js';
+import { effectLedger, memoryJournal, stepJournal } from '../../src/durable/index.js';
 import type { AgentConfig, StepRunner } from '../../src/sources/agentConfig.js';
 import { resumeAgent } from '../../src/sources/resumeAgent.js';
 import { runAgent } from '../../src/sources/runAgent.js';
@@ -174,6 +174,25 @@ describe('stepJournal: a run on an engine’s own steps', () => {
           at,
         ).to.include('tool-call');
       else expect(replayed, at).to.deep.equal([]);
+    }
+  });
+
+  it('with an effect ledger: no round step, the ledger keyed as the steps are; killed after any event, the same answer and one booking', async function () {
+    this.timeout(60_000);
+    for (let k = 1; k < uncut.events.length; k += 2) {
+      const world = new World();
+      const engine = new StepEngine();
+      const effects = effectLedger(memoryJournal());
+      const make = (run: StepRunner) => config(world, run, { effects });
+      const first = await life(engine, make, k);
+      const second = first.end === 'killed' ? await life(engine, make) : first;
+      const at = `killed at event ${k}`;
+      expect(second.end, at).to.equal('answer');
+      expect(answerOf(second.events), at).to.equal(answerOf(uncut.events));
+      expect(world.effects, `${at}: bookings`).to.equal(1);
+      // the booking's idempotency key (the ledger's) names its step
+      expect([...world.bookings.keys()], at).to.deep.equal(['trip-1/1/1/book']);
+      expect(engine.started, at).to.include('rxheal tool trip-1/1/1/book').and.not.include('rxheal tools 1');
     }
   });
 

@@ -22,6 +22,7 @@ import type { EngineWorkerArgs } from './engineWorker.js';
 import { ANSWER, providers, spawnLife, type Episode, type Life } from './killResume.js';
 import { freePort } from './redisServer.js';
 import type { RestateServer } from './restateServer.js';
+import type { StoreAt } from './storeAt.js';
 
 const WORKER = fileURLToPath(new URL('./engineWorker.ts', import.meta.url));
 
@@ -75,12 +76,17 @@ export type EngineAt =
   { readonly engine: 'dbos'; readonly url: string } | { readonly engine: 'restate'; readonly server: RestateServer; readonly port: number };
 
 /** One episode: the workflow run to its end, its processes killed at `kills` in turn. */
-export async function engineEpisode(worker: string, at: EngineAt, kills: readonly KillPoint[]): Promise<Episode & { readonly output?: unknown }> {
+export async function engineEpisode(
+  worker: string,
+  at: EngineAt,
+  kills: readonly KillPoint[],
+  ledger?: StoreAt,
+): Promise<Episode & { readonly output?: unknown }> {
   const { primary, secondary } = await providers();
   const effects = mkdtempSync(join(tmpdir(), 'rxheal-effects-'));
   const workflowId = `seat-${process.pid}-${Date.now()}-${++unique}`;
   try {
-    const base = { engine: at.engine, primary: primary.url, secondary: secondary.url, effects };
+    const base = { engine: at.engine, primary: primary.url, secondary: secondary.url, effects, ...(ledger === undefined ? {} : { ledger }) };
     const lives: Life[] = [];
     let output: unknown;
     if (at.engine === 'dbos') {

@@ -16,12 +16,14 @@
  * resolve from spec/support/majors (Node ≥ 22).
  */
 import { lastValueFrom, tap } from 'rxjs';
-import { runAgent, type AgentEvent } from '../../src/index.js';
+import { runAgent, type AgentEvent, type EffectLedger } from '../../src/index.js';
+import { effectLedger } from '../../src/durable/index.js';
 import type { StepJournal } from '../../src/durable/index.js';
 import { dbosJournal } from '../../src/dbos/index.js';
 import { restateJournal } from '../../src/restate/index.js';
 import type { KillPoint, WorkerLine } from './durableAgentWorker.js';
 import { seatModel, seatTools } from './seatTools.js';
+import { storeOf, type StoreAt } from './storeAt.js';
 
 /** The worker's one argument (JSON). */
 export interface EngineWorkerArgs {
@@ -34,6 +36,8 @@ export interface EngineWorkerArgs {
   readonly dbos?: { readonly workflowId: string; readonly url: string; readonly start: boolean };
   /** Restate: the port the handler is served on. */
   readonly restate?: { readonly port: number };
+  /** An effect ledger's store (`runAgent({ effects })`): none, and a non-idempotent tool cut mid-step is verified or reported unknown by the run itself. */
+  readonly ledger?: StoreAt;
 }
 
 const args = JSON.parse(process.argv[2]!) as EngineWorkerArgs;
@@ -44,6 +48,9 @@ const die = (): never => {
   throw new Error('unreachable');
 };
 const tools = seatTools(args.effects, args.kill, die);
+const ledger = args.ledger === undefined ? undefined : await storeOf(args.ledger);
+// a short lease: a killed process's claim on a key lapses soon, and the next one waits for no more than that
+const effects: EffectLedger | undefined = ledger === undefined ? undefined : effectLedger(ledger.store, { leaseMs: 1_000, pollMs: 50 });
 
 /** The agent run of one workflow execution, its events printed: its answer, or its error (printed, then thrown). */
 function answer(journal: StepJournal, runId: string): Promise<string> {
@@ -56,6 +63,7 @@ function answer(journal: StepJournal, runId: string): Promise<string> {
     messages: [{ role: 'user', content: 'Book seat 1A and text me.' }],
     runId,
     journal,
+    ...(effects === undefined ? {} : { effects }),
   }).pipe(
     tap((e: AgentEvent) => {
       const replayed = (e as { replayed?: boolean }).replayed === true;
@@ -118,6 +126,7 @@ async function dbos(o: NonNullable<EngineWorkerArgs['dbos']>): Promise<void> {
   const handle = o.start ? await DBOS.startWorkflow(workflow, { workflowID: o.workflowId })() : DBOS.retrieveWorkflow<string>(o.workflowId);
   await handle.getResult();
   await DBOS.shutdown();
+  await ledger?.close();
 }
 
 async function restate(o: NonNullable<EngineWorkerArgs['restate']>): Promise<void> {

@@ -48,15 +48,26 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 /** A lock held while one process installs (the suite's parallel lane runs several spec files at once). */
 const LOCK = join(DIR, '.install-lock');
 
+const lockHash = (): string =>
+  createHash('sha256')
+    .update(readFileSync(join(DIR, 'package-lock.json')))
+    .digest('hex');
+
+/**
+ * spec/support/majors's folder when its node_modules came from its lockfile (a spec on Node ≥ 22
+ * installed them), without installing anything: for a process on Node 20 that starts one on 24.
+ */
+export function majorsInstalled(): string | undefined {
+  return existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lockHash() ? DIR : undefined;
+}
+
 /**
  * `npm ci` in spec/support/majors, unless its node_modules came from this very lockfile. One
  * process installs at a time (a directory made atomically is the lock; one older than the
  * install's timeout is a dead holder's, taken over); the others wait for it, then find the stamp.
  */
 function install(): void {
-  const lock = createHash('sha256')
-    .update(readFileSync(join(DIR, 'package-lock.json')))
-    .digest('hex');
+  const lock = lockHash();
   const fresh = (): boolean => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === lock;
   if (fresh()) return;
   for (;;) {
