@@ -6,12 +6,15 @@
  * (spec/support/engineKills.ts). Needs Node ≥ 22 (the SDK, in spec/support/majors): .ci/run runs
  * it on Node 24.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { majorsProject } from '../support/nextMajors.js';
 import { ANSWER, checkEpisode, type Episode } from '../support/killResume.js';
 import { checkReplays, ENGINE_KILLS, engineEpisode, engineWorkerBundle, planName, servicePort } from '../support/engineKills.js';
 import { startRestate, type RestateServer } from '../support/restateServer.js';
+import type { KillPoint } from '../support/durableAgentWorker.js';
 
 describe('rxheal/restate: an agent service killed and retried by the Restate server', function () {
   this.timeout(180_000);
@@ -48,4 +51,21 @@ describe('rxheal/restate: an agent service killed and retried by the Restate ser
       checkReplays(run);
       expect(run.output).to.equal(ANSWER);
     });
+
+  it('with an effect ledger on a file journal, killed after the booking, after the notice and mid-answer: the ledger, keyed as the tools’ steps, answers', async () => {
+    const ordered: KillPoint[] = [
+      { at: 'effect', tool: 'book', phase: 'after' },
+      { at: 'effect', tool: 'notify', phase: 'after' },
+      { at: 'delta', n: 5 },
+    ];
+    const dir = mkdtempSync(join(tmpdir(), 'rxheal-ledger-'));
+    try {
+      const run = await engineEpisode(worker, { engine: 'restate', server: server!, port }, ordered, { kind: 'file', dir });
+      checkEpisode(run, baseline, ordered);
+      checkReplays(run);
+      expect(run.output).to.equal(ANSWER);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
