@@ -15,6 +15,7 @@ import { streamModel, type Model } from '../../src/core/model/model.js';
 import { stepJournal, type StepRunner } from '../../src/durable/index.js';
 import { runAgent } from '../../src/sources/runAgent.js';
 import { finish, textDeltas } from '../../src/testing/index.js';
+import { DBOS_SDK, RESTATE_SDK, type Dbos, type RestateSdk } from '../../spec/support/engineSdks.js';
 
 export interface StepBenchArgs {
   readonly engine: 'dbos' | 'restate';
@@ -46,23 +47,8 @@ async function timed(way: Way, run: StepRunner): Promise<number> {
 const samples: Record<Way, number[]> = { 'engine step': [], stepJournal: [] };
 const order = (rep: number): Way[] => (rep % 2 === 0 ? ['engine step', 'stepJournal'] : ['stepJournal', 'engine step']);
 
-interface Dbos {
-  runStep<T>(fn: () => Promise<T>, config?: { name?: string }): Promise<T>;
-  setConfig(config: Record<string, unknown>): void;
-  registerWorkflow<A, R>(fn: (a: A) => Promise<R>, config: { name: string }): (a: A) => Promise<R>;
-  launch(): Promise<void>;
-  shutdown(): Promise<void>;
-}
-interface RestateContext {
-  run<T>(name: string, fn: () => Promise<T>): PromiseLike<T>;
-}
-interface RestateSdk {
-  service(definition: { name: string; handlers: Record<string, (ctx: RestateContext, way: Way) => Promise<unknown>> }): unknown;
-  serve(options: { services: unknown[]; port: number }): Promise<unknown>;
-}
-
 if (args.engine === 'dbos') {
-  const { DBOS } = (await import('@dbos-inc/dbos-sdk' as string)) as { DBOS: Dbos };
+  const { DBOS } = (await import(DBOS_SDK)) as { DBOS: Dbos };
   DBOS.setConfig({ name: 'rxheal-bench', systemDatabaseUrl: args.dbos!.url, runAdminServer: false, logLevel: 'error' });
   const workflow = DBOS.registerWorkflow((way: Way) => timed(way, (name, fn) => DBOS.runStep(fn, { name })), { name: 'bench-turn' });
   await DBOS.launch();
@@ -70,8 +56,8 @@ if (args.engine === 'dbos') {
   await DBOS.shutdown();
 } else {
   const o = args.restate!;
-  const sdk = (await import('@restatedev/restate-sdk' as string)) as RestateSdk;
-  const service = sdk.service({ name: 'benchTurn', handlers: { run: (ctx, way) => timed(way, (name, fn) => ctx.run(name, fn)) } });
+  const sdk = (await import(RESTATE_SDK)) as RestateSdk;
+  const service = sdk.service({ name: 'benchTurn', handlers: { run: (ctx, way: Way) => timed(way, (name, fn) => ctx.run(name, fn)) } });
   await sdk.serve({ services: [service], port: o.port });
   const registered = await fetch(`${o.admin}/deployments`, {
     method: 'POST',

@@ -16,15 +16,14 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import ts from 'typescript';
 import semver from 'semver';
 import { agentFrameworks, FRAMEWORK_PACKAGES, frameworkOf, frameworkSnippets, WEATHER_ANSWER, type FrameworkName } from '../support/agentFrameworks.js';
 import { localProviders } from '../support/interop.js';
 import { frameworkLines, ROOT } from '../package/npmPack.js';
-import { typeErrorsIn } from '../support/tsBlocks.js';
+import { linkedProject, typeErrorsIn } from '../support/tsBlocks.js';
 
 const MAJORS = join(ROOT, 'spec', 'support', 'majors', 'node_modules');
 
@@ -78,16 +77,11 @@ describe("the frameworks guide: the agent frameworks' snippets (With the OpenAI 
   const providers = localProviders();
   let dir = '';
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rxheal-agents-readme-'));
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    const link = (name: string, target: string): void => {
-      expect(existsSync(target), target).to.equal(true);
-      mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
-      symlinkSync(target, join(dir, 'node_modules', name), 'dir');
-    };
-    link('rxheal', ROOT);
-    for (const name of [...FRAMEWORK_PACKAGES, 'zod']) link(name, join(MAJORS, name));
-    link('@types/node', join(ROOT, 'node_modules', '@types', 'node'));
+    dir = linkedProject('rxheal-agents-readme-', {
+      rxheal: ROOT,
+      ...Object.fromEntries([...FRAMEWORK_PACKAGES, 'zod'].map((name) => [name, join(MAJORS, name)])),
+      '@types/node': join(ROOT, 'node_modules', '@types', 'node'),
+    });
     for (const s of snippets) writeFileSync(join(dir, `${s.framework}.ts`), s.code);
   });
   after(() => {

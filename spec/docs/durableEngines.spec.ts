@@ -11,9 +11,8 @@
  */
 import { expect } from 'chai';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import ts from 'typescript';
 import { startLocalProvider, type LocalProvider } from '../../src/server/index.js';
 import { ENGINE_PACKAGES, importsEngine, WEATHER_ANSWER } from '../support/agentFrameworks.js';
@@ -22,7 +21,7 @@ import { postgresProgram, startPostgres, type PostgresServer } from '../support/
 import { freePort, stopChild } from '../support/redisServer.js';
 import { startRestate, type RestateServer } from '../support/restateServer.js';
 import { requireProgram } from '../support/systemPackage.js';
-import { tsBlocks, typeErrorsIn } from '../support/tsBlocks.js';
+import { linkedProject, tsBlocks, typeErrorsIn } from '../support/tsBlocks.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PAGE = 'docs/guides/durable-engines.md';
@@ -53,17 +52,12 @@ describe('the guide "Inside a durable engine": its DBOS and Restate programs, co
       return this.skip();
     }
     majors = join(project.dir, 'node_modules');
-    dir = mkdtempSync(join(tmpdir(), 'rxheal-engines-guide-'));
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    const link = (name: string, target: string): void => {
-      expect(existsSync(target), target).to.equal(true);
-      mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
-      symlinkSync(target, join(dir, 'node_modules', name), 'dir');
-    };
-    link('rxheal', ROOT);
-    for (const name of ['rxjs', 'io-ts', 'fp-ts']) link(name, join(ROOT, 'node_modules', name));
-    for (const name of ENGINE_PACKAGES) link(name, join(majors, name));
-    link('@types/node', join(ROOT, 'node_modules', '@types', 'node'));
+    dir = linkedProject('rxheal-engines-guide-', {
+      rxheal: ROOT,
+      ...Object.fromEntries(['rxjs', 'io-ts', 'fp-ts'].map((name) => [name, join(ROOT, 'node_modules', name)])),
+      ...Object.fromEntries(ENGINE_PACKAGES.map((name) => [name, join(majors, name)])),
+      '@types/node': join(ROOT, 'node_modules', '@types', 'node'),
+    });
     for (const p of programs) writeFileSync(join(dir, `${engineOf(p.code)}.ts`), p.code);
     [primary, backup] = await Promise.all([startLocalProvider({ name: 'primary', tokenDelayMs: 0 }), startLocalProvider({ name: 'backup', tokenDelayMs: 0 })]);
   });

@@ -22,6 +22,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { toAiSdk } from '../../src/ai-sdk/index.js';
+import { DBOS_SDK, RESTATE_SDK, type Dbos, type RestateContext, type RestateSdk } from './engineSdks.js';
 import { seatModel } from './seatTools.js';
 
 /** The worker's one argument (JSON). */
@@ -64,23 +65,6 @@ interface Ai {
   jsonSchema(schema: object): unknown;
   stepCountIs(n: number): unknown;
 }
-interface RestateContext {
-  run<T>(name: string, fn: () => Promise<T>): PromiseLike<T>;
-}
-interface RestateSdk {
-  service(definition: { name: string; handlers: Record<string, (ctx: RestateContext) => Promise<unknown>> }): unknown;
-  serve(options: { services: unknown[]; port: number }): Promise<unknown>;
-}
-interface Dbos {
-  runStep<T>(fn: () => Promise<T>, config?: { name?: string }): Promise<T>;
-  setConfig(config: Record<string, unknown>): void;
-  registerWorkflow<R>(fn: () => Promise<R>, config: { name: string }): () => Promise<R>;
-  launch(): Promise<void>;
-  startWorkflow<R>(workflow: () => Promise<R>, params: { workflowID: string }): () => Promise<{ getResult(): Promise<R> }>;
-  retrieveWorkflow<R>(id: string): { getResult(): Promise<R> };
-  shutdown(): Promise<void>;
-}
-
 // imported by name at run time: resolved from spec/support/majors, where the bundle is
 const load = <T>(name: string): Promise<T> => import(name) as Promise<T>;
 const ai = await load<Ai>('ai');
@@ -151,7 +135,7 @@ if (args.lifeMs !== undefined) setTimeout(() => process.exit(0), args.lifeMs);
 
 if (args.engine === 'restate') {
   const [sdk, { durableCalls }] = await Promise.all([
-    load<RestateSdk>('@restatedev/restate-sdk'),
+    load<RestateSdk>(RESTATE_SDK),
     load<{ durableCalls(ctx: RestateContext, options?: object): unknown }>('@restatedev/vercel-ai-middleware'),
   ]);
   const service = sdk.service({
@@ -173,7 +157,7 @@ if (args.engine === 'restate') {
 } else {
   const o = args.dbos!;
   const [{ DBOS }, { durableCalls }] = await Promise.all([
-    load<{ DBOS: Dbos }>('@dbos-inc/dbos-sdk'),
+    load<{ DBOS: Dbos }>(DBOS_SDK),
     load<{ durableCalls(options?: object): unknown }>('@dbos-inc/vercel-ai'),
   ]);
   DBOS.setConfig({ name: 'rxheal-ai-sdk', systemDatabaseUrl: o.url, runAdminServer: false, logLevel: 'warn' });

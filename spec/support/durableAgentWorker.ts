@@ -11,7 +11,7 @@
 import { Observable } from 'rxjs';
 import type { JournalSession, JournalStore } from '../../src/core/journal/journal.js';
 import { resumeAgent, runAgent, RunLockedError } from '../../src/index.js';
-import { seatModel, seatTools } from './seatTools.js';
+import { eventLine, seatModel, seatTools } from './seatTools.js';
 import { storeOf, type StoreAt } from './storeAt.js';
 
 /** Where the process kills itself. `n` counts from 1, in this process only. */
@@ -112,15 +112,7 @@ async function main(): Promise<void> {
         next: (e) => {
           const replayed = (e as { replayed?: boolean }).replayed === true;
           if (e.type === 'message' && e.message.role === 'assistant') answer = e.message.content;
-          const more =
-            e.type === 'message'
-              ? { role: e.message.role, id: 'toolCallId' in e.message ? e.message.toolCallId : undefined }
-              : e.type === 'tool-outcome-unknown'
-                ? { id: e.callId, name: e.tool }
-                : 'id' in e
-                  ? { id: e.id as string }
-                  : {};
-          say({ event: e.type, replayed, at: Date.now(), ...more });
+          say(eventLine(e));
           if (e.type === 'text-delta' && !replayed && args.kill?.at === 'delta' && ++deltas === args.kill.n) die();
         },
         error: (e: unknown) => {

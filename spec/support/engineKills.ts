@@ -11,7 +11,7 @@
  * when a kill left it in doubt.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,7 @@ import type { EngineWorkerArgs } from './engineWorker.js';
 import { ANSWER, providers, spawnLife, type Episode, type Life } from './killResume.js';
 import { freePort } from './redisServer.js';
 import type { RestateServer } from './restateServer.js';
+import { effectLines } from './seatTools.js';
 import type { StoreAt } from './storeAt.js';
 
 const WORKER = fileURLToPath(new URL('./engineWorker.ts', import.meta.url));
@@ -109,15 +110,7 @@ export async function engineEpisode(
       }
       output = await at.server.attach(invocation!);
     }
-    const read = (tool: string): string[] => {
-      try {
-        return readFileSync(join(effects, `${tool}.log`), 'utf8')
-          .split('\n')
-          .filter(Boolean);
-      } catch {
-        return [];
-      }
-    };
+    const read = (tool: string): string[] => effectLines(effects, tool);
     return {
       runId: workflowId,
       lives,
@@ -171,12 +164,4 @@ export function checkReplays(run: Episode): void {
 export const stepsOf = (life: Life): string[] => (life.lines as unknown as AiSdkWorkerLine[]).flatMap((l) => ('step' in l ? [l.step] : []));
 
 /** How many times `tool`'s effect happened (lines of `<tool>.log` in `dir`). */
-export function effectsIn(dir: string, tool: string): number {
-  try {
-    return readFileSync(join(dir, `${tool}.log`), 'utf8')
-      .split('\n')
-      .filter(Boolean).length;
-  } catch {
-    return 0;
-  }
-}
+export const effectsIn = (dir: string, tool: string): number => effectLines(dir, tool).length;

@@ -22,7 +22,8 @@ import type { StepJournal } from '../../src/durable/index.js';
 import { dbosJournal } from '../../src/dbos/index.js';
 import { restateJournal } from '../../src/restate/index.js';
 import type { KillPoint, WorkerLine } from './durableAgentWorker.js';
-import { seatModel, seatTools } from './seatTools.js';
+import { DBOS_SDK, RESTATE_SDK, type Dbos, type RestateContext, type RestateSdk } from './engineSdks.js';
+import { eventLine, seatModel, seatTools } from './seatTools.js';
 import { storeOf, type StoreAt } from './storeAt.js';
 
 /** The worker's one argument (JSON). */
@@ -68,15 +69,7 @@ function answer(journal: StepJournal, runId: string): Promise<string> {
     tap((e: AgentEvent) => {
       const replayed = (e as { replayed?: boolean }).replayed === true;
       if (e.type === 'message' && e.message.role === 'assistant') text = e.message.content;
-      const more =
-        e.type === 'message'
-          ? { role: e.message.role, id: 'toolCallId' in e.message ? e.message.toolCallId : undefined }
-          : e.type === 'tool-outcome-unknown'
-            ? { id: e.callId, name: e.tool }
-            : 'id' in e
-              ? { id: e.id as string }
-              : {};
-      say({ event: e.type, replayed, at: Date.now(), ...more });
+      say(eventLine(e));
       if (e.type === 'text-delta' && !replayed && args.kill?.at === 'delta' && ++deltas === args.kill.n) die();
     }),
   );
@@ -89,32 +82,6 @@ function answer(journal: StepJournal, runId: string): Promise<string> {
     },
   );
 }
-
-/** What the worker calls of `DBOS` (`@dbos-inc/dbos-sdk` 5.x is spec/support/majors's, not the project's: typed here). */
-interface Dbos {
-  runStep<T>(fn: () => Promise<T>, config?: { name?: string }): Promise<T>;
-  setConfig(config: Record<string, unknown>): void;
-  registerWorkflow<R>(fn: () => Promise<R>, config: { name: string }): () => Promise<R>;
-  launch(): Promise<void>;
-  startWorkflow<R>(workflow: () => Promise<R>, params: { workflowID: string }): () => Promise<{ getResult(): Promise<R> }>;
-  retrieveWorkflow<R>(id: string): { getResult(): Promise<R> };
-  shutdown(): Promise<void>;
-  readonly workflowID: string | undefined;
-}
-
-/** What the worker calls of `@restatedev/restate-sdk` 1.x. */
-interface RestateContext {
-  run<T>(name: string, fn: () => Promise<T>): PromiseLike<T>;
-  request(): { readonly id: string };
-}
-interface RestateSdk {
-  service(definition: { name: string; handlers: Record<string, (ctx: RestateContext) => Promise<unknown>> }): unknown;
-  serve(options: { services: unknown[]; port: number }): Promise<unknown>;
-}
-
-// imported by name at run time: resolved from spec/support/majors, where the bundle is
-const DBOS_SDK = '@dbos-inc/dbos-sdk';
-const RESTATE_SDK = '@restatedev/restate-sdk';
 
 async function dbos(o: NonNullable<EngineWorkerArgs['dbos']>): Promise<void> {
   const { DBOS } = (await import(DBOS_SDK)) as { DBOS: Dbos };

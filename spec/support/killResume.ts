@@ -12,13 +12,14 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startLocalProvider, type Assistant, type LocalProvider, type RecordedRequest } from '../../src/server/index.js';
 import type { KillPoint, WorkerArgs, WorkerLine } from './durableAgentWorker.js';
+import { effectLines } from './seatTools.js';
 import type { StoreAt } from './storeAt.js';
 
 const WORKER = fileURLToPath(new URL('./durableAgentWorker.ts', import.meta.url));
@@ -129,15 +130,7 @@ export async function episode(store: StoreAt, kills: readonly KillPoint[], lease
     const lives: Life[] = [];
     for (const kill of kills) lives.push(await live({ ...base, kill }));
     lives.push(await live(base));
-    const read = (tool: string): string[] => {
-      try {
-        return readFileSync(join(effects, `${tool}.log`), 'utf8')
-          .split('\n')
-          .filter(Boolean);
-      } catch {
-        return [];
-      }
-    };
+    const read = (tool: string): string[] => effectLines(effects, tool);
     return {
       runId,
       lives,

@@ -7,7 +7,8 @@
 import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as t from 'io-ts';
-import { defineTool, fallbackModel, retryWithBackoff } from '../../src/index.js';
+import { defineTool, fallbackModel, retryWithBackoff, type AgentEvent } from '../../src/index.js';
+import type { WorkerLine } from './durableAgentWorker.js';
 import { openAICompatibleModel } from '../../src/providers/openai.js';
 
 /** A kill at a tool's side effect (the other kill points pass through). */
@@ -25,15 +26,7 @@ export function seatTools(dir: string, kill: EffectKill | undefined, die: () => 
     if (kill?.at === 'effect' && kill.tool === tool && kill.phase === 'after') die();
   }
 
-  function effectsOf(tool: string): string[] {
-    try {
-      return readFileSync(join(dir, `${tool}.log`), 'utf8')
-        .split('\n')
-        .filter(Boolean);
-    } catch {
-      return [];
-    }
-  }
+  const effectsOf = (tool: string): string[] => effectLines(dir, tool);
 
   const Seat = t.type({ seat: t.string });
   const lookup = defineTool({
@@ -84,4 +77,29 @@ export function seatModel(primary: string, secondary: string) {
       perModel: (id, stream$, { hub }) => stream$.pipe(retryWithBackoff({ hub, target: `model:${id}`, maxRetries: 1, initialBackoffMs: 20 })),
     },
   );
+}
+
+/** The lines of `<tool>.log` in `dir`: each side effect of the tool (none: no file). */
+export function effectLines(dir: string, tool: string): string[] {
+  try {
+    return readFileSync(join(dir, `${tool}.log`), 'utf8')
+      .split('\n')
+      .filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** An agent event as a kill spec's worker prints it: its type, whether replayed, when, and what names it (a message's role and call, a call's id). */
+export function eventLine(e: AgentEvent): WorkerLine {
+  const replayed = (e as { replayed?: boolean }).replayed === true;
+  const more =
+    e.type === 'message'
+      ? { role: e.message.role, id: 'toolCallId' in e.message ? e.message.toolCallId : undefined }
+      : e.type === 'tool-outcome-unknown'
+        ? { id: e.callId, name: e.tool }
+        : 'id' in e
+          ? { id: e.id as string }
+          : {};
+  return { event: e.type, replayed, at: Date.now(), ...more };
 }

@@ -1,5 +1,7 @@
 /** The ```ts blocks of a Markdown page (README.md, marble-docs/*.md), for the specs that compile and run them (spec/docs), and the options they compile with. */
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import ts from 'typescript';
 
 /** How a snippet compiles: as a user's strict ES module (Node's resolution: the exports maps), against @types/node. */
@@ -50,4 +52,20 @@ export function typeErrorsIn(dir: string, files: readonly string[], extra: ts.Co
   return ts
     .getPreEmitDiagnostics(program)
     .map((d) => `${d.file?.fileName.slice(dir.length + 1) ?? ''}: TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+}
+
+/**
+ * A consumer project for a spec: a temporary folder with a `package.json` (ESM) and, in its
+ * node_modules, each package of `links` as a link to the folder named (`rxheal` to this
+ * repository, a framework to spec/support/majors's copy…). Its caller removes it.
+ */
+export function linkedProject(prefix: string, links: Readonly<Record<string, string>>): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  for (const [name, target] of Object.entries(links)) {
+    if (!existsSync(target)) throw new Error(`${name}: ${target} does not exist`);
+    mkdirSync(dirname(join(dir, 'node_modules', name)), { recursive: true });
+    symlinkSync(target, join(dir, 'node_modules', name), 'dir');
+  }
+  return dir;
 }
