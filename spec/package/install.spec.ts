@@ -30,10 +30,10 @@
  * the two network notices). The npm work of the two Nodes runs side by side from the suite's
  * start, each Node's lines one after another; each test awaits and checks its own line's. Measured
  * on this 2-core machine: 35–60 s inside .ci/run, 80–110 s alone under other jobs' load — each line
- * costs an install (2–6 s) and a copy of the base project (3 700 files, 2–5 s: rxjs's).
+ * costs an install (2–6 s) and a copy of the base project (3 700 files: `cp -a`, a fraction of a second).
  */
 import { expect } from 'chai';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cp, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -156,6 +156,16 @@ interface NodeWork {
   readonly frameworks: Promise<Installed>[];
 }
 
+/**
+ * A copy of the base project: `cp -a` (symlinks kept as they are), ten times faster here than
+ * `fs.cp` on its 3 700 files (130 vs 1 330 ms measured on rxjs's tree); `fs.cp` where there is no `cp`.
+ */
+function copyTree(from: string, to: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile('cp', ['-a', from, to], (error) => (error === null ? resolve() : cp(from, to, { recursive: true, verbatimSymlinks: true }).then(resolve, reject))),
+  );
+}
+
 async function installIn(node: string, project: string, command: string, tarball: string): Promise<Installed> {
   const install = await npmWith(node, project, argsOf(command, tarball));
   const ls = await npmWith(node, project, ['ls', '--all', '--json']);
@@ -176,7 +186,7 @@ async function work(node: NodeBinary, dir: string, tarball: string): Promise<Nod
     const row = (async () => {
       await previous;
       const project = join(where, specifier.replace(/\W+/g, '-'));
-      await cp(base, project, { recursive: true, verbatimSymlinks: true });
+      await copyTree(base, project);
       return installIn(node.path, project, command, tarball);
     })();
     row.catch(() => undefined); // awaited by its test; never an unhandled rejection meanwhile
