@@ -14,7 +14,7 @@
  *   needs Node ≥ 22) — skipped, with a row saying why, without `.ci/node`'s Node 24 (`npm ci
  *   --prefix .ci/node`), spec/support/majors installed (a Node 24 spec run installs it), or PostgreSQL.
  *
- * No target: the issue asked for the overhead beside the journal's rows. Alone:
+ * No target: the figure reports the overhead beside the journal's rows (p, q). Alone:
  * `npx tsx bench/figures/stepJournal.ts` (`BENCH_QUICK=1`: fewer repetitions).
  */
 import { execFile } from 'node:child_process';
